@@ -1,0 +1,39 @@
+# One entry point for people and CI. Every target creates the virtualenv it needs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo check test lint typecheck layers bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+## Run the main job: simulate the seed Spot example on the embedded simulated cloud.
+demo: $(STAMP)
+	$(BIN)/joiner simulate examples/seed-spot/scenario.yaml
+
+## Lint, type-check, layer-check and run the whole test suite.
+check: lint typecheck layers test
+
+lint: $(STAMP)
+	$(BIN)/ruff check joiner tests tools benchmarks
+	$(BIN)/ruff format --check joiner tests tools benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+layers: $(STAMP)
+	$(BIN)/lint-imports
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) joiner-out .pytest_cache .mypy_cache .ruff_cache

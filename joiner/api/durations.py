@@ -1,0 +1,52 @@
+"""Go duration strings (``720h``, ``1h30m``, ``90s``) as Karpenter and Kubernetes write them.
+
+Parsing is durationpy's; the literal ``Never`` (Karpenter's ``NillableDuration``) maps to
+``None``.
+"""
+
+from __future__ import annotations
+
+import durationpy
+
+from joiner.api.errors import InputError
+
+NEVER = "Never"
+
+
+def parse_seconds(value: object, *, field: str | None = None, allow_never: bool = False) -> float | None:
+    """Parse a Go duration into seconds; ``Never`` gives ``None`` when ``allow_never``.
+
+    Integers are taken as seconds (legacy ``ttlSeconds*`` fields).
+
+    Raises:
+        InputError: not a Go duration, negative, or ``Never`` where it is not allowed.
+    """
+    if isinstance(value, bool):
+        raise InputError(f"{value!r} is not a duration", field=field)
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        if text == NEVER:
+            if allow_never:
+                return None
+            raise InputError("'Never' is not allowed here; give a duration such as 10m", field=field)
+        try:
+            seconds = durationpy.from_str(text).total_seconds()
+        except Exception as exc:  # durationpy raises its own DurationError and ValueError
+            raise InputError(
+                f"{value!r} is not a Go duration (examples: 90s, 10m, 6h, 720h, 1h30m)",
+                field=field,
+            ) from exc
+    else:
+        raise InputError(f"{value!r} is not a duration", field=field)
+    if seconds < 0:
+        raise InputError(f"duration {value!r} is negative", field=field)
+    return seconds
+
+
+def parse_required_seconds(value: object, *, field: str | None = None) -> float:
+    """Parse a Go duration that must be finite (``Never`` is rejected)."""
+    seconds = parse_seconds(value, field=field, allow_never=False)
+    assert seconds is not None
+    return seconds

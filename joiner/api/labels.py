@@ -1,0 +1,94 @@
+"""Well-known labels, annotations and taints (Karpenter ``labels.go``/``taints.go``, AWS provider).
+
+Keys here are the stable names; ``normalize_key`` rewrites the deprecated beta aliases the
+way Karpenter does, so a manifest using ``beta.kubernetes.io/arch`` still matches.
+"""
+
+from __future__ import annotations
+
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+ARCH = "kubernetes.io/arch"
+OS = "kubernetes.io/os"
+HOSTNAME = "kubernetes.io/hostname"
+WINDOWS_BUILD = "node.kubernetes.io/windows-build"
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+NODEPOOL = "karpenter.sh/nodepool"
+LEGACY_PROVISIONER_NAME = "karpenter.sh/provisioner-name"
+REGISTERED = "karpenter.sh/registered"
+INITIALIZED = "karpenter.sh/initialized"
+ZONE_ID = "topology.k8s.aws/zone-id"
+
+AWS_PREFIX = "karpenter.k8s.aws/"
+INSTANCE_CATEGORY = AWS_PREFIX + "instance-category"
+INSTANCE_FAMILY = AWS_PREFIX + "instance-family"
+INSTANCE_GENERATION = AWS_PREFIX + "instance-generation"
+INSTANCE_SIZE = AWS_PREFIX + "instance-size"
+INSTANCE_CPU = AWS_PREFIX + "instance-cpu"
+INSTANCE_CPU_MANUFACTURER = AWS_PREFIX + "instance-cpu-manufacturer"
+INSTANCE_MEMORY = AWS_PREFIX + "instance-memory"
+INSTANCE_HYPERVISOR = AWS_PREFIX + "instance-hypervisor"
+INSTANCE_NETWORK_BANDWIDTH = AWS_PREFIX + "instance-network-bandwidth"
+INSTANCE_EBS_BANDWIDTH = AWS_PREFIX + "instance-ebs-bandwidth"
+INSTANCE_GPU_NAME = AWS_PREFIX + "instance-gpu-name"
+INSTANCE_GPU_COUNT = AWS_PREFIX + "instance-gpu-count"
+INSTANCE_GPU_MANUFACTURER = AWS_PREFIX + "instance-gpu-manufacturer"
+INSTANCE_GPU_MEMORY = AWS_PREFIX + "instance-gpu-memory"
+INSTANCE_LOCAL_NVME = AWS_PREFIX + "instance-local-nvme"
+
+CAPACITY_TYPE_SPOT = "spot"
+CAPACITY_TYPE_ON_DEMAND = "on-demand"
+CAPACITY_TYPE_RESERVED = "reserved"
+#: Launch precedence (aws-semantics §0.2): reserved beats spot beats on-demand.
+CAPACITY_TYPE_PRECEDENCE = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
+
+#: Labels every instance type defines; a requirement on one of them may be undefined on the
+#: other side of a compatibility check (Karpenter's AllowUndefinedWellKnownLabels).
+WELL_KNOWN_LABELS = frozenset(
+    {
+        ZONE,
+        REGION,
+        INSTANCE_TYPE,
+        ARCH,
+        OS,
+        WINDOWS_BUILD,
+        CAPACITY_TYPE,
+        NODEPOOL,
+        ZONE_ID,
+        INSTANCE_CATEGORY,
+        INSTANCE_FAMILY,
+        INSTANCE_GENERATION,
+        INSTANCE_SIZE,
+        INSTANCE_CPU,
+        INSTANCE_CPU_MANUFACTURER,
+        INSTANCE_MEMORY,
+        INSTANCE_HYPERVISOR,
+        INSTANCE_NETWORK_BANDWIDTH,
+        INSTANCE_EBS_BANDWIDTH,
+        INSTANCE_GPU_NAME,
+        INSTANCE_GPU_COUNT,
+        INSTANCE_GPU_MANUFACTURER,
+        INSTANCE_GPU_MEMORY,
+        INSTANCE_LOCAL_NVME,
+    }
+)
+
+#: Deprecated aliases rewritten to their stable names (Karpenter NormalizedLabels).
+NORMALIZED_LABELS = {
+    "failure-domain.beta.kubernetes.io/zone": ZONE,
+    "failure-domain.beta.kubernetes.io/region": REGION,
+    "beta.kubernetes.io/arch": ARCH,
+    "beta.kubernetes.io/os": OS,
+    "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+}
+
+# Annotations and taints.
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+TAINT_UNREGISTERED = "karpenter.sh/unregistered"
+TAINT_DISRUPTED = "karpenter.sh/disrupted"
+
+
+def normalize_key(key: str) -> str:
+    """Rewrite a deprecated label key to its stable name; other keys are returned as is."""
+    return NORMALIZED_LABELS.get(key, key)

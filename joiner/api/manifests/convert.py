@@ -1,0 +1,324 @@
+"""Converters from validated manifest models to domain objects (v1 and core kinds).
+
+The legacy kinds are in ``legacy``; both share the helpers here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from joiner.api import durations, labels, quantity
+from joiner.api import objects as o
+from joiner.api.errors import InputError
+from joiner.api.manifests import models as m
+from joiner.api.requirements import Requirement, Requirements
+
+EC2NODECLASS_GROUP = "karpenter.k8s.aws"
+EC2NODECLASS_KIND = "EC2NodeClass"
+
+
+def requirement(r: m.NodeSelectorRequirement, field: str) -> Requirement:
+    """One node-selector requirement, with Karpenter's value rules (In needs values, ...)."""
+    if r.operator == "In" and not r.values:
+        raise InputError("operator In needs at least one value", field=f"{field}.values")
+    if r.operator in ("Exists", "DoesNotExist") and r.values:
+        raise InputError(f"operator {r.operator} takes no values", field=f"{field}.values")
+    if r.minValues is not None and r.operator == "In" and r.minValues > len(r.values):
+        raise InputError(
+            f"minValues {r.minValues} exceeds the {len(r.values)} values given",
+            field=f"{field}.minValues",
+        )
+    try:
+        return Requirement.new(r.key, r.operator, r.values, r.minValues)
+    except InputError as exc:
+        raise exc.located(field_prefix=field) from exc
+
+
+def requirements(
+    items: Iterable[m.NodeSelectorRequirement], field: str
+) -> tuple[Requirement, ...]:
+    """Convert a list of requirements, naming the index of a bad one."""
+    return tuple(requirement(r, f"{field}[{i}]") for i, r in enumerate(items))
+
+
+def taints(items: Iterable[m.Taint]) -> tuple[o.Taint, ...]:
+    """Convert taints."""
+    return tuple(o.Taint(key=t.key, value=t.value, effect=t.effect) for t in items)
+
+
+def resources(raw: Mapping[str, object], field: str) -> tuple[tuple[str, int], ...]:
+    """A resource list as sorted (name, amount) pairs."""
+    parsed = quantity.parse_resources(raw, field=field)
+    return tuple(sorted(parsed.items()))
+
+
+def kubelet(k: m.Kubelet | m.ProvisionerKubelet | None, field: str) -> o.KubeletConfig:
+    """Kubelet settings that change allocatable."""
+    if k is None:
+        return o.KubeletConfig()
+    eviction: list[tuple[str, int | None, float | None]] = []
+    for signal, value in sorted(k.evictionHard.items()):
+        text = value.strip()
+        if text.endswith("%"):
+            try:
+                pct = float(text[:-1])
+            except ValueError as exc:
+                raise InputError(
+                    f"{value!r} is not a percentage", field=f"{field}.evictionHard.{signal}"
+                ) from exc
+            eviction.append((signal, None, pct))
+        else:
+            eviction.append(
+                (
+                    signal,
+                    quantity.parse(text, resource="memory", field=f"{field}.evictionHard.{signal}"),
+                    None,
+                )
+            )
+    return o.KubeletConfig(
+        max_pods=k.maxPods,
+        pods_per_core=k.podsPerCore or None,
+        system_reserved=resources(k.systemReserved, f"{field}.systemReserved"),
+        kube_reserved=resources(k.kubeReserved, f"{field}.kubeReserved"),
+        eviction_hard=tuple(eviction),
+    )
+
+
+def root_volume_bytes(
+    mappings: list[m.BlockDeviceMapping], ami_family: str, field: str
+) -> int | None:
+    """Size of the volume that backs ephemeral storage (Karpenter: ``rootVolume`` mapping, else
+    the family's ephemeral device: /dev/xvda, Bottlerocket /dev/xvdb, Windows /dev/sda1)."""
+    device = {"Bottlerocket": "/dev/xvdb"}.get(ami_family, "/dev/xvda")
+    if ami_family.startswith("Windows"):
+        device = "/dev/sda1"
+    chosen = next((b for b in mappings if b.rootVolume), None)
+    if chosen is None:
+        chosen = next((b for b in mappings if b.deviceName == device), None)
+    if chosen is None or chosen.ebs is None or chosen.ebs.volumeSize is None:
+        return None
+    index = mappings.index(chosen)
+    return quantity.parse(
+        chosen.ebs.volumeSize,
+        resource="ephemeral-storage",
+        field=f"{field}[{index}].ebs.volumeSize",
+    )
+
+
+def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
+    """A ``karpenter.sh/v1`` NodePool."""
+    spec = doc.spec
+    tmpl = spec.template
+    source = o.Source(file, "NodePool", doc.metadata.name, doc.apiVersion)
+    reqs = requirements(tmpl.spec.requirements, "spec.template.spec.requirements")
+    label_reqs = [Requirement.in_(k, v) for k, v in sorted(tmpl.metadata.labels.items())]
+    expire = (
+        720 * 3600.0
+        if tmpl.spec.expireAfter is None
+        else durations.parse_seconds(
+            tmpl.spec.expireAfter, field="spec.template.spec.expireAfter", allow_never=True
+        )
+    )
+    consolidate_after = (
+        0.0
+        if spec.disruption.consolidateAfter is None
+        else durations.parse_seconds(
+            spec.disruption.consolidateAfter,
+            field="spec.disruption.consolidateAfter",
+            allow_never=True,
+        )
+    )
+    return o.NodePool(
+        name=doc.metadata.name,
+        requirements=Requirements([*reqs, *label_reqs]),
+        node_class_ref=o.NodeClassRef(
+            tmpl.spec.nodeClassRef.group, tmpl.spec.nodeClassRef.kind, tmpl.spec.nodeClassRef.name
+        ),
+        source=source,
+        labels=tuple(sorted(tmpl.metadata.labels.items())),
+        annotations=tuple(sorted(tmpl.metadata.annotations.items())),
+        taints=taints(tmpl.spec.taints),
+        startup_taints=taints(tmpl.spec.startupTaints),
+        limits=resources(spec.limits, "spec.limits"),
+        weight=spec.weight or 0,
+        expire_after_s=expire,
+        consolidation_policy=spec.disruption.consolidationPolicy,
+        consolidate_after_s=consolidate_after,
+    )
+
+
+def selector_terms(terms: list[m.SelectorTerm], field: str) -> tuple[o.SelectorTerm, ...]:
+    """EC2NodeClass selector terms; ``id`` must stand alone."""
+    out = []
+    for i, t in enumerate(terms):
+        if t.id and (t.tags or t.name):
+            raise InputError("'id' cannot be combined with other fields", field=f"{field}[{i}]")
+        if not (t.id or t.name or t.tags):
+            raise InputError("term selects nothing: give id, name or tags", field=f"{field}[{i}]")
+        out.append(o.SelectorTerm(id=t.id, name=t.name, tags=tuple(sorted(t.tags.items()))))
+    return tuple(out)
+
+
+_ALIAS_FAMILIES = {
+    "al2": "AL2",
+    "al2023": "AL2023",
+    "bottlerocket": "Bottlerocket",
+    "windows2019": "Windows2019",
+    "windows2022": "Windows2022",
+    "windows2025": "Windows2025",
+}
+AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025")
+
+
+def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
+    """A ``karpenter.k8s.aws/v1`` EC2NodeClass."""
+    spec = doc.spec
+    source = o.Source(file, "EC2NodeClass", doc.metadata.name, doc.apiVersion)
+    if bool(spec.role) == bool(spec.instanceProfile):
+        raise InputError("give exactly one of 'role' or 'instanceProfile'", field="spec.role")
+    family = spec.amiFamily
+    aliases = [t.alias for t in spec.amiSelectorTerms if t.alias]
+    if aliases:
+        if len(spec.amiSelectorTerms) > 1:
+            raise InputError("an 'alias' term must be the only term", field="spec.amiSelectorTerms")
+        alias_family = aliases[0].split("@", 1)[0].lower()
+        if alias_family not in _ALIAS_FAMILIES:
+            raise InputError(
+                f"unknown alias family {alias_family!r}; use one of {', '.join(_ALIAS_FAMILIES)}",
+                field="spec.amiSelectorTerms[0].alias",
+            )
+        family = _ALIAS_FAMILIES[alias_family]
+    if family is None:
+        raise InputError(
+            "amiFamily must be set when amiSelectorTerms select by id, name or tags",
+            field="spec.amiFamily",
+        )
+    if family not in AMI_FAMILIES:
+        raise InputError(
+            f"unknown amiFamily {family!r}; use one of {', '.join(AMI_FAMILIES)}",
+            field="spec.amiFamily",
+        )
+    return o.NodeClass(
+        name=doc.metadata.name,
+        source=source,
+        subnet_selector_terms=selector_terms(spec.subnetSelectorTerms, "spec.subnetSelectorTerms"),
+        security_group_selector_terms=selector_terms(
+            spec.securityGroupSelectorTerms, "spec.securityGroupSelectorTerms"
+        ),
+        ami_family=family,
+        role=spec.role,
+        instance_profile=spec.instanceProfile,
+        tags=tuple(sorted(spec.tags.items())),
+        kubelet=kubelet(spec.kubelet, "spec.kubelet"),
+        root_volume_bytes=root_volume_bytes(
+            spec.blockDeviceMappings, family, "spec.blockDeviceMappings"
+        ),
+        user_data=spec.userData,
+    )
+
+
+# --- core kinds -----------------------------------------------------------------------------
+
+
+def _container_requests(c: m.Container, field: str) -> quantity.Resources:
+    # Kubernetes defaults a missing request to the limit.
+    merged: dict[str, object] = dict(c.resources.limits)
+    merged.update(c.resources.requests)
+    return quantity.parse_resources(merged, field=f"{field}.resources")
+
+
+def pod_template(spec: m.PodSpec, pod_labels: Mapping[str, str], field: str) -> o.PodTemplate:
+    """Scheduling view of a pod spec: effective requests, selectors, affinity, tolerations.
+
+    Effective requests follow kube-scheduler: the larger of the containers' sum and each init
+    container (restartable init containers, i.e. sidecars, add to both), plus pod overhead,
+    plus ``pods: 1``.
+    """
+    total: quantity.Resources = {}
+    sidecars: quantity.Resources = {}
+    init_peak: quantity.Resources = {}
+    for i, c in enumerate(spec.initContainers):
+        req = _container_requests(c, f"{field}.initContainers[{i}]")
+        if c.restartPolicy == "Always":
+            sidecars = quantity.add(sidecars, req)
+        else:
+            init_peak = quantity.maximum(init_peak, quantity.add(req, sidecars))
+    for i, c in enumerate(spec.containers):
+        total = quantity.add(total, _container_requests(c, f"{field}.containers[{i}]"))
+    total = quantity.maximum(quantity.add(total, sidecars), init_peak)
+    total = quantity.add(total, quantity.parse_resources(spec.overhead, field=f"{field}.overhead"))
+    total[quantity.PODS] = 1
+    selector = Requirements(
+        Requirement.in_(k, v) for k, v in sorted(spec.nodeSelector.items())
+    )
+    terms: list[Requirements] = []
+    na = spec.affinity.nodeAffinity if spec.affinity else None
+    required = na.requiredDuringSchedulingIgnoredDuringExecution if na else None
+    if required is not None:
+        base = f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        for i, term in enumerate(required.nodeSelectorTerms):
+            if term.matchFields:
+                raise InputError(
+                    "matchFields is not supported by Karpenter-style provisioning",
+                    field=f"{base}.nodeSelectorTerms[{i}].matchFields",
+                )
+            terms.append(
+                Requirements(
+                    requirements(term.matchExpressions, f"{base}.nodeSelectorTerms[{i}].matchExpressions")
+                )
+            )
+    return o.PodTemplate(
+        requests=total,
+        node_selector=selector,
+        required_affinity=tuple(terms),
+        tolerations=tuple(
+            o.Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
+            for t in spec.tolerations
+        ),
+        labels=tuple(sorted(pod_labels.items())),
+    )
+
+
+def deployment(doc: m.Deployment, file: str) -> o.Deployment:
+    """An ``apps/v1`` Deployment."""
+    ns = doc.metadata.namespace or "default"
+    return o.Deployment(
+        namespace=ns,
+        name=doc.metadata.name,
+        replicas=doc.spec.replicas,
+        template=pod_template(
+            doc.spec.template.spec, doc.spec.template.metadata.labels, "spec.template.spec"
+        ),
+        source=o.Source(file, "Deployment", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+    )
+
+
+def daemonset(doc: m.DaemonSet, file: str) -> o.DaemonSet:
+    """An ``apps/v1`` DaemonSet."""
+    ns = doc.metadata.namespace or "default"
+    return o.DaemonSet(
+        namespace=ns,
+        name=doc.metadata.name,
+        template=pod_template(
+            doc.spec.template.spec, doc.spec.template.metadata.labels, "spec.template.spec"
+        ),
+        source=o.Source(file, "DaemonSet", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+    )
+
+
+def pod(doc: m.Pod, file: str) -> o.StandalonePod:
+    """A bare ``v1`` Pod."""
+    ns = doc.metadata.namespace or "default"
+    return o.StandalonePod(
+        namespace=ns,
+        name=doc.metadata.name,
+        template=pod_template(doc.spec, doc.metadata.labels, "spec"),
+        source=o.Source(file, "Pod", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+    )
+
+
+def is_restricted_label(key: str) -> bool:
+    """Karpenter rejects template labels under ``karpenter.sh/`` unless well-known, and hostname."""
+    if key == labels.HOSTNAME:
+        return True
+    return key.startswith("karpenter.sh/") and key not in labels.WELL_KNOWN_LABELS

@@ -1,0 +1,312 @@
+"""Pydantic models of the manifest fields Joiner reads (shape checks at the edge only).
+
+Unknown fields are ignored (``kubectl get -o yaml`` output carries status, managedFields...).
+Numbers given where strings are expected (label values ``"5"`` written as ``5``) are coerced.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_CONFIG = ConfigDict(extra="ignore", coerce_numbers_to_str=True, populate_by_name=True)
+
+Scalar = str | int | float
+
+
+class Model(BaseModel):
+    """Base: ignore unknown fields, coerce numbers to strings where strings are expected."""
+
+    model_config = _CONFIG
+
+
+class Metadata(Model):
+    name: str = Field(min_length=1)
+    namespace: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class TemplateMetadata(Model):
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class NodeSelectorRequirement(Model):
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
+    values: list[str] = Field(default_factory=list)
+    minValues: int | None = Field(default=None, ge=1, le=50)
+
+
+class Taint(Model):
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Toleration(Model):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    tolerationSeconds: int | None = None
+
+
+# --- karpenter.sh/v1 NodePool -------------------------------------------------------------
+
+
+class NodeClassRef(Model):
+    group: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+
+
+class NodeClaimTemplateSpec(Model):
+    requirements: list[NodeSelectorRequirement] = Field(default_factory=list, max_length=100)
+    taints: list[Taint] = Field(default_factory=list)
+    startupTaints: list[Taint] = Field(default_factory=list)
+    nodeClassRef: NodeClassRef
+    expireAfter: Scalar | None = None
+    terminationGracePeriod: str | None = None
+
+
+class NodeClaimTemplate(Model):
+    metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
+    spec: NodeClaimTemplateSpec
+
+
+class Budget(Model):
+    nodes: str = "10%"
+    schedule: str | None = None
+    duration: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+
+
+class Disruption(Model):
+    consolidationPolicy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = (
+        "WhenEmptyOrUnderutilized"
+    )
+    consolidateAfter: Scalar | None = None
+    budgets: list[Budget] = Field(default_factory=list)
+
+
+class NodePoolSpec(Model):
+    template: NodeClaimTemplate
+    disruption: Disruption = Field(default_factory=Disruption)
+    limits: dict[str, Scalar] = Field(default_factory=dict)
+    weight: int | None = Field(default=None, ge=1, le=100)
+
+
+class NodePool(Model):
+    apiVersion: str
+    kind: Literal["NodePool"]
+    metadata: Metadata
+    spec: NodePoolSpec
+
+
+# --- karpenter.sh/v1alpha5 Provisioner ------------------------------------------------------
+
+
+class ProviderRef(Model):
+    name: str = Field(min_length=1)
+    kind: str | None = None
+    apiVersion: str | None = None
+
+
+class Consolidation(Model):
+    enabled: bool = False
+
+
+class ProvisionerLimits(Model):
+    resources: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class ProvisionerKubelet(Model):
+    maxPods: int | None = Field(default=None, ge=1)
+    podsPerCore: int | None = Field(default=None, ge=0)
+    systemReserved: dict[str, Scalar] = Field(default_factory=dict)
+    kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
+    evictionHard: dict[str, str] = Field(default_factory=dict)
+
+
+class ProvisionerSpec(Model):
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    startupTaints: list[Taint] = Field(default_factory=list)
+    requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
+    limits: ProvisionerLimits = Field(default_factory=ProvisionerLimits)
+    providerRef: ProviderRef | None = None
+    provider: dict[str, Any] | None = None
+    consolidation: Consolidation | None = None
+    ttlSecondsAfterEmpty: int | None = Field(default=None, ge=0)
+    ttlSecondsUntilExpired: int | None = Field(default=None, ge=0)
+    weight: int | None = Field(default=None, ge=1, le=100)
+    kubeletConfiguration: ProvisionerKubelet | None = None
+
+
+class Provisioner(Model):
+    apiVersion: str
+    kind: Literal["Provisioner"]
+    metadata: Metadata
+    spec: ProvisionerSpec
+
+
+# --- karpenter.k8s.aws/v1 EC2NodeClass ------------------------------------------------------
+
+
+class SelectorTerm(Model):
+    id: str | None = None
+    name: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class AMISelectorTerm(Model):
+    alias: str | None = None
+    id: str | None = None
+    name: str | None = None
+    owner: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    ssmParameter: str | None = None
+
+
+class EBS(Model):
+    volumeSize: Scalar | None = None
+    volumeType: str | None = None
+    iops: int | None = None
+    throughput: int | None = None
+    encrypted: bool | None = None
+    deleteOnTermination: bool | None = None
+
+
+class BlockDeviceMapping(Model):
+    deviceName: str | None = None
+    rootVolume: bool = False
+    ebs: EBS | None = None
+
+
+class Kubelet(Model):
+    maxPods: int | None = Field(default=None, ge=1)
+    podsPerCore: int | None = Field(default=None, ge=0)
+    systemReserved: dict[str, Scalar] = Field(default_factory=dict)
+    kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
+    evictionHard: dict[str, str] = Field(default_factory=dict)
+
+
+class EC2NodeClassSpec(Model):
+    subnetSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
+    securityGroupSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
+    amiSelectorTerms: list[AMISelectorTerm] = Field(min_length=1, max_length=30)
+    amiFamily: str | None = None
+    role: str | None = None
+    instanceProfile: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    kubelet: Kubelet | None = None
+    blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list, max_length=50)
+    userData: str | None = None
+
+
+class EC2NodeClass(Model):
+    apiVersion: str
+    kind: Literal["EC2NodeClass"]
+    metadata: Metadata
+    spec: EC2NodeClassSpec
+
+
+# --- karpenter.k8s.aws/v1alpha1 AWSNodeTemplate ---------------------------------------------
+
+
+class AWSNodeTemplateSpec(Model):
+    subnetSelector: dict[str, str] = Field(default_factory=dict)
+    securityGroupSelector: dict[str, str] = Field(default_factory=dict)
+    amiSelector: dict[str, str] = Field(default_factory=dict)
+    amiFamily: str | None = None
+    instanceProfile: str | None = None
+    launchTemplate: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list)
+    userData: str | None = None
+
+
+class AWSNodeTemplate(Model):
+    apiVersion: str
+    kind: Literal["AWSNodeTemplate"]
+    metadata: Metadata
+    spec: AWSNodeTemplateSpec
+
+
+# --- core Kubernetes ------------------------------------------------------------------------
+
+
+class ResourceRequirements(Model):
+    requests: dict[str, Scalar] = Field(default_factory=dict)
+    limits: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class Container(Model):
+    name: str = ""
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    restartPolicy: str | None = None
+
+
+class NodeSelectorTerm(Model):
+    matchExpressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    matchFields: list[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelector(Model):
+    nodeSelectorTerms: list[NodeSelectorTerm] = Field(default_factory=list)
+
+
+class NodeAffinity(Model):
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | None = None
+
+
+class Affinity(Model):
+    nodeAffinity: NodeAffinity | None = None
+
+
+class PodSpec(Model):
+    containers: list[Container] = Field(min_length=1)
+    initContainers: list[Container] = Field(default_factory=list)
+    nodeSelector: dict[str, str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = Field(default_factory=list)
+    overhead: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class PodTemplateSpec(Model):
+    metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
+    spec: PodSpec
+
+
+class Pod(Model):
+    apiVersion: str
+    kind: Literal["Pod"]
+    metadata: Metadata
+    spec: PodSpec
+
+
+class DeploymentSpec(Model):
+    replicas: int = Field(default=1, ge=0)
+    template: PodTemplateSpec
+
+
+class Deployment(Model):
+    apiVersion: str
+    kind: Literal["Deployment"]
+    metadata: Metadata
+    spec: DeploymentSpec
+
+
+class DaemonSetSpec(Model):
+    template: PodTemplateSpec
+
+
+class DaemonSet(Model):
+    apiVersion: str
+    kind: Literal["DaemonSet"]
+    metadata: Metadata
+    spec: DaemonSetSpec

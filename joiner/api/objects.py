@@ -1,0 +1,249 @@
+"""Domain views of the Kubernetes and Karpenter objects Joiner reasons about.
+
+Loading (``joiner.api.manifests``) turns YAML into these; the scheduler, the controllers and
+the simulation read only these. Scheduling-relevant pod facts live in the frozen
+``PodTemplate`` so that identical replicas share one value (and one cache entry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from joiner.api import labels
+from joiner.api.quantity import Resources
+from joiner.api.requirements import Requirements
+
+NO_SCHEDULE = "NoSchedule"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+NO_EXECUTE = "NoExecute"
+TAINT_EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where an object came from, for messages: ``file`` and ``Kind/name``."""
+
+    file: str
+    kind: str
+    name: str
+    api_version: str = ""
+
+    @property
+    def ref(self) -> str:
+        """``Kind/name`` as people write it."""
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """A node taint (``key=value:effect``)."""
+
+    key: str
+    effect: str
+    value: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """A pod toleration; ``operator`` is ``Equal`` (default) or ``Exists``."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes toleration matching: empty effect matches all; empty key with Exists matches all."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+def tolerates_all(tolerations: tuple[Toleration, ...], taints: tuple[Taint, ...]) -> Taint | None:
+    """The first NoSchedule/NoExecute taint not tolerated, or None when all are tolerated.
+
+    PreferNoSchedule taints never block scheduling.
+    """
+    for taint in taints:
+        if taint.effect == PREFER_NO_SCHEDULE:
+            continue
+        if not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PodTemplate:
+    """The scheduling-relevant part of a pod spec, shared by all replicas.
+
+    Attributes:
+        requests: effective requests (max of init containers and the sum of containers, plus
+            overhead), cpu in millicores, memory in bytes, always including ``pods: 1``.
+        node_selector: ``spec.nodeSelector`` as requirements.
+        required_affinity: the OR-ed terms of required node affinity (each ANDed).
+        tolerations: ``spec.tolerations``.
+        labels: pod labels.
+    """
+
+    requests: Resources
+    node_selector: Requirements = field(default_factory=Requirements)
+    required_affinity: tuple[Requirements, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def __hash__(self) -> int:
+        return hash(
+            (
+                tuple(sorted(self.requests.items())),
+                self.node_selector,
+                self.required_affinity,
+                self.tolerations,
+                self.labels,
+            )
+        )
+
+    def requirement_terms(self) -> tuple[Requirements, ...]:
+        """The alternatives a node must satisfy one of: nodeSelector AND each affinity term."""
+        if not self.required_affinity:
+            return (self.node_selector,)
+        return tuple(self.node_selector.merge(term) for term in self.required_affinity)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClassRef:
+    """NodePool ``nodeClassRef``."""
+
+    group: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodePool:
+    """A ``karpenter.sh/v1`` NodePool (legacy Provisioners are converted into this).
+
+    ``requirements`` already includes the template labels as ``In`` requirements and, for a
+    converted Provisioner, the legacy webhook defaults. ``limits`` is a resource list
+    (``nodes`` counts nodes). ``weight`` 0 means unset.
+    """
+
+    name: str
+    requirements: Requirements
+    node_class_ref: NodeClassRef
+    source: Source
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    limits: tuple[tuple[str, int], ...] = ()
+    weight: int = 0
+    expire_after_s: float | None = 720 * 3600.0
+    consolidation_policy: str = "WhenEmptyOrUnderutilized"
+    consolidate_after_s: float | None = 0.0
+    #: Requirements that were added by legacy defaulting (for the dead-configuration warning).
+    defaulted: tuple[str, ...] = ()
+
+    def limit(self, resource: str) -> int | None:
+        """The limit on ``resource``, or None when unlimited."""
+        for k, v in self.limits:
+            if k == resource:
+                return v
+        return None
+
+    def node_labels(self) -> dict[str, str]:
+        """Labels every node of this pool carries: template labels plus ``karpenter.sh/nodepool``."""
+        out = dict(self.labels)
+        out[labels.NODEPOOL] = self.name
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorTerm:
+    """One EC2NodeClass selector term: by ``id``, by ``name``, or by ``tags`` (all must match)."""
+
+    id: str | None = None
+    name: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()
+
+    def describe(self) -> str:
+        """Human form for messages."""
+        if self.id:
+            return f"id={self.id}"
+        if self.name:
+            return f"name={self.name}"
+        return "tags={" + ", ".join(f"{k}: {v}" for k, v in self.tags) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletConfig:
+    """EC2NodeClass ``kubelet`` settings that change allocatable (None means the default)."""
+
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    system_reserved: tuple[tuple[str, int], ...] = ()
+    kube_reserved: tuple[tuple[str, int], ...] = ()
+    #: ``evictionHard`` as (signal, absolute amount or None, percentage or None).
+    eviction_hard: tuple[tuple[str, int | None, float | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClass:
+    """A ``karpenter.k8s.aws/v1`` EC2NodeClass (legacy AWSNodeTemplates are converted into this)."""
+
+    name: str
+    source: Source
+    subnet_selector_terms: tuple[SelectorTerm, ...]
+    security_group_selector_terms: tuple[SelectorTerm, ...]
+    ami_family: str = "AL2023"
+    role: str | None = None
+    instance_profile: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()
+    kubelet: KubeletConfig = KubeletConfig()
+    #: Size of the root (ephemeral) volume in bytes; None means Karpenter's 20 GiB default.
+    root_volume_bytes: int | None = None
+    user_data: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """An ``apps/v1`` Deployment: ``replicas`` copies of ``template``."""
+
+    namespace: str
+    name: str
+    replicas: int
+    template: PodTemplate
+    source: Source
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSet:
+    """An ``apps/v1`` DaemonSet: one pod of ``template`` on every node it tolerates and selects."""
+
+    namespace: str
+    name: str
+    template: PodTemplate
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class StandalonePod:
+    """A bare ``v1`` Pod from a manifest (created once at the start of a run)."""
+
+    namespace: str
+    name: str
+    template: PodTemplate
+    source: Source

@@ -1,0 +1,113 @@
+"""Kubernetes resource quantities, converted once at the edge to integers.
+
+CPU is kept in millicores, every other resource (memory, ephemeral-storage, pods,
+extended resources) in its base unit (bytes, count). Parsing is lightkube's
+``parse_quantity`` (the Kubernetes suffix grammar: ``m``, ``k``..``E``, ``Ki``..``Ei``,
+exponents); only this module imports it, so quantity rules live in one place.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from decimal import Decimal
+
+from lightkube.utils.quantity import parse_quantity
+
+from joiner.api.errors import InputError
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+#: A resource list: resource name -> integer amount (cpu in millicores, others in base units).
+Resources = dict[str, int]
+
+
+def parse(value: object, *, resource: str, field: str | None = None) -> int:
+    """Parse one quantity into an integer in the resource's base unit.
+
+    ``cpu`` returns millicores (``"1.5"`` -> 1500, ``"250m"`` -> 250); any other resource
+    returns its base unit rounded up (``"1Gi"`` -> 1073741824). Integers and floats are
+    accepted as YAML gives them.
+
+    Raises:
+        InputError: the value is not a quantity, or is negative.
+    """
+    if isinstance(value, bool):
+        raise InputError(f"{value!r} is not a quantity", field=field)
+    if isinstance(value, int | float):
+        amount = Decimal(str(value))
+    elif isinstance(value, str):
+        try:
+            parsed = parse_quantity(value.strip())
+        except (ValueError, ArithmeticError) as exc:
+            raise InputError(
+                f"{value!r} is not a Kubernetes quantity (examples: 500m, 2, 4Gi, 100M)",
+                field=field,
+            ) from exc
+        if parsed is None:
+            raise InputError(f"{value!r} is not a Kubernetes quantity", field=field)
+        amount = parsed
+    else:
+        raise InputError(f"{value!r} is not a quantity", field=field)
+    if amount < 0:
+        raise InputError(f"quantity {value!r} is negative", field=field)
+    if resource == CPU:
+        amount *= 1000
+    return math.ceil(amount)
+
+
+def parse_resources(raw: Mapping[str, object] | None, *, field: str | None = None) -> Resources:
+    """Parse a ResourceList mapping (``{"cpu": "1", "memory": "2Gi"}``) into integers."""
+    out: Resources = {}
+    for name, value in (raw or {}).items():
+        out[str(name)] = parse(value, resource=str(name), field=f"{field}.{name}" if field else name)
+    return out
+
+
+def add(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
+    """Element-wise sum of two resource lists."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def subtract(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
+    """Element-wise ``a - b`` (may go negative; callers check ``fits``)."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) - v
+    return out
+
+
+def fits(requests: Mapping[str, int], available: Mapping[str, int]) -> bool:
+    """True when every requested amount is within ``available`` (a missing resource is 0)."""
+    return all(v <= 0 or v <= available.get(k, 0) for k, v in requests.items())
+
+
+def maximum(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
+    """Element-wise maximum (init-container rule, pessimistic limits)."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = max(out.get(k, 0), v)
+    return out
+
+
+def format_resources(res: Mapping[str, int]) -> str:
+    """Human form, e.g. ``cpu=1500m memory=2Gi pods=1``, for messages."""
+    parts = []
+    for k in sorted(res):
+        v = res[k]
+        if k == CPU:
+            parts.append(f"cpu={v}m")
+        elif k in (MEMORY, EPHEMERAL_STORAGE) and v % MIB == 0:
+            parts.append(f"{k}={v // MIB}Mi")
+        else:
+            parts.append(f"{k}={v}")
+    return " ".join(parts)

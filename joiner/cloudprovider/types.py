@@ -1,0 +1,212 @@
+"""CloudProvider contract, InstanceType/Offering model and typed errors (Karpenter ``types.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from joiner.api import labels
+from joiner.api.quantity import Resources
+from joiner.api.requirements import Requirement, Requirements
+
+
+@dataclass(frozen=True, slots=True)
+class Offering:
+    """One place an instance type can launch: a zone and a capacity type, with its price.
+
+    Attributes:
+        zone: availability zone name (``us-east-1a``).
+        zone_id: the stable zone id (``use1-az1``).
+        capacity_type: ``spot`` or ``on-demand``.
+        price_per_hour: USD per hour.
+        available: False when not offered here, without a price, or ICE-marked.
+        interruption_rate_per_hour: Spot reclaim hazard (0 for on-demand).
+        price_estimated: True when the price is not from a real table row (the spot price of
+            a type without a Spot Advisor row, or a region without an on-demand table).
+    """
+
+    zone: str
+    zone_id: str
+    capacity_type: str
+    price_per_hour: float
+    available: bool = True
+    interruption_rate_per_hour: float = 0.0
+    price_estimated: bool = False
+
+    def compatible(self, reqs: Requirements) -> bool:
+        """True when zone, zone id and capacity type are allowed by ``reqs``."""
+        return (
+            reqs.get_or_exists(labels.ZONE).has(self.zone)
+            and reqs.get_or_exists(labels.CAPACITY_TYPE).has(self.capacity_type)
+            and reqs.get_or_exists(labels.ZONE_ID).has(self.zone_id)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    """An instance type as the scheduler sees it (Karpenter ``cloudprovider.InstanceType``).
+
+    Attributes:
+        name: e.g. ``c5.xlarge``.
+        requirements: every well-known label as a requirement (zone and capacity type are the
+            union over offerings).
+        capacity: cpu (millicores), memory (bytes, after VM overhead), pods, ephemeral-storage
+            (bytes) and extended resources such as ``nvidia.com/gpu``.
+        overhead: kube-reserved + system-reserved + eviction threshold.
+        allocatable: capacity minus overhead; what pods can request.
+        offerings: every (zone, capacity type), unavailable ones included.
+    """
+
+    name: str
+    requirements: Requirements
+    capacity: Resources
+    overhead: Resources
+    allocatable: Resources
+    offerings: tuple[Offering, ...]
+
+    def available_offerings(self, reqs: Requirements | None = None) -> list[Offering]:
+        """Available offerings, filtered by ``reqs`` when given."""
+        return [o for o in self.offerings if o.available and (reqs is None or o.compatible(reqs))]
+
+    def cheapest_price(self, reqs: Requirements | None = None) -> float | None:
+        """Cheapest available compatible offering price per hour (Karpenter ``OrderByPrice`` key)."""
+        prices = [o.price_per_hour for o in self.available_offerings(reqs)]
+        return min(prices) if prices else None
+
+    def label(self, key: str) -> str | None:
+        """The single value of a well-known label such as ``kubernetes.io/arch``."""
+        r = self.requirements.get(key)
+        return r.any() if r is not None else None
+
+
+def order_by_price(types: Sequence[InstanceType], reqs: Requirements) -> list[InstanceType]:
+    """Types ordered by their cheapest available compatible offering, then name; types without
+    one go last (Karpenter ``InstanceTypes.OrderByPrice``)."""
+
+    def key(it: InstanceType) -> tuple[float, str]:
+        price = it.cheapest_price(reqs)
+        return (price if price is not None else float("inf"), it.name)
+
+    return sorted(types, key=key)
+
+
+@dataclass(frozen=True, slots=True)
+class Subnet:
+    """A VPC subnet the simulated cloud launches into."""
+
+    id: str
+    zone: str
+    zone_id: str
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityGroup:
+    """A security group a NodeClass may select."""
+
+    id: str
+    name: str = ""
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchRequest:
+    """What the provisioner asks the cloud for: one node satisfying ``requirements``.
+
+    ``instance_types`` is the price-ordered list of options the scheduler kept (every one fits
+    the pods); ``requirements`` narrows zone and capacity type.
+    """
+
+    nodeclaim_name: str
+    nodepool: str
+    node_class: str
+    requirements: Requirements
+    instance_types: tuple[InstanceType, ...]
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """A launched instance: the resolved offering and its identity."""
+
+    provider_id: str
+    instance_id: str
+    instance_type: InstanceType
+    offering: Offering
+    subnet_id: str
+    launched_at_s: float
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+class CloudProviderError(Exception):
+    """Base of the typed errors a CloudProvider raises."""
+
+
+class InsufficientCapacityError(CloudProviderError):
+    """No offering could be launched (ICE); ``offerings`` are marked unavailable for 3 minutes.
+
+    The provisioner deletes the NodeClaim and its pods are rescheduled on the next pass.
+    """
+
+    def __init__(self, message: str, offerings: Sequence[tuple[str, Offering]] = ()) -> None:
+        super().__init__(message)
+        self.offerings = tuple(offerings)
+
+
+class NodeClassNotReadyError(CloudProviderError):
+    """The NodeClass does not resolve (no subnets or security groups); nothing is launched."""
+
+
+class CreateError(CloudProviderError):
+    """A launch failed for another reason; ``reason`` is a machine-readable code."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class NodeClaimNotFoundError(CloudProviderError):
+    """The instance is gone; a delete that raises this is complete."""
+
+
+class CloudProvider(Protocol):
+    """The port every capacity backend implements (Karpenter ``cloudprovider.CloudProvider``)."""
+
+    def create(self, request: LaunchRequest) -> Instance:
+        """Launch one instance for ``request``.
+
+        Chooses the capacity type first (spot before on-demand when both are allowed and a
+        compatible spot offering is available), then the offering.
+
+        Raises:
+            InsufficientCapacityError: no allowed offering could be launched.
+            NodeClassNotReadyError: the NodeClass does not resolve.
+            CreateError: any other launch failure.
+        """
+        ...
+
+    def delete(self, provider_id: str) -> None:
+        """Terminate the instance. Raises ``NodeClaimNotFoundError`` once it is gone."""
+        ...
+
+    def get(self, provider_id: str) -> Instance:
+        """The running instance. Raises ``NodeClaimNotFoundError`` when gone."""
+        ...
+
+    def list(self) -> list[Instance]:
+        """All running instances Joiner launched, ordered by provider id."""
+        ...
+
+    def get_instance_types(self, node_class: str) -> list[InstanceType]:
+        """All instance types for a NodeClass, unavailable offerings included, ordered by name.
+
+        Raises:
+            NodeClassNotReadyError: the NodeClass does not resolve.
+        """
+        ...
+
+
+def requirement_for_types(types: Sequence[InstanceType]) -> Requirement:
+    """``node.kubernetes.io/instance-type In [names]`` for a list of options."""
+    return Requirement.in_(labels.INSTANCE_TYPE, *[t.name for t in types])

@@ -1,0 +1,1 @@
+"""NodeClaim lifecycle phases: launch, registration, initialization (Karpenter ``nodeclaim/lifecycle``)."""

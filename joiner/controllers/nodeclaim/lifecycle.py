@@ -1,0 +1,116 @@
+"""NodeClaim lifecycle: launch, registration, initialization (Karpenter ``nodeclaim/lifecycle``).
+
+Transitions, each idempotent and keyed on the NodeClaim's timestamps:
+
+* **launch**: ``CloudProvider.create``; on success the NodeClaim records the instance, its
+  resolved type, zone and capacity type. On ``InsufficientCapacityError`` or
+  ``NodeClassNotReadyError`` the NodeClaim is deleted so its pods are provisioned again.
+* **registration**: the node appeared (kubelet joined): sync labels and taints from the
+  NodeClaim, drop ``karpenter.sh/unregistered``, label ``karpenter.sh/registered``.
+* **initialization**: the node is Ready and its startup taints are gone: label
+  ``karpenter.sh/initialized``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from joiner.api import labels
+from joiner.api.clock import Clock
+from joiner.cloudprovider.types import (
+    CloudProvider,
+    CloudProviderError,
+    LaunchRequest,
+)
+from joiner.state.cluster import ClusterState, Node, NodeClaim, node_labels_for
+
+log = logging.getLogger(__name__)
+
+LaunchListener = Callable[[NodeClaim], None]
+
+
+class Lifecycle:
+    """Drives NodeClaims through their phases; ``listeners`` hear of each launch."""
+
+    def __init__(
+        self, state: ClusterState, cloud: CloudProvider, clock: Clock, region: str
+    ) -> None:
+        self._state = state
+        self._cloud = cloud
+        self._clock = clock
+        self.region = region
+        self.launch_listeners: list[LaunchListener] = []
+        self.deleted_listeners: list[LaunchListener] = []
+
+    def labels_for(self, claim: NodeClaim) -> dict[str, str]:
+        """Labels the NodeClaim's node will carry (its instance must be resolved)."""
+        return node_labels_for(claim, self._state.nodepools[claim.nodepool], self.region)
+
+    def launch(self, claim: NodeClaim) -> None:
+        """Create the instance. Raises the CloudProvider's typed error after deleting the claim."""
+        if claim.instance is not None:
+            return
+        pool = self._state.nodepools[claim.nodepool]
+        request = LaunchRequest(
+            nodeclaim_name=claim.name,
+            nodepool=pool.name,
+            node_class=claim.node_class,
+            requirements=claim.requirements,
+            instance_types=claim.instance_type_options,
+            tags=(("karpenter.sh/nodeclaim", claim.name), ("karpenter.sh/nodepool", pool.name)),
+        )
+        try:
+            instance = self._cloud.create(request)
+        except CloudProviderError:
+            claim.deleted_at_s = self._clock.now()
+            for listener in self.deleted_listeners:
+                listener(claim)
+            raise
+        claim.instance = instance
+        claim.launched_at_s = self._clock.now()
+        log.info(
+            "launched nodeclaim=%s instance-type=%s zone=%s capacity-type=%s",
+            claim.name,
+            instance.instance_type.name,
+            instance.offering.zone,
+            instance.offering.capacity_type,
+        )
+        for listener in self.launch_listeners:
+            listener(claim)
+
+    def register(self, claim: NodeClaim, node_name: str) -> Node:
+        """The kubelet joined: create/sync the Node and mark the NodeClaim registered."""
+        pool = self._state.nodepools[claim.nodepool]
+        node_labels = self.labels_for(claim)
+        node_labels[labels.HOSTNAME] = node_name
+        node_labels[labels.REGISTERED] = "true"
+        assert claim.instance is not None
+        it = claim.instance.instance_type
+        node = Node(
+            name=node_name,
+            nodeclaim=claim.name,
+            labels=node_labels,
+            taints=(*pool.taints, *pool.startup_taints),
+            capacity=dict(it.capacity),
+            allocatable=dict(it.allocatable),
+            created_at_s=self._clock.now(),
+        )
+        self._state.nodes[node_name] = node
+        claim.node_name = node_name
+        claim.registered_at_s = self._clock.now()
+        return node
+
+    def initialize(self, claim: NodeClaim) -> None:
+        """The node is Ready: startup taints are gone (the agent removed them); mark initialized."""
+        if claim.node_name is None or claim.initialized_at_s is not None:
+            return
+        node = self._state.nodes[claim.node_name]
+        pool = self._state.nodepools[claim.nodepool]
+        node.ready = True
+        node.taints = tuple(t for t in node.taints if t not in pool.startup_taints)
+        node.labels[labels.INITIALIZED] = "true"
+        claim.initialized_at_s = self._clock.now()
+
+
+__all__ = ["CloudProviderError", "Lifecycle"]

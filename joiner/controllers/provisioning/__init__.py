@@ -1,0 +1,1 @@
+"""Pending pods -> NodeClaims: the batcher and the provisioner (Karpenter ``provisioning``)."""

@@ -1,0 +1,192 @@
+"""The provisioner: one scheduling pass over pending pods, then NodeClaims for what is left.
+
+Karpenter ``Provisioner.Schedule``: snapshot nodes (and in-flight NodeClaims) before pods, so
+capacity is over- rather than under-estimated; solve; create one NodeClaim per new claim
+after re-checking NodePool limits; launch each through the NodeClaim lifecycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from joiner.api import labels, quantity
+from joiner.api.clock import Clock
+from joiner.api.requirements import Requirement
+from joiner.cloudprovider.types import CloudProvider, CloudProviderError, NodeClassNotReadyError
+from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.scheduling import (
+    ExistingNode,
+    NodePoolTemplate,
+    PodRequest,
+    Scheduler,
+    SchedulingInput,
+)
+from joiner.scheduling.daemonsets import overhead_on_node
+from joiner.state.cluster import ClusterState, NodeClaim
+
+log = logging.getLogger(__name__)
+
+_SUFFIX_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@dataclass
+class ProvisioningStats:
+    """Counters for the summary: passes run and NodeClaims created."""
+
+    passes: int = 0
+    nodeclaims_created: int = 0
+    launch_failures: int = 0
+    unschedulable: dict[str, str] = field(default_factory=dict)
+
+
+class Provisioner:
+    """Runs a scheduling pass (``reconcile``) whenever the batcher flushes."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        cloud: CloudProvider,
+        lifecycle: Lifecycle,
+        clock: Clock,
+        rng: random.Random,
+        *,
+        scheduler: Scheduler | None = None,
+        on_unschedulable: Callable[[Sequence[str]], None] | None = None,
+    ) -> None:
+        self._state = state
+        self._cloud = cloud
+        self._lifecycle = lifecycle
+        self._clock = clock
+        self._rng = rng
+        self._scheduler = scheduler or Scheduler()
+        self._on_unschedulable = on_unschedulable
+        self.stats = ProvisioningStats()
+
+    def reconcile(self) -> None:
+        """One pass: solve for every pending pod, create and launch the new NodeClaims."""
+        self.stats.passes += 1
+        existing = self._existing_nodes()
+        pending = self._state.pending_pods()
+        if not pending:
+            return
+        templates = self._templates()
+        result = self._scheduler.solve(
+            SchedulingInput(
+                pods=tuple(PodRequest(p.uid, p.template, p.order) for p in pending),
+                existing=tuple(existing),
+                nodepools=tuple(templates),
+                daemonsets=tuple(self._state.daemonsets[k] for k in sorted(self._state.daemonsets)),
+            )
+        )
+        for p in pending:
+            p.unschedulable_reason = None
+        failed: list[str] = []
+        for uid, reason in result.unschedulable:
+            self._state.pods[uid].unschedulable_reason = reason
+            self.stats.unschedulable[uid] = reason
+            failed.append(uid)
+            log.info("pod unschedulable pod=%s reason=%s", self._state.pods[uid].name, reason)
+        for new in result.new_nodeclaims:
+            pool = self._state.nodepools[new.nodepool]
+            cts = sorted(
+                {o.capacity_type for it in new.instance_types for o in it.available_offerings(new.requirements)}
+            )
+            reqs = new.requirements.add(
+                Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in new.instance_types]),
+                Requirement.in_(labels.CAPACITY_TYPE, *cts),
+            )
+            claim = NodeClaim(
+                name=self._name(pool.name),
+                nodepool=pool.name,
+                node_class=pool.node_class_ref.name,
+                requirements=reqs,
+                requests=new.requests,
+                instance_type_options=new.instance_types,
+                created_at_s=self._clock.now(),
+                nominated=new.pods,
+            )
+            self._state.nodeclaims[claim.name] = claim
+            self.stats.nodeclaims_created += 1
+            try:
+                self._lifecycle.launch(claim)
+            except CloudProviderError as exc:
+                self.stats.launch_failures += 1
+                log.warning("launch failed nodeclaim=%s error=%s", claim.name, exc)
+        if failed and self._on_unschedulable is not None:
+            self._on_unschedulable(failed)
+
+    def _name(self, pool: str) -> str:
+        while True:
+            suffix = "".join(self._rng.choice(_SUFFIX_ALPHABET) for _ in range(5))
+            name = f"{pool}-{suffix}"
+            if name not in self._state.nodeclaims:
+                return name
+
+    def _existing_nodes(self) -> list[ExistingNode]:
+        out: list[ExistingNode] = []
+        daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
+        for claim in self._state.live_nodeclaims():
+            if claim.instance is None:
+                continue
+            node = self._state.nodes.get(claim.node_name) if claim.node_name else None
+            if node is not None and node.deleted_at_s is not None:
+                continue
+            if node is not None:
+                node_labels = dict(node.labels)
+                taints = node.taints
+                allocatable = node.allocatable
+                bound = self._state.pods_on(node.name)
+            else:
+                node_labels = self._lifecycle.labels_for(claim)
+                pool = self._state.nodepools[claim.nodepool]
+                taints = pool.taints
+                allocatable = claim.instance.instance_type.allocatable
+                bound = []
+            used: quantity.Resources = {}
+            for p in bound:
+                used = quantity.add(used, p.template.requests)
+            daemons_bound: quantity.Resources = {}
+            for p in bound:
+                if p.daemon:
+                    daemons_bound = quantity.add(daemons_bound, p.template.requests)
+            expected = overhead_on_node(node_labels, taints, daemonsets)
+            still_to_come = {
+                k: max(0, v - daemons_bound.get(k, 0)) for k, v in expected.items()
+            }
+            available = quantity.subtract(quantity.subtract(allocatable, used), still_to_come)
+            out.append(
+                ExistingNode(
+                    name=claim.name,
+                    labels=tuple(sorted(node_labels.items())),
+                    taints=taints,
+                    available=available,
+                    initialized=claim.initialized_at_s is not None,
+                    nodepool=claim.nodepool,
+                )
+            )
+        return out
+
+    def _templates(self) -> list[NodePoolTemplate]:
+        out = []
+        for name in sorted(self._state.nodepools):
+            pool = self._state.nodepools[name]
+            try:
+                types = self._cloud.get_instance_types(pool.node_class_ref.name)
+            except NodeClassNotReadyError as exc:
+                log.warning("nodepool skipped nodepool=%s reason=%s", name, exc)
+                continue
+            remaining: dict[str, int] = {}
+            if pool.limits:
+                usage = self._state.nodepool_usage(name)
+                remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
+            out.append(
+                NodePoolTemplate(
+                    nodepool=pool,
+                    instance_types=tuple(types),
+                    remaining=tuple(sorted(remaining.items())),
+                )
+            )
+        return out

@@ -1,0 +1,1 @@
+"""Composition root: builds every controller and model from a scenario (``wiring``)."""

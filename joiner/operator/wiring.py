@@ -1,0 +1,170 @@
+"""The one composition root: reading this file shows the whole simulated system.
+
+``SimulationRuntime`` wires a scenario into: the virtual clock, cluster state, the simulated
+cloud, the NodeClaim lifecycle, the provisioner behind its batcher, the kube-scheduler and
+kubelet models, and the workload controllers; ``run`` advances virtual time to the end and
+returns the summary.
+
+Event flow: pod created -> batcher trigger and kube-scheduler kick -> (batch window) ->
+provisioner pass -> NodeClaims launched -> node registers, DaemonSet pods bind -> node Ready
+-> kube-scheduler binds pending pods. Pods still unschedulable are retried by the next pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.types import NodeClassNotReadyError
+from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.controllers.provisioning.batcher import Batcher
+from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.scheduling.diagnostics import dead_values
+from joiner.sim.clock import SimClock
+from joiner.sim.kube_scheduler import KubeScheduler
+from joiner.sim.nodes import KubeletModel
+from joiner.sim.report import build_summary
+from joiner.sim.scenario import Scenario
+from joiner.sim.workloads import DeploymentController, PodFactory
+from joiner.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+#: Unschedulable pods are retried this long after a pass that could not place them
+#: (Karpenter re-triggers on the pod controller's periodic requeue).
+RETRY_UNSCHEDULABLE_S = 60.0
+
+
+@dataclass
+class RunResult:
+    """What a run leaves behind: the summary document and the final state."""
+
+    summary: dict[str, Any]
+    state: ClusterState
+    cloud: SimulatedCloudProvider
+
+
+class SimulationRuntime:
+    """Builds and runs one scenario in virtual time. One instance runs once."""
+
+    def __init__(self, scenario: Scenario, catalog: Catalog | None = None) -> None:
+        self.scenario = scenario
+        self.catalog = catalog or Catalog.load()
+        self.clock = SimClock()
+        # Independent streams, so adding draws to one model does not shift another's.
+        root = random.Random(scenario.seed)
+        self.rng_cloud = random.Random(root.getrandbits(64))
+        self.rng_names = random.Random(root.getrandbits(64))
+        self.rng_boot = random.Random(root.getrandbits(64))
+        self.state = ClusterState()
+        m = scenario.manifests
+        self.state.nodepools = {p.name: p for p in m.nodepools}
+        self.state.daemonsets = {f"{d.namespace}/{d.name}": d.template for d in m.daemonsets}
+        self.cloud = SimulatedCloudProvider(
+            self.catalog,
+            scenario.region,
+            self.clock,
+            self.rng_cloud,
+            subnets=scenario.subnets,
+            security_groups=scenario.security_groups,
+            node_classes=m.nodeclasses,
+        )
+        self.lifecycle = Lifecycle(self.state, self.cloud, self.clock, scenario.region)
+        self.provisioner = Provisioner(
+            self.state,
+            self.cloud,
+            self.lifecycle,
+            self.clock,
+            self.rng_names,
+            on_unschedulable=self._retry_later,
+        )
+        self.batcher = Batcher(self.clock, self.provisioner.reconcile)
+        self.kube_scheduler = KubeScheduler(self.state, self.clock)
+        self.pods = PodFactory(self.state, self.clock)
+        self.kubelet = KubeletModel(
+            self.state, self.clock, self.rng_boot, self.lifecycle, self.pods
+        )
+        self.pods.on_created.append(self._pod_created)
+        self.kubelet.on_ready.append(lambda _claim: self.kube_scheduler.kick())
+        self.lifecycle.deleted_listeners.append(lambda _claim: self.batcher.trigger())
+        self._retry_scheduled = False
+        self.deployments = self._deployments()
+
+    def _deployments(self) -> list[DeploymentController]:
+        by_key = {w.deployment: w for w in self.scenario.workloads}
+        out = []
+        for d in self.scenario.manifests.deployments:
+            w = by_key.get(d.key)
+            out.append(
+                DeploymentController(
+                    d.key,
+                    d.template,
+                    self.state,
+                    self.clock,
+                    self.pods,
+                    replicas=w.replicas if w is not None and w.trace is None else d.replicas,
+                    trace=w.trace if w is not None else None,
+                )
+            )
+        return out
+
+    def _pod_created(self, pod: Any) -> None:
+        if pod.daemon:
+            return
+        self.batcher.trigger()
+        self.kube_scheduler.kick()
+
+    def _retry_later(self, _uids: Any) -> None:
+        if self._retry_scheduled:
+            return
+        self._retry_scheduled = True
+
+        def retry() -> None:
+            self._retry_scheduled = False
+            if self.state.pending_pods():
+                self.batcher.trigger()
+
+        self.clock.after(RETRY_UNSCHEDULABLE_S, retry, label="retry-unschedulable")
+
+    def warnings(self) -> list[str]:
+        """Configuration warnings found before the run (dead requirement values)."""
+        out: list[str] = []
+        for pool in self.scenario.manifests.nodepools:
+            try:
+                types = self.cloud.get_instance_types(pool.node_class_ref.name)
+            except NodeClassNotReadyError as exc:
+                out.append(f"{pool.source.ref} ({pool.source.file}): {exc}")
+                continue
+            out.extend(dead_values(pool, types))
+        return out
+
+    def run(self, progress: Callable[[float], None] | None = None) -> RunResult:
+        """Run the scenario to its end and build the summary."""
+        warnings = self.warnings()
+        for w in warnings:
+            log.warning("%s", w)
+        for pod in self.scenario.manifests.pods:
+            self.pods.create(f"{pod.namespace}/{pod.name}", pod.template)
+        for d in self.deployments:
+            d.start(self.scenario.duration_s)
+        self.clock.run_until(self.scenario.duration_s, progress=progress)
+        summary = build_summary(
+            name=self.scenario.name,
+            region=self.scenario.region,
+            seed=self.scenario.seed,
+            duration_s=self.scenario.duration_s,
+            state=self.state,
+            catalog=self.catalog,
+            warnings=warnings,
+            provisioning={
+                "passes": self.provisioner.stats.passes,
+                "nodeClaimsCreated": self.provisioner.stats.nodeclaims_created,
+                "launchFailures": self.provisioner.stats.launch_failures,
+            },
+        )
+        return RunResult(summary=summary, state=self.state, cloud=self.cloud)

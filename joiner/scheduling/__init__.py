@@ -1,0 +1,27 @@
+"""The scheduler: a pure function from pending pods and capacity to NodeClaims to launch.
+
+``Scheduler.solve(SchedulingInput) -> SchedulingResult`` follows Karpenter's provisioning
+simulation (``pkg/controllers/provisioning/scheduling``): pods in queue order, each tried on
+existing and in-flight nodes, then on NodeClaims opened earlier in this solve, then on a new
+NodeClaim from each NodePool by weight. No I/O, no clock, no randomness.
+"""
+
+from joiner.scheduling.scheduler import Scheduler
+from joiner.scheduling.types import (
+    ExistingNode,
+    NewNodeClaim,
+    NodePoolTemplate,
+    PodRequest,
+    SchedulingInput,
+    SchedulingResult,
+)
+
+__all__ = [
+    "ExistingNode",
+    "NewNodeClaim",
+    "NodePoolTemplate",
+    "PodRequest",
+    "Scheduler",
+    "SchedulingInput",
+    "SchedulingResult",
+]

@@ -1,0 +1,57 @@
+"""DaemonSet overhead: what the DaemonSets that would run on a node ask of it.
+
+Matches Karpenter's ``isDaemonPodCompatible``: a DaemonSet counts on a NodePool's node when
+its pod tolerates the NodePool taints (PreferNoSchedule never blocks), its required terms are
+compatible with the NodePool requirements (undefined well-known labels allowed) and intersect
+the instance type's labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from joiner.api import quantity
+from joiner.api.objects import NodePool, PodTemplate, Taint, tolerates_all
+from joiner.api.quantity import Resources
+from joiner.api.requirements import Requirements
+from joiner.cloudprovider.types import InstanceType
+
+
+def _runs_on(ds: PodTemplate, taints: tuple[Taint, ...], reqs: Requirements) -> list[Requirements]:
+    """The DaemonSet's terms that are compatible with a node template; empty when it won't run."""
+    if tolerates_all(ds.tolerations, taints) is not None:
+        return []
+    return [t for t in ds.requirement_terms() if reqs.compatible(t) is None]
+
+
+def overhead_by_type(
+    pool: NodePool, types: Sequence[InstanceType], daemonsets: Sequence[PodTemplate]
+) -> dict[str, Resources]:
+    """Per instance-type name, the summed requests of the DaemonSets that would run there."""
+    applicable = [
+        (ds, terms)
+        for ds in daemonsets
+        if (terms := _runs_on(ds, pool.taints, pool.requirements))
+    ]
+    out: dict[str, Resources] = {}
+    for it in types:
+        total: Resources = {}
+        for ds, terms in applicable:
+            if any(it.requirements.intersects(t) is None for t in terms):
+                total = quantity.add(total, ds.requests)
+        out[it.name] = total
+    return out
+
+
+def overhead_on_node(
+    node_labels: dict[str, str], taints: tuple[Taint, ...], daemonsets: Sequence[PodTemplate]
+) -> Resources:
+    """Summed requests of the DaemonSets whose pods would run on a concrete node."""
+    reqs = Requirements.from_labels(node_labels)
+    total: Resources = {}
+    for ds in daemonsets:
+        if tolerates_all(ds.tolerations, taints) is not None:
+            continue
+        if any(reqs.compatible(t, allow_undefined=frozenset()) is None for t in ds.requirement_terms()):
+            total = quantity.add(total, ds.requests)
+    return total

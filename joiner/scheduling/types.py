@@ -1,0 +1,103 @@
+"""Inputs and outputs of ``Scheduler.solve``: plain frozen values, no live objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from joiner.api.objects import NodePool, PodTemplate, Taint
+from joiner.api.quantity import Resources
+from joiner.api.requirements import Requirements
+from joiner.cloudprovider.types import InstanceType
+
+
+@dataclass(frozen=True, slots=True)
+class PodRequest:
+    """A pod to place: ``uid`` identifies it in the result; ``order`` is its creation order."""
+
+    uid: str
+    template: PodTemplate
+    order: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingNode:
+    """A node (or an in-flight NodeClaim) that already exists.
+
+    Attributes:
+        name: node or NodeClaim name.
+        labels: the node's labels (for an in-flight NodeClaim, those its requirements fix).
+        taints: taints pods must tolerate.
+        available: allocatable minus what bound pods request and the DaemonSet pods still to
+            come ask for; may be negative.
+        initialized: Ready and initialized (tried before in-flight ones).
+        requirements: for an in-flight NodeClaim whose instance type is not resolved yet, its
+            requirements; None for a real node (its labels are exact).
+    """
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[Taint, ...]
+    available: Resources
+    initialized: bool
+    nodepool: str | None = None
+    requirements: Requirements | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodePoolTemplate:
+    """A NodePool with the instance types it may launch and what it has left under its limits.
+
+    Attributes:
+        nodepool: the NodePool.
+        instance_types: every type of its NodeClass (unavailable offerings included).
+        remaining: ``limit - usage`` per limited resource (``nodes`` included); absent keys are
+            unlimited.
+    """
+
+    nodepool: NodePool
+    instance_types: tuple[InstanceType, ...]
+    remaining: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingInput:
+    """Everything one solve reads."""
+
+    pods: tuple[PodRequest, ...]
+    existing: tuple[ExistingNode, ...] = ()
+    nodepools: tuple[NodePoolTemplate, ...] = ()
+    daemonsets: tuple[PodTemplate, ...] = ()
+    #: Cap on instance-type options per NodeClaim (Karpenter core MaxInstanceTypes).
+    max_instance_types: int = 600
+
+
+@dataclass(frozen=True, slots=True)
+class NewNodeClaim:
+    """A NodeClaim to create.
+
+    Attributes:
+        nodepool: NodePool name.
+        requirements: NodePool requirements narrowed by its pods'.
+        instance_types: options that fit every pod plus DaemonSet overhead, cheapest first.
+        pods: uids of the pods it takes.
+        requests: pods' requests plus the smallest DaemonSet overhead over the options.
+    """
+
+    nodepool: str
+    requirements: Requirements
+    instance_types: tuple[InstanceType, ...]
+    pods: tuple[str, ...]
+    requests: Resources
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingResult:
+    """What to do: new NodeClaims, pods that fit existing capacity, and pods that fit nowhere."""
+
+    new_nodeclaims: tuple[NewNodeClaim, ...] = ()
+    existing_placements: tuple[tuple[str, str], ...] = ()
+    unschedulable: tuple[tuple[str, str], ...] = field(default=())
+
+    def reason(self, uid: str) -> str | None:
+        """Why ``uid`` could not be scheduled, or None."""
+        return next((r for u, r in self.unschedulable if u == uid), None)

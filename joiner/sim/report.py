@@ -1,0 +1,129 @@
+"""The run summary: ``summary.json`` (camelCase keys, units in names) and the terminal table.
+
+Cost bills each node from launch to deletion (or the end of the run) at its offering's
+price; ``onDemandEquivalent`` prices the same node-hours on-demand. Pod waits are creation
+to binding; a pod still pending at the end counts with its wait so far.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from joiner.cloudprovider.catalog import Catalog
+from joiner.state.cluster import ClusterState
+
+SCHEMA_VERSION = "joiner.dev/v1alpha1"
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in 0..1) of ``values``; 0.0 for an empty list."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _r(x: float, digits: int = 6) -> float:
+    return round(x + 0.0, digits)
+
+
+def build_summary(
+    *,
+    name: str,
+    region: str,
+    seed: int,
+    duration_s: float,
+    state: ClusterState,
+    catalog: Catalog,
+    warnings: list[str],
+    provisioning: dict[str, int],
+) -> dict[str, Any]:
+    """The ``summary.json`` document for one run ending at ``duration_s``."""
+    nodes = []
+    total = 0.0
+    on_demand_total = 0.0
+    steps: list[tuple[float, float]] = []
+    for claim in sorted(state.nodeclaims.values(), key=lambda c: (c.created_at_s, c.name)):
+        if claim.instance is None or claim.launched_at_s is None:
+            continue
+        inst = claim.instance
+        start = claim.launched_at_s
+        end = claim.deleted_at_s if claim.deleted_at_s is not None else duration_s
+        hours = max(0.0, end - start) / 3600.0
+        price = inst.offering.price_per_hour
+        od = catalog.on_demand_price(region, inst.instance_type.name)
+        od_price = od.price_per_hour if od is not None else price
+        total += hours * price
+        on_demand_total += hours * od_price
+        steps.append((start, price))
+        steps.append((end, -price))
+        nodes.append(
+            {
+                "name": claim.name,
+                "instanceType": inst.instance_type.name,
+                "zone": inst.offering.zone,
+                "capacityType": inst.offering.capacity_type,
+                "nodePool": claim.nodepool,
+                "launchedAtSeconds": _r(start, 3),
+                "readyAtSeconds": _r(claim.initialized_at_s, 3)
+                if claim.initialized_at_s is not None
+                else None,
+                "deletedAtSeconds": _r(claim.deleted_at_s, 3)
+                if claim.deleted_at_s is not None
+                else None,
+                "pricePerHour": _r(price),
+                "onDemandPricePerHour": _r(od_price),
+                "priceEstimated": inst.offering.price_estimated,
+            }
+        )
+    running = 0.0
+    peak = 0.0
+    # Deletions before launches at the same instant: a replacement is not double-counted.
+    for _, delta in sorted(steps, key=lambda s: (s[0], s[1])):
+        running += delta
+        peak = max(peak, running)
+
+    workload = [p for p in state.pods.values() if not p.daemon]
+    waits = []
+    for p in workload:
+        if p.bound_at_s is not None:
+            waits.append(p.bound_at_s - p.created_at_s)
+        elif p.deleted_at_s is None:
+            waits.append(duration_s - p.created_at_s)
+    pending = [p for p in workload if p.pending]
+    reasons = Counter(p.unschedulable_reason for p in pending if p.unschedulable_reason)
+    savings = (1 - total / on_demand_total) * 100 if on_demand_total > 0 else 0.0
+    return {
+        "apiVersion": SCHEMA_VERSION,
+        "kind": "SimulationSummary",
+        "scenario": name,
+        "region": region,
+        "seed": seed,
+        "durationSeconds": _r(duration_s, 3),
+        "nodes": nodes,
+        "cost": {
+            "total": _r(total),
+            "onDemandEquivalent": _r(on_demand_total),
+            "perHourPeak": _r(peak),
+            "savingsPercent": _r(savings, 2),
+            "currency": "USD",
+        },
+        "pods": {
+            "scheduled": sum(1 for p in workload if p.bound_at_s is not None),
+            "pending": len(pending),
+            "lost": sum(1 for p in workload if p.lost),
+            "pendingSeconds": {
+                "p50": _r(percentile(waits, 0.50), 3),
+                "p95": _r(percentile(waits, 0.95), 3),
+                "max": _r(max(waits) if waits else 0.0, 3),
+            },
+            "unschedulableReasons": [
+                {"reason": r, "pods": n} for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))
+            ],
+        },
+        "provisioning": provisioning,
+        "warnings": warnings,
+    }

@@ -1,0 +1,159 @@
+"""In-memory cluster state: pods, NodeClaims and nodes, with the queries controllers need."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from joiner.api import labels, quantity
+from joiner.api.objects import NodePool, PodTemplate, Taint
+from joiner.api.quantity import Resources
+from joiner.api.requirements import Requirements
+from joiner.cloudprovider.types import Instance, InstanceType
+
+
+@dataclass
+class Pod:
+    """A pod and its lifecycle timestamps (seconds of run time).
+
+    ``owner`` is ``Deployment/ns/name``, ``DaemonSet/ns/name`` or ``Pod/ns/name``.
+    A pod is *lost* when it was killed without a graceful eviction.
+    """
+
+    uid: str
+    namespace: str
+    name: str
+    template: PodTemplate
+    owner: str
+    created_at_s: float
+    order: int
+    node_name: str | None = None
+    bound_at_s: float | None = None
+    deleted_at_s: float | None = None
+    daemon: bool = False
+    lost: bool = False
+    #: The reason the last provisioning pass gave for not placing it, if any.
+    unschedulable_reason: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Not bound and not deleted."""
+        return self.node_name is None and self.deleted_at_s is None
+
+
+@dataclass
+class NodeClaim:
+    """A request for one node, and what the cloud resolved it to.
+
+    Lifecycle (Karpenter ``nodeclaim/lifecycle``): created -> launched (instance set) ->
+    registered (node exists) -> initialized (node Ready); deleted at the end.
+    """
+
+    name: str
+    nodepool: str
+    node_class: str
+    requirements: Requirements
+    requests: Resources
+    instance_type_options: tuple[InstanceType, ...]
+    created_at_s: float
+    instance: Instance | None = None
+    launched_at_s: float | None = None
+    registered_at_s: float | None = None
+    initialized_at_s: float | None = None
+    deleted_at_s: float | None = None
+    node_name: str | None = None
+    #: Pod uids the scheduler placed here when it was created (Karpenter nominations).
+    nominated: tuple[str, ...] = ()
+
+
+@dataclass
+class Node:
+    """A Kubernetes node backed by a NodeClaim."""
+
+    name: str
+    nodeclaim: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    capacity: Resources
+    allocatable: Resources
+    created_at_s: float
+    ready: bool = False
+    deleted_at_s: float | None = None
+
+
+@dataclass
+class ClusterState:
+    """All objects of one cluster, keyed by name/uid."""
+
+    pods: dict[str, Pod] = field(default_factory=dict)
+    nodeclaims: dict[str, NodeClaim] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    nodepools: dict[str, NodePool] = field(default_factory=dict)
+    daemonsets: dict[str, PodTemplate] = field(default_factory=dict)
+
+    def live_pods(self) -> Iterator[Pod]:
+        """Pods not deleted, by creation order."""
+        return (p for p in sorted(self.pods.values(), key=lambda p: p.order) if p.deleted_at_s is None)
+
+    def pending_pods(self) -> list[Pod]:
+        """Unbound, undeleted, non-DaemonSet pods, by creation order."""
+        return [p for p in self.live_pods() if p.pending and not p.daemon]
+
+    def pods_on(self, node_name: str) -> list[Pod]:
+        """Live pods bound to ``node_name``, by creation order."""
+        return [p for p in self.live_pods() if p.node_name == node_name]
+
+    def requested_on(self, node_name: str) -> Resources:
+        """Summed requests of the live pods bound to ``node_name``."""
+        total: Resources = {}
+        for p in self.pods_on(node_name):
+            total = quantity.add(total, p.template.requests)
+        return total
+
+    def live_nodeclaims(self) -> list[NodeClaim]:
+        """NodeClaims not deleted, by name."""
+        return [c for _, c in sorted(self.nodeclaims.items()) if c.deleted_at_s is None]
+
+    def ready_nodes(self) -> list[Node]:
+        """Ready, undeleted nodes by name."""
+        return [n for _, n in sorted(self.nodes.items()) if n.ready and n.deleted_at_s is None]
+
+    def nodepool_usage(self, nodepool: str) -> Resources:
+        """Capacity of the pool's live NodeClaims, plus ``nodes`` (Karpenter status.resources).
+
+        A NodeClaim not launched yet counts with its largest option (pessimistic).
+        """
+        total: Resources = {}
+        for c in self.live_nodeclaims():
+            if c.nodepool != nodepool:
+                continue
+            if c.instance is not None:
+                cap = c.instance.instance_type.capacity
+            else:
+                cap = {}
+                for it in c.instance_type_options:
+                    cap = quantity.maximum(cap, it.capacity)
+            total = quantity.add(total, cap)
+            total["nodes"] = total.get("nodes", 0) + 1
+        return total
+
+
+def node_labels_for(claim: NodeClaim, pool: NodePool, region: str) -> dict[str, str]:
+    """Labels a launched NodeClaim's node carries: the instance type's well-known labels, the
+    offering's zone and capacity type, the pool's template labels and single-valued
+    requirements."""
+    assert claim.instance is not None
+    inst = claim.instance
+    out: dict[str, str] = {}
+    for key, req in inst.instance_type.requirements.items():
+        value = req.any()
+        if value is not None and key not in (labels.ZONE, labels.ZONE_ID, labels.CAPACITY_TYPE):
+            out[key] = value
+    out.update(claim.requirements.labels())
+    out.update(pool.node_labels())
+    out[labels.ZONE] = inst.offering.zone
+    out[labels.ZONE_ID] = inst.offering.zone_id
+    out[labels.CAPACITY_TYPE] = inst.offering.capacity_type
+    out[labels.INSTANCE_TYPE] = inst.instance_type.name
+    out[labels.REGION] = region
+    return out
