@@ -18,5 +18,5 @@ class Clock(Protocol):
         ...
 
     def after(self, delay_s: float, callback: Callable[[], None], *, label: str = "") -> None:
-        """Run ``callback`` once, ``delay_s`` seconds from now (0 runs it after the current event)."""
+        """Run ``callback`` once, ``delay_s`` seconds from now (0: after the current event)."""
         ...

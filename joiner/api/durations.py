@@ -13,7 +13,9 @@ from joiner.api.errors import InputError
 NEVER = "Never"
 
 
-def parse_seconds(value: object, *, field: str | None = None, allow_never: bool = False) -> float | None:
+def parse_seconds(
+    value: object, *, field: str | None = None, allow_never: bool = False
+) -> float | None:
     """Parse a Go duration into seconds; ``Never`` gives ``None`` when ``allow_never``.
 
     Integers are taken as seconds (legacy ``ttlSeconds*`` fields).
@@ -30,7 +32,9 @@ def parse_seconds(value: object, *, field: str | None = None, allow_never: bool 
         if text == NEVER:
             if allow_never:
                 return None
-            raise InputError("'Never' is not allowed here; give a duration such as 10m", field=field)
+            raise InputError(
+                "'Never' is not allowed here; give a duration such as 10m", field=field
+            )
         try:
             seconds = durationpy.from_str(text).total_seconds()
         except Exception as exc:  # durationpy raises its own DurationError and ValueError

@@ -32,6 +32,4 @@ class InputError(Exception):
         field = self.field
         if field_prefix:
             field = f"{field_prefix}.{field}" if field else field_prefix
-        return InputError(
-            self.detail, file=self.file or file, obj=self.obj or obj, field=field
-        )
+        return InputError(self.detail, file=self.file or file, obj=self.obj or obj, field=field)

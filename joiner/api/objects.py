@@ -43,7 +43,9 @@ class Taint:
     value: str = ""
 
     def __str__(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        return (
+            f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ class Toleration:
     effect: str = ""
 
     def tolerates(self, taint: Taint) -> bool:
-        """Kubernetes toleration matching: empty effect matches all; empty key with Exists matches all."""
+        """Kubernetes matching: an empty effect matches all; empty key + Exists matches all."""
         if self.effect and self.effect != taint.effect:
             return False
         if not self.key:
@@ -160,7 +162,7 @@ class NodePool:
         return None
 
     def node_labels(self) -> dict[str, str]:
-        """Labels every node of this pool carries: template labels plus ``karpenter.sh/nodepool``."""
+        """Labels every node of this pool carries: template labels and ``karpenter.sh/nodepool``."""
         out = dict(self.labels)
         out[labels.NODEPOOL] = self.name
         return out

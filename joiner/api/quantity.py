@@ -66,7 +66,9 @@ def parse_resources(raw: Mapping[str, object] | None, *, field: str | None = Non
     """Parse a ResourceList mapping (``{"cpu": "1", "memory": "2Gi"}``) into integers."""
     out: Resources = {}
     for name, value in (raw or {}).items():
-        out[str(name)] = parse(value, resource=str(name), field=f"{field}.{name}" if field else name)
+        out[str(name)] = parse(
+            value, resource=str(name), field=f"{field}.{name}" if field else name
+        )
     return out
 
 

@@ -37,7 +37,9 @@ def _fail(exc: InputError) -> None:
 
 @app.callback()
 def _root(
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log controller decisions.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log controller decisions.")
+    ] = False,
 ) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.ERROR,
@@ -53,7 +55,9 @@ def simulate(
         Path | None,
         typer.Option("--out", help="Output directory [default: joiner-out/<metadata.name>/]."),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the output path.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the output path.")
+    ] = False,
 ) -> None:
     """Run a scenario in virtual time and report nodes, cost and pod wait times."""
     try:
@@ -105,7 +109,8 @@ def _print_summary(s: dict[str, Any]) -> None:
     hours = s["durationSeconds"] / 3600
     out.print(
         f"cost over {hours:g} h: [bold]${cost['total']:.4f}[/] "
-        f"(all on-demand: ${cost['onDemandEquivalent']:.4f}, saving {cost['savingsPercent']:.1f}%), "
+        f"(all on-demand: ${cost['onDemandEquivalent']:.4f}, "
+        f"saving {cost['savingsPercent']:.1f}%), "
         f"peak ${cost['perHourPeak']:.4f}/h"
     )
     out.print(
@@ -114,7 +119,10 @@ def _print_summary(s: dict[str, Any]) -> None:
         f"max {ps['max']:.1f}"
     )
     for r in pods["unschedulableReasons"]:
-        err.print(f"[bold yellow]unschedulable ({r['pods']} pods):[/] {escape(r["reason"])}", soft_wrap=True)
+        err.print(
+            f"[bold yellow]unschedulable ({r['pods']} pods):[/] {escape(r['reason'])}",
+            soft_wrap=True,
+        )
 
 
 @app.command()

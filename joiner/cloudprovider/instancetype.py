@@ -404,7 +404,7 @@ def build_instance_types(
         _build_cached(
             catalog,
             region,
-            tuple(sorted((str(name), str(zone_id)) for name, zone_id in zones)),
+            tuple(sorted({(str(name), str(zone_id)) for name, zone_id in zones})),
             kubelet,
             ami_family,
             root_volume_bytes,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -70,7 +71,7 @@ class InstanceType:
         return [o for o in self.offerings if o.available and (reqs is None or o.compatible(reqs))]
 
     def cheapest_price(self, reqs: Requirements | None = None) -> float | None:
-        """Cheapest available compatible offering price per hour (Karpenter ``OrderByPrice`` key)."""
+        """Cheapest available compatible offering, USD/hour (Karpenter ``OrderByPrice`` key)."""
         prices = [o.price_per_hour for o in self.available_offerings(reqs)]
         return min(prices) if prices else None
 
@@ -194,11 +195,11 @@ class CloudProvider(Protocol):
         """The running instance. Raises ``NodeClaimNotFoundError`` when gone."""
         ...
 
-    def list(self) -> list[Instance]:
+    def list(self) -> builtins.list[Instance]:
         """All running instances Joiner launched, ordered by provider id."""
         ...
 
-    def get_instance_types(self, node_class: str) -> list[InstanceType]:
+    def get_instance_types(self, node_class: str) -> builtins.list[InstanceType]:
         """All instance types for a NodeClass, unavailable offerings included, ordered by name.
 
         Raises:

@@ -29,9 +29,7 @@ def overhead_by_type(
 ) -> dict[str, Resources]:
     """Per instance-type name, the summed requests of the DaemonSets that would run there."""
     applicable = [
-        (ds, terms)
-        for ds in daemonsets
-        if (terms := _runs_on(ds, pool.taints, pool.requirements))
+        (ds, terms) for ds in daemonsets if (terms := _runs_on(ds, pool.taints, pool.requirements))
     ]
     out: dict[str, Resources] = {}
     for it in types:
@@ -52,6 +50,8 @@ def overhead_on_node(
     for ds in daemonsets:
         if tolerates_all(ds.tolerations, taints) is not None:
             continue
-        if any(reqs.compatible(t, allow_undefined=frozenset()) is None for t in ds.requirement_terms()):
+        if any(
+            reqs.compatible(t, allow_undefined=frozenset()) is None for t in ds.requirement_terms()
+        ):
             total = quantity.add(total, ds.requests)
     return total

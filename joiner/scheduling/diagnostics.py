@@ -27,7 +27,9 @@ def dead_values(pool: NodePool, types: Sequence[InstanceType]) -> list[str]:
     """Human-readable warnings, one per dead value, in requirement-key order."""
     reqs = pool.requirements
     launchable = [
-        it for it in types if it.requirements.intersects(reqs) is None and it.available_offerings(reqs)
+        it
+        for it in types
+        if it.requirements.intersects(reqs) is None and it.available_offerings(reqs)
     ]
     warnings: list[str] = []
     where = f"{pool.source.ref} ({pool.source.file})"
@@ -52,11 +54,19 @@ def dead_values(pool: NodePool, types: Sequence[InstanceType]) -> list[str]:
                 )
                 continue
             blockers = _blockers(reqs, key, carriers)
-            because = "; ".join(
-                b + (" (a default the legacy v1alpha5 webhook added because the "
-                     "Provisioner does not set this key)" if b in pool.defaulted else "")
-                for b in blockers
-            ) or "no available offering in the allowed zones and capacity types"
+            because = (
+                "; ".join(
+                    b
+                    + (
+                        " (a default the legacy v1alpha5 webhook added because the "
+                        "Provisioner does not set this key)"
+                        if b in pool.defaulted
+                        else ""
+                    )
+                    for b in blockers
+                )
+                or "no available offering in the allowed zones and capacity types"
+            )
             warnings.append(
                 f"{where}: {key} value {value!r} can never be launched: excluded by {because}"
             )

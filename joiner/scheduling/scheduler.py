@@ -23,7 +23,6 @@ from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import InstanceType, order_by_price
 from joiner.scheduling.daemonsets import overhead_by_type
 from joiner.scheduling.types import (
-    ExistingNode,
     NewNodeClaim,
     NodePoolTemplate,
     PodRequest,
@@ -163,7 +162,9 @@ class _Solve:
             if not options:
                 reasons.append(f"NodePool {pool.name}: its limits leave no room for another node")
                 continue
-            claim = _Claim(pool, pool.template.nodepool.requirements, options, index=len(self.claims))
+            claim = _Claim(
+                pool, pool.template.nodepool.requirements, options, index=len(self.claims)
+            )
             if self._add(claim, pod, reasons) is None:
                 continue
             self.claims.append(claim)
@@ -208,9 +209,8 @@ class _Solve:
         key = (it.name, merged)
         compatible = self._type_ok_cache.get(key)
         if compatible is None:
-            compatible = (
-                it.requirements.intersects(merged) is None
-                and bool(it.available_offerings(merged))
+            compatible = it.requirements.intersects(merged) is None and bool(
+                it.available_offerings(merged)
             )
             self._type_ok_cache[key] = compatible
         if not compatible:
@@ -226,9 +226,7 @@ class _Solve:
         if pool.remaining.get("nodes", 1) < 1:
             return []
         limited = [(k, v) for k, v in pool.remaining.items() if k != "nodes"]
-        return [
-            it for it in pool.types if all(it.capacity.get(k, 0) <= v for k, v in limited)
-        ]
+        return [it for it in pool.types if all(it.capacity.get(k, 0) <= v for k, v in limited)]
 
     def _subtract_max(self, pool: _Pool, options: list[InstanceType]) -> None:
         if not pool.remaining:

@@ -47,9 +47,7 @@ class SimClock:
         """Schedule ``callback`` at absolute time ``time_s`` (not in the past)."""
         self.after(max(0.0, time_s - self._now), callback, label=label)
 
-    def run_until(
-        self, end_s: float, *, progress: Callable[[float], None] | None = None
-    ) -> None:
+    def run_until(self, end_s: float, *, progress: Callable[[float], None] | None = None) -> None:
         """Run every event with time <= ``end_s``, then set the clock to ``end_s``.
 
         ``progress`` is called with the virtual time every 1,000 events.

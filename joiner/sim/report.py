@@ -121,7 +121,8 @@ def build_summary(
                 "max": _r(max(waits) if waits else 0.0, 3),
             },
             "unschedulableReasons": [
-                {"reason": r, "pods": n} for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))
+                {"reason": r, "pods": n}
+                for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))
             ],
         },
         "provisioning": provisioning,

@@ -150,9 +150,14 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> Scenario:
         msg = "required field is missing" if err["type"] == "missing" else err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
-        name = raw.get("metadata", {}).get("name") if isinstance(raw.get("metadata"), dict) else None
+        name = (
+            raw.get("metadata", {}).get("name") if isinstance(raw.get("metadata"), dict) else None
+        )
         raise InputError(
-            msg, file=file, obj=f"Scenario/{name}" if name else "Scenario", field=_field_path(err["loc"])
+            msg,
+            file=file,
+            obj=f"Scenario/{name}" if name else "Scenario",
+            field=_field_path(err["loc"]),
         ) from exc
     obj = f"Scenario/{doc.metadata.name}"
     spec = doc.spec
@@ -187,7 +192,8 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> Scenario:
         for i, s in enumerate(spec.cloud.subnets):
             if s.zone not in zones:
                 raise fail(
-                    f"zone {s.zone!r} is not in region {spec.region} (zones: {', '.join(sorted(zones))})",
+                    f"zone {s.zone!r} is not in region {spec.region} "
+                    f"(zones: {', '.join(sorted(zones))})",
                     f"spec.cloud.subnets[{i}].zone",
                 )
             if s.id in seen:
@@ -205,7 +211,10 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> Scenario:
         field = f"spec.workloads[{i}]"
         if manifests.deployment(w.deployment) is None:
             have = ", ".join(d.key for d in manifests.deployments) or "none"
-            raise fail(f"Deployment {w.deployment!r} is not in the manifests (have: {have})", f"{field}.deployment")
+            raise fail(
+                f"Deployment {w.deployment!r} is not in the manifests (have: {have})",
+                f"{field}.deployment",
+            )
         if (w.replicas is None) == (w.trace is None):
             raise fail("give exactly one of 'replicas' or 'trace'", field)
         trace = None
@@ -248,7 +257,8 @@ def _check_node_classes(
             if not any(_matches(t, s.id, dict(s.tags).get("Name", ""), s.tags) for s in subnets):
                 have = ", ".join(f"{s.id} ({s.zone})" for s in subnets)
                 raise InputError(
-                    f"subnet {t.describe()} does not exist in the simulated cloud (subnets: {have}); "
+                    f"subnet {t.describe()} does not exist in the simulated cloud "
+                    f"(subnets: {have}); "
                     "declare it under spec.cloud.subnets of the scenario",
                     file=nc.source.file,
                     obj=nc.source.ref,

@@ -12,6 +12,7 @@ import csv
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from joiner.api.errors import InputError
@@ -139,7 +140,7 @@ class DeploymentController:
         self._reconcile(0)
         if self._trace is not None:
             for minute in range(1, int(duration_s // 60) + 1):
-                self._clock.at(minute * 60.0, lambda m=minute: self._reconcile(m), label="trace")
+                self._clock.at(minute * 60.0, partial(self._reconcile, minute), label="trace")
 
     def desired(self, minute: int) -> int:
         """Desired replicas at ``minute``."""

@@ -93,7 +93,9 @@ class ClusterState:
 
     def live_pods(self) -> Iterator[Pod]:
         """Pods not deleted, by creation order."""
-        return (p for p in sorted(self.pods.values(), key=lambda p: p.order) if p.deleted_at_s is None)
+        return (
+            p for p in sorted(self.pods.values(), key=lambda p: p.order) if p.deleted_at_s is None
+        )
 
     def pending_pods(self) -> list[Pod]:
         """Unbound, undeleted, non-DaemonSet pods, by creation order."""

@@ -34,9 +34,7 @@ def requirement(r: m.NodeSelectorRequirement, field: str) -> Requirement:
         raise exc.located(field_prefix=field) from exc
 
 
-def requirements(
-    items: Iterable[m.NodeSelectorRequirement], field: str
-) -> tuple[Requirement, ...]:
+def requirements(items: Iterable[m.NodeSelectorRequirement], field: str) -> tuple[Requirement, ...]:
     """Convert a list of requirements, naming the index of a bad one."""
     return tuple(requirement(r, f"{field}[{i}]") for i, r in enumerate(items))
 
@@ -167,7 +165,15 @@ _ALIAS_FAMILIES = {
     "windows2022": "Windows2022",
     "windows2025": "Windows2025",
 }
-AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025")
+AMI_FAMILIES = (
+    "AL2",
+    "AL2023",
+    "Bottlerocket",
+    "Custom",
+    "Windows2019",
+    "Windows2022",
+    "Windows2025",
+)
 
 
 def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
@@ -248,9 +254,7 @@ def pod_template(spec: m.PodSpec, pod_labels: Mapping[str, str], field: str) -> 
     total = quantity.maximum(quantity.add(total, sidecars), init_peak)
     total = quantity.add(total, quantity.parse_resources(spec.overhead, field=f"{field}.overhead"))
     total[quantity.PODS] = 1
-    selector = Requirements(
-        Requirement.in_(k, v) for k, v in sorted(spec.nodeSelector.items())
-    )
+    selector = Requirements(Requirement.in_(k, v) for k, v in sorted(spec.nodeSelector.items()))
     terms: list[Requirements] = []
     na = spec.affinity.nodeAffinity if spec.affinity else None
     required = na.requiredDuringSchedulingIgnoredDuringExecution if na else None
@@ -264,7 +268,9 @@ def pod_template(spec: m.PodSpec, pod_labels: Mapping[str, str], field: str) -> 
                 )
             terms.append(
                 Requirements(
-                    requirements(term.matchExpressions, f"{base}.nodeSelectorTerms[{i}].matchExpressions")
+                    requirements(
+                        term.matchExpressions, f"{base}.nodeSelectorTerms[{i}].matchExpressions"
+                    )
                 )
             )
     return o.PodTemplate(

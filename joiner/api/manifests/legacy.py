@@ -59,7 +59,9 @@ def provisioner(doc: m.Provisioner, file: str) -> o.NodePool:
                 "AWSNodeTemplate and reference it with spec.providerRef",
                 field="spec.provider",
             )
-        raise InputError("missing spec.providerRef (the AWSNodeTemplate to use)", field="spec.providerRef")
+        raise InputError(
+            "missing spec.providerRef (the AWSNodeTemplate to use)", field="spec.providerRef"
+        )
     if spec.consolidation and spec.consolidation.enabled and spec.ttlSecondsAfterEmpty is not None:
         raise InputError(
             "consolidation.enabled and ttlSecondsAfterEmpty are mutually exclusive",
@@ -114,7 +116,7 @@ def _ids_or_tags(selector: dict[str, str], field: str) -> tuple[o.SelectorTerm, 
 
 
 def awsnodetemplate(doc: m.AWSNodeTemplate, file: str) -> o.NodeClass:
-    """A v1alpha1 AWSNodeTemplate as the EC2NodeClass it behaves like (AMI family defaults to AL2)."""
+    """A v1alpha1 AWSNodeTemplate as the EC2NodeClass it behaves like (AMI family default AL2)."""
     spec = doc.spec
     family = spec.amiFamily or "AL2"
     if family not in convert.AMI_FAMILIES and family != "Ubuntu":

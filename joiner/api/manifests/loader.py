@@ -45,9 +45,9 @@ def _validate(model: type[M], doc: dict[str, Any], file: str, obj: str) -> M:
         return model.model_validate(doc)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(
-            f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]
-        ).replace(".[", "[")
+        loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(
+            ".[", "["
+        )
         msg = err["msg"]
         if err["type"] == "missing":
             msg = "required field is missing"
@@ -118,7 +118,9 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
     obj = _describe(doc)
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     if not api_version:
-        raise InputError("required field is missing", file=file, obj=obj or where, field="apiVersion")
+        raise InputError(
+            "required field is missing", file=file, obj=obj or where, field="apiVersion"
+        )
     if not kind:
         raise InputError("required field is missing", file=file, obj=where, field="kind")
     handler = HANDLERS.get((str(api_version), str(kind)))

@@ -1,1 +1,1 @@
-"""NodeClaim lifecycle phases: launch, registration, initialization (Karpenter ``nodeclaim/lifecycle``)."""
+"""NodeClaim lifecycle: launch, registration, initialization (Karpenter ``nodeclaim/lifecycle``)."""

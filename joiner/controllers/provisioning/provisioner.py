@@ -92,7 +92,11 @@ class Provisioner:
         for new in result.new_nodeclaims:
             pool = self._state.nodepools[new.nodepool]
             cts = sorted(
-                {o.capacity_type for it in new.instance_types for o in it.available_offerings(new.requirements)}
+                {
+                    o.capacity_type
+                    for it in new.instance_types
+                    for o in it.available_offerings(new.requirements)
+                }
             )
             reqs = new.requirements.add(
                 Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in new.instance_types]),
@@ -153,9 +157,7 @@ class Provisioner:
                 if p.daemon:
                     daemons_bound = quantity.add(daemons_bound, p.template.requests)
             expected = overhead_on_node(node_labels, taints, daemonsets)
-            still_to_come = {
-                k: max(0, v - daemons_bound.get(k, 0)) for k, v in expected.items()
-            }
+            still_to_come = {k: max(0, v - daemons_bound.get(k, 0)) for k, v in expected.items()}
             available = quantity.subtract(quantity.subtract(allocatable, used), still_to_come)
             out.append(
                 ExistingNode(
