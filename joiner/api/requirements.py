@@ -235,7 +235,7 @@ class Requirements(Mapping[str, Requirement]):
     ``get`` of an absent key is ``Exists`` (no constraint). Adding merges by intersection.
     """
 
-    __slots__ = ("_by_key",)
+    __slots__ = ("_by_key", "_hash")
 
     def __init__(self, requirements: Iterable[Requirement] = ()) -> None:
         by_key: dict[str, Requirement] = {}
@@ -243,6 +243,7 @@ class Requirements(Mapping[str, Requirement]):
             existing = by_key.get(r.key)
             by_key[r.key] = existing.intersection(r) if existing else r
         self._by_key = by_key
+        self._hash: int | None = None
 
     @staticmethod
     def from_labels(label_map: Mapping[str, str]) -> Requirements:
@@ -262,7 +263,10 @@ class Requirements(Mapping[str, Requirement]):
         return f"Requirements({self.describe()})"
 
     def __hash__(self) -> int:
-        return hash(frozenset(self._by_key.values()))
+        # Cached: scheduler caches key on Requirements, and the set never changes.
+        if self._hash is None:
+            self._hash = hash(frozenset(self._by_key.values()))
+        return self._hash
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Requirements) and self._by_key == other._by_key

@@ -11,7 +11,6 @@ import gzip
 import importlib.util
 import math
 import statistics
-import time
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
@@ -319,15 +318,13 @@ def test_catalog_lookups(catalog: Catalog) -> None:
     assert isinstance(err.value, ValueError)
 
 
-def test_build_is_sorted_memoised_and_fast(catalog: Catalog) -> None:
+def test_build_is_sorted_and_memoised(catalog: Catalog) -> None:
+    # Speed is measured in benchmarks/, not asserted here.
     _build_cached.cache_clear()
     zones = catalog.zones("us-east-1")
-    start = time.perf_counter()
     first = build_instance_types(catalog, "us-east-1", zones)
-    elapsed = time.perf_counter() - start
     assert [t.name for t in first] == sorted(t.name for t in first)
     assert len(first) > 900
-    assert elapsed < 1.0, f"building us-east-1 took {elapsed:.3f}s"
     again = build_instance_types(catalog, "us-east-1", list(reversed(zones)))
     assert again == first and again is not first and again[0] is first[0]
 
