@@ -1,9 +1,10 @@
 """A deterministic EC2 stand-in: subnets, security groups, instance types and launches.
 
 Launch picks the offering as EC2 Fleet would for Karpenter's request (aws-semantics §1.6):
-the capacity type first (spot before on-demand when both are allowed and any compatible
-spot offering is available), spot offerings pricier than the cheapest compatible on-demand
-offering are dropped, then the lowest price wins, ties broken by lower interruption rate,
+types whose cheapest offering costs more than the cheapest compatible on-demand offering are
+dropped (``filterUnwantedSpot``), then the capacity type is chosen (spot before on-demand
+when both are allowed and any compatible spot offering is available), then the lowest price
+wins, ties broken by lower interruption rate,
 then instance-type name, then zone.
 """
 
@@ -47,6 +48,25 @@ def _matches(term: SelectorTerm, ident: str, name: str, tags: Sequence[tuple[str
     have = dict(tags)
     # Karpenter: a tag value "*" matches any value of that key.
     return all(k in have and (v == "*" or have[k] == v) for k, v in term.tags)
+
+
+def _filter_unwanted_spot(
+    candidates: list[tuple[InstanceType, Offering]],
+) -> list[tuple[InstanceType, Offering]]:
+    """Drop types whose cheapest offering costs more than the cheapest on-demand offering.
+
+    Karpenter AWS ``filterUnwantedSpot``: this keeps a large spot type from winning over a
+    cheaper, sufficient on-demand one. The type holding the cheapest on-demand offering always
+    survives, so the result is empty only when the input is.
+    """
+    on_demand = [o.price_per_hour for _, o in candidates if o.capacity_type == "on-demand"]
+    if not on_demand:
+        return candidates
+    cheapest_od = min(on_demand)
+    cheapest: dict[str, float] = {}
+    for it, o in candidates:
+        cheapest[it.name] = min(cheapest.get(it.name, o.price_per_hour), o.price_per_hour)
+    return [(it, o) for it, o in candidates if cheapest[it.name] <= cheapest_od]
 
 
 class SimulatedCloudProvider:
@@ -159,6 +179,7 @@ class SimulatedCloudProvider:
                 f"no available offering for nodeclaim {request.nodeclaim_name} "
                 f"({len(request.instance_types)} instance types)"
             )
+        candidates = _filter_unwanted_spot(candidates)
         allowed_ct = reqs.get_or_exists(labels.CAPACITY_TYPE)
         capacity_type = next(
             ct
@@ -166,15 +187,6 @@ class SimulatedCloudProvider:
             if allowed_ct.has(ct) and any(o.capacity_type == ct for _, o in candidates)
         )
         chosen = [(it, o) for it, o in candidates if o.capacity_type == capacity_type]
-        if capacity_type == labels.CAPACITY_TYPE_SPOT:
-            on_demand = [
-                o.price_per_hour
-                for it, o in candidates
-                if o.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND
-            ]
-            if on_demand:
-                cheapest = min(on_demand)
-                chosen = [(it, o) for it, o in chosen if o.price_per_hour <= cheapest] or chosen
         it, offering = min(
             chosen,
             key=lambda c: (

@@ -1,0 +1,142 @@
+"""Simulated cloud launch rules: spot first, spot filter, price then hazard then name then zone."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from joiner.api import labels
+from joiner.api.objects import NodeClass, SelectorTerm, Source
+from joiner.api.requirements import Requirement, Requirements
+from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.types import (
+    InsufficientCapacityError,
+    LaunchRequest,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+    SecurityGroup,
+    Subnet,
+)
+from joiner.sim.clock import SimClock
+from joiner.testing.builders import GIB, make_instance_type
+
+NC = NodeClass(
+    name="default",
+    source=Source("t.yaml", "EC2NodeClass", "default"),
+    subnet_selector_terms=(SelectorTerm(id="subnet-a"), SelectorTerm(id="subnet-b")),
+    security_group_selector_terms=(SelectorTerm(tags=(("team", "*"),)),),
+    tags=(("Name", "my-node"),),
+)
+
+
+@pytest.fixture
+def cloud():
+    return SimulatedCloudProvider(
+        Catalog.load(),
+        "us-east-1",
+        SimClock(),
+        random.Random(1),
+        subnets=[
+            Subnet("subnet-a", "us-east-1a", "use1-az1"),
+            Subnet("subnet-b", "us-east-1b", "use1-az2"),
+        ],
+        security_groups=[SecurityGroup("sg-1", tags=(("team", "x"),))],
+        node_classes=[NC],
+    )
+
+
+def _request(types, *reqs):
+    return LaunchRequest("nc-1", "default", "default", Requirements(reqs), tuple(types))
+
+
+def test_spot_before_on_demand_and_cheapest_wins(cloud):
+    a = make_instance_type(
+        "a.large",
+        cpu_m=2000,
+        memory=GIB,
+        prices={
+            ("us-east-1a", "on-demand"): 0.10,
+            ("us-east-1a", "spot"): 0.05,
+            ("us-east-1b", "spot"): 0.04,
+        },
+    )
+    inst = cloud.create(_request([a]))
+    assert (inst.offering.capacity_type, inst.offering.zone) == ("spot", "us-east-1b")
+    assert inst.subnet_id == "subnet-b"
+    assert ("Name", "my-node") in inst.tags
+    assert cloud.get(inst.provider_id) == inst
+
+
+def test_on_demand_when_spot_not_allowed(cloud):
+    a = make_instance_type("a.large", cpu_m=2000, memory=GIB)
+    inst = cloud.create(_request([a], Requirement.in_(labels.CAPACITY_TYPE, "on-demand")))
+    assert inst.offering.capacity_type == "on-demand"
+
+
+def test_types_pricier_than_cheapest_on_demand_are_dropped(cloud):
+    small = make_instance_type(
+        "b.large",
+        cpu_m=2000,
+        memory=GIB,
+        prices={("us-east-1a", "on-demand"): 0.05, ("us-east-1a", "spot"): 0.09},
+    )
+    big = make_instance_type(
+        "c.2xlarge",
+        cpu_m=8000,
+        memory=GIB,
+        prices={("us-east-1a", "on-demand"): 0.40, ("us-east-1a", "spot"): 0.06},
+    )
+    inst = cloud.create(_request([small, big]))
+    # c.2xlarge's cheapest offering (0.06 spot) costs more than b.large on-demand (0.05), so
+    # Karpenter's filterUnwantedSpot drops the type; spot is still preferred, on b.large.
+    assert (inst.instance_type.name, inst.offering.capacity_type) == ("b.large", "spot")
+
+
+def test_ties_break_on_interruption_rate_then_name_then_zone(cloud):
+    prices = {("us-east-1a", "spot"): 0.05, ("us-east-1b", "spot"): 0.05}
+    risky = make_instance_type(
+        "a.large", cpu_m=2000, memory=GIB, prices=prices, interruption_rate_per_hour=0.001
+    )
+    calm = make_instance_type(
+        "z.large", cpu_m=2000, memory=GIB, prices=prices, interruption_rate_per_hour=0.0001
+    )
+    twin = make_instance_type(
+        "y.large", cpu_m=2000, memory=GIB, prices=prices, interruption_rate_per_hour=0.0001
+    )
+    inst = cloud.create(_request([risky, calm, twin]))
+    assert (inst.instance_type.name, inst.offering.zone) == ("y.large", "us-east-1a")
+
+
+def test_zone_requirement_is_respected(cloud):
+    a = make_instance_type(
+        "a.large",
+        cpu_m=2000,
+        memory=GIB,
+        prices={("us-east-1a", "spot"): 0.01, ("us-east-1b", "spot"): 0.02},
+    )
+    inst = cloud.create(_request([a], Requirement.in_(labels.ZONE, "us-east-1b")))
+    assert inst.offering.zone == "us-east-1b"
+
+
+def test_no_offering_is_insufficient_capacity(cloud):
+    a = make_instance_type("a.large", cpu_m=2000, memory=GIB)
+    with pytest.raises(InsufficientCapacityError):
+        cloud.create(_request([a], Requirement.in_(labels.ZONE, "us-east-1c")))
+
+
+def test_delete_then_not_found(cloud):
+    inst = cloud.create(_request([make_instance_type("a.large", cpu_m=2000, memory=GIB)]))
+    cloud.delete(inst.provider_id)
+    with pytest.raises(NodeClaimNotFoundError):
+        cloud.delete(inst.provider_id)
+    assert cloud.list() == []
+
+
+def test_instance_types_cover_nodeclass_zones_only(cloud):
+    types = {t.name: t for t in cloud.get_instance_types("default")}
+    zones = {o.zone for o in types["c5.xlarge"].offerings}
+    assert zones == {"us-east-1a", "us-east-1b"}
+    with pytest.raises(NodeClassNotReadyError):
+        cloud.get_instance_types("absent")
