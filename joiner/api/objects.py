@@ -130,6 +130,18 @@ class NodeClassRef:
 
 
 @dataclass(frozen=True, slots=True)
+class KubeletConfig:
+    """EC2NodeClass ``kubelet`` settings that change allocatable (None means the default)."""
+
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    system_reserved: tuple[tuple[str, int], ...] = ()
+    kube_reserved: tuple[tuple[str, int], ...] = ()
+    #: ``evictionHard`` as (signal, absolute amount or None, percentage or None).
+    eviction_hard: tuple[tuple[str, int | None, float | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class NodePool:
     """A ``karpenter.sh/v1`` NodePool (legacy Provisioners are converted into this).
 
@@ -153,6 +165,9 @@ class NodePool:
     consolidate_after_s: float | None = 0.0
     #: Requirements that were added by legacy defaulting (for the dead-configuration warning).
     defaulted: tuple[str, ...] = ()
+    #: Kubelet settings given on the pool (v1beta1 template, v1alpha5 kubeletConfiguration);
+    #: v1 moved them to the EC2NodeClass, and loading merges them there.
+    kubelet: KubeletConfig | None = None
 
     def limit(self, resource: str) -> int | None:
         """The limit on ``resource``, or None when unlimited."""
@@ -165,6 +180,8 @@ class NodePool:
         """Labels every node of this pool carries: template labels and ``karpenter.sh/nodepool``."""
         out = dict(self.labels)
         out[labels.NODEPOOL] = self.name
+        if self.source.kind == "Provisioner":
+            out[labels.LEGACY_PROVISIONER_NAME] = self.name
         return out
 
 
@@ -186,18 +203,6 @@ class SelectorTerm:
 
 
 @dataclass(frozen=True, slots=True)
-class KubeletConfig:
-    """EC2NodeClass ``kubelet`` settings that change allocatable (None means the default)."""
-
-    max_pods: int | None = None
-    pods_per_core: int | None = None
-    system_reserved: tuple[tuple[str, int], ...] = ()
-    kube_reserved: tuple[tuple[str, int], ...] = ()
-    #: ``evictionHard`` as (signal, absolute amount or None, percentage or None).
-    eviction_hard: tuple[tuple[str, int | None, float | None], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class NodeClass:
     """A ``karpenter.k8s.aws/v1`` EC2NodeClass (legacy AWSNodeTemplates are converted into this)."""
 
@@ -215,20 +220,47 @@ class NodeClass:
     user_data: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Deployment:
-    """An ``apps/v1`` Deployment: ``replicas`` copies of ``template``."""
+#: Workload kinds that keep a fixed number of pods running.
+REPLICATED_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
 
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A controller that keeps ``replicas`` copies of ``template`` running.
+
+    ``kind`` is Deployment, ReplicaSet, StatefulSet or Job (a Job's ``replicas`` is its
+    ``parallelism``, capped by ``completions``). ``selector`` is the label selector that
+    matches its pods (``spec.selector``, or the template labels when absent).
+    """
+
+    kind: str
     namespace: str
     name: str
     replicas: int
     template: PodTemplate
     source: Source
+    selector: Requirements = field(default_factory=Requirements)
+    annotations: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
         """``namespace/name``."""
         return f"{self.namespace}/{self.name}"
+
+
+#: The name earlier code and tests use for the commonest workload.
+Deployment = Workload
+
+
+@dataclass(frozen=True, slots=True)
+class CronJob:
+    """A ``batch/v1`` CronJob: loaded and linted; its schedule is not simulated yet."""
+
+    namespace: str
+    name: str
+    schedule: str
+    template: PodTemplate
+    source: Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,9 +275,87 @@ class DaemonSet:
 
 @dataclass(frozen=True, slots=True)
 class StandalonePod:
-    """A bare ``v1`` Pod from a manifest (created once at the start of a run)."""
+    """A ``v1`` Pod from a manifest or a cluster dump.
+
+    ``node_name`` is set for a running pod (``spec.nodeName``); ``owner`` is ``Kind/name`` of
+    its controller, if any.
+    """
 
     namespace: str
     name: str
     template: PodTemplate
     source: Source
+    node_name: str | None = None
+    owner: str | None = None
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    """A ``policy/v1`` PodDisruptionBudget; ``min_available``/``max_unavailable`` are an int
+    or a percentage string such as ``"50%"``."""
+
+    namespace: str
+    name: str
+    selector: Requirements
+    source: Source
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterNode:
+    """A ``v1`` Node from a cluster dump; ``nodepool`` comes from ``karpenter.sh/nodepool``."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[Taint, ...]
+    capacity: tuple[tuple[str, int], ...]
+    allocatable: tuple[tuple[str, int], ...]
+    source: Source
+    unschedulable: bool = False
+    provider_id: str | None = None
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def nodepool(self) -> str | None:
+        """The managing NodePool (or legacy Provisioner), or None for unmanaged nodes."""
+        d = dict(self.labels)
+        return d.get(labels.NODEPOOL) or d.get(labels.LEGACY_PROVISIONER_NAME)
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolumeClaim:
+    """A ``v1`` PersistentVolumeClaim."""
+
+    namespace: str
+    name: str
+    source: Source
+    storage_class: str | None = None
+    volume_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolume:
+    """A ``v1`` PersistentVolume; ``node_affinity`` holds its required OR-ed terms."""
+
+    name: str
+    source: Source
+    storage_class: str | None = None
+    node_affinity: tuple[Requirements, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StorageClass:
+    """A ``storage.k8s.io/v1`` StorageClass; ``allowed_topologies`` are OR-ed terms."""
+
+    name: str
+    source: Source
+    provisioner: str = ""
+    volume_binding_mode: str = "Immediate"
+    allowed_topologies: tuple[Requirements, ...] = ()

@@ -131,9 +131,30 @@ class SimulationRuntime:
 
         self.clock.after(RETRY_UNSCHEDULABLE_S, retry, label="retry-unschedulable")
 
+    def _pods_to_create(self) -> list[Any]:
+        """Bare Pods to create at the start: those no loaded controller owns."""
+        m = self.scenario.manifests
+        owners = {
+            (w.namespace, f"{w.kind}/{w.name}") for w in (*m.workloads, *m.owned_workloads)
+        } | {(d.namespace, f"DaemonSet/{d.name}") for d in m.daemonsets}
+        return [p for p in m.pods if p.owner is None or (p.namespace, p.owner) not in owners]
+
     def warnings(self) -> list[str]:
-        """Configuration warnings found before the run (dead requirement values)."""
-        out: list[str] = []
+        """Load warnings, notes on what this run does not model, and dead configuration."""
+        m = self.scenario.manifests
+        out: list[str] = list(m.warnings)
+        if m.nodes or any(p.node_name for p in m.pods):
+            running = sum(1 for p in m.pods if p.node_name)
+            out.append(
+                f"the manifests describe a running cluster ({len(m.nodes)} Nodes, {running} "
+                "running Pods): simulate starts from an empty cluster and provisions every "
+                "pod anew"
+            )
+        for cj in m.cronjobs:
+            out.append(
+                f"{cj.source.ref} ({cj.source.file}): CronJob schedules are not simulated "
+                "yet; it runs no pods"
+            )
         for pool in self.scenario.manifests.nodepools:
             try:
                 types = self.cloud.get_instance_types(pool.node_class_ref.name)
@@ -148,7 +169,7 @@ class SimulationRuntime:
         warnings = self.warnings()
         for w in warnings:
             log.warning("%s", w)
-        for pod in self.scenario.manifests.pods:
+        for pod in self._pods_to_create():
             self.pods.create(f"{pod.namespace}/{pod.name}", pod.template)
         for d in self.deployments:
             d.start(self.scenario.duration_s)

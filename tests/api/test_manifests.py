@@ -145,7 +145,10 @@ spec:
     ("text", "expected"),
     [
         ("a: [1, 2\n", "line 2, column 1"),
-        ("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "unknown kind 'Service'"),
+        (
+            "apiVersion: karpenter.sh/v1beta2\nkind: NodePool\nmetadata: {name: s}\n",
+            "NodePool/s: field apiVersion: unsupported apiVersion 'karpenter.sh/v1beta2'",
+        ),
         ("kind: Pod\nmetadata: {name: x}\n", "field apiVersion: required field is missing"),
         (
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n"
@@ -205,3 +208,8 @@ spec:
     r = pod.template.requests
     # cpu: max(3000 init, 1500 containers) + 100 overhead; memory: max(1Gi, 3Gi).
     assert r == {"cpu": 3100, "memory": 3 * 1024**3, "pods": 1}
+
+
+def test_unknown_kinds_are_skipped_with_a_warning():
+    m = load_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "dump.yaml")
+    assert m.warnings == ["dump.yaml: Service/s (v1): kind 'Service' is not used by Joiner; skipped"]

@@ -53,11 +53,17 @@ def test_yaml_syntax_error_names_line_and_column(tmp_path):
     )
 
 
-def test_unknown_kind(tmp_path):
+def test_unsupported_karpenter_version(tmp_path):
     d = _copy_seed(tmp_path)
-    (d / "deployment.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n")
+    text = (d / "provisioner.yaml").read_text().replace("v1alpha5", "v1alpha4")
+    (d / "provisioner.yaml").write_text(text)
     _expect_bad_input(
-        tmp_path, d / "scenario.yaml", "deployment.yaml", "Service/web", "unknown kind"
+        tmp_path,
+        d / "scenario.yaml",
+        "provisioner.yaml",
+        "Provisioner/my-provisioner",
+        "field apiVersion",
+        "unsupported apiVersion 'karpenter.sh/v1alpha4'",
     )
 
 

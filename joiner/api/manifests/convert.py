@@ -145,6 +145,85 @@ def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
     )
 
 
+def nodepool_v1beta1(doc: m.V1Beta1NodePool, file: str) -> o.NodePool:
+    """A ``karpenter.sh/v1beta1`` NodePool, read as the v1 NodePool it converts to:
+    ``WhenUnderutilized`` becomes ``WhenEmptyOrUnderutilized``, ``disruption.expireAfter``
+    moves to the template, ``kubelet`` moves to the NodeClass (merged at load)."""
+    spec = doc.spec
+    tmpl = spec.template
+    reqs = requirements(tmpl.spec.requirements, "spec.template.spec.requirements")
+    label_reqs = [Requirement.in_(k, v) for k, v in sorted(tmpl.metadata.labels.items())]
+    d = spec.disruption
+    expire = (
+        720 * 3600.0
+        if d.expireAfter is None
+        else durations.parse_seconds(
+            d.expireAfter, field="spec.disruption.expireAfter", allow_never=True
+        )
+    )
+    if d.consolidationPolicy == "WhenUnderutilized" and d.consolidateAfter is not None:
+        raise InputError(
+            "consolidateAfter is only allowed with consolidationPolicy WhenEmpty in v1beta1",
+            field="spec.disruption.consolidateAfter",
+        )
+    after = (
+        0.0
+        if d.consolidateAfter is None
+        else durations.parse_seconds(
+            d.consolidateAfter, field="spec.disruption.consolidateAfter", allow_never=True
+        )
+    )
+    ref = tmpl.spec.nodeClassRef
+    return o.NodePool(
+        name=doc.metadata.name,
+        requirements=Requirements([*reqs, *label_reqs]),
+        node_class_ref=o.NodeClassRef(EC2NODECLASS_GROUP, ref.kind or EC2NODECLASS_KIND, ref.name),
+        source=o.Source(file, "NodePool", doc.metadata.name, doc.apiVersion),
+        labels=tuple(sorted(tmpl.metadata.labels.items())),
+        annotations=tuple(sorted(tmpl.metadata.annotations.items())),
+        taints=taints(tmpl.spec.taints),
+        startup_taints=taints(tmpl.spec.startupTaints),
+        limits=resources(spec.limits, "spec.limits"),
+        weight=spec.weight or 0,
+        expire_after_s=expire,
+        consolidation_policy="WhenEmptyOrUnderutilized"
+        if d.consolidationPolicy == "WhenUnderutilized"
+        else "WhenEmpty",
+        consolidate_after_s=after,
+        kubelet=kubelet(tmpl.spec.kubelet, "spec.template.spec.kubelet")
+        if tmpl.spec.kubelet is not None
+        else None,
+    )
+
+
+def ec2nodeclass_v1beta1(doc: m.V1Beta1EC2NodeClass, file: str) -> o.NodeClass:
+    """A ``karpenter.k8s.aws/v1beta1`` EC2NodeClass (``amiFamily`` required, terms optional)."""
+    spec = doc.spec
+    if bool(spec.role) == bool(spec.instanceProfile):
+        raise InputError("give exactly one of 'role' or 'instanceProfile'", field="spec.role")
+    if spec.amiFamily not in AMI_FAMILIES:
+        raise InputError(
+            f"unknown amiFamily {spec.amiFamily!r}; use one of {', '.join(AMI_FAMILIES)}",
+            field="spec.amiFamily",
+        )
+    return o.NodeClass(
+        name=doc.metadata.name,
+        source=o.Source(file, "EC2NodeClass", doc.metadata.name, doc.apiVersion),
+        subnet_selector_terms=selector_terms(spec.subnetSelectorTerms, "spec.subnetSelectorTerms"),
+        security_group_selector_terms=selector_terms(
+            spec.securityGroupSelectorTerms, "spec.securityGroupSelectorTerms"
+        ),
+        ami_family=spec.amiFamily,
+        role=spec.role,
+        instance_profile=spec.instanceProfile,
+        tags=tuple(sorted(spec.tags.items())),
+        root_volume_bytes=root_volume_bytes(
+            spec.blockDeviceMappings, spec.amiFamily, "spec.blockDeviceMappings"
+        ),
+        user_data=spec.userData,
+    )
+
+
 def selector_terms(terms: list[m.SelectorTerm], field: str) -> tuple[o.SelectorTerm, ...]:
     """EC2NodeClass selector terms; ``id`` must stand alone."""
     out = []
@@ -285,23 +364,86 @@ def pod_template(spec: m.PodSpec, pod_labels: Mapping[str, str], field: str) -> 
     )
 
 
-def deployment(doc: m.Deployment, file: str) -> o.Deployment:
-    """An ``apps/v1`` Deployment."""
-    ns = doc.metadata.namespace or "default"
-    return o.Deployment(
+def label_selector(sel: m.LabelSelector | None, field: str) -> Requirements:
+    """A ``metav1.LabelSelector`` as requirements (matchLabels are ``In [value]``)."""
+    if sel is None:
+        return Requirements()
+    reqs = [Requirement.in_(k, v) for k, v in sorted(sel.matchLabels.items())]
+    for i, e in enumerate(sel.matchExpressions):
+        if e.operator in ("In", "NotIn") and not e.values:
+            raise InputError(
+                f"operator {e.operator} needs at least one value",
+                field=f"{field}.matchExpressions[{i}].values",
+            )
+        reqs.append(Requirement.new(e.key, e.operator, e.values))
+    return Requirements(reqs)
+
+
+def selects(selector: Requirements, pod_labels: Mapping[str, str]) -> bool:
+    """Label-selector matching: every requirement holds on the labels (absent satisfies
+    NotIn/DoesNotExist only). An empty selector matches everything."""
+    have = Requirements.from_labels(pod_labels)
+    return have.compatible(selector, allow_undefined=frozenset()) is None
+
+
+def _namespace(meta: m.Metadata) -> str:
+    return meta.namespace or "default"
+
+
+def _owner(meta: m.Metadata) -> str | None:
+    owners = [r for r in meta.ownerReferences if r.controller] or meta.ownerReferences
+    return f"{owners[0].kind}/{owners[0].name}" if owners else None
+
+
+def workload(doc: m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job, file: str) -> o.Workload:
+    """A Deployment, ReplicaSet, StatefulSet or Job as a fixed-size workload."""
+    ns = _namespace(doc.metadata)
+    spec = doc.spec
+    if isinstance(spec, m.JobSpec):
+        replicas = spec.parallelism
+        if spec.completions is not None:
+            replicas = min(replicas, spec.completions)
+        selector = Requirements()
+    else:
+        replicas = spec.replicas
+        selector = label_selector(spec.selector, "spec.selector")
+    tmpl_labels = spec.template.metadata.labels
+    if not selector:
+        selector = Requirements.from_labels(tmpl_labels)
+    elif not selects(selector, tmpl_labels):
+        raise InputError(
+            "spec.selector does not match the pod template's labels", field="spec.selector"
+        )
+    return o.Workload(
+        kind=doc.kind,
         namespace=ns,
         name=doc.metadata.name,
-        replicas=doc.spec.replicas,
+        replicas=replicas,
+        template=pod_template(spec.template.spec, tmpl_labels, "spec.template.spec"),
+        source=o.Source(file, doc.kind, f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        selector=selector,
+        annotations=tuple(sorted(spec.template.metadata.annotations.items())),
+    )
+
+
+def cronjob(doc: m.CronJob, file: str) -> o.CronJob:
+    """A ``batch/v1`` CronJob."""
+    ns = _namespace(doc.metadata)
+    tmpl = doc.spec.jobTemplate.spec.template
+    return o.CronJob(
+        namespace=ns,
+        name=doc.metadata.name,
+        schedule=doc.spec.schedule,
         template=pod_template(
-            doc.spec.template.spec, doc.spec.template.metadata.labels, "spec.template.spec"
+            tmpl.spec, tmpl.metadata.labels, "spec.jobTemplate.spec.template.spec"
         ),
-        source=o.Source(file, "Deployment", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        source=o.Source(file, "CronJob", f"{ns}/{doc.metadata.name}", doc.apiVersion),
     )
 
 
 def daemonset(doc: m.DaemonSet, file: str) -> o.DaemonSet:
     """An ``apps/v1`` DaemonSet."""
-    ns = doc.metadata.namespace or "default"
+    ns = _namespace(doc.metadata)
     return o.DaemonSet(
         namespace=ns,
         name=doc.metadata.name,
@@ -313,13 +455,109 @@ def daemonset(doc: m.DaemonSet, file: str) -> o.DaemonSet:
 
 
 def pod(doc: m.Pod, file: str) -> o.StandalonePod:
-    """A bare ``v1`` Pod."""
-    ns = doc.metadata.namespace or "default"
+    """A ``v1`` Pod (pending, or running when ``spec.nodeName`` is set)."""
+    ns = _namespace(doc.metadata)
     return o.StandalonePod(
         namespace=ns,
         name=doc.metadata.name,
         template=pod_template(doc.spec, doc.metadata.labels, "spec"),
         source=o.Source(file, "Pod", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        node_name=doc.spec.nodeName,
+        owner=_owner(doc.metadata),
+        annotations=tuple(sorted(doc.metadata.annotations.items())),
+    )
+
+
+def _int_or_percent(value: int | str | None, field: str) -> int | str | None:
+    if value is None or isinstance(value, int):
+        if isinstance(value, int) and value < 0:
+            raise InputError(f"{value} must not be negative", field=field)
+        return value
+    text = value.strip()
+    if text.endswith("%") and text[:-1].isdigit() and int(text[:-1]) <= 100:
+        return text
+    if text.isdigit():
+        return int(text)
+    raise InputError(f"{value!r} is neither a count nor a percentage like 50%", field=field)
+
+
+def pdb(doc: m.PodDisruptionBudget, file: str) -> o.PodDisruptionBudget:
+    """A ``policy/v1`` PodDisruptionBudget."""
+    ns = _namespace(doc.metadata)
+    spec = doc.spec
+    if spec.minAvailable is not None and spec.maxUnavailable is not None:
+        raise InputError(
+            "minAvailable and maxUnavailable are mutually exclusive", field="spec.maxUnavailable"
+        )
+    return o.PodDisruptionBudget(
+        namespace=ns,
+        name=doc.metadata.name,
+        selector=label_selector(spec.selector, "spec.selector"),
+        source=o.Source(file, "PodDisruptionBudget", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        min_available=_int_or_percent(spec.minAvailable, "spec.minAvailable"),
+        max_unavailable=_int_or_percent(spec.maxUnavailable, "spec.maxUnavailable"),
+    )
+
+
+def node(doc: m.Node, file: str) -> o.ClusterNode:
+    """A ``v1`` Node."""
+    node_labels = {labels.normalize_key(k): v for k, v in doc.metadata.labels.items()}
+    return o.ClusterNode(
+        name=doc.metadata.name,
+        labels=tuple(sorted(node_labels.items())),
+        taints=taints(doc.spec.taints),
+        capacity=resources(doc.status.capacity, "status.capacity"),
+        allocatable=resources(doc.status.allocatable, "status.allocatable"),
+        source=o.Source(file, "Node", doc.metadata.name, doc.apiVersion),
+        unschedulable=doc.spec.unschedulable,
+        provider_id=doc.spec.providerID,
+        annotations=tuple(sorted(doc.metadata.annotations.items())),
+    )
+
+
+def pvc(doc: m.PersistentVolumeClaim, file: str) -> o.PersistentVolumeClaim:
+    """A ``v1`` PersistentVolumeClaim."""
+    ns = _namespace(doc.metadata)
+    quantity.parse_resources(doc.spec.resources.requests, field="spec.resources.requests")
+    return o.PersistentVolumeClaim(
+        namespace=ns,
+        name=doc.metadata.name,
+        source=o.Source(file, "PersistentVolumeClaim", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        storage_class=doc.spec.storageClassName,
+        volume_name=doc.spec.volumeName,
+    )
+
+
+def pv(doc: m.PersistentVolume, file: str) -> o.PersistentVolume:
+    """A ``v1`` PersistentVolume."""
+    terms: list[Requirements] = []
+    na = doc.spec.nodeAffinity
+    if na is not None and na.required is not None:
+        base = "spec.nodeAffinity.required.nodeSelectorTerms"
+        for i, t in enumerate(na.required.nodeSelectorTerms):
+            terms.append(
+                Requirements(requirements(t.matchExpressions, f"{base}[{i}].matchExpressions"))
+            )
+    quantity.parse_resources(doc.spec.capacity, field="spec.capacity")
+    return o.PersistentVolume(
+        name=doc.metadata.name,
+        source=o.Source(file, "PersistentVolume", doc.metadata.name, doc.apiVersion),
+        storage_class=doc.spec.storageClassName,
+        node_affinity=tuple(terms),
+    )
+
+
+def storageclass(doc: m.StorageClass, file: str) -> o.StorageClass:
+    """A ``storage.k8s.io/v1`` StorageClass."""
+    return o.StorageClass(
+        name=doc.metadata.name,
+        source=o.Source(file, "StorageClass", doc.metadata.name, doc.apiVersion),
+        provisioner=doc.provisioner,
+        volume_binding_mode=doc.volumeBindingMode,
+        allowed_topologies=tuple(
+            Requirements(Requirement.in_(e.key, *e.values) for e in t.matchLabelExpressions)
+            for t in doc.allowedTopologies
+        ),
     )
 
 

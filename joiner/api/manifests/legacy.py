@@ -17,6 +17,8 @@ WhenEmpty + Never; ``ttlSecondsUntilExpired`` -> expireAfter, unset -> Never).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from joiner.api import labels
 from joiner.api import objects as o
 from joiner.api.errors import InputError
@@ -52,16 +54,16 @@ def provisioner(doc: m.Provisioner, file: str) -> o.NodePool:
     spec = doc.spec
     name = doc.metadata.name
     source = o.Source(file, "Provisioner", name, doc.apiVersion)
-    if spec.providerRef is None:
-        if spec.provider is not None:
-            raise InputError(
-                "the inline 'provider' block is not supported yet; move it into an "
-                "AWSNodeTemplate and reference it with spec.providerRef",
-                field="spec.provider",
-            )
+    if spec.providerRef is not None and spec.provider is not None:
         raise InputError(
-            "missing spec.providerRef (the AWSNodeTemplate to use)", field="spec.providerRef"
+            "spec.provider and spec.providerRef are mutually exclusive", field="spec.provider"
         )
+    if spec.providerRef is None and spec.provider is None:
+        raise InputError(
+            "missing spec.providerRef (the AWSNodeTemplate to use) or an inline spec.provider",
+            field="spec.providerRef",
+        )
+    node_class_name = spec.providerRef.name if spec.providerRef is not None else name
     if spec.consolidation and spec.consolidation.enabled and spec.ttlSecondsAfterEmpty is not None:
         raise InputError(
             "consolidation.enabled and ttlSecondsAfterEmpty are mutually exclusive",
@@ -71,6 +73,8 @@ def provisioner(doc: m.Provisioner, file: str) -> o.NodePool:
     present = {r.key for r in user} | {labels.normalize_key(k) for k in spec.labels}
     defaults = provisioner_defaults(present)
     label_reqs = [Requirement.in_(k, v) for k, v in sorted(spec.labels.items())]
+    # Legacy nodes carry karpenter.sh/provisioner-name; pods may still select it.
+    label_reqs.append(Requirement.in_(labels.LEGACY_PROVISIONER_NAME, name))
     if spec.consolidation and spec.consolidation.enabled:
         policy, after = "WhenEmptyOrUnderutilized", 0.0
     elif spec.ttlSecondsAfterEmpty is not None:
@@ -82,7 +86,7 @@ def provisioner(doc: m.Provisioner, file: str) -> o.NodePool:
         name=name,
         requirements=Requirements([*user, *defaults, *label_reqs]),
         node_class_ref=o.NodeClassRef(
-            convert.EC2NODECLASS_GROUP, LEGACY_NODECLASS_KIND, spec.providerRef.name
+            convert.EC2NODECLASS_GROUP, LEGACY_NODECLASS_KIND, node_class_name
         ),
         source=source,
         labels=tuple(sorted(spec.labels.items())),
@@ -95,7 +99,31 @@ def provisioner(doc: m.Provisioner, file: str) -> o.NodePool:
         consolidation_policy=policy,
         consolidate_after_s=after,
         defaulted=tuple(r.describe() for r in defaults),
+        kubelet=convert.kubelet(spec.kubeletConfiguration, "spec.kubeletConfiguration")
+        if spec.kubeletConfiguration is not None
+        else None,
     )
+
+
+def inline_provider(doc: m.Provisioner, file: str) -> o.NodeClass | None:
+    """The NodeClass an inline v1alpha5 ``spec.provider`` block describes, named after the
+    Provisioner (the pool's ``node_class_ref`` points at it)."""
+    p = doc.spec.provider
+    if p is None:
+        return None
+    template = m.AWSNodeTemplate(
+        apiVersion=doc.apiVersion,
+        kind="AWSNodeTemplate",
+        metadata=m.Metadata(name=doc.metadata.name),
+        spec=m.AWSNodeTemplateSpec(**p.model_dump()),
+    )
+    try:
+        nc = awsnodetemplate(template, file)
+    except InputError as exc:
+        field = exc.field or "spec"
+        inner = "spec.provider" + field[len("spec") :]
+        raise InputError(exc.detail, file=exc.file, obj=exc.obj, field=inner) from exc
+    return replace(nc, source=o.Source(file, "Provisioner", doc.metadata.name, doc.apiVersion))
 
 
 def _ids_or_tags(selector: dict[str, str], field: str) -> tuple[o.SelectorTerm, ...]:

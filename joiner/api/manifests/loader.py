@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,23 +18,39 @@ from joiner.api.manifests.yamlio import parse_documents, read_documents
 
 @dataclass
 class ManifestSet:
-    """Everything loaded from a set of manifest files, in file order."""
+    """Everything loaded from a set of manifest files, in file order, plus load warnings."""
 
     nodepools: list[o.NodePool] = field(default_factory=list)
     nodeclasses: list[o.NodeClass] = field(default_factory=list)
-    deployments: list[o.Deployment] = field(default_factory=list)
+    workloads: list[o.Workload] = field(default_factory=list)
+    cronjobs: list[o.CronJob] = field(default_factory=list)
     daemonsets: list[o.DaemonSet] = field(default_factory=list)
     pods: list[o.StandalonePod] = field(default_factory=list)
+    pdbs: list[o.PodDisruptionBudget] = field(default_factory=list)
+    nodes: list[o.ClusterNode] = field(default_factory=list)
+    pvcs: list[o.PersistentVolumeClaim] = field(default_factory=list)
+    pvs: list[o.PersistentVolume] = field(default_factory=list)
+    storageclasses: list[o.StorageClass] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)
+    #: Owned workloads (a ReplicaSet of a Deployment, a Job of a CronJob): loaded for
+    #: reference, never run on their own, since their owner creates their pods.
+    owned_workloads: list[o.Workload] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def nodeclass(self, name: str) -> o.NodeClass | None:
         """The NodeClass named ``name``, or None."""
         return next((n for n in self.nodeclasses if n.name == name), None)
 
-    def deployment(self, key: str) -> o.Deployment | None:
-        """The Deployment ``namespace/name`` (or ``name`` in ``default``), or None."""
+    def deployment(self, key: str) -> o.Workload | None:
+        """The workload ``namespace/name`` (or ``name`` in ``default``), or None."""
         if "/" not in key:
             key = f"default/{key}"
-        return next((d for d in self.deployments if d.key == key), None)
+        return next((d for d in self.workloads if d.key == key), None)
+
+    @property
+    def deployments(self) -> list[o.Workload]:
+        """Every workload that runs pods (Deployments, StatefulSets, unowned ReplicaSets, Jobs)."""
+        return self.workloads
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -62,12 +78,28 @@ def _nodepool(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> Non
     out.nodepools.append(convert.nodepool(_validate(m.NodePool, doc, file, obj), file))
 
 
+def _nodepool_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.nodepools.append(
+        convert.nodepool_v1beta1(_validate(m.V1Beta1NodePool, doc, file, obj), file)
+    )
+
+
 def _provisioner(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodepools.append(legacy.provisioner(_validate(m.Provisioner, doc, file, obj), file))
+    model = _validate(m.Provisioner, doc, file, obj)
+    out.nodepools.append(legacy.provisioner(model, file))
+    inline = legacy.inline_provider(model, file)
+    if inline is not None:
+        out.nodeclasses.append(inline)
 
 
 def _ec2nodeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     out.nodeclasses.append(convert.ec2nodeclass(_validate(m.EC2NodeClass, doc, file, obj), file))
+
+
+def _ec2nodeclass_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.nodeclasses.append(
+        convert.ec2nodeclass_v1beta1(_validate(m.V1Beta1EC2NodeClass, doc, file, obj), file)
+    )
 
 
 def _awsnodetemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
@@ -76,8 +108,21 @@ def _awsnodetemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet)
     )
 
 
-def _deployment(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.deployments.append(convert.deployment(_validate(m.Deployment, doc, file, obj), file))
+def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job]) -> _Handler:
+    def handle(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+        parsed = _validate(model, doc, file, obj)
+        w = convert.workload(parsed, file)
+        owners = {r.kind for r in parsed.metadata.ownerReferences}
+        if owners & {"Deployment", "CronJob"}:
+            out.owned_workloads.append(w)
+        else:
+            out.workloads.append(w)
+
+    return handle
+
+
+def _cronjob(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.cronjobs.append(convert.cronjob(_validate(m.CronJob, doc, file, obj), file))
 
 
 def _daemonset(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
@@ -88,16 +133,58 @@ def _pod(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     out.pods.append(convert.pod(_validate(m.Pod, doc, file, obj), file))
 
 
-#: (apiVersion, kind) -> handler. More kinds and versions arrive with the ``convert`` issue.
+def _pdb(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.pdbs.append(convert.pdb(_validate(m.PodDisruptionBudget, doc, file, obj), file))
+
+
+def _node(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.nodes.append(convert.node(_validate(m.Node, doc, file, obj), file))
+
+
+def _pvc(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.pvcs.append(convert.pvc(_validate(m.PersistentVolumeClaim, doc, file, obj), file))
+
+
+def _pv(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.pvs.append(convert.pv(_validate(m.PersistentVolume, doc, file, obj), file))
+
+
+def _storageclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.storageclasses.append(convert.storageclass(_validate(m.StorageClass, doc, file, obj), file))
+
+
+def _namespace(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.namespaces.append(_validate(m.Namespace, doc, file, obj).metadata.name)
+
+
+#: (apiVersion, kind) -> handler.
 HANDLERS: dict[tuple[str, str], _Handler] = {
     ("karpenter.sh/v1", "NodePool"): _nodepool,
+    ("karpenter.sh/v1beta1", "NodePool"): _nodepool_v1beta1,
     ("karpenter.sh/v1alpha5", "Provisioner"): _provisioner,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): _ec2nodeclass,
+    ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): _ec2nodeclass_v1beta1,
     ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate"): _awsnodetemplate,
-    ("apps/v1", "Deployment"): _deployment,
+    ("apps/v1", "Deployment"): _workload_handler(m.Deployment),
+    ("apps/v1", "ReplicaSet"): _workload_handler(m.ReplicaSet),
+    ("apps/v1", "StatefulSet"): _workload_handler(m.StatefulSet),
     ("apps/v1", "DaemonSet"): _daemonset,
+    ("batch/v1", "Job"): _workload_handler(m.Job),
+    ("batch/v1", "CronJob"): _cronjob,
+    ("batch/v1beta1", "CronJob"): _cronjob,
+    ("policy/v1", "PodDisruptionBudget"): _pdb,
+    ("policy/v1beta1", "PodDisruptionBudget"): _pdb,
     ("v1", "Pod"): _pod,
+    ("v1", "Node"): _node,
+    ("v1", "PersistentVolumeClaim"): _pvc,
+    ("v1", "PersistentVolume"): _pv,
+    ("v1", "Namespace"): _namespace,
+    ("storage.k8s.io/v1", "StorageClass"): _storageclass,
 }
+
+#: API groups whose unknown versions are errors, not warnings: Joiner must not silently
+#: drop a NodePool or NodeClass it cannot read.
+_STRICT_GROUPS = ("karpenter.sh", "karpenter.k8s.aws")
 
 
 def _describe(doc: dict[str, Any]) -> str:
@@ -125,31 +212,86 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
         raise InputError("required field is missing", file=file, obj=where, field="kind")
     handler = HANDLERS.get((str(api_version), str(kind)))
     if handler is None:
-        known = ", ".join(f"{v} {k}" for v, k in sorted(HANDLERS))
-        raise InputError(
-            f"unknown kind {kind!r} in apiVersion {api_version!r}; Joiner reads: {known}",
-            file=file,
-            obj=obj,
-            field="kind",
+        group = str(api_version).rpartition("/")[0]
+        known = sorted(v for v, k in HANDLERS if k == kind)
+        if group in _STRICT_GROUPS or known:
+            reads = ", ".join(
+                f"{v} {k}" for v, k in sorted(HANDLERS) if k == kind or v.startswith(group + "/")
+            )
+            raise InputError(
+                f"unsupported apiVersion {api_version!r} for kind {kind!r}; Joiner reads: "
+                f"{reads or 'none of this group'}",
+                file=file,
+                obj=obj,
+                field="apiVersion",
+            )
+        out.warnings.append(
+            f"{file}: {obj} ({api_version}): kind {kind!r} is not used by Joiner; skipped"
         )
+        return
     try:
         handler(doc, file, obj, out)
     except InputError as exc:
         raise exc.located(file=file, obj=obj) from exc
 
 
-def _check_references(out: ManifestSet) -> None:
-    classes = {n.name: n for n in out.nodeclasses}
-    seen: dict[str, o.NodePool] = {}
-    for pool in out.nodepools:
-        if pool.name in seen:
-            raise InputError(
-                f"duplicate NodePool name (also defined in {seen[pool.name].source.file})",
-                file=pool.source.file,
-                obj=pool.source.ref,
-                field="metadata.name",
+def _check_unique(out: ManifestSet) -> None:
+    """Two objects of one kind and namespace may not share a name."""
+    groups: list[tuple[str, list[tuple[str, o.Source]]]] = [
+        ("NodePool", [(p.name, p.source) for p in out.nodepools]),
+        ("NodeClass", [(n.name, n.source) for n in out.nodeclasses]),
+        ("workload", [(f"{w.kind}/{w.key}", w.source) for w in out.workloads]),
+        ("DaemonSet", [(f"{d.namespace}/{d.name}", d.source) for d in out.daemonsets]),
+        ("Pod", [(p.key, p.source) for p in out.pods]),
+        ("Node", [(n.name, n.source) for n in out.nodes]),
+        ("PodDisruptionBudget", [(f"{p.namespace}/{p.name}", p.source) for p in out.pdbs]),
+    ]
+    for what, items in groups:
+        seen: dict[str, o.Source] = {}
+        for name, source in items:
+            if name in seen:
+                raise InputError(
+                    f"duplicate {what} name {name!r} (also defined in {seen[name].file} as "
+                    f"{seen[name].ref})",
+                    file=source.file,
+                    obj=source.ref,
+                    field="metadata.name",
+                )
+            seen[name] = source
+
+
+def _merge_pool_kubelet(out: ManifestSet) -> None:
+    """Move pool-level kubelet settings (v1beta1, v1alpha5) to the NodeClass, as v1 did."""
+    for i, nc in enumerate(out.nodeclasses):
+        pools = [p for p in out.nodepools if p.node_class_ref.name == nc.name and p.kubelet]
+        if not pools:
+            continue
+        settings = {p.kubelet for p in pools}
+        if nc.kubelet != o.KubeletConfig():
+            out.warnings.append(
+                f"{nc.source.file}: {nc.source.ref}: has its own kubelet settings; those of "
+                f"{', '.join(p.source.ref for p in pools)} are ignored"
             )
-        seen[pool.name] = pool
+            continue
+        first = pools[0]
+        if len(settings) > 1:
+            raise InputError(
+                f"NodePools sharing {nc.source.ref} set different kubelet settings; v1 keeps "
+                "kubelet settings on the NodeClass, so give each its own NodeClass",
+                file=first.source.file,
+                obj=first.source.ref,
+                field="spec.kubeletConfiguration"
+                if first.source.kind == "Provisioner"
+                else "spec.template.spec.kubelet",
+            )
+        assert first.kubelet is not None
+        out.nodeclasses[i] = replace(nc, kubelet=first.kubelet)
+
+
+def _check_references(out: ManifestSet) -> None:
+    _check_unique(out)
+    classes = {n.name: n for n in out.nodeclasses}
+    for pool in out.nodepools:
         ref = pool.node_class_ref
         target = classes.get(ref.name)
         field_name = (
@@ -176,6 +318,7 @@ def _check_references(out: ManifestSet) -> None:
                 obj=pool.source.ref,
                 field="spec.template.spec.nodeClassRef",
             )
+    _merge_pool_kubelet(out)
 
 
 def load_text(text: str, name: str = "<text>") -> ManifestSet:

@@ -6,7 +6,7 @@ Numbers given where strings are expected (label values ``"5"`` written as ``5``)
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,11 +21,18 @@ class Model(BaseModel):
     model_config = _CONFIG
 
 
+class OwnerReference(Model):
+    kind: str = ""
+    name: str = ""
+    controller: bool | None = None
+
+
 class Metadata(Model):
     name: str = Field(min_length=1)
     namespace: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
+    ownerReferences: list[OwnerReference] = Field(default_factory=list)
 
 
 class TemplateMetadata(Model):
@@ -106,6 +113,57 @@ class NodePool(Model):
     spec: NodePoolSpec
 
 
+class Kubelet(Model):
+    maxPods: int | None = Field(default=None, ge=1)
+    podsPerCore: int | None = Field(default=None, ge=0)
+    systemReserved: dict[str, Scalar] = Field(default_factory=dict)
+    kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
+    evictionHard: dict[str, str] = Field(default_factory=dict)
+
+
+# --- karpenter.sh/v1beta1 NodePool ---------------------------------------------------------
+
+
+class V1Beta1NodeClassRef(Model):
+    name: str = Field(min_length=1)
+    kind: str | None = None
+    apiVersion: str | None = None
+
+
+class V1Beta1TemplateSpec(Model):
+    requirements: list[NodeSelectorRequirement] = Field(default_factory=list, max_length=100)
+    taints: list[Taint] = Field(default_factory=list)
+    startupTaints: list[Taint] = Field(default_factory=list)
+    nodeClassRef: V1Beta1NodeClassRef
+    kubelet: Kubelet | None = None
+
+
+class V1Beta1Template(Model):
+    metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
+    spec: V1Beta1TemplateSpec
+
+
+class V1Beta1Disruption(Model):
+    consolidationPolicy: Literal["WhenEmpty", "WhenUnderutilized"] = "WhenUnderutilized"
+    consolidateAfter: Scalar | None = None
+    expireAfter: Scalar | None = None
+    budgets: list[Budget] = Field(default_factory=list)
+
+
+class V1Beta1NodePoolSpec(Model):
+    template: V1Beta1Template
+    disruption: V1Beta1Disruption = Field(default_factory=V1Beta1Disruption)
+    limits: dict[str, Scalar] = Field(default_factory=dict)
+    weight: int | None = Field(default=None, ge=1, le=100)
+
+
+class V1Beta1NodePool(Model):
+    apiVersion: str
+    kind: Literal["NodePool"]
+    metadata: Metadata
+    spec: V1Beta1NodePoolSpec
+
+
 # --- karpenter.sh/v1alpha5 Provisioner ------------------------------------------------------
 
 
@@ -131,6 +189,35 @@ class ProvisionerKubelet(Model):
     evictionHard: dict[str, str] = Field(default_factory=dict)
 
 
+class EBS(Model):
+    volumeSize: Scalar | None = None
+    volumeType: str | None = None
+    iops: int | None = None
+    throughput: int | None = None
+    encrypted: bool | None = None
+    deleteOnTermination: bool | None = None
+
+
+class BlockDeviceMapping(Model):
+    deviceName: str | None = None
+    rootVolume: bool = False
+    ebs: EBS | None = None
+
+
+class InlineProvider(Model):
+    """The v1alpha5 ``spec.provider`` block (AWS), an inline AWSNodeTemplate."""
+
+    subnetSelector: dict[str, str] = Field(default_factory=dict)
+    securityGroupSelector: dict[str, str] = Field(default_factory=dict)
+    amiSelector: dict[str, str] = Field(default_factory=dict)
+    amiFamily: str | None = None
+    instanceProfile: str | None = None
+    launchTemplate: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list)
+    userData: str | None = None
+
+
 class ProvisionerSpec(Model):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
@@ -139,7 +226,7 @@ class ProvisionerSpec(Model):
     requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
     limits: ProvisionerLimits = Field(default_factory=ProvisionerLimits)
     providerRef: ProviderRef | None = None
-    provider: dict[str, Any] | None = None
+    provider: InlineProvider | None = None
     consolidation: Consolidation | None = None
     ttlSecondsAfterEmpty: int | None = Field(default=None, ge=0)
     ttlSecondsUntilExpired: int | None = Field(default=None, ge=0)
@@ -172,29 +259,6 @@ class AMISelectorTerm(Model):
     ssmParameter: str | None = None
 
 
-class EBS(Model):
-    volumeSize: Scalar | None = None
-    volumeType: str | None = None
-    iops: int | None = None
-    throughput: int | None = None
-    encrypted: bool | None = None
-    deleteOnTermination: bool | None = None
-
-
-class BlockDeviceMapping(Model):
-    deviceName: str | None = None
-    rootVolume: bool = False
-    ebs: EBS | None = None
-
-
-class Kubelet(Model):
-    maxPods: int | None = Field(default=None, ge=1)
-    podsPerCore: int | None = Field(default=None, ge=0)
-    systemReserved: dict[str, Scalar] = Field(default_factory=dict)
-    kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
-    evictionHard: dict[str, str] = Field(default_factory=dict)
-
-
 class EC2NodeClassSpec(Model):
     subnetSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
     securityGroupSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
@@ -213,6 +277,25 @@ class EC2NodeClass(Model):
     kind: Literal["EC2NodeClass"]
     metadata: Metadata
     spec: EC2NodeClassSpec
+
+
+class V1Beta1EC2NodeClassSpec(Model):
+    subnetSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
+    securityGroupSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
+    amiSelectorTerms: list[AMISelectorTerm] = Field(default_factory=list, max_length=30)
+    amiFamily: str
+    role: str | None = None
+    instanceProfile: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list, max_length=50)
+    userData: str | None = None
+
+
+class V1Beta1EC2NodeClass(Model):
+    apiVersion: str
+    kind: Literal["EC2NodeClass"]
+    metadata: Metadata
+    spec: V1Beta1EC2NodeClassSpec
 
 
 # --- karpenter.k8s.aws/v1alpha1 AWSNodeTemplate ---------------------------------------------
@@ -269,6 +352,7 @@ class Affinity(Model):
 
 
 class PodSpec(Model):
+    nodeName: str | None = None
     containers: list[Container] = Field(min_length=1)
     initContainers: list[Container] = Field(default_factory=list)
     nodeSelector: dict[str, str] = Field(default_factory=dict)
@@ -289,8 +373,20 @@ class Pod(Model):
     spec: PodSpec
 
 
-class DeploymentSpec(Model):
+class LabelSelectorRequirement(Model):
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelector(Model):
+    matchLabels: dict[str, str] = Field(default_factory=dict)
+    matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class ReplicatedSpec(Model):
     replicas: int = Field(default=1, ge=0)
+    selector: LabelSelector | None = None
     template: PodTemplateSpec
 
 
@@ -298,7 +394,7 @@ class Deployment(Model):
     apiVersion: str
     kind: Literal["Deployment"]
     metadata: Metadata
-    spec: DeploymentSpec
+    spec: ReplicatedSpec
 
 
 class DaemonSetSpec(Model):
@@ -310,3 +406,137 @@ class DaemonSet(Model):
     kind: Literal["DaemonSet"]
     metadata: Metadata
     spec: DaemonSetSpec
+
+
+class ReplicaSet(Model):
+    apiVersion: str
+    kind: Literal["ReplicaSet"]
+    metadata: Metadata
+    spec: ReplicatedSpec
+
+
+class StatefulSet(Model):
+    apiVersion: str
+    kind: Literal["StatefulSet"]
+    metadata: Metadata
+    spec: ReplicatedSpec
+
+
+class JobSpec(Model):
+    parallelism: int = Field(default=1, ge=0)
+    completions: int | None = Field(default=None, ge=0)
+    template: PodTemplateSpec
+
+
+class Job(Model):
+    apiVersion: str
+    kind: Literal["Job"]
+    metadata: Metadata
+    spec: JobSpec
+
+
+class JobTemplate(Model):
+    spec: JobSpec
+
+
+class CronJobSpec(Model):
+    schedule: str = Field(min_length=1)
+    jobTemplate: JobTemplate
+    suspend: bool = False
+
+
+class CronJob(Model):
+    apiVersion: str
+    kind: Literal["CronJob"]
+    metadata: Metadata
+    spec: CronJobSpec
+
+
+class PDBSpec(Model):
+    selector: LabelSelector | None = None
+    minAvailable: int | str | None = None
+    maxUnavailable: int | str | None = None
+
+
+class PodDisruptionBudget(Model):
+    apiVersion: str
+    kind: Literal["PodDisruptionBudget"]
+    metadata: Metadata
+    spec: PDBSpec
+
+
+class NodeSpecModel(Model):
+    taints: list[Taint] = Field(default_factory=list)
+    unschedulable: bool = False
+    providerID: str | None = None
+
+
+class NodeStatus(Model):
+    capacity: dict[str, Scalar] = Field(default_factory=dict)
+    allocatable: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class Node(Model):
+    apiVersion: str
+    kind: Literal["Node"]
+    metadata: Metadata
+    spec: NodeSpecModel = Field(default_factory=NodeSpecModel)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+
+class PVCResources(Model):
+    requests: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class PVCSpec(Model):
+    storageClassName: str | None = None
+    volumeName: str | None = None
+    resources: PVCResources = Field(default_factory=PVCResources)
+
+
+class PersistentVolumeClaim(Model):
+    apiVersion: str
+    kind: Literal["PersistentVolumeClaim"]
+    metadata: Metadata
+    spec: PVCSpec = Field(default_factory=PVCSpec)
+
+
+class VolumeNodeAffinity(Model):
+    required: NodeSelector | None = None
+
+
+class PVSpec(Model):
+    storageClassName: str | None = None
+    nodeAffinity: VolumeNodeAffinity | None = None
+    capacity: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class PersistentVolume(Model):
+    apiVersion: str
+    kind: Literal["PersistentVolume"]
+    metadata: Metadata
+    spec: PVSpec = Field(default_factory=PVSpec)
+
+
+class TopologySelectorRequirement(Model):
+    key: str = Field(min_length=1)
+    values: list[str] = Field(min_length=1)
+
+
+class TopologySelectorTerm(Model):
+    matchLabelExpressions: list[TopologySelectorRequirement] = Field(default_factory=list)
+
+
+class StorageClass(Model):
+    apiVersion: str
+    kind: Literal["StorageClass"]
+    metadata: Metadata
+    provisioner: str = ""
+    volumeBindingMode: Literal["Immediate", "WaitForFirstConsumer"] = "Immediate"
+    allowedTopologies: list[TopologySelectorTerm] = Field(default_factory=list)
+
+
+class Namespace(Model):
+    apiVersion: str
+    kind: Literal["Namespace"]
+    metadata: Metadata
