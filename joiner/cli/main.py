@@ -6,18 +6,25 @@ import json
 import logging
 import sys
 from collections import Counter
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from joiner import __version__
 from joiner.api.errors import InputError
+from joiner.api.manifests import load_files
+from joiner.api.manifests.to_v1 import check_reloads, convert_files
+from joiner.cloudprovider.catalog import Catalog
+from joiner.operator.lint import lint_manifests
 from joiner.operator.wiring import SimulationRuntime
-from joiner.sim.scenario import json_schema, load_scenario
+from joiner.sim.scenario import is_scenario_file, json_schema, load_scenario
 
 app = typer.Typer(
     add_completion=False,
@@ -35,17 +42,38 @@ def _fail(exc: InputError) -> None:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
-@app.callback()
-def _root(
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Log controller decisions.")
-    ] = False,
-) -> None:
+def _configure_logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
+        force=True,
     )
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"joiner {__version__}")
+        raise typer.Exit(0)
+
+
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log controller decisions.")]
+
+
+@app.callback()
+def _root(
+    verbose: Verbose = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    _configure_logging(verbose)
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    for w in warnings:
+        err.print(f"[bold yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -53,13 +81,19 @@ def simulate(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (kind: Scenario).")],
     out_dir: Annotated[
         Path | None,
-        typer.Option("--out", help="Output directory [default: joiner-out/<metadata.name>/]."),
+        typer.Option(
+            "--out",
+            help="Output directory (default: joiner-out/<metadata.name> in the current directory).",
+        ),
     ] = None,
     quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Print only the output path.")
+        bool, typer.Option("--quiet", "-q", help="Print only warnings and the output path.")
     ] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Run a scenario in virtual time and report nodes, cost and pod wait times."""
+    if verbose:
+        _configure_logging(True)
     try:
         sc = load_scenario(scenario)
         runtime = SimulationRuntime(sc)
@@ -84,6 +118,7 @@ def simulate(
     summary_path = target / "summary.json"
     summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
     if quiet:
+        _print_warnings(result.summary["warnings"])
         out.print(str(summary_path))
         return
     _print_summary(result.summary)
@@ -91,8 +126,7 @@ def simulate(
 
 
 def _print_summary(s: dict[str, Any]) -> None:
-    for w in s["warnings"]:
-        err.print(f"[bold yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
+    _print_warnings(s["warnings"])
     groups = Counter(
         (n["nodePool"], n["instanceType"], n["zone"], n["capacityType"], n["pricePerHour"])
         for n in s["nodes"]
@@ -114,7 +148,8 @@ def _print_summary(s: dict[str, Any]) -> None:
         f"peak ${cost['perHourPeak']:.4f}/h"
     )
     out.print(
-        f"pods: {pods['scheduled']} scheduled, {pods['pending']} pending at the end, "
+        f"pods: {pods['scheduled']} ran (bound to a node at least once), "
+        f"{pods['pending']} pending at the end, "
         f"{pods['lost']} lost; pending seconds p50 {ps['p50']:.1f}, p95 {ps['p95']:.1f}, "
         f"max {ps['max']:.1f}"
     )
@@ -137,6 +172,100 @@ def schema(
         sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
+
+
+class OutputFormat(StrEnum):
+    yaml = "yaml"
+    json = "json"
+
+
+def _literal_str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for multi-line strings (user data stays readable)."""
+
+
+_Dumper.add_representer(str, _literal_str_presenter)
+
+
+@app.command()
+def convert(
+    files: Annotated[list[Path], typer.Argument(help="Manifest files (YAML or JSON).")],
+    output: Annotated[OutputFormat, typer.Option("--output", "-o", help="Output format.")] = (
+        OutputFormat.yaml
+    ),
+    region: Annotated[str, typer.Option(help="Region for the lint checks.")] = "us-east-1",
+) -> None:
+    """Print the karpenter.sh/v1 and karpenter.k8s.aws/v1 equivalents of the manifests.
+
+    Defaulted requirements become explicit, removed fields become their successors, and what
+    v1 requires but the input lacks is a placeholder (annotation joiner.dev/placeholders),
+    reported on stderr with the lint warnings. Other documents pass through unchanged.
+    """
+    try:
+        conversion = convert_files(files)
+        check_reloads(conversion.documents)
+        manifests = load_files(files)
+        findings = lint_manifests(manifests, Catalog.load(), region)
+    except InputError as exc:
+        _fail(exc)
+        return
+    if output is OutputFormat.json:
+        doc: Any = (
+            conversion.documents[0]
+            if len(conversion.documents) == 1
+            else {"apiVersion": "v1", "kind": "List", "items": conversion.documents}
+        )
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        sys.stdout.write(
+            yaml.dump_all(conversion.documents, Dumper=_Dumper, sort_keys=False, width=100)
+        )
+    _print_warnings([*conversion.warnings, *(str(f) for f in findings)])
+
+
+@app.command()
+def lint(
+    files: Annotated[
+        list[Path], typer.Argument(help="Manifest files, or one Scenario file (its VPC is used).")
+    ],
+    region: Annotated[str, typer.Option(help="Region (ignored for a Scenario).")] = "us-east-1",
+) -> None:
+    """Report configuration that cannot work as intended. Exit 1 when it warns, 0 when clean,
+    2 on bad input."""
+    catalog = Catalog.load()
+    try:
+        if len(files) == 1 and is_scenario_file(files[0]):
+            sc = load_scenario(files[0], catalog, check_selectors=False)
+            warnings = list(sc.manifests.warnings)
+            findings = lint_manifests(
+                sc.manifests,
+                catalog,
+                sc.region,
+                subnets=sc.subnets,
+                security_groups=sc.security_groups,
+            )
+        else:
+            if region not in catalog.regions():
+                raise InputError(
+                    f"unknown region {region!r}; known: {', '.join(catalog.regions())}",
+                    field="--region",
+                )
+            manifests = load_files(files)
+            warnings = list(manifests.warnings)
+            findings = lint_manifests(manifests, catalog, region)
+    except InputError as exc:
+        _fail(exc)
+        return
+    all_warnings = [*warnings, *(str(f) for f in findings)]
+    _print_warnings(all_warnings)
+    if all_warnings:
+        err.print(f"{len(all_warnings)} warning(s)")
+        raise typer.Exit(1)
+    err.print("no warnings")
 
 
 def main() -> None:

@@ -20,11 +20,10 @@ from typing import Any
 
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
-from joiner.cloudprovider.types import NodeClassNotReadyError
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.scheduling.diagnostics import dead_values
+from joiner.operator.lint import lint_manifests
 from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
@@ -150,18 +149,32 @@ class SimulationRuntime:
                 "running Pods): simulate starts from an empty cluster and provisions every "
                 "pod anew"
             )
+        disrupting = [
+            p.source.ref
+            for p in m.nodepools
+            if p.consolidate_after_s is not None or p.expire_after_s is not None
+        ]
+        if disrupting:
+            out.append(
+                "disruption is not simulated yet: consolidation, emptiness and expiration of "
+                f"{', '.join(disrupting)} have no effect in this run, so nodes stay until the "
+                "end and the cost is an upper bound"
+            )
         for cj in m.cronjobs:
             out.append(
                 f"{cj.source.ref} ({cj.source.file}): CronJob schedules are not simulated "
                 "yet; it runs no pods"
             )
-        for pool in self.scenario.manifests.nodepools:
-            try:
-                types = self.cloud.get_instance_types(pool.node_class_ref.name)
-            except NodeClassNotReadyError as exc:
-                out.append(f"{pool.source.ref} ({pool.source.file}): {exc}")
-                continue
-            out.extend(dead_values(pool, types))
+        out += [
+            str(w)
+            for w in lint_manifests(
+                m,
+                self.catalog,
+                self.scenario.region,
+                subnets=self.scenario.subnets,
+                security_groups=self.scenario.security_groups,
+            )
+        ]
         return out
 
     def run(self, progress: Callable[[float], None] | None = None) -> RunResult:

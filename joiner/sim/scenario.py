@@ -129,8 +129,22 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
 
 
-def load_scenario(path: Path | str, catalog: Catalog | None = None) -> Scenario:
+def is_scenario_file(path: Path) -> bool:
+    """True when ``path`` holds a ``kind: Scenario`` document (errors surface on load)."""
+    try:
+        docs = read_documents(path)
+    except InputError:
+        return False
+    return len(docs) == 1 and isinstance(docs[0], dict) and docs[0].get("kind") == "Scenario"
+
+
+def load_scenario(
+    path: Path | str, catalog: Catalog | None = None, *, check_selectors: bool = True
+) -> Scenario:
     """Read and validate a scenario and everything it references.
+
+    ``check_selectors=False`` leaves NodeClass selectors that match nothing to the caller
+    (``joiner lint`` reports them as warnings instead of failing).
 
     Raises:
         InputError: naming the file, object and field of the first problem found.
@@ -231,7 +245,8 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> Scenario:
         assert key is not None
         workloads.append(Workload(key.key, w.replicas or 0, trace))
 
-    _check_node_classes(manifests, subnets, groups)
+    if check_selectors:
+        _check_node_classes(manifests, subnets, groups)
     return Scenario(
         name=doc.metadata.name,
         file=file,

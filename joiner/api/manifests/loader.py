@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -56,19 +57,50 @@ class ManifestSet:
 M = TypeVar("M", bound=BaseModel)
 
 
+def _model_at(model: type[BaseModel], path: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The pydantic model class found by following ``path`` (field names and list indices)."""
+    current: Any = model
+    for part in path:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        info = current.model_fields.get(str(part))
+        if info is None:
+            return None
+        current = _inner_model(info.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _inner_model(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
 def _validate(model: type[M], doc: dict[str, Any], file: str, obj: str) -> M:
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(
-            ".[", "["
-        )
+        errors = exc.errors()
+        err = errors[0]
+        loc = tuple(err["loc"])
+        path = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
         msg = err["msg"]
         if err["type"] == "missing":
             msg = "required field is missing"
-        more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
-        raise InputError(f"{msg}{more}", file=file, obj=obj, field=loc or None) from exc
+        elif err["type"] == "extra_forbidden":
+            parent = _model_at(model, loc[:-1])
+            known = sorted(parent.model_fields) if parent is not None else []
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            msg = f"unknown field {loc[-1]!r}{hint}"
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        raise InputError(f"{msg}{more}", file=file, obj=obj, field=path or None) from exc
 
 
 _Handler = Callable[[dict[str, Any], str, str, ManifestSet], None]

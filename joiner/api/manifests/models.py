@@ -6,7 +6,7 @@ Numbers given where strings are expected (label values ``"5"`` written as ``5``)
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +19,14 @@ class Model(BaseModel):
     """Base: ignore unknown fields, coerce numbers to strings where strings are expected."""
 
     model_config = _CONFIG
+
+
+class Strict(Model):
+    """Spec models: an unknown field is an error (like ``kubectl apply --validate=strict``),
+    so a typo such as ``requirments`` cannot silently change what is launched. Real
+    Kubernetes/Karpenter fields Joiner does not use are declared as ``Any``."""
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, populate_by_name=True)
 
 
 class OwnerReference(Model):
@@ -40,20 +48,21 @@ class TemplateMetadata(Model):
     annotations: dict[str, str] = Field(default_factory=dict)
 
 
-class NodeSelectorRequirement(Model):
+class NodeSelectorRequirement(Strict):
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
     values: list[str] = Field(default_factory=list)
     minValues: int | None = Field(default=None, ge=1, le=50)
 
 
-class Taint(Model):
+class Taint(Strict):
     key: str = Field(min_length=1)
     value: str = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    timeAdded: Any = None
 
 
-class Toleration(Model):
+class Toleration(Strict):
     key: str = ""
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
@@ -64,13 +73,13 @@ class Toleration(Model):
 # --- karpenter.sh/v1 NodePool -------------------------------------------------------------
 
 
-class NodeClassRef(Model):
+class NodeClassRef(Strict):
     group: str = Field(min_length=1)
     kind: str = Field(min_length=1)
     name: str = Field(min_length=1)
 
 
-class NodeClaimTemplateSpec(Model):
+class NodeClaimTemplateSpec(Strict):
     requirements: list[NodeSelectorRequirement] = Field(default_factory=list, max_length=100)
     taints: list[Taint] = Field(default_factory=list)
     startupTaints: list[Taint] = Field(default_factory=list)
@@ -79,19 +88,19 @@ class NodeClaimTemplateSpec(Model):
     terminationGracePeriod: str | None = None
 
 
-class NodeClaimTemplate(Model):
+class NodeClaimTemplate(Strict):
     metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
     spec: NodeClaimTemplateSpec
 
 
-class Budget(Model):
+class Budget(Strict):
     nodes: str = "10%"
     schedule: str | None = None
     duration: str | None = None
     reasons: list[str] = Field(default_factory=list)
 
 
-class Disruption(Model):
+class Disruption(Strict):
     consolidationPolicy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = (
         "WhenEmptyOrUnderutilized"
     )
@@ -99,11 +108,12 @@ class Disruption(Model):
     budgets: list[Budget] = Field(default_factory=list)
 
 
-class NodePoolSpec(Model):
+class NodePoolSpec(Strict):
     template: NodeClaimTemplate
     disruption: Disruption = Field(default_factory=Disruption)
     limits: dict[str, Scalar] = Field(default_factory=dict)
     weight: int | None = Field(default=None, ge=1, le=100)
+    replicas: Any = None
 
 
 class NodePool(Model):
@@ -113,24 +123,31 @@ class NodePool(Model):
     spec: NodePoolSpec
 
 
-class Kubelet(Model):
+class Kubelet(Strict):
     maxPods: int | None = Field(default=None, ge=1)
     podsPerCore: int | None = Field(default=None, ge=0)
     systemReserved: dict[str, Scalar] = Field(default_factory=dict)
     kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
     evictionHard: dict[str, str] = Field(default_factory=dict)
+    clusterDNS: Any = None
+    evictionSoft: Any = None
+    evictionSoftGracePeriod: Any = None
+    evictionMaxPodGracePeriod: Any = None
+    imageGCHighThresholdPercent: Any = None
+    imageGCLowThresholdPercent: Any = None
+    cpuCFSQuota: Any = None
 
 
 # --- karpenter.sh/v1beta1 NodePool ---------------------------------------------------------
 
 
-class V1Beta1NodeClassRef(Model):
+class V1Beta1NodeClassRef(Strict):
     name: str = Field(min_length=1)
     kind: str | None = None
     apiVersion: str | None = None
 
 
-class V1Beta1TemplateSpec(Model):
+class V1Beta1TemplateSpec(Strict):
     requirements: list[NodeSelectorRequirement] = Field(default_factory=list, max_length=100)
     taints: list[Taint] = Field(default_factory=list)
     startupTaints: list[Taint] = Field(default_factory=list)
@@ -138,19 +155,19 @@ class V1Beta1TemplateSpec(Model):
     kubelet: Kubelet | None = None
 
 
-class V1Beta1Template(Model):
+class V1Beta1Template(Strict):
     metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
     spec: V1Beta1TemplateSpec
 
 
-class V1Beta1Disruption(Model):
+class V1Beta1Disruption(Strict):
     consolidationPolicy: Literal["WhenEmpty", "WhenUnderutilized"] = "WhenUnderutilized"
     consolidateAfter: Scalar | None = None
     expireAfter: Scalar | None = None
     budgets: list[Budget] = Field(default_factory=list)
 
 
-class V1Beta1NodePoolSpec(Model):
+class V1Beta1NodePoolSpec(Strict):
     template: V1Beta1Template
     disruption: V1Beta1Disruption = Field(default_factory=V1Beta1Disruption)
     limits: dict[str, Scalar] = Field(default_factory=dict)
@@ -167,44 +184,55 @@ class V1Beta1NodePool(Model):
 # --- karpenter.sh/v1alpha5 Provisioner ------------------------------------------------------
 
 
-class ProviderRef(Model):
+class ProviderRef(Strict):
     name: str = Field(min_length=1)
     kind: str | None = None
     apiVersion: str | None = None
 
 
-class Consolidation(Model):
+class Consolidation(Strict):
     enabled: bool = False
 
 
-class ProvisionerLimits(Model):
+class ProvisionerLimits(Strict):
     resources: dict[str, Scalar] = Field(default_factory=dict)
 
 
-class ProvisionerKubelet(Model):
+class ProvisionerKubelet(Strict):
     maxPods: int | None = Field(default=None, ge=1)
     podsPerCore: int | None = Field(default=None, ge=0)
     systemReserved: dict[str, Scalar] = Field(default_factory=dict)
     kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
     evictionHard: dict[str, str] = Field(default_factory=dict)
+    clusterDNS: Any = None
+    containerRuntime: Any = None
+    evictionSoft: Any = None
+    evictionSoftGracePeriod: Any = None
+    evictionMaxPodGracePeriod: Any = None
+    imageGCHighThresholdPercent: Any = None
+    imageGCLowThresholdPercent: Any = None
+    cpuCFSQuota: Any = None
 
 
-class EBS(Model):
+class EBS(Strict):
     volumeSize: Scalar | None = None
     volumeType: str | None = None
     iops: int | None = None
     throughput: int | None = None
     encrypted: bool | None = None
     deleteOnTermination: bool | None = None
+    kmsKeyID: Any = None
+    snapshotID: Any = None
+    volumeInitializationRate: Any = None
 
 
-class BlockDeviceMapping(Model):
+class BlockDeviceMapping(Strict):
     deviceName: str | None = None
     rootVolume: bool = False
     ebs: EBS | None = None
 
 
-class InlineProvider(Model):
+class InlineProvider(Strict):
     """The v1alpha5 ``spec.provider`` block (AWS), an inline AWSNodeTemplate."""
 
     subnetSelector: dict[str, str] = Field(default_factory=dict)
@@ -216,9 +244,14 @@ class InlineProvider(Model):
     tags: dict[str, str] = Field(default_factory=dict)
     blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list)
     userData: str | None = None
+    metadataOptions: Any = None
+    context: Any = None
+    detailedMonitoring: Any = None
+    apiVersion: Any = None
+    kind: Any = None
 
 
-class ProvisionerSpec(Model):
+class ProvisionerSpec(Strict):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
@@ -244,13 +277,13 @@ class Provisioner(Model):
 # --- karpenter.k8s.aws/v1 EC2NodeClass ------------------------------------------------------
 
 
-class SelectorTerm(Model):
+class SelectorTerm(Strict):
     id: str | None = None
     name: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)
 
 
-class AMISelectorTerm(Model):
+class AMISelectorTerm(Strict):
     alias: str | None = None
     id: str | None = None
     name: str | None = None
@@ -259,7 +292,7 @@ class AMISelectorTerm(Model):
     ssmParameter: str | None = None
 
 
-class EC2NodeClassSpec(Model):
+class EC2NodeClassSpec(Strict):
     subnetSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
     securityGroupSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
     amiSelectorTerms: list[AMISelectorTerm] = Field(min_length=1, max_length=30)
@@ -270,6 +303,17 @@ class EC2NodeClassSpec(Model):
     kubelet: Kubelet | None = None
     blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list, max_length=50)
     userData: str | None = None
+    instanceStorePolicy: Any = None
+    detailedMonitoring: Any = None
+    metadataOptions: Any = None
+    context: Any = None
+    associatePublicIPAddress: Any = None
+    ipPrefixCount: Any = None
+    networkInterfaces: Any = None
+    connectionTracking: Any = None
+    cpuOptions: Any = None
+    capacityReservationSelectorTerms: Any = None
+    placementGroupSelector: Any = None
 
 
 class EC2NodeClass(Model):
@@ -279,7 +323,7 @@ class EC2NodeClass(Model):
     spec: EC2NodeClassSpec
 
 
-class V1Beta1EC2NodeClassSpec(Model):
+class V1Beta1EC2NodeClassSpec(Strict):
     subnetSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
     securityGroupSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
     amiSelectorTerms: list[AMISelectorTerm] = Field(default_factory=list, max_length=30)
@@ -289,6 +333,12 @@ class V1Beta1EC2NodeClassSpec(Model):
     tags: dict[str, str] = Field(default_factory=dict)
     blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list, max_length=50)
     userData: str | None = None
+    instanceStorePolicy: Any = None
+    detailedMonitoring: Any = None
+    metadataOptions: Any = None
+    context: Any = None
+    associatePublicIPAddress: Any = None
+    kubelet: Any = None
 
 
 class V1Beta1EC2NodeClass(Model):
@@ -301,7 +351,7 @@ class V1Beta1EC2NodeClass(Model):
 # --- karpenter.k8s.aws/v1alpha1 AWSNodeTemplate ---------------------------------------------
 
 
-class AWSNodeTemplateSpec(Model):
+class AWSNodeTemplateSpec(Strict):
     subnetSelector: dict[str, str] = Field(default_factory=dict)
     securityGroupSelector: dict[str, str] = Field(default_factory=dict)
     amiSelector: dict[str, str] = Field(default_factory=dict)
@@ -311,6 +361,9 @@ class AWSNodeTemplateSpec(Model):
     tags: dict[str, str] = Field(default_factory=dict)
     blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list)
     userData: str | None = None
+    metadataOptions: Any = None
+    context: Any = None
+    detailedMonitoring: Any = None
 
 
 class AWSNodeTemplate(Model):
@@ -323,35 +376,61 @@ class AWSNodeTemplate(Model):
 # --- core Kubernetes ------------------------------------------------------------------------
 
 
-class ResourceRequirements(Model):
+class ResourceRequirements(Strict):
     requests: dict[str, Scalar] = Field(default_factory=dict)
     limits: dict[str, Scalar] = Field(default_factory=dict)
+    claims: Any = None
 
 
-class Container(Model):
+class Container(Strict):
     name: str = ""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     restartPolicy: str | None = None
+    args: Any = None
+    command: Any = None
+    env: Any = None
+    envFrom: Any = None
+    image: Any = None
+    imagePullPolicy: Any = None
+    lifecycle: Any = None
+    livenessProbe: Any = None
+    ports: Any = None
+    readinessProbe: Any = None
+    resizePolicy: Any = None
+    securityContext: Any = None
+    startupProbe: Any = None
+    stdin: Any = None
+    stdinOnce: Any = None
+    terminationMessagePath: Any = None
+    terminationMessagePolicy: Any = None
+    tty: Any = None
+    volumeDevices: Any = None
+    volumeMounts: Any = None
+    workingDir: Any = None
+    restartPolicyRules: Any = None
 
 
-class NodeSelectorTerm(Model):
+class NodeSelectorTerm(Strict):
     matchExpressions: list[NodeSelectorRequirement] = Field(default_factory=list)
     matchFields: list[NodeSelectorRequirement] = Field(default_factory=list)
 
 
-class NodeSelector(Model):
+class NodeSelector(Strict):
     nodeSelectorTerms: list[NodeSelectorTerm] = Field(default_factory=list)
 
 
-class NodeAffinity(Model):
+class NodeAffinity(Strict):
     requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | None = None
+    preferredDuringSchedulingIgnoredDuringExecution: Any = None
 
 
-class Affinity(Model):
+class Affinity(Strict):
     nodeAffinity: NodeAffinity | None = None
+    podAffinity: Any = None
+    podAntiAffinity: Any = None
 
 
-class PodSpec(Model):
+class PodSpec(Strict):
     nodeName: str | None = None
     containers: list[Container] = Field(min_length=1)
     initContainers: list[Container] = Field(default_factory=list)
@@ -359,9 +438,43 @@ class PodSpec(Model):
     affinity: Affinity | None = None
     tolerations: list[Toleration] = Field(default_factory=list)
     overhead: dict[str, Scalar] = Field(default_factory=dict)
+    activeDeadlineSeconds: Any = None
+    automountServiceAccountToken: Any = None
+    dnsConfig: Any = None
+    dnsPolicy: Any = None
+    enableServiceLinks: Any = None
+    ephemeralContainers: Any = None
+    hostAliases: Any = None
+    hostIPC: Any = None
+    hostNetwork: Any = None
+    hostPID: Any = None
+    hostUsers: Any = None
+    hostname: Any = None
+    imagePullSecrets: Any = None
+    os: Any = None
+    preemptionPolicy: Any = None
+    priority: Any = None
+    priorityClassName: Any = None
+    readinessGates: Any = None
+    resourceClaims: Any = None
+    resources: Any = None
+    restartPolicy: Any = None
+    runtimeClassName: Any = None
+    schedulerName: Any = None
+    schedulingGates: Any = None
+    securityContext: Any = None
+    serviceAccount: Any = None
+    serviceAccountName: Any = None
+    setHostnameAsFQDN: Any = None
+    shareProcessNamespace: Any = None
+    subdomain: Any = None
+    terminationGracePeriodSeconds: Any = None
+    topologySpreadConstraints: Any = None
+    volumes: Any = None
+    hostnameOverride: Any = None
 
 
-class PodTemplateSpec(Model):
+class PodTemplateSpec(Strict):
     metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
     spec: PodSpec
 
@@ -373,21 +486,32 @@ class Pod(Model):
     spec: PodSpec
 
 
-class LabelSelectorRequirement(Model):
+class LabelSelectorRequirement(Strict):
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[str] = Field(default_factory=list)
 
 
-class LabelSelector(Model):
+class LabelSelector(Strict):
     matchLabels: dict[str, str] = Field(default_factory=dict)
     matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
 
 
-class ReplicatedSpec(Model):
+class ReplicatedSpec(Strict):
     replicas: int = Field(default=1, ge=0)
     selector: LabelSelector | None = None
     template: PodTemplateSpec
+    strategy: Any = None
+    minReadySeconds: Any = None
+    revisionHistoryLimit: Any = None
+    progressDeadlineSeconds: Any = None
+    paused: Any = None
+    serviceName: Any = None
+    podManagementPolicy: Any = None
+    updateStrategy: Any = None
+    volumeClaimTemplates: Any = None
+    persistentVolumeClaimRetentionPolicy: Any = None
+    ordinals: Any = None
 
 
 class Deployment(Model):
@@ -397,8 +521,12 @@ class Deployment(Model):
     spec: ReplicatedSpec
 
 
-class DaemonSetSpec(Model):
+class DaemonSetSpec(Strict):
     template: PodTemplateSpec
+    selector: Any = None
+    updateStrategy: Any = None
+    minReadySeconds: Any = None
+    revisionHistoryLimit: Any = None
 
 
 class DaemonSet(Model):
@@ -422,10 +550,23 @@ class StatefulSet(Model):
     spec: ReplicatedSpec
 
 
-class JobSpec(Model):
+class JobSpec(Strict):
     parallelism: int = Field(default=1, ge=0)
     completions: int | None = Field(default=None, ge=0)
     template: PodTemplateSpec
+    activeDeadlineSeconds: Any = None
+    backoffLimit: Any = None
+    backoffLimitPerIndex: Any = None
+    maxFailedIndexes: Any = None
+    completionMode: Any = None
+    manualSelector: Any = None
+    selector: Any = None
+    suspend: Any = None
+    ttlSecondsAfterFinished: Any = None
+    podFailurePolicy: Any = None
+    podReplacementPolicy: Any = None
+    successPolicy: Any = None
+    managedBy: Any = None
 
 
 class Job(Model):
@@ -435,14 +576,20 @@ class Job(Model):
     spec: JobSpec
 
 
-class JobTemplate(Model):
+class JobTemplate(Strict):
     spec: JobSpec
+    metadata: Any = None
 
 
-class CronJobSpec(Model):
+class CronJobSpec(Strict):
     schedule: str = Field(min_length=1)
     jobTemplate: JobTemplate
     suspend: bool = False
+    concurrencyPolicy: Any = None
+    failedJobsHistoryLimit: Any = None
+    successfulJobsHistoryLimit: Any = None
+    startingDeadlineSeconds: Any = None
+    timeZone: Any = None
 
 
 class CronJob(Model):
@@ -452,10 +599,11 @@ class CronJob(Model):
     spec: CronJobSpec
 
 
-class PDBSpec(Model):
+class PDBSpec(Strict):
     selector: LabelSelector | None = None
     minAvailable: int | str | None = None
     maxUnavailable: int | str | None = None
+    unhealthyPodEvictionPolicy: Any = None
 
 
 class PodDisruptionBudget(Model):

@@ -1,0 +1,90 @@
+"""Assemble lint inputs (instance types per NodePool, pods, subnet resolution) and run the
+pure checks of ``joiner.scheduling.lint``. Used by ``simulate``, ``convert`` and ``lint``."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from joiner.api.manifests import ManifestSet
+from joiner.api.objects import PodTemplate
+from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.instancetype import build_instance_types
+from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.types import InstanceType, SecurityGroup, Subnet
+from joiner.scheduling.lint import LintWarning, lint
+from joiner.sim.clock import SimClock
+
+
+def pod_templates(m: ManifestSet) -> list[tuple[str, PodTemplate]]:
+    """Every pod shape the manifests would run: workloads, CronJobs and bare Pods."""
+    out = [(w.source.ref, w.template) for w in m.workloads]
+    out += [(c.source.ref, c.template) for c in m.cronjobs]
+    out += [(p.source.ref, p.template) for p in m.pods if p.owner is None]
+    return out
+
+
+def lint_manifests(
+    m: ManifestSet,
+    catalog: Catalog,
+    region: str,
+    *,
+    subnets: Sequence[Subnet] | None = None,
+    security_groups: Sequence[SecurityGroup] = (),
+) -> list[LintWarning]:
+    """Lint findings for ``m`` in ``region``.
+
+    With ``subnets`` (a scenario's VPC) each NodeClass resolves its selectors against them and
+    a NodeClass selecting no subnet is reported; without, every zone of the region is assumed.
+    """
+    warnings: list[LintWarning] = []
+    zones_by_class: dict[str, list[tuple[str, str]]] = {}
+    all_zones = catalog.zones(region)
+    cloud = None
+    if subnets is not None:
+        cloud = SimulatedCloudProvider(
+            catalog,
+            region,
+            SimClock(),
+            random.Random(0),
+            subnets=subnets,
+            security_groups=security_groups,
+            node_classes=m.nodeclasses,
+        )
+    for nc in m.nodeclasses:
+        if cloud is None:
+            zones_by_class[nc.name] = all_zones
+            continue
+        found = cloud.resolve_subnets(nc)
+        if not found:
+            legacy = nc.source.kind in ("AWSNodeTemplate", "Provisioner")
+            field = "spec.subnetSelector" if legacy else "spec.subnetSelectorTerms"
+            if nc.source.kind == "Provisioner":
+                field = "spec.provider.subnetSelector"
+            warnings.append(
+                LintWarning(
+                    "nodeclass-no-subnet",
+                    nc.source.file,
+                    nc.source.ref,
+                    field,
+                    "selects no subnet of the VPC "
+                    f"({', '.join(s.id for s in subnets or ()) or 'no subnets declared'})",
+                    "Fix the selector or declare the subnet under spec.cloud.subnets",
+                )
+            )
+        zones_by_class[nc.name] = sorted({(s.zone, s.zone_id) for s in found})
+    types_by_pool: dict[str, list[InstanceType]] = {}
+    for pool in m.nodepools:
+        target = m.nodeclass(pool.node_class_ref.name)
+        if target is None or not zones_by_class.get(target.name):
+            types_by_pool[pool.name] = []
+            continue
+        types_by_pool[pool.name] = build_instance_types(
+            catalog,
+            region,
+            zones_by_class[target.name],
+            kubelet=target.kubelet,
+            ami_family=target.ami_family,
+            root_volume_bytes=target.root_volume_bytes,
+        )
+    return warnings + lint(m.nodepools, types_by_pool, pod_templates(m))

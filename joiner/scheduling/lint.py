@@ -1,0 +1,340 @@
+"""Lint: configuration a person wants to hear about before anything launches.
+
+Pure checks over NodePools, the instance types each may launch, and the pods of the
+manifests. Each ``LintWarning`` names the object and field and says what to change:
+
+* ``dead-value``: an ``In`` value (instance type, family, arch, zone...) that the pool's other
+  requirements rule out, e.g. the seed's arm64 ``c6g.xlarge`` under a defaulted
+  ``kubernetes.io/arch In [amd64]``;
+* ``no-launchable-type``: the pool can launch nothing at all;
+* ``spot-flexibility``: a Spot pool with fewer than 15 instance types across its zones
+  (interruption risk, and Karpenter's spot-to-spot consolidation needs 15);
+* ``unused-nodepool``: no pod in the manifests can use the pool;
+* ``overlapping-nodepools``: two pools with equal weight that can launch the same types,
+  so the choice between them falls to name order;
+* ``limit-below-one-node``: a limit smaller than the smallest node the pool can launch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from joiner.api import labels, quantity
+from joiner.api.objects import NodePool, PodTemplate, tolerates_all
+from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.cloudprovider.types import InstanceType
+
+#: Karpenter's spot-to-spot consolidation needs at least this many cheaper spot types, and
+#: AWS advises flexibility across many pools; below it interruptions hit harder.
+MIN_SPOT_INSTANCE_TYPES = 15
+
+
+@dataclass(frozen=True, slots=True)
+class LintWarning:
+    """One finding: where (file, ``Kind/name``, field), what, and what to change."""
+
+    code: str
+    file: str
+    obj: str
+    field: str
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.obj}: field {self.field}: {self.message}. {self.fix}"
+
+
+def requirements_field(pool: NodePool) -> str:
+    """Where a pool's requirements live in its manifest."""
+    return (
+        "spec.requirements"
+        if pool.source.kind == "Provisioner"
+        else ("spec.template.spec.requirements")
+    )
+
+
+def launchable(pool: NodePool, types: Sequence[InstanceType]) -> list[InstanceType]:
+    """Types the pool's requirements allow that have an available compatible offering."""
+    reqs = pool.requirements
+    return [
+        it
+        for it in types
+        if it.requirements.intersects(reqs) is None and it.available_offerings(reqs)
+    ]
+
+
+def _values(it: InstanceType, key: str) -> set[str]:
+    r = it.requirements.get(key)
+    return set() if r is None or r.complement else set(r.values)
+
+
+def dead_values(pool: NodePool, types: Sequence[InstanceType]) -> list[LintWarning]:
+    """``In`` values of instance-type labels that can never be launched, with the blocker."""
+    reqs = pool.requirements
+    ok = launchable(pool, types)
+    src = pool.source
+    field = requirements_field(pool)
+    if not ok:
+        return [
+            LintWarning(
+                "no-launchable-type",
+                src.file,
+                src.ref,
+                field,
+                f"no instance type can be launched under {reqs.describe()}",
+                "Relax the requirements; pods that need this pool stay pending",
+            )
+        ]
+    out: list[LintWarning] = []
+    for key in sorted(reqs):
+        req = reqs[key]
+        if req.operator != IN or not any(key in it.requirements for it in types):
+            continue
+        for value in sorted(req.values):
+            if any(value in _values(it, key) for it in ok):
+                continue
+            carriers = [it for it in types if value in _values(it, key)]
+            if not carriers:
+                out.append(
+                    LintWarning(
+                        "dead-value",
+                        src.file,
+                        src.ref,
+                        field,
+                        f"{key} value {value!r} matches no instance type offered in the "
+                        "NodeClass's zones and region",
+                        f"Remove {value!r} or check its spelling",
+                    )
+                )
+                continue
+            blockers = _blockers(reqs, key, carriers)
+            traits = _traits(carriers, [b[0] for b in blockers])
+            because = (
+                "; ".join(
+                    b[1]
+                    + (
+                        " (a default the legacy v1alpha5 webhook added because the Provisioner "
+                        "does not set this key)"
+                        if b[1] in pool.defaulted
+                        else ""
+                    )
+                    for b in blockers
+                )
+                or "no available offering in the allowed zones and capacity types"
+            )
+            fix = (
+                f"To launch it, {_additions(carriers, [b[0] for b in blockers])}; otherwise "
+                f"remove {value!r}"
+                if blockers
+                else f"Remove {value!r} or allow a zone or capacity type that offers it"
+            )
+            out.append(
+                LintWarning(
+                    "dead-value",
+                    src.file,
+                    src.ref,
+                    field,
+                    f"{key} value {value!r}{_trait_note(traits)} can never be launched: "
+                    f"excluded by {because}",
+                    fix,
+                )
+            )
+    return out
+
+
+def _blockers(
+    reqs: Requirements, key: str, carriers: Sequence[InstanceType]
+) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for other in sorted(reqs):
+        if other == key:
+            continue
+        r = reqs[other]
+        if all(
+            other in it.requirements and len(it.requirements[other].intersection(r)) == 0
+            for it in carriers
+        ):
+            found.append((other, r.describe()))
+    return found
+
+
+def _traits(carriers: Sequence[InstanceType], keys: Sequence[str]) -> str:
+    parts = []
+    for k in keys:
+        vals = sorted({v for it in carriers for v in _values(it, k)})
+        if vals:
+            parts.append(f"{k}={'|'.join(vals)}")
+    return ", ".join(parts)
+
+
+def _additions(carriers: Sequence[InstanceType], keys: Sequence[str]) -> str:
+    parts = []
+    for k in keys:
+        vals = sorted({v for it in carriers for v in _values(it, k)})
+        if vals:
+            parts.append(f"add {', '.join(vals)} to {k}")
+    return " and ".join(parts) or "relax " + ", ".join(keys)
+
+
+def _trait_note(traits: str) -> str:
+    return f" ({traits})" if traits else ""
+
+
+def spot_flexibility(pool: NodePool, types: Sequence[InstanceType]) -> list[LintWarning]:
+    """A pool that allows spot but can launch fewer than 15 types as spot."""
+    if not pool.requirements.get_or_exists(labels.CAPACITY_TYPE).has(labels.CAPACITY_TYPE_SPOT):
+        return []
+    spot_reqs = pool.requirements.add(
+        Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_SPOT)
+    )
+    names = sorted(
+        it.name
+        for it in types
+        if it.requirements.intersects(spot_reqs) is None and it.available_offerings(spot_reqs)
+    )
+    if not names or len(names) >= MIN_SPOT_INSTANCE_TYPES:
+        return []
+    return [
+        LintWarning(
+            "spot-flexibility",
+            pool.source.file,
+            pool.source.ref,
+            requirements_field(pool),
+            f"allows spot but only {len(names)} instance type(s) can launch as spot in its zones "
+            f"({', '.join(names)}); with fewer than {MIN_SPOT_INSTANCE_TYPES}, one reclaimed "
+            "capacity pool hits every node and spot-to-spot consolidation cannot run",
+            "Allow more types, e.g. with instance-category/-generation/-cpu requirements "
+            "instead of a fixed instance-type list",
+        )
+    ]
+
+
+def _pod_fits_pool(tmpl: PodTemplate, pool: NodePool, types: Sequence[InstanceType]) -> bool:
+    if tolerates_all(tmpl.tolerations, pool.taints) is not None:
+        return False
+    for term in tmpl.requirement_terms():
+        if pool.requirements.compatible(term) is not None:
+            continue
+        merged = pool.requirements.merge(term)
+        for it in types:
+            if (
+                it.requirements.intersects(merged) is None
+                and quantity.fits(tmpl.requests, it.allocatable)
+                and it.available_offerings(merged)
+            ):
+                return True
+    return False
+
+
+def unused_pools(
+    pools: Sequence[NodePool],
+    types_by_pool: Mapping[str, Sequence[InstanceType]],
+    pods: Sequence[tuple[str, PodTemplate]],
+) -> list[LintWarning]:
+    """Pools that none of ``pods`` (name, template) could use; silent when there are no pods."""
+    if not pods:
+        return []
+    out = []
+    for pool in pools:
+        types = launchable(pool, types_by_pool.get(pool.name, ()))
+        if not types:
+            continue
+        if any(_pod_fits_pool(t, pool, types) for _, t in pods):
+            continue
+        field = "spec.taints" if pool.source.kind == "Provisioner" else "spec.template.spec.taints"
+        if not pool.taints:
+            field = requirements_field(pool)
+        out.append(
+            LintWarning(
+                "unused-nodepool",
+                pool.source.file,
+                pool.source.ref,
+                field,
+                f"none of the {len(pods)} pods in the manifests can use this pool (taints, "
+                "requirements or size rule every one out)",
+                "Check its taints and labels against the pods' tolerations and node selectors, "
+                "or remove the pool",
+            )
+        )
+    return out
+
+
+def overlapping_pools(
+    pools: Sequence[NodePool], types_by_pool: Mapping[str, Sequence[InstanceType]]
+) -> list[LintWarning]:
+    """Pairs of equal-weight pools that can launch the same instance types."""
+    out = []
+    ordered = sorted(pools, key=lambda p: p.name)
+    for i, a in enumerate(ordered):
+        a_types = {it.name for it in launchable(a, types_by_pool.get(a.name, ()))}
+        for b in ordered[i + 1 :]:
+            if a.weight != b.weight or a.requirements.intersects(b.requirements) is not None:
+                continue
+            shared = a_types & {it.name for it in launchable(b, types_by_pool.get(b.name, ()))}
+            if not shared:
+                continue
+            field = "spec.weight"
+            out.append(
+                LintWarning(
+                    "overlapping-nodepools",
+                    b.source.file,
+                    b.source.ref,
+                    field,
+                    f"overlaps {a.source.ref} (both weight {a.weight}, {len(shared)} instance "
+                    f"types in common): a pod both accept goes to {a.name}, by name order only",
+                    "Give the preferred pool a higher spec.weight, or make their requirements "
+                    "disjoint",
+                )
+            )
+    return out
+
+
+def small_limits(pool: NodePool, types: Sequence[InstanceType]) -> list[LintWarning]:
+    """Limits below the capacity of the smallest node the pool can launch."""
+    ok = launchable(pool, types)
+    out = []
+    for resource, limit in pool.limits:
+        if resource == "nodes":
+            if limit < 1:
+                smallest = 1
+            else:
+                continue
+        else:
+            sizes = [it.capacity.get(resource, 0) for it in ok if it.capacity.get(resource, 0) > 0]
+            if not sizes:
+                continue
+            smallest = min(sizes)
+            if limit >= smallest:
+                continue
+        base = "spec.limits.resources" if pool.source.kind == "Provisioner" else "spec.limits"
+        out.append(
+            LintWarning(
+                "limit-below-one-node",
+                pool.source.file,
+                pool.source.ref,
+                f"{base}.{resource}",
+                f"limit {quantity.format_resources({resource: limit})} is smaller than the "
+                f"smallest node it can launch ({quantity.format_resources({resource: smallest})})"
+                ": the pool can never launch",
+                "Raise the limit or remove it",
+            )
+        )
+    return out
+
+
+def lint(
+    pools: Sequence[NodePool],
+    types_by_pool: Mapping[str, Sequence[InstanceType]],
+    pods: Sequence[tuple[str, PodTemplate]] = (),
+) -> list[LintWarning]:
+    """Every check, pools in name order."""
+    out: list[LintWarning] = []
+    for pool in sorted(pools, key=lambda p: p.name):
+        types = types_by_pool.get(pool.name, ())
+        out += dead_values(pool, types)
+        out += spot_flexibility(pool, types)
+        out += small_limits(pool, types)
+    out += unused_pools(pools, types_by_pool, pods)
+    out += overlapping_pools(pools, types_by_pool)
+    return out
