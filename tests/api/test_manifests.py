@@ -212,4 +212,6 @@ spec:
 
 def test_unknown_kinds_are_skipped_with_a_warning():
     m = load_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "dump.yaml")
-    assert m.warnings == ["dump.yaml: Service/s (v1): kind 'Service' is not used by Joiner; skipped"]
+    assert m.warnings == [
+        "dump.yaml: Service/s (v1): kind 'Service' is not used by Joiner; skipped"
+    ]

@@ -115,7 +115,7 @@ def inline_provider(doc: m.Provisioner, file: str) -> o.NodeClass | None:
         apiVersion=doc.apiVersion,
         kind="AWSNodeTemplate",
         metadata=m.Metadata(name=doc.metadata.name),
-        spec=m.AWSNodeTemplateSpec(**p.model_dump()),
+        spec=m.AWSNodeTemplateSpec(**p.model_dump(exclude={"apiVersion", "kind"})),
     )
     try:
         nc = awsnodetemplate(template, file)

@@ -1,0 +1,201 @@
+"""Bad input: every class exits through ``InputError`` naming file, object and field.
+
+The fuzz test mutates the seed manifests at random (structure and text) and requires that
+each mutation either loads or fails with ``InputError``: never another exception.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from joiner.api.errors import InputError
+from joiner.api.manifests import load_text
+
+SEED = Path(__file__).resolve().parents[2] / "examples" / "seed-spot"
+SEED_TEXT = "\n---\n".join(
+    (SEED / f).read_text() for f in ("provisioner.yaml", "awsnodetemplate.yaml", "deployment.yaml")
+)
+SEED_DOCS = list(yaml.safe_load_all(SEED_TEXT))
+
+NODEPOOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: np}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [REQ]
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: R
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{id: subnet-1}]
+  securityGroupSelectorTerms: [{id: sg-1}]
+"""
+
+
+def _pool(req: str) -> str:
+    return NODEPOOL.replace("REQ", req)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"apiVersion": "v1", "kind": "Pod",\n "metadata": {"name": "x"},,}', "line 2, column"),
+        (
+            _pool("{key: a, operator: In, values: [x]}").replace("role: R", "role: [R]"),
+            "EC2NodeClass/default: field spec.role: Input should be a valid string",
+        ),
+        (
+            _pool("{key: a, operator: Within, values: [x]}"),
+            "NodePool/np: field spec.template.spec.requirements[0].operator: Input should be",
+        ),
+        (
+            _pool("{key: a, operator: In}"),
+            "field spec.template.spec.requirements[0].values: operator In needs at least one",
+        ),
+        (
+            _pool("{key: a, operator: Gt, values: ['1.5']}"),
+            "operator Gt on 'a' needs exactly one integer value",
+        ),
+        (
+            _pool("{key: a, operator: In, values: [x], minValues: 2}"),
+            "field spec.template.spec.requirements[0].minValues: minValues 2 exceeds the 1",
+        ),
+        (
+            _pool("{key: a, operator: In, values: [x]}").replace(
+                "name: default}\n", "name: gone}\n", 1
+            ),
+            "NodePool/np: field spec.template.spec.nodeClassRef.name: references EC2NodeClass 'gone'",
+        ),
+        (
+            _pool("{key: a, operator: In, values: [x]}")
+            + "---\n"
+            + _pool("{key: a, operator: Exists}"),
+            "field metadata.name: duplicate NodePool name 'np'",
+        ),
+        (
+            _pool("{key: a, operator: In, values: [x]}").replace("[{id: subnet-1}]", "[{}]"),
+            "EC2NodeClass/default: field spec.subnetSelectorTerms[0]: term selects nothing",
+        ),
+        (
+            SEED_TEXT.replace("aws-ids: subnet-123455,subnet-123456", "{}"),
+            "AWSNodeTemplate/default: field spec.subnetSelector",
+        ),
+        (
+            _pool("{key: a, operator: In, values: [x]}").replace(
+                "spec:\n  template:", "spec:\n  limits: {cpu: many}\n  template:"
+            ),
+            "NodePool/np: field spec.limits.cpu: 'many' is not a Kubernetes quantity",
+        ),
+    ],
+)
+def test_each_bad_input_names_its_place(text, expected):
+    with pytest.raises(InputError) as err:
+        load_text(text, "in.yaml")
+    message = str(err.value)
+    assert message.startswith("in.yaml"), message
+    assert expected in message, message
+
+
+# -- fuzzing ---------------------------------------------------------------------------------
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(["In", "NotIn", "Gt", "1Gi", "-1", "Never", "720h", "1e400", "0.5Ki", "%"]),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _mutate(docs: list[Any], path: tuple[Any, ...], op: str, value: Any) -> list[Any]:
+    docs = copy.deepcopy(docs)
+    if not path:
+        return docs
+    parent: Any = docs
+    for p in path[:-1]:
+        parent = parent[p]
+    last = path[-1]
+    if op == "delete" and isinstance(parent, dict):
+        del parent[last]
+    elif op == "delete" and isinstance(parent, list):
+        parent.pop(last)
+    elif op == "rename" and isinstance(parent, dict):
+        parent[str(value)] = parent.pop(last)
+    else:
+        parent[last] = value
+    return docs
+
+
+ALL_PATHS = [p for p in _paths(SEED_DOCS) if p]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    mutations=st.lists(
+        st.tuples(
+            st.sampled_from(ALL_PATHS),
+            st.sampled_from(["delete", "replace", "rename"]),
+            _VALUES,
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_structural_mutations_load_or_fail_cleanly(mutations):
+    docs = SEED_DOCS
+    for path, op, value in mutations:
+        try:
+            docs = _mutate(docs, path, op, value)
+        except (KeyError, IndexError, TypeError):
+            continue  # the path vanished after an earlier mutation
+    text = yaml.safe_dump_all(docs)
+    try:
+        load_text(text, "fuzz.yaml")
+    except InputError as exc:
+        assert str(exc).startswith("fuzz.yaml")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    position=st.integers(min_value=0, max_value=len(SEED_TEXT)),
+    cut=st.integers(min_value=0, max_value=20),
+    insert=st.text(alphabet=" \t\n:-[]{}'\"#&*!|>%@`,?abc019", max_size=8),
+)
+def test_text_mutations_load_or_fail_cleanly(position, cut, insert):
+    text = SEED_TEXT[:position] + insert + SEED_TEXT[position + cut :]
+    try:
+        load_text(text, "fuzz.yaml")
+    except InputError:
+        pass
