@@ -190,5 +190,5 @@ def test_selector_must_match_template_labels():
     text = WORKLOADS.replace(
         "selector: {matchLabels: {app: db}}", "selector: {matchLabels: {app: x}}"
     )
-    with pytest.raises(InputError, match="StatefulSet/db: field spec.selector"):
+    with pytest.raises(InputError, match=r"StatefulSet/db: field spec\.selector"):
         load_text(text)

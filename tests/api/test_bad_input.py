@@ -6,6 +6,7 @@ each mutation either loads or fails with ``InputError``: never another exception
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ def _pool(req: str) -> str:
             _pool("{key: a, operator: In, values: [x]}").replace(
                 "name: default}\n", "name: gone}\n", 1
             ),
-            "NodePool/np: field spec.template.spec.nodeClassRef.name: references EC2NodeClass 'gone'",
+            "NodePool/np: field spec.template.spec.nodeClassRef.name: references EC2NodeClass",
         ),
         (
             _pool("{key: a, operator: In, values: [x]}")
@@ -195,7 +196,5 @@ def test_structural_mutations_load_or_fail_cleanly(mutations):
 )
 def test_text_mutations_load_or_fail_cleanly(position, cut, insert):
     text = SEED_TEXT[:position] + insert + SEED_TEXT[position + cut :]
-    try:
+    with contextlib.suppress(InputError):
         load_text(text, "fuzz.yaml")
-    except InputError:
-        pass
