@@ -321,6 +321,9 @@ class ClusterNode:
     unschedulable: bool = False
     provider_id: str | None = None
     annotations: tuple[tuple[str, str], ...] = ()
+    #: Being deleted (``metadata.deletionTimestamp`` or the ``karpenter.sh/disrupted`` taint):
+    #: not a target, and its pods are demand for new capacity.
+    deleting: bool = False
 
     @property
     def nodepool(self) -> str | None:

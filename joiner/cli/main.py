@@ -21,8 +21,10 @@ from joiner import __version__
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_files
 from joiner.api.manifests.to_v1 import check_reloads, convert_files
+from joiner.api.outputs import Plan, SimulationSummary
 from joiner.cloudprovider.catalog import Catalog
 from joiner.operator.lint import lint_manifests
+from joiner.operator.plan import build_plan
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import is_scenario_file, json_schema, load_scenario
 
@@ -160,18 +162,116 @@ def _print_summary(s: dict[str, Any]) -> None:
         )
 
 
+class SchemaKind(StrEnum):
+    scenario = "scenario"
+    plan = "plan"
+    summary = "summary"
+
+
+def schema_text(kind: SchemaKind) -> str:
+    """The JSON Schema of a Joiner input or output, as published in docs/."""
+    if kind is SchemaKind.scenario:
+        doc = json_schema()
+    else:
+        model = Plan if kind is SchemaKind.plan else SimulationSummary
+        doc = model.model_json_schema()
+        doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
 @app.command()
 def schema(
+    kind: Annotated[SchemaKind, typer.Argument(help="Which document.")] = SchemaKind.scenario,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
     ] = None,
 ) -> None:
-    """Print the JSON Schema of the scenario file."""
-    text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    """Print the JSON Schema of the scenario file, the plan output or summary.json."""
+    text = schema_text(kind)
     if output is None:
         sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
+
+
+class PlanFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+class MinValuesPolicy(StrEnum):
+    Strict = "Strict"
+    BestEffort = "BestEffort"
+
+
+@app.command()
+def plan(
+    files: Annotated[
+        list[Path],
+        typer.Option(
+            "--file", "-f", help="Manifests (repeat), or one Scenario file (its VPC is used)."
+        ),
+    ],
+    region: Annotated[str, typer.Option(help="Region (ignored for a Scenario).")] = "us-east-1",
+    output: Annotated[PlanFormat, typer.Option("--output", "-o")] = PlanFormat.table,
+    min_values_policy: Annotated[
+        MinValuesPolicy, typer.Option("--min-values-policy", help="Strict or BestEffort.")
+    ] = MinValuesPolicy.Strict,
+) -> None:
+    """Dry run of one provisioning round: which NodeClaims would launch, where pending pods
+    fit, and which pods cannot be scheduled and why. Exit 0 with a plan, 2 on bad input."""
+    catalog = Catalog.load()
+    try:
+        if len(files) == 1 and is_scenario_file(files[0]):
+            sc = load_scenario(files[0], catalog, check_selectors=False)
+            result = build_plan(
+                sc.manifests,
+                catalog,
+                sc.region,
+                subnets=sc.subnets,
+                security_groups=sc.security_groups,
+                min_values_policy=min_values_policy.value,
+            )
+        else:
+            if region not in catalog.regions():
+                raise InputError(
+                    f"unknown region {region!r}; known: {', '.join(catalog.regions())}",
+                    field="--region",
+                )
+            result = build_plan(
+                load_files(files), catalog, region, min_values_policy=min_values_policy.value
+            )
+    except InputError as exc:
+        _fail(exc)
+        return
+    if output is PlanFormat.json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        return
+    _print_warnings(result.warnings)
+    table = Table(title=f"Plan ({result.region}): {len(result.nodeClaims)} NodeClaims")
+    for col in ("NodeClaim", "NodePool", "launch", "zone", "capacity", "$/h", "pods", "options"):
+        table.add_column(col, justify="right" if col in ("$/h", "pods", "options") else "left")
+    for c in result.nodeClaims:
+        table.add_row(
+            c.name,
+            c.nodePool,
+            c.launch.instanceType,
+            c.launch.zone,
+            c.launch.capacityType,
+            f"{c.launch.pricePerHour:.4f}",
+            str(len(c.pods)),
+            str(len(c.instanceTypes)),
+        )
+    out.print(table)
+    out.print(
+        f"new capacity: [bold]${result.costPerHour:.4f}/h[/]; "
+        f"{len(result.placements)} pods fit existing nodes; "
+        f"{len(result.unschedulable)} unschedulable"
+    )
+    for u in result.unschedulable:
+        err.print(
+            f"[bold yellow]unschedulable:[/] {escape(u.pod)}: {escape(u.reason)}", soft_wrap=True
+        )
 
 
 class OutputFormat(StrEnum):

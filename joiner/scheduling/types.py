@@ -69,6 +69,9 @@ class SchedulingInput:
     daemonsets: tuple[PodTemplate, ...] = ()
     #: Cap on instance-type options per NodeClaim (Karpenter core MaxInstanceTypes).
     max_instance_types: int = 600
+    #: ``Strict``: a NodeClaim that cannot keep a requirement's ``minValues`` distinct values
+    #: fails (the next NodePool is tried); ``BestEffort``: minValues is relaxed.
+    min_values_policy: str = "Strict"
 
 
 @dataclass(frozen=True, slots=True)

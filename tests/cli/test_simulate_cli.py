@@ -144,7 +144,17 @@ def test_usage_errors_exit_2(args):
     assert runner.invoke(app, args).exit_code == 2
 
 
-def test_schema_in_docs_is_current():
-    result = _run("schema")
+@pytest.mark.parametrize("kind", ["scenario", "plan", "summary"])
+def test_schemas_in_docs_are_current(kind):
+    result = _run("schema", kind)
     assert result.exit_code == 0
-    assert (REPO / "docs" / "scenario.schema.json").read_text() == result.output
+    assert (REPO / "docs" / "schemas" / f"{kind}.schema.json").read_text() == result.output
+
+
+def test_summary_validates_against_published_schema(tmp_path):
+    import jsonschema
+
+    out = tmp_path / "out"
+    assert _run("simulate", str(SEED / "scenario.yaml"), "--out", str(out), "-q").exit_code == 0
+    schema = json.loads((REPO / "docs" / "schemas" / "summary.schema.json").read_text())
+    jsonschema.validate(json.loads((out / "summary.json").read_text()), schema)

@@ -512,6 +512,8 @@ def node(doc: m.Node, file: str) -> o.ClusterNode:
         unschedulable=doc.spec.unschedulable,
         provider_id=doc.spec.providerID,
         annotations=tuple(sorted(doc.metadata.annotations.items())),
+        deleting=doc.metadata.deletionTimestamp is not None
+        or any(t.key == labels.TAINT_DISRUPTED for t in doc.spec.taints),
     )
 
 

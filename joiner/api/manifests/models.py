@@ -41,6 +41,7 @@ class Metadata(Model):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     ownerReferences: list[OwnerReference] = Field(default_factory=list)
+    deletionTimestamp: str | None = None
 
 
 class TemplateMetadata(Model):

@@ -1,0 +1,124 @@
+"""The JSON documents Joiner writes, as pydantic models: their JSON Schemas are published in
+``docs/schemas/`` (``joiner schema``) and every output is validated against them in tests.
+
+Keys are camelCase with the unit in the name; money is USD.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Launch(_Out):
+    """The simulated cloud's deterministic choice for a NodeClaim."""
+
+    instanceType: str
+    zone: str
+    capacityType: str = Field(pattern="^(spot|on-demand|reserved)$")
+    pricePerHour: float = Field(ge=0)
+
+
+class PlannedNodeClaim(_Out):
+    """A NodeClaim the provisioning round would create."""
+
+    name: str
+    nodePool: str
+    instanceTypes: list[str] = Field(min_length=1, max_length=60, description="Cheapest first")
+    launch: Launch
+    labels: dict[str, str]
+    taints: list[str] = Field(description="key=value:Effect, as the node would carry them")
+    pods: list[str] = Field(description="namespace/name")
+
+
+class Placement(_Out):
+    """A pending pod that fits an existing or in-flight node."""
+
+    pod: str
+    node: str
+
+
+class Unschedulable(_Out):
+    """A pod no NodePool can serve, and why."""
+
+    pod: str
+    reason: str
+
+
+class Plan(_Out):
+    """``joiner plan -o json``: one provisioning round."""
+
+    apiVersion: str = "joiner.dev/v1alpha1"
+    kind: str = "Plan"
+    region: str
+    nodeClaims: list[PlannedNodeClaim]
+    placements: list[Placement]
+    unschedulable: list[Unschedulable]
+    costPerHour: float = Field(ge=0, description="Sum of the new NodeClaims' launch prices")
+    warnings: list[str] = Field(default_factory=list)
+
+
+class SummaryNode(_Out):
+    name: str
+    instanceType: str
+    zone: str
+    capacityType: str
+    nodePool: str
+    launchedAtSeconds: float = Field(ge=0)
+    readyAtSeconds: float | None
+    deletedAtSeconds: float | None
+    pricePerHour: float = Field(ge=0)
+    onDemandPricePerHour: float = Field(ge=0)
+    priceEstimated: bool
+
+
+class SummaryCost(_Out):
+    total: float = Field(ge=0)
+    onDemandEquivalent: float = Field(ge=0)
+    perHourPeak: float = Field(ge=0)
+    savingsPercent: float
+    currency: str = "USD"
+
+
+class PendingSeconds(_Out):
+    p50: float = Field(ge=0)
+    p95: float = Field(ge=0)
+    max: float = Field(ge=0)
+
+
+class UnschedulableReason(_Out):
+    reason: str
+    pods: int = Field(ge=1)
+
+
+class SummaryPods(_Out):
+    scheduled: int = Field(ge=0, description="Pods bound to a node at least once")
+    pending: int = Field(ge=0, description="Pods still pending at the end")
+    lost: int = Field(ge=0)
+    pendingSeconds: PendingSeconds
+    unschedulableReasons: list[UnschedulableReason]
+
+
+class SummaryProvisioning(_Out):
+    passes: int = Field(ge=0)
+    nodeClaimsCreated: int = Field(ge=0)
+    launchFailures: int = Field(ge=0)
+
+
+class SimulationSummary(_Out):
+    """``summary.json`` written by ``joiner simulate``."""
+
+    apiVersion: str
+    kind: str = "SimulationSummary"
+    scenario: str
+    region: str
+    seed: int
+    durationSeconds: float = Field(gt=0)
+    nodes: list[SummaryNode]
+    cost: SummaryCost
+    pods: SummaryPods
+    provisioning: SummaryProvisioning
+    warnings: list[str]

@@ -1,0 +1,268 @@
+"""``joiner plan``: one provisioning round over manifests that may describe a running cluster.
+
+Cluster reading (the rules the interruption and disruption work builds on):
+
+* Nodes are targets unless cordoned or being deleted (``deletionTimestamp`` or the
+  ``karpenter.sh/disrupted`` taint). A node's free capacity is its allocatable minus the
+  requests of its Pods and of the DaemonSet pods still to come.
+* Pods with ``spec.nodeName`` are running there; Pods without it are pending. Pods on a node
+  being deleted are demand, like pending pods (Karpenter pre-provisions for them).
+* A Deployment, ReplicaSet, StatefulSet or Job adds pending pods only for the replicas not
+  already listed as Pods matching its selector in its namespace, named
+  ``<namespace>/<workload>-<n>``.
+
+NodeClass selectors resolve against the given VPC (a Scenario's); when none is given or a
+selector matches nothing there, every zone of the region is assumed, with a warning.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from joiner.api import labels, quantity
+from joiner.api.manifests import ManifestSet
+from joiner.api.manifests.convert import selects
+from joiner.api.objects import NodeClass, PodTemplate, SelectorTerm
+from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
+from joiner.api.requirements import Requirement
+from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
+from joiner.cloudprovider.types import (
+    CloudProviderError,
+    LaunchRequest,
+    SecurityGroup,
+    Subnet,
+)
+from joiner.operator.lint import lint_manifests
+from joiner.scheduling import (
+    ExistingNode,
+    NodePoolTemplate,
+    PodRequest,
+    Scheduler,
+    SchedulingInput,
+)
+from joiner.scheduling.daemonsets import overhead_on_node
+from joiner.sim.clock import SimClock
+
+#: CreateFleet takes at most this many instance types (aws-semantics §1.6).
+MAX_FLEET_TYPES = 60
+_DEFAULT_SG = SecurityGroup("sg-joiner-default", "joiner-default")
+
+
+@dataclass(frozen=True)
+class _Pending:
+    uid: str
+    name: str
+    template: PodTemplate
+
+
+def _cloud(
+    m: ManifestSet,
+    catalog: Catalog,
+    region: str,
+    subnets: Sequence[Subnet] | None,
+    security_groups: Sequence[SecurityGroup],
+    warnings: list[str],
+) -> SimulatedCloudProvider:
+    vpc = list(subnets) if subnets is not None else default_subnets(catalog, region)
+    groups = [*security_groups, _DEFAULT_SG]
+    probe = SimulatedCloudProvider(
+        catalog,
+        region,
+        SimClock(),
+        random.Random(0),
+        subnets=vpc,
+        security_groups=groups,
+        node_classes=m.nodeclasses,
+    )
+    classes: list[NodeClass] = []
+    for nc in m.nodeclasses:
+        fixed = nc
+        if not probe.resolve_subnets(nc):
+            everywhere = default_subnets(catalog, region)
+            vpc += [s for s in everywhere if s.id not in {v.id for v in vpc}]
+            fixed = replace(
+                fixed, subnet_selector_terms=tuple(SelectorTerm(id=s.id) for s in everywhere)
+            )
+            warnings.append(
+                f"{nc.source.file}: {nc.source.ref}: its subnets are not known here; planning "
+                f"with every zone of {region} (pass a Scenario with -f to use its VPC)"
+            )
+        if not probe.resolve_security_groups(nc):
+            fixed = replace(fixed, security_group_selector_terms=(SelectorTerm(id=_DEFAULT_SG.id),))
+        classes.append(fixed)
+    return SimulatedCloudProvider(
+        catalog,
+        region,
+        SimClock(),
+        random.Random(0),
+        subnets=vpc,
+        security_groups=groups,
+        node_classes=classes,
+    )
+
+
+def build_plan(
+    m: ManifestSet,
+    catalog: Catalog,
+    region: str,
+    *,
+    subnets: Sequence[Subnet] | None = None,
+    security_groups: Sequence[SecurityGroup] = (),
+    min_values_policy: str = "Strict",
+) -> Plan:
+    """Plan one provisioning round; see the module docstring for how the cluster is read."""
+    warnings = list(m.warnings)
+    warnings += [
+        str(w)
+        for w in lint_manifests(
+            m, catalog, region, subnets=subnets, security_groups=security_groups
+        )
+    ]
+    cloud = _cloud(m, catalog, region, subnets, security_groups, warnings)
+    daemonsets = [d.template for d in m.daemonsets]
+
+    live_nodes = {n.name: n for n in m.nodes}
+    targets = {n.name: n for n in m.nodes if not n.deleting and not n.unschedulable}
+    pending: list[_Pending] = []
+    used: dict[str, quantity.Resources] = {name: {} for name in targets}
+    daemon_used: dict[str, quantity.Resources] = {name: {} for name in targets}
+    ds_owners = {f"DaemonSet/{d.name}" for d in m.daemonsets}
+    for p in m.pods:
+        if p.node_name is None:
+            pending.append(_Pending(p.key, p.key, p.template))
+        elif p.node_name in targets:
+            used[p.node_name] = quantity.add(used[p.node_name], p.template.requests)
+            if p.owner in ds_owners:
+                daemon_used[p.node_name] = quantity.add(
+                    daemon_used[p.node_name], p.template.requests
+                )
+        elif p.node_name in live_nodes and p.owner not in ds_owners:
+            # On a node being deleted or cordoned: it must move, so it is demand.
+            pending.append(_Pending(p.key, p.key, p.template))
+        elif p.node_name not in live_nodes:
+            warnings.append(
+                f"{p.source.file}: {p.source.ref}: runs on node {p.node_name!r}, which is not in "
+                "the manifests; its usage is ignored"
+            )
+    for w in m.workloads:
+        listed = sum(
+            1
+            for p in m.pods
+            if p.namespace == w.namespace and selects(w.selector, dict(p.template.labels))
+        )
+        for n in range(1, w.replicas - listed + 1):
+            name = f"{w.namespace}/{w.name}-{n}"
+            pending.append(_Pending(name, name, w.template))
+
+    existing = []
+    for name in sorted(targets):
+        node = targets[name]
+        node_labels = dict(node.labels)
+        expected = overhead_on_node(node_labels, node.taints, daemonsets)
+        to_come = {k: max(0, v - daemon_used[name].get(k, 0)) for k, v in expected.items()}
+        available = quantity.subtract(
+            quantity.subtract(dict(node.allocatable), used[name]), to_come
+        )
+        existing.append(
+            ExistingNode(
+                name=name,
+                labels=node.labels,
+                taints=node.taints,
+                available=available,
+                initialized=True,
+                nodepool=node.nodepool,
+            )
+        )
+
+    templates = []
+    for pool in sorted(m.nodepools, key=lambda p: p.name):
+        types = cloud.get_instance_types(pool.node_class_ref.name)
+        remaining: dict[str, int] = {}
+        if pool.limits:
+            usage: quantity.Resources = {}
+            for node in m.nodes:
+                if node.nodepool == pool.name:
+                    usage = quantity.add(usage, dict(node.capacity))
+                    usage["nodes"] = usage.get("nodes", 0) + 1
+            remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
+        templates.append(NodePoolTemplate(pool, tuple(types), tuple(sorted(remaining.items()))))
+
+    uid_order = {p.uid: i for i, p in enumerate(pending)}
+    result = Scheduler().solve(
+        SchedulingInput(
+            pods=tuple(PodRequest(p.uid, p.template, uid_order[p.uid]) for p in pending),
+            existing=tuple(existing),
+            nodepools=tuple(templates),
+            daemonsets=tuple(daemonsets),
+            min_values_policy=min_values_policy,
+        )
+    )
+    pools = {p.name: p for p in m.nodepools}
+    claims: list[PlannedNodeClaim] = []
+    unschedulable = [Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable]
+    counters: dict[str, int] = {}
+    for new in result.new_nodeclaims:
+        pool = pools[new.nodepool]
+        counters[pool.name] = counters.get(pool.name, 0) + 1
+        name = f"{pool.name}-{counters[pool.name]}"
+        options = new.instance_types[:MAX_FLEET_TYPES]
+        cts = sorted(
+            {o.capacity_type for it in options for o in it.available_offerings(new.requirements)}
+        )
+        reqs = new.requirements.add(
+            Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in options]),
+            Requirement.in_(labels.CAPACITY_TYPE, *cts),
+        )
+        try:
+            inst = cloud.create(
+                LaunchRequest(name, pool.name, pool.node_class_ref.name, reqs, tuple(options))
+            )
+        except CloudProviderError as exc:
+            unschedulable += [
+                Unschedulable(pod=uid, reason=f"NodePool {pool.name}: launch failed: {exc}")
+                for uid in new.pods
+            ]
+            continue
+        claim_labels: dict[str, str] = {}
+        for key, req in inst.instance_type.requirements.items():
+            value = req.any()
+            if value is not None and not req.complement:
+                claim_labels[key] = value
+        claim_labels.update(reqs.labels())
+        claim_labels.update(pool.node_labels())
+        claim_labels.update(
+            {
+                labels.ZONE: inst.offering.zone,
+                labels.ZONE_ID: inst.offering.zone_id,
+                labels.CAPACITY_TYPE: inst.offering.capacity_type,
+                labels.INSTANCE_TYPE: inst.instance_type.name,
+                labels.REGION: region,
+            }
+        )
+        claims.append(
+            PlannedNodeClaim(
+                name=name,
+                nodePool=pool.name,
+                instanceTypes=[it.name for it in options],
+                launch=Launch(
+                    instanceType=inst.instance_type.name,
+                    zone=inst.offering.zone,
+                    capacityType=inst.offering.capacity_type,
+                    pricePerHour=round(inst.offering.price_per_hour, 6),
+                ),
+                labels=dict(sorted(claim_labels.items())),
+                taints=[str(t) for t in (*pool.taints, *pool.startup_taints)],
+                pods=list(new.pods),
+            )
+        )
+    return Plan(
+        region=region,
+        nodeClaims=claims,
+        placements=[Placement(pod=u, node=n) for u, n in result.existing_placements],
+        unschedulable=unschedulable,
+        costPerHour=round(sum(c.launch.pricePerHour for c in claims), 6),
+        warnings=warnings,
+    )
