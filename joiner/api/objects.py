@@ -83,7 +83,58 @@ def tolerates_all(tolerations: tuple[Toleration, ...], taints: tuple[Taint, ...]
     return None
 
 
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+
+
 @dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    """``spec.topologySpreadConstraints[]`` (``matchLabelKeys`` already folded into
+    ``selector`` using the pod's own labels, as kube-apiserver does)."""
+
+    key: str
+    max_skew: int
+    selector: Requirements
+    when_unsatisfiable: str = DO_NOT_SCHEDULE
+    min_domains: int | None = None
+    #: ``Honor``: only domains of nodes the pod's node affinity/selector allows count.
+    node_affinity_policy: str = "Honor"
+    #: ``Ignore``: tainted nodes' domains count too.
+    node_taints_policy: str = "Ignore"
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """A pod (anti-)affinity term: pods matching ``selector`` in ``namespaces`` (None: the
+    pod's own namespace; empty tuple: all namespaces) share/avoid a ``key`` domain."""
+
+    key: str
+    selector: Requirements
+    namespaces: tuple[str, ...] | None = None
+
+    def covers(self, own_namespace: str, namespace: str) -> bool:
+        """True when a pod in ``namespace`` is in this term's scope."""
+        if self.namespaces is None:
+            return namespace == own_namespace
+        return not self.namespaces or namespace in self.namespaces
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A container port bound on the node (``hostPort``)."""
+
+    port: int
+    protocol: str = "TCP"
+    ip: str = "0.0.0.0"
+
+    def conflicts(self, other: HostPort) -> bool:
+        """Same port and protocol on overlapping addresses (0.0.0.0 overlaps every address)."""
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        return self.ip == other.ip or "0.0.0.0" in (self.ip, other.ip)
+
+
+@dataclass(frozen=True, slots=True, eq=True)
 class PodTemplate:
     """The scheduling-relevant part of a pod spec, shared by all replicas.
 
@@ -94,6 +145,13 @@ class PodTemplate:
         required_affinity: the OR-ed terms of required node affinity (each ANDed).
         tolerations: ``spec.tolerations``.
         labels: pod labels.
+        namespace: the pod's namespace (affinity and spread count pods per namespace).
+        preferred_affinity: preferred node-affinity terms as (weight, requirements).
+        spread: topology spread constraints.
+        pod_affinity / pod_anti_affinity: required terms.
+        preferred_pod_affinity / preferred_pod_anti_affinity: (weight, term).
+        host_ports: host ports its containers bind.
+        volume_claims: names of the PersistentVolumeClaims it mounts.
     """
 
     requests: Resources
@@ -101,6 +159,15 @@ class PodTemplate:
     required_affinity: tuple[Requirements, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
+    namespace: str = "default"
+    preferred_affinity: tuple[tuple[int, Requirements], ...] = ()
+    spread: tuple[TopologySpreadConstraint, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    preferred_pod_anti_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    volume_claims: tuple[str, ...] = ()
 
     def __hash__(self) -> int:
         return hash(
@@ -110,6 +177,10 @@ class PodTemplate:
                 self.required_affinity,
                 self.tolerations,
                 self.labels,
+                self.namespace,
+                self.spread,
+                self.pod_affinity,
+                self.pod_anti_affinity,
             )
         )
 
@@ -118,6 +189,16 @@ class PodTemplate:
         if not self.required_affinity:
             return (self.node_selector,)
         return tuple(self.node_selector.merge(term) for term in self.required_affinity)
+
+    @property
+    def has_preferences(self) -> bool:
+        """True when relaxation may apply (preferred terms or ScheduleAnyway spread)."""
+        return bool(
+            self.preferred_affinity
+            or self.preferred_pod_affinity
+            or self.preferred_pod_anti_affinity
+            or any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in self.spread)
+        )
 
 
 @dataclass(frozen=True, slots=True)

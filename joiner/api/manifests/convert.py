@@ -312,7 +312,9 @@ def _container_requests(c: m.Container, field: str) -> quantity.Resources:
     return quantity.parse_resources(merged, field=f"{field}.resources")
 
 
-def pod_template(spec: m.PodSpec, pod_labels: Mapping[str, str], field: str) -> o.PodTemplate:
+def pod_template(
+    spec: m.PodSpec, pod_labels: Mapping[str, str], field: str, namespace: str = "default"
+) -> o.PodTemplate:
     """Scheduling view of a pod spec: effective requests, selectors, affinity, tolerations.
 
     Effective requests follow kube-scheduler: the larger of the containers' sum and each init
@@ -352,6 +354,47 @@ def pod_template(spec: m.PodSpec, pod_labels: Mapping[str, str], field: str) -> 
                     )
                 )
             )
+    preferred: list[tuple[int, Requirements]] = []
+    if na is not None:
+        base = f"{field}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+        for i, pterm in enumerate(na.preferredDuringSchedulingIgnoredDuringExecution):
+            preferred.append(
+                (
+                    pterm.weight,
+                    Requirements(
+                        requirements(pterm.preference.matchExpressions, f"{base}[{i}].preference")
+                    ),
+                )
+            )
+    spread = []
+    for i, tsc in enumerate(spec.topologySpreadConstraints):
+        sel = label_selector(
+            tsc.labelSelector, f"{field}.topologySpreadConstraints[{i}].labelSelector"
+        )
+        sel = sel.add(
+            *[Requirement.in_(k, pod_labels[k]) for k in tsc.matchLabelKeys if k in pod_labels]
+        )
+        spread.append(
+            o.TopologySpreadConstraint(
+                key=labels.normalize_key(tsc.topologyKey),
+                max_skew=tsc.maxSkew,
+                selector=sel,
+                when_unsatisfiable=tsc.whenUnsatisfiable,
+                min_domains=tsc.minDomains,
+                node_affinity_policy=tsc.nodeAffinityPolicy,
+                node_taints_policy=tsc.nodeTaintsPolicy,
+            )
+        )
+    aff = spec.affinity
+    pa = aff.podAffinity if aff else None
+    paa = aff.podAntiAffinity if aff else None
+    base_aff = f"{field}.affinity"
+    ports = tuple(
+        o.HostPort(port=p.hostPort, protocol=p.protocol, ip=p.hostIP or "0.0.0.0")
+        for c in (*spec.initContainers, *spec.containers)
+        for p in c.ports
+        if p.hostPort
+    )
     return o.PodTemplate(
         requests=total,
         node_selector=selector,
@@ -361,7 +404,60 @@ def pod_template(spec: m.PodSpec, pod_labels: Mapping[str, str], field: str) -> 
             for t in spec.tolerations
         ),
         labels=tuple(sorted(pod_labels.items())),
+        namespace=namespace,
+        preferred_affinity=tuple(sorted(preferred, key=lambda p: -p[0])),
+        spread=tuple(spread),
+        pod_affinity=_affinity_terms(pa, pod_labels, f"{base_aff}.podAffinity"),
+        pod_anti_affinity=_affinity_terms(paa, pod_labels, f"{base_aff}.podAntiAffinity"),
+        preferred_pod_affinity=_weighted_terms(pa, pod_labels, f"{base_aff}.podAffinity"),
+        preferred_pod_anti_affinity=_weighted_terms(paa, pod_labels, f"{base_aff}.podAntiAffinity"),
+        host_ports=ports,
+        volume_claims=tuple(
+            v.persistentVolumeClaim.claimName for v in spec.volumes if v.persistentVolumeClaim
+        ),
     )
+
+
+def _affinity_term(
+    t: m.PodAffinityTermModel, pod_labels: Mapping[str, str], field: str
+) -> o.PodAffinityTerm:
+    sel = label_selector(t.labelSelector, f"{field}.labelSelector")
+    sel = sel.add(*[Requirement.in_(k, pod_labels[k]) for k in t.matchLabelKeys if k in pod_labels])
+    if t.namespaces:
+        namespaces: tuple[str, ...] | None = tuple(t.namespaces)
+    elif t.namespaceSelector is not None:
+        # Namespace labels are not modelled: a namespaceSelector counts every namespace.
+        namespaces = ()
+    else:
+        namespaces = None
+    return o.PodAffinityTerm(
+        key=labels.normalize_key(t.topologyKey), selector=sel, namespaces=namespaces
+    )
+
+
+def _affinity_terms(
+    a: m.PodAffinity | None, pod_labels: Mapping[str, str], field: str
+) -> tuple[o.PodAffinityTerm, ...]:
+    if a is None:
+        return ()
+    base = f"{field}.requiredDuringSchedulingIgnoredDuringExecution"
+    return tuple(
+        _affinity_term(t, pod_labels, f"{base}[{i}]")
+        for i, t in enumerate(a.requiredDuringSchedulingIgnoredDuringExecution)
+    )
+
+
+def _weighted_terms(
+    a: m.PodAffinity | None, pod_labels: Mapping[str, str], field: str
+) -> tuple[tuple[int, o.PodAffinityTerm], ...]:
+    if a is None:
+        return ()
+    base = f"{field}.preferredDuringSchedulingIgnoredDuringExecution"
+    out = [
+        (w.weight, _affinity_term(w.podAffinityTerm, pod_labels, f"{base}[{i}].podAffinityTerm"))
+        for i, w in enumerate(a.preferredDuringSchedulingIgnoredDuringExecution)
+    ]
+    return tuple(sorted(out, key=lambda p: -p[0]))
 
 
 def label_selector(sel: m.LabelSelector | None, field: str) -> Requirements:
@@ -419,7 +515,7 @@ def workload(doc: m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job, file: str
         namespace=ns,
         name=doc.metadata.name,
         replicas=replicas,
-        template=pod_template(spec.template.spec, tmpl_labels, "spec.template.spec"),
+        template=pod_template(spec.template.spec, tmpl_labels, "spec.template.spec", ns),
         source=o.Source(file, doc.kind, f"{ns}/{doc.metadata.name}", doc.apiVersion),
         selector=selector,
         annotations=tuple(sorted(spec.template.metadata.annotations.items())),
@@ -435,7 +531,7 @@ def cronjob(doc: m.CronJob, file: str) -> o.CronJob:
         name=doc.metadata.name,
         schedule=doc.spec.schedule,
         template=pod_template(
-            tmpl.spec, tmpl.metadata.labels, "spec.jobTemplate.spec.template.spec"
+            tmpl.spec, tmpl.metadata.labels, "spec.jobTemplate.spec.template.spec", ns
         ),
         source=o.Source(file, "CronJob", f"{ns}/{doc.metadata.name}", doc.apiVersion),
     )
@@ -448,7 +544,7 @@ def daemonset(doc: m.DaemonSet, file: str) -> o.DaemonSet:
         namespace=ns,
         name=doc.metadata.name,
         template=pod_template(
-            doc.spec.template.spec, doc.spec.template.metadata.labels, "spec.template.spec"
+            doc.spec.template.spec, doc.spec.template.metadata.labels, "spec.template.spec", ns
         ),
         source=o.Source(file, "DaemonSet", f"{ns}/{doc.metadata.name}", doc.apiVersion),
     )
@@ -460,7 +556,7 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
     return o.StandalonePod(
         namespace=ns,
         name=doc.metadata.name,
-        template=pod_template(doc.spec, doc.metadata.labels, "spec"),
+        template=pod_template(doc.spec, doc.metadata.labels, "spec", ns),
         source=o.Source(file, "Pod", f"{ns}/{doc.metadata.name}", doc.apiVersion),
         node_name=doc.spec.nodeName,
         owner=_owner(doc.metadata),

@@ -377,16 +377,36 @@ class AWSNodeTemplate(Model):
 # --- core Kubernetes ------------------------------------------------------------------------
 
 
+class LabelSelectorRequirement(Strict):
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelector(Strict):
+    matchLabels: dict[str, str] = Field(default_factory=dict)
+    matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
 class ResourceRequirements(Strict):
     requests: dict[str, Scalar] = Field(default_factory=dict)
     limits: dict[str, Scalar] = Field(default_factory=dict)
     claims: Any = None
 
 
+class ContainerPort(Strict):
+    containerPort: int = Field(ge=1, le=65535)
+    hostPort: int | None = Field(default=None, ge=1, le=65535)
+    hostIP: str | None = None
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    name: str | None = None
+
+
 class Container(Strict):
     name: str = ""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     restartPolicy: str | None = None
+    ports: list[ContainerPort] = Field(default_factory=list)
     args: Any = None
     command: Any = None
     env: Any = None
@@ -395,7 +415,6 @@ class Container(Strict):
     imagePullPolicy: Any = None
     lifecycle: Any = None
     livenessProbe: Any = None
-    ports: Any = None
     readinessProbe: Any = None
     resizePolicy: Any = None
     securityContext: Any = None
@@ -420,20 +439,75 @@ class NodeSelector(Strict):
     nodeSelectorTerms: list[NodeSelectorTerm] = Field(default_factory=list)
 
 
+class PreferredSchedulingTerm(Strict):
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
 class NodeAffinity(Strict):
     requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | None = None
-    preferredDuringSchedulingIgnoredDuringExecution: Any = None
+    preferredDuringSchedulingIgnoredDuringExecution: list[PreferredSchedulingTerm] = Field(
+        default_factory=list
+    )
+
+
+class PodAffinityTermModel(Strict):
+    topologyKey: str = Field(min_length=1)
+    labelSelector: LabelSelector | None = None
+    namespaces: list[str] = Field(default_factory=list)
+    namespaceSelector: LabelSelector | None = None
+    matchLabelKeys: list[str] = Field(default_factory=list)
+    mismatchLabelKeys: list[str] = Field(default_factory=list)
+
+
+class WeightedPodAffinityTerm(Strict):
+    weight: int = Field(ge=1, le=100)
+    podAffinityTerm: PodAffinityTermModel
+
+
+class PodAffinity(Strict):
+    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTermModel] = Field(
+        default_factory=list
+    )
+    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTerm] = Field(
+        default_factory=list
+    )
 
 
 class Affinity(Strict):
     nodeAffinity: NodeAffinity | None = None
-    podAffinity: Any = None
-    podAntiAffinity: Any = None
+    podAffinity: PodAffinity | None = None
+    podAntiAffinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraintModel(Strict):
+    maxSkew: int = Field(ge=1)
+    topologyKey: str = Field(min_length=1)
+    whenUnsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    labelSelector: LabelSelector | None = None
+    minDomains: int | None = Field(default=None, ge=1)
+    nodeAffinityPolicy: Literal["Honor", "Ignore"] = "Honor"
+    nodeTaintsPolicy: Literal["Honor", "Ignore"] = "Ignore"
+    matchLabelKeys: list[str] = Field(default_factory=list)
+
+
+class PVCVolumeSource(Strict):
+    claimName: str = Field(min_length=1)
+    readOnly: bool = False
+
+
+class Volume(Model):
+    """A pod volume; only ``persistentVolumeClaim`` matters to scheduling."""
+
+    name: str = Field(min_length=1)
+    persistentVolumeClaim: PVCVolumeSource | None = None
 
 
 class PodSpec(Strict):
     nodeName: str | None = None
     containers: list[Container] = Field(min_length=1)
+    topologySpreadConstraints: list[TopologySpreadConstraintModel] = Field(default_factory=list)
+    volumes: list[Volume] = Field(default_factory=list)
     initContainers: list[Container] = Field(default_factory=list)
     nodeSelector: dict[str, str] = Field(default_factory=dict)
     affinity: Affinity | None = None
@@ -470,8 +544,6 @@ class PodSpec(Strict):
     shareProcessNamespace: Any = None
     subdomain: Any = None
     terminationGracePeriodSeconds: Any = None
-    topologySpreadConstraints: Any = None
-    volumes: Any = None
     hostnameOverride: Any = None
 
 
@@ -485,17 +557,6 @@ class Pod(Model):
     kind: Literal["Pod"]
     metadata: Metadata
     spec: PodSpec
-
-
-class LabelSelectorRequirement(Strict):
-    key: str = Field(min_length=1)
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] = Field(default_factory=list)
-
-
-class LabelSelector(Strict):
-    matchLabels: dict[str, str] = Field(default_factory=dict)
-    matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
 
 
 class ReplicatedSpec(Strict):
