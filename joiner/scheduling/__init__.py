@@ -8,6 +8,7 @@ NodeClaim from each NodePool by weight. No I/O, no clock, no randomness.
 
 from joiner.scheduling.scheduler import Scheduler
 from joiner.scheduling.types import (
+    BoundPod,
     ExistingNode,
     NewNodeClaim,
     NodePoolTemplate,
@@ -17,6 +18,7 @@ from joiner.scheduling.types import (
 )
 
 __all__ = [
+    "BoundPod",
     "ExistingNode",
     "NewNodeClaim",
     "NodePoolTemplate",

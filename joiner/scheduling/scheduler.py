@@ -6,59 +6,119 @@ Per pod, in queue order (CPU desc, memory desc, creation order, uid; Karpenter `
 2. NodeClaims opened earlier in this solve, emptiest first (fewest pods, then creation order);
 3. a new NodeClaim from each NodePool in weight order (higher first, then name).
 
-A NodeClaim keeps the list of instance types that still fit all its pods plus their
-DaemonSet overhead and have an available offering its requirements allow; adding a pod
-narrows both. Limits are accounted pessimistically: a new NodeClaim subtracts the largest
-capacity among its options (Karpenter ``subtractMax``).
+Each attempt checks taints (PreferNoSchedule too, until relaxed), node selection (nodeSelector
+AND one required node-affinity term, AND the heaviest preferred term until relaxed, AND the
+pod's volume topology), host ports, topology (``topology``) and resources. A NodeClaim keeps
+the instance types that still fit all its pods plus their DaemonSet overhead and have an
+available offering its requirements allow; adding a pod narrows both, and a requirement's
+``minValues`` must survive (``Strict``) or is relaxed (``BestEffort``). Limits are accounted
+pessimistically: a new NodeClaim subtracts the largest capacity among its options.
+
+When a pod fits nowhere, one preference is relaxed and it is tried again, in Karpenter's
+order (``preferences.go``): the heaviest preferred pod affinity, then pod anti-affinity, then
+preferred node affinity, then one ScheduleAnyway spread constraint, then PreferNoSchedule
+taints are tolerated.
+
+Speed: identical replicas share one ``PodTemplate``; a target that failed a template for a
+reason that can only get worse (resources, requirements, taints, ports, anti-affinity on its
+own hostname) is never tried again for it; instance-type filtering is numpy (``pool``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from joiner.api import quantity
-from joiner.api.objects import PodTemplate, Taint, tolerates_all
+import numpy as np
+
+from joiner.api import labels, quantity
+from joiner.api.objects import (
+    PREFER_NO_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    HostPort,
+    PodTemplate,
+    Taint,
+    tolerates_all,
+)
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
-from joiner.cloudprovider.types import InstanceType, order_by_price
-from joiner.scheduling.daemonsets import overhead_by_type
+from joiner.cloudprovider.types import InstanceType
+from joiner.scheduling.pool import IntArray, PreparedPool, prepare
+from joiner.scheduling.topology import Active, Topology
 from joiner.scheduling.types import (
+    ExistingNode,
     NewNodeClaim,
-    NodePoolTemplate,
     PodRequest,
     SchedulingInput,
     SchedulingResult,
 )
 
 _NO_UNDEFINED: frozenset[str] = frozenset()
-
-
-@dataclass
-class _Pool:
-    template: NodePoolTemplate
-    types: list[InstanceType]
-    daemon_overhead: dict[str, Resources]
-    remaining: dict[str, int]
-    #: Why the pool offers nothing at all (set when ``types`` is empty).
-    empty_reason: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.template.nodepool.name
-
-    @property
-    def taints(self) -> tuple[Taint, ...]:
-        return self.template.nodepool.taints
+_EMPTY = Requirements()
 
 
 @dataclass
 class _Claim:
-    pool: _Pool
+    pool: PreparedPool
     requirements: Requirements
-    options: list[InstanceType]
-    requests: Resources = field(default_factory=dict)
+    options: IntArray
+    requests: IntArray
+    index: int
     pods: list[str] = field(default_factory=list)
-    index: int = 0
+    ports: list[HostPort] = field(default_factory=list)
+
+    @property
+    def hostname(self) -> str:
+        return f"hostname-placeholder-{self.index:05d}"
+
+
+@dataclass
+class _Existing:
+    node: ExistingNode
+    available: Resources
+    requirements: Requirements
+    domains: dict[str, str]
+    ports: list[HostPort] = field(default_factory=list)
+
+
+class _Prefs:
+    """What is still in force for one pod; ``relax`` drops one preference (Karpenter order)."""
+
+    def __init__(self, t: PodTemplate, pns_exists: bool) -> None:
+        self.t = t
+        self.pod_affinity = [w[1] for w in t.preferred_pod_affinity]
+        self.pod_anti = [w[1] for w in t.preferred_pod_anti_affinity]
+        self.node = [w[1] for w in t.preferred_affinity]
+        self.anyway = [c for c in t.spread if c.when_unsatisfiable == SCHEDULE_ANYWAY]
+        self.tolerate_pns = not pns_exists
+        self.step = 0
+
+    def active(self) -> Active:
+        base = Active.required(self.t)
+        return Active(
+            (*base.spread, *self.anyway),
+            (*base.affinity, *self.pod_affinity),
+            (*base.anti_affinity, *self.pod_anti),
+        )
+
+    def terms(self, volume_terms: Sequence[Requirements]) -> list[Requirements]:
+        terms = list(self.t.requirement_terms())
+        if self.node:
+            terms = [t.merge(self.node[0]) for t in terms]
+        if volume_terms:
+            terms = [t.merge(v) for t in terms for v in volume_terms]
+        return terms
+
+    def relax(self) -> bool:
+        self.step += 1
+        for prefs in (self.pod_affinity, self.pod_anti, self.node, self.anyway):
+            if prefs:
+                prefs.pop(0)
+                return True
+        if not self.tolerate_pns:
+            self.tolerate_pns = True
+            return True
+        return False
 
 
 class Scheduler:
@@ -73,186 +133,352 @@ class Scheduler:
         return _Solve(inp).run()
 
 
+def _blocking_taint(t: PodTemplate, taints: tuple[Taint, ...], tolerate_pns: bool) -> Taint | None:
+    taint = tolerates_all(t.tolerations, taints)
+    if taint is not None or tolerate_pns:
+        return taint
+    for tt in taints:
+        if tt.effect == PREFER_NO_SCHEDULE and not any(x.tolerates(tt) for x in t.tolerations):
+            return tt
+    return None
+
+
+def _ports_conflict(wanted: Sequence[HostPort], used: Sequence[HostPort]) -> bool:
+    return any(w.conflicts(u) for w in wanted for u in used)
+
+
 class _Solve:
     def __init__(self, inp: SchedulingInput) -> None:
         self.inp = inp
+        extra = sorted({k for p in inp.pods for k in p.template.requests})
         self.pools = [
-            self._prepare_pool(p)
-            for p in sorted(inp.nodepools, key=lambda p: (-p.nodepool.weight, p.nodepool.name))
-        ]
-        self.existing = sorted(inp.existing, key=lambda n: (not n.initialized, n.name))
-        self.available = {n.name: dict(n.available) for n in inp.existing}
-        self.claims: list[_Claim] = []
-        self._type_ok_cache: dict[tuple[str, Requirements], bool] = {}
-
-    def _prepare_pool(self, t: NodePoolTemplate) -> _Pool:
-        reqs = t.nodepool.requirements
-        types = [
-            it
-            for it in t.instance_types
-            if it.requirements.intersects(reqs) is None and it.available_offerings(reqs)
-        ]
-        reason = None
-        if not types:
-            reason = (
-                f"NodePool {t.nodepool.name} has no instance type with an available offering "
-                f"that satisfies its requirements ({reqs.describe()})"
+            prepare(
+                t.nodepool,
+                t.instance_types,
+                inp.daemonsets,
+                dict(t.remaining),
+                extra,
             )
-        return _Pool(
-            template=t,
-            types=types,
-            daemon_overhead=overhead_by_type(t.nodepool, types, self.inp.daemonsets),
-            remaining=dict(t.remaining),
-            empty_reason=reason,
+            for t in sorted(inp.nodepools, key=lambda p: (-p.nodepool.weight, p.nodepool.name))
+        ]
+        ports_by_node: dict[str, list[HostPort]] = {}
+        for bp in inp.bound_pods:
+            ports_by_node.setdefault(bp.node, []).extend(bp.host_ports)
+        self.existing = []
+        for n in sorted(inp.existing, key=lambda n: (not n.initialized, n.name)):
+            node_labels = dict(n.labels)
+            node_labels.setdefault(labels.HOSTNAME, n.name)
+            self.existing.append(
+                _Existing(
+                    node=n,
+                    available=dict(n.available),
+                    requirements=n.requirements
+                    if n.requirements is not None
+                    else Requirements.from_labels(node_labels),
+                    domains=node_labels,
+                    ports=list(ports_by_node.get(n.name, [])),
+                )
+            )
+        self.claims: list[_Claim] = []
+        self.topology = Topology(self._universe())
+        self.topology.register(p.template for p in inp.pods)
+        by_node = {e.node.name: e.domains for e in self.existing}
+        for bp in inp.bound_pods:
+            bound_on = by_node.get(bp.node)
+            if bound_on is not None:
+                self.topology.record_bound(
+                    bp.namespace, dict(bp.labels), bound_on, bp.anti_affinity
+                )
+        self.pns_exists = any(
+            t.effect == PREFER_NO_SCHEDULE
+            for taints in [p.taints for p in self.pools] + [e.node.taints for e in self.existing]
+            for t in taints
         )
+        #: (template id, relaxation step) -> names of targets that can never take it.
+        self._dead: dict[tuple[int, int], set[object]] = {}
+        self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
 
-    # -- the three tiers ------------------------------------------------------------------
+    def _universe(self) -> dict[str, set[str]]:
+        keys = {c.key for p in self.inp.pods for c in p.template.spread}
+        keys |= {
+            term.key
+            for p in self.inp.pods
+            for term in (
+                *p.template.pod_affinity,
+                *p.template.pod_anti_affinity,
+                *(w[1] for w in p.template.preferred_pod_affinity),
+                *(w[1] for w in p.template.preferred_pod_anti_affinity),
+            )
+        }
+        universe: dict[str, set[str]] = {k: set() for k in keys}
+        for key in keys:
+            for pool in self.pools:
+                r = pool.nodepool.requirements.get(key)
+                if r is not None and not r.complement:
+                    values = set(r.values)
+                else:
+                    values = set()
+                    for it in pool.types:
+                        tr = it.requirements.get(key)
+                        if tr is not None and not tr.complement:
+                            values |= set(tr.values)
+                    if r is not None:
+                        values = {v for v in values if r.has(v)}
+                universe[key] |= values
+            for e in self.existing:
+                v = e.domains.get(key)
+                if v is not None:
+                    universe[key].add(v)
+        return universe
+
+    # -- the loop ---------------------------------------------------------------------------
 
     def run(self) -> SchedulingResult:
         placements: list[tuple[str, str]] = []
         unschedulable: list[tuple[str, str]] = []
         for pod in sorted(self.inp.pods, key=_queue_key):
-            node = self._try_existing(pod.template)
-            if node is not None:
-                placements.append((pod.uid, node))
-                continue
-            reasons: list[str] = []
-            if self._try_claims(pod, reasons) or self._try_new_claim(pod, reasons):
-                continue
-            unschedulable.append((pod.uid, _explain(reasons, self.pools)))
+            prefs = _Prefs(pod.template, self.pns_exists)
+            while True:
+                reasons: list[str] = []
+                node = self._try_existing(pod, prefs)
+                if node is not None:
+                    placements.append((pod.uid, node))
+                    break
+                if self._try_claims(pod, prefs, reasons) or self._try_new_claim(
+                    pod, prefs, reasons
+                ):
+                    break
+                if not prefs.relax():
+                    unschedulable.append((pod.uid, _explain(reasons, self.pools)))
+                    break
         return SchedulingResult(
             new_nodeclaims=tuple(self._finish(c) for c in self.claims),
             existing_placements=tuple(placements),
             unschedulable=tuple(unschedulable),
         )
 
-    def _try_existing(self, tmpl: PodTemplate) -> str | None:
-        for node in self.existing:
-            if tolerates_all(tmpl.tolerations, node.taints) is not None:
+    def _dead_for(self, t: PodTemplate, prefs: _Prefs) -> set[object]:
+        return self._dead.setdefault((id(t), prefs.step), set())
+
+    def _try_existing(self, pod: PodRequest, prefs: _Prefs) -> str | None:
+        t = pod.template
+        dead = self._dead_for(t, prefs)
+        terms = prefs.terms(pod.volume_terms)
+        active = prefs.active()
+        for e in self.existing:
+            name = e.node.name
+            if name in dead:
                 continue
-            avail = self.available[node.name]
-            if not quantity.fits(tmpl.requests, avail):
+            if (
+                _blocking_taint(t, e.node.taints, prefs.tolerate_pns) is not None
+                or not quantity.fits(t.requests, e.available)
+                or _ports_conflict(t.host_ports, e.ports)
+            ):
+                dead.add(name)
                 continue
-            if node.requirements is not None:
-                reqs, undefined = node.requirements, None
-            else:
-                reqs, undefined = Requirements.from_labels(dict(node.labels)), _NO_UNDEFINED
-            terms = tmpl.requirement_terms()
-            if undefined is None:
-                ok = any(reqs.compatible(t) is None for t in terms)
-            else:
-                ok = any(reqs.compatible(t, allow_undefined=undefined) is None for t in terms)
-            if not ok:
+            exact = e.node.requirements is None
+            term = next(
+                (
+                    term
+                    for term in terms
+                    if e.requirements.compatible(
+                        term, allow_undefined=_NO_UNDEFINED if exact else labels.WELL_KNOWN_LABELS
+                    )
+                    is None
+                ),
+                None,
+            )
+            if term is None:
+                dead.add(name)
                 continue
-            self.available[node.name] = quantity.subtract(avail, tmpl.requests)
-            return node.name
+            verdict = self.topology.check(t, active, term, dict(e.domains), None)
+            if not verdict.ok:
+                continue
+            e.available = quantity.subtract(e.available, t.requests)
+            e.ports.extend(t.host_ports)
+            self.topology.record(t, dict(e.domains))
+            return name
         return None
 
-    def _try_claims(self, pod: PodRequest, reasons: list[str]) -> bool:
-        for claim in sorted(self.claims, key=lambda c: (len(c.pods), c.index)):
-            if self._add(claim, pod, reasons) is not None:
+    def _try_claims(self, pod: PodRequest, prefs: _Prefs, reasons: list[str]) -> bool:
+        dead = self._dead_for(pod.template, prefs)
+        live = [c for c in self.claims if c.index not in dead]
+        live.sort(key=lambda c: (len(c.pods), c.index))
+        for claim in live:
+            outcome = self._add(claim, pod, prefs, reasons)
+            if outcome is True:
                 return True
+            if outcome is None:
+                dead.add(claim.index)
         return False
 
-    def _try_new_claim(self, pod: PodRequest, reasons: list[str]) -> bool:
+    def _try_new_claim(self, pod: PodRequest, prefs: _Prefs, reasons: list[str]) -> bool:
         for pool in self.pools:
             if not pool.types:
                 continue
             options = self._within_limits(pool)
-            if not options:
+            if options.size == 0:
                 reasons.append(f"NodePool {pool.name}: its limits leave no room for another node")
                 continue
             claim = _Claim(
-                pool, pool.template.nodepool.requirements, options, index=len(self.claims)
+                pool=pool,
+                requirements=pool.nodepool.requirements,
+                options=options,
+                requests=np.zeros(len(pool.resources), dtype=np.int64),
+                index=len(self.claims),
             )
-            if self._add(claim, pod, reasons) is None:
+            if self._add(claim, pod, prefs, reasons) is not True:
                 continue
             self.claims.append(claim)
             self._subtract_max(pool, claim.options)
             return True
         return False
 
-    # -- one NodeClaim ---------------------------------------------------------------------
+    # -- one NodeClaim ------------------------------------------------------------------------
 
-    def _add(self, claim: _Claim, pod: PodRequest, reasons: list[str]) -> _Claim | None:
-        tmpl = pod.template
+    def _merge(self, a: Requirements, b: Requirements) -> Requirements:
+        key = (a, b)
+        found = self._merged.get(key)
+        if found is None:
+            found = a.merge(b)
+            self._merged[key] = found
+        return found
+
+    def _domains(self, claim: _Claim, reqs: Requirements) -> dict[str, str | None]:
+        out: dict[str, str | None] = {labels.HOSTNAME: claim.hostname}
+        for key in self.topology.universe:
+            if key == labels.HOSTNAME:
+                continue
+            r = reqs.get(key)
+            out[key] = (
+                next(iter(r.values))
+                if r is not None and not r.complement and len(r.values) == 1
+                else None
+            )
+        return out
+
+    def _add(
+        self, claim: _Claim, pod: PodRequest, prefs: _Prefs, reasons: list[str]
+    ) -> bool | None:
+        """True when added; None when the claim can never take this template (monotonic
+        failure); False when it failed on topology, which may change."""
+        t = pod.template
         pool = claim.pool
-        taint = tolerates_all(tmpl.tolerations, pool.taints)
+        taint = _blocking_taint(t, pool.taints, prefs.tolerate_pns)
         if taint is not None:
             reasons.append(f"NodePool {pool.name}: the pod does not tolerate taint {taint}")
             return None
-        total = quantity.add(claim.requests, tmpl.requests)
-        for term in tmpl.requirement_terms():
+        if _ports_conflict(t.host_ports, claim.ports):
+            reasons.append(f"NodePool {pool.name}: host port conflict on the NodeClaim")
+            return None
+        vec = pool.vector(t.requests)
+        if vec is None:
+            missing = sorted(k for k, v in t.requests.items() if v > 0 and k not in pool.resources)
+            reasons.append(f"NodePool {pool.name}: no instance type offers {', '.join(missing)}")
+            return None
+        need = claim.requests + vec
+        active = prefs.active()
+        topology_failed = False
+        for term in prefs.terms(pod.volume_terms):
             conflict = claim.requirements.compatible(term)
             if conflict is not None:
                 reasons.append(f"NodePool {pool.name}: {conflict}")
                 continue
-            merged = claim.requirements.merge(term)
-            survivors = [it for it in claim.options if self._type_ok(it, merged, total, pool)]
-            if not survivors:
-                reasons.append(
-                    f"NodePool {pool.name}: no instance type fits "
-                    f"{quantity.format_resources(total)} (plus DaemonSet overhead) with an "
-                    f"available offering for {merged.describe()}"
-                )
+            merged = self._merge(claim.requirements, term)
+            domains = self._domains(claim, merged)
+            verdict = self.topology.check(t, active, term, domains, merged)
+            if not verdict.ok:
+                topology_failed = True
+                reasons.append(f"NodePool {pool.name}: {verdict.reason}")
                 continue
-            claim.requirements = merged
-            claim.options = survivors
-            claim.requests = total
-            claim.pods.append(pod.uid)
-            return claim
+            for narrowing in verdict.narrowings:
+                final = merged.add(*narrowing) if narrowing else merged
+                mask = pool.mask(final)
+                cand = claim.options[mask[claim.options]]
+                if cand.size:
+                    cand = cand[(pool.net[cand] >= need).all(axis=1)]
+                if cand.size == 0:
+                    reasons.append(
+                        f"NodePool {pool.name}: no instance type fits "
+                        f"{_describe_need(pool, need)} (plus DaemonSet overhead) with an "
+                        f"available offering for {final.describe()}"
+                    )
+                    continue
+                short = self._min_values_short(pool, final, cand)
+                if short is not None:
+                    reasons.append(f"NodePool {pool.name}: {short}")
+                    continue
+                claim.requirements = final
+                claim.options = cand
+                claim.requests = need
+                claim.pods.append(pod.uid)
+                claim.ports.extend(t.host_ports)
+                self.topology.record(t, self._domains(claim, final))
+                return True
+        return False if topology_failed else None
+
+    def _min_values_short(
+        self, pool: PreparedPool, reqs: Requirements, options: IntArray
+    ) -> str | None:
+        for key, r in reqs.items():
+            if r.min_values is None:
+                continue
+            codes, _ = pool.codes(key)
+            distinct = len(np.unique(codes[options][codes[options] >= 0]))
+            if distinct < r.min_values and self.inp.min_values_policy == "Strict":
+                return (
+                    f"only {distinct} distinct {key} values remain among the instance types "
+                    f"that fit, below minValues {r.min_values}"
+                )
         return None
 
-    def _type_ok(
-        self, it: InstanceType, merged: Requirements, total: Resources, pool: _Pool
-    ) -> bool:
-        key = (it.name, merged)
-        compatible = self._type_ok_cache.get(key)
-        if compatible is None:
-            compatible = it.requirements.intersects(merged) is None and bool(
-                it.available_offerings(merged)
-            )
-            self._type_ok_cache[key] = compatible
-        if not compatible:
-            return False
-        needed = quantity.add(total, pool.daemon_overhead.get(it.name, {}))
-        return quantity.fits(needed, it.allocatable)
+    # -- limits -------------------------------------------------------------------------------
 
-    # -- limits ----------------------------------------------------------------------------
-
-    def _within_limits(self, pool: _Pool) -> list[InstanceType]:
+    def _within_limits(self, pool: PreparedPool) -> IntArray:
+        all_idx = np.arange(len(pool.types), dtype=np.int64)
         if not pool.remaining:
-            return pool.types
+            return all_idx
         if pool.remaining.get("nodes", 1) < 1:
-            return []
-        limited = [(k, v) for k, v in pool.remaining.items() if k != "nodes"]
-        return [it for it in pool.types if all(it.capacity.get(k, 0) <= v for k, v in limited)]
+            return all_idx[:0]
+        keep = np.ones(len(pool.types), dtype=np.bool_)
+        for k, v in pool.remaining.items():
+            if k == "nodes":
+                continue
+            if k in pool.resources:
+                keep &= pool.capacity[:, pool.resources.index(k)] <= v
+            elif v < 0:
+                keep[:] = False
+        return all_idx[keep]
 
-    def _subtract_max(self, pool: _Pool, options: list[InstanceType]) -> None:
-        if not pool.remaining:
-            return
+    def _subtract_max(self, pool: PreparedPool, options: IntArray) -> None:
         for k in list(pool.remaining):
             if k == "nodes":
                 pool.remaining[k] -= 1
-            else:
-                pool.remaining[k] -= max(it.capacity.get(k, 0) for it in options)
+            elif k in pool.resources:
+                pool.remaining[k] -= int(pool.capacity[options, pool.resources.index(k)].max())
 
-    # -- result ----------------------------------------------------------------------------
+    # -- result -------------------------------------------------------------------------------
 
     def _finish(self, claim: _Claim) -> NewNodeClaim:
-        ordered = order_by_price(claim.options, claim.requirements)[: self.inp.max_instance_types]
-        overheads = [claim.pool.daemon_overhead.get(it.name, {}) for it in ordered]
-        min_overhead: Resources = {}
-        if overheads:
-            keys = sorted({k for o in overheads for k in o})
-            min_overhead = {k: min(o.get(k, 0) for o in overheads) for k in keys}
+        pool = claim.pool
+        prices = pool.prices(claim.requirements)[claim.options]
+        order = claim.options[np.lexsort((claim.options, prices))][: self.inp.max_instance_types]
+        min_ds = pool.daemon[order].min(axis=0) if order.size else np.zeros(len(pool.resources))
+        total = claim.requests + min_ds
+        requests = {pool.resources[i]: int(v) for i, v in enumerate(total) if v > 0}
         return NewNodeClaim(
-            nodepool=claim.pool.name,
+            nodepool=pool.name,
             requirements=claim.requirements,
-            instance_types=tuple(ordered),
+            instance_types=tuple(pool.types[i] for i in order),
             pods=tuple(claim.pods),
-            requests=quantity.add(claim.requests, min_overhead),
+            requests=requests,
         )
+
+
+def _describe_need(pool: PreparedPool, need: IntArray) -> str:
+    return quantity.format_resources(
+        {pool.resources[i]: int(v) for i, v in enumerate(need) if v > 0}
+    )
 
 
 def _queue_key(pod: PodRequest) -> tuple[int, int, int, str]:
@@ -260,9 +486,12 @@ def _queue_key(pod: PodRequest) -> tuple[int, int, int, str]:
     return (-r.get(quantity.CPU, 0), -r.get(quantity.MEMORY, 0), pod.order, pod.uid)
 
 
-def _explain(reasons: list[str], pools: list[_Pool]) -> str:
+def _explain(reasons: list[str], pools: list[PreparedPool]) -> str:
     if not pools:
         return "no NodePool is defined"
     parts = list(dict.fromkeys(reasons))
     parts += [p.empty_reason for p in pools if p.empty_reason]
     return "; ".join(parts) if parts else "no NodePool can launch a node for it"
+
+
+__all__ = ["InstanceType", "Scheduler"]

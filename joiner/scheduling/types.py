@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from joiner.api.objects import NodePool, PodTemplate, Taint
+from joiner.api.objects import HostPort, NodePool, PodAffinityTerm, PodTemplate, Taint
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import InstanceType
@@ -12,11 +12,29 @@ from joiner.cloudprovider.types import InstanceType
 
 @dataclass(frozen=True, slots=True)
 class PodRequest:
-    """A pod to place: ``uid`` identifies it in the result; ``order`` is its creation order."""
+    """A pod to place: ``uid`` identifies it in the result; ``order`` is its creation order.
+
+    ``volume_terms`` are the node requirements its volumes impose, as alternatives (a bound
+    zonal PersistentVolume's node affinity, or a StorageClass's allowed topologies); empty
+    when its volumes impose nothing.
+    """
 
     uid: str
     template: PodTemplate
     order: int = 0
+    volume_terms: tuple[Requirements, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BoundPod:
+    """A pod already running on an existing node: it counts in topology domains, its required
+    anti-affinity keeps matching pods out of its domain, and its host ports are taken."""
+
+    node: str
+    namespace: str
+    labels: tuple[tuple[str, str], ...]
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +85,7 @@ class SchedulingInput:
     existing: tuple[ExistingNode, ...] = ()
     nodepools: tuple[NodePoolTemplate, ...] = ()
     daemonsets: tuple[PodTemplate, ...] = ()
+    bound_pods: tuple[BoundPod, ...] = ()
     #: Cap on instance-type options per NodeClaim (Karpenter core MaxInstanceTypes).
     max_instance_types: int = 600
     #: ``Strict``: a NodeClaim that cannot keep a requirement's ``minValues`` distinct values

@@ -1,0 +1,185 @@
+"""A NodePool prepared for one solve: its instance types as numpy arrays.
+
+Filtering instance types is the scheduler's inner loop (Karpenter
+``filterInstanceTypesByRequirements``), so it is vectorised: every type's allocatable minus
+its DaemonSet overhead is a row of ``net``; a NodeClaim keeps its options as an index array;
+"which options still fit these requests" is one comparison over the array. Requirement
+compatibility (labels intersect, and an available offering the requirements allow) is a
+boolean mask cached per distinct requirement set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from joiner.api import labels
+from joiner.api.objects import NodePool, PodTemplate, Taint
+from joiner.api.quantity import Resources
+from joiner.api.requirements import Requirement, Requirements
+from joiner.cloudprovider.types import InstanceType
+from joiner.scheduling.daemonsets import overhead_by_type
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+
+#: Requirement keys that select offerings (not instance types).
+_OFFERING_KEYS = (labels.ZONE, labels.CAPACITY_TYPE, labels.ZONE_ID)
+
+
+@dataclass
+class PreparedPool:
+    """One NodePool's launchable instance types and the arrays the scheduler filters."""
+
+    nodepool: NodePool
+    types: list[InstanceType]
+    resources: list[str]
+    net: IntArray
+    capacity: IntArray
+    daemon: IntArray
+    daemon_overhead: list[Resources]
+    remaining: dict[str, int]
+    empty_reason: str | None = None
+    _masks: dict[Requirements, BoolArray] = field(default_factory=dict)
+    _prices: dict[tuple[Requirement, ...], FloatArray] = field(default_factory=dict)
+    _codes: dict[str, tuple[IntArray, int]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.nodepool.name
+
+    @property
+    def taints(self) -> tuple[Taint, ...]:
+        return self.nodepool.taints
+
+    def vector(self, requests: Resources) -> IntArray | None:
+        """``requests`` over ``resources``; None when it asks for a resource no type has."""
+        out = np.zeros(len(self.resources), dtype=np.int64)
+        index = self._index
+        for k, v in requests.items():
+            if v <= 0:
+                continue
+            i = index.get(k)
+            if i is None:
+                return None
+            out[i] = v
+        return out
+
+    def mask(self, reqs: Requirements) -> BoolArray:
+        """Types whose labels intersect ``reqs`` and that have an available offering ``reqs``
+        allow (cached per distinct requirement set)."""
+        found = self._masks.get(reqs)
+        if found is None:
+            found = np.fromiter(
+                (
+                    it.requirements.intersects(reqs) is None
+                    and any(o.available and o.compatible(reqs) for o in it.offerings)
+                    for it in self.types
+                ),
+                dtype=np.bool_,
+                count=len(self.types),
+            )
+            self._masks[reqs] = found
+        return found
+
+    def prices(self, reqs: Requirements) -> FloatArray:
+        """Each type's cheapest available offering price that ``reqs`` allow (inf if none)."""
+        key = tuple(reqs.get_or_exists(k) for k in _OFFERING_KEYS)
+        found = self._prices.get(key)
+        if found is None:
+            found = np.array(
+                [
+                    min(
+                        (
+                            o.price_per_hour
+                            for o in it.offerings
+                            if o.available and o.compatible(reqs)
+                        ),
+                        default=np.inf,
+                    )
+                    for it in self.types
+                ],
+                dtype=np.float64,
+            )
+            self._prices[key] = found
+        return found
+
+    def codes(self, key: str) -> tuple[IntArray, int]:
+        """Per type, an integer code of its single value for ``key`` (-1 when undefined), and
+        how many distinct codes there are; for minValues counting."""
+        found = self._codes.get(key)
+        if found is None:
+            values: dict[str, int] = {}
+            arr = np.full(len(self.types), -1, dtype=np.int64)
+            for i, it in enumerate(self.types):
+                r = it.requirements.get(key)
+                if r is not None and not r.complement and len(r.values) == 1:
+                    v = next(iter(r.values))
+                    arr[i] = values.setdefault(v, len(values))
+            found = (arr, len(values))
+            self._codes[key] = found
+        return found
+
+    def __post_init__(self) -> None:
+        self._index = {r: i for i, r in enumerate(self.resources)}
+
+
+def prepare(
+    nodepool: NodePool,
+    instance_types: Sequence[InstanceType],
+    daemonsets: Sequence[PodTemplate],
+    remaining: dict[str, int],
+    extra_resources: Sequence[str] = (),
+) -> PreparedPool:
+    """Keep the types the pool can launch and build their arrays."""
+    reqs = nodepool.requirements
+    types = [
+        it
+        for it in instance_types
+        if it.requirements.intersects(reqs) is None and it.available_offerings(reqs)
+    ]
+    overhead = overhead_by_type(nodepool, types, daemonsets)
+    names = sorted(
+        {k for it in types for k in it.allocatable}
+        | set(extra_resources)
+        | {"cpu", "memory", "pods"}
+    )
+    index = {r: i for i, r in enumerate(names)}
+    net = np.zeros((len(types), len(names)), dtype=np.int64)
+    cap = np.zeros((len(types), len(names)), dtype=np.int64)
+    dsm = np.zeros((len(types), len(names)), dtype=np.int64)
+    ds_list: list[Resources] = []
+    for row, it in enumerate(types):
+        ds = overhead.get(it.name, {})
+        ds_list.append(ds)
+        for k, v in it.allocatable.items():
+            net[row, index[k]] = v - ds.get(k, 0)
+        for k, v in ds.items():
+            if k in index:
+                dsm[row, index[k]] = v
+            else:
+                net[row, :] = -1  # a DaemonSet needs a resource the type lacks: nothing fits
+        for k, v in it.capacity.items():
+            if k in index:
+                cap[row, index[k]] = v
+    reason = None
+    if not types:
+        reason = (
+            f"NodePool {nodepool.name} has no instance type with an available offering that "
+            f"satisfies its requirements ({reqs.describe()})"
+        )
+    return PreparedPool(
+        nodepool=nodepool,
+        types=types,
+        resources=names,
+        net=net,
+        capacity=cap,
+        daemon=dsm,
+        daemon_overhead=ds_list,
+        remaining=dict(remaining),
+        empty_reason=reason,
+    )

@@ -1,0 +1,310 @@
+"""Topology: spread, pod affinity and anti-affinity counted per domain (Karpenter
+``topology.go``/``topologygroup.go``, with kube-scheduler's arithmetic).
+
+A ``Group`` is one constraint shape (kind, key, selector, namespaces); identical constraints
+of many replicas share it. Counts start from the pods already bound to existing nodes and
+grow as the solve places pods. A key's domain universe is every value the NodePools can
+launch into (an empty zone a pool allows counts 0) plus the values of existing nodes.
+
+Rules, per constraint on key ``k`` for a pod ``p`` (``self`` is 1 when ``p`` matches the
+selector):
+
+* spread (hostname): a node or NodeClaim ``d`` is allowed when ``count[d] + self <=
+  maxSkew`` (a new node could always be the global minimum, so min is 0);
+* spread (other keys): over the eligible domains ``E`` (``nodeAffinityPolicy: Honor`` keeps
+  only those the pod's node selection allows), ``min`` is the smallest count (0 when fewer
+  than ``minDomains`` domains exist) and ``d`` is allowed when ``count[d] + self - min <=
+  maxSkew``;
+* affinity: the domains that hold a matching pod; when none does and ``p`` matches itself,
+  any domain (the first pod starts the group);
+* anti-affinity: domains holding no matching pod; and, inversely, pods already placed with
+  a required anti-affinity selecting ``p`` keep it out of their domains.
+
+A NodeClaim whose domain for ``k`` is not decided yet is narrowed to a single domain, the
+least-loaded allowed one first, so later pods can count it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from joiner.api import labels
+from joiner.api.objects import (
+    SCHEDULE_ANYWAY,
+    PodAffinityTerm,
+    PodTemplate,
+    TopologySpreadConstraint,
+)
+from joiner.api.requirements import Requirement, Requirements
+
+SPREAD = "spread"
+AFFINITY = "affinity"
+ANTI = "anti-affinity"
+
+
+@dataclass(eq=False)
+class Group:
+    """One constraint shape and its per-domain counts of matching pods."""
+
+    kind: str
+    key: str
+    selector: Requirements
+    owner_namespace: str
+    namespaces: tuple[str, ...] | None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def in_scope(self, namespace: str) -> bool:
+        if self.namespaces is None:
+            return namespace == self.owner_namespace
+        return not self.namespaces or namespace in self.namespaces
+
+    def selects(self, namespace: str, pod_labels: Requirements) -> bool:
+        return (
+            self.in_scope(namespace)
+            and pod_labels.compatible(self.selector, allow_undefined=frozenset()) is None
+        )
+
+
+@dataclass(frozen=True)
+class Active:
+    """The constraints in force for one attempt at placing a pod (preferences included
+    until relaxed)."""
+
+    spread: tuple[TopologySpreadConstraint, ...]
+    affinity: tuple[PodAffinityTerm, ...]
+    anti_affinity: tuple[PodAffinityTerm, ...]
+
+    @staticmethod
+    def required(t: PodTemplate) -> Active:
+        """Only the hard constraints."""
+        return Active(
+            tuple(c for c in t.spread if c.when_unsatisfiable != SCHEDULE_ANYWAY),
+            t.pod_affinity,
+            t.pod_anti_affinity,
+        )
+
+    def empty(self) -> bool:
+        return not (self.spread or self.affinity or self.anti_affinity)
+
+
+class Verdict:
+    """Result of checking a target: ``ok`` and, for an undecided NodeClaim, the ordered
+    single-domain narrowings to try."""
+
+    __slots__ = ("narrowings", "ok", "reason")
+
+    def __init__(
+        self, ok: bool, reason: str = "", narrowings: Sequence[tuple[Requirement, ...]] = ((),)
+    ) -> None:
+        self.ok = ok
+        self.reason = reason
+        self.narrowings = narrowings
+
+
+_OK = Verdict(True)
+
+
+class Topology:
+    """Groups and counts for one solve."""
+
+    def __init__(self, universe: dict[str, set[str]]) -> None:
+        self.universe = universe
+        self._groups: dict[tuple[object, ...], Group] = {}
+        #: Placed pods' required anti-affinity: (term, owner namespace, domains).
+        self._inverse: dict[tuple[PodAffinityTerm, str], set[str]] = {}
+        self._label_reqs: dict[int, Requirements] = {}
+        self._match: dict[tuple[int, int], bool] = {}
+
+    # -- groups ------------------------------------------------------------------------
+
+    def _group(
+        self,
+        kind: str,
+        key: str,
+        selector: Requirements,
+        ns: str,
+        namespaces: tuple[str, ...] | None,
+    ) -> Group:
+        gk = (kind, key, selector, ns if namespaces is None else None, namespaces)
+        g = self._groups.get(gk)
+        if g is None:
+            g = Group(kind, key, selector, ns, namespaces)
+            self._groups[gk] = g
+        return g
+
+    def spread_group(self, t: PodTemplate, c: TopologySpreadConstraint) -> Group:
+        return self._group(SPREAD, c.key, c.selector, t.namespace, None)
+
+    def affinity_group(self, t: PodTemplate, term: PodAffinityTerm, kind: str) -> Group:
+        return self._group(kind, term.key, term.selector, t.namespace, term.namespaces)
+
+    def register(self, templates: Iterable[PodTemplate]) -> None:
+        """Create the groups of every constraint (hard and preferred) of ``templates``."""
+        for t in templates:
+            for c in t.spread:
+                self.spread_group(t, c)
+            for term in (*t.pod_affinity, *(w[1] for w in t.preferred_pod_affinity)):
+                self.affinity_group(t, term, AFFINITY)
+            for term in (*t.pod_anti_affinity, *(w[1] for w in t.preferred_pod_anti_affinity)):
+                self.affinity_group(t, term, ANTI)
+
+    def _labels_of(self, t: PodTemplate) -> Requirements:
+        found = self._label_reqs.get(id(t))
+        if found is None:
+            found = Requirements.from_labels(dict(t.labels))
+            self._label_reqs[id(t)] = found
+        return found
+
+    def matches(self, g: Group, t: PodTemplate) -> bool:
+        """``t``'s pods count in ``g``."""
+        key = (id(g), id(t))
+        found = self._match.get(key)
+        if found is None:
+            found = g.selects(t.namespace, self._labels_of(t))
+            self._match[key] = found
+        return found
+
+    # -- recording ---------------------------------------------------------------------
+
+    def record_bound(
+        self,
+        namespace: str,
+        pod_labels: dict[str, str],
+        node_labels: dict[str, str],
+        anti_affinity: Sequence[PodAffinityTerm] = (),
+    ) -> None:
+        """Count a pod already running on a node with ``node_labels``."""
+        reqs = Requirements.from_labels(pod_labels)
+        for g in self._groups.values():
+            d = node_labels.get(g.key)
+            if d is not None and g.selects(namespace, reqs):
+                g.counts[d] = g.counts.get(d, 0) + 1
+        for term in anti_affinity:
+            d = node_labels.get(term.key)
+            if d is not None:
+                self._inverse.setdefault((term, namespace), set()).add(d)
+
+    def record(self, t: PodTemplate, domain_of: dict[str, str | None]) -> None:
+        """Count a pod placed by this solve; ``domain_of`` maps keys to its domain there."""
+        for g in self._groups.values():
+            d = domain_of.get(g.key)
+            if d is not None and self.matches(g, t):
+                g.counts[d] = g.counts.get(d, 0) + 1
+        for term in t.pod_anti_affinity:
+            d = domain_of.get(term.key)
+            if d is not None:
+                self._inverse.setdefault((term, t.namespace), set()).add(d)
+
+    def keys_of(self, t: PodTemplate) -> set[str]:
+        """Keys whose domain must be known to record ``t``: its own constraints' keys and the
+        keys of every group that counts it."""
+        keys = {c.key for c in t.spread}
+        keys |= {term.key for term in (*t.pod_affinity, *t.pod_anti_affinity)}
+        keys |= {g.key for g in self._groups.values() if self.matches(g, t)}
+        return keys
+
+    # -- checking ----------------------------------------------------------------------
+
+    def check(
+        self,
+        t: PodTemplate,
+        active: Active,
+        pod_reqs: Requirements,
+        domain_of: dict[str, str | None],
+        claim_reqs: Requirements | None,
+    ) -> Verdict:
+        """May a pod of ``t`` go to a target whose domains are ``domain_of`` (None where a
+        NodeClaim has not decided)? ``claim_reqs`` is the NodeClaim's requirements, None for
+        an existing node."""
+        if active.empty() and not self._inverse:
+            return _OK
+        allowed: dict[str, set[str] | None] = {}
+        forbidden: dict[str, set[str]] = {}
+        order: dict[str, dict[str, int]] = {}
+        labels_t = self._labels_of(t)
+
+        def restrict(key: str, values: set[str]) -> None:
+            current = allowed.get(key)
+            allowed[key] = set(values) if current is None else current & values
+
+        for c in active.spread:
+            g = self.spread_group(t, c)
+            me = 1 if self.matches(g, t) else 0
+            if c.key == labels.HOSTNAME:
+                d = domain_of.get(c.key)
+                if d is not None and g.counts.get(d, 0) + me > c.max_skew:
+                    return Verdict(False, f"topology spread on {c.key} (maxSkew {c.max_skew})")
+                continue
+            eligible = self._eligible(c, pod_reqs)
+            counts = [g.counts.get(d, 0) for d in eligible]
+            low = min(counts) if counts else 0
+            if c.min_domains is not None and len(eligible) < c.min_domains:
+                low = 0
+            ok = {d for d in eligible if g.counts.get(d, 0) + me - low <= c.max_skew}
+            restrict(c.key, ok)
+            order.setdefault(c.key, {d: g.counts.get(d, 0) for d in eligible})
+        for term in active.affinity:
+            g = self.affinity_group(t, term, AFFINITY)
+            present = {d for d, n in g.counts.items() if n > 0}
+            if present:
+                restrict(term.key, present)
+            elif not self.matches(g, t):
+                return Verdict(False, f"pod affinity on {term.key}: no matching pod runs anywhere")
+            else:
+                allowed.setdefault(term.key, None)
+        for term in active.anti_affinity:
+            g = self.affinity_group(t, term, ANTI)
+            forbidden.setdefault(term.key, set()).update(d for d, n in g.counts.items() if n > 0)
+        for (term, ns), domains in self._inverse.items():
+            if term.covers(ns, t.namespace) and (
+                labels_t.compatible(term.selector, allow_undefined=frozenset()) is None
+            ):
+                forbidden.setdefault(term.key, set()).update(domains)
+
+        narrow: list[list[Requirement]] = []
+        for key in sorted(set(allowed) | set(forbidden)):
+            ok_set = allowed.get(key)
+            bad = forbidden.get(key, set())
+            d = domain_of.get(key)
+            if d is not None or claim_reqs is None or key == labels.HOSTNAME:
+                if d is None:
+                    if ok_set is not None:
+                        return Verdict(False, f"the node has no {key} label")
+                    continue
+                if (ok_set is not None and d not in ok_set) or d in bad:
+                    return Verdict(False, self._why(key, active))
+                continue
+            req = claim_reqs.get_or_exists(key)
+            pool = ok_set if ok_set is not None else self.universe.get(key, set())
+            candidates = [v for v in pool if req.has(v) and v not in bad]
+            if not candidates:
+                return Verdict(False, self._why(key, active))
+            load = order.get(key, {})
+            candidates.sort(key=lambda v: (load.get(v, 0), v))
+            narrow.append([Requirement.in_(key, v) for v in candidates])
+        if not narrow:
+            return _OK
+        combos: list[tuple[Requirement, ...]] = [()]
+        for options in narrow:
+            combos = [(*c, o) for c in combos for o in options][:64]
+        return Verdict(True, narrowings=combos)
+
+    def _eligible(self, c: TopologySpreadConstraint, pod_reqs: Requirements) -> list[str]:
+        domains = self.universe.get(c.key, set())
+        if c.node_affinity_policy == "Honor":
+            r = pod_reqs.get_or_exists(c.key)
+            return sorted(d for d in domains if r.has(d))
+        return sorted(domains)
+
+    @staticmethod
+    def _why(key: str, active: Active) -> str:
+        kinds = []
+        if any(c.key == key for c in active.spread):
+            kinds.append("topology spread")
+        if any(term.key == key for term in active.affinity):
+            kinds.append("pod affinity")
+        if any(term.key == key for term in active.anti_affinity):
+            kinds.append("pod anti-affinity")
+        what = " and ".join(kinds) or "another pod's anti-affinity"
+        return f"{what} on {key} leave no allowed domain"
