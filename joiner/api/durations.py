@@ -6,11 +6,20 @@ Parsing is durationpy's; the literal ``Never`` (Karpenter's ``NillableDuration``
 
 from __future__ import annotations
 
+import math
+import re
+
 import durationpy
 
 from joiner.api.errors import InputError
 
 NEVER = "Never"
+
+#: Go's time.ParseDuration grammar without a sign (negative durations are never valid here):
+#: "0", or one or more decimal numbers each with a unit.
+_GO_DURATION = re.compile(
+    r"0|(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+", re.ASCII
+)
 
 
 def parse_seconds(
@@ -27,6 +36,8 @@ def parse_seconds(
         raise InputError(f"{value!r} is not a duration", field=field)
     if isinstance(value, int | float):
         seconds = float(value)
+        if not math.isfinite(seconds):
+            raise InputError(f"{value!r} is not a finite duration", field=field)
     elif isinstance(value, str):
         text = value.strip()
         if text == NEVER:
@@ -34,6 +45,12 @@ def parse_seconds(
                 return None
             raise InputError(
                 "'Never' is not allowed here; give a duration such as 10m", field=field
+            )
+        if not _GO_DURATION.fullmatch(text):
+            raise InputError(
+                f"{value!r} is not a Go duration (examples: 90s, 10m, 6h, 720h, 1h30m; units "
+                "ns, us, ms, s, m, h)",
+                field=field,
             )
         try:
             seconds = durationpy.from_str(text).total_seconds()

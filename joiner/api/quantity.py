@@ -24,6 +24,9 @@ EPHEMERAL_STORAGE = "ephemeral-storage"
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
+#: Larger than any real resource amount (1 EiB of bytes, 10^18 cores): rejected as a typo.
+MAX_QUANTITY = Decimal(2) ** 60
+
 #: A resource list: resource name -> integer amount (cpu in millicores, others in base units).
 Resources = dict[str, int]
 
@@ -55,6 +58,10 @@ def parse(value: object, *, resource: str, field: str | None = None) -> int:
         amount = parsed
     else:
         raise InputError(f"{value!r} is not a quantity", field=field)
+    if not amount.is_finite():
+        raise InputError(f"quantity {value!r} is not a finite number", field=field)
+    if amount > MAX_QUANTITY:
+        raise InputError(f"quantity {value!r} is implausibly large", field=field)
     if amount < 0:
         raise InputError(f"quantity {value!r} is negative", field=field)
     if resource == CPU:

@@ -114,6 +114,15 @@ class Requirement:
         if operator == DOES_NOT_EXIST:
             return Requirement(key, False, frozenset(), min_values=min_values)
         if operator in (GT, LT, GTE, LTE):
+            if (
+                len(vals) == 1
+                and _as_int(next(iter(vals))) is None
+                and next(iter(vals)).lstrip("-").isdigit()
+            ):
+                raise InputError(
+                    f"operator {operator} on {key!r}: {next(iter(vals))} is outside the 64-bit "
+                    "integer range"
+                )
             if len(vals) != 1 or _as_int(next(iter(vals))) is None:
                 raise InputError(
                     f"operator {operator} on {key!r} needs exactly one integer value, got "

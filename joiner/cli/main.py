@@ -102,6 +102,14 @@ def simulate(
     except InputError as exc:
         _fail(exc)
         return
+    target = out_dir if out_dir is not None else Path("joiner-out") / sc.name
+    summary_path = target / "summary.json"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        if summary_path.is_dir():
+            raise IsADirectoryError(f"{summary_path} is a directory")
+    except OSError as exc:
+        _fail(InputError(f"cannot write the output directory: {exc}", field="--out"))
     show_progress = err.is_terminal and not quiet
     with Progress(
         TextColumn("[bold]simulating[/] {task.description}"),
@@ -115,10 +123,10 @@ def simulate(
         task = progress.add_task(sc.name, total=sc.duration_s)
         result = runtime.run(progress=lambda t: progress.update(task, completed=t))
         progress.update(task, completed=sc.duration_s)
-    target = out_dir if out_dir is not None else Path("joiner-out") / sc.name
-    target.mkdir(parents=True, exist_ok=True)
-    summary_path = target / "summary.json"
-    summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
+    try:
+        summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        _fail(InputError(f"cannot write {summary_path}: {exc}", field="--out"))
     if quiet:
         _print_warnings(result.summary["warnings"])
         out.print(str(summary_path))
@@ -190,8 +198,11 @@ def schema(
     text = schema_text(kind)
     if output is None:
         sys.stdout.write(text)
-    else:
+        return
+    try:
         output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(InputError(f"cannot write {output}: {exc}", field="--output"))
 
 
 class PlanFormat(StrEnum):

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from joiner.api import durations
 from joiner.api.errors import InputError
 from joiner.api.manifests import ManifestSet, load_files
+from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.types import SecurityGroup, Subnet
@@ -56,16 +57,16 @@ class TraceSpec(_Strict):
     """Replicas follow ``ceil(value / targetPerReplica)`` clamped to [min, max]."""
 
     file: str = Field(min_length=1, description="CSV with header minute,value")
-    targetPerReplica: float = Field(gt=0)
-    min: int = Field(default=0, ge=0)
-    max: int = Field(default=1000, ge=0)
+    targetPerReplica: float = Field(gt=0, allow_inf_nan=False)
+    min: StrictInt = Field(default=0, ge=0, le=MAX_REPLICAS)
+    max: StrictInt = Field(default=1000, ge=0, le=MAX_REPLICAS)
 
 
 class WorkloadSpec(_Strict):
     """A Deployment from the manifests, with fixed replicas or a trace."""
 
     deployment: str = Field(min_length=1, description="namespace/name (or name in default)")
-    replicas: int | None = Field(default=None, ge=0)
+    replicas: StrictInt | None = Field(default=None, ge=0, le=MAX_REPLICAS)
     trace: TraceSpec | None = None
 
 
@@ -74,14 +75,14 @@ class ScenarioSpec(_Strict):
 
     region: str = Field(default="us-east-1")
     duration: str = Field(default="1h", description="Go duration, e.g. 6h or 90m")
-    seed: int = 0
+    seed: StrictInt = Field(default=0, ge=0, lt=2**63)
     manifests: list[str] = Field(min_length=1, description="Paths relative to this file")
     cloud: CloudSpec = Field(default_factory=CloudSpec)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
 
 
 class ScenarioMetadata(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ScenarioFile(_Strict):
@@ -188,10 +189,22 @@ def load_scenario(
         duration_s = durations.parse_required_seconds(spec.duration, field="spec.duration")
     except InputError as exc:
         raise exc.located(file=file, obj=obj) from exc
-    if duration_s <= 0:
-        raise fail("duration must be positive", "spec.duration")
+    if duration_s < 1:
+        raise fail("duration must be at least 1s", "spec.duration")
 
     base = path.parent
+    seen_paths: dict[Path, int] = {}
+    for i, m in enumerate(spec.manifests):
+        resolved = (base / m).resolve()
+        if resolved in seen_paths:
+            raise fail(
+                f"{m!r} is listed twice (also spec.manifests[{seen_paths[resolved]}])",
+                f"spec.manifests[{i}]",
+            )
+        seen_paths[resolved] = i
+        if not (base / m).is_file():
+            what = "is a directory" if (base / m).is_dir() else "does not exist"
+            raise fail(f"manifest file {str(base / m)!r} {what}", f"spec.manifests[{i}]")
     manifests = load_files([base / m for m in spec.manifests])
 
     zones = dict(catalog.zones(spec.region))
@@ -221,8 +234,17 @@ def load_scenario(
     )
 
     workloads: list[Workload] = []
+    listed: dict[str, int] = {}
     for i, w in enumerate(spec.workloads):
         field = f"spec.workloads[{i}]"
+        found = manifests.deployment(w.deployment)
+        if found is not None and found.key in listed:
+            raise fail(
+                f"{found.key} is already listed at spec.workloads[{listed[found.key]}]",
+                f"{field}.deployment",
+            )
+        if found is not None:
+            listed[found.key] = i
         if manifests.deployment(w.deployment) is None:
             have = ", ".join(d.key for d in manifests.deployments) or "none"
             raise fail(
@@ -235,12 +257,17 @@ def load_scenario(
         if w.trace is not None:
             if w.trace.min > w.trace.max:
                 raise fail(f"min {w.trace.min} exceeds max {w.trace.max}", f"{field}.trace")
-            trace = load_trace(
-                base / w.trace.file,
-                target_per_replica=w.trace.targetPerReplica,
-                min_replicas=w.trace.min,
-                max_replicas=w.trace.max,
-            )
+            try:
+                trace = load_trace(
+                    base / w.trace.file,
+                    target_per_replica=w.trace.targetPerReplica,
+                    min_replicas=w.trace.min,
+                    max_replicas=w.trace.max,
+                )
+            except InputError as exc:
+                raise InputError(
+                    f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"{field}.trace.file"
+                ) from exc
         key = manifests.deployment(w.deployment)
         assert key is not None
         workloads.append(Workload(key.key, w.replicas or 0, trace))
@@ -270,7 +297,7 @@ def _check_node_classes(
         legacy = nc.source.kind == "AWSNodeTemplate"
         for i, t in enumerate(nc.subnet_selector_terms):
             if not any(_matches(t, s.id, dict(s.tags).get("Name", ""), s.tags) for s in subnets):
-                have = ", ".join(f"{s.id} ({s.zone})" for s in subnets)
+                have = ", ".join(f"{s.id} ({s.zone})" for s in subnets) or "none declared"
                 raise InputError(
                     f"subnet {t.describe()} does not exist in the simulated cloud "
                     f"(subnets: {have}); "

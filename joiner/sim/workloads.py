@@ -9,13 +9,16 @@ a deleted pod ended gracefully and is not lost.
 from __future__ import annotations
 
 import csv
+import io
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from joiner.api.errors import InputError
+from joiner.api.manifests.yamlio import read_text
 from joiner.api.objects import PodTemplate
 from joiner.sim.clock import SimClock
 from joiner.state.cluster import ClusterState, Pod
@@ -63,49 +66,60 @@ class Trace:
     def replicas_at(self, minute: int) -> int:
         """Desired replicas at ``minute`` (last value held past the end)."""
         value = self.values[min(minute, len(self.values) - 1)]
-        wanted = math.ceil(value / self.target_per_replica)
-        return max(self.min_replicas, min(self.max_replicas, wanted))
+        ratio = value / self.target_per_replica
+        if not math.isfinite(ratio) or ratio >= self.max_replicas:
+            return self.max_replicas
+        return max(self.min_replicas, min(self.max_replicas, math.ceil(ratio)))
+
+
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
 def load_trace(
     path: Path, *, target_per_replica: float, min_replicas: int, max_replicas: int
 ) -> Trace:
-    """Read a ``minute,value`` CSV. Minutes must start at 0 and increase by 1.
+    """Read a ``minute,value`` CSV. Minutes must start at 0 and increase by 1; values are
+    finite non-negative decimal numbers; exactly two columns.
 
     Raises:
         InputError: missing file, wrong header, or a bad row (named by line number).
     """
-    try:
-        handle = path.open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read trace: {exc}", file=str(path)) from exc
+    text = read_text(path, what="trace")
     values: list[float] = []
-    with handle:
-        reader = csv.reader(handle)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
         header = next(reader, None)
-        if header is None or [h.strip() for h in header[:2]] != ["minute", "value"]:
+        if header is None or [h.strip() for h in header] != ["minute", "value"]:
             raise InputError(
-                f"trace header must be 'minute,value', got {','.join(header or [])!r}",
+                f"trace header must be 'minute,value', got {','.join(header or [])[:80]!r}",
                 file=str(path),
             )
         for line_no, row in enumerate(reader, start=2):
             if not row:
                 continue
-            try:
-                minute = int(row[0])
-                value = float(row[1])
-            except (ValueError, IndexError) as exc:
+            cells = [c.strip() for c in row]
+            if (
+                len(cells) != 2
+                or not cells[0].isascii()
+                or not cells[0].isdigit()
+                or not (_NUMBER.fullmatch(cells[1]))
+            ):
                 raise InputError(
-                    f"line {line_no}: expected 'minute,value' numbers, got {row!r}", file=str(path)
-                ) from exc
+                    f"line {line_no}: expected two numbers 'minute,value', got "
+                    f"{','.join(row)[:80]!r}",
+                    file=str(path),
+                )
+            minute, value = int(cells[0]), float(cells[1])
             if minute != len(values):
                 raise InputError(
                     f"line {line_no}: minute {minute} out of sequence (expected {len(values)})",
                     file=str(path),
                 )
-            if value < 0 or not math.isfinite(value):
-                raise InputError(f"line {line_no}: value {value} must be >= 0", file=str(path))
+            if not math.isfinite(value):
+                raise InputError(f"line {line_no}: value {cells[1]!r} is too large", file=str(path))
             values.append(value)
+    except csv.Error as exc:
+        raise InputError(f"not a CSV file: {exc}", file=str(path)) from exc
     if not values:
         raise InputError("trace has no rows", file=str(path))
     return Trace(tuple(values), target_per_replica, min_replicas, max_replicas, str(path))
@@ -136,11 +150,20 @@ class DeploymentController:
         self._on_deleted = on_deleted
 
     def start(self, duration_s: float) -> None:
-        """Create the initial pods; with a trace, re-evaluate at every minute of the run."""
+        """Create the initial pods; with a trace, re-evaluate at every minute of the run
+        (one event at a time, so a long run holds one pending trace event, not thousands)."""
+        self._end_minute = int(duration_s // 60)
         self._reconcile(0)
         if self._trace is not None:
-            for minute in range(1, int(duration_s // 60) + 1):
-                self._clock.at(minute * 60.0, partial(self._reconcile, minute), label="trace")
+            self._schedule_next(1)
+
+    def _schedule_next(self, minute: int) -> None:
+        if minute <= self._end_minute:
+            self._clock.at(minute * 60.0, partial(self._tick, minute), label="trace")
+
+    def _tick(self, minute: int) -> None:
+        self._reconcile(minute)
+        self._schedule_next(minute + 1)
 
     def desired(self, minute: int) -> int:
         """Desired replicas at ``minute``."""

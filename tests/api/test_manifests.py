@@ -153,7 +153,7 @@ spec:
         (
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n"
             "    spec:\n      containers: [{name: c, resources: {requests: {cpu: lots}}}]\n",
-            "Deployment/web: field spec.template.spec.containers[0].resources.cpu: 'lots' is not a",
+            "field spec.template.spec.containers[0].resources.requests.cpu: 'lots' is not a",
         ),
         (
             "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\n"

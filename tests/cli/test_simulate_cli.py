@@ -84,7 +84,7 @@ def test_bad_quantity(tmp_path):
         tmp_path,
         d / "scenario.yaml",
         "Deployment/web",
-        "containers[0].resources.memory",
+        "containers[0].resources.requests.memory",
         "'1.5 GB' is not a Kubernetes quantity",
     )
 

@@ -64,6 +64,11 @@ def kubelet(k: m.Kubelet | m.ProvisionerKubelet | None, field: str) -> o.Kubelet
                 raise InputError(
                     f"{value!r} is not a percentage", field=f"{field}.evictionHard.{signal}"
                 ) from exc
+            if not 0 <= pct <= 100:
+                raise InputError(
+                    f"{value!r} must be a percentage from 0% to 100%",
+                    field=f"{field}.evictionHard.{signal}",
+                )
             eviction.append((signal, None, pct))
         else:
             eviction.append(
@@ -307,9 +312,9 @@ def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
 
 def _container_requests(c: m.Container, field: str) -> quantity.Resources:
     # Kubernetes defaults a missing request to the limit.
-    merged: dict[str, object] = dict(c.resources.limits)
-    merged.update(c.resources.requests)
-    return quantity.parse_resources(merged, field=f"{field}.resources")
+    limits = quantity.parse_resources(c.resources.limits, field=f"{field}.resources.limits")
+    requests = quantity.parse_resources(c.resources.requests, field=f"{field}.resources.requests")
+    return {**limits, **requests}
 
 
 def pod_template(
@@ -346,6 +351,11 @@ def pod_template(
                 raise InputError(
                     "matchFields is not supported by Karpenter-style provisioning",
                     field=f"{base}.nodeSelectorTerms[{i}].matchFields",
+                )
+            if not term.matchExpressions:
+                raise InputError(
+                    "an empty node selector term matches no node",
+                    field=f"{base}.nodeSelectorTerms[{i}]",
                 )
             terms.append(
                 Requirements(
@@ -633,6 +643,11 @@ def pv(doc: m.PersistentVolume, file: str) -> o.PersistentVolume:
     if na is not None and na.required is not None:
         base = "spec.nodeAffinity.required.nodeSelectorTerms"
         for i, t in enumerate(na.required.nodeSelectorTerms):
+            if not t.matchExpressions:
+                raise InputError(
+                    "an empty node selector term matches no node",
+                    field=f"{base}.nodeSelectorTerms[{i}]",
+                )
             terms.append(
                 Requirements(requirements(t.matchExpressions, f"{base}[{i}].matchExpressions"))
             )

@@ -82,13 +82,21 @@ def _inner_model(annotation: Any) -> Any:
     return None
 
 
+_BRANCH_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
+
+
 def _validate(model: type[M], doc: dict[str, Any], file: str, obj: str) -> M:
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
         errors = exc.errors()
         err = errors[0]
-        loc = tuple(err["loc"])
+        # Drop union-branch tags pydantic inserts (``str``, ``int``, ``function-after[...]``).
+        loc = tuple(
+            p
+            for p in err["loc"]
+            if isinstance(p, int) or (p not in _BRANCH_TAGS and "[" not in str(p))
+        )
         path = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
         msg = err["msg"]
         if err["type"] == "missing":
@@ -223,6 +231,8 @@ def _describe(doc: dict[str, Any]) -> str:
     kind = doc.get("kind") or "<no kind>"
     meta = doc.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str):
+        name = None
     return f"{kind}/{name}" if name else str(kind)
 
 
@@ -234,8 +244,13 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
         for item in doc["items"]:
             _load_document(item, file, index, out)
         return
-    obj = _describe(doc)
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    for fname, value in (("apiVersion", api_version), ("kind", kind)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(
+                f"must be a string, got {type(value).__name__}", file=file, obj=where, field=fname
+            )
+    obj = _describe(doc)
     if not api_version:
         raise InputError(
             "required field is missing", file=file, obj=obj or where, field="apiVersion"
@@ -246,6 +261,17 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
     if handler is None:
         group = str(api_version).rpartition("/")[0]
         known = sorted(v for v, k in HANDLERS if k == kind)
+        kinds_in_group = sorted({k for v, k in HANDLERS if v.startswith(group + "/")})
+        if group in _STRICT_GROUPS and kind not in {k for _, k in HANDLERS}:
+            close = difflib.get_close_matches(str(kind), kinds_in_group, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(
+                f"unknown kind {kind!r} in {group}{hint} (Joiner reads: "
+                f"{', '.join(kinds_in_group)})",
+                file=file,
+                obj=obj,
+                field="kind",
+            )
         if group in _STRICT_GROUPS or known:
             reads = ", ".join(
                 f"{v} {k}" for v, k in sorted(HANDLERS) if k == kind or v.startswith(group + "/")

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 _CONFIG = ConfigDict(extra="ignore", coerce_numbers_to_str=True, populate_by_name=True)
 
-Scalar = str | int | float
+Scalar = StrictStr | StrictInt | StrictFloat
+
+#: Kubernetes caps replica counts at int32; Joiner simulates at most this many pods per workload.
+MAX_REPLICAS = 100_000
 
 
 class Model(BaseModel):
@@ -436,7 +439,7 @@ class NodeSelectorTerm(Strict):
 
 
 class NodeSelector(Strict):
-    nodeSelectorTerms: list[NodeSelectorTerm] = Field(default_factory=list)
+    nodeSelectorTerms: list[NodeSelectorTerm] = Field(min_length=1)
 
 
 class PreferredSchedulingTerm(Strict):
@@ -560,7 +563,7 @@ class Pod(Model):
 
 
 class ReplicatedSpec(Strict):
-    replicas: int = Field(default=1, ge=0)
+    replicas: StrictInt = Field(default=1, ge=0, le=MAX_REPLICAS)
     selector: LabelSelector | None = None
     template: PodTemplateSpec
     strategy: Any = None
@@ -613,8 +616,8 @@ class StatefulSet(Model):
 
 
 class JobSpec(Strict):
-    parallelism: int = Field(default=1, ge=0)
-    completions: int | None = Field(default=None, ge=0)
+    parallelism: StrictInt = Field(default=1, ge=0, le=MAX_REPLICAS)
+    completions: StrictInt | None = Field(default=None, ge=0)
     template: PodTemplateSpec
     activeDeadlineSeconds: Any = None
     backoffLimit: Any = None

@@ -1,4 +1,9 @@
-"""YAML reading with positions in errors (the only place PyYAML is called for manifests)."""
+"""YAML reading with positions in errors (the only place PyYAML is called for input files).
+
+Stricter than ``yaml.safe_load``: a mapping with a duplicate key is an error (kubectl's
+strict decoding), files are capped at ``MAX_FILE_BYTES``, and parser failures of every kind
+(deep nesting, huge integers) become ``InputError`` rather than a traceback.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,62 @@ import yaml
 
 from joiner.api.errors import InputError
 
+#: No real manifest or scenario is this large; a bigger input is a mistake (or /dev/zero).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate mapping keys."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            continue  # unhashable key: construct_mapping reports it with its position
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _construct_mapping,
+)
+
+
+def read_text(path: Path, *, what: str = "file") -> str:
+    """Read a UTF-8 text file of at most ``MAX_FILE_BYTES``.
+
+    Raises:
+        InputError: missing, a directory, unreadable, too large, or not UTF-8.
+    """
+    name = str(path)
+    try:
+        if path.is_dir():
+            raise InputError(f"{what} is a directory, not a file", file=name)
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError as exc:
+        raise InputError(f"{what} not found", file=name) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", file=name) from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{what} is larger than {MAX_FILE_BYTES // 2**20} MiB", file=name)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} is not UTF-8 text (byte {exc.start})", file=name) from exc
+
 
 def read_documents(path: Path) -> list[Any]:
     """All documents of a multi-document YAML (or JSON) file, empty documents dropped.
@@ -16,19 +77,13 @@ def read_documents(path: Path) -> list[Any]:
     Raises:
         InputError: the file is missing or unreadable, or not valid YAML (with line and column).
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputError("file not found", file=str(path)) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", file=str(path)) from exc
-    return parse_documents(text, str(path))
+    return parse_documents(read_text(path), str(path))
 
 
 def parse_documents(text: str, name: str) -> list[Any]:
     """Parse YAML text; ``name`` is used in error messages."""
     try:
-        docs = list(yaml.safe_load_all(text))
+        docs = list(yaml.load_all(text, Loader=_StrictLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -36,4 +91,8 @@ def parse_documents(text: str, name: str) -> list[Any]:
         raise InputError(f"YAML syntax error at {where}{problem}", file=name) from exc
     except yaml.YAMLError as exc:
         raise InputError(f"YAML syntax error: {exc}", file=name) from exc
+    except RecursionError as exc:
+        raise InputError("YAML is nested too deeply", file=name) from exc
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise InputError(f"YAML value cannot be read: {exc}", file=name) from exc
     return [d for d in docs if d is not None]
