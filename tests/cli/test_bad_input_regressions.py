@@ -113,7 +113,8 @@ CASES: dict[str, tuple[list[Callable[[Path], None]], list[str]]] = {
             _edit(
                 "deployment.yaml",
                 "      nodeSelector:\n        type: my-provisioner\n",
-                "      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n"
+                "      affinity:\n        nodeAffinity:\n"
+                "          requiredDuringSchedulingIgnoredDuringExecution:\n"
                 "            nodeSelectorTerms: [{}]\n",
             )
         ],
