@@ -28,8 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from joiner.api import labels, quantity
 from joiner.api.objects import (
@@ -44,7 +46,7 @@ from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.pool import IntArray, PreparedPool, prepare
-from joiner.scheduling.topology import Active, Topology
+from joiner.scheduling.topology import Active, Summary, Topology
 from joiner.scheduling.types import (
     ExistingNode,
     NewNodeClaim,
@@ -79,6 +81,72 @@ class _Existing:
     requirements: Requirements
     domains: dict[str, str]
     ports: list[HostPort] = field(default_factory=list)
+
+
+class _ClaimIndex:
+    """Column arrays over this solve's NodeClaims, so choosing candidates for a pod is a few
+    numpy operations instead of a Python loop over thousands of NodeClaims."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self.capacity = 64
+        self.n = 0
+        self.pods = np.zeros(self.capacity, dtype=np.int64)
+        self.codes = {k: np.full(self.capacity, -1, dtype=np.int64) for k in keys}
+        self.code_of: dict[str, dict[str, int]] = {k: {} for k in keys}
+        self.host: dict[int, IntArray] = {}
+        self.dead: dict[tuple[int, int], npt.NDArray[np.bool_]] = {}
+
+    def _grow(self) -> None:
+        old = self.capacity
+        self.capacity *= 2
+
+        def widen(a: Any, fill: Any) -> Any:
+            out = np.full(self.capacity, fill, dtype=a.dtype)
+            out[:old] = a
+            return out
+
+        self.pods = widen(self.pods, 0)
+        self.codes = {k: widen(v, -1) for k, v in self.codes.items()}
+        self.host = {k: widen(v, 0) for k, v in self.host.items()}
+        self.dead = {k: widen(v, False) for k, v in self.dead.items()}
+
+    def append(self) -> None:
+        if self.n == self.capacity:
+            self._grow()
+        self.n += 1
+
+    def set_domains(self, index: int, reqs: Requirements) -> None:
+        for key, arr in self.codes.items():
+            r = reqs.get(key)
+            if r is not None and not r.complement and len(r.values) == 1:
+                value = next(iter(r.values))
+                arr[index] = self.code_of[key].setdefault(value, len(self.code_of[key]))
+
+    def host_counts(self, group_id: int) -> IntArray:
+        found = self.host.get(group_id)
+        if found is None:
+            found = np.zeros(self.capacity, dtype=np.int64)
+            self.host[group_id] = found
+        return found
+
+    def dead_mask(self, key: tuple[int, int]) -> npt.NDArray[np.bool_]:
+        found = self.dead.get(key)
+        if found is None:
+            found = np.zeros(self.capacity, dtype=np.bool_)
+            self.dead[key] = found
+        return found
+
+
+@dataclass
+class _Attempt:
+    """One try at placing one pod under one relaxation step."""
+
+    pod: PodRequest
+    prefs: _Prefs
+    terms: list[Requirements]
+    active: Active
+    reasons: list[str]
+    summaries: dict[Requirements, Summary] = field(default_factory=dict)
 
 
 class _Prefs:
@@ -181,6 +249,7 @@ class _Solve:
             )
         self.claims: list[_Claim] = []
         self.topology = Topology(self._universe())
+        self.index = _ClaimIndex([k for k in self.topology.universe if k != labels.HOSTNAME])
         self.topology.register(p.template for p in inp.pods)
         by_node = {e.node.name: e.domains for e in self.existing}
         for bp in inp.bound_pods:
@@ -239,17 +308,17 @@ class _Solve:
         for pod in sorted(self.inp.pods, key=_queue_key):
             prefs = _Prefs(pod.template, self.pns_exists)
             while True:
-                reasons: list[str] = []
-                node = self._try_existing(pod, prefs)
+                attempt = _Attempt(
+                    pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), reasons=[]
+                )
+                node = self._try_existing(attempt)
                 if node is not None:
                     placements.append((pod.uid, node))
                     break
-                if self._try_claims(pod, prefs, reasons) or self._try_new_claim(
-                    pod, prefs, reasons
-                ):
+                if self._try_claims(attempt) or self._try_new_claim(attempt):
                     break
                 if not prefs.relax():
-                    unschedulable.append((pod.uid, _explain(reasons, self.pools)))
+                    unschedulable.append((pod.uid, _explain(attempt.reasons, self.pools)))
                     break
         return SchedulingResult(
             new_nodeclaims=tuple(self._finish(c) for c in self.claims),
@@ -257,14 +326,22 @@ class _Solve:
             unschedulable=tuple(unschedulable),
         )
 
+    def _summary(self, attempt: _Attempt, term: Requirements) -> Summary:
+        found = attempt.summaries.get(term)
+        if found is None:
+            found = self.topology.summarize(attempt.pod.template, attempt.active, term)
+            attempt.summaries[term] = found
+        return found
+
     def _dead_for(self, t: PodTemplate, prefs: _Prefs) -> set[object]:
         return self._dead.setdefault((id(t), prefs.step), set())
 
-    def _try_existing(self, pod: PodRequest, prefs: _Prefs) -> str | None:
-        t = pod.template
+    def _try_existing(self, attempt: _Attempt) -> str | None:
+        if not self.existing:
+            return None
+        t = attempt.pod.template
+        prefs = attempt.prefs
         dead = self._dead_for(t, prefs)
-        terms = prefs.terms(pod.volume_terms)
-        active = prefs.active()
         for e in self.existing:
             name = e.node.name
             if name in dead:
@@ -277,48 +354,76 @@ class _Solve:
                 dead.add(name)
                 continue
             exact = e.node.requirements is None
+            allow = _NO_UNDEFINED if exact else labels.WELL_KNOWN_LABELS
             term = next(
                 (
                     term
-                    for term in terms
-                    if e.requirements.compatible(
-                        term, allow_undefined=_NO_UNDEFINED if exact else labels.WELL_KNOWN_LABELS
-                    )
-                    is None
+                    for term in attempt.terms
+                    if e.requirements.compatible(term, allow_undefined=allow) is None
                 ),
                 None,
             )
             if term is None:
                 dead.add(name)
                 continue
-            verdict = self.topology.check(t, active, term, dict(e.domains), None)
-            if not verdict.ok:
+            summary = self._summary(attempt, term)
+            domains: dict[str, str | None] = dict(e.domains)
+            if not summary.verdict(domains, None, self.topology.universe).ok:
                 continue
             e.available = quantity.subtract(e.available, t.requests)
             e.ports.extend(t.host_ports)
-            self.topology.record(t, dict(e.domains))
+            self.topology.record(t, domains)
             return name
         return None
 
-    def _try_claims(self, pod: PodRequest, prefs: _Prefs, reasons: list[str]) -> bool:
-        dead = self._dead_for(pod.template, prefs)
-        live = [c for c in self.claims if c.index not in dead]
-        live.sort(key=lambda c: (len(c.pods), c.index))
-        for claim in live:
-            outcome = self._add(claim, pod, prefs, reasons)
+    def _try_claims(self, attempt: _Attempt) -> bool:
+        index = self.index
+        n = index.n
+        if n == 0:
+            return False
+        t = attempt.pod.template
+        dead = index.dead_mask((id(t), attempt.prefs.step))
+        mask = ~dead[:n]
+        # Pre-filter on topology with the first term's summary (exact checks follow in _add).
+        summary = self._summary(attempt, attempt.terms[0])
+        if summary.fail is not None:
+            attempt.reasons.append(summary.fail)
+            return False
+        for g, limit in summary.host_max:
+            mask &= index.host_counts(id(g))[:n] <= limit
+        for key, allowed in summary.allowed.items():
+            if allowed is None or key not in index.codes:
+                continue
+            codes = index.codes[key][:n]
+            ok = [index.code_of[key][v] for v in allowed if v in index.code_of[key]]
+            mask &= (codes == -1) | np.isin(codes, ok)
+        for key, bad in summary.forbidden.items():
+            if key not in index.codes:
+                continue
+            bad_codes = [index.code_of[key][v] for v in bad if v in index.code_of[key]]
+            if bad_codes:
+                mask &= ~np.isin(index.codes[key][:n], bad_codes)
+        candidates = np.flatnonzero(mask)
+        if candidates.size == 0:
+            return False
+        order = candidates[np.lexsort((candidates, index.pods[candidates]))]
+        for i in order.tolist():
+            outcome = self._add(self.claims[i], attempt)
             if outcome is True:
                 return True
             if outcome is None:
-                dead.add(claim.index)
+                dead[i] = True
         return False
 
-    def _try_new_claim(self, pod: PodRequest, prefs: _Prefs, reasons: list[str]) -> bool:
+    def _try_new_claim(self, attempt: _Attempt) -> bool:
         for pool in self.pools:
             if not pool.types:
                 continue
             options = self._within_limits(pool)
             if options.size == 0:
-                reasons.append(f"NodePool {pool.name}: its limits leave no room for another node")
+                attempt.reasons.append(
+                    f"NodePool {pool.name}: its limits leave no room for another node"
+                )
                 continue
             claim = _Claim(
                 pool=pool,
@@ -327,12 +432,26 @@ class _Solve:
                 requests=np.zeros(len(pool.resources), dtype=np.int64),
                 index=len(self.claims),
             )
-            if self._add(claim, pod, prefs, reasons) is not True:
-                continue
             self.claims.append(claim)
+            self.index.append()
+            if self._add(claim, attempt) is not True:
+                self.claims.pop()
+                self.index.n -= 1
+                self._forget_claim(claim.index)
+                continue
             self._subtract_max(pool, claim.options)
             return True
         return False
+
+    def _forget_claim(self, index: int) -> None:
+        """Undo the index row of a NodeClaim that was never kept."""
+        self.index.pods[index] = 0
+        for arr in self.index.codes.values():
+            arr[index] = -1
+        for arr in self.index.host.values():
+            arr[index] = 0
+        for mask in self.index.dead.values():
+            mask[index] = False
 
     # -- one NodeClaim ------------------------------------------------------------------------
 
@@ -350,21 +469,18 @@ class _Solve:
             if key == labels.HOSTNAME:
                 continue
             r = reqs.get(key)
-            out[key] = (
-                next(iter(r.values))
-                if r is not None and not r.complement and len(r.values) == 1
-                else None
-            )
+            single = r is not None and not r.complement and len(r.values) == 1
+            out[key] = next(iter(r.values)) if r is not None and single else None
         return out
 
-    def _add(
-        self, claim: _Claim, pod: PodRequest, prefs: _Prefs, reasons: list[str]
-    ) -> bool | None:
+    def _add(self, claim: _Claim, attempt: _Attempt) -> bool | None:
         """True when added; None when the claim can never take this template (monotonic
         failure); False when it failed on topology, which may change."""
+        pod = attempt.pod
         t = pod.template
         pool = claim.pool
-        taint = _blocking_taint(t, pool.taints, prefs.tolerate_pns)
+        reasons = attempt.reasons
+        taint = _blocking_taint(t, pool.taints, attempt.prefs.tolerate_pns)
         if taint is not None:
             reasons.append(f"NodePool {pool.name}: the pod does not tolerate taint {taint}")
             return None
@@ -377,16 +493,15 @@ class _Solve:
             reasons.append(f"NodePool {pool.name}: no instance type offers {', '.join(missing)}")
             return None
         need = claim.requests + vec
-        active = prefs.active()
         topology_failed = False
-        for term in prefs.terms(pod.volume_terms):
+        for term in attempt.terms:
             conflict = claim.requirements.compatible(term)
             if conflict is not None:
                 reasons.append(f"NodePool {pool.name}: {conflict}")
                 continue
             merged = self._merge(claim.requirements, term)
             domains = self._domains(claim, merged)
-            verdict = self.topology.check(t, active, term, domains, merged)
+            verdict = self._summary(attempt, term).verdict(domains, merged, self.topology.universe)
             if not verdict.ok:
                 topology_failed = True
                 reasons.append(f"NodePool {pool.name}: {verdict.reason}")
@@ -408,14 +523,27 @@ class _Solve:
                 if short is not None:
                     reasons.append(f"NodePool {pool.name}: {short}")
                     continue
-                claim.requirements = final
-                claim.options = cand
-                claim.requests = need
-                claim.pods.append(pod.uid)
-                claim.ports.extend(t.host_ports)
-                self.topology.record(t, self._domains(claim, final))
+                self._commit(claim, pod, final, cand, need)
                 return True
         return False if topology_failed else None
+
+    def _commit(
+        self, claim: _Claim, pod: PodRequest, final: Requirements, cand: IntArray, need: IntArray
+    ) -> None:
+        t = pod.template
+        claim.requirements = final
+        claim.options = cand
+        claim.requests = need
+        claim.pods.append(pod.uid)
+        claim.ports.extend(t.host_ports)
+        domains = self._domains(claim, final)
+        self.topology.record(t, domains)
+        index = self.index
+        index.pods[claim.index] = len(claim.pods)
+        index.set_domains(claim.index, final)
+        for g in self.topology.groups_matching(t):
+            if g.key == labels.HOSTNAME:
+                index.host_counts(id(g))[claim.index] += 1
 
     def _min_values_short(
         self, pool: PreparedPool, reqs: Requirements, options: IntArray

@@ -88,6 +88,92 @@ class Active:
         return not (self.spread or self.affinity or self.anti_affinity)
 
 
+class Summary:
+    """A pod's topology constraints resolved against the current counts.
+
+    ``allowed[k]`` is the set of allowed domains of key ``k`` (None: any, but an undecided
+    NodeClaim must still pick one), ``forbidden[k]`` the excluded ones; ``host_max`` bounds
+    the count of a hostname group on the target; ``fail`` is set when nothing can work.
+    """
+
+    __slots__ = ("active", "allowed", "fail", "forbidden", "host_max", "order")
+
+    def __init__(self, active: Active) -> None:
+        self.active = active
+        self.allowed: dict[str, set[str] | None] = {}
+        self.forbidden: dict[str, set[str]] = {}
+        self.order: dict[str, dict[str, int]] = {}
+        self.host_max: list[tuple[Group, int]] = []
+        self.fail: str | None = None
+
+    def restrict(self, key: str, values: set[str]) -> None:
+        current = self.allowed.get(key)
+        self.allowed[key] = set(values) if current is None else current & values
+
+    def forbid(self, key: str, values: Iterable[str]) -> None:
+        self.forbidden.setdefault(key, set()).update(values)
+
+    @property
+    def trivial(self) -> bool:
+        """No constraint applies."""
+        return not (self.allowed or self.forbidden or self.host_max or self.fail)
+
+    def verdict(
+        self,
+        domain_of: dict[str, str | None],
+        claim_reqs: Requirements | None,
+        universe: dict[str, set[str]],
+    ) -> Verdict:
+        """Apply to one target (see ``Topology.check``)."""
+        if self.fail is not None:
+            return Verdict(False, self.fail)
+        if self.trivial:
+            return _OK
+        host = domain_of.get(labels.HOSTNAME)
+        for g, limit in self.host_max:
+            if host is not None and g.counts.get(host, 0) > limit:
+                return Verdict(False, _why(labels.HOSTNAME, self.active))
+        narrow: list[list[Requirement]] = []
+        for key in sorted(set(self.allowed) | set(self.forbidden)):
+            ok_set = self.allowed.get(key)
+            bad = self.forbidden.get(key, set())
+            d = domain_of.get(key)
+            if d is not None or claim_reqs is None or key == labels.HOSTNAME:
+                if d is None:
+                    if ok_set is not None:
+                        return Verdict(False, f"the node has no {key} label")
+                    continue
+                if (ok_set is not None and d not in ok_set) or d in bad:
+                    return Verdict(False, _why(key, self.active))
+                continue
+            req = claim_reqs.get_or_exists(key)
+            pool = ok_set if ok_set is not None else universe.get(key, set())
+            candidates = [v for v in pool if req.has(v) and v not in bad]
+            if not candidates:
+                return Verdict(False, _why(key, self.active))
+            load = self.order.get(key, {})
+            candidates.sort(key=lambda v: (load.get(v, 0), v))
+            narrow.append([Requirement.in_(key, v) for v in candidates])
+        if not narrow:
+            return _OK
+        combos: list[tuple[Requirement, ...]] = [()]
+        for options in narrow:
+            combos = [(*c, o) for c in combos for o in options][:64]
+        return Verdict(True, narrowings=combos)
+
+
+def _why(key: str, active: Active) -> str:
+    kinds = []
+    if any(c.key == key for c in active.spread):
+        kinds.append("topology spread")
+    if any(term.key == key for term in active.affinity):
+        kinds.append("pod affinity")
+    if any(term.key == key for term in active.anti_affinity):
+        kinds.append("pod anti-affinity")
+    what = " and ".join(kinds) or "another pod's anti-affinity"
+    return f"{what} on {key} leave no allowed domain"
+
+
 class Verdict:
     """Result of checking a target: ``ok`` and, for an undecided NodeClaim, the ordered
     single-domain narrowings to try."""
@@ -196,6 +282,10 @@ class Topology:
             if d is not None:
                 self._inverse.setdefault((term, t.namespace), set()).add(d)
 
+    def groups_matching(self, t: PodTemplate) -> list[Group]:
+        """Groups that count ``t``'s pods."""
+        return [g for g in self._groups.values() if self.matches(g, t)]
+
     def keys_of(self, t: PodTemplate) -> set[str]:
         """Keys whose domain must be known to record ``t``: its own constraints' keys and the
         keys of every group that counts it."""
@@ -217,78 +307,52 @@ class Topology:
         """May a pod of ``t`` go to a target whose domains are ``domain_of`` (None where a
         NodeClaim has not decided)? ``claim_reqs`` is the NodeClaim's requirements, None for
         an existing node."""
+        return self.summarize(t, active, pod_reqs).verdict(domain_of, claim_reqs, self.universe)
+
+    def summarize(self, t: PodTemplate, active: Active, pod_reqs: Requirements) -> Summary:
+        """What ``t``'s constraints allow, independent of the target (computed once per
+        attempt, then applied to many targets)."""
+        summary = Summary(active)
         if active.empty() and not self._inverse:
-            return _OK
-        allowed: dict[str, set[str] | None] = {}
-        forbidden: dict[str, set[str]] = {}
-        order: dict[str, dict[str, int]] = {}
+            return summary
         labels_t = self._labels_of(t)
-
-        def restrict(key: str, values: set[str]) -> None:
-            current = allowed.get(key)
-            allowed[key] = set(values) if current is None else current & values
-
         for c in active.spread:
             g = self.spread_group(t, c)
             me = 1 if self.matches(g, t) else 0
             if c.key == labels.HOSTNAME:
-                d = domain_of.get(c.key)
-                if d is not None and g.counts.get(d, 0) + me > c.max_skew:
-                    return Verdict(False, f"topology spread on {c.key} (maxSkew {c.max_skew})")
+                summary.host_max.append((g, c.max_skew - me))
                 continue
             eligible = self._eligible(c, pod_reqs)
             counts = [g.counts.get(d, 0) for d in eligible]
             low = min(counts) if counts else 0
             if c.min_domains is not None and len(eligible) < c.min_domains:
                 low = 0
-            ok = {d for d in eligible if g.counts.get(d, 0) + me - low <= c.max_skew}
-            restrict(c.key, ok)
-            order.setdefault(c.key, {d: g.counts.get(d, 0) for d in eligible})
+            summary.restrict(
+                c.key, {d for d in eligible if g.counts.get(d, 0) + me - low <= c.max_skew}
+            )
+            summary.order.setdefault(c.key, {d: g.counts.get(d, 0) for d in eligible})
         for term in active.affinity:
             g = self.affinity_group(t, term, AFFINITY)
             present = {d for d, n in g.counts.items() if n > 0}
             if present:
-                restrict(term.key, present)
+                summary.restrict(term.key, present)
             elif not self.matches(g, t):
-                return Verdict(False, f"pod affinity on {term.key}: no matching pod runs anywhere")
+                summary.fail = f"pod affinity on {term.key}: no matching pod runs anywhere"
+                return summary
             else:
-                allowed.setdefault(term.key, None)
+                summary.allowed.setdefault(term.key, None)
         for term in active.anti_affinity:
             g = self.affinity_group(t, term, ANTI)
-            forbidden.setdefault(term.key, set()).update(d for d, n in g.counts.items() if n > 0)
+            if term.key == labels.HOSTNAME:
+                summary.host_max.append((g, 0))
+            else:
+                summary.forbid(term.key, (d for d, n in g.counts.items() if n > 0))
         for (term, ns), domains in self._inverse.items():
             if term.covers(ns, t.namespace) and (
                 labels_t.compatible(term.selector, allow_undefined=frozenset()) is None
             ):
-                forbidden.setdefault(term.key, set()).update(domains)
-
-        narrow: list[list[Requirement]] = []
-        for key in sorted(set(allowed) | set(forbidden)):
-            ok_set = allowed.get(key)
-            bad = forbidden.get(key, set())
-            d = domain_of.get(key)
-            if d is not None or claim_reqs is None or key == labels.HOSTNAME:
-                if d is None:
-                    if ok_set is not None:
-                        return Verdict(False, f"the node has no {key} label")
-                    continue
-                if (ok_set is not None and d not in ok_set) or d in bad:
-                    return Verdict(False, self._why(key, active))
-                continue
-            req = claim_reqs.get_or_exists(key)
-            pool = ok_set if ok_set is not None else self.universe.get(key, set())
-            candidates = [v for v in pool if req.has(v) and v not in bad]
-            if not candidates:
-                return Verdict(False, self._why(key, active))
-            load = order.get(key, {})
-            candidates.sort(key=lambda v: (load.get(v, 0), v))
-            narrow.append([Requirement.in_(key, v) for v in candidates])
-        if not narrow:
-            return _OK
-        combos: list[tuple[Requirement, ...]] = [()]
-        for options in narrow:
-            combos = [(*c, o) for c in combos for o in options][:64]
-        return Verdict(True, narrowings=combos)
+                summary.forbid(term.key, domains)
+        return summary
 
     def _eligible(self, c: TopologySpreadConstraint, pod_reqs: Requirements) -> list[str]:
         domains = self.universe.get(c.key, set())
@@ -296,15 +360,3 @@ class Topology:
             r = pod_reqs.get_or_exists(c.key)
             return sorted(d for d in domains if r.has(d))
         return sorted(domains)
-
-    @staticmethod
-    def _why(key: str, active: Active) -> str:
-        kinds = []
-        if any(c.key == key for c in active.spread):
-            kinds.append("topology spread")
-        if any(term.key == key for term in active.affinity):
-            kinds.append("pod affinity")
-        if any(term.key == key for term in active.anti_affinity):
-            kinds.append("pod anti-affinity")
-        what = " and ".join(kinds) or "another pod's anti-affinity"
-        return f"{what} on {key} leave no allowed domain"
