@@ -26,7 +26,7 @@ from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import selects
 from joiner.api.objects import NodeClass, PodTemplate, SelectorTerm
 from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
-from joiner.api.requirements import Requirement
+from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.types import (
@@ -37,6 +37,7 @@ from joiner.cloudprovider.types import (
 )
 from joiner.operator.lint import lint_manifests
 from joiner.scheduling import (
+    BoundPod,
     ExistingNode,
     NodePoolTemplate,
     PodRequest,
@@ -44,6 +45,7 @@ from joiner.scheduling import (
     SchedulingInput,
 )
 from joiner.scheduling.daemonsets import overhead_on_node
+from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
 
 #: CreateFleet takes at most this many instance types (aws-semantics §1.6).
@@ -56,6 +58,7 @@ class _Pending:
     uid: str
     name: str
     template: PodTemplate
+    volume_terms: tuple[Requirements, ...] = ()
 
 
 def _cloud(
@@ -190,19 +193,41 @@ def build_plan(
             remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
         templates.append(NodePoolTemplate(pool, tuple(types), tuple(sorted(remaining.items()))))
 
-    uid_order = {p.uid: i for i, p in enumerate(pending)}
+    bound = tuple(
+        BoundPod(
+            node=p.node_name,
+            namespace=p.namespace,
+            labels=p.template.labels,
+            anti_affinity=p.template.pod_anti_affinity,
+            host_ports=p.template.host_ports,
+        )
+        for p in m.pods
+        if p.node_name in targets
+    )
+    requests: list[PodRequest] = []
+    missing: list[Unschedulable] = []
+    for i, pend in enumerate(pending):
+        try:
+            terms = volume_terms(pend.template, m.pvcs, m.pvs, m.storageclasses)
+        except MissingVolumeError as exc:
+            missing.append(Unschedulable(pod=pend.uid, reason=str(exc)))
+            continue
+        requests.append(PodRequest(pend.uid, pend.template, i, terms))
     result = Scheduler().solve(
         SchedulingInput(
-            pods=tuple(PodRequest(p.uid, p.template, uid_order[p.uid]) for p in pending),
+            pods=tuple(requests),
             existing=tuple(existing),
             nodepools=tuple(templates),
             daemonsets=tuple(daemonsets),
+            bound_pods=bound,
             min_values_policy=min_values_policy,
         )
     )
     pools = {p.name: p for p in m.nodepools}
     claims: list[PlannedNodeClaim] = []
-    unschedulable = [Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable]
+    unschedulable = missing + [
+        Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable
+    ]
     counters: dict[str, int] = {}
     for new in result.new_nodeclaims:
         pool = pools[new.nodepool]
