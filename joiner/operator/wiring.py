@@ -24,6 +24,7 @@ from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.operator.lint import lint_manifests
+from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
@@ -64,6 +65,20 @@ class SimulationRuntime:
         m = scenario.manifests
         self.state.nodepools = {p.name: p for p in m.nodepools}
         self.state.daemonsets = {f"{d.namespace}/{d.name}": d.template for d in m.daemonsets}
+        self._volume_warnings: list[str] = []
+        for source, template in [
+            *((w.source, w.template) for w in m.workloads),
+            *((p.source, p.template) for p in m.pods),
+        ]:
+            try:
+                terms = volume_terms(template, m.pvcs, m.pvs, m.storageclasses)
+            except MissingVolumeError as exc:
+                self._volume_warnings.append(
+                    f"{source.ref} ({source.file}): {exc}; its volume topology is ignored"
+                )
+                continue
+            if terms:
+                self.state.volume_terms[template] = terms
         self.cloud = SimulatedCloudProvider(
             self.catalog,
             scenario.region,
@@ -141,7 +156,7 @@ class SimulationRuntime:
     def warnings(self) -> list[str]:
         """Load warnings, notes on what this run does not model, and dead configuration."""
         m = self.scenario.manifests
-        out: list[str] = list(m.warnings)
+        out: list[str] = [*m.warnings, *self._volume_warnings]
         if m.nodes or any(p.node_name for p in m.pods):
             running = sum(1 for p in m.pods if p.node_name)
             out.append(

@@ -305,8 +305,10 @@ class _Solve:
     def run(self) -> SchedulingResult:
         placements: list[tuple[str, str]] = []
         unschedulable: list[tuple[str, str]] = []
-        for pod in sorted(self.inp.pods, key=_queue_key):
-            prefs = _Prefs(pod.template, self.pns_exists)
+        kube = self.inp.mode == "kube-scheduler"
+        queue = sorted(self.inp.pods, key=_fifo_key if kube else _queue_key)
+        for pod in queue:
+            prefs = _Prefs(pod.template, self.pns_exists and not kube)
             while True:
                 attempt = _Attempt(
                     pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), reasons=[]
@@ -342,7 +344,10 @@ class _Solve:
         t = attempt.pod.template
         prefs = attempt.prefs
         dead = self._dead_for(t, prefs)
-        for e in self.existing:
+        nodes = self.existing
+        if self.inp.mode == "kube-scheduler":
+            nodes = sorted(nodes, key=lambda e: (-_least_allocated(e, t.requests), e.node.name))
+        for e in nodes:
             name = e.node.name
             if name in dead:
                 continue
@@ -607,6 +612,24 @@ def _describe_need(pool: PreparedPool, need: IntArray) -> str:
     return quantity.format_resources(
         {pool.resources[i]: int(v) for i, v in enumerate(need) if v > 0}
     )
+
+
+def _fifo_key(pod: PodRequest) -> tuple[int, str]:
+    return (pod.order, pod.uid)
+
+
+def _least_allocated(e: _Existing, requests: Resources) -> float:
+    """kube-scheduler NodeResourcesFit LeastAllocated: mean free share of cpu and memory
+    after placing the pod (higher is better)."""
+    alloc = e.node.allocatable
+    if not alloc:
+        return 0.0
+    shares = []
+    for res in (quantity.CPU, quantity.MEMORY):
+        total = alloc.get(res, 0)
+        if total > 0:
+            shares.append((e.available.get(res, 0) - requests.get(res, 0)) / total)
+    return sum(shares) / len(shares) if shares else 0.0
 
 
 def _queue_key(pod: PodRequest) -> tuple[int, int, int, str]:

@@ -59,6 +59,8 @@ class ExistingNode:
     initialized: bool
     nodepool: str | None = None
     requirements: Requirements | None = None
+    #: For kube-scheduler's LeastAllocated scoring (``mode="kube-scheduler"``).
+    allocatable: Resources | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,12 @@ class SchedulingInput:
     bound_pods: tuple[BoundPod, ...] = ()
     #: Cap on instance-type options per NodeClaim (Karpenter core MaxInstanceTypes).
     max_instance_types: int = 600
+    #: ``provisioner`` (Karpenter: CPU-then-memory queue, first fit over existing nodes in
+    #: initialized-then-name order, PreferNoSchedule taints relaxed last) or
+    #: ``kube-scheduler`` (creation-order queue, LeastAllocated choice among existing nodes,
+    #: PreferNoSchedule never blocks). The sim's kube-scheduler model uses the latter with
+    #: no NodePools, so both apply the very same predicates.
+    mode: str = "provisioner"
     #: ``Strict``: a NodeClaim that cannot keep a requirement's ``minValues`` distinct values
     #: fails (the next NodePool is tried); ``BestEffort``: minValues is relaxed.
     min_values_policy: str = "Strict"

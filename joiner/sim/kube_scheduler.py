@@ -1,9 +1,11 @@
 """kube-scheduler model: binds pending pods to Ready nodes (Joiner never binds).
 
-Filters are the ones ``joiner.scheduling`` uses (taints, node selector and required node
-affinity, resources); among feasible nodes the least-allocated one wins (kube-scheduler's
-default NodeResourcesFit scoring), ties by name. Passes are coalesced: any number of
-``kick`` calls at one instant give one pass.
+It runs ``joiner.scheduling.Scheduler`` in ``kube-scheduler`` mode over the Ready nodes and
+no NodePools, so binding applies exactly the predicates provisioning planned with (taints,
+node selection, resources, host ports, volume topology, spread and pod affinity counted over
+every bound pod), with kube-scheduler's queue (creation order) and its default
+NodeResourcesFit LeastAllocated choice. Passes are coalesced: any number of ``kick`` calls
+at one instant give one pass.
 """
 
 from __future__ import annotations
@@ -12,21 +14,8 @@ from collections.abc import Callable
 
 from joiner.api import quantity
 from joiner.api.clock import Clock
-from joiner.api.objects import tolerates_all
-from joiner.api.requirements import Requirements
-from joiner.state.cluster import ClusterState, Node, Pod
-
-_NO_UNDEFINED: frozenset[str] = frozenset()
-
-
-def _score(node: Node, used: quantity.Resources) -> float:
-    """LeastAllocated: mean free fraction of cpu and memory after placement."""
-    fractions = []
-    for res in (quantity.CPU, quantity.MEMORY):
-        alloc = node.allocatable.get(res, 0)
-        if alloc > 0:
-            fractions.append((alloc - used.get(res, 0)) / alloc)
-    return sum(fractions) / len(fractions) if fractions else 0.0
+from joiner.scheduling import BoundPod, ExistingNode, PodRequest, Scheduler, SchedulingInput
+from joiner.state.cluster import ClusterState, Pod
 
 
 class KubeScheduler:
@@ -36,6 +25,7 @@ class KubeScheduler:
         self._state = state
         self._clock = clock
         self._scheduled = False
+        self._scheduler = Scheduler()
         self.on_bound: list[Callable[[Pod], None]] = []
 
     def kick(self) -> None:
@@ -46,38 +36,53 @@ class KubeScheduler:
 
     def _pass(self) -> None:
         self._scheduled = False
-        nodes = [n for n in self._state.ready_nodes() if not _cordoned(n)]
-        if not nodes:
+        state = self._state
+        nodes = state.ready_nodes()
+        pending = state.pending_pods()
+        if not nodes or not pending:
             return
-        used = {n.name: self._state.requested_on(n.name) for n in nodes}
-        node_reqs = {n.name: Requirements.from_labels(n.labels) for n in nodes}
-        for pod in self._state.pending_pods():
-            best: tuple[float, str] | None = None
-            for n in nodes:
-                if tolerates_all(pod.template.tolerations, n.taints) is not None:
-                    continue
-                after = quantity.add(used[n.name], pod.template.requests)
-                if not quantity.fits(after, n.allocatable):
-                    continue
-                reqs = node_reqs[n.name]
-                if not any(
-                    reqs.compatible(t, allow_undefined=_NO_UNDEFINED) is None
-                    for t in pod.template.requirement_terms()
-                ):
-                    continue
-                key = (-_score(n, after), n.name)
-                if best is None or key < best:
-                    best = key
-            if best is None:
-                continue
-            name = best[1]
-            pod.node_name = name
-            pod.bound_at_s = self._clock.now()
+        existing = []
+        bound = []
+        for n in nodes:
+            on_node = state.pods_on(n.name)
+            used: quantity.Resources = {}
+            for p in on_node:
+                used = quantity.add(used, p.template.requests)
+                bound.append(
+                    BoundPod(
+                        node=n.name,
+                        namespace=p.template.namespace,
+                        labels=p.template.labels,
+                        anti_affinity=p.template.pod_anti_affinity,
+                        host_ports=p.template.host_ports,
+                    )
+                )
+            existing.append(
+                ExistingNode(
+                    name=n.name,
+                    labels=tuple(sorted(n.labels.items())),
+                    taints=n.taints,
+                    available=quantity.subtract(n.allocatable, used),
+                    initialized=True,
+                    allocatable=n.allocatable,
+                )
+            )
+        result = self._scheduler.solve(
+            SchedulingInput(
+                pods=tuple(
+                    PodRequest(p.uid, p.template, p.order, state.volume_terms.get(p.template, ()))
+                    for p in pending
+                ),
+                existing=tuple(existing),
+                bound_pods=tuple(bound),
+                mode="kube-scheduler",
+            )
+        )
+        now = self._clock.now()
+        for uid, node in result.existing_placements:
+            pod = state.pods[uid]
+            pod.node_name = node
+            pod.bound_at_s = now
             pod.unschedulable_reason = None
-            used[name] = quantity.add(used[name], pod.template.requests)
             for listener in self.on_bound:
                 listener(pod)
-
-
-def _cordoned(node: Node) -> bool:
-    return node.deleted_at_s is not None

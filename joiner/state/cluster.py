@@ -90,6 +90,8 @@ class ClusterState:
     nodes: dict[str, Node] = field(default_factory=dict)
     nodepools: dict[str, NodePool] = field(default_factory=dict)
     daemonsets: dict[str, PodTemplate] = field(default_factory=dict)
+    #: Node requirements each pod template's volumes impose (alternatives; absent: none).
+    volume_terms: dict[PodTemplate, tuple[Requirements, ...]] = field(default_factory=dict)
 
     def live_pods(self) -> Iterator[Pod]:
         """Pods not deleted, by creation order."""

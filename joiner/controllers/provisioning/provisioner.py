@@ -18,6 +18,7 @@ from joiner.api.requirements import Requirement
 from joiner.cloudprovider.types import CloudProvider, CloudProviderError, NodeClassNotReadyError
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.scheduling import (
+    BoundPod,
     ExistingNode,
     NodePoolTemplate,
     PodRequest,
@@ -68,15 +69,21 @@ class Provisioner:
     def reconcile(self) -> None:
         """One pass: solve for every pending pod, create and launch the new NodeClaims."""
         self.stats.passes += 1
-        existing = self._existing_nodes()
+        existing, bound = self._existing_nodes()
         pending = self._state.pending_pods()
         if not pending:
             return
         templates = self._templates()
         result = self._scheduler.solve(
             SchedulingInput(
-                pods=tuple(PodRequest(p.uid, p.template, p.order) for p in pending),
+                pods=tuple(
+                    PodRequest(
+                        p.uid, p.template, p.order, self._state.volume_terms.get(p.template, ())
+                    )
+                    for p in pending
+                ),
                 existing=tuple(existing),
+                bound_pods=tuple(bound),
                 nodepools=tuple(templates),
                 daemonsets=tuple(self._state.daemonsets[k] for k in sorted(self._state.daemonsets)),
             )
@@ -129,8 +136,9 @@ class Provisioner:
             if name not in self._state.nodeclaims:
                 return name
 
-    def _existing_nodes(self) -> list[ExistingNode]:
+    def _existing_nodes(self) -> tuple[list[ExistingNode], list[BoundPod]]:
         out: list[ExistingNode] = []
+        bound_pods: list[BoundPod] = []
         daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
         for claim in self._state.live_nodeclaims():
             if claim.instance is None:
@@ -152,6 +160,15 @@ class Provisioner:
             used: quantity.Resources = {}
             for p in bound:
                 used = quantity.add(used, p.template.requests)
+                bound_pods.append(
+                    BoundPod(
+                        node=claim.name,
+                        namespace=p.template.namespace,
+                        labels=p.template.labels,
+                        anti_affinity=p.template.pod_anti_affinity,
+                        host_ports=p.template.host_ports,
+                    )
+                )
             daemons_bound: quantity.Resources = {}
             for p in bound:
                 if p.daemon:
@@ -169,7 +186,7 @@ class Provisioner:
                     nodepool=claim.nodepool,
                 )
             )
-        return out
+        return out, bound_pods
 
     def _templates(self) -> list[NodePoolTemplate]:
         out = []
