@@ -27,7 +27,8 @@ own hostname) is never tried again for it; instance-type filtering is numpy (``p
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.pool import IntArray, PreparedPool, prepare
-from joiner.scheduling.topology import Active, Summary, Topology
+from joiner.scheduling.topology import Active, Group, Summary, Topology
 from joiner.scheduling.types import (
     ExistingNode,
     NewNodeClaim,
@@ -68,6 +69,7 @@ class _Claim:
     index: int
     pods: list[str] = field(default_factory=list)
     ports: list[HostPort] = field(default_factory=list)
+    templates: list[PodTemplate] = field(default_factory=list)
 
     @property
     def hostname(self) -> str:
@@ -191,6 +193,17 @@ class _Prefs:
 
 class Scheduler:
     """Stateless solver; one instance may be reused across solves."""
+
+    def feasible_nodes(self, inp: SchedulingInput, uid: str) -> list[str]:
+        """kube-scheduler's Filter phase for one pod of ``inp``: the existing nodes that
+        admit it now (taints, node selection, resources, host ports, volume topology, spread
+        and pod affinity over ``inp.bound_pods``), without placing it. Uses
+        ``mode="kube-scheduler"`` rules (PreferNoSchedule never blocks)."""
+        pod = next(p for p in inp.pods if p.uid == uid)
+        solve = _Solve(replace(inp, pods=(pod,), nodepools=(), mode="kube-scheduler"))
+        prefs = _Prefs(pod.template, pns_exists=False)
+        attempt = _Attempt(pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), [])
+        return [e.node.name for e in solve.existing if solve._admits(e, attempt)]
 
     def solve(self, inp: SchedulingInput) -> SchedulingResult:
         """Place ``inp.pods``; see the module docstring for the order of attempts.
@@ -351,35 +364,42 @@ class _Solve:
             name = e.node.name
             if name in dead:
                 continue
-            if (
-                _blocking_taint(t, e.node.taints, prefs.tolerate_pns) is not None
-                or not quantity.fits(t.requests, e.available)
-                or _ports_conflict(t.host_ports, e.ports)
-            ):
+            verdict = self._admits(e, attempt)
+            if verdict is None:
                 dead.add(name)
                 continue
-            exact = e.node.requirements is None
-            allow = _NO_UNDEFINED if exact else labels.WELL_KNOWN_LABELS
-            term = next(
-                (
-                    term
-                    for term in attempt.terms
-                    if e.requirements.compatible(term, allow_undefined=allow) is None
-                ),
-                None,
-            )
-            if term is None:
-                dead.add(name)
-                continue
-            summary = self._summary(attempt, term)
-            domains: dict[str, str | None] = dict(e.domains)
-            if not summary.verdict(domains, None, self.topology.universe).ok:
+            if not verdict:
                 continue
             e.available = quantity.subtract(e.available, t.requests)
             e.ports.extend(t.host_ports)
-            self.topology.record(t, domains)
+            self.topology.record(t, dict(e.domains))
             return name
         return None
+
+    def _admits(self, e: _Existing, attempt: _Attempt) -> bool | None:
+        """True if the node takes the pod now; None if it never will (monotonic: taints,
+        resources, ports, node selection); False on topology, which may change."""
+        t = attempt.pod.template
+        if (
+            _blocking_taint(t, e.node.taints, attempt.prefs.tolerate_pns) is not None
+            or not quantity.fits(t.requests, e.available)
+            or _ports_conflict(t.host_ports, e.ports)
+        ):
+            return None
+        exact = e.node.requirements is None
+        allow = _NO_UNDEFINED if exact else labels.WELL_KNOWN_LABELS
+        term = next(
+            (
+                term
+                for term in attempt.terms
+                if e.requirements.compatible(term, allow_undefined=allow) is None
+            ),
+            None,
+        )
+        if term is None:
+            return None
+        summary = self._summary(attempt, term)
+        return summary.verdict(dict(e.domains), None, self.topology.universe).ok
 
     def _try_claims(self, attempt: _Attempt) -> bool:
         index = self.index
@@ -402,7 +422,7 @@ class _Solve:
             codes = index.codes[key][:n]
             ok = [index.code_of[key][v] for v in allowed if v in index.code_of[key]]
             mask &= (codes == -1) | np.isin(codes, ok)
-        for key, bad in summary.forbidden.items():
+        for key, bad in summary.forbidden_all().items():
             if key not in index.codes:
                 continue
             bad_codes = [index.code_of[key][v] for v in bad if v in index.code_of[key]]
@@ -506,7 +526,14 @@ class _Solve:
                 continue
             merged = self._merge(claim.requirements, term)
             domains = self._domains(claim, merged)
-            verdict = self._summary(attempt, term).verdict(domains, merged, self.topology.universe)
+            verdict = self._summary(attempt, term).verdict(
+                domains,
+                merged,
+                self.topology.universe,
+                pending=partial(self._pending, claim),
+                pending_repels=partial(self._pending_repels, claim, t),
+                decide=self._decide(t, domains),
+            )
             if not verdict.ok:
                 topology_failed = True
                 reasons.append(f"NodePool {pool.name}: {verdict.reason}")
@@ -532,10 +559,38 @@ class _Solve:
                 return True
         return False if topology_failed else None
 
+    def _decide(self, t: PodTemplate, domains: dict[str, str | None]) -> dict[str, Group]:
+        """Keys where a group counts ``t`` but the NodeClaim has no domain yet: the claim is
+        pinned there so the pod is counted where kube-scheduler will see it."""
+        out: dict[str, Group] = {}
+        for g in self.topology.groups_matching(t):
+            if g.key != labels.HOSTNAME and domains.get(g.key) is None and g.key not in out:
+                out[g.key] = g
+        return out
+
+    def _pending_repels(self, claim: _Claim, t: PodTemplate, key: str) -> bool:
+        """A pod already on ``claim`` has a required anti-affinity on ``key`` selecting ``t``."""
+        return any(self.topology.repels(o, t, key) for o in claim.templates)
+
+    def _pending(self, claim: _Claim, g: Group) -> int:
+        """Pods on ``claim`` that match ``g`` but whose domain for ``g.key`` is undecided."""
+        r = claim.requirements.get(g.key)
+        if r is not None and not r.complement and len(r.values) == 1:
+            return 0
+        return sum(1 for tt in claim.templates if self.topology.matches(g, tt))
+
     def _commit(
         self, claim: _Claim, pod: PodRequest, final: Requirements, cand: IntArray, need: IntArray
     ) -> None:
         t = pod.template
+        before = self._domains(claim, claim.requirements)
+        after = self._domains(claim, final)
+        newly = {k: v for k, v in after.items() if v is not None and before.get(k) is None}
+        if newly:
+            # Earlier pods now have a domain for these keys: count them there.
+            for earlier in claim.templates:
+                self.topology.record(earlier, newly)
+        claim.templates.append(t)
         claim.requirements = final
         claim.options = cand
         claim.requests = need

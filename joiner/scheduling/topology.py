@@ -26,7 +26,7 @@ least-loaded allowed one first, so later pods can count it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from joiner.api import labels
@@ -88,71 +88,156 @@ class Active:
         return not (self.spread or self.affinity or self.anti_affinity)
 
 
+@dataclass
+class _Spread:
+    group: Group
+    me: int
+    max_skew: int
+    eligible: list[str]
+    min_domains: int | None
+
+    def allows(self, domain: str, extra: int = 0) -> bool:
+        """kube-scheduler's skew check with ``extra`` uncounted matching pods in ``domain``."""
+        if domain not in self.eligible:
+            return False
+        counts = self.group.counts
+        low = min(
+            (counts.get(d, 0) + (extra if d == domain else 0) for d in self.eligible), default=0
+        )
+        if self.min_domains is not None and len(self.eligible) < self.min_domains:
+            low = 0
+        return counts.get(domain, 0) + extra + self.me - low <= self.max_skew
+
+
 class Summary:
     """A pod's topology constraints resolved against the current counts.
 
-    ``allowed[k]`` is the set of allowed domains of key ``k`` (None: any, but an undecided
-    NodeClaim must still pick one), ``forbidden[k]`` the excluded ones; ``host_max`` bounds
-    the count of a hostname group on the target; ``fail`` is set when nothing can work.
+    Per key: spread constraints, affinity groups (with the domains that hold a match, or a
+    self-start), anti-affinity groups and domains forbidden by other pods' anti-affinity.
+    ``host_max`` bounds a hostname group's count on the target; ``fail`` is set when nothing
+    can work.
     """
 
-    __slots__ = ("active", "allowed", "fail", "forbidden", "host_max", "order")
+    __slots__ = ("active", "affinity", "anti", "fail", "forbidden", "host_max", "spread")
 
     def __init__(self, active: Active) -> None:
         self.active = active
-        self.allowed: dict[str, set[str] | None] = {}
+        self.spread: dict[str, list[_Spread]] = {}
+        self.affinity: dict[str, list[tuple[Group, set[str]]]] = {}
+        self.anti: dict[str, list[Group]] = {}
         self.forbidden: dict[str, set[str]] = {}
-        self.order: dict[str, dict[str, int]] = {}
         self.host_max: list[tuple[Group, int]] = []
         self.fail: str | None = None
-
-    def restrict(self, key: str, values: set[str]) -> None:
-        current = self.allowed.get(key)
-        self.allowed[key] = set(values) if current is None else current & values
-
-    def forbid(self, key: str, values: Iterable[str]) -> None:
-        self.forbidden.setdefault(key, set()).update(values)
 
     @property
     def trivial(self) -> bool:
         """No constraint applies."""
-        return not (self.allowed or self.forbidden or self.host_max or self.fail)
+        return (
+            not (self.spread or self.affinity or self.anti or self.forbidden or self.host_max)
+            and self.fail is None
+        )
+
+    @property
+    def allowed(self) -> dict[str, set[str] | None]:
+        """Per key, the domains a decided target may be in (None: any)."""
+        out: dict[str, set[str] | None] = {}
+        for key in set(self.spread) | set(self.affinity):
+            sets = [{d for d in sp.eligible if sp.allows(d)} for sp in self.spread.get(key, [])]
+            sets += [present for _, present in self.affinity.get(key, []) if present]
+            out[key] = set.intersection(*sets) if sets else None
+        return out
+
+    def forbidden_all(self) -> dict[str, set[str]]:
+        """Per key, the domains a decided target may not be in."""
+        out = {k: set(v) for k, v in self.forbidden.items()}
+        for key, groups in self.anti.items():
+            for g in groups:
+                out.setdefault(key, set()).update(d for d, n in g.counts.items() if n > 0)
+        return out
+
+    def _decided_ok(self, key: str, d: str) -> bool:
+        if d in self.forbidden.get(key, ()):
+            return False
+        if any(g.counts.get(d, 0) > 0 for g in self.anti.get(key, [])):
+            return False
+        if any(present and d not in present for _, present in self.affinity.get(key, [])):
+            return False
+        return all(sp.allows(d) for sp in self.spread.get(key, []))
 
     def verdict(
         self,
         domain_of: dict[str, str | None],
         claim_reqs: Requirements | None,
         universe: dict[str, set[str]],
+        pending: Callable[[Group], int] | None = None,
+        pending_repels: Callable[[str], bool] | None = None,
+        decide: Mapping[str, Group] | None = None,
     ) -> Verdict:
-        """Apply to one target (see ``Topology.check``)."""
+        """Apply to one target (see ``Topology.check``). For a NodeClaim, ``pending(g)`` counts
+        its pods that match ``g`` but are not counted yet (their domain was undecided), and
+        ``pending_repels(key)`` says whether one of them has a required anti-affinity on
+        ``key`` selecting this pod; narrowing the NodeClaim moves them into the chosen
+        domain too, so both are part of the check. ``decide`` maps further keys the
+        NodeClaim must be pinned on (a group counts this pod there) to that group, whose
+        least-loaded domain is tried first."""
         if self.fail is not None:
             return Verdict(False, self.fail)
-        if self.trivial:
+        if self.trivial and not decide:
             return _OK
         host = domain_of.get(labels.HOSTNAME)
         for g, limit in self.host_max:
             if host is not None and g.counts.get(host, 0) > limit:
                 return Verdict(False, _why(labels.HOSTNAME, self.active))
+        keys = set(self.spread) | set(self.affinity) | set(self.anti) | set(self.forbidden)
+        keys |= set(decide or ())
+        keys.discard(labels.HOSTNAME)
+        if host is not None:
+            for _, present in self.affinity.get(labels.HOSTNAME, []):
+                if present and host not in present:
+                    return Verdict(False, _why(labels.HOSTNAME, self.active))
+            if host in self.forbidden.get(labels.HOSTNAME, ()):
+                return Verdict(False, _why(labels.HOSTNAME, self.active))
         narrow: list[list[Requirement]] = []
-        for key in sorted(set(self.allowed) | set(self.forbidden)):
-            ok_set = self.allowed.get(key)
-            bad = self.forbidden.get(key, set())
+        for key in sorted(keys):
             d = domain_of.get(key)
-            if d is not None or claim_reqs is None or key == labels.HOSTNAME:
+            if claim_reqs is None or d is not None:
                 if d is None:
-                    if ok_set is not None:
+                    if key in self.spread or key in self.affinity:
                         return Verdict(False, f"the node has no {key} label")
                     continue
-                if (ok_set is not None and d not in ok_set) or d in bad:
+                if not self._decided_ok(key, d):
                     return Verdict(False, _why(key, self.active))
                 continue
+            if pending_repels is not None and pending_repels(key):
+                return Verdict(False, _why(key, self.active))
             req = claim_reqs.get_or_exists(key)
-            pool = ok_set if ok_set is not None else universe.get(key, set())
-            candidates = [v for v in pool if req.has(v) and v not in bad]
+            spreads = self.spread.get(key, [])
+            candidates = []
+            for v in universe.get(key, set()):
+                if not req.has(v) or v in self.forbidden.get(key, ()):
+                    continue
+                if any(
+                    g.counts.get(v, 0) > 0 or (pending is not None and pending(g) > 0)
+                    for g in self.anti.get(key, [])
+                ):
+                    continue
+                if any(
+                    present and v not in present and not (pending is not None and pending(g) > 0)
+                    for g, present in self.affinity.get(key, [])
+                ):
+                    continue
+                if not all(sp.allows(v, pending(sp.group) if pending else 0) for sp in spreads):
+                    continue
+                candidates.append(v)
             if not candidates:
                 return Verdict(False, _why(key, self.active))
-            load = self.order.get(key, {})
-            candidates.sort(key=lambda v: (load.get(v, 0), v))
+            if spreads:
+                first = spreads[0].group.counts
+            elif decide and key in decide:
+                first = decide[key].counts
+            else:
+                first = {}
+            candidates.sort(key=lambda v: (first.get(v, 0), v))
             narrow.append([Requirement.in_(key, v) for v in candidates])
         if not narrow:
             return _OK
@@ -271,7 +356,7 @@ class Topology:
             if d is not None:
                 self._inverse.setdefault((term, namespace), set()).add(d)
 
-    def record(self, t: PodTemplate, domain_of: dict[str, str | None]) -> None:
+    def record(self, t: PodTemplate, domain_of: Mapping[str, str | None]) -> None:
         """Count a pod placed by this solve; ``domain_of`` maps keys to its domain there."""
         for g in self._groups.values():
             d = domain_of.get(g.key)
@@ -322,37 +407,38 @@ class Topology:
             if c.key == labels.HOSTNAME:
                 summary.host_max.append((g, c.max_skew - me))
                 continue
-            eligible = self._eligible(c, pod_reqs)
-            counts = [g.counts.get(d, 0) for d in eligible]
-            low = min(counts) if counts else 0
-            if c.min_domains is not None and len(eligible) < c.min_domains:
-                low = 0
-            summary.restrict(
-                c.key, {d for d in eligible if g.counts.get(d, 0) + me - low <= c.max_skew}
+            summary.spread.setdefault(c.key, []).append(
+                _Spread(g, me, c.max_skew, self._eligible(c, pod_reqs), c.min_domains)
             )
-            summary.order.setdefault(c.key, {d: g.counts.get(d, 0) for d in eligible})
         for term in active.affinity:
             g = self.affinity_group(t, term, AFFINITY)
             present = {d for d, n in g.counts.items() if n > 0}
-            if present:
-                summary.restrict(term.key, present)
-            elif not self.matches(g, t):
+            if not present and not self.matches(g, t):
                 summary.fail = f"pod affinity on {term.key}: no matching pod runs anywhere"
                 return summary
-            else:
-                summary.allowed.setdefault(term.key, None)
+            summary.affinity.setdefault(term.key, []).append((g, present))
         for term in active.anti_affinity:
             g = self.affinity_group(t, term, ANTI)
             if term.key == labels.HOSTNAME:
                 summary.host_max.append((g, 0))
             else:
-                summary.forbid(term.key, (d for d, n in g.counts.items() if n > 0))
+                summary.anti.setdefault(term.key, []).append(g)
         for (term, ns), domains in self._inverse.items():
             if term.covers(ns, t.namespace) and (
                 labels_t.compatible(term.selector, allow_undefined=frozenset()) is None
             ):
-                summary.forbid(term.key, domains)
+                summary.forbidden.setdefault(term.key, set()).update(domains)
         return summary
+
+    def repels(self, owner: PodTemplate, t: PodTemplate, key: str) -> bool:
+        """``owner`` has a required anti-affinity on ``key`` that selects ``t``'s pods."""
+        labels_t = self._labels_of(t)
+        return any(
+            term.key == key
+            and term.covers(owner.namespace, t.namespace)
+            and labels_t.compatible(term.selector, allow_undefined=frozenset()) is None
+            for term in owner.pod_anti_affinity
+        )
 
     def _eligible(self, c: TopologySpreadConstraint, pod_reqs: Requirements) -> list[str]:
         domains = self.universe.get(c.key, set())

@@ -1,0 +1,297 @@
+"""Properties of every plan over random pods, NodePools and catalogs (hypothesis), and a
+differential check: replaying a plan through the kube-scheduler model binds every pod the
+plan placed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from joiner.api import labels, quantity
+from joiner.api.objects import (
+    HostPort,
+    PodAffinityTerm,
+    Taint,
+    Toleration,
+    TopologySpreadConstraint,
+    tolerates_all,
+)
+from joiner.api.requirements import Requirement, Requirements
+from joiner.scheduling import (
+    BoundPod,
+    ExistingNode,
+    NodePoolTemplate,
+    PodRequest,
+    Scheduler,
+    SchedulingInput,
+)
+from joiner.scheduling.scheduler import _queue_key
+from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
+
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+
+
+@st.composite
+def catalogs(draw):
+    n = draw(st.integers(1, 6))
+    types = []
+    for i in range(n):
+        cpu = draw(st.sampled_from([1000, 2000, 4000, 8000, 16000]))
+        zones = draw(st.lists(st.sampled_from(ZONES), min_size=1, max_size=3, unique=True))
+        price = cpu / 1000 * draw(st.sampled_from([0.03, 0.05, 0.07]))
+        prices = {
+            (z, ct): price * (0.4 if ct == "spot" else 1)
+            for z in zones
+            for ct in ("spot", "on-demand")
+        }
+        arch = draw(st.sampled_from(["amd64", "arm64"]))
+        types.append(
+            make_instance_type(
+                f"t{i}.x{cpu // 1000}",
+                cpu_m=cpu,
+                memory=cpu // 1000 * 4 * GIB,
+                pods=draw(st.sampled_from([4, 8, 110])),
+                arch=arch,
+                prices=prices,
+            )
+        )
+    return tuple(types)
+
+
+@st.composite
+def pools(draw):
+    out = []
+    for i in range(draw(st.integers(1, 3))):
+        reqs = []
+        if draw(st.booleans()):
+            reqs.append(Requirement.in_(labels.ARCH, draw(st.sampled_from(["amd64", "arm64"]))))
+        if draw(st.booleans()):
+            reqs.append(
+                Requirement.in_(
+                    labels.ZONE,
+                    *draw(st.lists(st.sampled_from(ZONES), min_size=1, max_size=2, unique=True)),
+                )
+            )
+        taints = [Taint("dedicated", "NoSchedule", "x")] if draw(st.booleans()) else []
+        limits = {"cpu": draw(st.sampled_from([4000, 16000, 64000]))} if draw(st.booleans()) else {}
+        pool = make_nodepool(
+            f"pool{i}",
+            requirements=reqs,
+            taints=taints,
+            limits=limits,
+            weight=draw(st.integers(0, 3)),
+        )
+        out.append((pool, limits))
+    return out
+
+
+APP_SEL = {"a": Requirements.from_labels({"app": "a"}), "b": Requirements.from_labels({"app": "b"})}
+
+
+@st.composite
+def templates(draw):
+    app = draw(st.sampled_from(["a", "b"]))
+    t = make_pod_template(
+        draw(st.sampled_from([100, 500, 1000, 1500, 3000])),
+        draw(st.sampled_from([GIB // 4, GIB, 2 * GIB])),
+        tolerations=[Toleration("dedicated", "Exists")] if draw(st.booleans()) else [],
+        node_selector={labels.ARCH: draw(st.sampled_from(["amd64", "arm64"]))}
+        if draw(st.booleans())
+        else None,
+    )
+    extra = {}
+    feature = draw(st.sampled_from(["none", "zspread", "hspread", "anti", "affinity", "port"]))
+    sel = APP_SEL[app]
+    if feature == "zspread":
+        extra["spread"] = (TopologySpreadConstraint(labels.ZONE, 1, sel),)
+    elif feature == "hspread":
+        extra["spread"] = (TopologySpreadConstraint(labels.HOSTNAME, 2, sel),)
+    elif feature == "anti":
+        extra["pod_anti_affinity"] = (PodAffinityTerm(labels.HOSTNAME, sel),)
+    elif feature == "affinity":
+        extra["pod_affinity"] = (PodAffinityTerm(labels.ZONE, sel),)
+    elif feature == "port":
+        extra["host_ports"] = (HostPort(9100),)
+    return replace(t, labels=(("app", app),), **extra)
+
+
+@st.composite
+def inputs(draw):
+    types = draw(catalogs())
+    pool_specs = draw(pools())
+    tmpls = draw(st.lists(templates(), min_size=1, max_size=4))
+    n = draw(st.integers(1, 30))
+    pods = tuple(
+        PodRequest(f"p{i:03d}", tmpls[draw(st.integers(0, len(tmpls) - 1))], i) for i in range(n)
+    )
+    nodepools = tuple(
+        NodePoolTemplate(p, types, tuple(sorted(lim.items()))) for p, lim in pool_specs
+    )
+    return SchedulingInput(pods=pods, nodepools=nodepools)
+
+
+def _terms_ok(reqs: Requirements, pod: PodRequest) -> bool:
+    return any(reqs.compatible(t) is None for t in pod.template.requirement_terms())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inp=inputs())
+def test_every_plan_is_valid(inp):
+    result = Scheduler().solve(inp)
+    pods = {p.uid: p for p in inp.pods}
+    # Every pod exactly once: in one NodeClaim, on an existing node, or unschedulable.
+    seen = Counter(
+        [u for c in result.new_nodeclaims for u in c.pods]
+        + [u for u, _ in result.existing_placements]
+        + [u for u, _ in result.unschedulable]
+    )
+    assert seen == Counter(pods.keys())
+    pools = {t.nodepool.name: t for t in inp.nodepools}
+    used: dict[str, int] = Counter()
+    for claim in result.new_nodeclaims:
+        pool = pools[claim.nodepool].nodepool
+        members = [pods[u] for u in claim.pods]
+        total: quantity.Resources = {}
+        for p in members:
+            total = quantity.add(total, p.template.requests)
+            assert tolerates_all(p.template.tolerations, pool.taints) is None
+            assert _terms_ok(claim.requirements, p)
+        assert claim.instance_types, "a NodeClaim always keeps at least one option"
+        for it in claim.instance_types:
+            # Every option fits all its pods and has an offering the requirements allow.
+            assert quantity.fits(total, it.allocatable)
+            assert it.requirements.intersects(claim.requirements) is None
+            assert it.available_offerings(claim.requirements)
+        assert pool.requirements.intersects(claim.requirements) is None
+        # Host ports never collide on one node.
+        ports = [hp for p in members for hp in p.template.host_ports]
+        assert len(ports) == len(set(ports))
+        # Hostname anti-affinity: at most one matching pod per NodeClaim.
+        for p in members:
+            for term in p.template.pod_anti_affinity:
+                if term.key == labels.HOSTNAME:
+                    matching = [
+                        q
+                        for q in members
+                        if dict(q.template.labels).get("app") == dict(p.template.labels).get("app")
+                    ]
+                    assert len(matching) == 1
+            for c in p.template.spread:
+                if c.key == labels.HOSTNAME:
+                    # Each constrained pod saw count + 1 <= maxSkew when placed; unconstrained
+                    # matching pods may join later (kube-scheduler semantics).
+                    same = [
+                        q
+                        for q in members
+                        if c in q.template.spread
+                        and dict(q.template.labels) == dict(p.template.labels)
+                    ]
+                    assert len(same) <= c.max_skew
+        limit_cpu = pool.limit("cpu")
+        if limit_cpu is not None:
+            used[pool.name] += max(it.capacity["cpu"] for it in claim.instance_types)
+    for name, total_cpu in used.items():
+        assert total_cpu <= pools[name].nodepool.limit("cpu")
+    # Zonal spread maxSkew 1 holds over the zones where those pods landed.
+    zone_counts: dict[str, Counter[str]] = {}
+    for claim in result.new_nodeclaims:
+        for u in claim.pods:
+            p = pods[u]
+            if any(c.key == labels.ZONE for c in p.template.spread):
+                r = claim.requirements.get(labels.ZONE)
+                assert r is not None and len(r.values) == 1
+                zone_counts.setdefault(dict(p.template.labels)["app"], Counter())[
+                    next(iter(r.values))
+                ] += 1
+    for counts in zone_counts.values():
+        assert max(counts.values()) - min(counts.values()) <= 1 or len(counts) < 3
+
+
+def _replay(inp: SchedulingInput, result) -> list[str]:
+    """Make a Ready node of every NodeClaim (its cheapest option, its pinned labels), then
+    bind each pod, in the order the plan placed them, to the node the plan chose, checking
+    each binding with kube-scheduler's filters. Returns the pods it could not bind."""
+    nodes: dict[int, ExistingNode] = {}
+    home: dict[str, str] = {}
+    for i, claim in enumerate(result.new_nodeclaims):
+        it = claim.instance_types[0]
+        node_labels = {
+            k: next(iter(r.values))
+            for k, r in it.requirements.items()
+            if not r.complement and len(r.values) == 1
+        }
+        node_labels.update(claim.requirements.labels())
+        offers = it.available_offerings(claim.requirements)
+        node_labels.setdefault(labels.ZONE, offers[0].zone)
+        name = f"node-{i:04d}"
+        node_labels[labels.HOSTNAME] = name
+        pool = next(t.nodepool for t in inp.nodepools if t.nodepool.name == claim.nodepool)
+        nodes[i] = ExistingNode(
+            name=name,
+            labels=tuple(sorted(node_labels.items())),
+            taints=pool.taints,
+            available=dict(it.allocatable),
+            initialized=True,
+            allocatable=dict(it.allocatable),
+        )
+        for uid in claim.pods:
+            home[uid] = name
+    by_name = {n.name: i for i, n in nodes.items()}
+    bound: list[BoundPod] = []
+    failed = []
+    order = sorted((p for p in inp.pods if p.uid in home), key=_queue_key)
+    for pod in order:
+        target = home[pod.uid]
+        feasible = Scheduler().feasible_nodes(
+            SchedulingInput(
+                pods=(pod,),
+                existing=tuple(nodes.values()),
+                bound_pods=tuple(bound),
+            ),
+            pod.uid,
+        )
+        if target not in feasible:
+            failed.append(pod.uid)
+            continue
+        i = by_name[target]
+        nodes[i] = replace(
+            nodes[i], available=quantity.subtract(nodes[i].available, pod.template.requests)
+        )
+        bound.append(
+            BoundPod(
+                target,
+                pod.template.namespace,
+                pod.template.labels,
+                pod.template.pod_anti_affinity,
+                pod.template.host_ports,
+            )
+        )
+    return failed
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inp=inputs())
+def test_replaying_random_plans_binds_every_placed_pod(inp):
+    result = Scheduler().solve(inp)
+    assert _replay(inp, result) == []
+
+
+def test_replaying_the_benchmark_mix_binds_every_placed_pod():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "scheduling.py"
+    spec = importlib.util.spec_from_file_location("bench_scheduling", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    types = tuple(bench.synthetic_types()[:32])
+    for n in (10, 100, 400):
+        pods = tuple(bench.make_pods(n))
+        inp = SchedulingInput(pods=pods, nodepools=(NodePoolTemplate(make_nodepool(), types),))
+        result = Scheduler().solve(inp)
+        assert not result.unschedulable
+        assert _replay(inp, result) == [], f"{n} pods"
