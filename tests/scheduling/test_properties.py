@@ -195,19 +195,8 @@ def test_every_plan_is_valid(inp):
             used[pool.name] += max(it.capacity["cpu"] for it in claim.instance_types)
     for name, total_cpu in used.items():
         assert total_cpu <= pools[name].nodepool.limit("cpu")
-    # Zonal spread maxSkew 1 holds over the zones where those pods landed.
-    zone_counts: dict[str, Counter[str]] = {}
-    for claim in result.new_nodeclaims:
-        for u in claim.pods:
-            p = pods[u]
-            if any(c.key == labels.ZONE for c in p.template.spread):
-                r = claim.requirements.get(labels.ZONE)
-                assert r is not None and len(r.values) == 1
-                zone_counts.setdefault(dict(p.template.labels)["app"], Counter())[
-                    next(iter(r.values))
-                ] += 1
-    for counts in zone_counts.values():
-        assert max(counts.values()) - min(counts.values()) <= 1 or len(counts) < 3
+    # Spread and affinity hold at the moment each pod is placed (later unconstrained pods may
+    # skew the end state, as with kube-scheduler); the replay tests below check exactly that.
 
 
 def _replay(inp: SchedulingInput, result) -> list[str]:
