@@ -143,7 +143,16 @@ def _print_summary(s: dict[str, Any]) -> None:
     )
     table = Table(title=f"Nodes launched: {s['scenario']} ({s['region']}, seed {s['seed']})")
     for col in ("NodePool", "instance type", "zone", "capacity type", "$/h each", "nodes"):
-        table.add_column(col, justify="right" if col in ("$/h each", "nodes") else "left")
+        keep = col in ("instance type", "zone")
+        table.add_column(
+            col,
+            justify="right" if col in ("$/h each", "nodes") else "left",
+            no_wrap=keep,
+            min_width=max((len(k[1 if col == "instance type" else 2]) for k in groups), default=4)
+            if keep
+            else None,
+            overflow="fold",
+        )
     for (pool, it, zone, ct, price), count in sorted(groups.items()):
         table.add_row(pool, it, zone, ct, f"{price:.4f}", str(count))
     out.print(table)
@@ -260,8 +269,20 @@ def plan(
         return
     _print_warnings(result.warnings)
     table = Table(title=f"Plan ({result.region}): {len(result.nodeClaims)} NodeClaims")
+    widest = {
+        "launch": max((len(c.launch.instanceType) for c in result.nodeClaims), default=6),
+        "zone": max((len(c.launch.zone) for c in result.nodeClaims), default=4),
+        "capacity": 9,
+    }
     for col in ("NodeClaim", "NodePool", "launch", "zone", "capacity", "$/h", "pods", "options"):
-        table.add_column(col, justify="right" if col in ("$/h", "pods", "options") else "left")
+        # Instance types and zones are never cut; long names fold instead.
+        table.add_column(
+            col,
+            justify="right" if col in ("$/h", "pods", "options") else "left",
+            min_width=widest.get(col),
+            no_wrap=col in widest,
+            overflow="fold",
+        )
     for c in result.nodeClaims:
         table.add_row(
             c.name,

@@ -1,0 +1,192 @@
+"""``joiner plan`` over a running cluster's manifests, validated against its JSON Schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from joiner.cli.main import app
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = REPO / "examples" / "seed-spot"
+SCHEMA = json.loads((REPO / "docs" / "schemas" / "plan.schema.json").read_text())
+runner = CliRunner()
+
+CLUSTER = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  limits: {cpu: "64"}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
+        - {key: karpenter.k8s.aws/instance-generation, operator: Gte, values: ["5"]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: NodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: ip-10-0-0-1
+  labels:
+    karpenter.sh/nodepool: general
+    topology.kubernetes.io/zone: us-east-1a
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+    node.kubernetes.io/instance-type: m5.xlarge
+    kubernetes.io/hostname: ip-10-0-0-1
+status:
+  capacity: {cpu: "4", memory: 16Gi, pods: "58"}
+  allocatable: {cpu: 3920m, memory: 14Gi, pods: "58"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: ip-10-0-0-2
+  deletionTimestamp: "2026-11-29T10:00:00Z"
+  labels:
+    karpenter.sh/nodepool: general
+    topology.kubernetes.io/zone: us-east-1b
+    kubernetes.io/arch: amd64
+    kubernetes.io/hostname: ip-10-0-0-2
+status:
+  capacity: {cpu: "4", memory: 16Gi, pods: "58"}
+  allocatable: {cpu: 3920m, memory: 14Gi, pods: "58"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers: [{name: api, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api-running, namespace: shop, labels: {app: api}}
+spec:
+  nodeName: ip-10-0-0-1
+  containers: [{name: api, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api-evicting, namespace: shop, labels: {app: api}}
+spec:
+  nodeName: ip-10-0-0-2
+  containers: [{name: api, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu-job, namespace: ml}
+spec:
+  containers: [{name: train, resources: {requests: {cpu: "1", nvidia.com/gpu: "2"}}}]
+"""
+
+
+def _plan(tmp_path: Path, text: str, *extra: str):
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    return runner.invoke(app, ["plan", "-f", str(path), "-o", "json", *extra])
+
+
+def test_plan_reads_a_running_cluster(tmp_path):
+    result = _plan(tmp_path, CLUSTER)
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    jsonschema.validate(plan, SCHEMA)
+    placed = {p["pod"]: p["node"] for p in plan["placements"]}
+    new_pods = [p for c in plan["nodeClaims"] for p in c["pods"]]
+    # 4 replicas, 2 listed as Pods: 2 more named after the Deployment; the pod on the
+    # deleting node is demand too. The running node has room for 2 more 1-vCPU pods.
+    demand = {"shop/api-1", "shop/api-2", "shop/api-evicting"}
+    assert set(placed) | set(new_pods) == demand
+    assert set(placed.values()) == {"ip-10-0-0-1"}
+    assert "ip-10-0-0-2" not in placed.values()
+    (gpu,) = plan["unschedulable"]
+    assert gpu["pod"] == "ml/gpu-job"
+    assert "nvidia.com/gpu" in gpu["reason"] and "NodePool general" in gpu["reason"]
+    for claim in plan["nodeClaims"]:
+        assert (
+            claim["launch"]["instanceType"] == claim["instanceTypes"][0]
+            or claim["launch"]["instanceType"] in claim["instanceTypes"]
+        )
+        assert len(claim["instanceTypes"]) <= 60
+        assert claim["labels"]["karpenter.sh/nodepool"] == "general"
+        assert claim["labels"]["topology.kubernetes.io/zone"] == claim["launch"]["zone"]
+    assert plan["costPerHour"] == pytest.approx(
+        sum(c["launch"]["pricePerHour"] for c in plan["nodeClaims"])
+    )
+
+
+def test_limit_counts_existing_nodes(tmp_path):
+    text = CLUSTER.replace('limits: {cpu: "64"}', 'limits: {cpu: "9"}').replace(
+        "replicas: 4", "replicas: 12"
+    )
+    plan = json.loads(_plan(tmp_path, text).stdout)
+    # Two 4-vCPU nodes already count against cpu=9: new NodeClaims may add at most 1 vCPU of
+    # capacity, which no type has, so the overflow is unschedulable, naming the limit.
+    reasons = " ".join(u["reason"] for u in plan["unschedulable"])
+    assert not plan["nodeClaims"]
+    assert "limits leave no room" in reasons or "no instance type fits" in reasons
+
+
+def test_plan_table_and_seed(tmp_path):
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "-f",
+            str(SEED / "provisioner.yaml"),
+            "-f",
+            str(SEED / "awsnodetemplate.yaml"),
+            "-f",
+            str(SEED / "deployment.yaml"),
+        ],
+    )
+    assert result.exit_code == 0
+    assert "7 NodeClaims" in result.stdout and "c5.xlarge" in result.stdout
+
+
+def test_plan_with_scenario_uses_its_subnets():
+    result = runner.invoke(app, ["plan", "-f", str(SEED / "scenario.yaml"), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    jsonschema.validate(plan, SCHEMA)
+    assert {c["launch"]["zone"] for c in plan["nodeClaims"]} <= {"us-east-1a", "us-east-1b"}
+    assert not any("not known here" in w for w in plan["warnings"])
+
+
+def test_plan_bad_input_exits_2(tmp_path):
+    result = _plan(tmp_path, CLUSTER.replace("replicas: 4", "replicas: four"))
+    assert result.exit_code == 2
+    assert "Deployment/api: field spec.replicas" in " ".join(result.output.split())
+
+
+def test_min_values_policy_flag(tmp_path):
+    text = CLUSTER.replace(
+        "        - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}",
+        "        - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}\n"
+        "        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, c5.large], minValues: 2}",
+    ).replace('cpu: "1", memory: 1Gi', 'cpu: "1", memory: 5Gi')
+    strict = json.loads(_plan(tmp_path, text).stdout)
+    relaxed = json.loads(_plan(tmp_path, text, "--min-values-policy", "BestEffort").stdout)
+    assert any("minValues 2" in u["reason"] for u in strict["unschedulable"])
+    assert len(relaxed["nodeClaims"]) > len(strict["nodeClaims"])
