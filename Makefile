@@ -32,8 +32,10 @@ layers: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
+## Benchmarks print JSON: the simulation, then the scheduling ladder (1 to 20,000 pods).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/scheduling.py
 
 clean:
 	rm -rf $(VENV) joiner-out .pytest_cache .mypy_cache .ruff_cache

@@ -216,3 +216,23 @@ def test_pool_without_launchable_types_explains_itself():
     pool = make_nodepool(requirements=[Requirement.in_(labels.INSTANCE_TYPE, "x9.huge")])
     result = solve(make_pods(make_pod_template(), 1), pools=[NodePoolTemplate(pool, TYPES)])
     assert "has no instance type with an available offering" in (result.reason("p-000") or "")
+
+
+def test_tolerate_everything_daemonset_adds_overhead_on_tainted_pool():
+    pool = make_nodepool(taints=[Taint("dedicated", "NoSchedule", "gpu")])
+    everywhere = make_pod_template(600, GIB // 4, tolerations=[Toleration(operator="Exists")])
+    pod = make_pod_template(1500, GIB, tolerations=[Toleration("dedicated", "Exists")])
+    result = solve(
+        make_pods(pod, 1), pools=[NodePoolTemplate(pool, TYPES)], daemonsets=[everywhere]
+    )
+    assert result.new_nodeclaims[0].requests["cpu"] == 1500 + 600
+
+
+def test_daemonset_with_node_affinity_only_counts_where_it_runs():
+    arm_only = make_pod_template(1500, GIB // 4, node_selector={labels.ARCH: "arm64"})
+    result = solve(make_pods(make_pod_template(1000, GIB), 1), daemonsets=[arm_only])
+    claim = result.new_nodeclaims[0]
+    # On amd64 types the arm64 DaemonSet adds nothing; m5.large (2 vCPU) still fits.
+    assert claim.instance_types[0].name == "m5.large"
+    # The arm type would need 1000 + 1500 > 2000: it is not an option.
+    assert "m6g.large" not in [it.name for it in claim.instance_types]
