@@ -184,7 +184,8 @@ def test_min_values_policy_flag(tmp_path):
     text = CLUSTER.replace(
         "        - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}",
         "        - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}\n"
-        "        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, c5.large], minValues: 2}",
+        "        - {key: node.kubernetes.io/instance-type, operator: In,\n"
+        "           values: [m5.large, c5.large], minValues: 2}",
     ).replace('cpu: "1", memory: 1Gi', 'cpu: "1", memory: 5Gi')
     strict = json.loads(_plan(tmp_path, text).stdout)
     relaxed = json.loads(_plan(tmp_path, text, "--min-values-policy", "BestEffort").stdout)
