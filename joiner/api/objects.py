@@ -369,11 +369,18 @@ class StandalonePod:
     node_name: str | None = None
     owner: str | None = None
     annotations: tuple[tuple[str, str], ...] = ()
+    #: ``status.phase``; Succeeded and Failed pods hold no capacity and are no demand.
+    phase: str | None = None
 
     @property
     def key(self) -> str:
         """``namespace/name``."""
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        """Finished (Succeeded or Failed): ignored by planning and simulation."""
+        return self.phase in ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from joiner.api import labels, quantity
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import selects
-from joiner.api.objects import NodeClass, PodTemplate, SelectorTerm
+from joiner.api.objects import NodeClass, PodTemplate, SelectorTerm, Workload
 from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
@@ -107,6 +107,19 @@ def _cloud(
     )
 
 
+def _replica_names(w: Workload, missing: int, taken: set[str]) -> list[str]:
+    """Names for ``missing`` replicas not listed as Pods: a StatefulSet's free ordinals
+    (``db-2``), otherwise ``<name>-<n>`` for the lowest ``n`` not already a Pod's name."""
+    out: list[str] = []
+    n = 0 if w.kind == "StatefulSet" else 1
+    while len(out) < missing:
+        name = f"{w.namespace}/{w.name}-{n}"
+        if name not in taken:
+            out.append(name)
+        n += 1
+    return out
+
+
 def build_plan(
     m: ManifestSet,
     catalog: Catalog,
@@ -133,7 +146,8 @@ def build_plan(
     used: dict[str, quantity.Resources] = {name: {} for name in targets}
     daemon_used: dict[str, quantity.Resources] = {name: {} for name in targets}
     ds_owners = {f"DaemonSet/{d.name}" for d in m.daemonsets}
-    for p in m.pods:
+    live_pods = [p for p in m.pods if not p.terminal]
+    for p in live_pods:
         if p.node_name is None:
             pending.append(_Pending(p.key, p.key, p.template))
         elif p.node_name in targets:
@@ -150,14 +164,15 @@ def build_plan(
                 f"{p.source.file}: {p.source.ref}: runs on node {p.node_name!r}, which is not in "
                 "the manifests; its usage is ignored"
             )
+    taken = {p.key for p in m.pods}
     for w in m.workloads:
         listed = sum(
             1
-            for p in m.pods
+            for p in live_pods
             if p.namespace == w.namespace and selects(w.selector, dict(p.template.labels))
         )
-        for n in range(1, w.replicas - listed + 1):
-            name = f"{w.namespace}/{w.name}-{n}"
+        for name in _replica_names(w, w.replicas - listed, taken):
+            taken.add(name)
             pending.append(_Pending(name, name, w.template))
 
     existing = []
@@ -201,7 +216,7 @@ def build_plan(
             anti_affinity=p.template.pod_anti_affinity,
             host_ports=p.template.host_ports,
         )
-        for p in m.pods
+        for p in live_pods
         if p.node_name in targets
     )
     requests: list[PodRequest] = []

@@ -151,7 +151,11 @@ class SimulationRuntime:
         owners = {
             (w.namespace, f"{w.kind}/{w.name}") for w in (*m.workloads, *m.owned_workloads)
         } | {(d.namespace, f"DaemonSet/{d.name}") for d in m.daemonsets}
-        return [p for p in m.pods if p.owner is None or (p.namespace, p.owner) not in owners]
+        return [
+            p
+            for p in m.pods
+            if not p.terminal and (p.owner is None or (p.namespace, p.owner) not in owners)
+        ]
 
     def warnings(self) -> list[str]:
         """Load warnings, notes on what this run does not model, and dead configuration."""

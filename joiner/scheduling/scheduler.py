@@ -432,8 +432,9 @@ class _Solve:
         if candidates.size == 0:
             return False
         order = candidates[np.lexsort((candidates, index.pods[candidates]))]
+        scratch = replace(attempt, reasons=[])
         for i in order.tolist():
-            outcome = self._add(self.claims[i], attempt)
+            outcome = self._add(self.claims[i], scratch)
             if outcome is True:
                 return True
             if outcome is None:
@@ -446,9 +447,7 @@ class _Solve:
                 continue
             options = self._within_limits(pool)
             if options.size == 0:
-                attempt.reasons.append(
-                    f"NodePool {pool.name}: its limits leave no room for another node"
-                )
+                attempt.reasons.append(f"NodePool {pool.name}: {self._limit_reason(pool)}")
                 continue
             claim = _Claim(
                 pool=pool,
@@ -541,14 +540,28 @@ class _Solve:
             for narrowing in verdict.narrowings:
                 final = merged.add(*narrowing) if narrowing else merged
                 mask = pool.mask(final)
-                cand = claim.options[mask[claim.options]]
-                if cand.size:
-                    cand = cand[(pool.net[cand] >= need).all(axis=1)]
-                if cand.size == 0:
+                matching = claim.options[mask[claim.options]]
+                if matching.size == 0:
+                    wanted = term.add(*narrowing) if narrowing else term
                     reasons.append(
-                        f"NodePool {pool.name}: no instance type fits "
-                        f"{_describe_need(pool, need)} (plus DaemonSet overhead) with an "
-                        f"available offering for {final.describe()}"
+                        f"NodePool {pool.name}: no instance type with an available offering "
+                        f"satisfies {wanted.describe() or 'the pod'} together with the "
+                        f"NodePool's requirements ({pool.nodepool.requirements.describe()})"
+                    )
+                    continue
+                cand = matching[(pool.net[matching] >= need).all(axis=1)]
+                if cand.size == 0:
+                    what = _describe_need(pool, need)
+                    if claim.pods:
+                        what = f"{what} (this pod plus the NodeClaim's other pods)"
+                    elif claim.options.size < len(pool.types):
+                        what = (
+                            f"{what} (the NodePool's limits leave {claim.options.size} of its "
+                            f"{len(pool.types)} instance types)"
+                        )
+                    reasons.append(
+                        f"NodePool {pool.name}: none of the {matching.size} matching instance "
+                        f"types has room for {what} plus DaemonSet overhead"
                     )
                     continue
                 short = self._min_values_short(pool, final, cand)
@@ -637,6 +650,23 @@ class _Solve:
             elif v < 0:
                 keep[:] = False
         return all_idx[keep]
+
+    def _limit_reason(self, pool: PreparedPool) -> str:
+        limits = dict(pool.nodepool.limits)
+        if pool.remaining.get("nodes", 1) < 1:
+            return f"limit nodes={limits.get('nodes')} is reached"
+        for k, left in sorted(pool.remaining.items()):
+            if k == "nodes" or k not in pool.resources:
+                continue
+            smallest = int(pool.capacity[:, pool.resources.index(k)].min())
+            if left < smallest:
+                return (
+                    f"limit {quantity.format_resources({k: limits[k]})} leaves "
+                    f"{quantity.format_resources({k: max(left, 0)})}, less than the smallest "
+                    "instance type; existing nodes count fully and each new NodeClaim counts "
+                    "its largest option (Karpenter's pessimistic accounting)"
+                )
+        return "its limits leave no room for another node"
 
     def _subtract_max(self, pool: PreparedPool, options: IntArray) -> None:
         for k in list(pool.remaining):

@@ -65,6 +65,6 @@ def test_unschedulable_pods_stay_pending_with_reason(tmp_path):
     assert summary["nodes"] == []
     assert summary["pods"]["pending"] == 2
     (reason,) = summary["pods"]["unschedulableReasons"]
-    assert reason["pods"] == 2 and "no instance type fits" in reason["reason"]
+    assert reason["pods"] == 2 and "has room for cpu=64000m" in reason["reason"]
     # Censored waits: still pending at the end, counted with the wait so far.
     assert summary["pods"]["pendingSeconds"]["max"] == 600.0

@@ -505,15 +505,22 @@ def workload(doc: m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job, file: str
     """A Deployment, ReplicaSet, StatefulSet or Job as a fixed-size workload."""
     ns = _namespace(doc.metadata)
     spec = doc.spec
-    if isinstance(spec, m.JobSpec):
-        replicas = spec.parallelism
-        if spec.completions is not None:
-            replicas = min(replicas, spec.completions)
-        selector = Requirements()
+    tmpl_labels = dict(spec.template.metadata.labels)
+    if isinstance(doc, m.Job):
+        # A Job runs min(parallelism, completions left) pods until it completes or fails;
+        # its controller labels them job-name=<name>, which is how its pods are found.
+        done = any(
+            c.type in ("Complete", "Failed") and c.status == "True" for c in doc.status.conditions
+        )
+        replicas = 0 if done else doc.spec.parallelism
+        if doc.spec.completions is not None and not done:
+            replicas = max(0, min(replicas, doc.spec.completions - doc.status.succeeded))
+        tmpl_labels["job-name"] = doc.metadata.name
+        selector = Requirements.from_labels({"job-name": doc.metadata.name})
     else:
+        assert not isinstance(spec, m.JobSpec)
         replicas = spec.replicas
         selector = label_selector(spec.selector, "spec.selector")
-    tmpl_labels = spec.template.metadata.labels
     if not selector:
         selector = Requirements.from_labels(tmpl_labels)
     elif not selects(selector, tmpl_labels):
@@ -571,6 +578,7 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
         node_name=doc.spec.nodeName,
         owner=_owner(doc.metadata),
         annotations=tuple(sorted(doc.metadata.annotations.items())),
+        phase=doc.status.phase,
     )
 
 

@@ -258,6 +258,14 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
     if not kind:
         raise InputError("required field is missing", file=file, obj=where, field="kind")
     handler = HANDLERS.get((str(api_version), str(kind)))
+    if kind == "Scenario" and str(api_version).startswith("joiner.dev/"):
+        raise InputError(
+            "a Joiner Scenario cannot be mixed with manifests: give it on its own (it names "
+            "its manifests under spec.manifests)",
+            file=file,
+            obj=obj,
+            field="kind",
+        )
     if handler is None:
         group = str(api_version).rpartition("/")[0]
         known = sorted(v for v, k in HANDLERS if k == kind)

@@ -555,11 +555,16 @@ class PodTemplateSpec(Strict):
     spec: PodSpec
 
 
+class PodStatus(Model):
+    phase: str | None = None
+
+
 class Pod(Model):
     apiVersion: str
     kind: Literal["Pod"]
     metadata: Metadata
     spec: PodSpec
+    status: PodStatus = Field(default_factory=PodStatus)
 
 
 class ReplicatedSpec(Strict):
@@ -634,11 +639,22 @@ class JobSpec(Strict):
     managedBy: Any = None
 
 
+class JobCondition(Model):
+    type: str = ""
+    status: str = ""
+
+
+class JobStatus(Model):
+    succeeded: int = 0
+    conditions: list[JobCondition] = Field(default_factory=list)
+
+
 class Job(Model):
     apiVersion: str
     kind: Literal["Job"]
     metadata: Metadata
     spec: JobSpec
+    status: JobStatus = Field(default_factory=JobStatus)
 
 
 class JobTemplate(Strict):
