@@ -299,6 +299,7 @@ class NodeClass:
     #: Size of the root (ephemeral) volume in bytes; None means Karpenter's 20 GiB default.
     root_volume_bytes: int | None = None
     user_data: str | None = None
+    annotations: tuple[tuple[str, str], ...] = ()
 
 
 #: Workload kinds that keep a fixed number of pods running.

@@ -268,41 +268,51 @@ def plan(
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
     _print_warnings(result.warnings)
-    table = Table(title=f"Plan ({result.region}): {len(result.nodeClaims)} NodeClaims")
-    widest = {
-        "launch": max((len(c.launch.instanceType) for c in result.nodeClaims), default=6),
-        "zone": max((len(c.launch.zone) for c in result.nodeClaims), default=4),
-        "capacity": 9,
-    }
-    for col in ("NodeClaim", "NodePool", "launch", "zone", "capacity", "$/h", "pods", "options"):
-        # Instance types and zones are never cut; long names fold instead.
-        table.add_column(
-            col,
-            justify="right" if col in ("$/h", "pods", "options") else "left",
-            min_width=widest.get(col),
-            no_wrap=col in widest,
-            overflow="fold",
-        )
-    for c in result.nodeClaims:
-        table.add_row(
-            c.name,
-            c.nodePool,
-            c.launch.instanceType,
-            c.launch.zone,
-            c.launch.capacityType,
-            f"{c.launch.pricePerHour:.4f}",
-            str(len(c.pods)),
-            str(len(c.instanceTypes)),
-        )
-    out.print(table)
+    n = len(result.nodeClaims)
+    if n:
+        table = Table(title=f"Plan ({result.region}): {n} NodeClaim{'s' if n != 1 else ''}")
+        widest = {
+            "launch": max(len(c.launch.instanceType) for c in result.nodeClaims),
+            "zone": max(len(c.launch.zone) for c in result.nodeClaims),
+            "capacity": 9,
+        }
+        columns = ("NodeClaim", "NodePool", "launch", "zone", "capacity", "$/h", "pods", "options")
+        for col in columns:
+            # Instance types and zones are never cut; long names fold instead.
+            table.add_column(
+                col,
+                justify="right" if col in ("$/h", "pods", "options") else "left",
+                min_width=widest.get(col),
+                no_wrap=col in widest,
+                overflow="fold",
+            )
+        for c in result.nodeClaims:
+            table.add_row(
+                c.name,
+                c.nodePool,
+                c.launch.instanceType,
+                c.launch.zone,
+                c.launch.capacityType,
+                f"{c.launch.pricePerHour:.4f}",
+                str(len(c.pods)),
+                str(len(c.instanceTypes)),
+            )
+        out.print(table)
+    else:
+        out.print(f"Plan ({result.region}): no new NodeClaims")
     out.print(
         f"new capacity: [bold]${result.costPerHour:.4f}/h[/]; "
         f"{len(result.placements)} pods fit existing nodes; "
         f"{len(result.unschedulable)} unschedulable"
     )
+    grouped: dict[str, list[str]] = {}
     for u in result.unschedulable:
+        grouped.setdefault(u.reason, []).append(u.pod)
+    for reason, pods in grouped.items():
+        shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
         err.print(
-            f"[bold yellow]unschedulable:[/] {escape(u.pod)}: {escape(u.reason)}", soft_wrap=True
+            f"[bold yellow]unschedulable ({len(pods)}):[/] {escape(shown)}: {escape(reason)}",
+            soft_wrap=True,
         )
 
 

@@ -7,6 +7,7 @@ import random
 from collections.abc import Sequence
 
 from joiner.api.manifests import ManifestSet
+from joiner.api.manifests.to_v1 import PLACEHOLDER_ANNOTATION
 from joiner.api.objects import PodTemplate
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.instancetype import build_instance_types
@@ -87,4 +88,17 @@ def lint_manifests(
             ami_family=target.ami_family,
             root_volume_bytes=target.root_volume_bytes,
         )
+    for nc in m.nodeclasses:
+        placeholders = dict(nc.annotations).get(PLACEHOLDER_ANNOTATION)
+        if placeholders or (nc.role or "").startswith("PLACEHOLDER"):
+            warnings.append(
+                LintWarning(
+                    "placeholder",
+                    nc.source.file,
+                    nc.source.ref,
+                    f"metadata.annotations.{PLACEHOLDER_ANNOTATION}",
+                    f"holds values joiner convert filled in: {placeholders or 'spec.role'}",
+                    "Set the real values, then remove the annotation",
+                )
+            )
     return warnings + lint(m.nodepools, types_by_pool, pod_templates(m))

@@ -298,6 +298,13 @@ def build_plan(
                 pods=list(new.pods),
             )
         )
+    zones = {c.launch.zone for c in claims}
+    if len(claims) > 1 and len(zones) == 1:
+        warnings.append(
+            f"all {len(claims)} NodeClaims launch in {next(iter(zones))}: spot prices here are "
+            "regional, so zones tie on price and the first allowed zone wins; add a zonal "
+            "topology spread to the workloads to spread their nodes across zones"
+        )
     return Plan(
         region=region,
         nodeClaims=claims,

@@ -304,6 +304,7 @@ def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
             spec.blockDeviceMappings, family, "spec.blockDeviceMappings"
         ),
         user_data=spec.userData,
+        annotations=tuple(sorted(doc.metadata.annotations.items())),
     )
 
 
