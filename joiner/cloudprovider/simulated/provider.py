@@ -11,12 +11,20 @@ then instance-type name, then zone.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 
 from joiner.api import labels
 from joiner.api.clock import Clock
 from joiner.api.objects import NodeClass, SelectorTerm
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.events import (
+    REBALANCE_RECOMMENDATION,
+    SPOT_INTERRUPTION,
+    STATE_CHANGE,
+    CloudEvent,
+)
 from joiner.cloudprovider.instancetype import build_instance_types
 from joiner.cloudprovider.types import (
     CreateError,
@@ -69,8 +77,57 @@ def _filter_unwanted_spot(
     return [(it, o) for it, o in candidates if cheapest[it.name] <= cheapest_od]
 
 
+#: Karpenter's UnavailableOfferingsTTL: an interrupted or ICE'd offering is skipped this long.
+UNAVAILABLE_OFFERING_TTL_S = 180.0
+#: AWS's Spot interruption notice.
+NOTICE_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class RateOverride:
+    """An interruption rate per hour for the spot offerings that match every given field."""
+
+    rate_per_hour: float
+    instance_type: str | None = None
+    zone: str | None = None
+
+    def matches(self, instance_type: str, zone: str) -> bool:
+        return (self.instance_type in (None, instance_type)) and (self.zone in (None, zone))
+
+
+@dataclass(frozen=True, slots=True)
+class HazardModel:
+    """Spot reclaims: each spot instance is reclaimed after an exponential time with the
+    offering's hourly rate (Spot Advisor bucket) times ``multiplier``, or an override's rate.
+    With probability ``rebalance_probability`` a rebalance recommendation comes first, up to
+    ``rebalance_max_lead_s`` (15 min) before the reclaim; the 2-minute notice always comes.
+    """
+
+    multiplier: float = 1.0
+    overrides: tuple[RateOverride, ...] = ()
+    rebalance_probability: float = 0.5
+    rebalance_max_lead_s: float = 900.0
+
+    def rate(self, offering: Offering, instance_type: str) -> float:
+        for o in self.overrides:
+            if o.matches(instance_type, offering.zone):
+                return o.rate_per_hour
+        return offering.interruption_rate_per_hour * self.multiplier
+
+
+EventListener = Callable[[CloudEvent], None]
+ReclaimListener = Callable[[Instance], None]
+
+
 class SimulatedCloudProvider:
-    """CloudProvider over the packaged catalog; see the module docstring for launch rules."""
+    """CloudProvider over the packaged catalog; see the module docstring for launch rules.
+
+    It also plays EC2's Spot market: ``hazard`` schedules rebalance recommendations, 2-minute
+    notices and reclaims for each spot instance it launches (on ``clock``, drawing from
+    ``rng``), delivered to ``event_listeners``; a reclaimed instance is gone, and
+    ``reclaim_listeners`` hear of it. Offerings marked unavailable (ICE, interruption) are
+    skipped for ``UNAVAILABLE_OFFERING_TTL_S``.
+    """
 
     def __init__(
         self,
@@ -82,8 +139,15 @@ class SimulatedCloudProvider:
         subnets: Sequence[Subnet],
         security_groups: Sequence[SecurityGroup],
         node_classes: Sequence[NodeClass],
+        hazard: HazardModel | None = None,
+        hazard_rng: random.Random | None = None,
     ) -> None:
         self.catalog = catalog
+        self.hazard = hazard
+        self._hazard_rng = hazard_rng or random.Random(0)
+        self.event_listeners: list[EventListener] = []
+        self.reclaim_listeners: list[ReclaimListener] = []
+        self._unavailable: dict[tuple[str, str, str], float] = {}
         self.region = region
         self._clock = clock
         self._rng = rng
@@ -137,7 +201,38 @@ class SimulatedCloudProvider:
     # -- CloudProvider -------------------------------------------------------------------
 
     def get_instance_types(self, node_class: str) -> list[InstanceType]:
-        """Every catalog type offered in the region, with offerings in the NodeClass's zones."""
+        """Every catalog type offered in the region, with offerings in the NodeClass's zones;
+        offerings marked unavailable (ICE, recent interruption) have ``available=False``."""
+        types = self._base_types(node_class)
+        now = self._clock.now()
+        marked = {k for k, until in self._unavailable.items() if until > now}
+        if not marked:
+            return types
+        names = {k[0] for k in marked}
+        out = []
+        for it in types:
+            if it.name not in names:
+                out.append(it)
+                continue
+            offerings = tuple(
+                replace(o, available=False) if (it.name, o.zone, o.capacity_type) in marked else o
+                for o in it.offerings
+            )
+            out.append(replace(it, offerings=offerings))
+        return out
+
+    def mark_unavailable(
+        self,
+        instance_type: str,
+        zone: str,
+        capacity_type: str,
+        ttl_s: float = UNAVAILABLE_OFFERING_TTL_S,
+    ) -> None:
+        """Skip this offering for ``ttl_s`` (Karpenter's unavailable-offerings cache)."""
+        key = (instance_type, zone, capacity_type)
+        self._unavailable[key] = max(self._unavailable.get(key, 0.0), self._clock.now() + ttl_s)
+
+    def _base_types(self, node_class: str) -> list[InstanceType]:
         cached = self._types.get(node_class)
         if cached is not None:
             return cached
@@ -210,7 +305,77 @@ class SimulatedCloudProvider:
             tags=(*nc.tags, *request.tags),
         )
         self._instances[instance.provider_id] = instance
+        if offering.capacity_type == labels.CAPACITY_TYPE_SPOT and self.hazard is not None:
+            self._schedule_reclaim(instance)
         return instance
+
+    # -- the Spot market ------------------------------------------------------------------
+
+    def _schedule_reclaim(self, instance: Instance) -> None:
+        assert self.hazard is not None
+        rng = self._hazard_rng
+        rate = self.hazard.rate(instance.offering, instance.instance_type.name)
+        # Draw all three numbers whatever the rate, so one instance's draws never depend on
+        # another's rate.
+        hours = rng.expovariate(1.0) / rate if rate > 0 else float("inf")
+        with_rebalance = rng.random() < self.hazard.rebalance_probability
+        lead = rng.uniform(0.0, self.hazard.rebalance_max_lead_s)
+        if hours == float("inf"):
+            return
+        reclaim_at = self._clock.now() + hours * 3600.0
+        iid = instance.instance_id
+        if with_rebalance:
+            self._clock.after(
+                max(0.0, reclaim_at - lead - self._clock.now()),
+                partial(
+                    self._emit, CloudEvent(REBALANCE_RECOMMENDATION, (iid,), f"rebalance-{iid}")
+                ),
+                label="rebalance",
+            )
+        self._clock.after(
+            max(0.0, reclaim_at - NOTICE_S - self._clock.now()),
+            partial(
+                self._emit,
+                CloudEvent(SPOT_INTERRUPTION, (iid,), f"itn-{iid}", action="terminate"),
+            ),
+            label="spot-notice",
+        )
+        self._clock.after(
+            max(NOTICE_S, reclaim_at - self._clock.now()),
+            partial(self.reclaim, instance.provider_id),
+            label="reclaim",
+        )
+
+    def inject(self, event: CloudEvent) -> None:
+        """Deliver an event now (a captured EventBridge message, or a test)."""
+        self._emit(event)
+
+    def _emit(self, event: CloudEvent) -> None:
+        if not any(inst.instance_id in event.instance_ids for inst in self._instances.values()):
+            return  # the instance is already gone
+        for listener in self.event_listeners:
+            listener(event)
+
+    def reclaim(self, provider_id: str) -> None:
+        """EC2 takes the instance back: it is gone now, whatever ran on it."""
+        instance = self._instances.pop(provider_id, None)
+        if instance is None:
+            return
+        for reclaimed in self.reclaim_listeners:
+            reclaimed(instance)
+        for heard in self.event_listeners:
+            heard(
+                CloudEvent(
+                    STATE_CHANGE,
+                    (instance.instance_id,),
+                    f"terminated-{instance.instance_id}",
+                    state="terminated",
+                )
+            )
+
+    def instance_by_id(self, instance_id: str) -> Instance | None:
+        """The running instance with this EC2 id, if any."""
+        return next((i for i in self._instances.values() if i.instance_id == instance_id), None)
 
     def delete(self, provider_id: str) -> None:
         """Terminate; raises ``NodeClaimNotFoundError`` once the instance is gone."""

@@ -1,0 +1,115 @@
+"""Cloud events that can end an instance, and the EventBridge messages that carry them.
+
+The kinds Karpenter's interruption controller reads from its SQS queue (aws-semantics §1.7):
+Spot Instance Interruption Warning, Instance Rebalance Recommendation, AWS Health scheduled
+change (service EC2, category scheduledChange), and instance state changes (stopping,
+stopped, shutting-down, terminated). ``parse_message`` accepts the EventBridge envelope as
+delivered to SQS, or an SQS message whose ``Body`` holds it, so a captured message can be
+fed to the simulation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from joiner.api.errors import InputError
+
+SPOT_INTERRUPTION = "spotInterruption"
+REBALANCE_RECOMMENDATION = "rebalanceRecommendation"
+SCHEDULED_CHANGE = "scheduledChange"
+STATE_CHANGE = "stateChange"
+
+#: State changes that end an instance (others, such as "running", are ignored).
+ENDING_STATES = ("stopping", "stopped", "shutting-down", "terminated")
+
+
+@dataclass(frozen=True, slots=True)
+class CloudEvent:
+    """One event about one or more instances.
+
+    Attributes:
+        kind: one of the module constants.
+        instance_ids: EC2 instance ids it concerns.
+        event_id: the EventBridge ``id`` (or a generated one).
+        state: for state changes, the new state.
+        action: for spot interruptions, ``terminate``, ``stop`` or ``hibernate``.
+    """
+
+    kind: str
+    instance_ids: tuple[str, ...]
+    event_id: str = ""
+    state: str | None = None
+    action: str | None = None
+
+
+def _need(doc: dict[str, Any], key: str, where: str) -> Any:
+    if key not in doc:
+        raise InputError(f"EventBridge message has no {key!r}", field=where + key)
+    return doc[key]
+
+
+def parse_message(raw: str | dict[str, Any], *, file: str | None = None) -> CloudEvent | None:
+    """Parse one EventBridge event (or an SQS message wrapping it in ``Body``).
+
+    Returns None for events Joiner ignores (unknown types, non-EC2 health events, states
+    that do not end an instance), as Karpenter does.
+
+    Raises:
+        InputError: not JSON, or a known event type missing a field it needs.
+    """
+    try:
+        doc = json.loads(raw) if isinstance(raw, str) else raw
+        if isinstance(doc, dict) and "Body" in doc and "detail-type" not in doc:
+            body = doc["Body"]
+            doc = json.loads(body) if isinstance(body, str) else body
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise InputError(f"not a JSON EventBridge message: {exc}", file=file) from exc
+    if not isinstance(doc, dict):
+        raise InputError("an EventBridge message must be a JSON object", file=file)
+    try:
+        detail_type = _need(doc, "detail-type", "")
+        source = _need(doc, "source", "")
+        detail = _need(doc, "detail", "")
+        if not isinstance(detail, dict):
+            raise InputError("'detail' must be an object", field="detail")
+        event_id = str(doc.get("id", ""))
+        if source == "aws.ec2" and detail_type == "EC2 Spot Instance Interruption Warning":
+            return CloudEvent(
+                SPOT_INTERRUPTION,
+                (str(_need(detail, "instance-id", "detail.")),),
+                event_id,
+                action=str(detail.get("instance-action", "terminate")),
+            )
+        if source == "aws.ec2" and detail_type == "EC2 Instance Rebalance Recommendation":
+            return CloudEvent(
+                REBALANCE_RECOMMENDATION, (str(_need(detail, "instance-id", "detail.")),), event_id
+            )
+        if source == "aws.ec2" and detail_type == "EC2 Instance State-change Notification":
+            state = str(_need(detail, "state", "detail."))
+            if state not in ENDING_STATES:
+                return None
+            return CloudEvent(
+                STATE_CHANGE, (str(_need(detail, "instance-id", "detail.")),), event_id, state=state
+            )
+        if source == "aws.health" and detail_type == "AWS Health Event":
+            if (
+                detail.get("service") != "EC2"
+                or detail.get("eventTypeCategory") != "scheduledChange"
+            ):
+                return None
+            entities = detail.get("affectedEntities") or []
+            ids = tuple(
+                str(e["entityValue"])
+                for e in entities
+                if isinstance(e, dict) and "entityValue" in e
+            )
+            if not ids:
+                raise InputError(
+                    "a scheduled change lists no affected instance", field="detail.affectedEntities"
+                )
+            return CloudEvent(SCHEDULED_CHANGE, ids, event_id)
+    except InputError as exc:
+        raise exc.located(file=file) from exc
+    return None
