@@ -108,6 +108,30 @@ class SummaryProvisioning(_Out):
     launchFailures: int = Field(ge=0)
 
 
+class TimelineEntry(_Out):
+    atSeconds: float = Field(ge=0)
+    kind: str
+    node: str | None
+    pod: str | None
+    detail: str
+
+
+class LeadTime(_Out):
+    p50: float | None
+    min: float | None
+
+
+class Interruptions(_Out):
+    count: int = Field(ge=0, description="Nodes that received an interruption event")
+    byKind: dict[str, int]
+    podsRescheduledBeforeReclaim: int = Field(ge=0)
+    podsLost: int = Field(ge=0)
+    pdbViolations: int = Field(ge=0)
+    replacementLeadTimeSeconds: LeadTime = Field(
+        description="Reclaim deadline minus replacement Ready time; positive is in time"
+    )
+
+
 class SimulationSummary(_Out):
     """``summary.json`` written by ``joiner simulate``."""
 
@@ -121,4 +145,6 @@ class SimulationSummary(_Out):
     cost: SummaryCost
     pods: SummaryPods
     provisioning: SummaryProvisioning
+    interruptions: Interruptions
+    timeline: list[TimelineEntry]
     warnings: list[str]

@@ -16,13 +16,20 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from joiner.api import timeline
+from joiner.api.labels import DO_NOT_DISRUPT
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.types import Instance
+from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.controllers.termination.controller import Terminator
+from joiner.controllers.termination.pdb import violated
 from joiner.operator.lint import lint_manifests
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
@@ -30,8 +37,9 @@ from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary
 from joiner.sim.scenario import Scenario
+from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import DeploymentController, PodFactory
-from joiner.state.cluster import ClusterState
+from joiner.state.cluster import ClusterState, NodeClaim, Pod
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +69,13 @@ class SimulationRuntime:
         self.rng_cloud = random.Random(root.getrandbits(64))
         self.rng_names = random.Random(root.getrandbits(64))
         self.rng_boot = random.Random(root.getrandbits(64))
+        self.rng_hazard = random.Random(root.getrandbits(64))
+        self.timeline = SimTimeline(self.clock)
         self.state = ClusterState()
         m = scenario.manifests
         self.state.nodepools = {p.name: p for p in m.nodepools}
         self.state.daemonsets = {f"{d.namespace}/{d.name}": d.template for d in m.daemonsets}
+        self.state.pdbs = list(m.pdbs)
         self._volume_warnings: list[str] = []
         for source, template in [
             *((w.source, w.template) for w in m.workloads),
@@ -87,6 +98,8 @@ class SimulationRuntime:
             subnets=scenario.subnets,
             security_groups=scenario.security_groups,
             node_classes=m.nodeclasses,
+            hazard=scenario.hazard,
+            hazard_rng=self.rng_hazard,
         )
         self.lifecycle = Lifecycle(self.state, self.cloud, self.clock, scenario.region)
         self.provisioner = Provisioner(
@@ -103,11 +116,29 @@ class SimulationRuntime:
         self.kubelet = KubeletModel(
             self.state, self.clock, self.rng_boot, self.lifecycle, self.pods
         )
+        self.terminator = Terminator(self.state, self.cloud, self.clock, self.timeline)
+        self.interruption = InterruptionController(
+            self.state,
+            self.cloud,
+            self.clock,
+            self.timeline,
+            self.terminator,
+            self.batcher.trigger,
+            scenario.interruption,
+        )
         self.pods.on_created.append(self._pod_created)
-        self.kubelet.on_ready.append(lambda _claim: self.kube_scheduler.kick())
+        self.kubelet.on_ready.append(self._node_ready)
         self.lifecycle.deleted_listeners.append(lambda _claim: self.batcher.trigger())
+        self.lifecycle.launch_listeners.append(self._launched)
+        self.cloud.event_listeners.append(self.interruption.handle)
+        self.cloud.reclaim_listeners.append(self._reclaimed)
+        self.terminator.on_evicted.append(self._gone)
+        self.kube_scheduler.on_bound.append(self._bound)
         self._retry_scheduled = False
         self.deployments = self._deployments()
+        self._by_owner = {d.key: d for d in self.deployments}
+        self._violated: set[str] = set()
+        self.pdb_violations = 0
 
     def _deployments(self) -> list[DeploymentController]:
         by_key = {w.deployment: w for w in self.scenario.workloads}
@@ -123,9 +154,76 @@ class SimulationRuntime:
                     self.pods,
                     replicas=w.replicas if w is not None and w.trace is None else d.replicas,
                     trace=w.trace if w is not None else None,
+                    do_not_disrupt=dict(d.annotations).get(DO_NOT_DISRUPT) == "true",
                 )
             )
         return out
+
+    # -- interruption plumbing -----------------------------------------------------------
+
+    def _launched(self, claim: NodeClaim) -> None:
+        for node in claim.replaces:
+            self.timeline.record(
+                timeline.REPLACEMENT_LAUNCHED,
+                node=node,
+                detail=claim.name,
+            )
+
+    def _node_ready(self, claim: NodeClaim) -> None:
+        for node in claim.replaces:
+            self.timeline.record(timeline.REPLACEMENT_READY, node=node, detail=claim.name)
+        self.interruption.node_ready()
+        self.kube_scheduler.kick()
+
+    def _bound(self, pod: Pod) -> None:
+        if pod.replaces is not None:
+            self.timeline.record(
+                timeline.POD_REBOUND,
+                node=pod.node_name,
+                pod=f"{pod.namespace}/{pod.name}",
+                detail=f"replaces {self.state.pods[pod.replaces].name}",
+            )
+
+    def _gone(self, pod: Pod) -> None:
+        """A pod was evicted or lost: its controller replaces it; budgets are checked."""
+        controller = self._by_owner.get(pod.owner)
+        if controller is not None:
+            controller.replace(pod)
+        self._check_pdbs()
+
+    def _check_pdbs(self) -> None:
+        now_violated = {f"{p.namespace}/{p.name}" for p in violated(self.state)}
+        self.pdb_violations += len(now_violated - self._violated)
+        self._violated = now_violated
+
+    def _reclaimed(self, instance: Instance) -> None:
+        """EC2 took the instance: the node is gone and whatever ran there is lost."""
+        now = self.clock.now()
+        claim = next(
+            (
+                c
+                for c in self.state.nodeclaims.values()
+                if c.instance is not None and c.instance.provider_id == instance.provider_id
+            ),
+            None,
+        )
+        if claim is None or claim.deleted_at_s is not None:
+            return
+        node = self.state.node_of_claim(claim)
+        name = node.name if node is not None else claim.name
+        self.timeline.record(timeline.RECLAIMED, node=name)
+        claim.deleted_at_s = now
+        if node is None:
+            return
+        node.deleted_at_s = now
+        for pod in self.state.pods_on(node.name):
+            pod.deleted_at_s = now
+            if pod.daemon:
+                continue
+            pod.lost = True
+            self.timeline.record(timeline.POD_LOST, node=name, pod=f"{pod.namespace}/{pod.name}")
+            self._gone(pod)
+        self.batcher.trigger()
 
     def _pod_created(self, pod: Any) -> None:
         if pod.daemon:
@@ -205,6 +303,8 @@ class SimulationRuntime:
             self.pods.create(f"{pod.namespace}/{pod.name}", pod.template)
         for d in self.deployments:
             d.start(self.scenario.duration_s)
+        for at_s, event in self.scenario.events:
+            self.clock.at(at_s, partial(self.cloud.inject, event), label="captured-event")
         self.clock.run_until(self.scenario.duration_s, progress=progress)
         summary = build_summary(
             name=self.scenario.name,
@@ -214,6 +314,8 @@ class SimulationRuntime:
             state=self.state,
             catalog=self.catalog,
             warnings=warnings,
+            timeline=self.timeline.entries,
+            pdb_violations=self.pdb_violations,
             provisioning={
                 "passes": self.provisioner.stats.passes,
                 "nodeClaimsCreated": self.provisioner.stats.nodeclaims_created,

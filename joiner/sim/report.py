@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
+from joiner.api import timeline as tl
 from joiner.cloudprovider.catalog import Catalog
+from joiner.sim.timeline import Entry
 from joiner.state.cluster import ClusterState
 
 SCHEMA_VERSION = "joiner.dev/v1alpha1"
@@ -40,6 +43,8 @@ def build_summary(
     catalog: Catalog,
     warnings: list[str],
     provisioning: dict[str, int],
+    timeline: Sequence[Entry] = (),
+    pdb_violations: int = 0,
 ) -> dict[str, Any]:
     """The ``summary.json`` document for one run ending at ``duration_s``."""
     nodes = []
@@ -126,5 +131,72 @@ def build_summary(
             ],
         },
         "provisioning": provisioning,
+        "interruptions": interruptions(state, timeline, pdb_violations),
+        "timeline": [
+            {
+                "atSeconds": _r(e.at_s, 3),
+                "kind": e.kind,
+                "node": e.node,
+                "pod": e.pod,
+                "detail": e.detail,
+            }
+            for e in timeline
+        ],
         "warnings": warnings,
+    }
+
+
+_EVENT_KINDS = (tl.NOTICE, tl.REBALANCE, tl.SCHEDULED_CHANGE, tl.STATE_CHANGE)
+
+
+def interruptions(
+    state: ClusterState, timeline: Sequence[Entry], pdb_violations: int
+) -> dict[str, Any]:
+    """Interruption figures derived from the timeline.
+
+    ``count`` is the number of nodes that received an interruption event; lead time is the
+    node's reclaim deadline (notice + 2 min) minus the time its replacement was Ready (the
+    latest replacement NodeClaim that became Ready before the deadline, or the notice itself
+    when the pods fit existing capacity); positive means in time.
+    """
+    by_kind: Counter[str] = Counter()
+    hit: set[str] = set()
+    notice: dict[str, float] = {}
+    ready: dict[str, float] = {}
+    reclaimed: dict[str, float] = {}
+    for e in timeline:
+        if e.kind in _EVENT_KINDS and not (e.kind == tl.STATE_CHANGE and e.detail == "terminated"):
+            by_kind[e.kind] += 1
+            if e.node:
+                hit.add(e.node)
+        if e.kind == tl.NOTICE and e.node and e.node not in notice:
+            notice[e.node] = e.at_s
+        if e.kind == tl.REPLACEMENT_READY and e.node:
+            ready[e.node] = max(ready.get(e.node, 0.0), e.at_s)
+        if e.kind == tl.RECLAIMED and e.node:
+            reclaimed[e.node] = e.at_s
+    leads = []
+    for node, at in notice.items():
+        deadline = at + 120.0
+        leads.append(deadline - ready.get(node, at))
+    moved = 0
+    for p in state.pods.values():
+        if p.replaces is None or p.bound_at_s is None:
+            continue
+        old = state.pods.get(p.replaces)
+        if old is None or old.lost or old.node_name not in hit:
+            continue
+        gone_at = reclaimed.get(old.node_name)
+        if gone_at is None or p.bound_at_s <= gone_at:
+            moved += 1
+    return {
+        "count": len(hit),
+        "byKind": dict(sorted(by_kind.items())),
+        "podsRescheduledBeforeReclaim": moved,
+        "podsLost": sum(1 for p in state.pods.values() if p.lost and not p.daemon),
+        "pdbViolations": pdb_violations,
+        "replacementLeadTimeSeconds": {
+            "p50": _r(percentile(leads, 0.5), 3) if leads else None,
+            "min": _r(min(leads), 3) if leads else None,
+        },
     }

@@ -8,7 +8,7 @@ names (paths relative to the scenario file) and the traces, and checks cross-ref
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,9 +18,12 @@ from joiner.api import durations
 from joiner.api.errors import InputError
 from joiner.api.manifests import ManifestSet, load_files
 from joiner.api.manifests.models import MAX_REPLICAS
-from joiner.api.manifests.yamlio import read_documents
+from joiner.api.manifests.yamlio import read_documents, read_text
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.events import CloudEvent, parse_message
+from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
 from joiner.cloudprovider.types import SecurityGroup, Subnet
+from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.sim.workloads import Trace, load_trace
 
 API_VERSION = "joiner.dev/v1alpha1"
@@ -46,11 +49,44 @@ class SecurityGroupSpec(_Strict):
     tags: dict[str, str] = Field(default_factory=dict)
 
 
+class RateSpec(_Strict):
+    """A reclaim rate for spot offerings of one instance type and/or zone."""
+
+    ratePerHour: float = Field(ge=0, le=1e6, allow_inf_nan=False)
+    instanceType: str | None = None
+    zone: str | None = None
+
+
+class EventSpec(_Strict):
+    """A captured EventBridge message (JSON file) delivered at ``at``."""
+
+    at: str = Field(description="Go duration from the start of the run")
+    file: str = Field(min_length=1)
+
+
 class CloudSpec(_Strict):
     """The simulated cloud. Without ``subnets``: one subnet per zone (``subnet-<zone>``)."""
 
     subnets: list[SubnetSpec] | None = None
     securityGroups: list[SecurityGroupSpec] | None = None
+    interruptionRateMultiplier: float = Field(
+        default=1.0,
+        ge=0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="Scales every spot offering's reclaim hazard (Spot Advisor bucket)",
+    )
+    interruptionRates: list[RateSpec] = Field(
+        default_factory=list,
+        description="Per instance type and/or zone reclaim rates; the first match wins",
+    )
+    rebalanceProbability: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Chance a reclaim is preceded by a rebalance recommendation",
+    )
 
 
 class TraceSpec(_Strict):
@@ -79,6 +115,12 @@ class ScenarioSpec(_Strict):
     manifests: list[str] = Field(min_length=1, description="Paths relative to this file")
     cloud: CloudSpec = Field(default_factory=CloudSpec)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
+    interruption: dict[str, Any] | None = Field(
+        default=None,
+        description="NTH Helm values (with or without the aws-node-termination-handler "
+        "wrapper), or {file: path} to a values file; absent: Karpenter's behaviour",
+    )
+    events: list[EventSpec] = Field(default_factory=list)
 
 
 class ScenarioMetadata(_Strict):
@@ -116,6 +158,10 @@ class Scenario:
     subnets: tuple[Subnet, ...]
     security_groups: tuple[SecurityGroup, ...]
     workloads: tuple[Workload, ...]
+    hazard: HazardModel = field(default_factory=HazardModel)
+    interruption: InterruptionSettings = field(default_factory=InterruptionSettings)
+    #: (time in seconds, event) for captured messages.
+    events: tuple[tuple[float, CloudEvent], ...] = ()
 
 
 def json_schema() -> dict[str, Any]:
@@ -274,6 +320,35 @@ def load_scenario(
 
     if check_selectors:
         _check_node_classes(manifests, subnets, groups)
+    interruption = _interruption(spec, base, file, obj)
+    events: list[tuple[float, CloudEvent]] = []
+    for i, e in enumerate(spec.events):
+        try:
+            at = durations.parse_required_seconds(e.at, field=f"spec.events[{i}].at")
+        except InputError as exc:
+            raise exc.located(file=file, obj=obj) from exc
+        text = read_text(base / e.file, what="event message")
+        try:
+            event = parse_message(text, file=str(base / e.file))
+        except InputError as exc:
+            raise InputError(
+                f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"spec.events[{i}].file"
+            ) from exc
+        if event is None:
+            raise fail(
+                "this EventBridge message is not one Joiner acts on (spot interruption, "
+                "rebalance recommendation, scheduled change, ending state change)",
+                f"spec.events[{i}].file",
+            )
+        events.append((at, event))
+    hazard = HazardModel(
+        multiplier=spec.cloud.interruptionRateMultiplier,
+        overrides=tuple(
+            RateOverride(r.ratePerHour, r.instanceType, r.zone)
+            for r in spec.cloud.interruptionRates
+        ),
+        rebalance_probability=spec.cloud.rebalanceProbability,
+    )
     return Scenario(
         name=doc.metadata.name,
         file=file,
@@ -284,7 +359,26 @@ def load_scenario(
         subnets=subnets,
         security_groups=groups,
         workloads=tuple(workloads),
+        hazard=hazard,
+        interruption=interruption,
+        events=tuple(events),
     )
+
+
+def _interruption(spec: ScenarioSpec, base: Path, file: str, obj: str) -> InterruptionSettings:
+    values = spec.interruption
+    if values is None:
+        return InterruptionSettings()
+    if set(values) == {"file"}:
+        path = base / str(values["file"])
+        docs = read_documents(path)
+        if len(docs) != 1:
+            raise InputError("expected one YAML document of NTH values", file=str(path))
+        return InterruptionSettings.from_helm_values(docs[0], file=str(path))
+    try:
+        return InterruptionSettings.from_helm_values(values, field="spec.interruption")
+    except InputError as exc:
+        raise exc.located(file=file, obj=obj) from exc
 
 
 def _check_node_classes(

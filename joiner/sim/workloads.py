@@ -139,6 +139,7 @@ class DeploymentController:
         replicas: int = 0,
         trace: Trace | None = None,
         on_deleted: Callable[[Pod], None] | None = None,
+        do_not_disrupt: bool = False,
     ) -> None:
         self.key = key
         self._template = template
@@ -148,6 +149,8 @@ class DeploymentController:
         self._fixed = replicas
         self._trace = trace
         self._on_deleted = on_deleted
+        self._do_not_disrupt = do_not_disrupt
+        self._minute = 0
 
     def start(self, duration_s: float) -> None:
         """Create the initial pods; with a trace, re-evaluate at every minute of the run
@@ -172,11 +175,26 @@ class DeploymentController:
     def _live(self) -> list[Pod]:
         return [p for p in self._state.live_pods() if p.owner == self.key and not p.daemon]
 
+    def replace(self, gone: Pod) -> Pod | None:
+        """A pod of ours was evicted or lost: make its replacement if we are below the
+        desired count (the ReplicaSet controller's job)."""
+        if len(self._live()) >= self.desired(self._minute):
+            return None
+        pod = self._create()
+        pod.replaces = gone.uid
+        return pod
+
+    def _create(self) -> Pod:
+        pod = self._pods.create(self.key, self._template)
+        pod.do_not_disrupt = self._do_not_disrupt
+        return pod
+
     def _reconcile(self, minute: int) -> None:
+        self._minute = minute
         live = self._live()
         want = self.desired(minute)
         for _ in range(want - len(live)):
-            self._pods.create(self.key, self._template)
+            self._create()
         if len(live) > want:
             victims = sorted(live, key=lambda p: (p.node_name is not None, -p.order))
             for pod in victims[: len(live) - want]:

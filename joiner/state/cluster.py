@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from joiner.api import labels, quantity
-from joiner.api.objects import NodePool, PodTemplate, Taint
+from joiner.api.objects import NodePool, PodDisruptionBudget, PodTemplate, Taint
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import Instance, InstanceType
@@ -32,6 +32,11 @@ class Pod:
     deleted_at_s: float | None = None
     daemon: bool = False
     lost: bool = False
+    evicted: bool = False
+    #: ``karpenter.sh/do-not-disrupt: "true"``: drains wait for it until the deadline.
+    do_not_disrupt: bool = False
+    #: The pod this one replaces (its controller made it after an eviction or a loss).
+    replaces: str | None = None
     #: The reason the last provisioning pass gave for not placing it, if any.
     unschedulable_reason: str | None = None
 
@@ -64,6 +69,8 @@ class NodeClaim:
     node_name: str | None = None
     #: Pod uids the scheduler placed here when it was created (Karpenter nominations).
     nominated: tuple[str, ...] = ()
+    #: Nodes being disrupted whose pods this NodeClaim was launched for.
+    replaces: tuple[str, ...] = ()
 
 
 @dataclass
@@ -79,6 +86,11 @@ class Node:
     created_at_s: float
     ready: bool = False
     deleted_at_s: float | None = None
+    #: Marked for deletion (interruption, disruption): not a target, and its pods are demand.
+    deleting: bool = False
+    #: When the node will be gone whatever happens (a Spot reclaim), if known.
+    deadline_s: float | None = None
+    draining: bool = False
 
 
 @dataclass
@@ -92,6 +104,7 @@ class ClusterState:
     daemonsets: dict[str, PodTemplate] = field(default_factory=dict)
     #: Node requirements each pod template's volumes impose (alternatives; absent: none).
     volume_terms: dict[PodTemplate, tuple[Requirements, ...]] = field(default_factory=dict)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
 
     def live_pods(self) -> Iterator[Pod]:
         """Pods not deleted, by creation order."""
@@ -119,8 +132,17 @@ class ClusterState:
         return [c for _, c in sorted(self.nodeclaims.items()) if c.deleted_at_s is None]
 
     def ready_nodes(self) -> list[Node]:
-        """Ready, undeleted nodes by name."""
-        return [n for _, n in sorted(self.nodes.items()) if n.ready and n.deleted_at_s is None]
+        """Ready, undeleted, schedulable (not marked for deletion) nodes by name."""
+        return [
+            n
+            for _, n in sorted(self.nodes.items())
+            if n.ready and n.deleted_at_s is None and not n.deleting
+        ]
+
+    def node_of_claim(self, claim: NodeClaim) -> Node | None:
+        """The NodeClaim's node, if registered and not deleted."""
+        node = self.nodes.get(claim.node_name) if claim.node_name else None
+        return node if node is not None and node.deleted_at_s is None else None
 
     def nodepool_usage(self, nodepool: str) -> Resources:
         """Capacity of the pool's live NodeClaims, plus ``nodes`` (Karpenter status.resources).

@@ -347,7 +347,16 @@ class SimulatedCloudProvider:
         )
 
     def inject(self, event: CloudEvent) -> None:
-        """Deliver an event now (a captured EventBridge message, or a test)."""
+        """Deliver an event now (a captured EventBridge message, or a test). A Spot
+        interruption warning means EC2 reclaims the instance 2 minutes later, so that is
+        scheduled too, as the hazard model does."""
+        if event.kind == SPOT_INTERRUPTION and event.action in (None, "terminate"):
+            for iid in event.instance_ids:
+                inst = self.instance_by_id(iid)
+                if inst is not None:
+                    self._clock.after(
+                        NOTICE_S, partial(self.reclaim, inst.provider_id), label="reclaim"
+                    )
         self._emit(event)
 
     def _emit(self, event: CloudEvent) -> None:

@@ -71,6 +71,18 @@ class Provisioner:
         self.stats.passes += 1
         existing, bound = self._existing_nodes()
         pending = self._state.pending_pods()
+        # Karpenter: pods on nodes being deleted are demand, so their replacement launches
+        # before the drain finishes.
+        moving = {
+            p.uid: node.name
+            for node in self._state.nodes.values()
+            if node.deleting and node.deleted_at_s is None
+            for p in self._state.pods_on(node.name)
+            if not p.daemon
+        }
+        pending = pending + [
+            self._state.pods[uid] for uid in sorted(moving, key=lambda u: self._state.pods[u].order)
+        ]
         if not pending:
             return
         templates = self._templates()
@@ -118,6 +130,7 @@ class Provisioner:
                 instance_type_options=new.instance_types,
                 created_at_s=self._clock.now(),
                 nominated=new.pods,
+                replaces=tuple(sorted({moving[u] for u in new.pods if u in moving})),
             )
             self._state.nodeclaims[claim.name] = claim
             self.stats.nodeclaims_created += 1
@@ -144,7 +157,7 @@ class Provisioner:
             if claim.instance is None:
                 continue
             node = self._state.nodes.get(claim.node_name) if claim.node_name else None
-            if node is not None and node.deleted_at_s is not None:
+            if node is not None and (node.deleted_at_s is not None or node.deleting):
                 continue
             if node is not None:
                 node_labels = dict(node.labels)

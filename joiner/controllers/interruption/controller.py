@@ -1,0 +1,195 @@
+"""The interruption controller: cloud events -> cordon, replacement capacity, drain.
+
+Event sequences (``settings`` decide which apply):
+
+* Spot interruption warning (2 minutes before the reclaim): the offering (type, zone, spot)
+  is marked unavailable for 3 minutes, the node is cordoned (``karpenter.sh/disrupted``) and
+  marked for deletion, so its pods count as demand at once and the provisioner launches
+  their replacement elsewhere; the drain starts at the same time and must finish before the
+  reclaim. (Karpenter's behaviour.)
+* Rebalance recommendation, with ``rebalance_draining``: make before break. Mark the pool
+  unavailable, cordon, count the pods as demand (the replacement launches now), and start
+  the drain once the pods fit on Ready capacity elsewhere, or when the 2-minute warning
+  comes, whichever is first. With only ``rebalance_monitoring``: cordon. Otherwise
+  (Karpenter): record it and do nothing.
+* Scheduled change (``scheduled_draining``) and an ending state change: cordon, count as
+  demand, drain now.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from joiner.api import quantity, timeline
+from joiner.api.clock import Clock
+from joiner.api.timeline import Timeline
+from joiner.cloudprovider.events import (
+    REBALANCE_RECOMMENDATION,
+    SCHEDULED_CHANGE,
+    SPOT_INTERRUPTION,
+    STATE_CHANGE,
+    CloudEvent,
+)
+from joiner.controllers.interruption.settings import InterruptionSettings
+from joiner.controllers.termination.controller import Terminator, cordon
+from joiner.scheduling import ExistingNode, PodRequest, Scheduler, SchedulingInput
+from joiner.state.cluster import ClusterState, Node, NodeClaim
+
+log = logging.getLogger(__name__)
+
+NOTICE_S = 120.0
+
+
+class OfferingCache(Protocol):
+    """Where the interruption controller marks reclaimed pools unavailable."""
+
+    def mark_unavailable(
+        self, instance_type: str, zone: str, capacity_type: str, ttl_s: float = ...
+    ) -> None:
+        """Skip this offering for a while."""
+        ...
+
+
+class InterruptionController:
+    """Handles ``CloudEvent``s (see the module docstring)."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        offerings: OfferingCache,
+        clock: Clock,
+        timeline_: Timeline,
+        terminator: Terminator,
+        trigger_provisioning: Callable[[], None],
+        settings: InterruptionSettings | None = None,
+    ) -> None:
+        self._state = state
+        self._offerings = offerings
+        self._clock = clock
+        self._timeline = timeline_
+        self._terminator = terminator
+        self._trigger = trigger_provisioning
+        self.settings = settings or InterruptionSettings()
+        #: Nodes replaced before break (rebalance): drain when their pods fit elsewhere.
+        self._awaiting: set[str] = set()
+        self.handled: dict[str, int] = {}
+
+    def _claim(self, instance_id: str) -> NodeClaim | None:
+        for claim in self._state.live_nodeclaims():
+            if claim.instance is not None and claim.instance.instance_id == instance_id:
+                return claim
+        return None
+
+    def handle(self, event: CloudEvent) -> None:
+        """React to one event, for every instance it names that Joiner manages."""
+        for iid in event.instance_ids:
+            claim = self._claim(iid)
+            if claim is None:
+                log.info("event for unknown instance kind=%s instance=%s", event.kind, iid)
+                continue
+            node = self._state.node_of_claim(claim)
+            name = node.name if node is not None else claim.name
+            self.handled[event.kind] = self.handled.get(event.kind, 0) + 1
+            if event.kind == SPOT_INTERRUPTION:
+                self._timeline.record(
+                    timeline.NOTICE, node=name, detail=event.action or "terminate"
+                )
+                self._mark_pool(claim)
+                if node is None:
+                    # Not registered yet: no pod runs there; drop it so none will.
+                    self._terminator.delete_unregistered(claim, "spot interruption warning")
+                    self._trigger()
+                else:
+                    node.deadline_s = self._clock.now() + NOTICE_S
+                    if self.settings.spot_draining:
+                        self._disrupt(node, "spot interruption warning", drain=True)
+            elif event.kind == REBALANCE_RECOMMENDATION:
+                self._timeline.record(timeline.REBALANCE, node=name)
+                if node is None or not self.settings.selects(node.labels):
+                    continue
+                if self.settings.rebalance_draining:
+                    self._mark_pool(claim)
+                    self._disrupt(node, "rebalance recommendation", drain=False)
+                    self._awaiting.add(node.name)
+                    self.node_ready()
+                elif self.settings.rebalance_monitoring:
+                    cordon(node)
+                    self._timeline.record(
+                        timeline.CORDON, node=node.name, detail="rebalance recommendation"
+                    )
+            elif event.kind == SCHEDULED_CHANGE:
+                self._timeline.record(timeline.SCHEDULED_CHANGE, node=name)
+                if not self.settings.scheduled_draining:
+                    continue
+                if node is None:
+                    self._terminator.delete_unregistered(claim, "scheduled change")
+                    self._trigger()
+                else:
+                    self._disrupt(node, "scheduled change", drain=True)
+            elif event.kind == STATE_CHANGE:
+                self._timeline.record(timeline.STATE_CHANGE, node=name, detail=event.state or "")
+                if event.state == "terminated":
+                    continue
+                if node is None:
+                    self._terminator.delete_unregistered(claim, f"instance {event.state}")
+                    self._trigger()
+                else:
+                    self._disrupt(node, f"instance {event.state}", drain=True)
+
+    def _mark_pool(self, claim: NodeClaim) -> None:
+        inst = claim.instance
+        if inst is not None:
+            self._offerings.mark_unavailable(
+                inst.instance_type.name, inst.offering.zone, inst.offering.capacity_type
+            )
+
+    def _disrupt(self, node: Node, reason: str, *, drain: bool) -> None:
+        if not node.deleting:
+            node.deleting = True
+            cordon(node)
+            self._timeline.record(timeline.CORDON, node=node.name, detail=reason)
+            self._trigger()
+        if drain:
+            self._awaiting.discard(node.name)
+            self._terminator.drain(node, reason)
+
+    def node_ready(self) -> None:
+        """A node became Ready: start the drains whose pods now fit elsewhere."""
+        for name in sorted(self._awaiting):
+            node = self._state.nodes.get(name)
+            if node is None or node.deleted_at_s is not None:
+                self._awaiting.discard(name)
+                continue
+            if self._fits_elsewhere(node):
+                self._awaiting.discard(name)
+                self._terminator.drain(node, "replacement ready (rebalance)")
+
+    def _fits_elsewhere(self, node: Node) -> bool:
+        pods = [p for p in self._state.pods_on(node.name) if not p.daemon]
+        if not pods:
+            return True
+        existing = []
+        for n in self._state.ready_nodes():
+            used: quantity.Resources = {}
+            for p in self._state.pods_on(n.name):
+                used = quantity.add(used, p.template.requests)
+            existing.append(
+                ExistingNode(
+                    name=n.name,
+                    labels=tuple(sorted(n.labels.items())),
+                    taints=n.taints,
+                    available=quantity.subtract(n.allocatable, used),
+                    initialized=True,
+                    allocatable=n.allocatable,
+                )
+            )
+        result = Scheduler().solve(
+            SchedulingInput(
+                pods=tuple(PodRequest(p.uid, p.template, p.order) for p in pods),
+                existing=tuple(existing),
+                mode="kube-scheduler",
+            )
+        )
+        return len(result.existing_placements) == len(pods)

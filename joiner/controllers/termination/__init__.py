@@ -1,0 +1,1 @@
+"""Node termination: taint, drain through eviction within PodDisruptionBudgets, delete."""

@@ -1,0 +1,136 @@
+"""The termination controller: drain a node through the Eviction API, then delete it.
+
+Karpenter ``node/termination`` (karpenter-semantics §4.11), simplified to what the simulation
+needs:
+
+1. The node is tainted ``karpenter.sh/disrupted:NoSchedule`` (by whoever asked).
+2. Pods are evicted in tiers: workload pods first, DaemonSet pods last (they go with the
+   node). An eviction a PodDisruptionBudget forbids is retried every ``retry_s``; a pod
+   annotated ``karpenter.sh/do-not-disrupt`` is waited for. Nothing is forced before the
+   node's deadline; at the deadline (a Spot reclaim) the cloud takes the node and whatever
+   still runs there is lost.
+3. When only DaemonSet pods remain, the instance is deleted (``CloudProvider.delete``; a
+   ``NodeClaimNotFoundError`` means it is already gone) and the node and NodeClaim with it.
+
+Transitions per node: draining -> drained -> terminated. ``on_evicted`` hears of each
+eviction (a controller makes the replacement pod).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from joiner.api import labels, timeline
+from joiner.api.clock import Clock
+from joiner.api.objects import NO_SCHEDULE, Taint
+from joiner.api.timeline import Timeline
+from joiner.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
+from joiner.controllers.termination.pdb import blocking
+from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
+
+log = logging.getLogger(__name__)
+
+DISRUPTED_TAINT = Taint(labels.TAINT_DISRUPTED, NO_SCHEDULE)
+
+
+def cordon(node: Node) -> None:
+    """Add the ``karpenter.sh/disrupted:NoSchedule`` taint (idempotent)."""
+    if DISRUPTED_TAINT not in node.taints:
+        node.taints = (*node.taints, DISRUPTED_TAINT)
+
+
+class Terminator:
+    """Drains and deletes nodes; ``drain`` is idempotent."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        cloud: CloudProvider,
+        clock: Clock,
+        timeline_: Timeline,
+        *,
+        retry_s: float = 5.0,
+    ) -> None:
+        self._state = state
+        self._cloud = cloud
+        self._clock = clock
+        self._timeline = timeline_
+        self.retry_s = retry_s
+        self.on_evicted: list[Callable[[Pod], None]] = []
+        self.on_terminated: list[Callable[[Node], None]] = []
+        self._blocked_noted: set[str] = set()
+
+    def drain(self, node: Node, reason: str) -> None:
+        """Start draining ``node`` now (it must already be cordoned and marked deleting)."""
+        if node.draining or node.deleted_at_s is not None:
+            return
+        node.draining = True
+        cordon(node)
+        self._timeline.record(timeline.DRAIN_STARTED, node=node.name, detail=reason)
+        self._step(node.name)
+
+    def _step(self, node_name: str) -> None:
+        node = self._state.nodes.get(node_name)
+        if node is None or node.deleted_at_s is not None:
+            return
+        remaining = [p for p in self._state.pods_on(node_name) if not p.daemon]
+        waiting = False
+        for pod in remaining:
+            if pod.do_not_disrupt:
+                waiting = True
+                continue
+            pdb = blocking(self._state, pod)
+            if pdb is not None:
+                waiting = True
+                if pod.uid not in self._blocked_noted:
+                    self._blocked_noted.add(pod.uid)
+                    self._timeline.record(
+                        timeline.EVICTION_BLOCKED,
+                        node=node_name,
+                        pod=f"{pod.namespace}/{pod.name}",
+                        detail=f"PodDisruptionBudget {pdb.namespace}/{pdb.name}",
+                    )
+                continue
+            self._evict(pod, node_name)
+        if waiting:
+            self._clock.after(self.retry_s, lambda: self._step(node_name), label="drain-retry")
+            return
+        self._terminate(node)
+
+    def _evict(self, pod: Pod, node_name: str) -> None:
+        now = self._clock.now()
+        pod.deleted_at_s = now
+        pod.evicted = True
+        self._timeline.record(timeline.EVICTION, node=node_name, pod=f"{pod.namespace}/{pod.name}")
+        for listener in self.on_evicted:
+            listener(pod)
+
+    def delete_unregistered(self, claim: NodeClaim, reason: str) -> None:
+        """A NodeClaim whose node never registered: nothing to drain, delete the instance."""
+        if claim.deleted_at_s is not None:
+            return
+        if claim.instance is not None:
+            try:
+                self._cloud.delete(claim.instance.provider_id)
+            except NodeClaimNotFoundError:
+                log.info("instance already gone nodeclaim=%s", claim.name)
+        claim.deleted_at_s = self._clock.now()
+        self._timeline.record(timeline.TERMINATED, node=claim.name, detail=reason)
+
+    def _terminate(self, node: Node) -> None:
+        now = self._clock.now()
+        self._timeline.record(timeline.DRAINED, node=node.name)
+        claim = self._state.nodeclaims.get(node.nodeclaim)
+        if claim is not None and claim.instance is not None:
+            try:
+                self._cloud.delete(claim.instance.provider_id)
+            except NodeClaimNotFoundError:
+                log.info("instance already gone nodeclaim=%s", claim.name)
+            claim.deleted_at_s = now
+        for pod in self._state.pods_on(node.name):
+            pod.deleted_at_s = now  # DaemonSet pods go with their node
+        node.deleted_at_s = now
+        self._timeline.record(timeline.TERMINATED, node=node.name)
+        for listener in self.on_terminated:
+            listener(node)

@@ -1,0 +1,71 @@
+"""PodDisruptionBudget arithmetic, as the Eviction API applies it.
+
+For a budget selecting pods P (its namespace, its selector): ``healthy`` counts P's pods that
+run on a Ready node (a pod on a node being drained still runs until it is evicted);
+``expected`` is every live pod of P. ``minAvailable`` n (or n% of expected, rounded up)
+allows ``healthy - n`` disruptions; ``maxUnavailable`` m (or m% of expected, rounded up)
+allows ``m - (expected - healthy)``. An eviction needs at least one allowed disruption from
+every budget that selects the pod.
+"""
+
+from __future__ import annotations
+
+import math
+
+from joiner.api.objects import PodDisruptionBudget
+from joiner.api.requirements import Requirements
+from joiner.state.cluster import ClusterState, Pod
+
+
+def _scale(value: int | str, expected: int) -> int:
+    if isinstance(value, int):
+        return value
+    return math.ceil(int(value.rstrip("%")) * expected / 100)
+
+
+def selects(pdb: PodDisruptionBudget, pod: Pod) -> bool:
+    """The budget covers ``pod`` (same namespace, selector matches its labels)."""
+    if pod.namespace != pdb.namespace or pod.daemon:
+        return False
+    have = Requirements.from_labels(dict(pod.template.labels))
+    return have.compatible(pdb.selector, allow_undefined=frozenset()) is None
+
+
+def _members(state: ClusterState, pdb: PodDisruptionBudget) -> list[Pod]:
+    return [p for p in state.live_pods() if selects(pdb, p)]
+
+
+def _healthy(state: ClusterState, pods: list[Pod]) -> int:
+    count = 0
+    for p in pods:
+        node = state.nodes.get(p.node_name) if p.node_name else None
+        if node is not None and node.ready and node.deleted_at_s is None:
+            count += 1
+    return count
+
+
+def disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
+    """How many of the budget's pods may be evicted now (may be negative)."""
+    pods = _members(state, pdb)
+    expected = len(pods)
+    healthy = _healthy(state, pods)
+    if pdb.min_available is not None:
+        return healthy - _scale(pdb.min_available, expected)
+    if pdb.max_unavailable is not None:
+        return _scale(pdb.max_unavailable, expected) - (expected - healthy)
+    return expected  # a budget with neither field blocks nothing
+
+
+def blocking(state: ClusterState, pod: Pod) -> PodDisruptionBudget | None:
+    """The first budget that forbids evicting ``pod`` now, or None."""
+    for pdb in state.pdbs:
+        if selects(pdb, pod) and disruptions_allowed(state, pdb) < 1:
+            return pdb
+    return None
+
+
+def violated(state: ClusterState) -> list[PodDisruptionBudget]:
+    """Budgets whose healthy count is below what they require right now."""
+    return [
+        pdb for pdb in state.pdbs if _members(state, pdb) and disruptions_allowed(state, pdb) < 0
+    ]

@@ -1,0 +1,143 @@
+"""EventBridge parsing, NTH values, and PodDisruptionBudget arithmetic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from joiner.api.errors import InputError
+from joiner.api.objects import PodDisruptionBudget, Source
+from joiner.api.requirements import Requirements
+from joiner.cloudprovider import events
+from joiner.controllers.interruption.settings import InterruptionSettings
+from joiner.controllers.termination.pdb import disruptions_allowed
+from joiner.state.cluster import ClusterState, Node, Pod
+from joiner.testing.builders import make_pod_template
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = json.loads((REPO / "examples" / "spot-interruptions" / "spot-itn-sample.json").read_text())
+
+
+def _envelope(detail_type, detail, source="aws.ec2"):
+    return {
+        "version": "0",
+        "id": "e-1",
+        "detail-type": detail_type,
+        "source": source,
+        "detail": detail,
+    }
+
+
+def test_parse_each_message_kind():
+    itn = events.parse_message(SAMPLE)
+    assert itn == events.CloudEvent(
+        events.SPOT_INTERRUPTION, ("i-1234567890abcdef0",), SAMPLE["id"], action="terminate"
+    )
+    sqs = {"MessageId": "m", "Body": json.dumps(SAMPLE)}
+    assert events.parse_message(json.dumps(sqs)) == itn
+    rebalance = events.parse_message(
+        _envelope("EC2 Instance Rebalance Recommendation", {"instance-id": "i-1"})
+    )
+    assert rebalance.kind == events.REBALANCE_RECOMMENDATION
+    stopping = events.parse_message(
+        _envelope(
+            "EC2 Instance State-change Notification", {"instance-id": "i-1", "state": "stopping"}
+        )
+    )
+    assert (stopping.kind, stopping.state) == (events.STATE_CHANGE, "stopping")
+    health = events.parse_message(
+        _envelope(
+            "AWS Health Event",
+            {
+                "service": "EC2",
+                "eventTypeCategory": "scheduledChange",
+                "affectedEntities": [{"entityValue": "i-1"}, {"entityValue": "i-2"}],
+            },
+            source="aws.health",
+        )
+    )
+    assert health.kind == events.SCHEDULED_CHANGE and health.instance_ids == ("i-1", "i-2")
+
+
+def test_ignored_messages_are_none():
+    assert (
+        events.parse_message(
+            _envelope(
+                "EC2 Instance State-change Notification", {"instance-id": "i", "state": "running"}
+            )
+        )
+        is None
+    )
+    assert (
+        events.parse_message(_envelope("AWS Health Event", {"service": "RDS"}, source="aws.health"))
+        is None
+    )
+    assert events.parse_message(_envelope("Something Else", {})) is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "{not json",
+        "[]",
+        json.dumps({"source": "aws.ec2", "detail": {}}),
+        json.dumps(_envelope("EC2 Spot Instance Interruption Warning", {})),
+    ],
+)
+def test_malformed_messages_are_input_errors(raw):
+    with pytest.raises(InputError):
+        events.parse_message(raw, file="m.json")
+
+
+def test_nth_values_with_and_without_wrapper():
+    seed = REPO / ".." / "shared" / "examples" / "seed" / "node-termination-handler-values.yaml"
+    values = {
+        "enableRebalanceMonitoring": True,
+        "enableRebalanceDraining": True,
+        "nodeSelector": {"karpenter.sh/capacity-type": "spot", "karpenter.sh/initialized": True},
+    }
+    bare = InterruptionSettings.from_helm_values(values)
+    wrapped = InterruptionSettings.from_helm_values({"aws-node-termination-handler": values})
+    assert bare == wrapped
+    assert bare.rebalance_draining and bare.spot_draining and bare.scheduled_draining
+    assert bare.selects({"karpenter.sh/capacity-type": "spot", "karpenter.sh/initialized": "true"})
+    assert not bare.selects({"karpenter.sh/capacity-type": "on-demand"})
+    assert InterruptionSettings() == InterruptionSettings.from_helm_values(None)
+    with pytest.raises(InputError, match="enableRebalanceDraining"):
+        InterruptionSettings.from_helm_values({"enableRebalanceDraining": "yes"})
+    assert seed.name  # the seed file itself is exercised by the example scenario
+
+
+def _state(n_pods, min_available=None, max_unavailable=None):
+    state = ClusterState()
+    state.nodes["n"] = Node("n", "c", {}, (), {}, {}, 0.0, ready=True)
+    tmpl = make_pod_template()
+    from dataclasses import replace
+
+    tmpl = replace(tmpl, labels=(("app", "web"),), namespace="shop")
+    for i in range(n_pods):
+        state.pods[f"p{i}"] = Pod(
+            f"p{i}", "shop", f"web-{i}", tmpl, "shop/web", 0.0, i, node_name="n"
+        )
+    state.pdbs = [
+        PodDisruptionBudget(
+            "shop",
+            "web",
+            Requirements.from_labels({"app": "web"}),
+            Source("f", "PodDisruptionBudget", "web"),
+            min_available=min_available,
+            max_unavailable=max_unavailable,
+        )
+    ]
+    return state
+
+
+@pytest.mark.parametrize(
+    ("min_available", "max_unavailable", "allowed"),
+    [(8, None, 2), ("50%", None, 5), (None, 1, 1), (None, "30%", 3), (10, None, 0)],
+)
+def test_pdb_disruptions_allowed(min_available, max_unavailable, allowed):
+    state = _state(10, min_available, max_unavailable)
+    assert disruptions_allowed(state, state.pdbs[0]) == allowed
