@@ -67,7 +67,7 @@ def test_rebalance_draining_launches_before_the_notice(run):
 
 
 def test_drains_never_break_the_budget(run):
-    rt, s = run
+    _, s = run
     # The budget keeps 24 of 30 available, so drains are paced: some evictions wait.
     kinds = [e["kind"] for e in s["timeline"]]
     assert "evictionBlocked" in kinds
