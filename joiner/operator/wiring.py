@@ -36,6 +36,7 @@ from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary
+from joiner.sim.running import adopt
 from joiner.sim.scenario import Scenario
 from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import DeploymentController, PodFactory
@@ -243,29 +244,10 @@ class SimulationRuntime:
 
         self.clock.after(RETRY_UNSCHEDULABLE_S, retry, label="retry-unschedulable")
 
-    def _pods_to_create(self) -> list[Any]:
-        """Bare Pods to create at the start: those no loaded controller owns."""
-        m = self.scenario.manifests
-        owners = {
-            (w.namespace, f"{w.kind}/{w.name}") for w in (*m.workloads, *m.owned_workloads)
-        } | {(d.namespace, f"DaemonSet/{d.name}") for d in m.daemonsets}
-        return [
-            p
-            for p in m.pods
-            if not p.terminal and (p.owner is None or (p.namespace, p.owner) not in owners)
-        ]
-
     def warnings(self) -> list[str]:
         """Load warnings, notes on what this run does not model, and dead configuration."""
         m = self.scenario.manifests
         out: list[str] = [*m.warnings, *self._volume_warnings]
-        if m.nodes or any(p.node_name for p in m.pods):
-            running = sum(1 for p in m.pods if p.node_name)
-            out.append(
-                f"the manifests describe a running cluster ({len(m.nodes)} Nodes, {running} "
-                "running Pods): simulate starts from an empty cluster and provisions every "
-                "pod anew"
-            )
         disrupting = [
             p.source.ref
             for p in m.nodepools
@@ -297,10 +279,11 @@ class SimulationRuntime:
     def run(self, progress: Callable[[float], None] | None = None) -> RunResult:
         """Run the scenario to its end and build the summary."""
         warnings = self.warnings()
+        warnings += adopt(
+            self.scenario.manifests, self.state, self.cloud, self.pods, self._by_owner
+        )
         for w in warnings:
             log.warning("%s", w)
-        for pod in self._pods_to_create():
-            self.pods.create(f"{pod.namespace}/{pod.name}", pod.template)
         for d in self.deployments:
             d.start(self.scenario.duration_s)
         for at_s, event in self.scenario.events:

@@ -33,14 +33,17 @@ class PodFactory:
         self._count = 0
         self.on_created: list[Callable[[Pod], None]] = []
 
-    def create(self, owner: str, template: PodTemplate, *, daemon: bool = False) -> Pod:
-        """Create one pod owned by ``owner`` (``namespace/name``)."""
+    def create(
+        self, owner: str, template: PodTemplate, *, daemon: bool = False, name: str | None = None
+    ) -> Pod:
+        """Create one pod owned by ``owner`` (``namespace/name``), named ``name`` or
+        ``<owner name>-<n>``."""
         self._count += 1
-        namespace, _, name = owner.partition("/")
+        namespace, _, owner_name = owner.partition("/")
         pod = Pod(
             uid=f"pod-{self._count:06d}",
             namespace=namespace,
-            name=f"{name}-{self._count}",
+            name=name or f"{owner_name}-{self._count}",
             template=template,
             owner=owner,
             created_at_s=self._clock.now(),

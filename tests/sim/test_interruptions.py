@@ -140,3 +140,22 @@ def test_captured_message_gives_the_same_timeline_as_the_hazard_model(tmp_path):
 
     assert story(replayed) == story(summary)
     assert any(k == "notice" for _, k, _ in story(replayed))
+
+
+def test_running_cluster_receives_aws_sample_message_unchanged():
+    s = SimulationRuntime(load_scenario(EXAMPLE / "captured-event.yaml")).run().summary
+    node = "ip-10-0-1-17.ec2.internal"
+    kinds = [e["kind"] for e in s["timeline"] if e["node"] == node]
+    assert kinds[:3] == ["notice", "cordon", "drainStarted"]
+    assert kinds[-2:] == ["drained", "terminated"]
+    notice = next(e["atSeconds"] for e in s["timeline"] if e["kind"] == "notice")
+    assert notice == 600.0
+    launched = next(e["atSeconds"] for e in s["timeline"] if e["kind"] == "replacementLaunched")
+    assert launched - notice <= 2.0
+    # maxUnavailable 1: one eviction at a time, each after the previous replacement bound.
+    evictions = [e["atSeconds"] for e in s["timeline"] if e["kind"] == "eviction"]
+    assert len(evictions) == 4 and evictions == sorted(evictions)
+    assert s["interruptions"]["podsLost"] == 0 and s["interruptions"]["pdbViolations"] == 0
+    assert s["interruptions"]["podsRescheduledBeforeReclaim"] == 4
+    # The adopted pods are the Deployment's: it created only their replacements.
+    assert s["pods"]["scheduled"] == 8

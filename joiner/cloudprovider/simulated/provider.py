@@ -346,6 +346,41 @@ class SimulatedCloudProvider:
             label="reclaim",
         )
 
+    def adopt(
+        self, instance_type: InstanceType, zone: str, capacity_type: str, instance_id: str
+    ) -> Instance:
+        """Take over an instance that already runs (a Node of the starting cluster); a spot
+        one is subject to the hazard model from now on.
+
+        Raises:
+            CreateError: the type has no offering in that zone and capacity type.
+        """
+        offering = next(
+            (
+                o
+                for o in instance_type.offerings
+                if o.zone == zone and o.capacity_type == capacity_type
+            ),
+            None,
+        )
+        if offering is None:
+            raise CreateError(
+                "NoOffering", f"{instance_type.name} has no {capacity_type} offering in {zone}"
+            )
+        subnet = next((s for s in self.subnets if s.zone == zone), None)
+        instance = Instance(
+            provider_id=f"aws:///{zone}/{instance_id}",
+            instance_id=instance_id,
+            instance_type=instance_type,
+            offering=offering,
+            subnet_id=subnet.id if subnet else "",
+            launched_at_s=self._clock.now(),
+        )
+        self._instances[instance.provider_id] = instance
+        if capacity_type == labels.CAPACITY_TYPE_SPOT and self.hazard is not None:
+            self._schedule_reclaim(instance)
+        return instance
+
     def inject(self, event: CloudEvent) -> None:
         """Deliver an event now (a captured EventBridge message, or a test). A Spot
         interruption warning means EC2 reclaims the instance 2 minutes later, so that is
