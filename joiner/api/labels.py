@@ -85,6 +85,8 @@ NORMALIZED_LABELS = {
 
 # Annotations and taints.
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+#: Joiner's own NodePool annotation (Karpenter has no such setting): see NodePool.on_demand_base.
+ON_DEMAND_BASE = "joiner.dev/on-demand-base"
 TAINT_UNREGISTERED = "karpenter.sh/unregistered"
 TAINT_DISRUPTED = "karpenter.sh/disrupted"
 

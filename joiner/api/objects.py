@@ -7,6 +7,7 @@ the simulation read only these. Scheduling-relevant pod facts live in the frozen
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from joiner.api import labels
@@ -249,6 +250,18 @@ class NodePool:
     #: Kubelet settings given on the pool (v1beta1 template, v1alpha5 kubeletConfiguration);
     #: v1 moved them to the EC2NodeClass, and loading merges them there.
     kubelet: KubeletConfig | None = None
+    #: Joiner's ``joiner.dev/on-demand-base`` annotation: a count (``"2"``) or a percentage
+    #: (``"20%"``) of the pool's nodes kept on-demand; None when absent.
+    on_demand_base: int | str | None = None
+
+    def on_demand_nodes_wanted(self, total_nodes: int) -> int:
+        """How many of ``total_nodes`` must be on-demand (a percentage rounds up)."""
+        base = self.on_demand_base
+        if base is None:
+            return 0
+        if isinstance(base, int):
+            return min(base, total_nodes)
+        return math.ceil(int(base.rstrip("%")) * total_nodes / 100)
 
     def limit(self, resource: str) -> int | None:
         """The limit on ``resource``, or None when unlimited."""

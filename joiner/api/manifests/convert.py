@@ -108,6 +108,24 @@ def root_volume_bytes(
     )
 
 
+def on_demand_base(annotations: Mapping[str, str]) -> int | str | None:
+    """Parse ``joiner.dev/on-demand-base``: a count or a percentage.
+
+    Raises:
+        InputError: anything else.
+    """
+    raw = annotations.get(labels.ON_DEMAND_BASE)
+    if raw is None:
+        return None
+    text = raw.strip()
+    field = f"metadata.annotations.{labels.ON_DEMAND_BASE}"
+    if text.isascii() and text.isdigit():
+        return int(text)
+    if text.endswith("%") and text[:-1].isascii() and text[:-1].isdigit() and int(text[:-1]) <= 100:
+        return text
+    raise InputError(f"{raw!r} is neither a node count nor a percentage like 20%", field=field)
+
+
 def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
     """A ``karpenter.sh/v1`` NodePool."""
     spec = doc.spec
@@ -147,6 +165,7 @@ def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
         expire_after_s=expire,
         consolidation_policy=spec.disruption.consolidationPolicy,
         consolidate_after_s=consolidate_after,
+        on_demand_base=on_demand_base(doc.metadata.annotations),
     )
 
 
@@ -195,6 +214,7 @@ def nodepool_v1beta1(doc: m.V1Beta1NodePool, file: str) -> o.NodePool:
         if d.consolidationPolicy == "WhenUnderutilized"
         else "WhenEmpty",
         consolidate_after_s=after,
+        on_demand_base=on_demand_base(doc.metadata.annotations),
         kubelet=kubelet(tmpl.spec.kubelet, "spec.template.spec.kubelet")
         if tmpl.spec.kubelet is not None
         else None,

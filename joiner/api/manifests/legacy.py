@@ -98,6 +98,7 @@ def provisioner(doc: m.Provisioner, file: str) -> o.NodePool:
         expire_after_s=expire,
         consolidation_policy=policy,
         consolidate_after_s=after,
+        on_demand_base=convert.on_demand_base(doc.metadata.annotations),
         defaulted=tuple(r.describe() for r in defaults),
         kubelet=convert.kubelet(spec.kubeletConfiguration, "spec.kubeletConfiguration")
         if spec.kubeletConfiguration is not None

@@ -20,6 +20,7 @@ from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.scheduling import (
     BoundPod,
     ExistingNode,
+    NewNodeClaim,
     NodePoolTemplate,
     PodRequest,
     Scheduler,
@@ -108,6 +109,7 @@ class Provisioner:
             self.stats.unschedulable[uid] = reason
             failed.append(uid)
             log.info("pod unschedulable pod=%s reason=%s", self._state.pods[uid].name, reason)
+        od_needed = self._on_demand_needed(result.new_nodeclaims)
         for new in result.new_nodeclaims:
             pool = self._state.nodepools[new.nodepool]
             cts = sorted(
@@ -117,6 +119,10 @@ class Provisioner:
                     for o in it.available_offerings(new.requirements)
                 }
             )
+            if od_needed.get(pool.name, 0) > 0 and labels.CAPACITY_TYPE_ON_DEMAND in cts:
+                # joiner.dev/on-demand-base: this NodeClaim fills the on-demand base.
+                cts = [labels.CAPACITY_TYPE_ON_DEMAND]
+                od_needed[pool.name] -= 1
             reqs = new.requirements.add(
                 Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in new.instance_types]),
                 Requirement.in_(labels.CAPACITY_TYPE, *cts),
@@ -141,6 +147,26 @@ class Provisioner:
                 log.warning("launch failed nodeclaim=%s error=%s", claim.name, exc)
         if failed and self._on_unschedulable is not None:
             self._on_unschedulable(failed)
+
+    def _on_demand_needed(self, new_claims: Sequence[NewNodeClaim]) -> dict[str, int]:
+        """Per NodePool with an on-demand base, how many new NodeClaims must be on-demand."""
+        out: dict[str, int] = {}
+        for name, pool in self._state.nodepools.items():
+            if pool.on_demand_base is None:
+                continue
+            live = [c for c in self._state.live_nodeclaims() if c.nodepool == name]
+            on_demand = sum(
+                1
+                for c in live
+                if (c.instance is not None and c.instance.offering.capacity_type == "on-demand")
+                or (
+                    c.instance is None
+                    and c.requirements.get_or_exists(labels.CAPACITY_TYPE).values == {"on-demand"}
+                )
+            )
+            total = len(live) + sum(1 for n in new_claims if n.nodepool == name)
+            out[name] = pool.on_demand_nodes_wanted(total) - on_demand
+        return out
 
     def _name(self, pool: str) -> str:
         while True:
