@@ -169,6 +169,8 @@ class PodTemplate:
     preferred_pod_anti_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     volume_claims: tuple[str, ...] = ()
+    #: priorityClassName system-cluster-critical or system-node-critical: drained last.
+    critical: bool = False
 
     def __hash__(self) -> int:
         return hash(
@@ -250,6 +252,9 @@ class NodePool:
     #: Kubelet settings given on the pool (v1beta1 template, v1alpha5 kubeletConfiguration);
     #: v1 moved them to the EC2NodeClass, and loading merges them there.
     kubelet: KubeletConfig | None = None
+    #: ``terminationGracePeriod``: how long a drain may wait for PDBs and do-not-disrupt pods
+    #: before it evicts regardless (None: wait until the node goes).
+    termination_grace_period_s: float | None = None
     #: Joiner's ``joiner.dev/on-demand-base`` annotation: a count (``"2"``) or a percentage
     #: (``"20%"``) of the pool's nodes kept on-demand; None when absent.
     on_demand_base: int | str | None = None

@@ -118,6 +118,7 @@ def adopt(
             daemon = key in ds_keys
             owner = key
         pod = pods.create(owner or p.key, p.template, daemon=daemon, name=p.name)
+        pod.do_not_disrupt = dict(p.annotations).get(labels.DO_NOT_DISRUPT) == "true"
         if p.node_name in adopted:
             pod.node_name = p.node_name
             pod.bound_at_s = 0.0

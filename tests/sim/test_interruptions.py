@@ -159,3 +159,53 @@ def test_running_cluster_receives_aws_sample_message_unchanged():
     assert s["interruptions"]["podsRescheduledBeforeReclaim"] == 4
     # The adopted pods are the Deployment's: it created only their replacements.
     assert s["pods"]["scheduled"] == 8
+
+
+def _captured(tmp_path, *, pod_annotations="", tgp=None, priority=""):
+    d = tmp_path / "ex"
+    shutil.copytree(EXAMPLE, d)
+    rc = d / "running-cluster.yaml"
+    text = rc.read_text()
+    if pod_annotations:
+        text = text.replace(
+            "metadata: {name: web-a, namespace: shop, labels: {app: web}}",
+            "metadata: {name: web-a, namespace: shop, labels: {app: web}, "
+            f"annotations: {{{pod_annotations}}}}}",
+        )
+    if priority:
+        text = text.replace(
+            "     spec: {nodeName: ip-10-0-1-17.ec2.internal,\n            containers",
+            f"     spec: {{priorityClassName: {priority}, nodeName: ip-10-0-1-17.ec2.internal,\n"
+            "            containers",
+            1,
+        )
+    rc.write_text(text)
+    if tgp:
+        np = d / "nodepool.yaml"
+        np.write_text(
+            np.read_text().replace(
+                "      nodeClassRef:", f"      terminationGracePeriod: {tgp}\n      nodeClassRef:"
+            )
+        )
+    return SimulationRuntime(load_scenario(d / "captured-event.yaml")).run().summary
+
+
+def test_do_not_disrupt_pod_is_waited_for_until_the_reclaim(tmp_path):
+    s = _captured(tmp_path, pod_annotations='"karpenter.sh/do-not-disrupt": "true"')
+    lost = [e["pod"] for e in s["timeline"] if e["kind"] == "podLost"]
+    assert lost == ["shop/web-a"]
+    assert s["interruptions"]["podsLost"] == 1
+
+
+def test_termination_grace_period_forces_the_drain(tmp_path):
+    s = _captured(tmp_path, pod_annotations='"karpenter.sh/do-not-disrupt": "true"', tgp="60s")
+    forced = [e for e in s["timeline"] if e["kind"] == "eviction" and e["detail"]]
+    assert [e["pod"] for e in forced] == ["shop/web-a"]
+    assert forced[0]["atSeconds"] == 660.0
+    assert s["interruptions"]["podsLost"] == 0
+
+
+def test_critical_pods_are_evicted_last(tmp_path):
+    s = _captured(tmp_path, priority="system-cluster-critical")
+    order = [e["pod"] for e in s["timeline"] if e["kind"] == "eviction"]
+    assert order[-1] == "shop/web-a" and len(order) == 4

@@ -166,6 +166,11 @@ def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
         consolidation_policy=spec.disruption.consolidationPolicy,
         consolidate_after_s=consolidate_after,
         on_demand_base=on_demand_base(doc.metadata.annotations),
+        termination_grace_period_s=None
+        if tmpl.spec.terminationGracePeriod is None
+        else durations.parse_required_seconds(
+            tmpl.spec.terminationGracePeriod, field="spec.template.spec.terminationGracePeriod"
+        ),
     )
 
 
@@ -443,6 +448,7 @@ def pod_template(
         preferred_pod_affinity=_weighted_terms(pa, pod_labels, f"{base_aff}.podAffinity"),
         preferred_pod_anti_affinity=_weighted_terms(paa, pod_labels, f"{base_aff}.podAntiAffinity"),
         host_ports=ports,
+        critical=spec.priorityClassName in ("system-cluster-critical", "system-node-critical"),
         volume_claims=tuple(
             v.persistentVolumeClaim.claimName for v in spec.volumes if v.persistentVolumeClaim
         ),

@@ -62,20 +62,41 @@ class Terminator:
         self._blocked_noted: set[str] = set()
 
     def drain(self, node: Node, reason: str) -> None:
-        """Start draining ``node`` now (it must already be cordoned and marked deleting)."""
+        """Start draining ``node`` now (it must already be cordoned and marked deleting).
+
+        With the NodePool's ``terminationGracePeriod``, whatever still blocks the drain when
+        it runs out (a PDB, a do-not-disrupt pod) is evicted anyway, as Karpenter does.
+        """
         if node.draining or node.deleted_at_s is not None:
             return
         node.draining = True
         cordon(node)
         self._timeline.record(timeline.DRAIN_STARTED, node=node.name, detail=reason)
+        claim = self._state.nodeclaims.get(node.nodeclaim)
+        pool = self._state.nodepools.get(claim.nodepool) if claim is not None else None
+        if pool is not None and pool.termination_grace_period_s is not None:
+            name = node.name
+            self._clock.after(
+                pool.termination_grace_period_s, lambda: self._force(name), label="drain-deadline"
+            )
         self._step(node.name)
+
+    def _force(self, node_name: str) -> None:
+        node = self._state.nodes.get(node_name)
+        if node is None or node.deleted_at_s is not None:
+            return
+        for pod in [p for p in self._state.pods_on(node_name) if not p.daemon]:
+            self._evict(pod, node_name, forced=True)
+        self._terminate(node)
 
     def _step(self, node_name: str) -> None:
         node = self._state.nodes.get(node_name)
         if node is None or node.deleted_at_s is not None:
             return
-        remaining = [p for p in self._state.pods_on(node_name) if not p.daemon]
-        waiting = False
+        workload = [p for p in self._state.pods_on(node_name) if not p.daemon]
+        # Tiers: critical pods (system-*-critical) only once the others are gone.
+        remaining = [p for p in workload if not p.template.critical] or workload
+        waiting = len(remaining) < len(workload)
         for pod in remaining:
             if pod.do_not_disrupt:
                 waiting = True
@@ -98,11 +119,16 @@ class Terminator:
             return
         self._terminate(node)
 
-    def _evict(self, pod: Pod, node_name: str) -> None:
+    def _evict(self, pod: Pod, node_name: str, *, forced: bool = False) -> None:
         now = self._clock.now()
         pod.deleted_at_s = now
         pod.evicted = True
-        self._timeline.record(timeline.EVICTION, node=node_name, pod=f"{pod.namespace}/{pod.name}")
+        self._timeline.record(
+            timeline.EVICTION,
+            node=node_name,
+            pod=f"{pod.namespace}/{pod.name}",
+            detail="terminationGracePeriod reached" if forced else "",
+        )
         for listener in self.on_evicted:
             listener(pod)
 
