@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from joiner.api import quantity
 from joiner.api.clock import Clock
-from joiner.scheduling import BoundPod, ExistingNode, PodRequest, Scheduler, SchedulingInput
+from joiner.scheduling import PodRequest, Scheduler, SchedulingInput
 from joiner.state.cluster import ClusterState, Pod
+from joiner.state.snapshot import ready_nodes
 
 
 class KubeScheduler:
@@ -41,32 +41,7 @@ class KubeScheduler:
         pending = state.pending_pods()
         if not nodes or not pending:
             return
-        existing = []
-        bound = []
-        for n in nodes:
-            on_node = state.pods_on(n.name)
-            used: quantity.Resources = {}
-            for p in on_node:
-                used = quantity.add(used, p.template.requests)
-                bound.append(
-                    BoundPod(
-                        node=n.name,
-                        namespace=p.template.namespace,
-                        labels=p.template.labels,
-                        anti_affinity=p.template.pod_anti_affinity,
-                        host_ports=p.template.host_ports,
-                    )
-                )
-            existing.append(
-                ExistingNode(
-                    name=n.name,
-                    labels=tuple(sorted(n.labels.items())),
-                    taints=n.taints,
-                    available=quantity.subtract(n.allocatable, used),
-                    initialized=True,
-                    allocatable=n.allocatable,
-                )
-            )
+        existing, bound = ready_nodes(state)
         result = self._scheduler.solve(
             SchedulingInput(
                 pods=tuple(

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from joiner.api import quantity, timeline
+from joiner.api import timeline
 from joiner.api.clock import Clock
 from joiner.api.timeline import Timeline
 from joiner.cloudprovider.events import (
@@ -34,8 +34,9 @@ from joiner.cloudprovider.events import (
 )
 from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.controllers.termination.controller import Terminator, cordon
-from joiner.scheduling import ExistingNode, PodRequest, Scheduler, SchedulingInput
+from joiner.scheduling import PodRequest, Scheduler, SchedulingInput
 from joiner.state.cluster import ClusterState, Node, NodeClaim
+from joiner.state.snapshot import ready_nodes
 
 log = logging.getLogger(__name__)
 
@@ -170,25 +171,12 @@ class InterruptionController:
         pods = [p for p in self._state.pods_on(node.name) if not p.daemon]
         if not pods:
             return True
-        existing = []
-        for n in self._state.ready_nodes():
-            used: quantity.Resources = {}
-            for p in self._state.pods_on(n.name):
-                used = quantity.add(used, p.template.requests)
-            existing.append(
-                ExistingNode(
-                    name=n.name,
-                    labels=tuple(sorted(n.labels.items())),
-                    taints=n.taints,
-                    available=quantity.subtract(n.allocatable, used),
-                    initialized=True,
-                    allocatable=n.allocatable,
-                )
-            )
+        existing, bound = ready_nodes(self._state)
         result = Scheduler().solve(
             SchedulingInput(
                 pods=tuple(PodRequest(p.uid, p.template, p.order) for p in pods),
                 existing=tuple(existing),
+                bound_pods=tuple(bound),
                 mode="kube-scheduler",
             )
         )

@@ -1,0 +1,40 @@
+"""Scheduling views of the cluster state, shared by everything that asks "where would these
+pods go now": the kube-scheduler model and the interruption controller's make-before-break
+check."""
+
+from __future__ import annotations
+
+from joiner.api import quantity
+from joiner.scheduling import BoundPod, ExistingNode
+from joiner.state.cluster import ClusterState
+
+
+def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]]:
+    """The Ready, schedulable nodes with their free capacity, and the pods bound to them
+    (they count in topology domains and hold host ports)."""
+    existing: list[ExistingNode] = []
+    bound: list[BoundPod] = []
+    for n in state.ready_nodes():
+        used: quantity.Resources = {}
+        for p in state.pods_on(n.name):
+            used = quantity.add(used, p.template.requests)
+            bound.append(
+                BoundPod(
+                    node=n.name,
+                    namespace=p.template.namespace,
+                    labels=p.template.labels,
+                    anti_affinity=p.template.pod_anti_affinity,
+                    host_ports=p.template.host_ports,
+                )
+            )
+        existing.append(
+            ExistingNode(
+                name=n.name,
+                labels=tuple(sorted(n.labels.items())),
+                taints=n.taints,
+                available=quantity.subtract(n.allocatable, used),
+                initialized=True,
+                allocatable=n.allocatable,
+            )
+        )
+    return existing, bound
