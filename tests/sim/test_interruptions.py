@@ -209,3 +209,42 @@ def test_critical_pods_are_evicted_last(tmp_path):
     s = _captured(tmp_path, priority="system-cluster-critical")
     order = [e["pod"] for e in s["timeline"] if e["kind"] == "eviction"]
     assert order[-1] == "shop/web-a" and len(order) == 4
+
+
+@pytest.mark.parametrize(
+    ("detail_type", "source", "detail", "kind"),
+    [
+        (
+            "AWS Health Event",
+            "aws.health",
+            {
+                "service": "EC2",
+                "eventTypeCategory": "scheduledChange",
+                "affectedEntities": [{"entityValue": "i-1234567890abcdef0"}],
+            },
+            "scheduledChange",
+        ),
+        (
+            "EC2 Instance State-change Notification",
+            "aws.ec2",
+            {"instance-id": "i-1234567890abcdef0", "state": "stopping"},
+            "stateChange",
+        ),
+    ],
+)
+def test_scheduled_changes_and_state_changes_drain(tmp_path, detail_type, source, detail, kind):
+    d = tmp_path / "ex"
+    shutil.copytree(EXAMPLE, d)
+    message = {
+        "version": "0",
+        "id": "x",
+        "detail-type": detail_type,
+        "source": source,
+        "detail": detail,
+    }
+    (d / "spot-itn-sample.json").write_text(json.dumps(message))
+    s = SimulationRuntime(load_scenario(d / "captured-event.yaml")).run().summary
+    kinds = [e["kind"] for e in s["timeline"] if e["node"] == "ip-10-0-1-17.ec2.internal"]
+    assert kinds[0] == kind
+    assert "drainStarted" in kinds and kinds[-1] == "terminated"
+    assert s["pods"]["lost"] == 0
