@@ -1,0 +1,392 @@
+"""AWS FIS experiment templates: parsing and validation, every problem reported at once.
+
+The schema is CreateExperimentTemplate's (aws-semantics §3.2): top-level named ``targets``
+(``resourceType``, ``resourceArns`` or ``resourceTags``, ``filters``, ``selectionMode``
+``ALL`` | ``COUNT(n)`` | ``PERCENT(n)``, ``parameters``), named ``actions`` (``actionId``,
+``parameters``, ``targets`` mapping the action's target key to a target name,
+``startAfter``), ``stopConditions``, ``roleArn`` (an IAM role ARN with a 12-digit account),
+``tags``. Durations are ISO 8601 (``PT2M``). An action's targets only *reference* top-level
+targets; a template that defines them inline, or references an undefined one, is rejected
+before anything runs, with the shape it should have.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import isodate
+
+from joiner.api.errors import InputError
+from joiner.api.manifests.yamlio import read_text
+
+SPOT_INTERRUPTIONS = "aws:ec2:send-spot-instance-interruptions"
+TERMINATE = "aws:ec2:terminate-instances"
+STOP = "aws:ec2:stop-instances"
+ICE = "aws:ec2:api-insufficient-instance-capacity-error"
+DISRUPT = "aws:network:disrupt-connectivity"
+WAIT = "aws:fis:wait"
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """What an action may take: its target key and resource type, and its parameters."""
+
+    target_key: str | None
+    resource_type: str | None
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+
+
+#: The supported actions (AWS's documented semantics; others are rejected).
+ACTIONS: dict[str, ActionSpec] = {
+    SPOT_INTERRUPTIONS: ActionSpec(
+        "SpotInstances", "aws:ec2:spot-instance", ("durationBeforeInterruption",)
+    ),
+    TERMINATE: ActionSpec("Instances", "aws:ec2:instance"),
+    STOP: ActionSpec(
+        "Instances",
+        "aws:ec2:instance",
+        optional=("startInstancesAfterDuration", "completeIfInstancesTerminated"),
+    ),
+    ICE: ActionSpec(
+        "Roles", "aws:iam:role", ("duration",), ("availabilityZoneIdentifiers", "percentage")
+    ),
+    DISRUPT: ActionSpec("Subnets", "aws:ec2:subnet", ("duration",), ("scope",)),
+    WAIT: ActionSpec(None, None, ("duration",)),
+}
+RESOURCE_TYPES = ("aws:ec2:spot-instance", "aws:ec2:instance", "aws:iam:role", "aws:ec2:subnet")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+_SELECTION = re.compile(r"^(ALL|COUNT\((\d+)\)|PERCENT\((\d+)\))$")
+_TARGET_SHAPE = (
+    '{"<name>": {"resourceType": "aws:ec2:spot-instance", "resourceTags": {"Name": "my-node"}, '
+    '"selectionMode": "ALL"}}'
+)
+_TOP_KEYS = {
+    "description",
+    "targets",
+    "actions",
+    "stopConditions",
+    "roleArn",
+    "tags",
+    "clientToken",
+    "logConfiguration",
+    "experimentOptions",
+    "experimentReportConfiguration",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A named target: which resources, how many of them."""
+
+    name: str
+    resource_type: str
+    arns: tuple[str, ...]
+    tags: tuple[tuple[str, str], ...]
+    filters: tuple[tuple[str, tuple[str, ...]], ...]
+    #: ("ALL", 0), ("COUNT", n) or ("PERCENT", n).
+    selection: tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Action:
+    """A named action, its parameters (seconds already parsed), targets and dependencies."""
+
+    name: str
+    action_id: str
+    parameters: tuple[tuple[str, str], ...]
+    target: str | None
+    start_after: tuple[str, ...]
+
+    def param(self, key: str) -> str | None:
+        return dict(self.parameters).get(key)
+
+    def seconds(self, key: str) -> float | None:
+        value = self.param(key)
+        return None if value is None else iso_seconds(value)
+
+
+@dataclass(frozen=True)
+class Template:
+    """A validated experiment template."""
+
+    file: str
+    description: str
+    targets: dict[str, Target]
+    actions: dict[str, Action]
+    role_arn: str
+
+    def order(self) -> list[str]:
+        """Action names in an order that respects ``startAfter`` (ties by name)."""
+        done: list[str] = []
+        remaining = sorted(self.actions)
+        while remaining:
+            ready = [a for a in remaining if all(d in done for d in self.actions[a].start_after)]
+            done.append(ready[0])
+            remaining.remove(ready[0])
+        return done
+
+
+def iso_seconds(value: str) -> float:
+    """An ISO 8601 duration (``PT2M``, ``PT135S``) in seconds.
+
+    Raises:
+        ValueError: not an ISO 8601 duration, or one with years or months.
+    """
+    parsed = isodate.parse_duration(value)
+    if not hasattr(parsed, "total_seconds"):
+        raise ValueError("years and months are not allowed")
+    return float(parsed.total_seconds())
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, field: str, message: str) -> None:
+        self.items.append(f"field {field}: {message}")
+
+
+def parse_template(text: str, file: str) -> Template:
+    """Parse and validate; every schema problem is reported in one ``InputError``.
+
+    Raises:
+        InputError: invalid JSON (with line and column) or any schema problem.
+    """
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=file
+        ) from exc
+    if not isinstance(doc, dict):
+        raise InputError("an experiment template must be a JSON object", file=file)
+    p = _Problems()
+    for key in sorted(set(doc) - _TOP_KEYS):
+        p.add(key, "unknown field")
+    role = doc.get("roleArn")
+    if not isinstance(role, str) or not _ROLE_ARN.match(role):
+        p.add("roleArn", f"{role!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)")
+    targets = _targets(doc.get("targets"), p)
+    actions = _actions(doc.get("actions"), targets, p)
+    stops = doc.get("stopConditions", [])
+    if not isinstance(stops, list) or not all(
+        isinstance(s, dict) and s.get("source") in ("none", "aws:cloudwatch:alarm") for s in stops
+    ):
+        p.add("stopConditions", "must be a list of {source: none | aws:cloudwatch:alarm, value}")
+    if p.items:
+        count = len(p.items)
+        raise InputError(
+            f"{count} problem{'s' if count > 1 else ''}: " + "; ".join(p.items), file=file
+        )
+    return Template(file, str(doc.get("description", "")), targets, actions, str(role))
+
+
+def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
+    out: dict[str, Target] = {}
+    if not isinstance(raw, dict):
+        p.add("targets", f"must map target names to targets, shaped {_TARGET_SHAPE}")
+        return out
+    if "resourceType" in raw and not isinstance(raw.get("resourceType"), dict):
+        p.add(
+            "targets",
+            "holds one target's fields directly; targets must be named, shaped " + _TARGET_SHAPE,
+        )
+        return out
+    for name, t in sorted(raw.items()):
+        f = f"targets.{name}"
+        if not isinstance(t, dict):
+            p.add(f, f"must be a target object, shaped {_TARGET_SHAPE}")
+            continue
+        for key in sorted(
+            set(t)
+            - {
+                "resourceType",
+                "resourceArns",
+                "resourceTags",
+                "filters",
+                "selectionMode",
+                "parameters",
+            }
+        ):
+            p.add(f"{f}.{key}", "unknown field")
+        rtype = t.get("resourceType")
+        if rtype not in RESOURCE_TYPES:
+            p.add(f"{f}.resourceType", f"{rtype!r} is not one of {', '.join(RESOURCE_TYPES)}")
+        arns = t.get("resourceArns") or []
+        tags = t.get("resourceTags") or {}
+        if not isinstance(arns, list) or not all(isinstance(a, str) for a in arns):
+            p.add(f"{f}.resourceArns", "must be a list of ARNs")
+            arns = []
+        if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
+            p.add(f"{f}.resourceTags", "must map tag keys to string values")
+            tags = {}
+        if bool(arns) == bool(tags):
+            p.add(f, "give exactly one of resourceArns or resourceTags")
+        mode = t.get("selectionMode")
+        m = _SELECTION.match(mode) if isinstance(mode, str) else None
+        selection = ("ALL", 0)
+        if m is None:
+            p.add(f"{f}.selectionMode", f"{mode!r} is not ALL, COUNT(n) or PERCENT(n)")
+        elif m.group(2) is not None:
+            selection = ("COUNT", int(m.group(2)))
+        elif m.group(3) is not None:
+            selection = ("PERCENT", int(m.group(3)))
+            if not 0 < selection[1] <= 100:
+                p.add(f"{f}.selectionMode", "PERCENT(n) needs 1 <= n <= 100")
+        filters = []
+        for i, flt in enumerate(t.get("filters") or []):
+            if (
+                not isinstance(flt, dict)
+                or not isinstance(flt.get("path"), str)
+                or not isinstance(flt.get("values"), list)
+            ):
+                p.add(f"{f}.filters[{i}]", "must be {path, values: [...]}")
+                continue
+            filters.append((flt["path"], tuple(str(v) for v in flt["values"])))
+        if rtype == "aws:iam:role" and (tags or filters):
+            p.add(f, "aws:iam:role targets take resourceArns only")
+        out[name] = Target(
+            name, str(rtype), tuple(arns), tuple(sorted(tags.items())), tuple(filters), selection
+        )
+    return out
+
+
+def _actions(raw: Any, targets: dict[str, Target], p: _Problems) -> dict[str, Action]:
+    out: dict[str, Action] = {}
+    if not isinstance(raw, dict) or not raw:
+        p.add("actions", "must map action names to at least one action")
+        return out
+    for name, a in sorted(raw.items()):
+        f = f"actions.{name}"
+        if not isinstance(a, dict):
+            p.add(f, "must be an action object")
+            continue
+        raw_id = a.get("actionId")
+        action_id = raw_id if isinstance(raw_id, str) else ""
+        spec = ACTIONS.get(action_id)
+        if spec is None:
+            p.add(
+                f"{f}.actionId",
+                f"{action_id!r} is not supported; Joiner runs: {', '.join(ACTIONS)}",
+            )
+            continue
+        params = a.get("parameters") or {}
+        if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
+            p.add(f"{f}.parameters", "must map parameter names to strings")
+            params = {}
+        for key in spec.required:
+            if key not in params:
+                p.add(f"{f}.parameters.{key}", "required parameter is missing")
+        for key in sorted(set(params) - set(spec.required) - set(spec.optional)):
+            p.add(f"{f}.parameters.{key}", f"not a parameter of {action_id}")
+        _check_params(action_id, params, f, p)
+        target_name: str | None = None
+        refs = a.get("targets") or {}
+        if not isinstance(refs, dict):
+            p.add(f"{f}.targets", "must map the target key to a target name")
+            refs = {}
+        for key, ref in refs.items():
+            if not isinstance(ref, str):
+                p.add(
+                    f"{f}.targets.{key}",
+                    "must name a top-level target (a string); target definitions belong under "
+                    "the template's targets",
+                )
+                continue
+            if key != spec.target_key:
+                p.add(f"{f}.targets.{key}", f"{action_id} takes target key {spec.target_key!r}")
+                continue
+            target = targets.get(ref)
+            if target is None:
+                p.add(
+                    f"{f}.targets.{key}",
+                    f"names target {ref!r}, which is not defined under targets; define it as "
+                    + _TARGET_SHAPE.replace("<name>", ref),
+                )
+                continue
+            if target.resource_type != spec.resource_type:
+                p.add(
+                    f"{f}.targets.{key}",
+                    f"target {ref!r} is {target.resource_type}; "
+                    f"{action_id} takes {spec.resource_type}",
+                )
+            target_name = ref
+        if (
+            spec.target_key is not None
+            and target_name is None
+            and not any(it.startswith(f"field {f}.targets") for it in p.items)
+        ):
+            p.add(f"{f}.targets", f"{action_id} needs targets.{spec.target_key}")
+        after = a.get("startAfter") or []
+        if not isinstance(after, list) or not all(isinstance(x, str) for x in after):
+            p.add(f"{f}.startAfter", "must be a list of action names")
+            after = []
+        for dep in after:
+            if dep not in raw:
+                p.add(f"{f}.startAfter", f"names action {dep!r}, which is not defined")
+        out[name] = Action(
+            name, action_id, tuple(sorted(params.items())), target_name, tuple(after)
+        )
+    _check_cycles(out, p)
+    return out
+
+
+def _check_params(action_id: str, params: dict[str, str], f: str, p: _Problems) -> None:
+    bounds = {
+        "durationBeforeInterruption": (120.0, 900.0),
+        "duration": (1.0, 12 * 3600.0),
+        "startInstancesAfterDuration": (60.0, 12 * 3600.0),
+    }
+    for key, (low, high) in bounds.items():
+        if key not in params:
+            continue
+        try:
+            seconds = iso_seconds(params[key])
+        except (ValueError, isodate.ISO8601Error) as exc:
+            p.add(f"{f}.parameters.{key}", f"{params[key]!r} is not an ISO 8601 duration ({exc})")
+            continue
+        if not low <= seconds <= high:
+            p.add(
+                f"{f}.parameters.{key}",
+                f"{params[key]} is out of range ({_iso(low)} to {_iso(high)})",
+            )
+    if "percentage" in params:
+        value = params["percentage"]
+        if not value.isdigit() or not 1 <= int(value) <= 100:
+            p.add(f"{f}.parameters.percentage", f"{value!r} must be a whole number from 1 to 100")
+
+
+def _iso(seconds: float) -> str:
+    return "PT" + (f"{int(seconds // 60)}M" if seconds % 60 == 0 else f"{int(seconds)}S")
+
+
+def _check_cycles(actions: dict[str, Action], p: _Problems) -> None:
+    visiting: set[str] = set()
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in done or name not in actions:
+            return
+        if name in visiting:
+            cycle = [*path[path.index(name) :], name]
+            p.add(f"actions.{name}.startAfter", f"circular startAfter: {' -> '.join(cycle)}")
+            return
+        visiting.add(name)
+        for dep in actions[name].start_after:
+            visit(dep, [*path, name])
+        visiting.discard(name)
+        done.add(name)
+
+    for name in sorted(actions):
+        visit(name, [])
+
+
+def load_template(path: Path | str) -> Template:
+    """Read and validate a template file (see ``parse_template``)."""
+    path = Path(path)
+    return parse_template(read_text(path, what="experiment template"), str(path))
