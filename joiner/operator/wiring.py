@@ -30,6 +30,8 @@ from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import Terminator
 from joiner.controllers.termination.pdb import violated
+from joiner.faults.experiment import Experiment
+from joiner.faults.template import Template
 from joiner.operator.lint import lint_manifests
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
@@ -71,6 +73,7 @@ class SimulationRuntime:
         self.rng_names = random.Random(root.getrandbits(64))
         self.rng_boot = random.Random(root.getrandbits(64))
         self.rng_hazard = random.Random(root.getrandbits(64))
+        self.rng_faults = random.Random(root.getrandbits(64))
         self.timeline = SimTimeline(self.clock)
         self.state = ClusterState()
         m = scenario.manifests
@@ -140,6 +143,50 @@ class SimulationRuntime:
         self._by_owner = {d.key: d for d in self.deployments}
         self._violated: set[str] = set()
         self.pdb_violations = 0
+        self.pdb_violation_times: list[float] = []
+        self.experiments: list[tuple[float, Experiment]] = [
+            (at, self._experiment(t)) for at, t in scenario.faults
+        ]
+
+    def _experiment(self, template: Template) -> Experiment:
+        return Experiment(
+            template,
+            self.cloud,
+            self.clock,
+            self.rng_faults,
+            self.timeline,
+            self._zone_outage,
+            self.scenario.region,
+        )
+
+    def add_experiment(self, template: Template, at_s: float) -> Experiment:
+        """Run ``template`` at ``at_s`` as well (``joiner chaos run``)."""
+        exp = self._experiment(template)
+        self.experiments.append((at_s, exp))
+        return exp
+
+    def _zone_outage(self, zones: frozenset[str], until_s: float) -> None:
+        """Nodes in ``zones`` are unreachable (NotReady) until ``until_s``."""
+        hit = [
+            n
+            for n in self.state.nodes.values()
+            if n.deleted_at_s is None
+            and n.ready
+            and n.labels.get("topology.kubernetes.io/zone") in zones
+        ]
+        for n in hit:
+            n.ready = False
+            self.timeline.record("unreachable", node=n.name)
+
+        def restore() -> None:
+            for n in hit:
+                if n.deleted_at_s is None:
+                    n.ready = True
+                    self.timeline.record("reachable", node=n.name)
+            self.kube_scheduler.kick()
+
+        self.clock.at(until_s, restore, label="zone-outage-end")
+        self._check_pdbs()
 
     def _deployments(self) -> list[DeploymentController]:
         by_key = {w.deployment: w for w in self.scenario.workloads}
@@ -194,7 +241,9 @@ class SimulationRuntime:
 
     def _check_pdbs(self) -> None:
         now_violated = {f"{p.namespace}/{p.name}" for p in violated(self.state)}
-        self.pdb_violations += len(now_violated - self._violated)
+        fresh = len(now_violated - self._violated)
+        self.pdb_violations += fresh
+        self.pdb_violation_times += [self.clock.now()] * fresh
         self._violated = now_violated
 
     def _reclaimed(self, instance: Instance) -> None:
@@ -288,6 +337,8 @@ class SimulationRuntime:
             d.start(self.scenario.duration_s)
         for at_s, event in self.scenario.events:
             self.clock.at(at_s, partial(self.cloud.inject, event), label="captured-event")
+        for at_s, experiment in self.experiments:
+            experiment.start(at_s)
         self.clock.run_until(self.scenario.duration_s, progress=progress)
         summary = build_summary(
             name=self.scenario.name,

@@ -24,6 +24,7 @@ from joiner.cloudprovider.events import CloudEvent, parse_message
 from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
 from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.interruption.settings import InterruptionSettings
+from joiner.faults.template import Template, load_template
 from joiner.sim.workloads import Trace, load_trace
 
 API_VERSION = "joiner.dev/v1alpha1"
@@ -62,6 +63,13 @@ class EventSpec(_Strict):
 
     at: str = Field(description="Go duration from the start of the run")
     file: str = Field(min_length=1)
+
+
+class FaultSpec(_Strict):
+    """An AWS FIS experiment template (JSON) started at ``at``."""
+
+    at: str = Field(description="Go duration from the start of the run")
+    template: str = Field(min_length=1)
 
 
 class CloudSpec(_Strict):
@@ -121,6 +129,7 @@ class ScenarioSpec(_Strict):
         "wrapper), or {file: path} to a values file; absent: Karpenter's behaviour",
     )
     events: list[EventSpec] = Field(default_factory=list)
+    faults: list[FaultSpec] = Field(default_factory=list)
 
 
 class ScenarioMetadata(_Strict):
@@ -162,6 +171,8 @@ class Scenario:
     interruption: InterruptionSettings = field(default_factory=InterruptionSettings)
     #: (time in seconds, event) for captured messages.
     events: tuple[tuple[float, CloudEvent], ...] = ()
+    #: (time in seconds, template) for FIS experiments.
+    faults: tuple[tuple[float, Template], ...] = ()
 
 
 def json_schema() -> dict[str, Any]:
@@ -341,6 +352,19 @@ def load_scenario(
                 f"spec.events[{i}].file",
             )
         events.append((at, event))
+    faults: list[tuple[float, Template]] = []
+    for i, fspec in enumerate(spec.faults):
+        try:
+            at = durations.parse_required_seconds(fspec.at, field=f"spec.faults[{i}].at")
+        except InputError as exc:
+            raise exc.located(file=file, obj=obj) from exc
+        try:
+            template = load_template(base / fspec.template)
+        except InputError as exc:
+            raise InputError(
+                f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"spec.faults[{i}].template"
+            ) from exc
+        faults.append((at, template))
     hazard = HazardModel(
         multiplier=spec.cloud.interruptionRateMultiplier,
         overrides=tuple(
@@ -362,6 +386,7 @@ def load_scenario(
         hazard=hazard,
         interruption=interruption,
         events=tuple(events),
+        faults=tuple(faults),
     )
 
 

@@ -148,6 +148,8 @@ class SimulatedCloudProvider:
         self.event_listeners: list[EventListener] = []
         self.reclaim_listeners: list[ReclaimListener] = []
         self._unavailable: dict[tuple[str, str, str], float] = {}
+        #: Injected launch failures: (zones or None for all, percentage, until).
+        self._ice_rules: list[tuple[frozenset[str] | None, int, float]] = []
         self.region = region
         self._clock = clock
         self._rng = rng
@@ -274,6 +276,18 @@ class SimulatedCloudProvider:
                 f"no available offering for nodeclaim {request.nodeclaim_name} "
                 f"({len(request.instance_types)} instance types)"
             )
+        blocked = self._ice_blocked()
+        if blocked is not None:
+            kept = [(it, o) for it, o in candidates if blocked and o.zone not in blocked]
+            for it, o in candidates:
+                if (it, o) not in kept:
+                    self.mark_unavailable(it.name, o.zone, o.capacity_type)
+            if not kept:
+                raise InsufficientCapacityError(
+                    f"InsufficientInstanceCapacity for nodeclaim {request.nodeclaim_name} "
+                    "(injected fault)"
+                )
+            candidates = kept
         candidates = _filter_unwanted_spot(candidates)
         allowed_ct = reqs.get_or_exists(labels.CAPACITY_TYPE)
         capacity_type = next(
@@ -380,6 +394,28 @@ class SimulatedCloudProvider:
         if capacity_type == labels.CAPACITY_TYPE_SPOT and self.hazard is not None:
             self._schedule_reclaim(instance)
         return instance
+
+    def add_launch_failures(
+        self, zones: frozenset[str] | None, percentage: int, until_s: float
+    ) -> None:
+        """Until ``until_s``, ``percentage`` % of launches fail with ICE in ``zones`` (None:
+        every zone): FIS ``aws:ec2:api-insufficient-instance-capacity-error`` and the launch
+        side of ``aws:network:disrupt-connectivity``."""
+        self._ice_rules.append((zones, percentage, until_s))
+
+    def _ice_blocked(self) -> frozenset[str] | None:
+        """Zones where this launch fails (empty set: all zones), or None when none does."""
+        now = self._clock.now()
+        zones: set[str] = set()
+        hit = False
+        for rule_zones, pct, until in self._ice_rules:
+            if until <= now or self._rng.uniform(0, 100) >= pct:
+                continue
+            if rule_zones is None:
+                return frozenset()
+            hit = True
+            zones |= rule_zones
+        return frozenset(zones) if hit else None
 
     def inject(self, event: CloudEvent) -> None:
         """Deliver an event now (a captured EventBridge message, or a test). A Spot
