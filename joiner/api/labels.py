@@ -81,6 +81,9 @@ NORMALIZED_LABELS = {
     "beta.kubernetes.io/arch": ARCH,
     "beta.kubernetes.io/os": OS,
     "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+    # Karpenter-AWS reads the EBS CSI driver's zone key as the zone (PV node affinity and
+    # StorageClass allowedTopologies of dynamically provisioned EBS volumes use it).
+    "topology.ebs.csi.aws.com/zone": ZONE,
 }
 
 # Annotations and taints.

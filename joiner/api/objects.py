@@ -171,6 +171,8 @@ class PodTemplate:
     volume_claims: tuple[str, ...] = ()
     #: priorityClassName system-cluster-critical or system-node-critical: drained last.
     critical: bool = False
+    #: Pinned to a node by name (``matchFields``, as DaemonSet pods are): never provisioned for.
+    pinned: bool = False
 
     def __hash__(self) -> int:
         return hash(
@@ -390,6 +392,8 @@ class StandalonePod:
     annotations: tuple[tuple[str, str], ...] = ()
     #: ``status.phase``; Succeeded and Failed pods hold no capacity and are no demand.
     phase: str | None = None
+    #: ``metadata.deletionTimestamp`` is set: going away, no demand.
+    deleting: bool = False
 
     @property
     def key(self) -> str:
@@ -400,6 +404,17 @@ class StandalonePod:
     def terminal(self) -> bool:
         """Finished (Succeeded or Failed): ignored by planning and simulation."""
         return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def provisionable(self) -> bool:
+        """Karpenter provisions for it when pending: not finishing, not a DaemonSet or mirror
+        pod, not pinned to a node by name."""
+        owner_kind = (self.owner or "").split("/", 1)[0]
+        return (
+            not self.deleting
+            and not self.template.pinned
+            and owner_kind not in ("DaemonSet", "Node")
+        )
 
 
 @dataclass(frozen=True, slots=True)

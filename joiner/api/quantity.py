@@ -9,6 +9,7 @@ exponents); only this module imports it, so quantity rules live in one place.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 
@@ -26,6 +27,8 @@ GIB = 1024 * MIB
 
 #: Larger than any real resource amount (1 EiB of bytes, 10^18 cores): rejected as a typo.
 MAX_QUANTITY = Decimal(2) ** 60
+
+_SMALL_SUFFIX = re.compile(r"[0-9]+(?:\.[0-9]+)?[nu]", re.ASCII)
 
 #: A resource list: resource name -> integer amount (cpu in millicores, others in base units).
 Resources = dict[str, int]
@@ -45,6 +48,10 @@ def parse(value: object, *, resource: str, field: str | None = None) -> int:
         raise InputError(f"{value!r} is not a quantity", field=field)
     if isinstance(value, int | float):
         amount = Decimal(str(value))
+    elif isinstance(value, str) and _SMALL_SUFFIX.fullmatch(value.strip()):
+        # Nano and micro suffixes (Kubernetes accepts 500n, 100u); lightkube does not.
+        text = value.strip()
+        amount = Decimal(text[:-1]) * (Decimal("1e-9") if text[-1] == "n" else Decimal("1e-6"))
     elif isinstance(value, str):
         try:
             parsed = parse_quantity(value.strip())

@@ -154,7 +154,7 @@ def _print_summary(s: dict[str, Any]) -> None:
             overflow="fold",
         )
     for (pool, it, zone, ct, price), count in sorted(groups.items()):
-        table.add_row(pool, it, zone, ct, f"{price:.4f}", str(count))
+        table.add_row(escape(pool), it, zone, ct, f"{price:.4f}", str(count))
     out.print(table)
     cost = s["cost"]
     pods = s["pods"]
@@ -288,8 +288,8 @@ def plan(
             )
         for c in result.nodeClaims:
             table.add_row(
-                c.name,
-                c.nodePool,
+                escape(c.name),
+                escape(c.nodePool),
                 c.launch.instanceType,
                 c.launch.zone,
                 c.launch.capacityType,
@@ -348,6 +348,11 @@ def convert(
     reported on stderr with the lint warnings. Other documents pass through unchanged.
     """
     try:
+        if region not in Catalog.load().regions():
+            raise InputError(
+                f"unknown region {region!r}; known: {', '.join(Catalog.load().regions())}",
+                field="--region",
+            )
         conversion = convert_files(files)
         check_reloads(conversion.documents)
         manifests = load_files(files)

@@ -147,18 +147,33 @@ def build_plan(
     daemon_used: dict[str, quantity.Resources] = {name: {} for name in targets}
     ds_owners = {f"DaemonSet/{d.name}" for d in m.daemonsets}
     live_pods = [p for p in m.pods if not p.terminal]
+    pinned: list[Unschedulable] = []
     for p in live_pods:
         if p.node_name is None:
-            pending.append(_Pending(p.key, p.key, p.template))
+            if p.provisionable:
+                pending.append(_Pending(p.key, p.key, p.template))
+            elif (
+                p.template.pinned
+                and not p.deleting
+                and (p.owner or "").split("/", 1)[0] not in ("DaemonSet", "Node")
+            ):
+                pinned.append(
+                    Unschedulable(
+                        pod=p.key,
+                        reason="pinned to a node by name (matchFields); Karpenter does not "
+                        "provision for it",
+                    )
+                )
         elif p.node_name in targets:
             used[p.node_name] = quantity.add(used[p.node_name], p.template.requests)
             if p.owner in ds_owners:
                 daemon_used[p.node_name] = quantity.add(
                     daemon_used[p.node_name], p.template.requests
                 )
-        elif p.node_name in live_nodes and p.owner not in ds_owners:
-            # On a node being deleted or cordoned: it must move, so it is demand.
-            pending.append(_Pending(p.key, p.key, p.template))
+        elif p.node_name in live_nodes and live_nodes[p.node_name].deleting:
+            # On a node being deleted: it must move, so it is demand (Karpenter).
+            if p.provisionable:
+                pending.append(_Pending(p.key, p.key, p.template))
         elif p.node_name not in live_nodes:
             warnings.append(
                 f"{p.source.file}: {p.source.ref}: runs on node {p.node_name!r}, which is not in "
@@ -240,9 +255,11 @@ def build_plan(
     )
     pools = {p.name: p for p in m.nodepools}
     claims: list[PlannedNodeClaim] = []
-    unschedulable = missing + [
-        Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable
-    ]
+    unschedulable = (
+        missing
+        + pinned
+        + [Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable]
+    )
     counters: dict[str, int] = {}
     for new in result.new_nodeclaims:
         pool = pools[new.nodepool]

@@ -260,6 +260,15 @@ def unused_pools(
     return out
 
 
+def _own(pool: NodePool) -> Requirements:
+    """A pool's requirements without its own name labels (every pool differs there)."""
+    return Requirements(
+        r
+        for k, r in pool.requirements.items()
+        if k not in (labels.NODEPOOL, labels.LEGACY_PROVISIONER_NAME)
+    )
+
+
 def overlapping_pools(
     pools: Sequence[NodePool], types_by_pool: Mapping[str, Sequence[InstanceType]]
 ) -> list[LintWarning]:
@@ -269,7 +278,7 @@ def overlapping_pools(
     for i, a in enumerate(ordered):
         a_types = {it.name for it in launchable(a, types_by_pool.get(a.name, ()))}
         for b in ordered[i + 1 :]:
-            if a.weight != b.weight or a.requirements.intersects(b.requirements) is not None:
+            if a.weight != b.weight or _own(a).intersects(_own(b)) is not None:
                 continue
             shared = a_types & {it.name for it in launchable(b, types_by_pool.get(b.name, ()))}
             if not shared:

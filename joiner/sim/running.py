@@ -102,7 +102,7 @@ def adopt(
     ds_keys = {f"{d.namespace}/{d.name}": d for d in m.daemonsets}
     workloads = [w for w in m.workloads if w.key in workload_keys]
     for p in m.pods:
-        if p.terminal:
+        if p.terminal or (p.node_name is None and not p.provisionable):
             continue
         owner = next(
             (

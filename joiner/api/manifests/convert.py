@@ -133,6 +133,8 @@ def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
     source = o.Source(file, "NodePool", doc.metadata.name, doc.apiVersion)
     reqs = requirements(tmpl.spec.requirements, "spec.template.spec.requirements")
     label_reqs = [Requirement.in_(k, v) for k, v in sorted(tmpl.metadata.labels.items())]
+    # Its nodes carry karpenter.sh/nodepool=<name>; pods may select a pool by it.
+    label_reqs.append(Requirement.in_(labels.NODEPOOL, doc.metadata.name))
     expire = (
         720 * 3600.0
         if tmpl.spec.expireAfter is None
@@ -182,6 +184,8 @@ def nodepool_v1beta1(doc: m.V1Beta1NodePool, file: str) -> o.NodePool:
     tmpl = spec.template
     reqs = requirements(tmpl.spec.requirements, "spec.template.spec.requirements")
     label_reqs = [Requirement.in_(k, v) for k, v in sorted(tmpl.metadata.labels.items())]
+    # Its nodes carry karpenter.sh/nodepool=<name>; pods may select a pool by it.
+    label_reqs.append(Requirement.in_(labels.NODEPOOL, doc.metadata.name))
     d = spec.disruption
     expire = (
         720 * 3600.0
@@ -368,16 +372,17 @@ def pod_template(
     total[quantity.PODS] = 1
     selector = Requirements(Requirement.in_(k, v) for k, v in sorted(spec.nodeSelector.items()))
     terms: list[Requirements] = []
+    pinned = False
     na = spec.affinity.nodeAffinity if spec.affinity else None
     required = na.requiredDuringSchedulingIgnoredDuringExecution if na else None
     if required is not None:
         base = f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
         for i, term in enumerate(required.nodeSelectorTerms):
             if term.matchFields:
-                raise InputError(
-                    "matchFields is not supported by Karpenter-style provisioning",
-                    field=f"{base}.nodeSelectorTerms[{i}].matchFields",
-                )
+                # DaemonSet pods are pinned to their node this way; Karpenter does not
+                # provision for such pods, and kube-scheduler binds them by node name.
+                pinned = True
+                continue
             if not term.matchExpressions:
                 raise InputError(
                     "an empty node selector term matches no node",
@@ -449,6 +454,7 @@ def pod_template(
         preferred_pod_anti_affinity=_weighted_terms(paa, pod_labels, f"{base_aff}.podAntiAffinity"),
         host_ports=ports,
         critical=spec.priorityClassName in ("system-cluster-critical", "system-node-critical"),
+        pinned=pinned,
         volume_claims=tuple(
             v.persistentVolumeClaim.claimName for v in spec.volumes if v.persistentVolumeClaim
         ),
@@ -536,7 +542,7 @@ def workload(doc: m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job, file: str
     if isinstance(doc, m.Job):
         # A Job runs min(parallelism, completions left) pods until it completes or fails;
         # its controller labels them job-name=<name>, which is how its pods are found.
-        done = any(
+        done = doc.spec.suspend is True or any(
             c.type in ("Complete", "Failed") and c.status == "True" for c in doc.status.conditions
         )
         replicas = 0 if done else doc.spec.parallelism
@@ -606,6 +612,7 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
         owner=_owner(doc.metadata),
         annotations=tuple(sorted(doc.metadata.annotations.items())),
         phase=doc.status.phase,
+        deleting=doc.metadata.deletionTimestamp is not None,
     )
 
 

@@ -75,6 +75,7 @@ def provisioner(doc: m.Provisioner, file: str) -> o.NodePool:
     label_reqs = [Requirement.in_(k, v) for k, v in sorted(spec.labels.items())]
     # Legacy nodes carry karpenter.sh/provisioner-name; pods may still select it.
     label_reqs.append(Requirement.in_(labels.LEGACY_PROVISIONER_NAME, name))
+    label_reqs.append(Requirement.in_(labels.NODEPOOL, name))
     if spec.consolidation and spec.consolidation.enabled:
         policy, after = "WhenEmptyOrUnderutilized", 0.0
     elif spec.ttlSecondsAfterEmpty is not None:
@@ -152,6 +153,11 @@ def awsnodetemplate(doc: m.AWSNodeTemplate, file: str) -> o.NodeClass:
         raise InputError(
             f"unknown amiFamily {family!r}; use one of {', '.join(convert.AMI_FAMILIES)}",
             field="spec.amiFamily",
+        )
+    if family == "Custom" and not spec.amiSelector:
+        raise InputError(
+            "amiFamily Custom needs an amiSelector (the legacy webhook rejected this too)",
+            field="spec.amiSelector",
         )
     if spec.launchTemplate:
         raise InputError(

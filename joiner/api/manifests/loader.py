@@ -222,6 +222,13 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("storage.k8s.io/v1", "StorageClass"): _storageclass,
 }
 
+#: Karpenter kinds a cluster dump holds that Joiner derives itself: skipped with a warning.
+_DERIVED = {
+    ("karpenter.sh/v1", "NodeClaim"),
+    ("karpenter.sh/v1beta1", "NodeClaim"),
+    ("karpenter.sh/v1alpha5", "Machine"),
+}
+
 #: API groups whose unknown versions are errors, not warnings: Joiner must not silently
 #: drop a NodePool or NodeClass it cannot read.
 _STRICT_GROUPS = ("karpenter.sh", "karpenter.k8s.aws")
@@ -266,6 +273,11 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
             obj=obj,
             field="kind",
         )
+    if (str(api_version), str(kind)) in _DERIVED:
+        out.warnings.append(
+            f"{file}: {obj}: Joiner keeps its own NodeClaims; this {kind} is skipped"
+        )
+        return
     if handler is None:
         group = str(api_version).rpartition("/")[0]
         known = sorted(v for v, k in HANDLERS if k == kind)

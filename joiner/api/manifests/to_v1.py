@@ -87,6 +87,9 @@ def _taints(items: list[m.Taint]) -> list[dict[str, Any]]:
 
 def _kubelet(k: m.Kubelet | m.ProvisionerKubelet | None) -> dict[str, Any] | None:
     d = _dump(k)
+    if d:
+        # Removed in v1: the container runtime is always containerd.
+        d.pop("containerRuntime", None)
     return d or None
 
 
@@ -271,6 +274,16 @@ def _nodeclass_doc(
         out_spec["blockDeviceMappings"] = [_dump(b) for b in spec.blockDeviceMappings]
     if spec.userData:
         out_spec["userData"] = spec.userData
+    for key in (
+        "metadataOptions",
+        "detailedMonitoring",
+        "instanceStorePolicy",
+        "associatePublicIPAddress",
+        "context",
+    ):
+        value = getattr(spec, key, None)
+        if value is not None:
+            out_spec[key] = value
     if kubelet:
         out_spec["kubelet"] = kubelet
     metadata: dict[str, Any] = {"name": name}
