@@ -78,7 +78,8 @@ apiVersion: v1
 kind: Pod
 metadata: {{name: {name}{extra}}}
 spec:
-{node_line}{spec_extra}  containers: [{{name: c, resources: {{requests: {{cpu: 500m, memory: 512Mi}}}}}}]
+{node_line}{spec_extra}  containers:
+    - {{name: c, resources: {{requests: {{cpu: 500m, memory: 512Mi}}}}}}
 """
 
 
@@ -87,7 +88,8 @@ def test_daemonset_pod_pinned_by_match_fields_loads_and_is_not_demand(tmp_path):
         "aws-node-x7k2p",
         ", ownerReferences: [{kind: DaemonSet, name: aws-node, controller: true}]",
         spec_extra=(
-            "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+            "  affinity:\n    nodeAffinity:\n"
+            "      requiredDuringSchedulingIgnoredDuringExecution:\n"
             "        nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, "
             "values: [n9]}]}]\n"
         ),
@@ -154,7 +156,8 @@ spec:
   nodeAffinity:
     required:
       nodeSelectorTerms:
-        - matchExpressions: [{key: topology.ebs.csi.aws.com/zone, operator: In, values: [us-east-1c]}]
+        - matchExpressions:
+            - {key: topology.ebs.csi.aws.com/zone, operator: In, values: [us-east-1c]}
 """
     pod = _pod(
         "db", spec_extra="  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]\n"
