@@ -18,11 +18,14 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from joiner import __version__
+from joiner.api import durations
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_files
 from joiner.api.manifests.to_v1 import check_reloads, convert_files
 from joiner.api.outputs import Plan, SimulationSummary
 from joiner.cloudprovider.catalog import Catalog
+from joiner.faults.template import load_template
+from joiner.operator.chaos import run_experiment
 from joiner.operator.lint import lint_manifests
 from joiner.operator.plan import build_plan
 from joiner.operator.wiring import SimulationRuntime
@@ -413,6 +416,64 @@ def lint(
         err.print(f"{len(all_warnings)} warning(s)")
         raise typer.Exit(1)
     err.print("no warnings")
+
+
+chaos = typer.Typer(no_args_is_help=True, help="Fault injection with AWS FIS experiment templates.")
+app.add_typer(chaos, name="chaos")
+
+
+@chaos.command("validate")
+def chaos_validate(
+    template: Annotated[Path, typer.Argument(help="FIS experiment template (JSON).")],
+) -> None:
+    """Check a template against AWS's schema and Joiner's supported actions; run nothing."""
+    try:
+        t = load_template(template)
+    except InputError as exc:
+        _fail(exc)
+        return
+    out.print(
+        f"{escape(str(template))}: valid ({len(t.actions)} action(s), {len(t.targets)} target(s))"
+    )
+
+
+@chaos.command("run")
+def chaos_run(
+    template: Annotated[Path, typer.Argument(help="FIS experiment template (JSON).")],
+    scenario: Annotated[Path, typer.Option("--scenario", help="Scenario to run it in.")],
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at", help="Start (Go duration); default: when the initial workload first runs."
+        ),
+    ] = None,
+    output: Annotated[PlanFormat, typer.Option("--output", "-o")] = PlanFormat.table,
+) -> None:
+    """Run one experiment against a scenario. Exit 0 survived, 1 a pod was lost or a
+    PodDisruptionBudget violated, 2 bad input."""
+    try:
+        t = load_template(template)
+        sc = load_scenario(scenario)
+        at_s = None if at is None else durations.parse_required_seconds(at, field="--at")
+        verdict = run_experiment(sc, t, at_s)
+    except InputError as exc:
+        _fail(exc)
+        return
+    if output is PlanFormat.json:
+        sys.stdout.write(json.dumps(verdict.body, indent=2) + "\n")
+    else:
+        b = verdict.body
+        lead = b["replacementLeadTimeSeconds"]
+        out.print(
+            f"{'[bold green]survived[/]' if verdict.survived else '[bold red]did not survive[/]'}: "
+            f"{escape(str(b['experiment']))} at {b['atSeconds']:.0f} s, {b['targets']} target(s); "
+            f"{b['podsLost']} pod(s) lost, {b['pdbViolations']} PDB violation(s); at most "
+            f"{b['maxPodsPending']} pods pending, longest wait {b['maxPendingSeconds']:.1f} s; "
+            f"replacement lead time p50 {lead['p50']} s, min {lead['min']} s; "
+            f"cost during the experiment ${b['costDuringExperiment']:.4f}"
+        )
+    if not verdict.survived:
+        raise typer.Exit(1)
 
 
 def main() -> None:

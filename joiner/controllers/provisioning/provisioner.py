@@ -84,6 +84,14 @@ class Provisioner:
         pending = pending + [
             self._state.pods[uid] for uid in sorted(moving, key=lambda u: self._state.pods[u].order)
         ]
+        # Pods that replace ones evicted or lost from a disrupted node: their NodeClaims are
+        # that node's replacement (for the timeline and lead-time figures).
+        for p in pending:
+            old = self._state.pods.get(p.replaces) if p.replaces else None
+            if old is not None and old.node_name is not None:
+                node = self._state.nodes.get(old.node_name)
+                if node is not None and (node.deleting or node.deleted_at_s is not None):
+                    moving.setdefault(p.uid, node.name)
         if not pending:
             return
         templates = self._templates()
