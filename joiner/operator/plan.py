@@ -29,9 +29,13 @@ from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unsche
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
+from joiner.cloudprovider.simulated.provider import choose_offering
 from joiner.cloudprovider.types import (
     CloudProviderError,
-    LaunchRequest,
+    Instance,
+    InstanceType,
+    InsufficientCapacityError,
+    Offering,
     SecurityGroup,
     Subnet,
 )
@@ -47,6 +51,8 @@ from joiner.scheduling import (
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
+
+_OFFER_KEYS = (labels.ZONE, labels.CAPACITY_TYPE, labels.ZONE_ID)
 
 #: CreateFleet takes at most this many instance types (aws-semantics §1.6).
 MAX_FLEET_TYPES = 60
@@ -261,21 +267,51 @@ def build_plan(
         + [Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable]
     )
     counters: dict[str, int] = {}
+    launches: dict[tuple[object, ...], tuple[InstanceType, Offering] | None] = {}
+    capacity_types: dict[tuple[object, ...], list[str]] = {}
     for new in result.new_nodeclaims:
         pool = pools[new.nodepool]
         counters[pool.name] = counters.get(pool.name, 0) + 1
         name = f"{pool.name}-{counters[pool.name]}"
         options = new.instance_types[:MAX_FLEET_TYPES]
-        cts = sorted(
-            {o.capacity_type for it in options for o in it.available_offerings(new.requirements)}
-        )
+        names = tuple(it.name for it in options)
+        ct_key = (names, *(new.requirements.get_or_exists(k) for k in _OFFER_KEYS))
+        cts = capacity_types.get(ct_key)
+        if cts is None:
+            cts = sorted(
+                {
+                    o.capacity_type
+                    for it in options
+                    for o in it.available_offerings(new.requirements)
+                }
+            )
+            capacity_types[ct_key] = cts
         reqs = new.requirements.add(
             Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in options]),
             Requirement.in_(labels.CAPACITY_TYPE, *cts),
         )
+        # Identical NodeClaims (replicas of one pod shape) launch the same way: choose once.
+        key = (names, *(reqs.get_or_exists(k) for k in _OFFER_KEYS))
+        choice = launches.get(key)
+        if choice is None:
+            candidates = [
+                (it, o)
+                for it in options
+                for o in it.offerings
+                if o.available and o.compatible(reqs)
+            ]
+            choice = choose_offering(candidates, reqs) if candidates else None
+            launches[key] = choice
         try:
-            inst = cloud.create(
-                LaunchRequest(name, pool.name, pool.node_class_ref.name, reqs, tuple(options))
+            if choice is None:
+                raise InsufficientCapacityError(f"no available offering for {name}")
+            inst = Instance(
+                provider_id=f"aws:///{choice[1].zone}/planned-{name}",
+                instance_id=f"planned-{name}",
+                instance_type=choice[0],
+                offering=choice[1],
+                subnet_id="",
+                launched_at_s=0.0,
             )
         except CloudProviderError as exc:
             unschedulable += [
@@ -284,10 +320,10 @@ def build_plan(
             ]
             continue
         claim_labels: dict[str, str] = {}
-        for key, req in inst.instance_type.requirements.items():
+        for label_key, req in inst.instance_type.requirements.items():
             value = req.any()
             if value is not None and not req.complement:
-                claim_labels[key] = value
+                claim_labels[label_key] = value
         claim_labels.update(reqs.labels())
         claim_labels.update(pool.node_labels())
         claim_labels.update(

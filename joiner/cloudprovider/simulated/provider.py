@@ -18,6 +18,7 @@ from functools import partial
 from joiner.api import labels
 from joiner.api.clock import Clock
 from joiner.api.objects import NodeClass, SelectorTerm
+from joiner.api.requirements import Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import (
     REBALANCE_RECOMMENDATION,
@@ -117,6 +118,26 @@ class HazardModel:
 
 EventListener = Callable[[CloudEvent], None]
 ReclaimListener = Callable[[Instance], None]
+
+
+def choose_offering(
+    candidates: Sequence[tuple[InstanceType, Offering]], reqs: Requirements
+) -> tuple[InstanceType, Offering]:
+    """EC2 Fleet's choice for Karpenter among available, allowed (type, offering) pairs:
+    ``filterUnwantedSpot``, then the capacity type by precedence, then the lowest price, ties
+    by interruption rate, type name and zone. ``candidates`` must not be empty."""
+    kept = _filter_unwanted_spot(list(candidates))
+    allowed_ct = reqs.get_or_exists(labels.CAPACITY_TYPE)
+    capacity_type = next(
+        ct
+        for ct in labels.CAPACITY_TYPE_PRECEDENCE
+        if allowed_ct.has(ct) and any(o.capacity_type == ct for _, o in kept)
+    )
+    chosen = [(it, o) for it, o in kept if o.capacity_type == capacity_type]
+    return min(
+        chosen,
+        key=lambda c: (c[1].price_per_hour, c[1].interruption_rate_per_hour, c[0].name, c[1].zone),
+    )
 
 
 class SimulatedCloudProvider:
@@ -288,23 +309,7 @@ class SimulatedCloudProvider:
                     "(injected fault)"
                 )
             candidates = kept
-        candidates = _filter_unwanted_spot(candidates)
-        allowed_ct = reqs.get_or_exists(labels.CAPACITY_TYPE)
-        capacity_type = next(
-            ct
-            for ct in labels.CAPACITY_TYPE_PRECEDENCE
-            if allowed_ct.has(ct) and any(o.capacity_type == ct for _, o in candidates)
-        )
-        chosen = [(it, o) for it, o in candidates if o.capacity_type == capacity_type]
-        it, offering = min(
-            chosen,
-            key=lambda c: (
-                c[1].price_per_hour,
-                c[1].interruption_rate_per_hour,
-                c[0].name,
-                c[1].zone,
-            ),
-        )
+        it, offering = choose_offering(candidates, reqs)
         subnet = next((s for s in self.resolve_subnets(nc) if s.zone == offering.zone), None)
         if subnet is None:
             raise CreateError("NoSubnet", f"no subnet of {nc.name} in zone {offering.zone}")

@@ -32,6 +32,7 @@ from joiner.state.cluster import ClusterState, NodeClaim
 log = logging.getLogger(__name__)
 
 _SUFFIX_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+_OFFER_KEYS = (labels.ZONE, labels.CAPACITY_TYPE, labels.ZONE_ID)
 
 
 @dataclass
@@ -118,15 +119,24 @@ class Provisioner:
             failed.append(uid)
             log.info("pod unschedulable pod=%s reason=%s", self._state.pods[uid].name, reason)
         od_needed = self._on_demand_needed(result.new_nodeclaims)
+        # Replicas of one pod shape make identical NodeClaims: compute their offers once.
+        capacity_types: dict[tuple[object, ...], list[str]] = {}
         for new in result.new_nodeclaims:
             pool = self._state.nodepools[new.nodepool]
-            cts = sorted(
-                {
-                    o.capacity_type
-                    for it in new.instance_types
-                    for o in it.available_offerings(new.requirements)
-                }
+            ct_key = (
+                tuple(it.name for it in new.instance_types),
+                *(new.requirements.get_or_exists(k) for k in _OFFER_KEYS),
             )
+            cts = capacity_types.get(ct_key)
+            if cts is None:
+                cts = sorted(
+                    {
+                        o.capacity_type
+                        for it in new.instance_types
+                        for o in it.available_offerings(new.requirements)
+                    }
+                )
+                capacity_types[ct_key] = cts
             if od_needed.get(pool.name, 0) > 0 and labels.CAPACITY_TYPE_ON_DEMAND in cts:
                 # joiner.dev/on-demand-base: this NodeClaim fills the on-demand base.
                 cts = [labels.CAPACITY_TYPE_ON_DEMAND]
