@@ -331,6 +331,28 @@ def convert_files(paths: list[Path]) -> Conversion:
             k = _kubelet(np.spec.template.spec.kubelet)
             if k:
                 kubelets[np.spec.template.spec.nodeClassRef.name] = k
+    # Pools without kubelet settings that share a NodeClass with one that has them inherit
+    # those settings in v1: say so.
+    for file, doc in raw:
+        kind, version = doc.get("kind"), doc.get("apiVersion")
+        if (version, kind) == ("karpenter.sh/v1alpha5", "Provisioner"):
+            p = m.Provisioner.model_validate(doc)
+            ref = p.spec.providerRef.name if p.spec.providerRef else p.metadata.name
+            if ref in kubelets and not _kubelet(p.spec.kubeletConfiguration):
+                out.warnings.append(
+                    f"{file}: Provisioner/{p.metadata.name}: shares EC2NodeClass {ref!r}, whose "
+                    "v1 kubelet settings now apply to its nodes too; give it its own NodeClass "
+                    "to keep the defaults"
+                )
+        elif (version, kind) == ("karpenter.sh/v1beta1", "NodePool"):
+            np = m.V1Beta1NodePool.model_validate(doc)
+            ref = np.spec.template.spec.nodeClassRef.name
+            if ref in kubelets and not _kubelet(np.spec.template.spec.kubelet):
+                out.warnings.append(
+                    f"{file}: NodePool/{np.metadata.name}: shares EC2NodeClass {ref!r}, whose "
+                    "v1 kubelet settings now apply to its nodes too; give it its own NodeClass "
+                    "to keep the defaults"
+                )
     for file, doc in raw:
         kind, version = doc.get("kind"), doc.get("apiVersion")
         key = (version, kind)
