@@ -248,3 +248,31 @@ def test_scheduled_changes_and_state_changes_drain(tmp_path, detail_type, source
     assert kinds[0] == kind
     assert "drainStarted" in kinds and kinds[-1] == "terminated"
     assert s["pods"]["lost"] == 0
+
+
+def test_interruption_runs_are_reproducible_across_hash_seeds(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    outputs = []
+    for seed in ("1", "999"):
+        out = tmp_path / seed
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "joiner.cli.main",
+                "simulate",
+                str(EXAMPLE / "scenario.yaml"),
+                "--out",
+                str(out),
+                "-q",
+            ],
+            check=True,
+            capture_output=True,
+            env=dict(os.environ, PYTHONHASHSEED=seed),
+            cwd=REPO,
+        )
+        outputs.append((out / "summary.json").read_bytes())
+    assert outputs[0] == outputs[1]
