@@ -45,9 +45,12 @@ class CloudEvent:
 
 
 def _need(doc: dict[str, Any], key: str, where: str) -> Any:
-    if key not in doc:
+    if key not in doc or doc[key] is None:
         raise InputError(f"EventBridge message has no {key!r}", field=where + key)
-    return doc[key]
+    value = doc[key]
+    if key == "instance-id" and not isinstance(value, str):
+        raise InputError("must be a string", field=where + key)
+    return value
 
 
 def parse_message(raw: str | dict[str, Any], *, file: str | None = None) -> CloudEvent | None:
@@ -66,6 +69,10 @@ def parse_message(raw: str | dict[str, Any], *, file: str | None = None) -> Clou
             doc = json.loads(body) if isinstance(body, str) else body
     except (json.JSONDecodeError, TypeError) as exc:
         raise InputError(f"not a JSON EventBridge message: {exc}", file=file) from exc
+    except RecursionError as exc:
+        raise InputError("JSON is nested too deeply", file=file) from exc
+    except ValueError as exc:
+        raise InputError(f"JSON value cannot be read: {exc}", file=file) from exc
     if not isinstance(doc, dict):
         raise InputError("an EventBridge message must be a JSON object", file=file)
     try:
@@ -101,9 +108,9 @@ def parse_message(raw: str | dict[str, Any], *, file: str | None = None) -> Clou
                 return None
             entities = detail.get("affectedEntities") or []
             ids = tuple(
-                str(e["entityValue"])
+                e["entityValue"]
                 for e in entities
-                if isinstance(e, dict) and "entityValue" in e
+                if isinstance(e, dict) and isinstance(e.get("entityValue"), str)
             )
             if not ids:
                 raise InputError(

@@ -60,7 +60,7 @@ ACTIONS: dict[str, ActionSpec] = {
 }
 RESOURCE_TYPES = ("aws:ec2:spot-instance", "aws:ec2:instance", "aws:iam:role", "aws:ec2:subnet")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
-_SELECTION = re.compile(r"^(ALL|COUNT\((\d+)\)|PERCENT\((\d+)\))$")
+_SELECTION = re.compile(r"^(ALL|COUNT\(([0-9]{1,9})\)|PERCENT\(([0-9]{1,3})\))$")
 _TARGET_SHAPE = (
     '{"<name>": {"resourceType": "aws:ec2:spot-instance", "resourceTags": {"Name": "my-node"}, '
     '"selectionMode": "ALL"}}'
@@ -137,10 +137,32 @@ def iso_seconds(value: str) -> float:
     Raises:
         ValueError: not an ISO 8601 duration, or one with years or months.
     """
-    parsed = isodate.parse_duration(value)
-    if not hasattr(parsed, "total_seconds"):
+    text = value.strip()
+    if text.upper() in ("P", "PT") or text.upper().endswith("T"):
+        raise ValueError("no amount given")
+    try:
+        parsed = isodate.parse_duration(text)
+    except (isodate.ISO8601Error, OverflowError, ArithmeticError) as exc:
+        raise ValueError(str(exc)) from exc
+    if isinstance(parsed, isodate.Duration) and (parsed.years or parsed.months):
         raise ValueError("years and months are not allowed")
-    return float(parsed.total_seconds())
+    try:
+        return float(parsed.total_seconds())
+    except (OverflowError, ArithmeticError) as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+_ARN = re.compile(r"^arn:aws[a-z-]*:(ec2|iam):[a-z0-9-]*:\d{12}:[a-z-]+/[\w+=,.@/-]+$")
+FILTER_PATHS = ("State.Name", "Placement.AvailabilityZone")
 
 
 class _Problems:
@@ -158,11 +180,15 @@ def parse_template(text: str, file: str) -> Template:
         InputError: invalid JSON (with line and column) or any schema problem.
     """
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=file
         ) from exc
+    except RecursionError as exc:
+        raise InputError("JSON is nested too deeply", file=file) from exc
+    except ValueError as exc:  # huge integers, duplicate keys
+        raise InputError(f"JSON value cannot be read: {exc}", file=file) from exc
     if not isinstance(doc, dict):
         raise InputError("an experiment template must be a JSON object", file=file)
     p = _Problems()
@@ -222,6 +248,9 @@ def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
         if not isinstance(arns, list) or not all(isinstance(a, str) for a in arns):
             p.add(f"{f}.resourceArns", "must be a list of ARNs")
             arns = []
+        for i, arn in enumerate(arns):
+            if not _ARN.match(arn):
+                p.add(f"{f}.resourceArns[{i}]", f"{arn!r} is not an EC2 or IAM ARN")
         if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
             p.add(f"{f}.resourceTags", "must map tag keys to string values")
             tags = {}
@@ -234,6 +263,8 @@ def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
             p.add(f"{f}.selectionMode", f"{mode!r} is not ALL, COUNT(n) or PERCENT(n)")
         elif m.group(2) is not None:
             selection = ("COUNT", int(m.group(2)))
+            if selection[1] < 1:
+                p.add(f"{f}.selectionMode", "COUNT(n) needs n >= 1")
         elif m.group(3) is not None:
             selection = ("PERCENT", int(m.group(3)))
             if not 0 < selection[1] <= 100:
@@ -246,6 +277,13 @@ def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
                 or not isinstance(flt.get("values"), list)
             ):
                 p.add(f"{f}.filters[{i}]", "must be {path, values: [...]}")
+                continue
+            if flt["path"] not in FILTER_PATHS:
+                p.add(
+                    f"{f}.filters[{i}].path",
+                    f"{flt['path']!r} is not supported "
+                    f"(Joiner filters on {', '.join(FILTER_PATHS)})",
+                )
                 continue
             filters.append((flt["path"], tuple(str(v) for v in flt["values"])))
         if rtype == "aws:iam:role" and (tags or filters):
@@ -267,7 +305,7 @@ def _actions(raw: Any, targets: dict[str, Target], p: _Problems) -> dict[str, Ac
             p.add(f, "must be an action object")
             continue
         raw_id = a.get("actionId")
-        action_id = raw_id if isinstance(raw_id, str) else ""
+        action_id = raw_id if isinstance(raw_id, str) else repr(raw_id)
         spec = ACTIONS.get(action_id)
         if spec is None:
             p.add(
@@ -347,7 +385,7 @@ def _check_params(action_id: str, params: dict[str, str], f: str, p: _Problems) 
             continue
         try:
             seconds = iso_seconds(params[key])
-        except (ValueError, isodate.ISO8601Error) as exc:
+        except ValueError as exc:
             p.add(f"{f}.parameters.{key}", f"{params[key]!r} is not an ISO 8601 duration ({exc})")
             continue
         if not low <= seconds <= high:
@@ -357,7 +395,7 @@ def _check_params(action_id: str, params: dict[str, str], f: str, p: _Problems) 
             )
     if "percentage" in params:
         value = params["percentage"]
-        if not value.isdigit() or not 1 <= int(value) <= 100:
+        if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= 100:
             p.add(f"{f}.parameters.percentage", f"{value!r} must be a whole number from 1 to 100")
 
 
@@ -369,21 +407,24 @@ def _check_cycles(actions: dict[str, Action], p: _Problems) -> None:
     visiting: set[str] = set()
     done: set[str] = set()
 
-    def visit(name: str, path: list[str]) -> None:
-        if name in done or name not in actions:
-            return
-        if name in visiting:
-            cycle = [*path[path.index(name) :], name]
-            p.add(f"actions.{name}.startAfter", f"circular startAfter: {' -> '.join(cycle)}")
-            return
-        visiting.add(name)
-        for dep in actions[name].start_after:
-            visit(dep, [*path, name])
-        visiting.discard(name)
-        done.add(name)
-
-    for name in sorted(actions):
-        visit(name, [])
+    # Iterative (Kahn): long chains must not exhaust the stack.
+    del visiting
+    waiting = {n: {d for d in a.start_after if d in actions} for n, a in actions.items()}
+    ready = sorted(n for n, deps in waiting.items() if not deps)
+    while ready:
+        n = ready.pop()
+        done.add(n)
+        for other, deps in waiting.items():
+            if n in deps:
+                deps.discard(n)
+                if not deps and other not in done:
+                    ready.append(other)
+    stuck = sorted(set(actions) - done)
+    if stuck:
+        p.add(
+            f"actions.{stuck[0]}.startAfter",
+            f"circular startAfter among {', '.join(stuck)}",
+        )
 
 
 def load_template(path: Path | str) -> Template:

@@ -105,6 +105,7 @@ def load_trace(
                 len(cells) != 2
                 or not cells[0].isascii()
                 or not cells[0].isdigit()
+                or len(cells[0]) > 9
                 or not (_NUMBER.fullmatch(cells[1]))
             ):
                 raise InputError(

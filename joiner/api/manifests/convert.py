@@ -622,9 +622,10 @@ def _int_or_percent(value: int | str | None, field: str) -> int | str | None:
             raise InputError(f"{value} must not be negative", field=field)
         return value
     text = value.strip()
-    if text.endswith("%") and text[:-1].isdigit() and int(text[:-1]) <= 100:
+    digits = text[:-1]
+    if text.endswith("%") and digits.isascii() and digits.isdigit() and int(digits) <= 100:
         return text
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return int(text)
     raise InputError(f"{value!r} is neither a count nor a percentage like 50%", field=field)
 
