@@ -107,6 +107,8 @@ class Experiment:
     region: str
     start_s: float = 0.0
     targets: set[str] = field(default_factory=set)
+    #: Targets that resolved to nothing: FIS fails such an experiment.
+    empty: list[str] = field(default_factory=list)
 
     def start(self, at_s: float) -> None:
         """Schedule every action relative to ``at_s``."""
@@ -148,6 +150,8 @@ class Experiment:
         ids = self._select(target, sorted(i.instance_id for i in found))
         chosen = [by_id[i] for i in ids]
         self.targets |= {i.instance_id for i in chosen}
+        if not chosen:
+            self.empty.append(f"target {target.name} resolved to no instance")
         return chosen
 
     def _zones(self, target: Target) -> frozenset[str]:
@@ -160,6 +164,8 @@ class Experiment:
             found = [s for s in subnets if all(dict(s.tags).get(k) == v for k, v in want.items())]
         chosen = self._select(target, sorted(s.id for s in found))
         self.targets |= set(chosen)
+        if not chosen:
+            self.empty.append(f"target {target.name} resolved to no subnet")
         return frozenset(s.zone for s in subnets if s.id in chosen)
 
     # -- actions ----------------------------------------------------------------------
@@ -209,9 +215,13 @@ class Experiment:
             zones = None
             if zones_param:
                 ids = {z.strip() for z in zones_param.split(",") if z.strip()}
-                zones = frozenset(
-                    s.zone for s in self.cloud.subnets if s.zone in ids or s.zone_id in ids
-                ) | frozenset(z for z in ids if z.startswith(self.region))
+                region_zones = self.cloud.catalog.zones(self.region)
+                by_id = {zid: z for z, zid in region_zones}
+                zones = frozenset(z for z, _ in region_zones if z in ids) | frozenset(
+                    by_id[z] for z in ids if z in by_id
+                )
+                if not zones:
+                    self.empty.append(f"{action.name}: no zone of {self.region} in {zones_param!r}")
             pct = int(action.param("percentage") or "100")
             until = now + (action.seconds("duration") or 0.0)
             self.cloud.add_launch_failures(zones, pct, until)

@@ -246,8 +246,14 @@ def test_scheduled_changes_and_state_changes_drain(tmp_path, detail_type, source
     s = SimulationRuntime(load_scenario(d / "captured-event.yaml")).run().summary
     kinds = [e["kind"] for e in s["timeline"] if e["node"] == "ip-10-0-1-17.ec2.internal"]
     assert kinds[0] == kind
-    assert "drainStarted" in kinds and kinds[-1] == "terminated"
-    assert s["pods"]["lost"] == 0
+    assert "drainStarted" in kinds
+    if kind == "scheduledChange":
+        # A scheduled change leaves time: the drain completes within the budget.
+        assert kinds[-1] == "terminated" and s["pods"]["lost"] == 0
+    else:
+        # A stopping instance is gone 30 s later: the PDB (maxUnavailable 1) cannot let
+        # four pods out in time, and what is left is lost, as on EC2.
+        assert "reclaimed" in kinds and s["pods"]["lost"] >= 1
 
 
 def test_interruption_runs_are_reproducible_across_hash_seeds(tmp_path):

@@ -404,8 +404,11 @@ class SimulatedCloudProvider:
         self, zones: frozenset[str] | None, percentage: int, until_s: float
     ) -> None:
         """Until ``until_s``, ``percentage`` % of launches fail with ICE in ``zones`` (None:
-        every zone): FIS ``aws:ec2:api-insufficient-instance-capacity-error`` and the launch
-        side of ``aws:network:disrupt-connectivity``."""
+        every zone; an empty set blocks nothing): FIS
+        ``aws:ec2:api-insufficient-instance-capacity-error`` and the launch side of
+        ``aws:network:disrupt-connectivity``."""
+        if zones is not None and not zones:
+            return
         self._ice_rules.append((zones, percentage, until_s))
 
     def _ice_blocked(self) -> frozenset[str] | None:
@@ -423,17 +426,24 @@ class SimulatedCloudProvider:
         return frozenset(zones) if hit else None
 
     def inject(self, event: CloudEvent) -> None:
-        """Deliver an event now (a captured EventBridge message, or a test). A Spot
-        interruption warning means EC2 reclaims the instance 2 minutes later, so that is
-        scheduled too, as the hazard model does."""
-        if event.kind == SPOT_INTERRUPTION and event.action in (None, "terminate"):
-            for iid in event.instance_ids:
-                inst = self.instance_by_id(iid)
-                if inst is not None:
-                    self._clock.after(
-                        NOTICE_S, partial(self.reclaim, inst.provider_id), label="reclaim"
-                    )
+        """Deliver an event now (a captured EventBridge message, or a test), with what EC2
+        then does: a Spot interruption warning (terminate, stop or hibernate) takes the
+        instance 2 minutes later; shutting-down 5 s later, stopping 30 s later; stopped and
+        terminated at once."""
+        delay: float | None = None
+        if event.kind == SPOT_INTERRUPTION:
+            delay = NOTICE_S
+        elif event.kind == STATE_CHANGE:
+            delay = {"shutting-down": 5.0, "stopping": 30.0, "stopped": 0.0, "terminated": 0.0}.get(
+                event.state or ""
+            )
+        targets = [self.instance_by_id(iid) for iid in event.instance_ids]
         self._emit(event)
+        if delay is None:
+            return
+        for inst in targets:
+            if inst is not None:
+                self._clock.after(delay, partial(self.reclaim, inst.provider_id), label="reclaim")
 
     def _emit(self, event: CloudEvent) -> None:
         if not any(inst.instance_id in event.instance_ids for inst in self._instances.values()):
