@@ -76,6 +76,11 @@ def _root(
     _configure_logging(verbose)
 
 
+def _printable(text: str) -> str:
+    """User text made safe for a terminal: markup escaped, control characters replaced."""
+    return escape("".join(ch if ch.isprintable() else "?" for ch in text))
+
+
 def _print_warnings(warnings: list[str]) -> None:
     for w in warnings:
         err.print(f"[bold yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
@@ -466,11 +471,20 @@ def chaos_run(
         lead = b["replacementLeadTimeSeconds"]
         out.print(
             f"{'[bold green]survived[/]' if verdict.survived else '[bold red]did not survive[/]'}: "
-            f"{escape(str(b['experiment']))} at {b['atSeconds']:.0f} s, {b['targets']} target(s); "
+            f"{_printable(str(b['experiment']))} at {b['atSeconds']:.0f} s, "
+            f"{b['targets']} target(s); "
             f"{b['podsLost']} pod(s) lost, {b['pdbViolations']} PDB violation(s); at most "
             f"{b['maxPodsPending']} pods pending, longest wait {b['maxPendingSeconds']:.1f} s; "
             f"replacement lead time p50 {lead['p50']} s, min {lead['min']} s; "
             f"cost during the experiment ${b['costDuringExperiment']:.4f}"
+        )
+    for reason in verdict.body["failedTargets"]:
+        err.print(f"[bold red]experiment failed:[/] {_printable(reason)}", soft_wrap=True)
+    if verdict.body["podsPendingAtEnd"]:
+        err.print(
+            f"[bold red]{verdict.body['podsPendingAtEnd']} pod(s) still pending[/] when the "
+            "verdict window closed",
+            soft_wrap=True,
         )
     if not verdict.survived:
         raise typer.Exit(1)

@@ -5,7 +5,8 @@ first runs, found by a first run of the scenario without it). The verdict window
 the start until every target is gone or restored and every pod that can run is Running
 again, at most the experiment's length plus 30 minutes. The scenario's own faults and
 hazard model stay as configured. Survived means no pod lost and no PodDisruptionBudget
-violated in the window.
+violated in the window, every pod running again by its end, and every target resolved to
+something (FIS fails an experiment whose targets are empty).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def initial_workload_running_at(scenario: Scenario) -> float:
     Raises:
         InputError: some never ran (pass ``--at``).
     """
-    rt = SimulationRuntime(scenario)
+    # The workload's first minutes are enough to find its start; no need for the whole run.
+    rt = SimulationRuntime(replace(scenario, duration_s=min(scenario.duration_s, 3600.0)))
     rt.run()
     first = [p for p in rt.state.pods.values() if p.created_at_s == 0.0 and not p.daemon]
     if not first or any(p.bound_at_s is None for p in first):
@@ -54,10 +56,16 @@ def initial_workload_running_at(scenario: Scenario) -> float:
 
 def run_experiment(scenario: Scenario, template: Template, at_s: float | None) -> Verdict:
     """Run ``template`` in ``scenario`` at ``at_s`` and judge it (see the module docstring)."""
+    if at_s is not None and at_s >= scenario.duration_s:
+        raise InputError(
+            f"--at must fall within the scenario's duration ({scenario.duration_s:.0f} s)",
+            field="--at",
+        )
     start = initial_workload_running_at(scenario) if at_s is None else at_s
     length = experiment_length_s(template)
     horizon = start + length + SETTLE_S
-    rt = SimulationRuntime(replace(scenario, duration_s=max(scenario.duration_s, horizon)))
+    # Only the verdict window matters: run to its latest end, not the scenario's.
+    rt = SimulationRuntime(replace(scenario, duration_s=horizon))
     experiment = rt.add_experiment(template, start)
     rt.run()
     state = rt.state
@@ -101,7 +109,14 @@ def run_experiment(scenario: Scenario, template: Template, at_s: float | None) -
         b = min(claim.deleted_at_s if claim.deleted_at_s is not None else window_end, window_end)
         if b > a:
             cost += (b - a) / 3600.0 * claim.instance.offering.price_per_hour
-    survived = lost == 0 and violations == 0
+    still_pending = sum(
+        1
+        for p in pods
+        if p.created_at_s <= window_end
+        and (p.bound_at_s is None or p.bound_at_s > window_end)
+        and (p.deleted_at_s is None or p.deleted_at_s > window_end)
+    )
+    survived = lost == 0 and violations == 0 and still_pending == 0 and not experiment.empty
     body = {
         "survived": survived,
         "experiment": template.description or template.file,
@@ -114,6 +129,8 @@ def run_experiment(scenario: Scenario, template: Template, at_s: float | None) -
         "maxPendingSeconds": round(max((w for _, _, w in intervals), default=0.0), 3),
         "replacementLeadTimeSeconds": figures["replacementLeadTimeSeconds"],
         "costDuringExperiment": round(cost, 6),
+        "podsPendingAtEnd": still_pending,
+        "failedTargets": list(experiment.empty),
         "p50PendingSeconds": round(percentile([w for _, _, w in intervals], 0.5), 3),
     }
     return Verdict(survived, start, window_end, body)

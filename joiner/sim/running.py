@@ -62,8 +62,20 @@ def adopt(
             )
             continue
         instance_id = (n.provider_id or "").rsplit("/", 1)[-1] or f"i-{n.name}"
+        if cloud.instance_by_id(instance_id) is not None:
+            warnings.append(
+                f"{where}: instance {instance_id} already backs another Node; not part of the "
+                "starting cluster"
+            )
+            continue
+        nc = m.nodeclass(pool.node_class_ref.name)
+        tags = (
+            *(nc.tags if nc is not None else ()),
+            ("karpenter.sh/nodepool", pool.name),
+            ("karpenter.sh/nodeclaim", n.name),
+        )
         try:
-            instance = cloud.adopt(it, zone, capacity_type, instance_id)
+            instance = cloud.adopt(it, zone, capacity_type, instance_id, tags=tags)
         except CloudProviderError as exc:
             warnings.append(f"{where}: {exc}; not part of the starting cluster")
             continue

@@ -53,7 +53,7 @@ class SecurityGroupSpec(_Strict):
 class RateSpec(_Strict):
     """A reclaim rate for spot offerings of one instance type and/or zone."""
 
-    ratePerHour: float = Field(ge=0, le=1e6, allow_inf_nan=False)
+    ratePerHour: float = Field(ge=0, le=60, allow_inf_nan=False)
     instanceType: str | None = None
     zone: str | None = None
 
@@ -80,7 +80,7 @@ class CloudSpec(_Strict):
     interruptionRateMultiplier: float = Field(
         default=1.0,
         ge=0,
-        le=1e6,
+        le=1e5,
         allow_inf_nan=False,
         description="Scales every spot offering's reclaim hazard (Spot Advisor bucket)",
     )
@@ -338,8 +338,8 @@ def load_scenario(
             at = durations.parse_required_seconds(e.at, field=f"spec.events[{i}].at")
         except InputError as exc:
             raise exc.located(file=file, obj=obj) from exc
-        text = read_text(base / e.file, what="event message")
         try:
+            text = read_text(base / e.file, what="event message")
             event = parse_message(text, file=str(base / e.file))
         except InputError as exc:
             raise InputError(
@@ -394,12 +394,25 @@ def _interruption(spec: ScenarioSpec, base: Path, file: str, obj: str) -> Interr
     values = spec.interruption
     if values is None:
         return InterruptionSettings()
-    if set(values) == {"file"}:
-        path = base / str(values["file"])
-        docs = read_documents(path)
+    if "file" in values:
+        if set(values) != {"file"} or not isinstance(values["file"], str):
+            raise InputError(
+                "give either {file: path} or the NTH values themselves, not both",
+                file=file,
+                obj=obj,
+                field="spec.interruption",
+            )
+        path = base / values["file"]
+        try:
+            docs = read_documents(path)
+        except InputError as exc:
+            raise InputError(f"{exc}", file=file, obj=obj, field="spec.interruption.file") from exc
         if len(docs) != 1:
             raise InputError("expected one YAML document of NTH values", file=str(path))
-        return InterruptionSettings.from_helm_values(docs[0], file=str(path))
+        try:
+            return InterruptionSettings.from_helm_values(docs[0], file=str(path))
+        except InputError as exc:
+            raise InputError(f"{exc}", file=file, obj=obj, field="spec.interruption.file") from exc
     try:
         return InterruptionSettings.from_helm_values(values, field="spec.interruption")
     except InputError as exc:

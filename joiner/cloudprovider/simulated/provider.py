@@ -366,7 +366,13 @@ class SimulatedCloudProvider:
         )
 
     def adopt(
-        self, instance_type: InstanceType, zone: str, capacity_type: str, instance_id: str
+        self,
+        instance_type: InstanceType,
+        zone: str,
+        capacity_type: str,
+        instance_id: str,
+        *,
+        tags: tuple[tuple[str, str], ...] = (),
     ) -> Instance:
         """Take over an instance that already runs (a Node of the starting cluster); a spot
         one is subject to the hazard model from now on.
@@ -394,6 +400,7 @@ class SimulatedCloudProvider:
             offering=offering,
             subnet_id=subnet.id if subnet else "",
             launched_at_s=self._clock.now(),
+            tags=tags,
         )
         self._instances[instance.provider_id] = instance
         if capacity_type == labels.CAPACITY_TYPE_SPOT and self.hazard is not None:
