@@ -76,6 +76,15 @@ def _root(
     _configure_logging(verbose)
 
 
+def _check_region(region: str) -> None:
+    """Reject a region the packaged catalog does not know (``--region``)."""
+    regions = Catalog.load().regions()
+    if region not in regions:
+        raise InputError(
+            f"unknown region {region!r}; known: {', '.join(regions)}", field="--region"
+        )
+
+
 def _printable(text: str) -> str:
     """User text made safe for a terminal: markup escaped, control characters replaced."""
     return escape("".join(ch if ch.isprintable() else "?" for ch in text))
@@ -261,11 +270,7 @@ def plan(
                 min_values_policy=min_values_policy.value,
             )
         else:
-            if region not in catalog.regions():
-                raise InputError(
-                    f"unknown region {region!r}; known: {', '.join(catalog.regions())}",
-                    field="--region",
-                )
+            _check_region(region)
             result = build_plan(
                 load_files(files), catalog, region, min_values_policy=min_values_policy.value
             )
@@ -356,11 +361,7 @@ def convert(
     reported on stderr with the lint warnings. Other documents pass through unchanged.
     """
     try:
-        if region not in Catalog.load().regions():
-            raise InputError(
-                f"unknown region {region!r}; known: {', '.join(Catalog.load().regions())}",
-                field="--region",
-            )
+        _check_region(region)
         conversion = convert_files(files)
         check_reloads(conversion.documents)
         manifests = load_files(files)
@@ -404,11 +405,7 @@ def lint(
                 security_groups=sc.security_groups,
             )
         else:
-            if region not in catalog.regions():
-                raise InputError(
-                    f"unknown region {region!r}; known: {', '.join(catalog.regions())}",
-                    field="--region",
-                )
+            _check_region(region)
             manifests = load_files(files)
             warnings = list(manifests.warnings)
             findings = lint_manifests(manifests, catalog, region)
