@@ -236,9 +236,7 @@ class BlockDeviceMapping(Strict):
     ebs: EBS | None = None
 
 
-class InlineProvider(Strict):
-    """The v1alpha5 ``spec.provider`` block (AWS), an inline AWSNodeTemplate."""
-
+class AWSNodeTemplateSpec(Strict):
     subnetSelector: dict[str, str] = Field(default_factory=dict)
     securityGroupSelector: dict[str, str] = Field(default_factory=dict)
     amiSelector: dict[str, str] = Field(default_factory=dict)
@@ -251,6 +249,12 @@ class InlineProvider(Strict):
     metadataOptions: Any = None
     context: Any = None
     detailedMonitoring: Any = None
+
+
+class InlineProvider(AWSNodeTemplateSpec):
+    """The v1alpha5 ``spec.provider`` block (AWS): an inline AWSNodeTemplate, which may also
+    carry the ``apiVersion``/``kind`` of the old provider object."""
+
     apiVersion: Any = None
     kind: Any = None
 
@@ -353,21 +357,6 @@ class V1Beta1EC2NodeClass(Model):
 
 
 # --- karpenter.k8s.aws/v1alpha1 AWSNodeTemplate ---------------------------------------------
-
-
-class AWSNodeTemplateSpec(Strict):
-    subnetSelector: dict[str, str] = Field(default_factory=dict)
-    securityGroupSelector: dict[str, str] = Field(default_factory=dict)
-    amiSelector: dict[str, str] = Field(default_factory=dict)
-    amiFamily: str | None = None
-    instanceProfile: str | None = None
-    launchTemplate: str | None = None
-    tags: dict[str, str] = Field(default_factory=dict)
-    blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list)
-    userData: str | None = None
-    metadataOptions: Any = None
-    context: Any = None
-    detailedMonitoring: Any = None
 
 
 class AWSNodeTemplate(Model):
