@@ -31,12 +31,3 @@ class Timeline(Protocol):
     ) -> None:
         """Note that ``kind`` happened now to ``node``/``pod``."""
         ...
-
-
-class NullTimeline:
-    """Discards everything (tests, and runtimes that keep no timeline)."""
-
-    def record(
-        self, kind: str, *, node: str | None = None, pod: str | None = None, detail: str = ""
-    ) -> None:
-        """Discard."""

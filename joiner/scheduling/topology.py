@@ -173,8 +173,10 @@ class Summary:
         pending_repels: Callable[[str], bool] | None = None,
         decide: Mapping[str, Group] | None = None,
     ) -> Verdict:
-        """Apply to one target (see ``Topology.check``). For a NodeClaim, ``pending(g)`` counts
-        its pods that match ``g`` but are not counted yet (their domain was undecided), and
+        """May the pod go to a target whose domains are ``domain_of`` (None where a NodeClaim
+        has not decided; ``claim_reqs`` is None for an existing node)? For a NodeClaim,
+        ``pending(g)`` counts its pods that match ``g`` but are not counted yet (their domain
+        was undecided), and
         ``pending_repels(key)`` says whether one of them has a required anti-affinity on
         ``key`` selecting this pod; narrowing the NodeClaim moves them into the chosen
         domain too, so both are part of the check. ``decide`` maps further keys the
@@ -371,28 +373,7 @@ class Topology:
         """Groups that count ``t``'s pods."""
         return [g for g in self._groups.values() if self.matches(g, t)]
 
-    def keys_of(self, t: PodTemplate) -> set[str]:
-        """Keys whose domain must be known to record ``t``: its own constraints' keys and the
-        keys of every group that counts it."""
-        keys = {c.key for c in t.spread}
-        keys |= {term.key for term in (*t.pod_affinity, *t.pod_anti_affinity)}
-        keys |= {g.key for g in self._groups.values() if self.matches(g, t)}
-        return keys
-
     # -- checking ----------------------------------------------------------------------
-
-    def check(
-        self,
-        t: PodTemplate,
-        active: Active,
-        pod_reqs: Requirements,
-        domain_of: dict[str, str | None],
-        claim_reqs: Requirements | None,
-    ) -> Verdict:
-        """May a pod of ``t`` go to a target whose domains are ``domain_of`` (None where a
-        NodeClaim has not decided)? ``claim_reqs`` is the NodeClaim's requirements, None for
-        an existing node."""
-        return self.summarize(t, active, pod_reqs).verdict(domain_of, claim_reqs, self.universe)
 
     def summarize(self, t: PodTemplate, active: Active, pod_reqs: Requirements) -> Summary:
         """What ``t``'s constraints allow, independent of the target (computed once per

@@ -202,20 +202,11 @@ class ProvisionerLimits(Strict):
     resources: dict[str, Scalar] = Field(default_factory=dict)
 
 
-class ProvisionerKubelet(Strict):
-    maxPods: int | None = Field(default=None, ge=1)
-    podsPerCore: int | None = Field(default=None, ge=0)
-    systemReserved: dict[str, Scalar] = Field(default_factory=dict)
-    kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
-    evictionHard: dict[str, str] = Field(default_factory=dict)
-    clusterDNS: Any = None
+class ProvisionerKubelet(Kubelet):
+    """v1alpha5 ``kubeletConfiguration``: the v1 kubelet fields plus ``containerRuntime``
+    (removed in v1; convert drops it)."""
+
     containerRuntime: Any = None
-    evictionSoft: Any = None
-    evictionSoftGracePeriod: Any = None
-    evictionMaxPodGracePeriod: Any = None
-    imageGCHighThresholdPercent: Any = None
-    imageGCLowThresholdPercent: Any = None
-    cpuCFSQuota: Any = None
 
 
 class EBS(Strict):
