@@ -227,6 +227,49 @@ class KubeletConfig:
     eviction_hard: tuple[tuple[str, int | None, float | None], ...] = ()
 
 
+#: Disruption reasons a budget may name (``karpenter.sh/v1`` NodePool budgets ``reasons``).
+DISRUPTION_REASONS = ("Empty", "Drifted", "Underutilized")
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """One NodePool ``spec.disruption.budgets`` entry.
+
+    Attributes:
+        nodes: a node count, or a percentage string such as ``"10%"`` of the pool's nodes
+            (rounded up, as Karpenter does).
+        schedule: a cron expression (UTC, five fields or a ``@daily``-style macro) when the
+            budget starts being active; None: always active.
+        duration_s: how long the budget stays active after each ``schedule`` time, seconds.
+        reasons: the disruption reasons it limits (``Empty``, ``Drifted``,
+            ``Underutilized``); empty: every reason.
+    """
+
+    nodes: int | str = "10%"
+    schedule: str | None = None
+    duration_s: float | None = None
+    reasons: tuple[str, ...] = ()
+
+    def allowed(self, total_nodes: int) -> int:
+        """Nodes this budget allows disrupting out of ``total_nodes`` (percentages round up)."""
+        if isinstance(self.nodes, int):
+            return self.nodes
+        return math.ceil(int(self.nodes.rstrip("%")) * total_nodes / 100)
+
+    def describe(self) -> str:
+        """Human form for messages: ``nodes=0 schedule="0 9 * * 1-5" duration=8h``."""
+        out = f"nodes={self.nodes}"
+        if self.schedule is not None:
+            out += f' schedule="{self.schedule}" duration={self.duration_s:g}s'
+        if self.reasons:
+            out += f" reasons={','.join(self.reasons)}"
+        return out
+
+
+#: Karpenter's default when a NodePool lists no budgets.
+DEFAULT_BUDGETS = (DisruptionBudget("10%"),)
+
+
 @dataclass(frozen=True, slots=True)
 class NodePool:
     """A ``karpenter.sh/v1`` NodePool (legacy Provisioners are converted into this).
@@ -260,6 +303,22 @@ class NodePool:
     #: Joiner's ``joiner.dev/on-demand-base`` annotation: a count (``"2"``) or a percentage
     #: (``"20%"``) of the pool's nodes kept on-demand; None when absent.
     on_demand_base: int | str | None = None
+    #: ``spec.disruption.budgets`` (Karpenter's default ``nodes: 10%`` when none are given).
+    budgets: tuple[DisruptionBudget, ...] = DEFAULT_BUDGETS
+
+    def drift_fields(self) -> dict[str, object]:
+        """The template fields Karpenter hashes for drift (``NodePool.Hash``): a NodeClaim
+        launched from different values has drifted. Karpenter's own hash annotation cannot
+        be reproduced outside Go, so Joiner compares these values directly."""
+        return {
+            "labels": self.labels,
+            "annotations": self.annotations,
+            "taints": self.taints,
+            "startupTaints": self.startup_taints,
+            "nodeClassRef": self.node_class_ref,
+            "expireAfter": self.expire_after_s,
+            "terminationGracePeriod": self.termination_grace_period_s,
+        }
 
     def on_demand_nodes_wanted(self, total_nodes: int) -> int:
         """How many of ``total_nodes`` must be on-demand (a percentage rounds up)."""

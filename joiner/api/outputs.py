@@ -132,6 +132,30 @@ class Interruptions(_Out):
     )
 
 
+class DisruptionRecord(_Out):
+    """One disruption command the run executed."""
+
+    atSeconds: float = Field(ge=0)
+    method: str = Field(
+        pattern="^(Emptiness|Drift|MultiNodeConsolidation|SingleNodeConsolidation)$"
+    )
+    action: str = Field(pattern="^(Delete|Replace)$")
+    nodes: list[str]
+    replacements: list[str] = Field(description="instanceType/zone/capacityType expected")
+    savingsPerHour: float
+
+
+class Disruptions(_Out):
+    """What the disruption and expiration controllers did."""
+
+    byMethod: dict[str, int] = Field(description="Commands executed per method")
+    podsEvicted: int = Field(ge=0, description="Pods on disrupted nodes when their drain began")
+    savingsPerHour: float = Field(description="Summed savings of the executed commands, USD")
+    expired: int = Field(ge=0, description="NodeClaims deleted for expireAfter")
+    rejected: int = Field(ge=0, description="Commands dropped at validation or launch")
+    commands: list[DisruptionRecord]
+
+
 class SimulationSummary(_Out):
     """``summary.json`` written by ``joiner simulate``."""
 
@@ -146,5 +170,6 @@ class SimulationSummary(_Out):
     pods: SummaryPods
     provisioning: SummaryProvisioning
     interruptions: Interruptions
+    disruptions: Disruptions
     timeline: list[TimelineEntry]
     warnings: list[str]

@@ -21,6 +21,8 @@ POD_LOST = "podLost"
 DRAINED = "drained"
 RECLAIMED = "reclaimed"
 TERMINATED = "terminated"
+DISRUPTION = "disruption"
+EXPIRED = "expired"
 
 
 class Timeline(Protocol):

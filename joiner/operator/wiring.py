@@ -24,6 +24,8 @@ from joiner.api.labels import DO_NOT_DISRUPT
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import Instance
+from joiner.controllers.disruption import DisruptionController
+from joiner.controllers.expiration import ExpirationController
 from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.batcher import Batcher
@@ -130,6 +132,24 @@ class SimulationRuntime:
             self.batcher.trigger,
             scenario.interruption,
         )
+        self.disruption = DisruptionController(
+            self.state,
+            self.provisioner,
+            self.terminator,
+            self.cloud.get_instance_types,
+            self.clock,
+            self.timeline,
+            trigger=self.batcher.trigger,
+            spot_to_spot=scenario.feature_gates.spot_to_spot_consolidation,
+            epoch=scenario.start_time,
+        )
+        self.expiration = ExpirationController(
+            self.state, self.terminator, self.clock, self.timeline, trigger=self.batcher.trigger
+        )
+        self.lifecycle.launch_listeners.append(self.expiration.watch)
+        self.terminator.on_evicted.append(lambda _pod: self.disruption.kick())
+        self.terminator.on_terminated.append(lambda _node: self._changed())
+        self.kube_scheduler.on_bound.append(lambda _pod: self.disruption.kick())
         self.pods.on_created.append(self._pod_created)
         self.kubelet.on_ready.append(self._node_ready)
         self.lifecycle.deleted_listeners.append(lambda _claim: self.batcher.trigger())
@@ -203,6 +223,7 @@ class SimulationRuntime:
                     replicas=w.replicas if w is not None and w.trace is None else d.replicas,
                     trace=w.trace if w is not None else None,
                     do_not_disrupt=dict(d.annotations).get(DO_NOT_DISRUPT) == "true",
+                    on_deleted=lambda _pod: self.disruption.kick(),
                 )
             )
         return out
@@ -217,7 +238,13 @@ class SimulationRuntime:
                 detail=claim.name,
             )
 
+    def _changed(self) -> None:
+        """Something disruption decisions depend on changed: note it and wake the controller."""
+        self.state.touch()
+        self.disruption.kick()
+
     def _node_ready(self, claim: NodeClaim) -> None:
+        self._changed()
         for node in claim.replaces:
             self.timeline.record(timeline.REPLACEMENT_READY, node=node, detail=claim.name)
         self.interruption.node_ready()
@@ -273,11 +300,13 @@ class SimulationRuntime:
             pod.lost = True
             self.timeline.record(timeline.POD_LOST, node=name, pod=f"{pod.namespace}/{pod.name}")
             self._gone(pod)
+        self._changed()
         self.batcher.trigger()
 
     def _pod_created(self, pod: Any) -> None:
         if pod.daemon:
             return
+        self._changed()
         self.batcher.trigger()
         self.kube_scheduler.kick()
 
@@ -297,17 +326,6 @@ class SimulationRuntime:
         """Load warnings, notes on what this run does not model, and dead configuration."""
         m = self.scenario.manifests
         out: list[str] = [*m.warnings, *self._volume_warnings]
-        disrupting = [
-            p.source.ref
-            for p in m.nodepools
-            if p.consolidate_after_s is not None or p.expire_after_s is not None
-        ]
-        if disrupting:
-            out.append(
-                "disruption is not simulated yet: consolidation, emptiness and expiration of "
-                f"{', '.join(disrupting)} have no effect in this run, so nodes stay until the "
-                "end and the cost is an upper bound"
-            )
         for cj in m.cronjobs:
             out.append(
                 f"{cj.source.ref} ({cj.source.file}): CronJob schedules are not simulated "
@@ -325,6 +343,17 @@ class SimulationRuntime:
         ]
         return out
 
+    def _disruptions(self) -> dict[str, Any]:
+        s = self.disruption.stats
+        return {
+            "byMethod": dict(sorted(s.by_method.items())),
+            "podsEvicted": s.pods_evicted,
+            "savingsPerHour": round(s.savings_per_hour, 6),
+            "expired": self.expiration.expired,
+            "rejected": s.rejected,
+            "commands": s.commands,
+        }
+
     def run(self, progress: Callable[[float], None] | None = None) -> RunResult:
         """Run the scenario to its end and build the summary."""
         warnings = self.warnings()
@@ -339,6 +368,9 @@ class SimulationRuntime:
             self.clock.at(at_s, partial(self.cloud.inject, event), label="captured-event")
         for at_s, experiment in self.experiments:
             experiment.start(at_s)
+        for claim in self.state.live_nodeclaims():  # adopted from a running cluster
+            self.expiration.watch(claim)
+        self.disruption.start()
         self.clock.run_until(self.scenario.duration_s, progress=progress)
         summary = build_summary(
             name=self.scenario.name,
@@ -355,5 +387,6 @@ class SimulationRuntime:
                 "nodeClaimsCreated": self.provisioner.stats.nodeclaims_created,
                 "launchFailures": self.provisioner.stats.launch_failures,
             },
+            disruptions=self._disruptions(),
         )
         return RunResult(summary=summary, state=self.state, cloud=self.cloud)

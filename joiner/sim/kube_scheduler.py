@@ -59,5 +59,6 @@ class KubeScheduler:
             pod.node_name = node
             pod.bound_at_s = now
             pod.unschedulable_reason = None
+            state.pod_event(pod, now)
             for listener in self.on_bound:
                 listener(pod)

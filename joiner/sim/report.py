@@ -45,6 +45,7 @@ def build_summary(
     provisioning: dict[str, int],
     timeline: Sequence[Entry] = (),
     pdb_violations: int = 0,
+    disruptions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``summary.json`` document for one run ending at ``duration_s``."""
     nodes = []
@@ -132,6 +133,15 @@ def build_summary(
         },
         "provisioning": provisioning,
         "interruptions": interruptions(state, timeline, pdb_violations),
+        "disruptions": disruptions
+        or {
+            "byMethod": {},
+            "podsEvicted": 0,
+            "savingsPerHour": 0.0,
+            "expired": 0,
+            "rejected": 0,
+            "commands": [],
+        },
         "timeline": [
             {
                 "atSeconds": _r(e.at_s, 3),

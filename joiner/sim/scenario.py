@@ -9,6 +9,7 @@ names (paths relative to the scenario file) and the traces, and checks cross-ref
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from joiner.api import durations
 from joiner.api.errors import InputError
+from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
 from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents, read_text
@@ -23,6 +25,7 @@ from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
 from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
 from joiner.cloudprovider.types import SecurityGroup, Subnet
+from joiner.controllers.disruption.controller import DEFAULT_EPOCH
 from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.faults.template import Template, load_template
 from joiner.sim.workloads import Trace, load_trace
@@ -114,12 +117,32 @@ class WorkloadSpec(_Strict):
     trace: TraceSpec | None = None
 
 
+class FeatureGatesSpec(_Strict):
+    """Karpenter's ``settings.featureGates``."""
+
+    spotToSpotConsolidation: bool = Field(
+        default=False, description="Consolidation may replace spot nodes with cheaper spot nodes"
+    )
+
+
+class SettingsSpec(_Strict):
+    """Karpenter's Helm ``settings`` that change behaviour here."""
+
+    featureGates: FeatureGatesSpec = Field(default_factory=FeatureGatesSpec)
+
+
 class ScenarioSpec(_Strict):
     """What to simulate."""
 
     region: str = Field(default="us-east-1")
     duration: str = Field(default="1h", description="Go duration, e.g. 6h or 90m")
     seed: StrictInt = Field(default=0, ge=0, lt=2**63)
+    startTime: datetime = Field(
+        default=DEFAULT_EPOCH,
+        description="UTC instant of run time 0 (ISO 8601, e.g. 2025-01-06T18:00:00Z); "
+        "disruption budget schedules are cron times in UTC",
+    )
+    settings: SettingsSpec = Field(default_factory=SettingsSpec)
     manifests: list[str] = Field(min_length=1, description="Paths relative to this file")
     cloud: CloudSpec = Field(default_factory=CloudSpec)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
@@ -173,6 +196,9 @@ class Scenario:
     events: tuple[tuple[float, CloudEvent], ...] = ()
     #: (time in seconds, template) for FIS experiments.
     faults: tuple[tuple[float, Template], ...] = ()
+    #: UTC instant of run time 0.
+    start_time: datetime = DEFAULT_EPOCH
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
 
 
 def json_schema() -> dict[str, Any]:
@@ -248,6 +274,10 @@ def load_scenario(
         raise exc.located(file=file, obj=obj) from exc
     if duration_s < 1:
         raise fail("duration must be at least 1s", "spec.duration")
+
+    if spec.startTime.tzinfo is None or spec.startTime.utcoffset() is None:
+        raise fail("give a time zone, e.g. 2025-01-06T18:00:00Z", "spec.startTime")
+    start_time = spec.startTime.astimezone(UTC)
 
     base = path.parent
     seen_paths: dict[Path, int] = {}
@@ -387,6 +417,10 @@ def load_scenario(
         interruption=interruption,
         events=tuple(events),
         faults=tuple(faults),
+        start_time=start_time,
+        feature_gates=FeatureGates(
+            spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation
+        ),
     )
 
 

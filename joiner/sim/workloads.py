@@ -203,5 +203,6 @@ class DeploymentController:
             victims = sorted(live, key=lambda p: (p.node_name is not None, -p.order))
             for pod in victims[: len(live) - want]:
                 pod.deleted_at_s = self._clock.now()
+                self._state.pod_event(pod, pod.deleted_at_s)
                 if self._on_deleted is not None:
                     self._on_deleted(pod)

@@ -35,6 +35,9 @@ class Pod:
     evicted: bool = False
     #: ``karpenter.sh/do-not-disrupt: "true"``: drains wait for it until the deadline.
     do_not_disrupt: bool = False
+    #: ``karpenter.sh/do-not-disrupt: <duration>``: protected that long after it started
+    #: running (seconds); None when the annotation is absent or ``"true"``.
+    do_not_disrupt_for_s: float | None = None
     #: The pod this one replaces (its controller made it after an eviction or a loss).
     replaces: str | None = None
     #: The reason the last provisioning pass gave for not placing it, if any.
@@ -44,6 +47,16 @@ class Pod:
     def pending(self) -> bool:
         """Not bound and not deleted."""
         return self.node_name is None and self.deleted_at_s is None
+
+    def blocks_disruption(self, now_s: float) -> bool:
+        """``karpenter.sh/do-not-disrupt`` is in force at ``now_s``: ``"true"`` always, a
+        duration until that long after the pod started running (Karpenter's rule)."""
+        if self.do_not_disrupt:
+            return True
+        if self.do_not_disrupt_for_s is None:
+            return False
+        start = self.bound_at_s if self.bound_at_s is not None else now_s
+        return now_s < start + self.do_not_disrupt_for_s
 
 
 @dataclass
@@ -71,6 +84,12 @@ class NodeClaim:
     nominated: tuple[str, ...] = ()
     #: Nodes being disrupted whose pods this NodeClaim was launched for.
     replaces: tuple[str, ...] = ()
+    #: The NodePool template fields it was launched from (``NodePool.drift_fields``), for
+    #: drift; None when unknown (a node adopted from a running cluster).
+    launched_from: dict[str, object] | None = None
+    #: Why it is being disrupted (``Empty``, ``Drifted``, ``Underutilized``, ``Expired``,
+    #: ``Interrupted``), once it is.
+    disruption_reason: str | None = None
 
 
 @dataclass
@@ -88,9 +107,14 @@ class Node:
     deleted_at_s: float | None = None
     #: Marked for deletion (interruption, disruption): not a target, and its pods are demand.
     deleting: bool = False
+    #: Node annotation ``karpenter.sh/do-not-disrupt: "true"``: never a disruption candidate.
+    do_not_disrupt: bool = False
     #: When the node will be gone whatever happens (a Spot reclaim), if known.
     deadline_s: float | None = None
     draining: bool = False
+    #: Last time a non-DaemonSet pod was bound to or removed from it (Karpenter's
+    #: ``lastPodEventTime``, which starts ``consolidateAfter``); its creation until then.
+    last_pod_event_s: float | None = None
 
 
 @dataclass
@@ -105,12 +129,29 @@ class ClusterState:
     #: Node requirements each pod template's volumes impose (alternatives; absent: none).
     volume_terms: dict[PodTemplate, tuple[Requirements, ...]] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    #: Bumped on every pod event and node change the disruption controller cares about, so
+    #: it can skip passes while nothing changed (Karpenter's cluster-state consolidation
+    #: timestamp).
+    generation: int = 0
 
     def live_pods(self) -> Iterator[Pod]:
         """Pods not deleted, by creation order."""
         return (
             p for p in sorted(self.pods.values(), key=lambda p: p.order) if p.deleted_at_s is None
         )
+
+    def pod_event(self, pod: Pod, now_s: float) -> None:
+        """Record that ``pod`` was bound to or removed from its node at ``now_s``."""
+        if pod.daemon or pod.node_name is None:
+            return
+        node = self.nodes.get(pod.node_name)
+        if node is not None:
+            node.last_pod_event_s = now_s
+        self.generation += 1
+
+    def touch(self) -> None:
+        """Note a change (a pod created, a node Ready or gone) for ``generation``."""
+        self.generation += 1
 
     def pending_pods(self) -> list[Pod]:
         """Unbound, undeleted, non-DaemonSet pods, by creation order."""

@@ -5,7 +5,10 @@ The legacy kinds are in ``legacy``; both share the helpers here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
+
+from croniter import croniter
 
 from joiner.api import durations, labels, quantity
 from joiner.api import objects as o
@@ -108,6 +111,72 @@ def root_volume_bytes(
     )
 
 
+_BUDGET_NODES = re.compile(r"(?:100|[0-9]{1,2})%|[0-9]+", re.ASCII)
+_BUDGET_DURATION = re.compile(r"(?:[0-9]+[hm]|[0-9]+h[0-9]+m)(?:0s)?", re.ASCII)
+
+
+def budgets(items: list[m.Budget], field: str) -> tuple[o.DisruptionBudget, ...]:
+    """NodePool disruption budgets, validated as Karpenter's CRD validates them.
+
+    ``nodes`` is a count or a percentage (0-100%); ``schedule`` is a cron expression (UTC) and
+    needs ``duration`` (hours and minutes, e.g. ``8h`` or ``1h30m``), and the other way
+    round; ``reasons`` are ``Empty``, ``Drifted`` or ``Underutilized``. No budgets give
+    Karpenter's default, ``nodes: 10%``.
+
+    Raises:
+        InputError: a field breaks one of those rules, naming ``budgets[i].<field>``.
+    """
+    if not items:
+        return o.DEFAULT_BUDGETS
+    out = []
+    for i, b in enumerate(items):
+        where = f"{field}[{i}]"
+        nodes_text = b.nodes.strip() if isinstance(b.nodes, str) else str(b.nodes)
+        if not _BUDGET_NODES.fullmatch(nodes_text):
+            raise InputError(
+                f"{b.nodes!r} is neither a node count nor a percentage from 0% to 100%",
+                field=f"{where}.nodes",
+            )
+        nodes: int | str = nodes_text if nodes_text.endswith("%") else int(nodes_text)
+        if (b.schedule is None) != (b.duration is None):
+            raise InputError(
+                "'schedule' and 'duration' must be given together",
+                field=f"{where}.{'duration' if b.duration is None else 'schedule'}",
+            )
+        duration_s = None
+        if b.schedule is not None and b.duration is not None:
+            if not croniter.is_valid(b.schedule) or len(b.schedule.split()) not in (1, 5):
+                raise InputError(
+                    f"{b.schedule!r} is not a cron schedule (five fields such as "
+                    "'0 9 * * 1-5', or a macro such as '@daily')",
+                    field=f"{where}.schedule",
+                )
+            if not _BUDGET_DURATION.fullmatch(b.duration.strip()):
+                raise InputError(
+                    f"{b.duration!r} is not a budget duration (hours and minutes, such as 8h, "
+                    "30m or 1h30m)",
+                    field=f"{where}.duration",
+                )
+            duration_s = durations.parse_required_seconds(
+                b.duration.strip(), field=f"{where}.duration"
+            )
+        for j, reason in enumerate(b.reasons):
+            if reason not in o.DISRUPTION_REASONS:
+                raise InputError(
+                    f"unknown reason {reason!r}; use {', '.join(o.DISRUPTION_REASONS)}",
+                    field=f"{where}.reasons[{j}]",
+                )
+        out.append(
+            o.DisruptionBudget(
+                nodes=nodes,
+                schedule=b.schedule.strip() if b.schedule is not None else None,
+                duration_s=duration_s,
+                reasons=tuple(b.reasons),
+            )
+        )
+    return tuple(out)
+
+
 def on_demand_base(annotations: Mapping[str, str]) -> int | str | None:
     """Parse ``joiner.dev/on-demand-base``: a count or a percentage.
 
@@ -168,6 +237,7 @@ def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
         consolidation_policy=spec.disruption.consolidationPolicy,
         consolidate_after_s=consolidate_after,
         on_demand_base=on_demand_base(doc.metadata.annotations),
+        budgets=budgets(spec.disruption.budgets, "spec.disruption.budgets"),
         termination_grace_period_s=None
         if tmpl.spec.terminationGracePeriod is None
         else durations.parse_required_seconds(
@@ -224,6 +294,7 @@ def nodepool_v1beta1(doc: m.V1Beta1NodePool, file: str) -> o.NodePool:
         else "WhenEmpty",
         consolidate_after_s=after,
         on_demand_base=on_demand_base(doc.metadata.annotations),
+        budgets=budgets(d.budgets, "spec.disruption.budgets"),
         kubelet=kubelet(tmpl.spec.kubelet, "spec.template.spec.kubelet")
         if tmpl.spec.kubelet is not None
         else None,

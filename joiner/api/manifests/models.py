@@ -98,7 +98,7 @@ class NodeClaimTemplate(Strict):
 
 
 class Budget(Strict):
-    nodes: str = "10%"
+    nodes: int | str = "10%"
     schedule: str | None = None
     duration: str | None = None
     reasons: list[str] = Field(default_factory=list)

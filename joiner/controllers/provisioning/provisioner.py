@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from joiner.api import labels, quantity
 from joiner.api.clock import Clock
 from joiner.api.requirements import Requirement
-from joiner.cloudprovider.types import CloudProvider, CloudProviderError, NodeClassNotReadyError
+from joiner.cloudprovider.types import (
+    CloudProvider,
+    CloudProviderError,
+    InstanceType,
+    NodeClassNotReadyError,
+)
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.scheduling import (
     BoundPod,
@@ -71,7 +76,7 @@ class Provisioner:
     def reconcile(self) -> None:
         """One pass: solve for every pending pod, create and launch the new NodeClaims."""
         self.stats.passes += 1
-        existing, bound = self._existing_nodes()
+        existing, bound = self.snapshot()
         pending = self._state.pending_pods()
         # Karpenter: pods on nodes being deleted are demand, so their replacement launches
         # before the drain finishes.
@@ -95,7 +100,7 @@ class Provisioner:
                     moving.setdefault(p.uid, node.name)
         if not pending:
             return
-        templates = self._templates()
+        templates = self.templates()
         result = self._scheduler.solve(
             SchedulingInput(
                 pods=tuple(
@@ -141,30 +146,54 @@ class Provisioner:
                 # joiner.dev/on-demand-base: this NodeClaim fills the on-demand base.
                 cts = [labels.CAPACITY_TYPE_ON_DEMAND]
                 od_needed[pool.name] -= 1
-            reqs = new.requirements.add(
-                Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in new.instance_types]),
-                Requirement.in_(labels.CAPACITY_TYPE, *cts),
-            )
-            claim = NodeClaim(
-                name=self._name(pool.name),
-                nodepool=pool.name,
-                node_class=pool.node_class_ref.name,
-                requirements=reqs,
-                requests=new.requests,
-                instance_type_options=new.instance_types,
-                created_at_s=self._clock.now(),
-                nominated=new.pods,
+            self.create_nodeclaim(
+                new,
+                capacity_types=cts,
                 replaces=tuple(sorted({moving[u] for u in new.pods if u in moving})),
             )
-            self._state.nodeclaims[claim.name] = claim
-            self.stats.nodeclaims_created += 1
-            try:
-                self._lifecycle.launch(claim)
-            except CloudProviderError as exc:
-                self.stats.launch_failures += 1
-                log.warning("launch failed nodeclaim=%s error=%s", claim.name, exc)
         if failed and self._on_unschedulable is not None:
             self._on_unschedulable(failed)
+
+    def create_nodeclaim(
+        self,
+        new: NewNodeClaim,
+        *,
+        capacity_types: Sequence[str],
+        instance_types: Sequence[InstanceType] | None = None,
+        replaces: tuple[str, ...] = (),
+    ) -> NodeClaim:
+        """Create the NodeClaim for a scheduling result and launch it.
+
+        ``instance_types`` narrows the options (consolidation keeps only cheaper ones);
+        ``capacity_types`` pins the capacity-type requirement. A failed launch is counted and
+        logged; the lifecycle has then deleted the NodeClaim (``deleted_at_s`` set).
+        """
+        pool = self._state.nodepools[new.nodepool]
+        options = tuple(instance_types) if instance_types is not None else new.instance_types
+        reqs = new.requirements.add(
+            Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in options]),
+            Requirement.in_(labels.CAPACITY_TYPE, *capacity_types),
+        )
+        claim = NodeClaim(
+            name=self._name(pool.name),
+            nodepool=pool.name,
+            node_class=pool.node_class_ref.name,
+            requirements=reqs,
+            requests=new.requests,
+            instance_type_options=options,
+            created_at_s=self._clock.now(),
+            nominated=new.pods,
+            replaces=replaces,
+            launched_from=pool.drift_fields(),
+        )
+        self._state.nodeclaims[claim.name] = claim
+        self.stats.nodeclaims_created += 1
+        try:
+            self._lifecycle.launch(claim)
+        except CloudProviderError as exc:
+            self.stats.launch_failures += 1
+            log.warning("launch failed nodeclaim=%s error=%s", claim.name, exc)
+        return claim
 
     def _on_demand_needed(self, new_claims: Sequence[NewNodeClaim]) -> dict[str, int]:
         """Per NodePool with an on-demand base, how many new NodeClaims must be on-demand."""
@@ -193,12 +222,17 @@ class Provisioner:
             if name not in self._state.nodeclaims:
                 return name
 
-    def _existing_nodes(self) -> tuple[list[ExistingNode], list[BoundPod]]:
+    def snapshot(
+        self, exclude: frozenset[str] = frozenset()
+    ) -> tuple[list[ExistingNode], list[BoundPod]]:
+        """Existing capacity for a solve: launched NodeClaims (registered or not) except
+        those whose node is deleted, being deleted, or named in ``exclude`` (NodeClaim
+        names: consolidation candidates). Returns the nodes and the pods bound to them."""
         out: list[ExistingNode] = []
         bound_pods: list[BoundPod] = []
         daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
         for claim in self._state.live_nodeclaims():
-            if claim.instance is None:
+            if claim.instance is None or claim.name in exclude:
                 continue
             node = self._state.nodes.get(claim.node_name) if claim.node_name else None
             if node is not None and (node.deleted_at_s is not None or node.deleting):
@@ -245,7 +279,8 @@ class Provisioner:
             )
         return out, bound_pods
 
-    def _templates(self) -> list[NodePoolTemplate]:
+    def templates(self) -> list[NodePoolTemplate]:
+        """Each NodePool with its NodeClass's instance types and what its limits leave."""
         out = []
         for name in sorted(self._state.nodepools):
             pool = self._state.nodepools[name]

@@ -98,7 +98,7 @@ class Terminator:
         remaining = [p for p in workload if not p.template.critical] or workload
         waiting = len(remaining) < len(workload)
         for pod in remaining:
-            if pod.do_not_disrupt:
+            if pod.blocks_disruption(self._clock.now()):
                 waiting = True
                 continue
             pdb = blocking(self._state, pod)
@@ -123,6 +123,7 @@ class Terminator:
         now = self._clock.now()
         pod.deleted_at_s = now
         pod.evicted = True
+        self._state.pod_event(pod, now)
         self._timeline.record(
             timeline.EVICTION,
             node=node_name,

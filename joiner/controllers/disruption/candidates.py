@@ -1,0 +1,175 @@
+"""Disruption candidates: which nodes a method may disrupt, and why the others may not.
+
+Matches Karpenter's ``GetCandidates`` / ``NewCandidate`` (karpenter-semantics §4.2). A node is
+a candidate when its NodeClaim is launched, registered and initialized, it is not marked for
+deletion, it has no ``karpenter.sh/do-not-disrupt`` annotation, its NodePool exists, and
+(for *graceful* methods) every pod on it may be evicted now: none has an active
+``karpenter.sh/do-not-disrupt`` and no PodDisruptionBudget covering it is at 0. Drift is
+*eventual*: a pool with a ``terminationGracePeriod`` lets blocked nodes be candidates, since
+the drain ends at that deadline anyway.
+
+Each candidate carries its price (its offering's), its disruption cost (Karpenter's
+``EvictionCost`` of 1 per pod, scaled by the fraction of its lifetime left before
+``expireAfter``) and its savings ratio, price / (1 + cost of rescheduling its pods), by which
+consolidation orders candidates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from joiner.api.objects import NodePool
+from joiner.cloudprovider.types import InstanceType
+from joiner.controllers.termination.pdb import blocking
+from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
+
+
+@dataclass
+class Candidate:
+    """One node a disruption method may act on.
+
+    Attributes:
+        node: the node.
+        claim: its NodeClaim (launched: ``instance`` set).
+        pool: its NodePool.
+        pods: the pods that must move (live, not DaemonSet pods), by creation order.
+        price_per_hour: its offering's price, USD.
+        disruption_cost: the sum of its pods' eviction costs scaled by lifetime left.
+        consolidatable: ``consolidateAfter`` has passed since its last pod event.
+        blocked: why a graceful method may not disrupt it (an eventual one may), or None.
+    """
+
+    node: Node
+    claim: NodeClaim
+    pool: NodePool
+    pods: list[Pod]
+    price_per_hour: float
+    disruption_cost: float
+    consolidatable: bool
+    blocked: str | None = None
+    drifted: str | None = field(default=None)
+
+    @property
+    def name(self) -> str:
+        """The node's name."""
+        return self.node.name
+
+    @property
+    def instance_type(self) -> InstanceType:
+        """The instance type it runs on."""
+        assert self.claim.instance is not None
+        return self.claim.instance.instance_type
+
+    @property
+    def capacity_type(self) -> str:
+        """``spot`` or ``on-demand``."""
+        assert self.claim.instance is not None
+        return self.claim.instance.offering.capacity_type
+
+    @property
+    def zone(self) -> str:
+        """Its availability zone."""
+        assert self.claim.instance is not None
+        return self.claim.instance.offering.zone
+
+    @property
+    def empty(self) -> bool:
+        """No pod has to move (Karpenter: reschedule cost <= 1)."""
+        return not self.pods
+
+    @property
+    def savings_ratio(self) -> float:
+        """Price per unit of disruption: higher goes first (Karpenter's ``SavingsRatio``)."""
+        return self.price_per_hour / (1.0 + len(self.pods))
+
+
+def _lifetime_remaining(claim: NodeClaim, pool: NodePool, now_s: float) -> float:
+    if pool.expire_after_s is None or pool.expire_after_s <= 0:
+        return 1.0
+    age = now_s - claim.created_at_s
+    return min(1.0, max(0.0, 1.0 - age / pool.expire_after_s))
+
+
+def consolidatable(node: Node, pool: NodePool, now_s: float, *, elapsed: bool = False) -> bool:
+    """``consolidateAfter`` has passed since the node's last pod event (``Never``: never).
+
+    ``elapsed`` treats any finite ``consolidateAfter`` as passed (the dry run).
+    """
+    if pool.consolidate_after_s is None:
+        return False
+    if elapsed:
+        return True
+    since = node.last_pod_event_s if node.last_pod_event_s is not None else node.created_at_s
+    return now_s >= since + pool.consolidate_after_s
+
+
+def consolidatable_at(node: Node, pool: NodePool) -> float | None:
+    """When ``consolidateAfter`` will have passed for ``node`` (None: ``Never``)."""
+    if pool.consolidate_after_s is None:
+        return None
+    since = node.last_pod_event_s if node.last_pod_event_s is not None else node.created_at_s
+    return since + pool.consolidate_after_s
+
+
+def _blocker(state: ClusterState, pods: list[Pod], now_s: float) -> str | None:
+    for pod in pods:
+        if pod.blocks_disruption(now_s):
+            return f"pod {pod.namespace}/{pod.name} has karpenter.sh/do-not-disrupt"
+    for pod in pods:
+        pdb = blocking(state, pod)
+        if pdb is not None:
+            return (
+                f"PDB {pdb.namespace}/{pdb.name} allows 0 disruptions "
+                f"(pod {pod.namespace}/{pod.name})"
+            )
+    return None
+
+
+@dataclass
+class CandidateSet:
+    """The candidates of one pass, and a reason for every managed node that is not one."""
+
+    candidates: list[Candidate]
+    excluded: dict[str, str]
+
+
+def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> CandidateSet:
+    """Candidates among the cluster's nodes at ``now_s`` (by node name).
+
+    ``elapsed`` treats ``consolidateAfter`` as passed (the dry run of a running cluster).
+    """
+    out: list[Candidate] = []
+    excluded: dict[str, str] = {}
+    for claim in state.live_nodeclaims():
+        node = state.node_of_claim(claim)
+        if node is None:
+            continue
+        name = node.name
+        pool = state.nodepools.get(claim.nodepool)
+        if pool is None:
+            excluded[name] = f"its NodePool {claim.nodepool} is not in the manifests"
+            continue
+        if node.deleting:
+            excluded[name] = "already being deleted"
+            continue
+        if claim.instance is None or claim.initialized_at_s is None or not node.ready:
+            excluded[name] = "not initialized yet"
+            continue
+        if node.do_not_disrupt:
+            excluded[name] = "node has karpenter.sh/do-not-disrupt"
+            continue
+        pods = [p for p in state.pods_on(name) if not p.daemon]
+        cost = len(pods) * _lifetime_remaining(claim, pool, now_s)
+        out.append(
+            Candidate(
+                node=node,
+                claim=claim,
+                pool=pool,
+                pods=pods,
+                price_per_hour=claim.instance.offering.price_per_hour,
+                disruption_cost=cost,
+                consolidatable=consolidatable(node, pool, now_s, elapsed=elapsed),
+                blocked=_blocker(state, pods, now_s),
+            )
+        )
+    return CandidateSet(out, excluded)

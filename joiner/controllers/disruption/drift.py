@@ -1,0 +1,64 @@
+"""Drift: a node no longer matches what its NodePool would launch now.
+
+Matches Karpenter's ``nodeclaim/disruption/drift.go`` (karpenter-semantics §4.5), in order:
+
+* ``NodePoolDrifted``: a template field Karpenter hashes (labels, annotations, taints,
+  startupTaints, nodeClassRef, expireAfter, terminationGracePeriod) differs from the value the
+  NodeClaim was launched from. Joiner records those values on the NodeClaim; for a node read
+  from a running cluster (values unknown) it compares what the Node shows: the template
+  labels and taints.
+* ``RequirementsDrifted``: the node's labels no longer satisfy the NodePool's requirements.
+* ``InstanceTypeNotFound``: the NodeClass no longer offers its instance type in its zone and
+  capacity type.
+
+Karpenter's hash annotation cannot be reproduced outside Go and is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from joiner.api.labels import WELL_KNOWN_LABELS
+from joiner.api.objects import NodePool
+from joiner.api.requirements import Requirements
+from joiner.cloudprovider.types import InstanceType
+from joiner.state.cluster import Node, NodeClaim
+
+#: Instance types a NodeClass offers (the cloud provider's ``get_instance_types``).
+TypesOf = Callable[[str], list[InstanceType]]
+
+
+def drift_reason(claim: NodeClaim, node: Node, pool: NodePool, types_of: TypesOf) -> str | None:
+    """Why ``node`` has drifted from ``pool``, or None when it has not."""
+    current = pool.drift_fields()
+    if claim.launched_from is not None:
+        for key in sorted(current):
+            if claim.launched_from.get(key) != current[key]:
+                return f"NodePool {pool.name} spec.template {key} changed since launch"
+    else:
+        for key, value in pool.labels:
+            if node.labels.get(key) != value:
+                return f"NodePool {pool.name} template label {key}={value} is not on the node"
+        for taint in pool.taints:
+            if taint not in node.taints:
+                return f"NodePool {pool.name} template taint {taint} is not on the node"
+    have = Requirements.from_labels(node.labels)
+    conflict = have.compatible(pool.requirements, allow_undefined=WELL_KNOWN_LABELS)
+    if conflict is not None:
+        return f"NodePool {pool.name} requirements no longer match the node: {conflict}"
+    if claim.instance is not None:
+        it_name = claim.instance.instance_type.name
+        offering = claim.instance.offering
+        types = {t.name: t for t in types_of(claim.node_class)}
+        found = types.get(it_name)
+        if found is None:
+            return f"instance type {it_name} is no longer offered by NodeClass {claim.node_class}"
+        if not any(
+            o.zone == offering.zone and o.capacity_type == offering.capacity_type
+            for o in found.offerings
+        ):
+            return (
+                f"instance type {it_name} is no longer offered as {offering.capacity_type} in "
+                f"{offering.zone}"
+            )
+    return None

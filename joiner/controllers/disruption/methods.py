@@ -1,0 +1,510 @@
+"""The disruption methods and the consolidation decision (karpenter-semantics §4.4-§4.8).
+
+Methods run in Karpenter's order, and the first to produce a command ends the pass:
+
+1. **Emptiness** (reason ``Empty``): consolidatable nodes with no pod to move, any policy,
+   in savings-ratio order while the budget allows; one command deletes them all.
+2. **Drift** (``Drifted``): drifted nodes, empty ones first, then oldest; the first whose
+   pods all reschedule gets a command with whatever replacements that needs (no price rule).
+3. **MultiNodeConsolidation** (``Underutilized``): the longest prefix (at least 2, at most
+   100, binary search) of the budget-filtered candidates that consolidates.
+4. **SingleNodeConsolidation** (``Underutilized``): candidates by savings ratio, interleaved
+   across NodePools; the first that consolidates wins.
+
+The consolidation decision (``consolidation.go``): simulate rescheduling the candidates'
+pods onto the rest of the cluster (pending pods and pods on deleting nodes take their share
+first; a pod landing on a node not initialized yet is a failure). No new NodeClaim: Delete.
+More than one: rejected (consolidation is only ever many-to-one). Exactly one: Replace when
+its instance types can be cut to those whose *worst* launch price is strictly below the
+candidates' summed price (minValues re-checked); a replacement allowing both capacity types
+is pinned to spot. All-spot candidates with a spot-capable replacement take the spot-to-spot
+path, which needs the ``SpotToSpotConsolidation`` feature gate and, for a single node, at
+least 15 cheaper spot types (the launch list is cut to the 15 cheapest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from joiner.api import labels
+from joiner.api.requirements import Requirement, Requirements
+from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.controllers.disruption.budgets import BudgetMapping
+from joiner.controllers.disruption.candidates import Candidate
+from joiner.controllers.disruption.drift import TypesOf, drift_reason
+from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.scheduling import NewNodeClaim, PodRequest, Scheduler, SchedulingInput
+from joiner.state.cluster import ClusterState
+
+EMPTINESS = "Emptiness"
+DRIFT = "Drift"
+MULTI_NODE = "MultiNodeConsolidation"
+SINGLE_NODE = "SingleNodeConsolidation"
+METHODS = (EMPTINESS, DRIFT, MULTI_NODE, SINGLE_NODE)
+
+EMPTY = "Empty"
+DRIFTED = "Drifted"
+UNDERUTILIZED = "Underutilized"
+
+#: Karpenter ``MinInstanceTypesForSpotToSpotConsolidation``.
+MIN_SPOT_TO_SPOT_TYPES = 15
+#: Karpenter multi-node consolidation's batch cap.
+MAX_MULTI_NODE_CANDIDATES = 100
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """A NodeClaim a command launches.
+
+    Attributes:
+        new: the scheduling result it comes from (pods, requirements).
+        instance_types: the options it may launch, cheapest first (price-filtered for
+            consolidation).
+        capacity_types: the capacity types it may launch as (pinned to spot when both were
+            allowed).
+        instance_type / offering: what it is expected to launch as (the cheapest available
+            offering of the preferred capacity type), for reports.
+    """
+
+    new: NewNodeClaim
+    instance_types: tuple[InstanceType, ...]
+    capacity_types: tuple[str, ...]
+    instance_type: InstanceType
+    offering: Offering
+
+    @property
+    def price_per_hour(self) -> float:
+        """Expected price, USD per hour."""
+        return self.offering.price_per_hour
+
+
+@dataclass
+class Command:
+    """One disruption decision: delete ``candidates``, launching ``replacements`` first.
+
+    ``savings_per_hour`` is the candidates' summed price minus the replacements' expected
+    price (negative for a drift replacement that costs more).
+    """
+
+    method: str
+    reason: str
+    candidates: list[Candidate]
+    replacements: list[Replacement] = field(default_factory=list)
+
+    @property
+    def savings_per_hour(self) -> float:
+        """USD per hour saved once the command completes."""
+        return sum(c.price_per_hour for c in self.candidates) - sum(
+            r.price_per_hour for r in self.replacements
+        )
+
+    @property
+    def names(self) -> list[str]:
+        """Candidate node names."""
+        return [c.name for c in self.candidates]
+
+    @property
+    def action(self) -> str:
+        """``Delete`` or ``Replace``."""
+        return "Replace" if self.replacements else "Delete"
+
+
+@dataclass
+class Context:
+    """What a pass reads: cluster state, the provisioner (for its snapshot and templates),
+    time, budgets and settings."""
+
+    state: ClusterState
+    provisioner: Provisioner
+    types_of: TypesOf
+    now_s: float
+    now: datetime
+    budgets: BudgetMapping
+    spot_to_spot: bool = False
+    #: Per node: the latest reason a method gave for not disrupting it (for ``disrupt``).
+    reasons: dict[str, str] = field(default_factory=dict)
+    scheduler: Scheduler = field(default_factory=Scheduler)
+
+
+# -- scheduling simulation -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Rescheduling the candidates' pods: the new NodeClaims that hold any of them, or why
+    one of them cannot move."""
+
+    new_claims: tuple[NewNodeClaim, ...] = ()
+    failure: str | None = None
+
+
+def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
+    """Karpenter's ``SimulateScheduling`` for ``candidates`` (see the module docstring)."""
+    state = ctx.state
+    names = frozenset(c.claim.name for c in candidates)
+    moving = {p.uid for c in candidates for p in c.pods}
+    existing, bound = ctx.provisioner.snapshot(exclude=names)
+    others = [
+        p
+        for node in state.nodes.values()
+        if node.deleting and node.deleted_at_s is None and node.nodeclaim not in names
+        for p in state.pods_on(node.name)
+        if not p.daemon
+    ]
+    pods = [
+        *state.pending_pods(),
+        *others,
+        *sorted((p for c in candidates for p in c.pods), key=lambda p: p.order),
+    ]
+    result = ctx.scheduler.solve(
+        SchedulingInput(
+            pods=tuple(
+                PodRequest(p.uid, p.template, p.order, state.volume_terms.get(p.template, ()))
+                for p in pods
+            ),
+            existing=tuple(existing),
+            bound_pods=tuple(bound),
+            nodepools=tuple(ctx.provisioner.templates()),
+            daemonsets=tuple(state.daemonsets[k] for k in sorted(state.daemonsets)),
+        )
+    )
+    for uid, reason in result.unschedulable:
+        if uid in moving:
+            pod = state.pods[uid]
+            return Simulation(failure=f"pod {pod.namespace}/{pod.name} fits nowhere else: {reason}")
+    initialized = {e.name: e.initialized for e in existing}
+    for uid, node in result.existing_placements:
+        if uid in moving and not initialized.get(node, True):
+            pod = state.pods[uid]
+            return Simulation(
+                failure=f"pod {pod.namespace}/{pod.name} would need node {node}, which is not "
+                "initialized yet"
+            )
+    claims = tuple(n for n in result.new_nodeclaims if any(u in moving for u in n.pods))
+    return Simulation(new_claims=claims)
+
+
+# -- prices --------------------------------------------------------------------------------
+
+
+def _offerings(it: InstanceType, reqs: Requirements) -> list[Offering]:
+    return [o for o in it.offerings if o.available and o.compatible(reqs)]
+
+
+def worst_launch_price(it: InstanceType, reqs: Requirements) -> float | None:
+    """The highest price among ``it``'s available offerings ``reqs`` allow (Karpenter's
+    ``WorstLaunchPrice``), or None when none is allowed."""
+    prices = [o.price_per_hour for o in _offerings(it, reqs)]
+    return max(prices) if prices else None
+
+
+def capacity_types(types: Sequence[InstanceType], reqs: Requirements) -> set[str]:
+    """Capacity types some available, allowed offering of ``types`` has."""
+    return {o.capacity_type for it in types for o in _offerings(it, reqs)}
+
+
+def expected_launch(
+    types: Sequence[InstanceType], reqs: Requirements
+) -> tuple[InstanceType, Offering] | None:
+    """What a launch is expected to get: the preferred capacity type (reserved, spot,
+    on-demand), then the lowest price, then type name and zone."""
+    pairs = [(it, o) for it in types for o in _offerings(it, reqs)]
+    if not pairs:
+        return None
+    rank = {ct: i for i, ct in enumerate(labels.CAPACITY_TYPE_PRECEDENCE)}
+    return min(
+        pairs,
+        key=lambda p: (rank.get(p[1].capacity_type, 9), p[1].price_per_hour, p[0].name, p[1].zone),
+    )
+
+
+def _min_values_short(types: Sequence[InstanceType], reqs: Requirements) -> str | None:
+    for key, r in sorted(reqs.items()):
+        if r.min_values is None:
+            continue
+        distinct = {v for it in types if (v := it.label(key)) is not None and r.has(v)}
+        if len(distinct) < r.min_values:
+            return f"{key} has {len(distinct)} values among cheaper types, minValues {r.min_values}"
+    return None
+
+
+def _replacement(
+    new: NewNodeClaim, types: Sequence[InstanceType], cts: Sequence[str]
+) -> Replacement | str:
+    reqs = new.requirements.add(Requirement.in_(labels.CAPACITY_TYPE, *cts))
+    launch = expected_launch(types, reqs)
+    if launch is None:
+        return "no available offering for the replacement"
+    return Replacement(new, tuple(types), tuple(sorted(cts)), launch[0], launch[1])
+
+
+# -- the consolidation decision ------------------------------------------------------------
+
+
+def consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> Command | str:
+    """Karpenter's ``computeConsolidation``: a Delete or many-to-one Replace command for
+    ``candidates``, or the reason there is none."""
+    sim = simulate(ctx, candidates)
+    if sim.failure is not None:
+        return sim.failure
+    cands = list(candidates)
+    if not sim.new_claims:
+        return Command(method, UNDERUTILIZED, cands)
+    if len(sim.new_claims) > 1:
+        return (
+            f"its pods need {len(sim.new_claims)} new nodes; consolidation only replaces "
+            "nodes with one"
+        )
+    new = sim.new_claims[0]
+    candidate_price = sum(c.price_per_hour for c in cands)
+    cts = capacity_types(new.instance_types, new.requirements)
+    all_spot = all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
+    if all_spot and labels.CAPACITY_TYPE_SPOT in cts:
+        return _spot_to_spot(ctx, cands, new, candidate_price, method)
+    cheaper = [
+        it
+        for it in new.instance_types
+        if (p := worst_launch_price(it, new.requirements)) is not None and p < candidate_price
+    ]
+    if method == MULTI_NODE:
+        cheaper = _filter_out_same_type(cands, cheaper, new.requirements)
+    if not cheaper:
+        return (
+            f"can't replace with a cheaper node: no instance type that fits its pods costs "
+            f"less than ${candidate_price:.4f}/h at worst"
+        )
+    short = _min_values_short(cheaper, new.requirements)
+    if short is not None:
+        return f"can't replace with a cheaper node: {short}"
+    pinned = (
+        [labels.CAPACITY_TYPE_SPOT]
+        if {labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND} <= cts
+        else sorted(cts)
+    )
+    rep = _replacement(new, cheaper, pinned)
+    if isinstance(rep, str):
+        return rep
+    return Command(method, UNDERUTILIZED, cands, [rep])
+
+
+def _spot_to_spot(
+    ctx: Context, cands: list[Candidate], new: NewNodeClaim, candidate_price: float, method: str
+) -> Command | str:
+    if not ctx.spot_to_spot:
+        return (
+            "spot-to-spot consolidation is off (--feature-gates SpotToSpotConsolidation=true); "
+            "spot nodes are only deleted, never replaced"
+        )
+    reqs = new.requirements.add(Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_SPOT))
+    cheaper = [
+        it
+        for it in new.instance_types
+        if (p := worst_launch_price(it, reqs)) is not None and p < candidate_price
+    ]
+    cheaper.sort(key=lambda it: (worst_launch_price(it, reqs) or 0.0, it.name))
+    if len(cands) == 1:
+        if len(cheaper) < MIN_SPOT_TO_SPOT_TYPES:
+            return (
+                f"spot-to-spot needs {MIN_SPOT_TO_SPOT_TYPES} cheaper instance types, "
+                f"{len(cheaper)} are allowed"
+            )
+        keep = MIN_SPOT_TO_SPOT_TYPES
+        for r in new.requirements.values():
+            if r.min_values is not None:
+                keep = max(keep, r.min_values)
+        cheaper = cheaper[:keep]
+    elif not cheaper:
+        return "can't replace with a cheaper spot node"
+    short = _min_values_short(cheaper, reqs)
+    if short is not None:
+        return f"can't replace with a cheaper spot node: {short}"
+    rep = _replacement(new, cheaper, [labels.CAPACITY_TYPE_SPOT])
+    if isinstance(rep, str):
+        return rep
+    return Command(method, UNDERUTILIZED, cands, [rep])
+
+
+def _filter_out_same_type(
+    cands: Sequence[Candidate], types: list[InstanceType], reqs: Requirements
+) -> list[InstanceType]:
+    """Karpenter ``filterOutSameInstanceType``: when the replacement could be a type being
+    removed, keep only types cheaper than the cheapest such node, so 3 nodes -> 1 node of a
+    type already there (really a plain delete of the others) is not chosen."""
+    removing = {c.instance_type.name: c.price_per_hour for c in cands}
+    same = [removing[it.name] for it in types if it.name in removing]
+    if not same:
+        return types
+    ceiling = min(same)
+    return [it for it in types if (p := worst_launch_price(it, reqs)) is not None and p < ceiling]
+
+
+# -- methods -------------------------------------------------------------------------------
+
+
+def _underutilized(c: Candidate) -> str | None:
+    """Why consolidation (not emptiness) may not take ``c`` (Karpenter ``ShouldDisrupt``)."""
+    if c.pool.consolidate_after_s is None:
+        return f"NodePool {c.pool.name} has consolidateAfter: Never"
+    if c.pool.consolidation_policy == "WhenEmpty":
+        return f"NodePool {c.pool.name} consolidates only empty nodes (policy WhenEmpty)"
+    if not c.consolidatable:
+        return (
+            f"consolidateAfter ({c.pool.consolidate_after_s:g}s) has not passed since its "
+            "last pod change"
+        )
+    if c.blocked is not None:
+        return c.blocked
+    return None
+
+
+def emptiness(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
+    """Delete every consolidatable empty node the ``Empty`` budgets allow."""
+    chosen: list[Candidate] = []
+    for c in sorted(candidates, key=lambda c: (-c.savings_ratio, c.name)):
+        if not c.empty:
+            continue
+        if c.pool.consolidate_after_s is None or not c.consolidatable:
+            ctx.reasons.setdefault(
+                c.name,
+                f"empty, but consolidateAfter ({c.pool.consolidate_after_s}) has not passed"
+                if c.pool.consolidate_after_s is not None
+                else f"empty, but NodePool {c.pool.name} has consolidateAfter: Never",
+            )
+            continue
+        if ctx.budgets.left(c.pool.name, EMPTY) < 1:
+            ctx.reasons[c.name] = ctx.budgets.limiting.get(
+                (c.pool.name, EMPTY), f"NodePool {c.pool.name} budget allows 0 Empty disruptions"
+            )
+            continue
+        ctx.budgets.take(c.pool.name, EMPTY)
+        chosen.append(c)
+    return Command(EMPTINESS, EMPTY, chosen) if chosen else None
+
+
+def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
+    """Replace the first drifted node whose pods all reschedule."""
+    drifted: list[Candidate] = []
+    for c in candidates:
+        c.drifted = drift_reason(c.claim, c.node, c.pool, ctx.types_of)
+        if c.drifted is not None:
+            drifted.append(c)
+    drifted.sort(key=lambda c: (not c.empty, c.claim.created_at_s, c.name))
+    for c in drifted:
+        if c.blocked is not None and c.pool.termination_grace_period_s is None:
+            ctx.reasons[c.name] = f"drifted ({c.drifted}), but {c.blocked}"
+            continue
+        if ctx.budgets.left(c.pool.name, DRIFTED) < 1:
+            ctx.reasons[c.name] = f"drifted ({c.drifted}), but " + ctx.budgets.limiting.get(
+                (c.pool.name, DRIFTED), f"NodePool {c.pool.name} budget allows 0 Drifted"
+            )
+            continue
+        sim = simulate(ctx, [c])
+        if sim.failure is not None:
+            ctx.reasons[c.name] = f"drifted ({c.drifted}), but {sim.failure}"
+            continue
+        reps: list[Replacement] = []
+        failed = None
+        for new in sim.new_claims:
+            cts = sorted(capacity_types(new.instance_types, new.requirements))
+            rep = _replacement(new, new.instance_types, cts)
+            if isinstance(rep, str):
+                failed = rep
+                break
+            reps.append(rep)
+        if failed is not None:
+            ctx.reasons[c.name] = f"drifted ({c.drifted}), but {failed}"
+            continue
+        ctx.budgets.take(c.pool.name, DRIFTED)
+        return Command(DRIFT, DRIFTED, [c], reps)
+    return None
+
+
+def _consolidation_candidates(ctx: Context, candidates: Sequence[Candidate]) -> list[Candidate]:
+    out = []
+    for c in candidates:
+        if c.empty:
+            continue
+        why = _underutilized(c)
+        if why is not None:
+            ctx.reasons.setdefault(c.name, why)
+            continue
+        out.append(c)
+    out.sort(key=lambda c: (-c.savings_ratio, c.name))
+    return out
+
+
+def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
+    """The longest candidate prefix (>= 2) that consolidates, by binary search."""
+    eligible = _consolidation_candidates(ctx, candidates)
+    left = {k: v for k, v in ctx.budgets.remaining.items() if k[1] == UNDERUTILIZED}
+    batch: list[Candidate] = []
+    for c in eligible:
+        key = (c.pool.name, UNDERUTILIZED)
+        if left.get(key, 0) < 1:
+            ctx.reasons.setdefault(
+                c.name,
+                ctx.budgets.limiting.get(key, f"NodePool {c.pool.name} budget is used up"),
+            )
+            continue
+        left[key] -= 1
+        batch.append(c)
+    batch = batch[:MAX_MULTI_NODE_CANDIDATES]
+    if len(batch) < 2:
+        return None
+    best: Command | None = None
+    lo, hi = 1, len(batch) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        got = consolidate(ctx, batch[: mid + 1], MULTI_NODE)
+        if isinstance(got, Command):
+            best = got
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    if best is not None:
+        for c in best.candidates:
+            ctx.budgets.take(c.pool.name, UNDERUTILIZED)
+    return best
+
+
+def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
+    """The first candidate (savings ratio order, round-robin across pools) that
+    consolidates on its own."""
+    eligible = _consolidation_candidates(ctx, candidates)
+    by_pool: dict[str, list[Candidate]] = {}
+    for c in eligible:
+        by_pool.setdefault(c.pool.name, []).append(c)
+    order: list[Candidate] = []
+    queues = [by_pool[k] for k in sorted(by_pool)]
+    while any(queues):
+        for q in queues:
+            if q:
+                order.append(q.pop(0))
+    for c in order:
+        if ctx.budgets.left(c.pool.name, UNDERUTILIZED) < 1:
+            ctx.reasons.setdefault(
+                c.name,
+                ctx.budgets.limiting.get(
+                    (c.pool.name, UNDERUTILIZED), f"NodePool {c.pool.name} budget is used up"
+                ),
+            )
+            continue
+        got = consolidate(ctx, [c], SINGLE_NODE)
+        if isinstance(got, Command):
+            ctx.budgets.take(c.pool.name, UNDERUTILIZED)
+            return got
+        ctx.reasons[c.name] = got
+    return None
+
+
+Method = Callable[[Context, Sequence[Candidate]], Command | None]
+
+#: Karpenter's order; the first method that produces a command ends the pass.
+ORDER: tuple[tuple[str, Method], ...] = (
+    (EMPTINESS, emptiness),
+    (DRIFT, drift),
+    (MULTI_NODE, multi_node),
+    (SINGLE_NODE, single_node),
+)
