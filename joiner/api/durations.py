@@ -66,6 +66,26 @@ def parse_seconds(
     return seconds
 
 
+def do_not_disrupt(value: str | None) -> tuple[bool, float | None]:
+    """Read a ``karpenter.sh/do-not-disrupt`` annotation value.
+
+    Returns ``(always, for_s)``: ``"true"`` protects always; a Go duration (``"30m"``)
+    protects that long after the pod starts running (Karpenter's rule); anything else,
+    including absence, protects nothing, as in Karpenter.
+    """
+    if value is None:
+        return False, None
+    text = value.strip()
+    if text == "true":
+        return True, None
+    if _GO_DURATION.fullmatch(text):
+        try:
+            return False, durationpy.from_str(text).total_seconds()
+        except Exception:  # durationpy's own errors: treat as not a duration
+            return False, None
+    return False, None
+
+
 def parse_required_seconds(value: object, *, field: str | None = None) -> float:
     """Parse a Go duration that must be finite (``Never`` is rejected)."""
     seconds = parse_seconds(value, field=field, allow_never=False)

@@ -156,6 +156,49 @@ class Disruptions(_Out):
     commands: list[DisruptionRecord]
 
 
+class PlannedReplacement(_Out):
+    """A NodeClaim a disruption command launches, as it is expected to launch."""
+
+    instanceType: str
+    zone: str
+    capacityType: str = Field(pattern="^(spot|on-demand|reserved)$")
+    pricePerHour: float = Field(ge=0)
+
+
+class PlannedDisruption(_Out):
+    """One command a disruption pass would take."""
+
+    method: str = Field(
+        pattern="^(Emptiness|Drift|MultiNodeConsolidation|SingleNodeConsolidation)$"
+    )
+    reason: str = Field(pattern="^(Empty|Drifted|Underutilized)$")
+    candidates: list[str] = Field(min_length=1, description="Node names")
+    replacements: list[PlannedReplacement]
+    savingsPerHour: float = Field(description="Candidates' price minus replacements', USD")
+    detail: str = Field(default="", description="Why (the drift found, for Drift)")
+
+
+class Unconsolidatable(_Out):
+    """A node no command touches, and what keeps it."""
+
+    node: str
+    reason: str
+
+
+class DisruptionPlan(_Out):
+    """``joiner disrupt -o json``: the commands successive disruption passes would take."""
+
+    apiVersion: str = "joiner.dev/v1alpha1"
+    kind: str = "DisruptionPlan"
+    region: str
+    commands: list[PlannedDisruption]
+    unconsolidatable: list[Unconsolidatable]
+    savingsPerHour: float = Field(description="Summed over the commands, USD")
+    costPerHourBefore: float = Field(ge=0)
+    costPerHourAfter: float = Field(ge=0)
+    warnings: list[str] = Field(default_factory=list)
+
+
 class SimulationSummary(_Out):
     """``summary.json`` written by ``joiner simulate``."""
 

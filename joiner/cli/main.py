@@ -6,12 +6,15 @@ import json
 import logging
 import sys
 from collections import Counter
+from dataclasses import replace
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 import yaml
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -20,12 +23,15 @@ from rich.table import Table
 from joiner import __version__
 from joiner.api import durations
 from joiner.api.errors import InputError
+from joiner.api.featuregates import FeatureGates
+from joiner.api.featuregates import parse as parse_feature_gates
 from joiner.api.manifests import load_files
 from joiner.api.manifests.to_v1 import check_reloads, convert_files
-from joiner.api.outputs import Plan, SimulationSummary
+from joiner.api.outputs import DisruptionPlan, Plan, SimulationSummary
 from joiner.cloudprovider.catalog import Catalog
 from joiner.faults.template import load_template
 from joiner.operator.chaos import run_experiment
+from joiner.operator.disrupt import build_disruption_plan
 from joiner.operator.lint import lint_manifests
 from joiner.operator.plan import build_plan
 from joiner.operator.wiring import SimulationRuntime
@@ -95,6 +101,16 @@ def _print_warnings(warnings: list[str]) -> None:
         err.print(f"[bold yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
 
 
+FeatureGatesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--feature-gates",
+        help="Karpenter feature gates, e.g. SpotToSpotConsolidation=true (overrides the "
+        "scenario's settings.featureGates).",
+    ),
+]
+
+
 @app.command()
 def simulate(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (kind: Scenario).")],
@@ -108,6 +124,7 @@ def simulate(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print only warnings and the output path.")
     ] = False,
+    feature_gates: FeatureGatesOption = None,
     verbose: Verbose = False,
 ) -> None:
     """Run a scenario in virtual time and report nodes, cost and pod wait times."""
@@ -115,6 +132,8 @@ def simulate(
         _configure_logging(True)
     try:
         sc = load_scenario(scenario)
+        if feature_gates is not None:
+            sc = replace(sc, feature_gates=parse_feature_gates(feature_gates))
         runtime = SimulationRuntime(sc)
     except InputError as exc:
         _fail(exc)
@@ -189,6 +208,13 @@ def _print_summary(s: dict[str, Any]) -> None:
         f"{pods['lost']} lost; pending seconds p50 {ps['p50']:.1f}, p95 {ps['p95']:.1f}, "
         f"max {ps['max']:.1f}"
     )
+    d = s["disruptions"]
+    if d["commands"] or d["expired"]:
+        methods = ", ".join(f"{k} {v}" for k, v in d["byMethod"].items()) or "none"
+        out.print(
+            f"disruption: {len(d['commands'])} commands ({methods}), {d['podsEvicted']} pods "
+            f"evicted, saving ${d['savingsPerHour']:.4f}/h; {d['expired']} NodeClaims expired"
+        )
     for r in pods["unschedulableReasons"]:
         err.print(
             f"[bold yellow]unschedulable ({r['pods']} pods):[/] {escape(r['reason'])}",
@@ -200,6 +226,7 @@ class SchemaKind(StrEnum):
     scenario = "scenario"
     plan = "plan"
     summary = "summary"
+    disruption = "disruption"
 
 
 def schema_text(kind: SchemaKind) -> str:
@@ -207,8 +234,12 @@ def schema_text(kind: SchemaKind) -> str:
     if kind is SchemaKind.scenario:
         doc = json_schema()
     else:
-        model = Plan if kind is SchemaKind.plan else SimulationSummary
-        doc = model.model_json_schema()
+        models: dict[SchemaKind, type[BaseModel]] = {
+            SchemaKind.plan: Plan,
+            SchemaKind.summary: SimulationSummary,
+            SchemaKind.disruption: DisruptionPlan,
+        }
+        doc = models[kind].model_json_schema()
         doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -220,7 +251,8 @@ def schema(
         Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
     ] = None,
 ) -> None:
-    """Print the JSON Schema of the scenario file, the plan output or summary.json."""
+    """Print the JSON Schema of the scenario file, the plan or disrupt output, or
+    summary.json."""
     text = schema_text(kind)
     if output is None:
         sys.stdout.write(text)
@@ -229,6 +261,15 @@ def schema(
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         _fail(InputError(f"cannot write {output}: {exc}", field="--output"))
+
+
+ClusterFiles = Annotated[
+    list[Path],
+    typer.Option(
+        "--file", "-f", help="Manifests (repeat), or one Scenario file (its VPC is used)."
+    ),
+]
+RegionOption = Annotated[str, typer.Option(help="Region (ignored for a Scenario).")]
 
 
 class PlanFormat(StrEnum):
@@ -243,13 +284,8 @@ class MinValuesPolicy(StrEnum):
 
 @app.command()
 def plan(
-    files: Annotated[
-        list[Path],
-        typer.Option(
-            "--file", "-f", help="Manifests (repeat), or one Scenario file (its VPC is used)."
-        ),
-    ],
-    region: Annotated[str, typer.Option(help="Region (ignored for a Scenario).")] = "us-east-1",
+    files: ClusterFiles,
+    region: RegionOption = "us-east-1",
     output: Annotated[PlanFormat, typer.Option("--output", "-o")] = PlanFormat.table,
     min_values_policy: Annotated[
         MinValuesPolicy, typer.Option("--min-values-policy", help="Strict or BestEffort.")
@@ -327,6 +363,103 @@ def plan(
             f"[bold yellow]unschedulable ({len(pods)}):[/] {escape(shown)}: {escape(reason)}",
             soft_wrap=True,
         )
+
+
+@app.command()
+def disrupt(
+    files: ClusterFiles,
+    region: RegionOption = "us-east-1",
+    output: Annotated[PlanFormat, typer.Option("--output", "-o")] = PlanFormat.table,
+    feature_gates: FeatureGatesOption = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            help="UTC time the budgets' schedules are evaluated at (ISO 8601, default now)."
+        ),
+    ] = None,
+) -> None:
+    """Dry run of disruption on a running cluster: the commands successive passes would take
+    (Emptiness, Drift, MultiNodeConsolidation, SingleNodeConsolidation), each assumed to
+    complete, and why every other node stays. Exit 0 with an answer, 2 on bad input."""
+    try:
+        when = _parse_at(at)
+        gates = parse_feature_gates(feature_gates) if feature_gates is not None else None
+        catalog = Catalog.load()
+        if len(files) == 1 and is_scenario_file(files[0]):
+            sc = load_scenario(files[0], catalog, check_selectors=False)
+            result = build_disruption_plan(
+                sc.manifests,
+                catalog,
+                sc.region,
+                at=when,
+                subnets=sc.subnets,
+                security_groups=sc.security_groups,
+                feature_gates=gates or sc.feature_gates,
+            )
+        else:
+            _check_region(region)
+            result = build_disruption_plan(
+                load_files(files), catalog, region, at=when, feature_gates=gates or FeatureGates()
+            )
+    except InputError as exc:
+        _fail(exc)
+        return
+    if output is PlanFormat.json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        return
+    _print_warnings(result.warnings)
+    if result.commands:
+        table = Table(title=f"Disruption ({result.region}): {len(result.commands)} commands")
+        widths = {
+            "method": 23,
+            "reason": 13,
+            "nodes": max(len(n) for c in result.commands for n in c.candidates),
+        }
+        for col in ("#", "method", "reason", "nodes", "replacements", "savings $/h"):
+            table.add_column(
+                col,
+                justify="right" if col in ("#", "savings $/h") else "left",
+                min_width=widths.get(col),
+                no_wrap=col in widths,
+                overflow="fold",
+            )
+        for i, c in enumerate(result.commands, 1):
+            table.add_row(
+                str(i),
+                c.method,
+                c.reason,
+                escape("\n".join(c.candidates)),
+                ", ".join(
+                    f"{r.instanceType} {r.zone} {r.capacityType} ${r.pricePerHour:.4f}"
+                    for r in c.replacements
+                )
+                or "-",
+                f"{c.savingsPerHour:.4f}",
+            )
+        out.print(table)
+    else:
+        out.print(f"Disruption ({result.region}): no commands")
+    out.print(
+        f"cost: [bold]${result.costPerHourBefore:.4f}/h -> ${result.costPerHourAfter:.4f}/h[/] "
+        f"(saving ${result.savingsPerHour:.4f}/h)"
+    )
+    for u in result.unconsolidatable:
+        out.print(f"  {escape(u.node)}: {escape(u.reason)}", soft_wrap=True, highlight=False)
+
+
+def _parse_at(text: str | None) -> datetime:
+    """``--at`` as a UTC instant; now when absent (the CLI edge may read the wall clock)."""
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InputError(
+            f"{text!r} is not an ISO 8601 time such as 2025-01-06T09:30:00Z", field="--at"
+        ) from exc
+    if value.tzinfo is None:
+        raise InputError("give a time zone, e.g. 2025-01-06T09:30:00Z", field="--at")
+    return value.astimezone(UTC)
 
 
 class OutputFormat(StrEnum):

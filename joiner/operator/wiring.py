@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from joiner.api import timeline
+from joiner.api import durations, timeline
 from joiner.api.labels import DO_NOT_DISRUPT
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
@@ -35,12 +35,11 @@ from joiner.controllers.termination.pdb import violated
 from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
 from joiner.operator.lint import lint_manifests
-from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary
-from joiner.sim.running import adopt
+from joiner.sim.running import adopt, cluster_state
 from joiner.sim.scenario import Scenario
 from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import DeploymentController, PodFactory
@@ -77,25 +76,8 @@ class SimulationRuntime:
         self.rng_hazard = random.Random(root.getrandbits(64))
         self.rng_faults = random.Random(root.getrandbits(64))
         self.timeline = SimTimeline(self.clock)
-        self.state = ClusterState()
         m = scenario.manifests
-        self.state.nodepools = {p.name: p for p in m.nodepools}
-        self.state.daemonsets = {f"{d.namespace}/{d.name}": d.template for d in m.daemonsets}
-        self.state.pdbs = list(m.pdbs)
-        self._volume_warnings: list[str] = []
-        for source, template in [
-            *((w.source, w.template) for w in m.workloads),
-            *((p.source, p.template) for p in m.pods),
-        ]:
-            try:
-                terms = volume_terms(template, m.pvcs, m.pvs, m.storageclasses)
-            except MissingVolumeError as exc:
-                self._volume_warnings.append(
-                    f"{source.ref} ({source.file}): {exc}; its volume topology is ignored"
-                )
-                continue
-            if terms:
-                self.state.volume_terms[template] = terms
+        self.state, self._volume_warnings = cluster_state(m)
         self.cloud = SimulatedCloudProvider(
             self.catalog,
             scenario.region,
@@ -213,6 +195,7 @@ class SimulationRuntime:
         out = []
         for d in self.scenario.manifests.deployments:
             w = by_key.get(d.key)
+            dnd = durations.do_not_disrupt(dict(d.annotations).get(DO_NOT_DISRUPT))
             out.append(
                 DeploymentController(
                     d.key,
@@ -222,7 +205,8 @@ class SimulationRuntime:
                     self.pods,
                     replicas=w.replicas if w is not None and w.trace is None else d.replicas,
                     trace=w.trace if w is not None else None,
-                    do_not_disrupt=dict(d.annotations).get(DO_NOT_DISRUPT) == "true",
+                    do_not_disrupt=dnd[0],
+                    do_not_disrupt_for_s=dnd[1],
                     on_deleted=lambda _pod: self.disruption.kick(),
                 )
             )

@@ -13,14 +13,37 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from joiner.api import labels
+from joiner.api import durations, labels
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import selects
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CloudProviderError, NodeClassNotReadyError
+from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.workloads import PodFactory
 from joiner.state.cluster import ClusterState, Node, NodeClaim
+
+
+def cluster_state(m: ManifestSet) -> tuple[ClusterState, list[str]]:
+    """An empty cluster of the manifests' NodePools, DaemonSets and PDBs, with each pod
+    template's volume topology resolved; returns warnings for volumes that cannot be."""
+    state = ClusterState()
+    state.nodepools = {p.name: p for p in m.nodepools}
+    state.daemonsets = {f"{d.namespace}/{d.name}": d.template for d in m.daemonsets}
+    state.pdbs = list(m.pdbs)
+    warnings: list[str] = []
+    for source, template in [
+        *((w.source, w.template) for w in m.workloads),
+        *((p.source, p.template) for p in m.pods),
+    ]:
+        try:
+            terms = volume_terms(template, m.pvcs, m.pvs, m.storageclasses)
+        except MissingVolumeError as exc:
+            warnings.append(f"{source.ref} ({source.file}): {exc}; its volume topology is ignored")
+            continue
+        if terms:
+            state.volume_terms[template] = terms
+    return state, warnings
 
 
 def adopt(
@@ -109,6 +132,7 @@ def adopt(
             allocatable=dict(n.allocatable) or dict(it.allocatable),
             created_at_s=0.0,
             ready=True,
+            do_not_disrupt=dict(n.annotations).get(labels.DO_NOT_DISRUPT) == "true",
         )
         adopted.add(n.name)
     ds_keys = {f"{d.namespace}/{d.name}": d for d in m.daemonsets}
@@ -130,7 +154,9 @@ def adopt(
             daemon = key in ds_keys
             owner = key
         pod = pods.create(owner or p.key, p.template, daemon=daemon, name=p.name)
-        pod.do_not_disrupt = dict(p.annotations).get(labels.DO_NOT_DISRUPT) == "true"
+        pod.do_not_disrupt, pod.do_not_disrupt_for_s = durations.do_not_disrupt(
+            dict(p.annotations).get(labels.DO_NOT_DISRUPT)
+        )
         if p.node_name in adopted:
             pod.node_name = p.node_name
             pod.bound_at_s = 0.0

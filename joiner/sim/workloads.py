@@ -144,6 +144,7 @@ class DeploymentController:
         trace: Trace | None = None,
         on_deleted: Callable[[Pod], None] | None = None,
         do_not_disrupt: bool = False,
+        do_not_disrupt_for_s: float | None = None,
     ) -> None:
         self.key = key
         self._template = template
@@ -154,6 +155,7 @@ class DeploymentController:
         self._trace = trace
         self._on_deleted = on_deleted
         self._do_not_disrupt = do_not_disrupt
+        self._do_not_disrupt_for_s = do_not_disrupt_for_s
         self._minute = 0
 
     def start(self, duration_s: float) -> None:
@@ -191,6 +193,7 @@ class DeploymentController:
     def _create(self) -> Pod:
         pod = self._pods.create(self.key, self._template)
         pod.do_not_disrupt = self._do_not_disrupt
+        pod.do_not_disrupt_for_s = self._do_not_disrupt_for_s
         return pod
 
     def _reconcile(self, minute: int) -> None:

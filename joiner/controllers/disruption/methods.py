@@ -92,6 +92,9 @@ class Command:
     reason: str
     candidates: list[Candidate]
     replacements: list[Replacement] = field(default_factory=list)
+    #: Where the simulation put the candidates' pods that fit existing nodes: (pod uid,
+    #: NodeClaim name).
+    placements: tuple[tuple[str, str], ...] = ()
 
     @property
     def savings_per_hour(self) -> float:
@@ -138,6 +141,7 @@ class Simulation:
 
     new_claims: tuple[NewNodeClaim, ...] = ()
     failure: str | None = None
+    placements: tuple[tuple[str, str], ...] = ()
 
 
 def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
@@ -183,7 +187,8 @@ def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
                 "initialized yet"
             )
     claims = tuple(n for n in result.new_nodeclaims if any(u in moving for u in n.pods))
-    return Simulation(new_claims=claims)
+    placed = tuple((u, n) for u, n in result.existing_placements if u in moving)
+    return Simulation(new_claims=claims, placements=placed)
 
 
 # -- prices --------------------------------------------------------------------------------
@@ -251,7 +256,7 @@ def consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> C
         return sim.failure
     cands = list(candidates)
     if not sim.new_claims:
-        return Command(method, UNDERUTILIZED, cands)
+        return Command(method, UNDERUTILIZED, cands, placements=sim.placements)
     if len(sim.new_claims) > 1:
         return (
             f"its pods need {len(sim.new_claims)} new nodes; consolidation only replaces "
@@ -262,7 +267,7 @@ def consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> C
     cts = capacity_types(new.instance_types, new.requirements)
     all_spot = all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
     if all_spot and labels.CAPACITY_TYPE_SPOT in cts:
-        return _spot_to_spot(ctx, cands, new, candidate_price, method)
+        return _spot_to_spot(ctx, cands, new, candidate_price, method, sim)
     cheaper = [
         it
         for it in new.instance_types
@@ -286,11 +291,16 @@ def consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> C
     rep = _replacement(new, cheaper, pinned)
     if isinstance(rep, str):
         return rep
-    return Command(method, UNDERUTILIZED, cands, [rep])
+    return Command(method, UNDERUTILIZED, cands, [rep], sim.placements)
 
 
 def _spot_to_spot(
-    ctx: Context, cands: list[Candidate], new: NewNodeClaim, candidate_price: float, method: str
+    ctx: Context,
+    cands: list[Candidate],
+    new: NewNodeClaim,
+    candidate_price: float,
+    method: str,
+    sim: Simulation,
 ) -> Command | str:
     if not ctx.spot_to_spot:
         return (
@@ -323,7 +333,7 @@ def _spot_to_spot(
     rep = _replacement(new, cheaper, [labels.CAPACITY_TYPE_SPOT])
     if isinstance(rep, str):
         return rep
-    return Command(method, UNDERUTILIZED, cands, [rep])
+    return Command(method, UNDERUTILIZED, cands, [rep], sim.placements)
 
 
 def _filter_out_same_type(
@@ -417,7 +427,7 @@ def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
             ctx.reasons[c.name] = f"drifted ({c.drifted}), but {failed}"
             continue
         ctx.budgets.take(c.pool.name, DRIFTED)
-        return Command(DRIFT, DRIFTED, [c], reps)
+        return Command(DRIFT, DRIFTED, [c], reps, sim.placements)
     return None
 
 

@@ -1,0 +1,246 @@
+"""``joiner disrupt``: the disruption commands successive passes would take on a running
+cluster, as a dry run.
+
+The cluster is read as ``joiner simulate`` starts from one (``sim.running.adopt``): Nodes of
+a NodePool with a known instance type, zone and capacity type are launched, initialized
+NodeClaims; Pods with ``spec.nodeName`` there are bound; other live Pods, and a workload's
+replicas not listed as Pods, are pending. ``consolidateAfter`` is treated as elapsed (unless
+``Never``). Each pass runs the disruption methods in Karpenter's order and the first command
+is applied as if it completed at once: replacements come up, the candidates' pods move where
+the simulation put them, the candidates go. Passes repeat until none produces a command;
+every node no command touched is listed with the reason the last pass gave.
+
+Budget schedules are evaluated at ``at`` (UTC). Nodes that are not managed by a NodePool in
+the manifests are left alone and their spare capacity is not used.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from datetime import datetime
+
+from joiner.api.featuregates import FeatureGates
+from joiner.api.manifests import ManifestSet
+from joiner.api.manifests.convert import selects
+from joiner.api.outputs import (
+    DisruptionPlan,
+    PlannedDisruption,
+    PlannedReplacement,
+    Unconsolidatable,
+)
+from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.types import NodeClaimNotFoundError, SecurityGroup, Subnet
+from joiner.controllers.disruption import DisruptionController
+from joiner.controllers.disruption.methods import Command
+from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.controllers.termination.controller import Terminator
+from joiner.operator.plan import _cloud, _replica_names
+from joiner.sim.clock import SimClock
+from joiner.sim.running import adopt, cluster_state
+from joiner.sim.timeline import SimTimeline
+from joiner.sim.workloads import PodFactory
+from joiner.state.cluster import ClusterState
+
+#: Safety stop for the pass loop (each command removes or cheapens at least one node).
+MAX_COMMANDS = 1000
+
+
+class DryRun:
+    """A running cluster read from manifests, with the controllers a disruption pass uses.
+
+    Attributes:
+        state: the cluster state; ``controller`` the disruption controller over it;
+        ``warnings`` what reading the manifests warned about.
+    """
+
+    def __init__(
+        self,
+        m: ManifestSet,
+        catalog: Catalog,
+        region: str,
+        *,
+        at: datetime,
+        subnets: Sequence[Subnet] | None = None,
+        security_groups: Sequence[SecurityGroup] = (),
+        feature_gates: FeatureGates | None = None,
+    ) -> None:
+        gates = feature_gates or FeatureGates()
+        self.region = region
+        self.manifests = m
+        self.warnings = list(m.warnings)
+        self.cloud = _cloud(m, catalog, region, subnets, security_groups, self.warnings)
+        self.clock = SimClock()
+        state, volume_warnings = cluster_state(m)
+        self.state = state
+        self.warnings += volume_warnings
+        self.lifecycle = Lifecycle(state, self.cloud, self.clock, region)
+        self.provisioner = Provisioner(
+            state, self.cloud, self.lifecycle, self.clock, random.Random(0)
+        )
+        timeline = SimTimeline(self.clock)
+        terminator = Terminator(state, self.cloud, self.clock, timeline)
+        self.pods = PodFactory(state, self.clock)
+        self.warnings += adopt(m, state, self.cloud, self.pods, {w.key: w for w in m.workloads})
+        _add_missing_replicas(m, self.pods)
+        self.controller = DisruptionController(
+            state,
+            self.provisioner,
+            terminator,
+            self.cloud.get_instance_types,
+            self.clock,
+            timeline,
+            spot_to_spot=gates.spot_to_spot_consolidation,
+            epoch=at,
+        )
+
+    def plan(self) -> DisruptionPlan:
+        """Run passes until none produces a command; see the module docstring."""
+        state = self.state
+        managed = sorted(state.nodes)
+        before = _cost(state)
+        commands: list[PlannedDisruption] = []
+        touched: set[str] = set()
+        reasons: dict[str, str] = {}
+        for _ in range(MAX_COMMANDS):
+            command, ctx = self.controller.compute(elapsed=True)
+            reasons = ctx.reasons
+            if command is None:
+                break
+            commands.append(_planned(command))
+            touched.update(command.names)
+            _apply(command, state, self.provisioner, self.lifecycle, self.cloud, self.clock)
+        unmanaged = [
+            n.name
+            for n in self.manifests.nodes
+            if n.name not in state.nodes and not n.deleting and n.name not in touched
+        ]
+        left = [
+            Unconsolidatable(
+                node=name, reason=reasons.get(name, "no disruption method applies to it")
+            )
+            for name in managed
+            if name not in touched
+        ] + [
+            Unconsolidatable(node=name, reason="not managed by a NodePool in the manifests")
+            for name in sorted(unmanaged)
+        ]
+        return DisruptionPlan(
+            region=self.region,
+            commands=commands,
+            unconsolidatable=left,
+            savingsPerHour=round(sum(c.savingsPerHour for c in commands), 6),
+            costPerHourBefore=round(before, 6),
+            costPerHourAfter=round(_cost(state), 6),
+            warnings=self.warnings,
+        )
+
+
+def build_disruption_plan(
+    m: ManifestSet,
+    catalog: Catalog,
+    region: str,
+    *,
+    at: datetime,
+    subnets: Sequence[Subnet] | None = None,
+    security_groups: Sequence[SecurityGroup] = (),
+    feature_gates: FeatureGates | None = None,
+) -> DisruptionPlan:
+    """The dry run; see the module docstring. ``at`` is a timezone-aware UTC instant.
+
+    Raises:
+        InputError: from reading the NodeClasses against the VPC.
+    """
+    return DryRun(
+        m,
+        catalog,
+        region,
+        at=at,
+        subnets=subnets,
+        security_groups=security_groups,
+        feature_gates=feature_gates,
+    ).plan()
+
+
+def _cost(state: ClusterState) -> float:
+    return sum(
+        c.instance.offering.price_per_hour
+        for c in state.live_nodeclaims()
+        if c.instance is not None
+    )
+
+
+def _add_missing_replicas(m: ManifestSet, pods: PodFactory) -> None:
+    """Pending pods for workload replicas not listed as Pods (as ``joiner plan`` adds them)."""
+    live = [p for p in m.pods if not p.terminal]
+    taken = {p.key for p in m.pods}
+    for w in m.workloads:
+        listed = sum(
+            1
+            for p in live
+            if p.namespace == w.namespace and selects(w.selector, dict(p.template.labels))
+        )
+        for name in _replica_names(w, w.replicas - listed, taken):
+            taken.add(name)
+            pods.create(w.key, w.template, name=name.split("/", 1)[1])
+
+
+def _planned(command: Command) -> PlannedDisruption:
+    return PlannedDisruption(
+        method=command.method,
+        reason=command.reason,
+        candidates=command.names,
+        replacements=[
+            PlannedReplacement(
+                instanceType=r.instance_type.name,
+                zone=r.offering.zone,
+                capacityType=r.offering.capacity_type,
+                pricePerHour=round(r.price_per_hour, 6),
+            )
+            for r in command.replacements
+        ],
+        savingsPerHour=round(command.savings_per_hour, 6),
+        detail="; ".join(c.drifted for c in command.candidates if c.drifted),
+    )
+
+
+def _apply(
+    command: Command,
+    state: ClusterState,
+    provisioner: Provisioner,
+    lifecycle: Lifecycle,
+    cloud: SimulatedCloudProvider,
+    clock: SimClock,
+) -> None:
+    """Complete ``command`` at once: replacements up, pods moved, candidates gone."""
+    now = clock.now()
+    for rep in command.replacements:
+        claim = provisioner.create_nodeclaim(
+            rep.new,
+            capacity_types=rep.capacity_types,
+            instance_types=rep.instance_types,
+            replaces=tuple(command.names),
+        )
+        if claim.deleted_at_s is not None:
+            continue
+        lifecycle.register(claim, claim.name)
+        lifecycle.initialize(claim)
+        for uid in rep.new.pods:
+            pod = state.pods[uid]
+            if pod.node_name is not None and pod.node_name in command.names:
+                pod.node_name = claim.name
+    for uid, node in command.placements:
+        state.pods[uid].node_name = node
+    for c in command.candidates:
+        for pod in state.pods_on(c.name):
+            pod.deleted_at_s = now  # DaemonSet pods (workload pods moved above)
+        c.node.deleted_at_s = now
+        c.claim.deleted_at_s = now
+        assert c.claim.instance is not None
+        try:
+            cloud.delete(c.claim.instance.provider_id)
+        except NodeClaimNotFoundError:
+            continue  # already gone: nothing left to delete
+    state.touch()

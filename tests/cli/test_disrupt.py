@@ -1,0 +1,96 @@
+"""``joiner disrupt``: the dry run's output, its JSON Schema, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from joiner.cli.main import app
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "nightly-consolidation"
+SCHEMA = json.loads((REPO / "docs" / "schemas" / "disruption.schema.json").read_text())
+ARGS = [
+    "disrupt",
+    "-f",
+    str(EXAMPLE / "running-cluster.yaml"),
+    "-f",
+    str(EXAMPLE / "nodepool.yaml"),
+    "--at",
+    "2025-01-07T21:00:00Z",
+]
+runner = CliRunner()
+
+
+def test_json_matches_schema_and_explains_every_node():
+    result = runner.invoke(app, [*ARGS, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    touched = {n for c in doc["commands"] for n in c["candidates"]}
+    left = {u["node"]: u["reason"] for u in doc["unconsolidatable"]}
+    nodes = {f"ip-10-0-{i}.ec2.internal" for i in ("1-10", "1-11", "2-12", "2-13", "3-14", "3-15")}
+    assert touched | set(left) == nodes and not touched & set(left)
+    assert left["ip-10-0-1-11.ec2.internal"] == "pod shop/db-0 has karpenter.sh/do-not-disrupt"
+    assert left["ip-10-0-2-12.ec2.internal"].startswith("PDB shop/api allows 0 disruptions")
+    assert doc["commands"][0]["method"] == "Emptiness"
+    assert doc["commands"][0]["candidates"] == ["ip-10-0-3-14.ec2.internal"]
+    assert doc["costPerHourAfter"] == pytest.approx(
+        doc["costPerHourBefore"] - doc["savingsPerHour"], abs=1e-5
+    )
+
+
+def test_table_output():
+    result = runner.invoke(app, ARGS)
+    assert result.exit_code == 0, result.output
+    assert "Emptiness" in result.stdout
+    assert "has karpenter.sh/do-not-disrupt" in result.stdout
+
+
+def test_morning_budget_window_blocks_the_web_pool_only():
+    args = [*ARGS[:-1], "2025-01-07T08:30:00Z", "-o", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    # Only the batch pool's node (no scheduled budget) is disrupted.
+    assert [c["candidates"] for c in doc["commands"]] == [["ip-10-0-3-15.ec2.internal"]]
+    web = [u for u in doc["unconsolidatable"] if u["node"] == "ip-10-0-3-14.ec2.internal"]
+    assert "budget" in web[0]["reason"] and 'schedule="0 8 * * 1-5"' in web[0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--at", "yesterday"], "--at"),
+        (["--at", "2025-01-07T21:00:00"], "time zone"),
+        (["--feature-gates", "Nope=true"], "unknown feature gate"),
+        (["--region", "mars-1"], "unknown region"),
+    ],
+)
+def test_bad_input_exits_2_with_a_located_message(extra, words):
+    result = runner.invoke(app, [*ARGS, *extra])
+    assert result.exit_code == 2
+    assert words in result.output
+
+
+def test_a_scenario_file_uses_its_vpc_and_settings(tmp_path):
+    result = runner.invoke(
+        app,
+        [
+            "disrupt",
+            "-f",
+            str(EXAMPLE / "scenario.yaml"),
+            "-o",
+            "json",
+            "--at",
+            "2025-01-07T21:00:00Z",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["commands"] == []  # no running nodes in the scenario's manifests
+    assert not any("subnets are not known" in w for w in doc["warnings"])

@@ -1,0 +1,282 @@
+"""The disruption methods and their blocking rules, on running clusters read from manifests
+(``joiner disrupt``'s dry run: consolidateAfter treated as elapsed)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from joiner.api.featuregates import FeatureGates
+from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pdb, pod
+
+ON = FeatureGates(spot_to_spot_consolidation=True)
+
+
+def reasons(plan):
+    return {u.node: u.reason for u in plan.unconsolidatable}
+
+
+def test_empty_node_is_deleted_by_emptiness_first(tmp_path):
+    plan = dry_run(
+        tmp_path,
+        nodepool(),
+        node("busy", "m5.xlarge", annotations='karpenter.sh/do-not-disrupt: "true"'),
+        node("idle", "m5.xlarge"),
+        pod("web-1", "busy"),
+    ).plan()
+    first = plan.commands[0]
+    assert (first.method, first.reason, first.candidates) == ("Emptiness", "Empty", ["idle"])
+    assert first.replacements == []
+    assert first.savingsPerHour == pytest.approx(0.192)
+    assert reasons(plan)["busy"] == "node has karpenter.sh/do-not-disrupt"
+
+
+def test_node_whose_pods_fit_elsewhere_is_deleted(tmp_path):
+    plan = dry_run(
+        tmp_path,
+        nodepool(),
+        node("big", "m5.2xlarge", annotations='karpenter.sh/do-not-disrupt: "true"'),
+        node("small", "m5.large"),
+        pod("web-1", "big"),
+        pod("web-2", "small"),
+    ).plan()
+    assert [(c.method, c.candidates, c.replacements) for c in plan.commands] == [
+        ("SingleNodeConsolidation", ["small"], [])
+    ]
+    assert plan.costPerHourAfter == pytest.approx(0.384)
+
+
+def test_underutilized_node_is_replaced_by_a_cheaper_one(tmp_path):
+    plan = dry_run(
+        tmp_path, nodepool(), node("big", "m5.4xlarge"), pod("web-1", "big", cpu="1")
+    ).plan()
+    (cmd,) = plan.commands
+    assert cmd.method == "SingleNodeConsolidation" and cmd.candidates == ["big"]
+    (rep,) = cmd.replacements
+    assert rep.capacityType == "on-demand"
+    assert rep.pricePerHour < 0.768
+    assert cmd.savingsPerHour == pytest.approx(0.768 - rep.pricePerHour)
+
+
+def test_replacement_allowing_both_capacity_types_is_pinned_to_spot(tmp_path):
+    plan = dry_run(
+        tmp_path,
+        nodepool(capacity_types="spot, on-demand"),
+        node("big", "m5.4xlarge"),
+        pod("web-1", "big", cpu="1"),
+    ).plan()
+    (cmd,) = plan.commands
+    assert [r.capacityType for r in cmd.replacements] == ["spot"]
+
+
+def test_several_underutilized_nodes_become_one(tmp_path):
+    plan = dry_run(
+        tmp_path,
+        nodepool(disruption='    budgets:\n      - nodes: "100%"\n'),
+        node("a", "m5.xlarge"),
+        node("b", "m5.xlarge"),
+        node("c", "m5.xlarge"),
+        pod("web-1", "a"),
+        pod("web-2", "b"),
+        pod("web-3", "c"),
+    ).plan()
+    first = plan.commands[0]
+    assert first.method == "MultiNodeConsolidation"
+    assert len(first.candidates) >= 2
+    assert len(first.replacements) <= 1
+    assert plan.costPerHourAfter < 0.192 * 2
+
+
+def test_default_budget_keeps_multi_node_to_one_node_per_pass(tmp_path):
+    # Karpenter's default budget is 10% of 3 nodes, rounded up: 1, so multi-node
+    # consolidation cannot batch and single-node consolidation acts node by node.
+    plan = dry_run(
+        tmp_path,
+        nodepool(),
+        node("a", "m5.xlarge"),
+        node("b", "m5.xlarge"),
+        node("c", "m5.xlarge"),
+        pod("web-1", "a"),
+        pod("web-2", "b"),
+        pod("web-3", "c"),
+    ).plan()
+    assert all(len(c.candidates) == 1 for c in plan.commands)
+    assert plan.commands[0].method == "SingleNodeConsolidation"
+
+
+def test_do_not_disrupt_pod_blocks_consolidation(tmp_path):
+    plan = dry_run(
+        tmp_path,
+        nodepool(),
+        node("big", "m5.4xlarge"),
+        pod("db-0", "big", app="db", annotations='karpenter.sh/do-not-disrupt: "true"'),
+    ).plan()
+    assert plan.commands == []
+    assert reasons(plan)["big"] == "pod default/db-0 has karpenter.sh/do-not-disrupt"
+
+
+def test_pdb_at_zero_blocks_consolidation(tmp_path):
+    plan = dry_run(
+        tmp_path,
+        nodepool(),
+        node("big", "m5.4xlarge"),
+        pod("api-1", "big", app="api"),
+        pod("api-2", "big", app="api"),
+        pdb("api", "api", min_available=2),
+    ).plan()
+    assert plan.commands == []
+    assert reasons(plan)["big"].startswith("PDB default/api allows 0 disruptions")
+
+
+def test_when_empty_policy_leaves_used_nodes(tmp_path):
+    pool = nodepool().replace("WhenEmptyOrUnderutilized", "WhenEmpty")
+    plan = dry_run(tmp_path, pool, node("big", "m5.4xlarge"), pod("web-1", "big")).plan()
+    assert plan.commands == []
+    assert "policy WhenEmpty" in reasons(plan)["big"]
+
+
+def test_consolidate_after_never_disables_consolidation_and_emptiness(tmp_path):
+    pool = nodepool().replace("consolidateAfter: 0s", "consolidateAfter: Never")
+    plan = dry_run(
+        tmp_path, pool, node("big", "m5.4xlarge"), node("idle", "m5.large"), pod("w", "big")
+    ).plan()
+    assert plan.commands == []
+    assert "consolidateAfter: Never" in reasons(plan)["big"]
+    assert "consolidateAfter: Never" in reasons(plan)["idle"]
+
+
+def test_budget_of_zero_blocks_and_says_which_budget(tmp_path):
+    pool = nodepool(disruption='    budgets:\n      - nodes: "0"\n')
+    plan = dry_run(tmp_path, pool, node("idle", "m5.large"), node("big", "m5.4xlarge")).plan()
+    assert plan.commands == []
+    assert "budget (nodes=0) allows 0 more Empty disruptions" in reasons(plan)["idle"]
+
+
+@pytest.mark.parametrize(
+    ("hour", "blocked"),
+    [(19, False), (20, True), (21, True), (21.99, True), (22, False), (23, False)],
+)
+def test_budget_schedule_window_is_cron_in_utc(tmp_path, hour, blocked):
+    pool = nodepool(
+        disruption='    budgets:\n      - nodes: "0"\n        schedule: "0 20 * * *"\n'
+        "        duration: 2h\n"
+    )
+    at = datetime(2025, 1, 7, int(hour), round((hour % 1) * 60), tzinfo=UTC)
+    plan = dry_run(tmp_path, pool, node("idle", "m5.large"), at=at).plan()
+    assert (plan.commands == []) is blocked
+
+
+def test_budget_reasons_limit_only_the_named_reason(tmp_path):
+    pool = nodepool(
+        disruption='    budgets:\n      - nodes: "0"\n        reasons: [Underutilized]\n'
+    )
+    plan = dry_run(
+        tmp_path, pool, node("idle", "m5.large"), node("big", "m5.4xlarge"), pod("w", "big")
+    ).plan()
+    assert [c.candidates for c in plan.commands] == [["idle"]]
+    assert "Underutilized" in reasons(plan)["big"]
+
+
+def test_percentage_budget_rounds_up_and_bounds_one_pass(tmp_path):
+    # 10% of 3 nodes rounds up to 1: emptiness takes one empty node per pass.
+    pool = nodepool(disruption='    budgets:\n      - nodes: "10%"\n')
+    plan = dry_run(
+        tmp_path, pool, node("e1", "m5.large"), node("e2", "m5.large"), node("e3", "m5.large")
+    ).plan()
+    assert [len(c.candidates) for c in plan.commands] == [1, 1, 1]
+
+
+def test_spot_to_spot_is_off_by_default(tmp_path):
+    plan = dry_run(
+        tmp_path,
+        nodepool(capacity_types="spot"),
+        node("s", "m5.4xlarge", capacity_type="spot"),
+        pod("w", "s"),
+    ).plan()
+    assert plan.commands == []
+    assert "SpotToSpotConsolidation=true" in reasons(plan)["s"]
+
+
+def test_spot_to_spot_needs_fifteen_cheaper_types_for_one_node(tmp_path):
+    few = (
+        "        - {key: node.kubernetes.io/instance-type, operator: In, "
+        "values: [m5.large, m5.xlarge, m5.4xlarge]}\n"
+    )
+    plan = dry_run(
+        tmp_path,
+        nodepool(capacity_types="spot", requirements=few),
+        node("s", "m5.4xlarge", capacity_type="spot"),
+        pod("w", "s"),
+        gates=ON,
+    ).plan()
+    assert plan.commands == []
+    assert re.fullmatch(
+        r"spot-to-spot needs 15 cheaper instance types, 2 are allowed", reasons(plan)["s"]
+    )
+
+
+def test_spot_to_spot_replaces_with_the_fifteen_cheapest(tmp_path):
+    run = dry_run(
+        tmp_path,
+        nodepool(capacity_types="spot"),
+        node("s", "m5.4xlarge", capacity_type="spot"),
+        pod("w", "s"),
+        gates=ON,
+    )
+    command, _ctx = run.controller.compute(elapsed=True)
+    assert command is not None and command.method == "SingleNodeConsolidation"
+    (rep,) = command.replacements
+    assert rep.capacity_types == ("spot",)
+    assert len(rep.instance_types) == 15
+    assert rep.price_per_hour < command.candidates[0].price_per_hour
+
+
+def test_drift_on_a_template_label_replaces_the_node(tmp_path):
+    plan = dry_run(
+        tmp_path,
+        nodepool(labels="team: payments"),
+        node("old", "m5.xlarge", annotations='karpenter.sh/do-not-disrupt: "true"'),
+        node("drifted", "m5.xlarge"),
+        pod("w", "drifted"),
+    ).plan()
+    first = plan.commands[0]
+    assert (first.method, first.reason, first.candidates) == ("Drift", "Drifted", ["drifted"])
+    assert "template label team=payments is not on the node" in first.detail
+
+
+def test_drift_on_requirements_is_found(tmp_path):
+    plan = dry_run(
+        tmp_path,
+        nodepool(capacity_types="on-demand"),
+        node("spotty", "m5.xlarge", capacity_type="spot"),
+        pod("w", "spotty"),
+    ).plan()
+    assert plan.commands[0].method == "Drift"
+    assert "requirements no longer match" in plan.commands[0].detail
+
+
+def test_revalidation_drops_a_command_whose_candidate_became_blocked(tmp_path):
+    run = dry_run(tmp_path, nodepool(), node("big", "m5.4xlarge"), pod("web-1", "big"))
+    command, _ = run.controller.compute()
+    assert command is not None
+    for p in run.state.pods_on("big"):
+        p.do_not_disrupt = True
+    assert run.controller.revalidate(command) is None
+
+
+def test_revalidation_keeps_a_valid_command(tmp_path):
+    run = dry_run(tmp_path, nodepool(), node("big", "m5.4xlarge"), pod("web-1", "big"))
+    command, _ = run.controller.compute()
+    assert command is not None
+    again = run.controller.revalidate(command)
+    assert again is not None and again.names == ["big"] and again.action == "Replace"
+
+
+def test_consolidate_after_not_elapsed_is_a_reason(tmp_path):
+    pool = nodepool().replace("consolidateAfter: 0s", "consolidateAfter: 10m")
+    run = dry_run(tmp_path, pool, node("big", "m5.4xlarge"), pod("web-1", "big"))
+    command, ctx = run.controller.compute()  # at t=0, the adopted node's last event was t=0
+    assert command is None
+    assert "consolidateAfter (600s) has not passed" in ctx.reasons["big"]

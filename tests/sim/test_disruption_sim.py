@@ -1,0 +1,135 @@
+"""Disruption and expiration in simulation: the nightly scale-down example, budgets over
+time, expiry with replacement, and reproducibility."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from joiner.cloudprovider.catalog import Catalog
+from joiner.operator.plan import build_plan
+from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.scenario import load_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+NIGHTLY = REPO / "examples" / "nightly-consolidation" / "scenario.yaml"
+SCALE_DOWN_S = 120 * 60.0
+NIGHT_REPLICAS = 13
+
+
+@pytest.fixture(scope="module")
+def nightly():
+    sc = load_scenario(NIGHTLY)
+    return sc, SimulationRuntime(sc).run().summary
+
+
+def test_partial_scale_down_is_consolidated_with_a_replace_within_an_hour(nightly):
+    _sc, s = nightly
+    after = [c for c in s["disruptions"]["commands"] if c["atSeconds"] >= SCALE_DOWN_S]
+    assert any(c["action"] == "Replace" for c in after)
+    assert all(c["atSeconds"] <= SCALE_DOWN_S + 3600 for c in after)
+    terminated = [
+        e["atSeconds"]
+        for e in s["timeline"]
+        if e["kind"] == "terminated" and e["atSeconds"] >= SCALE_DOWN_S
+    ]
+    assert terminated and max(terminated) <= SCALE_DOWN_S + 3600
+    d = s["disruptions"]
+    assert d["podsEvicted"] > 0 and d["savingsPerHour"] > 0
+    assert sum(d["byMethod"].values()) == len(d["commands"])
+
+
+def test_cost_ends_within_ten_percent_of_a_fresh_plan(nightly):
+    sc, s = nightly
+    end = s["durationSeconds"]
+    cost_now = sum(n["pricePerHour"] for n in s["nodes"] if n["deletedAtSeconds"] is None)
+    m = sc.manifests
+    night = replace(m, workloads=[replace(w, replicas=NIGHT_REPLICAS) for w in m.workloads])
+    fresh = build_plan(
+        night, Catalog.load(), sc.region, subnets=sc.subnets, security_groups=sc.security_groups
+    )
+    assert fresh.unschedulable == []
+    assert end > SCALE_DOWN_S
+    assert cost_now <= fresh.costPerHour * 1.10, (cost_now, fresh.costPerHour)
+
+
+def test_no_pod_lost_and_no_pdb_violated(nightly):
+    _sc, s = nightly
+    assert s["pods"]["lost"] == 0
+    assert s["interruptions"]["pdbViolations"] == 0
+    assert s["pods"]["pending"] == 0
+
+
+def test_budget_never_exceeded(nightly):
+    """At each disruption, nodes disrupting at once <= ceil(20% of the pool's nodes)."""
+    _sc, s = nightly
+    started: dict[str, float] = {}
+    ended: dict[str, float] = {}
+    for e in s["timeline"]:
+        if e["kind"] == "disruption":
+            started[e["node"]] = e["atSeconds"]
+        if e["kind"] == "terminated":
+            ended[e["node"]] = e["atSeconds"]
+    assert started
+    for t in sorted(set(started.values())):
+        disrupting = sum(1 for n, at in started.items() if at <= t and ended.get(n, math.inf) > t)
+        alive = sum(
+            1
+            for n in s["nodes"]
+            if n["readyAtSeconds"] is not None
+            and n["readyAtSeconds"] <= t
+            and (n["deletedAtSeconds"] is None or n["deletedAtSeconds"] > t)
+        )
+        assert disrupting <= math.ceil(0.2 * alive), (t, disrupting, alive)
+
+
+def test_replacements_are_ready_before_their_candidates_drain(nightly):
+    _sc, s = nightly
+    replaced = {
+        n for c in s["disruptions"]["commands"] if c["action"] == "Replace" for n in c["nodes"]
+    }
+    ready = {e["node"]: e["atSeconds"] for e in s["timeline"] if e["kind"] == "replacementReady"}
+    drain = {e["node"]: e["atSeconds"] for e in s["timeline"] if e["kind"] == "drainStarted"}
+    assert replaced
+    for n in replaced:
+        assert ready[n] <= drain[n]
+
+
+def _expiring(tmp_path: Path, expire: str, tgp: str | None = None) -> Path:
+    src = NIGHTLY.parent
+    pool = (
+        (src / "nodepool.yaml").read_text().replace("expireAfter: 720h", f"expireAfter: {expire}")
+    )
+    if tgp is not None:
+        pool = pool.replace(
+            f"expireAfter: {expire}", f"expireAfter: {expire}\n      terminationGracePeriod: {tgp}"
+        )
+    (tmp_path / "nodepool.yaml").write_text(pool)
+    (tmp_path / "app.yaml").write_text((src / "app.yaml").read_text())
+    (tmp_path / "traffic.csv").write_text("minute,value\n0,10\n")
+    text = (src / "scenario.yaml").read_text().replace("duration: 4h", "duration: 2h")
+    (tmp_path / "scenario.yaml").write_text(text)
+    return tmp_path / "scenario.yaml"
+
+
+def test_expired_nodes_are_replaced_without_losing_pods(tmp_path):
+    s = SimulationRuntime(load_scenario(_expiring(tmp_path, "30m"))).run().summary
+    assert s["disruptions"]["expired"] >= 2
+    expired = [e for e in s["timeline"] if e["kind"] == "expired"]
+    for e in expired:
+        node = next(n for n in s["nodes"] if n["name"] == e["node"])
+        assert e["atSeconds"] == pytest.approx(node["launchedAtSeconds"] + 1800, abs=1.0)
+    assert s["pods"]["lost"] == 0
+    assert s["pods"]["pending"] == 0
+    live = [n for n in s["nodes"] if n["deletedAtSeconds"] is None]
+    assert live  # replacement capacity is up at the end
+
+
+def test_nightly_run_is_reproducible(tmp_path, nightly):
+    _sc, s = nightly
+    again = SimulationRuntime(load_scenario(NIGHTLY)).run().summary
+    assert json.dumps(again, sort_keys=True) == json.dumps(s, sort_keys=True)
