@@ -363,6 +363,50 @@ class SelectorTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class AMISelectorTerm:
+    """One EC2NodeClass ``amiSelectorTerms`` entry: ``alias`` (``family@version``, alone),
+    ``id``, ``name`` (with optional ``owner``), ``tags`` (all must match) or ``ssm_parameter``
+    (a parameter whose value is an AMI id)."""
+
+    alias: str | None = None
+    id: str | None = None
+    name: str | None = None
+    owner: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()
+    ssm_parameter: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BlockDevice:
+    """One EC2NodeClass ``blockDeviceMappings`` entry; sizes in bytes, throughput in MiB/s.
+
+    None means EC2's (or the AMI's) default for that field.
+    """
+
+    device_name: str
+    root_volume: bool = False
+    volume_size_bytes: int | None = None
+    volume_type: str | None = None
+    iops: int | None = None
+    throughput_mib_s: int | None = None
+    encrypted: bool | None = None
+    delete_on_termination: bool | None = None
+    kms_key_id: str | None = None
+    snapshot_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataOptions:
+    """EC2NodeClass ``metadataOptions``; the defaults are Karpenter v1's (hop limit 1, IMDSv2
+    required)."""
+
+    http_endpoint: str = "enabled"
+    http_protocol_ipv6: str = "disabled"
+    http_put_response_hop_limit: int = 1
+    http_tokens: str = "required"
+
+
+@dataclass(frozen=True, slots=True)
 class NodeClass:
     """A ``karpenter.k8s.aws/v1`` EC2NodeClass (legacy AWSNodeTemplates are converted into this)."""
 
@@ -379,6 +423,13 @@ class NodeClass:
     root_volume_bytes: int | None = None
     user_data: str | None = None
     annotations: tuple[tuple[str, str], ...] = ()
+    #: How the AMI is chosen; empty means the AMI family's latest (``<family>@latest``).
+    ami_selector_terms: tuple[AMISelectorTerm, ...] = ()
+    #: Volumes as written; empty means the AMI family's defaults (20 GiB gp3 root).
+    block_device_mappings: tuple[BlockDevice, ...] = ()
+    metadata_options: MetadataOptions = MetadataOptions()
+    detailed_monitoring: bool = False
+    associate_public_ip_address: bool | None = None
 
 
 #: Workload kinds that keep a fixed number of pods running.

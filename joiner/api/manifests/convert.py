@@ -177,6 +177,96 @@ def budgets(items: list[m.Budget], field: str) -> tuple[o.DisruptionBudget, ...]
     return tuple(out)
 
 
+def ami_selector_terms(terms: list[m.AMISelectorTerm]) -> tuple[o.AMISelectorTerm, ...]:
+    """EC2NodeClass ``amiSelectorTerms`` as domain values (validated by the caller)."""
+    return tuple(
+        o.AMISelectorTerm(
+            alias=t.alias,
+            id=t.id,
+            name=t.name,
+            owner=t.owner,
+            tags=tuple(sorted(t.tags.items())),
+            ssm_parameter=t.ssmParameter,
+        )
+        for t in terms
+    )
+
+
+def block_device_mappings(
+    mappings: list[m.BlockDeviceMapping], field: str
+) -> tuple[o.BlockDevice, ...]:
+    """``blockDeviceMappings`` as domain values; ``volumeSize`` parsed to bytes.
+
+    Raises:
+        InputError: a mapping without ``deviceName``, more than one ``rootVolume``, or a bad
+            size.
+    """
+    out = []
+    if sum(1 for b in mappings if b.rootVolume) > 1:
+        raise InputError("at most one mapping may set rootVolume", field=field)
+    for i, b in enumerate(mappings):
+        if not b.deviceName:
+            raise InputError("deviceName is required", field=f"{field}[{i}].deviceName")
+        ebs = b.ebs
+        size = None
+        if ebs is not None and ebs.volumeSize is not None:
+            size = quantity.parse(
+                ebs.volumeSize, resource="ephemeral-storage", field=f"{field}[{i}].ebs.volumeSize"
+            )
+        out.append(
+            o.BlockDevice(
+                device_name=b.deviceName,
+                root_volume=b.rootVolume,
+                volume_size_bytes=size,
+                volume_type=ebs.volumeType if ebs else None,
+                iops=ebs.iops if ebs else None,
+                throughput_mib_s=ebs.throughput if ebs else None,
+                encrypted=ebs.encrypted if ebs else None,
+                delete_on_termination=ebs.deleteOnTermination if ebs else None,
+                kms_key_id=str(ebs.kmsKeyID) if ebs and ebs.kmsKeyID else None,
+                snapshot_id=str(ebs.snapshotID) if ebs and ebs.snapshotID else None,
+            )
+        )
+    return tuple(out)
+
+
+_METADATA_FIELDS = {
+    "httpEndpoint": ("http_endpoint", ("enabled", "disabled")),
+    "httpProtocolIPv6": ("http_protocol_ipv6", ("enabled", "disabled")),
+    "httpPutResponseHopLimit": ("http_put_response_hop_limit", None),
+    "httpTokens": ("http_tokens", ("required", "optional")),
+}
+
+
+def metadata_options(raw: object, field: str) -> o.MetadataOptions:
+    """``metadataOptions`` with Karpenter v1's defaults for absent keys.
+
+    Raises:
+        InputError: not a mapping, an unknown key, a value outside the allowed set, or a hop
+            limit outside 1..64.
+    """
+    if raw is None:
+        return o.MetadataOptions()
+    if not isinstance(raw, dict):
+        raise InputError("must be a mapping", field=field)
+    values: dict[str, object] = {}
+    for key, value in raw.items():
+        spec = _METADATA_FIELDS.get(str(key))
+        if spec is None:
+            raise InputError(
+                f"unknown field {key!r}; use one of {', '.join(_METADATA_FIELDS)}",
+                field=f"{field}.{key}",
+            )
+        attr, allowed = spec
+        if allowed is None:
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 64:
+                raise InputError("must be an integer from 1 to 64", field=f"{field}.{key}")
+        elif value not in allowed:
+            raise InputError(f"must be one of {', '.join(allowed)}", field=f"{field}.{key}")
+        values[attr] = value
+    return o.MetadataOptions(**values)  # type: ignore[arg-type]
+
+
 def on_demand_base(annotations: Mapping[str, str]) -> int | str | None:
     """Parse ``joiner.dev/on-demand-base``: a count or a percentage.
 
@@ -326,6 +416,13 @@ def ec2nodeclass_v1beta1(doc: m.V1Beta1EC2NodeClass, file: str) -> o.NodeClass:
             spec.blockDeviceMappings, spec.amiFamily, "spec.blockDeviceMappings"
         ),
         user_data=spec.userData,
+        ami_selector_terms=ami_selector_terms(spec.amiSelectorTerms),
+        block_device_mappings=block_device_mappings(
+            spec.blockDeviceMappings, "spec.blockDeviceMappings"
+        ),
+        metadata_options=metadata_options(spec.metadataOptions, "spec.metadataOptions"),
+        detailed_monitoring=spec.detailedMonitoring is True,
+        associate_public_ip_address=_opt_bool(spec.associatePublicIPAddress),
     )
 
 
@@ -405,7 +502,18 @@ def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
         ),
         user_data=spec.userData,
         annotations=tuple(sorted(doc.metadata.annotations.items())),
+        ami_selector_terms=ami_selector_terms(spec.amiSelectorTerms),
+        block_device_mappings=block_device_mappings(
+            spec.blockDeviceMappings, "spec.blockDeviceMappings"
+        ),
+        metadata_options=metadata_options(spec.metadataOptions, "spec.metadataOptions"),
+        detailed_monitoring=spec.detailedMonitoring is True,
+        associate_public_ip_address=_opt_bool(spec.associatePublicIPAddress),
     )
+
+
+def _opt_bool(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 # --- core kinds -----------------------------------------------------------------------------

@@ -179,4 +179,27 @@ def awsnodetemplate(doc: m.AWSNodeTemplate, file: str) -> o.NodeClass:
             spec.blockDeviceMappings, family, "spec.blockDeviceMappings"
         ),
         user_data=spec.userData,
+        ami_selector_terms=_ami_selector(spec.amiSelector),
+        block_device_mappings=convert.block_device_mappings(
+            spec.blockDeviceMappings, "spec.blockDeviceMappings"
+        ),
+        metadata_options=convert.metadata_options(spec.metadataOptions, "spec.metadataOptions"),
+        detailed_monitoring=spec.detailedMonitoring is True,
     )
+
+
+def _ami_selector(selector: dict[str, str]) -> tuple[o.AMISelectorTerm, ...]:
+    """A v1alpha1 flat ``amiSelector`` as v1 terms (aws-semantics §1.2): ``aws::ids`` one
+    term per id, ``aws::name`` with each of ``aws::owners``, else tags."""
+    ids_key = next((k for k in ("aws-ids", "aws::ids") if k in selector), None)
+    if ids_key is not None:
+        return tuple(
+            o.AMISelectorTerm(id=i.strip()) for i in selector[ids_key].split(",") if i.strip()
+        )
+    if "aws::name" in selector:
+        owners = [x.strip() for x in selector.get("aws::owners", "").split(",") if x.strip()]
+        name = selector["aws::name"]
+        return tuple(o.AMISelectorTerm(name=name, owner=w) for w in owners) or (
+            o.AMISelectorTerm(name=name),
+        )
+    return (o.AMISelectorTerm(tags=tuple(sorted(selector.items()))),) if selector else ()

@@ -27,6 +27,7 @@ from joiner.cloudprovider.events import (
     CloudEvent,
 )
 from joiner.cloudprovider.instancetype import build_instance_types
+from joiner.cloudprovider.launch import UNAVAILABLE_OFFERING_TTL_S, filter_unwanted_spot
 from joiner.cloudprovider.types import (
     CreateError,
     Instance,
@@ -59,27 +60,6 @@ def _matches(term: SelectorTerm, ident: str, name: str, tags: Sequence[tuple[str
     return all(k in have and (v == "*" or have[k] == v) for k, v in term.tags)
 
 
-def _filter_unwanted_spot(
-    candidates: list[tuple[InstanceType, Offering]],
-) -> list[tuple[InstanceType, Offering]]:
-    """Drop types whose cheapest offering costs more than the cheapest on-demand offering.
-
-    Karpenter AWS ``filterUnwantedSpot``: this keeps a large spot type from winning over a
-    cheaper, sufficient on-demand one. The type holding the cheapest on-demand offering always
-    survives, so the result is empty only when the input is.
-    """
-    on_demand = [o.price_per_hour for _, o in candidates if o.capacity_type == "on-demand"]
-    if not on_demand:
-        return candidates
-    cheapest_od = min(on_demand)
-    cheapest: dict[str, float] = {}
-    for it, o in candidates:
-        cheapest[it.name] = min(cheapest.get(it.name, o.price_per_hour), o.price_per_hour)
-    return [(it, o) for it, o in candidates if cheapest[it.name] <= cheapest_od]
-
-
-#: Karpenter's UnavailableOfferingsTTL: an interrupted or ICE'd offering is skipped this long.
-UNAVAILABLE_OFFERING_TTL_S = 180.0
 #: AWS's Spot interruption notice.
 NOTICE_S = 120.0
 
@@ -126,7 +106,7 @@ def choose_offering(
     """EC2 Fleet's choice for Karpenter among available, allowed (type, offering) pairs:
     ``filterUnwantedSpot``, then the capacity type by precedence, then the lowest price, ties
     by interruption rate, type name and zone. ``candidates`` must not be empty."""
-    kept = _filter_unwanted_spot(list(candidates))
+    kept = filter_unwanted_spot(candidates)
     allowed_ct = reqs.get_or_exists(labels.CAPACITY_TYPE)
     capacity_type = next(
         ct

@@ -1,0 +1,22 @@
+"""The AWS CloudProvider adapter: EC2 through boto3, and the SQS interruption queue.
+
+This package is the only place boto3/botocore are imported (an import-linter contract
+enforces it). ``new_aws_provider`` is the constructor controller mode calls.
+"""
+
+from joiner.cloudprovider.aws.api import AWSClients, AWSError, Caller, new_clients
+from joiner.cloudprovider.aws.nodeclass import ClusterInfo
+from joiner.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings, new_aws_provider
+from joiner.cloudprovider.aws.queue import InterruptionQueue
+
+__all__ = [
+    "AWSClients",
+    "AWSCloudProvider",
+    "AWSError",
+    "AWSSettings",
+    "Caller",
+    "ClusterInfo",
+    "InterruptionQueue",
+    "new_aws_provider",
+    "new_clients",
+]

@@ -1,0 +1,530 @@
+"""EC2NodeClass resolution and the launch templates Joiner manages.
+
+Resolution (Karpenter's subnet, security-group and AMI providers, aws-semantics §1.1):
+
+* Subnets by ``id`` or ``tags`` (``DescribeSubnets``; terms OR, tags in a term AND, a tag
+  value ``*`` matches any value; a ``name`` term matches the ``Name`` tag). Launches use, per
+  zone, the subnet with the most free IPv4 addresses (ties: lowest id).
+* Security groups by ``id``, ``name`` or ``tags`` (``DescribeSecurityGroups``).
+* AMIs by ``alias`` through the public SSM parameters for the cluster's Kubernetes version
+  (``family@latest`` or a pinned version; one per architecture), by ``ssmParameter``, or by
+  ``id``, ``name`` (+ ``owner``) or ``tags`` (``DescribeImages``); per architecture the newest
+  image wins. No terms means ``<family>@latest``.
+
+A resolution is kept for ``ttl_s`` (Karpenter caches for 1 minute).
+
+The launch template carries the AMI, user data (AL2023 ``NodeConfig`` in MIME multipart,
+Bottlerocket TOML, AL2 ``bootstrap.sh``, Windows PowerShell; ``Custom`` passes the NodeClass's
+user data through unchanged), security groups, the instance profile, block device mappings
+(the AMI family's defaults when none are given: 20 GiB encrypted gp3 on ``/dev/xvda``;
+Bottlerocket 4 GiB root plus a 20 GiB ``/dev/xvdb``; Windows 50 GiB on ``/dev/sda1``),
+metadata options and detailed monitoring. Its name is ``joiner.dev/<hash>`` where the hash is
+SHA-256 of the template data, so equal content reuses one template.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from joiner.api.objects import AMISelectorTerm, BlockDevice, NodeClass, SelectorTerm
+from joiner.api.quantity import GIB
+from joiner.cloudprovider.aws.api import AWSError, Caller
+from joiner.cloudprovider.types import NodeClassNotReadyError, Subnet
+
+log = logging.getLogger(__name__)
+
+#: Karpenter's default cache TTL for subnets, security groups and AMIs.
+DEFAULT_RESOLUTION_TTL_S = 60.0
+LAUNCH_TEMPLATE_PREFIX = "joiner.dev/"
+#: The taint nodes register with until Karpenter (or Joiner) syncs them.
+UNREGISTERED_TAINT = "karpenter.sh/unregistered"
+_EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
+_KUBE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """What nodes need to join the cluster: its name, API endpoint, CA bundle (base64 PEM),
+    service CIDR and Kubernetes version (``1.31``, used for AMI aliases)."""
+
+    name: str
+    endpoint: str = ""
+    ca_bundle: str = ""
+    service_cidr: str = ""
+    kubernetes_version: str = "1.31"
+
+
+@dataclass(frozen=True, slots=True)
+class AMI:
+    """A resolved image: id, ``kubernetes.io/arch`` value, name and creation date (ISO)."""
+
+    id: str
+    architecture: str
+    name: str = ""
+    creation_date: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedNodeClass:
+    """A NodeClass's AWS resources at ``resolved_at_s``: subnets (by id) with their free IPs,
+    security group ids (sorted) and one AMI per architecture (sorted by architecture)."""
+
+    name: str
+    subnets: tuple[Subnet, ...]
+    free_ips: tuple[tuple[str, int], ...]
+    security_group_ids: tuple[str, ...]
+    amis: tuple[AMI, ...]
+    resolved_at_s: float
+
+    def zones(self) -> list[tuple[str, str]]:
+        """(zone name, zone id) pairs the subnets cover, sorted."""
+        return sorted({(s.zone, s.zone_id) for s in self.subnets})
+
+    def subnet_per_zone(self) -> dict[str, Subnet]:
+        """Zone -> the subnet with the most free IPs (ties: lowest id), as Karpenter picks."""
+        free = dict(self.free_ips)
+        out: dict[str, Subnet] = {}
+        for s in sorted(self.subnets, key=lambda s: (-free.get(s.id, 0), s.id)):
+            out.setdefault(s.zone, s)
+        return out
+
+    def ami_for(self, architecture: str) -> AMI | None:
+        """The AMI for a ``kubernetes.io/arch`` value, if any."""
+        return next((a for a in self.amis if a.architecture == architecture), None)
+
+
+def _tag_filters(tags: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [
+        {"Name": "tag-key", "Values": [k]} if v == "*" else {"Name": f"tag:{k}", "Values": [v]}
+        for k, v in tags
+    ]
+
+
+def alias_parameters(alias: str, kubernetes_version: str) -> dict[str, str]:
+    """``kubernetes.io/arch`` -> the public SSM parameter holding the AMI id for an alias.
+
+    ``al2023@latest`` -> ``/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/<arch>/
+    standard/recommended/image_id``; pinned ``al2023@v20240807`` uses the release name
+    (``amazon-eks-node-al2023-<arch>-standard-<k8s>-v20240807``). AL2, Bottlerocket and Windows
+    use their own published paths (Karpenter ``amifamily``). Windows is amd64 only.
+
+    Raises:
+        NodeClassNotReadyError: an unknown family.
+    """
+    family, _, version = alias.partition("@")
+    family = family.lower()
+    version = version or "latest"
+    k8s = kubernetes_version
+    out: dict[str, str] = {}
+    for arch, ec2_arch in _EC2_ARCH.items():
+        if family == "al2023":
+            leaf = (
+                "recommended"
+                if version == "latest"
+                else f"amazon-eks-node-al2023-{ec2_arch}-standard-{k8s}-{version}"
+            )
+            out[arch] = (
+                f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{ec2_arch}/standard/"
+                f"{leaf}/image_id"
+            )
+        elif family == "al2":
+            flavour = "amazon-linux-2" if arch == "amd64" else "amazon-linux-2-arm64"
+            leaf = "recommended" if version == "latest" else f"amazon-eks-node-{k8s}-{version}"
+            out[arch] = f"/aws/service/eks/optimized-ami/{k8s}/{flavour}/{leaf}/image_id"
+        elif family == "bottlerocket":
+            leaf = "latest" if version == "latest" else version.removeprefix("v")
+            out[arch] = f"/aws/service/bottlerocket/aws-k8s-{k8s}/{ec2_arch}/{leaf}/image_id"
+        elif family.startswith("windows") and arch == "amd64":
+            year = family.removeprefix("windows")
+            out[arch] = (
+                f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
+                f"EKS_Optimized-{k8s}/image_id"
+            )
+        elif not family.startswith("windows"):
+            raise NodeClassNotReadyError(f"unknown AMI alias family {family!r}")
+    return out
+
+
+class NodeClassResolver:
+    """Resolves NodeClasses against EC2 and SSM (see the module docstring).
+
+    Raises ``NodeClassNotReadyError`` from ``resolve`` when a NodeClass selects no subnet, no
+    security group or no AMI, or a lookup fails.
+    """
+
+    def __init__(
+        self,
+        ec2: Any,
+        ssm: Any,
+        caller: Caller,
+        cluster: ClusterInfo,
+        now: Callable[[], float],
+        *,
+        ttl_s: float = DEFAULT_RESOLUTION_TTL_S,
+    ) -> None:
+        self._ec2 = ec2
+        self._ssm = ssm
+        self._caller = caller
+        self.cluster = cluster
+        self._now = now
+        self.ttl_s = ttl_s
+        self._cache: dict[str, ResolvedNodeClass] = {}
+
+    def resolve(self, nc: NodeClass, *, fresh: bool = False) -> ResolvedNodeClass:
+        """The NodeClass's subnets, security groups and AMIs (cached ``ttl_s``; ``fresh``
+        bypasses the cache).
+
+        Raises:
+            NodeClassNotReadyError: nothing selected, or an AWS lookup failed.
+        """
+        now = self._now()
+        cached = self._cache.get(nc.name)
+        if not fresh and cached is not None and now - cached.resolved_at_s < self.ttl_s:
+            return cached
+        try:
+            subnets, free = self._subnets(nc.subnet_selector_terms)
+            groups = self._security_groups(nc.security_group_selector_terms)
+            amis = self._amis(nc)
+        except AWSError as exc:
+            raise NodeClassNotReadyError(f"NodeClass {nc.name!r}: {exc}") from exc
+        if not subnets:
+            raise NodeClassNotReadyError(f"NodeClass {nc.name!r} resolves to no subnet")
+        if not groups:
+            raise NodeClassNotReadyError(f"NodeClass {nc.name!r} resolves to no security group")
+        if not amis:
+            raise NodeClassNotReadyError(f"NodeClass {nc.name!r} resolves to no AMI")
+        resolved = ResolvedNodeClass(
+            name=nc.name,
+            subnets=tuple(subnets),
+            free_ips=tuple(sorted(free.items())),
+            security_group_ids=tuple(groups),
+            amis=tuple(amis),
+            resolved_at_s=now,
+        )
+        self._cache[nc.name] = resolved
+        return resolved
+
+    def _subnets(self, terms: Sequence[SelectorTerm]) -> tuple[list[Subnet], dict[str, int]]:
+        found: dict[str, Subnet] = {}
+        free: dict[str, int] = {}
+        for term in terms:
+            if term.id:
+                filters = [{"Name": "subnet-id", "Values": [term.id]}]
+            elif term.name:
+                filters = [{"Name": "tag:Name", "Values": [term.name]}]
+            else:
+                filters = _tag_filters(term.tags)
+            for page in self._caller.pages(
+                self._ec2, "describe_subnets", "NextToken", "NextToken", Filters=filters
+            ):
+                for s in page.get("Subnets", []):
+                    if s.get("State", "available") != "available":
+                        continue
+                    sid = str(s["SubnetId"])
+                    tags = tuple(sorted((t["Key"], t["Value"]) for t in s.get("Tags", [])))
+                    found[sid] = Subnet(
+                        id=sid,
+                        zone=str(s["AvailabilityZone"]),
+                        zone_id=str(s.get("AvailabilityZoneId", "")),
+                        tags=tags,
+                    )
+                    free[sid] = int(s.get("AvailableIpAddressCount", 0))
+        return [found[k] for k in sorted(found)], free
+
+    def _security_groups(self, terms: Sequence[SelectorTerm]) -> list[str]:
+        found: set[str] = set()
+        for term in terms:
+            if term.id:
+                filters = [{"Name": "group-id", "Values": [term.id]}]
+            elif term.name:
+                filters = [{"Name": "group-name", "Values": [term.name]}]
+            else:
+                filters = _tag_filters(term.tags)
+            for page in self._caller.pages(
+                self._ec2, "describe_security_groups", "NextToken", "NextToken", Filters=filters
+            ):
+                found.update(str(g["GroupId"]) for g in page.get("SecurityGroups", []))
+        return sorted(found)
+
+    def _amis(self, nc: NodeClass) -> list[AMI]:
+        terms = nc.ami_selector_terms or (AMISelectorTerm(alias=f"{nc.ami_family.lower()}@latest"),)
+        if nc.ami_family == "Custom" and not nc.ami_selector_terms:
+            raise NodeClassNotReadyError(f"NodeClass {nc.name!r}: amiFamily Custom needs terms")
+        candidates: list[AMI] = []
+        for term in terms:
+            if term.alias:
+                for arch, param in sorted(
+                    alias_parameters(term.alias, self.cluster.kubernetes_version).items()
+                ):
+                    image_id = self._parameter(param)
+                    if image_id:
+                        candidates.append(AMI(image_id, arch, name=term.alias))
+            elif term.ssm_parameter:
+                image_id = self._parameter(term.ssm_parameter)
+                if image_id:
+                    candidates.extend(self._describe_images(ImageIds=[image_id]))
+            elif term.id:
+                candidates.extend(self._describe_images(ImageIds=[term.id]))
+            elif term.name:
+                kwargs: dict[str, Any] = {"Filters": [{"Name": "name", "Values": [term.name]}]}
+                if term.owner:
+                    kwargs["Owners"] = [term.owner]
+                candidates.extend(self._describe_images(**kwargs))
+            elif term.tags:
+                candidates.extend(self._describe_images(Filters=_tag_filters(term.tags)))
+        best: dict[str, AMI] = {}
+        for ami in sorted(candidates, key=lambda a: (a.creation_date, a.id), reverse=True):
+            best.setdefault(ami.architecture, ami)
+        return [best[k] for k in sorted(best)]
+
+    def _parameter(self, name: str) -> str | None:
+        try:
+            resp = self._caller.call(self._ssm, "get_parameter", Name=name)
+        except AWSError as exc:
+            if exc.code == "ParameterNotFound":
+                log.info("SSM parameter %s not found", name)
+                return None
+            raise
+        return str(resp["Parameter"]["Value"])
+
+    def _describe_images(self, **params: Any) -> list[AMI]:
+        try:
+            resp = self._caller.call(self._ec2, "describe_images", **params)
+        except AWSError as exc:
+            if exc.code.startswith("InvalidAMIID"):
+                log.info("AMI lookup %s: %s", params, exc.code)
+                return []
+            raise
+        out = []
+        for img in resp.get("Images", []):
+            arch = _KUBE_ARCH.get(str(img.get("Architecture", "")))
+            if arch is None or img.get("State", "available") != "available":
+                continue
+            out.append(
+                AMI(
+                    str(img["ImageId"]),
+                    arch,
+                    str(img.get("Name", "")),
+                    str(img.get("CreationDate", "")),
+                )
+            )
+        return out
+
+
+# -- launch template content ----------------------------------------------------------------
+
+
+def default_block_devices(ami_family: str) -> tuple[BlockDevice, ...]:
+    """Karpenter's default volumes per AMI family (aws-semantics §1.1)."""
+    if ami_family == "Bottlerocket":
+        return (
+            BlockDevice("/dev/xvda", volume_size_bytes=4 * GIB, volume_type="gp3", encrypted=True),
+            BlockDevice("/dev/xvdb", volume_size_bytes=20 * GIB, volume_type="gp3", encrypted=True),
+        )
+    if ami_family.startswith("Windows"):
+        return (
+            BlockDevice("/dev/sda1", volume_size_bytes=50 * GIB, volume_type="gp3", encrypted=True),
+        )
+    return (
+        BlockDevice("/dev/xvda", volume_size_bytes=20 * GIB, volume_type="gp3", encrypted=True),
+    )
+
+
+def _block_device_mapping(b: BlockDevice) -> dict[str, Any]:
+    ebs: dict[str, Any] = {}
+    if b.volume_size_bytes is not None:
+        ebs["VolumeSize"] = -(-b.volume_size_bytes // GIB)  # GiB, rounded up
+    for key, value in (
+        ("VolumeType", b.volume_type),
+        ("Iops", b.iops),
+        ("Throughput", b.throughput_mib_s),
+        ("Encrypted", b.encrypted),
+        ("DeleteOnTermination", b.delete_on_termination),
+        ("KmsKeyId", b.kms_key_id),
+        ("SnapshotId", b.snapshot_id),
+    ):
+        if value is not None:
+            ebs[key] = value
+    return {"DeviceName": b.device_name, "Ebs": ebs}
+
+
+def _kubelet_flags(nc: NodeClass, node_labels: Sequence[tuple[str, str]]) -> list[str]:
+    flags = [
+        "--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(node_labels)),
+        f"--register-with-taints={UNREGISTERED_TAINT}:NoExecute",
+    ]
+    if nc.kubelet.max_pods is not None:
+        flags.append(f"--max-pods={nc.kubelet.max_pods}")
+    return flags
+
+
+def _mime(parts: Sequence[tuple[str, str]]) -> str:
+    lines = ["MIME-Version: 1.0", 'Content-Type: multipart/mixed; boundary="//"', ""]
+    for content_type, body in parts:
+        lines += ["--//", f"Content-Type: {content_type}", "", body.rstrip("\n")]
+    lines += ["--//--", ""]
+    return "\n".join(lines)
+
+
+def _user_part(user_data: str) -> tuple[str, str]:
+    text = user_data.lstrip()
+    if text.startswith("apiVersion: node.eks.aws") or text.startswith('{"apiVersion"'):
+        return ("application/node.eks.aws", user_data)
+    return ("text/x-shellscript", user_data)
+
+
+def user_data(nc: NodeClass, cluster: ClusterInfo, node_labels: Sequence[tuple[str, str]]) -> str:
+    """The instance user data for ``nc``'s AMI family (see the module docstring), as text."""
+    family = nc.ami_family
+    custom = nc.user_data or ""
+    if family == "Custom":
+        return custom
+    flags = _kubelet_flags(nc, node_labels)
+    if family == "Bottlerocket":
+        lines = [custom.rstrip("\n")] if custom else []
+        lines += [
+            "[settings.kubernetes]",
+            f"cluster-name = {json.dumps(cluster.name)}",
+            f"api-server = {json.dumps(cluster.endpoint)}",
+            f"cluster-certificate = {json.dumps(cluster.ca_bundle)}",
+        ]
+        if nc.kubelet.max_pods is not None:
+            lines.append(f"max-pods = {nc.kubelet.max_pods}")
+        lines.append("[settings.kubernetes.node-labels]")
+        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(node_labels)]
+        lines += ["[settings.kubernetes.node-taints]", f'"{UNREGISTERED_TAINT}" = [":NoExecute"]']
+        return "\n".join(lines) + "\n"
+    if family.startswith("Windows"):
+        extra = " ".join(flags)
+        return (
+            "<powershell>\n"
+            f"{custom.strip()}\n"
+            "[string]$EKSBootstrapScriptFile = "
+            '"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"\n'
+            f"& $EKSBootstrapScriptFile -EKSClusterName '{cluster.name}' "
+            f"-APIServerEndpoint '{cluster.endpoint}' -Base64ClusterCA '{cluster.ca_bundle}' "
+            f"-KubeletExtraArgs '{extra}' 3>&1 4>&1 5>&1 6>&1\n"
+            "</powershell>\n"
+        )
+    parts: list[tuple[str, str]] = [_user_part(custom)] if custom else []
+    if family == "AL2":
+        script = (
+            "#!/bin/bash -xe\n"
+            f"/etc/eks/bootstrap.sh '{cluster.name}' --apiserver-endpoint '{cluster.endpoint}' "
+            f"--b64-cluster-ca '{cluster.ca_bundle}' --kubelet-extra-args '{' '.join(flags)}'"
+        )
+        return _mime([*parts, ("text/x-shellscript", script)])
+    node_config = {
+        "apiVersion": "node.eks.aws/v1alpha1",
+        "kind": "NodeConfig",
+        "spec": {
+            "cluster": {
+                "name": cluster.name,
+                "apiServerEndpoint": cluster.endpoint,
+                "certificateAuthority": cluster.ca_bundle,
+                "cidr": cluster.service_cidr,
+            },
+            "kubelet": {"flags": flags},
+        },
+    }
+    return _mime([*parts, ("application/node.eks.aws", json.dumps(node_config, sort_keys=True))])
+
+
+def launch_template_data(
+    nc: NodeClass,
+    resolved: ResolvedNodeClass,
+    ami: AMI,
+    cluster: ClusterInfo,
+    node_labels: Sequence[tuple[str, str]],
+) -> dict[str, Any]:
+    """``LaunchTemplateData`` for one AMI of a resolved NodeClass (CreateLaunchTemplate shape)."""
+    devices = nc.block_device_mappings or default_block_devices(nc.ami_family)
+    meta = nc.metadata_options
+    data: dict[str, Any] = {
+        "ImageId": ami.id,
+        "UserData": base64.b64encode(user_data(nc, cluster, node_labels).encode()).decode(),
+        "BlockDeviceMappings": [_block_device_mapping(b) for b in devices],
+        "MetadataOptions": {
+            "HttpEndpoint": meta.http_endpoint,
+            "HttpProtocolIpv6": meta.http_protocol_ipv6,
+            "HttpPutResponseHopLimit": meta.http_put_response_hop_limit,
+            "HttpTokens": meta.http_tokens,
+        },
+        "Monitoring": {"Enabled": nc.detailed_monitoring},
+    }
+    profile = nc.instance_profile or nc.role
+    if profile:
+        data["IamInstanceProfile"] = {"Name": profile}
+    if nc.associate_public_ip_address is not None:
+        data["NetworkInterfaces"] = [
+            {
+                "DeviceIndex": 0,
+                "AssociatePublicIpAddress": nc.associate_public_ip_address,
+                "Groups": list(resolved.security_group_ids),
+            }
+        ]
+    else:
+        data["SecurityGroupIds"] = list(resolved.security_group_ids)
+    return data
+
+
+def launch_template_name(data: dict[str, Any]) -> str:
+    """``joiner.dev/<first 32 hex digits of SHA-256 of the canonical JSON>``."""
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    return LAUNCH_TEMPLATE_PREFIX + digest[:32]
+
+
+class LaunchTemplates:
+    """Creates launch templates by content hash, or reuses one that exists (ours or another
+    Joiner's): ``DescribeLaunchTemplates`` by name first, ``CreateLaunchTemplate`` when absent
+    (an ``AlreadyExists`` race is taken as success)."""
+
+    def __init__(self, ec2: Any, caller: Caller, tags: Sequence[tuple[str, str]] = ()) -> None:
+        self._ec2 = ec2
+        self._caller = caller
+        self._tags = tuple(tags)
+        self._known: set[str] = set()
+        self.created = 0
+
+    def ensure(self, data: dict[str, Any]) -> str:
+        """The name of a launch template holding ``data``.
+
+        Raises:
+            AWSError: describe or create failed for another reason.
+        """
+        name = launch_template_name(data)
+        if name in self._known:
+            return name
+        try:
+            self._caller.call(self._ec2, "describe_launch_templates", LaunchTemplateNames=[name])
+            self._known.add(name)
+            return name
+        except AWSError as exc:
+            if exc.code != "InvalidLaunchTemplateName.NotFoundException":
+                raise
+        params: dict[str, Any] = {"LaunchTemplateName": name, "LaunchTemplateData": data}
+        if self._tags:
+            params["TagSpecifications"] = [
+                {
+                    "ResourceType": "launch-template",
+                    "Tags": [{"Key": k, "Value": v} for k, v in self._tags],
+                }
+            ]
+        try:
+            self._caller.call(self._ec2, "create_launch_template", **params)
+            self.created += 1
+        except AWSError as exc:
+            if exc.code != "InvalidLaunchTemplateName.AlreadyExistsException":
+                raise
+        self._known.add(name)
+        return name
+
+    def forget(self, name: str) -> None:
+        """Drop a name from the known set (its template was deleted behind our back)."""
+        self._known.discard(name)

@@ -1,0 +1,631 @@
+"""``AWSCloudProvider``: the CloudProvider port on real EC2, launching as Karpenter does.
+
+Launch (aws-semantics §1.6, Karpenter ``pkg/providers/instance``):
+
+1. Candidates are the request's (instance type, offering) pairs that are available, allowed
+   by the requirements and not in the unavailable-offerings cache; ``filter_unwanted_spot``
+   drops types dearer than the cheapest on-demand offering; the capacity type is the first
+   of spot, on-demand that the request allows and has a candidate (spot preferred).
+2. The types of that capacity type are ordered by their cheapest offering and cut to
+   ``MAX_INSTANCE_TYPES`` (60). Each zone gets one subnet (the most free IPs).
+3. One launch template per AMI (architecture); overrides are types x zones, each with
+   ``InstanceType``, ``SubnetId``, ``AvailabilityZone``, ``ImageId`` and ``Priority`` = price.
+4. ``CreateFleet`` ``Type=instant``, ``TotalTargetCapacity=1``, ``DefaultTargetCapacityType``
+   spot or on-demand; ``SpotOptions.AllocationStrategy=price-capacity-optimized`` or
+   ``OnDemandOptions.AllocationStrategy=lowest-price``; instance, volume and fleet tags.
+5. Each ``Errors[]`` entry with a capacity code marks (type, zone, capacity type) unavailable
+   for 3 minutes; ``AuthFailure.ServiceLinkedRoleCreationNotPermitted`` marks all spot. No
+   instance back: ``InsufficientCapacityError`` when any error was a capacity error, else
+   ``CreateError`` with the first error's code. A failing call (after throttling retries)
+   raises ``CreateError`` with the AWS code.
+
+Instances are tagged ``karpenter.sh/nodepool``, ``karpenter.sh/nodeclaim``,
+``karpenter.k8s.aws/ec2nodeclass``, ``kubernetes.io/cluster/<cluster>=owned`` and
+``eks:eks-cluster-name`` (Karpenter's tags), plus the NodeClass's ``tags``; ``list`` finds
+them by the NodePool tag key and the cluster tag.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from joiner.api import labels
+from joiner.api.objects import NodeClass, Source
+from joiner.cloudprovider.aws.api import AWSClients, AWSError, Caller, new_clients
+from joiner.cloudprovider.aws.instancetypes import DEFAULT_REFRESH_INTERVAL_S, InstanceTypeSource
+from joiner.cloudprovider.aws.nodeclass import (
+    DEFAULT_RESOLUTION_TTL_S,
+    ClusterInfo,
+    LaunchTemplates,
+    NodeClassResolver,
+    ResolvedNodeClass,
+    launch_template_data,
+)
+from joiner.cloudprovider.aws.pricing import DEFAULT_PRICE_REFRESH_INTERVAL_S, PriceSource
+from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.instancetype import build_instance_types
+from joiner.cloudprovider.launch import (
+    UNAVAILABLE_OFFERING_TTL_S,
+    UnavailableOfferings,
+    choose_capacity_type,
+    filter_unwanted_spot,
+)
+from joiner.cloudprovider.types import (
+    CreateError,
+    Instance,
+    InstanceType,
+    InsufficientCapacityError,
+    LaunchRequest,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+    Offering,
+)
+
+log = logging.getLogger(__name__)
+
+#: Karpenter's maxInstanceTypes per CreateFleet.
+MAX_INSTANCE_TYPES = 60
+#: Fleet error codes that mean "no capacity here" (Karpenter ``isUnfulfillableCapacity`` and
+#: friends); each marks the offering unavailable.
+CAPACITY_ERROR_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "MaxSpotInstanceCountExceeded",
+        "VcpuLimitExceeded",
+        "UnfulfillableCapacity",
+        "Unsupported",
+        "InsufficientFreeAddressesInSubnet",
+        "MaxFleetCountExceeded",
+    }
+)
+SPOT_ROLE_ERROR = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
+NODEPOOL_TAG = "karpenter.sh/nodepool"
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
+EKS_CLUSTER_TAG = "eks:eks-cluster-name"
+#: Instance states that still count as a live instance (Karpenter's List filter).
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+#: Drift reasons (Karpenter ``AMIDrift``, ``SubnetDrift``, ``SecurityGroupDrift``).
+AMI_DRIFT = "AMIDrift"
+SUBNET_DRIFT = "SubnetDrift"
+SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
+
+
+def cluster_tag(cluster_name: str) -> str:
+    """``kubernetes.io/cluster/<name>``, valued ``owned`` on every instance Joiner launches."""
+    return f"kubernetes.io/cluster/{cluster_name}"
+
+
+def provider_id(zone: str, instance_id: str) -> str:
+    """``aws:///<zone>/<instance id>``, the Node ``spec.providerID`` form."""
+    return f"aws:///{zone}/{instance_id}"
+
+
+def instance_id_of(provider_id_: str) -> str:
+    """The instance id: the last path segment of a provider id (or the id itself)."""
+    return provider_id_.rstrip("/").rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class AWSSettings:
+    """Settings of the AWS provider. Durations in seconds.
+
+    ``pricing_api`` False keeps the packaged on-demand table (Karpenter's ``isolatedVPC``).
+    """
+
+    region: str
+    cluster: ClusterInfo
+    instance_type_refresh_s: float = DEFAULT_REFRESH_INTERVAL_S
+    price_refresh_s: float = DEFAULT_PRICE_REFRESH_INTERVAL_S
+    resolution_ttl_s: float = DEFAULT_RESOLUTION_TTL_S
+    unavailable_offering_ttl_s: float = UNAVAILABLE_OFFERING_TTL_S
+    pricing_api: bool = True
+    max_attempts: int = 5
+    base_delay_s: float = 0.5
+
+
+class AWSCloudProvider:
+    """CloudProvider on EC2 through boto3 (module docstring: launch rules and tags).
+
+    ``now`` returns seconds since the Unix epoch and ``sleep`` waits seconds: both are
+    injected (``time.time``/``time.sleep`` in ``new_aws_provider``), so tests control time.
+    ``instance_types`` and ``prices`` may be shared between providers of one region.
+    """
+
+    def __init__(
+        self,
+        clients: AWSClients,
+        settings: AWSSettings,
+        node_classes: Sequence[NodeClass],
+        *,
+        now: Callable[[], float],
+        sleep: Callable[[float], None],
+        packaged: Catalog | None = None,
+        instance_types: InstanceTypeSource | None = None,
+        prices: PriceSource | None = None,
+    ) -> None:
+        self.clients = clients
+        self.settings = settings
+        self.region = settings.region
+        self._now = now
+        self.caller = Caller(
+            sleep, max_attempts=settings.max_attempts, base_delay_s=settings.base_delay_s
+        )
+        packaged = packaged or Catalog.load()
+        self._packaged = packaged
+        self.node_classes = {n.name: n for n in node_classes}
+        self.instance_types = instance_types or InstanceTypeSource(
+            clients.ec2,
+            self.caller,
+            settings.region,
+            now,
+            packaged=packaged,
+            refresh_interval_s=settings.instance_type_refresh_s,
+        )
+        self.prices = prices or PriceSource(
+            clients.ec2,
+            clients.pricing,
+            self.caller,
+            settings.region,
+            now,
+            packaged=packaged,
+            refresh_interval_s=settings.price_refresh_s,
+            pricing_api=settings.pricing_api,
+        )
+        self.resolver = NodeClassResolver(
+            clients.ec2,
+            clients.ssm,
+            self.caller,
+            settings.cluster,
+            now,
+            ttl_s=settings.resolution_ttl_s,
+        )
+        self.launch_templates = LaunchTemplates(
+            clients.ec2,
+            self.caller,
+            tags=((cluster_tag(settings.cluster.name), "owned"),),
+        )
+        self.unavailable = UnavailableOfferings(now)
+        self._catalog_key: tuple[float, int] | None = None
+        self._catalog: Catalog | None = None
+        #: The last CreateFleet request sent (for logs and tests).
+        self.last_fleet_request: dict[str, Any] | None = None
+
+    # -- NodeClasses and instance types -----------------------------------------------------
+
+    def _node_class(self, name: str) -> NodeClass:
+        nc = self.node_classes.get(name)
+        if nc is None:
+            raise NodeClassNotReadyError(f"NodeClass {name!r} does not exist")
+        return nc
+
+    def resolve(self, node_class: str) -> ResolvedNodeClass:
+        """Subnets, security groups and AMIs of a NodeClass (cached for a minute).
+
+        Raises:
+            NodeClassNotReadyError: unknown NodeClass, or it selects nothing.
+        """
+        return self.resolver.resolve(self._node_class(node_class))
+
+    def _api_catalog(self) -> Catalog:
+        on_demand = self.prices.on_demand_prices()
+        discovery = self.instance_types.discovery()
+        key = (discovery.fetched_at_s, self.prices.version)
+        if self._catalog is None or self._catalog_key != key:
+            spot: dict[str, tuple[float, int]] = {}
+            for name in discovery.infos:
+                quote = (
+                    self._packaged.spot_quote(self.region, name) if self._has_advisor() else None
+                )
+                if quote is not None:
+                    spot[name] = (quote.savings_pct, quote.interruption_bucket)
+            self._catalog = self.instance_types.catalog(on_demand, spot)
+            self._catalog_key = key
+        return self._catalog
+
+    def _has_advisor(self) -> bool:
+        try:
+            self._packaged.spot_quote(self.region, "m5.large")
+        except ValueError:
+            return False
+        return True
+
+    def get_instance_types(self, node_class: str) -> builtins.list[InstanceType]:
+        """Every discovered type with offerings in the NodeClass's subnet zones, by name.
+
+        Offerings are priced from ``PriceSource`` (spot per zone), and unavailable where the
+        type is not offered, has no price, or is in the unavailable-offerings cache.
+
+        Raises:
+            NodeClassNotReadyError: the NodeClass does not resolve.
+            AWSError: instance-type discovery failed.
+        """
+        nc = self._node_class(node_class)
+        resolved = self.resolver.resolve(nc)
+        return self._types_for(nc, resolved.zones())
+
+    def _types_for(self, nc: NodeClass, zones: Sequence[tuple[str, str]]) -> list[InstanceType]:
+        catalog = self._api_catalog()
+        types = build_instance_types(
+            catalog,
+            self.region,
+            zones,
+            kubelet=nc.kubelet,
+            ami_family=nc.ami_family,
+            root_volume_bytes=nc.root_volume_bytes,
+        )
+        return [self._priced(it) for it in types]
+
+    def _priced(self, it: InstanceType) -> InstanceType:
+        offerings = []
+        for o in it.offerings:
+            if o.capacity_type == labels.CAPACITY_TYPE_SPOT:
+                price = self.prices.spot_price(it.name, o.zone)
+            else:
+                price = self.prices.on_demand_price(it.name)
+            available = (
+                o.available
+                and price is not None
+                and not self.unavailable.is_unavailable(it.name, o.zone, o.capacity_type)
+            )
+            offerings.append(
+                replace(
+                    o,
+                    price_per_hour=price if price is not None else 0.0,
+                    available=available,
+                    price_estimated=self.prices.on_demand_estimated,
+                )
+            )
+        return replace(it, offerings=tuple(offerings))
+
+    def mark_unavailable(
+        self,
+        instance_type: str,
+        zone: str,
+        capacity_type: str,
+        ttl_s: float = UNAVAILABLE_OFFERING_TTL_S,
+    ) -> None:
+        """Skip this offering for ``ttl_s`` (the interruption controller's ``OfferingCache``)."""
+        self.unavailable.mark(instance_type, zone, capacity_type, ttl_s)
+
+    # -- launch -----------------------------------------------------------------------------
+
+    def create(self, request: LaunchRequest) -> Instance:
+        """Launch one instance with CreateFleet (module docstring).
+
+        Raises:
+            NodeClassNotReadyError: the NodeClass does not resolve.
+            InsufficientCapacityError: nothing allowed is available, or the fleet returned
+                capacity errors only (those offerings are then skipped for 3 minutes).
+            CreateError: any other failure; ``reason`` is the AWS error code.
+        """
+        nc = self._node_class(request.node_class)
+        resolved = self.resolver.resolve(nc)
+        reqs = request.requirements
+        per_zone = resolved.subnet_per_zone()
+        candidates = [
+            (it, o)
+            for it in request.instance_types
+            for o in it.offerings
+            if o.available
+            and o.compatible(reqs)
+            and o.zone in per_zone
+            and not self.unavailable.is_unavailable(it.name, o.zone, o.capacity_type)
+            and resolved.ami_for(it.label(labels.ARCH) or "") is not None
+        ]
+        candidates = filter_unwanted_spot(candidates)
+        capacity_type = choose_capacity_type(candidates, reqs)
+        if capacity_type is None:
+            raise InsufficientCapacityError(
+                f"no available offering for nodeclaim {request.nodeclaim_name} "
+                f"({len(request.instance_types)} instance types)"
+            )
+        chosen = [(it, o) for it, o in candidates if o.capacity_type == capacity_type]
+        cheapest: dict[str, float] = {}
+        by_name: dict[str, InstanceType] = {}
+        for it, o in chosen:
+            cheapest[it.name] = min(cheapest.get(it.name, o.price_per_hour), o.price_per_hour)
+            by_name[it.name] = it
+        names = sorted(cheapest, key=lambda n: (cheapest[n], n))[:MAX_INSTANCE_TYPES]
+        tags = self._tags(nc, request)
+        node_labels = ((NODEPOOL_TAG, request.nodepool),)
+        configs: list[dict[str, Any]] = []
+        try:
+            for ami in resolved.amis:
+                overrides = [
+                    {
+                        "InstanceType": it.name,
+                        "SubnetId": per_zone[o.zone].id,
+                        "AvailabilityZone": o.zone,
+                        "ImageId": ami.id,
+                        "Priority": o.price_per_hour,
+                    }
+                    for name in names
+                    for it, o in sorted(chosen, key=lambda c: c[1].zone)
+                    if it.name == name and it.label(labels.ARCH) == ami.architecture
+                ]
+                if not overrides:
+                    continue
+                data = launch_template_data(nc, resolved, ami, self.settings.cluster, node_labels)
+                lt_name = self.launch_templates.ensure(data)
+                configs.append(
+                    {
+                        "LaunchTemplateSpecification": {
+                            "LaunchTemplateName": lt_name,
+                            "Version": "$Latest",
+                        },
+                        "Overrides": overrides,
+                    }
+                )
+        except AWSError as exc:
+            raise CreateError(exc.code, f"launch template: {exc}") from exc
+        fleet: dict[str, Any] = {
+            "Type": "instant",
+            "LaunchTemplateConfigs": configs,
+            "TargetCapacitySpecification": {
+                "TotalTargetCapacity": 1,
+                "DefaultTargetCapacityType": capacity_type,
+            },
+            "TagSpecifications": [
+                {"ResourceType": rt, "Tags": [{"Key": k, "Value": v} for k, v in tags]}
+                for rt in ("instance", "volume", "fleet")
+            ],
+        }
+        if capacity_type == labels.CAPACITY_TYPE_SPOT:
+            fleet["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        else:
+            fleet["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        self.last_fleet_request = fleet
+        try:
+            resp = self.caller.call(self.clients.ec2, "create_fleet", **fleet)
+        except AWSError as exc:
+            raise CreateError(exc.code, str(exc)) from exc
+        zone_of_subnet = {s.id: s.zone for s in resolved.subnets}
+        ice: list[tuple[str, Offering]] = []
+        other: list[str] = []
+        for err in resp.get("Errors", []):
+            code = str(err.get("ErrorCode", ""))
+            override = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            itype = str(override.get("InstanceType", ""))
+            zone = str(
+                override.get("AvailabilityZone")
+                or zone_of_subnet.get(str(override.get("SubnetId", "")), "")
+            )
+            if code in CAPACITY_ERROR_CODES and itype and zone:
+                self.unavailable.mark(
+                    itype, zone, capacity_type, self.settings.unavailable_offering_ttl_s
+                )
+                offering = next(
+                    (o for it, o in chosen if it.name == itype and o.zone == zone),
+                    None,
+                )
+                if offering is not None:
+                    ice.append((itype, offering))
+            elif code == SPOT_ROLE_ERROR:
+                self.unavailable.mark("*", "*", labels.CAPACITY_TYPE_SPOT)
+                other.append(code)
+            else:
+                other.append(code)
+            log.info(
+                "create fleet error %s for %s in %s: %s",
+                code,
+                itype,
+                zone,
+                err.get("ErrorMessage", ""),
+            )
+        for got in resp.get("Instances", []):
+            ids = got.get("InstanceIds") or []
+            if not ids:
+                continue
+            override = (got.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            itype = str(got.get("InstanceType") or override.get("InstanceType"))
+            zone = str(
+                override.get("AvailabilityZone")
+                or zone_of_subnet.get(str(override.get("SubnetId", "")), "")
+            )
+            found = by_name.get(itype)
+            offering = next((o for t, o in chosen if t.name == itype and o.zone == zone), None)
+            if found is None or offering is None:
+                # Never leave an instance nobody tracks: give it back before failing.
+                self.caller.call(self.clients.ec2, "terminate_instances", InstanceIds=list(ids))
+                raise CreateError(
+                    "UnexpectedInstance",
+                    f"CreateFleet returned {itype} in {zone!r}, which was not requested",
+                )
+            iid = str(ids[0])
+            return Instance(
+                provider_id=provider_id(zone, iid),
+                instance_id=iid,
+                instance_type=found,
+                offering=offering,
+                subnet_id=str(override.get("SubnetId") or per_zone[zone].id),
+                launched_at_s=self._now(),
+                tags=tags,
+            )
+        if ice:
+            raise InsufficientCapacityError(
+                f"CreateFleet for nodeclaim {request.nodeclaim_name}: "
+                + ", ".join(sorted({f"{n}/{o.zone}" for n, o in ice}))
+                + " have no capacity",
+                ice,
+            )
+        if other:
+            codes = sorted(set(other))
+            raise CreateError(
+                codes[0], f"CreateFleet for nodeclaim {request.nodeclaim_name} failed: {codes}"
+            )
+        raise CreateError("NoInstance", "CreateFleet returned neither instances nor errors")
+
+    def _tags(self, nc: NodeClass, request: LaunchRequest) -> tuple[tuple[str, str], ...]:
+        cluster = self.settings.cluster.name
+        tags = dict(nc.tags)
+        tags.update(request.tags)
+        tags.update(
+            {
+                NODEPOOL_TAG: request.nodepool,
+                NODECLAIM_TAG: request.nodeclaim_name,
+                NODECLASS_TAG: nc.name,
+                cluster_tag(cluster): "owned",
+                EKS_CLUSTER_TAG: cluster,
+            }
+        )
+        return tuple(sorted(tags.items()))
+
+    # -- reading and deleting ---------------------------------------------------------------
+
+    def _describe(self, **params: Any) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for page in self.caller.pages(
+            self.clients.ec2, "describe_instances", "NextToken", "NextToken", **params
+        ):
+            for reservation in page.get("Reservations", []):
+                out.extend(reservation.get("Instances", []))
+        return out
+
+    def _instance(self, desc: dict[str, Any]) -> Instance:
+        tags = tuple(sorted((t["Key"], t["Value"]) for t in desc.get("Tags", [])))
+        tag_map = dict(tags)
+        zone = str(desc.get("Placement", {}).get("AvailabilityZone", ""))
+        itype = str(desc["InstanceType"])
+        capacity_type = (
+            labels.CAPACITY_TYPE_SPOT
+            if desc.get("InstanceLifecycle") == "spot"
+            else labels.CAPACITY_TYPE_ON_DEMAND
+        )
+        nc = self.node_classes.get(tag_map.get(NODECLASS_TAG, ""))
+        zones = [
+            (zone, zid) for zone_, zid in self.instance_types.discovery().zones if zone_ == zone
+        ]
+        types = (
+            self._types_for(nc, zones) if nc is not None else self._types_for(_DEFAULT_NC, zones)
+        )
+        it = next((t for t in types if t.name == itype), None)
+        if it is None:
+            raise CreateError("UnknownInstanceType", f"{itype} is not a discovered instance type")
+        offering = next(
+            (o for o in it.offerings if o.zone == zone and o.capacity_type == capacity_type),
+            None,
+        )
+        if offering is None:
+            offering = Offering(zone, zones[0][1] if zones else "", capacity_type, 0.0, False)
+        launched = desc.get("LaunchTime")
+        return Instance(
+            provider_id=provider_id(zone, str(desc["InstanceId"])),
+            instance_id=str(desc["InstanceId"]),
+            instance_type=it,
+            offering=offering,
+            subnet_id=str(desc.get("SubnetId", "")),
+            launched_at_s=launched.timestamp() if isinstance(launched, datetime) else 0.0,
+            tags=tags,
+        )
+
+    def _live(self, instance_id: str) -> dict[str, Any]:
+        try:
+            found = self._describe(InstanceIds=[instance_id])
+        except AWSError as exc:
+            if exc.code.startswith("InvalidInstanceID"):
+                raise NodeClaimNotFoundError(instance_id) from exc
+            raise
+        live = [d for d in found if d.get("State", {}).get("Name") in LIVE_STATES]
+        if not live:
+            raise NodeClaimNotFoundError(instance_id)
+        return live[0]
+
+    def get(self, provider_id: str) -> Instance:
+        """The live instance (pending, running, stopping or stopped).
+
+        Raises:
+            NodeClaimNotFoundError: unknown, shutting down or terminated.
+            AWSError: DescribeInstances failed.
+        """
+        return self._instance(self._live(instance_id_of(provider_id)))
+
+    def list(self) -> builtins.list[Instance]:
+        """Live instances of this cluster with a NodePool tag (Karpenter's List), by provider id.
+
+        Raises:
+            AWSError: DescribeInstances failed.
+        """
+        found = self._describe(
+            Filters=[
+                {"Name": "tag-key", "Values": [NODEPOOL_TAG]},
+                {"Name": f"tag:{cluster_tag(self.settings.cluster.name)}", "Values": ["owned"]},
+                {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+            ]
+        )
+        return sorted((self._instance(d) for d in found), key=lambda i: i.provider_id)
+
+    def delete(self, provider_id: str) -> None:
+        """TerminateInstances. Raises ``NodeClaimNotFoundError`` when the instance is already
+        shutting down, terminated or unknown (a delete that raises it is complete).
+
+        Raises:
+            NodeClaimNotFoundError: see above.
+            AWSError: a call failed for another reason.
+        """
+        iid = instance_id_of(provider_id)
+        self._live(iid)
+        try:
+            self.caller.call(self.clients.ec2, "terminate_instances", InstanceIds=[iid])
+        except AWSError as exc:
+            if exc.code.startswith("InvalidInstanceID"):
+                raise NodeClaimNotFoundError(iid) from exc
+            raise
+
+    # -- drift ------------------------------------------------------------------------------
+
+    def is_drifted(self, provider_id: str) -> str:
+        """Why the instance no longer matches its NodeClass: ``AMIDrift`` (its image is not the
+        NodeClass's AMI for its architecture), ``SubnetDrift`` (its subnet is no longer
+        selected) or ``SecurityGroupDrift`` (its groups differ from the selected ones); ``""``
+        when not drifted or the NodeClass is unknown (Karpenter ``IsDrifted``).
+
+        Raises:
+            NodeClaimNotFoundError: the instance is gone.
+            NodeClassNotReadyError: the NodeClass no longer resolves.
+        """
+        desc = self._live(instance_id_of(provider_id))
+        tag_map = {t["Key"]: t["Value"] for t in desc.get("Tags", [])}
+        nc = self.node_classes.get(tag_map.get(NODECLASS_TAG, ""))
+        if nc is None:
+            return ""
+        resolved = self.resolver.resolve(nc)
+        arch = {"x86_64": "amd64", "arm64": "arm64"}.get(str(desc.get("Architecture", "")), "")
+        image_ids = {a.id for a in resolved.amis if not arch or a.architecture == arch}
+        if str(desc.get("ImageId", "")) not in image_ids:
+            return "AMIDrift"
+        if str(desc.get("SubnetId", "")) not in {s.id for s in resolved.subnets}:
+            return "SubnetDrift"
+        groups = {str(g["GroupId"]) for g in desc.get("SecurityGroups", [])}
+        if groups != set(resolved.security_group_ids):
+            return "SecurityGroupDrift"
+        return ""
+
+
+#: Used to rebuild a type for an instance whose NodeClass Joiner does not know.
+_DEFAULT_NC = NodeClass(
+    name="",
+    source=Source("", "EC2NodeClass", ""),
+    subnet_selector_terms=(),
+    security_group_selector_terms=(),
+)
+
+
+def new_aws_provider(
+    settings: AWSSettings,
+    node_classes: Sequence[NodeClass],
+    *,
+    endpoint_url: str | None = None,
+    session: Any = None,
+) -> AWSCloudProvider:
+    """The constructor controller mode (``joiner run --cloud aws``) calls: boto3 clients for
+    ``settings.region`` from the default credential chain (or ``session``), the wall clock
+    and ``time.sleep``. The composition root is the only caller that reads real time."""
+    clients = new_clients(settings.region, session=session, endpoint_url=endpoint_url)
+    return AWSCloudProvider(clients, settings, node_classes, now=time.time, sleep=time.sleep)

@@ -1,0 +1,156 @@
+"""The interruption queue: EventBridge -> SQS -> ``CloudEvent`` -> a handler.
+
+As Karpenter's SQS provider (aws-semantics §1.7): ``ReceiveMessage`` long-polls up to 10
+messages for ``wait_time_s`` (20 s) with a ``visibility_timeout_s`` (20 s); each body is
+parsed with ``events.parse_message`` and handed to the handler (the interruption
+controller's ``handle``), then deleted. A message that does not parse is logged and deleted;
+an event Joiner ignores (an unknown type, a non-EC2 health event, a ``running`` state) is
+deleted unhandled. When the handler raises, the error is logged and the message is left on
+the queue, so SQS delivers it again after the visibility timeout. A failed receive is logged
+and retried after ``error_backoff_s``. Nothing stops the loop but ``stop()``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from joiner.api.errors import InputError
+from joiner.cloudprovider.aws.api import AWSError, Caller
+from joiner.cloudprovider.events import CloudEvent, parse_message
+
+log = logging.getLogger(__name__)
+
+EventHandler = Callable[[CloudEvent], None]
+
+
+class InterruptionQueue:
+    """Polls one SQS queue and feeds its events to ``handler`` (module docstring).
+
+    ``sleep`` waits seconds (injected). Counters: ``handled``, ``ignored``, ``malformed``,
+    ``failed`` (handler raised).
+    """
+
+    def __init__(
+        self,
+        sqs: Any,
+        queue_url: str,
+        handler: EventHandler,
+        *,
+        caller: Caller,
+        sleep: Callable[[float], None],
+        wait_time_s: int = 20,
+        visibility_timeout_s: int = 20,
+        max_messages: int = 10,
+        error_backoff_s: float = 5.0,
+    ) -> None:
+        self._sqs = sqs
+        self.queue_url = queue_url
+        self._handler = handler
+        self._caller = caller
+        self._sleep = sleep
+        self.wait_time_s = wait_time_s
+        self.visibility_timeout_s = visibility_timeout_s
+        self.max_messages = max_messages
+        self.error_backoff_s = error_backoff_s
+        self.handled = 0
+        self.ignored = 0
+        self.malformed = 0
+        self.failed = 0
+
+    @classmethod
+    def from_name(
+        cls,
+        sqs: Any,
+        queue_name: str,
+        handler: EventHandler,
+        *,
+        caller: Caller,
+        sleep: Callable[[float], None],
+        **options: Any,
+    ) -> InterruptionQueue:
+        """Resolve the queue URL from its name with ``GetQueueUrl`` (Karpenter's
+        ``--interruption-queue`` takes a name).
+
+        Raises:
+            AWSError: the queue does not exist or cannot be read.
+        """
+        url = str(caller.call(sqs, "get_queue_url", QueueName=queue_name)["QueueUrl"])
+        return cls(sqs, url, handler, caller=caller, sleep=sleep, **options)
+
+    def poll_once(self) -> int:
+        """One ``ReceiveMessage`` and the handling of what it returned; the number of
+        messages received.
+
+        Raises:
+            AWSError: ReceiveMessage failed after retries.
+        """
+        resp = self._caller.call(
+            self._sqs,
+            "receive_message",
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=self.max_messages,
+            WaitTimeSeconds=self.wait_time_s,
+            VisibilityTimeout=self.visibility_timeout_s,
+        )
+        messages = resp.get("Messages", [])
+        for message in messages:
+            self._process(message)
+        return len(messages)
+
+    def _process(self, message: dict[str, Any]) -> None:
+        message_id = message.get("MessageId", "")
+        try:
+            event = parse_message(str(message.get("Body", "")))
+        except InputError as exc:
+            self.malformed += 1
+            log.warning("interruption queue: malformed message %s deleted: %s", message_id, exc)
+            self._delete(message)
+            return
+        if event is None:
+            self.ignored += 1
+            log.debug("interruption queue: message %s is not an event Joiner acts on", message_id)
+            self._delete(message)
+            return
+        try:
+            self._handler(event)
+        except Exception:
+            self.failed += 1
+            log.exception(
+                "interruption queue: handling %s %s failed; it will be delivered again",
+                event.kind,
+                event.instance_ids,
+            )
+            return
+        self.handled += 1
+        self._delete(message)
+
+    def _delete(self, message: dict[str, Any]) -> None:
+        try:
+            self._caller.call(
+                self._sqs,
+                "delete_message",
+                QueueUrl=self.queue_url,
+                ReceiptHandle=message["ReceiptHandle"],
+            )
+        except AWSError as exc:
+            log.warning(
+                "interruption queue: could not delete message %s (%s); it may come again",
+                message.get("MessageId", ""),
+                exc,
+            )
+
+    def run(self, stop: Callable[[], bool]) -> None:
+        """Poll until ``stop()`` is true (checked before each receive). A failed receive is
+        logged and retried after ``error_backoff_s``."""
+        while not stop():
+            try:
+                self.poll_once()
+            except AWSError as exc:
+                log.warning(
+                    "interruption queue: receive failed (%s); retrying in %.0f s",
+                    exc,
+                    self.error_backoff_s,
+                )
+                self._sleep(self.error_backoff_s)
