@@ -26,10 +26,12 @@ def filter_unwanted_spot(
 
     Karpenter AWS ``filterUnwantedSpot``: this keeps a large spot type from winning over a
     cheaper, sufficient on-demand one. The type holding the cheapest on-demand offering always
-    survives, so the result is empty only when the input is.
+    survives, so the result is empty only when the input is. As in Karpenter
+    (``isMixedCapacityLaunch``), it applies only when there are both spot and on-demand
+    candidates; otherwise the input is returned unchanged.
     """
     on_demand = [o.price_per_hour for _, o in candidates if o.capacity_type == "on-demand"]
-    if not on_demand:
+    if not on_demand or all(o.capacity_type == "on-demand" for _, o in candidates):
         return list(candidates)
     cheapest_od = min(on_demand)
     cheapest: dict[str, float] = {}

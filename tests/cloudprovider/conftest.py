@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import urllib.request
 from collections.abc import Iterator
+from typing import ClassVar
 
 import boto3
 import pytest
@@ -111,12 +112,13 @@ class AWSWorld:
     """A moto account with a VPC, two tagged subnets (us-east-1a, us-east-1b), a tagged
     security group and one tagged AMI per architecture, and a factory for providers."""
 
-    def __init__(self, endpoint: str, instance_types, prices) -> None:
-        from joiner.cloudprovider.aws.api import new_clients
+    #: moto's public AMIs are the same after every reset: look them up once.
+    _ami_ids: ClassVar[dict[str, str]] = {}
 
+    def __init__(self, endpoint: str, clients, instance_types, prices) -> None:
         self.endpoint = endpoint
         self.session = moto_session()
-        self.clients = new_clients(REGION, session=self.session, endpoint_url=endpoint)
+        self.clients = clients
         self.ec2 = self.clients.ec2
         self.instance_types = instance_types
         self.prices = prices
@@ -140,14 +142,17 @@ class AWSWorld:
         )
         self.amis: dict[str, str] = {}
         for arch in ("x86_64", "arm64"):
-            images = self.ec2.describe_images(
-                Owners=["amazon"],
-                Filters=[
-                    {"Name": "architecture", "Values": [arch]},
-                    {"Name": "name", "Values": ["al2023-ami-*"]},
-                ],
-            )["Images"]
-            image = sorted(images, key=lambda i: i["ImageId"])[0]["ImageId"]
+            image = self._ami_ids.get(arch)
+            if image is None:
+                images = self.ec2.describe_images(
+                    Owners=["amazon"],
+                    Filters=[
+                        {"Name": "architecture", "Values": [arch]},
+                        {"Name": "name", "Values": ["al2023-ami-*"]},
+                    ],
+                )["Images"]
+                image = sorted(images, key=lambda i: i["ImageId"])[0]["ImageId"]
+                self._ami_ids[arch] = image
             self.ec2.create_tags(Resources=[image], Tags=[{"Key": "joiner/test", "Value": "ami"}])
             self.amis[arch] = image
 
@@ -193,7 +198,15 @@ class AWSWorld:
         )
 
 
+@pytest.fixture(scope="session")
+def moto_clients(moto_endpoint: str):
+    """boto3 clients on the moto server (creating clients costs a few hundred ms)."""
+    from joiner.cloudprovider.aws.api import new_clients
+
+    return new_clients(REGION, session=moto_session(), endpoint_url=moto_endpoint)
+
+
 @pytest.fixture
-def aws_world(moto: str, shared_instance_types, shared_prices) -> AWSWorld:
+def aws_world(moto: str, moto_clients, shared_instance_types, shared_prices) -> AWSWorld:
     """A fresh moto account laid out as ``AWSWorld`` describes."""
-    return AWSWorld(moto, shared_instance_types, shared_prices)
+    return AWSWorld(moto, moto_clients, shared_instance_types, shared_prices)

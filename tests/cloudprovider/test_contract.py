@@ -80,9 +80,10 @@ def _simulated() -> Harness:
     return Harness(cloud, "default", lambda: cloud.add_launch_failures(None, 100, 1e18))
 
 
-def _fleet_errors_only(provider) -> Callable[[], None]:
+def _fleet_errors_only(provider) -> tuple[Callable[[], None], Callable[[], object]]:
     """Make every later CreateFleet answer with an InsufficientInstanceCapacity error per
-    override and no instance (moto never produces fleet errors)."""
+    override and no instance (moto never produces fleet errors). Returns (exhaust, undo): the
+    clients are shared by the session, so the hook must be removed after the test."""
 
     def exhaust() -> None:
         def answer(**_: object):
@@ -99,9 +100,14 @@ def _fleet_errors_only(provider) -> Callable[[], None]:
             ]
             return AWSResponse(None, 200, {}, None), {"Errors": errors, "Instances": []}
 
-        provider.clients.ec2.meta.events.register("before-call.ec2.CreateFleet", answer)
+        events.register("before-call.ec2.CreateFleet", answer)
+        registered.append(answer)
 
-    return exhaust
+    events = provider.clients.ec2.meta.events
+    registered: list[Callable[..., object]] = []
+    return exhaust, lambda: [
+        events.unregister("before-call.ec2.CreateFleet", a) for a in registered
+    ]
 
 
 @pytest.fixture(params=["simulated", "aws"])
@@ -110,7 +116,9 @@ def harness(request) -> Harness:
         return _simulated()
     world = request.getfixturevalue("aws_world")
     provider = world.provider()
-    return Harness(provider, "default", _fleet_errors_only(provider))
+    exhaust, undo = _fleet_errors_only(provider)
+    request.addfinalizer(undo)
+    return Harness(provider, "default", exhaust)
 
 
 def test_instance_types_shape(harness):
