@@ -159,6 +159,7 @@ class InstanceTypeSource:
         self._packaged = packaged
         self.refresh_interval_s = refresh_interval_s
         self._current: Discovery | None = None
+        self._catalog: tuple[object, Catalog] | None = None
         self.fetches = 0
 
     def discovery(self) -> Discovery:
@@ -232,15 +233,29 @@ class InstanceTypeSource:
         )
 
     def catalog(
-        self, on_demand: Mapping[str, float], spot: Mapping[str, tuple[float, int]]
+        self,
+        on_demand: Mapping[str, float],
+        spot: Mapping[str, tuple[float, int]],
+        *,
+        prices_key: object = None,
     ) -> Catalog:
         """A ``Catalog`` for this region from the current snapshot, with ``on_demand`` prices
-        (USD/hour by type) and Spot Advisor rows ``spot`` (savings %, bucket by type)."""
+        (USD/hour by type) and Spot Advisor rows ``spot`` (savings %, bucket by type).
+
+        With a ``prices_key`` (anything that changes when the prices do), the catalog is
+        reused while the snapshot and the key stay the same, so providers sharing this source
+        share the memoised instance types built from it.
+        """
         d = self.discovery()
-        return Catalog(
+        key = (d.fetched_at_s, prices_key)
+        if prices_key is not None and self._catalog is not None and self._catalog[0] == key:
+            return self._catalog[1]
+        catalog = Catalog(
             dict(d.infos),
             {self.region: list(d.zones)},
             {self.region: dict(d.offered)},
             {self.region: dict(on_demand)},
             {self.region: dict(spot)},
         )
+        self._catalog = (key, catalog)
+        return catalog

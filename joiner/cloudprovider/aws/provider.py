@@ -225,7 +225,9 @@ class AWSCloudProvider:
                 )
                 if quote is not None:
                     spot[name] = (quote.savings_pct, quote.interruption_bucket)
-            self._catalog = self.instance_types.catalog(on_demand, spot)
+            self._catalog = self.instance_types.catalog(
+                on_demand, spot, prices_key=(id(self.prices), self.prices.version)
+            )
             self._catalog_key = key
         return self._catalog
 
