@@ -49,7 +49,7 @@ from joiner.cloudprovider.aws.nodeclass import (
 )
 from joiner.cloudprovider.aws.pricing import DEFAULT_PRICE_REFRESH_INTERVAL_S, PriceSource
 from joiner.cloudprovider.catalog import Catalog
-from joiner.cloudprovider.instancetype import build_instance_types
+from joiner.cloudprovider.instancetype import build_instance_type, build_instance_types
 from joiner.cloudprovider.launch import (
     UNAVAILABLE_OFFERING_TTL_S,
     UnavailableOfferings,
@@ -500,16 +500,26 @@ class AWSCloudProvider:
             if desc.get("InstanceLifecycle") == "spot"
             else labels.CAPACITY_TYPE_ON_DEMAND
         )
-        nc = self.node_classes.get(tag_map.get(NODECLASS_TAG, ""))
-        zones = [
-            (zone, zid) for zone_, zid in self.instance_types.discovery().zones if zone_ == zone
-        ]
-        types = (
-            self._types_for(nc, zones) if nc is not None else self._types_for(_DEFAULT_NC, zones)
+        nc = self.node_classes.get(tag_map.get(NODECLASS_TAG, "")) or _DEFAULT_NC
+        zones = [(z, zid) for z, zid in self.instance_types.discovery().zones if z == zone]
+        catalog = self._api_catalog()
+        try:
+            info = catalog.info(itype)
+        except KeyError:
+            raise CreateError(
+                "UnknownInstanceType", f"{itype} is not a discovered instance type"
+            ) from None
+        it = self._priced(
+            build_instance_type(
+                catalog,
+                info,
+                self.region,
+                zones,
+                kubelet=nc.kubelet,
+                ami_family=nc.ami_family,
+                root_volume_bytes=nc.root_volume_bytes,
+            )
         )
-        it = next((t for t in types if t.name == itype), None)
-        if it is None:
-            raise CreateError("UnknownInstanceType", f"{itype} is not a discovered instance type")
         offering = next(
             (o for o in it.offerings if o.zone == zone and o.capacity_type == capacity_type),
             None,
