@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the kwok command built by ../build.sh, so that go mod tidy keeps its
+// dependencies in go.mod and go.sum. It is never compiled.
+package tools
+
+import (
+	_ "sigs.k8s.io/kwok/cmd/kwok"
+)
