@@ -453,6 +453,9 @@ class Workload:
     source: Source
     selector: Requirements = field(default_factory=Requirements)
     annotations: tuple[tuple[str, str], ...] = ()
+    #: A Job's successful completions still to go (``completions - succeeded``, or
+    #: ``parallelism`` when unset); None for the other kinds.
+    completions: int | None = None
 
     @property
     def key(self) -> str:
@@ -466,13 +469,24 @@ Deployment = Workload
 
 @dataclass(frozen=True, slots=True)
 class CronJob:
-    """A ``batch/v1`` CronJob: loaded and linted; its schedule is not simulated yet."""
+    """A ``batch/v1`` CronJob: each time ``schedule`` fires it creates a Job of its
+    ``jobTemplate`` (``parallelism`` pods at a time until ``completions`` succeed)."""
 
     namespace: str
     name: str
     schedule: str
     template: PodTemplate
     source: Source
+    parallelism: int = 1
+    completions: int | None = None
+    suspend: bool = False
+    #: ``Allow`` (default), ``Forbid`` or ``Replace``.
+    concurrency_policy: str = "Allow"
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
 
 
 @dataclass(frozen=True, slots=True)

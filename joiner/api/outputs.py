@@ -6,6 +6,8 @@ Keys are camelCase with the unit in the name; money is USD.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -89,6 +91,12 @@ class PendingSeconds(_Out):
     max: float = Field(ge=0)
 
 
+class ScaleUpLatency(_Out):
+    pods: int = Field(ge=0, description="Pods that waited for a node created after them")
+    p50: float = Field(ge=0)
+    p95: float = Field(ge=0)
+
+
 class UnschedulableReason(_Out):
     reason: str
     pods: int = Field(ge=1)
@@ -99,6 +107,9 @@ class SummaryPods(_Out):
     pending: int = Field(ge=0, description="Pods still pending at the end")
     lost: int = Field(ge=0)
     pendingSeconds: PendingSeconds
+    scaleUpLatencySeconds: ScaleUpLatency = Field(
+        description="Pending to running, for the pods that waited for new capacity"
+    )
     unschedulableReasons: list[UnschedulableReason]
 
 
@@ -106,6 +117,19 @@ class SummaryProvisioning(_Out):
     passes: int = Field(ge=0)
     nodeClaimsCreated: int = Field(ge=0)
     launchFailures: int = Field(ge=0)
+
+
+class NodeHours(_Out):
+    spot: float = Field(ge=0)
+    onDemand: float = Field(ge=0)
+
+
+class SummaryPolicy(_Out):
+    """Which provisioning policy ran, with every parameter it ran with."""
+
+    name: str = Field(pattern="^(joiner|cluster-autoscaler)$")
+    parameters: dict[str, Any]
+    stats: dict[str, int]
 
 
 class TimelineEntry(_Out):
@@ -199,8 +223,8 @@ class DisruptionPlan(_Out):
     warnings: list[str] = Field(default_factory=list)
 
 
-class SimulationSummary(_Out):
-    """``summary.json`` written by ``joiner simulate``."""
+class PolicyRun(_Out):
+    """One policy's run in the single-run shape (``policies`` of a comparison)."""
 
     apiVersion: str
     kind: str = "SimulationSummary"
@@ -211,8 +235,19 @@ class SimulationSummary(_Out):
     nodes: list[SummaryNode]
     cost: SummaryCost
     pods: SummaryPods
+    nodeHours: NodeHours
     provisioning: SummaryProvisioning
+    policy: SummaryPolicy
     interruptions: Interruptions
     disruptions: Disruptions
     timeline: list[TimelineEntry]
     warnings: list[str]
+
+
+class SimulationSummary(PolicyRun):
+    """``summary.json`` written by ``joiner simulate``. With ``spec.compare``, the first
+    policy's run is the top level and ``policies`` holds every policy's run."""
+
+    policies: dict[str, PolicyRun] | None = Field(
+        default=None, description="spec.compare: each policy's run, keyed by policy name"
+    )

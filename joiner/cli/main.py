@@ -31,10 +31,11 @@ from joiner.api.outputs import DisruptionPlan, Plan, SimulationSummary
 from joiner.cloudprovider.catalog import Catalog
 from joiner.faults.template import load_template
 from joiner.operator.chaos import run_experiment
+from joiner.operator.compare import prepare_policies, run_policies
 from joiner.operator.disrupt import build_disruption_plan
 from joiner.operator.lint import lint_manifests
 from joiner.operator.plan import build_plan
-from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.htmlreport import PolicyData, comparison_rows, write_report
 from joiner.sim.scenario import is_scenario_file, json_schema, load_scenario
 
 app = typer.Typer(
@@ -125,16 +126,24 @@ def simulate(
         bool, typer.Option("--quiet", "-q", help="Print only warnings and the output path.")
     ] = False,
     feature_gates: FeatureGatesOption = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write a self-contained HTML report with plots (and the PNGs) here.",
+        ),
+    ] = None,
     verbose: Verbose = False,
 ) -> None:
-    """Run a scenario in virtual time and report nodes, cost and pod wait times."""
+    """Run a scenario in virtual time and report nodes, cost and pod wait times; with
+    spec.compare, under each policy, side by side."""
     if verbose:
         _configure_logging(True)
     try:
         sc = load_scenario(scenario)
         if feature_gates is not None:
             sc = replace(sc, feature_gates=parse_feature_gates(feature_gates))
-        runtime = SimulationRuntime(sc)
+        prepared = prepare_policies(sc)
     except InputError as exc:
         _fail(exc)
         return
@@ -146,6 +155,11 @@ def simulate(
             raise IsADirectoryError(f"{summary_path} is a directory")
     except OSError as exc:
         _fail(InputError(f"cannot write the output directory: {exc}", field="--out"))
+    if report is not None:
+        try:
+            report.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            _fail(InputError(f"cannot write the report directory: {exc}", field="--report"))
     show_progress = err.is_terminal and not quiet
     with Progress(
         TextColumn("[bold]simulating[/] {task.description}"),
@@ -156,19 +170,43 @@ def simulate(
         transient=True,
         disable=not show_progress,
     ) as progress:
-        task = progress.add_task(sc.name, total=sc.duration_s)
-        result = runtime.run(progress=lambda t: progress.update(task, completed=t))
-        progress.update(task, completed=sc.duration_s)
+        total = sc.duration_s * len(sc.policies)
+        task = progress.add_task(sc.name, total=total)
+        offsets = {p: i * sc.duration_s for i, p in enumerate(sc.policies)}
+        result = run_policies(
+            sc,
+            prepared=prepared,
+            progress=lambda p, t: progress.update(task, completed=offsets[p] + t),
+        )
+        progress.update(task, completed=total)
     try:
         summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         _fail(InputError(f"cannot write {summary_path}: {exc}", field="--out"))
+    page = None
+    if report is not None:
+        try:
+            page = write_report(
+                report,
+                sc.name,
+                {n: PolicyData(r.summary, r.state) for n, r in result.runs.items()},
+                sc.duration_s,
+            )
+        except OSError as exc:
+            _fail(InputError(f"cannot write the report: {exc}", field="--report"))
     if quiet:
         _print_warnings(result.summary["warnings"])
         out.print(str(summary_path))
+        if page is not None:
+            out.print(str(page))
         return
-    _print_summary(result.summary)
+    if len(result.runs) > 1:
+        _print_comparison({n: r.summary for n, r in result.runs.items()})
+    else:
+        _print_summary(result.summary)
     out.print(f"\nsummary written to [bold]{summary_path}[/]")
+    if page is not None:
+        out.print(f"report written to [bold]{page}[/]")
 
 
 def _print_summary(s: dict[str, Any]) -> None:
@@ -220,6 +258,23 @@ def _print_summary(s: dict[str, Any]) -> None:
             f"[bold yellow]unschedulable ({r['pods']} pods):[/] {escape(r['reason'])}",
             soft_wrap=True,
         )
+
+
+def _print_comparison(summaries: dict[str, dict[str, Any]]) -> None:
+    seen: set[str] = set()
+    for s in summaries.values():
+        _print_warnings([w for w in s["warnings"] if w not in seen])
+        seen.update(s["warnings"])
+    first = next(iter(summaries.values()))
+    table = Table(
+        title=f"{first['scenario']}: {first['durationSeconds'] / 3600:g} h, seed {first['seed']}"
+    )
+    table.add_column("")
+    for name in summaries:
+        table.add_column(name, justify="right")
+    for label, cells in comparison_rows(summaries):
+        table.add_row(label, *cells)
+    out.print(table)
 
 
 class SchemaKind(StrEnum):

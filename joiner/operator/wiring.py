@@ -35,14 +35,21 @@ from joiner.controllers.termination.pdb import violated
 from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
 from joiner.operator.lint import lint_manifests
+from joiner.sim.baseline import CLUSTER_AUTOSCALER, JOINER, ClusterAutoscaler, build_autoscaler
 from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
-from joiner.sim.report import build_summary
+from joiner.sim.report import build_summary, joiner_parameters
 from joiner.sim.running import adopt, cluster_state
 from joiner.sim.scenario import Scenario
 from joiner.sim.timeline import SimTimeline
-from joiner.sim.workloads import DeploymentController, PodFactory
+from joiner.sim.workloads import (
+    CronJobController,
+    DeploymentController,
+    HpaController,
+    JobController,
+    PodFactory,
+)
 from joiner.state.cluster import ClusterState, NodeClaim, Pod
 
 log = logging.getLogger(__name__)
@@ -62,9 +69,19 @@ class RunResult:
 
 
 class SimulationRuntime:
-    """Builds and runs one scenario in virtual time. One instance runs once."""
+    """Builds and runs one scenario in virtual time. One instance runs once.
 
-    def __init__(self, scenario: Scenario, catalog: Catalog | None = None) -> None:
+    ``policy`` is ``joiner`` (Karpenter-style provisioning) or ``cluster-autoscaler`` (the
+    baseline of ``joiner.sim.baseline``: the provisioner is not wired, CA's loop and ASGs
+    launch the nodes, the interruption handler behaves as NTH on ASGs).
+    """
+
+    def __init__(
+        self, scenario: Scenario, catalog: Catalog | None = None, *, policy: str = JOINER
+    ) -> None:
+        if policy not in (JOINER, CLUSTER_AUTOSCALER):
+            raise ValueError(f"unknown policy {policy!r}")
+        self.policy = policy
         self.scenario = scenario
         self.catalog = catalog or Catalog.load()
         self.clock = SimClock()
@@ -98,7 +115,8 @@ class SimulationRuntime:
             self.rng_names,
             on_unschedulable=self._retry_later,
         )
-        self.batcher = Batcher(self.clock, self.provisioner.reconcile)
+        self.autoscaler: ClusterAutoscaler | None = None
+        self.batcher = Batcher(self.clock, self._flush)
         self.kube_scheduler = KubeScheduler(self.state, self.clock)
         self.pods = PodFactory(self.state, self.clock)
         self.kubelet = KubeletModel(
@@ -128,10 +146,24 @@ class SimulationRuntime:
         self.expiration = ExpirationController(
             self.state, self.terminator, self.clock, self.timeline, trigger=self.batcher.trigger
         )
-        self.lifecycle.launch_listeners.append(self.expiration.watch)
-        self.terminator.on_evicted.append(lambda _pod: self.disruption.kick())
-        self.terminator.on_terminated.append(lambda _node: self._changed())
-        self.kube_scheduler.on_bound.append(lambda _pod: self.disruption.kick())
+        if policy == JOINER:
+            self.lifecycle.launch_listeners.append(self.expiration.watch)
+            self.terminator.on_evicted.append(lambda _pod: self._kick_disruption())
+            self.terminator.on_terminated.append(lambda _node: self._changed())
+            self.kube_scheduler.on_bound.append(lambda _pod: self._kick_disruption())
+        if policy == CLUSTER_AUTOSCALER:
+            self.autoscaler = build_autoscaler(
+                self.state,
+                self.cloud,
+                self.lifecycle,
+                self.clock,
+                random.Random(root.getrandbits(64)),
+                self.terminator,
+                self.timeline,
+                scenario.autoscaler,
+                replicated=lambda pod: pod.owner in self._by_owner,
+            )
+            self.cloud.event_listeners.append(self.autoscaler.handle)
         self.pods.on_created.append(self._pod_created)
         self.kubelet.on_ready.append(self._node_ready)
         self.lifecycle.deleted_listeners.append(lambda _claim: self.batcher.trigger())
@@ -142,7 +174,41 @@ class SimulationRuntime:
         self.kube_scheduler.on_bound.append(self._bound)
         self._retry_scheduled = False
         self.deployments = self._deployments()
-        self._by_owner = {d.key: d for d in self.deployments}
+        self._by_owner: dict[str, Any] = {d.key: d for d in self.deployments}
+        self.hpas = [
+            HpaController(w.hpa, self._by_owner[w.deployment], self.clock)
+            for w in scenario.workloads
+            if w.hpa is not None
+        ]
+        self.jobs = [
+            JobController(
+                w.deployment,
+                next(d.template for d in m.deployments if d.key == w.deployment),
+                self.state,
+                self.clock,
+                self.pods,
+                parallelism=w.replicas,
+                completions=next(
+                    d.completions or 0 for d in m.deployments if d.key == w.deployment
+                ),
+                run_for_s=w.run_for_s,
+            )
+            for w in scenario.workloads
+            if w.run_for_s is not None
+        ]
+        self._by_owner.update({j.key: j for j in self.jobs})
+        self.cronjobs = [
+            CronJobController(
+                c.cronjob,
+                c.fire_times_s,
+                self.state,
+                self.clock,
+                self.pods,
+                run_for_s=c.run_for_s,
+                register=self._register_job,
+            )
+            for c in scenario.cronjobs
+        ]
         self._violated: set[str] = set()
         self.pdb_violations = 0
         self.pdb_violation_times: list[float] = []
@@ -190,12 +256,31 @@ class SimulationRuntime:
         self.clock.at(until_s, restore, label="zone-outage-end")
         self._check_pdbs()
 
+    def _flush(self) -> None:
+        """The batch window closed: Joiner provisions; the baseline only notes the change
+        (Cluster Autoscaler acts on its own scan)."""
+        if self.autoscaler is not None:
+            self.autoscaler.wake()
+        else:
+            self.provisioner.reconcile()
+
+    def _register_job(self, job: JobController) -> None:
+        self._by_owner[job.key] = job
+
     def _deployments(self) -> list[DeploymentController]:
         by_key = {w.deployment: w for w in self.scenario.workloads}
         out = []
         for d in self.scenario.manifests.deployments:
             w = by_key.get(d.key)
             dnd = durations.do_not_disrupt(dict(d.annotations).get(DO_NOT_DISRUPT))
+            if w is not None and w.run_for_s is not None:
+                continue  # a Job run to completion (self.jobs)
+            if w is not None and w.hpa is not None:
+                replicas = HpaController.initial_replicas(w.hpa)
+            elif w is not None and w.trace is None:
+                replicas = w.replicas
+            else:
+                replicas = d.replicas
             out.append(
                 DeploymentController(
                     d.key,
@@ -203,11 +288,11 @@ class SimulationRuntime:
                     self.state,
                     self.clock,
                     self.pods,
-                    replicas=w.replicas if w is not None and w.trace is None else d.replicas,
+                    replicas=replicas,
                     trace=w.trace if w is not None else None,
                     do_not_disrupt=dnd[0],
                     do_not_disrupt_for_s=dnd[1],
-                    on_deleted=lambda _pod: self.disruption.kick(),
+                    on_deleted=lambda _pod: self._kick_disruption(),
                 )
             )
         return out
@@ -225,16 +310,26 @@ class SimulationRuntime:
     def _changed(self) -> None:
         """Something disruption decisions depend on changed: note it and wake the controller."""
         self.state.touch()
-        self.disruption.kick()
+        self._kick_disruption()
+
+    def _kick_disruption(self) -> None:
+        """Wake Joiner's disruption controller (the baseline has none: CA scales down)."""
+        if self.policy == JOINER:
+            self.disruption.kick()
 
     def _node_ready(self, claim: NodeClaim) -> None:
         self._changed()
         for node in claim.replaces:
             self.timeline.record(timeline.REPLACEMENT_READY, node=node, detail=claim.name)
         self.interruption.node_ready()
+        if self.autoscaler is not None:
+            self.autoscaler.node_ready(claim)
         self.kube_scheduler.kick()
 
     def _bound(self, pod: Pod) -> None:
+        controller = self._by_owner.get(pod.owner)
+        if isinstance(controller, JobController):
+            controller.bound(pod)
         if pod.replaces is not None:
             self.timeline.record(
                 timeline.POD_REBOUND,
@@ -274,6 +369,8 @@ class SimulationRuntime:
         name = node.name if node is not None else claim.name
         self.timeline.record(timeline.RECLAIMED, node=name)
         claim.deleted_at_s = now
+        if self.autoscaler is not None:
+            self.autoscaler.instance_gone(claim)
         if node is None:
             return
         node.deleted_at_s = now
@@ -306,15 +403,44 @@ class SimulationRuntime:
 
         self.clock.after(RETRY_UNSCHEDULABLE_S, retry, label="retry-unschedulable")
 
+    def _provisioning(self) -> dict[str, int]:
+        if self.autoscaler is not None:
+            st = self.autoscaler.stats
+            return {
+                "passes": st.scans,
+                "nodeClaimsCreated": st.launches,
+                "launchFailures": st.launch_failures,
+            }
+        return {
+            "passes": self.provisioner.stats.passes,
+            "nodeClaimsCreated": self.provisioner.stats.nodeclaims_created,
+            "launchFailures": self.provisioner.stats.launch_failures,
+        }
+
+    def _policy(self) -> dict[str, Any]:
+        if self.autoscaler is not None:
+            return self.autoscaler.describe()
+        boot = self.kubelet.boot
+        params = joiner_parameters(
+            batch_idle_s=self.batcher.idle_s,
+            batch_max_s=self.batcher.max_s,
+            retry_s=RETRY_UNSCHEDULABLE_S,
+            ready_min_s=boot.ready_min_s,
+            ready_max_s=boot.ready_max_s,
+        )
+        return {"name": JOINER, "parameters": params, "stats": {}}
+
     def warnings(self) -> list[str]:
         """Load warnings, notes on what this run does not model, and dead configuration."""
         m = self.scenario.manifests
         out: list[str] = [*m.warnings, *self._volume_warnings]
-        for cj in m.cronjobs:
-            out.append(
-                f"{cj.source.ref} ({cj.source.file}): CronJob schedules are not simulated "
-                "yet; it runs no pods"
-            )
+        for run in self.scenario.cronjobs:
+            cj = run.cronjob
+            if run.defaulted and run.fire_times_s:
+                out.append(
+                    f"{cj.source.ref} ({cj.source.file}): its pods run {run.run_for_s / 60:g}m "
+                    "each (the default; set runFor in a spec.workloads entry for it)"
+                )
         out += [
             str(w)
             for w in lint_manifests(
@@ -348,13 +474,22 @@ class SimulationRuntime:
             log.warning("%s", w)
         for d in self.deployments:
             d.start(self.scenario.duration_s)
+        for h in self.hpas:
+            h.start(self.scenario.duration_s)
+        for j in self.jobs:
+            j.start()
+        for c in self.cronjobs:
+            c.start(self.scenario.duration_s)
+        if self.autoscaler is not None:
+            self.autoscaler.start(self.scenario.duration_s)
         for at_s, event in self.scenario.events:
             self.clock.at(at_s, partial(self.cloud.inject, event), label="captured-event")
         for at_s, experiment in self.experiments:
             experiment.start(at_s)
-        for claim in self.state.live_nodeclaims():  # adopted from a running cluster
-            self.expiration.watch(claim)
-        self.disruption.start()
+        if self.policy == JOINER:
+            for claim in self.state.live_nodeclaims():  # adopted from a running cluster
+                self.expiration.watch(claim)
+            self.disruption.start()
         self.clock.run_until(self.scenario.duration_s, progress=progress)
         summary = build_summary(
             name=self.scenario.name,
@@ -366,11 +501,8 @@ class SimulationRuntime:
             warnings=warnings,
             timeline=self.timeline.entries,
             pdb_violations=self.pdb_violations,
-            provisioning={
-                "passes": self.provisioner.stats.passes,
-                "nodeClaimsCreated": self.provisioner.stats.nodeclaims_created,
-                "launchFailures": self.provisioner.stats.launch_failures,
-            },
+            provisioning=self._provisioning(),
+            policy=self._policy(),
             disruptions=self._disruptions(),
         )
         return RunResult(summary=summary, state=self.state, cloud=self.cloud)

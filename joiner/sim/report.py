@@ -46,11 +46,16 @@ def build_summary(
     timeline: Sequence[Entry] = (),
     pdb_violations: int = 0,
     disruptions: dict[str, Any] | None = None,
+    policy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``summary.json`` document for one run ending at ``duration_s``."""
+    """The ``summary.json`` document for one run ending at ``duration_s``.
+
+    ``policy`` is the ``policy`` block (name, parameters, counters); absent: Joiner's.
+    """
     nodes = []
     total = 0.0
     on_demand_total = 0.0
+    node_hours: dict[str, float] = {"spot": 0.0, "onDemand": 0.0}
     steps: list[tuple[float, float]] = []
     for claim in sorted(state.nodeclaims.values(), key=lambda c: (c.created_at_s, c.name)):
         if claim.instance is None or claim.launched_at_s is None:
@@ -64,6 +69,8 @@ def build_summary(
         od_price = od.price_per_hour if od is not None else price
         total += hours * price
         on_demand_total += hours * od_price
+        ct_key = "spot" if inst.offering.capacity_type == "spot" else "onDemand"
+        node_hours[ct_key] += hours
         steps.append((start, price))
         steps.append((end, -price))
         nodes.append(
@@ -93,13 +100,9 @@ def build_summary(
         peak = max(peak, running)
 
     workload = [p for p in state.pods.values() if not p.daemon]
-    waits = []
-    for p in workload:
-        if p.bound_at_s is not None:
-            waits.append(p.bound_at_s - p.created_at_s)
-        elif p.deleted_at_s is None:
-            waits.append(duration_s - p.created_at_s)
+    waits = pod_waits(state, duration_s)
     pending = [p for p in workload if p.pending]
+    latencies = scale_up_latencies(state)
     reasons = Counter(p.unschedulable_reason for p in pending if p.unschedulable_reason)
     savings = (1 - total / on_demand_total) * 100 if on_demand_total > 0 else 0.0
     return {
@@ -126,12 +129,19 @@ def build_summary(
                 "p95": _r(percentile(waits, 0.95), 3),
                 "max": _r(max(waits) if waits else 0.0, 3),
             },
+            "scaleUpLatencySeconds": {
+                "pods": len(latencies),
+                "p50": _r(percentile(latencies, 0.50), 3),
+                "p95": _r(percentile(latencies, 0.95), 3),
+            },
             "unschedulableReasons": [
                 {"reason": r, "pods": n}
                 for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))
             ],
         },
+        "nodeHours": {k: _r(v, 4) for k, v in node_hours.items()},
         "provisioning": provisioning,
+        "policy": policy or {"name": "joiner", "parameters": joiner_parameters(), "stats": {}},
         "interruptions": interruptions(state, timeline, pdb_violations),
         "disruptions": disruptions
         or {
@@ -153,6 +163,52 @@ def build_summary(
             for e in timeline
         ],
         "warnings": warnings,
+    }
+
+
+def pod_waits(state: ClusterState, duration_s: float) -> list[float]:
+    """Seconds each workload pod waited: creation to binding; a pod still pending at the end
+    counts with its wait so far; a pod deleted before it ran is left out."""
+    waits = []
+    for p in state.pods.values():
+        if p.daemon:
+            continue
+        if p.bound_at_s is not None:
+            waits.append(p.bound_at_s - p.created_at_s)
+        elif p.deleted_at_s is None:
+            waits.append(duration_s - p.created_at_s)
+    return waits
+
+
+def scale_up_latencies(state: ClusterState) -> list[float]:
+    """Pending-to-running seconds of the pods that waited for new capacity: bound to a node
+    whose NodeClaim was created after the pod (the scale-up latency a user sees)."""
+    created = {c.node_name: c.created_at_s for c in state.nodeclaims.values() if c.node_name}
+    out = []
+    for p in state.pods.values():
+        if p.daemon or p.bound_at_s is None or p.node_name is None:
+            continue
+        made = created.get(p.node_name)
+        if made is not None and made >= p.created_at_s:
+            out.append(p.bound_at_s - p.created_at_s)
+    return out
+
+
+def joiner_parameters(
+    *,
+    batch_idle_s: float = 1.0,
+    batch_max_s: float = 10.0,
+    retry_s: float = 60.0,
+    ready_min_s: float = 25.0,
+    ready_max_s: float = 45.0,
+) -> dict[str, Any]:
+    """Joiner's provisioning parameters as the report lists them (seconds)."""
+    return {
+        "batchIdleSeconds": batch_idle_s,
+        "batchMaxSeconds": batch_max_s,
+        "retryUnschedulableSeconds": retry_s,
+        "launch": "EC2 Fleet for Karpenter: spot before on-demand, lowest price",
+        "nodeReadySeconds": {"min": ready_min_s, "max": ready_max_s},
     }
 
 

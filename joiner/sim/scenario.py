@@ -8,11 +8,13 @@ names (paths relative to the scenario file) and the traces, and checks cross-ref
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from joiner.api import durations
@@ -21,6 +23,7 @@ from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
 from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents, read_text
+from joiner.api.objects import CronJob
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
 from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
@@ -28,7 +31,8 @@ from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
 from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.faults.template import Template, load_template
-from joiner.sim.workloads import Trace, load_trace
+from joiner.sim.baseline.settings import EXPANDERS, AutoscalerSettings, NodeGroupSpec
+from joiner.sim.workloads import DailyMultiplier, Hpa, Trace, load_trace
 
 API_VERSION = "joiner.dev/v1alpha1"
 
@@ -109,12 +113,100 @@ class TraceSpec(_Strict):
     max: StrictInt = Field(default=1000, ge=0, le=MAX_REPLICAS)
 
 
-class WorkloadSpec(_Strict):
-    """A Deployment from the manifests, with fixed replicas or a trace."""
+class DailyMultiplierSpec(_Strict):
+    """Traffic times ``factor`` every day from ``start`` (HH:MM wall clock) for ``duration``."""
 
-    deployment: str = Field(min_length=1, description="namespace/name (or name in default)")
+    name: str = ""
+    start: str = Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", description="HH:MM")
+    duration: str = Field(description="Go duration, at most 24h")
+    factor: float = Field(ge=0, le=1e4, allow_inf_nan=False)
+
+
+class HpaSpec(_Strict):
+    """A HorizontalPodAutoscaler on a request-rate trace (AverageValue target)."""
+
+    file: str = Field(min_length=1, description="CSV with header minute,value (requests)")
+    targetPerReplica: float = Field(gt=0, allow_inf_nan=False)
+    min: StrictInt = Field(default=1, ge=0, le=MAX_REPLICAS)
+    max: StrictInt = Field(default=1000, ge=0, le=MAX_REPLICAS)
+    syncPeriod: str = Field(default="15s", description="Go duration")
+    scaleDownStabilization: str = Field(default="5m", description="Go duration")
+    tolerance: float = Field(default=0.1, ge=0, lt=1, allow_inf_nan=False)
+    dailyMultipliers: list[DailyMultiplierSpec] = Field(default_factory=list)
+
+
+class WorkloadSpec(_Strict):
+    """A Deployment (or StatefulSet, ReplicaSet, Job) with fixed replicas, a trace or an HPA;
+    or a CronJob; Jobs and CronJobs with ``runFor`` run their pods to completion."""
+
+    deployment: str | None = Field(
+        default=None, min_length=1, description="namespace/name (or name in default)"
+    )
+    cronJob: str | None = Field(default=None, min_length=1, description="namespace/name")
     replicas: StrictInt | None = Field(default=None, ge=0, le=MAX_REPLICAS)
     trace: TraceSpec | None = None
+    hpa: HpaSpec | None = None
+    runFor: str | None = Field(
+        default=None, description="Go duration each Job pod runs once started"
+    )
+
+
+class NodeGroupModel(_Strict):
+    """An Auto Scaling group for the Cluster Autoscaler baseline."""
+
+    name: str = Field(min_length=1, max_length=200)
+    nodePool: str = Field(
+        min_length=1,
+        description="NodePool whose NodeClass, labels, taints "
+        "and requirements the group's launch template carries",
+    )
+    instanceTypes: list[str] = Field(
+        min_length=1, description="Overrides; the first is CA's template"
+    )
+    onDemandBaseCapacity: StrictInt = Field(default=0, ge=0)
+    onDemandPercentageAboveBaseCapacity: StrictInt = Field(default=100, ge=0, le=100)
+    minSize: StrictInt = Field(default=0, ge=0)
+    maxSize: StrictInt = Field(default=1000, ge=0, le=100000)
+    zones: list[str] | None = None
+
+
+class LaunchDelaySpec(_Strict):
+    """ASG launch delay bounds (uniform), Go durations."""
+
+    min: str = "60s"
+    max: str = "120s"
+
+
+class ClusterAutoscalerSpec(_Strict):
+    """Cluster Autoscaler flags (camelCase of the flag names) and its ASGs."""
+
+    scanInterval: str = "10s"
+    expander: str = Field(
+        default="least-waste",
+        description="random, most-pods, least-waste or priority, or a chain such as "
+        "priority,least-waste",
+    )
+    priorities: dict[str, list[str]] = Field(
+        default_factory=dict, description="priority expander: priority -> group name regexes"
+    )
+    maxNodeProvisionTime: str = "15m"
+    initialNodeGroupBackoffDuration: str = "5m"
+    maxNodeGroupBackoffDuration: str = "30m"
+    nodeGroupBackoffResetTimeout: str = "3h"
+    scaleDownUtilizationThreshold: float = Field(default=0.5, gt=0, le=1, allow_inf_nan=False)
+    scaleDownUnneededTime: str = "10m"
+    scaleDownDelayAfterAdd: str = "10m"
+    scaleDownDelayAfterDelete: str | None = Field(
+        default=None, description="defaults to scanInterval"
+    )
+    scaleDownDelayAfterFailure: str = "3m"
+    maxEmptyBulkDelete: StrictInt = Field(default=10, ge=1)
+    asgLaunchDelay: LaunchDelaySpec = Field(default_factory=LaunchDelaySpec)
+    capacityRebalance: bool = False
+    nodeGroups: list[NodeGroupModel] = Field(
+        default_factory=list, description="absent: one group per NodePool x type x capacity type"
+    )
+    derivedGroupMaxSize: StrictInt = Field(default=1000, ge=1, le=100000)
 
 
 class FeatureGatesSpec(_Strict):
@@ -153,6 +245,13 @@ class ScenarioSpec(_Strict):
     )
     events: list[EventSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
+    compare: list[Literal["joiner", "cluster-autoscaler"]] | None = Field(
+        default=None,
+        min_length=1,
+        description="Run each policy on the same seed; summary.json keeps the first at the "
+        "top level and every one under policies",
+    )
+    clusterAutoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
 
 
 class ScenarioMetadata(_Strict):
@@ -170,11 +269,29 @@ class ScenarioFile(_Strict):
 
 @dataclass(frozen=True)
 class Workload:
-    """A resolved workload: a Deployment key with fixed replicas or a trace."""
+    """A resolved workload: a Deployment key with fixed replicas, a trace or an HPA; or a
+    Job run to completion (``run_for_s``)."""
 
     deployment: str
     replicas: int
     trace: Trace | None
+    hpa: Hpa | None = None
+    run_for_s: float | None = None
+
+
+@dataclass(frozen=True)
+class CronJobRun:
+    """A CronJob with its fire times (seconds of run time) and its pods' run time."""
+
+    cronjob: CronJob
+    fire_times_s: tuple[float, ...]
+    run_for_s: float
+    #: True when ``run_for_s`` is the default (no ``spec.workloads`` entry gave it).
+    defaulted: bool = False
+
+
+#: How long a CronJob's pods run when the scenario does not say.
+DEFAULT_JOB_RUN_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -196,9 +313,13 @@ class Scenario:
     events: tuple[tuple[float, CloudEvent], ...] = ()
     #: (time in seconds, template) for FIS experiments.
     faults: tuple[tuple[float, Template], ...] = ()
-    #: UTC instant of run time 0.
+    #: UTC instant of run time 0 (CronJob schedules and daily multipliers use UTC).
     start_time: datetime = DEFAULT_EPOCH
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    cronjobs: tuple[CronJobRun, ...] = ()
+    #: The policies to run (``spec.compare``); the first is the summary's top level.
+    policies: tuple[str, ...] = ("joiner",)
+    autoscaler: AutoscalerSettings = field(default_factory=AutoscalerSettings)
 
 
 def json_schema() -> dict[str, Any]:
@@ -320,44 +441,96 @@ def load_scenario(
         for g in (spec.cloud.securityGroups or [])
     )
 
+    def seconds(value: str, where: str) -> float:
+        try:
+            return durations.parse_required_seconds(value, field=where)
+        except InputError as exc:
+            raise exc.located(file=file, obj=obj) from exc
+
     workloads: list[Workload] = []
+    cron_runs: dict[str, float] = {}
     listed: dict[str, int] = {}
     for i, w in enumerate(spec.workloads):
         field = f"spec.workloads[{i}]"
+        if (w.deployment is None) == (w.cronJob is None):
+            raise fail("give exactly one of 'deployment' or 'cronJob'", field)
+        if w.cronJob is not None:
+            cj = _find_cronjob(manifests.cronjobs, w.cronJob)
+            if cj is None:
+                have = ", ".join(c.key for c in manifests.cronjobs) or "none"
+                raise fail(
+                    f"CronJob {w.cronJob!r} is not in the manifests (have: {have})",
+                    f"{field}.cronJob",
+                )
+            if w.replicas is not None or w.trace is not None or w.hpa is not None:
+                raise fail("a CronJob takes only 'runFor'", field)
+            if w.runFor is None:
+                raise fail("give 'runFor': how long each of its pods runs", field)
+            if cj.key in cron_runs:
+                raise fail(f"{cj.key} is listed twice", f"{field}.cronJob")
+            cron_runs[cj.key] = _positive(seconds(w.runFor, f"{field}.runFor"), fail, field)
+            continue
+        assert w.deployment is not None
         found = manifests.deployment(w.deployment)
         if found is not None and found.key in listed:
             raise fail(
                 f"{found.key} is already listed at spec.workloads[{listed[found.key]}]",
                 f"{field}.deployment",
             )
-        if found is not None:
-            listed[found.key] = i
-        if manifests.deployment(w.deployment) is None:
+        if found is None:
             have = ", ".join(d.key for d in manifests.deployments) or "none"
             raise fail(
                 f"Deployment {w.deployment!r} is not in the manifests (have: {have})",
                 f"{field}.deployment",
             )
-        if (w.replicas is None) == (w.trace is None):
-            raise fail("give exactly one of 'replicas' or 'trace'", field)
+        listed[found.key] = i
+        if found.kind == "Job" and w.runFor is not None:
+            if w.replicas is not None or w.trace is not None or w.hpa is not None:
+                raise fail("a Job run to completion takes only 'runFor'", field)
+            run_for = _positive(seconds(w.runFor, f"{field}.runFor"), fail, field)
+            workloads.append(Workload(found.key, found.replicas, None, run_for_s=run_for))
+            continue
+        if w.runFor is not None:
+            raise fail(f"'runFor' applies to Jobs and CronJobs, not a {found.kind}", field)
+        given = [k for k in ("replicas", "trace", "hpa") if getattr(w, k) is not None]
+        if len(given) != 1:
+            raise fail("give exactly one of 'replicas', 'trace' or 'hpa'", field)
         trace = None
-        if w.trace is not None:
-            if w.trace.min > w.trace.max:
-                raise fail(f"min {w.trace.min} exceeds max {w.trace.max}", f"{field}.trace")
+        hpa = None
+        source = w.trace or w.hpa
+        if source is not None:
+            where = "trace" if w.trace is not None else "hpa"
+            if source.min > source.max:
+                raise fail(f"min {source.min} exceeds max {source.max}", f"{field}.{where}")
             try:
-                trace = load_trace(
-                    base / w.trace.file,
-                    target_per_replica=w.trace.targetPerReplica,
-                    min_replicas=w.trace.min,
-                    max_replicas=w.trace.max,
+                loaded = load_trace(
+                    base / source.file,
+                    target_per_replica=source.targetPerReplica,
+                    min_replicas=source.min,
+                    max_replicas=source.max,
                 )
             except InputError as exc:
                 raise InputError(
-                    f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"{field}.trace.file"
+                    f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"{field}.{where}.file"
                 ) from exc
-        key = manifests.deployment(w.deployment)
-        assert key is not None
-        workloads.append(Workload(key.key, w.replicas or 0, trace))
+            if w.hpa is not None:
+                hpa = _hpa(w.hpa, loaded, start_time, seconds, fail, f"{field}.hpa")
+            else:
+                trace = loaded
+        workloads.append(Workload(found.key, w.replicas or 0, trace, hpa=hpa))
+
+    cronjobs: list[CronJobRun] = []
+    for cj in manifests.cronjobs:
+        given_run = cron_runs.get(cj.key)
+        cronjobs.append(
+            CronJobRun(
+                cj,
+                _fire_times(cj, start_time, duration_s),
+                given_run if given_run is not None else DEFAULT_JOB_RUN_S,
+                defaulted=given_run is None,
+            )
+        )
+    autoscaler = _autoscaler(spec, manifests, subnets, catalog, seconds, fail)
 
     if check_selectors:
         _check_node_classes(manifests, subnets, groups)
@@ -421,6 +594,181 @@ def load_scenario(
         feature_gates=FeatureGates(
             spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation
         ),
+        cronjobs=tuple(cronjobs),
+        policies=tuple(spec.compare) if spec.compare else ("joiner",),
+        autoscaler=autoscaler,
+    )
+
+
+def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> tuple[float, ...]:
+    """Seconds of run time at which ``cj``'s schedule fires (UTC wall clock from ``start``),
+    as the CronJob controller computes them (robfig/cron semantics, via croniter).
+
+    Raises:
+        InputError: the schedule is not a cron expression (naming the CronJob's field).
+    """
+    text = cj.schedule.strip()
+    if not croniter.is_valid(text) or len(text.split()) not in (1, 5):
+        raise InputError(
+            f"{cj.schedule!r} is not a cron schedule (five fields such as '0 2 * * *', or a "
+            "macro such as '@daily')",
+            file=cj.source.file,
+            obj=cj.source.ref,
+            field="spec.schedule",
+        )
+    out: list[float] = []
+    it = croniter(text, start - timedelta(microseconds=1))
+    while True:
+        at = (it.get_next(datetime) - start).total_seconds()
+        if at > duration_s:
+            return tuple(out)
+        out.append(at)
+
+
+def _find_cronjob(cronjobs: list[CronJob], key: str) -> CronJob | None:
+    if "/" not in key:
+        key = f"default/{key}"
+    return next((c for c in cronjobs if c.key == key), None)
+
+
+def _positive(value: float, fail: Any, field: str) -> float:
+    if value <= 0:
+        raise fail("runFor must be positive", f"{field}.runFor")
+    return value
+
+
+def _hpa(spec: HpaSpec, trace: Trace, start: datetime, seconds: Any, fail: Any, field: str) -> Hpa:
+    sync_s = seconds(spec.syncPeriod, f"{field}.syncPeriod")
+    if sync_s < 1:
+        raise fail("syncPeriod must be at least 1s", f"{field}.syncPeriod")
+    multipliers = []
+    for i, m in enumerate(spec.dailyMultipliers):
+        where = f"{field}.dailyMultipliers[{i}]"
+        minutes = seconds(m.duration, f"{where}.duration") / 60
+        if not 1 <= minutes <= 1440:
+            raise fail("duration must be between 1m and 24h", f"{where}.duration")
+        hh, mm = (int(x) for x in m.start.split(":"))
+        multipliers.append(DailyMultiplier(hh * 60 + mm, int(minutes), m.factor, m.name))
+    return Hpa(
+        trace=trace,
+        sync_s=sync_s,
+        scale_down_stabilization_s=seconds(
+            spec.scaleDownStabilization, f"{field}.scaleDownStabilization"
+        ),
+        tolerance=spec.tolerance,
+        multipliers=tuple(multipliers),
+        start_minute_of_day=start.hour * 60 + start.minute,
+    )
+
+
+def _autoscaler(
+    spec: ScenarioSpec,
+    manifests: ManifestSet,
+    subnets: tuple[Subnet, ...],
+    catalog: Catalog,
+    seconds: Any,
+    fail: Any,
+) -> AutoscalerSettings:
+    ca = spec.clusterAutoscaler
+    base = "spec.clusterAutoscaler"
+    chain = tuple(e.strip() for e in ca.expander.split(","))
+    for e in chain:
+        if e not in EXPANDERS:
+            raise fail(f"unknown expander {e!r}; known: {', '.join(EXPANDERS)}", f"{base}.expander")
+    priorities: list[tuple[int, tuple[str, ...]]] = []
+    for key, patterns in sorted(ca.priorities.items()):
+        if not key.lstrip("-").isdigit():
+            raise fail(f"priority {key!r} is not an integer", f"{base}.priorities")
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise fail(f"bad regex {p!r}: {exc}", f"{base}.priorities[{key}]") from exc
+        priorities.append((int(key), tuple(patterns)))
+    if "priority" in chain and not priorities:
+        raise fail("the priority expander needs priorities", f"{base}.priorities")
+    zones = {s.zone for s in subnets}
+    offered = set(catalog.offered_types(spec.region))
+    pools = {p.name for p in manifests.nodepools}
+    groups = []
+    seen: set[str] = set()
+    for i, g in enumerate(ca.nodeGroups):
+        where = f"{base}.nodeGroups[{i}]"
+        if g.name in seen:
+            raise fail(f"duplicate node group name {g.name!r}", f"{where}.name")
+        seen.add(g.name)
+        if g.nodePool not in pools:
+            raise fail(
+                f"NodePool {g.nodePool!r} is not in the manifests (have: "
+                f"{', '.join(sorted(pools)) or 'none'})",
+                f"{where}.nodePool",
+            )
+        for j, t in enumerate(g.instanceTypes):
+            if t not in offered:
+                raise fail(
+                    f"instance type {t!r} is not offered in {spec.region}",
+                    f"{where}.instanceTypes[{j}]",
+                )
+        for j, z in enumerate(g.zones or []):
+            if z not in zones:
+                raise fail(
+                    f"zone {z!r} has no subnet (subnets' zones: {', '.join(sorted(zones))})",
+                    f"{where}.zones[{j}]",
+                )
+        if g.minSize > g.maxSize:
+            raise fail(f"minSize {g.minSize} exceeds maxSize {g.maxSize}", f"{where}.minSize")
+        groups.append(
+            NodeGroupSpec(
+                name=g.name,
+                nodepool=g.nodePool,
+                instance_types=tuple(g.instanceTypes),
+                on_demand_base=g.onDemandBaseCapacity,
+                on_demand_percentage=g.onDemandPercentageAboveBaseCapacity,
+                min_size=g.minSize,
+                max_size=g.maxSize,
+                zones=tuple(g.zones) if g.zones is not None else None,
+            )
+        )
+    delay_min = seconds(ca.asgLaunchDelay.min, f"{base}.asgLaunchDelay.min")
+    delay_max = seconds(ca.asgLaunchDelay.max, f"{base}.asgLaunchDelay.max")
+    if delay_min > delay_max:
+        raise fail("min exceeds max", f"{base}.asgLaunchDelay")
+    scan = seconds(ca.scanInterval, f"{base}.scanInterval")
+    if scan < 1:
+        raise fail("scanInterval must be at least 1s", f"{base}.scanInterval")
+    return AutoscalerSettings(
+        scan_interval_s=scan,
+        expander=chain,
+        priorities=tuple(priorities),
+        max_node_provision_time_s=seconds(ca.maxNodeProvisionTime, f"{base}.maxNodeProvisionTime"),
+        initial_node_group_backoff_s=seconds(
+            ca.initialNodeGroupBackoffDuration, f"{base}.initialNodeGroupBackoffDuration"
+        ),
+        max_node_group_backoff_s=seconds(
+            ca.maxNodeGroupBackoffDuration, f"{base}.maxNodeGroupBackoffDuration"
+        ),
+        node_group_backoff_reset_s=seconds(
+            ca.nodeGroupBackoffResetTimeout, f"{base}.nodeGroupBackoffResetTimeout"
+        ),
+        scale_down_utilization_threshold=ca.scaleDownUtilizationThreshold,
+        scale_down_unneeded_time_s=seconds(
+            ca.scaleDownUnneededTime, f"{base}.scaleDownUnneededTime"
+        ),
+        scale_down_delay_after_add_s=seconds(
+            ca.scaleDownDelayAfterAdd, f"{base}.scaleDownDelayAfterAdd"
+        ),
+        scale_down_delay_after_delete_s=None
+        if ca.scaleDownDelayAfterDelete is None
+        else seconds(ca.scaleDownDelayAfterDelete, f"{base}.scaleDownDelayAfterDelete"),
+        scale_down_delay_after_failure_s=seconds(
+            ca.scaleDownDelayAfterFailure, f"{base}.scaleDownDelayAfterFailure"
+        ),
+        max_empty_bulk_delete=ca.maxEmptyBulkDelete,
+        asg_launch_delay_min_s=delay_min,
+        asg_launch_delay_max_s=delay_max,
+        capacity_rebalance=ca.capacityRebalance,
+        node_groups=tuple(groups),
+        derived_max_size=ca.derivedGroupMaxSize,
     )
 
 

@@ -1,9 +1,11 @@
-"""Workloads: pods from Deployments (fixed replicas or following a trace) and bare Pods.
+"""Workloads: pods from Deployments (fixed replicas, a trace, or a HorizontalPodAutoscaler
+following a request-rate trace), Jobs and CronJobs run to completion, and bare Pods.
 
 A trace is a CSV with header ``minute,value``; at minute ``m`` the Deployment wants
 ``clamp(ceil(value / targetPerReplica), min, max)`` replicas (the last row holds after the
-trace ends). Scaling down deletes pending pods first, then the newest (ReplicaSet order);
-a deleted pod ended gracefully and is not lost.
+trace ends). ``Hpa`` instead syncs every 15 s with the HPA controller's tolerance, scale-up
+rate limit and scale-down stabilisation. Scaling down deletes pending pods first, then the
+newest (ReplicaSet order); a deleted pod ended gracefully and is not lost.
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ import csv
 import io
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from joiner.api.errors import InputError
 from joiner.api.manifests.yamlio import read_text
-from joiner.api.objects import PodTemplate
+from joiner.api.objects import CronJob, PodTemplate
 from joiner.sim.clock import SimClock
 from joiner.state.cluster import ClusterState, Pod
 
@@ -178,6 +180,11 @@ class DeploymentController:
         """Desired replicas at ``minute``."""
         return self._trace.replicas_at(minute) if self._trace is not None else self._fixed
 
+    def set_replicas(self, replicas: int) -> None:
+        """Scale to ``replicas`` now (a HorizontalPodAutoscaler's decision)."""
+        self._fixed = replicas
+        self._reconcile(self._minute)
+
     def _live(self) -> list[Pod]:
         return [p for p in self._state.live_pods() if p.owner == self.key and not p.daemon]
 
@@ -209,3 +216,249 @@ class DeploymentController:
                 self._state.pod_event(pod, pod.deleted_at_s)
                 if self._on_deleted is not None:
                     self._on_deleted(pod)
+
+
+@dataclass(frozen=True, slots=True)
+class DailyMultiplier:
+    """Traffic times ``factor`` from ``start_minute`` of each day (minutes after midnight of
+    the scenario's wall clock) for ``duration_minutes``."""
+
+    start_minute: int
+    duration_minutes: int
+    factor: float
+    name: str = ""
+
+    def applies(self, minute_of_day: int) -> bool:
+        """True when ``minute_of_day`` (0-1439) is inside the window (which may wrap)."""
+        offset = (minute_of_day - self.start_minute) % 1440
+        return offset < self.duration_minutes
+
+
+@dataclass(frozen=True, slots=True)
+class Hpa:
+    """A HorizontalPodAutoscaler on a request-rate metric (``AverageValue`` target).
+
+    Every ``sync_s`` (15 s, kube-controller-manager ``--horizontal-pod-autoscaler-sync-period``)
+    the recommendation is ``ceil(rate / target_per_replica)``, unchanged while the usage
+    ratio is within ``tolerance`` (0.1) of 1; scale-up is limited per sync to
+    ``max(2 x current, current + 4)`` (the default ``behavior.scaleUp`` policies: 100 % or 4
+    pods per 15 s, the larger); scale-down takes the highest recommendation of the last
+    ``scale_down_stabilization_s`` (300 s, the default ``behavior.scaleDown``
+    stabilization window); the result is clamped to [min, max].
+
+    ``trace`` gives the rate per minute; ``multipliers`` scale it at daily times;
+    ``start_minute_of_day`` is the wall-clock minute of run time 0.
+    """
+
+    trace: Trace
+    sync_s: float = 15.0
+    scale_down_stabilization_s: float = 300.0
+    tolerance: float = 0.1
+    multipliers: tuple[DailyMultiplier, ...] = ()
+    start_minute_of_day: int = 0
+
+    def rate_at(self, t_s: float) -> float:
+        """The metric at run time ``t_s`` (per-minute trace value times the multipliers)."""
+        minute = int(t_s // 60)
+        value = self.trace.values[min(minute, len(self.trace.values) - 1)]
+        of_day = (self.start_minute_of_day + minute) % 1440
+        for m in self.multipliers:
+            if m.applies(of_day):
+                value *= m.factor
+        return value
+
+    def raw(self, t_s: float, current: int) -> int:
+        """The unstabilised recommendation at ``t_s`` with ``current`` replicas."""
+        tr = self.trace
+        want = self.rate_at(t_s) / tr.target_per_replica
+        if current > 0 and abs(want / current - 1.0) <= self.tolerance:
+            return current
+        if not math.isfinite(want) or want >= tr.max_replicas:
+            return tr.max_replicas
+        return max(tr.min_replicas, min(tr.max_replicas, math.ceil(want)))
+
+
+class HpaController:
+    """Drives a ``DeploymentController``'s desired replicas with the ``Hpa`` model."""
+
+    def __init__(self, hpa: Hpa, deployment: DeploymentController, clock: SimClock) -> None:
+        self.hpa = hpa
+        self._deployment = deployment
+        self._clock = clock
+        self._history: list[tuple[float, int]] = []
+        self.replicas = self.initial_replicas(hpa)
+
+    @staticmethod
+    def initial_replicas(hpa: Hpa) -> int:
+        """Replicas at run time 0: the recommendation for the first minute's rate."""
+        return max(hpa.trace.min_replicas, hpa.raw(0.0, 0))
+
+    def start(self, duration_s: float) -> None:
+        """Sync every ``sync_s`` until ``duration_s``."""
+        self._end_s = duration_s
+        self._history.append((0.0, self.replicas))
+        self._clock.at(self.hpa.sync_s, self._sync, label="hpa")
+
+    def _sync(self) -> None:
+        now = self._clock.now()
+        hpa = self.hpa
+        current = self.replicas
+        raw = hpa.raw(now, current)
+        self._history.append((now, raw))
+        window = now - hpa.scale_down_stabilization_s
+        self._history = [(t, r) for t, r in self._history if t >= window]
+        if raw > current:
+            target = min(raw, max(2 * current, current + 4))
+        else:
+            target = min(current, max(r for _, r in self._history))
+        tr = hpa.trace
+        target = max(tr.min_replicas, min(tr.max_replicas, target))
+        if target != current:
+            self.replicas = target
+            self._deployment.set_replicas(target)
+        nxt = now + hpa.sync_s
+        if nxt <= self._end_s:
+            self._clock.at(nxt, self._sync, label="hpa")
+
+
+class JobController:
+    """A Job run to completion: ``parallelism`` pods at a time, each running ``run_for_s``
+    once bound, until ``completions`` have succeeded. An evicted or lost pod is replaced
+    (it did not complete). A finished pod is deleted (Succeeded: it holds no capacity)."""
+
+    def __init__(
+        self,
+        key: str,
+        template: PodTemplate,
+        state: ClusterState,
+        clock: SimClock,
+        pods: PodFactory,
+        *,
+        parallelism: int,
+        completions: int,
+        run_for_s: float,
+    ) -> None:
+        self.key = key
+        self._template = template
+        self._state = state
+        self._clock = clock
+        self._pods = pods
+        self.parallelism = parallelism
+        self.completions = completions
+        self.run_for_s = run_for_s
+        self.succeeded = 0
+        self.completed_at_s: float | None = None
+        self._active: set[str] = set()
+
+    def start(self, duration_s: float = 0.0) -> None:
+        """Create the first wave of pods."""
+        self._fill()
+
+    @property
+    def done(self) -> bool:
+        """All completions succeeded."""
+        return self.succeeded >= self.completions
+
+    def _fill(self) -> None:
+        want = min(self.parallelism, self.completions - self.succeeded - 0)
+        while len(self._active) < want and self.succeeded + len(self._active) < self.completions:
+            pod = self._pods.create(self.key, self._template)
+            self._active.add(pod.uid)
+
+    def bound(self, pod: Pod) -> None:
+        """The pod started running: it succeeds ``run_for_s`` later."""
+        uid = pod.uid
+        self._clock.after(self.run_for_s, lambda: self._finish(uid), label="job-pod-done")
+
+    def _finish(self, uid: str) -> None:
+        pod = self._state.pods[uid]
+        if uid not in self._active or pod.deleted_at_s is not None:
+            return
+        pod.deleted_at_s = self._clock.now()
+        self._active.discard(uid)
+        self.succeeded += 1
+        if self.done:
+            self.completed_at_s = self._clock.now()
+            return
+        self._fill()
+
+    def replace(self, gone: Pod) -> Pod | None:
+        """A pod was evicted or lost before it finished: run another."""
+        self._active.discard(gone.uid)
+        if self.done:
+            return None
+        before = set(self._active)
+        self._fill()
+        fresh = sorted(self._active - before)
+        if not fresh:
+            return None
+        pod = self._state.pods[fresh[0]]
+        pod.replaces = gone.uid
+        return pod
+
+    def stop(self) -> None:
+        """Delete the running pods (CronJob ``Replace``)."""
+        now = self._clock.now()
+        for uid in sorted(self._active):
+            self._state.pods[uid].deleted_at_s = now
+        self._active.clear()
+
+
+class CronJobController:
+    """A CronJob: at each fire time (seconds of run time) it creates a Job of its template,
+    named ``<cronjob>-<minute of the run>``, honouring ``suspend`` and
+    ``concurrencyPolicy`` (Allow; Forbid skips while a Job runs; Replace stops it)."""
+
+    def __init__(
+        self,
+        cronjob: CronJob,
+        fire_times_s: Sequence[float],
+        state: ClusterState,
+        clock: SimClock,
+        pods: PodFactory,
+        *,
+        run_for_s: float,
+        register: Callable[[JobController], None],
+    ) -> None:
+        self.cronjob = cronjob
+        self.fire_times_s = tuple(fire_times_s)
+        self._state = state
+        self._clock = clock
+        self._pods = pods
+        self.run_for_s = run_for_s
+        self._register = register
+        self.jobs: list[JobController] = []
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return self.cronjob.key
+
+    def start(self, duration_s: float) -> None:
+        """Schedule every fire time."""
+        for t in self.fire_times_s:
+            self._clock.at(t, partial(self._fire, t), label="cronjob")
+
+    def _fire(self, at_s: float) -> None:
+        cj = self.cronjob
+        if cj.suspend:
+            return
+        running = [j for j in self.jobs if not j.done]
+        if running and cj.concurrency_policy == "Forbid":
+            return
+        if running and cj.concurrency_policy == "Replace":
+            for j in running:
+                j.stop()
+        job = JobController(
+            f"{cj.namespace}/{cj.name}-{int(at_s // 60)}",
+            cj.template,
+            self._state,
+            self._clock,
+            self._pods,
+            parallelism=cj.parallelism,
+            completions=cj.completions if cj.completions is not None else cj.parallelism,
+            run_for_s=self.run_for_s,
+        )
+        self.jobs.append(job)
+        self._register(job)
+        job.start()

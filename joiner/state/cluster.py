@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from joiner.api import labels, quantity
 from joiner.api.objects import NodePool, PodDisruptionBudget, PodTemplate, Taint
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import Instance, InstanceType
+
+_revisions = itertools.count(1)
+_revision = 0
+
+
+def revision() -> int:
+    """A number that changes whenever a pod is bound, unbound or deleted, or a node changes
+    readiness, deletion or schedulability (any state in this process). Caches and the
+    baseline's skipped scans compare it; it never reaches an output."""
+    return _revision
+
+
+def _bump() -> None:
+    global _revision
+    _revision = next(_revisions)
+
+
+_POD_TRACKED = frozenset({"node_name", "deleted_at_s"})
+_NODE_TRACKED = frozenset({"ready", "deleted_at_s", "deleting", "taints"})
 
 
 @dataclass
@@ -57,6 +78,11 @@ class Pod:
             return False
         start = self.bound_at_s if self.bound_at_s is not None else now_s
         return now_s < start + self.do_not_disrupt_for_s
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in _POD_TRACKED:
+            _bump()
 
 
 @dataclass
@@ -116,6 +142,11 @@ class Node:
     #: ``lastPodEventTime``, which starts ``consolidateAfter``); its creation until then.
     last_pod_event_s: float | None = None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in _NODE_TRACKED:
+            _bump()
+
 
 @dataclass
 class ClusterState:
@@ -134,11 +165,39 @@ class ClusterState:
     #: timestamp).
     generation: int = 0
 
+    # Caches over ``pods``, valid while ``revision()`` and ``len(pods)`` are unchanged.
+    _live: list[Pod] = field(default_factory=list, repr=False, compare=False)
+    _live_seen: int = field(default=0, repr=False, compare=False)
+    _live_rev: int = field(default=-1, repr=False, compare=False)
+    _by_node: dict[str, list[Pod]] = field(default_factory=dict, repr=False, compare=False)
+    _pending: list[Pod] = field(default_factory=list, repr=False, compare=False)
+
+    def _refresh(self) -> None:
+        if self._live_rev == _revision and self._live_seen == len(self.pods):
+            return
+        if self._live_seen > len(self.pods):  # pods were removed from the dict
+            self._live, self._live_seen = [], 0
+        live = [p for p in self._live if p.deleted_at_s is None]
+        if self._live_seen < len(self.pods):
+            fresh = list(itertools.islice(self.pods.values(), self._live_seen, None))
+            last = live[-1].order if live else -1
+            live += [p for p in fresh if p.deleted_at_s is None]
+            if any(p.order < last for p in fresh) or any(
+                a.order > b.order for a, b in itertools.pairwise(fresh)
+            ):
+                live.sort(key=lambda p: p.order)
+        by_node: dict[str, list[Pod]] = {}
+        for p in live:
+            if p.node_name is not None:
+                by_node.setdefault(p.node_name, []).append(p)
+        self._live, self._live_seen, self._live_rev = live, len(self.pods), _revision
+        self._by_node = by_node
+        self._pending = [p for p in live if p.node_name is None and not p.daemon]
+
     def live_pods(self) -> Iterator[Pod]:
         """Pods not deleted, by creation order."""
-        return (
-            p for p in sorted(self.pods.values(), key=lambda p: p.order) if p.deleted_at_s is None
-        )
+        self._refresh()
+        return iter(list(self._live))
 
     def pod_event(self, pod: Pod, now_s: float) -> None:
         """Record that ``pod`` was bound to or removed from its node at ``now_s``."""
@@ -155,11 +214,13 @@ class ClusterState:
 
     def pending_pods(self) -> list[Pod]:
         """Unbound, undeleted, non-DaemonSet pods, by creation order."""
-        return [p for p in self.live_pods() if p.pending and not p.daemon]
+        self._refresh()
+        return list(self._pending)
 
     def pods_on(self, node_name: str) -> list[Pod]:
         """Live pods bound to ``node_name``, by creation order."""
-        return [p for p in self.live_pods() if p.node_name == node_name]
+        self._refresh()
+        return list(self._by_node.get(node_name, ()))
 
     def requested_on(self, node_name: str) -> Resources:
         """Summed requests of the live pods bound to ``node_name``."""

@@ -729,9 +729,12 @@ def workload(doc: m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job, file: str
             replicas = max(0, min(replicas, doc.spec.completions - doc.status.succeeded))
         tmpl_labels["job-name"] = doc.metadata.name
         selector = Requirements.from_labels({"job-name": doc.metadata.name})
+        total = doc.spec.completions if doc.spec.completions is not None else doc.spec.parallelism
+        completions: int | None = 0 if done else max(0, total - doc.status.succeeded)
     else:
         assert not isinstance(spec, m.JobSpec)
         replicas = spec.replicas
+        completions = None
         selector = label_selector(spec.selector, "spec.selector")
     if not selector:
         selector = Requirements.from_labels(tmpl_labels)
@@ -748,6 +751,7 @@ def workload(doc: m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job, file: str
         source=o.Source(file, doc.kind, f"{ns}/{doc.metadata.name}", doc.apiVersion),
         selector=selector,
         annotations=tuple(sorted(spec.template.metadata.annotations.items())),
+        completions=completions,
     )
 
 
@@ -763,6 +767,10 @@ def cronjob(doc: m.CronJob, file: str) -> o.CronJob:
             tmpl.spec, tmpl.metadata.labels, "spec.jobTemplate.spec.template.spec", ns
         ),
         source=o.Source(file, "CronJob", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        parallelism=doc.spec.jobTemplate.spec.parallelism,
+        completions=doc.spec.jobTemplate.spec.completions,
+        suspend=doc.spec.suspend,
+        concurrency_policy=doc.spec.concurrencyPolicy or "Allow",
     )
 
 

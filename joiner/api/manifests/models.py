@@ -646,7 +646,7 @@ class CronJobSpec(Strict):
     schedule: str = Field(min_length=1)
     jobTemplate: JobTemplate
     suspend: bool = False
-    concurrencyPolicy: Any = None
+    concurrencyPolicy: Literal["Allow", "Forbid", "Replace"] | None = None
     failedJobsHistoryLimit: Any = None
     successfulJobsHistoryLimit: Any = None
     startingDeadlineSeconds: Any = None

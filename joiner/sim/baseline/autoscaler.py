@@ -1,0 +1,720 @@
+"""The Cluster Autoscaler baseline: CA's control loop over Auto Scaling groups, in virtual time.
+
+One scan every ``scan_interval_s`` (CA ``RunOnce``), skipped while nothing changed and no
+timer is due:
+
+1. **Provision timeouts.** A group with fewer registered nodes than desired for
+   ``max_node_provision_time_s`` has failed: CA drops the missing nodes (desired = registered,
+   unregistered instances deleted) and backs the group off (5 min, doubling to 30 min, reset
+   after 3 h without failure).
+2. **Scale-up.** Pending pods that fit neither Ready nodes nor the upcoming ones (desired
+   minus Ready, as template nodes) are packed onto new template nodes of each group not in
+   backoff, with ``joiner.scheduling.Scheduler`` (CA's binpacking estimator over the real
+   predicates); the expander picks one option and that group's desired capacity grows by the
+   estimate (one group per scan, as CA does without balance-similar-node-groups).
+3. **Scale-down**, only when there was no scale-up in this scan. A Ready node whose
+   ``max(cpu, memory)`` requests over allocatable (DaemonSet pods included) is under the
+   threshold is *unneeded*; after ``scale_down_unneeded_time_s``, and not within the
+   delays after an add, a delete or a failure, empty nodes are removed in bulk (up to
+   ``max_empty_bulk_delete``) and non-empty ones one at a time, when every pod is replicated,
+   fits elsewhere (simulated) and its PodDisruptionBudgets allow the eviction. A removed
+   node is drained through the Eviction API and its group's desired capacity decremented.
+
+The ASG model: a desired capacity above the live instances starts launch activities, each
+launching ``asg_launch_delay`` (60-120 s) later into the zone with the fewest of the group's
+instances (the mixed-instances policy decides spot or on-demand; spot picks the cheapest,
+least-interrupted pool as price-capacity-optimized would); a failed launch is retried after
+another delay. An instance lost without CA asking (a Spot reclaim, a drain by the
+interruption handler) is replaced to keep the desired capacity, and CA hears of nothing but
+the pending pods (kubernetes/autoscaler#4071). With Capacity Rebalancing, a rebalance
+recommendation launches the replacement first and drains the at-risk node once it is Ready.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from joiner.api import labels, quantity
+from joiner.api.clock import Clock
+from joiner.api.requirements import Requirement
+from joiner.api.timeline import Timeline
+from joiner.cloudprovider.events import REBALANCE_RECOMMENDATION, CloudEvent
+from joiner.cloudprovider.types import CloudProvider, CloudProviderError
+from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.controllers.termination.controller import Terminator, cordon
+from joiner.controllers.termination.pdb import disruptions_allowed, selects
+from joiner.scheduling import (
+    BoundPod,
+    ExistingNode,
+    NodePoolTemplate,
+    PodRequest,
+    Scheduler,
+    SchedulingInput,
+)
+from joiner.scheduling.daemonsets import overhead_on_node
+from joiner.sim.baseline.groups import NodeGroup
+from joiner.sim.baseline.settings import AutoscalerSettings
+from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod, revision
+from joiner.state.snapshot import ready_nodes
+
+log = logging.getLogger(__name__)
+
+_SUFFIX = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+#: Timeline kinds the baseline adds.
+SCALE_UP = "scaleUp"
+SCALE_DOWN = "scaleDown"
+PROVISION_TIMEOUT = "provisionTimeout"
+
+
+@dataclass
+class AutoscalerStats:
+    """Counters for the summary's ``provisioning`` block."""
+
+    scans: int = 0
+    scans_skipped: int = 0
+    scale_ups: int = 0
+    nodes_requested: int = 0
+    launches: int = 0
+    launch_failures: int = 0
+    replacements: int = 0
+    scale_downs: int = 0
+    provision_timeouts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A scale-up option: ``nodes`` new nodes of ``group`` would take ``pods`` (uids)."""
+
+    group: NodeGroup
+    nodes: int
+    pods: tuple[str, ...]
+
+
+@dataclass
+class _Scan:
+    """What one scan needs repeatedly."""
+
+    existing: list[ExistingNode] = field(default_factory=list)
+    bound: list[BoundPod] = field(default_factory=list)
+
+
+class ClusterAutoscaler:
+    """CA plus the ASGs it drives; ``start`` schedules the scans, ``wake`` notes a change."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        cloud: CloudProvider,
+        lifecycle: Lifecycle,
+        clock: Clock,
+        rng: random.Random,
+        terminator: Terminator,
+        timeline: Timeline,
+        settings: AutoscalerSettings,
+        groups: Sequence[NodeGroup],
+    ) -> None:
+        self._state = state
+        self._cloud = cloud
+        self._lifecycle = lifecycle
+        self._clock = clock
+        self._rng = rng
+        self._terminator = terminator
+        self._timeline = timeline
+        self.settings = settings
+        self.groups = list(groups)
+        self._by_name = {g.name: g for g in self.groups}
+        self._owner: dict[str, NodeGroup] = {}
+        self._unneeded: dict[str, float] = {}
+        self._removing: set[str] = set()
+        self._scheduler = Scheduler()
+        self._last_scale_up_s = -math.inf
+        self._last_delete_s = -math.inf
+        self._last_failure_s = -math.inf
+        self._seen: tuple[int, int, int] | None = None
+        self._next_due_s = 0.0
+        self._end_s = 0.0
+        self.stats = AutoscalerStats()
+        #: Whether a pod belongs to a controller that recreates it (CA will not remove a
+        #: node running a bare pod); the runtime knows its controllers.
+        self.replicated: Callable[[Pod], bool] = lambda _pod: True
+        terminator.on_terminated.append(self._terminated)
+
+    def describe(self) -> dict[str, Any]:
+        """The summary's ``policy`` block: name, every parameter, node groups, counters."""
+        params = self.settings.parameters()
+        params["nodeGroups"] = [
+            {
+                "name": g.name,
+                "nodePool": g.spec.nodepool,
+                "instanceTypes": list(g.spec.instance_types),
+                "onDemandBaseCapacity": g.spec.on_demand_base,
+                "onDemandPercentageAboveBaseCapacity": g.spec.on_demand_percentage,
+                "minSize": g.spec.min_size,
+                "maxSize": g.spec.max_size,
+                "zones": list(g.zones),
+            }
+            for g in self.groups
+        ]
+        params["bootSecondsAfterLaunch"] = "as Joiner's nodes (kubelet model)"
+        st = self.stats
+        return {
+            "name": "cluster-autoscaler",
+            "parameters": params,
+            "stats": {
+                "scans": st.scans,
+                "scansSkipped": st.scans_skipped,
+                "scaleUps": st.scale_ups,
+                "nodesRequested": st.nodes_requested,
+                "launches": st.launches,
+                "launchFailures": st.launch_failures,
+                "asgReplacements": st.replacements,
+                "scaleDowns": st.scale_downs,
+                "provisionTimeouts": st.provision_timeouts,
+            },
+        }
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def start(self, end_s: float) -> None:
+        """Schedule scans from t=0 to ``end_s``; groups below ``min_size`` grow at once."""
+        self._end_s = end_s
+        for g in self.groups:
+            if g.desired < g.spec.min_size:
+                self._set_desired(g, g.spec.min_size)
+        self._clock.after(0.0, self._tick, label="ca-scan")
+
+    def wake(self) -> None:
+        """Something changed (a pod became pending, a node went away): scan at the next tick."""
+        self._seen = None
+
+    def _tick(self) -> None:
+        now = self._clock.now()
+        fingerprint = (revision(), len(self._state.pods), len(self._state.nodes))
+        if fingerprint == self._seen and now < self._next_due_s:
+            self.stats.scans_skipped += 1
+        else:
+            self._seen = fingerprint
+            self._scan()
+            # The scan itself may have changed state (desired capacity, drains).
+            self._seen = (revision(), len(self._state.pods), len(self._state.nodes))
+        nxt = now + self.settings.scan_interval_s
+        if nxt <= self._end_s:
+            self._clock.after(nxt - now, self._tick, label="ca-scan")
+
+    def _scan(self) -> None:
+        self.stats.scans += 1
+        now = self._clock.now()
+        self._next_due_s = math.inf
+        self._check_provision_timeouts(now)
+        scaled = self._scale_up(now)
+        if not scaled:
+            self._scale_down(now)
+        for g in self.groups:
+            if g.waiting_since_s is not None:
+                self._due(g.waiting_since_s + self.settings.max_node_provision_time_s)
+
+    def _due(self, at_s: float) -> None:
+        self._next_due_s = min(self._next_due_s, at_s)
+
+    # -- provision timeouts and backoff ----------------------------------------------------
+
+    def _registered(self, g: NodeGroup) -> list[NodeClaim]:
+        return [
+            c
+            for c in (self._state.nodeclaims[m] for m in g.members)
+            if c.registered_at_s is not None
+        ]
+
+    def _check_provision_timeouts(self, now: float) -> None:
+        for g in self.groups:
+            registered = len(self._registered(g))
+            if registered >= g.desired:
+                g.waiting_since_s = None
+                continue
+            if g.waiting_since_s is None:
+                g.waiting_since_s = now
+                continue
+            if now - g.waiting_since_s < self.settings.max_node_provision_time_s:
+                continue
+            # CA: the nodes never registered; drop them and back the group off.
+            missing = g.desired - registered
+            self.stats.provision_timeouts += 1
+            self._timeline.record(
+                PROVISION_TIMEOUT, node=g.name, detail=f"{missing} node(s) never registered"
+            )
+            for name in list(g.members):
+                claim = self._state.nodeclaims[name]
+                if claim.registered_at_s is None:
+                    self._terminator.delete_unregistered(claim, "max-node-provision-time")
+                    self._forget(g, name)
+            g.desired = registered
+            g.launching = 0
+            g.waiting_since_s = None
+            self._back_off(g, now)
+
+    def _back_off(self, g: NodeGroup, now: float) -> None:
+        s = self.settings
+        if g.last_failure_s is None or now - g.last_failure_s > s.node_group_backoff_reset_s:
+            g.backoff_s = s.initial_node_group_backoff_s
+        else:
+            g.backoff_s = min(
+                max(g.backoff_s, s.initial_node_group_backoff_s) * 2, s.max_node_group_backoff_s
+            )
+        g.last_failure_s = now
+        g.backoff_until_s = now + g.backoff_s
+        self._last_failure_s = now
+
+    # -- scale-up --------------------------------------------------------------------------
+
+    def _snapshot(self) -> _Scan:
+        existing, bound = ready_nodes(self._state)
+        scan = _Scan(existing=list(existing), bound=list(bound))
+        daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
+        for g in self.groups:
+            ready = sum(
+                1
+                for m in g.members
+                if (n := self._node(m)) is not None and n.ready and not n.deleting
+            )
+            upcoming = g.desired - ready
+            if upcoming <= 0:
+                continue
+            node_labels = g.template_labels()
+            taints = g.pool.taints
+            alloc = g.template.allocatable
+            available = quantity.subtract(alloc, overhead_on_node(node_labels, taints, daemonsets))
+            for i in range(upcoming):
+                scan.existing.append(
+                    ExistingNode(
+                        name=f"upcoming-{g.name}-{i}",
+                        labels=tuple(
+                            sorted(
+                                {**node_labels, labels.HOSTNAME: f"upcoming-{g.name}-{i}"}.items()
+                            )
+                        ),
+                        taints=taints,
+                        available=available,
+                        initialized=False,
+                        allocatable=alloc,
+                    )
+                )
+        return scan
+
+    def _scale_up(self, now: float) -> bool:
+        pending = self._state.pending_pods()
+        if not pending:
+            return False
+        scan = self._snapshot()
+        state = self._state
+        requests = tuple(
+            PodRequest(p.uid, p.template, p.order, state.volume_terms.get(p.template, ()))
+            for p in pending
+        )
+        daemonsets = tuple(state.daemonsets[k] for k in sorted(state.daemonsets))
+        fits = self._scheduler.solve(
+            SchedulingInput(
+                pods=requests,
+                existing=tuple(scan.existing),
+                bound_pods=tuple(scan.bound),
+                daemonsets=daemonsets,
+                mode="kube-scheduler",
+            )
+        )
+        placed = {uid for uid, _ in fits.existing_placements}
+        left = tuple(r for r in requests if r.uid not in placed)
+        if not left:
+            return False
+        options: list[Option] = []
+        for g in self.groups:
+            if g.backoff_until_s > now:
+                self._due(g.backoff_until_s)
+                continue
+            room = g.spec.max_size - g.desired
+            if room <= 0:
+                continue
+            result = self._scheduler.solve(
+                SchedulingInput(
+                    pods=left,
+                    bound_pods=tuple(scan.bound),
+                    nodepools=(NodePoolTemplate(g.template_pool(), (g.template,)),),
+                    daemonsets=daemonsets,
+                )
+            )
+            claims = result.new_nodeclaims[:room]
+            pods = tuple(uid for c in claims for uid in c.pods)
+            if pods:
+                options.append(Option(g, len(claims), pods))
+        if not options:
+            for p in pending:
+                if p.uid not in placed and p.unschedulable_reason is None:
+                    p.unschedulable_reason = "no node group can take this pod (Cluster Autoscaler)"
+            return False
+        best = self._expand(options)
+        g = best.group
+        self.stats.scale_ups += 1
+        self.stats.nodes_requested += best.nodes
+        self._last_scale_up_s = now
+        self._timeline.record(
+            SCALE_UP,
+            node=g.name,
+            detail=f"+{best.nodes} for {len(best.pods)} pod(s)",
+        )
+        log.info("scale-up group=%s nodes=%d pods=%d", g.name, best.nodes, len(best.pods))
+        self._set_desired(g, g.desired + best.nodes)
+        return True
+
+    def _expand(self, options: list[Option]) -> Option:
+        """Apply the expander chain; the last tie is broken by the seeded RNG."""
+        kept = sorted(options, key=lambda o: o.group.name)
+        for name in self.settings.expander:
+            if len(kept) <= 1:
+                break
+            kept = _EXPANDERS[name](self, kept)
+        return kept[0] if len(kept) == 1 else self._rng.choice(kept)
+
+    def _pod_requests(self, uids: Sequence[str]) -> tuple[int, int]:
+        cpu = mem = 0
+        for uid in uids:
+            r = self._state.pods[uid].template.requests
+            cpu += r.get(quantity.CPU, 0)
+            mem += r.get(quantity.MEMORY, 0)
+        return cpu, mem
+
+    def _least_waste(self, options: list[Option]) -> list[Option]:
+        """CA ``least-waste``: least idle CPU after the scale-up, idle memory the tie-break
+        (``cluster-autoscaler/FAQ.md``)."""
+        scored = []
+        for o in options:
+            alloc = o.group.template.allocatable
+            cpu, mem = self._pod_requests(o.pods)
+            total_cpu = alloc.get(quantity.CPU, 0) * o.nodes
+            total_mem = alloc.get(quantity.MEMORY, 0) * o.nodes
+            waste_cpu = (total_cpu - cpu) / total_cpu if total_cpu else 1.0
+            waste_mem = (total_mem - mem) / total_mem if total_mem else 1.0
+            scored.append((round(waste_cpu, 9), round(waste_mem, 9), o))
+        best = min((c, m) for c, m, _ in scored)
+        return [o for c, m, o in scored if (c, m) == best]
+
+    def _most_pods(self, options: list[Option]) -> list[Option]:
+        """CA ``most-pods``: the option that schedules the most pending pods."""
+        most = max(len(o.pods) for o in options)
+        return [o for o in options if len(o.pods) == most]
+
+    def _priority(self, options: list[Option]) -> list[Option]:
+        """CA ``priority``: the groups whose name matches the highest priority's patterns;
+        groups no pattern matches are dropped unless nothing matches."""
+        prios = [(self.settings.priority_of(o.group.name), o) for o in options]
+        matched = [p for p, _ in prios if p is not None]
+        if not matched:
+            return options
+        top = max(matched)
+        return [o for p, o in prios if p == top]
+
+    def _random(self, options: list[Option]) -> list[Option]:
+        """CA ``random``: any option (the seeded RNG draws it)."""
+        return [self._rng.choice(options)]
+
+    # -- the ASG model ---------------------------------------------------------------------
+
+    def _set_desired(self, g: NodeGroup, desired: int) -> None:
+        if desired > g.desired:
+            # CA's scale-up request: each new one restarts the provision timer.
+            g.waiting_since_s = self._clock.now()
+        g.desired = max(g.spec.min_size, min(g.spec.max_size, desired))
+        self._reconcile_group(g)
+
+    def _live_members(self, g: NodeGroup) -> int:
+        return sum(1 for m in g.members if m not in g.at_risk)
+
+    def _reconcile_group(self, g: NodeGroup) -> None:
+        """Start launch activities until live instances plus launches reach desired."""
+        while self._live_members(g) + g.launching < g.desired:
+            g.launching += 1
+            self._clock.after(self._launch_delay(), partial(self._launch, g), label="asg-launch")
+
+    def _launch_delay(self) -> float:
+        s = self.settings
+        return self._rng.uniform(s.asg_launch_delay_min_s, s.asg_launch_delay_max_s)
+
+    def _launch(self, g: NodeGroup) -> None:
+        if g.launching <= 0:
+            return  # cancelled by a provision timeout
+        if self._live_members(g) >= g.desired:
+            g.launching -= 1
+            return
+        size = len(g.members) + 1
+        on_demand = sum(
+            1
+            for m in g.members
+            if (c := self._state.nodeclaims[m]).instance is not None
+            and c.instance.offering.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND
+        )
+        ct = (
+            labels.CAPACITY_TYPE_ON_DEMAND
+            if on_demand < g.spec.on_demand_wanted(size)
+            else labels.CAPACITY_TYPE_SPOT
+        )
+        zone = self._zone_for(g, ct)
+        if zone is None:
+            self._launch_failed(g, f"no available {ct} offering in {', '.join(g.zones)}")
+            return
+        types = tuple(
+            it
+            for it in self._cloud.get_instance_types(g.pool.node_class_ref.name)
+            if it.name in g.spec.instance_types
+        )
+        reqs = g.pool.requirements.add(
+            Requirement.in_(labels.INSTANCE_TYPE, *g.spec.instance_types),
+            Requirement.in_(labels.CAPACITY_TYPE, ct),
+            Requirement.in_(labels.ZONE, zone),
+        )
+        claim = NodeClaim(
+            name=self._name(g),
+            nodepool=g.pool.name,
+            node_class=g.pool.node_class_ref.name,
+            requirements=reqs,
+            requests={},
+            instance_type_options=types,
+            created_at_s=self._clock.now(),
+        )
+        self._state.nodeclaims[claim.name] = claim
+        self._owner[claim.name] = g
+        g.members.append(claim.name)
+        try:
+            self._lifecycle.launch(claim)
+        except CloudProviderError as exc:
+            self._forget(g, claim.name)
+            self._launch_failed(g, str(exc))
+            return
+        g.launching -= 1
+        self.stats.launches += 1
+
+    def _launch_failed(self, g: NodeGroup, reason: str) -> None:
+        """The ASG retries a failed launch after another delay (CA times it out)."""
+        self.stats.launch_failures += 1
+        log.info("asg launch failed group=%s reason=%s", g.name, reason)
+        self._clock.after(self._launch_delay(), lambda: self._launch(g), label="asg-launch")
+
+    def _zone_for(self, g: NodeGroup, ct: str) -> str | None:
+        """The zone with the fewest of the group's instances that has an available offering
+        of ``ct`` for one of its types (ASG AZ balancing), ties by name."""
+        types = [
+            it
+            for it in self._cloud.get_instance_types(g.pool.node_class_ref.name)
+            if it.name in g.spec.instance_types
+        ]
+        counts: dict[str, int] = dict.fromkeys(g.zones, 0)
+        for m in g.members:
+            c = self._state.nodeclaims[m]
+            if c.instance is not None and c.instance.offering.zone in counts:
+                counts[c.instance.offering.zone] += 1
+        usable = [
+            z
+            for z in g.zones
+            if any(
+                o.zone == z and o.capacity_type == ct and o.available
+                for it in types
+                for o in it.offerings
+            )
+        ]
+        if not usable:
+            return None
+        return min(usable, key=lambda z: (counts[z], z))
+
+    def _name(self, g: NodeGroup) -> str:
+        while True:
+            suffix = "".join(self._rng.choice(_SUFFIX) for _ in range(5))
+            name = f"{g.name}-{suffix}"
+            if name not in self._state.nodeclaims:
+                return name
+
+    def _node(self, claim_name: str) -> Node | None:
+        claim = self._state.nodeclaims[claim_name]
+        return self._state.node_of_claim(claim)
+
+    def _forget(self, g: NodeGroup, claim_name: str) -> None:
+        if claim_name in g.members:
+            g.members.remove(claim_name)
+        g.at_risk.discard(claim_name)
+        self._owner.pop(claim_name, None)
+
+    def instance_gone(self, claim: NodeClaim) -> None:
+        """An instance of a group is gone (reclaimed, drained by the interruption handler,
+        or removed by CA): the ASG replaces it unless CA lowered the desired capacity."""
+        g = self._owner.get(claim.name)
+        if g is None:
+            return
+        self._forget(g, claim.name)
+        self._unneeded.pop(claim.node_name or claim.name, None)
+        if claim.name in self._removing:
+            self._removing.discard(claim.name)
+            return
+        if self._live_members(g) + g.launching < g.desired:
+            self.stats.replacements += 1
+        self._reconcile_group(g)
+        self.wake()
+
+    def _terminated(self, node: Node) -> None:
+        claim = self._state.nodeclaims.get(node.nodeclaim)
+        if claim is not None:
+            self.instance_gone(claim)
+
+    def handle(self, event: CloudEvent) -> None:
+        """Cloud events the ASG acts on itself: a rebalance recommendation (Capacity
+        Rebalancing). Interruption warnings are the termination handler's job."""
+        if event.kind != REBALANCE_RECOMMENDATION or not self.settings.capacity_rebalance:
+            return
+        for claim in self._state.live_nodeclaims():
+            if claim.instance is not None and claim.instance.instance_id in event.instance_ids:
+                self.rebalance(claim)
+
+    def rebalance(self, claim: NodeClaim) -> None:
+        """A rebalance recommendation for ``claim``: with Capacity Rebalancing the ASG launches
+        a replacement now and drains the at-risk node once the replacement is Ready."""
+        g = self._owner.get(claim.name)
+        if g is None or not self.settings.capacity_rebalance or claim.name in g.at_risk:
+            return
+        g.at_risk.add(claim.name)
+        self._reconcile_group(g)
+
+    def node_ready(self, claim: NodeClaim) -> None:
+        """A node turned Ready: Capacity Rebalancing drains the at-risk nodes it replaces."""
+        self.wake()
+        g = self._owner.get(claim.name)
+        if g is None:
+            return
+        for name in sorted(g.at_risk):
+            node = self._node(name)
+            if node is None:
+                continue
+            if not node.deleting:
+                node.deleting = True
+                cordon(node)
+                self._terminator.drain(node, "capacity rebalance")
+            break
+
+    # -- scale-down ------------------------------------------------------------------------
+
+    def _utilisation(self, node: Node, pods: list[Pod]) -> float:
+        cpu = mem = 0
+        for p in pods:
+            cpu += p.template.requests.get(quantity.CPU, 0)
+            mem += p.template.requests.get(quantity.MEMORY, 0)
+        alloc_cpu = node.allocatable.get(quantity.CPU, 0)
+        alloc_mem = node.allocatable.get(quantity.MEMORY, 0)
+        return max(cpu / alloc_cpu if alloc_cpu else 0.0, mem / alloc_mem if alloc_mem else 0.0)
+
+    def _scale_down(self, now: float) -> None:
+        s = self.settings
+        candidates: list[tuple[float, str, Node, NodeGroup, list[Pod]]] = []
+        for g in self.groups:
+            for m in g.members:
+                node = self._node(m)
+                if node is None or not node.ready or node.deleting or m in g.at_risk:
+                    self._unneeded.pop(m, None)
+                    continue
+                pods = self._state.pods_on(node.name)
+                if self._utilisation(node, pods) >= s.scale_down_utilization_threshold:
+                    self._unneeded.pop(m, None)
+                    continue
+                since = self._unneeded.setdefault(m, now)
+                if now - since >= s.scale_down_unneeded_time_s:
+                    candidates.append((since, m, node, g, pods))
+                else:
+                    self._due(since + s.scale_down_unneeded_time_s)
+        if not candidates:
+            return
+        blocked_until = max(
+            self._last_scale_up_s + s.scale_down_delay_after_add_s,
+            self._last_delete_s + s.delay_after_delete_s,
+            self._last_failure_s + s.scale_down_delay_after_failure_s,
+        )
+        if now < blocked_until:
+            self._due(blocked_until)
+            return
+        candidates.sort(key=lambda c: (c[0], c[1]))
+        shrink: dict[str, int] = {}
+
+        def room(g: NodeGroup) -> bool:
+            return g.desired - shrink.get(g.name, 0) > g.spec.min_size
+
+        empty = [c for c in candidates if not any(not p.daemon for p in c[4])]
+        removed = 0
+        for _, m, node, g, _pods in empty:
+            if removed >= s.max_empty_bulk_delete:
+                break
+            if not room(g):
+                continue
+            shrink[g.name] = shrink.get(g.name, 0) + 1
+            self._remove(m, node, g, "empty")
+            removed += 1
+        if removed:
+            return
+        if any((n := self._node(c)) is not None and n.draining for c in self._removing):
+            return  # non-empty nodes go one at a time
+        for _, m, node, g, pods in candidates:
+            if not room(g):
+                continue
+            workload = [p for p in pods if not p.daemon]
+            if self._movable(node, workload):
+                self._remove(
+                    m, node, g, f"utilisation under {s.scale_down_utilization_threshold:g}"
+                )
+                return
+
+    def _movable(self, node: Node, pods: list[Pod]) -> bool:
+        """Every pod is replicated, its budgets allow the eviction, and it fits on another
+        Ready node (CA's drain simulation)."""
+        if not all(self.replicated(p) for p in pods):
+            return False
+        budgets: dict[int, int] = {}
+        for p in pods:
+            for i, pdb in enumerate(self._state.pdbs):
+                if selects(pdb, p):
+                    budgets[i] = budgets.get(i, 0) + 1
+        for i, count in budgets.items():
+            if disruptions_allowed(self._state, self._state.pdbs[i]) < count:
+                return False
+        existing, bound = ready_nodes(self._state)
+        others = [e for e in existing if e.name != node.name]
+        result = self._scheduler.solve(
+            SchedulingInput(
+                pods=tuple(
+                    PodRequest(
+                        p.uid, p.template, p.order, self._state.volume_terms.get(p.template, ())
+                    )
+                    for p in pods
+                ),
+                existing=tuple(others),
+                bound_pods=tuple(b for b in bound if b.node != node.name),
+                mode="kube-scheduler",
+            )
+        )
+        return len(result.existing_placements) == len(pods)
+
+    def _remove(self, claim_name: str, node: Node, g: NodeGroup, why: str) -> None:
+        now = self._clock.now()
+        self.stats.scale_downs += 1
+        self._last_delete_s = now
+        self._removing.add(claim_name)
+        self._unneeded.pop(claim_name, None)
+        g.desired = max(g.spec.min_size, g.desired - 1)
+        self._timeline.record(SCALE_DOWN, node=node.name, detail=why)
+        node.deleting = True
+        cordon(node)
+        self._terminator.drain(node, "cluster-autoscaler scale-down")
+
+
+_EXPANDERS: dict[str, Callable[[ClusterAutoscaler, list[Option]], list[Option]]] = {
+    "random": ClusterAutoscaler._random,
+    "most-pods": ClusterAutoscaler._most_pods,
+    "least-waste": ClusterAutoscaler._least_waste,
+    "priority": ClusterAutoscaler._priority,
+}

@@ -1,0 +1,258 @@
+"""``joiner simulate --report DIR``: a self-contained HTML page with plots, plus the PNGs.
+
+Plots, one line per policy: nodes over time by capacity type, cost over time (cumulative
+USD), pending pods over time, and the CDF of pod pending time. The PNGs are embedded as
+base64 data URIs, so the page needs no network and no other file. The page also holds the
+side-by-side table and every parameter each policy ran with (its summary's ``policy``).
+
+Series are sampled every ``step_s`` = max(60 s, duration / 1500).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import numpy.typing as npt
+
+from joiner.sim.report import pod_waits
+from joiner.state.cluster import ClusterState
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Plot file names, in page order.
+PLOTS = ("nodes", "cost", "pending", "pending-cdf")
+
+_COLORS = {"joiner": "#1f77b4", "cluster-autoscaler": "#d62728"}
+
+
+@dataclass(frozen=True)
+class PolicyData:
+    """What the report reads from one policy's run."""
+
+    summary: Mapping[str, Any]
+    state: ClusterState
+
+
+def _times(duration_s: float) -> FloatArray:
+    step = max(60.0, duration_s / 1500.0)
+    return np.arange(0.0, duration_s + step / 2, step)
+
+
+def _nodes_series(summary: Mapping[str, Any], ts: FloatArray, ct: str) -> FloatArray:
+    nodes = [n for n in summary["nodes"] if n["capacityType"] == ct]
+    if not nodes:
+        return np.zeros_like(ts)
+    start = np.array([n["launchedAtSeconds"] for n in nodes])
+    end = np.array(
+        [n["deletedAtSeconds"] if n["deletedAtSeconds"] is not None else np.inf for n in nodes]
+    )
+    return np.asarray(
+        np.searchsorted(np.sort(start), ts, side="right")
+        - np.searchsorted(np.sort(end), ts, side="right"),
+        dtype=np.float64,
+    )
+
+
+def _cost_series(summary: Mapping[str, Any], ts: FloatArray) -> FloatArray:
+    duration = float(summary["durationSeconds"])
+    out = np.zeros_like(ts)
+    for n in summary["nodes"]:
+        end = n["deletedAtSeconds"] if n["deletedAtSeconds"] is not None else duration
+        span = np.clip(ts - n["launchedAtSeconds"], 0.0, max(0.0, end - n["launchedAtSeconds"]))
+        out += span / 3600.0 * n["pricePerHour"]
+    return out
+
+
+def _pending_series(state: ClusterState, ts: FloatArray) -> FloatArray:
+    starts = []
+    ends = []
+    for p in state.pods.values():
+        if p.daemon:
+            continue
+        starts.append(p.created_at_s)
+        done = [x for x in (p.bound_at_s, p.deleted_at_s) if x is not None]
+        ends.append(min(done) if done else np.inf)
+    if not starts:
+        return np.zeros_like(ts)
+    return np.asarray(
+        np.searchsorted(np.sort(np.array(starts)), ts, side="right")
+        - np.searchsorted(np.sort(np.array(ends)), ts, side="right"),
+        dtype=np.float64,
+    )
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str, bytes]:
+    """The four plots as PNG bytes, keyed by ``PLOTS`` name."""
+    ts = _times(duration_s)
+    hours = ts / 3600.0
+    out: dict[str, bytes] = {}
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for name, run in runs.items():
+        color = _COLORS.get(name)
+        for ct, style in (("spot", "-"), ("on-demand", "--")):
+            series = _nodes_series(run.summary, ts, ct)
+            if series.any():
+                ax.step(hours, series, style, where="post", color=color, label=f"{name} {ct}")
+    ax.set(xlabel="hours", ylabel="nodes", title="Nodes over time by capacity type")
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3)
+    out["nodes"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for name, run in runs.items():
+        ax.plot(hours, _cost_series(run.summary, ts), color=_COLORS.get(name), label=name)
+    ax.set(xlabel="hours", ylabel="USD (cumulative)", title="Cost over time")
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3)
+    out["cost"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for name, run in runs.items():
+        ax.step(
+            hours, _pending_series(run.state, ts), where="post", color=_COLORS.get(name), label=name
+        )
+    ax.set(xlabel="hours", ylabel="pending pods", title="Pending pods over time")
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3)
+    out["pending"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for name, run in runs.items():
+        waits = np.sort(np.array(pod_waits(run.state, duration_s)))
+        if waits.size:
+            ax.step(
+                waits,
+                np.arange(1, waits.size + 1) / waits.size,
+                where="post",
+                color=_COLORS.get(name),
+                label=name,
+            )
+    ax.set(
+        xlabel="pod pending seconds (creation to binding)",
+        ylabel="fraction of pods",
+        title="CDF of pod pending time",
+        xscale="symlog",
+    )
+    ax.legend(loc="lower right")
+    ax.grid(alpha=0.3)
+    out["pending-cdf"] = _png(fig)
+    return out
+
+
+def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
+    """The side-by-side table: (metric, one cell per policy)."""
+
+    def row(label: str, fn: Any) -> tuple[str, list[str]]:
+        return label, [fn(s) for s in summaries.values()]
+
+    return [
+        row("total cost (USD)", lambda s: f"{s['cost']['total']:.2f}"),
+        row(
+            "cost vs all-on-demand",
+            lambda s: (
+                f"{100 - s['cost']['savingsPercent']:.1f}% "
+                f"(of ${s['cost']['onDemandEquivalent']:.2f})"
+            ),
+        ),
+        row("spot node-hours", lambda s: f"{s['nodeHours']['spot']:.1f}"),
+        row("on-demand node-hours", lambda s: f"{s['nodeHours']['onDemand']:.1f}"),
+        row("pod pending p50 (s)", lambda s: f"{s['pods']['pendingSeconds']['p50']:.1f}"),
+        row("pod pending p95 (s)", lambda s: f"{s['pods']['pendingSeconds']['p95']:.1f}"),
+        row("pod pending max (s)", lambda s: f"{s['pods']['pendingSeconds']['max']:.1f}"),
+        row("pods lost", lambda s: str(s["pods"]["lost"])),
+        row("interruptions", lambda s: str(s["interruptions"]["count"])),
+        row(
+            "scale-up latency p50 (s)",
+            lambda s: f"{s['pods']['scaleUpLatencySeconds']['p50']:.1f}",
+        ),
+        row(
+            "scale-up latency p95 (s)",
+            lambda s: f"{s['pods']['scaleUpLatencySeconds']['p95']:.1f}",
+        ),
+    ]
+
+
+_SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.querySelectorAll('img.plot'));
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.body.setAttribute('data-plots-rendered', String(ok));
+  document.body.setAttribute('data-plots-expected', String(imgs.length));
+});
+"""
+
+
+def write_report(
+    out_dir: Path, scenario: str, runs: Mapping[str, PolicyData], duration_s: float
+) -> Path:
+    """Write ``index.html`` and ``<plot>.png`` into ``out_dir``; returns the page's path.
+
+    Raises:
+        OSError: the directory cannot be created or written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots = render_plots(runs, duration_s)
+    for name, data in plots.items():
+        (out_dir / f"{name}.png").write_bytes(data)
+    summaries = {name: r.summary for name, r in runs.items()}
+    head = "".join(f"<th>{html.escape(n)}</th>" for n in summaries)
+    body = "".join(
+        "<tr><td>"
+        + html.escape(label)
+        + "</td>"
+        + "".join(f"<td>{html.escape(c)}</td>" for c in cells)
+        + "</tr>"
+        for label, cells in comparison_rows(summaries)
+    )
+    images = "".join(
+        f'<figure><img class="plot" alt="{name}" src="data:image/png;base64,'
+        f'{base64.b64encode(data).decode("ascii")}"></figure>'
+        for name, data in plots.items()
+    )
+    params = "".join(
+        f"<h3>{html.escape(n)}</h3><pre>"
+        + html.escape(json.dumps(s["policy"], indent=2))
+        + "</pre>"
+        for n, s in summaries.items()
+    )
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Joiner report: {html.escape(scenario)}</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; max-width: 1100px; }}
+table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ccc; padding: 4px 10px; }}
+td:not(:first-child) {{ text-align: right; }} img {{ max-width: 100%; }}
+pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}
+</style></head>
+<body>
+<h1>{html.escape(scenario)}</h1>
+<p>{duration_s / 3600:g} virtual hours, seed {summaries[next(iter(summaries))]["seed"]}.</p>
+<table><tr><th></th>{head}</tr>{body}</table>
+<h2>Plots</h2>{images}
+<h2>Parameters</h2>{params}
+<script>{_SCRIPT}</script>
+</body></html>
+"""
+    path = out_dir / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path
