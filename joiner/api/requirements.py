@@ -22,6 +22,7 @@ no integer between them (``Gt 4`` with ``Lt 5``, ``Gte 5`` with ``Lte 4``) are e
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -253,6 +254,13 @@ class Requirements(Mapping[str, Requirement]):
             by_key[r.key] = existing.intersection(r) if existing else r
         self._by_key = by_key
         self._hash: int | None = None
+
+    @staticmethod
+    @functools.lru_cache(maxsize=16384)
+    def from_label_items(items: tuple[tuple[str, str], ...]) -> Requirements:
+        """``from_labels`` over sorted ``(key, value)`` pairs, memoised (Requirements are
+        immutable, and the same pod and node labels come back in every solve)."""
+        return Requirements.from_labels(dict(items))
 
     @staticmethod
     def from_labels(label_map: Mapping[str, str]) -> Requirements:

@@ -11,7 +11,7 @@ boolean mask cached per distinct requirement set.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -128,6 +128,14 @@ class PreparedPool:
         self._index = {r: i for i, r in enumerate(self.resources)}
 
 
+#: Prepared pools by (NodePool, instance-type identities, DaemonSets, extra resources), with
+#: the instance types they were built from (kept alive so the identities stay valid).
+#: Callers pass the cloud's cached type lists, so consecutive solves (a provisioning pass,
+#: each consolidation simulation, each baseline estimate) share the arrays and mask caches.
+_PREPARED: dict[tuple[object, ...], tuple[tuple[InstanceType, ...], PreparedPool]] = {}
+_PREPARED_MAX = 256
+
+
 def prepare(
     nodepool: NodePool,
     instance_types: Sequence[InstanceType],
@@ -135,7 +143,29 @@ def prepare(
     remaining: dict[str, int],
     extra_resources: Sequence[str] = (),
 ) -> PreparedPool:
-    """Keep the types the pool can launch and build their arrays."""
+    """Keep the types the pool can launch and build their arrays.
+
+    A pure function of its arguments, memoised: a hit shares the arrays and requirement
+    masks of an earlier call (none of which a solve mutates) with its own ``remaining``.
+    """
+    key = (nodepool, tuple(map(id, instance_types)), tuple(daemonsets), tuple(extra_resources))
+    hit = _PREPARED.get(key)
+    if hit is not None and len(hit[0]) == len(instance_types):
+        return replace(hit[1], remaining=dict(remaining))
+    pool = _prepare(nodepool, instance_types, daemonsets, remaining, extra_resources)
+    if len(_PREPARED) >= _PREPARED_MAX:
+        _PREPARED.clear()
+    _PREPARED[key] = (tuple(instance_types), pool)
+    return replace(pool, remaining=dict(remaining))
+
+
+def _prepare(
+    nodepool: NodePool,
+    instance_types: Sequence[InstanceType],
+    daemonsets: Sequence[PodTemplate],
+    remaining: dict[str, int],
+    extra_resources: Sequence[str],
+) -> PreparedPool:
     reqs = nodepool.requirements
     types = [
         it

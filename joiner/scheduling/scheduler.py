@@ -255,7 +255,7 @@ class _Solve:
                     available=dict(n.available),
                     requirements=n.requirements
                     if n.requirements is not None
-                    else Requirements.from_labels(node_labels),
+                    else Requirements.from_label_items(tuple(sorted(node_labels.items()))),
                     domains=node_labels,
                     ports=list(ports_by_node.get(n.name, [])),
                 )

@@ -325,7 +325,7 @@ class Topology:
     def _labels_of(self, t: PodTemplate) -> Requirements:
         found = self._label_reqs.get(id(t))
         if found is None:
-            found = Requirements.from_labels(dict(t.labels))
+            found = Requirements.from_label_items(tuple(sorted(t.labels)))
             self._label_reqs[id(t)] = found
         return found
 
@@ -348,7 +348,7 @@ class Topology:
         anti_affinity: Sequence[PodAffinityTerm] = (),
     ) -> None:
         """Count a pod already running on a node with ``node_labels``."""
-        reqs = Requirements.from_labels(pod_labels)
+        reqs = Requirements.from_label_items(tuple(sorted(pod_labels.items())))
         for g in self._groups.values():
             d = node_labels.get(g.key)
             if d is not None and g.selects(namespace, reqs):

@@ -10,6 +10,7 @@ every budget that selects the pod.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from joiner.api.objects import PodDisruptionBudget
@@ -27,8 +28,13 @@ def selects(pdb: PodDisruptionBudget, pod: Pod) -> bool:
     """The budget covers ``pod`` (same namespace, selector matches its labels)."""
     if pod.namespace != pdb.namespace or pod.daemon:
         return False
-    have = Requirements.from_labels(dict(pod.template.labels))
-    return have.compatible(pdb.selector, allow_undefined=frozenset()) is None
+    return _matches(pdb.selector, pod.template.labels)
+
+
+@functools.lru_cache(maxsize=65536)
+def _matches(selector: Requirements, pod_labels: tuple[tuple[str, str], ...]) -> bool:
+    have = Requirements.from_label_items(tuple(sorted(pod_labels)))
+    return have.compatible(selector, allow_undefined=frozenset()) is None
 
 
 def _members(state: ClusterState, pdb: PodDisruptionBudget) -> list[Pod]:
