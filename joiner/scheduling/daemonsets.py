@@ -8,6 +8,7 @@ the instance type's labels.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from joiner.api import quantity
@@ -45,7 +46,16 @@ def overhead_on_node(
     node_labels: dict[str, str], taints: tuple[Taint, ...], daemonsets: Sequence[PodTemplate]
 ) -> Resources:
     """Summed requests of the DaemonSets whose pods would run on a concrete node."""
-    reqs = Requirements.from_labels(node_labels)
+    return dict(_overhead(tuple(sorted(node_labels.items())), taints, tuple(daemonsets)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _overhead(
+    node_labels: tuple[tuple[str, str], ...],
+    taints: tuple[Taint, ...],
+    daemonsets: tuple[PodTemplate, ...],
+) -> Resources:
+    reqs = Requirements.from_label_items(node_labels)
     total: Resources = {}
     for ds in daemonsets:
         if tolerates_all(ds.tolerations, taints) is not None:

@@ -265,7 +265,10 @@ class _Solve:
         self.index = _ClaimIndex([k for k in self.topology.universe if k != labels.HOSTNAME])
         self.topology.register(p.template for p in inp.pods)
         by_node = {e.node.name: e.domains for e in self.existing}
+        counting = self.topology.has_groups
         for bp in inp.bound_pods:
+            if not counting and not bp.anti_affinity:
+                continue  # nothing to count it in, no anti-affinity of its own
             bound_on = by_node.get(bp.node)
             if bound_on is not None:
                 self.topology.record_bound(
@@ -359,7 +362,11 @@ class _Solve:
         dead = self._dead_for(t, prefs)
         nodes = self.existing
         if self.inp.mode == "kube-scheduler":
-            nodes = sorted(nodes, key=lambda e: (-_least_allocated(e, t.requests), e.node.name))
+            # Score only the nodes that may still take this template (dead ones never will).
+            nodes = sorted(
+                (e for e in nodes if e.node.name not in dead),
+                key=lambda e: (-_least_allocated(e, t.requests), e.node.name),
+            )
         for e in nodes:
             name = e.node.name
             if name in dead:

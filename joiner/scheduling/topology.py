@@ -312,6 +312,11 @@ class Topology:
     def affinity_group(self, t: PodTemplate, term: PodAffinityTerm, kind: str) -> Group:
         return self._group(kind, term.key, term.selector, t.namespace, term.namespaces)
 
+    @property
+    def has_groups(self) -> bool:
+        """True when some constraint counts pods (bound pods must then be recorded)."""
+        return bool(self._groups)
+
     def register(self, templates: Iterable[PodTemplate]) -> None:
         """Create the groups of every constraint (hard and preferred) of ``templates``."""
         for t in templates:

@@ -30,6 +30,9 @@ def _bump() -> None:
 
 
 _POD_TRACKED = frozenset({"node_name", "deleted_at_s"})
+_CLAIM_TRACKED = frozenset(
+    {"instance", "node_name", "registered_at_s", "initialized_at_s", "deleted_at_s"}
+)
 _NODE_TRACKED = frozenset({"ready", "deleted_at_s", "deleting", "taints"})
 
 
@@ -110,6 +113,12 @@ class NodeClaim:
     nominated: tuple[str, ...] = ()
     #: Nodes being disrupted whose pods this NodeClaim was launched for.
     replaces: tuple[str, ...] = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in _CLAIM_TRACKED:
+            _bump()
+
     #: The NodePool template fields it was launched from (``NodePool.drift_fields``), for
     #: drift; None when unknown (a node adopted from a running cluster).
     launched_from: dict[str, object] | None = None
@@ -193,6 +202,12 @@ class ClusterState:
         self._live, self._live_seen, self._live_rev = live, len(self.pods), _revision
         self._by_node = by_node
         self._pending = [p for p in live if p.node_name is None and not p.daemon]
+
+    def change_key(self) -> tuple[int, ...]:
+        """Equal between two calls only if no pod, node or NodeClaim was added, bound,
+        unbound, launched, registered, initialized, cordoned or deleted in between (labels
+        and taints of nodes included): what snapshot caches key on."""
+        return (_revision, len(self.pods), len(self.nodes), len(self.nodeclaims))
 
     def live_pods(self) -> Iterator[Pod]:
         """Pods not deleted, by creation order."""

@@ -72,6 +72,7 @@ class Provisioner:
         self._scheduler = scheduler or Scheduler()
         self._on_unschedulable = on_unschedulable
         self.stats = ProvisioningStats()
+        self._snapshot: tuple[tuple[int, ...], list[ExistingNode], list[BoundPod]] | None = None
 
     def reconcile(self) -> None:
         """One pass: solve for every pending pod, create and launch the new NodeClaims."""
@@ -227,12 +228,27 @@ class Provisioner:
     ) -> tuple[list[ExistingNode], list[BoundPod]]:
         """Existing capacity for a solve: launched NodeClaims (registered or not) except
         those whose node is deleted, being deleted, or named in ``exclude`` (NodeClaim
-        names: consolidation candidates). Returns the nodes and the pods bound to them."""
+        names: consolidation candidates). Returns the nodes and the pods bound to them.
+
+        The full snapshot is computed once per cluster change (``state.change_key``), so a
+        consolidation pass simulating each candidate in turn builds it once."""
+        key = self._state.change_key()
+        if self._snapshot is None or self._snapshot[0] != key:
+            self._snapshot = (key, *self._full_snapshot())
+        _, existing, bound = self._snapshot
+        if not exclude:
+            return list(existing), list(bound)
+        return (
+            [e for e in existing if e.name not in exclude],
+            [b for b in bound if b.node not in exclude],
+        )
+
+    def _full_snapshot(self) -> tuple[list[ExistingNode], list[BoundPod]]:
         out: list[ExistingNode] = []
         bound_pods: list[BoundPod] = []
         daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
         for claim in self._state.live_nodeclaims():
-            if claim.instance is None or claim.name in exclude:
+            if claim.instance is None:
                 continue
             node = self._state.nodes.get(claim.node_name) if claim.node_name else None
             if node is not None and (node.deleted_at_s is not None or node.deleting):
