@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from joiner.operator.compare import run_policies
+from joiner.operator.compare import prepare_policies
 from joiner.sim.scenario import load_scenario
 
 NODEPOOL = """\
@@ -117,21 +117,17 @@ def main() -> None:
         (d / "app.yaml").write_text(APP)
         (d / "traffic.csv").write_text(traffic(int(days * 1440) + 1, peak))
         (d / "scenario.yaml").write_text(SCENARIO.format(hours=days * 24))
-        scenario = load_scenario(d / "scenario.yaml")
-        times: dict[str, float] = {}
-        last = [time.perf_counter()]
-
-        def progress(policy: str, _t: float) -> None:
-            now = time.perf_counter()
-            times[policy] = times.get(policy, 0.0) + now - last[0]
-            last[0] = now
-
         start = time.perf_counter()
-        last[0] = start
-        result = run_policies(scenario, progress=progress)
+        scenario = load_scenario(d / "scenario.yaml")
+        runs = {}
+        seconds = {}
+        for name, runtime in prepare_policies(scenario):
+            t0 = time.perf_counter()
+            runs[name] = runtime.run()
+            seconds[name] = round(time.perf_counter() - t0, 2)
         total = time.perf_counter() - start
     policies = {}
-    for name, run in result.runs.items():
+    for name, run in runs.items():
         s = run.summary
         peak_nodes = 0
         events = sorted(
@@ -143,6 +139,7 @@ def main() -> None:
             live += delta
             peak_nodes = max(peak_nodes, live)
         policies[name] = {
+            "wallSeconds": seconds[name],
             "nodesLaunched": len(s["nodes"]),
             "peakNodes": peak_nodes,
             "podsScheduled": s["pods"]["scheduled"],

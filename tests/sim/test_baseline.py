@@ -1,0 +1,420 @@
+"""The Cluster Autoscaler baseline, end to end on small scenarios, and its expanders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from joiner.api.errors import InputError
+from joiner.cloudprovider.events import REBALANCE_RECOMMENDATION, CloudEvent
+from joiner.operator.compare import run_policies
+from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.baseline.autoscaler import PROVISION_TIMEOUT, SCALE_DOWN, Option
+from joiner.sim.baseline.groups import NodeGroup
+from joiner.sim.baseline.settings import AutoscalerSettings, NodeGroupSpec
+from joiner.sim.scenario import load_scenario
+
+NODEPOOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [CAPACITY]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [TYPES]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: r
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {t: "1"}}]
+  securityGroupSelectorTerms: [{tags: {t: "1"}}]
+"""
+
+APP = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: w, image: w, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+"""
+
+
+def _write(
+    tmp_path: Path,
+    *,
+    workloads: str,
+    extra_spec: str = "",
+    duration: str = "1h",
+    capacity: str = "spot, on-demand",
+    types: str = "c5.xlarge, m5.xlarge",
+    app: str = APP,
+) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "np.yaml").write_text(
+        NODEPOOL.replace("CAPACITY", capacity).replace("TYPES", types)
+    )
+    (tmp_path / "app.yaml").write_text(app)
+    (tmp_path / "scenario.yaml").write_text(
+        f"""\
+apiVersion: joiner.dev/v1alpha1
+kind: Scenario
+metadata: {{name: t}}
+spec:
+  duration: {duration}
+  seed: 3
+  manifests: [np.yaml, app.yaml]
+  cloud:
+    subnets:
+      - {{id: s-a, zone: us-east-1a, tags: {{t: "1"}}}}
+      - {{id: s-b, zone: us-east-1b, tags: {{t: "1"}}}}
+    securityGroups: [{{id: sg, tags: {{t: "1"}}}}]
+  workloads:
+{workloads}
+{extra_spec}"""
+    )
+    return tmp_path / "scenario.yaml"
+
+
+def _ca(path: Path) -> SimulationRuntime:
+    return SimulationRuntime(load_scenario(path), policy="cluster-autoscaler")
+
+
+def test_groups_are_derived_per_type_and_capacity_type(tmp_path):
+    rt = _ca(_write(tmp_path, workloads="    - {deployment: default/web, replicas: 1}"))
+    assert rt.autoscaler is not None
+    groups = {g.name: g for g in rt.autoscaler.groups}
+    assert sorted(groups) == [
+        "general-c5.xlarge-od",
+        "general-c5.xlarge-spot",
+        "general-m5.xlarge-od",
+        "general-m5.xlarge-spot",
+    ]
+    assert groups["general-c5.xlarge-spot"].spec.capacity_types == ("spot",)
+    assert groups["general-m5.xlarge-od"].spec.capacity_types == ("on-demand",)
+    assert groups["general-c5.xlarge-spot"].zones == ("us-east-1a", "us-east-1b")
+
+
+def test_scale_up_waits_for_the_scan_the_asg_and_the_boot(tmp_path):
+    rt = _ca(_write(tmp_path, workloads="    - {deployment: default/web, replicas: 6}"))
+    summary = rt.run().summary
+    assert summary["pods"]["pending"] == 0
+    web = [p for p in rt.state.pods.values() if not p.daemon]
+    for p in web:
+        wait = p.bound_at_s - p.created_at_s
+        # ASG delay 60-120 s plus boot 25-45 s, after a scan at most 10 s away.
+        assert 85.0 <= wait <= 10.0 + 120.0 + 45.0
+    for n in summary["nodes"]:
+        assert n["launchedAtSeconds"] >= 60.0
+    assert summary["policy"]["name"] == "cluster-autoscaler"
+    assert summary["policy"]["stats"]["scaleUps"] >= 1
+    # 6 one-CPU pods fit two 4-vCPU nodes (3 each after overhead).
+    assert len(summary["nodes"]) == 2
+    assert summary["pods"]["scaleUpLatencySeconds"]["pods"] == 6
+
+
+def test_parameters_are_all_listed(tmp_path):
+    rt = _ca(_write(tmp_path, workloads="    - {deployment: default/web, replicas: 1}"))
+    params = rt.run().summary["policy"]["parameters"]
+    for key in (
+        "scanIntervalSeconds",
+        "expander",
+        "maxNodeProvisionTimeSeconds",
+        "initialNodeGroupBackoffSeconds",
+        "maxNodeGroupBackoffSeconds",
+        "scaleDownUtilizationThreshold",
+        "scaleDownUnneededTimeSeconds",
+        "scaleDownDelayAfterAddSeconds",
+        "scaleDownDelayAfterDeleteSeconds",
+        "maxEmptyBulkDelete",
+        "asgLaunchDelaySeconds",
+        "capacityRebalance",
+        "nodeGroups",
+    ):
+        assert key in params
+    assert params["expander"] == "least-waste"
+    assert params["scanIntervalSeconds"] == 10.0
+    assert len(params["nodeGroups"]) == 4
+
+
+def test_scale_down_after_unneeded_time_and_delay_after_add(tmp_path):
+    trace = tmp_path / "tr.csv"
+    # 8 replicas for 5 minutes, then 1.
+    trace.write_text("minute,value\n" + "".join(f"{m},{8 if m < 5 else 1}\n" for m in range(60)))
+    rt = _ca(
+        _write(
+            tmp_path,
+            workloads=f"    - deployment: default/web\n      trace: {{file: {trace}, "
+            "targetPerReplica: 1, min: 1, max: 8}",
+        )
+    )
+    summary = rt.run().summary
+    downs = [e for e in summary["timeline"] if e["kind"] == SCALE_DOWN]
+    assert downs, "the emptied nodes must go"
+    last_up = max(e["atSeconds"] for e in summary["timeline"] if e["kind"] == "scaleUp")
+    for e in downs:
+        # Not within 10 minutes of a scale-up, and only after 10 minutes unneeded.
+        assert e["atSeconds"] >= last_up + 600.0
+        assert e["atSeconds"] >= 300.0 + 600.0
+    live = [n for n in summary["nodes"] if n["deletedAtSeconds"] is None]
+    assert len(live) == 1  # the one replica's node stays
+    assert summary["pods"]["lost"] == 0
+
+
+def test_pdb_blocks_scale_down_of_a_non_empty_node(tmp_path):
+    app = APP + (
+        "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\n"
+        "metadata: {name: web, namespace: default}\n"
+        "spec: {minAvailable: 100%, selector: {matchLabels: {app: web}}}\n"
+    )
+    # Two replicas on two nodes would each be under 50 % and fit together, but no eviction
+    # is allowed.
+    rt = _ca(
+        _write(
+            tmp_path,
+            workloads="    - {deployment: default/web, replicas: 2}",
+            app=app.replace('cpu: "1"', "cpu: 1500m"),
+            types="c5.xlarge",
+            capacity="on-demand",
+            duration="2h",
+        )
+    )
+    summary = rt.run().summary
+    assert not [e for e in summary["timeline"] if e["kind"] == SCALE_DOWN]
+
+
+def test_launch_failures_time_out_and_back_the_group_off(tmp_path):
+    rt = _ca(
+        _write(
+            tmp_path,
+            workloads="    - {deployment: default/web, replicas: 2}",
+            capacity="on-demand",
+            types="c5.xlarge",
+        )
+    )
+    rt.cloud.add_launch_failures(None, 100, 3600.0)
+    summary = rt.run().summary
+    timeouts = [e for e in summary["timeline"] if e["kind"] == PROVISION_TIMEOUT]
+    assert timeouts
+    # The first scale-up at t=0 times out 15 minutes later (scan ticks every 10 s).
+    assert 900.0 <= timeouts[0]["atSeconds"] <= 910.0
+    (group,) = rt.autoscaler.groups
+    assert group.last_failure_s is not None and group.backoff_s >= 300.0
+    # Backed off for 5 minutes: the next timeout is at least 5 + 15 minutes later.
+    if len(timeouts) > 1:
+        assert timeouts[1]["atSeconds"] - timeouts[0]["atSeconds"] >= 1200.0
+    assert summary["pods"]["pending"] == 2
+
+
+def test_spot_reclaims_are_replaced_by_the_asg(tmp_path):
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 6}",
+        capacity="spot",
+        duration="4h",
+    )
+    rt = SimulationRuntime(_with_rate(load_scenario(path), 1.0), policy="cluster-autoscaler")
+    summary = rt.run().summary
+    stats = summary["policy"]["stats"]
+    assert summary["interruptions"]["count"] >= 1
+    assert stats["asgReplacements"] >= 1
+    # Desired capacity kept: at the end as many spot nodes run as before the reclaims.
+    live = [n for n in summary["nodes"] if n["deletedAtSeconds"] is None]
+    assert len(live) >= 2
+    assert summary["pods"]["pending"] == 0
+
+
+def _with_rate(scenario: Any, rate: float) -> Any:
+    from dataclasses import replace
+
+    from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
+
+    return replace(scenario, hazard=HazardModel(overrides=(RateOverride(rate),)))
+
+
+def test_capacity_rebalance_launches_the_replacement_before_the_drain(tmp_path):
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 2}",
+        capacity="spot",
+        types="c5.xlarge",
+        extra_spec="  clusterAutoscaler: {capacityRebalance: true}\n",
+    )
+    rt = _ca(path)
+    rt.clock.at(900.0, lambda: _rebalance_first(rt), label="test")
+    summary = rt.run().summary
+    drains = [e for e in summary["timeline"] if e["detail"] == "capacity rebalance"]
+    assert drains, "the at-risk node is drained once its replacement is Ready"
+    launched_after = [n for n in summary["nodes"] if n["launchedAtSeconds"] > 900.0]
+    assert len(launched_after) == 1
+    assert launched_after[0]["readyAtSeconds"] <= drains[0]["atSeconds"]
+    assert summary["pods"]["lost"] == 0 and summary["pods"]["pending"] == 0
+
+
+def _rebalance_first(rt: SimulationRuntime) -> None:
+    claim = next(c for c in rt.state.live_nodeclaims() if c.instance is not None)
+    assert claim.instance is not None
+    rt.cloud.inject(
+        CloudEvent(REBALANCE_RECOMMENDATION, (claim.instance.instance_id,), "rebalance-test")
+    )
+
+
+def _options(rt: SimulationRuntime) -> list[Option]:
+    assert rt.autoscaler is not None
+    by = {g.name: g for g in rt.autoscaler.groups}
+    return [
+        Option(by["general-c5.xlarge-spot"], 2, ("a", "b", "c", "d", "e")),
+        Option(by["general-m5.xlarge-od"], 1, ("a", "b", "c")),
+    ]
+
+
+def _expander_runtime(tmp_path: Path, extra: str) -> SimulationRuntime:
+    rt = _ca(
+        _write(tmp_path, workloads="    - {deployment: default/web, replicas: 5}", extra_spec=extra)
+    )
+    for uid in "abcde":
+        from joiner.state.cluster import Pod
+        from joiner.testing.builders import make_pod_template
+
+        rt.state.pods[uid] = Pod(uid, "default", uid, make_pod_template(1000, 2 << 30), "x", 0, 0)
+    return rt
+
+
+def test_most_pods_expander(tmp_path):
+    rt = _expander_runtime(tmp_path, "  clusterAutoscaler: {expander: most-pods}\n")
+    assert rt.autoscaler._expand(_options(rt)).group.name == "general-c5.xlarge-spot"
+
+
+def test_least_waste_expander_prefers_less_idle_cpu(tmp_path):
+    rt = _expander_runtime(tmp_path, "")
+    # 5 pods of 1 CPU on two c5.xlarge (2 x ~3.9 CPU) idle ~2.8 CPU; 3 on one m5.xlarge
+    # idle ~0.9 CPU: the m5 option wastes less.
+    assert rt.autoscaler._expand(_options(rt)).group.name == "general-m5.xlarge-od"
+
+
+def test_priority_expander_follows_the_highest_matching_pattern(tmp_path):
+    rt = _expander_runtime(
+        tmp_path,
+        "  clusterAutoscaler:\n    expander: priority,least-waste\n"
+        "    priorities: {'50': ['.*-spot'], '10': ['.*']}\n",
+    )
+    assert rt.autoscaler._expand(_options(rt)).group.name == "general-c5.xlarge-spot"
+
+
+def test_random_expander_is_seeded(tmp_path):
+    picks = []
+    for i in range(2):
+        rt = _expander_runtime(tmp_path / str(i), "  clusterAutoscaler: {expander: random}\n")
+        picks.append([rt.autoscaler._expand(_options(rt)).group.name for _ in range(8)])
+    assert picks[0] == picks[1]
+    assert len(set(picks[0])) == 2
+
+
+def test_mixed_instances_policy_on_demand_base_and_percentage():
+    spec = NodeGroupSpec("g", "p", ("m5.large",), on_demand_base=2, on_demand_percentage=25)
+    assert [spec.on_demand_wanted(n) for n in (1, 2, 3, 6, 10)] == [1, 2, 3, 3, 4]
+    assert spec.capacity_types == ("spot", "on-demand")
+    assert NodeGroupSpec("s", "p", ("m5.large",), on_demand_percentage=0).capacity_types == (
+        "spot",
+    )
+
+
+def test_declared_node_groups_replace_derived_ones(tmp_path):
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 4}",
+        extra_spec="  clusterAutoscaler:\n    nodeGroups:\n"
+        "      - {name: mixed, nodePool: general, instanceTypes: [m5.xlarge, c5.xlarge],\n"
+        "         onDemandBaseCapacity: 1, onDemandPercentageAboveBaseCapacity: 0}\n",
+    )
+    rt = _ca(path)
+    summary = rt.run().summary
+    (group,) = rt.autoscaler.groups
+    assert group.template.name == "m5.xlarge"
+    cts = sorted(n["capacityType"] for n in summary["nodes"])
+    assert cts[0] == "on-demand" and cts.count("on-demand") == 1
+    assert all(n["name"].startswith("mixed-") for n in summary["nodes"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "message"),
+    [
+        ("  clusterAutoscaler: {expander: cheapest}\n", "expander", "unknown expander"),
+        ("  clusterAutoscaler: {expander: priority}\n", "priorities", "needs priorities"),
+        (
+            "  clusterAutoscaler:\n    nodeGroups: [{name: g, nodePool: nope, "
+            "instanceTypes: [m5.large]}]\n",
+            "nodeGroups[0].nodePool",
+            "is not in the manifests",
+        ),
+        (
+            "  clusterAutoscaler:\n    nodeGroups: [{name: g, nodePool: general, "
+            "instanceTypes: [m5.huge]}]\n",
+            "nodeGroups[0].instanceTypes[0]",
+            "not offered",
+        ),
+        (
+            "  clusterAutoscaler: {asgLaunchDelay: {min: 3m, max: 1m}}\n",
+            "asgLaunchDelay",
+            "min exceeds max",
+        ),
+        ("  compare: [joiner, karpenter]\n", "compare", ""),
+    ],
+)
+def test_bad_baseline_settings_name_the_field(tmp_path, extra, field, message):
+    path = _write(
+        tmp_path, workloads="    - {deployment: default/web, replicas: 1}", extra_spec=extra
+    )
+    with pytest.raises(InputError) as exc:
+        load_scenario(path)
+    assert field in str(exc.value)
+    assert message in str(exc.value)
+
+
+def test_compare_runs_both_on_the_same_seed(tmp_path):
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 6}",
+        extra_spec="  compare: [joiner, cluster-autoscaler]\n",
+    )
+    result = run_policies(load_scenario(path))
+    s = result.summary
+    assert list(s["policies"]) == ["joiner", "cluster-autoscaler"]
+    assert s["policy"]["name"] == "joiner"
+    assert s["nodes"] == s["policies"]["joiner"]["nodes"]
+    joiner, ca = s["policies"]["joiner"], s["policies"]["cluster-autoscaler"]
+    assert joiner["pods"]["pendingSeconds"]["p95"] < ca["pods"]["pendingSeconds"]["p95"]
+    assert joiner["pods"]["scheduled"] == ca["pods"]["scheduled"] == 6
+
+
+def test_settings_default_matches_cluster_autoscaler_flags():
+    s = AutoscalerSettings()
+    assert (s.scan_interval_s, s.max_node_provision_time_s) == (10.0, 900.0)
+    assert (s.scale_down_unneeded_time_s, s.scale_down_delay_after_add_s) == (600.0, 600.0)
+    assert s.delay_after_delete_s == s.scan_interval_s
+    assert s.scale_down_utilization_threshold == 0.5
+    assert (s.initial_node_group_backoff_s, s.max_node_group_backoff_s) == (300.0, 1800.0)
+    assert s.max_empty_bulk_delete == 10
+
+
+def test_group_template_is_the_first_override(tmp_path):
+    rt = _ca(_write(tmp_path, workloads="    - {deployment: default/web, replicas: 1}"))
+    g: NodeGroup = rt.autoscaler.groups[0]
+    pool = g.template_pool()
+    assert pool.name == g.name
+    assert pool.requirements.get_or_exists("node.kubernetes.io/instance-type").values == {
+        g.template.name
+    }
+    assert g.template_labels()["node.kubernetes.io/instance-type"] == g.template.name

@@ -1,0 +1,40 @@
+"""``examples/clinic-spikes``: the comparison the README quotes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from joiner.operator.compare import run_policies
+from joiner.sim.scenario import load_scenario
+
+SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "clinic-spikes" / "scenario.yaml"
+
+
+@pytest.fixture(scope="module")
+def summary():
+    return run_policies(load_scenario(SCENARIO)).summary
+
+
+def test_joiner_waits_a_fraction_of_the_baseline_and_costs_less(summary):
+    joiner = summary["policies"]["joiner"]
+    ca = summary["policies"]["cluster-autoscaler"]
+    assert joiner["pods"]["pendingSeconds"]["p95"] < 0.5 * ca["pods"]["pendingSeconds"]["p95"]
+    assert joiner["cost"]["total"] < ca["cost"]["total"]
+    assert joiner["pods"]["lost"] == ca["pods"]["lost"] == 0
+
+
+def test_the_trace_slice_spikes_and_batch_all_show(summary):
+    sc = load_scenario(SCENARIO)
+    assert sc.duration_s == 86400.0
+    (cron,) = sc.cronjobs
+    assert cron.fire_times_s == (7200.0,)  # 02:00 on 13 July 1995
+    api = next(w for w in sc.workloads if w.deployment == "clinic/api")
+    assert api.hpa is not None
+    assert [m.name for m in api.hpa.multipliers] == ["morning opening", "lunch", "late night"]
+    assert len(api.hpa.trace.values) == 1440
+    assert max(api.hpa.trace.values) == 405.0  # the launch-day flash crowd
+    for policy in summary["policies"].values():
+        batch = [n for n in policy["nodes"] if n["nodePool"] == "batch"]
+        assert batch, "the nightly batch needs its own nodes"
