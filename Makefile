@@ -32,10 +32,12 @@ layers: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
-## Benchmarks print JSON: the simulation, then the scheduling ladder (1 to 20,000 pods).
+## Benchmarks print JSON: the simulation, the scheduling ladder (1 to 20,000 pods), then seven
+## days of a few-hundred-node cluster under Joiner and the Cluster Autoscaler baseline.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/scheduling.py
+	$(BIN)/python benchmarks/week.py
 
 clean:
 	rm -rf $(VENV) joiner-out .pytest_cache .mypy_cache .ruff_cache

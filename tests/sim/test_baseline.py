@@ -418,3 +418,38 @@ def test_group_template_is_the_first_override(tmp_path):
         g.template.name
     }
     assert g.template_labels()["node.kubernetes.io/instance-type"] == g.template.name
+
+
+@pytest.mark.parametrize("hazard", [False, True])
+def test_skipped_scans_change_nothing(tmp_path, monkeypatch, hazard):
+    """A scan is skipped only when nothing changed and no timer is due: the run is the same
+    as one that scans every 10 s."""
+    trace = tmp_path / "tr.csv"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    trace.write_text(
+        "minute,value\n" + "".join(f"{m},{[2, 9, 3, 12, 1][(m // 25) % 5]}\n" for m in range(240))
+    )
+    path = _write(
+        tmp_path,
+        workloads=f"    - deployment: default/web\n      trace: {{file: {trace}, "
+        "targetPerReplica: 1, min: 1, max: 12}",
+        duration="4h",
+    )
+    sc = load_scenario(path)
+    if hazard:
+        sc = _with_rate(sc, 0.5)
+    skipping = SimulationRuntime(sc, policy="cluster-autoscaler").run().summary
+    from joiner.sim.baseline.autoscaler import ClusterAutoscaler
+
+    tick = ClusterAutoscaler._tick
+
+    def every_time(self: ClusterAutoscaler) -> None:
+        self._seen = None
+        tick(self)
+
+    monkeypatch.setattr(ClusterAutoscaler, "_tick", every_time)
+    scanning = SimulationRuntime(sc, policy="cluster-autoscaler").run().summary
+    assert skipping["policy"]["stats"]["scansSkipped"] > 0
+    assert scanning["policy"]["stats"]["scansSkipped"] == 0
+    for key in ("nodes", "cost", "pods", "timeline", "interruptions"):
+        assert skipping[key] == scanning[key]

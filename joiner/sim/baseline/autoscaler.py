@@ -60,7 +60,7 @@ from joiner.scheduling import (
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.sim.baseline.groups import NodeGroup
 from joiner.sim.baseline.settings import AutoscalerSettings
-from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod, revision
+from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 from joiner.state.snapshot import ready_nodes
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ class ClusterAutoscaler:
         self._last_scale_up_s = -math.inf
         self._last_delete_s = -math.inf
         self._last_failure_s = -math.inf
-        self._seen: tuple[int, int, int] | None = None
+        self._seen: tuple[int, ...] | None = None
         self._next_due_s = 0.0
         self._end_s = 0.0
         self.stats = AutoscalerStats()
@@ -196,14 +196,14 @@ class ClusterAutoscaler:
 
     def _tick(self) -> None:
         now = self._clock.now()
-        fingerprint = (revision(), len(self._state.pods), len(self._state.nodes))
+        fingerprint = self._state.change_key()
         if fingerprint == self._seen and now < self._next_due_s:
             self.stats.scans_skipped += 1
         else:
             self._seen = fingerprint
             self._scan()
             # The scan itself may have changed state (desired capacity, drains).
-            self._seen = (revision(), len(self._state.pods), len(self._state.nodes))
+            self._seen = self._state.change_key()
         nxt = now + self.settings.scan_interval_s
         if nxt <= self._end_s:
             self._clock.after(nxt - now, self._tick, label="ca-scan")
@@ -214,8 +214,11 @@ class ClusterAutoscaler:
         self._next_due_s = math.inf
         self._check_provision_timeouts(now)
         scaled = self._scale_up(now)
-        if not scaled:
-            self._scale_down(now)
+        if scaled:
+            # One group per scan: pods the chosen group did not take wait for the next one.
+            self._due(now + self.settings.scan_interval_s)
+        # Unneeded nodes are tracked every scan; removal only in a scan without scale-up.
+        self._scale_down(now, allow_removal=not scaled)
         for g in self.groups:
             if g.waiting_since_s is not None:
                 self._due(g.waiting_since_s + self.settings.max_node_provision_time_s)
@@ -611,7 +614,7 @@ class ClusterAutoscaler:
         alloc_mem = node.allocatable.get(quantity.MEMORY, 0)
         return max(cpu / alloc_cpu if alloc_cpu else 0.0, mem / alloc_mem if alloc_mem else 0.0)
 
-    def _scale_down(self, now: float) -> None:
+    def _scale_down(self, now: float, *, allow_removal: bool) -> None:
         s = self.settings
         candidates: list[tuple[float, str, Node, NodeGroup, list[Pod]]] = []
         for g in self.groups:
@@ -630,6 +633,9 @@ class ClusterAutoscaler:
                 else:
                     self._due(since + s.scale_down_unneeded_time_s)
         if not candidates:
+            return
+        if not allow_removal:
+            self._due(now + s.scan_interval_s)
             return
         blocked_until = max(
             self._last_scale_up_s + s.scale_down_delay_after_add_s,
@@ -656,6 +662,7 @@ class ClusterAutoscaler:
             self._remove(m, node, g, "empty")
             removed += 1
         if removed:
+            self._due(now + s.delay_after_delete_s)  # the other candidates' turn
             return
         if any((n := self._node(c)) is not None and n.draining for c in self._removing):
             return  # non-empty nodes go one at a time
