@@ -209,6 +209,8 @@ def joiner_parameters(
         "retryUnschedulableSeconds": retry_s,
         "launch": "EC2 Fleet for Karpenter: spot before on-demand, lowest price",
         "nodeReadySeconds": {"min": ready_min_s, "max": ready_max_s},
+        "disruption": "Karpenter's emptiness, drift and consolidation per the NodePools' "
+        "disruption settings and budgets; expireAfter",
     }
 
 
