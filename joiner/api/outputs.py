@@ -245,8 +245,9 @@ class PolicyRun(_Out):
 
 
 class SimulationSummary(PolicyRun):
-    """``summary.json`` written by ``joiner simulate``. With ``spec.compare``, the first
-    policy's run is the top level and ``policies`` holds every policy's run."""
+    """``summary.json`` written by ``joiner simulate``. With ``spec.compare``, Joiner's run
+    (or the first policy's, without Joiner) is the top level and ``policies`` holds every
+    policy's run."""
 
     policies: dict[str, PolicyRun] | None = Field(
         default=None, description="spec.compare: each policy's run, keyed by policy name"

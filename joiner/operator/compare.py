@@ -13,6 +13,7 @@ from typing import Any
 
 from joiner.cloudprovider.catalog import Catalog
 from joiner.operator.wiring import RunResult, SimulationRuntime
+from joiner.sim.baseline import JOINER
 from joiner.sim.scenario import Scenario
 
 
@@ -45,8 +46,8 @@ def run_policies(
     prepared: list[tuple[str, SimulationRuntime]] | None = None,
 ) -> Comparison:
     """Run every policy of ``scenario.policies`` (``prepared`` runtimes, or new ones). The
-    summary is the first policy's run, plus ``policies`` (every run in the single-run
-    shape) when there is more than one.
+    summary is Joiner's run (the first policy's when Joiner is not listed), plus
+    ``policies`` (every run in the single-run shape) when there is more than one.
 
     Raises:
         InputError: as ``prepare_policies``.
@@ -60,8 +61,8 @@ def run_policies(
                 progress(name, t)
 
         runs[name] = runtime.run(progress=tick)
-    first = runs[scenario.policies[0]].summary
-    summary = dict(first)
+    top = JOINER if JOINER in runs else scenario.policies[0]
+    summary = dict(runs[top].summary)
     if len(runs) > 1:
         summary["policies"] = {name: r.summary for name, r in runs.items()}
     return Comparison(runs=runs, summary=summary)

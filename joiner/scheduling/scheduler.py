@@ -244,18 +244,22 @@ class _Solve:
         ]
         ports_by_node: dict[str, list[HostPort]] = {}
         for bp in inp.bound_pods:
-            ports_by_node.setdefault(bp.node, []).extend(bp.host_ports)
+            if bp.host_ports:
+                ports_by_node.setdefault(bp.node, []).extend(bp.host_ports)
         self.existing = []
         for n in sorted(inp.existing, key=lambda n: (not n.initialized, n.name)):
             node_labels = dict(n.labels)
-            node_labels.setdefault(labels.HOSTNAME, n.name)
+            label_items = n.labels
+            if labels.HOSTNAME not in node_labels:
+                node_labels[labels.HOSTNAME] = n.name
+                label_items = tuple(sorted(node_labels.items()))
             self.existing.append(
                 _Existing(
                     node=n,
                     available=dict(n.available),
                     requirements=n.requirements
                     if n.requirements is not None
-                    else Requirements.from_label_items(tuple(sorted(node_labels.items()))),
+                    else Requirements.from_label_items(label_items),
                     domains=node_labels,
                     ports=list(ports_by_node.get(n.name, [])),
                 )

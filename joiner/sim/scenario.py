@@ -248,8 +248,8 @@ class ScenarioSpec(_Strict):
     compare: list[Literal["joiner", "cluster-autoscaler"]] | None = Field(
         default=None,
         min_length=1,
-        description="Run each policy on the same seed; summary.json keeps the first at the "
-        "top level and every one under policies",
+        description="Run each policy on the same seed; summary.json keeps Joiner's run (or "
+        "the first policy's) at the top level and every one under policies",
     )
     clusterAutoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
 
@@ -530,6 +530,8 @@ def load_scenario(
                 defaulted=given_run is None,
             )
         )
+    if spec.compare is not None and len(set(spec.compare)) != len(spec.compare):
+        raise fail("each policy may be listed once", "spec.compare")
     autoscaler = _autoscaler(spec, manifests, subnets, catalog, seconds, fail)
 
     if check_selectors:

@@ -371,6 +371,7 @@ def test_declared_node_groups_replace_derived_ones(tmp_path):
             "min exceeds max",
         ),
         ("  compare: [joiner, karpenter]\n", "compare", ""),
+        ("  compare: [joiner, joiner]\n", "compare", "listed once"),
     ],
 )
 def test_bad_baseline_settings_name_the_field(tmp_path, extra, field, message):
@@ -453,3 +454,39 @@ def test_skipped_scans_change_nothing(tmp_path, monkeypatch, hazard):
     assert scanning["policy"]["stats"]["scansSkipped"] == 0
     for key in ("nodes", "cost", "pods", "timeline", "interruptions"):
         assert skipping[key] == scanning[key]
+
+
+def test_joiner_stays_at_the_top_level_whatever_the_order(tmp_path):
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 2}",
+        extra_spec="  compare: [cluster-autoscaler, joiner]\n",
+        duration="20m",
+    )
+    s = run_policies(load_scenario(path)).summary
+    assert list(s["policies"]) == ["cluster-autoscaler", "joiner"]
+    assert s["policy"]["name"] == "joiner"
+    assert s["nodes"] == s["policies"]["joiner"]["nodes"]
+
+
+def test_declared_group_with_a_type_outside_the_node_class_zones_is_bad_input(tmp_path):
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 1}",
+        extra_spec="  clusterAutoscaler:\n    nodeGroups:\n"
+        "      - {name: g, nodePool: general, instanceTypes: [m5.large], zones: [us-east-1a]}\n",
+    )
+    sc = load_scenario(path)
+    # Every zone is fine here; a group whose types have no offering of its capacity type
+    # in its zones is refused when the runtime is built, naming the group.
+    from dataclasses import replace
+
+    bad = replace(
+        sc,
+        autoscaler=replace(
+            sc.autoscaler,
+            node_groups=(NodeGroupSpec("g", "general", ("m5.large",), zones=("us-east-1f",)),),
+        ),
+    )
+    with pytest.raises(InputError, match="node group 'g'"):
+        SimulationRuntime(bad, policy="cluster-autoscaler")
