@@ -35,7 +35,13 @@ from joiner.controllers.termination.pdb import violated
 from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
 from joiner.operator.lint import lint_manifests
-from joiner.sim.baseline import CLUSTER_AUTOSCALER, JOINER, ClusterAutoscaler, build_autoscaler
+from joiner.sim.baseline import (
+    CLUSTER_AUTOSCALER,
+    JOINER,
+    MANY_GROUPS,
+    ClusterAutoscaler,
+    build_autoscaler,
+)
 from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
@@ -418,9 +424,14 @@ class SimulationRuntime:
         }
 
     def _policy(self) -> dict[str, Any]:
-        if self.autoscaler is not None:
-            return self.autoscaler.describe()
         boot = self.kubelet.boot
+        if self.autoscaler is not None:
+            described = self.autoscaler.describe()
+            described["parameters"]["nodeReadySecondsAfterLaunch"] = {
+                "min": boot.ready_min_s,
+                "max": boot.ready_max_s,
+            }
+            return described
         params = joiner_parameters(
             batch_idle_s=self.batcher.idle_s,
             batch_max_s=self.batcher.max_s,
@@ -434,6 +445,13 @@ class SimulationRuntime:
         """Load warnings, notes on what this run does not model, and dead configuration."""
         m = self.scenario.manifests
         out: list[str] = [*m.warnings, *self._volume_warnings]
+        if self.autoscaler is not None and len(self.autoscaler.groups) > MANY_GROUPS:
+            out.append(
+                f"the Cluster Autoscaler baseline has {len(self.autoscaler.groups)} node groups "
+                "(one per instance type and capacity type the NodePools allow); each scale-up "
+                "estimates every one of them, which is slow: list the types in the NodePools or "
+                "declare spec.clusterAutoscaler.nodeGroups"
+            )
         for run in self.scenario.cronjobs:
             cj = run.cronjob
             if run.defaulted and run.fire_times_s:

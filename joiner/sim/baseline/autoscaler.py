@@ -162,7 +162,6 @@ class ClusterAutoscaler:
             }
             for g in self.groups
         ]
-        params["bootSecondsAfterLaunch"] = "as Joiner's nodes (kubelet model)"
         st = self.stats
         return {
             "name": "cluster-autoscaler",
