@@ -485,6 +485,7 @@ class ClusterAutoscaler:
             requests={},
             instance_type_options=types,
             created_at_s=self._clock.now(),
+            replaces=(g.to_replace.pop(0),) if g.to_replace else (),
         )
         self._state.nodeclaims[claim.name] = claim
         self._owner[claim.name] = g
@@ -560,6 +561,7 @@ class ClusterAutoscaler:
             return
         if self._live_members(g) + g.launching < g.desired:
             self.stats.replacements += 1
+            g.to_replace.append(claim.node_name or claim.name)
         self._reconcile_group(g)
         self.wake()
 
@@ -584,6 +586,7 @@ class ClusterAutoscaler:
         if g is None or not self.settings.capacity_rebalance or claim.name in g.at_risk:
             return
         g.at_risk.add(claim.name)
+        g.to_replace.append(claim.node_name or claim.name)
         self._reconcile_group(g)
 
     def node_ready(self, claim: NodeClaim) -> None:

@@ -77,6 +77,8 @@ class NodeGroup:
     launching: int = 0
     #: Members a rebalance recommendation put at risk (Capacity Rebalancing replaces them).
     at_risk: set[str] = field(default_factory=set)
+    #: Nodes lost or at risk whose replacement has not launched yet (for the timeline).
+    to_replace: list[str] = field(default_factory=list)
     #: Since when the group has had fewer registered nodes than desired (provision timeout).
     waiting_since_s: float | None = None
     backoff_until_s: float = 0.0
