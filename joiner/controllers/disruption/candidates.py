@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from joiner.api.objects import NodePool
 from joiner.cloudprovider.types import InstanceType
-from joiner.controllers.termination.pdb import blocking
+from joiner.controllers.termination.pdb import allowed_by_budget, blocking
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 
 
@@ -111,12 +111,12 @@ def consolidatable_at(node: Node, pool: NodePool) -> float | None:
     return since + pool.consolidate_after_s
 
 
-def _blocker(state: ClusterState, pods: list[Pod], now_s: float) -> str | None:
+def _blocker(state: ClusterState, pods: list[Pod], now_s: float, allowed: list[int]) -> str | None:
     for pod in pods:
         if pod.blocks_disruption(now_s):
             return f"pod {pod.namespace}/{pod.name} has karpenter.sh/do-not-disrupt"
     for pod in pods:
-        pdb = blocking(state, pod)
+        pdb = blocking(state, pod, allowed)
         if pdb is not None:
             return (
                 f"PDB {pdb.namespace}/{pdb.name} allows 0 disruptions "
@@ -140,6 +140,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
     """
     out: list[Candidate] = []
     excluded: dict[str, str] = {}
+    allowed = allowed_by_budget(state)
     for claim in state.live_nodeclaims():
         node = state.node_of_claim(claim)
         if node is None:
@@ -169,7 +170,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
                 price_per_hour=claim.instance.offering.price_per_hour,
                 disruption_cost=cost,
                 consolidatable=consolidatable(node, pool, now_s, elapsed=elapsed),
-                blocked=_blocker(state, pods, now_s),
+                blocked=_blocker(state, pods, now_s, allowed),
             )
         )
     return CandidateSet(out, excluded)

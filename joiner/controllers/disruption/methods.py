@@ -194,8 +194,22 @@ def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
 # -- prices --------------------------------------------------------------------------------
 
 
-def _offerings(it: InstanceType, reqs: Requirements) -> list[Offering]:
-    return [o for o in it.offerings if o.available and o.compatible(reqs)]
+_OFFERINGS: dict[tuple[int, Requirements], tuple[InstanceType, tuple[Offering, ...]]] = {}
+
+
+def _offerings(it: InstanceType, reqs: Requirements) -> tuple[Offering, ...]:
+    """Available offerings of ``it`` that ``reqs`` allow, memoised per (type object,
+    requirements): instance types are immutable, and the cloud hands out new objects when
+    availability changes."""
+    key = (id(it), reqs)
+    hit = _OFFERINGS.get(key)
+    if hit is not None and hit[0] is it:
+        return hit[1]
+    if len(_OFFERINGS) > 65536:
+        _OFFERINGS.clear()
+    found = tuple(o for o in it.offerings if o.available and o.compatible(reqs))
+    _OFFERINGS[key] = (it, found)
+    return found
 
 
 def worst_launch_price(it: InstanceType, reqs: Requirements) -> float | None:

@@ -62,10 +62,24 @@ def disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
     return expected  # a budget with neither field blocks nothing
 
 
-def blocking(state: ClusterState, pod: Pod) -> PodDisruptionBudget | None:
-    """The first budget that forbids evicting ``pod`` now, or None."""
-    for pdb in state.pdbs:
-        if selects(pdb, pod) and disruptions_allowed(state, pdb) < 1:
+def allowed_by_budget(state: ClusterState) -> list[int]:
+    """``disruptions_allowed`` of every budget in ``state.pdbs`` (same order), computed once
+    for callers that check many pods against an unchanged cluster."""
+    return [disruptions_allowed(state, pdb) for pdb in state.pdbs]
+
+
+def blocking(
+    state: ClusterState, pod: Pod, allowed: list[int] | None = None
+) -> PodDisruptionBudget | None:
+    """The first budget that forbids evicting ``pod`` now, or None.
+
+    ``allowed`` is ``allowed_by_budget(state)`` when the caller already has it.
+    """
+    for i, pdb in enumerate(state.pdbs):
+        if not selects(pdb, pod):
+            continue
+        left = allowed[i] if allowed is not None else disruptions_allowed(state, pdb)
+        if left < 1:
             return pdb
     return None
 
