@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo check test lint typecheck layers bench clean
+.PHONY: demo check test test-unit lint typecheck layers bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,7 +29,13 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
+## The whole suite, end-to-end tests on the real Kubernetes stack included (built on first use).
 test: $(STAMP)
+	bash tools/kube-stack/build.sh
+	JOINER_E2E=1 $(BIN)/pytest
+
+## Everything but the end-to-end tests (no Go needed).
+test-unit: $(STAMP)
 	$(BIN)/pytest
 
 ## Benchmarks print JSON: the simulation, the scheduling ladder (1 to 20,000 pods), then seven
