@@ -207,6 +207,15 @@ class CloudProvider(Protocol):
         """
         ...
 
+    def is_drifted(self, provider_id: str) -> str:
+        """Why the instance no longer matches its NodeClass (``AMIDrift``, ``SubnetDrift``,
+        ``SecurityGroupDrift``), or ``""`` (Karpenter ``CloudProvider.IsDrifted``).
+
+        Raises:
+            NodeClaimNotFoundError: the instance is gone.
+        """
+        ...
+
 
 def requirement_for_types(types: Sequence[InstanceType]) -> Requirement:
     """``node.kubernetes.io/instance-type In [names]`` for a list of options."""

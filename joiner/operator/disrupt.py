@@ -93,6 +93,7 @@ class DryRun:
             self.clock,
             timeline,
             spot_to_spot=gates.spot_to_spot_consolidation,
+            cloud_drift=self.cloud.is_drifted,
             epoch=at,
         )
 

@@ -147,6 +147,7 @@ class SimulationRuntime:
             self.timeline,
             trigger=self.batcher.trigger,
             spot_to_spot=scenario.feature_gates.spot_to_spot_consolidation,
+            cloud_drift=self.cloud.is_drifted,
             epoch=scenario.start_time,
         )
         self.expiration = ExpirationController(

@@ -22,6 +22,7 @@ from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import (
     CloudProvider,
+    Instance,
     InstanceType,
     InsufficientCapacityError,
     LaunchRequest,
@@ -40,6 +41,9 @@ class Harness:
     provider: CloudProvider
     node_class: str
     exhaust_capacity: Callable[[], None]
+    #: Make a launched instance look as real EC2 leaves it (moto does not give fleet
+    #: instances their launch template's security groups).
+    settle: Callable[[Instance], None] = lambda _inst: None
 
     def types(self) -> tuple[InstanceType, ...]:
         return tuple(
@@ -118,7 +122,14 @@ def harness(request) -> Harness:
     provider = world.provider()
     exhaust, undo = _fleet_errors_only(provider)
     request.addfinalizer(undo)
-    return Harness(provider, "default", exhaust)
+    return Harness(
+        provider,
+        "default",
+        exhaust,
+        lambda inst: world.ec2.modify_instance_attribute(
+            InstanceId=inst.instance_id, Groups=[world.sg]
+        ),
+    )
 
 
 def test_instance_types_shape(harness):
@@ -195,3 +206,12 @@ def test_insufficient_capacity_raises_typed_error(harness):
     with pytest.raises(InsufficientCapacityError):
         harness.provider.create(harness.request("nc-ice"))
     assert harness.provider.list() == []
+
+
+def test_fresh_instance_has_not_drifted_and_a_gone_one_is_not_found(harness):
+    inst = harness.provider.create(harness.request("nc-drift"))
+    harness.settle(inst)
+    assert harness.provider.is_drifted(inst.provider_id) == ""
+    harness.provider.delete(inst.provider_id)
+    with pytest.raises(NodeClaimNotFoundError):
+        harness.provider.is_drifted(inst.provider_id)

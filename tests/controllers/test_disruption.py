@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
 from joiner.api.featuregates import FeatureGates
+from joiner.api.objects import SelectorTerm
+from joiner.cloudprovider.types import LaunchRequest
 from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pdb, pod
 
 ON = FeatureGates(spot_to_spot_consolidation=True)
@@ -280,3 +283,25 @@ def test_consolidate_after_not_elapsed_is_a_reason(tmp_path):
     command, ctx = run.controller.compute()  # at t=0, the adopted node's last event was t=0
     assert command is None
     assert "consolidateAfter (600s) has not passed" in ctx.reasons["big"]
+
+
+def test_cloud_provider_drift_replaces_the_node(tmp_path):
+    run = dry_run(tmp_path, nodepool(), node("n", "m5.xlarge"), pod("w", "n"))
+    run.controller._cloud_drift = lambda provider_id: "AMIDrift"
+    command, _ = run.controller.compute(elapsed=True)
+    assert command is not None and command.method == "Drift"
+    assert "reports AMIDrift" in (command.candidates[0].drifted or "")
+
+
+def test_simulated_subnet_drift_is_detected(tmp_path):
+    run = dry_run(tmp_path, nodepool(), node("n", "m5.xlarge"), pod("w", "n"))
+    types = tuple(run.cloud.get_instance_types("default"))[:5]
+    pool = run.state.nodepools["general"]
+    launched = run.cloud.create(LaunchRequest("x", "general", "default", pool.requirements, types))
+    assert run.cloud.is_drifted(launched.provider_id) == ""
+    nc = run.cloud.node_classes["default"]
+    others = [s for s in run.cloud.resolve_subnets(nc) if s.id != launched.subnet_id]
+    run.cloud.node_classes["default"] = replace(
+        nc, subnet_selector_terms=tuple(SelectorTerm(id=s.id) for s in others)
+    )
+    assert run.cloud.is_drifted(launched.provider_id) == "SubnetDrift"

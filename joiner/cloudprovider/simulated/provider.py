@@ -41,6 +41,9 @@ from joiner.cloudprovider.types import (
     Subnet,
 )
 
+#: The tag Karpenter puts on instances naming their EC2NodeClass.
+NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
+
 
 def default_subnets(catalog: Catalog, region: str) -> list[Subnet]:
     """One subnet per zone of ``region``: id ``subnet-<zone>``, tagged ``Name=<zone>``."""
@@ -301,7 +304,7 @@ class SimulatedCloudProvider:
             offering=offering,
             subnet_id=subnet.id,
             launched_at_s=self._clock.now(),
-            tags=(*nc.tags, *request.tags),
+            tags=(*nc.tags, *request.tags, (NODECLASS_TAG, nc.name)),
         )
         self._instances[instance.provider_id] = instance
         if offering.capacity_type == labels.CAPACITY_TYPE_SPOT and self.hazard is not None:
@@ -470,6 +473,22 @@ class SimulatedCloudProvider:
         if found is None:
             raise NodeClaimNotFoundError(provider_id)
         return found
+
+    def is_drifted(self, provider_id: str) -> str:
+        """``SubnetDrift`` when the instance's subnet is no longer one its NodeClass selects,
+        else ``""`` (the simulated cloud has no AMIs or security groups on instances).
+
+        Raises:
+            NodeClaimNotFoundError: the instance is gone.
+        """
+        inst = self.get(provider_id)
+        nc_name = dict(inst.tags).get(NODECLASS_TAG)
+        nc = self.node_classes.get(nc_name) if nc_name else None
+        if nc is None or not inst.subnet_id:
+            return ""
+        if inst.subnet_id not in {s.id for s in self.resolve_subnets(nc)}:
+            return "SubnetDrift"
+        return ""
 
     def list(self) -> list[Instance]:
         """Running instances by provider id."""

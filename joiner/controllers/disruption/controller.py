@@ -32,7 +32,7 @@ from joiner.api.timeline import Timeline
 from joiner.controllers.disruption import methods as m
 from joiner.controllers.disruption.budgets import BudgetMapping, next_change
 from joiner.controllers.disruption.candidates import Candidate, collect, consolidatable_at
-from joiner.controllers.disruption.drift import TypesOf
+from joiner.controllers.disruption.drift import CloudDrift, TypesOf
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import DISRUPTED_TAINT, Terminator, cordon
 from joiner.state.cluster import ClusterState, NodeClaim
@@ -91,6 +91,7 @@ class DisruptionController:
         *,
         trigger: Callable[[], None] | None = None,
         spot_to_spot: bool = False,
+        cloud_drift: CloudDrift | None = None,
         epoch: datetime = DEFAULT_EPOCH,
         validation_delay_s: float = VALIDATION_DELAY_S,
         poll_s: float = POLL_S,
@@ -103,6 +104,7 @@ class DisruptionController:
         self._timeline = timeline_
         self._trigger = trigger
         self.spot_to_spot = spot_to_spot
+        self._cloud_drift = cloud_drift
         self.epoch = epoch
         self.validation_delay_s = validation_delay_s
         self.poll_s = poll_s
@@ -188,6 +190,7 @@ class DisruptionController:
             now=now,
             budgets=BudgetMapping.build(self._state, now),
             spot_to_spot=self.spot_to_spot,
+            cloud_drift=self._cloud_drift,
         )
         found = collect(self._state, self._clock.now(), elapsed=elapsed)
         ctx.reasons.update(found.excluded)

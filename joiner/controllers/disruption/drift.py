@@ -10,6 +10,7 @@ Matches Karpenter's ``nodeclaim/disruption/drift.go`` (karpenter-semantics §4.5
 * ``RequirementsDrifted``: the node's labels no longer satisfy the NodePool's requirements.
 * ``InstanceTypeNotFound``: the NodeClass no longer offers its instance type in its zone and
   capacity type.
+* ``CloudProvider.IsDrifted``: the provider's own check (AMI, subnet, security groups).
 
 Karpenter's hash annotation cannot be reproduced outside Go and is ignored.
 """
@@ -21,14 +22,24 @@ from collections.abc import Callable
 from joiner.api.labels import WELL_KNOWN_LABELS
 from joiner.api.objects import NodePool
 from joiner.api.requirements import Requirements
-from joiner.cloudprovider.types import InstanceType
+from joiner.cloudprovider.types import InstanceType, NodeClaimNotFoundError
 from joiner.state.cluster import Node, NodeClaim
 
 #: Instance types a NodeClass offers (the cloud provider's ``get_instance_types``).
 TypesOf = Callable[[str], list[InstanceType]]
 
 
-def drift_reason(claim: NodeClaim, node: Node, pool: NodePool, types_of: TypesOf) -> str | None:
+#: The cloud provider's own drift check (``CloudProvider.is_drifted``).
+CloudDrift = Callable[[str], str]
+
+
+def drift_reason(
+    claim: NodeClaim,
+    node: Node,
+    pool: NodePool,
+    types_of: TypesOf,
+    cloud_drift: CloudDrift | None = None,
+) -> str | None:
     """Why ``node`` has drifted from ``pool``, or None when it has not."""
     current = pool.drift_fields()
     if claim.launched_from is not None:
@@ -61,4 +72,11 @@ def drift_reason(claim: NodeClaim, node: Node, pool: NodePool, types_of: TypesOf
                 f"instance type {it_name} is no longer offered as {offering.capacity_type} in "
                 f"{offering.zone}"
             )
+        if cloud_drift is not None:
+            try:
+                found_drift = cloud_drift(claim.instance.provider_id)
+            except NodeClaimNotFoundError:
+                return None  # the instance is gone: termination, not drift, handles it
+            if found_drift:
+                return f"the cloud provider reports {found_drift} for NodeClass {claim.node_class}"
     return None

@@ -33,7 +33,7 @@ from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.controllers.disruption.budgets import BudgetMapping
 from joiner.controllers.disruption.candidates import Candidate
-from joiner.controllers.disruption.drift import TypesOf, drift_reason
+from joiner.controllers.disruption.drift import CloudDrift, TypesOf, drift_reason
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.scheduling import NewNodeClaim, PodRequest, Scheduler, SchedulingInput
 from joiner.state.cluster import ClusterState
@@ -126,6 +126,8 @@ class Context:
     now: datetime
     budgets: BudgetMapping
     spot_to_spot: bool = False
+    #: The cloud provider's drift check (``CloudProvider.is_drifted``), if any.
+    cloud_drift: CloudDrift | None = None
     #: Per node: the latest reason a method gave for not disrupting it (for ``disrupt``).
     reasons: dict[str, str] = field(default_factory=dict)
     scheduler: Scheduler = field(default_factory=Scheduler)
@@ -411,7 +413,7 @@ def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     """Replace the first drifted node whose pods all reschedule."""
     drifted: list[Candidate] = []
     for c in candidates:
-        c.drifted = drift_reason(c.claim, c.node, c.pool, ctx.types_of)
+        c.drifted = drift_reason(c.claim, c.node, c.pool, ctx.types_of, ctx.cloud_drift)
         if c.drifted is not None:
             drifted.append(c)
     drifted.sort(key=lambda c: (not c.empty, c.claim.created_at_s, c.name))
