@@ -66,6 +66,23 @@ def parse_seconds(
     return seconds
 
 
+def format_seconds(seconds: float) -> str:
+    """A Go-style duration for messages: ``7200`` -> ``2h``, ``5400`` -> ``1h30m``,
+    ``90.5`` -> ``1m30.5s``."""
+    if seconds <= 0:
+        return "0s"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    out = ""
+    if hours:
+        out += f"{int(hours)}h"
+    if minutes:
+        out += f"{int(minutes)}m"
+    if secs:
+        out += f"{secs:g}s"
+    return out
+
+
 def do_not_disrupt(value: str | None) -> tuple[bool, float | None]:
     """Read a ``karpenter.sh/do-not-disrupt`` annotation value.
 

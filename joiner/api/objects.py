@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from joiner.api import labels
+from joiner.api.durations import format_seconds
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 
@@ -260,7 +261,7 @@ class DisruptionBudget:
         """Human form for messages: ``nodes=0 schedule="0 9 * * 1-5" duration=8h``."""
         out = f"nodes={self.nodes}"
         if self.schedule is not None:
-            out += f' schedule="{self.schedule}" duration={self.duration_s:g}s'
+            out += f' schedule="{self.schedule}" duration={format_seconds(self.duration_s or 0)}'
         if self.reasons:
             out += f" reasons={','.join(self.reasons)}"
         return out

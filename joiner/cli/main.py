@@ -246,6 +246,21 @@ def _print_summary(s: dict[str, Any]) -> None:
         f"{pods['lost']} lost; pending seconds p50 {ps['p50']:.1f}, p95 {ps['p95']:.1f}, "
         f"max {ps['max']:.1f}"
     )
+    i = s["interruptions"]
+    if i["count"]:
+        lead = i["replacementLeadTimeSeconds"]
+        lead_text = (
+            f"; replacement Ready p50 {lead['p50']:.1f} s (min {lead['min']:.1f} s) before "
+            "the reclaim"
+            if lead["p50"] is not None and lead["min"] is not None
+            else ""
+        )
+        kinds = ", ".join(f"{k} {v}" for k, v in i["byKind"].items())
+        out.print(
+            f"interruptions: {i['count']} nodes ({kinds}), {i['podsRescheduledBeforeReclaim']} "
+            f"pods rescheduled before the reclaim, {i['podsLost']} lost, {i['pdbViolations']} "
+            f"PDB violations{lead_text}"
+        )
     d = s["disruptions"]
     if d["commands"] or d["expired"]:
         methods = ", ".join(f"{k} {v}" for k, v in d["byMethod"].items()) or "none"
@@ -282,6 +297,8 @@ class SchemaKind(StrEnum):
     plan = "plan"
     summary = "summary"
     disruption = "disruption"
+    #: The same document, named after its command.
+    disrupt = "disrupt"
 
 
 def schema_text(kind: SchemaKind) -> str:
@@ -293,6 +310,7 @@ def schema_text(kind: SchemaKind) -> str:
             SchemaKind.plan: Plan,
             SchemaKind.summary: SimulationSummary,
             SchemaKind.disruption: DisruptionPlan,
+            SchemaKind.disrupt: DisruptionPlan,
         }
         doc = models[kind].model_json_schema()
         doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -463,41 +481,34 @@ def disrupt(
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
     _print_warnings(result.warnings)
-    if result.commands:
-        table = Table(title=f"Disruption ({result.region}): {len(result.commands)} commands")
-        widths = {
-            "method": 23,
-            "reason": 13,
-            "nodes": max(len(n) for c in result.commands for n in c.candidates),
-        }
-        for col in ("#", "method", "reason", "nodes", "replacements", "savings $/h"):
-            table.add_column(
-                col,
-                justify="right" if col in ("#", "savings $/h") else "left",
-                min_width=widths.get(col),
-                no_wrap=col in widths,
-                overflow="fold",
+    n = len(result.commands)
+    out.print(
+        f"[bold]Disruption ({result.region}): {n} command{'s' if n != 1 else ''}[/]"
+        if n
+        else f"Disruption ({result.region}): no commands"
+        + ("" if result.unconsolidatable else " (no managed nodes: nothing to disrupt)")
+    )
+    for i, c in enumerate(result.commands, 1):
+        action = "replace" if c.replacements else "delete"
+        out.print(
+            f"{i}. {c.method} ({c.reason}): {action} {escape(', '.join(c.candidates))}; "
+            f"saves ${c.savingsPerHour:.4f}/h",
+            soft_wrap=True,
+            highlight=False,
+        )
+        for r in c.replacements:
+            out.print(
+                f"   with {r.instanceType} {r.capacityType} in {r.zone} (${r.pricePerHour:.4f}/h)",
+                highlight=False,
             )
-        for i, c in enumerate(result.commands, 1):
-            table.add_row(
-                str(i),
-                c.method,
-                c.reason,
-                escape("\n".join(c.candidates)),
-                ", ".join(
-                    f"{r.instanceType} {r.zone} {r.capacityType} ${r.pricePerHour:.4f}"
-                    for r in c.replacements
-                )
-                or "-",
-                f"{c.savingsPerHour:.4f}",
-            )
-        out.print(table)
-    else:
-        out.print(f"Disruption ({result.region}): no commands")
+        if c.detail:
+            out.print(f"   because {escape(c.detail)}", soft_wrap=True, highlight=False)
     out.print(
         f"cost: [bold]${result.costPerHourBefore:.4f}/h -> ${result.costPerHourAfter:.4f}/h[/] "
         f"(saving ${result.savingsPerHour:.4f}/h)"
     )
+    if result.unconsolidatable:
+        out.print("left alone:")
     for u in result.unconsolidatable:
         out.print(f"  {escape(u.node)}: {escape(u.reason)}", soft_wrap=True, highlight=False)
 

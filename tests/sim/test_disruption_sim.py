@@ -133,3 +133,10 @@ def test_nightly_run_is_reproducible(tmp_path, nightly):
     _sc, s = nightly
     again = SimulationRuntime(load_scenario(NIGHTLY)).run().summary
     assert json.dumps(again, sort_keys=True) == json.dumps(s, sort_keys=True)
+
+
+def test_pods_evicted_counts_each_pod_once(nightly):
+    _sc, s = nightly
+    evictions = [e for e in s["timeline"] if e["kind"] == "eviction"]
+    assert s["disruptions"]["podsEvicted"] == len(evictions)
+    assert len({e["pod"] for e in evictions}) == len(evictions)

@@ -338,21 +338,28 @@ class DisruptionController:
         self._state.touch()
 
     def _advance_running(self) -> None:
+        # Classify first and store what is left before acting: a drain evicts pods, whose
+        # listeners call ``kick`` and so come back here re-entrantly.
+        failed: list[_Running] = []
+        ready: list[_Running] = []
         still: list[_Running] = []
         for run in self._running:
             if any(r.deleted_at_s is not None for r in run.replacements):
-                self._abort(run.command, "a replacement disappeared before it was initialized")
-                continue
-            if all(r.initialized_at_s is not None for r in run.replacements):
-                for c in run.command.candidates:
-                    if c.node.deleted_at_s is None:
-                        self.stats.pods_evicted += sum(
-                            1 for p in self._state.pods_on(c.name) if not p.daemon
-                        )
-                        self._terminator.drain(c.node, f"disruption: {run.command.reason}")
-                continue
-            still.append(run)
+                failed.append(run)
+            elif all(r.initialized_at_s is not None for r in run.replacements):
+                ready.append(run)
+            else:
+                still.append(run)
         self._running = still
+        for run in failed:
+            self._abort(run.command, "a replacement disappeared before it was initialized")
+        for run in ready:
+            for c in run.command.candidates:
+                if c.node.deleted_at_s is None and not c.node.draining:
+                    self.stats.pods_evicted += sum(
+                        1 for p in self._state.pods_on(c.name) if not p.daemon
+                    )
+                    self._terminator.drain(c.node, f"disruption: {run.command.reason}")
 
     @property
     def busy(self) -> bool:

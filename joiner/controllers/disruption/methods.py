@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from joiner.api import labels
+from joiner.api.durations import format_seconds
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.controllers.disruption.budgets import BudgetMapping
@@ -377,8 +378,8 @@ def _underutilized(c: Candidate) -> str | None:
         return f"NodePool {c.pool.name} consolidates only empty nodes (policy WhenEmpty)"
     if not c.consolidatable:
         return (
-            f"consolidateAfter ({c.pool.consolidate_after_s:g}s) has not passed since its "
-            "last pod change"
+            f"consolidateAfter ({format_seconds(c.pool.consolidate_after_s)}) has not passed "
+            "since its last pod change"
         )
     if c.blocked is not None:
         return c.blocked
@@ -394,7 +395,8 @@ def emptiness(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         if c.pool.consolidate_after_s is None or not c.consolidatable:
             ctx.reasons.setdefault(
                 c.name,
-                f"empty, but consolidateAfter ({c.pool.consolidate_after_s}) has not passed"
+                f"empty, but consolidateAfter ({format_seconds(c.pool.consolidate_after_s)}) "
+                "has not passed"
                 if c.pool.consolidate_after_s is not None
                 else f"empty, but NodePool {c.pool.name} has consolidateAfter: Never",
             )
