@@ -25,7 +25,7 @@ from joiner.api import durations
 from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.featuregates import parse as parse_feature_gates
-from joiner.api.manifests import load_files
+from joiner.api.manifests import ManifestSet, load_files
 from joiner.api.manifests.to_v1 import check_reloads, convert_files
 from joiner.api.outputs import DisruptionPlan, Plan, SimulationSummary
 from joiner.cloudprovider.catalog import Catalog
@@ -34,6 +34,7 @@ from joiner.operator.chaos import run_experiment
 from joiner.operator.compare import prepare_policies, run_policies
 from joiner.operator.disrupt import build_disruption_plan
 from joiner.operator.lint import lint_manifests
+from joiner.operator.live import read_cluster
 from joiner.operator.plan import build_plan
 from joiner.sim.htmlreport import PolicyData, comparison_rows, write_report
 from joiner.sim.scenario import is_scenario_file, json_schema, load_scenario
@@ -337,11 +338,43 @@ def schema(
 
 
 ClusterFiles = Annotated[
-    list[Path],
+    list[Path] | None,
     typer.Option(
         "--file", "-f", help="Manifests (repeat), or one Scenario file (its VPC is used)."
     ),
 ]
+KubeconfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig", help="Read a live cluster through this kubeconfig instead of files."
+    ),
+]
+
+
+def _cluster_manifests(files: list[Path], kubeconfig: Path | None) -> ManifestSet:
+    """The manifests to plan over: the live cluster's (``--kubeconfig``) or the files'.
+
+    Raises:
+        InputError: neither or both given, a file or object does not load, or the cluster
+            cannot be read (the API error is named).
+    """
+    if kubeconfig is None:
+        if not files:
+            raise InputError("give manifests with -f FILE or a cluster with --kubeconfig")
+        return load_files(files)
+    if files:
+        raise InputError("give either -f FILE or --kubeconfig, not both", field="--kubeconfig")
+    from lightkube.core.exceptions import ApiError
+
+    try:
+        return read_cluster(kubeconfig)
+    except ApiError as exc:
+        raise InputError(
+            f"cannot read the cluster: {exc.status.code} {exc.status.message}",
+            file=str(kubeconfig),
+        ) from exc
+
+
 RegionOption = Annotated[str, typer.Option(help="Region (ignored for a Scenario).")]
 
 
@@ -357,7 +390,8 @@ class MinValuesPolicy(StrEnum):
 
 @app.command()
 def plan(
-    files: ClusterFiles,
+    files: ClusterFiles = None,
+    kubeconfig: KubeconfigOption = None,
     region: RegionOption = "us-east-1",
     output: Annotated[PlanFormat, typer.Option("--output", "-o")] = PlanFormat.table,
     min_values_policy: Annotated[
@@ -367,8 +401,9 @@ def plan(
     """Dry run of one provisioning round: which NodeClaims would launch, where pending pods
     fit, and which pods cannot be scheduled and why. Exit 0 with a plan, 2 on bad input."""
     catalog = Catalog.load()
+    files = files or []
     try:
-        if len(files) == 1 and is_scenario_file(files[0]):
+        if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
             sc = load_scenario(files[0], catalog, check_selectors=False)
             result = build_plan(
                 sc.manifests,
@@ -381,7 +416,10 @@ def plan(
         else:
             _check_region(region)
             result = build_plan(
-                load_files(files), catalog, region, min_values_policy=min_values_policy.value
+                _cluster_manifests(files, kubeconfig),
+                catalog,
+                region,
+                min_values_policy=min_values_policy.value,
             )
     except InputError as exc:
         _fail(exc)
@@ -440,7 +478,8 @@ def plan(
 
 @app.command()
 def disrupt(
-    files: ClusterFiles,
+    files: ClusterFiles = None,
+    kubeconfig: KubeconfigOption = None,
     region: RegionOption = "us-east-1",
     output: Annotated[PlanFormat, typer.Option("--output", "-o")] = PlanFormat.table,
     feature_gates: FeatureGatesOption = None,
@@ -458,7 +497,8 @@ def disrupt(
         when = _parse_at(at)
         gates = parse_feature_gates(feature_gates) if feature_gates is not None else None
         catalog = Catalog.load()
-        if len(files) == 1 and is_scenario_file(files[0]):
+        files = files or []
+        if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
             sc = load_scenario(files[0], catalog, check_selectors=False)
             result = build_disruption_plan(
                 sc.manifests,
@@ -472,7 +512,11 @@ def disrupt(
         else:
             _check_region(region)
             result = build_disruption_plan(
-                load_files(files), catalog, region, at=when, feature_gates=gates or FeatureGates()
+                _cluster_manifests(files, kubeconfig),
+                catalog,
+                region,
+                at=when,
+                feature_gates=gates or FeatureGates(),
             )
     except InputError as exc:
         _fail(exc)
@@ -684,6 +728,85 @@ def chaos_run(
         )
     if not verdict.survived:
         raise typer.Exit(1)
+
+
+@app.command("install-crds")
+def install_crds(
+    kubeconfig: KubeconfigOption = None,
+    print_: Annotated[
+        bool, typer.Option("--print", help="Print the CRDs as YAML instead of applying them.")
+    ] = False,
+) -> None:
+    """Install (server-side apply) the NodePool, NodeClaim and EC2NodeClass CRDs, whose
+    schemas are generated from Joiner's manifest models; or print them (deploy/crds/)."""
+    from joiner.operator.controller import crds_yaml
+    from joiner.operator.controller import install_crds as apply
+
+    if print_:
+        sys.stdout.write(crds_yaml())
+        return
+    if kubeconfig is None:
+        _fail(InputError("give --kubeconfig PATH, or --print", field="--kubeconfig"))
+        return
+    try:
+        for name in apply(kubeconfig):
+            out.print(f"customresourcedefinition {name} applied")
+    except InputError as exc:
+        _fail(exc)
+
+
+class CloudChoice(StrEnum):
+    simulated = "simulated"
+    aws = "aws"
+
+
+@app.command()
+def run(
+    kubeconfig: Annotated[Path, typer.Option("--kubeconfig", help="The cluster to manage.")],
+    cloud: Annotated[
+        CloudChoice, typer.Option(help="simulated: kwok Nodes; aws: EC2 (docs/aws.md).")
+    ] = CloudChoice.simulated,
+    settings: Annotated[
+        Path | None, typer.Option("--settings", help="Controller settings (YAML).")
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Shadow mode: watch, log and report; write nothing."),
+    ] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="Append what a --dry-run would write, as JSON lines."),
+    ] = None,
+    metrics_port: Annotated[int, typer.Option(help="Port of /metrics (0: any).")] = 8080,
+    health_port: Annotated[int, typer.Option(help="Port of /healthz and /readyz.")] = 8081,
+    identity: Annotated[
+        str | None, typer.Option(help="Leader-election identity (default: host-pid).")
+    ] = None,
+) -> None:
+    """Run as a controller on a real cluster: watch pending pods, launch NodeClaims (kwok
+    Nodes with simulated capacity), drain through the Eviction API, consolidate, handle
+    interruptions. Two replicas elect a leader with a Lease. Exit 0 when stopped, 1 when
+    the lease was lost, 2 on bad input."""
+    from joiner.operator.controller import ControllerRuntime, load_settings
+
+    _configure_logging(True)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    try:
+        runtime = ControllerRuntime(
+            kubeconfig,
+            cloud=cloud.value,
+            settings=load_settings(settings),
+            dry_run=dry_run,
+            metrics_port=metrics_port,
+            health_port=health_port,
+            report=report.open("a") if report is not None else None,
+            identity=identity,
+        )
+        code = runtime.run()
+    except InputError as exc:
+        _fail(exc)
+        return
+    raise typer.Exit(code)
 
 
 def main() -> None:

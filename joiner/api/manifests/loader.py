@@ -399,6 +399,21 @@ def _check_references(out: ManifestSet) -> None:
     _merge_pool_kubelet(out)
 
 
+def load_documents(docs: Iterable[Any], name: str) -> ManifestSet:
+    """Load already-parsed documents (objects listed or watched from an API server, as
+    dicts with ``apiVersion`` and ``kind``); ``name`` stands for the file in messages
+    (``kube:https://...``). Same rules and errors as ``load_files``.
+
+    Raises:
+        InputError: as ``load_files``.
+    """
+    out = ManifestSet()
+    for i, doc in enumerate(docs):
+        _load_document(doc, name, i, out)
+    _check_references(out)
+    return out
+
+
 def load_text(text: str, name: str = "<text>") -> ManifestSet:
     """Load manifests from a string (tests, stdin)."""
     out = ManifestSet()

@@ -127,6 +127,49 @@ class NodePool(Model):
     spec: NodePoolSpec
 
 
+# --- karpenter.sh/v1 NodeClaim (written by Joiner in controller mode; the CRD's schema) ------
+
+
+class NodeClaimResources(Strict):
+    requests: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class NodeClaimSpec(Strict):
+    requirements: list[NodeSelectorRequirement] = Field(default_factory=list, max_length=100)
+    resources: NodeClaimResources = Field(default_factory=NodeClaimResources)
+    taints: list[Taint] = Field(default_factory=list)
+    startupTaints: list[Taint] = Field(default_factory=list)
+    nodeClassRef: NodeClassRef
+    expireAfter: Scalar | None = None
+    terminationGracePeriod: str | None = None
+
+
+class Condition(Model):
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    lastTransitionTime: str | None = None
+
+
+class NodeClaimStatus(Model):
+    providerID: str | None = None
+    nodeName: str | None = None
+    imageID: str | None = None
+    capacity: dict[str, Scalar] = Field(default_factory=dict)
+    allocatable: dict[str, Scalar] = Field(default_factory=dict)
+    conditions: list[Condition] = Field(default_factory=list)
+    lastPodEventTime: str | None = None
+
+
+class NodeClaim(Model):
+    apiVersion: str
+    kind: Literal["NodeClaim"]
+    metadata: Metadata
+    spec: NodeClaimSpec
+    status: NodeClaimStatus = Field(default_factory=NodeClaimStatus)
+
+
 class Kubelet(Strict):
     maxPods: int | None = Field(default=None, ge=1)
     podsPerCore: int | None = Field(default=None, ge=0)

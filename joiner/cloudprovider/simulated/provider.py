@@ -163,6 +163,12 @@ class SimulatedCloudProvider:
         self._types: dict[str, list[InstanceType]] = {}
         self._instances: dict[str, Instance] = {}
 
+    def set_node_classes(self, node_classes: Sequence[NodeClass]) -> None:
+        """Replace the NodeClasses (controller mode: an EC2NodeClass changed in the API);
+        instance types are resolved again on next use."""
+        self.node_classes = {n.name: n for n in node_classes}
+        self._types.clear()
+
     # -- NodeClass resolution ------------------------------------------------------------
 
     def resolve_subnets(self, node_class: NodeClass) -> list[Subnet]:

@@ -14,6 +14,12 @@ needs:
 
 Transitions per node: draining -> drained -> terminated. ``on_evicted`` hears of each
 eviction (a controller makes the replacement pod).
+
+``evict`` is the Eviction port: in the simulation it is absent (an eviction always
+succeeds); in controller mode it posts a ``policy/v1`` Eviction and returns False when the
+API server refuses it (429: a PodDisruptionBudget the cluster computes disallows it), in
+which case the pod stays and the drain retries, as Karpenter does. ``forced`` evictions
+(``terminationGracePeriod`` reached) delete the pod instead.
 """
 
 from __future__ import annotations
@@ -51,8 +57,10 @@ class Terminator:
         timeline_: Timeline,
         *,
         retry_s: float = 5.0,
+        evict: Callable[[Pod, bool], bool] | None = None,
     ) -> None:
         self._state = state
+        self._evict_port = evict
         self._cloud = cloud
         self._clock = clock
         self._timeline = timeline_
@@ -113,13 +121,25 @@ class Terminator:
                         detail=f"PodDisruptionBudget {pdb.namespace}/{pdb.name}",
                     )
                 continue
-            self._evict(pod, node_name)
+            if not self._evict(pod, node_name):
+                waiting = True
         if waiting:
             self._clock.after(self.retry_s, lambda: self._step(node_name), label="drain-retry")
             return
         self._terminate(node)
 
-    def _evict(self, pod: Pod, node_name: str, *, forced: bool = False) -> None:
+    def _evict(self, pod: Pod, node_name: str, *, forced: bool = False) -> bool:
+        """Evict ``pod``; False when the Eviction port refused it (it stays, retried)."""
+        if self._evict_port is not None and not self._evict_port(pod, forced):
+            if pod.uid not in self._blocked_noted:
+                self._blocked_noted.add(pod.uid)
+                self._timeline.record(
+                    timeline.EVICTION_BLOCKED,
+                    node=node_name,
+                    pod=f"{pod.namespace}/{pod.name}",
+                    detail="refused by the API server",
+                )
+            return False
         now = self._clock.now()
         pod.deleted_at_s = now
         pod.evicted = True
@@ -132,6 +152,7 @@ class Terminator:
         )
         for listener in self.on_evicted:
             listener(pod)
+        return True
 
     def delete_unregistered(self, claim: NodeClaim, reason: str) -> None:
         """A NodeClaim whose node never registered: nothing to drain, delete the instance."""

@@ -1,0 +1,503 @@
+"""The actuator: controller decisions (changes to ``ClusterState``) become API writes.
+
+Controllers change the state (a NodeClaim created and launched, a node cordoned, a node and
+its NodeClaim deleted); ``KubeActuator.sync`` runs after every controller turn and makes
+the API match, keyed on what it already wrote, so each write happens once:
+
+* a launched NodeClaim: the ``karpenter.sh/v1`` NodeClaim object, then its status
+  (providerID, nodeName, capacity, allocatable, Launched/Registered/Initialized); with
+  simulated capacity also its Node, as Karpenter's kwok provider makes it (reference
+  kube-test-stack.md §8): annotation ``kwok.x-k8s.io/node: fake`` (kwok then makes it
+  Ready), ``spec.providerID`` (the simulated instance's ``aws:///zone/i-...``), the
+  well-known labels, the taint ``karpenter.sh/unregistered:NoExecute`` and
+  capacity/allocatable. Registration (``feed``) removes the taint;
+* Joiner's taints (``karpenter.sh/disrupted:NoSchedule``) added or removed, and the
+  ``karpenter.sh/registered``/``initialized`` labels, patched on the Node;
+* a deleted NodeClaim: its Node and the NodeClaim object deleted.
+
+``evict`` is the Terminator's Eviction port: a ``policy/v1`` Eviction; 429 (a PDB the API
+server computes disallows it) is a refusal the drain retries, never forced.
+``KubeTimeline`` turns timeline records into Kubernetes Events on the pod or NodeClaim.
+
+In dry-run (shadow mode) nothing is written: every write is logged and handed to
+``report`` as a dict (``{"action": "launch" | "delete" | "cordon" | "uncordon" |
+"evict" | "event", ...}``) instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from lightkube import Client
+from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Event, Node, Pod
+from lightkube.types import PatchType
+
+from joiner.api import labels, quantity
+from joiner.api.requirements import Requirements
+from joiner.cluster.kube.client import NODE, NODECLAIM, NodeClaimResource
+from joiner.cluster.kube.feed import (
+    HASH_ANNOTATION,
+    KWOK_ANNOTATION,
+    MANAGED_TAINTS,
+    ClusterFeed,
+    api_taints,
+    pool_hash,
+)
+from joiner.cluster.kube.metrics import Metrics
+from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.state.cluster import ClusterState, NodeClaim
+from joiner.state.cluster import Node as StateNode
+from joiner.state.cluster import Pod as StatePod
+
+log = logging.getLogger(__name__)
+
+Report = Callable[[dict[str, Any]], None]
+
+
+def quantities(res: Mapping[str, int]) -> dict[str, str]:
+    """Resources (millicores for cpu, bytes, counts) as Kubernetes quantity strings."""
+    return {k: (f"{v}m" if k == quantity.CPU else str(v)) for k, v in sorted(res.items()) if v >= 0}
+
+
+def requirement_terms(reqs: Requirements) -> list[dict[str, Any]]:
+    """Requirements as NodeSelectorRequirements (``{key, operator, values}``), by key; a
+    range (``Gt`` and ``Lt`` together) becomes two terms."""
+    out: list[dict[str, Any]] = []
+    for key in sorted(reqs):
+        r = reqs[key]
+        term: dict[str, Any]
+        if r.complement and not r.values and (r.greater_than is not None or r.less_than):
+            if r.greater_than is not None:
+                out.append({"key": key, "operator": "Gt", "values": [str(r.greater_than)]})
+            if r.less_than is not None:
+                out.append({"key": key, "operator": "Lt", "values": [str(r.less_than)]})
+            continue
+        term = {"key": key, "operator": r.operator, "values": sorted(r.values)}
+        if r.min_values is not None:
+            term["minValues"] = r.min_values
+        out.append(term)
+    return out
+
+
+def _now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class KubeActuator:
+    """Makes the API match the state's NodeClaims and Nodes (module docstring)."""
+
+    def __init__(
+        self,
+        client: Client | None,
+        state: ClusterState,
+        feed: ClusterFeed,
+        lifecycle: Lifecycle,
+        metrics: Metrics,
+        *,
+        create_nodes: bool,
+        dry_run: bool,
+        report: Report | None = None,
+    ) -> None:
+        if client is None and not dry_run:
+            raise ValueError("KubeActuator needs a client unless dry_run")
+        self._client = client
+        self._state = state
+        self._feed = feed
+        self._lifecycle = lifecycle
+        self._metrics = metrics
+        self.create_nodes = create_nodes
+        self.dry_run = dry_run
+        self._report = report
+        self._claims_written: set[str] = set()
+        self._nodes_written: set[str] = set()
+        self._deleted: set[str] = set()
+        self._status: dict[str, tuple[object, ...]] = {}
+        self._reported_taints: dict[str, frozenset[str]] = {}
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _dry(self, action: str, **fields: Any) -> None:
+        entry = {"action": action, **fields}
+        log.info("dry-run: would %s %s", action, fields)
+        self._metrics.dry_run_actions.labels(action=action).inc()
+        if self._report is not None:
+            self._report(entry)
+
+    def _api(self) -> Any:
+        """The client, typed loosely: lightkube's overloads do not cover generic resources."""
+        assert self._client is not None
+        return self._client
+
+    def _failed(self, where: str, what: str, exc: ApiError) -> None:
+        self._metrics.reconcile_errors.labels(where=where).inc()
+        log.warning("%s failed for %s: %s %s", where, what, exc.status.code, exc.status.message)
+
+    # -- start ----------------------------------------------------------------------------
+
+    def adopt(self) -> None:
+        """After ``feed.start``: what already exists is written; orphans are deleted (a
+        NodeClaim never launched, a Joiner-made Node no NodeClaim owns)."""
+        for claim in self._state.nodeclaims.values():
+            self._claims_written.add(claim.name)
+            if claim.name in self._feed.of(NODE):
+                self._nodes_written.add(claim.name)
+        for name in self._feed.orphan_claims:
+            if self.dry_run:
+                self._dry("delete", nodeclaim=name, reason="orphan")
+                continue
+            self._delete(NodeClaimResource, name, "orphan NodeClaim")
+        for name in self._feed.orphan_nodes:
+            if self.dry_run:
+                self._dry("delete", node=name, reason="orphan")
+                continue
+            self._delete(Node, name, "orphan Node")
+
+    # -- the diff -------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Write what the state holds and the API does not yet (module docstring)."""
+        for name in sorted(self._state.nodeclaims):
+            claim = self._state.nodeclaims[name]
+            if claim.deleted_at_s is not None:
+                if name not in self._deleted:
+                    self._delete_claim(claim)
+                continue
+            if claim.instance is None:
+                continue
+            if name not in self._claims_written:
+                self._create_claim(claim)
+            if self.create_nodes and name not in self._nodes_written:
+                self._create_node(claim)
+            if not self.dry_run and name in self._claims_written:
+                self._claim_status(claim)
+        for node_name in sorted(self._state.nodes):
+            node = self._state.nodes[node_name]
+            if node.deleted_at_s is None:
+                self._sync_node(node)
+
+    def _claim_doc(self, claim: NodeClaim) -> dict[str, Any]:
+        assert claim.instance is not None
+        pool = self._state.nodepools.get(claim.nodepool)
+        node_labels = self._lifecycle.labels_for(claim) if pool is not None else {}
+        node_labels[labels.NODEPOOL] = claim.nodepool
+        annotations = {}
+        if claim.launched_from is not None:
+            annotations[HASH_ANNOTATION] = pool_hash(claim.launched_from)
+        ref = pool.node_class_ref if pool is not None else None
+        return {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": claim.name, "labels": node_labels, "annotations": annotations},
+            "spec": {
+                "requirements": requirement_terms(claim.requirements),
+                "resources": {"requests": quantities(claim.requests)},
+                "taints": [
+                    {"key": t.key, "value": t.value, "effect": t.effect}
+                    for t in (pool.taints if pool else ())
+                ],
+                "nodeClassRef": {
+                    "group": ref.group if ref else "karpenter.k8s.aws",
+                    "kind": ref.kind if ref else "EC2NodeClass",
+                    "name": claim.node_class,
+                },
+            },
+        }
+
+    def _create_claim(self, claim: NodeClaim) -> None:
+        assert claim.instance is not None
+        inst = claim.instance
+        if self.dry_run:
+            self._dry(
+                "launch",
+                nodeclaim=claim.name,
+                nodepool=claim.nodepool,
+                instanceType=inst.instance_type.name,
+                zone=inst.offering.zone,
+                capacityType=inst.offering.capacity_type,
+                pods=sorted(
+                    f"{p.namespace}/{p.name}"
+                    for uid in claim.nominated
+                    if (p := self._state.pods.get(uid)) is not None
+                ),
+            )
+            self._claims_written.add(claim.name)
+            self._nodes_written.add(claim.name)
+            return
+        try:
+            self._api().create(NodeClaimResource.from_dict(self._claim_doc(claim)))
+        except ApiError as exc:
+            if exc.status.code != 409:
+                self._failed("create NodeClaim", claim.name, exc)
+                return
+        self._claims_written.add(claim.name)
+        self._metrics.nodeclaims_created.labels(
+            nodepool=claim.nodepool, reason="provisioning" if not claim.replaces else "disruption"
+        ).inc()
+
+    def _create_node(self, claim: NodeClaim) -> None:
+        assert claim.instance is not None
+        it = claim.instance.instance_type
+        pool = self._state.nodepools.get(claim.nodepool)
+        node_labels = self._lifecycle.labels_for(claim) if pool is not None else {}
+        node_labels[labels.HOSTNAME] = claim.name
+        node_labels[labels.NODEPOOL] = claim.nodepool
+        node_labels.setdefault("kubernetes.io/os", "linux")
+        taints = [
+            {"key": labels.TAINT_UNREGISTERED, "effect": "NoExecute"},
+            *(
+                {"key": t.key, "value": t.value, "effect": t.effect}
+                for t in (*(pool.taints if pool else ()), *(pool.startup_taints if pool else ()))
+            ),
+        ]
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": claim.name,
+                "labels": node_labels,
+                "annotations": {KWOK_ANNOTATION: "fake"},
+            },
+            "spec": {"providerID": claim.instance.provider_id, "taints": taints},
+            "status": {
+                "capacity": quantities(it.capacity),
+                "allocatable": quantities(it.allocatable),
+                "phase": "Pending",
+            },
+        }
+        try:
+            self._api().create(Node.from_dict(doc))
+        except ApiError as exc:
+            if exc.status.code != 409:
+                self._failed("create Node", claim.name, exc)
+                return
+        self._nodes_written.add(claim.name)
+        self._metrics.nodes_created.labels(nodepool=claim.nodepool).inc()
+
+    def _claim_status(self, claim: NodeClaim) -> None:
+        assert claim.instance is not None
+        key = (
+            claim.instance.provider_id,
+            claim.node_name,
+            claim.registered_at_s is not None,
+            claim.initialized_at_s is not None,
+        )
+        if self._status.get(claim.name) == key:
+            return
+        now = _now_rfc3339()
+
+        def cond(kind: str, ok: bool) -> dict[str, str]:
+            return {
+                "type": kind,
+                "status": "True" if ok else "Unknown",
+                "reason": kind if ok else "Pending",
+                "lastTransitionTime": now,
+            }
+
+        it = claim.instance.instance_type
+        status = {
+            "providerID": claim.instance.provider_id,
+            "nodeName": claim.node_name,
+            "capacity": quantities(it.capacity),
+            "allocatable": quantities(it.allocatable),
+            "conditions": [
+                cond("Launched", True),
+                cond("Registered", claim.registered_at_s is not None),
+                cond("Initialized", claim.initialized_at_s is not None),
+                cond("Ready", claim.initialized_at_s is not None),
+            ],
+        }
+        try:
+            self._api().patch(
+                NodeClaimResource.Status,
+                claim.name,
+                {"status": status},
+                patch_type=PatchType.MERGE,
+            )
+        except ApiError as exc:
+            self._failed("patch NodeClaim status", claim.name, exc)
+            return
+        self._status[claim.name] = key
+
+    def _delete(self, res: Any, name: str, what: str) -> bool:
+        try:
+            self._api().delete(res, name)
+        except ApiError as exc:
+            if exc.status.code != 404:
+                self._failed(f"delete {what}", name, exc)
+                return False
+        return True
+
+    def _delete_claim(self, claim: NodeClaim) -> None:
+        if claim.name not in self._claims_written and claim.name not in self._feed.of(NODECLAIM):
+            self._deleted.add(claim.name)  # never written (a failed launch)
+            return
+        if self.dry_run:
+            self._dry("delete", nodeclaim=claim.name, node=claim.node_name)
+            self._deleted.add(claim.name)
+            return
+        node_name = claim.node_name or (claim.name if claim.name in self._nodes_written else None)
+        if node_name is not None and not self._delete(Node, node_name, "Node"):
+            return
+        if not self._delete(NodeClaimResource, claim.name, "NodeClaim"):
+            return
+        self._deleted.add(claim.name)
+        self._metrics.nodeclaims_terminated.labels(nodepool=claim.nodepool).inc()
+        if node_name is not None:
+            self._metrics.nodes_terminated.labels(nodepool=claim.nodepool).inc()
+
+    def _sync_node(self, node: StateNode) -> None:
+        doc = self._feed.of(NODE).get(node.name)
+        if doc is None:
+            return
+        current = api_taints(doc)
+        wanted = tuple(t for t in node.taints if t.key in MANAGED_TAINTS)
+        desired = (*(t for t in current if t.key not in MANAGED_TAINTS), *wanted)
+        disrupted = frozenset(t.key for t in wanted)
+        if self.dry_run:
+            before = self._reported_taints.get(node.name, frozenset())
+            if before != disrupted:
+                self._dry("cordon" if disrupted else "uncordon", node=node.name)
+                self._reported_taints[node.name] = disrupted
+            return
+        if set(desired) != set(current):
+            patch = {
+                "spec": {
+                    "taints": [
+                        {"key": t.key, "value": t.value, "effect": t.effect} for t in desired
+                    ]
+                    or None
+                }
+            }
+            try:
+                self._api().patch(Node, node.name, patch, patch_type=PatchType.MERGE)
+            except ApiError as exc:
+                self._failed("patch Node taints", node.name, exc)
+        meta_labels = (doc.get("metadata") or {}).get("labels") or {}
+        missing = {
+            k: v
+            for k, v in node.labels.items()
+            if k in (labels.REGISTERED, labels.INITIALIZED) and meta_labels.get(k) != v
+        }
+        if missing:
+            try:
+                self._api().patch(
+                    Node, node.name, {"metadata": {"labels": missing}}, patch_type=PatchType.MERGE
+                )
+            except ApiError as exc:
+                self._failed("patch Node labels", node.name, exc)
+
+    # -- the Eviction port ----------------------------------------------------------------
+
+    def evict(self, pod: StatePod, forced: bool) -> bool:
+        """Evict ``pod`` through ``policy/v1`` Eviction (``forced``: delete it); False when
+        the API server refuses (429 from a PodDisruptionBudget, or another error, logged),
+        True when it is evicted or already gone (404)."""
+        if self.dry_run:
+            self._dry("evict", pod=f"{pod.namespace}/{pod.name}", forced=forced)
+            return True
+        try:
+            if forced:
+                self._api().delete(Pod, pod.name, namespace=pod.namespace)
+            else:
+                self._api().create(
+                    Pod.Eviction(metadata=ObjectMeta(name=pod.name, namespace=pod.namespace)),
+                    name=pod.name,
+                    namespace=pod.namespace,
+                )
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return True
+            if exc.status.code == 429:
+                log.info(
+                    "eviction refused pod=%s/%s: %s", pod.namespace, pod.name, exc.status.message
+                )
+                return False
+            self._failed("evict", f"pod {pod.namespace}/{pod.name}", exc)
+            return False
+        return True
+
+
+class KubeTimeline:
+    """The Timeline port in controller mode: each record is logged and becomes a
+    Kubernetes Event (``core/v1``, source component ``joiner``) on the pod it names, or
+    else on the NodeClaim of the node it names."""
+
+    def __init__(
+        self,
+        client: Client | None,
+        state: ClusterState,
+        *,
+        dry_run: bool,
+        report: Report | None = None,
+        namespace: str = "default",
+    ) -> None:
+        self._client = client
+        self._state = state
+        self.dry_run = dry_run
+        self._report = report
+        self.namespace = namespace
+        self.listeners: list[Callable[[str, str | None, str | None, str], None]] = []
+
+    def record(
+        self, kind: str, *, node: str | None = None, pod: str | None = None, detail: str = ""
+    ) -> None:
+        """Log ``kind`` and post it as an Event (dry-run: report it instead)."""
+        log.info("%s node=%s pod=%s %s", kind, node, pod, detail)
+        for listener in self.listeners:
+            listener(kind, node, pod, detail)
+        if self.dry_run:
+            if self._report is not None:
+                self._report(
+                    {"action": "event", "reason": kind, "node": node, "pod": pod, "detail": detail}
+                )
+            return
+        if self._client is None:
+            return
+        involved: dict[str, Any]
+        if pod is not None:
+            ns, _, name = pod.partition("/")
+            involved = {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name}
+            event_ns = ns
+        elif node is not None:
+            st_node = self._state.nodes.get(node)
+            claim = st_node.nodeclaim if st_node is not None else node
+            involved = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim}
+            event_ns = self.namespace
+        else:
+            return
+        now = _now_rfc3339()
+        reason = kind[:1].upper() + kind[1:]
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{involved['name']}.{secrets.token_hex(8)}",
+                "namespace": event_ns,
+            },
+            "involvedObject": involved,
+            "reason": reason,
+            "message": detail or reason,
+            "type": "Warning" if kind in ("evictionBlocked", "podLost") else "Normal",
+            "source": {"component": "joiner"},
+            "reportingComponent": "joiner",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        api: Any = self._client
+        try:
+            api.create(Event.from_dict(event), namespace=event_ns)
+        except ApiError as exc:
+            log.warning(
+                "event %s on %s not posted: %s %s",
+                reason,
+                involved["name"],
+                exc.status.code,
+                exc.status.message,
+            )

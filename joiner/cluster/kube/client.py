@@ -1,0 +1,144 @@
+"""The lightkube client, Karpenter's custom resources as lightkube generic resources, CRD
+installation, and listing a live cluster as manifest documents for the loader.
+
+Objects listed from the API become plain dicts with ``apiVersion`` and ``kind`` (a list's
+items carry neither), so ``joiner.api.manifests.loader.load_documents`` reads them exactly
+as it reads files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+from lightkube import ALL_NS, Client, KubeConfig
+from lightkube.core.resource import NamespacedResource, Resource
+from lightkube.generic_resource import create_global_resource
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.resources.apps_v1 import DaemonSet, Deployment, ReplicaSet, StatefulSet
+from lightkube.resources.batch_v1 import Job
+from lightkube.resources.core_v1 import (
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+)
+from lightkube.resources.policy_v1 import PodDisruptionBudget
+from lightkube.resources.storage_v1 import StorageClass
+
+from joiner.api.errors import InputError
+from joiner.cluster.kube.crds import crd_documents
+
+#: Field manager of every write (server-side apply and patches).
+FIELD_MANAGER = "joiner"
+
+NodePoolResource = create_global_resource("karpenter.sh", "v1", "NodePool", "nodepools")
+NodeClaimResource = create_global_resource("karpenter.sh", "v1", "NodeClaim", "nodeclaims")
+EC2NodeClassResource = create_global_resource(
+    "karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"
+)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind the controller lists and watches: its lightkube resource and the
+    ``apiVersion``/``kind`` its items get for the loader."""
+
+    resource: type[Resource]
+    api_version: str
+    kind: str
+
+
+#: Kinds read from the cluster (NodeClaims are Joiner's own, read separately).
+NODEPOOL = Kind(NodePoolResource, "karpenter.sh/v1", "NodePool")
+EC2NODECLASS = Kind(EC2NodeClassResource, "karpenter.k8s.aws/v1", "EC2NodeClass")
+NODECLAIM = Kind(NodeClaimResource, "karpenter.sh/v1", "NodeClaim")
+POD = Kind(Pod, "v1", "Pod")
+NODE = Kind(Node, "v1", "Node")
+DAEMONSET = Kind(DaemonSet, "apps/v1", "DaemonSet")
+PDB = Kind(PodDisruptionBudget, "policy/v1", "PodDisruptionBudget")
+#: What ``joiner plan``/``disrupt --kubeconfig`` read (workloads add missing replicas).
+PLAN_KINDS = (
+    NODEPOOL,
+    EC2NODECLASS,
+    Kind(Node, "v1", "Node"),
+    POD,
+    Kind(Deployment, "apps/v1", "Deployment"),
+    Kind(ReplicaSet, "apps/v1", "ReplicaSet"),
+    Kind(StatefulSet, "apps/v1", "StatefulSet"),
+    Kind(Job, "batch/v1", "Job"),
+    DAEMONSET,
+    PDB,
+    Kind(PersistentVolumeClaim, "v1", "PersistentVolumeClaim"),
+    Kind(PersistentVolume, "v1", "PersistentVolume"),
+    Kind(StorageClass, "storage.k8s.io/v1", "StorageClass"),
+)
+
+
+def connect(kubeconfig: Path | str, *, timeout_s: float = 30.0) -> Client:
+    """A lightkube client for ``kubeconfig``'s current context.
+
+    Raises:
+        InputError: the file is missing or not a kubeconfig.
+    """
+    path = Path(kubeconfig)
+    if not path.is_file():
+        raise InputError("kubeconfig file not found", file=str(path))
+    try:
+        config = KubeConfig.from_file(path)
+    except Exception as exc:  # lightkube raises several types for a bad file
+        raise InputError(f"not a usable kubeconfig: {exc}", file=str(path)) from exc
+    return Client(config=config, field_manager=FIELD_MANAGER, timeout=httpx.Timeout(timeout_s))
+
+
+def namespace_arg(kind: Kind) -> dict[str, str]:
+    """``{"namespace": ALL_NS}`` for a namespaced kind (lists and watches span every
+    namespace; lightkube would default to the kubeconfig's), ``{}`` otherwise."""
+    return {"namespace": ALL_NS} if issubclass(kind.resource, NamespacedResource) else {}
+
+
+def as_document(obj: Any, kind: Kind) -> dict[str, Any]:
+    """A listed or watched object as a manifest document (a dict with apiVersion/kind)."""
+    doc: dict[str, Any] = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+    doc["apiVersion"] = kind.api_version
+    doc["kind"] = kind.kind
+    return doc
+
+
+def list_documents(
+    client: Any, kinds: Iterable[Kind] = PLAN_KINDS
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every object of ``kinds`` in the cluster, as manifest documents, and warnings for
+    kinds that could not be listed (a CRD not installed: 404)."""
+    from lightkube.core.exceptions import ApiError
+
+    docs: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for kind in kinds:
+        try:
+            docs.extend(
+                as_document(o, kind) for o in client.list(kind.resource, **namespace_arg(kind))
+            )
+        except ApiError as exc:
+            if exc.status.code != 404:
+                raise
+            warnings.append(f"{kind.api_version} {kind.kind} is not served by this cluster")
+    return docs, warnings
+
+
+def apply_crds(client: Any) -> list[str]:
+    """Server-side apply the three CRDs (``crds.crd_documents``), forcing ownership of the
+    fields Joiner owns; returns their names.
+
+    Raises:
+        lightkube.core.exceptions.ApiError: the API server refused one.
+    """
+    names = []
+    for doc in crd_documents():
+        crd = CustomResourceDefinition.from_dict(doc)
+        client.apply(crd, field_manager=FIELD_MANAGER, force=True)
+        names.append(str(doc["metadata"]["name"]))
+    return names

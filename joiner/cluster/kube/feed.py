@@ -1,0 +1,456 @@
+"""The informer cache and what it feeds into ``ClusterState``.
+
+``ClusterFeed.deliver`` keeps the last document of every object per kind (the cache the
+actuator diffs against) and, once ``start`` has run, applies each change to the state the
+controllers share, through the same manifest loader as files
+(``joiner.api.manifests.load_documents``):
+
+* NodePools, EC2NodeClasses, DaemonSets and PDBs: the whole configuration is re-loaded on
+  any change (a document that does not load is skipped with a warning naming it; the
+  others still apply), then ``on_config`` hears of it.
+* Pods: created on first sight (unbound non-provisionable pods, such as DaemonSet pods not
+  yet placed, wait until they are bound), bound when ``spec.nodeName`` appears (the real
+  kube-scheduler binds; Joiner never does), deleted when they finish, get a
+  ``deletionTimestamp`` or disappear. A pod deleted in state is never resurrected by a stale
+  event.
+* Nodes: a Node whose ``spec.providerID`` is a live NodeClaim's instance registers it
+  (``Lifecycle.register``; the actuator then removes ``karpenter.sh/unregistered``), and its
+  Ready condition initializes it (``Lifecycle.initialize``). Taints other than the two
+  Joiner manages (``karpenter.sh/unregistered``, ``karpenter.sh/disrupted``) are taken from
+  the API; Joiner's own come from the state. A Node that disappears takes its NodeClaim
+  with it. Nodes no NodeClaim owns are not capacity Joiner plans on (as Karpenter).
+
+``start`` (after every informer's first list) re-builds the NodeClaims from the
+``karpenter.sh/v1`` NodeClaim objects (a restart or a new leader), registers them with
+their Nodes, and lists orphans: NodeClaims never launched and Joiner-made Nodes no
+NodeClaim owns (``orphan_claims``, ``orphan_nodes``), which the actuator deletes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from joiner.api import durations, labels
+from joiner.api.clock import Clock
+from joiner.api.errors import InputError
+from joiner.api.manifests import ManifestSet, load_documents
+from joiner.api.objects import Taint
+from joiner.api.requirements import Requirements
+from joiner.cloudprovider.types import CloudProviderError, Instance
+from joiner.cluster.kube.client import (
+    DAEMONSET,
+    EC2NODECLASS,
+    NODE,
+    NODECLAIM,
+    NODEPOOL,
+    PDB,
+    POD,
+    Kind,
+)
+from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
+
+log = logging.getLogger(__name__)
+
+#: Karpenter's kwok provider marks the Nodes it makes so kwok manages them.
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+#: Taints Joiner owns on Nodes; all others belong to the API (kubelet, node controller).
+MANAGED_TAINTS = frozenset({labels.TAINT_UNREGISTERED, labels.TAINT_DISRUPTED})
+CONFIG_KINDS = ("NodePool", "EC2NodeClass", "DaemonSet", "PodDisruptionBudget")
+
+#: ``adopt_instance(instance_type, node_class, zone, capacity_type, provider_id)``: the
+#: cloud's instance behind an existing NodeClaim (raises ``CloudProviderError``).
+AdoptInstance = Callable[[str, str, str, str, str], Instance]
+
+
+def key_of(doc: dict[str, Any]) -> str:
+    """``namespace/name`` (cluster-scoped: ``name``) of an API document."""
+    meta = doc.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An RFC 3339 timestamp from the API (``2026-11-30T01:02:03Z``) as an aware datetime."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def node_ready(doc: dict[str, Any]) -> bool:
+    """The Node's ``Ready`` condition is ``True``."""
+    for cond in (doc.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def api_taints(doc: dict[str, Any]) -> tuple[Taint, ...]:
+    """``spec.taints`` of a Node document."""
+    return tuple(
+        Taint(str(t["key"]), str(t["effect"]), str(t.get("value") or ""))
+        for t in (doc.get("spec") or {}).get("taints") or []
+    )
+
+
+class ClusterFeed:
+    """The informer cache and the state it feeds (module docstring)."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        clock: Clock,
+        lifecycle: Lifecycle,
+        adopt_instance: AdoptInstance,
+        *,
+        source: str,
+        wall_now: Callable[[], datetime],
+    ) -> None:
+        self._state = state
+        self._clock = clock
+        self._lifecycle = lifecycle
+        self._adopt_instance = adopt_instance
+        self.source = source
+        self._wall_now = wall_now
+        self.docs: dict[str, dict[str, dict[str, Any]]] = {}
+        self.synced: set[str] = set()
+        self.started = False
+        self._order = 0
+        self.orphan_claims: list[str] = []
+        self.orphan_nodes: list[str] = []
+        self.on_config: list[Callable[[ManifestSet], None]] = []
+        self.on_pending: list[Callable[[Pod], None]] = []
+        self.on_bound: list[Callable[[Pod], None]] = []
+        self.on_pod_gone: list[Callable[[Pod], None]] = []
+        self.on_running: list[Callable[[Pod, dict[str, Any]], None]] = []
+        self.on_registered: list[Callable[[NodeClaim], None]] = []
+        self.on_ready: list[Callable[[NodeClaim], None]] = []
+        self.on_node_gone: list[Callable[[Node], None]] = []
+        self._running: set[str] = set()
+
+    # -- the cache ----------------------------------------------------------------------
+
+    def deliver(self, kind: Kind, event: str, docs: list[dict[str, Any]]) -> None:
+        """One informer delivery (``informer.Informer``): ``SYNC`` replaces the kind's
+        cache, ``ADDED``/``MODIFIED``/``DELETED`` change one object. Must run on the
+        controllers' thread."""
+        cache = self.docs.setdefault(kind.kind, {})
+        changes: list[tuple[str, dict[str, Any]]] = []
+        if event == "SYNC":
+            fresh = {key_of(d): d for d in docs}
+            changes += [("DELETED", d) for k, d in cache.items() if k not in fresh]
+            changes += [("MODIFIED", d) for d in docs]
+            cache.clear()
+            cache.update(fresh)
+            self.synced.add(kind.kind)
+        else:
+            for d in docs:
+                if event == "DELETED":
+                    cache.pop(key_of(d), None)
+                else:
+                    cache[key_of(d)] = d
+                changes.append((event, d))
+        if not self.started:
+            return
+        if kind.kind in CONFIG_KINDS:
+            self.reload_config()
+        elif kind.kind == POD.kind:
+            for ev, d in changes:
+                self._pod(ev, d)
+        elif kind.kind == NODE.kind:
+            for ev, d in changes:
+                self._node(ev, d)
+
+    def of(self, kind: Kind) -> dict[str, dict[str, Any]]:
+        """The cached documents of ``kind`` by key."""
+        return self.docs.get(kind.kind, {})
+
+    # -- configuration ------------------------------------------------------------------
+
+    def reload_config(self) -> None:
+        """Re-load NodePools, NodeClasses, DaemonSets and PDBs into the state."""
+        classes = list(self.of(EC2NODECLASS).values())
+        rest = [
+            *self.of(DAEMONSET).values(),
+            *self.of(PDB).values(),
+        ]
+        pools = list(self.of(NODEPOOL).values())
+        try:
+            ms = load_documents([*classes, *pools, *rest], self.source)
+        except InputError as exc:
+            log.warning("cluster configuration has an error (%s); loading object by object", exc)
+            ms = self._load_each(classes, pools, rest)
+        st = self._state
+        st.nodepools = {p.name: p for p in ms.nodepools}
+        st.daemonsets = {f"{d.namespace}/{d.name}": d.template for d in ms.daemonsets}
+        st.pdbs = list(ms.pdbs)
+        st.touch()
+        for listener in self.on_config:
+            listener(ms)
+
+    def _load_each(
+        self,
+        classes: list[dict[str, Any]],
+        pools: list[dict[str, Any]],
+        rest: list[dict[str, Any]],
+    ) -> ManifestSet:
+        good_classes = []
+        out = ManifestSet()
+        for doc in [*classes, *rest]:
+            try:
+                one = load_documents([doc], self.source)
+            except InputError as exc:
+                log.warning("skipped %s: %s", key_of(doc), exc)
+                continue
+            if doc in classes:
+                good_classes.append(doc)
+            out.nodeclasses += one.nodeclasses
+            out.daemonsets += one.daemonsets
+            out.pdbs += one.pdbs
+        for doc in pools:
+            try:
+                one = load_documents([*good_classes, doc], self.source)
+            except InputError as exc:
+                log.warning("skipped NodePool %s: %s", key_of(doc), exc)
+                continue
+            out.nodepools += one.nodepools
+        return out
+
+    # -- start: adopt what the API holds -------------------------------------------------
+
+    def start(self) -> None:
+        """Build the state from the cache (every informer has listed once): configuration,
+        NodeClaims and their instances, Nodes, Pods; then apply changes as they come."""
+        self.reload_config()
+        now = self._clock.now()
+        wall = self._wall_now()
+        nodes_by_provider = {
+            str((d.get("spec") or {}).get("providerID")): d
+            for d in self.of(NODE).values()
+            if (d.get("spec") or {}).get("providerID")
+        }
+        for doc in self.of(NODECLAIM).values():
+            self._adopt_claim(doc, now, wall, nodes_by_provider)
+        owned = {c.instance.provider_id for c in self._state.nodeclaims.values() if c.instance}
+        for pid, doc in sorted(nodes_by_provider.items()):
+            meta = doc.get("metadata") or {}
+            made_by_joiner = (meta.get("annotations") or {}).get(KWOK_ANNOTATION) and (
+                meta.get("labels") or {}
+            ).get(labels.NODEPOOL)
+            if pid not in owned and made_by_joiner:
+                self.orphan_nodes.append(str(meta.get("name")))
+        self.started = True
+        for doc in list(self.of(NODE).values()):
+            self._node("ADDED", doc)
+        for doc in sorted(
+            self.of(POD).values(),
+            key=lambda d: str((d.get("metadata") or {}).get("creationTimestamp") or ""),
+        ):
+            self._pod("ADDED", doc)
+
+    def _adopt_claim(
+        self,
+        doc: dict[str, Any],
+        now: float,
+        wall: datetime,
+        nodes_by_provider: dict[str, dict[str, Any]],
+    ) -> None:
+        meta = doc.get("metadata") or {}
+        name = str(meta.get("name"))
+        lab = dict(meta.get("labels") or {})
+        status = doc.get("status") or {}
+        provider_id = status.get("providerID")
+        pool = self._state.nodepools.get(lab.get(labels.NODEPOOL, ""))
+        if meta.get("deletionTimestamp") or not provider_id or pool is None:
+            log.info(
+                "nodeclaim %s: %s; deleting it",
+                name,
+                "being deleted"
+                if meta.get("deletionTimestamp")
+                else "never launched"
+                if not provider_id
+                else f"NodePool {lab.get(labels.NODEPOOL)!r} does not exist",
+            )
+            self.orphan_claims.append(name)
+            return
+        type_name = lab.get(labels.INSTANCE_TYPE, "")
+        zone = lab.get(labels.ZONE, "")
+        ct = lab.get(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
+        try:
+            instance = self._adopt_instance(
+                type_name, pool.node_class_ref.name, zone, ct, str(provider_id)
+            )
+        except CloudProviderError as exc:
+            log.warning("nodeclaim %s: its instance %s: %s; deleting it", name, provider_id, exc)
+            self.orphan_claims.append(name)
+            return
+        created = parse_time(meta.get("creationTimestamp"))
+        age = (wall - created).total_seconds() if created else 0.0
+        reqs = Requirements.from_labels(
+            {k: v for k, v in lab.items() if k in (labels.INSTANCE_TYPE, labels.ZONE)}
+            | {labels.CAPACITY_TYPE: ct}
+        )
+        annotations = meta.get("annotations") or {}
+        claim = NodeClaim(
+            name=name,
+            nodepool=pool.name,
+            node_class=pool.node_class_ref.name,
+            requirements=reqs,
+            requests={},
+            instance_type_options=(instance.instance_type,),
+            created_at_s=now - age,
+            instance=instance,
+            launched_at_s=now - age,
+            launched_from=pool.drift_fields()
+            if annotations.get(HASH_ANNOTATION) == pool_hash(pool.drift_fields())
+            else None,
+        )
+        self._state.nodeclaims[name] = claim
+
+    # -- pods -----------------------------------------------------------------------------
+
+    def _pod(self, event: str, doc: dict[str, Any]) -> None:
+        meta = doc.get("metadata") or {}
+        uid = str(meta.get("uid"))
+        st = self._state
+        now = self._clock.now()
+        existing = st.pods.get(uid)
+        if event == "DELETED":
+            if existing is not None and existing.deleted_at_s is None:
+                self._gone(existing, now)
+            return
+        try:
+            loaded = load_documents([doc], self.source).pods
+        except InputError as exc:
+            log.warning("pod %s not read: %s", key_of(doc), exc)
+            return
+        if not loaded:
+            return
+        p = loaded[0]
+        if existing is None:
+            if p.terminal or p.deleting:
+                return
+            if p.node_name is None and not p.provisionable:
+                return
+            kind, _, owner_name = (p.owner or "").partition("/")
+            pod = Pod(
+                uid=uid,
+                namespace=p.namespace,
+                name=p.name,
+                template=p.template,
+                owner=f"{kind}/{p.namespace}/{owner_name}" if kind else f"Pod/{p.key}",
+                created_at_s=now,
+                order=self._order,
+                daemon=kind == "DaemonSet",
+            )
+            self._order += 1
+            pod.do_not_disrupt, pod.do_not_disrupt_for_s = durations.do_not_disrupt(
+                dict(p.annotations).get(labels.DO_NOT_DISRUPT)
+            )
+            st.pods[uid] = pod
+            st.touch()
+            if p.node_name is None:
+                for listener in self.on_pending:
+                    listener(pod)
+            existing = pod
+        if existing.deleted_at_s is not None:
+            return  # deleted here (evicted): a stale event never brings it back
+        if p.terminal or p.deleting:
+            self._gone(existing, now)
+            return
+        if p.node_name is not None and existing.node_name is None:
+            existing.node_name = p.node_name
+            existing.bound_at_s = now
+            existing.unschedulable_reason = None
+            st.pod_event(existing, now)
+            for listener in self.on_bound:
+                listener(existing)
+        if p.phase == "Running" and uid not in self._running:
+            self._running.add(uid)
+            for running in self.on_running:
+                running(existing, doc)
+
+    def _gone(self, pod: Pod, now: float) -> None:
+        self._state.pod_event(pod, now)
+        pod.deleted_at_s = now
+        self._running.discard(pod.uid)
+        for listener in self.on_pod_gone:
+            listener(pod)
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def claim_by_provider(self, provider_id: str | None) -> NodeClaim | None:
+        """The live NodeClaim whose instance has ``provider_id``."""
+        if not provider_id:
+            return None
+        for claim in self._state.nodeclaims.values():
+            if (
+                claim.deleted_at_s is None
+                and claim.instance is not None
+                and claim.instance.provider_id == provider_id
+            ):
+                return claim
+        return None
+
+    def _node(self, event: str, doc: dict[str, Any]) -> None:
+        meta = doc.get("metadata") or {}
+        name = str(meta.get("name"))
+        st = self._state
+        now = self._clock.now()
+        node = st.nodes.get(name)
+        if event == "DELETED":
+            if node is not None and node.deleted_at_s is None:
+                node.deleted_at_s = now
+                claim = st.nodeclaims.get(node.nodeclaim)
+                if claim is not None and claim.deleted_at_s is None:
+                    claim.deleted_at_s = now
+                for pod in st.pods_on(name):
+                    self._gone(pod, now)
+                st.touch()
+                for gone in self.on_node_gone:
+                    gone(node)
+            return
+        if node is None or node.deleted_at_s is not None:
+            claim = self.claim_by_provider((doc.get("spec") or {}).get("providerID"))
+            if claim is None or claim.node_name is not None:
+                return
+            node = self._lifecycle.register(claim, name)
+            st.touch()
+            for registered in self.on_registered:
+                registered(claim)
+        claim = st.nodeclaims.get(node.nodeclaim)
+        if claim is None:
+            return
+        node.taints = (
+            *(t for t in api_taints(doc) if t.key not in MANAGED_TAINTS),
+            *(t for t in node.taints if t.key == labels.TAINT_DISRUPTED),
+        )
+        if meta.get("deletionTimestamp"):
+            node.deleting = True
+        ready = node_ready(doc)
+        if ready and claim.initialized_at_s is None:
+            self._lifecycle.initialize(claim)
+            st.touch()
+            for ready_listener in self.on_ready:
+                ready_listener(claim)
+        elif claim.initialized_at_s is not None and node.ready != ready:
+            node.ready = ready
+            st.touch()
+
+
+#: NodeClaim annotation: hash of the NodePool template fields it was launched from (drift
+#: after a restart; Karpenter keeps ``karpenter.sh/nodepool-hash`` for the same purpose).
+HASH_ANNOTATION = "joiner.dev/nodepool-hash"
+
+
+def pool_hash(fields: dict[str, object]) -> str:
+    """A stable hash of ``NodePool.drift_fields()`` (sha256 of their repr, 16 hex digits)."""
+    import hashlib
+
+    return hashlib.sha256(repr(sorted(fields.items())).encode()).hexdigest()[:16]
+
+
+__all__ = ["ClusterFeed"]

@@ -1,0 +1,190 @@
+"""Lease-based leader election (``coordination.k8s.io/v1`` Lease), as client-go's
+leaderelection does it:
+
+* A candidate reads the Lease. It takes it when it does not exist (create), when it holds
+  it already, or when the holder's ``renewTime + leaseDurationSeconds`` has passed
+  (update with the read ``resourceVersion``: optimistic concurrency, so two candidates
+  cannot both win; the loser gets 409 and tries again after ``retry_s``).
+* The leader renews every ``retry_s``; if it cannot renew within ``renew_deadline_s`` of
+  its last renewal (or finds another holder), it has lost the lease: ``on_lost`` runs
+  (the composition root exits, as controller-runtime does, so a stale leader never acts).
+* A standby takes over at the earliest ``leaseDurationSeconds`` after the last renewal.
+
+Times in the Lease are the wall clock (``MicroTime``, UTC); replicas compare them with
+their own clocks, so clock skew between machines shortens or lengthens the takeover.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from lightkube import Client
+from lightkube.core.exceptions import ApiError
+from lightkube.models.coordination_v1 import LeaseSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.coordination_v1 import Lease
+
+log = logging.getLogger(__name__)
+
+
+def _micro(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse(value: object) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+class LeaderElector:
+    """Acquires and keeps one Lease (module docstring)."""
+
+    def __init__(
+        self,
+        client: Client,
+        namespace: str,
+        name: str,
+        identity: str,
+        *,
+        lease_duration_s: float = 15.0,
+        renew_deadline_s: float = 10.0,
+        retry_s: float = 2.0,
+        on_lost: Callable[[], None] | None = None,
+    ) -> None:
+        if not retry_s < renew_deadline_s < lease_duration_s:
+            raise ValueError(
+                "leader election needs retryPeriod < renewDeadline < leaseDuration, got "
+                f"{retry_s} s, {renew_deadline_s} s, {lease_duration_s} s"
+            )
+        self._client = client
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration_s = lease_duration_s
+        self.renew_deadline_s = renew_deadline_s
+        self.retry_s = retry_s
+        self._on_lost = on_lost
+        self.leader = False
+        self.transitions = 0
+
+    def try_acquire_or_renew(self) -> bool:
+        """One attempt; True when this candidate holds the Lease afterwards.
+
+        Raises:
+            ApiError: the API refused for a reason other than a conflict (403: no RBAC).
+        """
+        now = datetime.now(UTC)
+        try:
+            lease = self._client.get(Lease, self.name, namespace=self.namespace)
+        except ApiError as exc:
+            if exc.status.code != 404:
+                raise
+            spec = LeaseSpec(
+                holderIdentity=self.identity,
+                leaseDurationSeconds=round(self.lease_duration_s),
+                acquireTime=_micro(now),  # type: ignore[arg-type]
+                renewTime=_micro(now),  # type: ignore[arg-type]
+                leaseTransitions=0,
+            )
+            try:
+                self._client.create(
+                    Lease(metadata=ObjectMeta(name=self.name, namespace=self.namespace), spec=spec)
+                )
+            except ApiError as create_exc:
+                if create_exc.status.code == 409:
+                    return False
+                raise
+            return True
+        spec = lease.spec or LeaseSpec()
+        holder = spec.holderIdentity
+        renewed = _parse(spec.renewTime)
+        duration = spec.leaseDurationSeconds or round(self.lease_duration_s)
+        expired = renewed is None or (now - renewed).total_seconds() > duration
+        if holder not in (None, "", self.identity) and not expired:
+            return False
+        if holder != self.identity:
+            spec.acquireTime = _micro(now)  # type: ignore[assignment]
+            spec.leaseTransitions = (spec.leaseTransitions or 0) + 1
+        spec.holderIdentity = self.identity
+        spec.renewTime = _micro(now)  # type: ignore[assignment]
+        spec.leaseDurationSeconds = round(self.lease_duration_s)
+        lease.spec = spec
+        try:
+            self._client.replace(lease)
+        except ApiError as exc:
+            if exc.status.code == 409:
+                return False
+            raise
+        return True
+
+    def acquire(self, stop: threading.Event) -> bool:
+        """Block until this candidate leads (True) or ``stop`` is set (False)."""
+        while not stop.is_set():
+            try:
+                if self.try_acquire_or_renew():
+                    self.leader = True
+                    log.info("became leader lease=%s/%s", self.namespace, self.name)
+                    return True
+            except ApiError as exc:
+                log.warning("lease %s/%s: %s", self.namespace, self.name, exc.status.message)
+            stop.wait(self.retry_s)
+        return False
+
+    def keep(self, stop: threading.Event) -> None:
+        """Renew until ``stop`` or until the lease is lost (then ``on_lost``). Runs in a
+        daemon thread started by ``start_renewing``."""
+        last = time.monotonic()
+        while not stop.wait(self.retry_s):
+            try:
+                ok = self.try_acquire_or_renew()
+            except ApiError as exc:
+                log.warning("lease renewal failed: %s", exc.status.message)
+                ok = False
+            except Exception as exc:  # transport errors: keep trying until the deadline
+                log.warning("lease renewal failed: %s", exc)
+                ok = False
+            if ok:
+                last = time.monotonic()
+                continue
+            if time.monotonic() - last > self.renew_deadline_s or not self._holder_is_me():
+                self.leader = False
+                log.error("lost the lease %s/%s", self.namespace, self.name)
+                if self._on_lost is not None:
+                    self._on_lost()
+                return
+
+    def _holder_is_me(self) -> bool:
+        try:
+            lease = self._client.get(Lease, self.name, namespace=self.namespace)
+        except Exception as exc:  # cannot tell: assume still ours until the deadline
+            log.warning("lease read failed: %s", exc)
+            return True
+        return bool(lease.spec and lease.spec.holderIdentity == self.identity)
+
+    def start_renewing(self, stop: threading.Event) -> threading.Thread:
+        """Run ``keep`` in a daemon thread."""
+        t = threading.Thread(target=self.keep, args=(stop,), name="lease-renew", daemon=True)
+        t.start()
+        return t
+
+    def release(self) -> None:
+        """Give the lease up at a clean shutdown (renewTime in the past), so a standby need
+        not wait for it to expire."""
+        if not self.leader:
+            return
+        try:
+            lease = self._client.get(Lease, self.name, namespace=self.namespace)
+            if lease.spec and lease.spec.holderIdentity == self.identity:
+                lease.spec.holderIdentity = ""
+                lease.spec.renewTime = _micro(datetime(1970, 1, 1, tzinfo=UTC))  # type: ignore[assignment]
+                self._client.replace(lease)
+        except ApiError as exc:
+            log.warning("lease release failed: %s", exc.status.message)
+        self.leader = False

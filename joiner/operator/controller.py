@@ -1,0 +1,617 @@
+"""Controller mode's composition root (``joiner run``): the simulation's controllers on a
+real Kubernetes API server, on an asyncio loop with the wall clock.
+
+Reading this file shows the whole running system:
+
+* ``WallClock`` implements the Clock port with ``loop.call_later``; time is seconds since
+  the controller started (``time.monotonic``).
+* Informers (``cluster/kube/informer.py``, one thread per kind) list and watch NodePools,
+  EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets and PDBs; their deliveries are
+  forwarded to the loop (``call_soon_threadsafe``), where ``ClusterFeed`` turns them into
+  ``ClusterState``. Every controller runs on the loop's thread only.
+* The controllers are the simulation's: Batcher + Provisioner, Lifecycle, Terminator (with
+  the Eviction port), InterruptionController, DisruptionController, ExpirationController.
+* After every loop turn that ran a controller or applied a delivery, ``KubeActuator.sync``
+  writes what changed (NodeClaims, kwok Nodes, taints, deletions); a 5 s resync retries
+  failed writes and re-triggers provisioning for pods still pending.
+* Leader election (a Lease) gates everything but the HTTP endpoints: a standby waits, then
+  builds its state from the API like a restart does. Losing the lease exits the process.
+* Interruption messages come from an SQS queue (``interruptionQueue`` in the settings,
+  ``--cloud aws`` or simulated: EventBridge messages as AWS delivers them; a moto server
+  in the tests), polled in a thread.
+* ``--dry-run`` (shadow mode): the same informers and controllers, no Lease, and an
+  actuator and Event recorder that write nothing but log and report each write they would
+  make (``--report FILE``: JSON lines).
+
+Writes are made with lightkube's synchronous client on the loop's thread; each is one
+HTTP request to the API server, which is what bounds a turn's duration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from joiner.api import timeline as tl
+from joiner.api.errors import InputError
+from joiner.api.manifests import ManifestSet
+from joiner.api.objects import NodeClass, SelectorTerm
+from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.events import CloudEvent
+from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
+from joiner.cloudprovider.types import CloudProvider, CreateError, Instance, SecurityGroup
+from joiner.cluster.kube import client as kube
+from joiner.cluster.kube.actuator import KubeActuator, KubeTimeline
+from joiner.cluster.kube.feed import ClusterFeed
+from joiner.cluster.kube.informer import Informer
+from joiner.cluster.kube.leader import LeaderElector
+from joiner.cluster.kube.metrics import Metrics, serve
+from joiner.controllers.disruption import DisruptionController
+from joiner.controllers.expiration import ExpirationController
+from joiner.controllers.interruption.controller import InterruptionController
+from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.controllers.provisioning.batcher import Batcher
+from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.controllers.termination.controller import Terminator
+from joiner.state.cluster import ClusterState, NodeClaim
+
+log = logging.getLogger(__name__)
+
+#: Pods the provisioner could not place are retried this often (as the simulation does).
+RESYNC_S = 5.0
+RETRY_UNSCHEDULABLE_S = 30.0
+DEFAULT_SECURITY_GROUP = SecurityGroup("sg-joiner-default", "joiner-default")
+WATCHED = (
+    kube.NODEPOOL,
+    kube.EC2NODECLASS,
+    kube.NODECLAIM,
+    kube.NODE,
+    kube.POD,
+    kube.DAEMONSET,
+    kube.PDB,
+)
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class LeaderElectionSettings(_Settings):
+    """``leaderElection`` in the settings file; durations in seconds (client-go's
+    defaults: 15, 10, 2)."""
+
+    enabled: bool = True
+    namespace: str = "joiner"
+    name: str = "joiner-leader-election"
+    leaseDurationSeconds: float = Field(default=15.0, gt=0)
+    renewDeadlineSeconds: float = Field(default=10.0, gt=0)
+    retryPeriodSeconds: float = Field(default=2.0, gt=0)
+
+
+class ControllerSettings(_Settings):
+    """The ``--settings`` file (YAML): everything optional.
+
+    ``interruptionQueue`` is an SQS queue URL (EventBridge interruption messages);
+    ``awsEndpointURL`` points boto3 at another endpoint (a moto server in tests);
+    ``clusterName``/``clusterEndpoint`` are the AWS provider's cluster (``--cloud aws``).
+    """
+
+    region: str = "us-east-1"
+    clusterName: str = "joiner"
+    clusterEndpoint: str = ""
+    interruptionQueue: str | None = None
+    awsEndpointURL: str | None = None
+    batchIdleSeconds: float = Field(default=1.0, gt=0)
+    batchMaxSeconds: float = Field(default=10.0, gt=0)
+    spotToSpotConsolidation: bool = False
+    eventNamespace: str = "default"
+    leaderElection: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+
+
+def load_settings(path: Path | None) -> ControllerSettings:
+    """Read the settings file (None: defaults).
+
+    Raises:
+        InputError: unreadable, not YAML, or a field unknown or invalid (named).
+    """
+    if path is None:
+        return ControllerSettings()
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read settings: {exc}", file=str(path)) from exc
+    try:
+        return ControllerSettings.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(
+            err["msg"], file=str(path), field=".".join(str(p) for p in err["loc"])
+        ) from exc
+
+
+class WallClock:
+    """The Clock port on an asyncio loop: ``now`` is seconds since construction
+    (monotonic), ``after`` is ``loop.call_later``. Every callback is followed by
+    ``after_turn`` (the actuator's sync); a callback that raises is logged with its
+    traceback and counted (``joiner_reconcile_errors_total{where=label}``), and the loop
+    goes on."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        after_turn: Callable[[], None],
+        on_error: Callable[[str], None],
+    ) -> None:
+        self._loop = loop
+        self._t0 = time.monotonic()
+        self._after_turn = after_turn
+        self._on_error = on_error
+
+    def now(self) -> float:
+        """Seconds since the controller started."""
+        return time.monotonic() - self._t0
+
+    def after(self, delay_s: float, callback: Callable[[], None], *, label: str = "") -> None:
+        """Run ``callback`` on the loop ``delay_s`` seconds from now."""
+        self._loop.call_later(max(0.0, delay_s), self.run, callback, label)
+
+    def run(self, callback: Callable[[], None], label: str) -> None:
+        """Run one callback now, then the after-turn hook."""
+        try:
+            callback()
+        except Exception:
+            log.exception("controller callback %r failed", label)
+            self._on_error(label or "callback")
+        self._after_turn()
+
+
+def _fit_node_classes(cloud: SimulatedCloudProvider, classes: list[NodeClass]) -> list[NodeClass]:
+    """With simulated capacity there is no VPC: a NodeClass whose subnet or security group
+    selectors match nothing gets every zone of the region and the default group (as
+    ``joiner plan`` does), with a warning."""
+    out = []
+    for nc in classes:
+        fixed = nc
+        if not cloud.resolve_subnets(nc):
+            fixed = replace(
+                fixed, subnet_selector_terms=tuple(SelectorTerm(id=s.id) for s in cloud.subnets)
+            )
+            log.info(
+                "EC2NodeClass %s: subnets unknown to the simulated cloud; every zone of %s",
+                nc.name,
+                cloud.region,
+            )
+        if not cloud.resolve_security_groups(nc):
+            fixed = replace(
+                fixed, security_group_selector_terms=(SelectorTerm(id=DEFAULT_SECURITY_GROUP.id),)
+            )
+        out.append(fixed)
+    return out
+
+
+class ControllerRuntime:
+    """``joiner run``: builds everything (module docstring) and runs until SIGTERM/SIGINT
+    or a lost lease. One instance runs once."""
+
+    def __init__(
+        self,
+        kubeconfig: Path,
+        *,
+        cloud: str = "simulated",
+        settings: ControllerSettings | None = None,
+        dry_run: bool = False,
+        metrics_port: int | None = 8080,
+        health_port: int | None = 8081,
+        report: TextIO | None = None,
+        identity: str | None = None,
+    ) -> None:
+        if cloud not in ("simulated", "aws"):
+            raise InputError(f"unknown cloud {cloud!r}; use simulated or aws", field="--cloud")
+        self.kubeconfig = kubeconfig
+        self.cloud_name = cloud
+        self.settings = settings or ControllerSettings()
+        self.dry_run = dry_run
+        self.metrics_port = metrics_port
+        self.health_port = health_port
+        self._report_file = report
+        self.identity = identity or f"{socket.gethostname()}-{os.getpid()}"
+        self.metrics = Metrics()
+        self.ready = False
+        self.exit_code = 0
+        self._stop = threading.Event()
+        self._sync_scheduled = False
+        self.servers: list[Any] = []
+
+    # -- report (dry-run) -------------------------------------------------------------------
+
+    def _report(self, entry: dict[str, Any]) -> None:
+        if self._report_file is not None:
+            self._report_file.write(json.dumps(entry, sort_keys=True) + "\n")
+            self._report_file.flush()
+
+    # -- entry point --------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until stopped; returns the exit code (0 clean stop, 1 lost lease or fatal)."""
+        for port in sorted({p for p in (self.metrics_port, self.health_port) if p is not None}):
+            self.servers.append(
+                serve(
+                    port,
+                    metrics=self.metrics if port == self.metrics_port else None,
+                    ready=lambda: self.ready,
+                )
+            )
+        return asyncio.run(self._main())
+
+    def stop(self) -> None:
+        """Ask the runtime to stop (thread-safe)."""
+        self._stop.set()
+
+    async def _main(self) -> int:
+        loop = asyncio.get_running_loop()
+        stopped = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stopped.set)
+            except (NotImplementedError, RuntimeError, ValueError):
+                log.debug("no handler for %s (not the main thread)", sig)
+        threading.Thread(
+            target=lambda: (self._stop.wait(), loop.call_soon_threadsafe(stopped.set)),
+            daemon=True,
+        ).start()
+        self.client = kube.connect(self.kubeconfig)
+        elector: LeaderElector | None = None
+        le = self.settings.leaderElection
+        if not self.dry_run and le.enabled:
+            elector = LeaderElector(
+                self.client,
+                le.namespace,
+                le.name,
+                self.identity,
+                lease_duration_s=le.leaseDurationSeconds,
+                renew_deadline_s=le.renewDeadlineSeconds,
+                retry_s=le.retryPeriodSeconds,
+                on_lost=lambda: self._call_soon(loop, self._lost, stopped),
+            )
+            log.info("waiting for the lease %s/%s as %s", le.namespace, le.name, self.identity)
+            acquired = await loop.run_in_executor(None, elector.acquire, self._stop)
+            if not acquired:
+                return 0
+            elector.start_renewing(self._stop)
+        self.metrics.leader.set(1 if elector is not None or not self.dry_run else 0)
+        self._build(loop)
+        await self._start_informers(loop)
+        log.info("controller running (cloud=%s, dry-run=%s)", self.cloud_name, self.dry_run)
+        await stopped.wait()
+        self._stop.set()
+        if elector is not None and self.exit_code == 0:
+            elector.release()
+        for server in self.servers:
+            server.shutdown()
+        return self.exit_code
+
+    @staticmethod
+    def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+        loop.call_soon_threadsafe(fn, *args)
+
+    def _lost(self, stopped: asyncio.Event) -> None:
+        self.exit_code = 1
+        stopped.set()
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def _build(self, loop: asyncio.AbstractEventLoop) -> None:
+        s = self.settings
+        self.clock = WallClock(
+            loop,
+            self._schedule_sync,
+            lambda where: self.metrics.reconcile_errors.labels(where=where).inc(),
+        )
+        self.state = ClusterState()
+        self.catalog = Catalog.load()
+        self.cloud = self._cloud()
+        self.lifecycle = Lifecycle(self.state, self.cloud, self.clock, s.region)
+        self.provisioner = Provisioner(
+            self.state,
+            self.cloud,
+            self.lifecycle,
+            self.clock,
+            random.Random(int.from_bytes(os.urandom(8), "big")),
+            on_unschedulable=self._retry_later,
+        )
+        self.batcher = Batcher(
+            self.clock,
+            self._provision,
+            idle_s=s.batchIdleSeconds,
+            max_s=s.batchMaxSeconds,
+        )
+        writer = None if self.dry_run else self.client
+        self.timeline = KubeTimeline(
+            writer,
+            self.state,
+            dry_run=self.dry_run,
+            report=self._report,
+            namespace=s.eventNamespace,
+        )
+        self.feed = ClusterFeed(
+            self.state,
+            self.clock,
+            self.lifecycle,
+            self._adopt_instance,
+            source=f"kube:{self.kubeconfig}",
+            wall_now=lambda: datetime.now(UTC),
+        )
+        self.actuator = KubeActuator(
+            writer,
+            self.state,
+            self.feed,
+            self.lifecycle,
+            self.metrics,
+            create_nodes=self.cloud_name == "simulated",
+            dry_run=self.dry_run,
+            report=self._report,
+        )
+        self.terminator = Terminator(
+            self.state, self.cloud, self.clock, self.timeline, evict=self.actuator.evict
+        )
+        self.interruption = InterruptionController(
+            self.state,
+            self.cloud,  # type: ignore[arg-type]
+            self.clock,
+            self.timeline,
+            self.terminator,
+            self.batcher.trigger,
+        )
+        self.disruption = DisruptionController(
+            self.state,
+            self.provisioner,
+            self.terminator,
+            self.cloud.get_instance_types,
+            self.clock,
+            self.timeline,
+            trigger=self.batcher.trigger,
+            spot_to_spot=s.spotToSpotConsolidation,
+            epoch=datetime.now(UTC),
+        )
+        self.expiration = ExpirationController(
+            self.state, self.terminator, self.clock, self.timeline, trigger=self.batcher.trigger
+        )
+        # Event flow (as operator/wiring.py, with the API in place of the models).
+        self.lifecycle.launch_listeners.append(self.expiration.watch)
+        self.lifecycle.launch_listeners.append(self._launched)
+        self.lifecycle.deleted_listeners.append(lambda _c: self.batcher.trigger())
+        self.terminator.on_evicted.append(lambda _p: self.disruption.kick())
+        self.terminator.on_terminated.append(lambda _n: self._changed())
+        self.feed.on_config.append(self._config)
+        self.feed.on_pending.append(lambda _p: self._pod_pending())
+        self.feed.on_bound.append(lambda _p: self.disruption.kick())
+        self.feed.on_pod_gone.append(lambda _p: self.disruption.kick())
+        self.feed.on_running.append(self._running)
+        self.feed.on_ready.append(self._node_ready)
+        self.feed.on_node_gone.append(lambda _n: self._node_gone())
+        self.timeline.listeners.append(self._timeline_metrics)
+
+    def _cloud(self) -> CloudProvider:
+        s = self.settings
+        if self.cloud_name == "aws":
+            from joiner.cloudprovider.aws import AWSSettings, ClusterInfo, new_aws_provider
+
+            return new_aws_provider(
+                AWSSettings(
+                    region=s.region,
+                    cluster=ClusterInfo(name=s.clusterName, endpoint=s.clusterEndpoint),
+                ),
+                [],
+                endpoint_url=s.awsEndpointURL,
+            )
+        return SimulatedCloudProvider(
+            self.catalog,
+            s.region,
+            self.clock,
+            random.Random(int.from_bytes(os.urandom(8), "big")),
+            subnets=default_subnets(self.catalog, s.region),
+            security_groups=[DEFAULT_SECURITY_GROUP],
+            node_classes=[],
+        )
+
+    def _adopt_instance(
+        self, type_name: str, node_class: str, zone: str, capacity_type: str, provider_id: str
+    ) -> Instance:
+        cloud = self.cloud
+        if isinstance(cloud, SimulatedCloudProvider):
+            types = {t.name: t for t in cloud.get_instance_types(node_class)}
+            it = types.get(type_name)
+            if it is None:
+                raise CreateError("NoOffering", f"instance type {type_name!r} is not offered")
+            return cloud.adopt(it, zone, capacity_type, provider_id.rsplit("/", 1)[-1])
+        return cloud.get(provider_id)
+
+    async def _start_informers(self, loop: asyncio.AbstractEventLoop) -> None:
+        synced = asyncio.Event()
+
+        def deliver_on_loop(kind: kube.Kind, event: str, docs: list[dict[str, Any]]) -> None:
+            try:
+                self.feed.deliver(kind, event, docs)
+            except Exception:
+                log.exception("applying %s %s failed", event, kind.kind)
+                self.metrics.reconcile_errors.labels(where=f"feed {kind.kind}").inc()
+            if not self.feed.started and all(k.kind in self.feed.synced for k in WATCHED):
+                synced.set()
+            if self.feed.started:
+                self._schedule_sync()
+
+        def deliver(kind: kube.Kind, event: str, docs: list[dict[str, Any]]) -> None:
+            loop.call_soon_threadsafe(deliver_on_loop, kind, event, docs)
+
+        self.informers = [
+            Informer(lambda: kube.connect(self.kubeconfig), kind, deliver, self._stop)
+            for kind in WATCHED
+        ]
+        for informer in self.informers:
+            informer.start()
+        await synced.wait()
+        self.clock.run(self._start_controllers, "start")
+        self.ready = True
+
+    def _start_controllers(self) -> None:
+        self.feed.start()
+        self.actuator.adopt()
+        for claim in self.state.live_nodeclaims():
+            self.expiration.watch(claim)
+        self.disruption.start()
+        if self.state.pending_pods():
+            self.batcher.trigger()
+        self.clock.after(RESYNC_S, self._resync, label="resync")
+        if self.settings.interruptionQueue:
+            self._start_queue(self.settings.interruptionQueue)
+
+    def _start_queue(self, url: str) -> None:
+        from joiner.cloudprovider.aws import Caller, InterruptionQueue, new_clients
+
+        loop = self.clock._loop
+        clients = new_clients(self.settings.region, endpoint_url=self.settings.awsEndpointURL)
+
+        def handle(event: CloudEvent) -> None:
+            self.metrics.interruption_messages.labels(message_type=event.kind).inc()
+            loop.call_soon_threadsafe(
+                self.clock.run, lambda: self.interruption.handle(event), "interruption"
+            )
+
+        queue = InterruptionQueue(
+            clients.sqs, url, handle, caller=Caller(time.sleep), sleep=time.sleep, wait_time_s=2
+        )
+        threading.Thread(
+            target=queue.run, args=(self._stop.is_set,), name="interruption-queue", daemon=True
+        ).start()
+        log.info("polling interruption queue %s", url)
+
+    # -- reactions ------------------------------------------------------------------------
+
+    def _schedule_sync(self) -> None:
+        if not self._sync_scheduled:
+            self._sync_scheduled = True
+            self.clock._loop.call_soon(self._sync)
+
+    def _sync(self) -> None:
+        self._sync_scheduled = False
+        if not self.feed.started:
+            return
+        try:
+            self.actuator.sync()
+        except Exception:
+            log.exception("actuator sync failed")
+            self.metrics.reconcile_errors.labels(where="sync").inc()
+
+    def _resync(self) -> None:
+        if self.state.pending_pods() and not self.batcher.open:
+            self.batcher.trigger()
+        self.clock.after(RESYNC_S, self._resync, label="resync")
+
+    def _provision(self) -> None:
+        started = time.monotonic()
+        self.provisioner.reconcile()
+        self.metrics.scheduling_duration.observe(time.monotonic() - started)
+
+    def _retry_later(self, _uids: Any) -> None:
+        self.clock.after(
+            RETRY_UNSCHEDULABLE_S,
+            lambda: self.batcher.trigger() if self.state.pending_pods() else None,
+            label="retry-unschedulable",
+        )
+
+    def _config(self, ms: ManifestSet) -> None:
+        if isinstance(self.cloud, SimulatedCloudProvider):
+            self.cloud.set_node_classes(_fit_node_classes(self.cloud, list(ms.nodeclasses)))
+        else:
+            self.cloud.node_classes = {n.name: n for n in ms.nodeclasses}  # type: ignore[attr-defined]
+        for w in ms.warnings:
+            log.info("%s", w)
+        if self.feed.started:
+            self.batcher.trigger()
+            self.disruption.kick()
+
+    def _changed(self) -> None:
+        self.state.touch()
+        self.disruption.kick()
+
+    def _pod_pending(self) -> None:
+        self.state.touch()
+        self.batcher.trigger()
+
+    def _node_ready(self, claim: NodeClaim) -> None:
+        self._changed()
+        for node in claim.replaces:
+            self.timeline.record(tl.REPLACEMENT_READY, node=node, detail=claim.name)
+        self.interruption.node_ready()
+
+    def _node_gone(self) -> None:
+        self._changed()
+        self.batcher.trigger()
+
+    def _launched(self, claim: NodeClaim) -> None:
+        assert claim.instance is not None
+        inst = claim.instance
+        self.timeline.record(
+            "launched",
+            node=claim.name,
+            detail=f"{inst.instance_type.name} {inst.offering.capacity_type} {inst.offering.zone}",
+        )
+        for node in claim.replaces:
+            self.timeline.record(tl.REPLACEMENT_LAUNCHED, node=node, detail=claim.name)
+
+    def _running(self, _pod: Any, doc: dict[str, Any]) -> None:
+        created = (doc.get("metadata") or {}).get("creationTimestamp")
+        if created:
+            started = datetime.fromisoformat(str(created).replace("Z", "+00:00"))
+            self.metrics.pod_startup.observe(
+                max(0.0, (datetime.now(UTC) - started).total_seconds())
+            )
+
+    def _timeline_metrics(
+        self, kind: str, _node: str | None, _pod: str | None, detail: str
+    ) -> None:
+        if kind == tl.DISRUPTION:
+            method = detail.split(" ", 1)[0] if detail else "unknown"
+            self.metrics.disruption_decisions.labels(decision="delete", reason=method).inc()
+
+
+def crds_yaml() -> str:
+    """The three CRDs as one multi-document YAML (what ``deploy/crds/`` holds)."""
+    from joiner.cluster.kube.crds import crd_documents
+
+    return "".join(
+        "---\n" + yaml.safe_dump(doc, sort_keys=False, width=100) for doc in crd_documents()
+    )
+
+
+def install_crds(kubeconfig: Path) -> list[str]:
+    """Server-side apply the CRDs to the cluster; returns their names.
+
+    Raises:
+        InputError: the kubeconfig is unusable or the API server refused a CRD.
+    """
+    from lightkube.core.exceptions import ApiError
+
+    client = kube.connect(kubeconfig)
+    try:
+        return kube.apply_crds(client)
+    except ApiError as exc:
+        raise InputError(
+            f"the API server refused the CRDs: {exc.status.code} {exc.status.message}",
+            file=str(kubeconfig),
+        ) from exc
