@@ -762,7 +762,10 @@ class CloudChoice(StrEnum):
 
 @app.command()
 def run(
-    kubeconfig: Annotated[Path, typer.Option("--kubeconfig", help="The cluster to manage.")],
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", help="The cluster to manage (default: in-cluster)."),
+    ] = None,
     cloud: Annotated[
         CloudChoice, typer.Option(help="simulated: kwok Nodes; aws: EC2 (docs/aws.md).")
     ] = CloudChoice.simulated,

@@ -210,7 +210,7 @@ class ControllerRuntime:
 
     def __init__(
         self,
-        kubeconfig: Path,
+        kubeconfig: Path | None,
         *,
         cloud: str = "simulated",
         settings: ControllerSettings | None = None,
@@ -267,7 +267,7 @@ class ControllerRuntime:
         stopped = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
-                loop.add_signal_handler(sig, stopped.set)
+                loop.add_signal_handler(sig, self._signalled, stopped)
             except (NotImplementedError, RuntimeError, ValueError):
                 log.debug("no handler for %s (not the main thread)", sig)
         threading.Thread(
@@ -289,13 +289,17 @@ class ControllerRuntime:
                 on_lost=lambda: self._call_soon(loop, self._lost, stopped),
             )
             log.info("waiting for the lease %s/%s as %s", le.namespace, le.name, self.identity)
+            # A standby is ready (it serves its purpose by waiting); the leader is ready
+            # once its informers have synced and its controllers run.
+            self.ready = True
             acquired = await loop.run_in_executor(None, elector.acquire, self._stop)
             if not acquired:
                 return 0
+            self.ready = False
             elector.start_renewing(self._stop)
-        self.metrics.leader.set(1 if elector is not None or not self.dry_run else 0)
         self._build(loop)
         await self._start_informers(loop)
+        self.metrics.leader.set(0 if self.dry_run else 1)
         log.info("controller running (cloud=%s, dry-run=%s)", self.cloud_name, self.dry_run)
         await stopped.wait()
         self._stop.set()
@@ -304,6 +308,11 @@ class ControllerRuntime:
         for server in self.servers:
             server.shutdown()
         return self.exit_code
+
+    def _signalled(self, stopped: asyncio.Event) -> None:
+        log.info("stopping")
+        self._stop.set()
+        stopped.set()
 
     @staticmethod
     def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
@@ -353,7 +362,7 @@ class ControllerRuntime:
             self.clock,
             self.lifecycle,
             self._adopt_instance,
-            source=f"kube:{self.kubeconfig}",
+            source=f"kube:{self.kubeconfig or 'in-cluster'}",
             wall_now=lambda: datetime.now(UTC),
         )
         self.actuator = KubeActuator(
@@ -518,6 +527,7 @@ class ControllerRuntime:
             self.metrics.reconcile_errors.labels(where="sync").inc()
 
     def _resync(self) -> None:
+        self._schedule_sync()
         if self.state.pending_pods() and not self.batcher.open:
             self.batcher.trigger()
         self.clock.after(RESYNC_S, self._resync, label="resync")
@@ -536,7 +546,9 @@ class ControllerRuntime:
 
     def _config(self, ms: ManifestSet) -> None:
         if isinstance(self.cloud, SimulatedCloudProvider):
-            self.cloud.set_node_classes(_fit_node_classes(self.cloud, list(ms.nodeclasses)))
+            fitted = _fit_node_classes(self.cloud, list(ms.nodeclasses))
+            if {n.name: n for n in fitted} != self.cloud.node_classes:
+                self.cloud.set_node_classes(fitted)
         else:
             self.cloud.node_classes = {n.name: n for n in ms.nodeclasses}  # type: ignore[attr-defined]
         for w in ms.warnings:

@@ -40,7 +40,7 @@ from lightkube.types import PatchType
 
 from joiner.api import labels, quantity
 from joiner.api.requirements import Requirements
-from joiner.cluster.kube.client import NODE, NODECLAIM, NodeClaimResource
+from joiner.cluster.kube.client import NODE, NODECLAIM, POD, NodeClaimResource
 from joiner.cluster.kube.feed import (
     HASH_ANNOTATION,
     KWOK_ANNOTATION,
@@ -342,8 +342,17 @@ class KubeActuator:
             self._deleted.add(claim.name)
             return
         node_name = claim.node_name or (claim.name if claim.name in self._nodes_written else None)
-        if node_name is not None and not self._delete(Node, node_name, "Node"):
-            return
+        if node_name is not None:
+            still = self._pods_bound_to(node_name)
+            if still:
+                # The state lags the API: a pod bound after the drain's last look (before
+                # the taint reached the scheduler) is evicted first; deletion is retried.
+                log.info("node %s still runs %s; evicting before deleting it", node_name, still)
+                for ns, name in still:
+                    self._post_eviction(ns, name)
+                return
+            if not self._delete(Node, node_name, "Node"):
+                return
         if not self._delete(NodeClaimResource, claim.name, "NodeClaim"):
             return
         self._deleted.add(claim.name)
@@ -392,6 +401,24 @@ class KubeActuator:
             except ApiError as exc:
                 self._failed("patch Node labels", node.name, exc)
 
+    def _pods_bound_to(self, node_name: str) -> list[tuple[str, str]]:
+        """(namespace, name) of the workload pods the API has on ``node_name`` (not
+        finished, not being deleted, not DaemonSet pods)."""
+        out = []
+        for doc in self._feed.of(POD).values():
+            meta = doc.get("metadata") or {}
+            if (doc.get("spec") or {}).get("nodeName") != node_name or meta.get(
+                "deletionTimestamp"
+            ):
+                continue
+            if (doc.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            owners = meta.get("ownerReferences") or []
+            if any(o.get("kind") == "DaemonSet" for o in owners):
+                continue
+            out.append((str(meta.get("namespace")), str(meta.get("name"))))
+        return sorted(out)
+
     # -- the Eviction port ----------------------------------------------------------------
 
     def evict(self, pod: StatePod, forced: bool) -> bool:
@@ -401,24 +428,30 @@ class KubeActuator:
         if self.dry_run:
             self._dry("evict", pod=f"{pod.namespace}/{pod.name}", forced=forced)
             return True
+        # The node's taint goes out before its first eviction, so the replacement pod the
+        # workload's controller makes cannot be scheduled back onto it.
+        node = self._state.nodes.get(pod.node_name or "")
+        if node is not None and node.deleted_at_s is None:
+            self._sync_node(node)
+        return self._post_eviction(pod.namespace, pod.name, forced=forced)
+
+    def _post_eviction(self, namespace: str, name: str, *, forced: bool = False) -> bool:
         try:
             if forced:
-                self._api().delete(Pod, pod.name, namespace=pod.namespace)
+                self._api().delete(Pod, name, namespace=namespace)
             else:
                 self._api().create(
-                    Pod.Eviction(metadata=ObjectMeta(name=pod.name, namespace=pod.namespace)),
-                    name=pod.name,
-                    namespace=pod.namespace,
+                    Pod.Eviction(metadata=ObjectMeta(name=name, namespace=namespace)),
+                    name=name,
+                    namespace=namespace,
                 )
         except ApiError as exc:
             if exc.status.code == 404:
                 return True
             if exc.status.code == 429:
-                log.info(
-                    "eviction refused pod=%s/%s: %s", pod.namespace, pod.name, exc.status.message
-                )
+                log.info("eviction refused pod=%s/%s: %s", namespace, name, exc.status.message)
                 return False
-            self._failed("evict", f"pod {pod.namespace}/{pod.name}", exc)
+            self._failed("evict", f"pod {namespace}/{name}", exc)
             return False
         return True
 

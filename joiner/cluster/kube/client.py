@@ -78,19 +78,27 @@ PLAN_KINDS = (
 )
 
 
-def connect(kubeconfig: Path | str, *, timeout_s: float = 30.0) -> Client:
-    """A lightkube client for ``kubeconfig``'s current context.
+def connect(kubeconfig: Path | str | None, *, timeout_s: float = 30.0) -> Client:
+    """A lightkube client for ``kubeconfig``'s current context; None: the in-cluster
+    ServiceAccount (a pod's token and CA), else ``$KUBECONFIG`` or ``~/.kube/config``.
 
     Raises:
-        InputError: the file is missing or not a kubeconfig.
+        InputError: the file is missing or not a kubeconfig, or no configuration is found.
     """
-    path = Path(kubeconfig)
-    if not path.is_file():
-        raise InputError("kubeconfig file not found", file=str(path))
     try:
-        config = KubeConfig.from_file(path)
-    except Exception as exc:  # lightkube raises several types for a bad file
-        raise InputError(f"not a usable kubeconfig: {exc}", file=str(path)) from exc
+        if kubeconfig is None:
+            config = KubeConfig.from_env()
+        else:
+            path = Path(kubeconfig)
+            if not path.is_file():
+                raise InputError("kubeconfig file not found", file=str(path))
+            config = KubeConfig.from_file(path)
+    except InputError:
+        raise
+    except Exception as exc:  # lightkube raises several types for a bad configuration
+        raise InputError(
+            f"not a usable kubeconfig: {exc}", file=str(kubeconfig or "in-cluster")
+        ) from exc
     return Client(config=config, field_manager=FIELD_MANAGER, timeout=httpx.Timeout(timeout_s))
 
 

@@ -138,6 +138,7 @@ class ClusterFeed:
         cache, ``ADDED``/``MODIFIED``/``DELETED`` change one object. Must run on the
         controllers' thread."""
         cache = self.docs.setdefault(kind.kind, {})
+        before = dict(cache)
         changes: list[tuple[str, dict[str, Any]]] = []
         if event == "SYNC":
             fresh = {key_of(d): d for d in docs}
@@ -156,13 +157,24 @@ class ClusterFeed:
         if not self.started:
             return
         if kind.kind in CONFIG_KINDS:
-            self.reload_config()
+            if any(self._spec_changed(ev, d, before) for ev, d in changes):
+                self.reload_config()
         elif kind.kind == POD.kind:
             for ev, d in changes:
                 self._pod(ev, d)
         elif kind.kind == NODE.kind:
             for ev, d in changes:
                 self._node(ev, d)
+
+    @staticmethod
+    def _spec_changed(event: str, doc: dict[str, Any], before: dict[str, dict[str, Any]]) -> bool:
+        """Added, deleted, or a new ``metadata.generation`` (status-only updates, such as
+        a PDB's, do not change the configuration)."""
+        old = before.get(key_of(doc))
+        if event == "DELETED" or old is None:
+            return True
+        gen = (doc.get("metadata") or {}).get("generation")
+        return gen is None or gen != (old.get("metadata") or {}).get("generation")
 
     def of(self, kind: Kind) -> dict[str, dict[str, Any]]:
         """The cached documents of ``kind`` by key."""

@@ -1,0 +1,342 @@
+"""Helpers for the controller-mode end-to-end tests: ``joiner run`` as a subprocess, an
+isolated NodePool and namespace per test, and polling.
+
+Each test gets a namespace and a NodePool of the same name (``c-<hex>``); its pods select
+that NodePool, so tests sharing the session's cluster never use each other's nodes. At the
+end, the controller is stopped and the test's Nodes, NodeClaims, NodePool and namespace
+are deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from lightkube import Client
+from lightkube.core.exceptions import ApiError
+from lightkube.generic_resource import create_global_resource
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import Namespace, Node, Pod
+from lightkube.types import PatchType
+
+T = TypeVar("T")
+NodePoolRes = create_global_resource("karpenter.sh", "v1", "NodePool", "nodepools")
+NodeClaimRes = create_global_resource("karpenter.sh", "v1", "NodeClaim", "nodeclaims")
+EC2NodeClassRes = create_global_resource(
+    "karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"
+)
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 90.0) -> T:
+    """Poll ``probe`` every 0.5 s until it returns something other than None or False.
+
+    Raises:
+        AssertionError: not within ``timeout_s`` seconds; names ``what`` and the last value.
+    """
+    deadline = time.monotonic() + timeout_s
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last is not None and last is not False:
+            return last
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {last!r})")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ControllerProcess:
+    """``joiner run`` in a subprocess, its log in ``workdir/<name>.log``."""
+
+    def __init__(
+        self,
+        kubeconfig: Path,
+        workdir: Path,
+        name: str,
+        settings: dict[str, Any],
+        *,
+        extra: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.kubeconfig = kubeconfig
+        self.name = name
+        self.log = workdir / f"{name}.log"
+        self.settings_file = workdir / f"{name}.settings.yaml"
+        self.settings_file.write_text(yaml.safe_dump(settings))
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self.extra = extra
+        self.env = env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ControllerProcess:
+        """Start it (returns at once)."""
+        args = [
+            sys.executable,
+            "-c",
+            "from joiner.cli.main import main; main()",
+            "run",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--settings",
+            str(self.settings_file),
+            "--metrics-port",
+            str(self.metrics_port),
+            "--health-port",
+            str(self.health_port),
+            "--identity",
+            self.name,
+            *self.extra,
+        ]
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                args,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
+                cwd=REPO,
+            )
+        return self
+
+    def http(self, path: str, port: int | None = None) -> tuple[int, str]:
+        """(status, body) of GET ``path`` on the metrics (default) or given port."""
+        url = f"http://127.0.0.1:{port or self.metrics_port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, ""
+        except OSError:
+            return 0, ""
+
+    def ready(self) -> bool:
+        """``/readyz`` answers 200 (informers synced, controllers started)."""
+        return self.http("/readyz", self.health_port)[0] == 200
+
+    def leading(self) -> bool:
+        """``joiner_leader`` is 1: it holds the Lease and its controllers run."""
+        status, body = self.http("/metrics")
+        return status == 200 and metric(body, "joiner_leader") == 1
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL (a crash: no lease release)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after 20 s; the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        return self.proc.returncode
+
+    def tail(self, lines: int = 60) -> str:
+        if not self.log.exists():
+            return ""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def nodepool_doc(name: str, *, requirements: list[dict[str, Any]], **disruption: Any) -> dict:
+    """A NodePool ``name`` of the shared ``e2e`` EC2NodeClass; pods select it by name."""
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"e2e": name}},
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "e2e",
+                    },
+                    "requirements": requirements,
+                },
+            },
+            "disruption": {"consolidateAfter": "0s", **disruption},
+        },
+    }
+
+
+NODECLASS = {
+    "apiVersion": "karpenter.k8s.aws/v1",
+    "kind": "EC2NodeClass",
+    "metadata": {"name": "e2e"},
+    "spec": {
+        "role": "KarpenterNodeRole-e2e",
+        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "e2e"}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "e2e"}}],
+    },
+}
+
+
+def deployment_doc(
+    name: str, namespace: str, pool: str, replicas: int, cpu: str = "1"
+) -> dict[str, Any]:
+    """A Deployment whose pods request ``cpu`` and 256Mi and select NodePool ``pool``."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {NODEPOOL_LABEL: pool},
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "registry.invalid/pause:3.10",
+                            "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+class Cluster:
+    """A test's view of the cluster: its namespace and NodePool (same name)."""
+
+    def __init__(self, client: Client, name: str) -> None:
+        self.client = client
+        self.name = name
+
+    def apply(self, doc: dict[str, Any]) -> None:
+        from lightkube.codecs import from_dict
+
+        obj = from_dict(doc) if doc["kind"] not in ("NodePool", "EC2NodeClass") else None
+        if obj is None:
+            res = NodePoolRes if doc["kind"] == "NodePool" else EC2NodeClassRes
+            obj = res.from_dict(doc)
+        self.client.apply(obj, force=True)
+
+    def nodeclaims(self) -> list[Any]:
+        return [
+            c
+            for c in self.client.list(NodeClaimRes)
+            if (c.metadata.labels or {}).get(NODEPOOL_LABEL) == self.name
+        ]
+
+    def nodes(self) -> list[Node]:
+        return list(self.client.list(Node, labels={NODEPOOL_LABEL: self.name}))
+
+    def pods(self, app: str | None = None) -> list[Pod]:
+        return [
+            p
+            for p in self.client.list(Pod, namespace=self.name)
+            if app is None or (p.metadata.labels or {}).get("app") == app
+        ]
+
+    def running(self, app: str, count: int) -> list[Pod] | None:
+        """The ``count`` pods of ``app``, when exactly that many exist and all run bound."""
+        pods = [p for p in self.pods(app) if p.metadata.deletionTimestamp is None]
+        if len(pods) != count:
+            return None
+        ok = all(p.spec.nodeName and p.status.phase == "Running" for p in pods)
+        return pods if ok else None
+
+    def scale(self, app: str, replicas: int) -> None:
+        self.client.patch(
+            Deployment,
+            app,
+            {"spec": {"replicas": replicas}},
+            namespace=self.name,
+            patch_type=PatchType.MERGE,
+        )
+
+    def consistent(self) -> tuple[set[str], set[str]] | None:
+        """(NodeClaim names, Node names) when every NodeClaim of the pool has its Node (by
+        providerID and status.nodeName) and every Node of the pool its NodeClaim."""
+        claims = self.nodeclaims()
+        nodes = {n.metadata.name: n for n in self.nodes()}
+        by_provider = {n.spec.providerID: name for name, n in nodes.items()}
+        matched = set()
+        for c in claims:
+            pid = (c.get("status") or {}).get("providerID")
+            if pid not in by_provider:
+                return None
+            matched.add(by_provider[pid])
+        if matched != set(nodes):
+            return None
+        return {c.metadata.name for c in claims}, set(nodes)
+
+    def cleanup(self) -> None:
+        """Delete the test's Nodes, NodeClaims, NodePool and namespace."""
+        for c in self.nodeclaims():
+            _ignore_404(lambda c=c: self.client.delete(NodeClaimRes, c.metadata.name))
+        for n in self.nodes():
+            _ignore_404(lambda n=n: self.client.delete(Node, n.metadata.name))
+        _ignore_404(lambda: self.client.delete(NodePoolRes, self.name))
+        _ignore_404(lambda: self.client.delete(Namespace, self.name))
+
+
+def _ignore_404(fn: Callable[[], object]) -> None:
+    try:
+        fn()
+    except ApiError as exc:
+        if exc.status.code != 404:
+            raise
+
+
+def new_name() -> str:
+    return f"c-{secrets.token_hex(3)}"
+
+
+def events(client: Client, namespace: str) -> list[Any]:
+    from lightkube.resources.core_v1 import Event
+
+    return list(client.list(Event, namespace=namespace))
+
+
+def token_kubeconfig(admin_kubeconfig: Path, token: str, path: Path) -> Path:
+    """A copy of the admin kubeconfig that authenticates with ``token`` instead."""
+    config = yaml.safe_load(admin_kubeconfig.read_text())
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+def metric(body: str, name: str) -> float:
+    """Sum of the samples of metric ``name`` in a Prometheus exposition."""
+    total = 0.0
+    for line in body.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            head, _, value = line.rpartition(" ")
+            if head.split("{", 1)[0] == name:
+                total += float(value)
+    return total

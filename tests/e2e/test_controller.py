@@ -1,0 +1,554 @@
+"""Controller mode (``joiner run``) on the real stack: kube-apiserver, kube-scheduler,
+kube-controller-manager and kwok (issue 9).
+
+The controller runs as a subprocess with simulated capacity, so its Nodes are kwok's. Every
+test has its own namespace and NodePool (``joinerctl``), and its own controller process;
+every wait polls with a generous deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from joinerctl import (
+    NODECLASS,
+    REPO,
+    Cluster,
+    ControllerProcess,
+    deployment_doc,
+    events,
+    metric,
+    new_name,
+    nodepool_doc,
+    token_kubeconfig,
+    wait_for,
+)
+from lightkube import Client, KubeConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace, Node, Pod, Secret
+
+pytestmark = pytest.mark.e2e
+
+ON_DEMAND_4CPU = [
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c6a"]},
+    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "In", "values": ["4"]},
+]
+SPOT_OR_OD = [
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
+    {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m"]},
+    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt", "values": ["9"]},
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+]
+
+
+def joiner(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run the ``joiner`` CLI in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-c", "from joiner.cli.main import main; main()", *args],
+        capture_output=True,
+        text=True,
+        check=check,
+        cwd=REPO,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="session")
+def admin(kubeconfig: Path) -> Client:
+    """Admin client; the CRDs installed by ``joiner install-crds`` and the shared
+    EC2NodeClass ``e2e`` applied."""
+    joiner("install-crds", "--kubeconfig", str(kubeconfig))
+    client = Client(KubeConfig.from_file(kubeconfig), field_manager="joiner-e2e")
+    from joinerctl import EC2NodeClassRes, NodeClaimRes, NodePoolRes
+
+    def served() -> bool:
+        try:
+            for res in (NodePoolRes, NodeClaimRes, EC2NodeClassRes):
+                list(client.list(res))
+        except ApiError as exc:
+            if exc.status.code in (404, 429):  # while the new CRDs' storage initializes
+                return False
+            raise
+        return True
+
+    wait_for("the CRDs served", served, 60)
+    Cluster(client, "-").apply(NODECLASS)
+    return client
+
+
+@pytest.fixture
+def cluster(admin: Client) -> Iterator[Cluster]:
+    """A namespace and a NodePool of one fresh name; removed afterwards."""
+    c = Cluster(admin, new_name())
+    admin.create(Namespace(metadata=ObjectMeta(name=c.name)))
+    yield c
+    c.cleanup()
+
+
+@pytest.fixture
+def controllers(
+    kubeconfig: Path, tmp_path: Path, cluster: Cluster
+) -> Iterator[list[ControllerProcess]]:
+    """Controller processes a test starts (``start``); stopped afterwards, logs printed
+    on failure (pytest shows captured output)."""
+    started: list[ControllerProcess] = []
+    yield started
+    for c in started:
+        c.stop()
+        print(f"--- {c.name} log tail ---\n{c.tail()}")
+
+
+def settings(cluster: Cluster, **extra: object) -> dict[str, object]:
+    """Settings with a fast Lease in the test's namespace."""
+    return {
+        "leaderElection": {
+            "namespace": cluster.name,
+            "name": "joiner",
+            "leaseDurationSeconds": 6,
+            "renewDeadlineSeconds": 4,
+            "retryPeriodSeconds": 1,
+        },
+        **extra,
+    }
+
+
+def start(
+    controllers: list[ControllerProcess],
+    kubeconfig: Path,
+    tmp_path: Path,
+    cluster: Cluster,
+    name: str = "joiner-a",
+    *,
+    leader: bool = True,
+    **kw: object,
+) -> ControllerProcess:
+    extra = kw.pop("extra", ())
+    env = kw.pop("env", None)
+    proc = ControllerProcess(
+        kubeconfig,
+        tmp_path,
+        name,
+        settings(cluster, **kw),
+        extra=tuple(extra),  # type: ignore[arg-type]
+        env=env,  # type: ignore[arg-type]
+    )
+    controllers.append(proc.start())
+    wait_for(f"{name} ready", lambda: proc.ready() or (not proc.alive() and proc.tail()), 60)
+    assert proc.alive(), proc.tail()
+    if leader:
+        wait_for(f"{name} leading", lambda: proc.leading() or (not proc.alive() and proc.tail()))
+        assert proc.alive(), proc.tail()
+    return proc
+
+
+def test_pending_pods_get_nodeclaims_and_nodes_and_run(
+    kubeconfig: Path, tmp_path: Path, cluster: Cluster, controllers: list[ControllerProcess]
+) -> None:
+    cluster.apply(nodepool_doc(cluster.name, requirements=SPOT_OR_OD))
+    ctl = start(controllers, kubeconfig, tmp_path, cluster)
+    cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=6))
+
+    pods = wait_for("6 web pods running", lambda: cluster.running("web", 6), 120)
+    claims, nodes = wait_for("NodeClaims and Nodes match", cluster.consistent, 60)
+    assert claims and len(claims) == len(nodes)
+    assert {p.spec.nodeName for p in pods} <= nodes  # the real kube-scheduler bound them
+    for node in cluster.nodes():
+        assert node.metadata.annotations["kwok.x-k8s.io/node"] == "fake"
+        assert node.spec.providerID.startswith("aws:///us-east-1")
+        labels = node.metadata.labels
+        for key in (
+            "node.kubernetes.io/instance-type",
+            "topology.kubernetes.io/zone",
+            "karpenter.sh/capacity-type",
+            "kubernetes.io/arch",
+        ):
+            assert labels.get(key), (node.metadata.name, key)
+        assert labels["karpenter.sh/registered"] == "true"
+        assert labels["karpenter.sh/initialized"] == "true"
+        assert not any(t.key == "karpenter.sh/unregistered" for t in node.spec.taints or [])
+    for claim in cluster.nodeclaims():
+        conditions = {c["type"]: c["status"] for c in claim["status"]["conditions"]}
+        assert conditions["Launched"] == conditions["Initialized"] == "True"
+        assert claim["status"]["nodeName"] in nodes
+
+    launched = [e for e in events(cluster.client, "default") if e.reason == "Launched"]
+    assert {e.involvedObject.name for e in launched} >= claims
+    status, body = ctl.http("/metrics")
+    assert status == 200
+    assert metric(body, "karpenter_nodeclaims_created_total") >= len(claims)
+    assert metric(body, "karpenter_pods_startup_duration_seconds_count") >= 6
+    assert metric(body, "karpenter_provisioner_scheduling_duration_seconds_count") >= 1
+    assert ctl.http("/healthz", ctl.health_port)[0] == 200
+
+
+def test_scale_down_consolidates_through_evictions_within_a_pdb(
+    kubeconfig: Path, tmp_path: Path, cluster: Cluster, controllers: list[ControllerProcess]
+) -> None:
+    # c6a.xlarge (4 vCPU, 3.92 allocatable): two 1.5-CPU pods per node.
+    cluster.apply(nodepool_doc(cluster.name, requirements=ON_DEMAND_4CPU))
+    start(controllers, kubeconfig, tmp_path, cluster)
+    cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=4, cpu="1500m"))
+    wait_for("4 web pods running", lambda: cluster.running("web", 4), 120)
+    _, nodes = wait_for("2 nodes", lambda: (c := cluster.consistent()) and len(c[1]) == 2 and c)
+    cluster.apply(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": cluster.name},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+        }
+    )
+    # The ReplicaSet removes one pod from each node (it deletes pods that share a node
+    # with a sibling first), leaving each node half full: consolidation deletes one and
+    # moves its pod to the other through the Eviction API.
+    cluster.scale("web", 2)
+    remaining = wait_for(
+        "one node left", lambda: (c := cluster.consistent()) and len(c[1]) == 1 and c, 180
+    )
+    pods = wait_for("2 web pods running", lambda: cluster.running("web", 2), 120)
+    assert {p.spec.nodeName for p in pods} == remaining[1]
+    gone = nodes - remaining[1]
+    assert len(gone) == 1
+    reasons = [(e.reason, e.involvedObject.name) for e in events(cluster.client, cluster.name)]
+    assert any(r == "Eviction" for r, _ in reasons), reasons
+
+    # The PDB is the API server's: an eviction beyond it is refused (429) and the pods stay.
+    cluster.apply(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": cluster.name},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+        }
+    )
+    wait_for(
+        "PDB allows no disruption",
+        lambda: _pdb_allowed(cluster, "web") == 0,
+    )
+    with pytest.raises(ApiError) as refused:
+        cluster.client.create(
+            Pod.Eviction(metadata=ObjectMeta(name=pods[0].metadata.name, namespace=cluster.name)),
+            name=pods[0].metadata.name,
+            namespace=cluster.name,
+        )
+    assert refused.value.status.code == 429
+
+
+def _pdb_allowed(cluster: Cluster, name: str) -> int | None:
+    from lightkube.resources.policy_v1 import PodDisruptionBudget
+
+    pdb = cluster.client.get(PodDisruptionBudget, name, namespace=cluster.name)
+    if pdb.status is None or pdb.status.observedGeneration != pdb.metadata.generation:
+        return None
+    return pdb.status.disruptionsAllowed
+
+
+SPOT_4CPU = [
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+    {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c6a"]},
+    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "In", "values": ["4"]},
+]
+
+
+@pytest.fixture(scope="session")
+def sqs_endpoint() -> Iterator[str]:
+    """A moto server on loopback: the SQS interruption queue."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+def test_spot_interruption_from_the_queue_replaces_and_drains_the_node(
+    kubeconfig: Path,
+    tmp_path: Path,
+    cluster: Cluster,
+    controllers: list[ControllerProcess],
+    sqs_endpoint: str,
+) -> None:
+    import boto3
+
+    sqs = boto3.client(
+        "sqs",
+        endpoint_url=sqs_endpoint,
+        region_name="us-east-1",
+        **{"aws_access_key_id": "testing", "aws_secret_access_key": "testing"},
+    )
+    url = sqs.create_queue(QueueName=cluster.name)["QueueUrl"]
+    cluster.apply(nodepool_doc(cluster.name, requirements=SPOT_4CPU))
+    ctl = start(
+        controllers,
+        kubeconfig,
+        tmp_path,
+        cluster,
+        interruptionQueue=url,
+        awsEndpointURL=sqs_endpoint,
+        env=AWS_ENV,
+    )
+    cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=2, cpu="1500m"))
+    wait_for("2 web pods running", lambda: cluster.running("web", 2), 120)
+    (claim,), (node,) = wait_for("one node", lambda: (c := cluster.consistent()) and c)
+    victim = cluster.client.get(Node, node)
+    instance_id = victim.spec.providerID.rsplit("/", 1)[-1]
+    zone = victim.metadata.labels["topology.kubernetes.io/zone"]
+    message = {
+        "version": "0",
+        "id": "e2e-1",
+        "detail-type": "EC2 Spot Instance Interruption Warning",
+        "source": "aws.ec2",
+        "account": "123456789012",
+        "time": "2026-11-30T00:00:00Z",
+        "region": "us-east-1",
+        "resources": [f"arn:aws:ec2:{zone}:instance/{instance_id}"],
+        "detail": {"instance-id": instance_id, "instance-action": "terminate"},
+    }
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps(message))
+
+    def replaced() -> tuple[set[str], set[str]] | None:
+        c = cluster.consistent()
+        return c if c and c[1] and node not in c[1] else None
+
+    claims, nodes = wait_for("the node replaced", replaced, 180)
+    assert claim not in claims
+    pods = wait_for("2 web pods running elsewhere", lambda: cluster.running("web", 2), 120)
+    assert {p.spec.nodeName for p in pods} <= nodes
+    with pytest.raises(ApiError):
+        cluster.client.get(Node, node)
+    reasons = {e.reason for e in events(cluster.client, cluster.name)}
+    assert "Eviction" in reasons
+    node_reasons = {
+        e.reason for e in events(cluster.client, "default") if e.involvedObject.name == claim
+    }
+    assert {"Notice", "Cordon", "DrainStarted", "Terminated"} <= node_reasons, node_reasons
+    assert metric(ctl.http("/metrics")[1], "karpenter_interruption_received_messages_total") >= 1
+    assert wait_for(
+        "the message deleted",
+        lambda: (
+            sqs.get_queue_attributes(
+                QueueUrl=url,
+                AttributeNames=[
+                    "ApproximateNumberOfMessages",
+                    "ApproximateNumberOfMessagesNotVisible",
+                ],
+            )["Attributes"]
+            == {"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0"}
+        ),
+    )
+
+
+def _holder(cluster: Cluster) -> str | None:
+    from lightkube.resources.coordination_v1 import Lease
+
+    try:
+        lease = cluster.client.get(Lease, "joiner", namespace=cluster.name)
+    except ApiError:
+        return None
+    return lease.spec.holderIdentity if lease.spec else None
+
+
+def test_leader_failover_and_restart_rebuild_state_without_duplicates_or_orphans(
+    kubeconfig: Path, tmp_path: Path, cluster: Cluster, controllers: list[ControllerProcess]
+) -> None:
+    cluster.apply(nodepool_doc(cluster.name, requirements=SPOT_OR_OD))
+    a = start(controllers, kubeconfig, tmp_path, cluster, "joiner-a")
+    b = start(controllers, kubeconfig, tmp_path, cluster, "joiner-b", leader=False)
+    assert _holder(cluster) == "joiner-a" and not b.leading()
+    cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=4))
+    wait_for("4 web pods running", lambda: cluster.running("web", 4), 120)
+    before, _ = wait_for("NodeClaims and Nodes match", cluster.consistent)
+    # An instance whose NodeClaim is gone (a crash between the two deletions): the next
+    # leader rebuilds its state from the API and removes it.
+    orphan = f"{cluster.name}-orphan"
+    cluster.client.create(
+        Node.from_dict(
+            {
+                "metadata": {
+                    "name": orphan,
+                    "annotations": {"kwok.x-k8s.io/node": "fake"},
+                    "labels": {"karpenter.sh/nodepool": cluster.name},
+                },
+                "spec": {
+                    "providerID": "aws:///us-east-1a/i-0rphan",
+                    "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],
+                },
+            }
+        )
+    )
+
+    a.kill()  # no lease release: b must wait for it to expire
+    wait_for("joiner-b leading", b.leading, 60)
+    assert _holder(cluster) == "joiner-b"
+    wait_for(
+        "the orphan Node deleted", lambda: orphan not in {n.metadata.name for n in cluster.nodes()}
+    )
+    after, _ = wait_for("NodeClaims and Nodes match", cluster.consistent)
+    assert after == before  # adopted, not duplicated
+    metrics = b.http("/metrics")[1]
+    assert metric(metrics, "karpenter_nodeclaims_created_total") == 0
+
+    a2 = start(controllers, kubeconfig, tmp_path, cluster, "joiner-a", leader=False)
+    cluster.scale("web", 8)
+    wait_for("8 web pods running", lambda: cluster.running("web", 8), 120)
+    claims, nodes = wait_for("NodeClaims and Nodes match", cluster.consistent)
+    assert claims >= before and len(claims) == len(nodes)
+    assert not a2.leading() and _holder(cluster) == "joiner-b"
+
+
+def test_runs_with_the_deploy_service_account_and_nothing_more(
+    kubeconfig: Path,
+    tmp_path: Path,
+    admin: Client,
+    cluster: Cluster,
+    controllers: list[ControllerProcess],
+) -> None:
+    from lightkube.codecs import load_all_yaml
+    from lightkube.models.authentication_v1 import TokenRequestSpec
+    from lightkube.resources.core_v1 import ServiceAccount
+
+    for obj in load_all_yaml((REPO / "deploy" / "rbac.yaml").read_text()):
+        admin.apply(obj, force=True)
+    token = admin.create(
+        ServiceAccount.Token(
+            metadata=ObjectMeta(name="joiner", namespace="joiner"),
+            spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
+        ),
+        name="joiner",
+        namespace="joiner",
+    ).status.token
+    sa_kubeconfig = token_kubeconfig(kubeconfig, token, tmp_path / "joiner-sa.kubeconfig")
+    as_joiner = Client(KubeConfig.from_file(sa_kubeconfig))
+
+    cluster.apply(nodepool_doc(cluster.name, requirements=SPOT_OR_OD))
+    proc = ControllerProcess(
+        sa_kubeconfig,
+        tmp_path,
+        "joiner-sa",
+        {
+            "leaderElection": {
+                "namespace": "joiner",
+                "name": f"joiner-{cluster.name}",
+                "leaseDurationSeconds": 6,
+                "renewDeadlineSeconds": 4,
+                "retryPeriodSeconds": 1,
+            }
+        },
+    )
+    controllers.append(proc.start())
+    wait_for("joiner-sa leading", lambda: proc.leading() or (not proc.alive() and proc.tail()))
+    assert proc.alive(), proc.tail()
+    cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=3))
+    wait_for("3 web pods running", lambda: cluster.running("web", 3), 120)
+    wait_for("NodeClaims and Nodes match", lambda: (c := cluster.consistent()) and c[0] and c)
+    assert metric(proc.http("/metrics")[1], "joiner_reconcile_errors_total") == 0, proc.tail()
+
+    admin.create(
+        Secret(metadata=ObjectMeta(name="db", namespace=cluster.name), stringData={"k": "v"})
+    )
+    with pytest.raises(ApiError) as refused:
+        as_joiner.delete(Secret, "db", namespace=cluster.name)
+    assert refused.value.status.code == 403
+    with pytest.raises(ApiError) as refused_read:
+        as_joiner.get(Secret, "db", namespace=cluster.name)
+    assert refused_read.value.status.code == 403
+    assert admin.get(Secret, "db", namespace=cluster.name).metadata.name == "db"
+
+
+def _versions(cluster: Cluster) -> dict[str, str]:
+    """resourceVersion of every object a controller could touch: Nodes, NodeClaims,
+    NodePools, EC2NodeClasses, the test namespace's Pods and Leases, and the Events about
+    this test's objects."""
+    from joinerctl import EC2NodeClassRes, NodeClaimRes, NodePoolRes
+    from lightkube.resources.coordination_v1 import Lease
+    from lightkube.resources.core_v1 import Event
+
+    c = cluster.client
+    out: dict[str, str] = {}
+    for res, ns in (
+        (Node, None),
+        (NodeClaimRes, None),
+        (NodePoolRes, None),
+        (EC2NodeClassRes, None),
+        (Pod, cluster.name),
+        (Lease, cluster.name),
+        (Event, "default"),
+    ):
+        kwargs = {"namespace": ns} if ns else {}
+        for obj in c.list(res, **kwargs):
+            meta = obj.metadata
+            if res is Event and not obj.involvedObject.name.startswith(cluster.name):
+                continue  # other tests' nodes going away (the node controller's events)
+            out[f"{res.__name__}/{meta.namespace}/{meta.name}"] = str(meta.resourceVersion)
+    return out
+
+
+def test_dry_run_writes_nothing_and_reports_the_plan(
+    kubeconfig: Path, tmp_path: Path, cluster: Cluster, controllers: list[ControllerProcess]
+) -> None:
+    cluster.apply(nodepool_doc(cluster.name, requirements=ON_DEMAND_4CPU))
+    cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=5, cpu="1500m"))
+
+    def settled() -> dict[str, str] | None:
+        pods = cluster.pods("web")
+        if len(pods) != 5 or not all(
+            any(c.type == "PodScheduled" and c.status == "False" for c in p.status.conditions or [])
+            for p in pods
+        ):
+            return None
+        first = _versions(cluster)
+        time.sleep(2)
+        return first if _versions(cluster) == first else None
+
+    before = wait_for("pending pods settled", settled, 60)
+    plan = json.loads(joiner("plan", "--kubeconfig", str(kubeconfig), "-o", "json").stdout)
+    planned = [c for c in plan["nodeClaims"] if c["nodePool"] == cluster.name]
+    assert planned
+
+    report = tmp_path / "dry-run.jsonl"
+    start(
+        controllers,
+        kubeconfig,
+        tmp_path,
+        cluster,
+        "joiner-dry",
+        leader=False,
+        extra=("--dry-run", "--report", str(report)),
+    )
+
+    def launches() -> list[dict[str, object]] | None:
+        if not report.exists():
+            return None
+        entries = [json.loads(line) for line in report.read_text().splitlines()]
+        found = [e for e in entries if e["action"] == "launch" and e["nodepool"] == cluster.name]
+        pods = [p for e in found for p in e["pods"]]  # type: ignore[attr-defined]
+        return found if len(pods) == 5 else None
+
+    found = wait_for("the dry run's launches", launches, 90)
+    controllers[-1].stop()
+    assert _versions(cluster) == before  # nothing written: no Lease, Node, NodeClaim, Event
+    assert sorted(e["instanceType"] for e in found) == sorted(
+        c["launch"]["instanceType"] for c in planned
+    )
+    assert sorted(p for e in found for p in e["pods"]) == sorted(  # type: ignore[attr-defined]
+        p for c in planned for p in c["pods"]
+    )
+    assert not cluster.nodeclaims() and not cluster.nodes()
