@@ -1,0 +1,282 @@
+"""The Kubernetes adapter without an API server: generated CRDs, the state feed from
+informer deliveries, the actuator's conversions, controller settings and the CLI's input
+checks. The same code runs against the real stack in tests/e2e/test_controller.py."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from joiner.api.errors import InputError
+from joiner.api.requirements import Requirement, Requirements
+from joiner.cli.main import app
+from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
+from joiner.cluster.kube import client as kube
+from joiner.cluster.kube.actuator import quantities, requirement_terms
+from joiner.cluster.kube.crds import crd_documents
+from joiner.cluster.kube.feed import ClusterFeed
+from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.operator.controller import DEFAULT_SECURITY_GROUP, _fit_node_classes, load_settings
+from joiner.sim.clock import SimClock
+from joiner.state.cluster import ClusterState, NodeClaim
+
+REPO = Path(__file__).resolve().parents[2]
+CRD_FILES = {
+    "NodePool": "karpenter.sh_nodepools.yaml",
+    "NodeClaim": "karpenter.sh_nodeclaims.yaml",
+    "EC2NodeClass": "karpenter.k8s.aws_ec2nodeclasses.yaml",
+}
+
+
+def test_committed_crds_are_the_generated_ones() -> None:
+    for doc in crd_documents():
+        kind = doc["spec"]["names"]["kind"]
+        committed = yaml.safe_load((REPO / "deploy" / "crds" / CRD_FILES[kind]).read_text())
+        assert committed == doc, (
+            f"deploy/crds/{CRD_FILES[kind]} is stale: joiner install-crds --print"
+        )
+
+
+def _spec_schema(kind: str) -> dict[str, Any]:
+    doc = next(d for d in crd_documents() if d["spec"]["names"]["kind"] == kind)
+    return doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["examples/nightly-consolidation/nodepool.yaml", "examples/spot-interruptions/nodepool.yaml"],
+)
+def test_example_karpenter_objects_fit_the_generated_schemas(path: str) -> None:
+    docs = [d for d in yaml.safe_load_all((REPO / path).read_text()) if d]
+    checked = 0
+    for doc in docs:
+        if doc.get("kind") in ("NodePool", "EC2NodeClass"):
+            jsonschema.validate(doc, _spec_schema(doc["kind"]))
+            checked += 1
+    assert checked
+
+
+def test_schema_rejects_a_wrong_shape_and_is_structural() -> None:
+    schema = _spec_schema("NodePool")
+    bad = {"spec": {"template": {"spec": {"nodeClassRef": {"group": "g", "kind": "k"}}}}}
+    with pytest.raises(jsonschema.ValidationError, match="name"):
+        jsonschema.validate(bad, schema)
+
+    def walk(node: dict[str, Any], where: str) -> None:
+        assert "$ref" not in node and "anyOf" not in node, where
+        assert (
+            "type" in node
+            or node.get("x-kubernetes-preserve-unknown-fields")
+            or node.get("x-kubernetes-int-or-string")
+        ), where
+        for k, v in (node.get("properties") or {}).items():
+            walk(v, f"{where}.{k}")
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], f"{where}[]")
+
+    for doc in crd_documents():
+        walk(doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"], doc["metadata"]["name"])
+
+
+def test_requirement_terms_read_back_as_the_same_requirements() -> None:
+    reqs = Requirements(
+        [
+            Requirement.in_("node.kubernetes.io/instance-type", "m5.large", "c5.large"),
+            Requirement.new("karpenter.k8s.aws/instance-cpu", "Gt", ["3"]),
+            Requirement.new("karpenter.k8s.aws/instance-generation", "Lt", ["9"]),
+            Requirement.new("example.com/team", "NotIn", ["a"]),
+            Requirement.new("example.com/gpu", "DoesNotExist"),
+        ]
+    )
+    terms = requirement_terms(reqs)
+    back = Requirements(Requirement.new(t["key"], t["operator"], t["values"]) for t in terms)
+    assert back == reqs
+    assert quantities({"cpu": 1500, "memory": 2**30, "pods": 110}) == {
+        "cpu": "1500m",
+        "memory": str(2**30),
+        "pods": "110",
+    }
+
+
+def _doc(kind: kube.Kind, body: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": kind.api_version, "kind": kind.kind, **body}
+
+
+NODEPOOL = _doc(
+    kube.NODEPOOL,
+    {
+        "metadata": {"name": "pool", "generation": 1},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "nc",
+                    },
+                    "requirements": [
+                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
+                    ],
+                }
+            }
+        },
+    },
+)
+NODECLASS = _doc(
+    kube.EC2NODECLASS,
+    {
+        "metadata": {"name": "nc", "generation": 1},
+        "spec": {
+            "role": "r",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"x": "y"}}],
+            "securityGroupSelectorTerms": [{"tags": {"x": "y"}}],
+        },
+    },
+)
+
+
+def _pod(name: str, uid: str, node: str | None = None, **meta: Any) -> dict[str, Any]:
+    return _doc(
+        kube.POD,
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": uid, **meta},
+            "spec": {
+                "nodeName": node,
+                "containers": [
+                    {"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}
+                ],
+            },
+            "status": {"phase": "Running" if node else "Pending"},
+        },
+    )
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.clock = SimClock()
+        self.state = ClusterState()
+        catalog = Catalog.load()
+        self.cloud = SimulatedCloudProvider(
+            catalog,
+            "us-east-1",
+            self.clock,
+            random.Random(1),
+            subnets=default_subnets(catalog, "us-east-1"),
+            security_groups=[DEFAULT_SECURITY_GROUP],
+            node_classes=[],
+        )
+        self.lifecycle = Lifecycle(self.state, self.cloud, self.clock, "us-east-1")
+        self.feed = ClusterFeed(
+            self.state,
+            self.clock,
+            self.lifecycle,
+            lambda *a: pytest.fail(f"unexpected adoption {a}"),
+            source="kube:test",
+            wall_now=lambda: datetime(2026, 1, 1, tzinfo=UTC),
+        )
+        self.feed.on_config.append(
+            lambda ms: self.cloud.set_node_classes(_fit_node_classes(self.cloud, ms.nodeclasses))
+        )
+        self.pending: list[str] = []
+        self.feed.on_pending.append(lambda p: self.pending.append(p.name))
+
+    def sync(self, kind: kube.Kind, *docs: dict[str, Any]) -> None:
+        self.feed.deliver(kind, "SYNC", list(docs))
+
+
+def test_feed_builds_state_binds_pods_and_never_resurrects_a_deleted_one() -> None:
+    h = Harness()
+    h.sync(kube.NODEPOOL, NODEPOOL)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
+        h.sync(kind)
+    h.sync(kube.POD, _pod("a", "u1"), _pod("b", "u2"))
+    assert not h.state.pods  # nothing applied before start
+    h.feed.start()
+    assert set(h.state.nodepools) == {"pool"}
+    assert h.cloud.get_instance_types("nc")  # the NodeClass reached the cloud
+    assert h.pending == ["a", "b"]
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1", node="n1")])
+    assert h.state.pods["u1"].node_name == "n1"
+    h.feed.deliver(kube.POD, "DELETED", [_pod("a", "u1", node="n1")])
+    assert h.state.pods["u1"].deleted_at_s is not None
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1", node="n1")])  # stale
+    assert h.state.pods["u1"].deleted_at_s is not None
+    # A relist without the pod deletes it.
+    h.sync(kube.POD)
+    assert h.state.pods["u2"].deleted_at_s is not None
+
+
+def test_feed_registers_and_initializes_a_nodeclaim_from_its_node() -> None:
+    h = Harness()
+    h.sync(kube.NODEPOOL, NODEPOOL)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    for kind in (kube.NODECLAIM, kube.NODE, kube.POD, kube.DAEMONSET, kube.PDB):
+        h.sync(kind)
+    h.feed.start()
+    it = h.cloud.get_instance_types("nc")[0]
+    claim = NodeClaim(
+        name="pool-abcde",
+        nodepool="pool",
+        node_class="nc",
+        requirements=Requirements([Requirement.in_("node.kubernetes.io/instance-type", it.name)]),
+        requests={},
+        instance_type_options=(it,),
+        created_at_s=0.0,
+    )
+    h.state.nodeclaims[claim.name] = claim
+    h.lifecycle.launch(claim)
+    assert claim.instance is not None
+    node = {
+        "metadata": {"name": "pool-abcde"},
+        "spec": {
+            "providerID": claim.instance.provider_id,
+            "taints": [
+                {"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
+                {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+            ],
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
+    h.feed.deliver(kube.NODE, "ADDED", [_doc(kube.NODE, node)])
+    assert claim.registered_at_s is not None and claim.initialized_at_s is None
+    st_node = h.state.nodes["pool-abcde"]
+    assert [t.key for t in st_node.taints] == ["node.kubernetes.io/not-ready"]
+    node["spec"]["taints"] = []
+    node["status"]["conditions"][0]["status"] = "True"
+    h.feed.deliver(kube.NODE, "MODIFIED", [_doc(kube.NODE, node)])
+    assert claim.initialized_at_s is not None and st_node.ready
+    h.feed.deliver(kube.NODE, "DELETED", [_doc(kube.NODE, node)])
+    assert claim.deleted_at_s is not None and st_node.deleted_at_s is not None
+
+
+def test_settings_errors_name_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "s.yaml"
+    bad.write_text("leaderElection: {leaseDurationSecond: 5}\n")
+    with pytest.raises(InputError, match="leaseDurationSecond"):
+        load_settings(bad)
+    good = tmp_path / "g.yaml"
+    good.write_text("interruptionQueue: http://q\nleaderElection: {namespace: x}\n")
+    s = load_settings(good)
+    assert s.interruptionQueue == "http://q" and s.leaderElection.namespace == "x"
+
+
+def test_cli_prints_crds_and_checks_cluster_input(tmp_path: Path) -> None:
+    runner = CliRunner()
+    printed = runner.invoke(app, ["install-crds", "--print"])
+    assert printed.exit_code == 0
+    kinds = [d["spec"]["names"]["kind"] for d in yaml.safe_load_all(printed.stdout) if d]
+    assert kinds == ["NodePool", "NodeClaim", "EC2NodeClass"]
+    assert runner.invoke(app, ["plan"]).exit_code == 2
+    missing = runner.invoke(app, ["plan", "--kubeconfig", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "kubeconfig file not found" in missing.output
+    assert runner.invoke(app, ["install-crds"]).exit_code == 2
