@@ -364,15 +364,7 @@ def _cluster_manifests(files: list[Path], kubeconfig: Path | None) -> ManifestSe
         return load_files(files)
     if files:
         raise InputError("give either -f FILE or --kubeconfig, not both", field="--kubeconfig")
-    from lightkube.core.exceptions import ApiError
-
-    try:
-        return read_cluster(kubeconfig)
-    except ApiError as exc:
-        raise InputError(
-            f"cannot read the cluster: {exc.status.code} {exc.status.message}",
-            file=str(kubeconfig),
-        ) from exc
+    return read_cluster(kubeconfig)
 
 
 RegionOption = Annotated[str, typer.Option(help="Region (ignored for a Scenario).")]

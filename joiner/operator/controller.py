@@ -67,7 +67,7 @@ from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.controllers.termination.controller import Terminator
+from joiner.controllers.termination.controller import Terminator, cordon
 from joiner.state.cluster import ClusterState, NodeClaim
 
 log = logging.getLogger(__name__)
@@ -413,6 +413,7 @@ class ControllerRuntime:
         self.feed.on_running.append(self._running)
         self.feed.on_ready.append(self._node_ready)
         self.feed.on_node_gone.append(lambda _n: self._node_gone())
+        self.feed.on_claim_deleted.append(self._claim_deleted)
         self.timeline.listeners.append(self._timeline_metrics)
 
     def _cloud(self) -> CloudProvider:
@@ -571,6 +572,19 @@ class ControllerRuntime:
             self.timeline.record(tl.REPLACEMENT_READY, node=node, detail=claim.name)
         self.interruption.node_ready()
 
+    def _claim_deleted(self, claim: NodeClaim) -> None:
+        """Someone deleted a live NodeClaim: drain and terminate its node (Karpenter's
+        finalizer does the same), or drop the instance if it never registered."""
+        node = self.state.node_of_claim(claim)
+        self.timeline.record("nodeClaimDeleted", node=node.name if node else claim.name)
+        if node is None:
+            self.terminator.delete_unregistered(claim, "NodeClaim deleted")
+        elif not node.draining:
+            node.deleting = True
+            cordon(node)
+            self.terminator.drain(node, "NodeClaim deleted")
+        self.batcher.trigger()
+
     def _node_gone(self) -> None:
         self._changed()
         self.batcher.trigger()
@@ -617,13 +631,4 @@ def install_crds(kubeconfig: Path) -> list[str]:
     Raises:
         InputError: the kubeconfig is unusable or the API server refused a CRD.
     """
-    from lightkube.core.exceptions import ApiError
-
-    client = kube.connect(kubeconfig)
-    try:
-        return kube.apply_crds(client)
-    except ApiError as exc:
-        raise InputError(
-            f"the API server refused the CRDs: {exc.status.code} {exc.status.message}",
-            file=str(kubeconfig),
-        ) from exc
+    return kube.apply_crds(kube.connect(kubeconfig))

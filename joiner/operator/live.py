@@ -16,8 +16,8 @@ def read_cluster(kubeconfig: Path) -> ManifestSet:
     does not serve becomes a warning).
 
     Raises:
-        InputError: the kubeconfig is unusable, or an object does not load (named).
-        lightkube.core.exceptions.ApiError: listing failed (403: missing RBAC).
+        InputError: the kubeconfig is unusable, listing failed (403: missing RBAC), or an
+            object does not load (named).
     """
     client = kube.connect(kubeconfig)
     docs, warnings = kube.list_documents(client)

@@ -33,6 +33,7 @@ from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node, Pod, Secret
+from lightkube.types import PatchType
 
 pytestmark = pytest.mark.e2e
 
@@ -188,6 +189,22 @@ def test_pending_pods_get_nodeclaims_and_nodes_and_run(
     assert metric(body, "karpenter_provisioner_scheduling_duration_seconds_count") >= 1
     assert ctl.http("/healthz", ctl.health_port)[0] == 200
 
+    # A NodeClaim deleted by hand: its node is drained and deleted, its pods run elsewhere.
+    from joinerctl import NodeClaimRes
+
+    victim = sorted(claims)[0]
+    victim_node = next(
+        c["status"]["nodeName"] for c in cluster.nodeclaims() if c.metadata.name == victim
+    )
+    cluster.client.delete(NodeClaimRes, victim)
+    wait_for(
+        "its node deleted",
+        lambda: (c := cluster.consistent()) and victim_node not in c[1] and c,
+        120,
+    )
+    pods = wait_for("6 web pods running again", lambda: cluster.running("web", 6), 120)
+    assert victim_node not in {p.spec.nodeName for p in pods}
+
 
 def test_scale_down_consolidates_through_evictions_within_a_pdb(
     kubeconfig: Path, tmp_path: Path, cluster: Cluster, controllers: list[ControllerProcess]
@@ -196,8 +213,24 @@ def test_scale_down_consolidates_through_evictions_within_a_pdb(
     cluster.apply(nodepool_doc(cluster.name, requirements=ON_DEMAND_4CPU))
     start(controllers, kubeconfig, tmp_path, cluster)
     cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=4, cpu="1500m"))
-    wait_for("4 web pods running", lambda: cluster.running("web", 4), 120)
+    running = wait_for("4 web pods running", lambda: cluster.running("web", 4), 120)
     _, nodes = wait_for("2 nodes", lambda: (c := cluster.consistent()) and len(c[1]) == 2 and c)
+    # One pod per node is cheaper to delete (pod-deletion-cost), so the scale-down below
+    # leaves each node half full: consolidation must delete one and move its pod to the
+    # other through the Eviction API.
+    by_node: dict[str, list[str]] = {}
+    for p in running:
+        by_node.setdefault(p.spec.nodeName, []).append(p.metadata.name)
+    assert sorted(len(v) for v in by_node.values()) == [2, 2]
+    for names in by_node.values():
+        for name, cost in zip(sorted(names), ("-100", "100"), strict=True):
+            cluster.client.patch(
+                Pod,
+                name,
+                {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": cost}}},
+                namespace=cluster.name,
+                patch_type=PatchType.MERGE,
+            )
     cluster.apply(
         {
             "apiVersion": "policy/v1",
@@ -206,9 +239,6 @@ def test_scale_down_consolidates_through_evictions_within_a_pdb(
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
         }
     )
-    # The ReplicaSet removes one pod from each node (it deletes pods that share a node
-    # with a sibling first), leaving each node half full: consolidation deletes one and
-    # moves its pod to the other through the Eviction API.
     cluster.scale("web", 2)
     remaining = wait_for(
         "one node left", lambda: (c := cluster.consistent()) and len(c[1]) == 1 and c, 180

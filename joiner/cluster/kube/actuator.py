@@ -174,7 +174,7 @@ class KubeActuator:
                 self._create_claim(claim)
             if self.create_nodes and name not in self._nodes_written:
                 self._create_node(claim)
-            if not self.dry_run and name in self._claims_written:
+            if not self.dry_run and name in self._feed.of(NODECLAIM):
                 self._claim_status(claim)
         for node_name in sorted(self._state.nodes):
             node = self._state.nodes[node_name]

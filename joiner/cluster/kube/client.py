@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx2 as httpx
 from lightkube import ALL_NS, Client, KubeConfig
+from lightkube.core.exceptions import ApiError
 from lightkube.core.resource import NamespacedResource, Resource
 from lightkube.generic_resource import create_global_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
@@ -120,9 +121,12 @@ def list_documents(
     client: Any, kinds: Iterable[Kind] = PLAN_KINDS
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Every object of ``kinds`` in the cluster, as manifest documents, and warnings for
-    kinds that could not be listed (a CRD not installed: 404)."""
-    from lightkube.core.exceptions import ApiError
+    kinds that could not be listed (a CRD not installed: 404).
 
+    Raises:
+        InputError: the API server refused a list (403: the credentials lack RBAC), naming
+            the kind and the server's message.
+    """
     docs: list[dict[str, Any]] = []
     warnings: list[str] = []
     for kind in kinds:
@@ -132,7 +136,10 @@ def list_documents(
             )
         except ApiError as exc:
             if exc.status.code != 404:
-                raise
+                raise InputError(
+                    f"listing {kind.api_version} {kind.kind} failed: {exc.status.code} "
+                    f"{exc.status.message}"
+                ) from exc
             warnings.append(f"{kind.api_version} {kind.kind} is not served by this cluster")
     return docs, warnings
 
@@ -142,11 +149,17 @@ def apply_crds(client: Any) -> list[str]:
     fields Joiner owns; returns their names.
 
     Raises:
-        lightkube.core.exceptions.ApiError: the API server refused one.
+        InputError: the API server refused one (named, with its message).
     """
     names = []
     for doc in crd_documents():
         crd = CustomResourceDefinition.from_dict(doc)
-        client.apply(crd, field_manager=FIELD_MANAGER, force=True)
+        try:
+            client.apply(crd, field_manager=FIELD_MANAGER, force=True)
+        except ApiError as exc:
+            raise InputError(
+                f"the API server refused CustomResourceDefinition {doc['metadata']['name']}: "
+                f"{exc.status.code} {exc.status.message}"
+            ) from exc
         names.append(str(doc["metadata"]["name"]))
     return names

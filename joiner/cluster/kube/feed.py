@@ -19,6 +19,8 @@ controllers share, through the same manifest loader as files
   Joiner manages (``karpenter.sh/unregistered``, ``karpenter.sh/disrupted``) are taken from
   the API; Joiner's own come from the state. A Node that disappears takes its NodeClaim
   with it. Nodes no NodeClaim owns are not capacity Joiner plans on (as Karpenter).
+* NodeClaims: one deleted by someone else while live is reported (``on_claim_deleted``:
+  the composition root drains and terminates it, as Karpenter's finalizer does).
 
 ``start`` (after every informer's first list) re-builds the NodeClaims from the
 ``karpenter.sh/v1`` NodeClaim objects (a restart or a new leader), registers them with
@@ -129,6 +131,8 @@ class ClusterFeed:
         self.on_registered: list[Callable[[NodeClaim], None]] = []
         self.on_ready: list[Callable[[NodeClaim], None]] = []
         self.on_node_gone: list[Callable[[Node], None]] = []
+        #: A live NodeClaim's object was deleted by someone else (``kubectl delete``).
+        self.on_claim_deleted: list[Callable[[NodeClaim], None]] = []
         self._running: set[str] = set()
 
     # -- the cache ----------------------------------------------------------------------
@@ -165,6 +169,13 @@ class ClusterFeed:
         elif kind.kind == NODE.kind:
             for ev, d in changes:
                 self._node(ev, d)
+        elif kind.kind == NODECLAIM.kind:
+            for ev, d in changes:
+                claim = self._state.nodeclaims.get(str((d.get("metadata") or {}).get("name")))
+                deleting = ev == "DELETED" or (d.get("metadata") or {}).get("deletionTimestamp")
+                if deleting and claim is not None and claim.deleted_at_s is None:
+                    for deleted in self.on_claim_deleted:
+                        deleted(claim)
 
     @staticmethod
     def _spec_changed(event: str, doc: dict[str, Any], before: dict[str, dict[str, Any]]) -> bool:
