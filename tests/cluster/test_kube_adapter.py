@@ -280,3 +280,60 @@ def test_cli_prints_crds_and_checks_cluster_input(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["plan", "--kubeconfig", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "kubeconfig file not found" in missing.output
     assert runner.invoke(app, ["install-crds"]).exit_code == 2
+
+
+class _Listing(list[Any]):
+    def __init__(self, items: list[Any], version: str) -> None:
+        super().__init__(items)
+        self.resourceVersion = version
+
+
+class _FakeClient:
+    """list/watch of a fake API: the first watch fails with 410 Gone (the version was
+    compacted away), the second delivers one event, the third waits until stopped."""
+
+    def __init__(self, stop: Any) -> None:
+        self.stop = stop
+        self.lists: list[str] = []
+        self.watches: list[str | None] = []
+
+    def list(self, _res: Any, **_kw: Any) -> _Listing:
+        version = str(10 * (len(self.lists) + 1))
+        self.lists.append(version)
+        return _Listing([{"metadata": {"name": f"np-{len(self.lists)}"}}], version)
+
+    def watch(self, _res: Any, **kw: Any) -> Any:
+        from lightkube.core.exceptions import ApiError
+        from lightkube.models.meta_v1 import Status
+
+        self.watches.append(kw.get("resource_version"))
+        if len(self.watches) == 1:
+            raise ApiError(status=Status(code=410, message="too old resource version"))
+        if len(self.watches) == 2:
+            yield "ADDED", {"metadata": {"name": "np-new", "resourceVersion": "21"}}
+        self.stop.wait(30)
+        return
+
+
+def test_informer_lists_watches_from_the_version_and_relists_on_410() -> None:
+    import threading
+
+    from joiner.cluster.kube.informer import Informer
+
+    stop = threading.Event()
+    fake = _FakeClient(stop)
+    got: list[tuple[str, list[str]]] = []
+    done = threading.Event()
+
+    def deliver(_kind: kube.Kind, event: str, docs: list[dict[str, Any]]) -> None:
+        got.append((event, [d["metadata"]["name"] for d in docs]))
+        if event == "ADDED":
+            done.set()
+
+    informer = Informer(lambda: fake, kube.NODEPOOL, deliver, stop, retry_s=0.01)  # type: ignore[arg-type, return-value]
+    informer.start()
+    assert done.wait(30)
+    stop.set()
+    assert got == [("SYNC", ["np-1"]), ("SYNC", ["np-2"]), ("ADDED", ["np-new"])]
+    assert fake.watches == ["10", "20"]  # each watch starts at its list's version
+    assert informer.relists == 1
