@@ -157,7 +157,7 @@ class WallClock:
         after_turn: Callable[[], None],
         on_error: Callable[[str], None],
     ) -> None:
-        self._loop = loop
+        self.loop = loop
         self._t0 = time.monotonic()
         self._after_turn = after_turn
         self._on_error = on_error
@@ -168,7 +168,7 @@ class WallClock:
 
     def after(self, delay_s: float, callback: Callable[[], None], *, label: str = "") -> None:
         """Run ``callback`` on the loop ``delay_s`` seconds from now."""
-        self._loop.call_later(max(0.0, delay_s), self.run, callback, label)
+        self.loop.call_later(max(0.0, delay_s), self.run, callback, label)
 
     def run(self, callback: Callable[[], None], label: str) -> None:
         """Run one callback now, then the after-turn hook."""
@@ -493,7 +493,7 @@ class ControllerRuntime:
     def _start_queue(self, url: str) -> None:
         from joiner.cloudprovider.aws import Caller, InterruptionQueue, new_clients
 
-        loop = self.clock._loop
+        loop = self.clock.loop
         clients = new_clients(self.settings.region, endpoint_url=self.settings.awsEndpointURL)
 
         def handle(event: CloudEvent) -> None:
@@ -515,7 +515,7 @@ class ControllerRuntime:
     def _schedule_sync(self) -> None:
         if not self._sync_scheduled:
             self._sync_scheduled = True
-            self.clock._loop.call_soon(self._sync)
+            self.clock.loop.call_soon(self._sync)
 
     def _sync(self) -> None:
         self._sync_scheduled = False

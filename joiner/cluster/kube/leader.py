@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+import httpx2 as httpx
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.models.coordination_v1 import LeaseSpec
@@ -134,6 +135,8 @@ class LeaderElector:
                     return True
             except ApiError as exc:
                 log.warning("lease %s/%s: %s", self.namespace, self.name, exc.status.message)
+            except httpx.HTTPError as exc:  # the API server is unreachable: keep trying
+                log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
             stop.wait(self.retry_s)
         return False
 
@@ -147,7 +150,7 @@ class LeaderElector:
             except ApiError as exc:
                 log.warning("lease renewal failed: %s", exc.status.message)
                 ok = False
-            except Exception as exc:  # transport errors: keep trying until the deadline
+            except httpx.HTTPError as exc:  # transport errors: keep trying until the deadline
                 log.warning("lease renewal failed: %s", exc)
                 ok = False
             if ok:
@@ -163,7 +166,12 @@ class LeaderElector:
     def _holder_is_me(self) -> bool:
         try:
             lease = self._client.get(Lease, self.name, namespace=self.namespace)
-        except Exception as exc:  # cannot tell: assume still ours until the deadline
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return False
+            log.warning("lease read failed: %s", exc.status.message)
+            return True  # cannot tell: still ours until the renew deadline says otherwise
+        except httpx.HTTPError as exc:
             log.warning("lease read failed: %s", exc)
             return True
         return bool(lease.spec and lease.spec.holderIdentity == self.identity)
