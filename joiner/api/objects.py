@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from joiner.api import labels
 from joiner.api.durations import format_seconds
@@ -519,6 +520,8 @@ class StandalonePod:
     phase: str | None = None
     #: ``metadata.deletionTimestamp`` is set: going away, no demand.
     deleting: bool = False
+    #: ``status.startTime`` (UTC), when known.
+    started_at: datetime | None = None
 
     @property
     def key(self) -> str:

@@ -21,7 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from joiner import __version__
-from joiner.api import durations
+from joiner.api import cron, durations
 from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.featuregates import parse as parse_feature_gates
@@ -559,9 +559,7 @@ def _parse_at(text: str | None) -> datetime:
         raise InputError(
             f"{text!r} is not an ISO 8601 time such as 2025-01-06T09:30:00Z", field="--at"
         ) from exc
-    if value.tzinfo is None:
-        raise InputError("give a time zone, e.g. 2025-01-06T09:30:00Z", field="--at")
-    return value.astimezone(UTC)
+    return cron.check_instant(value, field="--at")
 
 
 class OutputFormat(StrEnum):

@@ -20,6 +20,7 @@ import random
 from collections.abc import Sequence
 from datetime import datetime
 
+from joiner.api import labels
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import selects
@@ -83,7 +84,9 @@ class DryRun:
         timeline = SimTimeline(self.clock)
         terminator = Terminator(state, self.cloud, self.clock, timeline)
         self.pods = PodFactory(state, self.clock)
-        self.warnings += adopt(m, state, self.cloud, self.pods, {w.key: w for w in m.workloads})
+        adopted_warnings = adopt(m, state, self.cloud, self.pods, {w.key: w for w in m.workloads})
+        self.warnings += [w for w in adopted_warnings if "it starts pending" not in w]
+        self._settle_pods(at)
         _add_missing_replicas(m, self.pods)
         self.controller = DisruptionController(
             state,
@@ -95,6 +98,44 @@ class DryRun:
             spot_to_spot=gates.spot_to_spot_consolidation,
             cloud_drift=self.cloud.is_drifted,
             epoch=at,
+        )
+
+    def _settle_pods(self, at: datetime) -> None:
+        """Pods as they run at ``at``: started when their ``status.startTime`` says (a
+        duration-valued do-not-disrupt counts from there); pods on nodes Joiner leaves
+        alone keep running there and are not demand."""
+        by_key = {(p.namespace, p.name): p for p in self.state.pods.values()}
+        for sp in self.manifests.pods:
+            pod = by_key.get((sp.namespace, sp.name))
+            if pod is None:
+                continue
+            if sp.node_name is not None and sp.node_name not in self.state.nodes:
+                pod.deleted_at_s = 0.0  # stays where it runs; not part of this dry run
+                self.warnings.append(
+                    f"{sp.source.ref} ({sp.source.file}): runs on node {sp.node_name!r}, "
+                    "which Joiner leaves alone; it stays there"
+                )
+                continue
+            if sp.started_at is not None and pod.node_name is not None:
+                pod.bound_at_s = (sp.started_at - at).total_seconds()
+
+    def _left_alone(self, name: str) -> str:
+        """Why a Node of the manifests is not part of the dry run."""
+        n = next(x for x in self.manifests.nodes if x.name == name)
+        node_labels = dict(n.labels)
+        if n.nodepool is None:
+            return "not managed by a NodePool (no karpenter.sh/nodepool label)"
+        if n.nodepool not in self.state.nodepools:
+            return f"its NodePool {n.nodepool} is not in the manifests"
+        type_name = node_labels.get(labels.INSTANCE_TYPE)
+        if type_name is None:
+            return f"node has no {labels.INSTANCE_TYPE} label"
+        zone = node_labels.get(labels.ZONE)
+        if zone is None:
+            return f"node has no {labels.ZONE} label"
+        return (
+            f"instance type {type_name} in {zone} is not offered to NodePool {n.nodepool} in "
+            f"{self.region}"
         )
 
     def plan(self) -> DisruptionPlan:
@@ -125,8 +166,7 @@ class DryRun:
             for name in managed
             if name not in touched
         ] + [
-            Unconsolidatable(node=name, reason="not managed by a NodePool in the manifests")
-            for name in sorted(unmanaged)
+            Unconsolidatable(node=name, reason=self._left_alone(name)) for name in sorted(unmanaged)
         ]
         return DisruptionPlan(
             region=self.region,

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from joiner.api import durations
+from joiner.api import cron, durations
 from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
@@ -396,9 +396,10 @@ def load_scenario(
     if duration_s < 1:
         raise fail("duration must be at least 1s", "spec.duration")
 
-    if spec.startTime.tzinfo is None or spec.startTime.utcoffset() is None:
-        raise fail("give a time zone, e.g. 2025-01-06T18:00:00Z", "spec.startTime")
-    start_time = spec.startTime.astimezone(UTC)
+    try:
+        start_time = cron.check_instant(spec.startTime, field="spec.startTime")
+    except InputError as exc:
+        raise exc.located(file=file, obj=obj) from exc
 
     base = path.parent
     seen_paths: dict[Path, int] = {}
@@ -609,15 +610,10 @@ def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> tuple[float,
     Raises:
         InputError: the schedule is not a cron expression (naming the CronJob's field).
     """
-    text = cj.schedule.strip()
-    if not croniter.is_valid(text) or len(text.split()) not in (1, 5):
-        raise InputError(
-            f"{cj.schedule!r} is not a cron schedule (five fields such as '0 2 * * *', or a "
-            "macro such as '@daily')",
-            file=cj.source.file,
-            obj=cj.source.ref,
-            field="spec.schedule",
-        )
+    try:
+        text = cron.check_schedule(cj.schedule, field="spec.schedule")
+    except InputError as exc:
+        raise exc.located(file=cj.source.file, obj=cj.source.ref) from exc
     out: list[float] = []
     it = croniter(text, start - timedelta(microseconds=1))
     while True:

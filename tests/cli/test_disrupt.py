@@ -94,3 +94,11 @@ def test_a_scenario_file_uses_its_vpc_and_settings(tmp_path):
     doc = json.loads(result.stdout)
     assert doc["commands"] == []  # no running nodes in the scenario's manifests
     assert not any("subnets are not known" in w for w in doc["warnings"])
+
+
+@pytest.mark.parametrize("at", ["9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z"])
+def test_extreme_at_is_an_input_error(at):
+    """Regression (breaker): these crashed with OverflowError/ValueError."""
+    result = runner.invoke(app, [*ARGS[:-1], at])
+    assert result.exit_code == 2
+    assert "outside the years" in result.output

@@ -305,3 +305,40 @@ def test_simulated_subnet_drift_is_detected(tmp_path):
         nc, subnet_selector_terms=tuple(SelectorTerm(id=s.id) for s in others)
     )
     assert run.cloud.is_drifted(launched.provider_id) == "SubnetDrift"
+
+
+def test_pods_on_nodes_left_alone_are_not_demand(tmp_path):
+    """Regression (breaker): a pod on an unmanaged node was treated as pending and packed
+    into the consolidation replacement, making it bigger."""
+    unmanaged = node("n9", "m5.large").replace("    karpenter.sh/nodepool: general\n", "")
+    alone = dry_run(
+        tmp_path,
+        nodepool(),
+        node("big", "m5.4xlarge"),
+        pod("w", "big"),
+        unmanaged,
+        pod("u", "n9", cpu="3"),
+    ).plan()
+    baseline = dry_run(tmp_path, nodepool(), node("big", "m5.4xlarge"), pod("w", "big")).plan()
+    assert alone.commands[0].replacements == baseline.commands[0].replacements
+    assert reasons(alone)["n9"] == "not managed by a NodePool (no karpenter.sh/nodepool label)"
+
+
+def test_unknown_instance_type_is_named(tmp_path):
+    plan = dry_run(tmp_path, nodepool(), node("odd", "zz9.mega")).plan()
+    assert reasons(plan)["odd"] == (
+        "instance type zz9.mega in us-east-1a is not offered to NodePool general in us-east-1"
+    )
+
+
+def test_do_not_disrupt_duration_counts_from_the_pods_start(tmp_path):
+    started = "2025-01-07T20:00:00Z"  # AT is 21:00
+    docs = [nodepool(), node("big", "m5.4xlarge")]
+    ann = 'karpenter.sh/do-not-disrupt: "30m"'
+    expired = pod("w", "big", annotations=ann) + f"status: {{startTime: '{started}'}}\n"
+    assert dry_run(tmp_path, *docs, expired).plan().commands
+    fresh = pod("w", "big", annotations='karpenter.sh/do-not-disrupt: "2h"')
+    fresh += f"status: {{startTime: '{started}'}}\n"
+    plan = dry_run(tmp_path, *docs, fresh).plan()
+    assert plan.commands == []
+    assert "do-not-disrupt" in reasons(plan)["big"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from pydantic import ValidationError
 
 from joiner.api import durations
 from joiner.api.errors import InputError
@@ -147,3 +148,27 @@ def test_feature_gates():
     ]:
         with pytest.raises(InputError, match=words):
             parse(bad)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "words"),
+    [
+        ("0 0 30 2 *", "never fires"),
+        ("0 0 L * *", "L, W, #, R or H"),
+        ("0 0 * * 1#2", "L, W, #, R or H"),
+        ("R R * * *", "L, W, #, R or H"),
+        ("0 0 0 * * *", "five fields"),
+        ("@every 5m", "macro"),
+    ],
+)
+def test_unsupported_or_impossible_schedules_are_input_errors(schedule, words):
+    """Regression (breaker): '0 0 30 2 *' crashed with CroniterBadDateError."""
+    raw = {"nodes": "0", "schedule": schedule, "duration": "1h"}
+    with pytest.raises(InputError, match=words) as exc:
+        budgets([m.Budget.model_validate(raw)], "spec.disruption.budgets")
+    assert exc.value.field == "spec.disruption.budgets[0].schedule"
+
+
+def test_bool_nodes_is_rejected():
+    with pytest.raises(ValidationError):
+        m.Budget.model_validate({"nodes": True})

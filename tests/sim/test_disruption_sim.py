@@ -140,3 +140,23 @@ def test_pods_evicted_counts_each_pod_once(nightly):
     evictions = [e for e in s["timeline"] if e["kind"] == "eviction"]
     assert s["disruptions"]["podsEvicted"] == len(evictions)
     assert len({e["pod"] for e in evictions}) == len(evictions)
+
+
+def test_multi_node_consolidation_under_hpa_scale_down_keeps_the_pdb():
+    sc = load_scenario(Path(__file__).parent / "data" / "consolidation-hpa-pdb.yaml")
+    s = SimulationRuntime(sc).run().summary
+    assert s["disruptions"]["byMethod"].get("MultiNodeConsolidation", 0) >= 1
+    assert s["interruptions"]["pdbViolations"] == 0
+    assert s["pods"]["lost"] == 0
+
+
+def test_expiry_shorter_than_boot_keeps_relaunching(tmp_path):
+    """Regression (breaker): expireAfter 1s deleted every NodeClaim before it registered
+    and provisioning never ran again, leaving pods pending with no reason."""
+    path = _expiring(tmp_path, "1s")
+    text = path.read_text().replace("duration: 2h", "duration: 10m")
+    path.write_text(text)
+    s = SimulationRuntime(load_scenario(path)).run().summary
+    assert s["disruptions"]["expired"] >= 3
+    assert s["provisioning"]["passes"] >= 3
+    assert s["provisioning"]["nodeClaimsCreated"] > s["disruptions"]["expired"] // 2

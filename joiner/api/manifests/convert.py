@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from datetime import UTC
 
-from croniter import croniter
-
-from joiner.api import durations, labels, quantity
+from joiner.api import cron, durations, labels, quantity
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
@@ -131,6 +130,10 @@ def budgets(items: list[m.Budget], field: str) -> tuple[o.DisruptionBudget, ...]
     out = []
     for i, b in enumerate(items):
         where = f"{field}[{i}]"
+        if isinstance(b.nodes, bool) or not isinstance(b.nodes, int | str):
+            raise InputError(
+                f"{b.nodes!r} is neither a node count nor a percentage", field=f"{where}.nodes"
+            )
         nodes_text = b.nodes.strip() if isinstance(b.nodes, str) else str(b.nodes)
         if not _BUDGET_NODES.fullmatch(nodes_text):
             raise InputError(
@@ -145,12 +148,7 @@ def budgets(items: list[m.Budget], field: str) -> tuple[o.DisruptionBudget, ...]
             )
         duration_s = None
         if b.schedule is not None and b.duration is not None:
-            if not croniter.is_valid(b.schedule) or len(b.schedule.split()) not in (1, 5):
-                raise InputError(
-                    f"{b.schedule!r} is not a cron schedule (five fields such as "
-                    "'0 9 * * 1-5', or a macro such as '@daily')",
-                    field=f"{where}.schedule",
-                )
+            cron.check_schedule(b.schedule, field=f"{where}.schedule")
             if not _BUDGET_DURATION.fullmatch(b.duration.strip()):
                 raise InputError(
                     f"{b.duration!r} is not a budget duration (hours and minutes, such as 8h, "
@@ -800,6 +798,9 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
         annotations=tuple(sorted(doc.metadata.annotations.items())),
         phase=doc.status.phase,
         deleting=doc.metadata.deletionTimestamp is not None,
+        started_at=doc.status.startTime
+        if doc.status.startTime is None or doc.status.startTime.tzinfo is not None
+        else doc.status.startTime.replace(tzinfo=UTC),
     )
 
 

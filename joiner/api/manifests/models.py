@@ -6,6 +6,7 @@ Numbers given where strings are expected (label values ``"5"`` written as ``5``)
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
@@ -98,7 +99,7 @@ class NodeClaimTemplate(Strict):
 
 
 class Budget(Strict):
-    nodes: int | str = "10%"
+    nodes: StrictInt | StrictStr = "10%"
     schedule: str | None = None
     duration: str | None = None
     reasons: list[str] = Field(default_factory=list)
@@ -580,6 +581,8 @@ class PodTemplateSpec(Strict):
 
 class PodStatus(Model):
     phase: str | None = None
+    #: When the kubelet started it (a duration-valued do-not-disrupt counts from here).
+    startTime: datetime | None = None
 
 
 class Pod(Model):

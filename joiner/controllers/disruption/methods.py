@@ -24,12 +24,14 @@ least 15 cheaper spot types (the launch list is cut to the 15 cheapest).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from joiner.api import labels
 from joiner.api.durations import format_seconds
+from joiner.api.quantity import CPU, MEMORY
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.controllers.disruption.budgets import BudgetMapping
@@ -497,10 +499,71 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     return best
 
 
+class _Room:
+    """A necessary condition for single-node consolidation, checked before simulating.
+
+    A candidate's pods can only move if their summed CPU and memory requests fit in the free
+    capacity of the other initialized nodes plus one node of a type, allowed by some
+    NodePool, that is cheaper than the candidate (any replacement must be). When even that
+    fails, the simulation cannot succeed, so it is skipped: the decisions are unchanged and
+    long simulations stay fast (Karpenter bounds the same search by a timeout instead).
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        existing, _ = ctx.provisioner.snapshot()
+        self.free = {
+            e.name: (max(e.available.get(CPU, 0), 0), max(e.available.get(MEMORY, 0), 0))
+            for e in existing
+            if e.initialized
+        }
+        self.total = (
+            sum(cpu for cpu, _ in self.free.values()),
+            sum(mem for _, mem in self.free.values()),
+        )
+        rows: list[tuple[float, int, int]] = []
+        for t in ctx.provisioner.templates():
+            reqs = t.nodepool.requirements
+            for it in t.instance_types:
+                if it.requirements.intersects(reqs) is not None:
+                    continue
+                prices = [o.price_per_hour for o in _offerings(it, reqs)]
+                if prices:
+                    alloc = it.allocatable
+                    rows.append((min(prices), alloc.get(CPU, 0), alloc.get(MEMORY, 0)))
+        rows.sort()
+        self.prices = [r[0] for r in rows]
+        self.max_cpu: list[int] = []
+        self.max_mem: list[int] = []
+        cpu = mem = 0
+        for _, c, m_ in rows:
+            cpu, mem = max(cpu, c), max(mem, m_)
+            self.max_cpu.append(cpu)
+            self.max_mem.append(mem)
+
+    def hopeless(self, c: Candidate) -> str | None:
+        """Why ``c``'s pods cannot move anywhere cheaper, or None when they might."""
+        need_cpu = sum(p.template.requests.get(CPU, 0) for p in c.pods)
+        need_mem = sum(p.template.requests.get(MEMORY, 0) for p in c.pods)
+        own_cpu, own_mem = self.free.get(c.claim.name, (0, 0))
+        n = bisect.bisect_left(self.prices, c.price_per_hour)  # types strictly cheaper
+        best_cpu = self.max_cpu[n - 1] if n else 0
+        best_mem = self.max_mem[n - 1] if n else 0
+        if (
+            need_cpu <= self.total[0] - own_cpu + best_cpu
+            and need_mem <= self.total[1] - own_mem + best_mem
+        ):
+            return None
+        return (
+            "can't replace with a cheaper node: its pods fit neither on the other nodes nor "
+            "on any cheaper instance type"
+        )
+
+
 def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     """The first candidate (savings ratio order, round-robin across pools) that
     consolidates on its own."""
     eligible = _consolidation_candidates(ctx, candidates)
+    room = _Room(ctx) if eligible else None
     by_pool: dict[str, list[Candidate]] = {}
     for c in eligible:
         by_pool.setdefault(c.pool.name, []).append(c)
@@ -518,6 +581,11 @@ def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None
                     (c.pool.name, UNDERUTILIZED), f"NodePool {c.pool.name} budget is used up"
                 ),
             )
+            continue
+        assert room is not None
+        hopeless = room.hopeless(c)
+        if hopeless is not None:
+            ctx.reasons[c.name] = hopeless
             continue
         got = consolidate(ctx, [c], SINGLE_NODE)
         if isinstance(got, Command):

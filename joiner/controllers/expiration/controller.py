@@ -70,7 +70,13 @@ class ExpirationController:
             return False
         node = self._state.node_of_claim(claim)
         if node is None:
+            # Its pods were nominated to it: the provisioner must place them again.
+            self.expired += 1
+            claim.disruption_reason = "Expired"
             self._terminator.delete_unregistered(claim, "expired before it registered")
+            self._state.touch()
+            if self._trigger is not None:
+                self._trigger()
             return True
         if node.draining:
             return False

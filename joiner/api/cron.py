@@ -1,0 +1,71 @@
+"""Cron schedules as Kubernetes and Karpenter read them (robfig/cron's standard parser):
+five fields (minute, hour, day of month, month, day of week) or a macro such as ``@daily``,
+in UTC. croniter does the arithmetic; this module rejects what robfig/cron would not parse
+(``L``, ``W``, ``#``, croniter's random ``R``/``H``, a sixth seconds field) and schedules
+that can never fire (``0 0 30 2 *``), so a bad schedule is an input error, not a crash.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from croniter import CroniterBadDateError, croniter
+
+from joiner.api.errors import InputError
+
+_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+_FIELD = re.compile(r"[0-9A-Za-z*?/,#-]+", re.ASCII)
+_UNSUPPORTED = re.compile(r"(?:^|[^A-Za-z])(?:L|W|R|H)(?:$|[^A-Za-z])|#|[0-9]L|L[0-9]|[0-9]W")
+#: Years a schedule is evaluated in; outside them date arithmetic overflows.
+MIN_YEAR, MAX_YEAR = 1971, 9000
+
+
+def check_schedule(text: str, *, field: str) -> str:
+    """Return the schedule stripped, or raise.
+
+    Raises:
+        InputError: not five fields or a macro, a construct robfig/cron does not support, or
+            a schedule that never fires; ``field`` names where it came from.
+    """
+    value = text.strip()
+    fields = value.split()
+    if value.startswith("@"):
+        if value not in _MACROS:
+            raise InputError(
+                f"{text!r} is not a supported macro ({', '.join(_MACROS)})", field=field
+            )
+    elif len(fields) != 5 or not all(_FIELD.fullmatch(f) for f in fields):
+        raise InputError(
+            f"{text!r} is not a cron schedule (five fields such as '0 9 * * 1-5', or a macro "
+            "such as '@daily')",
+            field=field,
+        )
+    elif any(_UNSUPPORTED.search(f) for f in fields):
+        raise InputError(
+            f"{text!r} uses L, W, #, R or H, which Kubernetes and Karpenter's cron parser do "
+            "not support",
+            field=field,
+        )
+    if not croniter.is_valid(value):
+        raise InputError(f"{text!r} is not a valid cron schedule", field=field)
+    try:
+        croniter(value, datetime(2025, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except CroniterBadDateError as exc:
+        raise InputError(f"{text!r} never fires (no such date)", field=field) from exc
+    return value
+
+
+def check_instant(value: datetime, *, field: str) -> datetime:
+    """A timezone-aware instant in UTC within the years schedules are evaluated in.
+
+    Raises:
+        InputError: no time zone, or a year outside 1971-9000.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InputError("give a time zone, e.g. 2025-01-06T09:30:00Z", field=field)
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        raise InputError(
+            f"{value.isoformat()} is outside the years {MIN_YEAR}-{MAX_YEAR}", field=field
+        )
+    return value.astimezone(UTC)
