@@ -705,8 +705,12 @@ def chaos_run(
             f"{b['targets']} target(s); "
             f"{b['podsLost']} pod(s) lost, {b['pdbViolations']} PDB violation(s); at most "
             f"{b['maxPodsPending']} pods pending, longest wait {b['maxPendingSeconds']:.1f} s; "
-            f"replacement lead time p50 {lead['p50']} s, min {lead['min']} s; "
-            f"cost during the experiment ${b['costDuringExperiment']:.4f}"
+            + (
+                f"replacement lead time p50 {lead['p50']} s, min {lead['min']} s; "
+                if lead["p50"] is not None
+                else "no replacement lead time (no node got a 2-minute notice); "
+            )
+            + f"cost during the experiment ${b['costDuringExperiment']:.4f}"
         )
     for reason in verdict.body["failedTargets"]:
         err.print(f"[bold red]experiment failed:[/] {_printable(reason)}", soft_wrap=True)

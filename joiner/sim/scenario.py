@@ -8,6 +8,7 @@ names (paths relative to the scenario file) and the traces, and checks cross-ref
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -21,6 +22,7 @@ from joiner.api import cron, durations
 from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
+from joiner.api.manifests.loader import _model_at
 from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents, read_text
 from joiner.api.objects import CronJob
@@ -362,13 +364,26 @@ def load_scenario(
     raw = docs[0]
     if not isinstance(raw, dict):
         raise InputError("the scenario must be a mapping", file=file)
+    if raw.get("kind") != "Scenario":
+        raise InputError(
+            f"this is a {raw.get('kind') or 'document without a kind'}, not a Scenario "
+            "(kind: Scenario, apiVersion: joiner.dev/v1alpha1); `joiner simulate` runs a "
+            "Scenario that lists the manifests (see examples/*/scenario.yaml)",
+            file=file,
+            field="kind",
+        )
     try:
         doc = ScenarioFile.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         msg = "required field is missing" if err["type"] == "missing" else err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown field"
+            parent = _model_at(ScenarioFile, tuple(err["loc"][:-1]))
+            known = sorted(parent.model_fields) if parent is not None else []
+            close = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)
+            msg = f"unknown field {err['loc'][-1]!r}" + (
+                f"; did you mean {close[0]!r}?" if close else ""
+            )
         name = (
             raw.get("metadata", {}).get("name") if isinstance(raw.get("metadata"), dict) else None
         )

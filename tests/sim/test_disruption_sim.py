@@ -160,3 +160,19 @@ def test_expiry_shorter_than_boot_keeps_relaunching(tmp_path):
     assert s["disruptions"]["expired"] >= 3
     assert s["provisioning"]["passes"] >= 3
     assert s["provisioning"]["nodeClaimsCreated"] > s["disruptions"]["expired"] // 2
+
+
+def test_scenario_typo_gets_a_hint_and_a_manifest_is_not_a_scenario(tmp_path):
+    from joiner.api.errors import InputError
+
+    typo = tmp_path / "s.yaml"
+    typo.write_text(
+        "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\n"
+        "spec:\n  manifests: [a.yaml]\n  workloads: [{deployment: a, replica: 3}]\n"
+    )
+    with pytest.raises(InputError, match="did you mean 'replicas'"):
+        load_scenario(typo)
+    dep = tmp_path / "d.yaml"
+    dep.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {}\n")
+    with pytest.raises(InputError, match="this is a Deployment, not a Scenario"):
+        load_scenario(dep)
