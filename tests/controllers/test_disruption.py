@@ -342,3 +342,27 @@ def test_do_not_disrupt_duration_counts_from_the_pods_start(tmp_path):
     plan = dry_run(tmp_path, *docs, fresh).plan()
     assert plan.commands == []
     assert "do-not-disrupt" in reasons(plan)["big"]
+
+
+def _balanced_cluster(policy: str) -> list[str]:
+    pool = nodepool().replace("WhenEmptyOrUnderutilized", policy)  # 10%: one node a pass
+    small = [node(f"s{i}", "m5.large") for i in range(3)]
+    small_pods = [pod(f"f{i}", f"s{i}", cpu="1900m") for i in range(3)]
+    big_pods = [pod(f"w{j}", "big", cpu="900m") for j in range(6)]
+    return [pool, *small, *small_pods, node("big", "m5.2xlarge"), *big_pods]
+
+
+def test_balanced_policy_refuses_a_small_saving_for_a_large_disruption(tmp_path):
+    # Replacing the m5.2xlarge saves little of the pool's price but moves most of its pods:
+    # WhenEmptyOrUnderutilized does it, Balanced (score below 1/2) does not.
+    eager = dry_run(tmp_path, *_balanced_cluster("WhenEmptyOrUnderutilized")).plan()
+    assert eager.commands[0].candidates == ["big"]
+    balanced = dry_run(tmp_path, *_balanced_cluster("Balanced")).plan()
+    assert "big" not in {n for c in balanced.commands for n in c.candidates}
+    assert reasons(balanced)["big"].startswith("Balanced policy: saving")
+
+
+def test_balanced_policy_accepts_a_worthwhile_move(tmp_path):
+    pool = nodepool().replace("WhenEmptyOrUnderutilized", "Balanced")
+    plan = dry_run(tmp_path, pool, node("big", "m5.4xlarge"), pod("w", "big", cpu="1")).plan()
+    assert [c.candidates for c in plan.commands] == [["big"]]

@@ -267,9 +267,47 @@ def _replacement(
 # -- the consolidation decision ------------------------------------------------------------
 
 
+#: Karpenter's ``BalancedK``: a Balanced move needs a score of at least 1/k.
+BALANCED_K = 2.0
+
+
+def balanced_score(ctx: Context, command: Command) -> float:
+    """Karpenter's Balanced consolidation score (``balanced.go``): the fraction of the
+    NodePools' hourly price the command saves, divided by the fraction of their disruption
+    it causes (1 per node plus 1 per pod to move, over the pools' nodes and pods)."""
+    pools = {c.pool.name for c in command.candidates}
+    total_price = 0.0
+    total_disruption = 0.0
+    for claim in ctx.state.live_nodeclaims():
+        node = ctx.state.node_of_claim(claim)
+        if claim.nodepool not in pools or claim.instance is None or node is None:
+            continue
+        total_price += claim.instance.offering.price_per_hour
+        total_disruption += 1 + sum(1 for p in ctx.state.pods_on(node.name) if not p.daemon)
+    disruption = sum(1 + len(c.pods) for c in command.candidates)
+    if total_price <= 0 or total_disruption <= 0 or disruption <= 0:
+        return 0.0
+    return (command.savings_per_hour / total_price) / (disruption / total_disruption)
+
+
 def consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> Command | str:
     """Karpenter's ``computeConsolidation``: a Delete or many-to-one Replace command for
-    ``candidates``, or the reason there is none."""
+    ``candidates``, or the reason there is none. Under a ``Balanced`` policy the command
+    must also score at least 1/``BALANCED_K`` (``balanced_score``)."""
+    got = _consolidate(ctx, candidates, method)
+    if isinstance(got, Command) and any(
+        c.pool.consolidation_policy == "Balanced" for c in got.candidates
+    ):
+        score = balanced_score(ctx, got)
+        if score < 1 / BALANCED_K:
+            return (
+                f"Balanced policy: saving {got.savings_per_hour:.4f} $/h is not worth the "
+                f"disruption (score {score:.2f} < {1 / BALANCED_K:g})"
+            )
+    return got
+
+
+def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> Command | str:
     sim = simulate(ctx, candidates)
     if sim.failure is not None:
         return sim.failure
