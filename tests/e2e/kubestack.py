@@ -39,6 +39,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "tools" / "kube-stack" / "build.sh"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+#: kwok renews a Lease in kube-node-lease for each of its Nodes (the node-heartbeat-with-lease
+#: stage expects it); without Leases the node lifecycle controller marks the Nodes NotReady
+#: after its grace period (about 40-50 s). kwokctl's default.
+KWOK_NODE_LEASE_SECONDS = 40
 
 
 class KubeStackError(RuntimeError):
@@ -391,6 +395,7 @@ class KubeStack:
                 f"--config={self.paths.kwok_stages}",
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
+                f"--node-lease-duration-seconds={KWOK_NODE_LEASE_SECONDS}",
                 f"--server-address=127.0.0.1:{kwok_port}",
             ],
         )
@@ -474,6 +479,10 @@ class KubeStack:
         path.chmod(0o600)
         return path
 
+    def pids(self) -> dict[str, int]:
+        """Process id of each running component, by name."""
+        return {c.name: c.proc.pid for c in self._components if c.proc is not None}
+
     # -- stop ----------------------------------------------------------------------------
 
     def stop(self, timeout_s: float = 15.0, remove: bool = True) -> None:
@@ -523,23 +532,35 @@ def _get(
         return None
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    """SIGTERM handler: behave as Ctrl-C does (the stack is stopped on the way out)."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build if needed, start the stack, print its timings and kubeconfig, then stop.
 
-    With ``--hold`` it keeps running until interrupted (Ctrl-C).
+    With ``--hold`` it keeps running until interrupted (Ctrl-C or SIGTERM); either stops
+    every component and removes the work directory (``--keep`` leaves it, for the logs).
     """
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--hold", action="store_true", help="keep running until Ctrl-C")
+    parser.add_argument("--hold", action="store_true", help="keep running until Ctrl-C/SIGTERM")
+    parser.add_argument("--keep", action="store_true", help="leave the work directory (logs)")
     args = parser.parse_args(argv)
+    # The components run in sessions of their own (a Ctrl-C in a test run does not reach
+    # them first), so a SIGTERM to this process must stop them: handle it as Ctrl-C.
+    signal.signal(signal.SIGTERM, _interrupt)
     paths = stack_paths()
     if paths.missing():
         paths = build_stack(paths.bin_dir.parent / "build.log")
-    with KubeStack(paths, keep=args.hold) as stack:
+    with KubeStack(paths, keep=args.keep) as stack:
         for name, seconds in stack.timings.items():
             print(f"{name:>24}: {seconds:6.2f} s")
         print(f"kubeconfig: {stack.kubeconfig}")
+        print(f"workdir: {stack.workdir}")
+        print("pids: " + " ".join(f"{n}={p}" for n, p in stack.pids().items()), flush=True)
         if args.hold:
-            print("running; Ctrl-C stops it")
+            print("running; Ctrl-C or SIGTERM stops it", flush=True)
             # Ctrl-C is the documented way out of --hold: it ends the pause, then we stop.
             with contextlib.suppress(KeyboardInterrupt):
                 signal.pause()

@@ -215,6 +215,12 @@ def test_scale_down_consolidates_through_evictions_within_a_pdb(
     cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=4, cpu="1500m"))
     running = wait_for("4 web pods running", lambda: cluster.running("web", 4), 120)
     _, nodes = wait_for("2 nodes", lambda: (c := cluster.consistent()) and len(c[1]) == 2 and c)
+    # The node lifecycle controller marks a Node NotReady once its heartbeat (kwok's node
+    # Lease) is older than its grace period (40-50 s): the nodes must still be Ready after
+    # that, and the consolidation below must not depend on finishing before it.
+    old = wait_for("both nodes older than 60 s", lambda: _all_older_than(cluster, nodes, 60), 120)
+    assert {n: _ready(n_obj) for n, n_obj in old.items()} == dict.fromkeys(nodes, "True")
+    running = wait_for("4 web pods still running", lambda: cluster.running("web", 4), 60)
     # One pod per node is cheaper to delete (pod-deletion-cost), so the scale-down below
     # leaves each node half full: consolidation must delete one and move its pod to the
     # other through the Eviction API.
@@ -270,6 +276,25 @@ def test_scale_down_consolidates_through_evictions_within_a_pdb(
             namespace=cluster.name,
         )
     assert refused.value.status.code == 429
+
+
+def _all_older_than(cluster: Cluster, names: set[str], age_s: float) -> dict[str, Node] | None:
+    """The Nodes ``names`` once each was created more than ``age_s`` seconds ago (by the
+    API server's clock: each Node's creationTimestamp against the newest Lease renewal)."""
+    from datetime import UTC, datetime
+
+    got = {n.metadata.name: n for n in cluster.nodes() if n.metadata.name in names}
+    if set(got) != names:
+        return None
+    now = datetime.now(UTC)
+    ages = [(now - n.metadata.creationTimestamp).total_seconds() for n in got.values()]
+    return got if min(ages) > age_s else None
+
+
+def _ready(node: Node) -> str | None:
+    """Status of the Node's Ready condition."""
+    conditions = node.status.conditions if node.status else None
+    return next((c.status for c in conditions or [] if c.type == "Ready"), None)
 
 
 def _pdb_allowed(cluster: Cluster, name: str) -> int | None:

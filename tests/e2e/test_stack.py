@@ -252,3 +252,54 @@ def test_controller_manager_runs_deployments_and_pdb_status(
     assert pdb.status.expectedPods == 2
     assert pdb.status.desiredHealthy == 1
     assert pdb.status.disruptionsAllowed == 1
+
+
+def _pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists (a zombie counts as gone: it has exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_sigterm_to_a_held_stack_stops_every_component_and_removes_its_workdir() -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = Path(__file__).with_name("kubestack.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--hold"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        for line in proc.stdout:  # ends at "running": the stack is up and held
+            lines.append(line)
+            if line.startswith("running"):
+                break
+        info = dict(line.split(": ", 1) for line in lines if line.startswith(("workdir", "pids")))
+        workdir = Path(info["workdir"].strip())
+        pids = {n: int(p) for n, p in (kv.split("=") for kv in info["pids"].split())}
+        assert set(pids) == {
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kwok",
+        }, lines
+        assert workdir.is_dir() and all(_pid_alive(p) for p in pids.values())
+
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, proc.stdout.read()
+        assert [n for n, p in pids.items() if _pid_alive(p)] == []
+        assert not workdir.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
