@@ -726,14 +726,17 @@ def chaos_run(
 
 @app.command("install-crds")
 def install_crds(
-    kubeconfig: KubeconfigOption = None,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", help="Install the CRDs into the cluster of this kubeconfig."),
+    ] = None,
     print_: Annotated[
         bool, typer.Option("--print", help="Print the CRDs as YAML instead of applying them.")
     ] = False,
 ) -> None:
     """Install (server-side apply) the NodePool, NodeClaim and EC2NodeClass CRDs, whose
     schemas are generated from Joiner's manifest models; or print them (deploy/crds/)."""
-    from joiner.operator.controller import crds_yaml
+    from joiner.cluster.kube.crds import crds_yaml
     from joiner.operator.controller import install_crds as apply
 
     if print_:

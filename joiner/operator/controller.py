@@ -75,6 +75,8 @@ log = logging.getLogger(__name__)
 #: Pods the provisioner could not place are retried this often (as the simulation does).
 RESYNC_S = 5.0
 RETRY_UNSCHEDULABLE_S = 30.0
+#: ``/healthz`` fails once the API server has been unreachable this long.
+API_UNREACHABLE_UNHEALTHY_S = 30.0
 DEFAULT_SECURITY_GROUP = SecurityGroup("sg-joiner-default", "joiner-default")
 WATCHED = (
     kube.NODEPOOL,
@@ -127,7 +129,8 @@ def load_settings(path: Path | None) -> ControllerSettings:
     """Read the settings file (None: defaults).
 
     Raises:
-        InputError: unreadable, not YAML, or a field unknown or invalid (named).
+        InputError: unreadable, not YAML, or a field unknown or invalid (named; a region
+            the catalog does not know included).
     """
     if path is None:
         return ControllerSettings()
@@ -136,12 +139,20 @@ def load_settings(path: Path | None) -> ControllerSettings:
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(f"cannot read settings: {exc}", file=str(path)) from exc
     try:
-        return ControllerSettings.model_validate(raw)
+        settings = ControllerSettings.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(
             err["msg"], file=str(path), field=".".join(str(p) for p in err["loc"])
         ) from exc
+    regions = Catalog.load().regions()
+    if settings.region not in regions:
+        raise InputError(
+            f"unknown region {settings.region!r}; known: {', '.join(regions)}",
+            file=str(path),
+            field="region",
+        )
+    return settings
 
 
 class WallClock:
@@ -219,6 +230,7 @@ class ControllerRuntime:
         health_port: int | None = 8081,
         report: TextIO | None = None,
         identity: str | None = None,
+        unhealthy_after_s: float = API_UNREACHABLE_UNHEALTHY_S,
     ) -> None:
         if cloud not in ("simulated", "aws"):
             raise InputError(f"unknown cloud {cloud!r}; use simulated or aws", field="--cloud")
@@ -231,6 +243,8 @@ class ControllerRuntime:
         self._report_file = report
         self.identity = identity or f"{socket.gethostname()}-{os.getpid()}"
         self.metrics = Metrics()
+        self.reachability = kube.ApiReachability(unhealthy_after_s)
+        self.elector: LeaderElector | None = None
         self.ready = False
         self.exit_code = 0
         self._stop = threading.Event()
@@ -247,16 +261,34 @@ class ControllerRuntime:
     # -- entry point --------------------------------------------------------------------------
 
     def run(self) -> int:
-        """Run until stopped; returns the exit code (0 clean stop, 1 lost lease or fatal)."""
+        """Run until stopped; returns the exit code (0 clean stop, 1 lost lease or fatal).
+
+        Raises:
+            InputError: a port cannot be bound (named by its flag).
+        """
         for port in sorted({p for p in (self.metrics_port, self.health_port) if p is not None}):
-            self.servers.append(
-                serve(
+            try:
+                server = serve(
                     port,
                     metrics=self.metrics if port == self.metrics_port else None,
-                    ready=lambda: self.ready,
+                    ready=self._is_ready,
+                    healthy=self.reachability.healthy,
                 )
-            )
+            except OSError as exc:
+                for started in self.servers:
+                    started.shutdown()
+                    started.server_close()
+                flag = "--metrics-port" if port == self.metrics_port else "--health-port"
+                raise InputError(
+                    f"cannot listen on port {port}: {exc.strerror or exc}", field=flag
+                ) from exc
+            self.servers.append(server)
         return asyncio.run(self._main())
+
+    def _is_ready(self) -> bool:
+        """``/readyz``: informers synced (a standby: waiting), and nothing refusing the
+        Lease (its namespace missing, no RBAC)."""
+        return self.ready and (self.elector is None or self.elector.problem is None)
 
     def stop(self) -> None:
         """Ask the runtime to stop (thread-safe)."""
@@ -278,7 +310,7 @@ class ControllerRuntime:
         elector: LeaderElector | None = None
         le = self.settings.leaderElection
         if not self.dry_run and le.enabled:
-            elector = LeaderElector(
+            elector = self.elector = LeaderElector(
                 self.client,
                 le.namespace,
                 le.name,
@@ -287,6 +319,7 @@ class ControllerRuntime:
                 renew_deadline_s=le.renewDeadlineSeconds,
                 retry_s=le.retryPeriodSeconds,
                 on_lost=lambda: self._call_soon(loop, self._lost, stopped),
+                reachability=self.reachability,
             )
             log.info("waiting for the lease %s/%s as %s", le.namespace, le.name, self.identity)
             # A standby is ready (it serves its purpose by waiting); the leader is ready
@@ -298,10 +331,10 @@ class ControllerRuntime:
             self.ready = False
             elector.start_renewing(self._stop)
         self._build(loop)
-        await self._start_informers(loop)
-        self.metrics.leader.set(0 if self.dry_run else 1)
-        log.info("controller running (cloud=%s, dry-run=%s)", self.cloud_name, self.dry_run)
-        await stopped.wait()
+        if await self._start_informers(loop, stopped):
+            self.metrics.leader.set(0 if self.dry_run else 1)
+            log.info("controller running (cloud=%s, dry-run=%s)", self.cloud_name, self.dry_run)
+            await stopped.wait()
         self._stop.set()
         if elector is not None and self.exit_code == 0:
             elector.release()
@@ -451,7 +484,11 @@ class ControllerRuntime:
             return cloud.adopt(it, zone, capacity_type, provider_id.rsplit("/", 1)[-1])
         return cloud.get(provider_id)
 
-    async def _start_informers(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _start_informers(
+        self, loop: asyncio.AbstractEventLoop, stopped: asyncio.Event
+    ) -> bool:
+        """Start the informers and, once every kind has synced, the controllers; False
+        when stopped first (SIGTERM while the API server cannot be reached)."""
         synced = asyncio.Event()
 
         def deliver_on_loop(kind: kube.Kind, event: str, docs: list[dict[str, Any]]) -> None:
@@ -469,14 +506,27 @@ class ControllerRuntime:
             loop.call_soon_threadsafe(deliver_on_loop, kind, event, docs)
 
         self.informers = [
-            Informer(lambda: kube.connect(self.kubeconfig), kind, deliver, self._stop)
+            Informer(
+                lambda: kube.connect(self.kubeconfig),
+                kind,
+                deliver,
+                self._stop,
+                reachability=self.reachability,
+            )
             for kind in WATCHED
         ]
         for informer in self.informers:
             informer.start()
-        await synced.wait()
+        waits = [asyncio.ensure_future(synced.wait()), asyncio.ensure_future(stopped.wait())]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+        if not synced.is_set():
+            log.info("stopped before the informers synced")
+            return False
         self.clock.run(self._start_controllers, "start")
         self.ready = True
+        return True
 
     def _start_controllers(self) -> None:
         self.feed.start()
@@ -614,15 +664,6 @@ class ControllerRuntime:
         if kind == tl.DISRUPTION:
             method = detail.split(" ", 1)[0] if detail else "unknown"
             self.metrics.disruption_decisions.labels(decision="delete", reason=method).inc()
-
-
-def crds_yaml() -> str:
-    """The three CRDs as one multi-document YAML (what ``deploy/crds/`` holds)."""
-    from joiner.cluster.kube.crds import crd_documents
-
-    return "".join(
-        "---\n" + yaml.safe_dump(doc, sort_keys=False, width=100) for doc in crd_documents()
-    )
 
 
 def install_crds(kubeconfig: Path) -> list[str]:

@@ -337,3 +337,57 @@ def test_informer_lists_watches_from_the_version_and_relists_on_410() -> None:
     assert got == [("SYNC", ["np-1"]), ("SYNC", ["np-2"]), ("ADDED", ["np-new"])]
     assert fake.watches == ["10", "20"]  # each watch starts at its list's version
     assert informer.relists == 1
+
+
+def _pdb(allowed: int | None) -> dict[str, Any]:
+    status = {} if allowed is None else {"status": {"disruptionsAllowed": allowed}}
+    return _doc(
+        kube.PDB,
+        {
+            "metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+            **status,
+        },
+    )
+
+
+@pytest.mark.parametrize(("allowed", "evicted"), [(0, False), (None, False), (1, True)])
+def test_dry_run_eviction_follows_the_pdb_status_the_api_reports(
+    allowed: int | None, evicted: bool
+) -> None:
+    from joiner.cluster.kube.actuator import KubeActuator
+    from joiner.cluster.kube.metrics import Metrics
+
+    h = Harness()
+    h.sync(kube.NODEPOOL, NODEPOOL)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET):
+        h.sync(kind)
+    h.sync(kube.PDB, _pdb(allowed))
+    h.sync(kube.POD, _pod("a", "u1", node="n1", labels={"app": "web"}), _pod("b", "u2", node="n1"))
+    h.feed.start()
+    report: list[dict[str, Any]] = []
+    actuator = KubeActuator(
+        None,
+        h.state,
+        h.feed,
+        h.lifecycle,
+        Metrics(),
+        create_nodes=True,
+        dry_run=True,
+        report=report.append,
+    )
+    assert actuator.evict(h.state.pods["u1"], forced=False) is evicted
+    if evicted:
+        assert report == [{"action": "evict", "pod": "ns/a", "forced": False}]
+    else:
+        assert report == [
+            {
+                "action": "evictBlocked",
+                "pod": "ns/a",
+                "pdb": "PodDisruptionBudget ns/web allows no disruption",
+            }
+        ]
+    # A pod no budget selects is evicted either way.
+    assert actuator.evict(h.state.pods["u2"], forced=False)
+    assert report[-1] == {"action": "evict", "pod": "ns/b", "forced": False}

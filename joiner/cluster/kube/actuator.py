@@ -40,7 +40,7 @@ from lightkube.types import PatchType
 
 from joiner.api import labels, quantity
 from joiner.api.requirements import Requirements
-from joiner.cluster.kube.client import NODE, NODECLAIM, POD, NodeClaimResource
+from joiner.cluster.kube.client import NODE, NODECLAIM, PDB, POD, NodeClaimResource
 from joiner.cluster.kube.feed import (
     HASH_ANNOTATION,
     KWOK_ANNOTATION,
@@ -51,6 +51,7 @@ from joiner.cluster.kube.feed import (
 )
 from joiner.cluster.kube.metrics import Metrics
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.controllers.termination.pdb import selects
 from joiner.state.cluster import ClusterState, NodeClaim
 from joiner.state.cluster import Node as StateNode
 from joiner.state.cluster import Pod as StatePod
@@ -426,6 +427,15 @@ class KubeActuator:
         the API server refuses (429 from a PodDisruptionBudget, or another error, logged),
         True when it is evicted or already gone (404)."""
         if self.dry_run:
+            blocking = None if forced else self._blocking_pdb(pod)
+            if blocking is not None:
+                # The API server would answer 429: do not assume the eviction happened.
+                entry = {"action": "evictBlocked", "pod": f"{pod.namespace}/{pod.name}"}
+                entry["pdb"] = blocking
+                log.info("dry-run: eviction of %s would be refused: %s", entry["pod"], blocking)
+                if self._report is not None:
+                    self._report(entry)
+                return False
             self._dry("evict", pod=f"{pod.namespace}/{pod.name}", forced=forced)
             return True
         # The node's taint goes out before its first eviction, so the replacement pod the
@@ -434,6 +444,23 @@ class KubeActuator:
         if node is not None and node.deleted_at_s is None:
             self._sync_node(node)
         return self._post_eviction(pod.namespace, pod.name, forced=forced)
+
+    def _blocking_pdb(self, pod: StatePod) -> str | None:
+        """``namespace/name`` of a PodDisruptionBudget selecting ``pod`` whose status (as
+        the API server last reported it: ``status.disruptionsAllowed``) allows no
+        disruption, or None. A budget the disruption controller has not observed yet
+        (no status) blocks too, as the Eviction API refuses then."""
+        docs = {
+            (str(d["metadata"].get("namespace")), str(d["metadata"].get("name"))): d
+            for d in self._feed.of(PDB).values()
+        }
+        for pdb in self._state.pdbs:
+            if not selects(pdb, pod):
+                continue
+            status = docs.get((pdb.namespace, pdb.name), {}).get("status") or {}
+            if int(status.get("disruptionsAllowed") or 0) < 1:
+                return f"PodDisruptionBudget {pdb.namespace}/{pdb.name} allows no disruption"
+        return None
 
     def _post_eviction(self, namespace: str, name: str, *, forced: bool = False) -> bool:
         try:

@@ -8,7 +8,10 @@ as it reads files.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,8 @@ from lightkube.resources.storage_v1 import StorageClass
 
 from joiner.api.errors import InputError
 from joiner.cluster.kube.crds import crd_documents
+
+log = logging.getLogger(__name__)
 
 #: Field manager of every write (server-side apply and patches).
 FIELD_MANAGER = "joiner"
@@ -103,6 +108,73 @@ def connect(kubeconfig: Path | str | None, *, timeout_s: float = 30.0) -> Client
     return Client(config=config, field_manager=FIELD_MANAGER, timeout=httpx.Timeout(timeout_s))
 
 
+def server_of(exc: httpx.HTTPError) -> str:
+    """The API server a transport error was about (``https://host:port``), or
+    ``"the API server"`` when the error carries no request."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # httpx raises this when the error has no request
+        return "the API server"
+    return f"{url.scheme}://{url.netloc.decode()}"
+
+
+def unreachable(exc: httpx.HTTPError, field: str = "--kubeconfig") -> InputError:
+    """An ``InputError`` naming the server a transport error could not reach (or that
+    answered with something other than the Kubernetes API's JSON)."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return InputError(
+            f"{server_of(exc)} did not answer as a Kubernetes API server: {exc}", field=field
+        )
+    return InputError(f"cannot reach the API server {server_of(exc)}: {exc}", field=field)
+
+
+class ApiReachability:
+    """Whether the API server answers, as seen by the informers and the leader elector.
+
+    Callers report each request's outcome (``ok`` / ``failed``). The first failure after a
+    success is logged once as an ERROR naming the server, and the recovery once as INFO;
+    ``healthy()`` turns False once failures have lasted ``threshold_s`` without a success
+    in between (``/healthz`` answers 503 then, so a liveness probe restarts the pod).
+    Thread-safe.
+    """
+
+    def __init__(
+        self, threshold_s: float = 30.0, *, now: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.threshold_s = threshold_s
+        self._now = now
+        self._lock = threading.Lock()
+        self.failing_since: float | None = None
+
+    def ok(self) -> None:
+        """A request reached the server (any HTTP answer counts, errors included)."""
+        with self._lock:
+            if self.failing_since is None:
+                return
+            down_s = self._now() - self.failing_since
+            self.failing_since = None
+        log.info("the API server is reachable again (after %.0f s)", down_s)
+
+    def failed(self, exc: httpx.HTTPError) -> None:
+        """A request did not reach the server (connection refused, timeout, TLS, ...)."""
+        with self._lock:
+            if self.failing_since is not None:
+                return
+            self.failing_since = self._now()
+        log.error(
+            "cannot reach the API server %s: %s (retrying; /healthz fails after %.0f s)",
+            server_of(exc),
+            exc,
+            self.threshold_s,
+        )
+
+    def healthy(self) -> bool:
+        """False once the server has been unreachable for ``threshold_s`` or longer."""
+        with self._lock:
+            since = self.failing_since
+        return since is None or self._now() - since < self.threshold_s
+
+
 def namespace_arg(kind: Kind) -> dict[str, str]:
     """``{"namespace": ALL_NS}`` for a namespaced kind (lists and watches span every
     namespace; lightkube would default to the kubeconfig's), ``{}`` otherwise."""
@@ -125,7 +197,7 @@ def list_documents(
 
     Raises:
         InputError: the API server refused a list (403: the credentials lack RBAC), naming
-            the kind and the server's message.
+            the kind and the server's message, or could not be reached (named).
     """
     docs: list[dict[str, Any]] = []
     warnings: list[str] = []
@@ -141,6 +213,8 @@ def list_documents(
                     f"{exc.status.message}"
                 ) from exc
             warnings.append(f"{kind.api_version} {kind.kind} is not served by this cluster")
+        except httpx.HTTPError as exc:
+            raise unreachable(exc) from exc
     return docs, warnings
 
 
@@ -149,7 +223,8 @@ def apply_crds(client: Any) -> list[str]:
     fields Joiner owns; returns their names.
 
     Raises:
-        InputError: the API server refused one (named, with its message).
+        InputError: the API server refused one (named, with its message) or could not be
+            reached (named).
     """
     names = []
     for doc in crd_documents():
@@ -161,5 +236,7 @@ def apply_crds(client: Any) -> list[str]:
                 f"the API server refused CustomResourceDefinition {doc['metadata']['name']}: "
                 f"{exc.status.code} {exc.status.message}"
             ) from exc
+        except httpx.HTTPError as exc:
+            raise unreachable(exc) from exc
         names.append(str(doc["metadata"]["name"]))
     return names

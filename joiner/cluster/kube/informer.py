@@ -9,6 +9,9 @@ what it sees to ``deliver`` (the composition root forwards it to the asyncio loo
   broken disappear);
 * ``deliver(kind, "ADDED" | "MODIFIED" | "DELETED", [doc])`` for each watch event.
 
+Every list, watch event or API error counts as the server being reachable, every transport
+error as it being unreachable (``ApiReachability``: logged once, and ``/healthz``).
+
 This is client-go's reflector reduced to what Joiner needs (reference kube-test-stack.md
 §6): a watch that ends normally is resumed from the last resourceVersion seen; a 410 Gone
 (the version was compacted away) or any other error re-lists after ``retry_s``.
@@ -25,7 +28,7 @@ import httpx2 as httpx
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 
-from joiner.cluster.kube.client import Kind, as_document, namespace_arg
+from joiner.cluster.kube.client import ApiReachability, Kind, as_document, namespace_arg
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,7 @@ class Informer:
         *,
         retry_s: float = 1.0,
         server_timeout_s: int = 240,
+        reachability: ApiReachability | None = None,
     ) -> None:
         self._client_factory = client_factory
         self.kind = kind
@@ -52,6 +56,7 @@ class Informer:
         self.retry_s = retry_s
         self.server_timeout_s = server_timeout_s
         self.relists = 0
+        self._reachability = reachability or ApiReachability()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -68,7 +73,8 @@ class Informer:
         while not self._stop.is_set():
             try:
                 listing = client.list(self.kind.resource, **namespace_arg(self.kind))
-                docs = [as_document(o, self.kind) for o in listing]
+                docs = [as_document(o, self.kind) for o in listing]  # the request runs here
+                self._reachability.ok()
                 version = listing.resourceVersion
                 if not first:
                     self.relists += 1
@@ -76,6 +82,7 @@ class Informer:
                 self._deliver(self.kind, "SYNC", docs)
                 self._watch(client, version)
             except ApiError as exc:
+                self._reachability.ok()  # the server answered
                 if exc.status.code == 410:
                     log.info("watch expired kind=%s: re-listing", self.kind.kind)
                     continue
@@ -87,7 +94,8 @@ class Informer:
                     self.retry_s,
                 )
             except httpx.HTTPError as exc:
-                log.warning(
+                self._reachability.failed(exc)  # logged once there, as an ERROR
+                log.debug(
                     "list/watch failed kind=%s: %s; retrying in %.0f s",
                     self.kind.kind,
                     exc,
@@ -107,6 +115,7 @@ class Informer:
             ):
                 if self._stop.is_set():
                     return
+                self._reachability.ok()
                 doc = as_document(obj, self.kind)
                 version = str(doc.get("metadata", {}).get("resourceVersion") or version)
                 self._deliver(self.kind, event, [doc])

@@ -10,6 +10,10 @@ leaderelection does it:
   (the composition root exits, as controller-runtime does, so a stale leader never acts).
 * A standby takes over at the earliest ``leaseDurationSeconds`` after the last renewal.
 
+A refusal that waiting will not fix (the Lease's namespace does not exist, 403: no RBAC)
+is logged once as an ERROR saying how to fix it, and kept in ``problem`` (``/readyz``
+fails meanwhile); the candidate keeps retrying, so creating the namespace is enough.
+
 Times in the Lease are the wall clock (``MicroTime``, UTC); replicas compare them with
 their own clocks, so clock skew between machines shortens or lengthens the takeover.
 """
@@ -28,6 +32,8 @@ from lightkube.core.exceptions import ApiError
 from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
+
+from joiner.cluster.kube.client import ApiReachability
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +64,7 @@ class LeaderElector:
         renew_deadline_s: float = 10.0,
         retry_s: float = 2.0,
         on_lost: Callable[[], None] | None = None,
+        reachability: ApiReachability | None = None,
     ) -> None:
         if not retry_s < renew_deadline_s < lease_duration_s:
             raise ValueError(
@@ -74,6 +81,9 @@ class LeaderElector:
         self._on_lost = on_lost
         self.leader = False
         self.transitions = 0
+        self._reachability = reachability or ApiReachability()
+        #: Why the Lease cannot be taken (logged once), None when nothing stands in the way.
+        self.problem: str | None = None
 
     def try_acquire_or_renew(self) -> bool:
         """One attempt; True when this candidate holds the Lease afterwards.
@@ -129,16 +139,49 @@ class LeaderElector:
         """Block until this candidate leads (True) or ``stop`` is set (False)."""
         while not stop.is_set():
             try:
-                if self.try_acquire_or_renew():
+                acquired = self.try_acquire_or_renew()
+                self._reachability.ok()
+                if self.problem is not None:
+                    log.info("lease %s/%s: no longer refused", self.namespace, self.name)
+                    self.problem = None
+                if acquired:
                     self.leader = True
                     log.info("became leader lease=%s/%s", self.namespace, self.name)
                     return True
             except ApiError as exc:
-                log.warning("lease %s/%s: %s", self.namespace, self.name, exc.status.message)
+                self._reachability.ok()  # the server answered
+                self._refused(exc)
             except httpx.HTTPError as exc:  # the API server is unreachable: keep trying
+                self._reachability.failed(exc)
                 log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
             stop.wait(self.retry_s)
         return False
+
+    def _refused(self, exc: ApiError) -> None:
+        """Log a refusal: once as an ERROR with the fix when it is new, then at DEBUG."""
+        message = str(exc.status.message)
+        if exc.status.code == 404 and "namespace" in message:
+            problem = (
+                f"cannot create the Lease {self.namespace}/{self.name}: namespace "
+                f"{self.namespace!r} does not exist ({message}). Create it (kubectl create "
+                f"namespace {self.namespace}), apply deploy/ (kubectl apply -k deploy/), or "
+                "set leaderElection.namespace in the --settings file to an existing "
+                "namespace. Waiting for it."
+            )
+        elif exc.status.code == 403:
+            problem = (
+                f"the API server forbids the Lease {self.namespace}/{self.name}: {message}. "
+                "Grant get/create/update on coordination.k8s.io leases in that namespace "
+                "(deploy/rbac.yaml). Waiting."
+            )
+        else:
+            log.warning("lease %s/%s: %s", self.namespace, self.name, message)
+            return
+        if problem != self.problem:
+            log.error("%s", problem)
+        else:
+            log.debug("%s", problem)
+        self.problem = problem
 
     def keep(self, stop: threading.Event) -> None:
         """Renew until ``stop`` or until the lease is lost (then ``on_lost``). Runs in a
@@ -147,10 +190,13 @@ class LeaderElector:
         while not stop.wait(self.retry_s):
             try:
                 ok = self.try_acquire_or_renew()
+                self._reachability.ok()
             except ApiError as exc:
+                self._reachability.ok()
                 log.warning("lease renewal failed: %s", exc.status.message)
                 ok = False
             except httpx.HTTPError as exc:  # transport errors: keep trying until the deadline
+                self._reachability.failed(exc)
                 log.warning("lease renewal failed: %s", exc)
                 ok = False
             if ok:
@@ -195,4 +241,6 @@ class LeaderElector:
                 self._client.replace(lease)
         except ApiError as exc:
             log.warning("lease release failed: %s", exc.status.message)
+        except httpx.HTTPError as exc:
+            log.warning("lease release failed (the standby waits for it to expire): %s", exc)
         self.leader = False

@@ -104,13 +104,17 @@ class Metrics:
 class _Handler(BaseHTTPRequestHandler):
     metrics: Metrics | None = None
     ready: Callable[[], bool] = staticmethod(lambda: True)
+    healthy: Callable[[], bool] = staticmethod(lambda: True)
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == "/metrics" and self.metrics is not None:
             body, ctype, code = self.metrics.exposition(), CONTENT_TYPE_LATEST, 200
         elif path == "/healthz":
-            body, ctype, code = b"ok\n", "text/plain", 200
+            ok = self.healthy()
+            body, ctype, code = (
+                (b"ok\n", "text/plain", 200) if ok else (b"API server unreachable\n", "", 503)
+            )
         elif path == "/readyz":
             ok = self.ready()
             body, ctype, code = (b"ok\n", "text/plain", 200) if ok else (b"not ready\n", "", 503)
@@ -127,16 +131,25 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(
-    port: int, *, metrics: Metrics | None, ready: Callable[[], bool], host: str = "0.0.0.0"
+    port: int,
+    *,
+    metrics: Metrics | None,
+    ready: Callable[[], bool],
+    healthy: Callable[[], bool] = lambda: True,
+    host: str = "0.0.0.0",
 ) -> ThreadingHTTPServer:
-    """Serve ``/metrics`` (when ``metrics``), ``/healthz`` and ``/readyz`` (503 until
-    ``ready()``) on ``host:port`` in a daemon thread; port 0 picks a free one
-    (``server.server_address``).
+    """Serve ``/metrics`` (when ``metrics``), ``/healthz`` (503 while not ``healthy()``)
+    and ``/readyz`` (503 until ``ready()``) on ``host:port`` in a daemon thread; port 0
+    picks a free one (``server.server_address``).
 
     Raises:
         OSError: the port cannot be bound.
     """
-    handler = type("Handler", (_Handler,), {"metrics": metrics, "ready": staticmethod(ready)})
+    handler = type(
+        "Handler",
+        (_Handler,),
+        {"metrics": metrics, "ready": staticmethod(ready), "healthy": staticmethod(healthy)},
+    )
     server = ThreadingHTTPServer((host, port), handler)
     threading.Thread(target=server.serve_forever, name=f"http-{port}", daemon=True).start()
     return server
