@@ -279,8 +279,8 @@ def test_scale_down_consolidates_through_evictions_within_a_pdb(
 
 
 def _all_older_than(cluster: Cluster, names: set[str], age_s: float) -> dict[str, Node] | None:
-    """The Nodes ``names`` once each was created more than ``age_s`` seconds ago (by the
-    API server's clock: each Node's creationTimestamp against the newest Lease renewal)."""
+    """The Nodes ``names`` once each was created more than ``age_s`` seconds ago (its
+    creationTimestamp against this machine's clock, which the loopback stack shares)."""
     from datetime import UTC, datetime
 
     got = {n.metadata.name: n for n in cluster.nodes() if n.metadata.name in names}
