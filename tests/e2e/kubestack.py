@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
 import os
 import secrets
 import shutil
@@ -553,7 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     paths = stack_paths()
     if paths.missing():
         paths = build_stack(paths.bin_dir.parent / "build.log")
-    with KubeStack(paths, keep=args.keep) as stack:
+    stack = KubeStack(paths, keep=args.keep)
+    try:
+        stack.start()
         for name, seconds in stack.timings.items():
             print(f"{name:>24}: {seconds:6.2f} s")
         print(f"kubeconfig: {stack.kubeconfig}")
@@ -561,9 +562,15 @@ def main(argv: list[str] | None = None) -> int:
         print("pids: " + " ".join(f"{n}={p}" for n, p in stack.pids().items()), flush=True)
         if args.hold:
             print("running; Ctrl-C or SIGTERM stops it", flush=True)
-            # Ctrl-C is the documented way out of --hold: it ends the pause, then we stop.
-            with contextlib.suppress(KeyboardInterrupt):
-                signal.pause()
+            signal.pause()
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM, at any point (even before the pause): stop as below.
+        print("interrupted; stopping", flush=True)
+    finally:
+        # A second signal must not cut the shutdown short and orphan components.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        stack.stop()
     return 0
 
 
