@@ -428,6 +428,7 @@ class ControllerRuntime:
             self.timeline,
             trigger=self.batcher.trigger,
             spot_to_spot=s.spotToSpotConsolidation,
+            cloud_drift=self.cloud.is_drifted,
             epoch=datetime.now(UTC),
         )
         self.expiration = ExpirationController(
