@@ -280,3 +280,18 @@ def test_install_crds_help_and_print_match_deploy() -> None:
     files = [CRD_FILES[d["spec"]["names"]["kind"]] for d in crd_documents()]
     expected = "".join("---\n" + (REPO / "deploy" / "crds" / f).read_text() for f in files)
     assert printed.stdout == expected
+
+
+def test_listing_from_something_that_is_not_an_api_server_is_a_located_error():
+    """Regression (fix helper): lightkube raised KeyError('Content-Type') on a non-JSON 404
+    from a server that is not Kubernetes, and `plan --kubeconfig` showed a traceback."""
+    from joiner.api.errors import InputError
+    from joiner.cluster.kube.client import list_documents
+
+    class NotKubernetes:
+        def list(self, *_args: Any, **_kwargs: Any) -> Any:
+            raise KeyError("Content-Type")
+
+    with pytest.raises(InputError, match="not from a Kubernetes API server") as exc:
+        list_documents(NotKubernetes())
+    assert exc.value.field == "--kubeconfig"

@@ -203,9 +203,7 @@ def list_documents(
     warnings: list[str] = []
     for kind in kinds:
         try:
-            docs.extend(
-                as_document(o, kind) for o in client.list(kind.resource, **namespace_arg(kind))
-            )
+            found = list(client.list(kind.resource, **namespace_arg(kind)))
         except ApiError as exc:
             if exc.status.code != 404:
                 raise InputError(
@@ -213,8 +211,18 @@ def list_documents(
                     f"{exc.status.message}"
                 ) from exc
             warnings.append(f"{kind.api_version} {kind.kind} is not served by this cluster")
+            continue
         except httpx.HTTPError as exc:
             raise unreachable(exc) from exc
+        except KeyError as exc:
+            # lightkube fails this way when an error response carries no Content-Type:
+            # whatever answered is not a Kubernetes API server.
+            raise InputError(
+                f"listing {kind.api_version} {kind.kind} got an answer that is not from a "
+                f"Kubernetes API server (missing {exc}); check the server in --kubeconfig",
+                field="--kubeconfig",
+            ) from exc
+        docs.extend(as_document(o, kind) for o in found)
     return docs, warnings
 
 
