@@ -332,6 +332,50 @@ def small_limits(pool: NodePool, types: Sequence[InstanceType]) -> list[LintWarn
     return out
 
 
+#: Below this, ``expireAfter`` deletes nodes about as soon as they are Ready (boot takes
+#: about a minute), so pods are evicted over and over.
+MIN_USEFUL_EXPIRE_AFTER_S = 600.0
+
+
+def disruption_settings(pool: NodePool) -> list[LintWarning]:
+    """Disruption settings that defeat themselves: an ``expireAfter`` shorter than a node's
+    useful life, and budgets that allow no disruption at any time."""
+    out = []
+    expire = pool.expire_after_s
+    if expire is not None and expire < MIN_USEFUL_EXPIRE_AFTER_S:
+        field = (
+            "spec.ttlSecondsUntilExpired"
+            if pool.source.kind == "Provisioner"
+            else "spec.template.spec.expireAfter"
+        )
+        out.append(
+            LintWarning(
+                "expire-after-too-short",
+                pool.source.file,
+                pool.source.ref,
+                field,
+                f"nodes expire {expire:g}s after launch, about as soon as they are Ready, so "
+                "their pods are evicted and rescheduled over and over",
+                "Use hours or days (Karpenter's default is 720h), or Never",
+            )
+        )
+    if any(
+        b.schedule is None and b.allowed(1_000_000) == 0 and not b.reasons for b in pool.budgets
+    ):
+        out.append(
+            LintWarning(
+                "budget-blocks-all",
+                pool.source.file,
+                pool.source.ref,
+                "spec.disruption.budgets",
+                "a budget without a schedule allows 0 nodes for every reason, so emptiness, "
+                "drift and consolidation never act on this pool (expiration still does)",
+                "Give that budget a schedule and duration, or reasons, or remove it",
+            )
+        )
+    return out
+
+
 def lint(
     pools: Sequence[NodePool],
     types_by_pool: Mapping[str, Sequence[InstanceType]],
@@ -344,6 +388,7 @@ def lint(
         out += dead_values(pool, types)
         out += spot_flexibility(pool, types)
         out += small_limits(pool, types)
+        out += disruption_settings(pool)
     out += unused_pools(pools, types_by_pool, pods)
     out += overlapping_pools(pools, types_by_pool)
     return out

@@ -180,3 +180,22 @@ def test_lint_scenario_reports_nodeclass_selecting_no_subnet(tmp_path):
     text = " ".join(result.stderr.split())
     assert result.exit_code == 1
     assert "AWSNodeTemplate/default: field spec.subnetSelector: selects no subnet" in text
+
+
+def test_lint_self_defeating_disruption_settings(tmp_path):
+    short = CLEAN.replace(
+        "      requirements:\n        - {key: karpenter.sh/capacity-type",
+        "      expireAfter: 1m\n      requirements:\n        - {key: karpenter.sh/capacity-type",
+        1,
+    )
+    short = short.replace(
+        "spec:\n  template:", 'spec:\n  disruption:\n    budgets: [{nodes: "0"}]\n  template:', 1
+    )
+    result = _lint_text(tmp_path, short)
+    text = " ".join(result.stderr.split())
+    assert result.exit_code == 1
+    assert "field spec.template.spec.expireAfter: nodes expire 60s after launch" in text
+    assert "field spec.disruption.budgets: a budget without a schedule allows 0 nodes" in text
+    scheduled = short.replace('{nodes: "0"}', '{nodes: "0", schedule: "@daily", duration: 1h}')
+    scheduled = scheduled.replace("expireAfter: 1m", "expireAfter: 24h")
+    assert _lint_text(tmp_path, scheduled).exit_code == 0
