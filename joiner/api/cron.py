@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
 
@@ -54,6 +55,23 @@ def check_schedule(text: str, *, field: str) -> str:
     except CroniterBadDateError as exc:
         raise InputError(f"{text!r} never fires (no such date)", field=field) from exc
     return value
+
+
+def check_time_zone(name: str | None, *, field: str) -> str | None:
+    """An IANA time zone name as a CronJob's ``spec.timeZone`` takes it (None: UTC).
+
+    Raises:
+        InputError: not a time zone the system's tz database knows.
+    """
+    if name is None:
+        return None
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InputError(
+            f"unknown time zone {name!r} (use an IANA name such as Europe/Paris)", field=field
+        ) from exc
+    return name
 
 
 def check_instant(value: datetime, *, field: str) -> datetime:

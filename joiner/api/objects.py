@@ -484,6 +484,8 @@ class CronJob:
     suspend: bool = False
     #: ``Allow`` (default), ``Forbid`` or ``Replace``.
     concurrency_policy: str = "Allow"
+    #: ``spec.timeZone`` (an IANA name) the schedule is read in; None: UTC.
+    time_zone: str | None = None
 
     @property
     def key(self) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo
 
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
@@ -619,7 +620,8 @@ def load_scenario(
 
 
 def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> tuple[float, ...]:
-    """Seconds of run time at which ``cj``'s schedule fires (UTC wall clock from ``start``),
+    """Seconds of run time at which ``cj``'s schedule fires (read in its ``spec.timeZone``,
+    default UTC; ``start`` is run time 0),
     as the CronJob controller computes them (robfig/cron semantics, via croniter).
 
     Raises:
@@ -630,7 +632,8 @@ def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> tuple[float,
     except InputError as exc:
         raise exc.located(file=cj.source.file, obj=cj.source.ref) from exc
     out: list[float] = []
-    it = croniter(text, start - timedelta(microseconds=1))
+    local = start.astimezone(ZoneInfo(cj.time_zone)) if cj.time_zone else start
+    it = croniter(text, local - timedelta(microseconds=1))
     while True:
         at = (it.get_next(datetime) - start).total_seconds()
         if at > duration_s:

@@ -176,3 +176,30 @@ def test_scenario_typo_gets_a_hint_and_a_manifest_is_not_a_scenario(tmp_path):
     dep.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {}\n")
     with pytest.raises(InputError, match="this is a Deployment, not a Scenario"):
         load_scenario(dep)
+
+
+def test_cronjob_time_zone_is_honoured_and_checked():
+    """Regression (breaker): spec.timeZone was ignored, and an unknown zone accepted."""
+    from datetime import UTC, datetime
+
+    from joiner.api.errors import InputError
+    from joiner.api.objects import CronJob, PodTemplate, Source
+    from joiner.sim.scenario import _fire_times
+
+    def job(tz: str | None) -> CronJob:
+        return CronJob(
+            "ns",
+            "cj",
+            "0 19 * * *",
+            PodTemplate(requests={}),
+            Source("f", "CronJob", "ns/cj"),
+            time_zone=tz,
+        )
+
+    start = datetime(2025, 1, 7, tzinfo=UTC)
+    assert _fire_times(job(None), start, 86400) == (19 * 3600.0,)
+    assert _fire_times(job("Asia/Tokyo"), start, 86400) == (10 * 3600.0,)  # 19:00 JST
+    from joiner.api.cron import check_time_zone
+
+    with pytest.raises(InputError, match="unknown time zone 'Mars/Olympus'"):
+        check_time_zone("Mars/Olympus", field="spec.timeZone")

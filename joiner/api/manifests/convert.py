@@ -769,6 +769,7 @@ def cronjob(doc: m.CronJob, file: str) -> o.CronJob:
         completions=doc.spec.jobTemplate.spec.completions,
         suspend=doc.spec.suspend,
         concurrency_policy=doc.spec.concurrencyPolicy or "Allow",
+        time_zone=cron.check_time_zone(doc.spec.timeZone, field="spec.timeZone"),
     )
 
 

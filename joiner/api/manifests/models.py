@@ -696,7 +696,7 @@ class CronJobSpec(Strict):
     failedJobsHistoryLimit: Any = None
     successfulJobsHistoryLimit: Any = None
     startingDeadlineSeconds: Any = None
-    timeZone: Any = None
+    timeZone: StrictStr | None = None
 
 
 class CronJob(Model):
