@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from joiner.api.clock import Clock
-from joiner.scheduling import PodRequest, Scheduler, SchedulingInput
+from joiner.scheduling import Scheduler, SchedulingInput
 from joiner.state.cluster import ClusterState, Pod
-from joiner.state.snapshot import ready_nodes
+from joiner.state.snapshot import pod_requests, ready_nodes
 
 
 class KubeScheduler:
@@ -44,10 +44,7 @@ class KubeScheduler:
         existing, bound = ready_nodes(state)
         result = self._scheduler.solve(
             SchedulingInput(
-                pods=tuple(
-                    PodRequest(p.uid, p.template, p.order, state.volume_terms.get(p.template, ()))
-                    for p in pending
-                ),
+                pods=pod_requests(state, pending),
                 existing=tuple(existing),
                 bound_pods=tuple(bound),
                 mode="kube-scheduler",

@@ -4,9 +4,20 @@ check."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from joiner.api import quantity
-from joiner.scheduling import BoundPod, ExistingNode
-from joiner.state.cluster import ClusterState
+from joiner.scheduling import BoundPod, ExistingNode, PodRequest
+from joiner.state.cluster import ClusterState, Pod
+
+
+def pod_requests(state: ClusterState, pods: Iterable[Pod]) -> tuple[PodRequest, ...]:
+    """``pods`` as scheduling requests, each with its volumes' node requirements: every
+    solve over cluster pods (provisioning, kube-scheduler, interruption, disruption, the
+    baseline) builds them here, so none forgets volume topology."""
+    return tuple(
+        PodRequest(p.uid, p.template, p.order, state.volume_terms.get(p.template, ())) for p in pods
+    )
 
 
 def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]]:

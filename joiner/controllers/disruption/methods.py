@@ -38,8 +38,9 @@ from joiner.controllers.disruption.budgets import BudgetMapping
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf, drift_reason
 from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.scheduling import NewNodeClaim, PodRequest, Scheduler, SchedulingInput
+from joiner.scheduling import NewNodeClaim, Scheduler, SchedulingInput
 from joiner.state.cluster import ClusterState
+from joiner.state.snapshot import pod_requests
 
 EMPTINESS = "Emptiness"
 DRIFT = "Drift"
@@ -169,10 +170,7 @@ def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
     ]
     result = ctx.scheduler.solve(
         SchedulingInput(
-            pods=tuple(
-                PodRequest(p.uid, p.template, p.order, state.volume_terms.get(p.template, ()))
-                for p in pods
-            ),
+            pods=pod_requests(state, pods),
             existing=tuple(existing),
             bound_pods=tuple(bound),
             nodepools=tuple(ctx.provisioner.templates()),

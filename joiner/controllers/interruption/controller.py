@@ -34,9 +34,9 @@ from joiner.cloudprovider.events import (
 )
 from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.controllers.termination.controller import Terminator, cordon
-from joiner.scheduling import PodRequest, Scheduler, SchedulingInput
+from joiner.scheduling import Scheduler, SchedulingInput
 from joiner.state.cluster import ClusterState, Node, NodeClaim
-from joiner.state.snapshot import ready_nodes
+from joiner.state.snapshot import pod_requests, ready_nodes
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class InterruptionController:
         existing, bound = ready_nodes(self._state)
         result = Scheduler().solve(
             SchedulingInput(
-                pods=tuple(PodRequest(p.uid, p.template, p.order) for p in pods),
+                pods=pod_requests(self._state, pods),
                 existing=tuple(existing),
                 bound_pods=tuple(bound),
                 mode="kube-scheduler",

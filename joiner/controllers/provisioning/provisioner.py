@@ -27,12 +27,12 @@ from joiner.scheduling import (
     ExistingNode,
     NewNodeClaim,
     NodePoolTemplate,
-    PodRequest,
     Scheduler,
     SchedulingInput,
 )
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.state.cluster import ClusterState, NodeClaim
+from joiner.state.snapshot import pod_requests
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +104,7 @@ class Provisioner:
         templates = self.templates()
         result = self._scheduler.solve(
             SchedulingInput(
-                pods=tuple(
-                    PodRequest(
-                        p.uid, p.template, p.order, self._state.volume_terms.get(p.template, ())
-                    )
-                    for p in pending
-                ),
+                pods=pod_requests(self._state, pending),
                 existing=tuple(existing),
                 bound_pods=tuple(bound),
                 nodepools=tuple(templates),

@@ -53,7 +53,6 @@ from joiner.scheduling import (
     BoundPod,
     ExistingNode,
     NodePoolTemplate,
-    PodRequest,
     Scheduler,
     SchedulingInput,
 )
@@ -61,7 +60,7 @@ from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.sim.baseline.groups import NodeGroup
 from joiner.sim.baseline.settings import AutoscalerSettings
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
-from joiner.state.snapshot import ready_nodes
+from joiner.state.snapshot import pod_requests, ready_nodes
 
 log = logging.getLogger(__name__)
 
@@ -315,10 +314,7 @@ class ClusterAutoscaler:
             return False
         scan = self._snapshot()
         state = self._state
-        requests = tuple(
-            PodRequest(p.uid, p.template, p.order, state.volume_terms.get(p.template, ()))
-            for p in pending
-        )
+        requests = pod_requests(state, pending)
         daemonsets = tuple(state.daemonsets[k] for k in sorted(state.daemonsets))
         fits = self._scheduler.solve(
             SchedulingInput(
@@ -695,12 +691,7 @@ class ClusterAutoscaler:
         others = [e for e in existing if e.name != node.name]
         result = self._scheduler.solve(
             SchedulingInput(
-                pods=tuple(
-                    PodRequest(
-                        p.uid, p.template, p.order, self._state.volume_terms.get(p.template, ())
-                    )
-                    for p in pods
-                ),
+                pods=pod_requests(self._state, pods),
                 existing=tuple(others),
                 bound_pods=tuple(b for b in bound if b.node != node.name),
                 mode="kube-scheduler",
