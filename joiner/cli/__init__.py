@@ -1,1 +1,1 @@
-"""Command-line interface (typer): ``joiner simulate``, ``joiner schema``."""
+"""Command-line interface (typer): one module per command group, assembled in ``main``."""

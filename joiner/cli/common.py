@@ -1,0 +1,126 @@
+"""What every command shares: the consoles, the bad-input exit, warnings, shared options.
+
+Kept light on purpose: importing this module must not import the simulation, the cloud
+providers or any heavy library, so that ``joiner --version`` and ``--help`` start fast. Each
+command module imports what it needs inside its command function.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from joiner.api.errors import InputError
+
+if TYPE_CHECKING:
+    from joiner.api.manifests import ManifestSet
+
+err = Console(stderr=True)
+out = Console()
+
+EXIT_BAD_INPUT = 2
+
+
+def fail(exc: InputError) -> NoReturn:
+    """Print a located input error on stderr and exit with status 2.
+
+    Raises:
+        typer.Exit: always, with code 2.
+    """
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def configure_logging(verbose: bool) -> None:
+    """INFO-level controller logs on stderr with ``-v``, errors only otherwise."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.ERROR,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+
+
+def check_region(region: str) -> None:
+    """Reject a region the packaged catalog does not know (``--region``).
+
+    Raises:
+        InputError: the region is not in the packaged catalog; the known ones are listed.
+    """
+    from joiner.cloudprovider.catalog import Catalog
+
+    regions = Catalog.load().regions()
+    if region not in regions:
+        raise InputError(
+            f"unknown region {region!r}; known: {', '.join(regions)}", field="--region"
+        )
+
+
+def printable(text: str) -> str:
+    """User text made safe for a terminal: markup escaped, control characters replaced."""
+    return escape("".join(ch if ch.isprintable() else "?" for ch in text))
+
+
+def print_warnings(warnings: list[str]) -> None:
+    """Each warning on stderr, prefixed ``warning:``."""
+    for w in warnings:
+        err.print(f"[bold yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
+
+
+def cluster_manifests(files: list[Path], kubeconfig: Path | None) -> ManifestSet:
+    """The manifests to plan over: the live cluster's (``--kubeconfig``) or the files'.
+
+    Raises:
+        InputError: neither or both given, a file or object does not load, or the cluster
+            cannot be read (the API error is named).
+    """
+    from joiner.api.manifests import load_files
+
+    if kubeconfig is None:
+        if not files:
+            raise InputError("give manifests with -f FILE or a cluster with --kubeconfig")
+        return load_files(files)
+    if files:
+        raise InputError("give either -f FILE or --kubeconfig, not both", field="--kubeconfig")
+    from joiner.operator.live import read_cluster
+
+    return read_cluster(kubeconfig)
+
+
+class TableOrJson(StrEnum):
+    """``-o`` of the commands that print a table for people or JSON for programs."""
+
+    table = "table"
+    json = "json"
+
+
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log controller decisions.")]
+FeatureGatesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--feature-gates",
+        help="Karpenter feature gates, e.g. SpotToSpotConsolidation=true (overrides the "
+        "scenario's settings.featureGates).",
+    ),
+]
+ClusterFiles = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--file", "-f", help="Manifests (repeat), or one Scenario file (its VPC is used)."
+    ),
+]
+KubeconfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig", help="Read a live cluster through this kubeconfig instead of files."
+    ),
+]
+RegionOption = Annotated[str, typer.Option(help="Region (ignored for a Scenario).")]
+OutputOption = Annotated[TableOrJson, typer.Option("--output", "-o")]

@@ -1,0 +1,96 @@
+"""``joiner install-crds`` and ``joiner run``: controller mode on a real API server."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from joiner.api.errors import InputError
+from joiner.cli.common import configure_logging, fail, out
+
+
+def install_crds(
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", help="Install the CRDs into the cluster of this kubeconfig."),
+    ] = None,
+    print_: Annotated[
+        bool, typer.Option("--print", help="Print the CRDs as YAML instead of applying them.")
+    ] = False,
+) -> None:
+    """Install (server-side apply) the NodePool, NodeClaim and EC2NodeClass CRDs, whose
+    schemas are generated from Joiner's manifest models; or print them (deploy/crds/)."""
+    from joiner.cluster.kube.crds import crds_yaml
+    from joiner.operator.controller import install_crds as apply
+
+    if print_:
+        sys.stdout.write(crds_yaml())
+        return
+    if kubeconfig is None:
+        fail(InputError("give --kubeconfig PATH, or --print", field="--kubeconfig"))
+        return
+    try:
+        for name in apply(kubeconfig):
+            out.print(f"customresourcedefinition {name} applied")
+    except InputError as exc:
+        fail(exc)
+
+
+class CloudChoice(StrEnum):
+    simulated = "simulated"
+    aws = "aws"
+
+
+def run(
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", help="The cluster to manage (default: in-cluster)."),
+    ] = None,
+    cloud: Annotated[
+        CloudChoice, typer.Option(help="simulated: kwok Nodes; aws: EC2 (docs/aws.md).")
+    ] = CloudChoice.simulated,
+    settings: Annotated[
+        Path | None, typer.Option("--settings", help="Controller settings (YAML).")
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Shadow mode: watch, log and report; write nothing."),
+    ] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="Append what a --dry-run would write, as JSON lines."),
+    ] = None,
+    metrics_port: Annotated[int, typer.Option(help="Port of /metrics (0: any).")] = 8080,
+    health_port: Annotated[int, typer.Option(help="Port of /healthz and /readyz.")] = 8081,
+    identity: Annotated[
+        str | None, typer.Option(help="Leader-election identity (default: host-pid).")
+    ] = None,
+) -> None:
+    """Run as a controller on a real cluster: watch pending pods, launch NodeClaims (kwok
+    Nodes with simulated capacity), drain through the Eviction API, consolidate, handle
+    interruptions. Two replicas elect a leader with a Lease. Exit 0 when stopped, 1 when
+    the lease was lost, 2 on bad input."""
+    from joiner.operator.controller import ControllerRuntime, load_settings
+
+    configure_logging(True)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    try:
+        runtime = ControllerRuntime(
+            kubeconfig,
+            cloud=cloud.value,
+            settings=load_settings(settings),
+            dry_run=dry_run,
+            metrics_port=metrics_port,
+            health_port=health_port,
+            report=report.open("a") if report is not None else None,
+            identity=identity,
+        )
+        code = runtime.run()
+    except InputError as exc:
+        fail(exc)
+    raise typer.Exit(code)

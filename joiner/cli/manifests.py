@@ -1,0 +1,112 @@
+"""``joiner convert`` and ``joiner lint``: commands over manifest files alone."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from joiner.api.errors import InputError
+from joiner.cli.common import check_region, err, fail, print_warnings
+
+
+class OutputFormat(StrEnum):
+    yaml = "yaml"
+    json = "json"
+
+
+def _literal_str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for multi-line strings (user data stays readable)."""
+
+
+_Dumper.add_representer(str, _literal_str_presenter)
+
+
+def convert(
+    files: Annotated[list[Path], typer.Argument(help="Manifest files (YAML or JSON).")],
+    output: Annotated[OutputFormat, typer.Option("--output", "-o", help="Output format.")] = (
+        OutputFormat.yaml
+    ),
+    region: Annotated[str, typer.Option(help="Region for the lint checks.")] = "us-east-1",
+) -> None:
+    """Print the karpenter.sh/v1 and karpenter.k8s.aws/v1 equivalents of the manifests.
+
+    Defaulted requirements become explicit, removed fields become their successors, and what
+    v1 requires but the input lacks is a placeholder (annotation joiner.dev/placeholders),
+    reported on stderr with the lint warnings. Other documents pass through unchanged.
+    """
+    from joiner.api.manifests import load_files
+    from joiner.api.manifests.to_v1 import check_reloads, convert_files
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.operator.lint import lint_manifests
+
+    try:
+        check_region(region)
+        conversion = convert_files(files)
+        check_reloads(conversion.documents)
+        manifests = load_files(files)
+        findings = lint_manifests(manifests, Catalog.load(), region)
+    except InputError as exc:
+        fail(exc)
+    if output is OutputFormat.json:
+        doc: Any = (
+            conversion.documents[0]
+            if len(conversion.documents) == 1
+            else {"apiVersion": "v1", "kind": "List", "items": conversion.documents}
+        )
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        sys.stdout.write(
+            yaml.dump_all(conversion.documents, Dumper=_Dumper, sort_keys=False, width=100)
+        )
+    print_warnings([*conversion.warnings, *(str(f) for f in findings)])
+
+
+def lint(
+    files: Annotated[
+        list[Path], typer.Argument(help="Manifest files, or one Scenario file (its VPC is used).")
+    ],
+    region: Annotated[str, typer.Option(help="Region (ignored for a Scenario).")] = "us-east-1",
+) -> None:
+    """Report configuration that cannot work as intended. Exit 1 when it warns, 0 when clean,
+    2 on bad input."""
+    from joiner.api.manifests import load_files
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.operator.lint import lint_manifests
+    from joiner.sim.scenario import is_scenario_file, load_scenario
+
+    catalog = Catalog.load()
+    try:
+        if len(files) == 1 and is_scenario_file(files[0]):
+            sc = load_scenario(files[0], catalog, check_selectors=False)
+            warnings = list(sc.manifests.warnings)
+            findings = lint_manifests(
+                sc.manifests,
+                catalog,
+                sc.region,
+                subnets=sc.subnets,
+                security_groups=sc.security_groups,
+            )
+        else:
+            check_region(region)
+            manifests = load_files(files)
+            warnings = list(manifests.warnings)
+            findings = lint_manifests(manifests, catalog, region)
+    except InputError as exc:
+        fail(exc)
+    all_warnings = [*warnings, *(str(f) for f in findings)]
+    print_warnings(all_warnings)
+    if all_warnings:
+        err.print(f"{len(all_warnings)} warning(s)")
+        raise typer.Exit(1)
+    err.print("no warnings")
