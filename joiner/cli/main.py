@@ -2,7 +2,7 @@
 
 This module only assembles the application from one module per command group
 (``simulate``, ``schema``, ``plan``, ``disrupt``, ``manifests`` for convert and lint,
-``chaos``, ``controller`` for install-crds and run); each command imports the simulation,
+``chaos``, ``sweep``, ``controller`` for install-crds and run); each command imports the simulation,
 the cloud providers and heavy libraries inside its function, so ``joiner --version`` and
 ``--help`` import none of them.
 """
@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from joiner import __version__
-from joiner.cli import chaos, controller, disrupt, manifests, plan, schema, simulate
+from joiner.cli import chaos, controller, disrupt, manifests, plan, schema, simulate, sweep
 from joiner.cli.common import Verbose, configure_logging, out
 
 app = typer.Typer(
@@ -48,6 +48,7 @@ app.command()(disrupt.disrupt)
 app.command()(manifests.convert)
 app.command()(manifests.lint)
 app.add_typer(chaos.chaos, name="chaos")
+app.add_typer(sweep.sweep, name="sweep")
 app.command("install-crds")(controller.install_crds)
 app.command()(controller.run)
 

@@ -19,6 +19,7 @@ class SchemaKind(StrEnum):
     plan = "plan"
     summary = "summary"
     disruption = "disruption"
+    sweep = "sweep"
     #: The same document, named after its command.
     disrupt = "disrupt"
 
@@ -28,10 +29,13 @@ def schema_text(kind: SchemaKind) -> str:
     from pydantic import BaseModel
 
     from joiner.api.outputs import DisruptionPlan, Plan, SimulationSummary
+    from joiner.operator.sweep.spec import json_schema as sweep_schema
     from joiner.sim.scenario import json_schema
 
     if kind is SchemaKind.scenario:
         doc = json_schema()
+    elif kind is SchemaKind.sweep:
+        doc = sweep_schema()
     else:
         models: dict[SchemaKind, type[BaseModel]] = {
             SchemaKind.plan: Plan,
@@ -50,7 +54,7 @@ def schema(
         Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
     ] = None,
 ) -> None:
-    """Print the JSON Schema of the scenario file, the plan or disrupt output, or
+    """Print the JSON Schema of the scenario or sweep file, the plan or disrupt output, or
     summary.json."""
     text = schema_text(kind)
     if output is None:

@@ -1,0 +1,382 @@
+"""``joiner sweep report``: statistics per variant, the Pareto plot and the recommendation.
+
+1. Read the results rows (the last row of each cell counts; failed cells are counted apart).
+2. Group them by (variant, policy, multiplier) and compute, across seeds, the median and the
+   5th and 95th percentiles (numpy's linear interpolation) of cost, p95 pending, pods lost
+   and reclaims.
+3. Mark the Pareto front of median cost against median p95 pending (no other group is at
+   least as good on both and better on one).
+4. With an objective, a *choice* is a (variant, policy) pair and its cells are every seed
+   and multiplier it ran: it is feasible when every constraint holds in every one of its
+   cells and none failed; the recommendation is the feasible choice with the best median
+   of the objective's metric (ties: the name). Its NodePools are printed as v1 YAML.
+
+Objective syntax: ``minimise METRIC [subject to CONSTRAINT {and|, CONSTRAINT}]`` (also
+``min``/``minimize``/``max``/``maximise``), a constraint being ``METRIC OP NUMBER [s]`` with
+OP one of ``<= < >= > ==``. Metrics: ``cost`` (USD), ``p95 pending`` (s,
+``pendingP95Seconds``), ``pods lost`` (``podsLost``), ``reclaims``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import operator
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from joiner.api.errors import InputError
+
+#: Metric keys of a row's ``metrics``, in report order, with their labels.
+METRICS = {
+    "cost": "cost (USD)",
+    "pendingP95Seconds": "p95 pending (s)",
+    "podsLost": "pods lost",
+    "reclaims": "reclaims",
+}
+_ALIASES = {
+    "cost": "cost",
+    "costusd": "cost",
+    "p95pending": "pendingP95Seconds",
+    "pendingp95": "pendingP95Seconds",
+    "pendingp95seconds": "pendingP95Seconds",
+    "p95pendingseconds": "pendingP95Seconds",
+    "podslost": "podsLost",
+    "lost": "podsLost",
+    "lostpods": "podsLost",
+    "reclaims": "reclaims",
+    "spotreclaims": "reclaims",
+}
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    "<": operator.lt,
+    ">=": operator.ge,
+    ">": operator.gt,
+    "==": operator.eq,
+    "=": operator.eq,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    """Median and 5th/95th percentiles of one metric across a group's seeds."""
+
+    median: float
+    p5: float
+    p95: float
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One (variant, policy, multiplier) of the sweep and its statistics."""
+
+    variant: str
+    policy: str
+    multiplier: float
+    seeds: int
+    failed: int
+    stats: dict[str, Stat]
+    pareto: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant} / {self.policy} / x{self.multiplier:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    metric: str
+    op: str
+    value: float
+
+    def holds(self, x: float) -> bool:
+        return _OPS[self.op](x, self.value)
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.op} {self.value:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    """What to optimise (``minimise`` or not) and the constraints every cell must meet."""
+
+    metric: str
+    minimise: bool
+    constraints: tuple[Constraint, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    """The outcome of an objective: the chosen (variant, policy) or ``None``, its median
+    metric, its NodePools as YAML, and why each other choice was rejected."""
+
+    variant: str | None
+    policy: str | None
+    value: float | None
+    node_pools_yaml: str | None
+    rejected: dict[str, str]
+
+
+def _metric(name: str, text: str) -> str:
+    key = re.sub(r"[\s_-]", "", name).lower()
+    if key not in _ALIASES:
+        raise InputError(
+            f"unknown metric {name.strip()!r} in {text!r}; known: cost, p95 pending, pods lost, "
+            "reclaims",
+            field="--objective",
+        )
+    return _ALIASES[key]
+
+
+def parse_objective(text: str) -> Objective:
+    """Parse an objective (syntax in the module doc).
+
+    Raises:
+        InputError: naming ``--objective`` and what could not be read.
+    """
+    m = re.fullmatch(
+        r"\s*(min|minimi[sz]e|max|maximi[sz]e)\s+(.+?)(?:\s+(?:subject\s+to|s\.t\.|where)\s+(.+))?\s*",
+        text,
+        flags=re.IGNORECASE,
+    )
+    if m is None:
+        raise InputError(
+            f"cannot read {text!r}; write e.g. 'minimise cost subject to p95 pending <= 60 s "
+            "and pods lost == 0'",
+            field="--objective",
+        )
+    constraints = []
+    for part in re.split(r"\s*(?:,|\band\b)\s*", m.group(3) or "", flags=re.IGNORECASE):
+        if not part.strip():
+            continue
+        c = re.fullmatch(
+            r"\s*(.+?)\s*(<=|>=|==|=|<|>)\s*([-+]?\d+(?:\.\d+)?)\s*(?:s|sec|seconds|usd)?\s*",
+            part,
+            flags=re.IGNORECASE,
+        )
+        if c is None:
+            raise InputError(
+                f"cannot read the constraint {part!r}; write METRIC OP NUMBER, e.g. "
+                "'p95 pending <= 60'",
+                field="--objective",
+            )
+        constraints.append(Constraint(_metric(c.group(1), text), c.group(2), float(c.group(3))))
+    return Objective(
+        metric=_metric(m.group(2), text),
+        minimise=m.group(1).lower().startswith("min"),
+        constraints=tuple(constraints),
+    )
+
+
+def latest_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last row of each cell, sorted by cell id."""
+    by_id = {r["cellId"]: r for r in rows}
+    return [by_id[k] for k in sorted(by_id)]
+
+
+def _stat(values: list[float]) -> Stat:
+    if not values:
+        return Stat(float("nan"), float("nan"), float("nan"))
+    a = np.asarray(values, dtype=float)
+    p5, med, p95 = np.percentile(a, [5, 50, 95])
+    return Stat(float(med), float(p5), float(p95))
+
+
+def groups(rows: Sequence[dict[str, Any]]) -> list[Group]:
+    """Statistics per (variant, policy, multiplier), in first-seen order, Pareto marked."""
+    keyed: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
+    for r in latest_rows(rows):
+        keyed.setdefault((r["variant"], r["policy"], r["interruptionRateMultiplier"]), []).append(r)
+    order: dict[tuple[str, str, float], int] = {}
+    for r in rows:
+        order.setdefault((r["variant"], r["policy"], r["interruptionRateMultiplier"]), len(order))
+    out = []
+    for key in sorted(keyed, key=lambda k: order[k]):
+        good = [r for r in keyed[key] if r.get("metrics") is not None]
+        stats = {m: _stat([float(r["metrics"][m]) for r in good]) for m in METRICS}
+        out.append(Group(*key, len(good), len(keyed[key]) - len(good), stats, False))
+    front = _pareto([(g.stats["cost"].median, g.stats["pendingP95Seconds"].median) for g in out])
+    return [
+        Group(g.variant, g.policy, g.multiplier, g.seeds, g.failed, g.stats, i in front)
+        for i, g in enumerate(out)
+    ]
+
+
+def _pareto(points: list[tuple[float, float]]) -> set[int]:
+    """Indices of the points no other point dominates (both coordinates minimised)."""
+    front = set()
+    for i, (x, y) in enumerate(points):
+        if np.isnan(x) or np.isnan(y):
+            continue
+        dominated = any(
+            (x2 <= x and y2 <= y and (x2 < x or y2 < y))
+            for j, (x2, y2) in enumerate(points)
+            if j != i and not (np.isnan(x2) or np.isnan(y2))
+        )
+        if not dominated:
+            front.add(i)
+    return front
+
+
+def recommend(rows: Sequence[dict[str, Any]], objective: Objective) -> Recommendation:
+    """The best feasible (variant, policy) under ``objective`` (see the module doc)."""
+    choices: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in latest_rows(rows):
+        choices.setdefault((r["variant"], r["policy"]), []).append(r)
+    rejected: dict[str, str] = {}
+    feasible: list[tuple[float, str, str, str | None]] = []
+    for (variant, policy), cells in sorted(choices.items()):
+        name = f"{variant} / {policy}"
+        failed = [r["cellId"] for r in cells if r.get("metrics") is None]
+        if failed:
+            rejected[name] = f"{len(failed)} cells failed (e.g. {failed[0]})"
+            continue
+        broken = next(
+            (
+                (c, r)
+                for c in objective.constraints
+                for r in cells
+                if not c.holds(float(r["metrics"][c.metric]))
+            ),
+            None,
+        )
+        if broken is not None:
+            c, r = broken
+            rejected[name] = f"{c} fails in {r['cellId']} ({r['metrics'][c.metric]:g})"
+            continue
+        value = float(np.median([float(r["metrics"][objective.metric]) for r in cells]))
+        feasible.append(
+            (
+                value if objective.minimise else -value,
+                variant,
+                policy,
+                cells[0].get("nodePoolsYaml"),
+            )
+        )
+    if not feasible:
+        return Recommendation(None, None, None, None, rejected)
+    value, variant, policy, pools = min(feasible)
+    return Recommendation(variant, policy, value if objective.minimise else -value, pools, rejected)
+
+
+def pareto_png(gs: Sequence[Group]) -> bytes:
+    """The Pareto plot (median cost against median p95 pending, 5th-95th percentile bars,
+    the front joined) as PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for g in gs:
+        c, p = g.stats["cost"], g.stats["pendingP95Seconds"]
+        if np.isnan(c.median) or np.isnan(p.median):
+            continue
+        ax.errorbar(
+            c.median,
+            p.median,
+            xerr=[[c.median - c.p5], [c.p95 - c.median]],
+            yerr=[[p.median - p.p5], [p.p95 - p.median]],
+            fmt="o" if g.pareto else "s",
+            color="#1f77b4" if g.pareto else "#999999",
+            capsize=3,
+            alpha=0.9,
+        )
+        ax.annotate(
+            g.label, (c.median, p.median), textcoords="offset points", xytext=(6, 6), fontsize=8
+        )
+    front = sorted(
+        (g.stats["cost"].median, g.stats["pendingP95Seconds"].median) for g in gs if g.pareto
+    )
+    if len(front) > 1:
+        ax.plot(*zip(*front, strict=True), color="#1f77b4", linestyle="--", linewidth=1)
+    ax.set_xlabel("cost (USD), median across seeds")
+    ax.set_ylabel("p95 pod pending (s), median across seeds")
+    ax.set_title("Cost against p95 pending (bars: 5th-95th percentile; blue: Pareto front)")
+    ax.grid(True, alpha=0.3)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _fmt(s: Stat, digits: int) -> str:
+    if np.isnan(s.median):
+        return "-"
+    return f"{s.median:.{digits}f} [{s.p5:.{digits}f}-{s.p95:.{digits}f}]"
+
+
+def table_rows(gs: Sequence[Group]) -> list[list[str]]:
+    """The report table: group, seeds, failed, then ``median [p5-p95]`` per metric, Pareto."""
+    digits = {"cost": 4, "pendingP95Seconds": 1, "podsLost": 1, "reclaims": 1}
+    return [
+        [
+            g.variant,
+            g.policy,
+            f"x{g.multiplier:g}",
+            str(g.seeds),
+            str(g.failed),
+            *(_fmt(g.stats[m], digits[m]) for m in METRICS),
+            "yes" if g.pareto else "",
+        ]
+        for g in gs
+    ]
+
+
+TABLE_HEADER = ["variant", "policy", "rate", "seeds", "failed", *METRICS.values(), "Pareto"]
+
+
+def render_html(
+    name: str,
+    gs: Sequence[Group],
+    objective_text: str | None,
+    rec: Recommendation | None,
+) -> str:
+    """One self-contained page: the table, the Pareto plot (embedded PNG) and the
+    recommendation with its NodePool YAML."""
+    e = html.escape
+    head = "".join(f"<th>{e(h)}</th>" for h in TABLE_HEADER)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in table_rows(gs)
+    )
+    png = base64.b64encode(pareto_png(gs)).decode("ascii")
+    rec_html = ""
+    if rec is not None and objective_text is not None:
+        if rec.variant is None:
+            rec_html = (
+                f"<h2>Recommendation</h2><p>No variant meets <code>{e(objective_text)}</code>.</p>"
+            )
+        else:
+            rec_html = (
+                f"<h2>Recommendation</h2><p>For <code>{e(objective_text)}</code>: "
+                f"<b>{e(rec.variant)}</b> under <b>{e(rec.policy or '')}</b> "
+                f"(median {rec.value:g}).</p>"
+                f"<h3>Its NodePools</h3><pre>{e(rec.node_pools_yaml or '')}</pre>"
+            )
+        if rec.rejected:
+            rec_html += (
+                "<h3>Rejected</h3><ul>"
+                + "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in rec.rejected.items())
+                + "</ul>"
+            )
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>Joiner sweep {e(name)}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
+td:first-child,th:first-child{{text-align:left}}pre{{background:#f6f6f6;padding:1em}}</style>
+</head><body>
+<h1>Sweep {e(name)}</h1>
+<p>Per variant, policy and interruption-rate multiplier: median [5th-95th percentile] across
+seeds.</p>
+<table><tr>{head}</tr>{body}</table>
+<h2>Cost against p95 pending</h2>
+<img alt="Pareto plot" src="data:image/png;base64,{png}">
+{rec_html}
+</body></html>
+"""
