@@ -4,8 +4,11 @@
 on loopback, with the dashboard off; ``--ray auto`` joins the cluster a ``ray start`` left on
 this machine; ``--ray ADDRESS`` joins that cluster (``HOST:PORT`` of the GCS, or
 ``ray://HOST:10001`` through Ray Client). Usage statistics are off in every case
-(``RAY_USAGE_STATS_ENABLED=0``). The cluster's nodes need Joiner installed (the same version):
-cells carry their input files, so nothing else is shipped.
+(``RAY_USAGE_STATS_ENABLED=0``); for ``local`` and loopback addresses the node's address is
+kept at 127.0.0.1, so every Ray server listens on loopback only. Ray's token authentication
+applies as Ray configures it (``RAY_AUTH_MODE``, ``RAY_AUTH_TOKEN``, ``~/.ray/auth_token``).
+The cluster's nodes need Joiner installed (the same version): cells carry their input
+files, so nothing else is shipped.
 
 1. Put each variant's bundle in the object store once (``ray.put``).
 2. Keep at most ``2 x`` the cluster's CPUs of tasks in flight (``num_cpus=1`` each), so a
@@ -26,8 +29,22 @@ from joiner.operator.sweep.pool import Finished
 from joiner.operator.sweep.spec import Bundle
 
 
-def _ray() -> Any:
+def _loopback(address: str) -> bool:
+    """True for ``local`` and addresses on this machine's loopback (``127.x``, ``::1``,
+    ``localhost``, with or without ``ray://`` and a port)."""
+    if address == "local":
+        return True
+    host = address.removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+def _ray(address: str) -> Any:
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    if _loopback(address):
+        # Ray otherwise replaces a loopback node address by the machine's routable one
+        # (services.resolve_ip_for_localhost) and binds its servers there; this switch makes
+        # it keep 127.0.0.1 for the node, so everything listens on loopback only.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
         import ray
     except ImportError as exc:
@@ -81,7 +98,7 @@ class RayBackend:
 
     def run(self, tasks: Sequence[CellTask], bundles: Mapping[str, Bundle]) -> Iterator[Finished]:
         """Yield each cell's outcome as it finishes (completion order)."""
-        ray = _ray()
+        ray = _ray(self.address)
         self._init(ray)
         try:
             remote = ray.remote(num_cpus=1, max_retries=self.retries)(run_cell)
