@@ -39,11 +39,13 @@ test-unit: $(STAMP)
 	$(BIN)/pytest
 
 ## Benchmarks print JSON: the simulation, the scheduling ladder (1 to 20,000 pods), then seven
-## days of a few-hundred-node cluster under Joiner and the Cluster Autoscaler baseline.
+## days of a few-hundred-node cluster under Joiner and the Cluster Autoscaler baseline, then
+## the example sweep (80 cells) on 1 and 2 local workers and on Ray with 2 CPUs.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/scheduling.py
 	$(BIN)/python benchmarks/week.py
+	$(BIN)/python benchmarks/sweep.py
 
 clean:
 	rm -rf $(VENV) joiner-out .pytest_cache .mypy_cache .ruff_cache

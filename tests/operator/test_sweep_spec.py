@@ -156,3 +156,24 @@ def test_a_patch_that_breaks_a_manifest_names_the_variant_and_field(tmp_path):
 def test_bad_axes_are_located(tmp_path, edit, field):
     e = _bad(tmp_path, edit)
     assert (e.field or "").startswith(field)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sweep", "missing.yaml"],
+        ["sweep", str(EXAMPLE.parent / "scenario.yaml")],
+        ["sweep", str(EXAMPLE), "--resume", "--overwrite"],
+        ["sweep", "report", "missing.jsonl"],
+        ["sweep", "report", str(EXAMPLE), "--objective", "cheapest please"],
+    ],
+)
+def test_cli_bad_input_exits_2_and_runs_nothing(tmp_path, args, monkeypatch):
+    from typer.testing import CliRunner
+
+    from joiner.cli.main import app
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert not (tmp_path / "joiner-out").exists()
