@@ -121,6 +121,7 @@ def ray_head() -> Iterator[tuple[str, dict[str, str], int]]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@pytest.mark.timeout(300)
 def test_ray_and_local_give_the_same_rows(tmp_path, ray_head):
     address, env, session = ray_head
     assert _non_loopback_listeners(session) == []

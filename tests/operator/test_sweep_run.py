@@ -50,6 +50,7 @@ def test_every_cell_gets_one_row_with_the_summary_simulate_would_write(tmp_path)
     assert json.loads(out.read_text().splitlines()[0])["run"]["backend"] == "local"
 
 
+@pytest.mark.timeout(300)
 def test_a_killed_worker_loses_only_its_cell_which_is_retried(tmp_path):
     plan = load_sweep(small_sweep(tmp_path, seeds=3, variants=1))
     killed: list[str] = []
@@ -91,6 +92,7 @@ def test_a_cell_whose_worker_always_dies_is_reported_failed(tmp_path):
     assert by_id[plan.cells[1].cell_id]["error"] is None
 
 
+@pytest.mark.timeout(300)
 def test_a_killed_driver_resumes_with_only_the_missing_cells(tmp_path):
     sweep = small_sweep(tmp_path, seeds=4, variants=2)
     out = tmp_path / "r.jsonl"
@@ -150,6 +152,7 @@ def test_resume_refuses_results_of_other_inputs(tmp_path):
         run_sweep(load_sweep(sweep), out, LocalPool(1), "local")
 
 
+@pytest.mark.timeout(300)
 def test_cli_runs_and_reports_with_an_objective(tmp_path):
     sweep = small_sweep(tmp_path, seeds=2, variants=2)
     out = tmp_path / "r.jsonl"
