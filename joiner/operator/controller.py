@@ -16,6 +16,12 @@ Reading this file shows the whole running system:
   failed writes and re-triggers provisioning for pods still pending.
 * Leader election (a Lease) gates everything but the HTTP endpoints: a standby waits, then
   builds its state from the API like a restart does. Losing the lease exits the process.
+  An API server outage shorter than the renew deadline is ridden out: renewals retry,
+  informers re-list and resume their watches.
+* Fenced writes (``cluster/kube/fence.py``): every write to the API server and to the
+  cloud checks first that the lease is held and unexpired by this process's monotonic
+  clock since its last successful renewal; a write that fails the check is dropped and
+  the process stops at once (exit 1), so a leader paused past its lease never acts.
 * Interruption messages come from an SQS queue (``interruptionQueue`` in the settings,
   ``--cloud aws`` or simulated: EventBridge messages as AWS delivers them; a moto server
   in the tests), polled in a thread.
@@ -58,6 +64,7 @@ from joiner.cloudprovider.types import CloudProvider, CreateError, Instance, Sec
 from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.actuator import KubeActuator, KubeTimeline
 from joiner.cluster.kube.feed import ClusterFeed
+from joiner.cluster.kube.fence import CLOUD_WRITES, KUBE_WRITES, Fence, LeaseLostError, fenced
 from joiner.cluster.kube.informer import Informer
 from joiner.cluster.kube.leader import LeaderElector
 from joiner.cluster.kube.metrics import Metrics, serve
@@ -185,6 +192,8 @@ class WallClock:
         """Run one callback now, then the after-turn hook."""
         try:
             callback()
+        except LeaseLostError:
+            log.debug("controller callback %r stopped by the fence", label)
         except Exception:
             log.exception("controller callback %r failed", label)
             self._on_error(label or "callback")
@@ -245,6 +254,7 @@ class ControllerRuntime:
         self.metrics = Metrics()
         self.reachability = kube.ApiReachability(unhealthy_after_s)
         self.elector: LeaderElector | None = None
+        self.fence = Fence(None)
         self.ready = False
         self.exit_code = 0
         self._stop = threading.Event()
@@ -306,12 +316,17 @@ class ControllerRuntime:
             target=lambda: (self._stop.wait(), loop.call_soon_threadsafe(stopped.set)),
             daemon=True,
         ).start()
-        self.client = kube.connect(self.kubeconfig)
+        self.client = kube.connect(self.kubeconfig, user_agent=self.user_agent)
         elector: LeaderElector | None = None
         le = self.settings.leaderElection
         if not self.dry_run and le.enabled:
             elector = self.elector = LeaderElector(
-                self.client,
+                # Its own client: a renewal attempt times out at the renew deadline.
+                kube.connect(
+                    self.kubeconfig,
+                    timeout_s=le.renewDeadlineSeconds,
+                    user_agent=self.user_agent,
+                ),
                 le.namespace,
                 le.name,
                 self.identity,
@@ -320,6 +335,11 @@ class ControllerRuntime:
                 retry_s=le.retryPeriodSeconds,
                 on_lost=lambda: self._call_soon(loop, self._lost, stopped),
                 reachability=self.reachability,
+            )
+            self.fence = Fence(
+                elector.may_write,
+                lambda _what: self._fenced(loop, stopped),
+                on_dropped=self.metrics.fenced_writes.inc,
             )
             log.info("waiting for the lease %s/%s as %s", le.namespace, le.name, self.identity)
             # A standby is ready (it serves its purpose by waiting); the leader is ready
@@ -353,7 +373,22 @@ class ControllerRuntime:
 
     def _lost(self, stopped: asyncio.Event) -> None:
         self.exit_code = 1
+        self._stop.set()
         stopped.set()
+
+    def _fenced(self, loop: asyncio.AbstractEventLoop, stopped: asyncio.Event) -> None:
+        """The fence refused a write (any thread): stop acting and exit 1."""
+        self._stop.set()
+        if self.elector is not None:
+            self.elector.leader = False
+        self._call_soon(loop, self._lost, stopped)
+
+    @property
+    def user_agent(self) -> str:
+        """``joiner/<version> (<identity>)``: the API server's audit log names the replica."""
+        from joiner import __version__
+
+        return f"joiner/{__version__} ({self.identity})"
 
     # -- wiring ---------------------------------------------------------------------------
 
@@ -367,10 +402,12 @@ class ControllerRuntime:
         self.state = ClusterState()
         self.catalog = Catalog.load()
         self.cloud = self._cloud()
-        self.lifecycle = Lifecycle(self.state, self.cloud, self.clock, s.region)
+        #: What the controllers get: the cloud with every write fenced.
+        cloud: Any = fenced(self.cloud, self.fence, CLOUD_WRITES)
+        self.lifecycle = Lifecycle(self.state, cloud, self.clock, s.region)
         self.provisioner = Provisioner(
             self.state,
-            self.cloud,
+            cloud,
             self.lifecycle,
             self.clock,
             random.Random(int.from_bytes(os.urandom(8), "big")),
@@ -382,7 +419,7 @@ class ControllerRuntime:
             idle_s=s.batchIdleSeconds,
             max_s=s.batchMaxSeconds,
         )
-        writer = None if self.dry_run else self.client
+        writer = None if self.dry_run else fenced(self.client, self.fence, KUBE_WRITES)
         self.timeline = KubeTimeline(
             writer,
             self.state,
@@ -409,11 +446,11 @@ class ControllerRuntime:
             report=self._report,
         )
         self.terminator = Terminator(
-            self.state, self.cloud, self.clock, self.timeline, evict=self.actuator.evict
+            self.state, cloud, self.clock, self.timeline, evict=self.actuator.evict
         )
         self.interruption = InterruptionController(
             self.state,
-            self.cloud,  # type: ignore[arg-type]
+            cloud,
             self.clock,
             self.timeline,
             self.terminator,
@@ -495,6 +532,8 @@ class ControllerRuntime:
         def deliver_on_loop(kind: kube.Kind, event: str, docs: list[dict[str, Any]]) -> None:
             try:
                 self.feed.deliver(kind, event, docs)
+            except LeaseLostError:
+                log.debug("applying %s %s stopped by the fence", event, kind.kind)
             except Exception:
                 log.exception("applying %s %s failed", event, kind.kind)
                 self.metrics.reconcile_errors.labels(where=f"feed {kind.kind}").inc()
@@ -548,6 +587,8 @@ class ControllerRuntime:
         clients = new_clients(self.settings.region, endpoint_url=self.settings.awsEndpointURL)
 
         def handle(event: CloudEvent) -> None:
+            # Raises while fenced: the message stays on the queue for the leader.
+            self.fence.check(f"handle interruption message {event.kind}")
             self.metrics.interruption_messages.labels(message_type=event.kind).inc()
             loop.call_soon_threadsafe(
                 self.clock.run, lambda: self.interruption.handle(event), "interruption"
@@ -557,7 +598,10 @@ class ControllerRuntime:
             clients.sqs, url, handle, caller=Caller(time.sleep), sleep=time.sleep, wait_time_s=2
         )
         threading.Thread(
-            target=queue.run, args=(self._stop.is_set,), name="interruption-queue", daemon=True
+            target=queue.run,
+            args=(lambda: self._stop.is_set() or self.fence.tripped,),
+            name="interruption-queue",
+            daemon=True,
         ).start()
         log.info("polling interruption queue %s", url)
 
@@ -574,6 +618,8 @@ class ControllerRuntime:
             return
         try:
             self.actuator.sync()
+        except LeaseLostError:
+            log.debug("actuator sync stopped by the fence")
         except Exception:
             log.exception("actuator sync failed")
             self.metrics.reconcile_errors.labels(where="sync").inc()

@@ -13,7 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from joinerctl import NODECLASS, Cluster, ControllerProcess, joiner, new_name, wait_for
 from kubestack import KubeStack, build_stack, stack_paths
+from lightkube import Client, KubeConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
 
 E2E_ENABLED = os.environ.get("JOINER_E2E") == "1"
 # pytest-timeout counts fixture set-up, and the first e2e test's set-up may build the stack.
@@ -63,3 +68,48 @@ def kube_stack() -> Iterator[KubeStack]:
 def kubeconfig(kube_stack: KubeStack) -> Path:
     """Path of an admin (system:masters) kubeconfig for the running stack."""
     return kube_stack.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def admin(kubeconfig: Path) -> Client:
+    """Admin client; the CRDs installed by ``joiner install-crds`` and the shared
+    EC2NodeClass ``e2e`` applied."""
+    joiner("install-crds", "--kubeconfig", str(kubeconfig))
+    client = Client(KubeConfig.from_file(kubeconfig), field_manager="joiner-e2e")
+    from joinerctl import EC2NodeClassRes, NodeClaimRes, NodePoolRes
+
+    def served() -> bool:
+        try:
+            for res in (NodePoolRes, NodeClaimRes, EC2NodeClassRes):
+                list(client.list(res))
+        except ApiError as exc:
+            if exc.status.code in (404, 429):  # while the new CRDs' storage initializes
+                return False
+            raise
+        return True
+
+    wait_for("the CRDs served", served, 60)
+    Cluster(client, "-").apply(NODECLASS)
+    return client
+
+
+@pytest.fixture
+def cluster(admin: Client) -> Iterator[Cluster]:
+    """A namespace and a NodePool of one fresh name; removed afterwards."""
+    c = Cluster(admin, new_name())
+    admin.create(Namespace(metadata=ObjectMeta(name=c.name)))
+    yield c
+    c.cleanup()
+
+
+@pytest.fixture
+def controllers(
+    kubeconfig: Path, tmp_path: Path, cluster: Cluster
+) -> Iterator[list[ControllerProcess]]:
+    """Controller processes a test starts (``start``); stopped afterwards, logs printed
+    on failure (pytest shows captured output)."""
+    started: list[ControllerProcess] = []
+    yield started
+    for c in started:
+        c.stop()
+        print(f"--- {c.name} log tail ---\n{c.tail()}")

@@ -38,6 +38,25 @@ EC2NodeClassRes = create_global_resource(
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 REPO = Path(__file__).resolve().parents[2]
 
+#: Requirements of the tests' NodePools.
+ON_DEMAND_4CPU = [
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c6a"]},
+    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "In", "values": ["4"]},
+]
+SPOT_OR_OD = [
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
+    {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m"]},
+    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt", "values": ["9"]},
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+]
+
+SPOT_4CPU = [
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+    {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c6a"]},
+    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "In", "values": ["4"]},
+]
+
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 90.0) -> T:
     """Poll ``probe`` every 0.5 s until it returns something other than None or False.
@@ -340,3 +359,61 @@ def metric(body: str, name: str) -> float:
             if head.split("{", 1)[0] == name:
                 total += float(value)
     return total
+
+
+def joiner(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run the ``joiner`` CLI in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-c", "from joiner.cli.main import main; main()", *args],
+        capture_output=True,
+        text=True,
+        check=check,
+        cwd=REPO,
+        timeout=300,
+    )
+
+
+def settings(cluster: Cluster, **extra: object) -> dict[str, object]:
+    """Settings with a fast Lease in the test's namespace."""
+    return {
+        "leaderElection": {
+            "namespace": cluster.name,
+            "name": "joiner",
+            "leaseDurationSeconds": 6,
+            "renewDeadlineSeconds": 4,
+            "retryPeriodSeconds": 1,
+        },
+        **extra,
+    }
+
+
+def start(
+    controllers: list[ControllerProcess],
+    kubeconfig: Path,
+    tmp_path: Path,
+    cluster: Cluster,
+    name: str = "joiner-a",
+    *,
+    leader: bool = True,
+    **kw: object,
+) -> ControllerProcess:
+    """Start ``joiner run`` as ``name`` with ``settings(cluster, **kw)`` (``extra``: more
+    arguments, ``env``: more environment); wait until it is ready and, with ``leader``,
+    leading."""
+    extra = kw.pop("extra", ())
+    env = kw.pop("env", None)
+    proc = ControllerProcess(
+        kubeconfig,
+        tmp_path,
+        name,
+        settings(cluster, **kw),
+        extra=tuple(extra),  # type: ignore[arg-type]
+        env=env,  # type: ignore[arg-type]
+    )
+    controllers.append(proc.start())
+    wait_for(f"{name} ready", lambda: proc.ready() or (not proc.alive() and proc.tail()), 60)
+    assert proc.alive(), proc.tail()
+    if leader:
+        wait_for(f"{name} leading", lambda: proc.leading() or (not proc.alive() and proc.tail()))
+        assert proc.alive(), proc.tail()
+    return proc

@@ -42,6 +42,17 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 #: stage expects it); without Leases the node lifecycle controller marks the Nodes NotReady
 #: after its grace period (about 40-50 s). kwokctl's default.
 KWOK_NODE_LEASE_SECONDS = 40
+#: The apiserver's audit policy: every write (Metadata level: who, verb, object, user agent),
+#: no reads. Tests read ``KubeStack.audit_log`` to see who wrote what, and when.
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+"""
 
 
 class KubeStackError(RuntimeError):
@@ -246,6 +257,10 @@ class KubeStack:
         self.api_port = 0
         self.server = ""
         self.kubeconfig = self.workdir / "admin.kubeconfig"
+        #: JSON lines, one audit event per write (``AUDIT_POLICY``).
+        self.audit_log = self.workdir / "logs" / "audit.log"
+        self._apiserver: _Component | None = None
+        self._apiserver_ready: tuple[str, ssl.SSLContext, dict[str, str]] | None = None
         self.timings: dict[str, float] = {}
         self._components: list[_Component] = []
 
@@ -320,7 +335,9 @@ class KubeStack:
         tokens.chmod(0o600)
         self.api_port = _free_port()
         self.server = f"https://127.0.0.1:{self.api_port}"
-        apiserver = self._spawn(
+        audit_policy = self.workdir / "audit-policy.yaml"
+        audit_policy.write_text(AUDIT_POLICY)
+        apiserver = self._apiserver = self._spawn(
             "kube-apiserver",
             [
                 f"--etcd-servers={etcd_url}",
@@ -343,10 +360,15 @@ class KubeStack:
                 "--endpoint-reconciler-type=none",
                 "--enable-priority-and-fairness=false",
                 "--profiling=false",
+                f"--audit-policy-file={audit_policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-mode=blocking",
             ],
         )
         ctx = ssl.create_default_context(cadata=ca_data.decode())
         auth = {"Authorization": f"Bearer {self.admin.token}"}
+        self._apiserver_ready = (f"{self.server}/readyz", ctx, auth)
         self._wait(apiserver, timeout_s, f"{self.server}/readyz", ctx=ctx, headers=auth)
         self.timings["kube-apiserver"] = time.monotonic() - t0
 
@@ -410,7 +432,12 @@ class KubeStack:
         log = self.workdir / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         component = _Component(name, [str(self.paths.bin_dir / name), *args], log)
-        with log.open("wb") as out:
+        self._popen(component)
+        self._components.append(component)
+        return component
+
+    def _popen(self, component: _Component) -> None:
+        with component.log.open("ab") as out:
             component.proc = subprocess.Popen(
                 component.argv,
                 stdin=subprocess.DEVNULL,
@@ -419,8 +446,28 @@ class KubeStack:
                 cwd=self.workdir,
                 start_new_session=True,  # a Ctrl-C in the test run does not hit it first
             )
-        self._components.append(component)
-        return component
+
+    def restart_apiserver(self, down_s: float, timeout_s: float = 90.0) -> float:
+        """Kill kube-apiserver (SIGKILL: a graceful SIGTERM keeps serving open watches for
+        up to 60 s), keep it down for ``down_s`` seconds, start it again on the same port
+        and wait until it is ready (about 5 s more on a 2-core machine).
+
+        Returns the seconds it was unavailable (from the kill until ``/readyz`` is 200).
+
+        Raises:
+            KubeStackError: the stack is not running, or the server did not come back.
+        """
+        component = self._apiserver
+        if component is None or component.proc is None or self._apiserver_ready is None:
+            raise KubeStackError("kube-apiserver is not running")
+        stopped_at = time.monotonic()
+        component.proc.kill()
+        component.proc.wait(timeout=30)
+        time.sleep(max(0.0, down_s - (time.monotonic() - stopped_at)))
+        self._popen(component)
+        url, ctx, headers = self._apiserver_ready
+        self._wait(component, timeout_s, url, ctx=ctx, headers=headers)
+        return time.monotonic() - stopped_at
 
     def _wait(
         self,

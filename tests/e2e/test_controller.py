@@ -9,145 +9,34 @@ every wait polls with a generous deadline.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from joinerctl import (
-    NODECLASS,
+    ON_DEMAND_4CPU,
     REPO,
+    SPOT_4CPU,
+    SPOT_OR_OD,
     Cluster,
     ControllerProcess,
     deployment_doc,
     events,
+    joiner,
     metric,
-    new_name,
     nodepool_doc,
+    start,
     token_kubeconfig,
     wait_for,
 )
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace, Node, Pod, Secret
+from lightkube.resources.core_v1 import Node, Pod, Secret
 from lightkube.types import PatchType
 
 pytestmark = pytest.mark.e2e
-
-ON_DEMAND_4CPU = [
-    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-    {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c6a"]},
-    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "In", "values": ["4"]},
-]
-SPOT_OR_OD = [
-    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
-    {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m"]},
-    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt", "values": ["9"]},
-    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-]
-
-
-def joiner(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run the ``joiner`` CLI in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-c", "from joiner.cli.main import main; main()", *args],
-        capture_output=True,
-        text=True,
-        check=check,
-        cwd=REPO,
-        timeout=300,
-    )
-
-
-@pytest.fixture(scope="session")
-def admin(kubeconfig: Path) -> Client:
-    """Admin client; the CRDs installed by ``joiner install-crds`` and the shared
-    EC2NodeClass ``e2e`` applied."""
-    joiner("install-crds", "--kubeconfig", str(kubeconfig))
-    client = Client(KubeConfig.from_file(kubeconfig), field_manager="joiner-e2e")
-    from joinerctl import EC2NodeClassRes, NodeClaimRes, NodePoolRes
-
-    def served() -> bool:
-        try:
-            for res in (NodePoolRes, NodeClaimRes, EC2NodeClassRes):
-                list(client.list(res))
-        except ApiError as exc:
-            if exc.status.code in (404, 429):  # while the new CRDs' storage initializes
-                return False
-            raise
-        return True
-
-    wait_for("the CRDs served", served, 60)
-    Cluster(client, "-").apply(NODECLASS)
-    return client
-
-
-@pytest.fixture
-def cluster(admin: Client) -> Iterator[Cluster]:
-    """A namespace and a NodePool of one fresh name; removed afterwards."""
-    c = Cluster(admin, new_name())
-    admin.create(Namespace(metadata=ObjectMeta(name=c.name)))
-    yield c
-    c.cleanup()
-
-
-@pytest.fixture
-def controllers(
-    kubeconfig: Path, tmp_path: Path, cluster: Cluster
-) -> Iterator[list[ControllerProcess]]:
-    """Controller processes a test starts (``start``); stopped afterwards, logs printed
-    on failure (pytest shows captured output)."""
-    started: list[ControllerProcess] = []
-    yield started
-    for c in started:
-        c.stop()
-        print(f"--- {c.name} log tail ---\n{c.tail()}")
-
-
-def settings(cluster: Cluster, **extra: object) -> dict[str, object]:
-    """Settings with a fast Lease in the test's namespace."""
-    return {
-        "leaderElection": {
-            "namespace": cluster.name,
-            "name": "joiner",
-            "leaseDurationSeconds": 6,
-            "renewDeadlineSeconds": 4,
-            "retryPeriodSeconds": 1,
-        },
-        **extra,
-    }
-
-
-def start(
-    controllers: list[ControllerProcess],
-    kubeconfig: Path,
-    tmp_path: Path,
-    cluster: Cluster,
-    name: str = "joiner-a",
-    *,
-    leader: bool = True,
-    **kw: object,
-) -> ControllerProcess:
-    extra = kw.pop("extra", ())
-    env = kw.pop("env", None)
-    proc = ControllerProcess(
-        kubeconfig,
-        tmp_path,
-        name,
-        settings(cluster, **kw),
-        extra=tuple(extra),  # type: ignore[arg-type]
-        env=env,  # type: ignore[arg-type]
-    )
-    controllers.append(proc.start())
-    wait_for(f"{name} ready", lambda: proc.ready() or (not proc.alive() and proc.tail()), 60)
-    assert proc.alive(), proc.tail()
-    if leader:
-        wait_for(f"{name} leading", lambda: proc.leading() or (not proc.alive() and proc.tail()))
-        assert proc.alive(), proc.tail()
-    return proc
 
 
 def test_pending_pods_get_nodeclaims_and_nodes_and_run(
@@ -304,13 +193,6 @@ def _pdb_allowed(cluster: Cluster, name: str) -> int | None:
     if pdb.status is None or pdb.status.observedGeneration != pdb.metadata.generation:
         return None
     return pdb.status.disruptionsAllowed
-
-
-SPOT_4CPU = [
-    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
-    {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c6a"]},
-    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "In", "values": ["4"]},
-]
 
 
 @pytest.fixture(scope="session")

@@ -84,9 +84,14 @@ PLAN_KINDS = (
 )
 
 
-def connect(kubeconfig: Path | str | None, *, timeout_s: float = 30.0) -> Client:
+def connect(
+    kubeconfig: Path | str | None, *, timeout_s: float = 30.0, user_agent: str | None = None
+) -> Client:
     """A lightkube client for ``kubeconfig``'s current context; None: the in-cluster
     ServiceAccount (a pod's token and CA), else ``$KUBECONFIG`` or ``~/.kube/config``.
+    Each request times out after ``timeout_s``; ``user_agent`` (such as
+    ``joiner/0.1 (replica-a)``) is sent as ``User-Agent``, so the API server's audit log
+    tells replicas apart.
 
     Raises:
         InputError: the file is missing or not a kubeconfig, or no configuration is found.
@@ -105,7 +110,14 @@ def connect(kubeconfig: Path | str | None, *, timeout_s: float = 30.0) -> Client
         raise InputError(
             f"not a usable kubeconfig: {exc}", file=str(kubeconfig or "in-cluster")
         ) from exc
-    return Client(config=config, field_manager=FIELD_MANAGER, timeout=httpx.Timeout(timeout_s))
+    client = Client(config=config, field_manager=FIELD_MANAGER, timeout=httpx.Timeout(timeout_s))
+    if user_agent:
+        # lightkube takes no headers; its httpx client (created eagerly) carries them.
+        http = getattr(getattr(client, "_client", None), "_client", None)
+        if not isinstance(http, httpx.Client):
+            raise RuntimeError("lightkube's HTTP client is not where Joiner expects it")
+        http.headers["User-Agent"] = user_agent
+    return client
 
 
 def server_of(exc: httpx.HTTPError) -> str:

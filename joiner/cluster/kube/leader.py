@@ -9,6 +9,18 @@ leaderelection does it:
   its last renewal (or finds another holder), it has lost the lease: ``on_lost`` runs
   (the composition root exits, as controller-runtime does, so a stale leader never acts).
 * A standby takes over at the earliest ``leaseDurationSeconds`` after the last renewal.
+* ``may_write()`` is the fence every write checks first (``fence.py``): this process led
+  at its last successful renewal, and less than ``renew_deadline_s`` has passed since that
+  renewal *started*, by this process's own monotonic clock. A process paused (SIGSTOP, a
+  long GC, a frozen VM) past its lease therefore fails the check the moment it resumes,
+  before its renewal thread has even noticed; the margin ``leaseDurationSeconds -
+  renewDeadlineSeconds`` covers a write already on the wire when the check passed.
+  (client-go's ``LeaderElector.IsLeader`` answers from the last observed record instead,
+  which is what lets a resumed leader act until its next renewal fails.)
+* An API server outage shorter than ``renew_deadline_s`` costs nothing: renewals fail,
+  are retried every ``retry_s``, and the first one that succeeds keeps the lease. Each
+  renewal attempt's requests time out after ``renew_deadline_s`` (the elector's client),
+  as client-go bounds ``tryAcquireOrRenew`` by the renew deadline.
 
 A refusal that waiting will not fix (the Lease's namespace does not exist, 403: no RBAC)
 is logged once as an ERROR saying how to fix it, and kept in ``problem`` (``/readyz``
@@ -65,6 +77,7 @@ class LeaderElector:
         retry_s: float = 2.0,
         on_lost: Callable[[], None] | None = None,
         reachability: ApiReachability | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if not retry_s < renew_deadline_s < lease_duration_s:
             raise ValueError(
@@ -82,8 +95,29 @@ class LeaderElector:
         self.leader = False
         self.transitions = 0
         self._reachability = reachability or ApiReachability()
+        self._monotonic = monotonic
+        #: Monotonic time at which the last successful acquire or renewal started.
+        self.renewed_at: float | None = None
         #: Why the Lease cannot be taken (logged once), None when nothing stands in the way.
         self.problem: str | None = None
+
+    def may_write(self) -> bool:
+        """The fence (module docstring): True while this process leads and its last
+        successful renewal started less than ``renew_deadline_s`` ago (monotonic)."""
+        renewed = self.renewed_at
+        return (
+            self.leader
+            and renewed is not None
+            and self._monotonic() - renewed < self.renew_deadline_s
+        )
+
+    def _attempt(self) -> bool:
+        """``try_acquire_or_renew``, recording when a successful attempt started."""
+        started = self._monotonic()
+        ok = self.try_acquire_or_renew()
+        if ok:
+            self.renewed_at = started
+        return ok
 
     def try_acquire_or_renew(self) -> bool:
         """One attempt; True when this candidate holds the Lease afterwards.
@@ -139,7 +173,7 @@ class LeaderElector:
         """Block until this candidate leads (True) or ``stop`` is set (False)."""
         while not stop.is_set():
             try:
-                acquired = self.try_acquire_or_renew()
+                acquired = self._attempt()
                 self._reachability.ok()
                 if self.problem is not None:
                     log.info("lease %s/%s: no longer refused", self.namespace, self.name)
@@ -185,11 +219,17 @@ class LeaderElector:
 
     def keep(self, stop: threading.Event) -> None:
         """Renew until ``stop`` or until the lease is lost (then ``on_lost``). Runs in a
-        daemon thread started by ``start_renewing``."""
-        last = time.monotonic()
+        daemon thread started by ``start_renewing``.
+
+        Lost means: no renewal succeeded within ``renew_deadline_s`` of the start of the
+        last successful one (client-go's ``renew``), or the Lease names another holder.
+        Any error is a failed attempt (an unexpected one is logged with its traceback), so
+        the thread never dies while the process believes it leads."""
+        if self.renewed_at is None:
+            self.renewed_at = self._monotonic()
         while not stop.wait(self.retry_s):
             try:
-                ok = self.try_acquire_or_renew()
+                ok = self._attempt()
                 self._reachability.ok()
             except ApiError as exc:
                 self._reachability.ok()
@@ -199,12 +239,23 @@ class LeaderElector:
                 self._reachability.failed(exc)
                 log.warning("lease renewal failed: %s", exc)
                 ok = False
+            except Exception:
+                log.exception("lease renewal failed")
+                ok = False
             if ok:
-                last = time.monotonic()
                 continue
-            if time.monotonic() - last > self.renew_deadline_s or not self._holder_is_me():
+            assert self.renewed_at is not None
+            expired = self._monotonic() - self.renewed_at >= self.renew_deadline_s
+            if expired or not self._holder_is_me():
                 self.leader = False
-                log.error("lost the lease %s/%s", self.namespace, self.name)
+                log.error(
+                    "lost the lease %s/%s (%s)",
+                    self.namespace,
+                    self.name,
+                    f"not renewed within {self.renew_deadline_s:g} s"
+                    if expired
+                    else "another holder",
+                )
                 if self._on_lost is not None:
                     self._on_lost()
                 return
@@ -217,7 +268,7 @@ class LeaderElector:
                 return False
             log.warning("lease read failed: %s", exc.status.message)
             return True  # cannot tell: still ours until the renew deadline says otherwise
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # transport errors, or an answer lightkube cannot parse
             log.warning("lease read failed: %s", exc)
             return True
         return bool(lease.spec and lease.spec.holderIdentity == self.identity)

@@ -10,7 +10,8 @@ Karpenter's names used: ``karpenter_nodeclaims_created_total`` (labels ``nodepoo
 ``karpenter_interruption_received_messages_total`` (``message_type``),
 ``karpenter_voluntary_disruption_decisions_total`` (``decision``, ``reason``). Joiner's own:
 ``joiner_leader`` (1 on the active replica), ``joiner_reconcile_errors_total``,
-``joiner_dry_run_actions_total`` (``action``).
+``joiner_dry_run_actions_total`` (``action``), ``joiner_fenced_writes_total`` (writes
+dropped because the lease was no longer held).
 """
 
 from __future__ import annotations
@@ -93,6 +94,12 @@ class Metrics:
             "joiner_dry_run_actions",
             "Writes a --dry-run controller did not make, by action.",
             ["action"],
+            registry=r,
+        )
+
+        self.fenced_writes = Counter(
+            "joiner_fenced_writes",
+            "Writes dropped because this replica no longer held the lease.",
             registry=r,
         )
 
