@@ -91,6 +91,9 @@ DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 #: Joiner's own NodePool annotation (Karpenter has no such setting): see NodePool.on_demand_base.
 ON_DEMAND_BASE = "joiner.dev/on-demand-base"
 TAINT_UNREGISTERED = "karpenter.sh/unregistered"
+#: Karpenter's finalizer on NodeClaims and Nodes: deleting either drains, terminates the
+#: instance, and only then lets the object go.
+TERMINATION_FINALIZER = "karpenter.sh/termination"
 TAINT_DISRUPTED = "karpenter.sh/disrupted"
 
 

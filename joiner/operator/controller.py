@@ -71,7 +71,13 @@ from joiner.cluster.kube.metrics import Metrics, serve
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
 from joiner.controllers.interruption.controller import InterruptionController
+from joiner.controllers.nodeclaim.garbagecollection import (
+    GC_INTERVAL_S,
+    INSTANCE_GRACE_S,
+    GarbageCollector,
+)
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.controllers.nodeclaim.liveness import REGISTRATION_TIMEOUT_S, LivenessController
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import Terminator, cordon
@@ -129,6 +135,13 @@ class ControllerSettings(_Settings):
     batchMaxSeconds: float = Field(default=10.0, gt=0)
     spotToSpotConsolidation: bool = False
     eventNamespace: str = "default"
+    #: A NodeClaim whose node has not registered this long after creation is deleted
+    #: (Karpenter's ``registrationTimeout``, 15 minutes).
+    registrationTimeoutSeconds: float = Field(default=REGISTRATION_TIMEOUT_S, gt=0)
+    #: How often NodeClaims are reconciled with the cloud's instances (Karpenter: 2 min).
+    garbageCollectionIntervalSeconds: float = Field(default=GC_INTERVAL_S, gt=0)
+    #: An instance of this cluster with no NodeClaim is terminated once seen so this long.
+    orphanInstanceGraceSeconds: float = Field(default=INSTANCE_GRACE_S, ge=0)
     leaderElection: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
 
 
@@ -471,8 +484,26 @@ class ControllerRuntime:
         self.expiration = ExpirationController(
             self.state, self.terminator, self.clock, self.timeline, trigger=self.batcher.trigger
         )
+        self.liveness = LivenessController(
+            self.state,
+            self.terminator,
+            self.clock,
+            self.timeline,
+            registration_timeout_s=s.registrationTimeoutSeconds,
+            trigger=self.batcher.trigger,
+        )
+        self.gc = GarbageCollector(
+            self.state,
+            cloud,
+            self.clock,
+            self.timeline,
+            interval_s=s.garbageCollectionIntervalSeconds,
+            instance_grace_s=s.orphanInstanceGraceSeconds,
+            trigger=self.batcher.trigger,
+        )
         # Event flow (as operator/wiring.py, with the API in place of the models).
         self.lifecycle.launch_listeners.append(self.expiration.watch)
+        self.lifecycle.launch_listeners.append(self.liveness.watch)
         self.lifecycle.launch_listeners.append(self._launched)
         self.lifecycle.deleted_listeners.append(lambda _c: self.batcher.trigger())
         self.terminator.on_evicted.append(lambda _p: self.disruption.kick())
@@ -573,6 +604,11 @@ class ControllerRuntime:
         self.actuator.adopt()
         for claim in self.state.live_nodeclaims():
             self.expiration.watch(claim)
+            self.liveness.watch(claim)
+        for name in self.feed.deleting_claims:
+            # Deleted while no controller ran: drain within PDBs now (the finalizer held it).
+            self._claim_deleted(self.state.nodeclaims[name])
+        self.gc.start()
         self.disruption.start()
         if self.state.pending_pods():
             self.batcher.trigger()
@@ -673,6 +709,8 @@ class ControllerRuntime:
         """Someone deleted a live NodeClaim: drain and terminate its node (Karpenter's
         finalizer does the same), or drop the instance if it never registered."""
         node = self.state.node_of_claim(claim)
+        if node is not None and node.draining:
+            return  # already draining (another event about the same deletion)
         self.timeline.record("nodeClaimDeleted", node=node.name if node else claim.name)
         if node is None:
             self.terminator.delete_unregistered(claim, "NodeClaim deleted")

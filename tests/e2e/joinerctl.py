@@ -313,11 +313,23 @@ class Cluster:
         return {c.metadata.name for c in claims}, set(nodes)
 
     def cleanup(self) -> None:
-        """Delete the test's Nodes, NodeClaims, NodePool and namespace."""
+        """Delete the test's Nodes, NodeClaims, NodePool and namespace (their
+        ``karpenter.sh/termination`` finalizers removed: no controller runs any more)."""
+        release = {"metadata": {"finalizers": None}}
         for c in self.nodeclaims():
-            _ignore_404(lambda c=c: self.client.delete(NodeClaimRes, c.metadata.name))
+            name = c.metadata.name
+            _ignore_404(lambda name=name: self.client.delete(NodeClaimRes, name))
+            _ignore_404(
+                lambda name=name: self.client.patch(
+                    NodeClaimRes, name, release, patch_type=PatchType.MERGE
+                )
+            )
         for n in self.nodes():
-            _ignore_404(lambda n=n: self.client.delete(Node, n.metadata.name))
+            name = n.metadata.name
+            _ignore_404(lambda name=name: self.client.delete(Node, name))
+            _ignore_404(
+                lambda name=name: self.client.patch(Node, name, release, patch_type=PatchType.MERGE)
+            )
         _ignore_404(lambda: self.client.delete(NodePoolRes, self.name))
         _ignore_404(lambda: self.client.delete(Namespace, self.name))
 

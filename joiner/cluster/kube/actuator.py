@@ -13,7 +13,12 @@ the API match, keyed on what it already wrote, so each write happens once:
   capacity/allocatable. Registration (``feed``) removes the taint;
 * Joiner's taints (``karpenter.sh/disrupted:NoSchedule``) added or removed, and the
   ``karpenter.sh/registered``/``initialized`` labels, patched on the Node;
-* a deleted NodeClaim: its Node and the NodeClaim object deleted.
+* a deleted NodeClaim: its Node and the NodeClaim object deleted, each then released
+  from the ``karpenter.sh/termination`` finalizer Joiner puts on both (on the NodeClaim
+  at creation, on the Node at creation or registration). The finalizer is what makes
+  someone else's ``kubectl delete`` of either a drain, and not a loss: the object waits,
+  with its ``deletionTimestamp``, until the drain and the instance's termination are done,
+  even across a controller restart.
 
 ``evict`` is the Terminator's Eviction port: a ``policy/v1`` Eviction; 429 (a PDB the API
 server computes disallows it) is a refusal the drain retries, never forced.
@@ -120,6 +125,8 @@ class KubeActuator:
         self._deleted: set[str] = set()
         self._status: dict[str, tuple[object, ...]] = {}
         self._reported_taints: dict[str, frozenset[str]] = {}
+        #: Nodes Joiner added its finalizer to (once each; the cache catches up later).
+        self._finalized: set[str] = set()
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -194,7 +201,12 @@ class KubeActuator:
         return {
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodeClaim",
-            "metadata": {"name": claim.name, "labels": node_labels, "annotations": annotations},
+            "metadata": {
+                "name": claim.name,
+                "labels": node_labels,
+                "annotations": annotations,
+                "finalizers": [labels.TERMINATION_FINALIZER],
+            },
             "spec": {
                 "requirements": requirement_terms(claim.requirements),
                 "resources": {"requests": quantities(claim.requests)},
@@ -263,6 +275,7 @@ class KubeActuator:
                 "name": claim.name,
                 "labels": node_labels,
                 "annotations": {KWOK_ANNOTATION: "fake"},
+                "finalizers": [labels.TERMINATION_FINALIZER],
             },
             "spec": {"providerID": claim.instance.provider_id, "taints": taints},
             "status": {
@@ -326,11 +339,33 @@ class KubeActuator:
         self._status[claim.name] = key
 
     def _delete(self, res: Any, name: str, what: str) -> bool:
+        """Delete ``name`` and release it from Joiner's finalizer; True when it is gone or
+        going (404 counts as done)."""
+        kind = NODE if res is Node else NODECLAIM
+        doc = self._feed.of(kind).get(name)
+        if doc is None or not (doc.get("metadata") or {}).get("deletionTimestamp"):
+            try:
+                self._api().delete(res, name)
+            except ApiError as exc:
+                if exc.status.code != 404:
+                    self._failed(f"delete {what}", name, exc)
+                    return False
+                return True
+        return self._release(res, name, what, doc)
+
+    def _release(self, res: Any, name: str, what: str, doc: dict[str, Any] | None) -> bool:
+        """Remove ``karpenter.sh/termination`` from the object's finalizers (others stay)."""
+        finalizers = list(((doc or {}).get("metadata") or {}).get("finalizers") or [])
+        if doc is not None and labels.TERMINATION_FINALIZER not in finalizers:
+            return True
+        rest = [f for f in finalizers if f != labels.TERMINATION_FINALIZER]
         try:
-            self._api().delete(res, name)
+            self._api().patch(
+                res, name, {"metadata": {"finalizers": rest or None}}, patch_type=PatchType.MERGE
+            )
         except ApiError as exc:
             if exc.status.code != 404:
-                self._failed(f"delete {what}", name, exc)
+                self._failed(f"release {what}", name, exc)
                 return False
         return True
 
@@ -388,7 +423,24 @@ class KubeActuator:
                 self._api().patch(Node, node.name, patch, patch_type=PatchType.MERGE)
             except ApiError as exc:
                 self._failed("patch Node taints", node.name, exc)
-        meta_labels = (doc.get("metadata") or {}).get("labels") or {}
+        meta = doc.get("metadata") or {}
+        finalizers = list(meta.get("finalizers") or [])
+        if (
+            labels.TERMINATION_FINALIZER not in finalizers
+            and not meta.get("deletionTimestamp")
+            and node.name not in self._finalized
+        ):
+            self._finalized.add(node.name)
+            try:
+                self._api().patch(
+                    Node,
+                    node.name,
+                    {"metadata": {"finalizers": [*finalizers, labels.TERMINATION_FINALIZER]}},
+                    patch_type=PatchType.MERGE,
+                )
+            except ApiError as exc:
+                self._failed("patch Node finalizer", node.name, exc)
+        meta_labels = meta.get("labels") or {}
         missing = {
             k: v
             for k, v in node.labels.items()

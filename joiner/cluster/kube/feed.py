@@ -20,12 +20,17 @@ controllers share, through the same manifest loader as files
   the API; Joiner's own come from the state. A Node that disappears takes its NodeClaim
   with it. Nodes no NodeClaim owns are not capacity Joiner plans on (as Karpenter).
 * NodeClaims: one deleted by someone else while live is reported (``on_claim_deleted``:
-  the composition root drains and terminates it, as Karpenter's finalizer does).
+  the composition root drains and terminates it, as Karpenter's finalizer does). So is a
+  live NodeClaim's Node that someone deletes (``kubectl delete node``): it keeps Joiner's
+  finalizer until the drain is done (Karpenter's node termination controller).
 
 ``start`` (after every informer's first list) re-builds the NodeClaims from the
 ``karpenter.sh/v1`` NodeClaim objects (a restart or a new leader), registers them with
 their Nodes, and lists orphans: NodeClaims never launched and Joiner-made Nodes no
-NodeClaim owns (``orphan_claims``, ``orphan_nodes``), which the actuator deletes.
+NodeClaim owns (``orphan_claims``, ``orphan_nodes``), which the actuator deletes. A
+launched NodeClaim deleted while no controller ran (it waits with its finalizer) is
+adopted like the others and listed in ``deleting_claims``: the composition root drains it
+within its PodDisruptionBudgets, as if the deletion had just been seen.
 """
 
 from __future__ import annotations
@@ -123,6 +128,8 @@ class ClusterFeed:
         self._order = 0
         self.orphan_claims: list[str] = []
         self.orphan_nodes: list[str] = []
+        #: Launched NodeClaims found with a ``deletionTimestamp`` at ``start``.
+        self.deleting_claims: list[str] = []
         self.on_config: list[Callable[[ManifestSet], None]] = []
         self.on_pending: list[Callable[[Pod], None]] = []
         self.on_bound: list[Callable[[Pod], None]] = []
@@ -287,13 +294,11 @@ class ClusterFeed:
         status = doc.get("status") or {}
         provider_id = status.get("providerID")
         pool = self._state.nodepools.get(lab.get(labels.NODEPOOL, ""))
-        if meta.get("deletionTimestamp") or not provider_id or pool is None:
+        if not provider_id or pool is None:
             log.info(
                 "nodeclaim %s: %s; deleting it",
                 name,
-                "being deleted"
-                if meta.get("deletionTimestamp")
-                else "never launched"
+                "never launched"
                 if not provider_id
                 else f"NodePool {lab.get(labels.NODEPOOL)!r} does not exist",
             )
@@ -332,6 +337,8 @@ class ClusterFeed:
             else None,
         )
         self._state.nodeclaims[name] = claim
+        if meta.get("deletionTimestamp"):
+            self.deleting_claims.append(name)
 
     # -- pods -----------------------------------------------------------------------------
 
@@ -451,7 +458,11 @@ class ClusterFeed:
             *(t for t in api_taints(doc) if t.key not in MANAGED_TAINTS),
             *(t for t in node.taints if t.key == labels.TAINT_DISRUPTED),
         )
-        if meta.get("deletionTimestamp"):
+        if meta.get("deletionTimestamp") and claim.deleted_at_s is None and not node.draining:
+            # Someone deleted the Node: drain it and terminate its NodeClaim (the finalizer
+            # holds the Node until then).
+            for deleted in self.on_claim_deleted:
+                deleted(claim)
             node.deleting = True
         ready = node_ready(doc)
         if ready and claim.initialized_at_s is None:

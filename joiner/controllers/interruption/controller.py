@@ -131,8 +131,10 @@ class InterruptionController:
                     self._disrupt(node, "scheduled change", drain=True)
             elif event.kind == STATE_CHANGE:
                 self._timeline.record(timeline.STATE_CHANGE, node=name, detail=event.state or "")
-                if event.state == "terminated":
-                    continue
+                # stopping, stopped, shutting-down and terminated all delete the NodeClaim
+                # (Karpenter's interruption controller); for a terminated instance still
+                # held by a live NodeClaim (EC2 took it out of band) the drain's evictions
+                # let the workloads replace the pods, and the instance delete finds it gone.
                 if node is None:
                     self._terminator.delete_unregistered(claim, f"instance {event.state}")
                     self._trigger()

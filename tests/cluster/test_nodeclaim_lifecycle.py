@@ -1,0 +1,337 @@
+"""The NodeClaim lifecycle in controller mode (issue 18): the registration timeout, garbage
+collection against the cloud's instances, the ``karpenter.sh/termination`` finalizer on
+NodeClaims and Nodes, a NodeClaim deleted while no controller ran, and the ``terminated``
+state change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from joiner.api import labels
+from joiner.api.requirements import Requirement, Requirements
+from joiner.cloudprovider.events import STATE_CHANGE, CloudEvent
+from joiner.cloudprovider.types import NodeClaimNotFoundError
+from joiner.cluster.kube import client as kube
+from joiner.cluster.kube.actuator import KubeActuator
+from joiner.cluster.kube.metrics import Metrics
+from joiner.controllers.interruption.controller import InterruptionController
+from joiner.controllers.nodeclaim.garbagecollection import GarbageCollector
+from joiner.controllers.nodeclaim.liveness import REGISTRATION_TIMEOUT_S, LivenessController
+from joiner.controllers.termination.controller import Terminator
+from joiner.state.cluster import NodeClaim
+from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc, _pod
+
+
+class Timeline:
+    def __init__(self) -> None:
+        self.records: list[tuple[str, str | None, str | None]] = []
+
+    def record(
+        self, kind: str, *, node: str | None = None, pod: str | None = None, detail: str = ""
+    ) -> None:
+        self.records.append((kind, node, pod))
+
+    def kinds(self) -> list[str]:
+        return [k for k, _, _ in self.records]
+
+
+class Env(Harness):
+    """The feed harness plus a Terminator, and helpers to launch and register claims."""
+
+    def __init__(self, *nodeclaim_docs: dict[str, Any], nodes: tuple[dict[str, Any], ...] = ()):
+        super().__init__()
+        self.timeline = Timeline()
+        self.terminator = Terminator(self.state, self.cloud, self.clock, self.timeline)
+        self.triggered = 0
+        self.sync(kube.NODEPOOL, NODEPOOL)
+        self.sync(kube.EC2NODECLASS, NODECLASS)
+        self.sync(kube.NODECLAIM, *nodeclaim_docs)
+        self.sync(kube.NODE, *nodes)
+        for kind in (kube.POD, kube.DAEMONSET, kube.PDB):
+            self.sync(kind)
+
+    def trigger(self) -> None:
+        self.triggered += 1
+
+    def launch(self, name: str) -> NodeClaim:
+        it = self.cloud.get_instance_types("nc")[0]
+        claim = NodeClaim(
+            name=name,
+            nodepool="pool",
+            node_class="nc",
+            requirements=Requirements(
+                [Requirement.in_("node.kubernetes.io/instance-type", it.name)]
+            ),
+            requests={},
+            instance_type_options=(it,),
+            created_at_s=self.clock.now(),
+        )
+        self.state.nodeclaims[name] = claim
+        self.lifecycle.launch(claim)
+        return claim
+
+    def node_doc(self, claim: NodeClaim, **meta: Any) -> dict[str, Any]:
+        assert claim.instance is not None
+        return _doc(
+            kube.NODE,
+            {
+                "metadata": {"name": claim.name, **meta},
+                "spec": {"providerID": claim.instance.provider_id},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            },
+        )
+
+
+# -- registration timeout -------------------------------------------------------------------
+
+
+def test_a_nodeclaim_that_never_registers_is_deleted_at_the_timeout_and_its_instance_too() -> None:
+    env = Env()
+    env.feed.start()
+    liveness = LivenessController(
+        env.state,
+        env.terminator,
+        env.clock,
+        env.timeline,
+        registration_timeout_s=5.0,
+        trigger=env.trigger,
+    )
+    env.lifecycle.launch_listeners.append(liveness.watch)
+    late, on_time = env.launch("pool-late"), env.launch("pool-ontime")
+    env.clock.run_until(3.0)
+    env.feed.deliver(kube.NODE, "ADDED", [env.node_doc(on_time)])
+    assert on_time.registered_at_s is not None
+    env.clock.run_until(4.9)
+    assert late.deleted_at_s is None
+    env.clock.run_until(5.1)
+    assert late.deleted_at_s == pytest.approx(5.0)
+    assert on_time.deleted_at_s is None
+    assert late.instance is not None
+    with pytest.raises(NodeClaimNotFoundError):
+        env.cloud.get(late.instance.provider_id)
+    assert liveness.timed_out == 1 and env.triggered == 1  # its pods are provisioned again
+    assert "registrationTimeout" in env.timeline.kinds()
+
+
+def test_the_registration_timeout_defaults_to_karpenters_15_minutes_and_is_a_setting() -> None:
+    from joiner.operator.controller import ControllerSettings
+
+    assert REGISTRATION_TIMEOUT_S == 900.0
+    assert ControllerSettings().registrationTimeoutSeconds == 900.0
+    s = ControllerSettings.model_validate({"registrationTimeoutSeconds": 3})
+    assert s.registrationTimeoutSeconds == 3
+    with pytest.raises(ValueError):
+        ControllerSettings.model_validate({"registrationTimeoutSeconds": 0})
+
+
+# -- garbage collection ---------------------------------------------------------------------
+
+
+def _gc(env: Env, **kw: Any) -> GarbageCollector:
+    return GarbageCollector(
+        env.state, env.cloud, env.clock, env.timeline, trigger=env.trigger, **kw
+    )
+
+
+def test_a_nodeclaim_whose_instance_is_gone_is_collected_and_its_pods_lost() -> None:
+    env = Env()
+    env.feed.start()
+    claim, other = env.launch("pool-a"), env.launch("pool-b")
+    env.feed.deliver(kube.NODE, "ADDED", [env.node_doc(claim)])
+    env.feed.deliver(kube.POD, "ADDED", [_pod("web-1", "u1", node="pool-a")])
+    assert claim.instance is not None
+    env.cloud.reclaim(claim.instance.provider_id)  # EC2 took it out of band
+    gc = _gc(env, interval_s=1.0)
+    gc.start()
+    env.clock.run_until(1.5)
+    assert claim.deleted_at_s is not None and other.deleted_at_s is None
+    assert env.state.nodes["pool-a"].deleted_at_s is not None
+    pod = env.state.pods["u1"]
+    assert pod.lost and pod.deleted_at_s is not None
+    assert gc.collected_claims == 1 and env.triggered == 1
+    assert ("instanceGone", "pool-a", None) in env.timeline.records
+
+
+def test_an_instance_without_a_nodeclaim_is_terminated_after_the_grace_period() -> None:
+    env = Env()
+    env.feed.start()
+    kept = env.launch("pool-kept")
+    stray = env.launch("pool-stray")
+    assert stray.instance is not None and kept.instance is not None
+    del env.state.nodeclaims["pool-stray"]  # its NodeClaim is gone (a crash in between)
+    gc = _gc(env, interval_s=2.0, instance_grace_s=5.0)
+    gc.start()
+    env.clock.run_until(6.0)  # seen unowned at 2 s and 4 s and 6 s: 4 s < 5 s
+    assert env.cloud.get(stray.instance.provider_id)
+    env.clock.run_until(8.0)  # 6 s >= 5 s
+    with pytest.raises(NodeClaimNotFoundError):
+        env.cloud.get(stray.instance.provider_id)
+    assert env.cloud.get(kept.instance.provider_id)
+    assert gc.collected_instances == 1 and kept.deleted_at_s is None
+
+
+def test_an_instance_owned_again_before_the_grace_period_is_not_collected() -> None:
+    env = Env()
+    env.feed.start()
+    claim = env.launch("pool-a")
+    del env.state.nodeclaims["pool-a"]
+    gc = _gc(env, interval_s=1.0, instance_grace_s=3.0)
+    gc.run_once()
+    env.state.nodeclaims["pool-a"] = claim  # adopted (a new leader listed it)
+    env.clock.run_until(10.0)
+    gc.run_once()
+    assert claim.instance is not None and env.cloud.get(claim.instance.provider_id)
+
+
+# -- the terminated state change ------------------------------------------------------------
+
+
+def test_a_terminated_state_change_drains_and_deletes_the_nodeclaim() -> None:
+    env = Env()
+    env.feed.start()
+    claim = env.launch("pool-a")
+    env.feed.deliver(kube.NODE, "ADDED", [env.node_doc(claim)])
+    assert claim.instance is not None
+    interruption = InterruptionController(
+        env.state, env.cloud, env.clock, env.timeline, env.terminator, env.trigger
+    )
+    env.cloud._instances.pop(claim.instance.provider_id)  # gone in EC2
+    interruption.handle(
+        CloudEvent(STATE_CHANGE, (claim.instance.instance_id,), "m-1", state="terminated")
+    )
+    assert claim.deleted_at_s is not None
+    assert env.state.nodes["pool-a"].deleted_at_s is not None
+
+
+# -- finalizers: the feed and the actuator ---------------------------------------------------
+
+
+class FakeApi:
+    """Records writes; ``get``/``list`` are not used by the actuator."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[Any, ...]] = []
+
+    def create(self, obj: Any, **kw: Any) -> Any:
+        self.writes.append(("create", obj.kind, obj.metadata.name, obj.metadata.finalizers))
+        return obj
+
+    def patch(self, res: Any, name: str, body: Any, **kw: Any) -> None:
+        self.writes.append(("patch", res.__name__, name, body))
+
+    def delete(self, res: Any, name: str, **kw: Any) -> None:
+        self.writes.append(("delete", res.__name__, name))
+
+
+def _actuator(env: Env, api: FakeApi, *, create_nodes: bool = True) -> KubeActuator:
+    return KubeActuator(
+        api,  # type: ignore[arg-type]
+        env.state,
+        env.feed,
+        env.lifecycle,
+        Metrics(),
+        create_nodes=create_nodes,
+        dry_run=False,
+    )
+
+
+def test_nodeclaims_and_nodes_are_created_with_the_termination_finalizer() -> None:
+    env = Env()
+    env.feed.start()
+    api = FakeApi()
+    actuator = _actuator(env, api)
+    env.launch("pool-a")
+    actuator.sync()
+    creates = [w for w in api.writes if w[0] == "create"]
+    assert [(w[1], w[3]) for w in creates] == [
+        ("NodeClaim", [labels.TERMINATION_FINALIZER]),
+        ("Node", [labels.TERMINATION_FINALIZER]),
+    ]
+
+
+def test_a_registered_node_without_the_finalizer_gets_it_once() -> None:
+    env = Env()
+    env.feed.start()
+    api = FakeApi()
+    actuator = _actuator(env, api, create_nodes=False)  # AWS: the kubelet makes the Node
+    claim = env.launch("pool-a")
+    env.feed.deliver(kube.NODE, "ADDED", [env.node_doc(claim, finalizers=["example.com/keep"])])
+    actuator.sync()
+    actuator.sync()
+    patches = [w for w in api.writes if w[0] == "patch" and w[1] == "Node"]
+    finalizer_patches = [w for w in patches if "finalizers" in w[3]["metadata"]]
+    assert finalizer_patches == [
+        (
+            "patch",
+            "Node",
+            "pool-a",
+            {"metadata": {"finalizers": ["example.com/keep", labels.TERMINATION_FINALIZER]}},
+        )
+    ]
+
+
+def test_a_deleted_node_is_drained_then_deleted_and_released_from_the_finalizer() -> None:
+    env = Env()
+    env.feed.start()
+    api = FakeApi()
+    actuator = _actuator(env, api)
+    drained: list[str] = []
+    claim = env.launch("pool-a")
+    env.feed.on_claim_deleted.append(lambda c: drained.append(c.name))
+    fin = [labels.TERMINATION_FINALIZER, "example.com/keep"]
+    env.feed.deliver(kube.NODE, "ADDED", [env.node_doc(claim, finalizers=fin)])
+    deleting = env.node_doc(claim, finalizers=fin, deletionTimestamp="2026-01-01T00:00:00Z")
+    env.feed.deliver(kube.NODE, "MODIFIED", [deleting])
+    assert drained == ["pool-a"]  # the composition root drains it (as for a NodeClaim)
+    env.terminator.drain(env.state.nodes["pool-a"], "deleted")  # nothing to evict
+    env.feed.deliver(kube.NODE, "MODIFIED", [deleting])
+    assert drained == ["pool-a"]  # once: the claim is deleted by now
+    assert claim.deleted_at_s is not None
+    api.writes.clear()
+    actuator._claims_written.add("pool-a")
+    actuator.sync()
+    # The Node is already being deleted: only released (its other finalizer kept); the
+    # NodeClaim is deleted and released.
+    assert api.writes[0] == (
+        "patch",
+        "Node",
+        "pool-a",
+        {"metadata": {"finalizers": ["example.com/keep"]}},
+    )
+    assert ("delete", "NodeClaim", "pool-a") in api.writes
+
+
+def test_a_nodeclaim_deleted_while_no_controller_ran_is_adopted_for_a_drain() -> None:
+    claim_doc = _doc(
+        kube.NODECLAIM,
+        {
+            "metadata": {
+                "name": "pool-gone",
+                "labels": {
+                    labels.NODEPOOL: "pool",
+                    labels.INSTANCE_TYPE: "m5.large",
+                    labels.ZONE: "us-east-1a",
+                    labels.CAPACITY_TYPE: "spot",
+                },
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+                "finalizers": [labels.TERMINATION_FINALIZER],
+                "creationTimestamp": "2025-12-31T23:00:00Z",
+            },
+            "status": {"providerID": "aws:///us-east-1a/i-0abc"},
+        },
+    )
+    env = Env(claim_doc)
+    adopted: list[tuple[str, ...]] = []
+
+    def adopt(*args: str) -> Any:
+        adopted.append(args)
+        types = {t.name: t for t in env.cloud.get_instance_types("nc")}
+        return env.cloud.adopt(types["m5.large"], "us-east-1a", "spot", "i-0abc")
+
+    env.feed._adopt_instance = adopt
+    env.feed.start()
+    assert env.feed.deleting_claims == ["pool-gone"]
+    assert env.feed.orphan_claims == []  # not deleted outright: drained first
+    assert "pool-gone" in env.state.nodeclaims and adopted
