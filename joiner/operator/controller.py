@@ -45,7 +45,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -56,11 +55,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from joiner.api import timeline as tl
 from joiner.api.errors import InputError
 from joiner.api.manifests import ManifestSet
-from joiner.api.objects import NodeClass, SelectorTerm
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
-from joiner.cloudprovider.types import CloudProvider, CreateError, Instance, SecurityGroup
+from joiner.cloudprovider.types import CloudProvider, CreateError, Instance
 from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.actuator import KubeActuator, KubeTimeline
 from joiner.cluster.kube.feed import ClusterFeed
@@ -81,6 +79,7 @@ from joiner.controllers.nodeclaim.liveness import REGISTRATION_TIMEOUT_S, Livene
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import Terminator, cordon
+from joiner.operator.wallclock import DEFAULT_SECURITY_GROUP, WallClock, _fit_node_classes
 from joiner.state.cluster import ClusterState, NodeClaim
 
 log = logging.getLogger(__name__)
@@ -90,7 +89,6 @@ RESYNC_S = 5.0
 RETRY_UNSCHEDULABLE_S = 30.0
 #: ``/healthz`` fails once the API server has been unreachable this long.
 API_UNREACHABLE_UNHEALTHY_S = 30.0
-DEFAULT_SECURITY_GROUP = SecurityGroup("sg-joiner-default", "joiner-default")
 WATCHED = (
     kube.NODEPOOL,
     kube.EC2NODECLASS,
@@ -173,68 +171,6 @@ def load_settings(path: Path | None) -> ControllerSettings:
             field="region",
         )
     return settings
-
-
-class WallClock:
-    """The Clock port on an asyncio loop: ``now`` is seconds since construction
-    (monotonic), ``after`` is ``loop.call_later``. Every callback is followed by
-    ``after_turn`` (the actuator's sync); a callback that raises is logged with its
-    traceback and counted (``joiner_reconcile_errors_total{where=label}``), and the loop
-    goes on."""
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        after_turn: Callable[[], None],
-        on_error: Callable[[str], None],
-    ) -> None:
-        self.loop = loop
-        self._t0 = time.monotonic()
-        self._after_turn = after_turn
-        self._on_error = on_error
-
-    def now(self) -> float:
-        """Seconds since the controller started."""
-        return time.monotonic() - self._t0
-
-    def after(self, delay_s: float, callback: Callable[[], None], *, label: str = "") -> None:
-        """Run ``callback`` on the loop ``delay_s`` seconds from now."""
-        self.loop.call_later(max(0.0, delay_s), self.run, callback, label)
-
-    def run(self, callback: Callable[[], None], label: str) -> None:
-        """Run one callback now, then the after-turn hook."""
-        try:
-            callback()
-        except LeaseLostError:
-            log.debug("controller callback %r stopped by the fence", label)
-        except Exception:
-            log.exception("controller callback %r failed", label)
-            self._on_error(label or "callback")
-        self._after_turn()
-
-
-def _fit_node_classes(cloud: SimulatedCloudProvider, classes: list[NodeClass]) -> list[NodeClass]:
-    """With simulated capacity there is no VPC: a NodeClass whose subnet or security group
-    selectors match nothing gets every zone of the region and the default group (as
-    ``joiner plan`` does), with a warning."""
-    out = []
-    for nc in classes:
-        fixed = nc
-        if not cloud.resolve_subnets(nc):
-            fixed = replace(
-                fixed, subnet_selector_terms=tuple(SelectorTerm(id=s.id) for s in cloud.subnets)
-            )
-            log.info(
-                "EC2NodeClass %s: subnets unknown to the simulated cloud; every zone of %s",
-                nc.name,
-                cloud.region,
-            )
-        if not cloud.resolve_security_groups(nc):
-            fixed = replace(
-                fixed, security_group_selector_terms=(SelectorTerm(id=DEFAULT_SECURITY_GROUP.id),)
-            )
-        out.append(fixed)
-    return out
 
 
 class ControllerRuntime:
