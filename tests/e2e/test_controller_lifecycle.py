@@ -164,9 +164,7 @@ def test_a_nodeclaim_deleted_while_the_controller_is_down_is_drained_within_its_
         }
     )
     wait_for("4 web pods running", lambda: cluster.running("web", 4), 120)
-    claims, _ = wait_for(
-        "2 nodes", lambda: (c := cluster.consistent()) and len(c[1]) == 2 and c
-    )
+    claims, _ = wait_for("2 nodes", lambda: (c := cluster.consistent()) and len(c[1]) == 2 and c)
     assert ctl.stop() == 0
 
     victim = sorted(claims)[0]
