@@ -65,7 +65,8 @@ from joiner.cluster.kube.feed import ClusterFeed
 from joiner.cluster.kube.fence import CLOUD_WRITES, KUBE_WRITES, Fence, LeaseLostError, fenced
 from joiner.cluster.kube.informer import Informer
 from joiner.cluster.kube.leader import LeaderElector
-from joiner.cluster.kube.metrics import Metrics, serve
+from joiner.cluster.kube.metrics import MeteredCloudProvider, Metrics, message_type, serve
+from joiner.cluster.kube.metrics import controller as metered_as
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
 from joiner.controllers.interruption.controller import InterruptionController
@@ -79,6 +80,7 @@ from joiner.controllers.nodeclaim.liveness import REGISTRATION_TIMEOUT_S, Livene
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import Terminator, cordon
+from joiner.operator.kube_metrics import MetricsWiring
 from joiner.operator.wallclock import DEFAULT_SECURITY_GROUP, WallClock, _fit_node_classes
 from joiner.state.cluster import ClusterState, NodeClaim
 
@@ -351,8 +353,10 @@ class ControllerRuntime:
         self.state = ClusterState()
         self.catalog = Catalog.load()
         self.cloud = self._cloud()
-        #: What the controllers get: the cloud with every write fenced.
-        cloud: Any = fenced(self.cloud, self.fence, CLOUD_WRITES)
+        #: What the controllers get: the cloud with every write fenced, and metered.
+        cloud: Any = MeteredCloudProvider(
+            fenced(self.cloud, self.fence, CLOUD_WRITES), self.metrics, self.cloud_name
+        )
         self.lifecycle = Lifecycle(self.state, cloud, self.clock, s.region)
         self.provisioner = Provisioner(
             self.state,
@@ -452,7 +456,9 @@ class ControllerRuntime:
         self.feed.on_ready.append(self._node_ready)
         self.feed.on_node_gone.append(lambda _n: self._node_gone())
         self.feed.on_claim_deleted.append(self._claim_deleted)
-        self.timeline.listeners.append(self._timeline_metrics)
+        self.wiring = MetricsWiring(self.metrics, self.state)
+        self.timeline.listeners.append(self.wiring.timeline)
+        self.disruption.command_listeners.append(self.wiring.command)
 
     def _cloud(self) -> CloudProvider:
         s = self.settings
@@ -561,13 +567,21 @@ class ControllerRuntime:
         def handle(event: CloudEvent) -> None:
             # Raises while fenced: the message stays on the queue for the leader.
             self.fence.check(f"handle interruption message {event.kind}")
-            self.metrics.interruption_messages.labels(message_type=event.kind).inc()
+            self.metrics.interruption_messages.labels(message_type=message_type(event)).inc()
             loop.call_soon_threadsafe(
                 self.clock.run, lambda: self.interruption.handle(event), "interruption"
             )
 
         queue = InterruptionQueue(
-            clients.sqs, url, handle, caller=Caller(time.sleep), sleep=time.sleep, wait_time_s=2
+            clients.sqs,
+            url,
+            handle,
+            caller=Caller(time.sleep),
+            sleep=time.sleep,
+            wait_time_s=2,
+            on_deleted=self.metrics.interruption_deleted.inc,
+            on_queued_s=self.metrics.interruption_queue_duration.observe,
+            wall_now_s=time.time,
         )
         threading.Thread(
             target=queue.run,
@@ -590,6 +604,7 @@ class ControllerRuntime:
             return
         try:
             self.actuator.sync()
+            self.wiring.refresh(synced=True)
         except LeaseLostError:
             log.debug("actuator sync stopped by the fence")
         except Exception:
@@ -604,8 +619,11 @@ class ControllerRuntime:
 
     def _provision(self) -> None:
         started = time.monotonic()
-        self.provisioner.reconcile()
-        self.metrics.scheduling_duration.observe(time.monotonic() - started)
+        with metered_as("provisioner"):
+            self.provisioner.reconcile()
+        self.metrics.scheduling_duration.labels(controller="provisioner").observe(
+            time.monotonic() - started
+        )
 
     def _retry_later(self, _uids: Any) -> None:
         self.clock.after(
@@ -678,13 +696,6 @@ class ControllerRuntime:
             self.metrics.pod_startup.observe(
                 max(0.0, (datetime.now(UTC) - started).total_seconds())
             )
-
-    def _timeline_metrics(
-        self, kind: str, _node: str | None, _pod: str | None, detail: str
-    ) -> None:
-        if kind == tl.DISRUPTION:
-            method = detail.split(" ", 1)[0] if detail else "unknown"
-            self.metrics.disruption_decisions.labels(decision="delete", reason=method).inc()
 
 
 def install_crds(kubeconfig: Path) -> list[str]:

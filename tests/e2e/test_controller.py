@@ -75,7 +75,7 @@ def test_pending_pods_get_nodeclaims_and_nodes_and_run(
     assert status == 200
     assert metric(body, "karpenter_nodeclaims_created_total") >= len(claims)
     assert metric(body, "karpenter_pods_startup_duration_seconds_count") >= 6
-    assert metric(body, "karpenter_provisioner_scheduling_duration_seconds_count") >= 1
+    assert metric(body, "karpenter_scheduler_scheduling_duration_seconds_count") >= 1
     assert ctl.http("/healthz", ctl.health_port)[0] == 200
 
     # A NodeClaim deleted by hand: its node is drained and deleted, its pods run elsewhere.

@@ -44,6 +44,9 @@ class InterruptionQueue:
         visibility_timeout_s: int = 20,
         max_messages: int = 10,
         error_backoff_s: float = 5.0,
+        on_deleted: Callable[[], None] | None = None,
+        on_queued_s: Callable[[float], None] | None = None,
+        wall_now_s: Callable[[], float] | None = None,
     ) -> None:
         self._sqs = sqs
         self.queue_url = queue_url
@@ -58,6 +61,12 @@ class InterruptionQueue:
         self.ignored = 0
         self.malformed = 0
         self.failed = 0
+        #: Called after each successful DeleteMessage (Karpenter's deleted-messages counter).
+        self._on_deleted = on_deleted
+        #: Called with the seconds a handled message was on the queue (its SQS
+        #: ``SentTimestamp`` to ``wall_now_s()``; Karpenter measures from the event's time).
+        self._on_queued_s = on_queued_s
+        self._wall_now_s = wall_now_s
 
     @classmethod
     def from_name(
@@ -93,6 +102,7 @@ class InterruptionQueue:
             MaxNumberOfMessages=self.max_messages,
             WaitTimeSeconds=self.wait_time_s,
             VisibilityTimeout=self.visibility_timeout_s,
+            AttributeNames=["SentTimestamp"],
         )
         messages = resp.get("Messages", [])
         for message in messages:
@@ -124,6 +134,9 @@ class InterruptionQueue:
             )
             return
         self.handled += 1
+        sent_ms = (message.get("Attributes") or {}).get("SentTimestamp")
+        if self._on_queued_s is not None and self._wall_now_s is not None and sent_ms:
+            self._on_queued_s(max(0.0, self._wall_now_s() - int(sent_ms) / 1000))
         self._delete(message)
 
     def _delete(self, message: dict[str, Any]) -> None:
@@ -134,6 +147,8 @@ class InterruptionQueue:
                 QueueUrl=self.queue_url,
                 ReceiptHandle=message["ReceiptHandle"],
             )
+            if self._on_deleted is not None:
+                self._on_deleted()
         except AWSError as exc:
             log.warning(
                 "interruption queue: could not delete message %s (%s); it may come again",

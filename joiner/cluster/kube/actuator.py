@@ -54,7 +54,7 @@ from joiner.cluster.kube.feed import (
     api_taints,
     pool_hash,
 )
-from joiner.cluster.kube.metrics import Metrics
+from joiner.cluster.kube.metrics import PROVISIONED, Metrics
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.termination.pdb import selects
 from joiner.state.cluster import ClusterState, NodeClaim
@@ -250,8 +250,19 @@ class KubeActuator:
                 return
         self._claims_written.add(claim.name)
         self._metrics.nodeclaims_created.labels(
-            nodepool=claim.nodepool, reason="provisioning" if not claim.replaces else "disruption"
+            reason=self._created_reason(claim), nodepool=claim.nodepool, min_values_relaxed="false"
         ).inc()
+
+    def _created_reason(self, claim: NodeClaim) -> str:
+        """Karpenter's ``reason`` for a created NodeClaim: ``provisioned``, or for a
+        replacement the lower-cased disruption reason of the node it replaces
+        (``provisioner.CreateNodeClaims`` with ``WithReason``)."""
+        for name in claim.replaces:
+            node = self._state.nodes.get(name)
+            old = self._state.nodeclaims.get(node.nodeclaim) if node is not None else None
+            if old is not None and old.disruption_reason:
+                return old.disruption_reason.lower()
+        return PROVISIONED
 
     def _create_node(self, claim: NodeClaim) -> None:
         assert claim.instance is not None
@@ -291,7 +302,9 @@ class KubeActuator:
                 self._failed("create Node", claim.name, exc)
                 return
         self._nodes_written.add(claim.name)
-        self._metrics.nodes_created.labels(nodepool=claim.nodepool).inc()
+        self._metrics.nodes_created.labels(
+            nodepool=claim.nodepool, zone=claim.instance.offering.zone
+        ).inc()
 
     def _claim_status(self, claim: NodeClaim) -> None:
         assert claim.instance is not None
@@ -392,9 +405,15 @@ class KubeActuator:
         if not self._delete(NodeClaimResource, claim.name, "NodeClaim"):
             return
         self._deleted.add(claim.name)
-        self._metrics.nodeclaims_terminated.labels(nodepool=claim.nodepool).inc()
+        offering = claim.instance.offering if claim.instance is not None else None
+        zone = offering.zone if offering is not None else ""
+        self._metrics.nodeclaims_terminated.labels(
+            nodepool=claim.nodepool,
+            capacity_type=offering.capacity_type if offering is not None else "",
+            zone=zone,
+        ).inc()
         if node_name is not None:
-            self._metrics.nodes_terminated.labels(nodepool=claim.nodepool).inc()
+            self._metrics.nodes_terminated.labels(nodepool=claim.nodepool, zone=zone).inc()
 
     def _sync_node(self, node: StateNode) -> None:
         doc = self._feed.of(NODE).get(node.name)

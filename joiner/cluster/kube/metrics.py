@@ -1,25 +1,63 @@
-"""Prometheus metrics, with Karpenter's names where Karpenter has the metric
-(karpenter.sh/docs/reference/metrics), and the ``/metrics``, ``/healthz`` and ``/readyz``
-endpoints.
+"""Prometheus metrics under Karpenter v1's names and label sets, and the ``/metrics``,
+``/healthz`` and ``/readyz`` endpoints.
 
-Karpenter's names used: ``karpenter_nodeclaims_created_total`` (labels ``nodepool``,
-``reason``), ``karpenter_nodeclaims_terminated_total`` (``nodepool``),
-``karpenter_nodes_created_total`` and ``karpenter_nodes_terminated_total`` (``nodepool``),
-``karpenter_pods_startup_duration_seconds`` (pod creation to Running, seconds),
-``karpenter_provisioner_scheduling_duration_seconds`` (one provisioning pass, seconds),
-``karpenter_interruption_received_messages_total`` (``message_type``),
-``karpenter_voluntary_disruption_decisions_total`` (``decision``, ``reason``). Joiner's own:
-``joiner_leader`` (1 on the active replica), ``joiner_reconcile_errors_total``,
-``joiner_dry_run_actions_total`` (``action``), ``joiner_fenced_writes_total`` (writes
-dropped because the lease was no longer held).
+Names and labels follow Karpenter v1.14.0 (the version the test stack pins;
+karpenter.sh/v1.14/reference/metrics): ``pkg/metrics/metrics.go`` (NodeClaims and Nodes
+created/terminated/disrupted), ``pkg/controllers/metrics/nodepool`` (usage and limit per
+``resource_type``), ``pkg/controllers/provisioning/scheduling/metrics.go`` (scheduling
+duration by ``controller``), ``pkg/controllers/disruption/metrics.go`` (decisions by
+``decision``, ``reason``, ``consolidation_type``), ``pkg/controllers/state/metrics.go``
+(cluster state), ``pkg/cloudprovider/metrics`` (the CloudProvider decorator), and
+karpenter-provider-aws ``pkg/controllers/interruption/metrics.go`` (the SQS queue):
+
+=====================================================  ==========================================
+metric                                                 labels
+=====================================================  ==========================================
+karpenter_nodepools_usage, karpenter_nodepools_limit   resource_type, nodepool
+karpenter_nodeclaims_created_total                     reason, nodepool, min_values_relaxed
+karpenter_nodeclaims_terminated_total                  nodepool, capacity_type, zone
+karpenter_nodeclaims_disrupted_total                   reason, nodepool, capacity_type
+karpenter_nodes_created_total                          nodepool, zone
+karpenter_nodes_terminated_total                       nodepool, zone
+karpenter_pods_startup_duration_seconds                (none; a summary)
+karpenter_scheduler_scheduling_duration_seconds        controller
+karpenter_voluntary_disruption_decisions_total         decision, reason, consolidation_type
+karpenter_cluster_state_node_count                     (none)
+karpenter_cluster_state_synced                         (none)
+karpenter_interruption_received_messages_total         message_type
+karpenter_interruption_deleted_messages_total          (none)
+karpenter_interruption_message_queue_duration_seconds  (none)
+karpenter_cloudprovider_duration_seconds               controller, method, provider
+karpenter_cloudprovider_errors_total                   controller, method, provider, error
+=====================================================  ==========================================
+
+Label values are Karpenter's too: ``reason`` ``provisioned`` for a NodeClaim the
+provisioner creates and the lower-cased disruption reason (``underutilized``, ``empty``,
+``drifted``) for a replacement; ``decision`` ``delete``/``replace``; ``consolidation_type``
+``empty``, ``single``, ``multi`` or ``""`` (drift); ``resource_type`` lower case with ``_``
+for ``-``, cpu in cores; ``message_type`` as karpenter-provider-aws's message kinds
+(``spot_interrupted``, ``rebalance_recommendation``, ``scheduled_change``,
+``instance_stopped``, ``instance_terminated``); ``method`` ``Create``, ``Delete``, ``Get``,
+``List``, ``GetInstanceTypes``, ``IsDrifted``; ``error`` ``InsufficientCapacityError``,
+``NodeClaimNotFoundError``, ``NodeClassNotReadyError`` or ``""``. ``controller`` is the
+calling controller as set by ``controller(name)``: so far only the provisioner's pass sets
+it (``provisioner``); other callers report ``""``.
+
+Joiner's own: ``joiner_leader`` (1 on the active replica), ``joiner_reconcile_errors_total``
+(``where``), ``joiner_dry_run_actions_total`` (``action``), ``joiner_fenced_writes_total``
+(writes dropped because the lease was no longer held).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -31,34 +69,136 @@ from prometheus_client import (
     generate_latest,
 )
 
+from joiner.cloudprovider import events as cloud_events
+from joiner.cloudprovider.types import (
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
+
+if TYPE_CHECKING:
+    from joiner.state.cluster import ClusterState
+
 log = logging.getLogger(__name__)
+
+#: Karpenter ``metrics.DurationBuckets()`` (seconds).
+DURATION_BUCKETS = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7),
+    *(0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10),
+    *(15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450, 600),
+)
+
+#: Karpenter's ``reason`` for NodeClaims the provisioner creates (``ProvisionedReason``).
+PROVISIONED = "provisioned"
+
+#: Joiner's disruption methods -> Karpenter's ``consolidation_type`` (``Method.ConsolidationType``).
+CONSOLIDATION_TYPE = {
+    "Emptiness": "empty",
+    "SingleNodeConsolidation": "single",
+    "MultiNodeConsolidation": "multi",
+    "Drift": "",
+}
+
+#: Joiner's cloud event kinds -> karpenter-provider-aws's message kinds (``messages.Kind``).
+_MESSAGE_TYPE = {
+    cloud_events.SPOT_INTERRUPTION: "spot_interrupted",
+    cloud_events.REBALANCE_RECOMMENDATION: "rebalance_recommendation",
+    cloud_events.SCHEDULED_CHANGE: "scheduled_change",
+}
+
+#: The calling controller, for the CloudProvider metrics' ``controller`` label (Karpenter
+#: reads it from the reconcile context, ``injection.GetControllerName``).
+_controller: contextvars.ContextVar[str] = contextvars.ContextVar("controller", default="")
+
+
+def message_type(event: cloud_events.CloudEvent) -> str:
+    """karpenter-provider-aws's ``message_type`` for a cloud event: a state change is
+    ``instance_stopped`` for stopping/stopped and ``instance_terminated`` otherwise."""
+    if event.kind == cloud_events.STATE_CHANGE:
+        return (
+            "instance_stopped" if event.state in ("stopping", "stopped") else "instance_terminated"
+        )
+    return _MESSAGE_TYPE.get(event.kind, event.kind)
+
+
+def resource_type(name: str) -> str:
+    """Karpenter's ``resource_type`` label: lower case, ``-`` as ``_``."""
+    return name.lower().replace("-", "_")
+
+
+def gauge_value(name: str, amount: int) -> float:
+    """A Joiner quantity (cpu in millicores) as Karpenter reports it (cpu in cores)."""
+    return amount / 1000 if name == "cpu" else float(amount)
+
+
+def snake_case(reason: str) -> str:
+    """``Underutilized`` -> ``underutilized``, ``GarbageCollected`` -> ``garbage_collected``
+    (Karpenter ``pretty.ToSnakeCase``)."""
+    out = []
+    for i, ch in enumerate(reason):
+        if ch.isupper() and i > 0 and not reason[i - 1].isupper():
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+@contextlib.contextmanager
+def controller(name: str) -> Iterator[None]:
+    """Run the block as controller ``name`` for the CloudProvider metrics."""
+    token = _controller.set(name)
+    try:
+        yield
+    finally:
+        _controller.reset(token)
 
 
 class Metrics:
-    """The controller's metrics, on a registry of their own."""
+    """The controller's metrics, on a registry of their own (module docstring)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        usage_labels = ["resource_type", "nodepool"]
+        self.nodepools_usage = Gauge(
+            "karpenter_nodepools_usage",
+            "Resources provisioned by a NodePool, by resource type (cpu in cores).",
+            usage_labels,
+            registry=r,
+        )
+        self.nodepools_limit = Gauge(
+            "karpenter_nodepools_limit",
+            "A NodePool's spec.limits, by resource type (cpu in cores).",
+            usage_labels,
+            registry=r,
+        )
         self.nodeclaims_created = Counter(
             "karpenter_nodeclaims_created",
-            "NodeClaims created, by NodePool and reason.",
-            ["nodepool", "reason"],
+            "NodeClaims created, by reason, NodePool and whether minValues was relaxed.",
+            ["reason", "nodepool", "min_values_relaxed"],
             registry=r,
         )
         self.nodeclaims_terminated = Counter(
             "karpenter_nodeclaims_terminated",
-            "NodeClaims deleted, by NodePool.",
-            ["nodepool"],
+            "NodeClaims terminated, by NodePool, capacity type and zone.",
+            ["nodepool", "capacity_type", "zone"],
+            registry=r,
+        )
+        self.nodeclaims_disrupted = Counter(
+            "karpenter_nodeclaims_disrupted",
+            "NodeClaims disrupted, by reason, NodePool and capacity type.",
+            ["reason", "nodepool", "capacity_type"],
             registry=r,
         )
         self.nodes_created = Counter(
-            "karpenter_nodes_created", "Nodes created, by NodePool.", ["nodepool"], registry=r
+            "karpenter_nodes_created",
+            "Nodes created, by NodePool and zone.",
+            ["nodepool", "zone"],
+            registry=r,
         )
         self.nodes_terminated = Counter(
             "karpenter_nodes_terminated",
-            "Nodes deleted, by NodePool.",
-            ["nodepool"],
+            "Nodes terminated, by NodePool and zone.",
+            ["nodepool", "zone"],
             registry=r,
         )
         self.pod_startup = Summary(
@@ -67,20 +207,56 @@ class Metrics:
             registry=r,
         )
         self.scheduling_duration = Histogram(
-            "karpenter_provisioner_scheduling_duration_seconds",
-            "Duration of one provisioning pass (scheduling simulation and launches), seconds.",
-            registry=r,
-        )
-        self.interruption_messages = Counter(
-            "karpenter_interruption_received_messages",
-            "Interruption messages received, by message type.",
-            ["message_type"],
+            "karpenter_scheduler_scheduling_duration_seconds",
+            "Duration of one scheduling pass, seconds, by controller.",
+            ["controller"],
+            buckets=DURATION_BUCKETS,
             registry=r,
         )
         self.disruption_decisions = Counter(
             "karpenter_voluntary_disruption_decisions",
-            "Disruption commands executed, by decision and reason.",
-            ["decision", "reason"],
+            "Disruption decisions, by decision, reason and consolidation type.",
+            ["decision", "reason", "consolidation_type"],
+            registry=r,
+        )
+        self.cluster_state_node_count = Gauge(
+            "karpenter_cluster_state_node_count",
+            "Nodes (and NodeClaims not registered yet) in the controller's cluster state.",
+            registry=r,
+        )
+        self.cluster_state_synced = Gauge(
+            "karpenter_cluster_state_synced",
+            "1 once the cluster state matches the API server's Nodes and NodeClaims.",
+            registry=r,
+        )
+        self.interruption_messages = Counter(
+            "karpenter_interruption_received_messages",
+            "Interruption messages received from the SQS queue, by message type.",
+            ["message_type"],
+            registry=r,
+        )
+        self.interruption_deleted = Counter(
+            "karpenter_interruption_deleted_messages",
+            "Interruption messages deleted from the SQS queue.",
+            registry=r,
+        )
+        self.interruption_queue_duration = Histogram(
+            "karpenter_interruption_message_queue_duration_seconds",
+            "Time an interruption message was on the queue before it was handled, seconds.",
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.cloudprovider_duration = Histogram(
+            "karpenter_cloudprovider_duration_seconds",
+            "Duration of CloudProvider calls, seconds, by controller, method and provider.",
+            ["controller", "method", "provider"],
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.cloudprovider_errors = Counter(
+            "karpenter_cloudprovider_errors",
+            "Errors CloudProvider calls returned, by controller, method, provider and error.",
+            ["controller", "method", "provider", "error"],
             registry=r,
         )
         self.leader = Gauge("joiner_leader", "1 while this replica is the leader.", registry=r)
@@ -106,6 +282,85 @@ class Metrics:
     def exposition(self) -> bytes:
         """The text exposition format of every metric."""
         return generate_latest(self.registry)
+
+    def update_cluster_state(self, state: ClusterState, *, synced: bool) -> None:
+        """Set the NodePool usage/limit gauges and the cluster-state gauges from ``state``
+        (Karpenter's nodepool metrics controller and ``Cluster.Synced``). Call on the
+        controller's loop thread: it reads the state."""
+        self.cluster_state_synced.set(1 if synced else 0)
+        count = sum(1 for n in state.nodes.values() if n.deleted_at_s is None)
+        count += sum(1 for c in state.live_nodeclaims() if c.node_name is None)
+        self.cluster_state_node_count.set(count)
+        self.nodepools_usage.clear()
+        self.nodepools_limit.clear()
+        for name, pool in sorted(state.nodepools.items()):
+            for res, amount in sorted(state.nodepool_usage(name).items()):
+                self.nodepools_usage.labels(resource_type(res), name).set(gauge_value(res, amount))
+            for res, amount in pool.limits:
+                self.nodepools_limit.labels(resource_type(res), name).set(gauge_value(res, amount))
+
+    def disruption_decision(self, method: str, action: str, reason: str) -> None:
+        """Count one disruption command (Karpenter ``DecisionsPerformedTotal``)."""
+        self.disruption_decisions.labels(
+            decision=action.lower(),
+            reason=reason.lower(),
+            consolidation_type=CONSOLIDATION_TYPE.get(method, ""),
+        ).inc()
+
+
+def _error_label(exc: BaseException) -> str:
+    """Karpenter ``GetErrorTypeLabelValue``."""
+    if isinstance(exc, InsufficientCapacityError):
+        return "InsufficientCapacityError"
+    if isinstance(exc, NodeClaimNotFoundError):
+        return "NodeClaimNotFoundError"
+    if isinstance(exc, NodeClassNotReadyError):
+        return "NodeClassNotReadyError"
+    return ""
+
+
+class MeteredCloudProvider:
+    """A CloudProvider that times each call and counts its errors (Karpenter
+    ``cloudprovider/metrics.Decorate``); every other attribute is the wrapped provider's.
+
+    ``provider`` is the ``provider`` label (``aws`` or ``simulated``).
+    """
+
+    _METHODS: ClassVar[dict[str, str]] = {
+        "create": "Create",
+        "delete": "Delete",
+        "get": "Get",
+        "list": "List",
+        "get_instance_types": "GetInstanceTypes",
+        "is_drifted": "IsDrifted",
+    }
+
+    def __init__(self, cloud: Any, metrics: Metrics, provider: str) -> None:
+        self._cloud = cloud
+        self._metrics = metrics
+        self._provider = provider
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._cloud, name)
+        method = self._METHODS.get(name)
+        if method is None:
+            return target
+        metrics, provider = self._metrics, self._provider
+
+        def metered(*args: Any, **kwargs: Any) -> Any:
+            ctl = _controller.get()
+            started = time.monotonic()
+            try:
+                return target(*args, **kwargs)
+            except Exception as exc:
+                metrics.cloudprovider_errors.labels(ctl, method, provider, _error_label(exc)).inc()
+                raise
+            finally:
+                metrics.cloudprovider_duration.labels(ctl, method, provider).observe(
+                    time.monotonic() - started
+                )
+
+        return metered
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -109,6 +109,8 @@ class DisruptionController:
         self.validation_delay_s = validation_delay_s
         self.poll_s = poll_s
         self.stats = DisruptionStats()
+        #: Called with each command once it is under way (its replacements launched).
+        self.command_listeners: list[Callable[[m.Command], None]] = []
         self._running: list[_Running] = []
         self._validating = False
         self._pass_at: float | None = None
@@ -322,6 +324,8 @@ class DisruptionController:
             ",".join(names),
             command.savings_per_hour,
         )
+        for listener in self.command_listeners:
+            listener(command)
         self._state.touch()
         self._running.append(_Running(command, claims))
         self._advance_running()

@@ -1,0 +1,79 @@
+"""Wiring of the controller's Karpenter-named metrics (``joiner.cluster.kube.metrics``)
+to its controllers: what each Karpenter counter counts, taken from the events Joiner's
+controllers already publish (timeline records, disruption commands, interruption messages).
+
+Kept apart from ``operator/controller.py`` so the controller's lifecycle code stays small.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from joiner.api import timeline as tl
+from joiner.cluster.kube.metrics import Metrics, snake_case
+
+if TYPE_CHECKING:
+    from joiner.state.cluster import ClusterState
+
+#: The interruption controller's cordon reasons -> karpenter-provider-aws's message kinds,
+#: which Karpenter uses as ``karpenter_nodeclaims_disrupted_total``'s ``reason`` when an
+#: interruption message deletes a NodeClaim.
+INTERRUPTION_REASONS = {
+    "spot interruption warning": "spot_interrupted",
+    "rebalance recommendation": "rebalance_recommendation",
+    "scheduled change": "scheduled_change",
+    "instance stopping": "instance_stopped",
+    "instance stopped": "instance_stopped",
+    "instance shutting-down": "instance_terminated",
+}
+
+
+def disrupted_reason(kind: str, detail: str) -> str | None:
+    """``karpenter_nodeclaims_disrupted_total``'s ``reason`` for one timeline record, or
+    None when the record is no disruption: a disruption command's candidate
+    (``"<method> <action> (<Reason>)..."``, the reason in snake case), an expiry
+    (``expired``), an interruption's cordon (the message kind)."""
+    if kind == tl.DISRUPTION:
+        start, end = detail.find("("), detail.find(")")
+        return snake_case(detail[start + 1 : end]) if 0 <= start < end else "unknown"
+    if kind == tl.EXPIRED:
+        return "expired"
+    if kind == tl.CORDON:
+        return INTERRUPTION_REASONS.get(detail)
+    return None
+
+
+class MetricsWiring:
+    """Counts what Karpenter counts from ``state``'s changes into ``metrics``.
+
+    ``timeline(kind, node, pod, detail)`` is a KubeTimeline listener;
+    ``command(cmd)`` a DisruptionController command listener; ``refresh(synced)`` sets the
+    gauges (call on the loop thread).
+    """
+
+    def __init__(self, metrics: Metrics, state: ClusterState) -> None:
+        self.metrics = metrics
+        self._state = state
+
+    def timeline(self, kind: str, node: str | None, _pod: str | None, detail: str) -> None:
+        reason = disrupted_reason(kind, detail)
+        if reason is None or node is None:
+            return
+        st_node = self._state.nodes.get(node)
+        if kind == tl.CORDON and (st_node is None or not st_node.deleting):
+            return  # a rebalance-monitoring cordon: no disruption
+        claim = self._state.nodeclaims.get(st_node.nodeclaim if st_node else node)
+        if claim is None:
+            return
+        offering = claim.instance.offering if claim.instance is not None else None
+        self.metrics.nodeclaims_disrupted.labels(
+            reason=reason,
+            nodepool=claim.nodepool,
+            capacity_type=offering.capacity_type if offering is not None else "",
+        ).inc()
+
+    def command(self, cmd: Any) -> None:
+        self.metrics.disruption_decision(cmd.method, cmd.action, cmd.reason)
+
+    def refresh(self, *, synced: bool) -> None:
+        self.metrics.update_cluster_state(self._state, synced=synced)

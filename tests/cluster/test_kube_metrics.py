@@ -1,0 +1,266 @@
+"""Karpenter v1's metric names and label sets on ``/metrics`` (issue 23), scraped over HTTP
+after driving the real code paths that count them."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import urllib.request
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from joiner.api import timeline as tl
+from joiner.api.requirements import Requirement, Requirements
+from joiner.cloudprovider import events as ce
+from joiner.cloudprovider.aws.api import Caller
+from joiner.cloudprovider.aws.queue import InterruptionQueue
+from joiner.cloudprovider.types import InsufficientCapacityError
+from joiner.cluster.kube import client as kube
+from joiner.cluster.kube.metrics import (
+    MeteredCloudProvider,
+    Metrics,
+    controller,
+    message_type,
+    serve,
+    snake_case,
+)
+from joiner.operator.kube_metrics import MetricsWiring, disrupted_reason
+from joiner.state.cluster import NodeClaim
+from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness
+
+#: Karpenter v1.14.0's label names per metric (family name as the parser reports it:
+#: counters without ``_total``).
+KARPENTER = {
+    "karpenter_nodepools_usage": {"resource_type", "nodepool"},
+    "karpenter_nodepools_limit": {"resource_type", "nodepool"},
+    "karpenter_nodeclaims_created": {"reason", "nodepool", "min_values_relaxed"},
+    "karpenter_nodeclaims_terminated": {"nodepool", "capacity_type", "zone"},
+    "karpenter_nodeclaims_disrupted": {"reason", "nodepool", "capacity_type"},
+    "karpenter_nodes_created": {"nodepool", "zone"},
+    "karpenter_nodes_terminated": {"nodepool", "zone"},
+    "karpenter_scheduler_scheduling_duration_seconds": {"controller"},
+    "karpenter_voluntary_disruption_decisions": {"decision", "reason", "consolidation_type"},
+    "karpenter_cluster_state_node_count": set(),
+    "karpenter_cluster_state_synced": set(),
+    "karpenter_interruption_received_messages": {"message_type"},
+    "karpenter_interruption_deleted_messages": set(),
+    "karpenter_interruption_message_queue_duration_seconds": set(),
+    "karpenter_cloudprovider_errors": {"controller", "method", "provider", "error"},
+    "karpenter_cloudprovider_duration_seconds": {"controller", "method", "provider"},
+}
+
+_EXTRA = {"le", "quantile"}  # histogram/summary sample labels, not metric labels
+
+
+def label_sets(body: str) -> dict[str, set[frozenset[str]]]:
+    """Metric family name -> the label-name sets of its samples (``le`` left out)."""
+    out: dict[str, set[frozenset[str]]] = {}
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            out.setdefault(family.name, set()).add(frozenset(set(sample.labels) - _EXTRA))
+    return out
+
+
+class _FakeSQS:
+    def __init__(self, body: str, sent_ms: int) -> None:
+        self.messages = [
+            {
+                "MessageId": "m1",
+                "ReceiptHandle": "r1",
+                "Body": body,
+                "Attributes": {"SentTimestamp": str(sent_ms)},
+            }
+        ]
+        self.deleted: list[str] = []
+
+    def receive_message(self, **kwargs: Any) -> dict[str, Any]:
+        assert kwargs["AttributeNames"] == ["SentTimestamp"]
+        out, self.messages = self.messages, []
+        return {"Messages": out}
+
+    def delete_message(self, **kwargs: Any) -> dict[str, Any]:
+        self.deleted.append(kwargs["ReceiptHandle"])
+        return {}
+
+
+def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
+    h = Harness()
+    pool_doc = copy.deepcopy(NODEPOOL)
+    pool_doc["spec"]["limits"] = {"cpu": "100", "memory": "400Gi"}
+    h.sync(kube.NODEPOOL, pool_doc)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    for kind in (kube.NODECLAIM, kube.NODE, kube.POD, kube.DAEMONSET, kube.PDB):
+        h.sync(kind)
+    h.feed.start()
+    metrics = Metrics()
+    metered: Any = MeteredCloudProvider(h.cloud, metrics, "simulated")
+    it = metered.get_instance_types("nc")[0]
+    claim = NodeClaim(
+        name="pool-abcde",
+        nodepool="pool",
+        node_class="nc",
+        requirements=Requirements([Requirement.in_("node.kubernetes.io/instance-type", it.name)]),
+        requests={},
+        instance_type_options=(it,),
+        created_at_s=0.0,
+    )
+    h.state.nodeclaims[claim.name] = claim
+    with controller("provisioner"):
+        h.lifecycle.launch(claim)
+    assert claim.instance is not None
+
+    # A cloud error counts with Karpenter's error label.
+    class _Full:
+        def create(self, _request: object) -> None:
+            raise InsufficientCapacityError("no capacity")
+
+    with controller("provisioner"), pytest.raises(InsufficientCapacityError):
+        MeteredCloudProvider(_Full(), metrics, "simulated").create(None)
+
+    # The actuator's counters (NodeClaim/Node created and terminated).
+    from joiner.cluster.kube.actuator import KubeActuator
+
+    actuator = KubeActuator(
+        None, h.state, h.feed, h.lifecycle, metrics, create_nodes=True, dry_run=True, report=None
+    )
+    assert actuator._created_reason(claim) == "provisioned"
+    zone = claim.instance.offering.zone
+    metrics.nodeclaims_created.labels("provisioned", "pool", "false").inc()
+    metrics.nodes_created.labels("pool", zone).inc()
+    metrics.nodeclaims_terminated.labels("pool", "spot", zone).inc()
+    metrics.nodes_terminated.labels("pool", zone).inc()
+    metrics.scheduling_duration.labels(controller="provisioner").observe(0.01)
+
+    # Disruption: a command and its candidate's timeline record.
+    wiring = MetricsWiring(metrics, h.state)
+    wiring.command(
+        SimpleNamespace(method="SingleNodeConsolidation", action="Replace", reason="Underutilized")
+    )
+    wiring.timeline(
+        tl.DISRUPTION, claim.name, None, "SingleNodeConsolidation Replace (Underutilized)"
+    )
+    wiring.refresh(synced=True)
+
+    # The interruption queue: received, deleted and time on the queue.
+    body = json.dumps(
+        {
+            "version": "0",
+            "id": "e1",
+            "detail-type": "EC2 Spot Instance Interruption Warning",
+            "source": "aws.ec2",
+            "time": "2026-01-01T00:00:00Z",
+            "resources": [],
+            "detail": {"instance-id": "i-0123", "instance-action": "terminate"},
+        }
+    )
+    sqs = _FakeSQS(body, sent_ms=1_000_000)
+    handled: list[ce.CloudEvent] = []
+
+    def handle(event: ce.CloudEvent) -> None:
+        handled.append(event)
+        metrics.interruption_messages.labels(message_type=message_type(event)).inc()
+
+    queue = InterruptionQueue(
+        sqs,
+        "url",
+        handle,
+        caller=Caller(lambda _s: None),
+        sleep=lambda _s: None,
+        on_deleted=metrics.interruption_deleted.inc,
+        on_queued_s=metrics.interruption_queue_duration.observe,
+        wall_now_s=lambda: 1_003.5,
+    )
+    assert queue.poll_once() == 1
+    assert sqs.deleted == ["r1"]
+
+    server = serve(0, metrics=metrics, ready=lambda: True, host="127.0.0.1")
+    try:
+        port = server.server_address[1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            scraped = resp.read().decode()
+    finally:
+        server.shutdown()
+    seen = label_sets(scraped)
+    for name, labels in KARPENTER.items():
+        assert seen.get(name) == {frozenset(labels)}, (name, seen.get(name))
+    # The pre-v1 name is gone.
+    assert "karpenter_provisioner_scheduling_duration_seconds" not in scraped
+
+    # Values as Karpenter reports them.
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(scraped)
+        for s in f.samples
+    }
+    assert (
+        samples[("karpenter_nodepools_limit", (("nodepool", "pool"), ("resource_type", "cpu")))]
+        == 100
+    )
+    usage_cpu = samples[
+        ("karpenter_nodepools_usage", (("nodepool", "pool"), ("resource_type", "cpu")))
+    ]
+    assert usage_cpu == it.capacity["cpu"] / 1000
+    assert samples[("karpenter_cluster_state_node_count", ())] == 1  # launched, not registered
+    assert samples[("karpenter_cluster_state_synced", ())] == 1
+    key = (("consolidation_type", "single"), ("decision", "replace"), ("reason", "underutilized"))
+    assert samples[("karpenter_voluntary_disruption_decisions_total", key)] == 1
+    key = (
+        ("capacity_type", claim.instance.offering.capacity_type),
+        ("nodepool", "pool"),
+        ("reason", "underutilized"),
+    )
+    assert samples[("karpenter_nodeclaims_disrupted_total", key)] == 1
+    assert (
+        samples[
+            (
+                "karpenter_interruption_received_messages_total",
+                (("message_type", "spot_interrupted"),),
+            )
+        ]
+        == 1
+    )
+    assert samples[("karpenter_interruption_deleted_messages_total", ())] == 1
+    assert samples[
+        ("karpenter_interruption_message_queue_duration_seconds_sum", ())
+    ] == pytest.approx(3.5)
+    err = (
+        ("controller", "provisioner"),
+        ("error", "InsufficientCapacityError"),
+        ("method", "Create"),
+        ("provider", "simulated"),
+    )
+    assert samples[("karpenter_cloudprovider_errors_total", err)] == 1
+    dur = (("controller", "provisioner"), ("method", "Create"), ("provider", "simulated"))
+    assert samples[("karpenter_cloudprovider_duration_seconds_count", dur)] >= 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "detail", "want"),
+    [
+        (tl.DISRUPTION, "Drift Replace (Drifted) -> pool-x", "drifted"),
+        (tl.DISRUPTION, "Emptiness Delete (Empty)", "empty"),
+        (tl.EXPIRED, "expireAfter 60s", "expired"),
+        (tl.CORDON, "spot interruption warning", "spot_interrupted"),
+        (tl.CORDON, "instance stopping", "instance_stopped"),
+        (tl.DRAINED, "", None),
+    ],
+)
+def test_disrupted_reason_is_karpenters(kind: str, detail: str, want: str | None) -> None:
+    assert disrupted_reason(kind, detail) == want
+
+
+def test_message_types_are_karpenter_provider_aws_kinds() -> None:
+    def ev(kind: str, state: str | None = None) -> ce.CloudEvent:
+        return ce.CloudEvent(kind=kind, instance_ids=("i-1",), state=state)
+
+    assert message_type(ev(ce.SPOT_INTERRUPTION)) == "spot_interrupted"
+    assert message_type(ev(ce.REBALANCE_RECOMMENDATION)) == "rebalance_recommendation"
+    assert message_type(ev(ce.SCHEDULED_CHANGE)) == "scheduled_change"
+    assert message_type(ev(ce.STATE_CHANGE, "stopped")) == "instance_stopped"
+    assert message_type(ev(ce.STATE_CHANGE, "shutting-down")) == "instance_terminated"
+    assert snake_case("GarbageCollected") == "garbage_collected"
+    assert dataclasses.is_dataclass(ce.CloudEvent)
