@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo check test test-unit lint typecheck layers bench clean
+.PHONY: demo check test test-unit lint typecheck layers chart bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/joiner simulate examples/seed-spot/scenario.yaml
 
 ## Lint, type-check, layer-check and run the whole test suite.
-check: lint typecheck layers test
+check: lint typecheck layers chart test
 
 lint: $(STAMP)
 	$(BIN)/ruff check joiner tests tools benchmarks
@@ -29,9 +29,21 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
+## Helm (built from Go modules on first use) lints and renders deploy/chart: the default
+## (--cloud aws) and the simulated cloud.
+HELM_VALUES := --set settings.clusterName=ci
+chart:
+	bash tools/kube-stack/build-helm.sh
+	$$(bash tools/kube-stack/build-helm.sh --print-bin-dir)/helm lint deploy/chart $(HELM_VALUES)
+	$$(bash tools/kube-stack/build-helm.sh --print-bin-dir)/helm template joiner deploy/chart \
+	  --namespace joiner $(HELM_VALUES) >/dev/null
+	$$(bash tools/kube-stack/build-helm.sh --print-bin-dir)/helm template joiner deploy/chart \
+	  --namespace joiner --set cloud=simulated >/dev/null
+
 ## The whole suite, end-to-end tests on the real Kubernetes stack included (built on first use).
 test: $(STAMP)
 	bash tools/kube-stack/build.sh
+	bash tools/kube-stack/build-helm.sh
 	JOINER_E2E=1 $(BIN)/pytest
 
 ## Everything but the end-to-end tests (no Go needed).

@@ -1,0 +1,151 @@
+"""The Helm chart (deploy/chart): Helm built from Go modules lints and renders it, the default
+renders ``--cloud aws``, the simulated cloud only when a value asks, its CRDs are Joiner's,
+and the rendered ServiceAccount, RBAC and settings apply to the test stack and grant what
+the controller needs and nothing more (issue 23)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from joinerctl import REPO, token_kubeconfig
+from lightkube import Client, KubeConfig
+from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Namespace, Secret, ServiceAccount
+
+from joiner.operator.controller import load_settings
+
+CHART = REPO / "deploy" / "chart"
+NAMESPACE = "joiner-chart"
+
+
+def _helm() -> Path:
+    subprocess.run(["bash", str(REPO / "tools/kube-stack/build-helm.sh")], check=True)
+    out = subprocess.run(
+        ["bash", str(REPO / "tools/kube-stack/build-helm.sh"), "--print-bin-dir"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Path(out.stdout.strip()) / "helm"
+
+
+def render(*sets: str) -> list[dict[str, Any]]:
+    """``helm template joiner deploy/chart`` with ``--set`` values, as documents."""
+    args = [str(_helm()), "template", "joiner", str(CHART), "--namespace", NAMESPACE]
+    for s in sets:
+        args += ["--set", s]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def _container_args(docs: list[dict[str, Any]]) -> list[str]:
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    return [str(a) for a in dep["spec"]["template"]["spec"]["containers"][0]["args"]]
+
+
+def test_chart_crds_are_joiners() -> None:
+    """deploy/chart/crds/ holds exactly deploy/crds/ (install-crds' output), so install-crds
+    recognises them by their app.kubernetes.io/part-of: joiner label."""
+    chart = sorted(p.name for p in (CHART / "crds").glob("*.yaml"))
+    raw = sorted(p.name for p in (REPO / "deploy" / "crds").glob("*.yaml"))
+    assert chart == raw
+    for name in chart:
+        text = (CHART / "crds" / name).read_text()
+        assert text == (REPO / "deploy" / "crds" / name).read_text(), name
+        assert yaml.safe_load(text)["metadata"]["labels"]["app.kubernetes.io/part-of"] == "joiner"
+
+
+@pytest.mark.e2e
+def test_chart_renders_aws_by_default_and_simulated_only_when_asked() -> None:
+    subprocess.run(
+        [str(_helm()), "lint", str(CHART), "--set", "settings.clusterName=c"], check=True
+    )
+    aws = _container_args(render("settings.clusterName=c"))
+    assert aws[aws.index("--cloud") + 1] == "aws"
+    assert "--dry-run" not in aws
+    sim = _container_args(render("cloud=simulated"))
+    assert sim[sim.index("--cloud") + 1] == "simulated"
+    shadow = _container_args(render("cloud=simulated", "dryRun=true"))
+    assert "--dry-run" in shadow
+    # AWS without a cluster name, or an unknown cloud, is refused with the value named.
+    for bad, field in (
+        ((), "settings.clusterName"),
+        (("cloud=gcp",), "cloud"),
+        (("settings.clusterName=c", "dryRun=true"), "dryRun"),
+    ):
+        args = [str(_helm()), "template", "joiner", str(CHART)]
+        for s in bad:
+            args += ["--set", s]
+        proc = subprocess.run(args, capture_output=True, text=True)
+        assert proc.returncode != 0 and field in proc.stderr, proc.stderr
+    irsa = "arn:aws:iam::111122223333:role/joiner"
+    docs = render(
+        "settings.clusterName=c",
+        f"serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn={irsa}",
+    )
+    sa = next(d for d in docs if d["kind"] == "ServiceAccount")
+    assert sa["metadata"]["annotations"] == {"eks.amazonaws.com/role-arn": irsa}
+
+
+@pytest.mark.e2e
+def test_rendered_rbac_and_settings_apply_and_grant_only_what_joiner_needs(
+    kubeconfig: Path, tmp_path: Path
+) -> None:
+    admin = Client(KubeConfig.from_file(kubeconfig), field_manager="joiner-e2e-chart")
+    admin.apply(Namespace(metadata=ObjectMeta(name=NAMESPACE)), force=True)
+    docs = render("settings.clusterName=e2e", "settings.interruptionQueue=https://q.example/q")
+    applied = []
+    for doc in docs:
+        if doc["kind"] in (
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "ConfigMap",
+        ):
+            admin.apply(from_dict(doc), force=True)
+            applied.append(doc["kind"])
+    assert sorted(applied) == sorted(
+        ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap"]
+    )
+    # The settings the chart renders are ones the controller accepts.
+    cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    path = tmp_path / "settings.yaml"
+    path.write_text(cm["data"]["settings.yaml"])
+    settings = load_settings(path)
+    assert settings.clusterName == "e2e"
+    assert settings.interruptionQueue == "https://q.example/q"
+    assert settings.leaderElection.namespace == NAMESPACE
+
+    sa = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"]
+    token = admin.create(
+        ServiceAccount.Token(
+            metadata=ObjectMeta(name=sa, namespace=NAMESPACE),
+            spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
+        ),
+        name=sa,
+        namespace=NAMESPACE,
+    ).status.token
+    as_joiner = Client(KubeConfig.from_file(token_kubeconfig(kubeconfig, token, tmp_path / "sa")))
+    from joinerctl import NodeClaimRes, NodePoolRes
+
+    list(as_joiner.list(NodePoolRes))  # reads what it plans over
+    list(as_joiner.list(NodeClaimRes))
+    lease = Lease(metadata=ObjectMeta(name="chart-probe", namespace=NAMESPACE))
+    as_joiner.create(lease)  # its leader-election Lease
+    admin.create(Secret(metadata=ObjectMeta(name="s", namespace=NAMESPACE), stringData={"k": "v"}))
+    with pytest.raises(ApiError) as refused:
+        as_joiner.get(Secret, "s", namespace=NAMESPACE)
+    assert refused.value.status.code == 403
+    with pytest.raises(ApiError) as refused_lease:
+        as_joiner.create(Lease(metadata=ObjectMeta(name="x", namespace="default")))
+    assert refused_lease.value.status.code == 403
