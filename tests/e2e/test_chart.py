@@ -100,6 +100,26 @@ def test_rendered_rbac_and_settings_apply_and_grant_only_what_joiner_needs(
     kubeconfig: Path, tmp_path: Path
 ) -> None:
     admin = Client(KubeConfig.from_file(kubeconfig), field_manager="joiner-e2e-chart")
+    # The chart's crds/ as Helm installs them (applied as they are, not templated).
+    from joinerctl import NodeClaimRes, NodePoolRes, wait_for
+    from lightkube.codecs import load_all_yaml
+
+    for crd_file in sorted((CHART / "crds").glob("*.yaml")):
+        for obj in load_all_yaml(crd_file.read_text()):
+            admin.apply(obj, force=True)
+
+    def served() -> bool:
+        try:
+            list(admin.list(NodePoolRes))
+            list(admin.list(NodeClaimRes))
+        except Exception as exc:  # 404 (ApiError, or a bare HTTP error) until served
+            code = exc.status.code if isinstance(exc, ApiError) else None
+            if code in (404, 429) or "404 Not Found" in str(exc):
+                return False
+            raise
+        return True
+
+    wait_for("the chart's CRDs served", served, 60)
     admin.apply(Namespace(metadata=ObjectMeta(name=NAMESPACE)), force=True)
     docs = render("settings.clusterName=e2e", "settings.interruptionQueue=https://q.example/q")
     applied = []
@@ -136,7 +156,6 @@ def test_rendered_rbac_and_settings_apply_and_grant_only_what_joiner_needs(
         namespace=NAMESPACE,
     ).status.token
     as_joiner = Client(KubeConfig.from_file(token_kubeconfig(kubeconfig, token, tmp_path / "sa")))
-    from joinerctl import NodeClaimRes, NodePoolRes
 
     list(as_joiner.list(NodePoolRes))  # reads what it plans over
     list(as_joiner.list(NodeClaimRes))
