@@ -194,6 +194,16 @@ class ControllerRuntime:
     ) -> None:
         if cloud not in ("simulated", "aws"):
             raise InputError(f"unknown cloud {cloud!r}; use simulated or aws", field="--cloud")
+        if dry_run and cloud == "aws":
+            # The dry run holds back Kubernetes API writes; the controllers would still call
+            # EC2 (CreateFleet, TerminateInstances) through the cloud port. Refuse rather
+            # than launch real instances from shadow mode.
+            raise InputError(
+                "--dry-run cannot be combined with --cloud aws: shadow mode would still "
+                "launch and terminate EC2 instances; run the shadow with --cloud simulated "
+                "(it plans from the packaged instance types and prices)",
+                field="--dry-run",
+            )
         self.kubeconfig = kubeconfig
         self.cloud_name = cloud
         self.settings = settings or ControllerSettings()

@@ -253,6 +253,19 @@ def test_an_unknown_region_in_the_settings_is_an_error_naming_the_field(
     assert str(settings) in result.output
 
 
+def test_dry_run_with_the_aws_cloud_is_refused_before_any_cloud_call(
+    unreachable_kubeconfig: Path,
+) -> None:
+    """Shadow mode holds back API writes only; with --cloud aws the provisioner would still
+    call CreateFleet, so the combination is an input error and nothing is built."""
+    result = CliRunner().invoke(
+        app,
+        ["run", "--kubeconfig", str(unreachable_kubeconfig), "--cloud", "aws", "--dry-run"],
+    )
+    assert result.exit_code == 2, result.output
+    assert "--dry-run cannot be combined with --cloud aws" in " ".join(result.output.split())
+
+
 @pytest.mark.parametrize("command", ["plan", "disrupt", "install-crds"])
 def test_an_unreachable_server_is_an_error_naming_it(
     unreachable_kubeconfig: Path, command: str
