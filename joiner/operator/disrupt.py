@@ -32,7 +32,12 @@ from joiner.api.outputs import (
 )
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
-from joiner.cloudprovider.types import NodeClaimNotFoundError, SecurityGroup, Subnet
+from joiner.cloudprovider.types import (
+    InstanceType,
+    NodeClaimNotFoundError,
+    SecurityGroup,
+    Subnet,
+)
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.disruption.methods import Command
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
@@ -67,12 +72,13 @@ class DryRun:
         subnets: Sequence[Subnet] | None = None,
         security_groups: Sequence[SecurityGroup] = (),
         feature_gates: FeatureGates | None = None,
+        kwok_types: Sequence[InstanceType] | None = None,
     ) -> None:
         gates = feature_gates or FeatureGates()
         self.region = region
         self.manifests = m
         self.warnings = list(m.warnings)
-        self.cloud = _cloud(m, catalog, region, subnets, security_groups, self.warnings)
+        self.cloud = _cloud(m, catalog, region, subnets, security_groups, self.warnings, kwok_types)
         self.clock = SimClock()
         state, volume_warnings = cluster_state(m)
         self.state = state
@@ -188,8 +194,10 @@ def build_disruption_plan(
     subnets: Sequence[Subnet] | None = None,
     security_groups: Sequence[SecurityGroup] = (),
     feature_gates: FeatureGates | None = None,
+    kwok_types: Sequence[InstanceType] | None = None,
 ) -> DisruptionPlan:
     """The dry run; see the module docstring. ``at`` is a timezone-aware UTC instant.
+    ``kwok_types``: Karpenter-kwok's instance types, for KWOKNodeClass NodePools.
 
     Raises:
         InputError: from reading the NodeClasses against the VPC.
@@ -202,6 +210,7 @@ def build_disruption_plan(
         subnets=subnets,
         security_groups=security_groups,
         feature_gates=feature_gates,
+        kwok_types=kwok_types,
     ).plan()
 
 

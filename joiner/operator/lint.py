@@ -7,6 +7,7 @@ import random
 from collections.abc import Sequence
 
 from joiner.api.manifests import ManifestSet
+from joiner.api.manifests.convert import KWOKNODECLASS_KIND
 from joiner.api.manifests.to_v1 import PLACEHOLDER_ANNOTATION
 from joiner.api.objects import PodTemplate
 from joiner.cloudprovider.catalog import Catalog
@@ -32,8 +33,11 @@ def lint_manifests(
     *,
     subnets: Sequence[Subnet] | None = None,
     security_groups: Sequence[SecurityGroup] = (),
+    kwok_types: Sequence[InstanceType] | None = None,
 ) -> list[LintWarning]:
     """Lint findings for ``m`` in ``region``.
+
+    NodePools of a KWOKNodeClass see ``kwok_types`` (Karpenter-kwok's instance types).
 
     With ``subnets`` (a scenario's VPC) each NodeClass resolves its selectors against them and
     a NodeClass selecting no subnet is reported; without, every zone of the region is assumed.
@@ -53,6 +57,8 @@ def lint_manifests(
             node_classes=m.nodeclasses,
         )
     for nc in m.nodeclasses:
+        if nc.source.kind == KWOKNODECLASS_KIND:
+            continue
         if cloud is None:
             zones_by_class[nc.name] = all_zones
             continue
@@ -77,6 +83,9 @@ def lint_manifests(
     types_by_pool: dict[str, list[InstanceType]] = {}
     for pool in m.nodepools:
         target = m.nodeclass(pool.node_class_ref.name)
+        if target is not None and target.source.kind == KWOKNODECLASS_KIND:
+            types_by_pool[pool.name] = list(kwok_types or ())
+            continue
         if target is None or not zones_by_class.get(target.name):
             types_by_pool[pool.name] = []
             continue

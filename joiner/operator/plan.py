@@ -22,12 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from joiner.api import labels, quantity
+from joiner.api.errors import InputError
 from joiner.api.manifests import ManifestSet
-from joiner.api.manifests.convert import selects
+from joiner.api.manifests.convert import KWOKNODECLASS_KIND, selects
 from joiner.api.objects import NodeClass, PodTemplate, SelectorTerm, Workload
 from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.kwok import KwokCloudProvider, choose_kwok_offering
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.simulated.provider import choose_offering
 from joiner.cloudprovider.types import (
@@ -74,7 +76,33 @@ def _cloud(
     subnets: Sequence[Subnet] | None,
     security_groups: Sequence[SecurityGroup],
     warnings: list[str],
+    kwok_types: Sequence[InstanceType] | None = None,
 ) -> SimulatedCloudProvider:
+    """The cloud a dry run launches into: the simulated EC2, or Karpenter-kwok's provider
+    when the NodeClasses are KWOKNodeClasses.
+
+    Raises:
+        InputError: KWOKNodeClasses without ``kwok_types``, or mixed with EC2NodeClasses.
+    """
+    kwok = [nc for nc in m.nodeclasses if nc.source.kind == KWOKNODECLASS_KIND]
+    if kwok:
+        if kwok_types is None:
+            raise InputError(
+                "a KWOKNodeClass takes its instance types from Karpenter-kwok's "
+                "instance-types file: pass it with --kwok-instance-types FILE",
+                file=kwok[0].source.file,
+                obj=kwok[0].source.ref,
+            )
+        if len(kwok) != len(m.nodeclasses):
+            other = next(nc for nc in m.nodeclasses if nc.source.kind != KWOKNODECLASS_KIND)
+            raise InputError(
+                "KWOKNodeClasses cannot be planned together with EC2NodeClasses",
+                file=other.source.file,
+                obj=other.source.ref,
+            )
+        return KwokCloudProvider(
+            kwok_types, SimClock(), random.Random(0), node_classes=m.nodeclasses, region=region
+        )
     vpc = list(subnets) if subnets is not None else default_subnets(catalog, region)
     groups = [*security_groups, _DEFAULT_SG]
     probe = SimulatedCloudProvider(
@@ -134,16 +162,29 @@ def build_plan(
     subnets: Sequence[Subnet] | None = None,
     security_groups: Sequence[SecurityGroup] = (),
     min_values_policy: str = "Strict",
+    kwok_types: Sequence[InstanceType] | None = None,
 ) -> Plan:
-    """Plan one provisioning round; see the module docstring for how the cluster is read."""
+    """Plan one provisioning round; see the module docstring for how the cluster is read.
+
+    ``kwok_types`` are Karpenter-kwok's instance types (``cloudprovider.kwok``), used by the
+    NodePools of KWOKNodeClasses, which then launch as Karpenter-kwok does (lowest price).
+
+    Raises:
+        InputError: as ``_cloud``.
+    """
     warnings = list(m.warnings)
     warnings += [
         str(w)
         for w in lint_manifests(
-            m, catalog, region, subnets=subnets, security_groups=security_groups
+            m,
+            catalog,
+            region,
+            subnets=subnets,
+            security_groups=security_groups,
+            kwok_types=kwok_types,
         )
     ]
-    cloud = _cloud(m, catalog, region, subnets, security_groups, warnings)
+    cloud = _cloud(m, catalog, region, subnets, security_groups, warnings, kwok_types)
     daemonsets = [d.template for d in m.daemonsets]
 
     live_nodes = {n.name: n for n in m.nodes}
@@ -300,7 +341,10 @@ def build_plan(
                 for o in it.offerings
                 if o.available and o.compatible(reqs)
             ]
-            choice = choose_offering(candidates, reqs) if candidates else None
+            if isinstance(cloud, KwokCloudProvider):
+                choice = choose_kwok_offering(options, reqs)
+            else:
+                choice = choose_offering(candidates, reqs) if candidates else None
             launches[key] = choice
         try:
             if choice is None:

@@ -17,6 +17,9 @@ from joiner.api.requirements import Requirement, Requirements
 
 EC2NODECLASS_GROUP = "karpenter.k8s.aws"
 EC2NODECLASS_KIND = "EC2NodeClass"
+#: Karpenter's kwok test provider's NodeClass (``karpenter.kwok.sh/v1alpha1``).
+KWOKNODECLASS_GROUP = "karpenter.kwok.sh"
+KWOKNODECLASS_KIND = "KWOKNodeClass"
 
 
 def requirement(r: m.NodeSelectorRequirement, field: str) -> Requirement:
@@ -453,6 +456,17 @@ AMI_FAMILIES = (
     "Windows2022",
     "Windows2025",
 )
+
+
+def kwoknodeclass(doc: m.KWOKNodeClass, file: str) -> o.NodeClass:
+    """A ``karpenter.kwok.sh/v1alpha1`` KWOKNodeClass: no subnets or security groups; its
+    instance types come from a Karpenter-kwok instance-types file (cloudprovider/kwok.py)."""
+    return o.NodeClass(
+        name=doc.metadata.name,
+        source=o.Source(file, KWOKNODECLASS_KIND, doc.metadata.name, doc.apiVersion),
+        subnet_selector_terms=(),
+        security_group_selector_terms=(),
+    )
 
 
 def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:

@@ -136,6 +136,10 @@ def _ec2nodeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) ->
     out.nodeclasses.append(convert.ec2nodeclass(_validate(m.EC2NodeClass, doc, file, obj), file))
 
 
+def _kwoknodeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.nodeclasses.append(convert.kwoknodeclass(_validate(m.KWOKNodeClass, doc, file, obj), file))
+
+
 def _ec2nodeclass_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     out.nodeclasses.append(
         convert.ec2nodeclass_v1beta1(_validate(m.V1Beta1EC2NodeClass, doc, file, obj), file)
@@ -205,6 +209,7 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): _ec2nodeclass,
     ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): _ec2nodeclass_v1beta1,
     ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate"): _awsnodetemplate,
+    ("karpenter.kwok.sh/v1alpha1", "KWOKNodeClass"): _kwoknodeclass,
     ("apps/v1", "Deployment"): _workload_handler(m.Deployment),
     ("apps/v1", "ReplicaSet"): _workload_handler(m.ReplicaSet),
     ("apps/v1", "StatefulSet"): _workload_handler(m.StatefulSet),
@@ -231,7 +236,7 @@ _DERIVED = {
 
 #: API groups whose unknown versions are errors, not warnings: Joiner must not silently
 #: drop a NodePool or NodeClass it cannot read.
-_STRICT_GROUPS = ("karpenter.sh", "karpenter.k8s.aws")
+_STRICT_GROUPS = ("karpenter.sh", "karpenter.k8s.aws", "karpenter.kwok.sh")
 
 
 def _describe(doc: dict[str, Any]) -> str:
@@ -386,15 +391,26 @@ def _check_references(out: ManifestSet) -> None:
                 obj=pool.source.ref,
                 field=field_name,
             )
-        if pool.source.kind == "NodePool" and (
-            ref.group != convert.EC2NODECLASS_GROUP or ref.kind != convert.EC2NODECLASS_KIND
-        ):
+        allowed = {
+            (convert.EC2NODECLASS_GROUP, convert.EC2NODECLASS_KIND),
+            (convert.KWOKNODECLASS_GROUP, convert.KWOKNODECLASS_KIND),
+        }
+        if pool.source.kind == "NodePool" and (ref.group, ref.kind) not in allowed:
             raise InputError(
                 f"nodeClassRef must be group {convert.EC2NODECLASS_GROUP}, kind "
-                f"{convert.EC2NODECLASS_KIND} (got {ref.group}/{ref.kind})",
+                f"{convert.EC2NODECLASS_KIND} (or {convert.KWOKNODECLASS_GROUP}, "
+                f"{convert.KWOKNODECLASS_KIND}) (got {ref.group}/{ref.kind})",
                 file=pool.source.file,
                 obj=pool.source.ref,
                 field="spec.template.spec.nodeClassRef",
+            )
+        kwok = convert.KWOKNODECLASS_KIND
+        if pool.source.kind == "NodePool" and (ref.kind == kwok) != (target.source.kind == kwok):
+            raise InputError(
+                f"references {ref.kind} {ref.name!r}, but {ref.name!r} is a {target.source.kind}",
+                file=pool.source.file,
+                obj=pool.source.ref,
+                field="spec.template.spec.nodeClassRef.kind",
             )
     _merge_pool_kubelet(out)
 

@@ -366,6 +366,19 @@ class EC2NodeClass(Model):
     spec: EC2NodeClassSpec
 
 
+class KWOKNodeClassSpec(Strict):
+    """``karpenter.kwok.sh/v1alpha1`` KWOKNodeClass spec (Karpenter's kwok test provider)."""
+
+    nodeRegistrationDelay: Any = None
+
+
+class KWOKNodeClass(Model):
+    apiVersion: str
+    kind: Literal["KWOKNodeClass"]
+    metadata: Metadata
+    spec: KWOKNodeClassSpec = Field(default_factory=KWOKNodeClassSpec)
+
+
 class V1Beta1EC2NodeClassSpec(Strict):
     subnetSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)
     securityGroupSelectorTerms: list[SelectorTerm] = Field(min_length=1, max_length=30)

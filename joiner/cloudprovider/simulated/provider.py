@@ -304,7 +304,7 @@ class SimulatedCloudProvider:
             raise CreateError("NoSubnet", f"no subnet of {nc.name} in zone {offering.zone}")
         instance_id = "i-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(17))
         instance = Instance(
-            provider_id=f"aws:///{offering.zone}/{instance_id}",
+            provider_id=self.provider_id(offering.zone, instance_id),
             instance_id=instance_id,
             instance_type=it,
             offering=offering,
@@ -316,6 +316,10 @@ class SimulatedCloudProvider:
         if offering.capacity_type == labels.CAPACITY_TYPE_SPOT and self.hazard is not None:
             self._schedule_reclaim(instance)
         return instance
+
+    def provider_id(self, zone: str, instance_id: str) -> str:
+        """The Node ``spec.providerID`` of an instance: ``aws:///<zone>/<instance id>``."""
+        return f"aws:///{zone}/{instance_id}"
 
     # -- the Spot market ------------------------------------------------------------------
 
@@ -383,7 +387,7 @@ class SimulatedCloudProvider:
             )
         subnet = next((s for s in self.subnets if s.zone == zone), None)
         instance = Instance(
-            provider_id=f"aws:///{zone}/{instance_id}",
+            provider_id=self.provider_id(zone, instance_id),
             instance_id=instance_id,
             instance_type=instance_type,
             offering=offering,
