@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo check test test-unit lint typecheck layers chart bench clean
+.PHONY: demo check test test-unit lint typecheck layers chart bench clean diff-karpenter
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/joiner simulate examples/seed-spot/scenario.yaml
 
 ## Lint, type-check, layer-check and run the whole test suite.
-check: lint typecheck layers chart test
+check: lint typecheck layers chart test diff-karpenter
 
 lint: $(STAMP)
 	$(BIN)/ruff check joiner tests tools benchmarks
@@ -45,6 +45,13 @@ test: $(STAMP)
 	bash tools/kube-stack/build.sh
 	bash tools/kube-stack/build-helm.sh
 	JOINER_E2E=1 $(BIN)/pytest
+
+## Joiner against the real Karpenter (kwok provider) on the test stack, case by case
+## (tests/fidelity; builds Karpenter on first use). Ends with "agreement: A/N cases (P%)".
+## DOCS=1 also rewrites the report section of docs/fidelity.md.
+diff-karpenter: $(STAMP)
+	bash tools/kube-stack/build.sh
+	$(BIN)/python tests/fidelity/run.py --out joiner-out/fidelity $(if $(DOCS),--markdown docs/fidelity.md)
 
 ## Everything but the end-to-end tests (no Go needed).
 test-unit: $(STAMP)

@@ -238,16 +238,77 @@ def list_documents(
     return docs, warnings
 
 
+#: Field managers that are the API server's own bookkeeping, not an installer.
+_SERVER_MANAGERS = frozenset({"kube-apiserver", "kube-controller-manager"})
+
+
+def foreign_owner(crd: Any) -> str | None:
+    """Who else installed this CustomResourceDefinition, or None when only Joiner did.
+
+    Helm is named by its release (the ``meta.helm.sh/release-name`` and
+    ``-namespace`` annotations Helm 3 sets, or ``app.kubernetes.io/managed-by``); any other
+    installer by its field manager (``managedFields`` entries on the object itself, not its
+    status, from a manager other than ``joiner``).
+    """
+    meta = crd.metadata
+    annotations = dict(meta.annotations or {})
+    managed_by = dict(meta.labels or {}).get("app.kubernetes.io/managed-by")
+    release = annotations.get("meta.helm.sh/release-name")
+    if release or (managed_by and managed_by != FIELD_MANAGER):
+        where = annotations.get("meta.helm.sh/release-namespace")
+        if release:
+            return f"Helm release {release}" + (f" in namespace {where}" if where else "")
+        return f"{managed_by} (label app.kubernetes.io/managed-by)"
+    others = sorted(
+        {
+            f.manager
+            for f in meta.managedFields or []
+            if f.manager
+            and f.manager != FIELD_MANAGER
+            and f.manager not in _SERVER_MANAGERS
+            and not f.subresource
+        }
+    )
+    return f"field manager {', '.join(others)}" if others else None
+
+
 def apply_crds(client: Any) -> list[str]:
     """Server-side apply the three CRDs (``crds.crd_documents``), forcing ownership of the
     fields Joiner owns; returns their names.
 
+    A CRD that another manager installed (Helm's ``nodepools.karpenter.sh`` of a Karpenter
+    install, see ``foreign_owner``) is never overwritten: then nothing is applied at all.
+
     Raises:
-        InputError: the API server refused one (named, with its message) or could not be
-            reached (named).
+        InputError: a CRD belongs to another manager (each named with its owner); the API
+            server refused one (named, with its message) or could not be reached (named).
     """
+    docs = crd_documents()
+    refused = []
+    for doc in docs:
+        name = str(doc["metadata"]["name"])
+        try:
+            existing = client.get(CustomResourceDefinition, name)
+        except ApiError as exc:
+            if exc.status.code == 404:
+                continue
+            raise InputError(
+                f"reading CustomResourceDefinition {name}: {exc.status.code} {exc.status.message}"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise unreachable(exc) from exc
+        owner = foreign_owner(existing)
+        if owner is not None:
+            refused.append(f"{name} (managed by {owner})")
+    if refused:
+        raise InputError(
+            "not installing CRDs that another manager installed: "
+            + "; ".join(refused)
+            + ". Joiner never overwrites them; run Joiner beside that installation with "
+            "`joiner run --dry-run`, or remove them first"
+        )
     names = []
-    for doc in crd_documents():
+    for doc in docs:
         crd = CustomResourceDefinition.from_dict(doc)
         try:
             client.apply(crd, field_manager=FIELD_MANAGER, force=True)

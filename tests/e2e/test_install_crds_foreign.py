@@ -1,0 +1,74 @@
+"""``joiner install-crds`` never overwrites CRDs another manager installed (issue 14).
+
+Karpenter's own ``nodepools.karpenter.sh`` (from the pinned Karpenter module), installed the
+way Helm does (field manager ``helm``, the release annotations and managed-by label), sits in
+a fresh stack of its own; ``install-crds`` must refuse with exit 2, name the owner, and
+change nothing: the CRD keeps its resourceVersion and no other Joiner CRD appears.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from karpenter import build_karpenter, karpenter_paths
+from kubestack import KubeStack, stack_paths
+from lightkube import Client, KubeConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def own_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeStack]:
+    """A stack of this module's own: the shared one holds Joiner's CRDs."""
+    stack = KubeStack(stack_paths())
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+def test_refuses_a_helm_owned_karpenter_crd(own_stack: KubeStack, tmp_path: Path) -> None:
+    paths = karpenter_paths()
+    if paths.missing():
+        paths = build_karpenter(tmp_path / "karpenter-build.log")
+    doc = yaml.safe_load((paths.crds / "karpenter.sh_nodepools.yaml").read_text())
+    doc["metadata"].setdefault("labels", {})["app.kubernetes.io/managed-by"] = "Helm"
+    doc["metadata"].setdefault("annotations", {}).update(
+        {"meta.helm.sh/release-name": "karpenter", "meta.helm.sh/release-namespace": "kube-system"}
+    )
+    client = Client(KubeConfig.from_file(own_stack.kubeconfig))
+    client.apply(CustomResourceDefinition.from_dict(doc), field_manager="helm", force=True)
+    before = client.get(CustomResourceDefinition, "nodepools.karpenter.sh")
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from joiner.cli.main import main; main()",
+            "install-crds",
+            "--kubeconfig",
+            str(own_stack.kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    message = " ".join(proc.stderr.split())
+    assert "nodepools.karpenter.sh" in message
+    assert "Helm release karpenter in namespace kube-system" in message
+    after = client.get(CustomResourceDefinition, "nodepools.karpenter.sh")
+    assert after.metadata.resourceVersion == before.metadata.resourceVersion
+    for name in ("nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"):
+        with pytest.raises(ApiError) as missing:
+            client.get(CustomResourceDefinition, name)
+        assert missing.value.status.code == 404

@@ -1,0 +1,347 @@
+"""Run cases on the live stack (kube-scheduler + Karpenter) and through Joiner; compare.
+
+Written equivalence (docs/fidelity.md):
+
+* provisioning: the same number of new NodeClaims per NodePool; the same multiset of
+  (NodePool, instance type, capacity type); the same multiset of zones; the same pods left
+  pending (Karpenter could not schedule them / Joiner reports them unschedulable).
+* disruption: the same set of nodes removed; the same multiset of replacement (instance
+  type, capacity type); the same reasons (Empty, Underutilized, Drifted).
+
+"Stable" is: no NodeClaim created, deleted or changed and no pod bound or deleted for
+``QUIET_S`` seconds (``DISRUPT_QUIET_S`` after a disruption change, which covers Karpenter's
+10 s poll and 15 s validation).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import render
+from cases import Case, Obj
+from lightkube import Client, KubeConfig
+from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.generic_resource import create_global_resource
+from lightkube.resources.core_v1 import Node, Pod
+
+from joiner.api.manifests import load_documents
+from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.types import InstanceType
+from joiner.operator.disrupt import build_disruption_plan
+from joiner.operator.plan import build_plan
+
+NodeClaim = create_global_resource("karpenter.sh", "v1", "NodeClaim", "nodeclaims")
+NodePool = create_global_resource("karpenter.sh", "v1", "NodePool", "nodepools")
+QUIET_S = 20.0
+DISRUPT_QUIET_S = 40.0
+TIMEOUT_S = 240.0
+REGION = "us-east-1"
+ZONE = "topology.kubernetes.io/zone"
+CT = "karpenter.sh/capacity-type"
+IT = "node.kubernetes.io/instance-type"
+POOL = "karpenter.sh/nodepool"
+#: Karpenter's log line for a disruption command (v1.14: "disrupting node(s)" with the
+#: command "<Reason>/<Decision>, terminating N nodes (...)").
+_REASON = re.compile(r'"reason"\s*:\s*"(\w+)"')
+
+
+@dataclass
+class Side:
+    """What one side did for a case."""
+
+    claims: list[tuple[str, str, str, str]] = field(default_factory=list)  # pool, type, ct, zone
+    pending: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    on_existing: int = 0
+    error: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "nodeClaims": [
+                {"nodePool": p, "instanceType": t, "capacityType": c, "zone": z}
+                for p, t, c, z in sorted(self.claims)
+            ],
+            "pending": sorted(self.pending),
+            "removed": sorted(self.removed),
+            "reasons": sorted(set(self.reasons)),
+            "podsOnExistingNodes": self.on_existing,
+            **({"error": self.error} if self.error else {}),
+        }
+
+
+@dataclass
+class Result:
+    """One case's outcome."""
+
+    case: Case
+    karpenter: Side
+    joiner: Side
+    differences: list[str]
+    seconds: float
+
+    @property
+    def agree(self) -> bool:
+        return not self.differences
+
+
+def compare(case: Case, k: Side, j: Side) -> list[str]:
+    """The written equivalence (module docstring); returns what differs, empty if nothing."""
+    diffs: list[str] = []
+    if k.error or j.error:
+        return [f"error: karpenter={k.error!r} joiner={j.error!r}"]
+    if case.kind == "provision":
+        kp, jp = Counter(c[0] for c in k.claims), Counter(c[0] for c in j.claims)
+        if kp != jp:
+            diffs.append(f"NodeClaims per NodePool: karpenter {dict(kp)} joiner {dict(jp)}")
+        kt, jt = Counter(c[:3] for c in k.claims), Counter(c[:3] for c in j.claims)
+        if kt != jt and kp == jp:
+            diffs.append(f"instance/capacity types: karpenter {sorted(kt)} joiner {sorted(jt)}")
+        kz, jz = Counter(c[3] for c in k.claims), Counter(c[3] for c in j.claims)
+        if kz != jz:
+            diffs.append(f"zones: karpenter {sorted(kz.elements())} joiner {sorted(jz.elements())}")
+        if sorted(k.pending) != sorted(j.pending):
+            diffs.append(f"pending pods: karpenter {sorted(k.pending)} joiner {sorted(j.pending)}")
+    else:
+        if sorted(k.removed) != sorted(j.removed):
+            diffs.append(f"removed nodes: karpenter {sorted(k.removed)} joiner {sorted(j.removed)}")
+        kt, jt = Counter(c[1:3] for c in k.claims), Counter(c[1:3] for c in j.claims)
+        if kt != jt:
+            diffs.append(f"replacements: karpenter {sorted(kt)} joiner {sorted(jt)}")
+        if set(k.reasons) != set(j.reasons):
+            diffs.append(
+                f"reasons: karpenter {sorted(set(k.reasons))} joiner {sorted(set(j.reasons))}"
+            )
+    return diffs
+
+
+class Cluster:
+    """The admin client and the reads the harness needs."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.client = Client(KubeConfig.from_file(kubeconfig), field_manager="fidelity")
+
+    def apply(self, docs: list[Obj]) -> None:
+        for doc in docs:
+            self.client.apply(from_dict(doc), force=True)
+
+    def delete_pod(self, ns: str, name: str) -> None:
+        try:
+            self.client.delete(Pod, name, namespace=ns, grace_period=0)
+        except ApiError as exc:
+            if exc.status.code != 404:
+                raise
+
+    def pods(self, ns: str) -> list[Obj]:
+        return [p.to_dict() for p in self.client.list(Pod, namespace=ns)]
+
+    def nodeclaims(self) -> list[Obj]:
+        return [dict(c) for c in self.client.list(NodeClaim)]
+
+    def nodes(self, case: Case) -> list[Obj]:
+        sel = {render.CASE_LABEL: case.id}
+        return [n.to_dict() for n in self.client.list(Node, labels=sel)]
+
+    def nodepools(self, case: Case) -> list[Obj]:
+        names = {render.pool_name(case, p) for p in case.pools}
+        return [dict(p) for p in self.client.list(NodePool) if p["metadata"]["name"] in names]
+
+    def fingerprint(self, namespaces: list[str]) -> tuple[object, ...]:
+        claims = tuple(
+            sorted(
+                (
+                    c["metadata"]["name"],
+                    c["metadata"].get("deletionTimestamp") is not None,
+                    (c.get("status") or {}).get("nodeName"),
+                    tuple(
+                        (x.get("type"), x.get("status"))
+                        for x in (c.get("status") or {}).get("conditions") or []
+                    ),
+                )
+                for c in self.nodeclaims()
+            )
+        )
+        pods = tuple(
+            sorted(
+                (p["metadata"]["name"], (p.get("spec") or {}).get("nodeName"))
+                for ns in namespaces
+                for p in self.pods(ns)
+            )
+        )
+        return claims, pods
+
+    def wait_stable(
+        self, namespaces: list[str], quiet_s: float, timeout_s: float = TIMEOUT_S
+    ) -> float:
+        """Wait until nothing changed for ``quiet_s``; returns the seconds waited.
+
+        Raises:
+            TimeoutError: still changing after ``timeout_s``.
+        """
+        start = time.monotonic()
+        last = self.fingerprint(namespaces)
+        since = start
+        while True:
+            time.sleep(1.0)
+            now = time.monotonic()
+            fp = self.fingerprint(namespaces)
+            if fp != last:
+                last, since = fp, now
+            elif now - since >= quiet_s:
+                return now - start
+            if now - start > timeout_s:
+                raise TimeoutError(f"cluster still changing after {timeout_s:.0f} s")
+
+    def wait_pods_gone(self, ns: str, names: tuple[str, ...], timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            have = {p["metadata"]["name"] for p in self.pods(ns)}
+            if not have & set(names):
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"pods {names} in {ns} not deleted after {timeout_s:.0f} s")
+
+
+def _claims_of(case: Case, claims: list[Obj]) -> dict[str, Obj]:
+    pools = {render.pool_name(case, p) for p in case.pools}
+    return {
+        c["metadata"]["name"]: c
+        for c in claims
+        if (c["metadata"].get("labels") or {}).get(POOL) in pools
+    }
+
+
+def _claim_tuple(c: Obj) -> tuple[str, str, str, str]:
+    lab = c["metadata"].get("labels") or {}
+    return (lab.get(POOL, ""), lab.get(IT, ""), lab.get(CT, ""), lab.get(ZONE, ""))
+
+
+@dataclass
+class Snapshot:
+    """A case's live objects at one moment, as a dump for Joiner, and its NodeClaims."""
+
+    docs: list[Obj]
+    claims: dict[str, Obj]
+    node_of_claim: dict[str, str]
+
+
+def snapshot(cluster: Cluster, case: Case, with_pods: bool = True) -> Snapshot:
+    """The case's NodePools, NodeClass, Nodes, Pods, DaemonSets and PDBs from the API."""
+    docs: list[Obj] = [dict(render.KWOK_NODECLASS)]
+    for np in cluster.nodepools(case):
+        np.pop("status", None)
+        docs.append(render.strip(np))
+    docs += [render.strip(n) for n in cluster.nodes(case)]
+    if with_pods:
+        docs += [render.strip(p) for p in cluster.pods(render.namespace(case))]
+    docs += [
+        d for d in render.base_objects(case) if d["kind"] in ("DaemonSet", "PodDisruptionBudget")
+    ]
+    claims = _claims_of(case, cluster.nodeclaims())
+    nodes = {k: (v.get("status") or {}).get("nodeName", "") for k, v in claims.items()}
+    return Snapshot(docs, claims, nodes)
+
+
+def _load(docs: list[Obj], name: str) -> Any:
+    return load_documents(docs, name)
+
+
+def joiner_plan(case: Case, before: Snapshot, types: list[InstanceType], out_dir: Path) -> Side:
+    """``joiner plan`` over the snapshot plus the batch's pods (pending)."""
+    docs = [*before.docs, *render.batch_pods(case)]
+    (out_dir / f"{case.id}.plan-input.json").write_text(json.dumps(docs, default=str))
+    try:
+        plan = build_plan(
+            _load(docs, f"fidelity:{case.id}"), Catalog.load(), REGION, kwok_types=types
+        )
+    except Exception as exc:  # recorded as the case's error, never hidden
+        return Side(error=f"{type(exc).__name__}: {exc}")
+    ns = render.namespace(case) + "/"
+    return Side(
+        claims=[
+            (c.nodePool, c.launch.instanceType, c.launch.capacityType, c.launch.zone)
+            for c in plan.nodeClaims
+        ],
+        pending=sorted(u.pod.removeprefix(ns) for u in plan.unschedulable),
+        on_existing=len(plan.placements),
+    )
+
+
+def joiner_disrupt(case: Case, snap: Snapshot, types: list[InstanceType], out_dir: Path) -> Side:
+    """``joiner disrupt`` over the snapshot taken right after the change."""
+    (out_dir / f"{case.id}.disrupt-input.json").write_text(json.dumps(snap.docs, default=str))
+    try:
+        plan = build_disruption_plan(
+            _load(snap.docs, f"fidelity:{case.id}"),
+            Catalog.load(),
+            REGION,
+            at=datetime.now(UTC),
+            kwok_types=types,
+        )
+    except Exception as exc:  # recorded as the case's error, never hidden
+        return Side(error=f"{type(exc).__name__}: {exc}")
+    removed = [n for c in plan.commands for n in c.candidates]
+    return Side(
+        claims=[
+            ("", r.instanceType, r.capacityType, r.zone)
+            for c in plan.commands
+            for r in c.replacements
+        ],
+        removed=removed,
+        reasons=[c.reason for c in plan.commands],
+    )
+
+
+def karpenter_provisioned(cluster: Cluster, case: Case, before: Snapshot) -> Side:
+    """What Karpenter (with kube-scheduler) did for the batch since ``before``."""
+    now = _claims_of(case, cluster.nodeclaims())
+    new = [c for name, c in now.items() if name not in before.claims]
+    existing_nodes = set(before.node_of_claim.values())
+    batch = {p["metadata"]["name"] for p in case.pods}
+    pods = [p for p in cluster.pods(render.namespace(case)) if p["metadata"]["name"] in batch]
+    return Side(
+        claims=[_claim_tuple(c) for c in new],
+        pending=sorted(p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")),
+        on_existing=sum(1 for p in pods if p["spec"].get("nodeName") in existing_nodes),
+    )
+
+
+def karpenter_disrupted(
+    cluster: Cluster, case: Case, before: Snapshot, log: Path, log_offset: int
+) -> Side:
+    """Nodes Karpenter removed, NodeClaims it launched and the reasons it logged since the
+    change."""
+    now = _claims_of(case, cluster.nodeclaims())
+    gone = [before.node_of_claim[n] for n in before.claims if n not in now]
+    deleting = [
+        before.node_of_claim[n]
+        for n, c in now.items()
+        if n in before.claims and c["metadata"].get("deletionTimestamp")
+    ]
+    new = [c for n, c in now.items() if n not in before.claims]
+    text = log.read_bytes()[log_offset:].decode(errors="replace")
+    names = set(before.node_of_claim.values()) | set(before.claims)
+    reasons = []
+    for line in text.splitlines():
+        if "disrupting node(s)" in line and any(n in line for n in names):
+            m = _REASON.search(line)
+            reasons.append(_normalise_reason(m.group(1)) if m else line[:200])
+    return Side(
+        claims=[("", *_claim_tuple(c)[1:]) for c in new],
+        removed=sorted(gone + deleting),
+        reasons=reasons,
+    )
+
+
+def _normalise_reason(reason: str) -> str:
+    return {"empty": "Empty", "underutilized": "Underutilized", "drifted": "Drifted"}.get(
+        reason.lower(), reason
+    )

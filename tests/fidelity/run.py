@@ -1,0 +1,177 @@
+"""``make diff-karpenter``: Joiner against the real Karpenter, case by case.
+
+Builds (or reuses) the test stack and Karpenter, starts both in a private network namespace
+(Karpenter's servers bind every interface; see tests/e2e/karpenter.py), runs the corpus of
+cases.py and writes the JSON and Markdown reports. Provisioning cases run side by side in
+batches (each fenced in its own namespace and NodePools); disruption cases make their
+nodes together, then change and settle one at a time, since Karpenter's disruption
+controller considers every NodePool's candidates together.
+
+Usage: python tests/fidelity/run.py [--cases a,b] [--out DIR] [--markdown FILE] [--batch N]
+The last line printed is ``agreement: A/N cases (P%)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "e2e")]
+
+import cases as corpus  # noqa: E402
+import catalog  # noqa: E402
+import harness  # noqa: E402
+import render  # noqa: E402
+import report  # noqa: E402
+from karpenter import (  # noqa: E402
+    Karpenter,
+    build_karpenter,
+    in_private_netns,
+    install_crds,
+    karpenter_version,
+)
+from kubestack import KubeStack, build_stack, stack_paths  # noqa: E402
+
+from joiner.cloudprovider.kwok import load_instance_types  # noqa: E402
+
+
+def _reexec_in_netns(argv: list[str]) -> int:
+    """Run this script again in a private network namespace with loopback up."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        print("diff-karpenter: the unshare command is needed (util-linux)", file=sys.stderr)
+        return 2
+    flags = ["--net"] if os.geteuid() == 0 else ["--net", "--map-root-user"]
+    script = 'ip link set lo up 2>/dev/null || true; exec "$@"'
+    cmd = [unshare, *flags, "--", "sh", "-c", script, "sh", sys.executable, __file__, *argv]
+    return subprocess.call(cmd)
+
+
+def _batches(items: list[corpus.Case], size: int) -> list[list[corpus.Case]]:
+    shared = [c for c in items if not c.alone]
+    out = [shared[i : i + size] for i in range(0, len(shared), size)]
+    return out + [[c] for c in items if c.alone]
+
+
+def _settle(cluster: harness.Cluster, batch: list[corpus.Case], quiet_s: float) -> float:
+    return cluster.wait_stable([render.namespace(c) for c in batch], quiet_s)
+
+
+def run_provisioning(
+    cluster: harness.Cluster, batch: list[corpus.Case], types: list, out: Path
+) -> list[harness.Result]:
+    t0 = time.monotonic()
+    for c in batch:
+        cluster.apply(render.base_objects(c))
+    if any(c.before for c in batch):
+        for c in batch:
+            cluster.apply(render.before_pods(c))
+        _settle(cluster, batch, harness.QUIET_S)
+    snaps = {c.id: harness.snapshot(cluster, c) for c in batch}
+    for c in batch:
+        cluster.apply(render.batch_pods(c))
+    _settle(cluster, batch, harness.QUIET_S)
+    elapsed = time.monotonic() - t0
+    results = []
+    for c in batch:
+        k = harness.karpenter_provisioned(cluster, c, snaps[c.id])
+        j = harness.joiner_plan(c, snaps[c.id], types, out)
+        results.append(harness.Result(c, k, j, harness.compare(c, k, j), elapsed / len(batch)))
+    return results
+
+
+def run_disruption(
+    cluster: harness.Cluster,
+    todo: list[corpus.Case],
+    types: list,
+    out: Path,
+    karpenter: Karpenter,
+) -> list[harness.Result]:
+    t0 = time.monotonic()
+    for c in todo:
+        cluster.apply(render.base_objects(c))
+        cluster.apply(render.before_pods(c))
+    _settle(cluster, todo, harness.QUIET_S)
+    shared = (time.monotonic() - t0) / max(1, len(todo))
+    results = []
+    for c in todo:
+        t1 = time.monotonic()
+        assert c.change is not None
+        ns = render.namespace(c)
+        before = harness.snapshot(cluster, c)
+        offset = karpenter.log.stat().st_size
+        for name, patch in render.pool_patches(c).items():
+            current = next(p for p in cluster.nodepools(c) if p["metadata"]["name"] == name)
+            merged = render.merge({k: current[k] for k in ("apiVersion", "kind", "spec")}, patch)
+            merged["metadata"] = {"name": name}
+            cluster.apply([merged])
+        for p in c.change.delete_pods:
+            cluster.delete_pod(ns, p)
+        cluster.wait_pods_gone(ns, c.change.delete_pods)
+        after_change = harness.snapshot(cluster, c)
+        j = harness.joiner_disrupt(c, after_change, types, out)
+        _settle(cluster, [c], harness.DISRUPT_QUIET_S)
+        k = harness.karpenter_disrupted(cluster, c, before, karpenter.log, offset)
+        seconds = shared + time.monotonic() - t1
+        results.append(harness.Result(c, k, j, harness.compare(c, k, j), seconds))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", default="", help="comma-separated case ids (default: all)")
+    parser.add_argument("--out", default="joiner-out/fidelity", help="report directory")
+    parser.add_argument("--markdown", default="", help="also write the Markdown report here")
+    parser.add_argument("--batch", type=int, default=16, help="provisioning cases at once")
+    parser.add_argument("--keep", action="store_true", help="keep the stack's work directory")
+    args = parser.parse_args(argv)
+    if not in_private_netns():
+        return _reexec_in_netns(argv)
+    selected = corpus.by_id([c for c in args.cases.split(",") if c])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    paths = stack_paths()
+    if paths.missing():
+        paths = build_stack(out / "stack-build.log")
+    kpaths = build_karpenter(out / "karpenter-build.log")
+    types_file = catalog.write(out / "instance-types.json")
+    types = load_instance_types(types_file)
+    results: list[harness.Result] = []
+    with KubeStack(paths, keep=args.keep) as stack:
+        install_crds(stack, kpaths)
+        cluster = harness.Cluster(stack.kubeconfig)
+        cluster.apply([render.KWOK_NODECLASS])
+        with Karpenter(stack, kpaths, types_file, log=out / "karpenter.log") as karpenter:
+            setup_s = time.monotonic() - t0
+            prov = [c for c in selected if c.kind == "provision"]
+            for batch in _batches(prov, args.batch):
+                print(f"provisioning: {', '.join(c.id for c in batch)}", flush=True)
+                results += run_provisioning(cluster, batch, types, out)
+            disrupt = [c for c in selected if c.kind == "disrupt"]
+            if disrupt:
+                print(f"disruption: {', '.join(c.id for c in disrupt)}", flush=True)
+                results += run_disruption(cluster, disrupt, types, out, karpenter)
+    order = {c.id: i for i, c in enumerate(corpus.CASES)}
+    results.sort(key=lambda r: order[r.case.id])
+    doc = report.as_json(results, karpenter_version(), time.monotonic() - t0, setup_s)
+    (out / "report.json").write_text(json.dumps(doc, indent=1))
+    md = report.markdown(doc)
+    (out / "report.md").write_text(md)
+    if args.markdown:
+        Path(args.markdown).write_text(report.fidelity_page(md))
+    print(md)
+    print(report.headline(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The differential harness's own rules, without a cluster: rendering fences each case in,
+and the written equivalence compares what it says."""
+
+from __future__ import annotations
+
+import cases
+import render
+from harness import Side, compare
+
+
+def _case(kind: str = "provision") -> cases.Case:
+    return cases.Case("x", ("resources",), cases.DEFAULT, cases.pods("a", 2), kind=kind)
+
+
+def test_render_fences_the_case() -> None:
+    case = _case()
+    [ns, np] = render.base_objects(case)
+    assert ns["metadata"]["name"] == "fx-x"
+    tmpl = np["spec"]["template"]
+    assert np["metadata"]["name"] == "x-default"
+    assert tmpl["metadata"]["labels"][render.CASE_LABEL] == "x"
+    assert {"key": render.CASE_LABEL, "value": "x", "effect": "NoSchedule"} in tmpl["spec"][
+        "taints"
+    ]
+    assert tmpl["spec"]["nodeClassRef"]["kind"] == "KWOKNodeClass"
+    p = render.batch_pods(case)[0]
+    assert p["metadata"]["namespace"] == "fx-x"
+    assert p["spec"]["nodeSelector"][render.CASE_LABEL] == "x"
+    # the neutral case is not modified by rendering
+    assert "nodeSelector" not in case.pods[0]["spec"]
+
+
+def test_every_case_renders_and_ids_are_unique() -> None:
+    ids = [c.id for c in cases.CASES]
+    assert len(ids) == len(set(ids)) >= 40
+    for c in cases.CASES:
+        assert render.base_objects(c)
+        if c.kind == "disrupt":
+            assert c.change is not None and c.before
+
+
+def test_equivalence_provisioning() -> None:
+    case = _case()
+    k = Side(claims=[("x-default", "c-2x", "spot", "test-zone-a")])
+    assert compare(case, k, Side(claims=list(k.claims))) == []
+    other_zone = Side(claims=[("x-default", "c-2x", "spot", "test-zone-b")])
+    assert [d.split(":")[0] for d in compare(case, k, other_zone)] == ["zones"]
+    other_type = Side(claims=[("x-default", "c-4x", "spot", "test-zone-a")])
+    assert [d.split(":")[0] for d in compare(case, k, other_type)] == ["instance/capacity types"]
+    assert compare(case, k, Side(claims=[], pending=["a-0"]))  # count and pending differ
+    assert compare(case, Side(error="boom"), k)
+
+
+def test_equivalence_disruption() -> None:
+    case = _case("disrupt")
+    k = Side(removed=["n1"], reasons=["Underutilized"], claims=[("", "c-1x", "on-demand", "z")])
+    j = Side(removed=["n1"], reasons=["Underutilized"], claims=[("", "c-1x", "on-demand", "y")])
+    assert compare(case, k, j) == []  # a replacement's zone is not compared
+    assert compare(case, k, Side(removed=["n1"], reasons=["Empty"], claims=j.claims))
+    assert compare(case, k, Side(removed=[], reasons=["Underutilized"], claims=j.claims))
