@@ -37,6 +37,14 @@ INSTANCE_GPU_MANUFACTURER = AWS_PREFIX + "instance-gpu-manufacturer"
 INSTANCE_GPU_MEMORY = AWS_PREFIX + "instance-gpu-memory"
 INSTANCE_LOCAL_NVME = AWS_PREFIX + "instance-local-nvme"
 
+#: Karpenter's kwok test provider's instance-type labels; its binary registers them as
+#: well-known (``kwok/apis/v1alpha1/labels.go``), so Joiner does too.
+KWOK_PREFIX = "karpenter.kwok.sh/"
+KWOK_INSTANCE_SIZE = KWOK_PREFIX + "instance-size"
+KWOK_INSTANCE_FAMILY = KWOK_PREFIX + "instance-family"
+KWOK_INSTANCE_CPU = KWOK_PREFIX + "instance-cpu"
+KWOK_INSTANCE_MEMORY = KWOK_PREFIX + "instance-memory"
+
 CAPACITY_TYPE_SPOT = "spot"
 CAPACITY_TYPE_ON_DEMAND = "on-demand"
 CAPACITY_TYPE_RESERVED = "reserved"
@@ -71,6 +79,10 @@ WELL_KNOWN_LABELS = frozenset(
         INSTANCE_GPU_MANUFACTURER,
         INSTANCE_GPU_MEMORY,
         INSTANCE_LOCAL_NVME,
+        KWOK_INSTANCE_SIZE,
+        KWOK_INSTANCE_FAMILY,
+        KWOK_INSTANCE_CPU,
+        KWOK_INSTANCE_MEMORY,
     }
 )
 

@@ -49,11 +49,10 @@ from joiner.cloudprovider.types import (
 
 KWOK_GROUP = "karpenter.kwok.sh"
 KWOK_NODECLASS_KIND = "KWOKNodeClass"
-KWOK_PREFIX = KWOK_GROUP + "/"
-INSTANCE_SIZE = KWOK_PREFIX + "instance-size"
-INSTANCE_FAMILY = KWOK_PREFIX + "instance-family"
-INSTANCE_CPU = KWOK_PREFIX + "instance-cpu"
-INSTANCE_MEMORY = KWOK_PREFIX + "instance-memory"
+INSTANCE_SIZE = labels.KWOK_INSTANCE_SIZE
+INSTANCE_FAMILY = labels.KWOK_INSTANCE_FAMILY
+INSTANCE_CPU = labels.KWOK_INSTANCE_CPU
+INSTANCE_MEMORY = labels.KWOK_INSTANCE_MEMORY
 #: The provider id prefix of kwok Nodes (``kwok://<node name>``).
 PROVIDER_PREFIX = "kwok://"
 #: kube-reserved of every kwok instance type (``newInstanceType``).

@@ -131,3 +131,22 @@ def test_nodeclassref_kind_must_match_the_nodeclass() -> None:
     )
     with pytest.raises(InputError, match="is a KWOKNodeClass"):
         load_text(text)
+
+
+def test_kwok_labels_are_well_known(tmp_path: Path) -> None:
+    """Karpenter-kwok registers its instance labels as well-known: a pod may require one
+    its NodePool does not mention (regression: diff-karpenter case affinity-gt-cpu)."""
+    text = _MANIFESTS.replace(
+        "containers:",
+        "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+        "{nodeSelectorTerms: [{matchExpressions: [{key: karpenter.kwok.sh/instance-cpu, "
+        "operator: Gt, values: ['3']}]}]}}}\n  containers:",
+    ).replace('cpu: "3"', 'cpu: "1"')
+    plan = build_plan(
+        load_text(text),
+        Catalog.load(),
+        "us-east-1",
+        kwok_types=load_instance_types(_types_file(tmp_path)),
+    )
+    assert [c.launch.instanceType for c in plan.nodeClaims] == ["c-4x-amd64"]
+    assert plan.unschedulable == []

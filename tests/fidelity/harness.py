@@ -40,6 +40,9 @@ from joiner.operator.plan import build_plan
 
 NodeClaim = create_global_resource("karpenter.sh", "v1", "NodeClaim", "nodeclaims")
 NodePool = create_global_resource("karpenter.sh", "v1", "NodePool", "nodepools")
+KWOKNodeClass = create_global_resource(
+    "karpenter.kwok.sh", "v1alpha1", "KWOKNodeClass", "kwoknodeclasses"
+)
 QUIET_S = 20.0
 DISRUPT_QUIET_S = 40.0
 TIMEOUT_S = 240.0
@@ -50,7 +53,7 @@ IT = "node.kubernetes.io/instance-type"
 POOL = "karpenter.sh/nodepool"
 #: Karpenter's log line for a disruption command (v1.14: "disrupting node(s)" with the
 #: command "<Reason>/<Decision>, terminating N nodes (...)").
-_REASON = re.compile(r'"reason"\s*:\s*"(\w+)"')
+_REASON = re.compile(r'"command"\s*:\s*"(\w+)/')
 
 
 @dataclass
