@@ -11,7 +11,7 @@ import logging
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -74,8 +74,11 @@ def print_warnings(warnings: list[str]) -> None:
         err.print(f"[bold yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
 
 
-def cluster_manifests(files: list[Path], kubeconfig: Path | None) -> ManifestSet:
+def cluster_manifests(
+    files: list[Path], kubeconfig: Path | None, *, kwok: bool = False
+) -> ManifestSet:
     """The manifests to plan over: the live cluster's (``--kubeconfig``) or the files'.
+    ``kwok``: also read the cluster's KWOKNodeClasses (Karpenter-kwok).
 
     Raises:
         InputError: neither or both given, a file or object does not load, or the cluster
@@ -91,7 +94,30 @@ def cluster_manifests(files: list[Path], kubeconfig: Path | None) -> ManifestSet
         raise InputError("give either -f FILE or --kubeconfig, not both", field="--kubeconfig")
     from joiner.operator.live import read_cluster
 
-    return read_cluster(kubeconfig)
+    return read_cluster(kubeconfig, kwok=kwok)
+
+
+KwokTypesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--kwok-instance-types",
+        help="Karpenter-kwok's instance-types file (JSON): the instance types, capacity, "
+        "offerings and prices of KWOKNodeClass NodePools (docs/fidelity.md).",
+    ),
+]
+
+
+def kwok_types(path: Path | None) -> list[Any] | None:
+    """The instance types of ``--kwok-instance-types``, or None.
+
+    Raises:
+        InputError: the file is missing or malformed (named).
+    """
+    if path is None:
+        return None
+    from joiner.cloudprovider.kwok import load_instance_types
+
+    return list(load_instance_types(path))
 
 
 class TableOrJson(StrEnum):

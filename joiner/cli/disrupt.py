@@ -14,12 +14,14 @@ from joiner.cli.common import (
     ClusterFiles,
     FeatureGatesOption,
     KubeconfigOption,
+    KwokTypesOption,
     OutputOption,
     RegionOption,
     TableOrJson,
     check_region,
     cluster_manifests,
     fail,
+    kwok_types,
     out,
     print_warnings,
 )
@@ -30,6 +32,7 @@ def disrupt(
     kubeconfig: KubeconfigOption = None,
     region: RegionOption = "us-east-1",
     output: OutputOption = TableOrJson.table,
+    kwok_instance_types: KwokTypesOption = None,
     feature_gates: FeatureGatesOption = None,
     at: Annotated[
         str | None,
@@ -66,11 +69,12 @@ def disrupt(
         else:
             check_region(region)
             result = build_disruption_plan(
-                cluster_manifests(files, kubeconfig),
+                cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None),
                 catalog,
                 region,
                 at=when,
                 feature_gates=gates or FeatureGates(),
+                kwok_types=kwok_types(kwok_instance_types),
             )
     except InputError as exc:
         fail(exc)

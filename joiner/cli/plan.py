@@ -14,6 +14,7 @@ from joiner.api.errors import InputError
 from joiner.cli.common import (
     ClusterFiles,
     KubeconfigOption,
+    KwokTypesOption,
     OutputOption,
     RegionOption,
     TableOrJson,
@@ -21,6 +22,7 @@ from joiner.cli.common import (
     cluster_manifests,
     err,
     fail,
+    kwok_types,
     out,
     print_warnings,
 )
@@ -36,6 +38,7 @@ def plan(
     kubeconfig: KubeconfigOption = None,
     region: RegionOption = "us-east-1",
     output: OutputOption = TableOrJson.table,
+    kwok_instance_types: KwokTypesOption = None,
     min_values_policy: Annotated[
         MinValuesPolicy, typer.Option("--min-values-policy", help="Strict or BestEffort.")
     ] = MinValuesPolicy.Strict,
@@ -62,10 +65,11 @@ def plan(
         else:
             check_region(region)
             result = build_plan(
-                cluster_manifests(files, kubeconfig),
+                cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None),
                 catalog,
                 region,
                 min_values_policy=min_values_policy.value,
+                kwok_types=kwok_types(kwok_instance_types),
             )
     except InputError as exc:
         fail(exc)

@@ -57,6 +57,7 @@ from joiner.api.errors import InputError
 from joiner.api.manifests import ManifestSet
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent
+from joiner.cloudprovider.kwok import KwokCloudProvider, load_instance_types
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.types import CloudProvider, CreateError, Instance
 from joiner.cluster.kube import client as kube
@@ -142,6 +143,9 @@ class ControllerSettings(_Settings):
     garbageCollectionIntervalSeconds: float = Field(default=GC_INTERVAL_S, gt=0)
     #: An instance of this cluster with no NodeClaim is terminated once seen so this long.
     orphanInstanceGraceSeconds: float = Field(default=INSTANCE_GRACE_S, ge=0)
+    #: Karpenter-kwok's instance-types file: KWOKNodeClass NodePools launch from it, as
+    #: Karpenter's kwok provider does (shadow mode beside Karpenter-kwok; docs/fidelity.md).
+    kwokInstanceTypes: str | None = None
     leaderElection: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
 
 
@@ -207,6 +211,10 @@ class ControllerRuntime:
         self.kubeconfig = kubeconfig
         self.cloud_name = cloud
         self.settings = settings or ControllerSettings()
+        #: What the informers list and watch (KWOKNodeClasses too with kwokInstanceTypes).
+        self.watched = (
+            (*WATCHED, kube.KWOKNODECLASS) if self.settings.kwokInstanceTypes else WATCHED
+        )
         self.dry_run = dry_run
         self.metrics_port = metrics_port
         self.health_port = health_port
@@ -483,6 +491,14 @@ class ControllerRuntime:
                 [],
                 endpoint_url=s.awsEndpointURL,
             )
+        if s.kwokInstanceTypes:
+            return KwokCloudProvider(
+                load_instance_types(Path(s.kwokInstanceTypes)),
+                self.clock,
+                random.Random(int.from_bytes(os.urandom(8), "big")),
+                node_classes=[],
+                region=s.region,
+            )
         return SimulatedCloudProvider(
             self.catalog,
             s.region,
@@ -520,7 +536,7 @@ class ControllerRuntime:
             except Exception:
                 log.exception("applying %s %s failed", event, kind.kind)
                 self.metrics.reconcile_errors.labels(where=f"feed {kind.kind}").inc()
-            if not self.feed.started and all(k.kind in self.feed.synced for k in WATCHED):
+            if not self.feed.started and all(k.kind in self.feed.synced for k in self.watched):
                 synced.set()
             if self.feed.started:
                 self._schedule_sync()
@@ -536,7 +552,7 @@ class ControllerRuntime:
                 self._stop,
                 reachability=self.reachability,
             )
-            for kind in WATCHED
+            for kind in self.watched
         ]
         for informer in self.informers:
             informer.start()
@@ -643,7 +659,10 @@ class ControllerRuntime:
         )
 
     def _config(self, ms: ManifestSet) -> None:
-        if isinstance(self.cloud, SimulatedCloudProvider):
+        if isinstance(self.cloud, KwokCloudProvider):
+            if {n.name: n for n in ms.nodeclasses} != self.cloud.node_classes:
+                self.cloud.set_node_classes(list(ms.nodeclasses))
+        elif isinstance(self.cloud, SimulatedCloudProvider):
             fitted = _fit_node_classes(self.cloud, list(ms.nodeclasses))
             if {n.name: n for n in fitted} != self.cloud.node_classes:
                 self.cloud.set_node_classes(fitted)

@@ -110,6 +110,8 @@ def pod(
         "image": "registry.k8s.io/pause:3.10",
         "resources": {"limits": resources} if limits_only else {"requests": resources},
     }
+    if extra and not limits_only:  # extended resources cannot be overcommitted
+        container["resources"]["limits"] = dict(extra)
     ports = spec.pop("host_ports", None)
     if ports:
         container["ports"] = [{"containerPort": p, "hostPort": p} for p in ports]

@@ -38,6 +38,7 @@ from karpenter import (  # noqa: E402
     karpenter_version,
 )
 from kubestack import KubeStack, build_stack, stack_paths  # noqa: E402
+from lightkube.core.exceptions import ApiError  # noqa: E402
 
 from joiner.cloudprovider.kwok import load_instance_types  # noqa: E402
 
@@ -68,19 +69,31 @@ def run_provisioning(
     cluster: harness.Cluster, batch: list[corpus.Case], types: list, out: Path
 ) -> list[harness.Result]:
     t0 = time.monotonic()
+    failed: dict[str, str] = {}
+
+    def apply(case: corpus.Case, docs: list[corpus.Obj]) -> None:
+        try:
+            cluster.apply(docs)
+        except ApiError as exc:  # the case is reported with the API's refusal
+            failed.setdefault(case.id, f"apply refused: {exc.status.message}")
+
     for c in batch:
-        cluster.apply(render.base_objects(c))
+        apply(c, render.base_objects(c))
     if any(c.before for c in batch):
         for c in batch:
-            cluster.apply(render.before_pods(c))
+            apply(c, render.before_pods(c))
         _settle(cluster, batch, harness.QUIET_S)
     snaps = {c.id: harness.snapshot(cluster, c) for c in batch}
     for c in batch:
-        cluster.apply(render.batch_pods(c))
+        apply(c, render.batch_pods(c))
     _settle(cluster, batch, harness.QUIET_S)
     elapsed = time.monotonic() - t0
     results = []
     for c in batch:
+        if c.id in failed:
+            err = harness.Side(error=failed[c.id])
+            results.append(harness.Result(c, err, err, [failed[c.id]], elapsed / len(batch)))
+            continue
         k = harness.karpenter_provisioned(cluster, c, snaps[c.id])
         j = harness.joiner_plan(c, snaps[c.id], types, out)
         results.append(harness.Result(c, k, j, harness.compare(c, k, j), elapsed / len(batch)))

@@ -46,6 +46,9 @@ NodeClaimResource = create_global_resource("karpenter.sh", "v1", "NodeClaim", "n
 EC2NodeClassResource = create_global_resource(
     "karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"
 )
+KWOKNodeClassResource = create_global_resource(
+    "karpenter.kwok.sh", "v1alpha1", "KWOKNodeClass", "kwoknodeclasses"
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class Kind:
 NODEPOOL = Kind(NodePoolResource, "karpenter.sh/v1", "NodePool")
 EC2NODECLASS = Kind(EC2NodeClassResource, "karpenter.k8s.aws/v1", "EC2NodeClass")
 NODECLAIM = Kind(NodeClaimResource, "karpenter.sh/v1", "NodeClaim")
+#: Karpenter-kwok's NodeClass (read with ``--kwok-instance-types``).
+KWOKNODECLASS = Kind(KWOKNodeClassResource, "karpenter.kwok.sh/v1alpha1", "KWOKNodeClass")
 POD = Kind(Pod, "v1", "Pod")
 NODE = Kind(Node, "v1", "Node")
 DAEMONSET = Kind(DaemonSet, "apps/v1", "DaemonSet")

@@ -50,6 +50,7 @@ from joiner.cloudprovider.types import CloudProviderError, Instance
 from joiner.cluster.kube.client import (
     DAEMONSET,
     EC2NODECLASS,
+    KWOKNODECLASS,
     NODE,
     NODECLAIM,
     NODEPOOL,
@@ -66,7 +67,7 @@ log = logging.getLogger(__name__)
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 #: Taints Joiner owns on Nodes; all others belong to the API (kubelet, node controller).
 MANAGED_TAINTS = frozenset({labels.TAINT_UNREGISTERED, labels.TAINT_DISRUPTED})
-CONFIG_KINDS = ("NodePool", "EC2NodeClass", "DaemonSet", "PodDisruptionBudget")
+CONFIG_KINDS = ("NodePool", "EC2NodeClass", "KWOKNodeClass", "DaemonSet", "PodDisruptionBudget")
 
 #: ``adopt_instance(instance_type, node_class, zone, capacity_type, provider_id)``: the
 #: cloud's instance behind an existing NodeClaim (raises ``CloudProviderError``).
@@ -202,7 +203,7 @@ class ClusterFeed:
 
     def reload_config(self) -> None:
         """Re-load NodePools, NodeClasses, DaemonSets and PDBs into the state."""
-        classes = list(self.of(EC2NODECLASS).values())
+        classes = [*self.of(EC2NODECLASS).values(), *self.of(KWOKNODECLASS).values()]
         rest = [
             *self.of(DAEMONSET).values(),
             *self.of(PDB).values(),
