@@ -4,7 +4,8 @@ Per pod, in queue order (CPU desc, memory desc, creation order, uid; Karpenter `
 
 1. existing nodes and in-flight NodeClaims, initialized first, then by name;
 2. NodeClaims opened earlier in this solve, emptiest first (fewest pods, then creation order);
-3. a new NodeClaim from each NodePool in weight order (higher first, then name).
+3. a new NodeClaim from each NodePool in weight order (higher first; equal weights by name
+   in *descending* order, Karpenter ``utils/nodepool.OrderByWeight``).
 
 Each attempt checks taints (PreferNoSchedule too, until relaxed), node selection (nodeSelector
 AND one required node-affinity term, AND the heaviest preferred term until relaxed, AND the
@@ -50,6 +51,7 @@ from joiner.scheduling.pool import IntArray, PreparedPool, prepare
 from joiner.scheduling.topology import Active, Group, Summary, Topology
 from joiner.scheduling.types import (
     ExistingNode,
+    NodePoolTemplate,
     NewNodeClaim,
     PodRequest,
     SchedulingInput,
@@ -191,6 +193,15 @@ class _Prefs:
         return False
 
 
+def order_by_weight(templates: Sequence[NodePoolTemplate]) -> list[NodePoolTemplate]:
+    """NodePools in the order a pod tries them for a new NodeClaim: higher ``weight`` first,
+    equal weights by name in descending order (Karpenter ``pkg/utils/nodepool``
+    ``OrderByWeight``: ``nps[a].Name > nps[b].Name``). Found by ``make diff-karpenter``
+    (case taint-two-pools)."""
+    by_name = sorted(templates, key=lambda t: t.nodepool.name, reverse=True)
+    return sorted(by_name, key=lambda t: -t.nodepool.weight)
+
+
 class Scheduler:
     """Stateless solver; one instance may be reused across solves."""
 
@@ -240,7 +251,7 @@ class _Solve:
                 dict(t.remaining),
                 extra,
             )
-            for t in sorted(inp.nodepools, key=lambda p: (-p.nodepool.weight, p.nodepool.name))
+            for t in order_by_weight(inp.nodepools)
         ]
         ports_by_node: dict[str, list[HostPort]] = {}
         for bp in inp.bound_pods:

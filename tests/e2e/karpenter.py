@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,6 +164,7 @@ class Karpenter:
         self.extra_env = dict(extra_env or {})
         self.proc: subprocess.Popen[bytes] | None = None
         self.health_port = 0
+        self.metrics_port = 0
 
     def __enter__(self) -> Karpenter:
         self.start()
@@ -184,11 +186,12 @@ class Karpenter:
                 "private network namespace (unshare -n) so they stay on loopback"
             )
         self.health_port = _free_port()
+        self.metrics_port = _free_port()
         env = {
             **os.environ,
             "KUBECONFIG": str(self.stack.kubeconfig),
             "DISABLE_LEADER_ELECTION": "true",
-            "METRICS_PORT": str(_free_port()),
+            "METRICS_PORT": str(self.metrics_port),
             "HEALTH_PROBE_PORT": str(self.health_port),
             "INSTANCE_TYPES_FILE_PATH": str(self.instance_types_file),
             "SYSTEM_NAMESPACE": "kube-system",
@@ -217,6 +220,19 @@ class Karpenter:
             time.sleep(0.2)
         self.stop()
         raise KubeStackError(f"karpenter not ready after {timeout_s:.0f} s:\n{_tail(self.log)}")
+
+    def metrics(self) -> str:
+        """Karpenter's ``/metrics`` text (Prometheus exposition format).
+
+        Raises:
+            KubeStackError: the endpoint did not answer.
+        """
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return str(response.read().decode())
+        except OSError as exc:
+            raise KubeStackError(f"karpenter {url}: {exc}") from exc
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout_s``."""

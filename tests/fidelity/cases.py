@@ -128,6 +128,22 @@ def pod(
     }
 
 
+def deployment(name: str, replicas: int = 1, **kw: Any) -> Obj:
+    """A Deployment of ``pod(name, **kw)``: its pods come back after an eviction, as a
+    real workload's do (a bare Pod evicted by a drain is gone for good)."""
+    template = pod(name, labels={"app": name}, **kw)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": template["metadata"], "spec": template["spec"]},
+        },
+    }
+
+
 def pods(prefix: str, n: int, **kw: Any) -> list[Obj]:
     """``n`` identical pods ``<prefix>-0..n-1`` labelled ``app: <prefix>``."""
     kw.setdefault("labels", {"app": prefix})
@@ -311,7 +327,8 @@ def _provisioning() -> list[Case]:
                 "batch": pool(req(IT, "In", "c-2x"), taints=[TAINT]),
                 "general": pool(req(IT, "In", "m-2x", "m-4x")),
             },
-            [*pods("tol", 2, cpu="1", tolerations=TOLERATE), *pods("plain", 2, cpu="1")],
+            [*pods("tol", 2, cpu="1", tolerations=TOLERATE), *pods("plain", 2, cpu="1200m")],
+            note="sizes differ: Karpenter orders equal pods by creation time, then UID",
         )
     )
     add(
@@ -610,9 +627,12 @@ def _provisioning() -> list[Case]:
 
 
 def _disruption() -> list[Case]:
+    """Pods that must survive a drain are Deployments (an evicted bare Pod is gone, and
+    Karpenter would then empty its replacement); the pods a change deletes are bare."""
     c: list[Case] = []
     add = c.append
     on = {"consolidateAfter": "0s"}
+    od = req(CT, "In", "on-demand")
     add(
         Case(
             "emptiness",
@@ -623,43 +643,57 @@ def _disruption() -> list[Case]:
             change=Change(delete_pods=("e-0", "e-1"), pool_patch={"default": {"disruption": on}}),
         )
     )
-    big_small = [
-        *pods("big", 2, cpu="1500m", host_ports=[7000]),
-        *pods("small", 2, cpu="200m", host_ports=[7001]),
-    ]
     add(
         Case(
             "multi-node-consolidation",
             ("disruption: multi-node consolidation",),
-            {"default": pool(req(IT, "In", "c-2x", "c-4x"))},
-            before=copy.deepcopy(big_small),
+            {"default": pool(req(IT, "In", "c-2x", "c-4x"), od)},
+            before=[
+                *pods("big", 2, cpu="1500m", host_ports=[7000]),
+                deployment("small", 2, cpu="300m"),
+            ],
             kind="disrupt",
             change=Change(
                 delete_pods=("big-0", "big-1"), pool_patch={"default": {"disruption": on}}
             ),
-            note="two c-2x each keep one 200m pod; one node can hold both",
+            note="two on-demand c-2x each keep one 300m pod; one c-2x can hold both",
         )
     )
-    shrink = [pod("huge", cpu="6"), pod("rest", cpu="500m")]
+
+    def shrink(**rest: Any) -> list[Obj]:
+        return [pod("huge", cpu="6"), deployment("rest", 1, cpu="500m", **rest)]
+
     add(
         Case(
             "single-node-replace",
             ("disruption: single-node consolidation",),
-            {"default": pool(req(CT, "In", "on-demand"))},
-            before=copy.deepcopy(shrink),
+            {"default": pool(od)},
+            before=shrink(),
             kind="disrupt",
             change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
         )
     )
     add(
         Case(
+            "single-node-delete",
+            ("disruption: single-node consolidation", "existing nodes"),
+            {"default": pool(od)},
+            before=[
+                pod("anchor", cpu="1200m", host_ports=[7200]),
+                pod("second", cpu="1200m", host_ports=[7200]),
+                deployment("mover", 1, cpu="300m", host_ports=[7201]),
+            ],
+            kind="disrupt",
+            change=Change(delete_pods=("second",), pool_patch={"default": {"disruption": on}}),
+            note="the node that kept only the 300m pod is deleted; the pod fits beside anchor",
+        )
+    )
+    add(
+        Case(
             "do-not-disrupt",
             ("disruption: do-not-disrupt",),
-            {"default": pool(req(CT, "In", "on-demand"))},
-            before=[
-                pod("huge", cpu="6"),
-                pod("rest", cpu="500m", annotations={"karpenter.sh/do-not-disrupt": "true"}),
-            ],
+            {"default": pool(od)},
+            before=shrink(annotations={"karpenter.sh/do-not-disrupt": "true"}),
             kind="disrupt",
             change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
         )
@@ -668,8 +702,8 @@ def _disruption() -> list[Case]:
         Case(
             "pdb-blocks",
             ("disruption: PDBs",),
-            {"default": pool(req(CT, "In", "on-demand"))},
-            before=copy.deepcopy(shrink),
+            {"default": pool(od)},
+            before=shrink(),
             pdbs=[pdb("rest", "rest", 0)],
             kind="disrupt",
             change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
@@ -679,8 +713,8 @@ def _disruption() -> list[Case]:
         Case(
             "budget-zero",
             ("disruption: budgets",),
-            {"default": pool(req(CT, "In", "on-demand"))},
-            before=copy.deepcopy(shrink),
+            {"default": pool(od)},
+            before=shrink(),
             kind="disrupt",
             change=Change(
                 delete_pods=("huge",),
@@ -692,8 +726,8 @@ def _disruption() -> list[Case]:
         Case(
             "when-empty-policy",
             ("disruption: emptiness", "disruption: single-node consolidation"),
-            {"default": pool(req(CT, "In", "on-demand"), policy="WhenEmpty")},
-            before=copy.deepcopy(shrink),
+            {"default": pool(od, policy="WhenEmpty")},
+            before=shrink(),
             kind="disrupt",
             change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
         )
@@ -703,7 +737,7 @@ def _disruption() -> list[Case]:
             "spot-no-replace",
             ("disruption: single-node consolidation", "spot/on-demand"),
             {"default": pool(req(CT, "In", "spot"))},
-            before=copy.deepcopy(shrink),
+            before=shrink(),
             kind="disrupt",
             change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
             note="SpotToSpotConsolidation is off by default on both sides",
@@ -713,8 +747,8 @@ def _disruption() -> list[Case]:
         Case(
             "drift-requirements",
             ("disruption: drift",),
-            {"default": pool(req(ZONE, "In", "test-zone-a", "test-zone-b"))},
-            before=pods("dr", 1, cpu="1", nodeSelector={ZONE: "test-zone-a"}),
+            {"default": pool(req(ZONE, "In", "test-zone-a"))},
+            before=[deployment("dr", 1, cpu="1")],
             kind="disrupt",
             change=Change(
                 pool_patch={
@@ -731,8 +765,7 @@ def _disruption() -> list[Case]:
                     }
                 }
             ),
-            note="NodePool drift (kwok has no NodeClass drift); the pod is pinned to zone a so "
-            "its replacement cannot be placed: drift then waits for nothing",
+            note="NodePool drift (kwok has no NodeClass drift): the pool moves to zone b",
         )
     )
     add(

@@ -54,6 +54,8 @@ POOL = "karpenter.sh/nodepool"
 #: Karpenter's log line for a disruption command (v1.14: "disrupting node(s)" with the
 #: command "<Reason>/<Decision>, terminating N nodes (...)").
 _REASON = re.compile(r'"command"\s*:\s*"(\w+)/')
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+_CREATED = re.compile(r'"message":"created nodeclaim".*?"NodeClaim":\{"name":"([^"]+)"')
 
 
 @dataclass
@@ -64,6 +66,9 @@ class Side:
     pending: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    #: the removed nodes as (NodePool, type, capacity type, zone, apps of their pods)
+    removed_shapes: list[str] = field(default_factory=list)
     on_existing: int = 0
     error: str = ""
 
@@ -76,6 +81,7 @@ class Side:
             "pending": sorted(self.pending),
             "removed": sorted(self.removed),
             "reasons": sorted(set(self.reasons)),
+            "methods": sorted(set(self.methods)),
             "podsOnExistingNodes": self.on_existing,
             **({"error": self.error} if self.error else {}),
         }
@@ -114,12 +120,18 @@ def compare(case: Case, k: Side, j: Side) -> list[str]:
         if sorted(k.pending) != sorted(j.pending):
             diffs.append(f"pending pods: karpenter {sorted(k.pending)} joiner {sorted(j.pending)}")
     else:
-        if sorted(k.removed) != sorted(j.removed):
+        # Interchangeable nodes (same pool, type, zone and pods) are equal candidates:
+        # which of two identical nodes goes is a tie both sides break arbitrarily.
+        if sorted(k.removed_shapes or k.removed) != sorted(j.removed_shapes or j.removed):
             diffs.append(f"removed nodes: karpenter {sorted(k.removed)} joiner {sorted(j.removed)}")
         kt, jt = Counter(c[1:3] for c in k.claims), Counter(c[1:3] for c in j.claims)
         if kt != jt:
             diffs.append(f"replacements: karpenter {sorted(kt)} joiner {sorted(jt)}")
-        if set(k.reasons) != set(j.reasons):
+        if set(k.methods) != set(j.methods):
+            diffs.append(
+                f"methods: karpenter {sorted(set(k.methods))} joiner {sorted(set(j.methods))}"
+            )
+        elif set(k.reasons) != set(j.reasons):
             diffs.append(
                 f"reasons: karpenter {sorted(set(k.reasons))} joiner {sorted(set(j.reasons))}"
             )
@@ -131,6 +143,8 @@ class Cluster:
 
     def __init__(self, kubeconfig: Path) -> None:
         self.client = Client(KubeConfig.from_file(kubeconfig), field_manager="fidelity")
+        #: every NodeClaim listed so far, by name (its last listed state)
+        self.seen: dict[str, Obj] = {}
 
     def apply(self, docs: list[Obj]) -> None:
         for doc in docs:
@@ -147,7 +161,11 @@ class Cluster:
         return [p.to_dict() for p in self.client.list(Pod, namespace=ns)]
 
     def nodeclaims(self) -> list[Obj]:
-        return [dict(c) for c in self.client.list(NodeClaim)]
+        """Every NodeClaim now; each one ever listed is also kept in ``seen``."""
+        found = [dict(c) for c in self.client.list(NodeClaim)]
+        for c in found:
+            self.seen[c["metadata"]["name"]] = c
+        return found
 
     def nodes(self, case: Case) -> list[Obj]:
         sel = {render.CASE_LABEL: case.id}
@@ -245,12 +263,29 @@ def snapshot(cluster: Cluster, case: Case, with_pods: bool = True) -> Snapshot:
     docs += [render.strip(n) for n in cluster.nodes(case)]
     if with_pods:
         docs += [render.strip(p) for p in cluster.pods(render.namespace(case))]
-    docs += [
-        d for d in render.base_objects(case) if d["kind"] in ("DaemonSet", "PodDisruptionBudget")
-    ]
+    kept = ("DaemonSet", "PodDisruptionBudget")
+    docs += [d for d in render.base_objects(case) if d["kind"] in kept]
+    docs += [d for d in render.before_pods(case) if d["kind"] == "Deployment"]
     claims = _claims_of(case, cluster.nodeclaims())
     nodes = {k: (v.get("status") or {}).get("nodeName", "") for k, v in claims.items()}
     return Snapshot(docs, claims, nodes)
+
+
+def node_shapes(snap: Snapshot) -> dict[str, str]:
+    """Each node of a snapshot as ``pool/type/capacity type/zone[apps of its pods]``."""
+    apps: dict[str, list[str]] = {}
+    for d in snap.docs:
+        if d.get("kind") == "Pod" and (d.get("spec") or {}).get("nodeName"):
+            app = ((d.get("metadata") or {}).get("labels") or {}).get("app", "?")
+            apps.setdefault(d["spec"]["nodeName"], []).append(app)
+    out = {}
+    for d in snap.docs:
+        if d.get("kind") == "Node":
+            name = d["metadata"]["name"]
+            lab = d["metadata"].get("labels") or {}
+            where = "/".join(lab.get(k, "") for k in (POOL, IT, CT, ZONE))
+            out[name] = f"{where}[{','.join(sorted(apps.get(name, [])))}]"
+    return out
 
 
 def _load(docs: list[Obj], name: str) -> Any:
@@ -300,6 +335,7 @@ def joiner_disrupt(case: Case, snap: Snapshot, types: list[InstanceType], out_di
         ],
         removed=removed,
         reasons=[c.reason for c in plan.commands],
+        methods=[c.method for c in plan.commands],
     )
 
 
@@ -317,31 +353,84 @@ def karpenter_provisioned(cluster: Cluster, case: Case, before: Snapshot) -> Sid
     )
 
 
+def decisions(metrics_text: str, pools: set[str]) -> Counter[tuple[str, str]]:
+    """``karpenter_voluntary_disruption_decisions_by_nodepool_total`` of ``pools`` as
+    (reason, consolidation type) counts."""
+    out: Counter[tuple[str, str]] = Counter()
+    for line in metrics_text.splitlines():
+        if not line.startswith("karpenter_voluntary_disruption_decisions_by_nodepool_total{"):
+            continue
+        labels = dict(_LABEL.findall(line))
+        if labels.get("nodepool") in pools:
+            value = float(line.rsplit(" ", 1)[1])
+            out[(labels.get("reason", ""), labels.get("consolidation_type", ""))] += int(value)
+    return out
+
+
+def method_of(reason: str, consolidation_type: str) -> str:
+    """Karpenter's method name from a decision's reason and consolidation type."""
+    if reason == "empty":
+        return "Emptiness"
+    if reason == "drifted":
+        return "Drift"
+    return "MultiNodeConsolidation" if consolidation_type == "multi" else "SingleNodeConsolidation"
+
+
 def karpenter_disrupted(
-    cluster: Cluster, case: Case, before: Snapshot, log: Path, log_offset: int
+    cluster: Cluster,
+    case: Case,
+    before: Snapshot,
+    log: Path,
+    log_offset: int,
+    metrics_delta: Counter[tuple[str, str]],
 ) -> Side:
-    """Nodes Karpenter removed, NodeClaims it launched and the reasons it logged since the
-    change."""
-    now = _claims_of(case, cluster.nodeclaims())
-    gone = [before.node_of_claim[n] for n in before.claims if n not in now]
-    deleting = [
-        before.node_of_claim[n]
-        for n, c in now.items()
-        if n in before.claims and c["metadata"].get("deletionTimestamp")
-    ]
-    new = [c for n, c in now.items() if n not in before.claims]
+    """What Karpenter's disruption did to the case's pre-change nodes since the change: its
+    "disrupting node(s)" commands naming one of them (reason and nodes), the NodeClaims it
+    launched meanwhile (even ones gone again), and the methods from its per-NodePool
+    decision counter."""
+    pre_nodes = set(before.node_of_claim.values())
+    reasons: list[str] = []
+    removed: set[str] = set()
     text = log.read_bytes()[log_offset:].decode(errors="replace")
-    names = set(before.node_of_claim.values()) | set(before.claims)
-    reasons = []
     for line in text.splitlines():
-        if "disrupting node(s)" in line and any(n in line for n in names):
-            m = _REASON.search(line)
-            reasons.append(_normalise_reason(m.group(1)) if m else line[:200])
-    return Side(
-        claims=[("", *_claim_tuple(c)[1:]) for c in new],
-        removed=sorted(gone + deleting),
-        reasons=reasons,
+        if "disrupting node(s)" not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        nodes = {str((d.get("Node") or {}).get("name")) for d in entry.get("disrupted-nodes") or []}
+        if not nodes & pre_nodes:
+            continue
+        m = _REASON.search(line)
+        reasons.append(_normalise_reason(m.group(1)) if m else "?")
+        removed |= nodes & pre_nodes
+    now = _claims_of(case, cluster.nodeclaims())
+    removed |= {before.node_of_claim[n] for n in before.claims if n not in now}
+    new = [
+        c
+        for n, c in _claims_of(case, list(cluster.seen.values())).items()
+        if n not in before.claims
+    ]
+    methods = sorted(
+        method_of(r, t) for (r, t), n in metrics_delta.items() for _ in range(n) if r != "empty"
     )
+    if "Empty" in reasons:
+        methods.append("Emptiness")
+    return Side(
+        claims=[
+            ("", *_claim_tuple(c)[1:]) for c in new if c["metadata"]["name"] in _replacements(text)
+        ],
+        removed=sorted(removed),
+        reasons=reasons,
+        methods=methods,
+    )
+
+
+def _replacements(log_text: str) -> set[str]:
+    """NodeClaims Karpenter launched as disruption replacements (its "created nodeclaim"
+    lines carry no reason, so every NodeClaim created after the change counts)."""
+    return set(_CREATED.findall(log_text))
 
 
 def _normalise_reason(reason: str) -> str:

@@ -80,9 +80,10 @@ def _namespaced(case: Case, obj: Obj) -> Obj:
 
 
 def pod(case: Case, obj: Obj) -> Obj:
-    """A case pod, namespaced and fenced."""
+    """A case pod (or Deployment), namespaced and fenced."""
     out = _namespaced(case, obj)
-    _fence_pod_spec(case, out["spec"])
+    spec = out["spec"]["template"]["spec"] if out["kind"] == "Deployment" else out["spec"]
+    _fence_pod_spec(case, spec)
     return out
 
 

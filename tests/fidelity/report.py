@@ -54,7 +54,7 @@ def _summary(side: dict[str, Any], kind: str) -> str:
         return text
     removed = len(side["removed"])
     repl = ", ".join(f"{c['instanceType']}/{c['capacityType']}" for c in claims)
-    reasons = "+".join(side["reasons"]) or "none"
+    reasons = "+".join(side.get("methods") or side["reasons"]) or "none"
     return f"{reasons}: -{removed}" + (f" +[{repl}]" if repl else "")
 
 

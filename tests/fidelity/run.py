@@ -120,6 +120,8 @@ def run_disruption(
         ns = render.namespace(c)
         before = harness.snapshot(cluster, c)
         offset = karpenter.log.stat().st_size
+        pools = {render.pool_name(c, p) for p in c.pools}
+        counted = harness.decisions(karpenter.metrics(), pools)
         for name, patch in render.pool_patches(c).items():
             current = next(p for p in cluster.nodepools(c) if p["metadata"]["name"] == name)
             merged = render.merge({k: current[k] for k in ("apiVersion", "kind", "spec")}, patch)
@@ -131,7 +133,12 @@ def run_disruption(
         after_change = harness.snapshot(cluster, c)
         j = harness.joiner_disrupt(c, after_change, types, out)
         _settle(cluster, [c], harness.DISRUPT_QUIET_S)
-        k = harness.karpenter_disrupted(cluster, c, before, karpenter.log, offset)
+        delta = harness.decisions(karpenter.metrics(), pools)
+        delta.subtract(counted)
+        k = harness.karpenter_disrupted(cluster, c, before, karpenter.log, offset, +delta)
+        shapes = harness.node_shapes(after_change)
+        for side in (k, j):
+            side.removed_shapes = sorted(shapes.get(n, n) for n in side.removed)
         seconds = shared + time.monotonic() - t1
         results.append(harness.Result(c, k, j, harness.compare(c, k, j), seconds))
     return results

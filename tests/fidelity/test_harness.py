@@ -58,3 +58,12 @@ def test_equivalence_disruption() -> None:
     assert compare(case, k, j) == []  # a replacement's zone is not compared
     assert compare(case, k, Side(removed=["n1"], reasons=["Empty"], claims=j.claims))
     assert compare(case, k, Side(removed=[], reasons=["Underutilized"], claims=j.claims))
+
+
+def test_interchangeable_nodes_are_equal_candidates() -> None:
+    case = _case("disrupt")
+    k = Side(removed=["n1"], removed_shapes=["p/c-2x/on-demand/a[small]"], reasons=["Empty"])
+    j = Side(removed=["n2"], removed_shapes=["p/c-2x/on-demand/a[small]"], reasons=["Empty"])
+    assert compare(case, k, j) == []
+    j.removed_shapes = ["p/c-4x/on-demand/a[small]"]
+    assert compare(case, k, j)

@@ -175,6 +175,21 @@ def test_higher_weight_pool_wins_even_when_pricier():
     assert result.new_nodeclaims[0].nodepool == "pricey"
 
 
+def test_equal_weight_pools_are_tried_by_name_descending():
+    """Karpenter ``OrderByWeight``: equal weights by name, descending, so "general" comes
+    before "batch" even when batch is cheaper (diff-karpenter case taint-two-pools)."""
+    batch = make_nodepool("batch", requirements=[Requirement.in_(labels.INSTANCE_TYPE, "m5.large")])
+    general = make_nodepool(
+        "general", requirements=[Requirement.in_(labels.INSTANCE_TYPE, "g5.xlarge")]
+    )
+    for pools in ([batch, general], [general, batch]):
+        result = solve(
+            make_pods(make_pod_template(500, GIB), 1),
+            pools=[NodePoolTemplate(p, TYPES) for p in pools],
+        )
+        assert result.new_nodeclaims[0].nodepool == "general"
+
+
 def test_limits_are_accounted_pessimistically():
     pool = make_nodepool(limits={"cpu": 6000})
     # Each pod needs its own 4-vCPU node; the first claim subtracts 4000m (its largest option),
