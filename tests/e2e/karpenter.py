@@ -159,7 +159,7 @@ class Karpenter:
     ) -> None:
         self.stack = stack
         self.paths = paths
-        self.instance_types_file = instance_types_file
+        self.instance_types_file = instance_types_file.resolve()
         self.log = log or stack.workdir / "logs" / "karpenter.log"
         self.extra_env = dict(extra_env or {})
         self.proc: subprocess.Popen[bytes] | None = None
@@ -216,6 +216,11 @@ class Karpenter:
             if code is not None:
                 raise KubeStackError(f"karpenter exited with {code}:\n{_tail(self.log)}")
             if _get(url) == 200:
+                if b"failed constructing instance types" in self.log.read_bytes():
+                    self.stop()
+                    raise KubeStackError(
+                        f"karpenter could not read {self.instance_types_file}:\n{_tail(self.log)}"
+                    )
                 return
             time.sleep(0.2)
         self.stop()

@@ -181,7 +181,7 @@ class Cluster:
                 (
                     c["metadata"]["name"],
                     c["metadata"].get("deletionTimestamp") is not None,
-                    (c.get("status") or {}).get("nodeName"),
+                    (c.get("status") or {}).get("nodeName") or "",
                     tuple(
                         (x.get("type"), x.get("status"))
                         for x in (c.get("status") or {}).get("conditions") or []
@@ -192,7 +192,7 @@ class Cluster:
         )
         pods = tuple(
             sorted(
-                (p["metadata"]["name"], (p.get("spec") or {}).get("nodeName"))
+                (ns, p["metadata"]["name"], (p.get("spec") or {}).get("nodeName") or "")
                 for ns in namespaces
                 for p in self.pods(ns)
             )

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     if not in_private_netns():
         return _reexec_in_netns(argv)
     selected = corpus.by_id([c for c in args.cases.split(",") if c])
-    out = Path(args.out)
+    out = Path(args.out).resolve()  # Karpenter runs in the stack's directory
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     paths = stack_paths()
