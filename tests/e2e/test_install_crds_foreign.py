@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +48,16 @@ def test_refuses_a_helm_owned_karpenter_crd(own_stack: KubeStack, tmp_path: Path
     client = Client(KubeConfig.from_file(own_stack.kubeconfig))
     client.apply(CustomResourceDefinition.from_dict(doc), field_manager="helm", force=True)
     before = client.get(CustomResourceDefinition, "nodepools.karpenter.sh")
+    deadline = time.monotonic() + 60
+    while not any(
+        c.type == "Established" and c.status == "True"
+        for c in (before.status.conditions if before.status else None) or []
+    ):  # the API server's own status updates come first, then nothing may change
+        assert time.monotonic() < deadline, "the CRD was never Established"
+        time.sleep(0.2)
+        before = client.get(CustomResourceDefinition, "nodepools.karpenter.sh")
+    time.sleep(1)
+    before = client.get(CustomResourceDefinition, "nodepools.karpenter.sh")
 
     proc = subprocess.run(
         [
@@ -67,7 +78,9 @@ def test_refuses_a_helm_owned_karpenter_crd(own_stack: KubeStack, tmp_path: Path
     assert "nodepools.karpenter.sh" in message
     assert "Helm release karpenter in namespace kube-system" in message
     after = client.get(CustomResourceDefinition, "nodepools.karpenter.sh")
+    assert after.metadata.generation == before.metadata.generation
     assert after.metadata.resourceVersion == before.metadata.resourceVersion
+    assert "joiner" not in {f.manager for f in after.metadata.managedFields or []}
     for name in ("nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"):
         with pytest.raises(ApiError) as missing:
             client.get(CustomResourceDefinition, name)

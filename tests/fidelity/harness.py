@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 import render
 from cases import Case, Obj
 from lightkube import Client, KubeConfig
@@ -142,7 +143,10 @@ class Cluster:
     """The admin client and the reads the harness needs."""
 
     def __init__(self, kubeconfig: Path) -> None:
-        self.client = Client(KubeConfig.from_file(kubeconfig), field_manager="fidelity")
+        # a shared 2-core machine can be slow to answer: wait, never fail on a slow list
+        self.client = Client(
+            KubeConfig.from_file(kubeconfig), field_manager="fidelity", timeout=httpx.Timeout(120.0)
+        )
         #: every NodeClaim listed so far, by name (its last listed state)
         self.seen: dict[str, Obj] = {}
 

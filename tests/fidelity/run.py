@@ -61,6 +61,12 @@ def _batches(items: list[corpus.Case], size: int) -> list[list[corpus.Case]]:
     return out + [[c] for c in items if c.alone]
 
 
+def _failed(cases: list[corpus.Case], exc: Exception) -> list[harness.Result]:
+    err = harness.Side(error=f"{type(exc).__name__}: {exc}")
+    print(f"error: {err.error}", file=sys.stderr, flush=True)
+    return [harness.Result(c, err, err, [err.error], 0.0) for c in cases]
+
+
 def _settle(cluster: harness.Cluster, batch: list[corpus.Case], quiet_s: float) -> float:
     return cluster.wait_stable([render.namespace(c) for c in batch], quiet_s)
 
@@ -175,11 +181,18 @@ def main(argv: list[str] | None = None) -> int:
             prov = [c for c in selected if c.kind == "provision"]
             for batch in _batches(prov, args.batch):
                 print(f"provisioning: {', '.join(c.id for c in batch)}", flush=True)
-                results += run_provisioning(cluster, batch, types, out)
+                try:
+                    results += run_provisioning(cluster, batch, types, out)
+                except Exception as exc:  # the batch's cases are reported as errors
+                    results += _failed(batch, exc)
             disrupt = [c for c in selected if c.kind == "disrupt"]
             if disrupt:
                 print(f"disruption: {', '.join(c.id for c in disrupt)}", flush=True)
-                results += run_disruption(cluster, disrupt, types, out, karpenter)
+                try:
+                    results += run_disruption(cluster, disrupt, types, out, karpenter)
+                except Exception as exc:  # the cases not yet reported are errors
+                    done = {r.case.id for r in results}
+                    results += _failed([c for c in disrupt if c.id not in done], exc)
     order = {c.id: i for i, c in enumerate(corpus.CASES)}
     results.sort(key=lambda r: order[r.case.id])
     doc = report.as_json(results, karpenter_version(), time.monotonic() - t0, setup_s)
