@@ -211,9 +211,12 @@ class ControllerRuntime:
         self.kubeconfig = kubeconfig
         self.cloud_name = cloud
         self.settings = settings or ControllerSettings()
-        #: What the informers list and watch (KWOKNodeClasses too with kwokInstanceTypes).
+        #: What the informers list and watch: with kwokInstanceTypes KWOKNodeClasses instead
+        #: of EC2NodeClasses (a Karpenter-kwok cluster serves no EC2NodeClass).
         self.watched = (
-            (*WATCHED, kube.KWOKNODECLASS) if self.settings.kwokInstanceTypes else WATCHED
+            tuple(kube.KWOKNODECLASS if k is kube.EC2NODECLASS else k for k in WATCHED)
+            if self.settings.kwokInstanceTypes
+            else WATCHED
         )
         self.dry_run = dry_run
         self.metrics_port = metrics_port

@@ -51,8 +51,8 @@ from joiner.scheduling.pool import IntArray, PreparedPool, prepare
 from joiner.scheduling.topology import Active, Group, Summary, Topology
 from joiner.scheduling.types import (
     ExistingNode,
-    NodePoolTemplate,
     NewNodeClaim,
+    NodePoolTemplate,
     PodRequest,
     SchedulingInput,
     SchedulingResult,
