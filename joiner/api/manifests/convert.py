@@ -635,6 +635,10 @@ def pod_template(
         volume_claims=tuple(
             v.persistentVolumeClaim.claimName for v in spec.volumes if v.persistentVolumeClaim
         ),
+        # A pod with spec.overhead already went through RuntimeClass admission (a dump).
+        runtime_class=str(spec.runtimeClassName)
+        if spec.runtimeClassName and not spec.overhead
+        else None,
     )
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
-from joiner.api.manifests import convert, legacy
+from joiner.api.manifests import convert, legacy, runtimeclass
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
 
@@ -33,6 +33,7 @@ class ManifestSet:
     pvs: list[o.PersistentVolume] = field(default_factory=list)
     storageclasses: list[o.StorageClass] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
+    runtimeclasses: list[runtimeclass.RuntimeClass] = field(default_factory=list)
     #: Owned workloads (a ReplicaSet of a Deployment, a Job of a CronJob): loaded for
     #: reference, never run on their own, since their owner creates their pods.
     owned_workloads: list[o.Workload] = field(default_factory=list)
@@ -197,6 +198,11 @@ def _namespace(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> No
     out.namespaces.append(_validate(m.Namespace, doc, file, obj).metadata.name)
 
 
+def _runtimeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    parsed = _validate(runtimeclass.RuntimeClassModel, doc, file, obj)
+    out.runtimeclasses.append(runtimeclass.runtimeclass(parsed, file))
+
+
 #: (apiVersion, kind) -> handler.
 HANDLERS: dict[tuple[str, str], _Handler] = {
     ("karpenter.sh/v1", "NodePool"): _nodepool,
@@ -220,6 +226,7 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("v1", "PersistentVolume"): _pv,
     ("v1", "Namespace"): _namespace,
     ("storage.k8s.io/v1", "StorageClass"): _storageclass,
+    ("node.k8s.io/v1", "RuntimeClass"): _runtimeclass,
 }
 
 #: Karpenter kinds a cluster dump holds that Joiner derives itself: skipped with a warning.
@@ -397,6 +404,7 @@ def _check_references(out: ManifestSet) -> None:
                 field="spec.template.spec.nodeClassRef",
             )
     _merge_pool_kubelet(out)
+    runtimeclass.apply_all(out, out.runtimeclasses)
 
 
 def load_documents(docs: Iterable[Any], name: str) -> ManifestSet:

@@ -246,7 +246,14 @@ def _min_values_short(types: Sequence[InstanceType], reqs: Requirements) -> str 
     for key, r in sorted(reqs.items()):
         if r.min_values is None:
             continue
-        distinct = {v for it in types if (v := it.label(key)) is not None and r.has(v)}
+        # Karpenter InstanceTypes.SatisfiesMinValues: every value of each type's requirement
+        # (a type offered as spot and on-demand, or in three zones, has several).
+        distinct = {
+            v
+            for it in types
+            if (tr := it.requirements.get(key)) is not None and not tr.complement
+            for v in tr.values
+        }
         if len(distinct) < r.min_values:
             return f"{key} has {len(distinct)} values among cheaper types, minValues {r.min_values}"
     return None
