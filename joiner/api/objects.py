@@ -178,6 +178,14 @@ class PodTemplate:
     #: ``spec.runtimeClassName`` whose RuntimeClass is still to be applied (overhead,
     #: scheduling); None once applied, or when ``spec.overhead`` shows admission already ran.
     runtime_class: str | None = None
+    #: Volumes Cluster Autoscaler counts as local storage (emptyDir not in memory, hostPath)
+    #: and not listed in ``cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes``.
+    local_volumes: tuple[str, ...] = ()
+    #: ``cluster-autoscaler.kubernetes.io/safe-to-evict``: True, False, or None when absent.
+    ca_safe_to_evict: bool | None = None
+    #: Seconds from eviction until the pod is gone: its preStop hooks within
+    #: ``terminationGracePeriodSeconds`` (``api.manifests.termination``).
+    shutdown_s: float = 0.0
 
     def __hash__(self) -> int:
         return hash(

@@ -302,3 +302,27 @@ def test_runtime_class_overhead_and_scheduling_apply_to_template_pods(tmp_path):
     (tmp_path / "manifests.yaml").write_text(NODECLASS + GENERAL + kata)
     missing = runner.invoke(app, ["plan", "-f", str(tmp_path / "manifests.yaml")])
     assert "names no RuntimeClass" in missing.output
+
+
+# -- NodeOverlay and static NodePools ---------------------------------------------------------
+
+
+def test_node_overlay_and_static_replicas_are_accepted_with_a_warning(tmp_path):
+    overlay = """
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: discount}
+spec:
+  requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}]
+  priceAdjustment: "-10%"
+"""
+    static = GENERAL.replace("spec:\n  template:", "spec:\n  replicas: 3\n  template:")
+    (tmp_path / "manifests.yaml").write_text(
+        NODECLASS + static + overlay + deployment("web", 1, "")
+    )
+    result = runner.invoke(app, ["plan", "-f", str(tmp_path / "manifests.yaml")])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "NodeOverlay is not modelled" in text and "spec.priceAdjustment" in text
+    assert "spec.replicas" in text and "not modelled" in text

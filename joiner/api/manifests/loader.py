@@ -116,7 +116,25 @@ _Handler = Callable[[dict[str, Any], str, str, ManifestSet], None]
 
 
 def _nodepool(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodepools.append(convert.nodepool(_validate(m.NodePool, doc, file, obj), file))
+    parsed = _validate(m.NodePool, doc, file, obj)
+    out.nodepools.append(convert.nodepool(parsed, file))
+    if parsed.spec.replicas is not None:
+        out.warnings.append(
+            f"{file}: {obj}: field spec.replicas (a static NodePool, Karpenter's alpha "
+            "StaticCapacity feature) is not modelled: Joiner provisions this pool for pending "
+            "pods like any other and keeps no fixed node count"
+        )
+
+
+def _nodeoverlay(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    """``karpenter.sh/v1alpha1`` NodeOverlay (alpha, behind Karpenter's ``NodeOverlay``
+    feature gate): accepted and not modelled, with a warning naming what it would change."""
+    spec = doc.get("spec")
+    fields = sorted(spec) if isinstance(spec, dict) else []
+    out.warnings.append(
+        f"{file}: {obj}: NodeOverlay is not modelled ({', '.join('spec.' + f for f in fields)}"
+        " have no effect): instance-type prices and capacities stay as the catalog gives them"
+    )
 
 
 def _nodepool_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
@@ -207,6 +225,7 @@ def _runtimeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) ->
 HANDLERS: dict[tuple[str, str], _Handler] = {
     ("karpenter.sh/v1", "NodePool"): _nodepool,
     ("karpenter.sh/v1beta1", "NodePool"): _nodepool_v1beta1,
+    ("karpenter.sh/v1alpha1", "NodeOverlay"): _nodeoverlay,
     ("karpenter.sh/v1alpha5", "Provisioner"): _provisioner,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): _ec2nodeclass,
     ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): _ec2nodeclass_v1beta1,
