@@ -629,11 +629,16 @@ def pod_template(
     pa = aff.podAffinity if aff else None
     paa = aff.podAntiAffinity if aff else None
     base_aff = f"{field}.affinity"
+    # With hostNetwork, every containerPort is bound on the node (the API server defaults
+    # hostPort to containerPort; kube-scheduler's NodePorts filter sees them).
+    host_network = spec.hostNetwork is True
     ports = tuple(
-        o.HostPort(port=p.hostPort, protocol=p.protocol, ip=p.hostIP or "0.0.0.0")
+        o.HostPort(
+            port=p.hostPort or p.containerPort, protocol=p.protocol, ip=p.hostIP or "0.0.0.0"
+        )
         for c in (*spec.initContainers, *spec.containers)
         for p in c.ports
-        if p.hostPort
+        if p.hostPort or host_network
     )
     return o.PodTemplate(
         requests=total,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
-from joiner.api.manifests import convert, legacy, runtimeclass
+from joiner.api.manifests import convert, legacy, runtimeclass, unmodelled
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
 
@@ -34,6 +34,8 @@ class ManifestSet:
     storageclasses: list[o.StorageClass] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
     runtimeclasses: list[runtimeclass.RuntimeClass] = field(default_factory=list)
+    #: (pod field path, upstream effect) -> objects that set a field Joiner does not model.
+    unmodelled: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     #: Owned workloads (a ReplicaSet of a Deployment, a Job of a CronJob): loaded for
     #: reference, never run on their own, since their owner creates their pods.
     owned_workloads: list[o.Workload] = field(default_factory=list)
@@ -167,9 +169,20 @@ def _awsnodetemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet)
     )
 
 
+def _note_unmodelled(
+    spec: m.PodSpec, base: str, file: str, obj: str, out: ManifestSet, *, template: bool = True
+) -> None:
+    found = unmodelled.unmodelled_fields(spec)
+    if template and spec.nodeName:
+        found.append(("nodeName", unmodelled.TEMPLATE_NODE_NAME))
+    for name, why in found:
+        out.unmodelled.setdefault((f"{base}.{name}", why), []).append(f"{file}: {obj}")
+
+
 def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job]) -> _Handler:
     def handle(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
         parsed = _validate(model, doc, file, obj)
+        _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
         w = convert.workload(parsed, file)
         owners = {r.kind for r in parsed.metadata.ownerReferences}
         if owners & {"Deployment", "CronJob"}:
@@ -181,15 +194,22 @@ def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | 
 
 
 def _cronjob(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.cronjobs.append(convert.cronjob(_validate(m.CronJob, doc, file, obj), file))
+    parsed = _validate(m.CronJob, doc, file, obj)
+    base = "spec.jobTemplate.spec.template.spec"
+    _note_unmodelled(parsed.spec.jobTemplate.spec.template.spec, base, file, obj, out)
+    out.cronjobs.append(convert.cronjob(parsed, file))
 
 
 def _daemonset(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.daemonsets.append(convert.daemonset(_validate(m.DaemonSet, doc, file, obj), file))
+    parsed = _validate(m.DaemonSet, doc, file, obj)
+    _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
+    out.daemonsets.append(convert.daemonset(parsed, file))
 
 
 def _pod(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.pods.append(convert.pod(_validate(m.Pod, doc, file, obj), file))
+    parsed = _validate(m.Pod, doc, file, obj)
+    _note_unmodelled(parsed.spec, "spec", file, obj, out, template=False)
+    out.pods.append(convert.pod(parsed, file))
 
 
 def _pdb(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
@@ -424,6 +444,7 @@ def _check_references(out: ManifestSet) -> None:
             )
     _merge_pool_kubelet(out)
     runtimeclass.apply_all(out, out.runtimeclasses)
+    out.warnings += unmodelled.grouped_warnings(out.unmodelled)
 
 
 def load_documents(docs: Iterable[Any], name: str) -> ManifestSet:

@@ -93,7 +93,7 @@ def apply(
     if rc is None:
         warn(
             f"{where}: runtimeClassName {name!r} names no RuntimeClass in the manifests; its "
-            "pod overhead and scheduling are not counted (add the RuntimeClass object)"
+            "pod overhead and scheduling are not modelled (add the RuntimeClass object)"
         )
         return replace(template, runtime_class=None)
     selector = template.node_selector
