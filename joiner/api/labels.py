@@ -100,6 +100,8 @@ NORMALIZED_LABELS = {
 
 # Annotations and taints.
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+#: Cluster Autoscaler's node annotation: never scale this node down.
+CA_SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 #: Joiner's own NodePool annotation (Karpenter has no such setting): see NodePool.on_demand_base.
 ON_DEMAND_BASE = "joiner.dev/on-demand-base"
 TAINT_UNREGISTERED = "karpenter.sh/unregistered"

@@ -175,6 +175,17 @@ class PodTemplate:
     critical: bool = False
     #: Pinned to a node by name (``matchFields``, as DaemonSet pods are): never provisioned for.
     pinned: bool = False
+    #: ``spec.runtimeClassName`` whose RuntimeClass is still to be applied (overhead,
+    #: scheduling); None once applied, or when ``spec.overhead`` shows admission already ran.
+    runtime_class: str | None = None
+    #: Volumes Cluster Autoscaler counts as local storage (emptyDir not in memory, hostPath)
+    #: and not listed in ``cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes``.
+    local_volumes: tuple[str, ...] = ()
+    #: ``cluster-autoscaler.kubernetes.io/safe-to-evict``: True, False, or None when absent.
+    ca_safe_to_evict: bool | None = None
+    #: Seconds from eviction until the pod is gone: its preStop hooks within
+    #: ``terminationGracePeriodSeconds`` (``api.manifests.termination``).
+    shutdown_s: float = 0.0
 
     def __hash__(self) -> int:
         return hash(
@@ -345,6 +356,24 @@ class NodePool:
         if self.source.kind == "Provisioner":
             out[labels.LEGACY_PROVISIONER_NAME] = self.name
         return out
+
+    def own_label_conflict(self) -> str | None:
+        """A requirement that excludes a label every node of this pool carries (such as
+        ``karpenter.sh/nodepool NotIn [<this pool>]``), described; None when there is none.
+
+        Karpenter's NodeClaim template requirements are the pool's requirements with its
+        labels added as ``In`` (``NewNodeClaimTemplate``); an exclusion leaves that key with no
+        value, so no NodeClaim of the pool can satisfy it and the pool launches nothing.
+        """
+        for key, value in sorted(self.node_labels().items()):
+            r = self.requirements.get(key)
+            # The labels were intersected in as In [value] at load: nothing left is a conflict.
+            if r is not None and not r.complement and not r.values:
+                return (
+                    f"its requirement on {key} excludes {value!r}, the label every node of "
+                    "this NodePool carries"
+                )
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,6 +185,11 @@ def _print_summary(s: dict[str, Any]) -> None:
             f"disruption: {len(d['commands'])} commands ({methods}), {d['podsEvicted']} pods "
             f"evicted, saving ${d['savingsPerHour']:.4f}/h; {d['expired']} NodeClaims expired"
         )
+    from joiner.sim.htmlreport import ca_configuration
+
+    line = ca_configuration(s)
+    if line is not None:
+        out.print(line, markup=False, highlight=False)
     for r in pods["unschedulableReasons"]:
         err.print(
             f"[bold yellow]unschedulable ({r['pods']} pods):[/] {escape(r['reason'])}",
@@ -193,7 +198,7 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 
 def _print_comparison(summaries: dict[str, dict[str, Any]]) -> None:
-    from joiner.sim.htmlreport import comparison_rows
+    from joiner.sim.htmlreport import ca_configuration, comparison_rows
 
     seen: set[str] = set()
     for s in summaries.values():
@@ -209,3 +214,7 @@ def _print_comparison(summaries: dict[str, dict[str, Any]]) -> None:
     for label, cells in comparison_rows(summaries):
         table.add_row(label, *cells)
     out.print(table)
+    for s in summaries.values():
+        line = ca_configuration(s)
+        if line is not None:
+            out.print(line, markup=False, highlight=False)

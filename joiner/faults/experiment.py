@@ -12,8 +12,12 @@ Effects, with AWS's documented timing:
   recommendation at once, the 2-minute warning at D - 2 min (the action ends then), reclaim
   at D;
 * ``terminate-instances``: a shutting-down state change, the instance gone 5 s later;
-* ``stop-instances``: a stopping state change, the instance stopped 30 s later (a restart
-  after ``startInstancesAfterDuration`` is not modelled: Karpenter replaces stopped nodes);
+* ``stop-instances``: a stopping state change, the instance stopped 30 s later: its node
+  is NotReady; with ``startInstancesAfterDuration`` FIS starts it again then (the action
+  ends at the restart) and its node comes back, unless a controller terminated it first
+  (Karpenter does on the stopping event), which fails the action unless
+  ``completeIfInstancesTerminated`` is true; without it the instance stays stopped and EC2
+  keeps it out of service (gone, for the simulation);
 * ``api-insufficient-instance-capacity-error``: for ``duration``, ``percentage`` % of
   Joiner's launches in the given zones (default all) fail with ICE;
 * ``disrupt-connectivity``: for ``duration``, the subnets' zones are out: their nodes are
@@ -58,11 +62,15 @@ TERMINATE_S = 5.0
 STOP_S = 30.0
 
 ZoneOutage = Callable[[frozenset[str], float], None]
+#: Take one instance's node out of service (NotReady) until a time, or for good (None).
+InstanceOutage = Callable[[Instance, float | None], None]
+RESTARTED = "instanceRestarted"
 
 
 def action_duration_s(action: Action) -> float:
     """How long an action runs (what ``startAfter`` waits for)."""
-    if action.action_id == SPOT_INTERRUPTIONS:
+    if action.action_id == STOP:
+        return action.seconds("startInstancesAfterDuration") or 0.0
         return (action.seconds("durationBeforeInterruption") or 120.0) - 120.0
     if action.action_id in (ICE, DISRUPT, WAIT):
         return action.seconds("duration") or 0.0
@@ -90,7 +98,7 @@ def experiment_length_s(template: Template) -> float:
         if a.action_id == TERMINATE:
             end = max(end, start + TERMINATE_S)
         if a.action_id == STOP:
-            end = max(end, start + STOP_S)
+            end = max(end, start + max(STOP_S, action_duration_s(a)))
     return end
 
 
@@ -106,6 +114,9 @@ class Experiment:
     zone_outage: ZoneOutage
     region: str
     start_s: float = 0.0
+    #: How a stopped instance that FIS restarts is kept (NotReady until the restart); None:
+    #: stopped instances are reclaimed.
+    instance_outage: InstanceOutage | None = None
     targets: set[str] = field(default_factory=set)
     #: Targets that resolved to nothing: FIS fails such an experiment.
     empty: list[str] = field(default_factory=list)
@@ -154,14 +165,32 @@ class Experiment:
             self.empty.append(f"target {target.name} resolved to no instance")
         return chosen
 
+    def _zone_names(self, values: tuple[str, ...] | list[str]) -> set[str]:
+        """Zone names for zone names or zone IDs (``use1-az1``) of the region."""
+        region_zones = self.cloud.catalog.zones(self.region)
+        by_id = {zid: z for z, zid in region_zones}
+        return {by_id.get(v, v) for v in values}
+
     def _zones(self, target: Target) -> frozenset[str]:
         subnets = self.cloud.subnets
+        params = dict(target.parameters)
         if target.arns:
             ids = {a.rsplit("/", 1)[-1] for a in target.arns}
             found = [s for s in subnets if s.id in ids]
+        elif params:
+            # AWS's AZ-outage scenarios: every subnet of the VPC in that zone (the
+            # simulation has one VPC, so ``vpc`` selects it).
+            zones = self._zone_names([params["availabilityZoneIdentifier"]])
+            found = [s for s in subnets if s.zone in zones]
         else:
             want = dict(target.tags)
             found = [s for s in subnets if all(dict(s.tags).get(k) == v for k, v in want.items())]
+        for path, values in target.filters:
+            if path in ("AvailabilityZone", "AvailabilityZoneId"):
+                zones = self._zone_names(values)
+                found = [s for s in found if s.zone in zones]
+            elif path == "SubnetId":
+                found = [s for s in found if s.id in values]
         chosen = self._select(target, sorted(s.id for s in found))
         self.targets |= set(chosen)
         if not chosen:
@@ -169,6 +198,44 @@ class Experiment:
         return frozenset(s.zone for s in subnets if s.id in chosen)
 
     # -- actions ----------------------------------------------------------------------
+
+    def _stop_and_restart(self, action: Action, target: Target) -> None:
+        """``stop-instances`` with ``startInstancesAfterDuration`` (module docstring)."""
+        chosen = self._instances(target)
+        restart_s = action.seconds("startInstancesAfterDuration") or 0.0
+        self.timeline.record(
+            FAULT,
+            detail=f"{action.name}: {STOP} on {len(chosen)} instances, restart after "
+            f"{restart_s:g} s",
+        )
+        for inst in chosen:
+            self.cloud.inject(
+                CloudEvent(
+                    STATE_CHANGE, (inst.instance_id,), f"fis-{action.name}", state="stopping"
+                )
+            )
+            if self.instance_outage is None:
+                self.clock.after(STOP_S, partial(self.cloud.reclaim, inst.provider_id))
+                continue
+            self.clock.after(
+                STOP_S,
+                partial(self.instance_outage, inst, self.clock.now() + restart_s),
+                label="fis-stopped",
+            )
+        complete_if_gone = (action.param("completeIfInstancesTerminated") or "").lower() == "true"
+
+        def restart() -> None:
+            alive = {i.instance_id for i in self.cloud.list()}
+            for inst in chosen:
+                if inst.instance_id in alive:
+                    self.timeline.record(RESTARTED, detail=f"{action.name}: {inst.instance_id}")
+                elif not complete_if_gone:
+                    self.empty.append(
+                        f"{action.name}: instance {inst.instance_id} was terminated before "
+                        "its restart (completeIfInstancesTerminated is not true)"
+                    )
+
+        self.clock.after(max(restart_s, STOP_S), restart, label="fis-restart")
 
     def _run(self, action: Action) -> None:
         target = self.template.targets.get(action.target) if action.target else None
@@ -196,6 +263,8 @@ class Experiment:
                     ),
                     label="fis-itn",
                 )
+        elif aid == STOP and target is not None and action.param("startInstancesAfterDuration"):
+            self._stop_and_restart(action, target)
         elif aid in (TERMINATE, STOP) and target is not None:
             chosen = self._instances(target)
             state, delay = (

@@ -90,6 +90,9 @@ class Target:
     filters: tuple[tuple[str, tuple[str, ...]], ...]
     #: ("ALL", 0), ("COUNT", n) or ("PERCENT", n).
     selection: tuple[str, int]
+    #: ``parameters`` selecting resources instead of ARNs or tags (a subnet's
+    #: ``availabilityZoneIdentifier`` and ``vpc``, as AWS's AZ-outage scenarios write them).
+    parameters: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 _ARN = re.compile(r"^arn:aws[a-z-]*:(ec2|iam):[a-z0-9-]*:\d{12}:[a-z-]+/[\w+=,.@/-]+$")
 FILTER_PATHS = ("State.Name", "Placement.AvailabilityZone")
+#: Filter paths of ``aws:ec2:subnet`` targets (DescribeSubnets' fields).
+SUBNET_FILTER_PATHS = ("AvailabilityZone", "AvailabilityZoneId", "SubnetId")
+#: Target ``parameters`` by resource type (FIS "Targets: resource type parameters").
+TARGET_PARAMETERS = {"aws:ec2:subnet": ("availabilityZoneIdentifier", "vpc")}
 
 
 class _Problems:
@@ -254,8 +261,21 @@ def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
         if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
             p.add(f"{f}.resourceTags", "must map tag keys to string values")
             tags = {}
-        if bool(arns) == bool(tags):
-            p.add(f, "give exactly one of resourceArns or resourceTags")
+        tparams = t.get("parameters") or {}
+        if not isinstance(tparams, dict) or not all(isinstance(v, str) for v in tparams.values()):
+            p.add(f"{f}.parameters", "must map parameter names to strings")
+            tparams = {}
+        allowed = TARGET_PARAMETERS.get(str(rtype), ())
+        for key in sorted(set(tparams) - set(allowed)):
+            p.add(
+                f"{f}.parameters.{key}",
+                f"not a parameter of {rtype} targets"
+                + (f" (have: {', '.join(allowed)})" if allowed else ""),
+            )
+        if rtype == "aws:ec2:subnet" and tparams and "availabilityZoneIdentifier" not in tparams:
+            p.add(f"{f}.parameters", "needs availabilityZoneIdentifier")
+        if sum(map(bool, (arns, tags, tparams))) != 1:
+            p.add(f, "give exactly one of resourceArns, resourceTags or parameters")
         mode = t.get("selectionMode")
         m = _SELECTION.match(mode) if isinstance(mode, str) else None
         selection = ("ALL", 0)
@@ -278,18 +298,25 @@ def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
             ):
                 p.add(f"{f}.filters[{i}]", "must be {path, values: [...]}")
                 continue
-            if flt["path"] not in FILTER_PATHS:
+            paths = SUBNET_FILTER_PATHS if rtype == "aws:ec2:subnet" else FILTER_PATHS
+            if flt["path"] not in paths:
                 p.add(
                     f"{f}.filters[{i}].path",
-                    f"{flt['path']!r} is not supported "
-                    f"(Joiner filters on {', '.join(FILTER_PATHS)})",
+                    f"{flt['path']!r} is not supported for {rtype} targets "
+                    f"(Joiner filters on {', '.join(paths)})",
                 )
                 continue
             filters.append((flt["path"], tuple(str(v) for v in flt["values"])))
         if rtype == "aws:iam:role" and (tags or filters):
             p.add(f, "aws:iam:role targets take resourceArns only")
         out[name] = Target(
-            name, str(rtype), tuple(arns), tuple(sorted(tags.items())), tuple(filters), selection
+            name,
+            str(rtype),
+            tuple(arns),
+            tuple(sorted(tags.items())),
+            tuple(filters),
+            selection,
+            tuple(sorted(tparams.items())),
         )
     return out
 
@@ -370,7 +397,17 @@ def _actions(raw: Any, targets: dict[str, Target], p: _Problems) -> dict[str, Ac
         out[name] = Action(
             name, action_id, tuple(sorted(params.items())), target_name, tuple(after)
         )
-    _check_cycles(out, p)
+    # Over every named action, valid or not: a cycle through an action that has another
+    # problem is still a cycle (FIS rejects the template for both).
+    _check_cycles(
+        {
+            name: [d for d in (a.get("startAfter") or []) if isinstance(d, str)]
+            if isinstance(a, dict) and isinstance(a.get("startAfter") or [], list)
+            else []
+            for name, a in raw.items()
+        },
+        p,
+    )
     return out
 
 
@@ -403,13 +440,12 @@ def _iso(seconds: float) -> str:
     return "PT" + (f"{int(seconds // 60)}M" if seconds % 60 == 0 else f"{int(seconds)}S")
 
 
-def _check_cycles(actions: dict[str, Action], p: _Problems) -> None:
-    visiting: set[str] = set()
+def _check_cycles(after: dict[str, list[str]], p: _Problems) -> None:
+    """Report the actions caught in ``startAfter`` cycles (``after``: action -> the actions
+    it starts after). Iterative (Kahn): long chains must not exhaust the stack."""
     done: set[str] = set()
-
-    # Iterative (Kahn): long chains must not exhaust the stack.
-    del visiting
-    waiting = {n: {d for d in a.start_after if d in actions} for n, a in actions.items()}
+    actions = after
+    waiting = {n: {d for d in deps if d in actions} for n, deps in after.items()}
     ready = sorted(n for n, deps in waiting.items() if not deps)
     while ready:
         n = ready.pop()

@@ -71,6 +71,7 @@ from joiner.cluster.kube.metrics import controller as metered_as
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
 from joiner.controllers.interruption.controller import InterruptionController
+from joiner.controllers.interruption.settings import REBALANCE_REPLACEMENT, InterruptionSettings
 from joiner.controllers.nodeclaim.garbagecollection import (
     GC_INTERVAL_S,
     INSTANCE_GRACE_S,
@@ -124,7 +125,9 @@ class ControllerSettings(_Settings):
 
     ``interruptionQueue`` is an SQS queue URL (EventBridge interruption messages);
     ``awsEndpointURL`` points boto3 at another endpoint (a moto server in tests);
-    ``clusterName``/``clusterEndpoint`` are the AWS provider's cluster (``--cloud aws``).
+    ``clusterName``/``clusterEndpoint`` are the AWS provider's cluster (``--cloud aws``);
+    ``interruption`` holds NTH Helm values (as in a scenario's ``spec.interruption``) and
+    Joiner's ``rebalanceReplacement`` (make before break, off by default).
     """
 
     region: str = "us-east-1"
@@ -135,6 +138,7 @@ class ControllerSettings(_Settings):
     batchIdleSeconds: float = Field(default=1.0, gt=0)
     batchMaxSeconds: float = Field(default=10.0, gt=0)
     spotToSpotConsolidation: bool = False
+    interruption: dict[str, Any] | None = None
     eventNamespace: str = "default"
     #: A NodeClaim whose node has not registered this long after creation is deleted
     #: (Karpenter's ``registrationTimeout``, 15 minutes).
@@ -169,6 +173,7 @@ def load_settings(path: Path | None) -> ControllerSettings:
         raise InputError(
             err["msg"], file=str(path), field=".".join(str(p) for p in err["loc"])
         ) from exc
+    interruption_settings(settings, str(path))
     regions = Catalog.load().regions()
     if settings.region not in regions:
         raise InputError(
@@ -177,6 +182,28 @@ def load_settings(path: Path | None) -> ControllerSettings:
             field="region",
         )
     return settings
+
+
+def interruption_settings(settings: ControllerSettings, file: str | None) -> InterruptionSettings:
+    """The interruption controller's settings from ``settings.interruption``.
+
+    Raises:
+        InputError: a value with a wrong type (named).
+    """
+    values = dict(settings.interruption or {})
+    replacement = values.pop(REBALANCE_REPLACEMENT, False)
+    if not isinstance(replacement, bool):
+        raise InputError(
+            f"must be true or false, got {replacement!r}",
+            file=file,
+            field=f"interruption.{REBALANCE_REPLACEMENT}",
+        )
+    out = InterruptionSettings.from_helm_values(
+        values or None, file=file, field="interruption", rebalance_replacement=replacement
+    )
+    for w in out.warnings:
+        log.warning("%s", w)
+    return out
 
 
 class ControllerRuntime:
@@ -429,6 +456,7 @@ class ControllerRuntime:
             self.timeline,
             self.terminator,
             self.batcher.trigger,
+            interruption_settings(self.settings, None),
         )
         self.disruption = DisruptionController(
             self.state,

@@ -232,6 +232,7 @@ class SimulationRuntime:
             self.timeline,
             self._zone_outage,
             self.scenario.region,
+            instance_outage=self._instance_outage,
         )
 
     def add_experiment(self, template: Template, at_s: float) -> Experiment:
@@ -239,6 +240,36 @@ class SimulationRuntime:
         exp = self._experiment(template)
         self.experiments.append((at_s, exp))
         return exp
+
+    def _instance_outage(self, instance: Instance, until_s: float | None) -> None:
+        """A stopped instance: its node is NotReady until ``until_s`` (FIS restarts it), if
+        nothing terminated it meanwhile; None: reclaimed now."""
+        if until_s is None:
+            self.cloud.reclaim(instance.provider_id)
+            return
+        claim = next(
+            (
+                c
+                for c in self.state.live_nodeclaims()
+                if c.instance is not None and c.instance.instance_id == instance.instance_id
+            ),
+            None,
+        )
+        node = self.state.node_of_claim(claim) if claim is not None else None
+        if node is None or node.deleted_at_s is not None:
+            return
+        node.ready = False
+        self.timeline.record("unreachable", node=node.name, detail="instance stopped")
+
+        def restart() -> None:
+            alive = {i.instance_id for i in self.cloud.list()}
+            if node.deleted_at_s is None and instance.instance_id in alive:
+                node.ready = True
+                self.timeline.record("reachable", node=node.name, detail="instance restarted")
+                self.kube_scheduler.kick()
+
+        self.clock.at(until_s, restart, label="instance-restart")
+        self._check_pdbs()
 
     def _zone_outage(self, zones: frozenset[str], until_s: float) -> None:
         """Nodes in ``zones`` are unreachable (NotReady) until ``until_s``."""
@@ -386,8 +417,15 @@ class SimulationRuntime:
             if pod.daemon:
                 continue
             pod.lost = True
-            self.timeline.record(timeline.POD_LOST, node=name, pod=f"{pod.namespace}/{pod.name}")
-            self._gone(pod)
+            cut_short = pod.terminating_until_s is not None
+            self.timeline.record(
+                timeline.POD_LOST,
+                node=name,
+                pod=f"{pod.namespace}/{pod.name}",
+                detail="its shutdown (preStop, grace period) was cut short" if cut_short else "",
+            )
+            if not cut_short:  # an evicted pod's replacement already exists
+                self._gone(pod)
         self._changed()
         self.batcher.trigger()
 
@@ -445,11 +483,11 @@ class SimulationRuntime:
     def warnings(self) -> list[str]:
         """Load warnings, notes on what this run does not model, and dead configuration."""
         m = self.scenario.manifests
-        out: list[str] = [*m.warnings, *self._volume_warnings]
+        out: list[str] = [*m.warnings, *self._volume_warnings, *self.scenario.interruption.warnings]
         if self.autoscaler is not None and len(self.autoscaler.groups) > MANY_GROUPS:
             out.append(
                 f"the Cluster Autoscaler baseline has {len(self.autoscaler.groups)} node groups "
-                "(one per instance type and capacity type the NodePools allow); each scale-up "
+                "(derived from the NodePools); each scale-up "
                 "estimates every one of them, which is slow: list the types in the NodePools or "
                 "declare spec.clusterAutoscaler.nodeGroups"
             )

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Sequence
 
 from joiner.api import quantity
-from joiner.api.objects import NodePool, PodTemplate, Taint, tolerates_all
+from joiner.api.objects import HostPort, NodePool, PodTemplate, Taint, tolerates_all
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import InstanceType
@@ -40,6 +40,22 @@ def overhead_by_type(
                 total = quantity.add(total, ds.requests)
         out[it.name] = total
     return out
+
+
+def host_ports_on_pool(
+    pool: NodePool, types: Sequence[InstanceType], daemonsets: Sequence[PodTemplate]
+) -> tuple[HostPort, ...]:
+    """The host ports of the DaemonSets that would run on a new node of ``pool`` (on at least
+    one of its ``types``): a new NodeClaim starts with them in use (Karpenter
+    ``NewNodeClaim`` seeds its ``HostPortUsage`` with the daemon overhead group's ports)."""
+    out: list[HostPort] = []
+    for ds in daemonsets:
+        if not ds.host_ports:
+            continue
+        terms = _runs_on(ds, pool.taints, pool.requirements)
+        if any(it.requirements.intersects(t) is None for t in terms for it in types):
+            out.extend(ds.host_ports)
+    return tuple(out)
 
 
 def overhead_on_node(

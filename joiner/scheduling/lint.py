@@ -12,7 +12,10 @@ manifests. Each ``LintWarning`` names the object and field and says what to chan
 * ``unused-nodepool``: no pod in the manifests can use the pool;
 * ``overlapping-nodepools``: two pools with equal weight that can launch the same types,
   so the choice between them falls to name order;
-* ``limit-below-one-node``: a limit smaller than the smallest node the pool can launch.
+* ``limit-below-one-node``: a limit smaller than the smallest node the pool can launch;
+* ``min-values-unsatisfiable``: a requirement's ``minValues`` above the distinct values the
+  launchable types have for its key (counted as Karpenter's ``SatisfiesMinValues`` counts:
+  a type offered as spot and on-demand, or in three zones, brings every value).
 """
 
 from __future__ import annotations
@@ -55,8 +58,11 @@ def requirements_field(pool: NodePool) -> str:
 
 
 def launchable(pool: NodePool, types: Sequence[InstanceType]) -> list[InstanceType]:
-    """Types the pool's requirements allow that have an available compatible offering."""
+    """Types the pool's requirements allow that have an available compatible offering
+    (none when a requirement excludes the pool's own labels)."""
     reqs = pool.requirements
+    if pool.own_label_conflict() is not None:
+        return []
     return [
         it
         for it in types
@@ -76,13 +82,16 @@ def dead_values(pool: NodePool, types: Sequence[InstanceType]) -> list[LintWarni
     src = pool.source
     field = requirements_field(pool)
     if not ok:
+        conflict = pool.own_label_conflict()
         return [
             LintWarning(
                 "no-launchable-type",
                 src.file,
                 src.ref,
                 field,
-                f"no instance type can be launched under {reqs.describe()}",
+                f"the NodePool can launch nothing: {conflict}"
+                if conflict
+                else f"no instance type can be launched under {reqs.describe()}",
                 "Relax the requirements; pods that need this pool stay pending",
             )
         ]
@@ -376,6 +385,35 @@ def disruption_settings(pool: NodePool) -> list[LintWarning]:
     return out
 
 
+def min_values(pool: NodePool, types: Sequence[InstanceType]) -> list[LintWarning]:
+    """Requirements whose ``minValues`` the pool's launchable types cannot reach: under
+    Karpenter's default ``MIN_VALUES_POLICY=Strict`` every pod needing the pool stays
+    pending."""
+    ok = launchable(pool, types)
+    if not ok:
+        return []  # dead_values already says the pool launches nothing
+    out: list[LintWarning] = []
+    for key, r in sorted(pool.requirements.items()):
+        if r.min_values is None:
+            continue
+        distinct = set().union(*(_values(it, key) for it in ok))
+        if len(distinct) < r.min_values:
+            out.append(
+                LintWarning(
+                    "min-values-unsatisfiable",
+                    pool.source.file,
+                    pool.source.ref,
+                    requirements_field(pool),
+                    f"{key} has minValues {r.min_values} but the {len(ok)} launchable instance "
+                    f"types have only {len(distinct)} distinct value(s) "
+                    f"({', '.join(sorted(distinct)) or 'none'})",
+                    f"Lower minValues to {len(distinct)} or allow more values; with "
+                    "MIN_VALUES_POLICY=Strict (the default) pods needing this pool stay pending",
+                )
+            )
+    return out
+
+
 def lint(
     pools: Sequence[NodePool],
     types_by_pool: Mapping[str, Sequence[InstanceType]],
@@ -388,6 +426,7 @@ def lint(
         out += dead_values(pool, types)
         out += spot_flexibility(pool, types)
         out += small_limits(pool, types)
+        out += min_values(pool, types)
         out += disruption_settings(pool)
     out += unused_pools(pools, types_by_pool, pods)
     out += overlapping_pools(pools, types_by_pool)

@@ -17,11 +17,11 @@ import numpy as np
 import numpy.typing as npt
 
 from joiner.api import labels
-from joiner.api.objects import NodePool, PodTemplate, Taint
+from joiner.api.objects import HostPort, NodePool, PodTemplate, Taint
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
-from joiner.scheduling.daemonsets import overhead_by_type
+from joiner.scheduling.daemonsets import host_ports_on_pool, overhead_by_type
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -44,9 +44,11 @@ class PreparedPool:
     daemon_overhead: list[Resources]
     remaining: dict[str, int]
     empty_reason: str | None = None
+    #: Host ports the DaemonSets that run on its nodes bind (in use on every new NodeClaim).
+    daemon_ports: tuple[HostPort, ...] = ()
     _masks: dict[Requirements, BoolArray] = field(default_factory=dict)
     _prices: dict[tuple[Requirement, ...], FloatArray] = field(default_factory=dict)
-    _codes: dict[str, tuple[IntArray, int]] = field(default_factory=dict)
+    _values: dict[str, BoolArray] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -108,20 +110,23 @@ class PreparedPool:
             self._prices[key] = found
         return found
 
-    def codes(self, key: str) -> tuple[IntArray, int]:
-        """Per type, an integer code of its single value for ``key`` (-1 when undefined), and
-        how many distinct codes there are; for minValues counting."""
-        found = self._codes.get(key)
+    def values_matrix(self, key: str) -> BoolArray:
+        """Per type (rows), which of the values for ``key`` any type has (columns) it has:
+        every value of its requirement, so a type offered in three zones or as spot and
+        on-demand has three or two (Karpenter ``InstanceTypes.SatisfiesMinValues`` unions
+        ``it.Requirements.Get(key).Values()`` over the types)."""
+        found = self._values.get(key)
         if found is None:
-            values: dict[str, int] = {}
-            arr = np.full(len(self.types), -1, dtype=np.int64)
-            for i, it in enumerate(self.types):
+            index: dict[str, int] = {}
+            rows: list[list[int]] = []
+            for it in self.types:
                 r = it.requirements.get(key)
-                if r is not None and not r.complement and len(r.values) == 1:
-                    v = next(iter(r.values))
-                    arr[i] = values.setdefault(v, len(values))
-            found = (arr, len(values))
-            self._codes[key] = found
+                vals = sorted(r.values) if r is not None and not r.complement else []
+                rows.append([index.setdefault(v, len(index)) for v in vals])
+            found = np.zeros((len(self.types), len(index)), dtype=np.bool_)
+            for i, cols in enumerate(rows):
+                found[i, cols] = True
+            self._values[key] = found
         return found
 
     def __post_init__(self) -> None:
@@ -167,10 +172,13 @@ def _prepare(
     extra_resources: Sequence[str],
 ) -> PreparedPool:
     reqs = nodepool.requirements
+    conflict = nodepool.own_label_conflict()
     types = [
         it
         for it in instance_types
-        if it.requirements.intersects(reqs) is None and it.available_offerings(reqs)
+        if conflict is None
+        and it.requirements.intersects(reqs) is None
+        and it.available_offerings(reqs)
     ]
     overhead = overhead_by_type(nodepool, types, daemonsets)
     names = sorted(
@@ -197,7 +205,9 @@ def _prepare(
             if k in index:
                 cap[row, index[k]] = v
     reason = None
-    if not types:
+    if conflict is not None:
+        reason = f"NodePool {nodepool.name} can launch nothing: {conflict}"
+    elif not types:
         reason = (
             f"NodePool {nodepool.name} has no instance type with an available offering that "
             f"satisfies its requirements ({reqs.describe()})"
@@ -212,4 +222,5 @@ def _prepare(
         daemon_overhead=ds_list,
         remaining=dict(remaining),
         empty_reason=reason,
+        daemon_ports=host_ports_on_pool(nodepool, types, daemonsets),
     )

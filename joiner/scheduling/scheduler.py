@@ -276,7 +276,21 @@ class _Solve:
                 )
             )
         self.claims: list[_Claim] = []
-        self.topology = Topology(self._universe())
+        universe, domain_taints, launchable = self._universe()
+        self.topology = Topology(
+            universe,
+            domain_taints,
+            [
+                (
+                    e.domains[labels.HOSTNAME],
+                    e.requirements,
+                    e.node.taints,
+                    e.node.requirements is None,
+                )
+                for e in self.existing
+            ],
+            launchable,
+        )
         self.index = _ClaimIndex([k for k in self.topology.universe if k != labels.HOSTNAME])
         self.topology.register(p.template for p in inp.pods)
         by_node = {e.node.name: e.domains for e in self.existing}
@@ -298,7 +312,12 @@ class _Solve:
         self._dead: dict[tuple[int, int], set[object]] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
 
-    def _universe(self) -> dict[str, set[str]]:
+    def _universe(
+        self,
+    ) -> tuple[dict[str, set[str]], dict[str, dict[str, list[tuple[Taint, ...]]]], frozenset[str]]:
+        """Per topology key: every domain value (NodePools' requirements and labels over
+        their instance types, plus existing nodes), the taint sets offering each value, and
+        the keys some NodePool can set (Karpenter ``topology.go`` ``buildDomainGroups``)."""
         keys = {c.key for p in self.inp.pods for c in p.template.spread}
         keys |= {
             term.key
@@ -310,7 +329,11 @@ class _Solve:
                 *(w[1] for w in p.template.preferred_pod_anti_affinity),
             )
         }
+        # Running pods' required anti-affinity keeps new pods out of their domains.
+        keys |= {term.key for bp in self.inp.bound_pods for term in bp.anti_affinity}
         universe: dict[str, set[str]] = {k: set() for k in keys}
+        taints: dict[str, dict[str, list[tuple[Taint, ...]]]] = {k: {} for k in keys}
+        launchable: set[str] = set()
         for key in keys:
             for pool in self.pools:
                 r = pool.nodepool.requirements.get(key)
@@ -325,11 +348,16 @@ class _Solve:
                     if r is not None:
                         values = {v for v in values if r.has(v)}
                 universe[key] |= values
+                if values:
+                    launchable.add(key)
+                for v in values:
+                    taints[key].setdefault(v, []).append(pool.taints)
             for e in self.existing:
-                v = e.domains.get(key)
-                if v is not None:
-                    universe[key].add(v)
-        return universe
+                found = e.domains.get(key)
+                if found is not None:
+                    universe[key].add(found)
+                    taints[key].setdefault(found, []).append(e.node.taints)
+        return universe, taints, frozenset(launchable)
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -436,7 +464,7 @@ class _Solve:
         if summary.fail is not None:
             attempt.reasons.append(summary.fail)
             return False
-        for g, limit in summary.host_max:
+        for g, limit, _low in summary.host_max:
             mask &= index.host_counts(id(g))[:n] <= limit
         for key, allowed in summary.allowed.items():
             if allowed is None or key not in index.codes:
@@ -477,6 +505,7 @@ class _Solve:
                 options=options,
                 requests=np.zeros(len(pool.resources), dtype=np.int64),
                 index=len(self.claims),
+                ports=list(pool.daemon_ports),
             )
             self.claims.append(claim)
             self.index.append()
@@ -531,7 +560,12 @@ class _Solve:
             reasons.append(f"NodePool {pool.name}: the pod does not tolerate taint {taint}")
             return None
         if _ports_conflict(t.host_ports, claim.ports):
-            reasons.append(f"NodePool {pool.name}: host port conflict on the NodeClaim")
+            what = (
+                "a DaemonSet that runs on its nodes binds the same host port"
+                if _ports_conflict(t.host_ports, pool.daemon_ports)
+                else "host port conflict on the NodeClaim"
+            )
+            reasons.append(f"NodePool {pool.name}: {what}")
             return None
         vec = pool.vector(t.requests)
         if vec is None:
@@ -554,6 +588,7 @@ class _Solve:
                 pending=partial(self._pending, claim),
                 pending_repels=partial(self._pending_repels, claim, t),
                 decide=self._decide(t, domains),
+                launchable=self.topology.launchable,
             )
             if not verdict.ok:
                 topology_failed = True
@@ -646,8 +681,7 @@ class _Solve:
         for key, r in reqs.items():
             if r.min_values is None:
                 continue
-            codes, _ = pool.codes(key)
-            distinct = len(np.unique(codes[options][codes[options] >= 0]))
+            distinct = int(pool.values_matrix(key)[options].any(axis=0).sum())
             if distinct < r.min_values and self.inp.min_values_policy == "Strict":
                 return (
                     f"only {distinct} distinct {key} values remain among the instance types "

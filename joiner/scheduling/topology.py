@@ -9,16 +9,23 @@ launch into (an empty zone a pool allows counts 0) plus the values of existing n
 Rules, per constraint on key ``k`` for a pod ``p`` (``self`` is 1 when ``p`` matches the
 selector):
 
-* spread (hostname): a node or NodeClaim ``d`` is allowed when ``count[d] + self <=
-  maxSkew`` (a new node could always be the global minimum, so min is 0);
+* spread (hostname): a NodeClaim ``d`` is allowed when ``count[d] + self <= maxSkew`` (a new
+  node could always be the global minimum, so min is 0: Karpenter ``domainMinCount``); an
+  existing node when ``count[d] + self - min <= maxSkew`` with ``min`` over the existing
+  nodes the constraint's inclusion policies keep (kube-scheduler ``PodTopologySpread``
+  Filter: the live cluster binds what fits existing nodes before Karpenter sees the pod);
 * spread (other keys): over the eligible domains ``E`` (``nodeAffinityPolicy: Honor`` keeps
   only those the pod's node selection allows), ``min`` is the smallest count (0 when fewer
   than ``minDomains`` domains exist) and ``d`` is allowed when ``count[d] + self - min <=
-  maxSkew``;
+  maxSkew``; ``nodeTaintsPolicy: Honor`` keeps only domains offered by a NodePool or node
+  whose taints the pod tolerates (Karpenter ``TopologyDomainGroup.ForEachDomain``,
+  kube-scheduler ``matchNodeInclusionPolicies``);
 * affinity: the domains that hold a matching pod; when none does and ``p`` matches itself,
   any domain (the first pod starts the group);
 * anti-affinity: domains holding no matching pod; and, inversely, pods already placed with
-  a required anti-affinity selecting ``p`` keep it out of their domains.
+  a required anti-affinity selecting ``p`` keep it out of their domains. A node without the
+  key satisfies an anti-affinity term (kube-scheduler ``InterPodAffinity`` Filter), so a key
+  no node or NodePool carries never blocks.
 
 A NodeClaim whose domain for ``k`` is not decided yet is narrowed to a single domain, the
 least-loaded allowed one first, so later pods can count it.
@@ -34,7 +41,9 @@ from joiner.api.objects import (
     SCHEDULE_ANYWAY,
     PodAffinityTerm,
     PodTemplate,
+    Taint,
     TopologySpreadConstraint,
+    tolerates_all,
 )
 from joiner.api.requirements import Requirement, Requirements
 
@@ -126,7 +135,9 @@ class Summary:
         self.affinity: dict[str, list[tuple[Group, set[str]]]] = {}
         self.anti: dict[str, list[Group]] = {}
         self.forbidden: dict[str, set[str]] = {}
-        self.host_max: list[tuple[Group, int]] = []
+        #: (group, limit on a NodeClaim, extra allowed on an existing node: the smallest
+        #: count among the existing nodes kube-scheduler considers).
+        self.host_max: list[tuple[Group, int, int]] = []
         self.fail: str | None = None
 
     @property
@@ -172,6 +183,7 @@ class Summary:
         pending: Callable[[Group], int] | None = None,
         pending_repels: Callable[[str], bool] | None = None,
         decide: Mapping[str, Group] | None = None,
+        launchable: frozenset[str] | set[str] = frozenset(),
     ) -> Verdict:
         """May the pod go to a target whose domains are ``domain_of`` (None where a NodeClaim
         has not decided; ``claim_reqs`` is None for an existing node)? For a NodeClaim,
@@ -181,14 +193,16 @@ class Summary:
         ``key`` selecting this pod; narrowing the NodeClaim moves them into the chosen
         domain too, so both are part of the check. ``decide`` maps further keys the
         NodeClaim must be pinned on (a group counts this pod there) to that group, whose
-        least-loaded domain is tried first."""
+        least-loaded domain is tried first. ``launchable`` lists the keys a NodePool can
+        give a new node: an anti-affinity on any other key never applies to a NodeClaim."""
         if self.fail is not None:
             return Verdict(False, self.fail)
         if self.trivial and not decide:
             return _OK
         host = domain_of.get(labels.HOSTNAME)
-        for g, limit in self.host_max:
-            if host is not None and g.counts.get(host, 0) > limit:
+        existing = claim_reqs is None
+        for g, limit, low in self.host_max:
+            if host is not None and g.counts.get(host, 0) > limit + (low if existing else 0):
                 return Verdict(False, _why(labels.HOSTNAME, self.active))
         keys = set(self.spread) | set(self.affinity) | set(self.anti) | set(self.forbidden)
         keys |= set(decide or ())
@@ -210,6 +224,13 @@ class Summary:
                 if not self._decided_ok(key, d):
                     return Verdict(False, _why(key, self.active))
                 continue
+            if (
+                key not in self.spread
+                and key not in self.affinity
+                and key not in launchable
+                and key not in claim_reqs
+            ):
+                continue  # the node will not carry the key: anti-affinity cannot apply
             if pending_repels is not None and pending_repels(key):
                 return Verdict(False, _why(key, self.active))
             req = claim_reqs.get_or_exists(key)
@@ -281,8 +302,21 @@ _OK = Verdict(True)
 class Topology:
     """Groups and counts for one solve."""
 
-    def __init__(self, universe: dict[str, set[str]]) -> None:
+    def __init__(
+        self,
+        universe: dict[str, set[str]],
+        domain_taints: Mapping[str, Mapping[str, Sequence[tuple[Taint, ...]]]] | None = None,
+        existing_hosts: Sequence[tuple[str, Requirements, tuple[Taint, ...], bool]] = (),
+        launchable: frozenset[str] = frozenset(),
+    ) -> None:
+        """``universe``: per key, every domain value; ``domain_taints``: per key and value,
+        the taint sets of the NodePools and nodes offering it (``nodeTaintsPolicy``);
+        ``existing_hosts``: (hostname, requirements, taints, exact) of each existing node;
+        ``launchable``: keys a NodePool can give a new node."""
         self.universe = universe
+        self.domain_taints = domain_taints or {}
+        self.existing_hosts = existing_hosts
+        self.launchable = launchable
         self._groups: dict[tuple[object, ...], Group] = {}
         #: Placed pods' required anti-affinity: (term, owner namespace, domains).
         self._inverse: dict[tuple[PodAffinityTerm, str], set[str]] = {}
@@ -391,10 +425,10 @@ class Topology:
             g = self.spread_group(t, c)
             me = 1 if self.matches(g, t) else 0
             if c.key == labels.HOSTNAME:
-                summary.host_max.append((g, c.max_skew - me))
+                summary.host_max.append((g, c.max_skew - me, self._existing_low(g, c, t, pod_reqs)))
                 continue
             summary.spread.setdefault(c.key, []).append(
-                _Spread(g, me, c.max_skew, self._eligible(c, pod_reqs), c.min_domains)
+                _Spread(g, me, c.max_skew, self._eligible(c, t, pod_reqs), c.min_domains)
             )
         for term in active.affinity:
             g = self.affinity_group(t, term, AFFINITY)
@@ -406,7 +440,7 @@ class Topology:
         for term in active.anti_affinity:
             g = self.affinity_group(t, term, ANTI)
             if term.key == labels.HOSTNAME:
-                summary.host_max.append((g, 0))
+                summary.host_max.append((g, 0, 0))
             else:
                 summary.anti.setdefault(term.key, []).append(g)
         for (term, ns), domains in self._inverse.items():
@@ -426,9 +460,41 @@ class Topology:
             for term in owner.pod_anti_affinity
         )
 
-    def _eligible(self, c: TopologySpreadConstraint, pod_reqs: Requirements) -> list[str]:
-        domains = self.universe.get(c.key, set())
+    def _eligible(
+        self, c: TopologySpreadConstraint, t: PodTemplate, pod_reqs: Requirements
+    ) -> list[str]:
+        """The domains a spread constraint counts: ``nodeAffinityPolicy: Honor`` keeps those
+        the pod's node selection allows, ``nodeTaintsPolicy: Honor`` those offered by a
+        NodePool or node whose taints the pod tolerates (Karpenter ``topologydomaingroup.go``
+        ``ForEachDomain``; kube-scheduler ``matchNodeInclusionPolicies``)."""
+        domains: Iterable[str] = self.universe.get(c.key, set())
         if c.node_affinity_policy == "Honor":
             r = pod_reqs.get_or_exists(c.key)
-            return sorted(d for d in domains if r.has(d))
+            domains = [d for d in domains if r.has(d)]
+        if c.node_taints_policy == "Honor":
+            sources = self.domain_taints.get(c.key, {})
+            domains = [
+                d
+                for d in domains
+                if any(tolerates_all(t.tolerations, ts) is None for ts in sources.get(d, [()]))
+            ]
         return sorted(domains)
+
+    def _existing_low(
+        self, g: Group, c: TopologySpreadConstraint, t: PodTemplate, pod_reqs: Requirements
+    ) -> int:
+        """kube-scheduler's global minimum for a hostname spread over the existing nodes its
+        inclusion policies keep (0 when fewer than ``minDomains``): an existing node with
+        ``count + self - min <= maxSkew`` takes the pod (``PodTopologySpread`` Filter)."""
+        counts = []
+        for host, reqs, taints, exact in self.existing_hosts:
+            if c.node_affinity_policy == "Honor":
+                allow = frozenset() if exact else labels.WELL_KNOWN_LABELS
+                if reqs.compatible(pod_reqs, allow_undefined=allow) is not None:
+                    continue
+            if c.node_taints_policy == "Honor" and tolerates_all(t.tolerations, taints) is not None:
+                continue
+            counts.append(g.counts.get(host, 0))
+        if not counts or (c.min_domains is not None and len(counts) < c.min_domains):
+            return 0
+        return min(counts)

@@ -202,6 +202,49 @@ window.addEventListener('load', function () {
 """
 
 
+def ca_configuration(summary: Mapping[str, Any]) -> str | None:
+    """One sentence stating the Cluster Autoscaler configuration a run used (its node
+    groups, expander, balancing and scale-down rules), or None for a Joiner run."""
+    policy = summary.get("policy", {})
+    if policy.get("name") != "cluster-autoscaler":
+        return None
+    p = policy["parameters"]
+    groups = p.get("nodeGroups", [])
+    spot = sum(1 for g in groups if g["onDemandPercentageAboveBaseCapacity"] < 100)
+    types = max((len(g["instanceTypes"]) for g in groups), default=0)
+    how = (
+        "declared"
+        if p.get("nodeGroupsDeclared")
+        else {
+            "shape": "a Spot and an on-demand MixedInstancesPolicy group per NodePool and "
+            "instance shape",
+            "instance-type": "one group per instance type and capacity type",
+        }.get(p.get("derivedGroups", ""), "derived")
+    )
+    prios = "; ".join(
+        f"{k}: {', '.join(v)}"
+        for k, v in sorted(p.get("priorities", {}).items(), key=lambda kv: -int(kv[0]))
+    )
+    expander = p["expander"] + (f" ({prios})" if "priority" in p["expander"] and prios else "")
+    blockers = [
+        name
+        for name, key in (
+            ("system pods", "skipNodesWithSystemPods"),
+            ("local storage", "skipNodesWithLocalStorage"),
+        )
+        if p.get(key)
+    ]
+    return (
+        f"Cluster Autoscaler: {len(groups)} node groups ({how}; {spot} with Spot, up to "
+        f"{types} instance types each), expander {expander}, balance-similar-node-groups "
+        f"{'on' if p.get('balanceSimilarNodeGroups') else 'off'}, scale-down under "
+        f"{p['scaleDownUtilizationThreshold']:g} utilisation for "
+        f"{p['scaleDownUnneededTimeSeconds']:g} s"
+        + (f", skipping nodes with {' or '.join(blockers)}" if blockers else "")
+        + "."
+    )
+
+
 def write_report(
     out_dir: Path, scenario: str, runs: Mapping[str, PolicyData], duration_s: float
 ) -> Path:
@@ -229,6 +272,11 @@ def write_report(
         f'{base64.b64encode(data).decode("ascii")}"></figure>'
         for name, data in plots.items()
     )
+    config = "".join(
+        f"<p>{html.escape(line)}</p>"
+        for s in summaries.values()
+        if (line := ca_configuration(s)) is not None
+    )
     params = "".join(
         f"<h3>{html.escape(n)}</h3><pre>"
         + html.escape(json.dumps(s["policy"], indent=2))
@@ -248,6 +296,7 @@ pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}
 <h1>{html.escape(scenario)}</h1>
 <p>{duration_s / 3600:g} virtual hours, seed {summaries[next(iter(summaries))]["seed"]}.</p>
 <table><tr><th></th>{head}</tr>{body}</table>
+{config}
 <h2>Plots</h2>{images}
 <h2>Parameters</h2>{params}
 <script>{_SCRIPT}</script>

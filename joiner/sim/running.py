@@ -133,6 +133,7 @@ def adopt(
             created_at_s=0.0,
             ready=True,
             do_not_disrupt=dict(n.annotations).get(labels.DO_NOT_DISRUPT) == "true",
+            scale_down_disabled=dict(n.annotations).get(labels.CA_SCALE_DOWN_DISABLED) == "true",
         )
         adopted.add(n.name)
     ds_keys = {f"{d.namespace}/{d.name}": d for d in m.daemonsets}

@@ -32,9 +32,14 @@ from joiner.cloudprovider.events import CloudEvent, parse_message
 from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
 from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
-from joiner.controllers.interruption.settings import InterruptionSettings
+from joiner.controllers.interruption.settings import REBALANCE_REPLACEMENT, InterruptionSettings
 from joiner.faults.template import Template, load_template
-from joiner.sim.baseline.settings import EXPANDERS, AutoscalerSettings, NodeGroupSpec
+from joiner.sim.baseline.settings import (
+    EXPANDERS,
+    SPOT_FIRST_PRIORITIES,
+    AutoscalerSettings,
+    NodeGroupSpec,
+)
 from joiner.sim.workloads import DailyMultiplier, Hpa, Trace, load_trace
 
 API_VERSION = "joiner.dev/v1alpha1"
@@ -185,12 +190,24 @@ class ClusterAutoscalerSpec(_Strict):
 
     scanInterval: str = "10s"
     expander: str = Field(
-        default="least-waste",
+        default="priority,least-waste",
         description="random, most-pods, least-waste or priority, or a chain such as "
-        "priority,least-waste",
+        "priority,least-waste (the default, as AWS's guidance for Spot)",
     )
     priorities: dict[str, list[str]] = Field(
-        default_factory=dict, description="priority expander: priority -> group name regexes"
+        default_factory=dict,
+        description="priority expander: priority -> group name regexes; absent: "
+        '{"50": [".*-spot"], "10": [".*"]} (Spot groups first)',
+    )
+    balanceSimilarNodeGroups: bool = Field(
+        default=True, description="split a scale-up across similar groups (AWS guidance: true)"
+    )
+    skipNodesWithSystemPods: bool = True
+    skipNodesWithLocalStorage: bool = True
+    derivedGroups: Literal["shape", "instance-type"] = Field(
+        default="shape",
+        description="shape: a Spot and an on-demand mixed-instances group per NodePool and "
+        "instance shape (vCPU, memory); instance-type: one group per type and capacity type",
     )
     maxNodeProvisionTime: str = "15m"
     initialNodeGroupBackoffDuration: str = "5m"
@@ -207,7 +224,8 @@ class ClusterAutoscalerSpec(_Strict):
     asgLaunchDelay: LaunchDelaySpec = Field(default_factory=LaunchDelaySpec)
     capacityRebalance: bool = False
     nodeGroups: list[NodeGroupModel] = Field(
-        default_factory=list, description="absent: one group per NodePool x type x capacity type"
+        default_factory=list,
+        description="absent: derived from the NodePools (derivedGroups)",
     )
     derivedGroupMaxSize: StrictInt = Field(default=1000, ge=1, le=100000)
 
@@ -701,8 +719,8 @@ def _autoscaler(
             except re.error as exc:
                 raise fail(f"bad regex {p!r}: {exc}", f"{base}.priorities[{key}]") from exc
         priorities.append((int(key), tuple(patterns)))
-    if "priority" in chain and not priorities:
-        raise fail("the priority expander needs priorities", f"{base}.priorities")
+    if not priorities:
+        priorities = list(SPOT_FIRST_PRIORITIES)
     zones = {s.zone for s in subnets}
     offered = set(catalog.offered_types(spec.region))
     pools = {p.name for p in manifests.nodepools}
@@ -785,13 +803,28 @@ def _autoscaler(
         capacity_rebalance=ca.capacityRebalance,
         node_groups=tuple(groups),
         derived_max_size=ca.derivedGroupMaxSize,
+        derived_groups=ca.derivedGroups,
+        balance_similar_node_groups=ca.balanceSimilarNodeGroups,
+        skip_nodes_with_system_pods=ca.skipNodesWithSystemPods,
+        skip_nodes_with_local_storage=ca.skipNodesWithLocalStorage,
     )
 
 
 def _interruption(spec: ScenarioSpec, base: Path, file: str, obj: str) -> InterruptionSettings:
+    """``spec.interruption``: NTH Helm values inline or ``{file: values.yaml}``, plus Joiner's
+    own ``rebalanceReplacement`` beside them (make before break, off by default)."""
     values = spec.interruption
     if values is None:
         return InterruptionSettings()
+    values = dict(values)
+    replacement = values.pop(REBALANCE_REPLACEMENT, False)
+    if not isinstance(replacement, bool):
+        raise InputError(
+            f"must be true or false, got {replacement!r}",
+            file=file,
+            obj=obj,
+            field=f"spec.interruption.{REBALANCE_REPLACEMENT}",
+        )
     if "file" in values:
         if set(values) != {"file"} or not isinstance(values["file"], str):
             raise InputError(
@@ -808,11 +841,17 @@ def _interruption(spec: ScenarioSpec, base: Path, file: str, obj: str) -> Interr
         if len(docs) != 1:
             raise InputError("expected one YAML document of NTH values", file=str(path))
         try:
-            return InterruptionSettings.from_helm_values(docs[0], file=str(path))
+            return InterruptionSettings.from_helm_values(
+                docs[0], file=str(path), rebalance_replacement=replacement
+            )
         except InputError as exc:
             raise InputError(f"{exc}", file=file, obj=obj, field="spec.interruption.file") from exc
+    if not values:
+        return InterruptionSettings(rebalance_replacement=replacement)
     try:
-        return InterruptionSettings.from_helm_values(values, field="spec.interruption")
+        return InterruptionSettings.from_helm_values(
+            values, field="spec.interruption", rebalance_replacement=replacement
+        )
     except InputError as exc:
         raise exc.located(file=file, obj=obj) from exc
 

@@ -186,7 +186,13 @@ class DeploymentController:
         self._reconcile(self._minute)
 
     def _live(self) -> list[Pod]:
-        return [p for p in self._state.live_pods() if p.owner == self.key and not p.daemon]
+        # A ReplicaSet does not count terminating pods: an evicted pod shutting down is
+        # replaced at once.
+        return [
+            p
+            for p in self._state.live_pods()
+            if p.owner == self.key and not p.daemon and p.terminating_until_s is None
+        ]
 
     def replace(self, gone: Pod) -> Pod | None:
         """A pod of ours was evicted or lost: make its replacement if we are below the

@@ -66,6 +66,9 @@ class Pod:
     replaces: str | None = None
     #: The reason the last provisioning pass gave for not placing it, if any.
     unschedulable_reason: str | None = None
+    #: Evicted and shutting down (preStop, grace period) until then: it still runs on its
+    #: node, its controller already made the replacement.
+    terminating_until_s: float | None = None
 
     @property
     def pending(self) -> bool:
@@ -144,6 +147,9 @@ class Node:
     deleting: bool = False
     #: Node annotation ``karpenter.sh/do-not-disrupt: "true"``: never a disruption candidate.
     do_not_disrupt: bool = False
+    #: Node annotation ``cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"``:
+    #: Cluster Autoscaler never removes it.
+    scale_down_disabled: bool = False
     #: When the node will be gone whatever happens (a Spot reclaim), if known.
     deadline_s: float | None = None
     draining: bool = False

@@ -50,13 +50,17 @@ def test_compare_prints_the_side_by_side_table_and_writes_policies(tmp_path):
     ):
         assert label in result.output
     assert "cluster-autoscaler" in result.output
+    # The CA configuration used is stated under the table.
+    assert "Cluster Autoscaler: " in result.output and "expander priority,least-waste" in (
+        " ".join(result.output.split())
+    )
     summary = json.loads((out / "summary.json").read_text())
     schema = json.loads((REPO / "docs" / "schemas" / "summary.schema.json").read_text())
     jsonschema.validate(summary, schema)
     assert summary["policy"]["name"] == "joiner"
     assert set(summary["policies"]) == {"joiner", "cluster-autoscaler"}
     ca = summary["policies"]["cluster-autoscaler"]
-    assert ca["policy"]["parameters"]["expander"] == "least-waste"
+    assert ca["policy"]["parameters"]["expander"] == "priority,least-waste"
     assert {n["nodePool"] for n in ca["nodes"]} == {"my-provisioner"}
 
 
@@ -93,6 +97,7 @@ def test_report_writes_a_self_contained_page_and_the_pngs(tmp_path):
     )
     assert result.exit_code == 0, result.output
     page = (report / "index.html").read_text()
+    assert "Cluster Autoscaler: " in page and "MixedInstancesPolicy" in page
     for name in ("nodes", "cost", "pending", "pending-cdf"):
         png = (report / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG")

@@ -141,3 +141,20 @@ def _state(n_pods, min_available=None, max_unavailable=None):
 def test_pdb_disruptions_allowed(min_available, max_unavailable, allowed):
     state = _state(10, min_available, max_unavailable)
     assert disruptions_allowed(state, state.pdbs[0]) == allowed
+
+
+def test_controller_settings_take_nth_values_and_rebalance_replacement(tmp_path):
+    from joiner.operator.controller import interruption_settings, load_settings
+
+    path = tmp_path / "settings.yaml"
+    path.write_text(
+        "interruption:\n  rebalanceReplacement: true\n"
+        "  aws-node-termination-handler: {enableRebalanceDraining: true, cordonOnly: true}\n"
+    )
+    got = interruption_settings(load_settings(path), str(path))
+    assert got.rebalance_replacement and got.rebalance_draining and got.cordon_only
+    path.write_text("interruption: {rebalanceReplacement: sometimes}\n")
+    with pytest.raises(InputError, match="rebalanceReplacement"):
+        load_settings(path)
+    default = interruption_settings(load_settings(None), None)
+    assert not default.rebalance_replacement and not default.rebalance_draining

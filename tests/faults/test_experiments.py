@@ -226,3 +226,116 @@ def test_scenario_faults_key(tmp_path):
     (d / "scenario.yaml").write_text(text)
     s = SimulationRuntime(load_scenario(d / "scenario.yaml")).run().summary
     assert s["interruptions"]["count"] == 7 and s["pods"]["lost"] == 0
+
+
+def _az_outage(target: dict) -> object:
+    """AWS's "AZ Availability: Power Interruption" shape: a subnet target chosen by zone."""
+    return _template(
+        {
+            "cut": {
+                "actionId": "aws:network:disrupt-connectivity",
+                "parameters": {"duration": "PT10M", "scope": "all"},
+                "targets": {"Subnets": "az"},
+            }
+        },
+        {"az": target},
+    )
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        {
+            "resourceType": "aws:ec2:subnet",
+            "parameters": {"availabilityZoneIdentifier": "us-east-1a", "vpc": "vpc-0abc"},
+            "selectionMode": "ALL",
+        },
+        {
+            "resourceType": "aws:ec2:subnet",
+            "parameters": {"availabilityZoneIdentifier": "use1-az6", "vpc": "vpc-0abc"},
+            "selectionMode": "ALL",
+        },
+        {
+            "resourceType": "aws:ec2:subnet",
+            "resourceArns": [
+                "arn:aws:ec2:us-east-1:123456789012:subnet/subnet-123455",
+                "arn:aws:ec2:us-east-1:123456789012:subnet/subnet-123456",
+            ],
+            "filters": [{"path": "AvailabilityZone", "values": ["us-east-1a"]}],
+            "selectionMode": "ALL",
+        },
+    ],
+    ids=["zone-name-parameter", "zone-id-parameter", "availability-zone-filter"],
+)
+def test_az_outage_templates_as_aws_writes_them(scenario, target):
+    rt = SimulationRuntime(replace(scenario, duration_s=3600 + 1200))
+    exp = rt.add_experiment(_az_outage(target), 3600.0)
+    s = rt.run().summary
+    assert exp.targets == {"subnet-123455"} and not exp.empty
+    down = {e["node"] for e in s["timeline"] if e["kind"] == "unreachable"}
+    zones = {n["name"]: n["zone"] for n in s["nodes"]}
+    assert down and {zones[n] for n in down} == {"us-east-1a"}
+
+
+def test_stop_with_restart_brings_the_node_back_or_fails_when_terminated(scenario):
+    stop = {
+        "s": {
+            "actionId": "aws:ec2:stop-instances",
+            "parameters": {"startInstancesAfterDuration": "PT5M"},
+            "targets": {"Instances": "n"},
+        },
+        "after": {
+            "actionId": "aws:fis:wait",
+            "parameters": {"duration": "PT1M"},
+            "startAfter": ["s"],
+        },
+    }
+    target = {
+        "n": {
+            "resourceType": "aws:ec2:instance",
+            "resourceTags": {"Name": "my-node"},
+            "selectionMode": "COUNT(1)",
+        }
+    }
+    t = _template(stop, target)
+    rt = SimulationRuntime(replace(scenario, duration_s=3600 + 900))
+    exp = rt.add_experiment(t, 3600.0)
+    s = rt.run().summary
+    waits = [e for e in s["timeline"] if e["kind"] == "faultInjected" and "wait" in e["detail"]]
+    # The stop action ends at the restart: what starts after it waits 5 minutes.
+    assert waits and waits[0]["atSeconds"] == 3600.0 + 300.0
+    # Karpenter terminates a stopping instance, so FIS's restart finds it gone: the action
+    # fails unless completeIfInstancesTerminated is true.
+    assert any("terminated before its restart" in e for e in exp.empty)
+    stop["s"]["parameters"]["completeIfInstancesTerminated"] = "true"
+    rt = SimulationRuntime(replace(scenario, duration_s=3600 + 900))
+    exp = rt.add_experiment(_template(stop, target), 3600.0)
+    rt.run()
+    assert not exp.empty
+
+
+def test_start_after_cycle_through_an_invalid_action_is_reported(tmp_path):
+    doc = {
+        "description": "t",
+        "roleArn": ROLE,
+        "targets": {},
+        "actions": {
+            "a": {
+                "actionId": "aws:fis:wait",
+                "parameters": {"duration": "PT1M"},
+                "startAfter": ["b"],
+            },
+            "b": {"actionId": "aws:fis:nap", "startAfter": ["c"]},
+            "c": {
+                "actionId": "aws:fis:wait",
+                "parameters": {"duration": "PT1M"},
+                "startAfter": ["a"],
+            },
+        },
+    }
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    result = runner.invoke(app, ["chaos", "validate", str(path)])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "circular startAfter among a, b, c" in text and "aws:fis:nap" in text

@@ -159,7 +159,7 @@ def test_interruption_file_errors_are_located(tmp_path):
     d = tmp_path / "ex"
     shutil.copytree(SPOT, d)
     sc = d / "scenario.yaml"
-    sc.write_text(sc.read_text().replace("{file: nth-values.yaml}", "{file: missing.yaml}"))
+    sc.write_text(sc.read_text().replace("{file: nth-values.yaml,", "{file: missing.yaml,"))
     result = runner.invoke(app, ["simulate", str(sc), "--out", str(tmp_path / "o")])
     message = " ".join(result.output.split())
     assert result.exit_code == 2

@@ -160,8 +160,8 @@ def test_existing_pod_anti_affinity_repels_new_pods_from_its_zone():
         "n-a", "default", (("app", "db"),), anti_affinity=(PodAffinityTerm(labels.ZONE, APP),)
     )
     result = solve(reqs(web(), 3), existing=[node], bound=[guard])
-    assert not result.existing_placements
-    assert all(zone_of(c) != "us-east-1a" for c in result.new_nodeclaims)
+    assert not result.existing_placements and not result.unschedulable
+    assert result.new_nodeclaims and all(zone_of(c) != "us-east-1a" for c in result.new_nodeclaims)
 
 
 def test_preferred_node_affinity_is_honoured_then_relaxed():

@@ -92,8 +92,44 @@ def _ca(path: Path) -> SimulationRuntime:
     return SimulationRuntime(load_scenario(path), policy="cluster-autoscaler")
 
 
+def test_groups_are_derived_per_shape_as_spot_and_on_demand_mixed_instances_groups(tmp_path):
+    """AWS's CA guidance: per shape (same vCPU and memory), a Spot and an on-demand
+    MixedInstancesPolicy group; the priority expander prefers Spot."""
+    rt = _ca(
+        _write(
+            tmp_path,
+            workloads="    - {deployment: default/web, replicas: 1}",
+            types="c5.xlarge, c5a.xlarge, c6i.xlarge, m5.xlarge",
+        )
+    )
+    assert rt.autoscaler is not None
+    groups = {g.name: g for g in rt.autoscaler.groups}
+    assert sorted(groups) == [
+        "general-amd64-4cpu-16gib-on-demand",
+        "general-amd64-4cpu-16gib-spot",
+        "general-amd64-4cpu-8gib-on-demand",
+        "general-amd64-4cpu-8gib-spot",
+    ]
+    c = groups["general-amd64-4cpu-8gib-spot"]
+    assert set(c.spec.instance_types) == {"c5.xlarge", "c5a.xlarge", "c6i.xlarge"}
+    assert c.spec.capacity_types == ("spot",)
+    assert groups["general-amd64-4cpu-8gib-on-demand"].spec.capacity_types == ("on-demand",)
+    params = rt.autoscaler.describe()["parameters"]
+    assert params["expander"] == "priority,least-waste"
+    assert params["priorities"] == {"50": [".*-spot"], "10": [".*"]}
+    assert params["balanceSimilarNodeGroups"] is True
+    summary = rt.run().summary
+    assert {n["capacityType"] for n in summary["nodes"]} == {"spot"}
+
+
 def test_groups_are_derived_per_type_and_capacity_type(tmp_path):
-    rt = _ca(_write(tmp_path, workloads="    - {deployment: default/web, replicas: 1}"))
+    rt = _ca(
+        _write(
+            tmp_path,
+            workloads="    - {deployment: default/web, replicas: 1}",
+            extra_spec="  clusterAutoscaler: {derivedGroups: instance-type}\n",
+        )
+    )
     assert rt.autoscaler is not None
     groups = {g.name: g for g in rt.autoscaler.groups}
     assert sorted(groups) == [
@@ -144,7 +180,7 @@ def test_parameters_are_all_listed(tmp_path):
         "nodeGroups",
     ):
         assert key in params
-    assert params["expander"] == "least-waste"
+    assert params["expander"] == "priority,least-waste"
     assert params["scanIntervalSeconds"] == 10.0
     assert len(params["nodeGroups"]) == 4
 
@@ -286,6 +322,17 @@ def _options(rt: SimulationRuntime) -> list[Option]:
 
 
 def _expander_runtime(tmp_path: Path, extra: str) -> SimulationRuntime:
+    # Single-type groups, so each option names a type and a capacity type.
+    if "clusterAutoscaler:" not in extra:
+        extra = "  clusterAutoscaler: {expander: least-waste}\n"
+    if "clusterAutoscaler: {" in extra:
+        extra = extra.replace(
+            "clusterAutoscaler: {", "clusterAutoscaler: {derivedGroups: instance-type, "
+        )
+    else:
+        extra = extra.replace(
+            "clusterAutoscaler:\n", "clusterAutoscaler:\n    derivedGroups: instance-type\n"
+        )
     rt = _ca(
         _write(tmp_path, workloads="    - {deployment: default/web, replicas: 5}", extra_spec=extra)
     )
@@ -357,7 +404,6 @@ def test_declared_node_groups_replace_derived_ones(tmp_path):
     ("extra", "field", "message"),
     [
         ("  clusterAutoscaler: {expander: cheapest}\n", "expander", "unknown expander"),
-        ("  clusterAutoscaler: {expander: priority}\n", "priorities", "needs priorities"),
         (
             "  clusterAutoscaler:\n    nodeGroups: [{name: g, nodePool: nope, "
             "instanceTypes: [m5.large]}]\n",
@@ -495,3 +541,149 @@ def test_declared_group_with_a_type_outside_the_node_class_zones_is_bad_input(tm
     )
     with pytest.raises(InputError, match="node group 'g'"):
         SimulationRuntime(bad, policy="cluster-autoscaler")
+
+
+FILLER = """\
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: filler, namespace: default}
+spec:
+  parallelism: 1
+  completions: 1
+  template:
+    metadata: {labels: {app: filler}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: f, image: f, resources: {requests: {cpu: "3", memory: 1Gi}}}]
+"""
+
+
+def _two_half_empty_nodes(
+    tmp_path: Path, app: str, scale_down_disabled: bool = False
+) -> dict[str, Any]:
+    """Two c5.xlarge nodes with one 1-CPU web pod each (26 %, both fit on one), so CA
+    removes one unless its drain rules block it: web-0 and a 3-CPU Job pod need two nodes
+    at first; the Job ends at 10 min, and the second web replica (minute 14) lands on the
+    emptied node (LeastAllocated)."""
+    ns = "kube-system" if "namespace: kube-system" in app else "default"
+    trace = tmp_path / "web.csv"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    trace.write_text("minute,value\n" + "".join(f"{m},{1 if m < 14 else 2}\n" for m in range(90)))
+    rt = _ca(
+        _write(
+            tmp_path,
+            workloads=f"    - deployment: {ns}/web\n      trace: {{file: {trace}, "
+            "targetPerReplica: 1, min: 1, max: 2}\n"
+            "    - {deployment: default/filler, runFor: 10m}",
+            app=app + FILLER,
+            types="c5.xlarge",
+            capacity="on-demand",
+            duration="90m",
+        )
+    )
+    if scale_down_disabled:
+        np = tmp_path / "np.yaml"
+        np.write_text(
+            np.read_text().replace(
+                "  template:\n    spec:",
+                "  template:\n    metadata:\n      annotations: "
+                '{cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"}\n    spec:',
+            )
+        )
+        rt = _ca(tmp_path / "scenario.yaml")
+    return rt.run().summary
+
+
+def _pod_spec_extra(app: str, annotations: str = "", volumes: str = "") -> str:
+    out = app
+    if annotations:
+        out = out.replace(
+            "metadata: {labels: {app: web}}",
+            f"metadata: {{labels: {{app: web}}, annotations: {{{annotations}}}}}",
+        )
+    if volumes:
+        out = out.replace(
+            "    spec:\n      containers:",
+            f"    spec:\n      volumes: {volumes}\n      containers:",
+        )
+    return out
+
+
+@pytest.mark.parametrize(
+    ("app", "removed"),
+    [
+        (APP, True),
+        (APP.replace("namespace: default", "namespace: kube-system"), False),
+        (_pod_spec_extra(APP, volumes="[{name: scratch, emptyDir: {}}]"), False),
+        (_pod_spec_extra(APP, volumes="[{name: shm, emptyDir: {medium: Memory}}]"), True),
+        (
+            _pod_spec_extra(
+                APP,
+                annotations="cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes: scratch",
+                volumes="[{name: scratch, emptyDir: {}}]",
+            ),
+            True,
+        ),
+        (
+            _pod_spec_extra(
+                APP,
+                annotations='cluster-autoscaler.kubernetes.io/safe-to-evict: "true"',
+                volumes="[{name: logs, hostPath: {path: /var/log}}]",
+            ),
+            True,
+        ),
+        (
+            _pod_spec_extra(
+                APP, annotations='cluster-autoscaler.kubernetes.io/safe-to-evict: "false"'
+            ),
+            False,
+        ),
+    ],
+    ids=[
+        "plain",
+        "kube-system-without-pdb",
+        "emptydir",
+        "emptydir-in-memory",
+        "local-volume-declared-safe",
+        "safe-to-evict-true",
+        "safe-to-evict-false",
+    ],
+)
+def test_cluster_autoscaler_drain_rules_block_scale_down(tmp_path, app, removed):
+    summary = _two_half_empty_nodes(tmp_path, app)
+    downs = [e for e in summary["timeline"] if e["kind"] == SCALE_DOWN]
+    assert bool(downs) is removed, downs
+    assert summary["pods"]["lost"] == 0
+
+
+def test_scale_down_disabled_annotation_keeps_the_node(tmp_path):
+    summary = _two_half_empty_nodes(tmp_path, APP, scale_down_disabled=True)
+    assert not [e for e in summary["timeline"] if e["kind"] == SCALE_DOWN]
+    assert len(summary["nodes"]) == 2
+
+
+def test_balance_similar_node_groups_splits_a_scale_up_across_zones(tmp_path):
+    groups = (
+        "  clusterAutoscaler:\n    balanceSimilarNodeGroups: BAL\n    nodeGroups:\n"
+        "      - {name: web-a, nodePool: general, instanceTypes: [c5.xlarge],"
+        " zones: [us-east-1a]}\n"
+        "      - {name: web-b, nodePool: general, instanceTypes: [c5.xlarge],"
+        " zones: [us-east-1b]}\n"
+    )
+    counts = {}
+    for bal in ("true", "false"):
+        rt = _ca(
+            _write(
+                tmp_path / bal,
+                workloads="    - {deployment: default/web, replicas: 12}",
+                extra_spec=groups.replace("BAL", bal),
+                types="c5.xlarge",
+                capacity="on-demand",
+            )
+        )
+        summary = rt.run().summary
+        zones = [n["zone"] for n in summary["nodes"]]
+        counts[bal] = (zones.count("us-east-1a"), zones.count("us-east-1b"))
+    assert counts["true"] == (2, 2)
+    assert sorted(counts["false"]) == [0, 4]

@@ -282,3 +282,123 @@ def test_interruption_runs_are_reproducible_across_hash_seeds(tmp_path):
         )
         outputs.append((out / "summary.json").read_bytes())
     assert outputs[0] == outputs[1]
+
+
+def _with_interruption(tmp_path: Path, interruption: str, values: str | None = None) -> dict:
+    """The spot-interruptions example with ``spec.interruption`` replaced (and, optionally,
+    its NTH values file), as a user would edit it."""
+    d = tmp_path / "ex"
+    shutil.copytree(EXAMPLE, d)
+    if values is not None:
+        (d / "nth-values.yaml").write_text(values)
+    sc = d / "scenario.yaml"
+    text = sc.read_text().replace(
+        "interruption: {file: nth-values.yaml, rebalanceReplacement: true}", interruption
+    )
+    sc.write_text(text.replace("duration: 6h", "duration: 2h"))
+    return SimulationRuntime(load_scenario(sc)).run().summary
+
+
+def _first(s: dict, kind: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for e in s["timeline"]:
+        if e["kind"] == kind:
+            out.setdefault(e["node"], e["atSeconds"])
+    return out
+
+
+def test_nth_rebalance_draining_drains_at_once_without_make_before_break(tmp_path):
+    """NTH's enableRebalanceDraining cordons and drains on the recommendation; it launches
+    nothing first (the evicted pods are pending like any other)."""
+    s = _with_interruption(tmp_path, "interruption: {file: nth-values.yaml}")
+    rebalanced = _first(s, "rebalanceRecommendation")
+    cordons = _first(s, "cordon")
+    drains = _first(s, "drainStarted")
+    # The nodes NTH's nodeSelector selects (initialized spot nodes) are cordoned at once.
+    handled = [n for n, at in rebalanced.items() if n in cordons and cordons[n] - at < 1.0]
+    assert handled
+    for node in handled:
+        assert drains[node] - rebalanced[node] < 1.0, node
+
+
+def test_rebalance_replacement_waits_for_the_replacement_before_draining(tmp_path):
+    s = _with_interruption(
+        tmp_path, "interruption: {file: nth-values.yaml, rebalanceReplacement: true}"
+    )
+    rebalanced = _first(s, "rebalanceRecommendation")
+    drains = _first(s, "drainStarted")
+    waited = [n for n, at in rebalanced.items() if n in drains and drains[n] - at >= 20.0]
+    assert waited, "make before break drains once the replacement is Ready"
+
+
+def test_nth_cordon_only_never_drains(tmp_path):
+    values = (
+        "aws-node-termination-handler:\n  enableSpotInterruptionDraining: true\n"
+        "  cordonOnly: true\n"
+    )
+    s = _with_interruption(tmp_path, "interruption: {file: nth-values.yaml}", values)
+    assert s["interruptions"]["count"] > 0
+    notices = _first(s, "notice")
+    assert notices
+    cordons = _first(s, "cordon")
+    assert all(n in cordons for n in notices)
+    # No drain on the warning (Karpenter's consolidation may still drain other nodes).
+    assert not [
+        e
+        for e in s["timeline"]
+        if e["kind"] == "drainStarted" and e["detail"] == "spot interruption warning"
+    ]
+    # The pods stay on the cordoned node until the instance is reclaimed.
+    assert s["pods"]["lost"] > 0
+
+
+def test_nth_values_not_modelled_or_unknown_draw_warnings(tmp_path):
+    values = (
+        "aws-node-termination-handler:\n  enableSpotInterruptionDraining: true\n"
+        "  taintNode: true\n  excludeFromLoadBalancers: true\n  image: {tag: v1.22.0}\n"
+        "  enableRebalanceDrainning: true\n"
+    )
+    s = _with_interruption(tmp_path, "interruption: {file: nth-values.yaml}", values)
+    text = "\n".join(s["warnings"])
+    assert "not modelled" in text and "taintNode" in text and "excludeFromLoadBalancers" in text
+    assert "enableRebalanceDrainning" in text and "image" not in text.split("ignored:")[-1]
+
+
+def _with_pre_stop(tmp_path: Path, seconds: int, grace: int) -> dict:
+    """The captured-message example, its web pods given a preStop sleep and a grace period."""
+    d = tmp_path / "ex"
+    shutil.copytree(EXAMPLE, d)
+    rc = d / "running-cluster.yaml"
+    plain = '[{name: web, resources: {requests: {cpu: "900m", memory: 1Gi}}}]'
+    hooked = (
+        f"[{{name: web, lifecycle: {{preStop: {{sleep: {{seconds: {seconds}}}}}}}, "
+        'resources: {requests: {cpu: "900m", memory: 1Gi}}}]'
+    )
+    text = rc.read_text().replace(
+        f"        spec:\n          containers: {plain}",
+        f"        spec:\n          terminationGracePeriodSeconds: {grace}\n"
+        f"          containers: {hooked}",
+    )
+    text = text.replace(
+        f"containers: {plain}", f"terminationGracePeriodSeconds: {grace}, containers: {hooked}"
+    )
+    rc.write_text(text)
+    return SimulationRuntime(load_scenario(d / "captured-event.yaml")).run().summary
+
+
+def test_pre_stop_and_grace_period_delay_the_drain_and_a_reclaim_cuts_them_short(tmp_path):
+    quick = _with_pre_stop(tmp_path / "quick", 5, 30)
+    assert quick["pods"]["lost"] == 0
+    shutting = [e for e in quick["timeline"] if e["kind"] == "eviction"]
+    assert shutting and all(e["detail"] == "shutting down for 5 s" for e in shutting)
+    # A 100 s preStop under a 2-minute warning: the evictions the budget paces start too
+    # late to finish before the reclaim, so those pods are cut short.
+    slow = _with_pre_stop(tmp_path / "slow", 100, 120)
+    cut = [e for e in slow["timeline"] if e["kind"] == "podLost"]
+    assert cut and all("cut short" in e["detail"] for e in cut)
+    assert slow["interruptions"]["podsLost"] == len(cut)
+    # The grace period bounds the preStop hook.
+    capped = _with_pre_stop(tmp_path / "capped", 100, 5)
+    assert capped["pods"]["lost"] == 0
+    evictions = [e for e in capped["timeline"] if e["kind"] == "eviction"]
+    assert all(e["detail"] == "shutting down for 5 s" for e in evictions)

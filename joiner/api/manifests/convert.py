@@ -13,6 +13,7 @@ from joiner.api import cron, durations, labels, quantity
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
+from joiner.api.manifests import termination
 from joiner.api.requirements import Requirement, Requirements
 
 EC2NODECLASS_GROUP = "karpenter.k8s.aws"
@@ -538,8 +539,29 @@ def _container_requests(c: m.Container, field: str) -> quantity.Resources:
     return {**limits, **requests}
 
 
+#: Cluster Autoscaler's pod annotations (``utils/drain``).
+CA_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+CA_SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
+
+
+def _local_volumes(spec: m.PodSpec, annotations: Mapping[str, str]) -> tuple[str, ...]:
+    """CA ``drain.HasBlockingLocalStorage``: hostPath and emptyDir volumes not in memory,
+    minus those ``safe-to-evict-local-volumes`` names."""
+    safe = {v.strip() for v in annotations.get(CA_SAFE_TO_EVICT_LOCAL_VOLUMES, "").split(",")}
+    return tuple(
+        v.name
+        for v in spec.volumes
+        if (v.hostPath is not None or (v.emptyDir is not None and v.emptyDir.medium != "Memory"))
+        and v.name not in safe
+    )
+
+
 def pod_template(
-    spec: m.PodSpec, pod_labels: Mapping[str, str], field: str, namespace: str = "default"
+    spec: m.PodSpec,
+    pod_labels: Mapping[str, str],
+    field: str,
+    namespace: str = "default",
+    annotations: Mapping[str, str] | None = None,
 ) -> o.PodTemplate:
     """Scheduling view of a pod spec: effective requests, selectors, affinity, tolerations.
 
@@ -621,11 +643,16 @@ def pod_template(
     pa = aff.podAffinity if aff else None
     paa = aff.podAntiAffinity if aff else None
     base_aff = f"{field}.affinity"
+    # With hostNetwork, every containerPort is bound on the node (the API server defaults
+    # hostPort to containerPort; kube-scheduler's NodePorts filter sees them).
+    host_network = spec.hostNetwork is True
     ports = tuple(
-        o.HostPort(port=p.hostPort, protocol=p.protocol, ip=p.hostIP or "0.0.0.0")
+        o.HostPort(
+            port=p.hostPort or p.containerPort, protocol=p.protocol, ip=p.hostIP or "0.0.0.0"
+        )
         for c in (*spec.initContainers, *spec.containers)
         for p in c.ports
-        if p.hostPort
+        if p.hostPort or host_network
     )
     return o.PodTemplate(
         requests=total,
@@ -649,6 +676,15 @@ def pod_template(
         volume_claims=tuple(
             v.persistentVolumeClaim.claimName for v in spec.volumes if v.persistentVolumeClaim
         ),
+        # A pod with spec.overhead already went through RuntimeClass admission (a dump).
+        runtime_class=str(spec.runtimeClassName)
+        if spec.runtimeClassName and not spec.overhead
+        else None,
+        local_volumes=_local_volumes(spec, annotations or {}),
+        ca_safe_to_evict={"true": True, "false": False}.get(
+            (annotations or {}).get(CA_SAFE_TO_EVICT, "")
+        ),
+        shutdown_s=termination.shutdown_seconds(spec),
     )
 
 
@@ -759,7 +795,13 @@ def workload(doc: m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job, file: str
         namespace=ns,
         name=doc.metadata.name,
         replicas=replicas,
-        template=pod_template(spec.template.spec, tmpl_labels, "spec.template.spec", ns),
+        template=pod_template(
+            spec.template.spec,
+            tmpl_labels,
+            "spec.template.spec",
+            ns,
+            spec.template.metadata.annotations,
+        ),
         source=o.Source(file, doc.kind, f"{ns}/{doc.metadata.name}", doc.apiVersion),
         selector=selector,
         annotations=tuple(sorted(spec.template.metadata.annotations.items())),
@@ -776,7 +818,11 @@ def cronjob(doc: m.CronJob, file: str) -> o.CronJob:
         name=doc.metadata.name,
         schedule=doc.spec.schedule,
         template=pod_template(
-            tmpl.spec, tmpl.metadata.labels, "spec.jobTemplate.spec.template.spec", ns
+            tmpl.spec,
+            tmpl.metadata.labels,
+            "spec.jobTemplate.spec.template.spec",
+            ns,
+            tmpl.metadata.annotations,
         ),
         source=o.Source(file, "CronJob", f"{ns}/{doc.metadata.name}", doc.apiVersion),
         parallelism=doc.spec.jobTemplate.spec.parallelism,
@@ -806,7 +852,7 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
     return o.StandalonePod(
         namespace=ns,
         name=doc.metadata.name,
-        template=pod_template(doc.spec, doc.metadata.labels, "spec", ns),
+        template=pod_template(doc.spec, doc.metadata.labels, "spec", ns, doc.metadata.annotations),
         source=o.Source(file, "Pod", f"{ns}/{doc.metadata.name}", doc.apiVersion),
         node_name=doc.spec.nodeName,
         owner=_owner(doc.metadata),

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
-from joiner.api.manifests import convert, legacy
+from joiner.api.manifests import convert, legacy, runtimeclass, unmodelled
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
 
@@ -33,6 +33,9 @@ class ManifestSet:
     pvs: list[o.PersistentVolume] = field(default_factory=list)
     storageclasses: list[o.StorageClass] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
+    runtimeclasses: list[runtimeclass.RuntimeClass] = field(default_factory=list)
+    #: (pod field path, upstream effect) -> objects that set a field Joiner does not model.
+    unmodelled: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     #: Owned workloads (a ReplicaSet of a Deployment, a Job of a CronJob): loaded for
     #: reference, never run on their own, since their owner creates their pods.
     owned_workloads: list[o.Workload] = field(default_factory=list)
@@ -115,7 +118,25 @@ _Handler = Callable[[dict[str, Any], str, str, ManifestSet], None]
 
 
 def _nodepool(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodepools.append(convert.nodepool(_validate(m.NodePool, doc, file, obj), file))
+    parsed = _validate(m.NodePool, doc, file, obj)
+    out.nodepools.append(convert.nodepool(parsed, file))
+    if parsed.spec.replicas is not None:
+        out.warnings.append(
+            f"{file}: {obj}: field spec.replicas (a static NodePool, Karpenter's alpha "
+            "StaticCapacity feature) is not modelled: Joiner provisions this pool for pending "
+            "pods like any other and keeps no fixed node count"
+        )
+
+
+def _nodeoverlay(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    """``karpenter.sh/v1alpha1`` NodeOverlay (alpha, behind Karpenter's ``NodeOverlay``
+    feature gate): accepted and not modelled, with a warning naming what it would change."""
+    spec = doc.get("spec")
+    fields = sorted(spec) if isinstance(spec, dict) else []
+    out.warnings.append(
+        f"{file}: {obj}: NodeOverlay is not modelled ({', '.join('spec.' + f for f in fields)}"
+        " have no effect): instance-type prices and capacities stay as the catalog gives them"
+    )
 
 
 def _nodepool_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
@@ -152,9 +173,20 @@ def _awsnodetemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet)
     )
 
 
+def _note_unmodelled(
+    spec: m.PodSpec, base: str, file: str, obj: str, out: ManifestSet, *, template: bool = True
+) -> None:
+    found = unmodelled.unmodelled_fields(spec)
+    if template and spec.nodeName:
+        found.append(("nodeName", unmodelled.TEMPLATE_NODE_NAME))
+    for name, why in found:
+        out.unmodelled.setdefault((f"{base}.{name}", why), []).append(f"{file}: {obj}")
+
+
 def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job]) -> _Handler:
     def handle(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
         parsed = _validate(model, doc, file, obj)
+        _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
         w = convert.workload(parsed, file)
         owners = {r.kind for r in parsed.metadata.ownerReferences}
         if owners & {"Deployment", "CronJob"}:
@@ -166,15 +198,22 @@ def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | 
 
 
 def _cronjob(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.cronjobs.append(convert.cronjob(_validate(m.CronJob, doc, file, obj), file))
+    parsed = _validate(m.CronJob, doc, file, obj)
+    base = "spec.jobTemplate.spec.template.spec"
+    _note_unmodelled(parsed.spec.jobTemplate.spec.template.spec, base, file, obj, out)
+    out.cronjobs.append(convert.cronjob(parsed, file))
 
 
 def _daemonset(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.daemonsets.append(convert.daemonset(_validate(m.DaemonSet, doc, file, obj), file))
+    parsed = _validate(m.DaemonSet, doc, file, obj)
+    _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
+    out.daemonsets.append(convert.daemonset(parsed, file))
 
 
 def _pod(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.pods.append(convert.pod(_validate(m.Pod, doc, file, obj), file))
+    parsed = _validate(m.Pod, doc, file, obj)
+    _note_unmodelled(parsed.spec, "spec", file, obj, out, template=False)
+    out.pods.append(convert.pod(parsed, file))
 
 
 def _pdb(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
@@ -201,10 +240,16 @@ def _namespace(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> No
     out.namespaces.append(_validate(m.Namespace, doc, file, obj).metadata.name)
 
 
+def _runtimeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    parsed = _validate(runtimeclass.RuntimeClassModel, doc, file, obj)
+    out.runtimeclasses.append(runtimeclass.runtimeclass(parsed, file))
+
+
 #: (apiVersion, kind) -> handler.
 HANDLERS: dict[tuple[str, str], _Handler] = {
     ("karpenter.sh/v1", "NodePool"): _nodepool,
     ("karpenter.sh/v1beta1", "NodePool"): _nodepool_v1beta1,
+    ("karpenter.sh/v1alpha1", "NodeOverlay"): _nodeoverlay,
     ("karpenter.sh/v1alpha5", "Provisioner"): _provisioner,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): _ec2nodeclass,
     ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): _ec2nodeclass_v1beta1,
@@ -225,6 +270,7 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("v1", "PersistentVolume"): _pv,
     ("v1", "Namespace"): _namespace,
     ("storage.k8s.io/v1", "StorageClass"): _storageclass,
+    ("node.k8s.io/v1", "RuntimeClass"): _runtimeclass,
 }
 
 #: Karpenter kinds a cluster dump holds that Joiner derives itself: skipped with a warning.
@@ -413,6 +459,8 @@ def _check_references(out: ManifestSet) -> None:
                 field="spec.template.spec.nodeClassRef.kind",
             )
     _merge_pool_kubelet(out)
+    runtimeclass.apply_all(out, out.runtimeclasses)
+    out.warnings += unmodelled.grouped_warnings(out.unmodelled)
 
 
 def load_documents(docs: Iterable[Any], name: str) -> ManifestSet:

@@ -536,11 +536,18 @@ class PVCVolumeSource(Strict):
     readOnly: bool = False
 
 
+class EmptyDirVolumeSource(Model):
+    medium: str = ""
+
+
 class Volume(Model):
-    """A pod volume; only ``persistentVolumeClaim`` matters to scheduling."""
+    """A pod volume: ``persistentVolumeClaim`` matters to scheduling; ``emptyDir`` (not in
+    memory) and ``hostPath`` are local storage to Cluster Autoscaler's scale-down."""
 
     name: str = Field(min_length=1)
     persistentVolumeClaim: PVCVolumeSource | None = None
+    emptyDir: EmptyDirVolumeSource | None = None
+    hostPath: Any = None
 
 
 class PodSpec(Strict):

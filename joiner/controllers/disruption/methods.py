@@ -161,7 +161,7 @@ def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
         for node in state.nodes.values()
         if node.deleting and node.deleted_at_s is None and node.nodeclaim not in names
         for p in state.pods_on(node.name)
-        if not p.daemon
+        if not p.daemon and p.terminating_until_s is None
     ]
     pods = [
         *state.pending_pods(),
@@ -246,7 +246,14 @@ def _min_values_short(types: Sequence[InstanceType], reqs: Requirements) -> str 
     for key, r in sorted(reqs.items()):
         if r.min_values is None:
             continue
-        distinct = {v for it in types if (v := it.label(key)) is not None and r.has(v)}
+        # Karpenter InstanceTypes.SatisfiesMinValues: every value of each type's requirement
+        # (a type offered as spot and on-demand, or in three zones, has several).
+        distinct = {
+            v
+            for it in types
+            if (tr := it.requirements.get(key)) is not None and not tr.complement
+            for v in tr.values
+        }
         if len(distinct) < r.min_values:
             return f"{key} has {len(distinct)} values among cheaper types, minValues {r.min_values}"
     return None
@@ -305,12 +312,49 @@ def consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> C
     return got
 
 
+def _on_demand_base_short(
+    ctx: Context,
+    cands: Sequence[Candidate],
+    replacement_pool: str | None,
+    replacement_on_demand: bool = False,
+) -> str | None:
+    """The NodePool whose ``joiner.dev/on-demand-base`` removing ``cands`` (and adding one
+    node of ``replacement_pool``, on-demand or not, if any) would break, or None. Joiner's
+    own setting: consolidation keeps the base as the provisioner does at launch."""
+    for pool in {c.pool.name: c.pool for c in cands}.values():
+        if pool.on_demand_base is None:
+            continue
+        live = [c for c in ctx.state.live_nodeclaims() if c.nodepool == pool.name]
+        on_demand = sum(
+            1
+            for c in live
+            if c.instance is not None
+            and c.instance.offering.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND
+        )
+        gone = [c for c in cands if c.pool.name == pool.name]
+        gone_od = sum(1 for c in gone if c.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND)
+        if not gone_od:
+            continue
+        added = 1 if replacement_pool == pool.name else 0
+        added_od = added if replacement_on_demand else 0
+        total = len(live) - len(gone) + added
+        if on_demand - gone_od + added_od < pool.on_demand_nodes_wanted(total):
+            return pool.name
+    return None
+
+
 def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> Command | str:
     sim = simulate(ctx, candidates)
     if sim.failure is not None:
         return sim.failure
     cands = list(candidates)
     if not sim.new_claims:
+        base = _on_demand_base_short(ctx, cands, None)
+        if base is not None:
+            return (
+                f"NodePool {base}'s on-demand base ({labels.ON_DEMAND_BASE}) needs its "
+                "on-demand nodes; deleting them would leave fewer"
+            )
         return Command(method, UNDERUTILIZED, cands, placements=sim.placements)
     if len(sim.new_claims) > 1:
         return (
@@ -320,6 +364,17 @@ def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> 
     new = sim.new_claims[0]
     candidate_price = sum(c.price_per_hour for c in cands)
     cts = capacity_types(new.instance_types, new.requirements)
+    base = _on_demand_base_short(ctx, cands, new.nodepool)
+    if base is not None:
+        # Only an on-demand replacement in that pool keeps the base.
+        if labels.CAPACITY_TYPE_ON_DEMAND not in cts or _on_demand_base_short(
+            ctx, cands, new.nodepool, replacement_on_demand=True
+        ):
+            return (
+                f"NodePool {base}'s on-demand base ({labels.ON_DEMAND_BASE}) needs its "
+                "on-demand nodes; the replacement could not be on-demand"
+            )
+        cts = {labels.CAPACITY_TYPE_ON_DEMAND}
     all_spot = all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
     if all_spot and labels.CAPACITY_TYPE_SPOT in cts:
         return _spot_to_spot(ctx, cands, new, candidate_price, method, sim)

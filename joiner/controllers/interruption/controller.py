@@ -7,13 +7,18 @@ Event sequences (``settings`` decide which apply):
   marked for deletion, so its pods count as demand at once and the provisioner launches
   their replacement elsewhere; the drain starts at the same time and must finish before the
   reclaim. (Karpenter's behaviour.)
-* Rebalance recommendation, with ``rebalance_draining``: make before break. Mark the pool
-  unavailable, cordon, count the pods as demand (the replacement launches now), and start
-  the drain once the pods fit on Ready capacity elsewhere, or when the 2-minute warning
-  comes, whichever is first. With only ``rebalance_monitoring``: cordon. Otherwise
-  (Karpenter): record it and do nothing.
+* Rebalance recommendation, with Joiner's ``rebalance_replacement``: make before break. Mark
+  the pool unavailable, cordon, count the pods as demand (the replacement launches now), and
+  start the drain once the pods fit on Ready capacity elsewhere, or when the 2-minute warning
+  comes, whichever is first. With NTH's ``enableRebalanceDraining``: cordon and drain now,
+  as NTH does (it launches nothing; the evicted pods are pending like any other). With only
+  ``enableRebalanceMonitoring``: cordon. Otherwise (Karpenter): record it and do nothing.
 * Scheduled change (``scheduled_draining``) and an ending state change: cordon, count as
   demand, drain now.
+
+NTH's ``cordonOnly`` turns every drain into a cordon (the pods stay until the instance goes)
+and ``dryRun`` leaves nodes alone (aws-node-termination-handler ``cmd/node-termination-
+handler.go``: ``drainOrCordonIfNecessary``).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from joiner.cloudprovider.events import (
     CloudEvent,
 )
 from joiner.controllers.interruption.settings import InterruptionSettings
-from joiner.controllers.termination.controller import Terminator, cordon
+from joiner.controllers.termination.controller import DISRUPTED_TAINT, Terminator, cordon
 from joiner.scheduling import Scheduler, SchedulingInput
 from joiner.state.cluster import ClusterState, Node, NodeClaim
 from joiner.state.snapshot import pod_requests, ready_nodes
@@ -105,21 +110,20 @@ class InterruptionController:
                 else:
                     node.deadline_s = self._clock.now() + NOTICE_S
                     if self.settings.spot_draining:
-                        self._disrupt(node, "spot interruption warning", drain=True)
+                        self._drain_or_cordon(node, "spot interruption warning")
             elif event.kind == REBALANCE_RECOMMENDATION:
                 self._timeline.record(timeline.REBALANCE, node=name)
                 if node is None or not self.settings.selects(node.labels):
                     continue
-                if self.settings.rebalance_draining:
+                if self.settings.rebalance_replacement:
                     self._mark_pool(claim)
                     self._disrupt(node, "rebalance recommendation", drain=False)
                     self._awaiting.add(node.name)
                     self.node_ready()
-                elif self.settings.rebalance_monitoring:
-                    cordon(node)
-                    self._timeline.record(
-                        timeline.CORDON, node=node.name, detail="rebalance recommendation"
-                    )
+                elif self.settings.rebalance_draining:
+                    self._drain_or_cordon(node, "rebalance recommendation")
+                elif self.settings.rebalance_monitoring and not self.settings.dry_run:
+                    self._cordon(node, "rebalance recommendation")
             elif event.kind == SCHEDULED_CHANGE:
                 self._timeline.record(timeline.SCHEDULED_CHANGE, node=name)
                 if not self.settings.scheduled_draining:
@@ -128,7 +132,7 @@ class InterruptionController:
                     self._terminator.delete_unregistered(claim, "scheduled change")
                     self._trigger()
                 else:
-                    self._disrupt(node, "scheduled change", drain=True)
+                    self._drain_or_cordon(node, "scheduled change")
             elif event.kind == STATE_CHANGE:
                 self._timeline.record(timeline.STATE_CHANGE, node=name, detail=event.state or "")
                 # stopping, stopped, shutting-down and terminated all delete the NodeClaim
@@ -147,6 +151,21 @@ class InterruptionController:
             self._offerings.mark_unavailable(
                 inst.instance_type.name, inst.offering.zone, inst.offering.capacity_type
             )
+
+    def _cordon(self, node: Node, reason: str) -> None:
+        """Cordon only: no new pod lands there, the running ones stay."""
+        if DISRUPTED_TAINT not in node.taints:
+            cordon(node)
+            self._timeline.record(timeline.CORDON, node=node.name, detail=reason)
+
+    def _drain_or_cordon(self, node: Node, reason: str) -> None:
+        """Drain, or only cordon under NTH's ``cordonOnly``; nothing under ``dryRun``."""
+        if self.settings.dry_run:
+            return
+        if self.settings.cordon_only:
+            self._cordon(node, reason)
+            return
+        self._disrupt(node, reason, drain=True)
 
     def _disrupt(self, node: Node, reason: str, *, drain: bool) -> None:
         if not node.deleting:

@@ -95,6 +95,8 @@ class Lifecycle:
             capacity=dict(it.capacity),
             allocatable=dict(it.allocatable),
             created_at_s=self._clock.now(),
+            # The template's annotations go on the node (as Karpenter's and an ASG's do).
+            scale_down_disabled=dict(pool.annotations).get(labels.CA_SCALE_DOWN_DISABLED) == "true",
         )
         self._state.nodes[node_name] = node
         claim.node_name = node_name

@@ -86,7 +86,8 @@ class Provisioner:
             for node in self._state.nodes.values()
             if node.deleting and node.deleted_at_s is None
             for p in self._state.pods_on(node.name)
-            if not p.daemon
+            # A pod shutting down after its eviction already has its replacement.
+            if not p.daemon and p.terminating_until_s is None
         }
         pending = pending + [
             self._state.pods[uid] for uid in sorted(moving, key=lambda u: self._state.pods[u].order)

@@ -9,7 +9,13 @@ needs:
    annotated ``karpenter.sh/do-not-disrupt`` is waited for. Nothing is forced before the
    node's deadline; at the deadline (a Spot reclaim) the cloud takes the node and whatever
    still runs there is lost.
-3. When only DaemonSet pods remain, the instance is deleted (``CloudProvider.delete``; a
+3. An evicted pod shuts down for ``PodTemplate.shutdown_s`` (its preStop hooks within
+   ``terminationGracePeriodSeconds``; kubelet ``killContainer``) and is gone then; its
+   controller makes the replacement at once (a ReplicaSet does not count terminating
+   pods). The drain waits for it; if the node goes first (a Spot reclaim), the pod is cut
+   short and counts as lost. Karpenter's own drain waits the same way (``node/termination``
+   ``Drain``: a node is drained when its evicted pods are gone).
+4. When only DaemonSet pods remain, the instance is deleted (``CloudProvider.delete``; a
    ``NodeClaimNotFoundError`` means it is already gone) and the node and NodeClaim with it.
 
 Transitions per node: draining -> drained -> terminated. ``on_evicted`` hears of each
@@ -101,10 +107,12 @@ class Terminator:
         node = self._state.nodes.get(node_name)
         if node is None or node.deleted_at_s is not None:
             return
-        workload = [p for p in self._state.pods_on(node_name) if not p.daemon]
+        running = [p for p in self._state.pods_on(node_name) if not p.daemon]
+        stopping = [p for p in running if p.terminating_until_s is not None]
+        workload = [p for p in running if p.terminating_until_s is None]
         # Tiers: critical pods (system-*-critical) only once the others are gone.
         remaining = [p for p in workload if not p.template.critical] or workload
-        waiting = len(remaining) < len(workload)
+        waiting = len(remaining) < len(workload) or bool(stopping)
         for pod in remaining:
             if pod.blocks_disruption(self._clock.now()):
                 waiting = True
@@ -141,18 +149,33 @@ class Terminator:
                 )
             return False
         now = self._clock.now()
-        pod.deleted_at_s = now
         pod.evicted = True
-        self._state.pod_event(pod, now)
+        shutdown = 0.0 if forced else pod.template.shutdown_s
+        if shutdown > 0:
+            pod.terminating_until_s = now + shutdown
+            self._clock.after(shutdown, lambda: self._stopped(pod), label="pod-shutdown")
+        else:
+            pod.deleted_at_s = now
+            self._state.pod_event(pod, now)
         self._timeline.record(
             timeline.EVICTION,
             node=node_name,
             pod=f"{pod.namespace}/{pod.name}",
-            detail="terminationGracePeriod reached" if forced else "",
+            detail="terminationGracePeriod reached"
+            if forced
+            else (f"shutting down for {shutdown:g} s" if shutdown > 0 else ""),
         )
         for listener in self.on_evicted:
             listener(pod)
         return True
+
+    def _stopped(self, pod: Pod) -> None:
+        """An evicted pod finished its shutdown (unless its node went first)."""
+        if pod.deleted_at_s is not None:
+            return
+        now = self._clock.now()
+        pod.deleted_at_s = now
+        self._state.pod_event(pod, now)
 
     def delete_unregistered(self, claim: NodeClaim, reason: str) -> None:
         """A NodeClaim whose node never registered: nothing to drain, delete the instance."""

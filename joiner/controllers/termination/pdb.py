@@ -38,14 +38,22 @@ def _matches(selector: Requirements, pod_labels: tuple[tuple[str, str], ...]) ->
 
 
 def _members(state: ClusterState, pdb: PodDisruptionBudget) -> list[Pod]:
-    return [p for p in state.live_pods() if selects(pdb, p)]
+    # Terminating pods are neither expected nor healthy (their replacement is).
+    return [p for p in state.live_pods() if p.terminating_until_s is None and selects(pdb, p)]
 
 
 def _healthy(state: ClusterState, pods: list[Pod]) -> int:
     count = 0
     for p in pods:
         node = state.nodes.get(p.node_name) if p.node_name else None
-        if node is not None and node.ready and node.deleted_at_s is None:
+        # A terminating pod is not healthy (the disruption controller skips pods with a
+        # deletionTimestamp).
+        if (
+            node is not None
+            and node.ready
+            and node.deleted_at_s is None
+            and p.terminating_until_s is None
+        ):
             count += 1
     return count
 

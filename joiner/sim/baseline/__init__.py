@@ -46,7 +46,12 @@ def build_autoscaler(
     """
     specs: tuple[NodeGroupSpec, ...] | list[NodeGroupSpec] = settings.node_groups
     if not specs:
-        specs = derive_groups(state.nodepools, cloud, max_size=settings.derived_max_size)
+        specs = derive_groups(
+            state.nodepools,
+            cloud,
+            max_size=settings.derived_max_size,
+            derivation=settings.derived_groups,
+        )
     groups: list[NodeGroup] = []
     for i, spec in enumerate(specs):
         pool = state.nodepools[spec.nodepool]

@@ -11,7 +11,9 @@ timer is due:
    minus Ready, as template nodes) are packed onto new template nodes of each group not in
    backoff, with ``joiner.scheduling.Scheduler`` (CA's binpacking estimator over the real
    predicates); the expander picks one option and that group's desired capacity grows by the
-   estimate (one group per scan, as CA does without balance-similar-node-groups).
+   estimate; with ``--balance-similar-node-groups`` the estimate is split across the groups
+   similar to the chosen one that could take the pods, smallest first (CA
+   ``nodegroupset.BalanceScaleUpBetweenGroups``).
 3. **Scale-down**, only when there was no scale-up in this scan. A Ready node whose
    ``max(cpu, memory)`` requests over allocatable (DaemonSet pods included) is under the
    threshold is *unneeded*; after ``scale_down_unneeded_time_s``, and not within the
@@ -19,6 +21,12 @@ timer is due:
    ``max_empty_bulk_delete``) and non-empty ones one at a time, when every pod is replicated,
    fits elsewhere (simulated) and its PodDisruptionBudgets allow the eviction. A removed
    node is drained through the Eviction API and its group's desired capacity decremented.
+   CA's drain rules (``utils/drain``, ``simulator/drain.go``) block a node with a pod
+   annotated ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``, a kube-system pod
+   without a PDB (``--skip-nodes-with-system-pods``), a pod with local storage
+   (``--skip-nodes-with-local-storage``) or a bare pod, unless the pod is annotated
+   ``safe-to-evict: "true"``; a node annotated
+   ``cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`` is never removed.
 
 The ASG model: a desired capacity above the live instances starts launch activities, each
 launching ``asg_launch_delay`` (60-120 s) later into the zone with the fewest of the group's
@@ -355,18 +363,43 @@ class ClusterAutoscaler:
                     p.unschedulable_reason = "no node group can take this pod (Cluster Autoscaler)"
             return False
         best = self._expand(options)
-        g = best.group
         self.stats.scale_ups += 1
         self.stats.nodes_requested += best.nodes
         self._last_scale_up_s = now
-        self._timeline.record(
-            SCALE_UP,
-            node=g.name,
-            detail=f"+{best.nodes} for {len(best.pods)} pod(s)",
-        )
-        log.info("scale-up group=%s nodes=%d pods=%d", g.name, best.nodes, len(best.pods))
-        self._set_desired(g, g.desired + best.nodes)
+        for g, nodes in self._balance(best, options):
+            self._timeline.record(
+                SCALE_UP,
+                node=g.name,
+                detail=f"+{nodes} for {len(best.pods)} pod(s)",
+            )
+            log.info("scale-up group=%s nodes=%d pods=%d", g.name, nodes, len(best.pods))
+            self._set_desired(g, g.desired + nodes)
         return True
+
+    def _balance(self, best: Option, options: list[Option]) -> list[tuple[NodeGroup, int]]:
+        """CA ``--balance-similar-node-groups``: the groups similar to the chosen one
+        (``nodegroupset.IsCloudProviderNodeInfoSimilar``: same template capacity, memory
+        within 1.5 %, allocatable within 5 %, labels equal but zone and hostname, same
+        taints) that could take the same pods share the new nodes, each added to the
+        currently smallest group (``BalanceScaleUpBetweenGroups``)."""
+        if not self.settings.balance_similar_node_groups:
+            return [(best.group, best.nodes)]
+        pods = set(best.pods)
+        similar = [best.group] + [
+            o.group
+            for o in options
+            if o.group is not best.group and pods <= set(o.pods) and _similar(o.group, best.group)
+        ]
+        if len(similar) == 1:
+            return [(best.group, best.nodes)]
+        added = {g.name: 0 for g in similar}
+        for _ in range(best.nodes):
+            room = [g for g in similar if g.desired + added[g.name] < g.spec.max_size]
+            if not room:
+                break
+            g = min(room, key=lambda g: (g.desired + added[g.name], g.name))
+            added[g.name] += 1
+        return [(g, added[g.name]) for g in similar if added[g.name]]
 
     def _expand(self, options: list[Option]) -> Option:
         """Apply the expander chain; the last tie is broken by the seeded RNG."""
@@ -618,7 +651,13 @@ class ClusterAutoscaler:
         for g in self.groups:
             for m in g.members:
                 node = self._node(m)
-                if node is None or not node.ready or node.deleting or m in g.at_risk:
+                if (
+                    node is None
+                    or not node.ready
+                    or node.deleting
+                    or m in g.at_risk
+                    or node.scale_down_disabled
+                ):
                     self._unneeded.pop(m, None)
                     continue
                 pods = self._state.pods_on(node.name)
@@ -674,10 +713,31 @@ class ClusterAutoscaler:
                 )
                 return
 
+    def _blocks(self, pod: Pod) -> str | None:
+        """Why CA's drain rules keep ``pod``'s node (``utils/drain.GetPodsForDeletionOnNodeDrain``),
+        or None."""
+        t = pod.template
+        if t.ca_safe_to_evict is False:
+            return "safe-to-evict: false"
+        if t.ca_safe_to_evict:
+            return None
+        if not self.replicated(pod):
+            return "not replicated"
+        s = self.settings
+        if (
+            s.skip_nodes_with_system_pods
+            and pod.namespace == "kube-system"
+            and not any(selects(pdb, pod) for pdb in self._state.pdbs)
+        ):
+            return "kube-system pod without a PodDisruptionBudget"
+        if s.skip_nodes_with_local_storage and t.local_volumes:
+            return "local storage"
+        return None
+
     def _movable(self, node: Node, pods: list[Pod]) -> bool:
-        """Every pod is replicated, its budgets allow the eviction, and it fits on another
-        Ready node (CA's drain simulation)."""
-        if not all(self.replicated(p) for p in pods):
+        """No pod is blocked by CA's drain rules (``_blocks``), the budgets allow the
+        evictions, and every pod fits on another Ready node (CA's drain simulation)."""
+        if any(self._blocks(p) is not None for p in pods):
             return False
         budgets: dict[int, int] = {}
         for p in pods:
@@ -710,6 +770,46 @@ class ClusterAutoscaler:
         node.deleting = True
         cordon(node)
         self._terminator.drain(node, "cluster-autoscaler scale-down")
+
+
+#: Labels CA ignores when comparing node groups (``nodegroupset`` BasicIgnoredLabels and
+#: the AWS processor's additions).
+_IGNORED_LABELS = frozenset(
+    {
+        labels.HOSTNAME,
+        labels.ZONE,
+        labels.ZONE_ID,
+        labels.REGION,
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "topology.ebs.csi.aws.com/zone",
+        "alpha.eksctl.io/instance-id",
+        "alpha.eksctl.io/nodegroup-name",
+        "eks.amazonaws.com/nodegroup",
+        "k8s.amazonaws.com/eniConfig",
+        "lifecycle",
+    }
+)
+
+
+def _similar(a: NodeGroup, b: NodeGroup) -> bool:
+    """CA ``IsCloudProviderNodeInfoSimilar`` over the template nodes."""
+    ca, cb = a.template.capacity, b.template.capacity
+    aa, ab = a.template.allocatable, b.template.allocatable
+    for res in set(ca) | set(cb):
+        x, y = ca.get(res, 0), cb.get(res, 0)
+        if res == quantity.MEMORY:
+            if abs(x - y) > 0.015 * max(x, y):
+                return False
+        elif x != y:
+            return False
+    for res in (quantity.CPU, quantity.MEMORY):
+        x, y = aa.get(res, 0), ab.get(res, 0)
+        if abs(x - y) > 0.05 * max(x, y, 1):
+            return False
+    la = {k: v for k, v in a.template_labels().items() if k not in _IGNORED_LABELS}
+    lb = {k: v for k, v in b.template_labels().items() if k not in _IGNORED_LABELS}
+    return la == lb and a.pool.taints == b.pool.taints
 
 
 _EXPANDERS: dict[str, Callable[[ClusterAutoscaler, list[Option]], list[Option]]] = {

@@ -1,13 +1,21 @@
 """Node groups for the baseline: derived from the NodePools, or declared in the scenario.
 
-Derived groups match what Joiner may launch: for each NodePool (by name), each instance type
-its NodeClass offers that the pool's requirements allow, and each capacity type the pool
-allows with an offering of that type, one single-type Auto Scaling group over the zones the
-pool and its NodeClass's subnets allow: ``<pool>-<type>-<spot|od>``.
+The default derivation (``shape``) is what AWS's Cluster Autoscaler guidance recommends
+(EKS Best Practices, "Cluster Autoscaler": Spot section; CA ``cloudprovider/aws/README.md``
+"Using Mixed Instances Policies and Spot Instances"): for each NodePool, its launchable
+instance types are grouped by shape (architecture, vCPUs, memory, GPUs: CA builds one
+template node per group from the first override, so every override must have the same
+vCPU and memory), and each shape becomes two Auto Scaling groups with a
+MixedInstancesPolicy over those types: a Spot group (``OnDemandPercentageAboveBaseCapacity``
+0) and an on-demand group (100), over the zones the pool and its NodeClass allow:
+``<pool>-<arch>-<cpu>cpu-<mem>gib-<spot|on-demand>``. At most ``MAX_OVERRIDES`` types per
+group (the policy's overrides limit), cheapest on-demand first. ``instance-type`` is the
+older single-type derivation (``<pool>-<type>-<spot|od>``), kept for comparison.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from joiner.api import labels
@@ -16,25 +24,123 @@ from joiner.api.requirements import Requirement
 from joiner.cloudprovider.types import CloudProvider, InstanceType, NodeClassNotReadyError
 from joiner.sim.baseline.settings import NodeGroupSpec
 
+#: Launch-template overrides a MixedInstancesPolicy may list.
+MAX_OVERRIDES = 40
 
-def derive_groups(
-    nodepools: dict[str, NodePool], cloud: CloudProvider, *, max_size: int
-) -> list[NodeGroupSpec]:
-    """One group per (NodePool, allowed instance type, allowed capacity type), spot first.
+#: Derivations of groups from NodePools (``spec.clusterAutoscaler.derivedGroups``).
+DERIVATIONS = ("shape", "instance-type")
 
-    NodePools whose NodeClass does not resolve contribute nothing (Joiner skips them too).
-    """
-    out: list[NodeGroupSpec] = []
+
+def _shape(it: InstanceType) -> tuple[str, int, int, int]:
+    """(arch, vCPUs, memory MiB, GPUs): types of one shape share CA's template node."""
+
+    def num(key: str) -> int:
+        value = it.label(key)
+        return int(value) if value is not None and value.isdigit() else 0
+
+    return (
+        it.label(labels.ARCH) or "",
+        num(labels.INSTANCE_CPU),
+        num(labels.INSTANCE_MEMORY),
+        num(labels.INSTANCE_GPU_COUNT),
+    )
+
+
+def _shape_name(shape: tuple[str, int, int, int]) -> str:
+    arch, cpu, mem, gpu = shape
+    name = f"{arch}-{cpu}cpu-{mem / 1024:g}gib"
+    return f"{name}-{gpu}gpu" if gpu else name
+
+
+def _on_demand_price(it: InstanceType) -> float:
+    prices = [o.price_per_hour for o in it.offerings if o.capacity_type == "on-demand"]
+    return min(prices) if prices else float("inf")
+
+
+def _pools(
+    nodepools: dict[str, NodePool], cloud: CloudProvider
+) -> Iterator[tuple[str, NodePool, list[InstanceType]]]:
+    """Each NodePool (by name) whose NodeClass resolves and that can launch at all, with the
+    instance types its requirements allow."""
     for name in sorted(nodepools):
         pool = nodepools[name]
         try:
             types = cloud.get_instance_types(pool.node_class_ref.name)
         except NodeClassNotReadyError:
             continue
+        if pool.own_label_conflict() is None:
+            yield (
+                name,
+                pool,
+                [it for it in types if it.requirements.intersects(pool.requirements) is None],
+            )
+
+
+def derive_groups(
+    nodepools: dict[str, NodePool],
+    cloud: CloudProvider,
+    *,
+    max_size: int,
+    derivation: str = "shape",
+) -> list[NodeGroupSpec]:
+    """The node groups AWS's guidance sets up for these NodePools (module docstring): per
+    pool and shape, a Spot and an on-demand MixedInstancesPolicy group (``shape``), or one
+    group per type and capacity type (``instance-type``). Spot groups come first.
+
+    NodePools whose NodeClass does not resolve contribute nothing (Joiner skips them too).
+    """
+    if derivation == "instance-type":
+        return _per_type_groups(nodepools, cloud, max_size=max_size)
+    out: list[NodeGroupSpec] = []
+    for name, pool, types in _pools(nodepools, cloud):
+        allowed_ct = pool.requirements.get_or_exists(labels.CAPACITY_TYPE)
+        shapes: dict[tuple[str, int, int, int], list[InstanceType]] = {}
+        for it in types:
+            shapes.setdefault(_shape(it), []).append(it)
+        for shape in sorted(shapes):
+            members = sorted(shapes[shape], key=lambda t: (_on_demand_price(t), t.name))
+            for ct, pct in (("spot", 0), ("on-demand", 100)):
+                if not allowed_ct.has(ct):
+                    continue
+                offered = [
+                    it
+                    for it in members
+                    if any(
+                        o.capacity_type == ct and o.compatible(pool.requirements)
+                        for o in it.offerings
+                    )
+                ][:MAX_OVERRIDES]
+                if not offered:
+                    continue
+                zones = sorted(
+                    {
+                        o.zone
+                        for it in offered
+                        for o in it.offerings
+                        if o.capacity_type == ct and o.compatible(pool.requirements)
+                    }
+                )
+                out.append(
+                    NodeGroupSpec(
+                        name=f"{name}-{_shape_name(shape)}-{ct}",
+                        nodepool=name,
+                        instance_types=tuple(it.name for it in offered),
+                        on_demand_percentage=pct,
+                        max_size=max_size,
+                        zones=tuple(zones),
+                    )
+                )
+    return out
+
+
+def _per_type_groups(
+    nodepools: dict[str, NodePool], cloud: CloudProvider, *, max_size: int
+) -> list[NodeGroupSpec]:
+    """One group per (NodePool, allowed instance type, allowed capacity type), spot first."""
+    out: list[NodeGroupSpec] = []
+    for name, pool, types in _pools(nodepools, cloud):
         allowed_ct = pool.requirements.get_or_exists(labels.CAPACITY_TYPE)
         for it in sorted(types, key=lambda t: t.name):
-            if it.requirements.intersects(pool.requirements) is not None:
-                continue
             for ct, suffix, pct in (("spot", "spot", 0), ("on-demand", "od", 100)):
                 if not allowed_ct.has(ct):
                     continue
