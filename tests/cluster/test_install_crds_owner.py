@@ -47,6 +47,22 @@ def test_owner_names() -> None:
     assert foreign_owner(ours) is None
 
 
+def test_crds_from_joiners_own_chart_are_accepted_others_from_helm_refused() -> None:
+    """Helm installs a chart's crds/ files as field manager ``helm`` with no release
+    annotations; Joiner's carry ``app.kubernetes.io/part-of: joiner`` and are its own."""
+    helm_fields = [ManagedFieldsEntry(manager="helm", operation="Update")]
+    chart = _crd(
+        "nodepools.karpenter.sh",
+        labels={"app.kubernetes.io/part-of": "joiner"},
+        managedFields=helm_fields,
+    )
+    assert foreign_owner(chart) is None
+    client = _FakeClient({"nodepools.karpenter.sh": chart})
+    assert len(apply_crds(client)) == 3
+    karpenters = _crd("nodepools.karpenter.sh", managedFields=helm_fields)
+    assert foreign_owner(karpenters) == "field manager helm"
+
+
 class _FakeClient:
     def __init__(self, existing: dict[str, Any]) -> None:
         self.existing = existing

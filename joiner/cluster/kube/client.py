@@ -243,6 +243,9 @@ def list_documents(
     return docs, warnings
 
 
+#: The label every CRD Joiner ships carries (deploy/crds, the chart's crds/).
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+
 #: Field managers that are the API server's own bookkeeping, not an installer.
 _SERVER_MANAGERS = frozenset({"kube-apiserver", "kube-controller-manager"})
 
@@ -254,8 +257,14 @@ def foreign_owner(crd: Any) -> str | None:
     ``-namespace`` annotations Helm 3 sets, or ``app.kubernetes.io/managed-by``); any other
     installer by its field manager (``managedFields`` entries on the object itself, not its
     status, from a manager other than ``joiner``).
+
+    A CRD labelled ``app.kubernetes.io/part-of: joiner`` is Joiner's own, whoever applied
+    it: ``deploy/crds`` and the Helm chart's ``crds/`` carry that label, and Helm installs
+    ``crds/`` files as field manager ``helm`` without release annotations.
     """
     meta = crd.metadata
+    if dict(meta.labels or {}).get(PART_OF_LABEL) == FIELD_MANAGER:
+        return None
     annotations = dict(meta.annotations or {})
     managed_by = dict(meta.labels or {}).get("app.kubernetes.io/managed-by")
     release = annotations.get("meta.helm.sh/release-name")
