@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from joiner.api.errors import InputError
+from joiner.api.grouping import short_form
 
 if TYPE_CHECKING:
     from joiner.api.manifests import ManifestSet
@@ -34,7 +35,11 @@ def fail(exc: InputError) -> NoReturn:
     Raises:
         typer.Exit: always, with code 2.
     """
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    err.print(
+        f"[bold red]error:[/] {printable(str(exc), keep_newlines=True)}",
+        highlight=False,
+        soft_wrap=True,
+    )
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -63,15 +68,74 @@ def check_region(region: str) -> None:
         )
 
 
-def printable(text: str) -> str:
-    """User text made safe for a terminal: markup escaped, control characters replaced."""
-    return escape("".join(ch if ch.isprintable() else "?" for ch in text))
+def region_of(m: ManifestSet, region: str | None) -> str:
+    """The region to plan a cluster in: ``--region`` if given (checked against the catalog
+    and against the cluster's own region), else the one its nodes, NodeClaims and
+    EC2NodeClass status show, else us-east-1.
+
+    Raises:
+        InputError: unknown ``--region``, or one the cluster contradicts (both are named).
+    """
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.cloudprovider.simulated.vpc import cluster_region
+
+    if region is not None:
+        check_region(region)
+    return cluster_region(m, Catalog.load(), region, "--region")
 
 
-def print_warnings(warnings: list[str]) -> None:
-    """Each warning on stderr, prefixed ``warning:``."""
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    """User text made safe for a terminal: markup escaped, control characters (escape
+    sequences included) replaced by ``?``; line breaks kept with ``keep_newlines``."""
+    return escape(
+        "".join(ch if ch.isprintable() or (keep_newlines and ch == "\n") else "?" for ch in text)
+    )
+
+
+def print_warnings(warnings: list[str], *, verbose: bool = False) -> None:
+    """Each warning on stderr, prefixed ``warning:``; a grouped warning names its first few
+    objects unless ``verbose`` (``-v``)."""
     for w in warnings:
-        err.print(f"[bold yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
+        text = w if verbose else short_form(w)
+        err.print(f"[bold yellow]warning:[/] {printable(text)}", highlight=False, soft_wrap=True)
+
+
+def print_table(
+    title: str, columns: list[tuple[str, str]], rows: list[list[str]], *, console: Console = out
+) -> None:
+    """A table whose cells are never cut or folded, at any width.
+
+    ``columns`` are (header, justify) pairs, ``rows`` plain text (escaped here, control
+    characters replaced). When the table fits the console (80 columns when stdout is not a
+    terminal) it is drawn with a header rule; otherwise each row is printed as one
+    ``header: value`` record per line, so no name is ever broken in the middle.
+    """
+    from rich import box
+    from rich.table import Table
+
+    cells = [[printable(c) for c in row] for row in rows]
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, (h, _) in enumerate(columns)]
+    if sum(widths) + 2 * (len(columns) - 1) <= console.width:
+        table = Table(
+            title=printable(title),
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1),
+            collapse_padding=True,
+        )
+        for (header, justify), width in zip(columns, widths, strict=True):
+            table.add_column(header, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+        for row in cells:
+            table.add_row(*row)
+        console.print(table)
+        return
+    console.print(printable(title), highlight=False)
+    for row in cells:
+        console.print(
+            "  " + "; ".join(f"{h}: {c}" for (h, _), c in zip(columns, row, strict=True)),
+            highlight=False,
+        )
 
 
 def cluster_manifests(
@@ -127,7 +191,12 @@ class TableOrJson(StrEnum):
     json = "json"
 
 
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log controller decisions.")]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="List every object a grouped warning names; log decisions."
+    ),
+]
 FeatureGatesOption = Annotated[
     str | None,
     typer.Option(
@@ -148,5 +217,11 @@ KubeconfigOption = Annotated[
         "--kubeconfig", help="Read a live cluster through this kubeconfig instead of files."
     ),
 ]
-RegionOption = Annotated[str, typer.Option(help="Region (ignored for a Scenario).")]
+RegionOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Region (default: the cluster's, from its nodes' labels and providerIDs, else "
+        "us-east-1; ignored for a Scenario)."
+    ),
+]
 OutputOption = Annotated[TableOrJson, typer.Option("--output", "-o")]

@@ -524,9 +524,21 @@ class SimulationRuntime:
     def run(self, progress: Callable[[float], None] | None = None) -> RunResult:
         """Run the scenario to its end and build the summary."""
         warnings = self.warnings()
+        in_flight: list[NodeClaim] = []
         warnings += adopt(
-            self.scenario.manifests, self.state, self.cloud, self.pods, self._by_owner
+            self.scenario.manifests,
+            self.state,
+            self.cloud,
+            self.pods,
+            self._by_owner,
+            on_in_flight=in_flight.append,
         )
+        for claim in in_flight:  # launched before t=0: the kubelet model registers it
+            for listener in self.lifecycle.launch_listeners:
+                listener(claim)
+        for node in [n for _, n in sorted(self.state.nodes.items()) if n.deleting]:
+            # Being deleted in the dump: Karpenter's termination controller drains it.
+            self.clock.at(0.0, partial(self.terminator.drain, node, "deleting"), label="drain")
         for w in warnings:
             log.warning("%s", w)
         for d in self.deployments:

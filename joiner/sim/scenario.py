@@ -30,6 +30,7 @@ from joiner.api.objects import CronJob
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
 from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
+from joiner.cloudprovider.simulated.vpc import cluster_region, status_vpc
 from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
 from joiner.controllers.interruption.settings import REBALANCE_REPLACEMENT, InterruptionSettings
@@ -247,7 +248,11 @@ class SettingsSpec(_Strict):
 class ScenarioSpec(_Strict):
     """What to simulate."""
 
-    region: str = Field(default="us-east-1")
+    region: str | None = Field(
+        default=None,
+        description="AWS region; default: the region the manifests' nodes, NodeClaims and "
+        "EC2NodeClass status show, else us-east-1",
+    )
     duration: str = Field(default="1h", description="Go duration, e.g. 6h or 90m")
     seed: StrictInt = Field(default=0, ge=0, lt=2**63)
     startTime: datetime = Field(
@@ -419,7 +424,7 @@ def load_scenario(
     def fail(message: str, field: str) -> InputError:
         return InputError(message, file=file, obj=obj, field=field)
 
-    if spec.region not in catalog.regions():
+    if spec.region is not None and spec.region not in catalog.regions():
         raise fail(
             f"unknown region {spec.region!r}; known: {', '.join(catalog.regions())}", "spec.region"
         )
@@ -449,10 +454,18 @@ def load_scenario(
             what = "is a directory" if (base / m).is_dir() else "does not exist"
             raise fail(f"manifest file {str(base / m)!r} {what}", f"spec.manifests[{i}]")
     manifests = load_files([base / m for m in spec.manifests])
+    try:
+        region = cluster_region(manifests, catalog, spec.region, "spec.region")
+    except InputError as exc:
+        raise exc.located(file=file, obj=obj) from exc
 
-    zones = dict(catalog.zones(spec.region))
+    zones = dict(catalog.zones(region))
+    status_groups: list[SecurityGroup] = []
     if spec.cloud.subnets is None:
-        subnets = tuple(
+        # A dump's EC2NodeClass status is the cluster's VPC; otherwise one subnet per zone.
+        classes, status_subnets, status_groups = status_vpc(manifests.nodeclasses, catalog, region)
+        manifests.nodeclasses = classes
+        subnets = tuple(status_subnets) or tuple(
             Subnet(id=f"subnet-{z}", zone=z, zone_id=zid, tags=(("Name", z),))
             for z, zid in sorted(zones.items())
         )
@@ -462,7 +475,7 @@ def load_scenario(
         for i, s in enumerate(spec.cloud.subnets):
             if s.zone not in zones:
                 raise fail(
-                    f"zone {s.zone!r} is not in region {spec.region} "
+                    f"zone {s.zone!r} is not in region {region} "
                     f"(zones: {', '.join(sorted(zones))})",
                     f"spec.cloud.subnets[{i}].zone",
                 )
@@ -475,6 +488,7 @@ def load_scenario(
         SecurityGroup(g.id, g.name, tuple(sorted(g.tags.items())))
         for g in (spec.cloud.securityGroups or [])
     )
+    groups += tuple(g for g in status_groups if g.id not in {d.id for d in groups})
 
     def seconds(value: str, where: str) -> float:
         try:
@@ -567,7 +581,7 @@ def load_scenario(
         )
     if spec.compare is not None and len(set(spec.compare)) != len(spec.compare):
         raise fail("each policy may be listed once", "spec.compare")
-    autoscaler = _autoscaler(spec, manifests, subnets, catalog, seconds, fail)
+    autoscaler = _autoscaler(spec, region, manifests, subnets, catalog, seconds, fail)
 
     if check_selectors:
         _check_node_classes(manifests, subnets, groups)
@@ -616,7 +630,7 @@ def load_scenario(
     return Scenario(
         name=doc.metadata.name,
         file=file,
-        region=spec.region,
+        region=region,
         duration_s=duration_s,
         seed=spec.seed,
         manifests=manifests,
@@ -697,6 +711,7 @@ def _hpa(spec: HpaSpec, trace: Trace, start: datetime, seconds: Any, fail: Any, 
 
 def _autoscaler(
     spec: ScenarioSpec,
+    region: str,
     manifests: ManifestSet,
     subnets: tuple[Subnet, ...],
     catalog: Catalog,
@@ -722,7 +737,7 @@ def _autoscaler(
     if not priorities:
         priorities = list(SPOT_FIRST_PRIORITIES)
     zones = {s.zone for s in subnets}
-    offered = set(catalog.offered_types(spec.region))
+    offered = set(catalog.offered_types(region))
     pools = {p.name for p in manifests.nodepools}
     groups = []
     seen: set[str] = set()
@@ -740,7 +755,7 @@ def _autoscaler(
         for j, t in enumerate(g.instanceTypes):
             if t not in offered:
                 raise fail(
-                    f"instance type {t!r} is not offered in {spec.region}",
+                    f"instance type {t!r} is not offered in {region}",
                     f"{where}.instanceTypes[{j}]",
                 )
         for j, z in enumerate(g.zones or []):

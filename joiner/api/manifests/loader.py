@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
+from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import convert, legacy, runtimeclass, unmodelled
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
@@ -36,6 +37,10 @@ class ManifestSet:
     runtimeclasses: list[runtimeclass.RuntimeClass] = field(default_factory=list)
     #: (pod field path, upstream effect) -> objects that set a field Joiner does not model.
     unmodelled: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    #: ``karpenter.sh/v1`` NodeClaims of a cluster dump: launched or in-flight capacity.
+    nodeclaims: list[o.ClusterNodeClaim] = field(default_factory=list)
+    #: Objects of kinds Joiner does not model (``Kind/name``, file), for one grouped warning.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     #: Owned workloads (a ReplicaSet of a Deployment, a Job of a CronJob): loaded for
     #: reference, never run on their own, since their owner creates their pods.
     owned_workloads: list[o.Workload] = field(default_factory=list)
@@ -179,6 +184,9 @@ def _note_unmodelled(
     found = unmodelled.unmodelled_fields(spec)
     if template and spec.nodeName:
         found.append(("nodeName", unmodelled.TEMPLATE_NODE_NAME))
+    if not template:
+        # A Pod's own scheduling gates are modelled: it adds no demand and is left out.
+        found = [(name, why) for name, why in found if name != "schedulingGates"]
     for name, why in found:
         out.unmodelled.setdefault((f"{base}.{name}", why), []).append(f"{file}: {obj}")
 
@@ -236,6 +244,10 @@ def _storageclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) ->
     out.storageclasses.append(convert.storageclass(_validate(m.StorageClass, doc, file, obj), file))
 
 
+def _nodeclaim(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.nodeclaims.append(convert.nodeclaim(_validate(m.NodeClaim, doc, file, obj), file))
+
+
 def _namespace(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     out.namespaces.append(_validate(m.Namespace, doc, file, obj).metadata.name)
 
@@ -250,6 +262,7 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("karpenter.sh/v1", "NodePool"): _nodepool,
     ("karpenter.sh/v1beta1", "NodePool"): _nodepool_v1beta1,
     ("karpenter.sh/v1alpha1", "NodeOverlay"): _nodeoverlay,
+    ("karpenter.sh/v1", "NodeClaim"): _nodeclaim,
     ("karpenter.sh/v1alpha5", "Provisioner"): _provisioner,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): _ec2nodeclass,
     ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): _ec2nodeclass_v1beta1,
@@ -273,9 +286,9 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("node.k8s.io/v1", "RuntimeClass"): _runtimeclass,
 }
 
-#: Karpenter kinds a cluster dump holds that Joiner derives itself: skipped with a warning.
+#: Older Karpenter kinds a cluster dump may hold that Joiner does not read: skipped with a
+#: warning (their nodes are still read as Nodes of their NodePool).
 _DERIVED = {
-    ("karpenter.sh/v1", "NodeClaim"),
     ("karpenter.sh/v1beta1", "NodeClaim"),
     ("karpenter.sh/v1alpha5", "Machine"),
 }
@@ -325,9 +338,7 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
             field="kind",
         )
     if (str(api_version), str(kind)) in _DERIVED:
-        out.warnings.append(
-            f"{file}: {obj}: Joiner keeps its own NodeClaims; this {kind} is skipped"
-        )
+        out.skipped.append((f"{obj} ({api_version})", file))
         return
     if handler is None:
         group = str(api_version).rpartition("/")[0]
@@ -354,9 +365,7 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
                 obj=obj,
                 field="apiVersion",
             )
-        out.warnings.append(
-            f"{file}: {obj} ({api_version}): kind {kind!r} is not used by Joiner; skipped"
-        )
+        out.skipped.append((obj, file))
         return
     try:
         handler(doc, file, obj, out)
@@ -417,7 +426,28 @@ def _merge_pool_kubelet(out: ManifestSet) -> None:
         out.nodeclasses[i] = replace(nc, kubelet=first.kubelet)
 
 
+def _group_skipped(out: ManifestSet) -> None:
+    """One warning for every object of a kind Joiner does not model."""
+    if not out.skipped:
+        return
+    files = sorted({f for _, f in out.skipped})
+    kinds: dict[str, int] = {}
+    for obj, _ in out.skipped:
+        kind = obj.split("/", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    where = f"{files[0]}: " if len(files) == 1 else ""
+    head = (
+        f"{where}{plural(len(out.skipped), 'object')} of kinds Joiner does not model "
+        f"({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}) "
+        f"{'is' if len(out.skipped) == 1 else 'are'} skipped"
+    )
+    items = [obj if len(files) == 1 else f"{obj} ({f})" for obj, f in out.skipped]
+    out.warnings.append(grouped(head, items))
+    out.skipped.clear()
+
+
 def _check_references(out: ManifestSet) -> None:
+    _group_skipped(out)
     _check_unique(out)
     classes = {n.name: n for n in out.nodeclasses}
     for pool in out.nodepools:
