@@ -107,8 +107,8 @@ def print_table(
 
     ``columns`` are (header, justify) pairs, ``rows`` plain text (escaped here, control
     characters replaced). When the table fits the console (80 columns when stdout is not a
-    terminal) it is drawn with a header rule; otherwise each row is printed as one
-    ``header: value`` record per line, so no name is ever broken in the middle.
+    terminal) it is drawn with a header rule; otherwise each row is printed as a record of
+    ``header: value`` lines, so no name is ever broken in the middle.
     """
     from rich import box
     from rich.table import Table
@@ -131,11 +131,11 @@ def print_table(
         console.print(table)
         return
     console.print(printable(title), highlight=False)
-    for row in cells:
-        console.print(
-            "  " + "; ".join(f"{h}: {c}" for (h, _), c in zip(columns, row, strict=True)),
-            highlight=False,
-        )
+    for n, row in enumerate(cells):
+        for i, ((header, _), cell) in enumerate(zip(columns, row, strict=True)):
+            console.print(f"{'-' if i == 0 else ' '} {header}: {cell}", highlight=False)
+        if n + 1 < len(cells):
+            console.print()
 
 
 def cluster_manifests(
@@ -182,6 +182,17 @@ def kwok_types(path: Path | None) -> list[Any] | None:
     from joiner.cloudprovider.kwok import load_instance_types
 
     return list(load_instance_types(path))
+
+
+def check_port(value: int) -> int:
+    """A TCP port option (``--metrics-port``): 0 (any free port) to 65535.
+
+    Raises:
+        typer.BadParameter: out of range (a usage error, exit 2).
+    """
+    if not 0 <= value <= 65535:
+        raise typer.BadParameter(f"{value} is not a port: give 1-65535, or 0 for any free port")
+    return value
 
 
 class TableOrJson(StrEnum):

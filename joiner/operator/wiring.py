@@ -522,7 +522,19 @@ class SimulationRuntime:
         }
 
     def run(self, progress: Callable[[float], None] | None = None) -> RunResult:
-        """Run the scenario to its end and build the summary."""
+        """Run the scenario to its end and build the summary. Log lines (``-v``) carry the
+        simulated time (``[t=1h2m3s]``) while it runs."""
+        stamp = _SimTime(self.clock)
+        handlers = list(logging.getLogger().handlers)
+        for h in handlers:
+            h.addFilter(stamp)
+        try:
+            return self._run(progress)
+        finally:
+            for h in handlers:
+                h.removeFilter(stamp)
+
+    def _run(self, progress: Callable[[float], None] | None) -> RunResult:
         warnings = self.warnings()
         in_flight: list[NodeClaim] = []
         warnings += adopt(
@@ -575,3 +587,17 @@ class SimulationRuntime:
             disruptions=self._disruptions(),
         )
         return RunResult(summary=summary, state=self.state, cloud=self.cloud)
+
+
+class _SimTime(logging.Filter):
+    """Prefixes each log record with the simulated time of the run."""
+
+    def __init__(self, clock: SimClock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not getattr(record, "joiner_sim_time", False):
+            record.msg = f"[t={durations.format_seconds(self._clock.now())}] {record.msg}"
+            record.joiner_sim_time = True
+        return True

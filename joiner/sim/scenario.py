@@ -8,8 +8,8 @@ names (paths relative to the scenario file) and the traces, and checks cross-ref
 
 from __future__ import annotations
 
-import difflib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -23,10 +23,10 @@ from joiner.api import cron, durations
 from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
-from joiner.api.manifests.loader import _model_at
 from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents, read_text
 from joiner.api.objects import CronJob
+from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
 from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
@@ -310,7 +310,7 @@ class CronJobRun:
     """A CronJob with its fire times (seconds of run time) and its pods' run time."""
 
     cronjob: CronJob
-    fire_times_s: tuple[float, ...]
+    fire_times_s: FireTimes
     run_for_s: float
     #: True when ``run_for_s`` is the default (no ``spec.workloads`` entry gave it).
     defaulted: bool = False
@@ -356,10 +356,6 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
-
-
 def is_scenario_file(path: Path) -> bool:
     """True when ``path`` holds a ``kind: Scenario`` document (errors surface on load)."""
     try:
@@ -400,14 +396,7 @@ def load_scenario(
         doc = ScenarioFile.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        msg = "required field is missing" if err["type"] == "missing" else err["msg"]
-        if err["type"] == "extra_forbidden":
-            parent = _model_at(ScenarioFile, tuple(err["loc"][:-1]))
-            known = sorted(parent.model_fields) if parent is not None else []
-            close = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)
-            msg = f"unknown field {err['loc'][-1]!r}" + (
-                f"; did you mean {close[0]!r}?" if close else ""
-            )
+        msg = describe(err, ScenarioFile)
         name = (
             raw.get("metadata", {}).get("name") if isinstance(raw.get("metadata"), dict) else None
         )
@@ -415,7 +404,7 @@ def load_scenario(
             msg,
             file=file,
             obj=f"Scenario/{name}" if name else "Scenario",
-            field=_field_path(err["loc"]),
+            field=field_path(tuple(err["loc"])),
         ) from exc
     obj = f"Scenario/{doc.metadata.name}"
     spec = doc.spec
@@ -651,10 +640,34 @@ def load_scenario(
     )
 
 
-def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> tuple[float, ...]:
-    """Seconds of run time at which ``cj``'s schedule fires (read in its ``spec.timeZone``,
-    default UTC; ``start`` is run time 0),
-    as the CronJob controller computes them (robfig/cron semantics, via croniter).
+@dataclass(frozen=True)
+class FireTimes:
+    """Seconds of run time at which a CronJob's schedule fires, up to ``duration_s``,
+    computed lazily (a per-minute schedule over a year is half a million fires: the
+    simulation asks for the next one only when the previous fired)."""
+
+    schedule: str
+    start: datetime
+    local_start: datetime
+    duration_s: float
+
+    def __iter__(self) -> Iterator[float]:
+        it = croniter(self.schedule, self.local_start - timedelta(microseconds=1))
+        while True:
+            at = (it.get_next(datetime) - self.start).total_seconds()
+            if at > self.duration_s:
+                return
+            yield at
+
+    def __bool__(self) -> bool:
+        """It fires at least once within the run."""
+        return next(iter(self), None) is not None
+
+
+def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> FireTimes:
+    """When ``cj``'s schedule fires (read in its ``spec.timeZone``, default UTC; ``start``
+    is run time 0), as the CronJob controller computes them (robfig/cron semantics, via
+    croniter).
 
     Raises:
         InputError: the schedule is not a cron expression (naming the CronJob's field).
@@ -663,14 +676,8 @@ def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> tuple[float,
         text = cron.check_schedule(cj.schedule, field="spec.schedule")
     except InputError as exc:
         raise exc.located(file=cj.source.file, obj=cj.source.ref) from exc
-    out: list[float] = []
     local = start.astimezone(ZoneInfo(cj.time_zone)) if cj.time_zone else start
-    it = croniter(text, local - timedelta(microseconds=1))
-    while True:
-        at = (it.get_next(datetime) - start).total_seconds()
-        if at > duration_s:
-            return tuple(out)
-        out.append(at)
+    return FireTimes(text, start, local, duration_s)
 
 
 def _find_cronjob(cronjobs: list[CronJob], key: str) -> CronJob | None:

@@ -316,7 +316,7 @@ def test_cli_prints_crds_and_checks_cluster_input(tmp_path: Path) -> None:
     assert kinds == ["NodePool", "NodeClaim", "EC2NodeClass"]
     assert runner.invoke(app, ["plan"]).exit_code == 2
     missing = runner.invoke(app, ["plan", "--kubeconfig", str(tmp_path / "nope")])
-    assert missing.exit_code == 2 and "kubeconfig file not found" in missing.output
+    assert missing.exit_code == 2 and "kubeconfig not found" in missing.output
     assert runner.invoke(app, ["install-crds"]).exit_code == 2
 
 

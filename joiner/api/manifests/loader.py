@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -16,6 +16,7 @@ from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import convert, legacy, runtimeclass, unmodelled
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
+from joiner.api.validation import describe, field_path
 
 
 @dataclass
@@ -65,58 +66,17 @@ class ManifestSet:
 M = TypeVar("M", bound=BaseModel)
 
 
-def _model_at(model: type[BaseModel], path: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The pydantic model class found by following ``path`` (field names and list indices)."""
-    current: Any = model
-    for part in path:
-        if isinstance(part, int):
-            continue
-        if not (isinstance(current, type) and issubclass(current, BaseModel)):
-            return None
-        info = current.model_fields.get(str(part))
-        if info is None:
-            return None
-        current = _inner_model(info.annotation)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _inner_model(annotation: Any) -> Any:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):
-        found = _inner_model(arg)
-        if found is not None:
-            return found
-    return None
-
-
-_BRANCH_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
-
-
 def _validate(model: type[M], doc: dict[str, Any], file: str, obj: str) -> M:
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
         errors = exc.errors()
         err = errors[0]
-        # Drop union-branch tags pydantic inserts (``str``, ``int``, ``function-after[...]``).
-        loc = tuple(
-            p
-            for p in err["loc"]
-            if isinstance(p, int) or (p not in _BRANCH_TAGS and "[" not in str(p))
-        )
-        path = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
-        msg = err["msg"]
-        if err["type"] == "missing":
-            msg = "required field is missing"
-        elif err["type"] == "extra_forbidden":
-            parent = _model_at(model, loc[:-1])
-            known = sorted(parent.model_fields) if parent is not None else []
-            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            msg = f"unknown field {loc[-1]!r}{hint}"
-        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise InputError(f"{msg}{more}", file=file, obj=obj, field=path or None) from exc
+        path = field_path(tuple(err["loc"]))
+        more = f" (and {plural(len(errors) - 1, 'more problem')})" if len(errors) > 1 else ""
+        raise InputError(
+            f"{describe(err, model)}{more}", file=file, obj=obj, field=path or None
+        ) from exc
 
 
 _Handler = Callable[[dict[str, Any], str, str, ManifestSet], None]
@@ -310,10 +270,28 @@ def _describe(doc: dict[str, Any]) -> str:
 def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
     where = f"document {index + 1}"
     if not isinstance(doc, dict):
-        raise InputError(f"{where} is not a mapping (got {type(doc).__name__})", file=file)
-    if doc.get("kind") == "List" and isinstance(doc.get("items"), list):
-        for item in doc["items"]:
-            _load_document(item, file, index, out)
+        raise InputError(f"is not a mapping (got {type(doc).__name__})", file=file, obj=where)
+    if doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
+        # kubectl get -o yaml|json: ``items`` may be empty, null or absent (no objects).
+        items = doc.get("items")
+        if items is None:
+            return
+        if not isinstance(items, list):
+            raise InputError(
+                f"must be a list of objects, not {type(items).__name__}",
+                file=file,
+                obj=f"{where} (kind: List)",
+                field="items",
+            )
+        for i, item in enumerate(items):
+            try:
+                _load_document(item, file, index, out)
+            except InputError as exc:
+                if exc.obj is None or exc.obj == where:  # name the item, not the List
+                    raise InputError(
+                        exc.detail, file=file, obj=f"{where} items[{i}]", field=exc.field
+                    ) from exc
+                raise
         return
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     for fname, value in (("apiVersion", api_version), ("kind", kind)):
