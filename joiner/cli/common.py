@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import short_form
@@ -193,6 +194,22 @@ def check_port(value: int) -> int:
     if not 0 <= value <= 65535:
         raise typer.BadParameter(f"{value} is not a port: give 1-65535, or 0 for any free port")
     return value
+
+
+class JoinerGroup(TyperGroup):
+    """The command group: a usage error about an option's value is worded for people
+    (typer passes pydantic's "Value error, ..." and "Input should be ..." through)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as exc:
+            exc.message = (
+                exc.message.replace("Value error, ", "")
+                .replace("Input should be", "must be")
+                .replace(" is not one of ", " is not one of the choices: ")
+            )
+            raise
 
 
 class TableOrJson(StrEnum):

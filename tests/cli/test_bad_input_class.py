@@ -168,3 +168,20 @@ def test_chaos_validate_lists_one_problem_per_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.startswith("  field ")]
     assert len(lines) == 2, result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["plan", "-f", "x.yaml", "-o", "yaml"],
+        ["disrupt", "-f", "x.yaml", "-o", "xml"],
+        ["run", "--cloud", "gcp"],
+        ["run", "--health-port", "http"],
+        ["plan", "--min-values-policy", "Loose"],
+    ],
+)
+def test_option_choices_are_usage_errors_in_plain_words(args: list[str]) -> None:
+    result = runner.invoke(app, args)
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "Value error" not in flat and "Input should be" not in flat, flat
