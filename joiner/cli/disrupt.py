@@ -69,9 +69,7 @@ def disrupt(
                 feature_gates=gates or sc.feature_gates,
             )
         else:
-            manifests = cluster_manifests(
-                files, kubeconfig, kwok=kwok_instance_types is not None
-            )
+            manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
             result = build_disruption_plan(
                 manifests,
                 catalog,

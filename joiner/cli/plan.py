@@ -66,9 +66,7 @@ def plan(
                 min_values_policy=min_values_policy.value,
             )
         else:
-            manifests = cluster_manifests(
-                files, kubeconfig, kwok=kwok_instance_types is not None
-            )
+            manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
             result = build_plan(
                 manifests,
                 catalog,

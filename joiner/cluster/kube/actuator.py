@@ -259,7 +259,7 @@ class KubeActuator:
         (``provisioner.CreateNodeClaims`` with ``WithReason``)."""
         for name in claim.replaces:
             node = self._state.nodes.get(name)
-            old = self._state.nodeclaims.get(node.nodeclaim) if node is not None else None
+            old = self._state.claim_of(node) if node is not None else None
             if old is not None and old.disruption_reason:
                 return old.disruption_reason.lower()
         return PROVISIONED
