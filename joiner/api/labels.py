@@ -109,6 +109,8 @@ TAINT_UNREGISTERED = "karpenter.sh/unregistered"
 #: instance, and only then lets the object go.
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 TAINT_DISRUPTED = "karpenter.sh/disrupted"
+#: What `kubectl cordon` (spec.unschedulable) means to kube-scheduler.
+TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 
 
 def normalize_key(key: str) -> str:

@@ -461,6 +461,11 @@ class NodeClass:
     metadata_options: MetadataOptions = MetadataOptions()
     detailed_monitoring: bool = False
     associate_public_ip_address: bool | None = None
+    #: ``status.subnets`` as (id, zone) pairs: what Karpenter resolved the subnet selector
+    #: terms to in the real VPC (a dump or a live cluster has it); empty when not resolved.
+    status_subnets: tuple[tuple[str, str], ...] = ()
+    #: ``status.securityGroups`` as (id, name) pairs, like ``status_subnets``.
+    status_security_groups: tuple[tuple[str, str], ...] = ()
 
 
 #: Workload kinds that keep a fixed number of pods running.
@@ -553,6 +558,9 @@ class StandalonePod:
     deleting: bool = False
     #: ``status.startTime`` (UTC), when known.
     started_at: datetime | None = None
+    #: ``spec.schedulingGates`` names: while any is set the scheduler does not consider the
+    #: pod, and Karpenter does not provision for it.
+    scheduling_gates: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -567,11 +575,16 @@ class StandalonePod:
     @property
     def provisionable(self) -> bool:
         """Karpenter provisions for it when pending: not finishing, not a DaemonSet or mirror
-        pod, not pinned to a node by name."""
+        pod, not pinned to a node by name, not held by a scheduling gate.
+
+        Karpenter ``pkg/utils/pod/scheduling.go`` ``IsProvisionable`` requires the
+        ``PodScheduled=False, reason Unschedulable`` condition, which kube-scheduler never
+        sets on a gated pod (its reason is ``SchedulingGated``)."""
         owner_kind = (self.owner or "").split("/", 1)[0]
         return (
             not self.deleting
             and not self.template.pinned
+            and not self.scheduling_gates
             and owner_kind not in ("DaemonSet", "Node")
         )
 
@@ -611,6 +624,34 @@ class ClusterNode:
         """The managing NodePool (or legacy Provisioner), or None for unmanaged nodes."""
         d = dict(self.labels)
         return d.get(labels.NODEPOOL) or d.get(labels.LEGACY_PROVISIONER_NAME)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterNodeClaim:
+    """A ``karpenter.sh/v1`` NodeClaim from a cluster dump: launched or in-flight capacity.
+
+    Karpenter's cluster state counts a NodeClaim whose Node has not registered yet as
+    capacity for its pods (``state.Cluster`` in-flight nodes), so nothing is launched twice.
+    ``labels`` are the NodeClaim's (Karpenter copies the resolved instance type, zone and
+    capacity type there at launch); ``allocatable`` is ``status.allocatable``.
+    """
+
+    name: str
+    nodepool: str | None
+    node_class: str
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[Taint, ...]
+    capacity: tuple[tuple[str, int], ...]
+    allocatable: tuple[tuple[str, int], ...]
+    source: Source
+    provider_id: str | None = None
+    node_name: str | None = None
+    deleting: bool = False
+
+    @property
+    def launched(self) -> bool:
+        """It has an instance (``status.providerID``)."""
+        return bool(self.provider_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,12 @@ def parse(value: object, *, resource: str, field: str | None = None) -> int:
     """
     if isinstance(value, bool):
         raise InputError(f"{value!r} is not a quantity", field=field)
+    if isinstance(value, str) and not value.isascii():
+        # Kubernetes' quantity grammar is ASCII; Python's Decimal would take "١٠" as 10.
+        raise InputError(
+            f"{value!r} is not a Kubernetes quantity: use ASCII digits (examples: 500m, 2, 4Gi)",
+            field=field,
+        )
     if isinstance(value, int | float):
         amount = Decimal(str(value))
     elif isinstance(value, str) and _SMALL_SUFFIX.fullmatch(value.strip()):

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from joiner.api.errors import InputError
+from joiner.api.grouping import plural
 from joiner.cli.common import OutputOption, TableOrJson, err, fail, out, printable
 
 chaos = typer.Typer(no_args_is_help=True, help="Fault injection with AWS FIS experiment templates.")
@@ -66,9 +67,11 @@ def chaos_run(
         out.print(
             f"{'[bold green]survived[/]' if verdict.survived else '[bold red]did not survive[/]'}: "
             f"{printable(str(b['experiment']))} at {b['atSeconds']:.0f} s, "
-            f"{b['targets']} target(s); "
-            f"{b['podsLost']} pod(s) lost, {b['pdbViolations']} PDB violation(s); at most "
-            f"{b['maxPodsPending']} pods pending, longest wait {b['maxPendingSeconds']:.1f} s; "
+            f"{plural(b['targets'], 'target')}; "
+            f"{plural(b['podsLost'], 'pod')} lost, "
+            f"{plural(b['pdbViolations'], 'PDB violation')}; at most "
+            f"{plural(b['maxPodsPending'], 'pod')} pending, longest wait "
+            f"{b['maxPendingSeconds']:.1f} s; "
             + (
                 f"replacement lead time p50 {lead['p50']} s, min {lead['min']} s; "
                 if lead["p50"] is not None
@@ -80,7 +83,8 @@ def chaos_run(
         err.print(f"[bold red]experiment failed:[/] {printable(reason)}", soft_wrap=True)
     if verdict.body["podsPendingAtEnd"]:
         err.print(
-            f"[bold red]{verdict.body['podsPendingAtEnd']} pod(s) still pending[/] when the "
+            f"[bold red]{plural(verdict.body['podsPendingAtEnd'], 'pod')} still pending[/] "
+            "when the "
             "verdict window closed",
             soft_wrap=True,
         )

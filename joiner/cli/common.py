@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from joiner.api.errors import InputError
+from joiner.api.grouping import short_form
 
 if TYPE_CHECKING:
     from joiner.api.manifests import ManifestSet
@@ -34,7 +36,11 @@ def fail(exc: InputError) -> NoReturn:
     Raises:
         typer.Exit: always, with code 2.
     """
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    err.print(
+        f"[bold red]error:[/] {printable(str(exc), keep_newlines=True)}",
+        highlight=False,
+        soft_wrap=True,
+    )
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -63,15 +69,74 @@ def check_region(region: str) -> None:
         )
 
 
-def printable(text: str) -> str:
-    """User text made safe for a terminal: markup escaped, control characters replaced."""
-    return escape("".join(ch if ch.isprintable() else "?" for ch in text))
+def region_of(m: ManifestSet, region: str | None) -> str:
+    """The region to plan a cluster in: ``--region`` if given (checked against the catalog
+    and against the cluster's own region), else the one its nodes, NodeClaims and
+    EC2NodeClass status show, else us-east-1.
+
+    Raises:
+        InputError: unknown ``--region``, or one the cluster contradicts (both are named).
+    """
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.cloudprovider.simulated.vpc import cluster_region
+
+    if region is not None:
+        check_region(region)
+    return cluster_region(m, Catalog.load(), region, "--region")
 
 
-def print_warnings(warnings: list[str]) -> None:
-    """Each warning on stderr, prefixed ``warning:``."""
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    """User text made safe for a terminal: markup escaped, control characters (escape
+    sequences included) replaced by ``?``; line breaks kept with ``keep_newlines``."""
+    return escape(
+        "".join(ch if ch.isprintable() or (keep_newlines and ch == "\n") else "?" for ch in text)
+    )
+
+
+def print_warnings(warnings: list[str], *, verbose: bool = False) -> None:
+    """Each warning on stderr, prefixed ``warning:``; a grouped warning names its first few
+    objects unless ``verbose`` (``-v``)."""
     for w in warnings:
-        err.print(f"[bold yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
+        text = w if verbose else short_form(w)
+        err.print(f"[bold yellow]warning:[/] {printable(text)}", highlight=False, soft_wrap=True)
+
+
+def print_table(
+    title: str, columns: list[tuple[str, str]], rows: list[list[str]], *, console: Console = out
+) -> None:
+    """A table whose cells are never cut or folded, at any width.
+
+    ``columns`` are (header, justify) pairs, ``rows`` plain text (escaped here, control
+    characters replaced). When the table fits the console (80 columns when stdout is not a
+    terminal) it is drawn with a header rule; otherwise each row is printed as a record of
+    ``header: value`` lines, so no name is ever broken in the middle.
+    """
+    from rich import box
+    from rich.table import Table
+
+    cells = [[printable(c) for c in row] for row in rows]
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, (h, _) in enumerate(columns)]
+    if sum(widths) + 2 * (len(columns) - 1) <= console.width:
+        table = Table(
+            title=printable(title),
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1),
+            collapse_padding=True,
+        )
+        for (header, justify), width in zip(columns, widths, strict=True):
+            table.add_column(header, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+        for row in cells:
+            table.add_row(*row)
+        console.print(table)
+        return
+    console.print(printable(title), highlight=False)
+    for n, row in enumerate(cells):
+        for i, ((header, _), cell) in enumerate(zip(columns, row, strict=True)):
+            console.print(f"{'-' if i == 0 else ' '} {header}: {cell}", highlight=False)
+        if n + 1 < len(cells):
+            console.print()
 
 
 def cluster_manifests(
@@ -120,6 +185,33 @@ def kwok_types(path: Path | None) -> list[Any] | None:
     return list(load_instance_types(path))
 
 
+def check_port(value: int) -> int:
+    """A TCP port option (``--metrics-port``): 0 (any free port) to 65535.
+
+    Raises:
+        typer.BadParameter: out of range (a usage error, exit 2).
+    """
+    if not 0 <= value <= 65535:
+        raise typer.BadParameter(f"{value} is not a port: give 1-65535, or 0 for any free port")
+    return value
+
+
+class JoinerGroup(TyperGroup):
+    """The command group: a usage error about an option's value is worded for people
+    (typer passes pydantic's "Value error, ..." and "Input should be ..." through)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as exc:
+            exc.message = (
+                exc.message.replace("Value error, ", "")
+                .replace("Input should be", "must be")
+                .replace(" is not one of ", " is not one of the choices: ")
+            )
+            raise
+
+
 class TableOrJson(StrEnum):
     """``-o`` of the commands that print a table for people or JSON for programs."""
 
@@ -127,7 +219,12 @@ class TableOrJson(StrEnum):
     json = "json"
 
 
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log controller decisions.")]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="List every object a grouped warning names; log decisions."
+    ),
+]
 FeatureGatesOption = Annotated[
     str | None,
     typer.Option(
@@ -148,5 +245,11 @@ KubeconfigOption = Annotated[
         "--kubeconfig", help="Read a live cluster through this kubeconfig instead of files."
     ),
 ]
-RegionOption = Annotated[str, typer.Option(help="Region (ignored for a Scenario).")]
+RegionOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Region (default: the cluster's, from its nodes' labels and providerIDs, else "
+        "us-east-1; ignored for a Scenario)."
+    ),
+]
 OutputOption = Annotated[TableOrJson, typer.Option("--output", "-o")]

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from joiner.api.errors import InputError
-from joiner.cli.common import configure_logging, fail, out
+from joiner.cli.common import check_port, configure_logging, fail, out
 
 
 def install_crds(
@@ -65,8 +65,12 @@ def run(
         Path | None,
         typer.Option("--report", help="Append what a --dry-run would write, as JSON lines."),
     ] = None,
-    metrics_port: Annotated[int, typer.Option(help="Port of /metrics (0: any).")] = 8080,
-    health_port: Annotated[int, typer.Option(help="Port of /healthz and /readyz.")] = 8081,
+    metrics_port: Annotated[
+        int, typer.Option(help="Port of /metrics (0: any).", callback=check_port)
+    ] = 8080,
+    health_port: Annotated[
+        int, typer.Option(help="Port of /healthz and /readyz (0: any).", callback=check_port)
+    ] = 8081,
     identity: Annotated[
         str | None, typer.Option(help="Leader-election identity (default: host-pid).")
     ] = None,
@@ -77,9 +81,19 @@ def run(
     the lease was lost, 2 on bad input."""
     from joiner.operator.controller import ControllerRuntime, load_settings
 
+    if report is not None and not dry_run:
+        fail(InputError("--report records what a --dry-run would write; add --dry-run"))
     configure_logging(True)
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     try:
+        report_file = None
+        if report is not None:
+            try:
+                report_file = report.open("a", encoding="utf-8")
+            except OSError as exc:
+                raise InputError(
+                    f"cannot write the report: {exc.strerror or exc}", file=str(report)
+                ) from exc
         runtime = ControllerRuntime(
             kubeconfig,
             cloud=cloud.value,
@@ -87,7 +101,7 @@ def run(
             dry_run=dry_run,
             metrics_port=metrics_port,
             health_port=health_port,
-            report=report.open("a") if report is not None else None,
+            report=report_file,
             identity=identity,
         )
         code = runtime.run()

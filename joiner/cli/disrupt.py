@@ -18,19 +18,20 @@ from joiner.cli.common import (
     OutputOption,
     RegionOption,
     TableOrJson,
-    check_region,
+    Verbose,
     cluster_manifests,
     fail,
     kwok_types,
     out,
     print_warnings,
+    region_of,
 )
 
 
 def disrupt(
     files: ClusterFiles = None,
     kubeconfig: KubeconfigOption = None,
-    region: RegionOption = "us-east-1",
+    region: RegionOption = None,
     output: OutputOption = TableOrJson.table,
     kwok_instance_types: KwokTypesOption = None,
     feature_gates: FeatureGatesOption = None,
@@ -40,6 +41,7 @@ def disrupt(
             help="UTC time the budgets' schedules are evaluated at (ISO 8601, default now)."
         ),
     ] = None,
+    verbose: Verbose = False,
 ) -> None:
     """Dry run of disruption on a running cluster: the commands successive passes would take
     (Emptiness, Drift, MultiNodeConsolidation, SingleNodeConsolidation), each assumed to
@@ -67,11 +69,11 @@ def disrupt(
                 feature_gates=gates or sc.feature_gates,
             )
         else:
-            check_region(region)
+            manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
             result = build_disruption_plan(
-                cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None),
+                manifests,
                 catalog,
-                region,
+                region_of(manifests, region),
                 at=when,
                 feature_gates=gates or FeatureGates(),
                 kwok_types=kwok_types(kwok_instance_types),
@@ -81,7 +83,7 @@ def disrupt(
     if output is TableOrJson.json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
-    print_warnings(result.warnings)
+    print_warnings(result.warnings, verbose=verbose)
     n = len(result.commands)
     out.print(
         f"[bold]Disruption ({result.region}): {n} command{'s' if n != 1 else ''}[/]"

@@ -15,9 +15,10 @@ import typer
 
 from joiner import __version__
 from joiner.cli import chaos, controller, disrupt, manifests, plan, schema, simulate, sweep
-from joiner.cli.common import Verbose, configure_logging, out
+from joiner.cli.common import JoinerGroup, Verbose, configure_logging, out
 
 app = typer.Typer(
+    cls=JoinerGroup,
     add_completion=False,
     no_args_is_help=True,
     help="Joiner: just-in-time, Spot-first node provisioning for Kubernetes.",

@@ -12,7 +12,16 @@ import typer
 import yaml
 
 from joiner.api.errors import InputError
-from joiner.cli.common import check_region, err, fail, print_warnings
+from joiner.api.grouping import plural
+from joiner.cli.common import (
+    RegionOption,
+    Verbose,
+    check_region,
+    err,
+    fail,
+    print_warnings,
+    region_of,
+)
 
 
 class OutputFormat(StrEnum):
@@ -76,7 +85,8 @@ def lint(
     files: Annotated[
         list[Path], typer.Argument(help="Manifest files, or one Scenario file (its VPC is used).")
     ],
-    region: Annotated[str, typer.Option(help="Region (ignored for a Scenario).")] = "us-east-1",
+    region: RegionOption = None,
+    verbose: Verbose = False,
 ) -> None:
     """Report configuration that cannot work as intended. Exit 1 when it warns, 0 when clean,
     2 on bad input."""
@@ -98,15 +108,22 @@ def lint(
                 security_groups=sc.security_groups,
             )
         else:
-            check_region(region)
+            from joiner.cloudprovider.simulated.vpc import status_vpc
+
             manifests = load_files(files)
+            where = region_of(manifests, region)
+            # A dump's EC2NodeClass status is the cluster's VPC.
+            classes, subnets, groups = status_vpc(manifests.nodeclasses, catalog, where)
+            manifests.nodeclasses = classes
             warnings = list(manifests.warnings)
-            findings = lint_manifests(manifests, catalog, region)
+            findings = lint_manifests(
+                manifests, catalog, where, subnets=subnets or None, security_groups=groups
+            )
     except InputError as exc:
         fail(exc)
     all_warnings = [*warnings, *(str(f) for f in findings)]
-    print_warnings(all_warnings)
+    print_warnings(all_warnings, verbose=verbose)
     if all_warnings:
-        err.print(f"{len(all_warnings)} warning(s)")
+        err.print(plural(len(all_warnings), "warning"))
         raise typer.Exit(1)
     err.print("no warnings")

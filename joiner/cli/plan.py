@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from joiner.api.errors import InputError
+from joiner.api.grouping import plural
 from joiner.cli.common import (
     ClusterFiles,
     KubeconfigOption,
@@ -18,13 +18,15 @@ from joiner.cli.common import (
     OutputOption,
     RegionOption,
     TableOrJson,
-    check_region,
+    Verbose,
     cluster_manifests,
     err,
     fail,
     kwok_types,
     out,
+    print_table,
     print_warnings,
+    region_of,
 )
 
 
@@ -36,12 +38,13 @@ class MinValuesPolicy(StrEnum):
 def plan(
     files: ClusterFiles = None,
     kubeconfig: KubeconfigOption = None,
-    region: RegionOption = "us-east-1",
+    region: RegionOption = None,
     output: OutputOption = TableOrJson.table,
     kwok_instance_types: KwokTypesOption = None,
     min_values_policy: Annotated[
         MinValuesPolicy, typer.Option("--min-values-policy", help="Strict or BestEffort.")
     ] = MinValuesPolicy.Strict,
+    verbose: Verbose = False,
 ) -> None:
     """Dry run of one provisioning round: which NodeClaims would launch, where pending pods
     fit, and which pods cannot be scheduled and why. Exit 0 with a plan, 2 on bad input."""
@@ -63,11 +66,11 @@ def plan(
                 min_values_policy=min_values_policy.value,
             )
         else:
-            check_region(region)
+            manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
             result = build_plan(
-                cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None),
+                manifests,
                 catalog,
-                region,
+                region_of(manifests, region),
                 min_values_policy=min_values_policy.value,
                 kwok_types=kwok_types(kwok_instance_types),
             )
@@ -76,42 +79,39 @@ def plan(
     if output is TableOrJson.json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
-    print_warnings(result.warnings)
+    print_warnings(result.warnings, verbose=verbose)
     n = len(result.nodeClaims)
     if n:
-        table = Table(title=f"Plan ({result.region}): {n} NodeClaim{'s' if n != 1 else ''}")
-        widest = {
-            "launch": max(len(c.launch.instanceType) for c in result.nodeClaims),
-            "zone": max(len(c.launch.zone) for c in result.nodeClaims),
-            "capacity": 9,
-        }
-        columns = ("NodeClaim", "NodePool", "launch", "zone", "capacity", "$/h", "pods", "options")
-        for col in columns:
-            # Instance types and zones are never cut; long names fold instead.
-            table.add_column(
-                col,
-                justify="right" if col in ("$/h", "pods", "options") else "left",
-                min_width=widest.get(col),
-                no_wrap=col in widest,
-                overflow="fold",
-            )
-        for c in result.nodeClaims:
-            table.add_row(
-                escape(c.name),
-                escape(c.nodePool),
+        columns = [
+            ("NodeClaim", "left"),
+            ("NodePool", "left"),
+            ("launch", "left"),
+            ("zone", "left"),
+            ("capacity", "left"),
+            ("$/h", "right"),
+            ("pods", "right"),
+            ("types", "right"),
+        ]
+        rows = [
+            [
+                c.name,
+                c.nodePool,
                 c.launch.instanceType,
                 c.launch.zone,
                 c.launch.capacityType,
                 f"{c.launch.pricePerHour:.4f}",
                 str(len(c.pods)),
                 str(len(c.instanceTypes)),
-            )
-        out.print(table)
+            ]
+            for c in result.nodeClaims
+        ]
+        print_table(f"Plan ({result.region}): {plural(n, 'NodeClaim')}", columns, rows)
     else:
         out.print(f"Plan ({result.region}): no new NodeClaims")
     out.print(
         f"new capacity: [bold]${result.costPerHour:.4f}/h[/]; "
-        f"{len(result.placements)} pods fit existing nodes; "
+        f"{plural(len(result.placements), 'pod')} "
+        f"{'fits' if len(result.placements) == 1 else 'fit'} existing capacity; "
         f"{len(result.unschedulable)} unschedulable"
     )
     grouped: dict[str, list[str]] = {}

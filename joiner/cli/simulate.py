@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from joiner.api.errors import InputError
+from joiner.api.grouping import plural
 from joiner.cli.common import (
     FeatureGatesOption,
     Verbose,
@@ -20,7 +19,9 @@ from joiner.cli.common import (
     err,
     fail,
     out,
+    print_table,
     print_warnings,
+    printable,
 )
 
 
@@ -112,41 +113,41 @@ def simulate(
         except OSError as exc:
             fail(InputError(f"cannot write the report: {exc}", field="--report"))
     if quiet:
-        print_warnings(result.summary["warnings"])
+        print_warnings(result.summary["warnings"], verbose=verbose)
         out.print(str(summary_path))
         if page is not None:
             out.print(str(page))
         return
     if len(result.runs) > 1:
-        _print_comparison({n: r.summary for n, r in result.runs.items()})
+        _print_comparison({n: r.summary for n, r in result.runs.items()}, verbose)
     else:
-        _print_summary(result.summary)
+        _print_summary(result.summary, verbose)
     out.print(f"\nsummary written to [bold]{summary_path}[/]")
     if page is not None:
         out.print(f"report written to [bold]{page}[/]")
 
 
-def _print_summary(s: dict[str, Any]) -> None:
-    print_warnings(s["warnings"])
+def _print_summary(s: dict[str, Any], verbose: bool) -> None:
+    print_warnings(s["warnings"], verbose=verbose)
     groups = Counter(
         (n["nodePool"], n["instanceType"], n["zone"], n["capacityType"], n["pricePerHour"])
         for n in s["nodes"]
     )
-    table = Table(title=f"Nodes launched: {s['scenario']} ({s['region']}, seed {s['seed']})")
-    for col in ("NodePool", "instance type", "zone", "capacity type", "$/h each", "nodes"):
-        keep = col in ("instance type", "zone")
-        table.add_column(
-            col,
-            justify="right" if col in ("$/h each", "nodes") else "left",
-            no_wrap=keep,
-            min_width=max((len(k[1 if col == "instance type" else 2]) for k in groups), default=4)
-            if keep
-            else None,
-            overflow="fold",
-        )
-    for (pool, it, zone, ct, price), count in sorted(groups.items()):
-        table.add_row(escape(pool), it, zone, ct, f"{price:.4f}", str(count))
-    out.print(table)
+    print_table(
+        f"Nodes launched: {s['scenario']} ({s['region']}, seed {s['seed']})",
+        [
+            ("NodePool", "left"),
+            ("instance type", "left"),
+            ("zone", "left"),
+            ("capacity type", "left"),
+            ("$/h each", "right"),
+            ("nodes", "right"),
+        ],
+        [
+            [pool, it, zone, ct, f"{price:.4f}", str(count)]
+            for (pool, it, zone, ct, price), count in sorted(groups.items())
+        ],
+    )
     cost = s["cost"]
     pods = s["pods"]
     ps = pods["pendingSeconds"]
@@ -174,16 +175,18 @@ def _print_summary(s: dict[str, Any]) -> None:
         )
         kinds = ", ".join(f"{k} {v}" for k, v in i["byKind"].items())
         out.print(
-            f"interruptions: {i['count']} nodes ({kinds}), {i['podsRescheduledBeforeReclaim']} "
-            f"pods rescheduled before the reclaim, {i['podsLost']} lost, {i['pdbViolations']} "
-            f"PDB violations{lead_text}"
+            f"interruptions: {plural(i['count'], 'node')} ({kinds}), "
+            f"{plural(i['podsRescheduledBeforeReclaim'], 'pod')} rescheduled before the "
+            f"reclaim, {i['podsLost']} lost, {plural(i['pdbViolations'], 'PDB violation')}"
+            f"{lead_text}"
         )
     d = s["disruptions"]
     if d["commands"] or d["expired"]:
         methods = ", ".join(f"{k} {v}" for k, v in d["byMethod"].items()) or "none"
         out.print(
-            f"disruption: {len(d['commands'])} commands ({methods}), {d['podsEvicted']} pods "
-            f"evicted, saving ${d['savingsPerHour']:.4f}/h; {d['expired']} NodeClaims expired"
+            f"disruption: {plural(len(d['commands']), 'command')} ({methods}), "
+            f"{plural(d['podsEvicted'], 'pod')} evicted, saving "
+            f"${d['savingsPerHour']:.4f}/h; {plural(d['expired'], 'NodeClaim')} expired"
         )
     from joiner.sim.htmlreport import ca_configuration
 
@@ -192,28 +195,24 @@ def _print_summary(s: dict[str, Any]) -> None:
         out.print(line, markup=False, highlight=False)
     for r in pods["unschedulableReasons"]:
         err.print(
-            f"[bold yellow]unschedulable ({r['pods']} pods):[/] {escape(r['reason'])}",
+            f"[bold yellow]unschedulable ({plural(r['pods'], 'pod')}):[/] {printable(r['reason'])}",
             soft_wrap=True,
         )
 
 
-def _print_comparison(summaries: dict[str, dict[str, Any]]) -> None:
+def _print_comparison(summaries: dict[str, dict[str, Any]], verbose: bool) -> None:
     from joiner.sim.htmlreport import ca_configuration, comparison_rows
 
     seen: set[str] = set()
     for s in summaries.values():
-        print_warnings([w for w in s["warnings"] if w not in seen])
+        print_warnings([w for w in s["warnings"] if w not in seen], verbose=verbose)
         seen.update(s["warnings"])
     first = next(iter(summaries.values()))
-    table = Table(
-        title=f"{first['scenario']}: {first['durationSeconds'] / 3600:g} h, seed {first['seed']}"
+    print_table(
+        f"{first['scenario']}: {first['durationSeconds'] / 3600:g} h, seed {first['seed']}",
+        [("", "left"), *((name, "right") for name in summaries)],
+        [[label, *cells] for label, cells in comparison_rows(summaries)],
     )
-    table.add_column("")
-    for name in summaries:
-        table.add_column(name, justify="right")
-    for label, cells in comparison_rows(summaries):
-        table.add_row(label, *cells)
-    out.print(table)
     for s in summaries.values():
         line = ca_configuration(s)
         if line is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,13 +126,33 @@ class Template:
 
     def order(self) -> list[str]:
         """Action names in an order that respects ``startAfter`` (ties by name)."""
-        done: list[str] = []
-        remaining = sorted(self.actions)
-        while remaining:
-            ready = [a for a in remaining if all(d in done for d in self.actions[a].start_after)]
-            done.append(ready[0])
-            remaining.remove(ready[0])
-        return done
+        return _topological({n: a.start_after for n, a in self.actions.items()})[0]
+
+
+def _topological(after: Mapping[str, Iterable[str]]) -> tuple[list[str], list[str]]:
+    """Kahn's order over ``startAfter`` (``after``: action -> the actions it starts after;
+    the smallest ready name first), in O((actions + edges) log actions); returns the order
+    and the actions left in a cycle."""
+    import heapq
+
+    deps = {n: {d for d in ds if d in after} for n, ds in after.items()}
+    waiting = {n: len(ds) for n, ds in deps.items()}
+    dependents: dict[str, list[str]] = {}
+    for n, ds in deps.items():
+        for d in ds:
+            dependents.setdefault(d, []).append(n)
+    ready = [n for n, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        n = heapq.heappop(ready)
+        order.append(n)
+        for other in dependents.get(n, ()):
+            waiting[other] -= 1
+            if waiting[other] == 0:
+                heapq.heappush(ready, other)
+    placed = set(order)
+    return order, sorted(n for n in after if n not in placed)
 
 
 def iso_seconds(value: str) -> float:
@@ -214,7 +235,7 @@ def parse_template(text: str, file: str) -> Template:
     if p.items:
         count = len(p.items)
         raise InputError(
-            f"{count} problem{'s' if count > 1 else ''}: " + "; ".join(p.items), file=file
+            f"{count} problem{'s' if count > 1 else ''}:\n  " + "\n  ".join(p.items), file=file
         )
     return Template(file, str(doc.get("description", "")), targets, actions, str(role))
 
@@ -442,25 +463,11 @@ def _iso(seconds: float) -> str:
 
 def _check_cycles(after: dict[str, list[str]], p: _Problems) -> None:
     """Report the actions caught in ``startAfter`` cycles (``after``: action -> the actions
-    it starts after). Iterative (Kahn): long chains must not exhaust the stack."""
-    done: set[str] = set()
-    actions = after
-    waiting = {n: {d for d in deps if d in actions} for n, deps in after.items()}
-    ready = sorted(n for n, deps in waiting.items() if not deps)
-    while ready:
-        n = ready.pop()
-        done.add(n)
-        for other, deps in waiting.items():
-            if n in deps:
-                deps.discard(n)
-                if not deps and other not in done:
-                    ready.append(other)
-    stuck = sorted(set(actions) - done)
+    it starts after), in near-linear time (Kahn's algorithm, no recursion)."""
+    stuck = _topological(after)[1]
     if stuck:
-        p.add(
-            f"actions.{stuck[0]}.startAfter",
-            f"circular startAfter among {', '.join(stuck)}",
-        )
+        shown = ", ".join(stuck[:5]) + (f" and {len(stuck) - 5} more" if len(stuck) > 5 else "")
+        p.add(f"actions.{stuck[0]}.startAfter", f"circular startAfter among {shown}")
 
 
 def load_template(path: Path | str) -> Template:

@@ -49,7 +49,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from joiner.api import timeline as tl
@@ -162,17 +161,50 @@ def load_settings(path: Path | None) -> ControllerSettings:
     """
     if path is None:
         return ControllerSettings()
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read settings: {exc}", file=str(path)) from exc
+    from joiner.api.manifests.yamlio import read_documents
+    from joiner.api.validation import describe, field_path
+
+    file = str(path)
+    docs = read_documents(path)  # encoding, size, nesting, duplicate keys, FIFOs, "-"
+    if len(docs) > 1:
+        raise InputError(f"holds {len(docs)} YAML documents; give one", file=file)
+    raw = docs[0] if docs else {}
+    if not isinstance(raw, dict):
+        raise InputError(
+            f"must be a mapping of settings (region: us-east-1, ...), not {type(raw).__name__}",
+            file=file,
+        )
     try:
         settings = ControllerSettings.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(
-            err["msg"], file=str(path), field=".".join(str(p) for p in err["loc"])
+            describe(err, ControllerSettings), file=file, field=field_path(tuple(err["loc"]))
         ) from exc
+    le = settings.leaderElection
+    # client-go leaderelection.NewLeaderElector: leaseDuration > renewDeadline >
+    # JitterFactor (1.2) x retryPeriod.
+    if le.leaseDurationSeconds <= le.renewDeadlineSeconds:
+        raise InputError(
+            f"leaseDurationSeconds ({le.leaseDurationSeconds:g}) must be greater than "
+            f"renewDeadlineSeconds ({le.renewDeadlineSeconds:g})",
+            file=file,
+            field="leaderElection.leaseDurationSeconds",
+        )
+    if le.renewDeadlineSeconds <= 1.2 * le.retryPeriodSeconds:
+        raise InputError(
+            f"renewDeadlineSeconds ({le.renewDeadlineSeconds:g}) must be greater than 1.2 x "
+            f"retryPeriodSeconds ({le.retryPeriodSeconds:g})",
+            file=file,
+            field="leaderElection.renewDeadlineSeconds",
+        )
+    if settings.batchIdleSeconds > settings.batchMaxSeconds:
+        raise InputError(
+            f"batchIdleSeconds ({settings.batchIdleSeconds:g}) must not exceed "
+            f"batchMaxSeconds ({settings.batchMaxSeconds:g})",
+            file=file,
+            field="batchIdleSeconds",
+        )
     interruption_settings(settings, str(path))
     regions = Catalog.load().regions()
     if settings.region not in regions:

@@ -10,8 +10,11 @@ is applied as if it completed at once: replacements come up, the candidates' pod
 the simulation put them, the candidates go. Passes repeat until none produces a command;
 every node no command touched is listed with the reason the last pass gave.
 
-Budget schedules are evaluated at ``at`` (UTC). Nodes that are not managed by a NodePool in
-the manifests are left alone and their spare capacity is not used.
+Budget schedules are evaluated at ``at`` (UTC). Nodes that are not managed by a NodePool
+(managed node groups, Fargate) are static capacity: never disrupted, but their pods run and
+count for PDBs, and their spare room takes pods, as in Karpenter's consolidation
+simulation. Nodes being deleted are never candidates; their pods still count as healthy for
+PDBs, as in the dump's PDB status, and must find room elsewhere.
 """
 
 from __future__ import annotations
@@ -147,7 +150,7 @@ class DryRun:
     def plan(self) -> DisruptionPlan:
         """Run passes until none produces a command; see the module docstring."""
         state = self.state
-        managed = sorted(state.nodes)
+        managed = sorted(n for n, node in state.nodes.items() if node.nodeclaim is not None)
         before = _cost(state)
         commands: list[PlannedDisruption] = []
         touched: set[str] = set()
@@ -163,11 +166,14 @@ class DryRun:
         unmanaged = [
             n.name
             for n in self.manifests.nodes
-            if n.name not in state.nodes and not n.deleting and n.name not in touched
+            if n.name not in managed and not n.deleting and n.name not in touched
         ]
         left = [
             Unconsolidatable(
-                node=name, reason=reasons.get(name, "no disruption method applies to it")
+                node=name,
+                reason="being deleted"
+                if state.nodes[name].deleting
+                else reasons.get(name, "no disruption method applies to it"),
             )
             for name in managed
             if name not in touched

@@ -62,7 +62,7 @@ class MetricsWiring:
         st_node = self._state.nodes.get(node)
         if kind == tl.CORDON and (st_node is None or not st_node.deleting):
             return  # a rebalance-monitoring cordon: no disruption
-        claim = self._state.nodeclaims.get(st_node.nodeclaim if st_node else node)
+        claim = self._state.claim_of(st_node) if st_node else self._state.nodeclaims.get(node)
         if claim is None:
             return
         offering = claim.instance.offering if claim.instance is not None else None

@@ -23,15 +23,17 @@ from dataclasses import dataclass, replace
 
 from joiner.api import labels, quantity
 from joiner.api.errors import InputError
+from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import KWOKNODECLASS_KIND, selects
-from joiner.api.objects import NodeClass, PodTemplate, SelectorTerm, Workload
+from joiner.api.objects import ClusterNode, NodeClass, PodTemplate, SelectorTerm, Workload
 from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.kwok import KwokCloudProvider, choose_kwok_offering
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.simulated.provider import choose_offering
+from joiner.cloudprovider.simulated.vpc import status_vpc
 from joiner.cloudprovider.types import (
     CloudProviderError,
     Instance,
@@ -103,8 +105,15 @@ def _cloud(
         return KwokCloudProvider(
             kwok_types, SimClock(), random.Random(0), node_classes=m.nodeclasses, region=region
         )
-    vpc = list(subnets) if subnets is not None else default_subnets(catalog, region)
-    groups = [*security_groups, _DEFAULT_SG]
+    nodeclasses = m.nodeclasses
+    if subnets is not None:
+        vpc = list(subnets)
+        groups = [*security_groups, _DEFAULT_SG]
+    else:
+        # A dump's EC2NodeClass status is the cluster's resolved VPC.
+        nodeclasses, status_subnets, status_groups = status_vpc(m.nodeclasses, catalog, region)
+        vpc = status_subnets or default_subnets(catalog, region)
+        groups = [*security_groups, *status_groups, _DEFAULT_SG]
     probe = SimulatedCloudProvider(
         catalog,
         region,
@@ -112,10 +121,10 @@ def _cloud(
         random.Random(0),
         subnets=vpc,
         security_groups=groups,
-        node_classes=m.nodeclasses,
+        node_classes=nodeclasses,
     )
     classes: list[NodeClass] = []
-    for nc in m.nodeclasses:
+    for nc in nodeclasses:
         fixed = nc
         if not probe.resolve_subnets(nc):
             everywhere = default_subnets(catalog, region)
@@ -124,8 +133,9 @@ def _cloud(
                 fixed, subnet_selector_terms=tuple(SelectorTerm(id=s.id) for s in everywhere)
             )
             warnings.append(
-                f"{nc.source.file}: {nc.source.ref}: its subnets are not known here; planning "
-                f"with every zone of {region} (pass a Scenario with -f to use its VPC)"
+                f"{nc.source.file}: {nc.source.ref}: its subnets are not known here (it has no "
+                f"status.subnets); planning with every zone of {region} (pass a Scenario with "
+                "-f to use its VPC, or a dump with the EC2NodeClass status)"
             )
         if not probe.resolve_security_groups(nc):
             fixed = replace(fixed, security_group_selector_terms=(SelectorTerm(id=_DEFAULT_SG.id),))
@@ -151,6 +161,50 @@ def _replica_names(w: Workload, missing: int, taken: set[str]) -> list[str]:
         if name not in taken:
             out.append(name)
         n += 1
+    return out
+
+
+def _in_flight(
+    m: ManifestSet,
+    live_nodes: dict[str, ClusterNode],
+    daemonsets: list[PodTemplate],
+    warnings: list[str],
+) -> list[ExistingNode]:
+    """NodeClaims launched whose Node has not registered: capacity for pending pods, as in
+    Karpenter's cluster state (``state.Cluster`` counts in-flight NodeClaims), so what they
+    were launched for is not launched again. Their labels are the NodeClaim's; their room is
+    ``status.allocatable`` less the DaemonSet pods to come."""
+    out: list[ExistingNode] = []
+    unknown: list[str] = []
+    for claim in sorted(m.nodeclaims, key=lambda c: c.name):
+        if claim.deleting or not claim.launched:
+            continue
+        if claim.node_name is not None and claim.node_name in live_nodes:
+            continue  # registered: its Node is the capacity
+        if not claim.allocatable:
+            unknown.append(claim.name)
+            continue
+        claim_labels = dict(claim.labels)
+        claim_labels.setdefault(labels.HOSTNAME, claim.name)
+        overhead = overhead_on_node(claim_labels, claim.taints, daemonsets)
+        out.append(
+            ExistingNode(
+                name=claim.name,
+                labels=tuple(sorted(claim_labels.items())),
+                taints=claim.taints,
+                available=quantity.subtract(dict(claim.allocatable), overhead),
+                initialized=False,
+                nodepool=claim.nodepool,
+            )
+        )
+    if unknown:
+        warnings.append(
+            grouped(
+                f"{plural(len(unknown), 'NodeClaim')} launched without status.allocatable "
+                "cannot hold pods here",
+                unknown,
+            )
+        )
     return out
 
 
@@ -257,6 +311,9 @@ def build_plan(
             )
         )
 
+    in_flight = _in_flight(m, live_nodes, daemonsets, warnings)
+    existing += in_flight
+
     templates = []
     for pool in sorted(m.nodepools, key=lambda p: p.name):
         types = cloud.get_instance_types(pool.node_class_ref.name)
@@ -266,6 +323,10 @@ def build_plan(
             for node in m.nodes:
                 if node.nodepool == pool.name:
                     usage = quantity.add(usage, dict(node.capacity))
+                    usage["nodes"] = usage.get("nodes", 0) + 1
+            for claim in m.nodeclaims:
+                if claim.nodepool == pool.name and claim.name in {e.name for e in in_flight}:
+                    usage = quantity.add(usage, dict(claim.capacity))
                     usage["nodes"] = usage.get("nodes", 0) + 1
             remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
         templates.append(NodePoolTemplate(pool, tuple(types), tuple(sorted(remaining.items()))))

@@ -522,11 +522,35 @@ class SimulationRuntime:
         }
 
     def run(self, progress: Callable[[float], None] | None = None) -> RunResult:
-        """Run the scenario to its end and build the summary."""
+        """Run the scenario to its end and build the summary. Log lines (``-v``) carry the
+        simulated time (``[t=1h2m3s]``) while it runs."""
+        stamp = _SimTime(self.clock)
+        handlers = list(logging.getLogger().handlers)
+        for h in handlers:
+            h.addFilter(stamp)
+        try:
+            return self._run(progress)
+        finally:
+            for h in handlers:
+                h.removeFilter(stamp)
+
+    def _run(self, progress: Callable[[float], None] | None) -> RunResult:
         warnings = self.warnings()
+        in_flight: list[NodeClaim] = []
         warnings += adopt(
-            self.scenario.manifests, self.state, self.cloud, self.pods, self._by_owner
+            self.scenario.manifests,
+            self.state,
+            self.cloud,
+            self.pods,
+            self._by_owner,
+            on_in_flight=in_flight.append,
         )
+        for claim in in_flight:  # launched before t=0: the kubelet model registers it
+            for listener in self.lifecycle.launch_listeners:
+                listener(claim)
+        for node in [n for _, n in sorted(self.state.nodes.items()) if n.deleting]:
+            # Being deleted in the dump: Karpenter's termination controller drains it.
+            self.clock.at(0.0, partial(self.terminator.drain, node, "deleting"), label="drain")
         for w in warnings:
             log.warning("%s", w)
         for d in self.deployments:
@@ -563,3 +587,17 @@ class SimulationRuntime:
             disruptions=self._disruptions(),
         )
         return RunResult(summary=summary, state=self.state, cloud=self.cloud)
+
+
+class _SimTime(logging.Filter):
+    """Prefixes each log record with the simulated time of the run."""
+
+    def __init__(self, clock: SimClock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not getattr(record, "joiner_sim_time", False):
+            record.msg = f"[t={durations.format_seconds(self._clock.now())}] {record.msg}"
+            record.joiner_sim_time = True
+        return True

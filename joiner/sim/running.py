@@ -4,18 +4,23 @@
 A Node labelled ``karpenter.sh/nodepool`` (or the legacy provisioner-name) whose instance
 type, zone and capacity type are known becomes a launched, registered, initialized NodeClaim
 of that NodePool, backed by an instance whose id is the last segment of ``spec.providerID``
-(so captured EventBridge messages find it). A Pod with ``spec.nodeName`` on such a node is
-bound there at t=0; other live Pods start pending. A pod selected by a workload belongs to
-it, so the workload only creates the replicas that are missing. Finished pods are ignored.
+(so captured EventBridge messages find it). A Node outside any NodePool is static capacity.
+A Node being deleted is adopted marked deleting (its pods are demand; the caller drains it).
+A NodeClaim launched but not registered is in-flight. A Pod with ``spec.nodeName`` on an
+adopted node is bound there at t=0; other live Pods start pending, except pods held by
+scheduling gates. A pod selected by a workload belongs to it, so the workload only creates
+the replicas that are missing. Finished pods are ignored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from joiner.api import durations, labels
+from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import selects
+from joiner.api.objects import ClusterNode, Taint
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CloudProviderError, NodeClassNotReadyError
@@ -46,26 +51,146 @@ def cluster_state(m: ManifestSet) -> tuple[ClusterState, list[str]]:
     return state, warnings
 
 
+def _cordon_taint(n: ClusterNode) -> tuple[Taint, ...]:
+    """A cordoned node (``spec.unschedulable``) as kube-scheduler sees it: tainted
+    ``node.kubernetes.io/unschedulable:NoSchedule``."""
+    if not n.unschedulable or any(t.key == labels.TAINT_UNSCHEDULABLE for t in n.taints):
+        return n.taints
+    return (*n.taints, Taint(labels.TAINT_UNSCHEDULABLE, "", "NoSchedule"))
+
+
+def _static_node(n: ClusterNode) -> Node:
+    """A node no NodePool manages, as static capacity: Ready, never disrupted."""
+    node_labels = dict(n.labels)
+    node_labels.setdefault(labels.HOSTNAME, n.name)
+    return Node(
+        name=n.name,
+        nodeclaim=None,
+        labels=node_labels,
+        taints=_cordon_taint(n),
+        capacity=dict(n.capacity),
+        allocatable=dict(n.allocatable),
+        created_at_s=0.0,
+        ready=True,
+        deleting=n.deleting,
+    )
+
+
+def _adopt_in_flight(
+    m: ManifestSet,
+    state: ClusterState,
+    cloud: SimulatedCloudProvider,
+    on_in_flight: Callable[[NodeClaim], None] | None,
+    warnings: list[str],
+) -> None:
+    """NodeClaims launched whose Node has not registered: launched NodeClaims here too, so
+    their pods' room is held and the kubelet model registers them."""
+    registered = {n.name for n in m.nodes}
+    skipped: list[str] = []
+    for c in m.nodeclaims:
+        if c.deleting or not c.launched or (c.node_name is not None and c.node_name in registered):
+            continue
+        pool = state.nodepools.get(c.nodepool or "")
+        claim_labels = dict(c.labels)
+        type_name = claim_labels.get(labels.INSTANCE_TYPE)
+        zone = claim_labels.get(labels.ZONE)
+        capacity_type = claim_labels.get(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
+        try:
+            types = (
+                {t.name: t for t in cloud.get_instance_types(pool.node_class_ref.name)}
+                if pool is not None
+                else {}
+            )
+        except NodeClassNotReadyError:
+            types = {}
+        it = types.get(type_name or "")
+        instance_id = (c.provider_id or "").rsplit("/", 1)[-1] or f"i-{c.name}"
+        if (
+            pool is None
+            or it is None
+            or zone is None
+            or c.name in state.nodeclaims
+            or cloud.instance_by_id(instance_id) is not None
+        ):
+            skipped.append(c.name)
+            continue
+        try:
+            instance = cloud.adopt(
+                it,
+                zone,
+                capacity_type,
+                instance_id,
+                tags=(("karpenter.sh/nodepool", pool.name), ("karpenter.sh/nodeclaim", c.name)),
+            )
+        except CloudProviderError:
+            skipped.append(c.name)
+            continue
+        claim = NodeClaim(
+            name=c.name,
+            nodepool=pool.name,
+            node_class=pool.node_class_ref.name,
+            requirements=Requirements.from_labels(
+                {
+                    labels.INSTANCE_TYPE: it.name,
+                    labels.ZONE: zone,
+                    labels.CAPACITY_TYPE: capacity_type,
+                }
+            ),
+            requests={},
+            instance_type_options=(it,),
+            created_at_s=0.0,
+            instance=instance,
+            launched_at_s=0.0,
+        )
+        state.nodeclaims[claim.name] = claim
+        if on_in_flight is not None:
+            on_in_flight(claim)
+    if skipped:
+        warnings.append(
+            grouped(
+                f"{plural(len(skipped), 'launched NodeClaim')} whose NodePool, instance type "
+                "or zone is not known here are not part of the starting cluster",
+                skipped,
+            )
+        )
+
+
 def adopt(
     m: ManifestSet,
     state: ClusterState,
     cloud: SimulatedCloudProvider,
     pods: PodFactory,
     workload_keys: Mapping[str, object],
+    *,
+    on_in_flight: Callable[[NodeClaim], None] | None = None,
 ) -> list[str]:
-    """Create the running cluster's nodes and pods; returns warnings for what was skipped."""
+    """Create the running cluster's nodes and pods; returns warnings for what was skipped.
+
+    * A Node of a NodePool in the manifests becomes a launched, initialized NodeClaim and
+      its Node (marked deleting when the dump shows it being deleted: the caller drains it).
+    * A Node no NodePool manages (EKS managed node group, self-managed, Fargate) is static
+      capacity (``Node.nodeclaim is None``), as Karpenter's cluster state counts every Node.
+    * A NodeClaim launched but not registered is in-flight capacity; ``on_in_flight`` hears
+      of each (the simulation's kubelet model registers it).
+    * Pods bound in the dump are bound to their node; pods held by ``schedulingGates`` are
+      left out (nothing schedules them until the gates go); DaemonSet pods of nodes not
+      part of the starting cluster go with their node.
+    """
     warnings: list[str] = []
     adopted: set[str] = set()
+    static: list[str] = []
     for n in m.nodes:
         where = f"{n.source.ref} ({n.source.file})"
-        pool = state.nodepools.get(n.nodepool or "")
-        if n.deleting:
-            warnings.append(f"{where}: being deleted; not part of the starting cluster")
+        if n.nodepool is None:
+            state.nodes[n.name] = _static_node(n)
+            adopted.add(n.name)
+            static.append(n.name)
             continue
+        pool = state.nodepools.get(n.nodepool)
         if pool is None:
             warnings.append(
-                f"{where}: not managed by a NodePool in the manifests (label "
-                "karpenter.sh/nodepool); not part of the starting cluster"
+                f"{where}: its NodePool {n.nodepool!r} is not in the manifests; not part of "
+                "the starting cluster"
             )
             continue
         node_labels = dict(n.labels)
@@ -127,20 +252,38 @@ def adopt(
             name=n.name,
             nodeclaim=claim.name,
             labels=node_labels,
-            taints=n.taints,
+            taints=_cordon_taint(n),
             capacity=dict(n.capacity) or dict(it.capacity),
             allocatable=dict(n.allocatable) or dict(it.allocatable),
             created_at_s=0.0,
             ready=True,
+            deleting=n.deleting,
             do_not_disrupt=dict(n.annotations).get(labels.DO_NOT_DISRUPT) == "true",
             scale_down_disabled=dict(n.annotations).get(labels.CA_SCALE_DOWN_DISABLED) == "true",
         )
         adopted.add(n.name)
+    if static:
+        warnings.append(
+            grouped(
+                f"{plural(len(static), 'node')} outside any NodePool "
+                f"{'is' if len(static) == 1 else 'are'} static capacity (their pods run there; "
+                "Joiner never launches, disrupts or prices them)",
+                static,
+            )
+        )
+    _adopt_in_flight(m, state, cloud, on_in_flight, warnings)
     ds_keys = {f"{d.namespace}/{d.name}": d for d in m.daemonsets}
     workloads = [w for w in m.workloads if w.key in workload_keys]
+    gated: list[str] = []
+    moved: list[str] = []
     for p in m.pods:
         if p.terminal or (p.node_name is None and not p.provisionable):
+            if p.scheduling_gates and not p.terminal:
+                gated.append(p.key)
             continue
+        daemon_owner = p.owner is not None and p.owner.startswith("DaemonSet/")
+        if daemon_owner and p.node_name not in adopted:
+            continue  # a DaemonSet pod goes with its node
         owner = next(
             (
                 w.key
@@ -150,7 +293,8 @@ def adopt(
             None,
         )
         daemon = False
-        if owner is None and p.owner and p.owner.startswith("DaemonSet/"):
+        if owner is None and daemon_owner:
+            assert p.owner is not None
             key = f"{p.namespace}/{p.owner.split('/', 1)[1]}"
             daemon = key in ds_keys
             owner = key
@@ -162,8 +306,22 @@ def adopt(
             pod.node_name = p.node_name
             pod.bound_at_s = 0.0
         elif p.node_name is not None:
-            warnings.append(
-                f"{p.source.ref} ({p.source.file}): its node {p.node_name!r} is not part of the "
-                "starting cluster; it starts pending"
+            moved.append(f"{p.key} (node {p.node_name})")
+    if gated:
+        warnings.append(
+            grouped(
+                f"{plural(len(gated), 'pod')} held by spec.schedulingGates "
+                f"{'is' if len(gated) == 1 else 'are'} left out: nothing schedules or "
+                "provisions for a pod until its gates are removed",
+                gated,
             )
+        )
+    if moved:
+        warnings.append(
+            grouped(
+                f"{plural(len(moved), 'pod')} on nodes not part of the starting cluster "
+                "start pending",
+                moved,
+            )
+        )
     return warnings

@@ -8,8 +8,8 @@ names (paths relative to the scenario file) and the traces, and checks cross-ref
 
 from __future__ import annotations
 
-import difflib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -23,13 +23,14 @@ from joiner.api import cron, durations
 from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
-from joiner.api.manifests.loader import _model_at
 from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents, read_text
 from joiner.api.objects import CronJob
+from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
 from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
+from joiner.cloudprovider.simulated.vpc import cluster_region, status_vpc
 from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
 from joiner.controllers.interruption.settings import REBALANCE_REPLACEMENT, InterruptionSettings
@@ -247,7 +248,11 @@ class SettingsSpec(_Strict):
 class ScenarioSpec(_Strict):
     """What to simulate."""
 
-    region: str = Field(default="us-east-1")
+    region: str | None = Field(
+        default=None,
+        description="AWS region; default: the region the manifests' nodes, NodeClaims and "
+        "EC2NodeClass status show, else us-east-1",
+    )
     duration: str = Field(default="1h", description="Go duration, e.g. 6h or 90m")
     seed: StrictInt = Field(default=0, ge=0, lt=2**63)
     startTime: datetime = Field(
@@ -305,7 +310,7 @@ class CronJobRun:
     """A CronJob with its fire times (seconds of run time) and its pods' run time."""
 
     cronjob: CronJob
-    fire_times_s: tuple[float, ...]
+    fire_times_s: FireTimes
     run_for_s: float
     #: True when ``run_for_s`` is the default (no ``spec.workloads`` entry gave it).
     defaulted: bool = False
@@ -351,10 +356,6 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
-
-
 def is_scenario_file(path: Path) -> bool:
     """True when ``path`` holds a ``kind: Scenario`` document (errors surface on load)."""
     try:
@@ -395,14 +396,7 @@ def load_scenario(
         doc = ScenarioFile.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        msg = "required field is missing" if err["type"] == "missing" else err["msg"]
-        if err["type"] == "extra_forbidden":
-            parent = _model_at(ScenarioFile, tuple(err["loc"][:-1]))
-            known = sorted(parent.model_fields) if parent is not None else []
-            close = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)
-            msg = f"unknown field {err['loc'][-1]!r}" + (
-                f"; did you mean {close[0]!r}?" if close else ""
-            )
+        msg = describe(err, ScenarioFile)
         name = (
             raw.get("metadata", {}).get("name") if isinstance(raw.get("metadata"), dict) else None
         )
@@ -410,7 +404,7 @@ def load_scenario(
             msg,
             file=file,
             obj=f"Scenario/{name}" if name else "Scenario",
-            field=_field_path(err["loc"]),
+            field=field_path(tuple(err["loc"])),
         ) from exc
     obj = f"Scenario/{doc.metadata.name}"
     spec = doc.spec
@@ -419,7 +413,7 @@ def load_scenario(
     def fail(message: str, field: str) -> InputError:
         return InputError(message, file=file, obj=obj, field=field)
 
-    if spec.region not in catalog.regions():
+    if spec.region is not None and spec.region not in catalog.regions():
         raise fail(
             f"unknown region {spec.region!r}; known: {', '.join(catalog.regions())}", "spec.region"
         )
@@ -449,10 +443,18 @@ def load_scenario(
             what = "is a directory" if (base / m).is_dir() else "does not exist"
             raise fail(f"manifest file {str(base / m)!r} {what}", f"spec.manifests[{i}]")
     manifests = load_files([base / m for m in spec.manifests])
+    try:
+        region = cluster_region(manifests, catalog, spec.region, "spec.region")
+    except InputError as exc:
+        raise exc.located(file=file, obj=obj) from exc
 
-    zones = dict(catalog.zones(spec.region))
+    zones = dict(catalog.zones(region))
+    status_groups: list[SecurityGroup] = []
     if spec.cloud.subnets is None:
-        subnets = tuple(
+        # A dump's EC2NodeClass status is the cluster's VPC; otherwise one subnet per zone.
+        classes, status_subnets, status_groups = status_vpc(manifests.nodeclasses, catalog, region)
+        manifests.nodeclasses = classes
+        subnets = tuple(status_subnets) or tuple(
             Subnet(id=f"subnet-{z}", zone=z, zone_id=zid, tags=(("Name", z),))
             for z, zid in sorted(zones.items())
         )
@@ -462,7 +464,7 @@ def load_scenario(
         for i, s in enumerate(spec.cloud.subnets):
             if s.zone not in zones:
                 raise fail(
-                    f"zone {s.zone!r} is not in region {spec.region} "
+                    f"zone {s.zone!r} is not in region {region} "
                     f"(zones: {', '.join(sorted(zones))})",
                     f"spec.cloud.subnets[{i}].zone",
                 )
@@ -475,6 +477,7 @@ def load_scenario(
         SecurityGroup(g.id, g.name, tuple(sorted(g.tags.items())))
         for g in (spec.cloud.securityGroups or [])
     )
+    groups += tuple(g for g in status_groups if g.id not in {d.id for d in groups})
 
     def seconds(value: str, where: str) -> float:
         try:
@@ -567,7 +570,7 @@ def load_scenario(
         )
     if spec.compare is not None and len(set(spec.compare)) != len(spec.compare):
         raise fail("each policy may be listed once", "spec.compare")
-    autoscaler = _autoscaler(spec, manifests, subnets, catalog, seconds, fail)
+    autoscaler = _autoscaler(spec, region, manifests, subnets, catalog, seconds, fail)
 
     if check_selectors:
         _check_node_classes(manifests, subnets, groups)
@@ -616,7 +619,7 @@ def load_scenario(
     return Scenario(
         name=doc.metadata.name,
         file=file,
-        region=spec.region,
+        region=region,
         duration_s=duration_s,
         seed=spec.seed,
         manifests=manifests,
@@ -637,10 +640,34 @@ def load_scenario(
     )
 
 
-def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> tuple[float, ...]:
-    """Seconds of run time at which ``cj``'s schedule fires (read in its ``spec.timeZone``,
-    default UTC; ``start`` is run time 0),
-    as the CronJob controller computes them (robfig/cron semantics, via croniter).
+@dataclass(frozen=True)
+class FireTimes:
+    """Seconds of run time at which a CronJob's schedule fires, up to ``duration_s``,
+    computed lazily (a per-minute schedule over a year is half a million fires: the
+    simulation asks for the next one only when the previous fired)."""
+
+    schedule: str
+    start: datetime
+    local_start: datetime
+    duration_s: float
+
+    def __iter__(self) -> Iterator[float]:
+        it = croniter(self.schedule, self.local_start - timedelta(microseconds=1))
+        while True:
+            at = (it.get_next(datetime) - self.start).total_seconds()
+            if at > self.duration_s:
+                return
+            yield at
+
+    def __bool__(self) -> bool:
+        """It fires at least once within the run."""
+        return next(iter(self), None) is not None
+
+
+def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> FireTimes:
+    """When ``cj``'s schedule fires (read in its ``spec.timeZone``, default UTC; ``start``
+    is run time 0), as the CronJob controller computes them (robfig/cron semantics, via
+    croniter).
 
     Raises:
         InputError: the schedule is not a cron expression (naming the CronJob's field).
@@ -649,14 +676,8 @@ def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> tuple[float,
         text = cron.check_schedule(cj.schedule, field="spec.schedule")
     except InputError as exc:
         raise exc.located(file=cj.source.file, obj=cj.source.ref) from exc
-    out: list[float] = []
     local = start.astimezone(ZoneInfo(cj.time_zone)) if cj.time_zone else start
-    it = croniter(text, local - timedelta(microseconds=1))
-    while True:
-        at = (it.get_next(datetime) - start).total_seconds()
-        if at > duration_s:
-            return tuple(out)
-        out.append(at)
+    return FireTimes(text, start, local, duration_s)
 
 
 def _find_cronjob(cronjobs: list[CronJob], key: str) -> CronJob | None:
@@ -697,6 +718,7 @@ def _hpa(spec: HpaSpec, trace: Trace, start: datetime, seconds: Any, fail: Any, 
 
 def _autoscaler(
     spec: ScenarioSpec,
+    region: str,
     manifests: ManifestSet,
     subnets: tuple[Subnet, ...],
     catalog: Catalog,
@@ -722,7 +744,7 @@ def _autoscaler(
     if not priorities:
         priorities = list(SPOT_FIRST_PRIORITIES)
     zones = {s.zone for s in subnets}
-    offered = set(catalog.offered_types(spec.region))
+    offered = set(catalog.offered_types(region))
     pools = {p.name for p in manifests.nodepools}
     groups = []
     seen: set[str] = set()
@@ -740,7 +762,7 @@ def _autoscaler(
         for j, t in enumerate(g.instanceTypes):
             if t not in offered:
                 raise fail(
-                    f"instance type {t!r} is not offered in {spec.region}",
+                    f"instance type {t!r} is not offered in {region}",
                     f"{where}.instanceTypes[{j}]",
                 )
         for j, z in enumerate(g.zones or []):

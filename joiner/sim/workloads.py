@@ -14,7 +14,7 @@ import csv
 import io
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -418,7 +418,7 @@ class CronJobController:
     def __init__(
         self,
         cronjob: CronJob,
-        fire_times_s: Sequence[float],
+        fire_times_s: Iterable[float],
         state: ClusterState,
         clock: SimClock,
         pods: PodFactory,
@@ -427,7 +427,8 @@ class CronJobController:
         register: Callable[[JobController], None],
     ) -> None:
         self.cronjob = cronjob
-        self.fire_times_s = tuple(fire_times_s)
+        self.fire_times_s = fire_times_s
+        self._next: Iterator[float] = iter(())
         self._state = state
         self._clock = clock
         self._pods = pods
@@ -441,11 +442,17 @@ class CronJobController:
         return self.cronjob.key
 
     def start(self, duration_s: float) -> None:
-        """Schedule every fire time."""
-        for t in self.fire_times_s:
+        """Schedule the first fire time; each fire schedules the next (lazily computed)."""
+        self._next = iter(self.fire_times_s)
+        self._schedule_next()
+
+    def _schedule_next(self) -> None:
+        t = next(self._next, None)
+        if t is not None:
             self._clock.at(t, partial(self._fire, t), label="cronjob")
 
     def _fire(self, at_s: float) -> None:
+        self._schedule_next()
         cj = self.cronjob
         if cj.suspend:
             return

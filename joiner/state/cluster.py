@@ -132,10 +132,13 @@ class NodeClaim:
 
 @dataclass
 class Node:
-    """A Kubernetes node backed by a NodeClaim."""
+    """A Kubernetes node, backed by a NodeClaim or, for ``nodeclaim=None``, static capacity
+    no NodePool manages (an EKS managed node group, a self-managed or Fargate node): pods
+    run there, but no controller launches, disrupts or deletes it (Karpenter's cluster
+    state counts every Node; only NodeClaim-backed ones are ``Managed()``)."""
 
     name: str
-    nodeclaim: str
+    nodeclaim: str | None
     labels: dict[str, str]
     taints: tuple[Taint, ...]
     capacity: Resources
@@ -261,6 +264,10 @@ class ClusterState:
             for _, n in sorted(self.nodes.items())
             if n.ready and n.deleted_at_s is None and not n.deleting
         ]
+
+    def claim_of(self, node: Node) -> NodeClaim | None:
+        """The node's NodeClaim, or None for static capacity (or a claim already gone)."""
+        return self.nodeclaims.get(node.nodeclaim) if node.nodeclaim is not None else None
 
     def node_of_claim(self, claim: NodeClaim) -> Node | None:
         """The NodeClaim's node, if registered and not deleted."""

@@ -18,8 +18,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 def test_kubectl_dump_loads_with_warnings_only_for_skipped_kinds():
     m = load_files([FIXTURES / "cluster-dump.yaml"])
     assert [w.split(": ", 1)[1] for w in m.warnings] == [
-        "Service/api (v1): kind 'Service' is not used by Joiner; skipped",
-        "ConfigMap/api-config (v1): kind 'ConfigMap' is not used by Joiner; skipped",
+        "2 objects of kinds Joiner does not model (ConfigMap 1, Service 1) are skipped: "
+        "Service/api, ConfigMap/api-config",
     ]
     (node,) = m.nodes
     assert node.nodepool == "general"

@@ -56,11 +56,11 @@ def _pool(req: str) -> str:
         ('{"apiVersion": "v1", "kind": "Pod",\n "metadata": {"name": "x"},,}', "line 2, column"),
         (
             _pool("{key: a, operator: In, values: [x]}").replace("role: R", "role: [R]"),
-            "EC2NodeClass/default: field spec.role: Input should be a valid string",
+            "EC2NodeClass/default: field spec.role: must be a string, not a list",
         ),
         (
             _pool("{key: a, operator: Within, values: [x]}"),
-            "NodePool/np: field spec.template.spec.requirements[0].operator: Input should be",
+            "NodePool/np: field spec.template.spec.requirements[0].operator: must be one of",
         ),
         (
             _pool("{key: a, operator: In}"),

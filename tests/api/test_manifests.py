@@ -213,5 +213,5 @@ spec:
 def test_unknown_kinds_are_skipped_with_a_warning():
     m = load_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "dump.yaml")
     assert m.warnings == [
-        "dump.yaml: Service/s (v1): kind 'Service' is not used by Joiner; skipped"
+        "dump.yaml: 1 object of kinds Joiner does not model (Service 1) is skipped: Service/s"
     ]

@@ -181,12 +181,15 @@ def test_convert_rejects_unknown_region(tmp_path):
     assert result.exit_code == 2 and "--region" in result.output
 
 
-def test_nodeclaims_in_a_dump_are_skipped():
-    m = load_text(
-        POOLS + "---\napiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: aaa-x}\n",
-        "d.yaml",
+def test_nodeclaims_in_a_dump_are_read_and_v1beta1_ones_skipped():
+    claim = (
+        "---\napiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: aaa-x}\n"
+        "spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}}\n"
     )
-    assert any("NodeClaim" in w and "skipped" in w for w in m.warnings)
+    m = load_text(POOLS + claim + claim.replace("v1\n", "v1beta1\n", 1), "d.yaml")
+    (read,) = m.nodeclaims
+    assert read.name == "aaa-x" and not read.launched
+    assert any("NodeClaim/aaa-x (karpenter.sh/v1beta1)" in w for w in m.warnings)
 
 
 @pytest.mark.parametrize(("text", "millicores"), [("100u", 1), ("500n", 1), ("250000u", 250)])

@@ -259,6 +259,44 @@ def test_feed_registers_and_initializes_a_nodeclaim_from_its_node() -> None:
     assert claim.deleted_at_s is not None and st_node.deleted_at_s is not None
 
 
+def test_feed_keeps_nodes_outside_any_nodepool_as_static_capacity() -> None:
+    """A managed node group's Node (no karpenter.sh/nodepool, no NodeClaim) is capacity the
+    provisioner counts: a pod that fits it launches nothing."""
+    from joiner.controllers.provisioning.provisioner import Provisioner
+
+    h = Harness()
+    h.sync(kube.NODEPOOL, NODEPOOL)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    mng = {
+        "metadata": {
+            "name": "ip-10-0-0-1.ec2.internal",
+            "labels": {"eks.amazonaws.com/nodegroup": "system", "kubernetes.io/os": "linux"},
+        },
+        "spec": {"providerID": "aws:///us-east-1a/i-0aaaaaaaaaaaaaaa1"},
+        "status": {
+            "allocatable": {"cpu": "1930m", "memory": "7Gi", "pods": "29"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    for kind in (kube.NODECLAIM, kube.DAEMONSET, kube.PDB):
+        h.sync(kind)
+    h.sync(kube.NODE, _doc(kube.NODE, mng))
+    h.sync(kube.POD, _pod("a", "u1"))
+    h.feed.start()
+    node = h.state.nodes["ip-10-0-0-1.ec2.internal"]
+    assert node.nodeclaim is None and node.ready and node.allocatable["cpu"] == 1930
+    provisioner = Provisioner(h.state, h.cloud, h.lifecycle, h.clock, random.Random(0))
+    provisioner.reconcile()
+    assert not h.state.nodeclaims  # the 1-CPU pod fits the static node
+    mng["spec"]["unschedulable"] = True  # cordoned: no longer a target
+    h.feed.deliver(kube.NODE, "MODIFIED", [_doc(kube.NODE, mng)])
+    assert "node.kubernetes.io/unschedulable" in {t.key for t in node.taints}
+    provisioner.reconcile()
+    assert len(h.state.nodeclaims) == 1
+    h.feed.deliver(kube.NODE, "DELETED", [_doc(kube.NODE, mng)])
+    assert node.deleted_at_s is not None
+
+
 def test_settings_errors_name_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "s.yaml"
     bad.write_text("leaderElection: {leaseDurationSecond: 5}\n")
@@ -278,7 +316,7 @@ def test_cli_prints_crds_and_checks_cluster_input(tmp_path: Path) -> None:
     assert kinds == ["NodePool", "NodeClaim", "EC2NodeClass"]
     assert runner.invoke(app, ["plan"]).exit_code == 2
     missing = runner.invoke(app, ["plan", "--kubeconfig", str(tmp_path / "nope")])
-    assert missing.exit_code == 2 and "kubeconfig file not found" in missing.output
+    assert missing.exit_code == 2 and "kubeconfig not found" in missing.output
     assert runner.invoke(app, ["install-crds"]).exit_code == 2
 
 

@@ -29,7 +29,7 @@ def test_the_trace_slice_spikes_and_batch_all_show(summary):
     sc = load_scenario(SCENARIO)
     assert sc.duration_s == 86400.0
     (cron,) = sc.cronjobs
-    assert cron.fire_times_s == (7200.0,)  # 02:00 on 13 July 1995
+    assert tuple(cron.fire_times_s) == (7200.0,)  # 02:00 on 13 July 1995
     api = next(w for w in sc.workloads if w.deployment == "clinic/api")
     assert api.hpa is not None
     assert [m.name for m in api.hpa.multipliers] == ["morning opening", "lunch", "late night"]

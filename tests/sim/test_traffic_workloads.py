@@ -109,7 +109,7 @@ def _cron(tmp_path: Path, *, policy: str = "Allow", run_for: str = "20m", durati
 def test_cronjob_fires_on_schedule_and_runs_to_completion(tmp_path):
     sc = load_scenario(_cron(tmp_path))
     (run,) = sc.cronjobs
-    assert run.fire_times_s == (7200.0, 7200.0 + 86400.0)
+    assert tuple(run.fire_times_s) == (7200.0, 7200.0 + 86400.0)
     assert sc.start_time == datetime(2025, 1, 6, tzinfo=UTC)
     rt = SimulationRuntime(sc)
     summary = rt.run().summary

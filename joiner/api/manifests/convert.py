@@ -8,6 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC
+from typing import Any
+
+from pydantic import ValidationError
 
 from joiner.api import cron, durations, labels, quantity
 from joiner.api import objects as o
@@ -425,6 +428,7 @@ def ec2nodeclass_v1beta1(doc: m.V1Beta1EC2NodeClass, file: str) -> o.NodeClass:
         metadata_options=metadata_options(spec.metadataOptions, "spec.metadataOptions"),
         detailed_monitoring=spec.detailedMonitoring is True,
         associate_public_ip_address=_opt_bool(spec.associatePublicIPAddress),
+        **_nodeclass_status(doc.status),
     )
 
 
@@ -522,6 +526,51 @@ def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
         metadata_options=metadata_options(spec.metadataOptions, "spec.metadataOptions"),
         detailed_monitoring=spec.detailedMonitoring is True,
         associate_public_ip_address=_opt_bool(spec.associatePublicIPAddress),
+        **_nodeclass_status(doc.status),
+    )
+
+
+def _nodeclass_status(raw: object) -> dict[str, Any]:
+    """``status.subnets`` and ``status.securityGroups``: the VPC Karpenter resolved.
+
+    Raises:
+        InputError: the status has the wrong shape (the field is named).
+    """
+    if raw is None:
+        raw = {}
+    try:
+        status = m.EC2NodeClassStatus.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(
+            "must be an EC2NodeClass status as Karpenter writes it (subnets: [{id, zone}], "
+            "securityGroups: [{id, name}])",
+            field=f"status.{where}" if where else "status",
+        ) from exc
+    return {
+        "status_subnets": tuple(sorted({(s.id, s.zone) for s in status.subnets})),
+        "status_security_groups": tuple(sorted({(g.id, g.name) for g in status.securityGroups})),
+    }
+
+
+def nodeclaim(doc: m.NodeClaim, file: str) -> o.ClusterNodeClaim:
+    """A ``karpenter.sh/v1`` NodeClaim from a dump: its labels, taints and resources."""
+    claim_labels = {labels.normalize_key(k): v for k, v in doc.metadata.labels.items()}
+    status = doc.status
+    return o.ClusterNodeClaim(
+        name=doc.metadata.name,
+        nodepool=claim_labels.get(labels.NODEPOOL)
+        or next((r.name for r in doc.metadata.ownerReferences if r.kind == "NodePool"), None),
+        node_class=doc.spec.nodeClassRef.name,
+        labels=tuple(sorted(claim_labels.items())),
+        taints=taints(doc.spec.taints),
+        capacity=resources(status.capacity, "status.capacity"),
+        allocatable=resources(status.allocatable, "status.allocatable"),
+        source=o.Source(file, "NodeClaim", doc.metadata.name, doc.apiVersion),
+        provider_id=status.providerID or None,
+        node_name=status.nodeName or None,
+        deleting=doc.metadata.deletionTimestamp is not None,
     )
 
 
@@ -862,6 +911,7 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
         started_at=doc.status.startTime
         if doc.status.startTime is None or doc.status.startTime.tzinfo is not None
         else doc.status.startTime.replace(tzinfo=UTC),
+        scheduling_gates=tuple(g.name for g in doc.spec.schedulingGates),
     )
 
 

@@ -6,15 +6,17 @@ import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
+from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import convert, legacy, runtimeclass, unmodelled
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
+from joiner.api.validation import describe, field_path
 
 
 @dataclass
@@ -36,6 +38,10 @@ class ManifestSet:
     runtimeclasses: list[runtimeclass.RuntimeClass] = field(default_factory=list)
     #: (pod field path, upstream effect) -> objects that set a field Joiner does not model.
     unmodelled: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    #: ``karpenter.sh/v1`` NodeClaims of a cluster dump: launched or in-flight capacity.
+    nodeclaims: list[o.ClusterNodeClaim] = field(default_factory=list)
+    #: Objects of kinds Joiner does not model (``Kind/name``, file), for one grouped warning.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     #: Owned workloads (a ReplicaSet of a Deployment, a Job of a CronJob): loaded for
     #: reference, never run on their own, since their owner creates their pods.
     owned_workloads: list[o.Workload] = field(default_factory=list)
@@ -60,58 +66,17 @@ class ManifestSet:
 M = TypeVar("M", bound=BaseModel)
 
 
-def _model_at(model: type[BaseModel], path: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The pydantic model class found by following ``path`` (field names and list indices)."""
-    current: Any = model
-    for part in path:
-        if isinstance(part, int):
-            continue
-        if not (isinstance(current, type) and issubclass(current, BaseModel)):
-            return None
-        info = current.model_fields.get(str(part))
-        if info is None:
-            return None
-        current = _inner_model(info.annotation)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _inner_model(annotation: Any) -> Any:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):
-        found = _inner_model(arg)
-        if found is not None:
-            return found
-    return None
-
-
-_BRANCH_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
-
-
 def _validate(model: type[M], doc: dict[str, Any], file: str, obj: str) -> M:
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
         errors = exc.errors()
         err = errors[0]
-        # Drop union-branch tags pydantic inserts (``str``, ``int``, ``function-after[...]``).
-        loc = tuple(
-            p
-            for p in err["loc"]
-            if isinstance(p, int) or (p not in _BRANCH_TAGS and "[" not in str(p))
-        )
-        path = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
-        msg = err["msg"]
-        if err["type"] == "missing":
-            msg = "required field is missing"
-        elif err["type"] == "extra_forbidden":
-            parent = _model_at(model, loc[:-1])
-            known = sorted(parent.model_fields) if parent is not None else []
-            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            msg = f"unknown field {loc[-1]!r}{hint}"
-        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise InputError(f"{msg}{more}", file=file, obj=obj, field=path or None) from exc
+        path = field_path(tuple(err["loc"]))
+        more = f" (and {plural(len(errors) - 1, 'more problem')})" if len(errors) > 1 else ""
+        raise InputError(
+            f"{describe(err, model)}{more}", file=file, obj=obj, field=path or None
+        ) from exc
 
 
 _Handler = Callable[[dict[str, Any], str, str, ManifestSet], None]
@@ -179,6 +144,9 @@ def _note_unmodelled(
     found = unmodelled.unmodelled_fields(spec)
     if template and spec.nodeName:
         found.append(("nodeName", unmodelled.TEMPLATE_NODE_NAME))
+    if not template:
+        # A Pod's own scheduling gates are modelled: it adds no demand and is left out.
+        found = [(name, why) for name, why in found if name != "schedulingGates"]
     for name, why in found:
         out.unmodelled.setdefault((f"{base}.{name}", why), []).append(f"{file}: {obj}")
 
@@ -236,6 +204,10 @@ def _storageclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) ->
     out.storageclasses.append(convert.storageclass(_validate(m.StorageClass, doc, file, obj), file))
 
 
+def _nodeclaim(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.nodeclaims.append(convert.nodeclaim(_validate(m.NodeClaim, doc, file, obj), file))
+
+
 def _namespace(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     out.namespaces.append(_validate(m.Namespace, doc, file, obj).metadata.name)
 
@@ -250,6 +222,7 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("karpenter.sh/v1", "NodePool"): _nodepool,
     ("karpenter.sh/v1beta1", "NodePool"): _nodepool_v1beta1,
     ("karpenter.sh/v1alpha1", "NodeOverlay"): _nodeoverlay,
+    ("karpenter.sh/v1", "NodeClaim"): _nodeclaim,
     ("karpenter.sh/v1alpha5", "Provisioner"): _provisioner,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): _ec2nodeclass,
     ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): _ec2nodeclass_v1beta1,
@@ -273,9 +246,9 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("node.k8s.io/v1", "RuntimeClass"): _runtimeclass,
 }
 
-#: Karpenter kinds a cluster dump holds that Joiner derives itself: skipped with a warning.
+#: Older Karpenter kinds a cluster dump may hold that Joiner does not read: skipped with a
+#: warning (their nodes are still read as Nodes of their NodePool).
 _DERIVED = {
-    ("karpenter.sh/v1", "NodeClaim"),
     ("karpenter.sh/v1beta1", "NodeClaim"),
     ("karpenter.sh/v1alpha5", "Machine"),
 }
@@ -297,10 +270,28 @@ def _describe(doc: dict[str, Any]) -> str:
 def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
     where = f"document {index + 1}"
     if not isinstance(doc, dict):
-        raise InputError(f"{where} is not a mapping (got {type(doc).__name__})", file=file)
-    if doc.get("kind") == "List" and isinstance(doc.get("items"), list):
-        for item in doc["items"]:
-            _load_document(item, file, index, out)
+        raise InputError(f"is not a mapping (got {type(doc).__name__})", file=file, obj=where)
+    if doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
+        # kubectl get -o yaml|json: ``items`` may be empty, null or absent (no objects).
+        items = doc.get("items")
+        if items is None:
+            return
+        if not isinstance(items, list):
+            raise InputError(
+                f"must be a list of objects, not {type(items).__name__}",
+                file=file,
+                obj=f"{where} (kind: List)",
+                field="items",
+            )
+        for i, item in enumerate(items):
+            try:
+                _load_document(item, file, index, out)
+            except InputError as exc:
+                if exc.obj is None or exc.obj == where:  # name the item, not the List
+                    raise InputError(
+                        exc.detail, file=file, obj=f"{where} items[{i}]", field=exc.field
+                    ) from exc
+                raise
         return
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     for fname, value in (("apiVersion", api_version), ("kind", kind)):
@@ -325,9 +316,7 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
             field="kind",
         )
     if (str(api_version), str(kind)) in _DERIVED:
-        out.warnings.append(
-            f"{file}: {obj}: Joiner keeps its own NodeClaims; this {kind} is skipped"
-        )
+        out.skipped.append((f"{obj} ({api_version})", file))
         return
     if handler is None:
         group = str(api_version).rpartition("/")[0]
@@ -354,9 +343,7 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
                 obj=obj,
                 field="apiVersion",
             )
-        out.warnings.append(
-            f"{file}: {obj} ({api_version}): kind {kind!r} is not used by Joiner; skipped"
-        )
+        out.skipped.append((obj, file))
         return
     try:
         handler(doc, file, obj, out)
@@ -417,7 +404,28 @@ def _merge_pool_kubelet(out: ManifestSet) -> None:
         out.nodeclasses[i] = replace(nc, kubelet=first.kubelet)
 
 
+def _group_skipped(out: ManifestSet) -> None:
+    """One warning for every object of a kind Joiner does not model."""
+    if not out.skipped:
+        return
+    files = sorted({f for _, f in out.skipped})
+    kinds: dict[str, int] = {}
+    for obj, _ in out.skipped:
+        kind = obj.split("/", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    where = f"{files[0]}: " if len(files) == 1 else ""
+    head = (
+        f"{where}{plural(len(out.skipped), 'object')} of kinds Joiner does not model "
+        f"({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}) "
+        f"{'is' if len(out.skipped) == 1 else 'are'} skipped"
+    )
+    items = [obj if len(files) == 1 else f"{obj} ({f})" for obj, f in out.skipped]
+    out.warnings.append(grouped(head, items))
+    out.skipped.clear()
+
+
 def _check_references(out: ManifestSet) -> None:
+    _group_skipped(out)
     _check_unique(out)
     classes = {n.name: n for n in out.nodeclasses}
     for pool in out.nodepools:

@@ -359,11 +359,32 @@ class EC2NodeClassSpec(Strict):
     placementGroupSelector: Any = None
 
 
+class StatusSubnet(Model):
+    id: str = Field(min_length=1)
+    zone: str = Field(min_length=1)
+    zoneID: str | None = None
+
+
+class StatusSecurityGroup(Model):
+    id: str = Field(min_length=1)
+    name: str = ""
+
+
+class EC2NodeClassStatus(Model):
+    """What Karpenter resolved the selector terms to (a dump or a live cluster has it)."""
+
+    subnets: list[StatusSubnet] = Field(default_factory=list)
+    securityGroups: list[StatusSecurityGroup] = Field(default_factory=list)
+
+
 class EC2NodeClass(Model):
     apiVersion: str
     kind: Literal["EC2NodeClass"]
     metadata: Metadata
     spec: EC2NodeClassSpec
+    #: Read as ``EC2NodeClassStatus`` by the converter; ``Any`` here keeps the CRD's status
+    #: schema open (Karpenter writes more than Joiner reads).
+    status: dict[str, Any] = Field(default_factory=dict)
 
 
 class KWOKNodeClassSpec(Strict):
@@ -402,6 +423,7 @@ class V1Beta1EC2NodeClass(Model):
     kind: Literal["EC2NodeClass"]
     metadata: Metadata
     spec: V1Beta1EC2NodeClassSpec
+    status: dict[str, Any] = Field(default_factory=dict)
 
 
 # --- karpenter.k8s.aws/v1alpha1 AWSNodeTemplate ---------------------------------------------
@@ -550,6 +572,10 @@ class Volume(Model):
     hostPath: Any = None
 
 
+class SchedulingGate(Model):
+    name: str = Field(min_length=1)
+
+
 class PodSpec(Strict):
     nodeName: str | None = None
     containers: list[Container] = Field(min_length=1)
@@ -583,7 +609,7 @@ class PodSpec(Strict):
     restartPolicy: Any = None
     runtimeClassName: Any = None
     schedulerName: Any = None
-    schedulingGates: Any = None
+    schedulingGates: list[SchedulingGate] = Field(default_factory=list)
     securityContext: Any = None
     serviceAccount: Any = None
     serviceAccountName: Any = None

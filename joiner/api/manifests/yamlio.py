@@ -7,6 +7,8 @@ strict decoding), files are capped at ``MAX_FILE_BYTES``, and parser failures of
 
 from __future__ import annotations
 
+import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +24,14 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that rejects duplicate mapping keys."""
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue  # ``<<: *anchor``: merged keys may be overridden (YAML merge key)
         key = loader.construct_object(key_node, deep=deep)
         try:
             duplicate = key in seen
@@ -47,18 +54,48 @@ _StrictLoader.add_constructor(
 )
 
 
+#: A path of ``-`` means standard input, wherever a file is read.
+STDIN = "-"
+
+_STDIN: dict[str, bytes] = {}
+
+#: Nodes a document may have once its aliases are expanded: far above any real manifest,
+#: far below what would exhaust memory or time (a "billion laughs" document).
+MAX_EXPANDED_NODES = 2_000_000
+
+
 def read_text(path: Path, *, what: str = "file") -> str:
-    """Read a UTF-8 text file of at most ``MAX_FILE_BYTES``.
+    """Read a UTF-8 text file of at most ``MAX_FILE_BYTES``; ``-`` is standard input.
 
     Raises:
-        InputError: missing, a directory, unreadable, too large, or not UTF-8.
+        InputError: missing, a directory, a FIFO, socket or device, unreadable, too large,
+            or not UTF-8.
     """
     name = str(path)
     try:
-        if path.is_dir():
-            raise InputError(f"{what} is a directory, not a file", file=name)
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        if name == STDIN:
+            name = "<stdin>"
+            if STDIN not in _STDIN:  # read once: a command may look at its input twice
+                _STDIN[STDIN] = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+            data = _STDIN[STDIN]
+        else:
+            if path.is_dir():
+                raise InputError(f"{what} is a directory, not a file", file=name)
+            mode = path.stat().st_mode
+            if not stat.S_ISREG(mode):
+                kind = (
+                    "a FIFO"
+                    if stat.S_ISFIFO(mode)
+                    else "a socket"
+                    if stat.S_ISSOCK(mode)
+                    else "a device"
+                )
+                raise InputError(
+                    f"{what} is {kind}, not a regular file (give - to read standard input)",
+                    file=name,
+                )
+            with path.open("rb") as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError as exc:
         raise InputError(f"{what} not found", file=name) from exc
     except OSError as exc:
@@ -80,10 +117,64 @@ def read_documents(path: Path) -> list[Any]:
     return parse_documents(read_text(path), str(path))
 
 
-def parse_documents(text: str, name: str) -> list[Any]:
-    """Parse YAML text; ``name`` is used in error messages."""
+def _expanded_size(root: yaml.Node, name: str) -> None:
+    """Refuse a document whose aliases expand past ``MAX_EXPANDED_NODES`` nodes (or refer
+    to themselves), before anything is constructed from it.
+
+    Raises:
+        InputError: too large once expanded, or a recursive alias.
+    """
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise InputError("a YAML alias refers to the node that contains it", file=name)
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        active.discard(key)
+        if total > MAX_EXPANDED_NODES:
+            raise InputError(
+                f"YAML aliases expand this document to more than {MAX_EXPANDED_NODES:,} "
+                "values; refusing to expand it",
+                file=name,
+            )
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
+def _load_all(text: str, name: str) -> list[Any]:
+    loader = _StrictLoader(text)
     try:
-        docs = list(yaml.load_all(text, Loader=_StrictLoader))
+        docs: list[Any] = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                _expanded_size(node, name)
+            docs.append(loader.construct_document(node))
+        return docs
+    finally:
+        loader.dispose()
+
+
+def parse_documents(text: str, name: str) -> list[Any]:
+    """Parse YAML text; ``name`` is used in error messages.
+
+    Raises:
+        InputError: invalid YAML (with line and column), a duplicate key, nesting too deep,
+            or aliases that expand to a huge document.
+    """
+    try:
+        docs = _load_all(text, name)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -186,7 +186,7 @@ class KubeActuator:
                 self._claim_status(claim)
         for node_name in sorted(self._state.nodes):
             node = self._state.nodes[node_name]
-            if node.deleted_at_s is None:
+            if node.deleted_at_s is None and node.nodeclaim is not None:
                 self._sync_node(node)
 
     def _claim_doc(self, claim: NodeClaim) -> dict[str, Any]:
@@ -259,7 +259,7 @@ class KubeActuator:
         (``provisioner.CreateNodeClaims`` with ``WithReason``)."""
         for name in claim.replaces:
             node = self._state.nodes.get(name)
-            old = self._state.nodeclaims.get(node.nodeclaim) if node is not None else None
+            old = self._state.claim_of(node) if node is not None else None
             if old is not None and old.disruption_reason:
                 return old.disruption_reason.lower()
         return PROVISIONED
@@ -597,7 +597,7 @@ class KubeTimeline:
             event_ns = ns
         elif node is not None:
             st_node = self._state.nodes.get(node)
-            claim = st_node.nodeclaim if st_node is not None else node
+            claim = st_node.nodeclaim if st_node is not None and st_node.nodeclaim else node
             involved = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim}
             event_ns = self.namespace
         else:

@@ -101,20 +101,46 @@ def connect(
     Raises:
         InputError: the file is missing or not a kubeconfig, or no configuration is found.
     """
+    where = str(kubeconfig or "in-cluster")
+    config: KubeConfig | None = None
     try:
         if kubeconfig is None:
             config = KubeConfig.from_env()
         else:
+            from joiner.api.manifests.yamlio import parse_documents, read_text
+
             path = Path(kubeconfig)
-            if not path.is_file():
-                raise InputError("kubeconfig file not found", file=str(path))
-            config = KubeConfig.from_file(path)
+            text = read_text(path, what="kubeconfig")
+            docs = parse_documents(text, where)
+            if len(docs) != 1 or not isinstance(docs[0], dict):
+                raise InputError("not a kubeconfig (one YAML mapping, kind: Config)", file=where)
+            config = KubeConfig.from_dict(docs[0], fname=str(path))
+        single = config.get()
+        if single is None:
+            raise InputError("no current context and none named", file=where)
     except InputError:
         raise
     except Exception as exc:  # lightkube raises several types for a bad configuration
+        contexts = (
+            ", ".join(sorted(getattr(config, "contexts", {}) or {})) if "config" in dir() else ""
+        )
         raise InputError(
-            f"not a usable kubeconfig: {exc}", file=str(kubeconfig or "in-cluster")
+            f"not a usable kubeconfig: {exc}" + (f" (contexts: {contexts})" if contexts else ""),
+            file=where,
         ) from exc
+    server = str(getattr(single.cluster, "server", "") or "")
+    try:
+        url = httpx.URL(server)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise InputError(
+            f"context {single.context_name!r}: server {server!r} is not a URL", file=where
+        ) from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise InputError(
+            f"context {single.context_name!r}: server {server!r} is not an http(s) URL such "
+            "as https://127.0.0.1:6443",
+            file=where,
+        )
     client = Client(config=config, field_manager=FIELD_MANAGER, timeout=httpx.Timeout(timeout_s))
     if user_agent:
         # lightkube takes no headers; its httpx client (created eagerly) carries them.

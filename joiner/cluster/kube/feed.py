@@ -18,7 +18,9 @@ controllers share, through the same manifest loader as files
   Ready condition initializes it (``Lifecycle.initialize``). Taints other than the two
   Joiner manages (``karpenter.sh/unregistered``, ``karpenter.sh/disrupted``) are taken from
   the API; Joiner's own come from the state. A Node that disappears takes its NodeClaim
-  with it. Nodes no NodeClaim owns are not capacity Joiner plans on (as Karpenter).
+  with it. A Node without the ``karpenter.sh/nodepool`` label and no NodeClaim (a managed
+  node group, self-managed or Fargate node) is static capacity: the provisioner counts it,
+  as Karpenter's cluster state counts every Node, and nothing drains or deletes it.
 * NodeClaims: one deleted by someone else while live is reported (``on_claim_deleted``:
   the composition root drains and terminates it, as Karpenter's finalizer does). So is a
   live NodeClaim's Node that someone deletes (``kubectl delete node``): it keeps Joiner's
@@ -426,6 +428,29 @@ class ClusterFeed:
                 return claim
         return None
 
+    def _static_node(self, name: str, doc: dict[str, Any]) -> Node:
+        """A Node no NodePool manages (managed node group, self-managed, Fargate): static
+        capacity the provisioner counts, as Karpenter's cluster state counts every Node;
+        nothing here launches, drains or deletes it."""
+        try:
+            (read,) = load_documents([doc], self.source).nodes
+        except (InputError, ValueError) as exc:
+            log.warning("node %s not read: %s; it is not capacity here", name, exc)
+            read = None
+        node = Node(
+            name=name,
+            nodeclaim=None,
+            labels=dict(read.labels) if read is not None else {},
+            taints=_static_taints(doc),
+            capacity=dict(read.capacity) if read is not None else {},
+            allocatable=dict(read.allocatable) if read is not None else {},
+            created_at_s=self._clock.now(),
+            ready=read is not None and node_ready(doc),
+        )
+        self._state.nodes[name] = node
+        self._state.touch()
+        return node
+
     def _node(self, event: str, doc: dict[str, Any]) -> None:
         meta = doc.get("metadata") or {}
         name = str(meta.get("name"))
@@ -435,7 +460,7 @@ class ClusterFeed:
         if event == "DELETED":
             if node is not None and node.deleted_at_s is None:
                 node.deleted_at_s = now
-                claim = st.nodeclaims.get(node.nodeclaim)
+                claim = st.claim_of(node)
                 if claim is not None and claim.deleted_at_s is None:
                     claim.deleted_at_s = now
                 for pod in st.pods_on(name):
@@ -446,14 +471,23 @@ class ClusterFeed:
             return
         if node is None or node.deleted_at_s is not None:
             claim = self.claim_by_provider((doc.get("spec") or {}).get("providerID"))
-            if claim is None or claim.node_name is not None:
+            if claim is None and not (meta.get("labels") or {}).get(labels.NODEPOOL):
+                node = self._static_node(name, doc)
+            elif claim is None or claim.node_name is not None:
                 return
-            node = self._lifecycle.register(claim, name)
-            st.touch()
-            for registered in self.on_registered:
-                registered(claim)
-        claim = st.nodeclaims.get(node.nodeclaim)
+            else:
+                node = self._lifecycle.register(claim, name)
+                st.touch()
+                for registered in self.on_registered:
+                    registered(claim)
+        claim = st.claim_of(node)
         if claim is None:
+            if node.nodeclaim is None:  # static capacity: follow the API
+                node.taints = _static_taints(doc)
+                node.deleting = bool(meta.get("deletionTimestamp"))
+                if node.ready != node_ready(doc):
+                    node.ready = node_ready(doc)
+                    st.touch()
             return
         node.taints = (
             *(t for t in api_taints(doc) if t.key not in MANAGED_TAINTS),
@@ -474,6 +508,16 @@ class ClusterFeed:
         elif claim.initialized_at_s is not None and node.ready != ready:
             node.ready = ready
             st.touch()
+
+
+def _static_taints(doc: dict[str, Any]) -> tuple[Taint, ...]:
+    """A static node's taints, a cordon (``spec.unschedulable``) as kube-scheduler sees it."""
+    taints = api_taints(doc)
+    if (doc.get("spec") or {}).get("unschedulable") and not any(
+        t.key == labels.TAINT_UNSCHEDULABLE for t in taints
+    ):
+        taints = (*taints, Taint(labels.TAINT_UNSCHEDULABLE, "", "NoSchedule"))
+    return taints
 
 
 #: NodeClaim annotation: hash of the NodePool template fields it was launched from (drift

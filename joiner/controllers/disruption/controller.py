@@ -156,7 +156,7 @@ class DisruptionController:
         for node in self._state.nodes.values():
             if node.deleted_at_s is not None or node.deleting:
                 continue
-            claim = self._state.nodeclaims.get(node.nodeclaim)
+            claim = self._state.claim_of(node)
             pool = self._state.nodepools.get(claim.nodepool) if claim is not None else None
             if pool is None:
                 continue

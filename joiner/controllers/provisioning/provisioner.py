@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from joiner.api import labels, quantity
 from joiner.api.clock import Clock
+from joiner.api.objects import PodTemplate, Taint
 from joiner.api.requirements import Requirement
 from joiner.cloudprovider.types import (
     CloudProvider,
@@ -31,7 +32,7 @@ from joiner.scheduling import (
     SchedulingInput,
 )
 from joiner.scheduling.daemonsets import overhead_on_node
-from joiner.state.cluster import ClusterState, NodeClaim
+from joiner.state.cluster import ClusterState, NodeClaim, Pod
 from joiner.state.snapshot import pod_requests
 
 log = logging.getLogger(__name__)
@@ -243,6 +244,17 @@ class Provisioner:
         out: list[ExistingNode] = []
         bound_pods: list[BoundPod] = []
         daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
+        # Static capacity (nodes no NodePool manages) counts too: Karpenter's cluster state
+        # holds every Node, and its scheduling simulation tries existing nodes first.
+        for name, static in sorted(self._state.nodes.items()):
+            gone = static.deleted_at_s is not None or static.deleting
+            if static.nodeclaim is None and static.ready and not gone:
+                out.append(
+                    _existing(
+                        name, static.labels, static.taints, static.allocatable,
+                        self._state.pods_on(name), True, None, daemonsets, bound_pods,
+                    )
+                )  # fmt: skip
         for claim in self._state.live_nodeclaims():
             if claim.instance is None:
                 continue
@@ -260,35 +272,12 @@ class Provisioner:
                 taints = pool.taints
                 allocatable = claim.instance.instance_type.allocatable
                 bound = []
-            used: quantity.Resources = {}
-            for p in bound:
-                used = quantity.add(used, p.template.requests)
-                bound_pods.append(
-                    BoundPod(
-                        node=claim.name,
-                        namespace=p.template.namespace,
-                        labels=p.template.labels,
-                        anti_affinity=p.template.pod_anti_affinity,
-                        host_ports=p.template.host_ports,
-                    )
-                )
-            daemons_bound: quantity.Resources = {}
-            for p in bound:
-                if p.daemon:
-                    daemons_bound = quantity.add(daemons_bound, p.template.requests)
-            expected = overhead_on_node(node_labels, taints, daemonsets)
-            still_to_come = {k: max(0, v - daemons_bound.get(k, 0)) for k, v in expected.items()}
-            available = quantity.subtract(quantity.subtract(allocatable, used), still_to_come)
             out.append(
-                ExistingNode(
-                    name=claim.name,
-                    labels=tuple(sorted(node_labels.items())),
-                    taints=taints,
-                    available=available,
-                    initialized=claim.initialized_at_s is not None,
-                    nodepool=claim.nodepool,
+                _existing(
+                    claim.name, node_labels, taints, allocatable, bound,
+                    claim.initialized_at_s is not None, claim.nodepool, daemonsets, bound_pods,
                 )
-            )
+            )  # fmt: skip
         return out, bound_pods
 
     def templates(self) -> list[NodePoolTemplate]:
@@ -313,3 +302,43 @@ class Provisioner:
                 )
             )
         return out
+
+
+def _existing(
+    name: str,
+    node_labels: dict[str, str],
+    taints: tuple[Taint, ...],
+    allocatable: quantity.Resources,
+    bound: list[Pod],
+    initialized: bool,
+    nodepool: str | None,
+    daemonsets: list[PodTemplate],
+    bound_pods: list[BoundPod],
+) -> ExistingNode:
+    """One existing node of the snapshot: allocatable less its pods and the DaemonSet pods
+    still to come; its pods are appended to ``bound_pods``."""
+    used: quantity.Resources = {}
+    daemons_bound: quantity.Resources = {}
+    for p in bound:
+        used = quantity.add(used, p.template.requests)
+        if p.daemon:
+            daemons_bound = quantity.add(daemons_bound, p.template.requests)
+        bound_pods.append(
+            BoundPod(
+                node=name,
+                namespace=p.template.namespace,
+                labels=p.template.labels,
+                anti_affinity=p.template.pod_anti_affinity,
+                host_ports=p.template.host_ports,
+            )
+        )
+    expected = overhead_on_node(node_labels, taints, daemonsets)
+    still_to_come = {k: max(0, v - daemons_bound.get(k, 0)) for k, v in expected.items()}
+    return ExistingNode(
+        name=name,
+        labels=tuple(sorted(node_labels.items())),
+        taints=taints,
+        available=quantity.subtract(quantity.subtract(allocatable, used), still_to_come),
+        initialized=initialized,
+        nodepool=nodepool,
+    )

@@ -86,7 +86,7 @@ class Terminator:
         node.draining = True
         cordon(node)
         self._timeline.record(timeline.DRAIN_STARTED, node=node.name, detail=reason)
-        claim = self._state.nodeclaims.get(node.nodeclaim)
+        claim = self._state.claim_of(node)
         pool = self._state.nodepools.get(claim.nodepool) if claim is not None else None
         if pool is not None and pool.termination_grace_period_s is not None:
             name = node.name
@@ -192,7 +192,7 @@ class Terminator:
     def _terminate(self, node: Node) -> None:
         now = self._clock.now()
         self._timeline.record(timeline.DRAINED, node=node.name)
-        claim = self._state.nodeclaims.get(node.nodeclaim)
+        claim = self._state.claim_of(node)
         if claim is not None and claim.instance is not None:
             try:
                 self._cloud.delete(claim.instance.provider_id)

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -34,8 +33,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from joiner.api.errors import InputError
-from joiner.api.manifests.loader import _model_at
 from joiner.api.manifests.yamlio import parse_documents, read_documents, read_text
+from joiner.api.validation import describe as describe_error
+from joiner.api.validation import field_path
 from joiner.operator.sweep.patch import DocumentRef, describe, merge_patch, patch_documents
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -235,17 +235,8 @@ def _validation_error(
     exc: ValidationError, file: str, obj: str, model: type[BaseModel]
 ) -> InputError:
     err = exc.errors()[0]
-    loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(
-        ".[", "["
-    )
-    msg = "required field is missing" if err["type"] == "missing" else err["msg"]
-    if err["type"] == "extra_forbidden":
-        parent = _model_at(model, tuple(err["loc"][:-1]))
-        known = sorted(parent.model_fields) if parent is not None else []
-        close = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)
-        msg = f"unknown field {err['loc'][-1]!r}" + (
-            f"; did you mean {close[0]!r}?" if close else ""
-        )
+    loc = field_path(tuple(err["loc"]))
+    msg = describe_error(err, model)
     return InputError(msg, file=file, obj=obj, field=loc)
 
 

@@ -595,7 +595,7 @@ class ClusterAutoscaler:
         self.wake()
 
     def _terminated(self, node: Node) -> None:
-        claim = self._state.nodeclaims.get(node.nodeclaim)
+        claim = self._state.claim_of(node)
         if claim is not None:
             self.instance_gone(claim)
 

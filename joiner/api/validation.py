@@ -1,0 +1,129 @@
+"""pydantic validation errors in the words a person reads (never "Input should be ...").
+
+Every loader (manifests, scenarios, FIS templates, NTH values, controller settings) checks
+shapes with pydantic; ``describe`` turns its first error into "what is wrong and what to
+write instead", and ``field_path`` into a dotted path (``spec.workloads[0].replicas``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import ErrorDetails
+
+_BRANCH_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
+
+_KIND = {
+    "dict_type": "a mapping (key: value)",
+    "model_type": "a mapping (key: value)",
+    "model_attributes_type": "a mapping (key: value)",
+    "list_type": "a list",
+    "tuple_type": "a list",
+    "set_type": "a list",
+    "string_type": "a string",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "datetime_type": "an ISO 8601 time such as 2025-01-06T09:30:00Z",
+    "datetime_parsing": "an ISO 8601 time such as 2025-01-06T09:30:00Z",
+    "datetime_from_date_parsing": "an ISO 8601 time such as 2025-01-06T09:30:00Z",
+    "none_required": "empty (null)",
+}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """``("spec", "workloads", 0, "replicas")`` as ``spec.workloads[0].replicas``, without
+    the union-branch tags pydantic inserts (``str``, ``function-after[...]``)."""
+    parts = [p for p in loc if isinstance(p, int) or (p not in _BRANCH_TAGS and "[" not in str(p))]
+    return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in parts).replace(".[", "[")
+
+
+def model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The pydantic model found by following ``loc`` (field names; list indices skipped)."""
+    from typing import get_args
+
+    def inner(annotation: Any) -> Any:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return annotation
+        for arg in get_args(annotation):
+            found = inner(arg)
+            if found is not None:
+                return found
+        return None
+
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        info = current.model_fields.get(str(part))
+        if info is None:
+            return None
+        current = inner(info.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def describe(err: ErrorDetails, model: type[BaseModel] | None = None) -> str:
+    """One pydantic error as a sentence: what is wrong and what to write instead.
+
+    ``model`` (the root model validated) lets an unknown field get a "did you mean" hint.
+    """
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    value = err.get("input")
+    loc = tuple(err["loc"])
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        parent = model_at(model, loc[:-1]) if model is not None else None
+        known = sorted(parent.model_fields) if parent is not None else []
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"unknown field {loc[-1]!r}{hint}"
+    if kind in _KIND:
+        return f"must be {_KIND[kind]}, not {_type_name(value)} {_shown(value)}"
+    if kind == "literal_error" or kind == "enum":
+        return f"must be one of {ctx.get('expected', '?')}, not {_shown(value)}"
+    bounds = {
+        "greater_than": ("greater than", "gt"),
+        "greater_than_equal": ("at least", "ge"),
+        "less_than": ("less than", "lt"),
+        "less_than_equal": ("at most", "le"),
+    }
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"must be {words} {ctx.get(key)}, not {_shown(value)}"
+    if kind in ("too_short", "string_too_short"):
+        least = ctx.get("min_length", 1)
+        what = "characters" if kind == "string_too_short" else "items"
+        return "must not be empty" if least == 1 else f"needs at least {least} {what}"
+    if kind in ("too_long", "string_too_long"):
+        what = "characters" if kind == "string_too_long" else "items"
+        return f"has more than {ctx.get('max_length')} {what}"
+    if kind == "value_error":
+        error = ctx.get("error")
+        return str(error) if error is not None else "invalid value"
+    if kind == "union_tag_invalid" or kind == "union_tag_not_found":
+        return f"has an unknown type {_shown(value)}"
+    msg = str(err.get("msg", "invalid value"))
+    for prefix in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(prefix)
+    return msg.replace("Input should be", "must be").replace("Input", "the value")
