@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo check test test-unit lint typecheck layers chart bench clean diff-karpenter
+.PHONY: demo check test test-unit lint typecheck layers chart bench golden clean diff-karpenter
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -65,6 +65,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scheduling.py
 	$(BIN)/python benchmarks/week.py
 	$(BIN)/python benchmarks/sweep.py
+
+## Rewrite tests/golden/*/summary.json from the examples (only when decisions are meant to
+## change; say which and why in the commit message). tests/sim/test_golden.py compares them.
+golden: $(STAMP)
+	$(BIN)/python -m joiner.testing.golden
 
 clean:
 	rm -rf $(VENV) joiner-out .pytest_cache .mypy_cache .ruff_cache
