@@ -138,7 +138,7 @@ class PreparedPool:
 #: Callers pass the cloud's cached type lists, so consecutive solves (a provisioning pass,
 #: each consolidation simulation, each baseline estimate) share the arrays and mask caches.
 _PREPARED: dict[tuple[object, ...], tuple[tuple[InstanceType, ...], PreparedPool]] = {}
-_PREPARED_MAX = 256
+_PREPARED_MAX = 4096
 
 
 def prepare(
