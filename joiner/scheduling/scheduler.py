@@ -336,17 +336,7 @@ class _Solve:
         launchable: set[str] = set()
         for key in keys:
             for pool in self.pools:
-                r = pool.nodepool.requirements.get(key)
-                if r is not None and not r.complement:
-                    values = set(r.values)
-                else:
-                    values = set()
-                    for it in pool.types:
-                        tr = it.requirements.get(key)
-                        if tr is not None and not tr.complement:
-                            values |= set(tr.values)
-                    if r is not None:
-                        values = {v for v in values if r.has(v)}
+                values = pool.domains(key)
                 universe[key] |= values
                 if values:
                     launchable.add(key)
@@ -776,6 +766,14 @@ def _least_allocated(e: _Existing, requests: Resources) -> float:
 def _queue_key(pod: PodRequest) -> tuple[int, int, int, str]:
     r = pod.template.requests
     return (-r.get(quantity.CPU, 0), -r.get(quantity.MEMORY, 0), pod.order, pod.uid)
+
+
+def provisioning_order(pods: Sequence[PodRequest]) -> list[PodRequest]:
+    """``pods`` in the order a ``provisioner``-mode solve places them (Karpenter's queue:
+    CPU, then memory, descending; then creation order). A solve reads pods only through
+    their templates and volume terms in this order (uids just label the result), so two
+    inputs with the same sequence of those get the same answer up to the uids."""
+    return sorted(pods, key=_queue_key)
 
 
 def _explain(reasons: list[str], pools: list[PreparedPool]) -> str:

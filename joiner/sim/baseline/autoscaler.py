@@ -244,7 +244,7 @@ class ClusterAutoscaler:
 
     def _check_provision_timeouts(self, now: float) -> None:
         for g in self.groups:
-            registered = len(self._registered(g))
+            registered = len(self._registered(g)) if g.desired > 0 else 0
             if registered >= g.desired:
                 g.waiting_since_s = None
                 continue
@@ -417,9 +417,12 @@ class ClusterAutoscaler:
         """CA ``least-waste``: least idle CPU after the scale-up, idle memory the tie-break
         (``cluster-autoscaler/FAQ.md``)."""
         scored = []
+        requested: dict[tuple[str, ...], tuple[int, int]] = {}
         for o in options:
             alloc = o.group.template.allocatable
-            cpu, mem = self._pod_requests(o.pods)
+            if o.pods not in requested:
+                requested[o.pods] = self._pod_requests(o.pods)
+            cpu, mem = requested[o.pods]
             total_cpu = alloc.get(quantity.CPU, 0) * o.nodes
             total_mem = alloc.get(quantity.MEMORY, 0) * o.nodes
             waste_cpu = (total_cpu - cpu) / total_cpu if total_cpu else 1.0

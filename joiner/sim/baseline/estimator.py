@@ -30,8 +30,9 @@ from joiner.scheduling import (
     PodRequest,
     Scheduler,
     SchedulingInput,
+    provisioning_order,
 )
-from joiner.scheduling.pool import PreparedPool, prepare
+from joiner.scheduling.pool import prepare
 from joiner.sim.baseline.groups import NodeGroup
 
 
@@ -52,9 +53,8 @@ def referenced_keys(
     keys = {labels.ZONE}
     seen: set[int] = set()
     for p in pods:
-        for terms in (p.volume_terms,):
-            for term in terms:
-                keys.update(term.keys())
+        for volume in p.volume_terms:
+            keys.update(volume.keys())
         t = p.template
         if id(t) in seen:
             continue
@@ -64,13 +64,13 @@ def referenced_keys(
         for _, reqs in t.preferred_affinity:
             keys.update(reqs.keys())
         keys.update(c.key for c in t.spread)
-        for term in (
+        for affinity in (
             *t.pod_affinity,
             *t.pod_anti_affinity,
             *(w[1] for w in t.preferred_pod_affinity),
             *(w[1] for w in t.preferred_pod_anti_affinity),
         ):
-            keys.add(term.key)
+            keys.add(affinity.key)
     for b in bound:
         keys.update(term.key for term in b.anti_affinity)
     del daemonsets  # their selection of a type is already in its net allocatable
@@ -83,7 +83,11 @@ class Estimator:
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
         self._templates: dict[str, NodePoolTemplate] = {}
-        self._prepared: dict[tuple[object, ...], PreparedPool] = {}
+        #: (referenced keys, DaemonSets, requested resources) -> a small integer.
+        self._contexts: dict[tuple[object, ...], int] = {}
+        self._keys: dict[tuple[str, int], tuple[object, ...]] = {}
+        #: (group key, pod signature) -> the new nodes as positions in queue order.
+        self._memo: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
         self.solves = 0
         self.shared = 0
 
@@ -100,28 +104,38 @@ class Estimator:
         g: NodeGroup,
         keys: frozenset[str],
         daemonsets: tuple[PodTemplate, ...],
-        extra: Sequence[str],
+        extra: tuple[str, ...],
     ) -> tuple[object, ...]:
+        """What a solve can observe of ``g`` for pods that refer to ``keys`` and request
+        ``extra`` resources (computed once per group and such pods: the template type and
+        its offerings are fixed when the group is resolved)."""
+        context = self._contexts.get((keys, daemonsets, extra))
+        if context is None:
+            context = len(self._contexts)
+            self._contexts[(keys, daemonsets, extra)] = context
+        ckey = (g.name, context)
+        found = self._keys.get(ckey)
+        if found is not None:
+            return found
+        if len(self._keys) > _CACHE_MAX:
+            self._keys.clear()
         t = self.template(g)
         pool = t.nodepool
-        pkey = (g.name, daemonsets, tuple(extra))
-        prepared = self._prepared.get(pkey)
-        if prepared is None:
-            if len(self._prepared) > 16384:
-                self._prepared.clear()
-            prepared = prepare(pool, t.instance_types, daemonsets, {}, extra)
-            self._prepared[pkey] = prepared
+        prepared = prepare(pool, t.instance_types, daemonsets, {}, extra)
         it = g.template
         reqs = pool.requirements
-        return (
+        requested = [prepared.resources.index(r) for r in extra]
+        found = (
             tuple(sorted((k, r) for k, r in reqs.items() if k in keys or r.min_values)),
             tuple(sorted((k, r) for k, r in it.requirements.items() if k in keys)),
             tuple(sorted((k, v) for k, v in pool.node_labels().items() if k in keys)),
             pool.taints,
             pool.startup_taints,
             len(prepared.types),
-            tuple(prepared.resources),
-            prepared.net.tobytes(),
+            # Allocatable after DaemonSet overhead on the requested resources; elsewhere only
+            # whether it went negative (then nothing fits) matters.
+            prepared.net[:, requested].tobytes(),
+            bool((prepared.net >= 0).all()),
             tuple(
                 sorted(
                     {
@@ -136,6 +150,8 @@ class Estimator:
                 )
             ),
         )
+        self._keys[ckey] = found
+        return found
 
     def estimate(
         self,
@@ -144,27 +160,52 @@ class Estimator:
         bound: tuple[BoundPod, ...],
         daemonsets: tuple[PodTemplate, ...],
     ) -> dict[str, Estimate]:
-        """Per group name, the nodes and pods of its estimate (groups in order)."""
+        """Per group name, the new nodes of its estimate, each as the uids of its pods.
+
+        Groups whose ``_key`` is equal share one solve; a solve is also reused from an
+        earlier scan when the pods, in the solve's queue order, have the same templates and
+        volume terms (``provisioning_order``): only their uids differ, and uids only label
+        the answer.
+        """
         keys = referenced_keys(pods, bound, daemonsets)
-        extra = sorted({k for p in pods for k in p.template.requests})
-        done: dict[tuple[object, ...], Estimate] = {}
+        ordered = provisioning_order(pods)
+        extra = tuple(sorted({k for p in ordered for k in p.template.requests}))
+        signature = _signature(ordered)
         out: dict[str, Estimate] = {}
         for g in groups:
-            key = self._key(g, keys, daemonsets, extra)
-            found = done.get(key)
-            if found is None:
+            key = (self._key(g, keys, daemonsets, extra), signature)
+            positions = self._memo.get(key)
+            if positions is None:
                 self.solves += 1
                 result = self._scheduler.solve(
                     SchedulingInput(
-                        pods=pods,
+                        pods=tuple(ordered),
                         bound_pods=bound,
                         nodepools=(self.template(g),),
                         daemonsets=daemonsets,
                     )
                 )
-                found = Estimate(tuple(tuple(c.pods) for c in result.new_nodeclaims))
-                done[key] = found
+                at = {p.uid: i for i, p in enumerate(ordered)}
+                positions = tuple(tuple(at[u] for u in c.pods) for c in result.new_nodeclaims)
+                if len(self._memo) > _CACHE_MAX:
+                    self._memo.clear()
+                self._memo[key] = positions
             else:
                 self.shared += 1
-            out[g.name] = found
+            out[g.name] = Estimate(tuple(tuple(ordered[i].uid for i in c) for c in positions))
         return out
+
+
+#: Bound on each of the estimator's caches (cleared when exceeded).
+_CACHE_MAX = 65536
+
+
+def _signature(ordered: Sequence[PodRequest]) -> tuple[tuple[object, ...], ...]:
+    """Run-length form of the (template, volume terms) sequence of ``ordered``."""
+    runs: list[list[object]] = []
+    for p in ordered:
+        if runs and runs[-1][0] is p.template and runs[-1][1] == p.volume_terms:
+            runs[-1][2] = int(runs[-1][2]) + 1  # type: ignore[call-overload]
+        else:
+            runs.append([p.template, p.volume_terms, 1])
+    return tuple(tuple(r) for r in runs)
