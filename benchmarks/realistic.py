@@ -17,7 +17,8 @@ shared) and peak memory (max RSS) are measured:
 
 Prints one JSON document: per case the CPU seconds, wall seconds, simulated seconds per wall
 second and per CPU second, peak memory, the target and whether it was met.
-Usage: ``python benchmarks/realistic.py [a b c d]`` (default: all four).
+Usage: ``python benchmarks/realistic.py [--repeat N] [a b c d]`` (default: all four, once
+each; with N, the lowest CPU of N runs is reported, as contention only adds CPU time).
 """
 
 from __future__ import annotations
@@ -198,12 +199,26 @@ def cluster_dump(pods: int) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=1)
 
 
+#: Each command runs this many times; the lowest CPU figure is reported (the machine is
+#: shared, and contention only ever adds CPU time). ``--repeat N`` changes it.
+REPEAT = [1]
+
+
 def measure(cmd: list[str], cwd: Path) -> dict[str, Any]:
-    """Run ``cmd``; its CPU seconds (user + system), wall seconds and max RSS in bytes.
+    """Run ``cmd`` ``REPEAT`` times; the run with the least CPU seconds (user + system): its
+    CPU and wall seconds, max RSS in bytes, and every run's CPU seconds.
 
     Raises:
         RuntimeError: the command failed (its stderr is included).
     """
+    runs = [_measure_once(cmd, cwd) for _ in range(REPEAT[0])]
+    best = min(runs, key=lambda r: r["cpuSeconds"])
+    if len(runs) > 1:
+        best["cpuSecondsEachRun"] = [r["cpuSeconds"] for r in runs]
+    return best
+
+
+def _measure_once(cmd: list[str], cwd: Path) -> dict[str, Any]:
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -304,6 +319,8 @@ CASES = {"a": case_a, "b": case_b, "c": case_c, "d": case_d}
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--repeat"]:
+        REPEAT[0], argv = int(argv[1]), argv[2:]
     names = argv or list(CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:
@@ -315,6 +332,7 @@ def main(argv: list[str]) -> int:
         "machine": platform.machine(),
         "cpuCount": os.cpu_count(),
         "measure": "CPU seconds = user + system of the child process (os.wait4)",
+        "repeat": REPEAT[0],
         "cases": {},
     }
     for name in names:
