@@ -40,6 +40,7 @@ from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
     SCHEDULE_ANYWAY,
     HostPort,
+    PodAffinityTerm,
     PodTemplate,
     Taint,
     tolerates_all,
@@ -295,14 +296,25 @@ class _Solve:
         self.topology.register(p.template for p in inp.pods)
         by_node = {e.node.name: e.domains for e in self.existing}
         counting = self.topology.has_groups
+        # Pods alike (node, namespace, labels, anti-affinity) are counted together: a
+        # Deployment's replicas on one node are recorded once with their number.
+        alike: dict[
+            tuple[str, str, tuple[tuple[str, str], ...], tuple[PodAffinityTerm, ...]], int
+        ] = {}
         for bp in inp.bound_pods:
             if not counting and not bp.anti_affinity:
                 continue  # nothing to count it in, no anti-affinity of its own
-            bound_on = by_node.get(bp.node)
-            if bound_on is not None:
-                self.topology.record_bound(
-                    bp.namespace, dict(bp.labels), bound_on, bp.anti_affinity
-                )
+            if bp.node in by_node:
+                k = (bp.node, bp.namespace, bp.labels, bp.anti_affinity)
+                alike[k] = alike.get(k, 0) + 1
+        for (node, namespace, pod_labels, anti), count in alike.items():
+            self.topology.record_bound(
+                namespace,
+                pod_labels,
+                by_node[node],
+                anti,
+                count=count,
+            )
         self.pns_exists = any(
             t.effect == PREFER_NO_SCHEDULE
             for taints in [p.taints for p in self.pools] + [e.node.taints for e in self.existing]
