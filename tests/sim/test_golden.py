@@ -42,3 +42,21 @@ def test_summary_matches_golden(example, monkeypatch):
             " If the change is meant to alter decisions, run `make golden` and explain it in"
             f" the commit message.\n{diff}"
         )
+
+
+@pytest.mark.parametrize("hash_seed", ["0", "12345"])
+def test_byte_identical_across_processes_and_hash_seeds(hash_seed):
+    """The broad GPU example (two broad NodePools, memoised estimates and requirement
+    answers) writes the same bytes in a fresh process under another hash seed."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "joiner.testing.golden", "--check", "gpu-serving"],
+        cwd=golden.REPO,
+        env=dict(os.environ, PYTHONHASHSEED=hash_seed),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
