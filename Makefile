@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo check test test-unit lint typecheck layers chart bench clean diff-karpenter
+.PHONY: demo check test test-unit lint typecheck layers chart bench golden clean diff-karpenter
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -57,14 +57,21 @@ diff-karpenter: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/pytest
 
-## Benchmarks print JSON: the simulation, the scheduling ladder (1 to 20,000 pods), then seven
-## days of a few-hundred-node cluster under Joiner and the Cluster Autoscaler baseline, then
-## the example sweep (80 cells) on 1 and 2 local workers and on Ray with 2 CPUs.
+## Benchmarks print JSON: the simulation, the scheduling ladder (1 to 20,000 pods), the
+## realistic cases on broad NodePools in CPU seconds (1 h of bursts under both policies, 24 h
+## of GPU serving, 7 days of about 300 nodes under both policies, start-up), then the example
+## sweep (80 cells) on 1 and 2 local workers and on Ray with 2 CPUs.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/scheduling.py
-	$(BIN)/python benchmarks/week.py
+	$(BIN)/python benchmarks/realistic.py --repeat 3 a b d
+	$(BIN)/python benchmarks/realistic.py c
 	$(BIN)/python benchmarks/sweep.py
+
+## Rewrite tests/golden/*/summary.json from the examples (only when decisions are meant to
+## change; say which and why in the commit message). tests/sim/test_golden.py compares them.
+golden: $(STAMP)
+	$(BIN)/python -m joiner.testing.golden
 
 clean:
 	rm -rf $(VENV) joiner-out .pytest_cache .mypy_cache .ruff_cache

@@ -1,9 +1,14 @@
 """Kubernetes resource quantities, converted once at the edge to integers.
 
 CPU is kept in millicores, every other resource (memory, ephemeral-storage, pods,
-extended resources) in its base unit (bytes, count). Parsing is lightkube's
-``parse_quantity`` (the Kubernetes suffix grammar: ``m``, ``k``..``E``, ``Ki``..``Ei``,
-exponents); only this module imports it, so quantity rules live in one place.
+extended resources) in its base unit (bytes, count). Parsing follows Kubernetes'
+``ParseQuantity`` (``k8s.io/apimachinery/pkg/api/resource/quantity.go``): a decimal number,
+optionally with an exponent, then a suffix ``n``, ``u``, ``m``, ``k``..``E`` (powers of
+1000) or ``Ki``..``Ei`` (powers of 1024), rounded up to a thousandth as lightkube's
+``parse_quantity`` does. It is written here (a table and a regular expression) rather than
+imported from lightkube, whose ``lightkube.utils.quantity`` pulls the whole client (httpx
+and the generated models) into every command's start-up; lightkube stays in
+``joiner/cluster/kube`` (issue 16).
 """
 
 from __future__ import annotations
@@ -11,9 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from decimal import Decimal
-
-from lightkube.utils.quantity import parse_quantity
+from decimal import ROUND_UP, Decimal
 
 from joiner.api.errors import InputError
 
@@ -29,6 +32,43 @@ GIB = 1024 * MIB
 MAX_QUANTITY = Decimal(2) ** 60
 
 _SMALL_SUFFIX = re.compile(r"[0-9]+(?:\.[0-9]+)?[nu]", re.ASCII)
+
+#: A number (decimal, optional exponent) and the rest of the string (the suffix).
+_NUMBER = re.compile(r"([+-]?\d+(?:[.]\d*)?(?:e[+-]?\d+)?|[.]\d+(?:e[+-]?\d+)?)(.*)")
+
+#: Suffix -> multiplier: decimal SI (``m`` to ``Y``) and binary (``Ki`` to ``Yi``).
+_MULTIPLIERS = {
+    **{
+        s: Decimal(10) ** e
+        for s, e in zip(
+            ("m", "", "k", "M", "G", "T", "P", "E", "Z", "Y"), range(-3, 25, 3), strict=True
+        )
+    },
+    **{
+        s: Decimal(1024) ** e
+        for s, e in zip(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"), range(1, 9), strict=True)
+    },
+}
+
+
+def parse_quantity(text: str) -> Decimal:
+    """A quantity string as a bare decimal, rounded up to a thousandth (``"0.5Gi"`` ->
+    536870912, ``"100m"`` -> 0.1).
+
+    Raises:
+        ValueError: not a number with a known suffix.
+    """
+    match = _NUMBER.match(text)
+    if not match:
+        raise ValueError(f"invalid quantity {text!r}")
+    multiplier = _MULTIPLIERS.get(match.group(2))
+    if multiplier is None:
+        raise ValueError(f"invalid unit suffix {match.group(2)!r}")
+    try:
+        return (Decimal(match.group(1)) * multiplier).quantize(Decimal("0.001"), rounding=ROUND_UP)
+    except ArithmeticError as exc:
+        raise ValueError("invalid numerical value") from exc
+
 
 #: A resource list: resource name -> integer amount (cpu in millicores, others in base units).
 Resources = dict[str, int]
@@ -55,7 +95,7 @@ def parse(value: object, *, resource: str, field: str | None = None) -> int:
     if isinstance(value, int | float):
         amount = Decimal(str(value))
     elif isinstance(value, str) and _SMALL_SUFFIX.fullmatch(value.strip()):
-        # Nano and micro suffixes (Kubernetes accepts 500n, 100u); lightkube does not.
+        # Nano and micro suffixes (Kubernetes accepts 500n, 100u) are kept exact.
         text = value.strip()
         amount = Decimal(text[:-1]) * (Decimal("1e-9") if text[-1] == "n" else Decimal("1e-6"))
     elif isinstance(value, str):
@@ -66,8 +106,6 @@ def parse(value: object, *, resource: str, field: str | None = None) -> int:
                 f"{value!r} is not a Kubernetes quantity (examples: 500m, 2, 4Gi, 100M)",
                 field=field,
             ) from exc
-        if parsed is None:
-            raise InputError(f"{value!r} is not a Kubernetes quantity", field=field)
         amount = parsed
     else:
         raise InputError(f"{value!r} is not a quantity", field=field)

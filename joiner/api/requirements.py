@@ -237,6 +237,32 @@ def _min_opt(a: int | None, b: int | None) -> int | None:
 
 
 _NEGATIVE = (NOT_IN, DOES_NOT_EXIST)
+_MISSING = object()
+#: ``Requirements.intersects`` answers by (self, other); cleared when full.
+_INTERSECTS: dict[tuple[Requirements, Requirements], object] = {}
+_INTERSECTS_MAX = 1 << 18
+
+
+def _empty_intersection(a: Requirement, b: Requirement) -> bool:
+    """``len(a.intersection(b)) == 0`` without building the intersection."""
+    greater_than = _max_opt(a.greater_than, b.greater_than)
+    less_than = _min_opt(a.less_than, b.less_than)
+    if _no_integer_between(greater_than, less_than):
+        return True
+    if a.complement and b.complement:
+        return False  # a complement allows (practically) infinitely many values
+    if a.complement:
+        a, b = b, a
+    if b.complement:
+        excluded = b.values
+        return not any(v not in excluded and _within(v, greater_than, less_than) for v in a.values)
+    if greater_than is None and less_than is None:
+        return a.values.isdisjoint(b.values)
+    return not any(v in b.values and _within(v, greater_than, less_than) for v in a.values)
+
+
+def _self_intersects(r: Requirements) -> str | None:
+    return r._intersects(r)
 
 
 class Requirements(Mapping[str, Requirement]):
@@ -306,15 +332,40 @@ class Requirements(Mapping[str, Requirement]):
 
         Karpenter ``Intersects``: a shared key with nothing in common is still fine when both
         sides are NotIn/DoesNotExist, since a node without the label satisfies both.
+        Memoised per pair (both sides are immutable; the scheduler asks the same pairs of
+        instance-type and NodeClaim requirements many times).
         """
-        for key in sorted(self._by_key.keys() & other._by_key.keys()):
-            existing = self._by_key[key]
-            incoming = other._by_key[key]
-            if len(existing.intersection(incoming)) == 0:
-                if incoming.operator in _NEGATIVE and existing.operator in _NEGATIVE:
-                    continue
-                return f"{incoming.describe()} conflicts with {existing.describe()}"
+        if other is self:
+            return _self_intersects(self)
+        key = (self, other)
+        found = _INTERSECTS.get(key, _MISSING)
+        if found is _MISSING:
+            if len(_INTERSECTS) >= _INTERSECTS_MAX:
+                _INTERSECTS.clear()
+            found = self._intersects(other)
+            _INTERSECTS[key] = found
+        return found  # type: ignore[return-value]
+
+    def _intersects(self, other: Requirements) -> str | None:
+        mine = self._by_key
+        theirs = other._by_key
+        shared = mine.keys() & theirs.keys()
+        if not shared:
+            return None
+        for key in sorted(shared):
+            existing = mine[key]
+            incoming = theirs[key]
+            if existing is incoming or not _empty_intersection(existing, incoming):
+                continue
+            if incoming.operator in _NEGATIVE and existing.operator in _NEGATIVE:
+                continue
+            return f"{incoming.describe()} conflicts with {existing.describe()}"
         return None
+
+    def allows(self, key: str, value: str) -> bool:
+        """True when ``value`` is allowed for ``key`` (an absent key allows anything)."""
+        r = self._by_key.get(key)
+        return r is None or r.has(value)
 
     def compatible(
         self, other: Requirements, allow_undefined: frozenset[str] = labels.WELL_KNOWN_LABELS

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
@@ -29,16 +28,20 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
-def _literal_str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+def _dump_yaml(documents: list[Any]) -> str:
+    """Multi-document YAML with block style for multi-line strings (user data stays
+    readable); PyYAML is imported here, not at start-up."""
+    import yaml
 
+    class _Dumper(yaml.SafeDumper):
+        pass
 
-class _Dumper(yaml.SafeDumper):
-    """Block style for multi-line strings (user data stays readable)."""
+    def literal_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+        style = "|" if "\n" in data else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
-
-_Dumper.add_representer(str, _literal_str_presenter)
+    _Dumper.add_representer(str, literal_str)
+    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, width=100)
 
 
 def convert(
@@ -75,9 +78,7 @@ def convert(
         )
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        sys.stdout.write(
-            yaml.dump_all(conversion.documents, Dumper=_Dumper, sort_keys=False, width=100)
-        )
+        sys.stdout.write(_dump_yaml(conversion.documents))
     print_warnings([*conversion.warnings, *(str(f) for f in findings)])
 
 

@@ -49,9 +49,8 @@ def simulate(
 ) -> None:
     """Run a scenario in virtual time and report nodes, cost and pod wait times; with
     spec.compare, under each policy, side by side."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
     from joiner.api.featuregates import parse as parse_feature_gates
+    from joiner.cli.progress import virtual_time_progress
     from joiner.operator.compare import prepare_policies, run_policies
     from joiner.sim.htmlreport import PolicyData, write_report
     from joiner.sim.scenario import load_scenario
@@ -78,25 +77,11 @@ def simulate(
             report.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             fail(InputError(f"cannot write the report directory: {exc}", field="--report"))
-    show_progress = err.is_terminal and not quiet
-    with Progress(
-        TextColumn("[bold]simulating[/] {task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:.0f}/{task.total:.0f} s virtual"),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-        disable=not show_progress,
-    ) as progress:
-        total = sc.duration_s * len(sc.policies)
-        task = progress.add_task(sc.name, total=total)
-        offsets = {p: i * sc.duration_s for i, p in enumerate(sc.policies)}
-        result = run_policies(
-            sc,
-            prepared=prepared,
-            progress=lambda p, t: progress.update(task, completed=offsets[p] + t),
-        )
-        progress.update(task, completed=total)
+    offsets = {p: i * sc.duration_s for i, p in enumerate(sc.policies)}
+    with virtual_time_progress(
+        sc.name, sc.duration_s * len(sc.policies), console=err, enabled=not quiet
+    ) as update:
+        result = run_policies(sc, prepared=prepared, progress=lambda p, t: update(offsets[p] + t))
     try:
         summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:

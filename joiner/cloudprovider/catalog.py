@@ -351,10 +351,10 @@ class Catalog:
         row = table.get(instance_type)
         if row is not None:
             return SpotQuote(row[0], row[1], False)
-        key = (region, instance_type)
+        family = info.family if info is not None else instance_type.split(".", 1)[0]
+        key = (region, family)
         cached = self._spot_estimates.get(key)
         if cached is None:
-            family = info.family if info is not None else instance_type.split(".", 1)[0]
             cached = self._estimate_spot(region, family, table)
             self._spot_estimates[key] = cached
         return cached

@@ -38,9 +38,9 @@ class Offering:
     def compatible(self, reqs: Requirements) -> bool:
         """True when zone, zone id and capacity type are allowed by ``reqs``."""
         return (
-            reqs.get_or_exists(labels.ZONE).has(self.zone)
-            and reqs.get_or_exists(labels.CAPACITY_TYPE).has(self.capacity_type)
-            and reqs.get_or_exists(labels.ZONE_ID).has(self.zone_id)
+            reqs.allows(labels.ZONE, self.zone)
+            and reqs.allows(labels.CAPACITY_TYPE, self.capacity_type)
+            and reqs.allows(labels.ZONE_ID, self.zone_id)
         )
 
 

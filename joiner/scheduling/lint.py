@@ -66,7 +66,8 @@ def launchable(pool: NodePool, types: Sequence[InstanceType]) -> list[InstanceTy
     return [
         it
         for it in types
-        if it.requirements.intersects(reqs) is None and it.available_offerings(reqs)
+        if it.requirements.intersects(reqs) is None
+        and any(o.available and o.compatible(reqs) for o in it.offerings)
     ]
 
 

@@ -49,6 +49,7 @@ class PreparedPool:
     _masks: dict[Requirements, BoolArray] = field(default_factory=dict)
     _prices: dict[tuple[Requirement, ...], FloatArray] = field(default_factory=dict)
     _values: dict[str, BoolArray] = field(default_factory=dict)
+    _domains: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -110,6 +111,26 @@ class PreparedPool:
             self._prices[key] = found
         return found
 
+    def domains(self, key: str) -> frozenset[str]:
+        """The values of ``key`` this pool can launch into: its requirement's values when it
+        lists them, else every type's single values that the requirement allows (cached)."""
+        found = self._domains.get(key)
+        if found is None:
+            r = self.nodepool.requirements.get(key)
+            if r is not None and not r.complement:
+                values = set(r.values)
+            else:
+                values = set()
+                for it in self.types:
+                    tr = it.requirements.get(key)
+                    if tr is not None and not tr.complement:
+                        values |= tr.values
+                if r is not None:
+                    values = {v for v in values if r.has(v)}
+            found = frozenset(values)
+            self._domains[key] = found
+        return found
+
     def values_matrix(self, key: str) -> BoolArray:
         """Per type (rows), which of the values for ``key`` any type has (columns) it has:
         every value of its requirement, so a type offered in three zones or as spot and
@@ -138,7 +159,7 @@ class PreparedPool:
 #: Callers pass the cloud's cached type lists, so consecutive solves (a provisioning pass,
 #: each consolidation simulation, each baseline estimate) share the arrays and mask caches.
 _PREPARED: dict[tuple[object, ...], tuple[tuple[InstanceType, ...], PreparedPool]] = {}
-_PREPARED_MAX = 256
+_PREPARED_MAX = 4096
 
 
 def prepare(

@@ -40,6 +40,7 @@ from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
     SCHEDULE_ANYWAY,
     HostPort,
+    PodAffinityTerm,
     PodTemplate,
     Taint,
     tolerates_all,
@@ -295,14 +296,25 @@ class _Solve:
         self.topology.register(p.template for p in inp.pods)
         by_node = {e.node.name: e.domains for e in self.existing}
         counting = self.topology.has_groups
+        # Pods alike (node, namespace, labels, anti-affinity) are counted together: a
+        # Deployment's replicas on one node are recorded once with their number.
+        alike: dict[
+            tuple[str, str, tuple[tuple[str, str], ...], tuple[PodAffinityTerm, ...]], int
+        ] = {}
         for bp in inp.bound_pods:
             if not counting and not bp.anti_affinity:
                 continue  # nothing to count it in, no anti-affinity of its own
-            bound_on = by_node.get(bp.node)
-            if bound_on is not None:
-                self.topology.record_bound(
-                    bp.namespace, dict(bp.labels), bound_on, bp.anti_affinity
-                )
+            if bp.node in by_node:
+                k = (bp.node, bp.namespace, bp.labels, bp.anti_affinity)
+                alike[k] = alike.get(k, 0) + 1
+        for (node, namespace, pod_labels, anti), count in alike.items():
+            self.topology.record_bound(
+                namespace,
+                pod_labels,
+                by_node[node],
+                anti,
+                count=count,
+            )
         self.pns_exists = any(
             t.effect == PREFER_NO_SCHEDULE
             for taints in [p.taints for p in self.pools] + [e.node.taints for e in self.existing]
@@ -336,17 +348,7 @@ class _Solve:
         launchable: set[str] = set()
         for key in keys:
             for pool in self.pools:
-                r = pool.nodepool.requirements.get(key)
-                if r is not None and not r.complement:
-                    values = set(r.values)
-                else:
-                    values = set()
-                    for it in pool.types:
-                        tr = it.requirements.get(key)
-                        if tr is not None and not tr.complement:
-                            values |= set(tr.values)
-                    if r is not None:
-                        values = {v for v in values if r.has(v)}
+                values = pool.domains(key)
                 universe[key] |= values
                 if values:
                     launchable.add(key)
@@ -776,6 +778,14 @@ def _least_allocated(e: _Existing, requests: Resources) -> float:
 def _queue_key(pod: PodRequest) -> tuple[int, int, int, str]:
     r = pod.template.requests
     return (-r.get(quantity.CPU, 0), -r.get(quantity.MEMORY, 0), pod.order, pod.uid)
+
+
+def provisioning_order(pods: Sequence[PodRequest]) -> list[PodRequest]:
+    """``pods`` in the order a ``provisioner``-mode solve places them (Karpenter's queue:
+    CPU, then memory, descending; then creation order). A solve reads pods only through
+    their templates and volume terms in this order (uids just label the result), so two
+    inputs with the same sequence of those get the same answer up to the uids."""
+    return sorted(pods, key=_queue_key)
 
 
 def _explain(reasons: list[str], pools: list[PreparedPool]) -> str:

@@ -75,6 +75,23 @@ class Group:
         )
 
 
+#: ``Group.selects`` answers by (selector, owner namespace, namespaces, pod namespace, pod
+#: labels): the same running pods are matched against the same constraint shapes in every
+#: solve. Cleared when full.
+_SELECTS: dict[tuple[object, ...], bool] = {}
+
+
+def _selects(g: Group, namespace: str, pod_labels: Requirements) -> bool:
+    key = (g.selector, g.owner_namespace, g.namespaces, namespace, pod_labels)
+    found = _SELECTS.get(key)
+    if found is None:
+        if len(_SELECTS) > 65536:
+            _SELECTS.clear()
+        found = g.selects(namespace, pod_labels)
+        _SELECTS[key] = found
+    return found
+
+
 @dataclass(frozen=True)
 class Active:
     """The constraints in force for one attempt at placing a pod (preferences included
@@ -382,16 +399,19 @@ class Topology:
     def record_bound(
         self,
         namespace: str,
-        pod_labels: dict[str, str],
+        pod_labels: tuple[tuple[str, str], ...],
         node_labels: dict[str, str],
         anti_affinity: Sequence[PodAffinityTerm] = (),
+        *,
+        count: int = 1,
     ) -> None:
-        """Count a pod already running on a node with ``node_labels``."""
-        reqs = Requirements.from_label_items(tuple(sorted(pod_labels.items())))
+        """Count ``count`` pods with ``pod_labels`` (sorted items) already running on a node
+        with ``node_labels``."""
+        reqs = Requirements.from_label_items(tuple(sorted(pod_labels)))
         for g in self._groups.values():
             d = node_labels.get(g.key)
-            if d is not None and g.selects(namespace, reqs):
-                g.counts[d] = g.counts.get(d, 0) + 1
+            if d is not None and _selects(g, namespace, reqs):
+                g.counts[d] = g.counts.get(d, 0) + count
         for term in anti_affinity:
             d = node_labels.get(term.key)
             if d is not None:

@@ -19,10 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import numpy.typing as npt
 
@@ -93,15 +89,27 @@ def _pending_series(state: ClusterState, ts: FloatArray) -> FloatArray:
     )
 
 
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend, imported on first use: only ``--report``
+    draws, and importing matplotlib costs most of a second of start-up."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _png(fig: Any) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    _pyplot().close(fig)
     return buf.getvalue()
 
 
 def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str, bytes]:
     """The four plots as PNG bytes, keyed by ``PLOTS`` name."""
+    plt = _pyplot()
     ts = _times(duration_s)
     hours = ts / 3600.0
     out: dict[str, bytes] = {}

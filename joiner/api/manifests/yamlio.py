@@ -20,7 +20,12 @@ from joiner.api.errors import InputError
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
-class _StrictLoader(yaml.SafeLoader):
+#: libyaml's parser when PyYAML was built with it (about ten times faster on a cluster dump),
+#: else the pure-Python one; both with the safe constructor.
+_BASE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_BASE_LOADER):  # type: ignore[valid-type,misc]
     """SafeLoader that rejects duplicate mapping keys."""
 
 

@@ -38,7 +38,7 @@ from joiner.controllers.disruption.budgets import BudgetMapping
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf, drift_reason
 from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.scheduling import NewNodeClaim, Scheduler, SchedulingInput
+from joiner.scheduling import NewNodeClaim, NodePoolTemplate, Scheduler, SchedulingInput
 from joiner.state.cluster import ClusterState
 from joiner.state.snapshot import pod_requests
 
@@ -223,8 +223,16 @@ def worst_launch_price(it: InstanceType, reqs: Requirements) -> float | None:
 
 
 def capacity_types(types: Sequence[InstanceType], reqs: Requirements) -> set[str]:
-    """Capacity types some available, allowed offering of ``types`` has."""
-    return {o.capacity_type for it in types for o in _offerings(it, reqs)}
+    """Capacity types some available, allowed offering of ``types`` has (the scan stops once
+    every capacity type ``reqs`` allows is found)."""
+    allowed = reqs.get(labels.CAPACITY_TYPE)
+    every = allowed.values if allowed is not None and not allowed.complement else None
+    found: set[str] = set()
+    for it in types:
+        found.update(o.capacity_type for o in _offerings(it, reqs))
+        if every is not None and len(found) >= len(every):
+            break
+    return found
 
 
 def expected_launch(
@@ -611,25 +619,7 @@ class _Room:
             sum(cpu for cpu, _ in self.free.values()),
             sum(mem for _, mem in self.free.values()),
         )
-        rows: list[tuple[float, int, int]] = []
-        for t in ctx.provisioner.templates():
-            reqs = t.nodepool.requirements
-            for it in t.instance_types:
-                if it.requirements.intersects(reqs) is not None:
-                    continue
-                prices = [o.price_per_hour for o in _offerings(it, reqs)]
-                if prices:
-                    alloc = it.allocatable
-                    rows.append((min(prices), alloc.get(CPU, 0), alloc.get(MEMORY, 0)))
-        rows.sort()
-        self.prices = [r[0] for r in rows]
-        self.max_cpu: list[int] = []
-        self.max_mem: list[int] = []
-        cpu = mem = 0
-        for _, c, m_ in rows:
-            cpu, mem = max(cpu, c), max(mem, m_)
-            self.max_cpu.append(cpu)
-            self.max_mem.append(mem)
+        self.prices, self.max_cpu, self.max_mem = _cheaper_types(ctx.provisioner.templates())
 
     def hopeless(self, c: Candidate) -> str | None:
         """Why ``c``'s pods cannot move anywhere cheaper, or None when they might."""
@@ -648,6 +638,43 @@ class _Room:
             "can't replace with a cheaper node: its pods fit neither on the other nodes nor "
             "on any cheaper instance type"
         )
+
+
+#: The last ``_cheaper_types`` answer, by its templates' pools and instance-type identities
+#: (the types themselves are kept so the identities stay valid).
+_CHEAPER: list[tuple[object, object, tuple[list[float], list[int], list[int]]]] = []
+
+
+def _cheaper_types(
+    templates: Sequence[NodePoolTemplate],
+) -> tuple[list[float], list[int], list[int]]:
+    """Every launchable (pool, type): cheapest allowed price ascending, with the running
+    maximum of allocatable CPU and memory. Reused while the pools and the cloud's type
+    objects are the same (the cloud hands out new objects when availability changes)."""
+    key = tuple((t.nodepool, tuple(map(id, t.instance_types))) for t in templates)
+    if _CHEAPER and _CHEAPER[0][0] == key:
+        return _CHEAPER[0][2]
+    rows: list[tuple[float, int, int]] = []
+    for t in templates:
+        reqs = t.nodepool.requirements
+        for it in t.instance_types:
+            if it.requirements.intersects(reqs) is not None:
+                continue
+            prices = [o.price_per_hour for o in _offerings(it, reqs)]
+            if prices:
+                alloc = it.allocatable
+                rows.append((min(prices), alloc.get(CPU, 0), alloc.get(MEMORY, 0)))
+    rows.sort()
+    max_cpu: list[int] = []
+    max_mem: list[int] = []
+    cpu = mem = 0
+    for _, c, m_ in rows:
+        cpu, mem = max(cpu, c), max(mem, m_)
+        max_cpu.append(cpu)
+        max_mem.append(mem)
+    answer = ([r[0] for r in rows], max_cpu, max_mem)
+    _CHEAPER[:] = [(key, tuple(t.instance_types for t in templates), answer)]
+    return answer
 
 
 def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:

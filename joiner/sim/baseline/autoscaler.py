@@ -60,11 +60,11 @@ from joiner.controllers.termination.pdb import disruptions_allowed, selects
 from joiner.scheduling import (
     BoundPod,
     ExistingNode,
-    NodePoolTemplate,
     Scheduler,
     SchedulingInput,
 )
 from joiner.scheduling.daemonsets import overhead_on_node
+from joiner.sim.baseline.estimator import Estimator
 from joiner.sim.baseline.groups import NodeGroup
 from joiner.sim.baseline.settings import AutoscalerSettings
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
@@ -141,6 +141,7 @@ class ClusterAutoscaler:
         self._unneeded: dict[str, float] = {}
         self._removing: set[str] = set()
         self._scheduler = Scheduler()
+        self._estimator = Estimator(self._scheduler)
         self._last_scale_up_s = -math.inf
         self._last_delete_s = -math.inf
         self._last_failure_s = -math.inf
@@ -243,7 +244,7 @@ class ClusterAutoscaler:
 
     def _check_provision_timeouts(self, now: float) -> None:
         for g in self.groups:
-            registered = len(self._registered(g))
+            registered = len(self._registered(g)) if g.desired > 0 else 0
             if registered >= g.desired:
                 g.waiting_since_s = None
                 continue
@@ -337,24 +338,18 @@ class ClusterAutoscaler:
         left = tuple(r for r in requests if r.uid not in placed)
         if not left:
             return False
-        options: list[Option] = []
+        candidates = []
         for g in self.groups:
             if g.backoff_until_s > now:
                 self._due(g.backoff_until_s)
                 continue
-            room = g.spec.max_size - g.desired
-            if room <= 0:
-                continue
-            result = self._scheduler.solve(
-                SchedulingInput(
-                    pods=left,
-                    bound_pods=tuple(scan.bound),
-                    nodepools=(NodePoolTemplate(g.template_pool(), (g.template,)),),
-                    daemonsets=daemonsets,
-                )
-            )
-            claims = result.new_nodeclaims[:room]
-            pods = tuple(uid for c in claims for uid in c.pods)
+            if g.spec.max_size - g.desired > 0:
+                candidates.append(g)
+        estimates = self._estimator.estimate(candidates, left, tuple(scan.bound), daemonsets)
+        options: list[Option] = []
+        for g in candidates:
+            claims = estimates[g.name].nodes[: g.spec.max_size - g.desired]
+            pods = tuple(uid for c in claims for uid in c)
             if pods:
                 options.append(Option(g, len(claims), pods))
         if not options:
@@ -422,9 +417,12 @@ class ClusterAutoscaler:
         """CA ``least-waste``: least idle CPU after the scale-up, idle memory the tie-break
         (``cluster-autoscaler/FAQ.md``)."""
         scored = []
+        requested: dict[tuple[str, ...], tuple[int, int]] = {}
         for o in options:
             alloc = o.group.template.allocatable
-            cpu, mem = self._pod_requests(o.pods)
+            if o.pods not in requested:
+                requested[o.pods] = self._pod_requests(o.pods)
+            cpu, mem = requested[o.pods]
             total_cpu = alloc.get(quantity.CPU, 0) * o.nodes
             total_mem = alloc.get(quantity.MEMORY, 0) * o.nodes
             waste_cpu = (total_cpu - cpu) / total_cpu if total_cpu else 1.0

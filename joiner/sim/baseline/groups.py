@@ -15,7 +15,7 @@ older single-type derivation (``<pool>-<type>-<spot|od>``), kept for comparison.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from joiner.api import labels
@@ -233,7 +233,7 @@ def resolve_group(spec: NodeGroupSpec, pool: NodePool, cloud: CloudProvider) -> 
     Raises:
         ValueError: an instance type is not offered to the NodeClass, or no zone remains.
     """
-    by_name = {it.name: it for it in cloud.get_instance_types(pool.node_class_ref.name)}
+    by_name = _by_name(cloud.get_instance_types(pool.node_class_ref.name))
     types = []
     for t in spec.instance_types:
         it = by_name.get(t)
@@ -252,3 +252,16 @@ def resolve_group(spec: NodeGroupSpec, pool: NodePool, cloud: CloudProvider) -> 
     if not zones:
         raise ValueError("no zone offers these instance types with its capacity types")
     return NodeGroup(spec=spec, pool=pool, types=tuple(types), zones=tuple(zones))
+
+
+_INDEX: list[tuple[Sequence[InstanceType], dict[str, InstanceType]]] = []
+
+
+def _by_name(types: Sequence[InstanceType]) -> dict[str, InstanceType]:
+    """``types`` by name; the last list's index is kept (the cloud hands out the same list
+    object until availability changes, and every group of a NodeClass resolves against it)."""
+    if _INDEX and _INDEX[0][0] is types:
+        return _INDEX[0][1]
+    index = {it.name: it for it in types}
+    _INDEX[:] = [(types, index)]
+    return index

@@ -1,0 +1,211 @@
+"""The baseline's scale-up estimate: how many template nodes of each node group the pending
+pods need (Cluster Autoscaler's binpacking estimator over the group's template node).
+
+CA builds one template node per node group (``TemplateNodeInfoProvider``) and, in
+``core/scaleup/orchestrator/orchestrator.go`` ``ScaleUp``, runs
+``ComputeExpansionOption`` -> ``Estimate`` once per node group over the pods its sample pod
+predicate check admits. Each estimate here is ``Scheduler.solve`` over a NodePool narrowed to
+the group's template type, capacity types and zones (``NodeGroup.template_pool``).
+
+An estimate is a pure function of what the solve can observe of the group, so groups whose
+templates look the same to these pods share one solve (the answer is the one CA would compute
+for each): the template's allocatable after DaemonSet overhead, its taints, the zones where
+it has an available offering, and its labels and requirements on the keys the pods, their
+topology constraints, the bound pods' anti-affinity or minValues refer to. With a broad
+NodePool the spot and on-demand groups of one type, and types of one size whose other labels
+no pod asks about, share an estimate. Template pools and their prepared arrays are built once
+per group and reused across scans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from joiner.api import labels
+from joiner.api.objects import PodTemplate
+from joiner.scheduling import (
+    BoundPod,
+    NodePoolTemplate,
+    PodRequest,
+    Scheduler,
+    SchedulingInput,
+    provisioning_order,
+)
+from joiner.scheduling.pool import prepare
+from joiner.sim.baseline.groups import NodeGroup
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """The new template nodes the pods need, each as the uids of the pods it takes (in the
+    solve's order)."""
+
+    nodes: tuple[tuple[str, ...], ...]
+
+
+def referenced_keys(
+    pods: Sequence[PodRequest], bound: Sequence[BoundPod], daemonsets: Sequence[PodTemplate]
+) -> frozenset[str]:
+    """Label keys whose value on a template node can change where these pods go: node
+    selection (required, preferred, volume topology), topology keys of spread and pod
+    (anti-)affinity, bound pods' anti-affinity keys, and the zone (a group's zones)."""
+    keys = {labels.ZONE}
+    seen: set[int] = set()
+    for p in pods:
+        for volume in p.volume_terms:
+            keys.update(volume.keys())
+        t = p.template
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        for term in t.requirement_terms():
+            keys.update(term.keys())
+        for _, reqs in t.preferred_affinity:
+            keys.update(reqs.keys())
+        keys.update(c.key for c in t.spread)
+        for affinity in (
+            *t.pod_affinity,
+            *t.pod_anti_affinity,
+            *(w[1] for w in t.preferred_pod_affinity),
+            *(w[1] for w in t.preferred_pod_anti_affinity),
+        ):
+            keys.add(affinity.key)
+    for b in bound:
+        keys.update(term.key for term in b.anti_affinity)
+    del daemonsets  # their selection of a type is already in its net allocatable
+    return frozenset(keys)
+
+
+class Estimator:
+    """Scale-up estimates for a set of node groups, shared between equivalent templates."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+        self._templates: dict[str, NodePoolTemplate] = {}
+        #: (referenced keys, DaemonSets, requested resources) -> a small integer.
+        self._contexts: dict[tuple[object, ...], int] = {}
+        self._keys: dict[tuple[str, int], tuple[object, ...]] = {}
+        #: (group key, pod signature) -> the new nodes as positions in queue order.
+        self._memo: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
+        self.solves = 0
+        self.shared = 0
+
+    def template(self, g: NodeGroup) -> NodePoolTemplate:
+        """The group's single-type NodePool (built once per group)."""
+        found = self._templates.get(g.name)
+        if found is None:
+            found = NodePoolTemplate(g.template_pool(), (g.template,))
+            self._templates[g.name] = found
+        return found
+
+    def _key(
+        self,
+        g: NodeGroup,
+        keys: frozenset[str],
+        daemonsets: tuple[PodTemplate, ...],
+        extra: tuple[str, ...],
+    ) -> tuple[object, ...]:
+        """What a solve can observe of ``g`` for pods that refer to ``keys`` and request
+        ``extra`` resources (computed once per group and such pods: the template type and
+        its offerings are fixed when the group is resolved)."""
+        context = self._contexts.get((keys, daemonsets, extra))
+        if context is None:
+            context = len(self._contexts)
+            self._contexts[(keys, daemonsets, extra)] = context
+        ckey = (g.name, context)
+        found = self._keys.get(ckey)
+        if found is not None:
+            return found
+        if len(self._keys) > _CACHE_MAX:
+            self._keys.clear()
+        t = self.template(g)
+        pool = t.nodepool
+        prepared = prepare(pool, t.instance_types, daemonsets, {}, extra)
+        it = g.template
+        reqs = pool.requirements
+        requested = [prepared.resources.index(r) for r in extra]
+        found = (
+            tuple(sorted((k, r) for k, r in reqs.items() if k in keys or r.min_values)),
+            tuple(sorted((k, r) for k, r in it.requirements.items() if k in keys)),
+            tuple(sorted((k, v) for k, v in pool.node_labels().items() if k in keys)),
+            pool.taints,
+            pool.startup_taints,
+            len(prepared.types),
+            # Allocatable after DaemonSet overhead on the requested resources; elsewhere only
+            # whether it went negative (then nothing fits) matters.
+            prepared.net[:, requested].tobytes(),
+            bool((prepared.net >= 0).all()),
+            tuple(
+                sorted(
+                    {
+                        (
+                            o.zone,
+                            o.zone_id if labels.ZONE_ID in keys else "",
+                            o.capacity_type if labels.CAPACITY_TYPE in keys else "",
+                        )
+                        for o in it.offerings
+                        if o.available and o.compatible(reqs)
+                    }
+                )
+            ),
+        )
+        self._keys[ckey] = found
+        return found
+
+    def estimate(
+        self,
+        groups: Sequence[NodeGroup],
+        pods: tuple[PodRequest, ...],
+        bound: tuple[BoundPod, ...],
+        daemonsets: tuple[PodTemplate, ...],
+    ) -> dict[str, Estimate]:
+        """Per group name, the new nodes of its estimate, each as the uids of its pods.
+
+        Groups whose ``_key`` is equal share one solve; a solve is also reused from an
+        earlier scan when the pods, in the solve's queue order, have the same templates and
+        volume terms (``provisioning_order``): only their uids differ, and uids only label
+        the answer.
+        """
+        keys = referenced_keys(pods, bound, daemonsets)
+        ordered = provisioning_order(pods)
+        extra = tuple(sorted({k for p in ordered for k in p.template.requests}))
+        signature = _signature(ordered)
+        out: dict[str, Estimate] = {}
+        for g in groups:
+            key = (self._key(g, keys, daemonsets, extra), signature)
+            positions = self._memo.get(key)
+            if positions is None:
+                self.solves += 1
+                result = self._scheduler.solve(
+                    SchedulingInput(
+                        pods=tuple(ordered),
+                        bound_pods=bound,
+                        nodepools=(self.template(g),),
+                        daemonsets=daemonsets,
+                    )
+                )
+                at = {p.uid: i for i, p in enumerate(ordered)}
+                positions = tuple(tuple(at[u] for u in c.pods) for c in result.new_nodeclaims)
+                if len(self._memo) > _CACHE_MAX:
+                    self._memo.clear()
+                self._memo[key] = positions
+            else:
+                self.shared += 1
+            out[g.name] = Estimate(tuple(tuple(ordered[i].uid for i in c) for c in positions))
+        return out
+
+
+#: Bound on each of the estimator's caches (cleared when exceeded).
+_CACHE_MAX = 65536
+
+
+def _signature(ordered: Sequence[PodRequest]) -> tuple[tuple[object, ...], ...]:
+    """Run-length form of the (template, volume terms) sequence of ``ordered``."""
+    runs: list[list[object]] = []
+    for p in ordered:
+        if runs and runs[-1][0] is p.template and runs[-1][1] == p.volume_terms:
+            runs[-1][2] = int(runs[-1][2]) + 1  # type: ignore[call-overload]
+        else:
+            runs.append([p.template, p.volume_terms, 1])
+    return tuple(tuple(r) for r in runs)
