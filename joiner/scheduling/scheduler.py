@@ -367,7 +367,7 @@ class _Solve:
         placements: list[tuple[str, str]] = []
         unschedulable: list[tuple[str, str]] = []
         kube = self.inp.mode == "kube-scheduler"
-        queue = sorted(self.inp.pods, key=_fifo_key if kube else _queue_key)
+        queue = self._queue()
         for pod in queue:
             prefs = _Prefs(pod.template, self.pns_exists and not kube)
             while True:
@@ -388,6 +388,24 @@ class _Solve:
             existing_placements=tuple(placements),
             unschedulable=tuple(unschedulable),
         )
+
+    # -- decisions a packing policy may change (joiner.scheduling.costopt) -------------------
+    # The predicates stay in this class; these three choose among what they admit.
+
+    def _queue(self) -> list[PodRequest]:
+        """The pods in the order they are placed (Karpenter ``queue.go``, or FIFO)."""
+        kube = self.inp.mode == "kube-scheduler"
+        return sorted(self.inp.pods, key=_fifo_key if kube else _queue_key)
+
+    def _claim_order(self, attempt: _Attempt, candidates: IntArray) -> IntArray:
+        """The NodeClaims of this solve to try, in order: emptiest first, then creation
+        order (Karpenter ``scheduler.go`` sorts ``newNodeClaims`` by pod count)."""
+        return candidates[np.lexsort((candidates, self.index.pods[candidates]))]
+
+    def _new_claim_options(self, pool: PreparedPool, attempt: _Attempt) -> IntArray | None:
+        """Instance-type options of a new NodeClaim from ``pool`` (None: skip the pool):
+        every type within the NodePool's limits."""
+        return self._within_limits(pool)
 
     def _summary(self, attempt: _Attempt, term: Requirements) -> Summary:
         found = attempt.summaries.get(term)
@@ -483,7 +501,7 @@ class _Solve:
         candidates = np.flatnonzero(mask)
         if candidates.size == 0:
             return False
-        order = candidates[np.lexsort((candidates, index.pods[candidates]))]
+        order = self._claim_order(attempt, candidates)
         scratch = replace(attempt, reasons=[])
         for i in order.tolist():
             outcome = self._add(self.claims[i], scratch)
@@ -497,7 +515,9 @@ class _Solve:
         for pool in self.pools:
             if not pool.types:
                 continue
-            options = self._within_limits(pool)
+            options = self._new_claim_options(pool, attempt)
+            if options is None:
+                continue
             if options.size == 0:
                 attempt.reasons.append(f"NodePool {pool.name}: {self._limit_reason(pool)}")
                 continue

@@ -1,0 +1,498 @@
+"""``packing: cost-optimal``: Joiner's own packing, cheaper than Karpenter's.
+
+Karpenter packs pods first-fit in CPU-descending order into NodeClaims that keep every
+instance type still fitting, then launches the cheapest type of each: NodeClaims grow until
+the largest type is CPU-full, stranding its memory. This solver keeps Karpenter's
+predicates and changes only the choices among what they admit:
+
+1. Pods that fit existing nodes and in-flight NodeClaims go there first (Karpenter's first
+   tier, in Karpenter's queue order).
+2. The other pods are grouped in classes (same template and volume terms). For each class,
+   the NodePool it may use is the first one by weight (higher first, then name) with an
+   instance type that admits it: taints, node selection with the NodePool's requirements and
+   an available offering, resources plus DaemonSet overhead, limits, using the scheduler's
+   own predicate functions. NodePool weight stays a priority; cost is minimised within it.
+3. An assignment LP (HiGHS) over (class, instance type): ``x[c, j]`` pods of class ``c`` on
+   type ``j``, ``n[j]`` NodeClaims of type ``j``; minimise ``sum(price_j * n_j)`` subject to
+   every class placed, each type's resources (allocatable minus DaemonSet overhead) covering
+   the requests assigned to it, and for hostname anti-affinity or hostname spread at most
+   ``maxSkew`` (1 for anti-affinity) pods of the group per NodeClaim. The candidate types are
+   the few cheapest per pod for each class alone and for the whole demand's shape.
+4. Rounding: each class's pods get a target type (largest remainder of ``x``).
+5. Packing, through ``Scheduler``'s own placement (``_Solve._add``: taints, requirements,
+   ports, topology spread, pod (anti-)affinity, volume topology, resources, minValues,
+   limits): pods in decreasing size relative to their target type; each goes to the open
+   NodeClaim of its target with the least normalised room left after it (best fit, L2), or
+   to a new NodeClaim whose options are the target type and every cheaper type of its
+   NodePool (so a part-filled NodeClaim still launches the cheapest type that fits). A pod
+   its target cannot take follows Karpenter's rules unchanged (any NodeClaim, then a new
+   one from each NodePool by weight, then preferences relaxed).
+
+Every placement passes the same checks as the faithful scheduler's, so the plan is feasible
+by construction. ``CostOptimalScheduler.solve`` also falls back to the faithful plan when it
+leaves fewer pods unschedulable, or, for small inputs (where the faithful solve is cheap),
+when it is cheaper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from joiner.api import labels
+from joiner.api.objects import DO_NOT_SCHEDULE, PodTemplate
+from joiner.api.requirements import Requirements
+from joiner.scheduling.costopt.lp import INF, solve_lp
+from joiner.scheduling.pool import BoolArray, FloatArray, IntArray, PreparedPool
+from joiner.scheduling.scheduler import (
+    Scheduler,
+    _Attempt,
+    _blocking_taint,
+    _Claim,
+    _Prefs,
+    _Solve,
+)
+from joiner.scheduling.types import PodRequest, SchedulingInput, SchedulingResult
+
+#: Candidate instance types per class (cheapest per pod for that class alone).
+PER_CLASS = 4
+#: Candidate instance types for the whole demand's shape, per NodePool.
+PER_DEMAND = 8
+#: Up to this many pods, the faithful plan is also computed and kept when cheaper.
+COMPARE_UP_TO = 1000
+
+
+def plan_cost(result: SchedulingResult) -> float:
+    """Hourly price (USD) of ``result``'s new NodeClaims: each at its cheapest option's
+    cheapest available offering its requirements allow (what the cloud provider launches
+    when the offerings are available)."""
+    total = 0.0
+    for c in result.new_nodeclaims:
+        if c.instance_types:
+            total += c.instance_types[0].cheapest_price(c.requirements) or 0.0
+    return total
+
+
+class CostOptimalScheduler(Scheduler):
+    """``Scheduler`` with the cost-optimal packing (module docstring) for provisioning
+    solves; ``mode="kube-scheduler"`` solves and ``feasible_nodes`` are the faithful ones."""
+
+    def solve(self, inp: SchedulingInput) -> SchedulingResult:
+        """Place ``inp.pods`` at the lowest hourly price the solver finds; never a plan the
+        faithful scheduler's predicates reject. Deterministic for equal inputs."""
+        if inp.mode != "provisioner" or not inp.nodepools or not inp.pods:
+            return super().solve(inp)
+        result = _CostSolve(inp).run()
+        if result.unschedulable or len(inp.pods) <= COMPARE_UP_TO:
+            faithful = super().solve(inp)
+            fewer = len(faithful.unschedulable) < len(result.unschedulable)
+            same = len(faithful.unschedulable) == len(result.unschedulable)
+            if fewer or (same and plan_cost(faithful) < plan_cost(result) - 1e-9):
+                return faithful
+        return result
+
+
+@dataclass
+class _Class:
+    """Pods sharing a template and volume terms, with the types of their NodePool that
+    admit them."""
+
+    template: PodTemplate
+    volume_terms: tuple[Requirements, ...]
+    pods: list[PodRequest]
+    pool: int
+    vector: IntArray
+    admits: BoolArray
+    #: Pods of its hostname group per NodeClaim (anti-affinity: 1), or None.
+    per_node: int | None
+    group: object
+
+
+class _CostSolve(_Solve):
+    def __init__(self, inp: SchedulingInput) -> None:
+        super().__init__(inp)
+        self._rest: list[PodRequest] = []
+        #: pod uid -> column; columns are (pool index, type index).
+        self._target: dict[str, tuple[int, int]] = {}
+        self._columns: list[tuple[int, int]] = []
+        #: Planned NodeClaims (their pods), and the NodeClaim index that realises each.
+        self._bins: list[list[PodRequest]] = []
+        self._bin_claim: dict[int, int] = {}
+        width = max((len(p.resources) for p in self.pools), default=0)
+        self._claim_column = np.full(64, -1, dtype=np.int64)
+        self._room = np.zeros((64, width), dtype=np.int64)
+        self._filter: tuple[int, int] | None = None
+        self._opening: int | None = None
+        self._vectors: dict[tuple[int, int], IntArray | None] = {}
+
+    # -- the phases ---------------------------------------------------------------------
+
+    def run(self) -> SchedulingResult:
+        placed: list[tuple[str, str]] = []
+        rest: list[PodRequest] = []
+        for pod in super()._queue():
+            prefs = _Prefs(pod.template, self.pns_exists)
+            attempt = _Attempt(pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), [])
+            node = self._try_existing(attempt) if self.existing else None
+            if node is not None:
+                placed.append((pod.uid, node))
+            else:
+                rest.append(pod)
+        self._rest = self._assign(rest)
+        result = super().run()
+        return replace(result, existing_placements=(*placed, *result.existing_placements))
+
+    def _queue(self) -> list[PodRequest]:
+        return self._rest
+
+    # -- classes and the assignment LP ----------------------------------------------------
+
+    def _classes(self, pods: Sequence[PodRequest]) -> list[_Class]:
+        by_key: dict[tuple[PodTemplate, tuple[Requirements, ...]], list[PodRequest]] = {}
+        for p in pods:
+            by_key.setdefault((p.template, p.volume_terms), []).append(p)
+        out = []
+        for (t, volume_terms), members in by_key.items():
+            found = self._admitting_pool(t, volume_terms)
+            if found is None:
+                continue
+            pool, vector, admits = found
+            per_node, group = _per_node(t)
+            out.append(_Class(t, volume_terms, members, pool, vector, admits, per_node, group))
+        return out
+
+    def _admitting_pool(
+        self, t: PodTemplate, volume_terms: tuple[Requirements, ...]
+    ) -> tuple[int, IntArray, BoolArray] | None:
+        """The first NodePool by weight with a launchable type that admits ``t`` (the
+        scheduler's taint, requirement, offering, resource and limit predicates), its
+        request vector and the admitting types."""
+        prefs = _Prefs(t, self.pns_exists)
+        for i, pool in enumerate(self.pools):
+            if not pool.types or _blocking_taint(t, pool.taints, prefs.tolerate_pns) is not None:
+                continue
+            vec = pool.vector(t.requests)
+            if vec is None:
+                continue
+            reqs = pool.nodepool.requirements
+            mask = np.zeros(len(pool.types), dtype=np.bool_)
+            for term in prefs.terms(volume_terms):
+                if reqs.compatible(term) is None:
+                    mask |= pool.mask(self._merge(reqs, term))
+            within = np.zeros(len(pool.types), dtype=np.bool_)
+            within[self._within_limits(pool)] = True
+            mask &= within & (pool.net >= vec).all(axis=1) & np.isfinite(pool.prices(reqs))
+            if mask.any():
+                return i, vec, mask
+        return None
+
+    def _assign(self, pods: list[PodRequest]) -> list[PodRequest]:
+        """Give pods a target column (module docstring, steps 2-4); returns the queue."""
+        classes = self._classes(pods)
+        if classes:
+            self._solve_assignment(classes)
+        return self._order(pods)
+
+    def _candidates(self, classes: Sequence[_Class]) -> dict[int, list[int]]:
+        """Per pool index, the candidate type indices (sorted)."""
+        out: dict[int, set[int]] = {}
+        demand: dict[int, FloatArray] = {}
+        for c in classes:
+            pool = self.pools[c.pool]
+            price = pool.prices(pool.nodepool.requirements)
+            idx = np.flatnonzero(c.admits)
+            per_node = np.floor(_pods_per_node(pool.net[idx], c.vector, c.per_node) + 1e-9)
+            cost = price[idx] / np.maximum(per_node, 1e-9)
+            # Equal cost per pod: the larger type (fewer, fuller NodeClaims; the last one
+            # still launches a cheaper type that fits, see _new_claim_options).
+            best = idx[np.lexsort((idx, -price[idx], np.round(cost, 9)))][:PER_CLASS]
+            out.setdefault(c.pool, set()).update(best.tolist())
+            demand[c.pool] = demand.get(c.pool, 0) + c.vector * float(len(c.pods))
+        for pi, d in demand.items():
+            pool = self.pools[pi]
+            admits = np.zeros(len(pool.types), dtype=np.bool_)
+            for c in classes:
+                if c.pool == pi:
+                    admits |= c.admits
+            idx = np.flatnonzero(admits)
+            share = _pods_per_node(pool.net[idx], np.asarray(d), None)
+            price = pool.prices(pool.nodepool.requirements)[idx]
+            cost = np.round(price / np.maximum(share, 1e-12), 9)
+            out[pi].update(idx[np.lexsort((idx, -price, cost))][:PER_DEMAND].tolist())
+        return {pi: sorted(s) for pi, s in sorted(out.items())}
+
+    def _solve_assignment(self, classes: list[_Class]) -> None:
+        candidates = self._candidates(classes)
+        columns = [(pi, ti) for pi, types in candidates.items() for ti in types]
+        self._columns = columns
+        col_of = {c: k for k, c in enumerate(columns)}
+        width = max(len(p.resources) for p in self.pools)
+        scale = np.ones(width)
+        for pi, ti in columns:
+            net = self.pools[pi].net[ti].astype(np.float64)
+            scale[: len(net)] = np.maximum(scale[: len(net)], net)
+        # Rows: per column and resource (capacity), per class (demand), per column and
+        # hostname group (per-node cap).
+        n_cols = len(columns)
+        cost: list[float] = []
+        lp_columns: list[tuple[list[int], list[float]]] = []
+        lower: list[float] = []
+        upper: list[float] = []
+        for pi, ti in columns:
+            pool = self.pools[pi]
+            cost.append(float(pool.prices(pool.nodepool.requirements)[ti]))
+            rows = [k * width + r for k, r in [(col_of[(pi, ti)], r) for r in range(width)]]
+            net = np.zeros(width)
+            net[: len(pool.resources)] = pool.net[ti]
+            lp_columns.append((rows, list(-net / scale)))
+        lower += [-INF] * (n_cols * width)
+        upper += [0.0] * (n_cols * width)
+        class_row = len(lower)
+        lower += [float(len(c.pods)) for c in classes]
+        upper += [float(len(c.pods)) for c in classes]
+        groups = sorted({id(c.group) for c in classes if c.per_node is not None})
+        group_row = {g: len(lower) + k * n_cols for k, g in enumerate(groups)}
+        caps = {id(c.group): c.per_node for c in classes if c.per_node is not None}
+        for g in groups:
+            lower += [-INF] * n_cols
+            upper += [0.0] * n_cols
+            for k in range(n_cols):
+                lp_columns[k][0].append(group_row[g] + k)
+                lp_columns[k][1].append(-float(caps[g] or 1))
+        pairs: list[tuple[int, int]] = []
+        for ci, c in enumerate(classes):
+            vec = np.zeros(width)
+            vec[: len(c.vector)] = c.vector
+            vec /= scale
+            for k, (pi, ti) in enumerate(columns):
+                if pi != c.pool or not c.admits[ti]:
+                    continue
+                rows = [k * width + r for r in range(width) if vec[r] > 0]
+                vals = [float(vec[r]) for r in range(width) if vec[r] > 0]
+                rows.append(class_row + ci)
+                vals.append(1.0)
+                if c.per_node is not None:
+                    rows.append(group_row[id(c.group)] + k)
+                    vals.append(1.0)
+                pairs.append((ci, k))
+                lp_columns.append((rows, vals))
+                cost.append(0.0)
+        sol = solve_lp(cost, lp_columns, lower, upper)
+        if not sol.optimal:
+            return  # every pod follows Karpenter's rules
+        x = sol.x[n_cols:]
+        per_class: dict[int, list[tuple[int, float]]] = {}
+        for (ci, k), v in zip(pairs, x, strict=True):
+            per_class.setdefault(ci, []).append((k, float(v)))
+        on_column: dict[int, list[tuple[int, int]]] = {}
+        for ci, c in enumerate(classes):
+            for k, count in _largest_remainder(per_class.get(ci, []), len(c.pods)):
+                on_column.setdefault(k, []).append((ci, count))
+        members = {ci: iter(c.pods) for ci, c in enumerate(classes)}
+        for k in sorted(on_column):
+            for content in self._prepack(k, classes, on_column[k]):
+                b = len(self._bins)
+                self._bins.append([next(members[ci]) for ci in content])
+                for pod in self._bins[b]:
+                    self._target[pod.uid] = (k, b)
+
+    def _prepack(
+        self, column: int, classes: Sequence[_Class], counts: Sequence[tuple[int, int]]
+    ) -> list[list[int]]:
+        """Pack ``counts`` (class index, pods) into NodeClaims of ``column``'s type, one at a
+        time, resources only: each NodeClaim takes, while any fits, the pod of the class
+        whose requests (as shares of the type's net allocatable) have the largest dot product
+        with its room left (the DotProduct heuristic of vector bin packing), which keeps its
+        resources balanced; hostname groups keep their per-node cap. Returns each
+        NodeClaim's class indices."""
+        pi, ti = self._columns[column]
+        net = self.pools[pi].net[ti].astype(np.float64)
+        dims = net > 0
+        ids = [ci for ci, _ in counts]
+        left = np.array([n for _, n in counts], dtype=np.int64)
+        share = np.array(
+            [classes[ci].vector[dims] / net[dims] for ci in ids], dtype=np.float64
+        ).reshape(len(ids), int(dims.sum()))
+        group_ids = {g: i for i, g in enumerate(sorted({id(classes[ci].group) for ci in ids}))}
+        group = np.array([group_ids[id(classes[ci].group)] for ci in ids], dtype=np.int64)
+        cap = np.array(
+            [classes[ci].per_node if classes[ci].per_node is not None else -1 for ci in ids],
+            dtype=np.int64,
+        )
+        bins: list[list[int]] = []
+        while left.sum() > 0:
+            room = np.ones(share.shape[1])
+            in_group = np.zeros(len(group_ids), dtype=np.int64)
+            content: list[int] = []
+            while True:
+                ok = (left > 0) & (share <= room + 1e-9).all(axis=1)
+                ok &= (cap < 0) | (in_group[group] < cap)
+                if not ok.any():
+                    break
+                score = np.where(ok, share @ room, -1.0)
+                i = int(np.argmax(score))
+                room -= share[i]
+                left[i] -= 1
+                in_group[group[i]] += 1
+                content.append(ids[i])
+            if not content:
+                break  # nothing fits an empty NodeClaim: those pods keep Karpenter's rules
+            bins.append(content)
+        return bins
+
+    def _order(self, pods: list[PodRequest]) -> list[PodRequest]:
+        """Untargeted pods first in Karpenter's order, then the planned NodeClaims' pods
+        round-robin (the first pod of each, then the second...), so pods spread over zones or
+        hosts meet their NodeClaims in turn; within a NodeClaim, larger pods first."""
+        untargeted = [p for p in pods if p.uid not in self._target]
+        lanes = [sorted(b, key=lambda p: (-_size(p.template), p.order, p.uid)) for b in self._bins]
+        queue = []
+        for i in range(max((len(b) for b in lanes), default=0)):
+            queue.extend(b[i] for b in lanes if i < len(b))
+        return [*untargeted, *queue]
+
+    def _vector(self, pi: int, t: PodTemplate) -> IntArray | None:
+        key = (pi, id(t))
+        if key not in self._vectors:
+            self._vectors[key] = self.pools[pi].vector(t.requests)
+        return self._vectors[key]
+
+    # -- packing: the scheduler's hooks ----------------------------------------------------
+
+    def _try_claims(self, attempt: _Attempt) -> bool:
+        target = self._target.get(attempt.pod.uid)
+        if target is not None:
+            column, b = target
+            if b not in self._bin_claim and self._open(attempt, column, b):
+                return True
+            self._filter = target
+            try:
+                if super()._try_claims(attempt):
+                    return True
+            finally:
+                self._filter = None
+            if b in self._bin_claim and self._open(attempt, column, b):
+                return True
+        return super()._try_claims(attempt)
+
+    def _open(self, attempt: _Attempt, column: int, b: int) -> bool:
+        self._opening = column
+        try:
+            ok = super()._try_new_claim(attempt)
+        finally:
+            self._opening = None
+        if ok:
+            index = self.claims[-1].index
+            self._claim_column[index] = column
+            self._bin_claim.setdefault(b, index)
+        return ok
+
+    def _new_claim_options(self, pool: PreparedPool, attempt: _Attempt) -> IntArray | None:
+        if self._opening is None:
+            return super()._new_claim_options(pool, attempt)
+        pi, ti = self._columns[self._opening]
+        if pool is not self.pools[pi]:
+            return None
+        options = self._within_limits(pool)
+        price = pool.prices(pool.nodepool.requirements)
+        return options[price[options] <= price[ti]]
+
+    def _claim_order(self, attempt: _Attempt, candidates: IntArray) -> IntArray:
+        """Its planned NodeClaim first, then its target type's other NodeClaims by best fit
+        (least normalised room left after it, L2); Karpenter's order for untargeted pods."""
+        if self._filter is None:
+            return super()._claim_order(attempt, candidates)
+        column, b = self._filter
+        planned = self._bin_claim.get(b)
+        candidates = candidates[self._claim_column[candidates] == column]
+        pi, ti = self._columns[column]
+        vec = self._vector(pi, attempt.pod.template)
+        if vec is None or candidates.size == 0:
+            return candidates[:0]
+        width = len(vec)
+        room = self._room[candidates, :width]
+        fits = (room >= vec).all(axis=1)
+        candidates = candidates[fits]
+        left = (room[fits] - vec) / np.maximum(self.pools[pi].net[ti], 1)
+        score = (left * left).sum(axis=1)
+        if planned is not None:
+            score[candidates == planned] = -1.0
+        return candidates[np.lexsort((candidates, score))]
+
+    def _commit(
+        self, claim: _Claim, pod: PodRequest, final: Requirements, cand: IntArray, need: IntArray
+    ) -> None:
+        super()._commit(claim, pod, final, cand, need)
+        i = claim.index
+        if i >= len(self._claim_column):
+            grown = np.full(2 * (i + 1), -1, dtype=np.int64)
+            grown[: len(self._claim_column)] = self._claim_column
+            self._claim_column = grown
+            room = np.zeros((2 * (i + 1), self._room.shape[1]), dtype=np.int64)
+            room[: len(self._room)] = self._room
+            self._room = room
+        net = claim.pool.net[claim.options]
+        self._room[i, : net.shape[1]] = net.max(axis=0) - claim.requests
+
+
+def _size(t: PodTemplate) -> float:
+    """A pod's size for ordering: its CPU cores plus memory GiB."""
+    r = t.requests
+    return r.get("cpu", 0) / 1000 + r.get("memory", 0) / 2**30
+
+
+def _per_node(t: PodTemplate) -> tuple[int | None, object]:
+    """At most this many pods of ``t``'s hostname group fit one node: 1 under a required
+    anti-affinity on the hostname selecting ``t`` itself, ``maxSkew`` under a DoNotSchedule
+    hostname spread selecting it (each new NodeClaim is an empty hostname domain). The group
+    key is returned with it."""
+    own = Requirements.from_labels(dict(t.labels))
+    strict: frozenset[str] = frozenset()
+    for term in t.pod_anti_affinity:
+        if (
+            term.key == labels.HOSTNAME
+            and own.compatible(term.selector, allow_undefined=strict) is None
+        ):
+            return 1, ("anti", term, t.labels)
+    for c in t.spread:
+        if (
+            c.key == labels.HOSTNAME
+            and c.when_unsatisfiable == DO_NOT_SCHEDULE
+            and own.compatible(c.selector, allow_undefined=strict) is None
+        ):
+            return c.max_skew, ("spread", c, t.labels)
+    return None, None
+
+
+def _pods_per_node(net: IntArray, vec: IntArray | FloatArray, cap: int | None) -> FloatArray:
+    """How many ``vec`` fit in each row of ``net`` (fractional), at most ``cap``."""
+    used = vec > 0
+    if not used.any():
+        out = np.full(len(net), np.inf)
+    else:
+        out = (net[:, used] / vec[used]).min(axis=1).astype(np.float64)
+    if cap is not None:
+        out = np.minimum(out, float(cap))
+    return out
+
+
+def _largest_remainder(shares: list[tuple[int, float]], total: int) -> list[tuple[int, int]]:
+    """Integer counts summing to ``total`` in proportion to ``shares`` (Hamilton's method,
+    ties to the earlier column)."""
+    if not shares:
+        return []
+    values = np.array([max(v, 0.0) for _, v in shares])
+    if values.sum() <= 0:
+        values = np.ones(len(shares))
+    values *= total / values.sum()
+    base = np.floor(values + 1e-9).astype(np.int64)
+    left = total - int(base.sum())
+    order = np.lexsort((np.arange(len(values)), -(values - base)))
+    for i in order[: max(left, 0)]:
+        base[i] += 1
+    return [(k, int(n)) for (k, _), n in zip(shares, base, strict=True) if n > 0]
+
+
+__all__ = ["CostOptimalScheduler", "plan_cost"]
