@@ -127,7 +127,7 @@ class NodeHours(_Out):
 class SummaryPolicy(_Out):
     """Which provisioning policy ran, with every parameter it ran with."""
 
-    name: str = Field(pattern="^(joiner|cluster-autoscaler)$")
+    name: str = Field(pattern="^(joiner|cost-optimal|cluster-autoscaler)$")
     parameters: dict[str, Any]
     stats: dict[str, int]
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from joiner.cloudprovider.catalog import Catalog
 from joiner.operator.wiring import RunResult, SimulationRuntime
-from joiner.sim.baseline import JOINER
 from joiner.sim.scenario import Scenario
 
 
@@ -46,7 +45,7 @@ def run_policies(
     prepared: list[tuple[str, SimulationRuntime]] | None = None,
 ) -> Comparison:
     """Run every policy of ``scenario.policies`` (``prepared`` runtimes, or new ones). The
-    summary is Joiner's run (the first policy's when Joiner is not listed), plus
+    summary is the first policy's run, plus
     ``policies`` (every run in the single-run shape) when there is more than one.
 
     Raises:
@@ -61,8 +60,7 @@ def run_policies(
                 progress(name, t)
 
         runs[name] = runtime.run(progress=tick)
-    top = JOINER if JOINER in runs else scenario.policies[0]
-    summary = dict(runs[top].summary)
+    summary = dict(runs[scenario.policies[0]].summary)
     if len(runs) > 1:
         summary["policies"] = {name: r.summary for name, r in runs.items()}
     return Comparison(runs=runs, summary=summary)

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -83,6 +83,7 @@ from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import Terminator, cordon
 from joiner.operator.kube_metrics import MetricsWiring
 from joiner.operator.wallclock import DEFAULT_SECURITY_GROUP, WallClock, _fit_node_classes
+from joiner.scheduling.costopt import scheduler_for
 from joiner.state.cluster import ClusterState, NodeClaim
 
 log = logging.getLogger(__name__)
@@ -126,7 +127,9 @@ class ControllerSettings(_Settings):
     ``awsEndpointURL`` points boto3 at another endpoint (a moto server in tests);
     ``clusterName``/``clusterEndpoint`` are the AWS provider's cluster (``--cloud aws``);
     ``interruption`` holds NTH Helm values (as in a scenario's ``spec.interruption``) and
-    Joiner's ``rebalanceReplacement`` (make before break, off by default).
+    Joiner's ``rebalanceReplacement`` (make before break, off by default);
+    ``packing`` is the provisioning policy (``karpenter``, the default, or ``cost-optimal``,
+    which consolidation's replacements use too).
     """
 
     region: str = "us-east-1"
@@ -138,6 +141,7 @@ class ControllerSettings(_Settings):
     batchMaxSeconds: float = Field(default=10.0, gt=0)
     spotToSpotConsolidation: bool = False
     interruption: dict[str, Any] | None = None
+    packing: Literal["karpenter", "cost-optimal"] = "karpenter"
     eventNamespace: str = "default"
     #: A NodeClaim whose node has not registered this long after creation is deleted
     #: (Karpenter's ``registrationTimeout``, 15 minutes).
@@ -444,6 +448,7 @@ class ControllerRuntime:
             self.lifecycle,
             self.clock,
             random.Random(int.from_bytes(os.urandom(8), "big")),
+            scheduler=scheduler_for(s.packing),
             on_unschedulable=self._retry_later,
         )
         self.batcher = Batcher(

@@ -35,8 +35,10 @@ from joiner.controllers.termination.pdb import violated
 from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
 from joiner.operator.lint import lint_manifests
+from joiner.scheduling import costopt as packing_costopt
 from joiner.sim.baseline import (
     CLUSTER_AUTOSCALER,
+    COST_OPTIMAL,
     JOINER,
     MANY_GROUPS,
     ClusterAutoscaler,
@@ -77,17 +79,22 @@ class RunResult:
 class SimulationRuntime:
     """Builds and runs one scenario in virtual time. One instance runs once.
 
-    ``policy`` is ``joiner`` (Karpenter-style provisioning) or ``cluster-autoscaler`` (the
-    baseline of ``joiner.sim.baseline``: the provisioner is not wired, CA's loop and ASGs
-    launch the nodes, the interruption handler behaves as NTH on ASGs).
+    ``policy`` is ``joiner`` (Karpenter-style provisioning with the scenario's
+    ``spec.settings.packing``), ``cost-optimal`` (the same with ``packing: cost-optimal``:
+    provisioning and consolidation's replacements both use ``CostOptimalScheduler``) or
+    ``cluster-autoscaler`` (the baseline of ``joiner.sim.baseline``: the provisioner is not
+    wired, CA's loop and ASGs launch the nodes, the interruption handler behaves as NTH on ASGs).
     """
 
     def __init__(
         self, scenario: Scenario, catalog: Catalog | None = None, *, policy: str = JOINER
     ) -> None:
-        if policy not in (JOINER, CLUSTER_AUTOSCALER):
+        if policy not in (JOINER, COST_OPTIMAL, CLUSTER_AUTOSCALER):
             raise ValueError(f"unknown policy {policy!r}")
         self.policy = policy
+        #: Joiner's controllers run (``joiner`` or ``cost-optimal``), not the baseline.
+        self.joiner = policy != CLUSTER_AUTOSCALER
+        self.packing = packing_costopt.COST_OPTIMAL if policy == COST_OPTIMAL else scenario.packing
         self.scenario = scenario
         self.catalog = catalog or Catalog.load()
         self.clock = SimClock()
@@ -119,6 +126,7 @@ class SimulationRuntime:
             self.lifecycle,
             self.clock,
             self.rng_names,
+            scheduler=packing_costopt.scheduler_for(self.packing),
             on_unschedulable=self._retry_later,
         )
         self.autoscaler: ClusterAutoscaler | None = None
@@ -153,7 +161,7 @@ class SimulationRuntime:
         self.expiration = ExpirationController(
             self.state, self.terminator, self.clock, self.timeline, trigger=self.batcher.trigger
         )
-        if policy == JOINER:
+        if self.joiner:
             self.lifecycle.launch_listeners.append(self.expiration.watch)
             self.terminator.on_evicted.append(lambda _pod: self._kick_disruption())
             self.terminator.on_terminated.append(lambda _node: self._changed())
@@ -352,7 +360,7 @@ class SimulationRuntime:
 
     def _kick_disruption(self) -> None:
         """Wake Joiner's disruption controller (the baseline has none: CA scales down)."""
-        if self.policy == JOINER:
+        if self.joiner:
             self.disruption.kick()
 
     def _node_ready(self, claim: NodeClaim) -> None:
@@ -477,8 +485,9 @@ class SimulationRuntime:
             retry_s=RETRY_UNSCHEDULABLE_S,
             ready_min_s=boot.ready_min_s,
             ready_max_s=boot.ready_max_s,
+            packing=self.packing,
         )
-        return {"name": JOINER, "parameters": params, "stats": {}}
+        return {"name": self.policy, "parameters": params, "stats": {}}
 
     def warnings(self) -> list[str]:
         """Load warnings, notes on what this run does not model, and dead configuration."""
@@ -567,7 +576,7 @@ class SimulationRuntime:
             self.clock.at(at_s, partial(self.cloud.inject, event), label="captured-event")
         for at_s, experiment in self.experiments:
             experiment.start(at_s)
-        if self.policy == JOINER:
+        if self.joiner:
             for claim in self.state.live_nodeclaims():  # adopted from a running cluster
                 self.expiration.watch(claim)
             self.disruption.start()

@@ -30,7 +30,7 @@ FloatArray = npt.NDArray[np.float64]
 #: Plot file names, in page order.
 PLOTS = ("nodes", "cost", "pending", "pending-cdf")
 
-_COLORS = {"joiner": "#1f77b4", "cluster-autoscaler": "#d62728"}
+_COLORS = {"joiner": "#1f77b4", "cost-optimal": "#2ca02c", "cluster-autoscaler": "#d62728"}
 
 
 @dataclass(frozen=True)

@@ -201,9 +201,12 @@ def joiner_parameters(
     retry_s: float = 60.0,
     ready_min_s: float = 25.0,
     ready_max_s: float = 45.0,
+    packing: str = "karpenter",
 ) -> dict[str, Any]:
-    """Joiner's provisioning parameters as the report lists them (seconds)."""
-    return {
+    """Joiner's provisioning parameters as the report lists them (seconds); ``packing`` is
+    listed when it is not the default ``karpenter``."""
+    out: dict[str, Any] = {} if packing == "karpenter" else {"packing": packing}
+    return out | {
         "batchIdleSeconds": batch_idle_s,
         "batchMaxSeconds": batch_max_s,
         "retryUnschedulableSeconds": retry_s,

@@ -243,6 +243,12 @@ class SettingsSpec(_Strict):
     """Karpenter's Helm ``settings`` that change behaviour here."""
 
     featureGates: FeatureGatesSpec = Field(default_factory=FeatureGatesSpec)
+    packing: Literal["karpenter", "cost-optimal"] = Field(
+        default="karpenter",
+        description="Provisioning policy: karpenter (Karpenter's packing, the default) or "
+        "cost-optimal (Joiner's own: the lowest hourly price under the same constraints; "
+        "consolidation uses it for replacements too)",
+    )
 
 
 class ScenarioSpec(_Strict):
@@ -271,11 +277,12 @@ class ScenarioSpec(_Strict):
     )
     events: list[EventSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
-    compare: list[Literal["joiner", "cluster-autoscaler"]] | None = Field(
+    compare: list[Literal["joiner", "cost-optimal", "cluster-autoscaler"]] | None = Field(
         default=None,
         min_length=1,
-        description="Run each policy on the same seed; summary.json keeps Joiner's run (or "
-        "the first policy's) at the top level and every one under policies",
+        description="Run each policy on the same seed: joiner (with spec.settings.packing), "
+        "cost-optimal (joiner with packing cost-optimal), cluster-autoscaler; summary.json "
+        "keeps the first policy's run at the top level and every one under policies",
     )
     clusterAutoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
 
@@ -346,6 +353,8 @@ class Scenario:
     #: The policies to run (``spec.compare``); the first is the summary's top level.
     policies: tuple[str, ...] = ("joiner",)
     autoscaler: AutoscalerSettings = field(default_factory=AutoscalerSettings)
+    #: ``spec.settings.packing``: ``karpenter`` or ``cost-optimal``.
+    packing: str = "karpenter"
 
 
 def json_schema() -> dict[str, Any]:
@@ -637,6 +646,7 @@ def load_scenario(
         cronjobs=tuple(cronjobs),
         policies=tuple(spec.compare) if spec.compare else ("joiner",),
         autoscaler=autoscaler,
+        packing=spec.settings.packing,
     )
 
 

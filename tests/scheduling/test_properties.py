@@ -28,6 +28,8 @@ from joiner.scheduling import (
     Scheduler,
     SchedulingInput,
 )
+from joiner.scheduling.costopt import CostOptimalScheduler, lower_bound, plan_cost
+from joiner.scheduling.costopt.solver import _CostSolve
 from joiner.scheduling.scheduler import _queue_key
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
 
@@ -199,10 +201,10 @@ def test_every_plan_is_valid(inp):
     # skew the end state, as with kube-scheduler); the replay tests below check exactly that.
 
 
-def _replay(inp: SchedulingInput, result) -> list[str]:
+def _replay(inp: SchedulingInput, result, key=_queue_key) -> list[str]:
     """Make a Ready node of every NodeClaim (its cheapest option, its pinned labels), then
-    bind each pod, in the order the plan placed them, to the node the plan chose, checking
-    each binding with kube-scheduler's filters. Returns the pods it could not bind."""
+    bind each pod, in the order the plan placed them (``key``), to the node the plan chose,
+    checking each binding with kube-scheduler's filters. Returns the pods it could not bind."""
     nodes: dict[int, ExistingNode] = {}
     home: dict[str, str] = {}
     for i, claim in enumerate(result.new_nodeclaims):
@@ -231,7 +233,7 @@ def _replay(inp: SchedulingInput, result) -> list[str]:
     by_name = {n.name: i for i, n in nodes.items()}
     bound: list[BoundPod] = []
     failed = []
-    order = sorted((p for p in inp.pods if p.uid in home), key=_queue_key)
+    order = sorted((p for p in inp.pods if p.uid in home), key=key)
     for pod in order:
         target = home[pod.uid]
         feasible = Scheduler().feasible_nodes(
@@ -266,6 +268,56 @@ def _replay(inp: SchedulingInput, result) -> list[str]:
 def test_replaying_random_plans_binds_every_placed_pod(inp):
     result = Scheduler().solve(inp)
     assert _replay(inp, result) == []
+
+
+# -- packing: cost-optimal (joiner.scheduling.costopt) ----------------------------------
+
+
+class _Recording(_CostSolve):
+    """The cost-optimal solve without the faithful fallback, recording placement order."""
+
+    def __init__(self, inp: SchedulingInput) -> None:
+        super().__init__(inp)
+        self.order: list[str] = []
+
+    def _commit(self, claim, pod, final, cand, need):  # type: ignore[no-untyped-def]
+        self.order.append(pod.uid)
+        super()._commit(claim, pod, final, cand, need)
+
+
+def _placed(inp: SchedulingInput, result) -> SchedulingInput:
+    on_claims = {u for c in result.new_nodeclaims for u in c.pods}
+    return replace(inp, pods=tuple(p for p in inp.pods if p.uid in on_claims))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inp=inputs())
+def test_the_lower_bound_is_at_most_every_plans_cost(inp):
+    for scheduler in (Scheduler(), CostOptimalScheduler()):
+        result = scheduler.solve(inp)
+        assert lower_bound(_placed(inp, result)) <= plan_cost(result) + 1e-9
+    raw = _Recording(inp).run()
+    assert lower_bound(_placed(inp, raw)) <= plan_cost(raw) + 1e-9
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inp=inputs())
+def test_cost_optimal_plans_replay_through_kube_scheduler_filters(inp):
+    """Every pod the cost-optimal packing places binds, in the order it was placed, to the
+    node the plan says, through kube-scheduler's Filter phase; nothing is lost."""
+    solve = _Recording(inp)
+    result = solve.run()
+    seen = Counter(
+        [u for c in result.new_nodeclaims for u in c.pods]
+        + [u for u, _ in result.existing_placements]
+        + [u for u, _ in result.unschedulable]
+    )
+    assert seen == Counter(p.uid for p in inp.pods)
+    position = {u: i for i, u in enumerate(solve.order)}
+    assert _replay(inp, result, key=lambda p: position[p.uid]) == []
+    # The scheduler as wired (with its fallback) never leaves more pods out than Karpenter's.
+    final = CostOptimalScheduler().solve(inp)
+    assert len(final.unschedulable) <= len(Scheduler().solve(inp).unschedulable)
 
 
 def test_replaying_the_benchmark_mix_binds_every_placed_pod():

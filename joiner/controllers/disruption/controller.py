@@ -193,6 +193,7 @@ class DisruptionController:
             budgets=BudgetMapping.build(self._state, now),
             spot_to_spot=self.spot_to_spot,
             cloud_drift=self._cloud_drift,
+            scheduler=self._provisioner.scheduler,
         )
         found = collect(self._state, self._clock.now(), elapsed=elapsed)
         ctx.reasons.update(found.excluded)

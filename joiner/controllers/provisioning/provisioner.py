@@ -75,6 +75,12 @@ class Provisioner:
         self.stats = ProvisioningStats()
         self._snapshot: tuple[tuple[int, ...], list[ExistingNode], list[BoundPod]] | None = None
 
+    @property
+    def scheduler(self) -> Scheduler:
+        """The scheduler this provisioner solves with (its packing policy); consolidation
+        simulates replacements with the same one."""
+        return self._scheduler
+
     def reconcile(self) -> None:
         """One pass: solve for every pending pod, create and launch the new NodeClaims."""
         self.stats.passes += 1

@@ -60,6 +60,10 @@ from joiner.scheduling.types import PodRequest, SchedulingInput, SchedulingResul
 PER_CLASS = 4
 #: Candidate instance types for the whole demand's shape, per NodePool.
 PER_DEMAND = 8
+#: Each NodeClaim strands about half a pod per resource: the LP charges every NodeClaim
+#: this share of the average pod's price on top of its type's, so that of two equally
+#: priced ways it prefers fewer, larger NodeClaims.
+NODE_PENALTY = 0.5
 #: Up to this many pods, the faithful plan is also computed and kept when cheaper.
 COMPARE_UP_TO = 1000
 
@@ -125,6 +129,7 @@ class _CostSolve(_Solve):
         self._room = np.zeros((64, width), dtype=np.int64)
         self._filter: tuple[int, int] | None = None
         self._opening: int | None = None
+        self._node_penalty = 0.0
         self._vectors: dict[tuple[int, int], IntArray | None] = {}
 
     # -- the phases ---------------------------------------------------------------------
@@ -199,6 +204,7 @@ class _CostSolve(_Solve):
         """Per pool index, the candidate type indices (sorted)."""
         out: dict[int, set[int]] = {}
         demand: dict[int, FloatArray] = {}
+        pod_cost = 0.0
         for c in classes:
             pool = self.pools[c.pool]
             price = pool.prices(pool.nodepool.requirements)
@@ -209,7 +215,9 @@ class _CostSolve(_Solve):
             # still launches a cheaper type that fits, see _new_claim_options).
             best = idx[np.lexsort((idx, -price[idx], np.round(cost, 9)))][:PER_CLASS]
             out.setdefault(c.pool, set()).update(best.tolist())
-            demand[c.pool] = demand.get(c.pool, 0) + c.vector * float(len(c.pods))
+            pod_cost += float(cost.min()) * len(c.pods) if per_node.max() >= 1 else 0.0
+            before = demand.get(c.pool, np.zeros(len(c.vector)))
+            demand[c.pool] = before + c.vector.astype(np.float64) * len(c.pods)
         for pi, d in demand.items():
             pool = self.pools[pi]
             admits = np.zeros(len(pool.types), dtype=np.bool_)
@@ -221,6 +229,7 @@ class _CostSolve(_Solve):
             price = pool.prices(pool.nodepool.requirements)[idx]
             cost = np.round(price / np.maximum(share, 1e-12), 9)
             out[pi].update(idx[np.lexsort((idx, -price, cost))][:PER_DEMAND].tolist())
+        self._node_penalty = NODE_PENALTY * pod_cost / max(sum(len(c.pods) for c in classes), 1)
         return {pi: sorted(s) for pi, s in sorted(out.items())}
 
     def _solve_assignment(self, classes: list[_Class]) -> None:
@@ -242,7 +251,7 @@ class _CostSolve(_Solve):
         upper: list[float] = []
         for pi, ti in columns:
             pool = self.pools[pi]
-            cost.append(float(pool.prices(pool.nodepool.requirements)[ti]))
+            cost.append(float(pool.prices(pool.nodepool.requirements)[ti]) + self._node_penalty)
             rows = [k * width + r for k, r in [(col_of[(pi, ti)], r) for r in range(width)]]
             net = np.zeros(width)
             net[: len(pool.resources)] = pool.net[ti]
@@ -252,9 +261,9 @@ class _CostSolve(_Solve):
         class_row = len(lower)
         lower += [float(len(c.pods)) for c in classes]
         upper += [float(len(c.pods)) for c in classes]
-        groups = sorted({id(c.group) for c in classes if c.per_node is not None})
+        groups = list(dict.fromkeys(c.group for c in classes if c.per_node is not None))
         group_row = {g: len(lower) + k * n_cols for k, g in enumerate(groups)}
-        caps = {id(c.group): c.per_node for c in classes if c.per_node is not None}
+        caps = {c.group: c.per_node for c in classes if c.per_node is not None}
         for g in groups:
             lower += [-INF] * n_cols
             upper += [0.0] * n_cols
@@ -274,7 +283,7 @@ class _CostSolve(_Solve):
                 rows.append(class_row + ci)
                 vals.append(1.0)
                 if c.per_node is not None:
-                    rows.append(group_row[id(c.group)] + k)
+                    rows.append(group_row[c.group] + k)
                     vals.append(1.0)
                 pairs.append((ci, k))
                 lp_columns.append((rows, vals))
@@ -315,8 +324,8 @@ class _CostSolve(_Solve):
         share = np.array(
             [classes[ci].vector[dims] / net[dims] for ci in ids], dtype=np.float64
         ).reshape(len(ids), int(dims.sum()))
-        group_ids = {g: i for i, g in enumerate(sorted({id(classes[ci].group) for ci in ids}))}
-        group = np.array([group_ids[id(classes[ci].group)] for ci in ids], dtype=np.int64)
+        group_ids = {g: i for i, g in enumerate(dict.fromkeys(classes[ci].group for ci in ids))}
+        group = np.array([group_ids[classes[ci].group] for ci in ids], dtype=np.int64)
         cap = np.array(
             [classes[ci].per_node if classes[ci].per_node is not None else -1 for ci in ids],
             dtype=np.int64,
@@ -348,7 +357,7 @@ class _CostSolve(_Solve):
         hosts meet their NodeClaims in turn; within a NodeClaim, larger pods first."""
         untargeted = [p for p in pods if p.uid not in self._target]
         lanes = [sorted(b, key=lambda p: (-_size(p.template), p.order, p.uid)) for b in self._bins]
-        queue = []
+        queue: list[PodRequest] = []
         for i in range(max((len(b) for b in lanes), default=0)):
             queue.extend(b[i] for b in lanes if i < len(b))
         return [*untargeted, *queue]
@@ -397,7 +406,8 @@ class _CostSolve(_Solve):
             return None
         options = self._within_limits(pool)
         price = pool.prices(pool.nodepool.requirements)
-        return options[price[options] <= price[ti]]
+        cheaper: IntArray = options[price[options] <= price[ti]]
+        return cheaper
 
     def _claim_order(self, attempt: _Attempt, candidates: IntArray) -> IntArray:
         """Its planned NodeClaim first, then its target type's other NodeClaims by best fit

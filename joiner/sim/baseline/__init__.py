@@ -19,8 +19,10 @@ from joiner.state.cluster import ClusterState, Pod
 
 #: Policy names (``spec.compare``; ``summary.json`` ``policies`` keys).
 JOINER = "joiner"
+#: Joiner with ``packing: cost-optimal`` whatever the scenario's own setting.
+COST_OPTIMAL = "cost-optimal"
 CLUSTER_AUTOSCALER = "cluster-autoscaler"
-POLICIES = (JOINER, CLUSTER_AUTOSCALER)
+POLICIES = (JOINER, COST_OPTIMAL, CLUSTER_AUTOSCALER)
 
 #: Above this many derived groups, each scale-up estimate solves this many times: warn.
 MANY_GROUPS = 100
@@ -71,6 +73,7 @@ def build_autoscaler(
 
 __all__ = [
     "CLUSTER_AUTOSCALER",
+    "COST_OPTIMAL",
     "JOINER",
     "MANY_GROUPS",
     "POLICIES",
