@@ -57,13 +57,15 @@ diff-karpenter: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/pytest
 
-## Benchmarks print JSON: the simulation, the scheduling ladder (1 to 20,000 pods), the
-## realistic cases on broad NodePools in CPU seconds (1 h of bursts under both policies, 24 h
-## of GPU serving, 7 days of about 300 nodes under both policies, start-up), then the example
-## sweep (80 cells) on 1 and 2 local workers and on Ray with 2 CPUs.
+## Benchmarks print JSON: the simulation, the scheduling ladder (1 to 20,000 pods), each
+## packing policy's cost against the LP lower bound, the realistic cases on broad NodePools
+## in CPU seconds (1 h of bursts under both policies, 24 h of GPU serving, 7 days of about
+## 300 nodes under both policies, start-up), then the example sweep (80 cells) on 1 and 2
+## local workers and on Ray with 2 CPUs.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/scheduling.py
+	$(BIN)/python benchmarks/packing.py
 	$(BIN)/python benchmarks/realistic.py --repeat 3 a b d
 	$(BIN)/python benchmarks/realistic.py c
 	$(BIN)/python benchmarks/sweep.py

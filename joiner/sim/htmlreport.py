@@ -189,6 +189,7 @@ def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[st
         row("pod pending max (s)", lambda s: f"{s['pods']['pendingSeconds']['max']:.1f}"),
         row("pods lost", lambda s: str(s["pods"]["lost"])),
         row("interruptions", lambda s: str(s["interruptions"]["count"])),
+        row("disruption commands", lambda s: str(len(s["disruptions"]["commands"]))),
         row(
             "scale-up latency p50 (s)",
             lambda s: f"{s['pods']['scaleUpLatencySeconds']['p50']:.1f}",

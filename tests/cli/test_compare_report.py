@@ -21,11 +21,11 @@ SEED = REPO / "examples" / "seed-spot"
 runner = CliRunner()
 
 
-def _compare_scenario(tmp_path: Path) -> Path:
+def _compare_scenario(tmp_path: Path, policies: str = "joiner, cluster-autoscaler") -> Path:
     d = tmp_path / "sc"
     shutil.copytree(SEED, d)
     text = (d / "scenario.yaml").read_text()
-    text = text.replace("  seed: 42\n", "  seed: 42\n  compare: [joiner, cluster-autoscaler]\n")
+    text = text.replace("  seed: 42\n", f"  seed: 42\n  compare: [{policies}]\n")
     text = text.replace("duration: 2h", "duration: 30m")
     (d / "scenario.yaml").write_text(text)
     return d / "scenario.yaml"
@@ -46,6 +46,7 @@ def test_compare_prints_the_side_by_side_table_and_writes_policies(tmp_path):
         "pod pending p95 (s)",
         "pods lost",
         "interruptions",
+        "disruption commands",
         "scale-up latency p95 (s)",
     ):
         assert label in result.output
@@ -62,6 +63,32 @@ def test_compare_prints_the_side_by_side_table_and_writes_policies(tmp_path):
     ca = summary["policies"]["cluster-autoscaler"]
     assert ca["policy"]["parameters"]["expander"] == "priority,least-waste"
     assert {n["nodePool"] for n in ca["nodes"]} == {"my-provisioner"}
+
+
+def test_compare_reports_the_first_policy_at_the_top_and_runs_cost_optimal(tmp_path):
+    """``spec.compare`` accepts ``cost-optimal`` (Joiner with ``packing: cost-optimal``); the
+    first entry is the summary's top level."""
+    path = _compare_scenario(tmp_path, "cost-optimal, joiner")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", str(path), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["policy"]["name"] == "cost-optimal"
+    assert summary["policy"]["parameters"]["packing"] == "cost-optimal"
+    assert list(summary["policies"]) == ["cost-optimal", "joiner"]
+    joiner = summary["policies"]["joiner"]
+    assert "packing" not in joiner["policy"]["parameters"]  # the default, as before
+    assert summary["cost"]["total"] <= joiner["cost"]["total"] + 1e-6
+    assert summary["pods"]["lost"] == 0
+
+
+def test_scenario_packing_setting_is_validated(tmp_path):
+    path = _compare_scenario(tmp_path)
+    text = path.read_text().replace("  seed: 42\n", "  seed: 42\n  settings: {packing: best}\n")
+    path.write_text(text)
+    result = runner.invoke(app, ["simulate", str(path), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "spec.settings.packing" in result.output
 
 
 def test_compare_runs_are_byte_identical_across_hash_seeds(tmp_path):

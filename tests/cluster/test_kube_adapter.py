@@ -308,6 +308,17 @@ def test_settings_errors_name_the_field(tmp_path: Path) -> None:
     assert s.interruptionQueue == "http://q" and s.leaderElection.namespace == "x"
 
 
+def test_settings_packing_policy(tmp_path: Path) -> None:
+    assert load_settings(None).packing == "karpenter"
+    good = tmp_path / "p.yaml"
+    good.write_text("packing: cost-optimal\n")
+    assert load_settings(good).packing == "cost-optimal"
+    bad = tmp_path / "b.yaml"
+    bad.write_text("packing: cheapest\n")
+    with pytest.raises(InputError, match="packing"):
+        load_settings(bad)
+
+
 def test_cli_prints_crds_and_checks_cluster_input(tmp_path: Path) -> None:
     runner = CliRunner()
     printed = runner.invoke(app, ["install-crds", "--print"])

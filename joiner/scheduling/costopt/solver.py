@@ -64,6 +64,10 @@ PER_DEMAND = 8
 #: this share of the average pod's price on top of its type's, so that of two equally
 #: priced ways it prefers fewer, larger NodeClaims.
 NODE_PENALTY = 0.5
+#: Pre-packing: weight of keeping a NodeClaim's resources balanced against pod size.
+BALANCE = 10.0
+#: A cheaper plan with more NodeClaims than the faithful one must save this share.
+MORE_NODES_SAVING = 0.10
 #: Up to this many pods, the faithful plan is also computed and kept when cheaper.
 COMPARE_UP_TO = 1000
 
@@ -91,11 +95,22 @@ class CostOptimalScheduler(Scheduler):
         result = _CostSolve(inp).run()
         if result.unschedulable or len(inp.pods) <= COMPARE_UP_TO:
             faithful = super().solve(inp)
-            fewer = len(faithful.unschedulable) < len(result.unschedulable)
-            same = len(faithful.unschedulable) == len(result.unschedulable)
-            if fewer or (same and plan_cost(faithful) < plan_cost(result) - 1e-9):
+            if _prefer_faithful(faithful, result):
                 return faithful
         return result
+
+
+def _prefer_faithful(faithful: SchedulingResult, cheap: SchedulingResult) -> bool:
+    """Keep the faithful plan when it leaves fewer pods out, when it is no dearer, or when
+    the cheaper plan launches more NodeClaims for a saving under ``MORE_NODES_SAVING`` (more,
+    smaller nodes mean more nodes to empty and consolidate later)."""
+    if len(faithful.unschedulable) != len(cheap.unschedulable):
+        return len(faithful.unschedulable) < len(cheap.unschedulable)
+    before, after = plan_cost(faithful), plan_cost(cheap)
+    if after >= before - 1e-9:
+        return True
+    more = len(cheap.new_nodeclaims) > len(faithful.new_nodeclaims)
+    return more and after > before * (1 - MORE_NODES_SAVING)
 
 
 @dataclass
@@ -205,15 +220,24 @@ class _CostSolve(_Solve):
         out: dict[int, set[int]] = {}
         demand: dict[int, FloatArray] = {}
         pod_cost = 0.0
+        shared = self._shared_node_size(classes)
         for c in classes:
             pool = self.pools[c.pool]
             price = pool.prices(pool.nodepool.requirements)
             idx = np.flatnonzero(c.admits)
+            big = idx[:0]
+            if c.per_node is not None and c.pool in shared:
+                # Hostname-capped pods force NodeClaims the other pods share: offer types
+                # about the size of one such NodeClaim's share of the demand, not smaller.
+                big = idx[(pool.net[idx] >= 0.5 * shared[c.pool]).all(axis=1)]
+                big = big[np.lexsort((big, price[big]))][:PER_CLASS]
             per_node = np.floor(_pods_per_node(pool.net[idx], c.vector, c.per_node) + 1e-9)
             cost = price[idx] / np.maximum(per_node, 1e-9)
             # Equal cost per pod: the larger type (fewer, fuller NodeClaims; the last one
             # still launches a cheaper type that fits, see _new_claim_options).
             best = idx[np.lexsort((idx, -price[idx], np.round(cost, 9)))][:PER_CLASS]
+            if big.size:
+                best = big
             out.setdefault(c.pool, set()).update(best.tolist())
             pod_cost += float(cost.min()) * len(c.pods) if per_node.max() >= 1 else 0.0
             before = demand.get(c.pool, np.zeros(len(c.vector)))
@@ -231,6 +255,22 @@ class _CostSolve(_Solve):
             out[pi].update(idx[np.lexsort((idx, -price, cost))][:PER_DEMAND].tolist())
         self._node_penalty = NODE_PENALTY * pod_cost / max(sum(len(c.pods) for c in classes), 1)
         return {pi: sorted(s) for pi, s in sorted(out.items())}
+
+    def _shared_node_size(self, classes: Sequence[_Class]) -> dict[int, FloatArray]:
+        """Per pool with hostname-capped groups: its demand over the number of NodeClaims
+        the largest group forces (count / cap)."""
+        demand: dict[int, FloatArray] = {}
+        groups: dict[tuple[int, object], float] = {}
+        for c in classes:
+            before = demand.get(c.pool, np.zeros(len(c.vector)))
+            demand[c.pool] = before + c.vector.astype(np.float64) * len(c.pods)
+            if c.per_node is not None:
+                key = (c.pool, c.group)
+                groups[key] = groups.get(key, 0.0) + len(c.pods) / c.per_node
+        forced: dict[int, float] = {}
+        for (pi, _), n in groups.items():
+            forced[pi] = max(forced.get(pi, 0.0), np.ceil(n))
+        return {pi: demand[pi] / n for pi, n in forced.items() if n > 0}
 
     def _solve_assignment(self, classes: list[_Class]) -> None:
         candidates = self._candidates(classes)
@@ -311,11 +351,11 @@ class _CostSolve(_Solve):
         self, column: int, classes: Sequence[_Class], counts: Sequence[tuple[int, int]]
     ) -> list[list[int]]:
         """Pack ``counts`` (class index, pods) into NodeClaims of ``column``'s type, one at a
-        time, resources only: each NodeClaim takes, while any fits, the pod of the class
-        whose requests (as shares of the type's net allocatable) have the largest dot product
-        with its room left (the DotProduct heuristic of vector bin packing), which keeps its
-        resources balanced; hostname groups keep their per-node cap. Returns each
-        NodeClaim's class indices."""
+        time, resources only (requests as shares of the type's net allocatable), hostname
+        groups within their per-node cap: the better of two greedy fillings (``_fill``),
+        one that keeps every NodeClaim's resources in the proportion of the pods still to
+        pack (so what is left stays packable), one by dot product with the room left.
+        Returns each NodeClaim's class indices."""
         pi, ti = self._columns[column]
         net = self.pools[pi].net[ti].astype(np.float64)
         dims = net > 0
@@ -330,37 +370,23 @@ class _CostSolve(_Solve):
             [classes[ci].per_node if classes[ci].per_node is not None else -1 for ci in ids],
             dtype=np.int64,
         )
-        bins: list[list[int]] = []
-        while left.sum() > 0:
-            room = np.ones(share.shape[1])
-            in_group = np.zeros(len(group_ids), dtype=np.int64)
-            content: list[int] = []
-            while True:
-                ok = (left > 0) & (share <= room + 1e-9).all(axis=1)
-                ok &= (cap < 0) | (in_group[group] < cap)
-                if not ok.any():
-                    break
-                score = np.where(ok, share @ room, -1.0)
-                i = int(np.argmax(score))
-                room -= share[i]
-                left[i] -= 1
-                in_group[group[i]] += 1
-                content.append(ids[i])
-            if not content:
-                break  # nothing fits an empty NodeClaim: those pods keep Karpenter's rules
-            bins.append(content)
-        return bins
+        # The dot-product filling only helps around hostname caps: skip it elsewhere.
+        variants = (True, False) if (cap > 0).any() else (True,)
+        plans = [_fill(share, left, group, cap, len(group_ids), b) for b in variants]
+        _, best = min(plans, key=lambda plan: (plan[0], len(plan[1])))
+        return [[ids[i] for i in content] for content in best]
 
     def _order(self, pods: list[PodRequest]) -> list[PodRequest]:
         """Untargeted pods first in Karpenter's order, then the planned NodeClaims' pods
         round-robin (the first pod of each, then the second...), so pods spread over zones or
         hosts meet their NodeClaims in turn; within a NodeClaim, larger pods first."""
         untargeted = [p for p in pods if p.uid not in self._target]
-        lanes = [sorted(b, key=lambda p: (-_size(p.template), p.order, p.uid)) for b in self._bins]
-        queue: list[PodRequest] = []
-        for i in range(max((len(b) for b in lanes), default=0)):
-            queue.extend(b[i] for b in lanes if i < len(b))
-        return [*untargeted, *queue]
+        turns: list[tuple[int, int, PodRequest]] = []
+        for b, members in enumerate(self._bins):
+            lane = sorted(members, key=lambda p: (-_size(p.template), p.order, p.uid))
+            turns.extend((i, b, p) for i, p in enumerate(lane))
+        turns.sort(key=lambda turn: (turn[0], turn[1]))
+        return [*untargeted, *(p for _, _, p in turns)]
 
     def _vector(self, pi: int, t: PodTemplate) -> IntArray | None:
         key = (pi, id(t))
@@ -374,8 +400,12 @@ class _CostSolve(_Solve):
         target = self._target.get(attempt.pod.uid)
         if target is not None:
             column, b = target
-            if b not in self._bin_claim and self._open(attempt, column, b):
-                return True
+            planned = self._bin_claim.get(b)
+            if planned is None:
+                if self._open(attempt, column, b):
+                    return True
+            elif self._add(self.claims[planned], replace(attempt, reasons=[])) is True:
+                return True  # _add is the full check; the index filters are shortcuts
             self._filter = target
             try:
                 if super()._try_claims(attempt):
@@ -445,6 +475,55 @@ class _CostSolve(_Solve):
             self._room = room
         net = claim.pool.net[claim.options]
         self._room[i, : net.shape[1]] = net.max(axis=0) - claim.requests
+
+
+def _fill(
+    share: FloatArray,
+    counts: IntArray,
+    group: IntArray,
+    cap: IntArray,
+    n_groups: int,
+    balance: bool,
+) -> tuple[float, list[list[int]]]:
+    """One pre-packing (``_CostSolve._prepack``) of ``counts`` pods per row of ``share``:
+    with ``balance``, the largest pod that keeps the NodeClaim's content pointing the way
+    the remaining pods' total points; without, the pod with the largest dot product with
+    the NodeClaim's room (the DotProduct heuristic of vector bin packing). Returns the sum
+    over NodeClaims of their fullest resource's share (what they cost once each launches
+    the cheapest type that fits, for prices proportional to size) and each NodeClaim's row
+    indices."""
+    left = counts.copy()
+    bins: list[list[int]] = []
+    remaining = (share * left[:, None]).sum(axis=0)
+    size = share.sum(axis=1)
+    used = 0.0
+    while left.sum() > 0:
+        room = np.ones(share.shape[1])
+        in_group = np.zeros(n_groups, dtype=np.int64)
+        content: list[int] = []
+        while True:
+            ok = (left > 0) & (share <= room + 1e-9).all(axis=1)
+            ok &= (cap < 0) | (in_group[group] < cap)
+            if not ok.any():
+                break
+            if balance:
+                after = (1.0 - room) + share
+                direction = after / np.maximum(after.sum(axis=1, keepdims=True), 1e-12)
+                target = remaining / max(float(remaining.sum()), 1e-12)
+                score = size - BALANCE * np.abs(direction - target).sum(axis=1)
+            else:
+                score = share @ room
+            i = int(np.argmax(np.where(ok, score, -np.inf)))
+            remaining -= share[i]
+            room -= share[i]
+            left[i] -= 1
+            in_group[group[i]] += 1
+            content.append(i)
+        if not content:
+            break  # nothing fits an empty NodeClaim: those pods keep Karpenter's rules
+        bins.append(content)
+        used += float((1.0 - room).max())
+    return used, bins
 
 
 def _size(t: PodTemplate) -> float:
