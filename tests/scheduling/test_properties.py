@@ -29,6 +29,7 @@ from joiner.scheduling import (
     SchedulingInput,
 )
 from joiner.scheduling.costopt import CostOptimalScheduler, lower_bound, plan_cost
+from joiner.scheduling.costopt.lp import assignment_bound
 from joiner.scheduling.costopt.solver import _CostSolve
 from joiner.scheduling.scheduler import _queue_key
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
@@ -295,7 +296,9 @@ def _placed(inp: SchedulingInput, result) -> SchedulingInput:
 def test_the_lower_bound_is_at_most_every_plans_cost(inp):
     for scheduler in (Scheduler(), CostOptimalScheduler()):
         result = scheduler.solve(inp)
-        assert lower_bound(_placed(inp, result)) <= plan_cost(result) + 1e-9
+        placed = _placed(inp, result)
+        assert lower_bound(placed) <= assignment_bound(placed) + 1e-9
+        assert assignment_bound(placed) <= plan_cost(result) + 1e-9
     raw = _Recording(inp).run()
     assert lower_bound(_placed(inp, raw)) <= plan_cost(raw) + 1e-9
 

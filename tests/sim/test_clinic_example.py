@@ -1,4 +1,5 @@
-"""``examples/clinic-spikes``: the comparison the README quotes."""
+"""``examples/clinic-spikes``: the comparison the README quotes (Karpenter's packing, the
+cost-optimal packing and the Cluster Autoscaler baseline)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,18 @@ def test_the_trace_slice_spikes_and_batch_all_show(summary):
     for policy in summary["policies"].values():
         batch = [n for n in policy["nodes"] if n["nodePool"] == "batch"]
         assert batch, "the nightly batch needs its own nodes"
+
+
+def test_cost_optimal_packing_saves_without_more_waiting_or_churn(summary):
+    """``packing: cost-optimal`` on the same day: cheaper, with p95 pending and the number
+    of disruption commands at most 10% above Karpenter's packing (issue 22)."""
+    joiner = summary["policies"]["joiner"]
+    cheap = summary["policies"]["cost-optimal"]
+    assert list(summary["policies"]) == ["joiner", "cost-optimal", "cluster-autoscaler"]
+    assert summary["policy"]["name"] == "joiner"
+    assert cheap["cost"]["total"] < joiner["cost"]["total"]
+    p95 = joiner["pods"]["pendingSeconds"]["p95"]
+    assert cheap["pods"]["pendingSeconds"]["p95"] <= 1.1 * p95
+    commands = len(joiner["disruptions"]["commands"])
+    assert len(cheap["disruptions"]["commands"]) <= 1.1 * commands
+    assert cheap["pods"]["lost"] == 0

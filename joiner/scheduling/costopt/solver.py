@@ -67,7 +67,7 @@ NODE_PENALTY = 0.5
 #: Pre-packing: weight of keeping a NodeClaim's resources balanced against pod size.
 BALANCE = 10.0
 #: A cheaper plan with more NodeClaims than the faithful one must save this share.
-MORE_NODES_SAVING = 0.10
+MORE_NODES_SAVING = 0.25
 #: Up to this many pods, the faithful plan is also computed and kept when cheaper.
 COMPARE_UP_TO = 1000
 
@@ -145,6 +145,10 @@ class _CostSolve(_Solve):
         self._filter: tuple[int, int] | None = None
         self._opening: int | None = None
         self._node_penalty = 0.0
+        #: Per pool index, each type's price under the NodePool's requirements.
+        self._prices = [p.prices(p.nodepool.requirements) for p in self.pools]
+        #: Per NodeClaim index: the NodeClaim, its option count, their largest net allocatable.
+        self._top: dict[int, tuple[_Claim, int, IntArray]] = {}
         self._vectors: dict[tuple[int, int], IntArray | None] = {}
 
     # -- the phases ---------------------------------------------------------------------
@@ -435,7 +439,7 @@ class _CostSolve(_Solve):
         if pool is not self.pools[pi]:
             return None
         options = self._within_limits(pool)
-        price = pool.prices(pool.nodepool.requirements)
+        price = self._prices[pi]
         cheaper: IntArray = options[price[options] <= price[ti]]
         return cheaper
 
@@ -473,8 +477,12 @@ class _CostSolve(_Solve):
             room = np.zeros((2 * (i + 1), self._room.shape[1]), dtype=np.int64)
             room[: len(self._room)] = self._room
             self._room = room
-        net = claim.pool.net[claim.options]
-        self._room[i, : net.shape[1]] = net.max(axis=0) - claim.requests
+        top = self._top.get(i)
+        # Options only narrow: the same count is the same set.
+        if top is None or top[0] is not claim or top[1] != claim.options.size:
+            top = (claim, claim.options.size, claim.pool.net[claim.options].max(axis=0))
+            self._top[i] = top
+        self._room[i, : len(top[2])] = top[2] - claim.requests
 
 
 def _fill(
