@@ -39,7 +39,7 @@ from joiner.api.validation import field_path
 from joiner.operator.sweep.patch import DocumentRef, describe, merge_patch, patch_documents
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-POLICIES = ("joiner", "cluster-autoscaler")
+POLICIES = ("joiner", "cost-optimal", "cluster-autoscaler")
 #: The scenario file's own bound on ``spec.cloud.interruptionRateMultiplier``.
 MAX_RATE_MULTIPLIER = 1e5
 
@@ -105,7 +105,7 @@ class SweepSpec(_Strict):
         min_length=1,
         description="Each multiplies the scenario's spec.cloud.interruptionRateMultiplier",
     )
-    policies: list[Literal["joiner", "cluster-autoscaler"]] | None = Field(
+    policies: list[Literal["joiner", "cost-optimal", "cluster-autoscaler"]] | None = Field(
         default=None,
         min_length=1,
         description="absent: the scenario's spec.compare, or joiner",
