@@ -16,22 +16,27 @@ predicates and changes only the choices among what they admit:
    type ``j``, ``n[j]`` NodeClaims of type ``j``; minimise ``sum(price_j * n_j)`` subject to
    every class placed, each type's resources (allocatable minus DaemonSet overhead) covering
    the requests assigned to it, and for hostname anti-affinity or hostname spread at most
-   ``maxSkew`` (1 for anti-affinity) pods of the group per NodeClaim. The candidate types are
-   the few cheapest per pod for each class alone and for the whole demand's shape.
-4. Rounding: each class's pods get a target type (largest remainder of ``x``).
+   ``maxSkew`` (1 for anti-affinity) pods of the group per NodeClaim; every NodeClaim costs
+   ``NODE_PENALTY`` of an average pod's price on top, so fewer, fuller NodeClaims win ties.
+   The candidate types are the few cheapest per pod for each class alone (for hostname-
+   capped classes, types about the size of the NodeClaims their caps force) and for the
+   whole demand's shape.
+4. Rounding: each class's pods get a type (largest remainder of ``x``), and each type's pods
+   are pre-packed into planned NodeClaims (``_prepack``), resources only.
 5. Packing, through ``Scheduler``'s own placement (``_Solve._add``: taints, requirements,
    ports, topology spread, pod (anti-)affinity, volume topology, resources, minValues,
-   limits): pods in decreasing size relative to their target type; each goes to the open
-   NodeClaim of its target with the least normalised room left after it (best fit, L2), or
-   to a new NodeClaim whose options are the target type and every cheaper type of its
-   NodePool (so a part-filled NodeClaim still launches the cheapest type that fits). A pod
-   its target cannot take follows Karpenter's rules unchanged (any NodeClaim, then a new
-   one from each NodePool by weight, then preferences relaxed).
+   limits), the planned NodeClaims' pods round-robin: each pod goes to its planned
+   NodeClaim, else to another of its type with the least normalised room left after it
+   (best fit, L2), else to a new NodeClaim whose options are its type and every cheaper
+   type of its NodePool (so a part-filled NodeClaim still launches the cheapest type that
+   fits). A pod none of these takes follows Karpenter's rules unchanged (any NodeClaim, then
+   a new one from each NodePool by weight, then preferences relaxed).
 
 Every placement passes the same checks as the faithful scheduler's, so the plan is feasible
 by construction. ``CostOptimalScheduler.solve`` also falls back to the faithful plan when it
-leaves fewer pods unschedulable, or, for small inputs (where the faithful solve is cheap),
-when it is cheaper.
+leaves fewer pods unschedulable, or, for up to ``COMPARE_UP_TO`` pods (where the faithful
+solve is cheap), when the faithful plan is no dearer or the cheaper one needs more
+NodeClaims for a saving under ``MORE_NODES_SAVING``.
 """
 
 from __future__ import annotations
@@ -41,9 +46,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from joiner.api import labels
-from joiner.api.objects import DO_NOT_SCHEDULE, PodTemplate
+from joiner.api.objects import PodTemplate
 from joiner.api.requirements import Requirements
+from joiner.scheduling.costopt import prepack
 from joiner.scheduling.costopt.lp import INF, solve_lp
 from joiner.scheduling.pool import BoolArray, FloatArray, IntArray, PreparedPool
 from joiner.scheduling.scheduler import (
@@ -64,8 +69,6 @@ PER_DEMAND = 8
 #: this share of the average pod's price on top of its type's, so that of two equally
 #: priced ways it prefers fewer, larger NodeClaims.
 NODE_PENALTY = 0.5
-#: Pre-packing: weight of keeping a NodeClaim's resources balanced against pod size.
-BALANCE = 10.0
 #: A cheaper plan with more NodeClaims than the faithful one must save this share.
 MORE_NODES_SAVING = 0.25
 #: Up to this many pods, the faithful plan is also computed and kept when cheaper.
@@ -183,7 +186,7 @@ class _CostSolve(_Solve):
             if found is None:
                 continue
             pool, vector, admits = found
-            per_node, group = _per_node(t)
+            per_node, group = prepack.per_node(t)
             out.append(_Class(t, volume_terms, members, pool, vector, admits, per_node, group))
         return out
 
@@ -235,7 +238,7 @@ class _CostSolve(_Solve):
                 # about the size of one such NodeClaim's share of the demand, not smaller.
                 big = idx[(pool.net[idx] >= 0.5 * shared[c.pool]).all(axis=1)]
                 big = big[np.lexsort((big, price[big]))][:PER_CLASS]
-            per_node = np.floor(_pods_per_node(pool.net[idx], c.vector, c.per_node) + 1e-9)
+            per_node = np.floor(prepack.pods_per_node(pool.net[idx], c.vector, c.per_node) + 1e-9)
             cost = price[idx] / np.maximum(per_node, 1e-9)
             # Equal cost per pod: the larger type (fewer, fuller NodeClaims; the last one
             # still launches a cheaper type that fits, see _new_claim_options).
@@ -253,7 +256,7 @@ class _CostSolve(_Solve):
                 if c.pool == pi:
                     admits |= c.admits
             idx = np.flatnonzero(admits)
-            share = _pods_per_node(pool.net[idx], np.asarray(d), None)
+            share = prepack.pods_per_node(pool.net[idx], np.asarray(d), None)
             price = pool.prices(pool.nodepool.requirements)[idx]
             cost = np.round(price / np.maximum(share, 1e-12), 9)
             out[pi].update(idx[np.lexsort((idx, -price, cost))][:PER_DEMAND].tolist())
@@ -341,7 +344,7 @@ class _CostSolve(_Solve):
             per_class.setdefault(ci, []).append((k, float(v)))
         on_column: dict[int, list[tuple[int, int]]] = {}
         for ci, c in enumerate(classes):
-            for k, count in _largest_remainder(per_class.get(ci, []), len(c.pods)):
+            for k, count in prepack.largest_remainder(per_class.get(ci, []), len(c.pods)):
                 on_column.setdefault(k, []).append((ci, count))
         members = {ci: iter(c.pods) for ci, c in enumerate(classes)}
         for k in sorted(on_column):
@@ -356,7 +359,7 @@ class _CostSolve(_Solve):
     ) -> list[list[int]]:
         """Pack ``counts`` (class index, pods) into NodeClaims of ``column``'s type, one at a
         time, resources only (requests as shares of the type's net allocatable), hostname
-        groups within their per-node cap: the better of two greedy fillings (``_fill``),
+        groups within their per-node cap: the better of two greedy fillings (``prepack.fill``),
         one that keeps every NodeClaim's resources in the proportion of the pods still to
         pack (so what is left stays packable), one by dot product with the room left.
         Returns each NodeClaim's class indices."""
@@ -376,7 +379,7 @@ class _CostSolve(_Solve):
         )
         # The dot-product filling only helps around hostname caps: skip it elsewhere.
         variants = (True, False) if (cap > 0).any() else (True,)
-        plans = [_fill(share, left, group, cap, len(group_ids), b) for b in variants]
+        plans = [prepack.fill(share, left, group, cap, len(group_ids), b) for b in variants]
         _, best = min(plans, key=lambda plan: (plan[0], len(plan[1])))
         return [[ids[i] for i in content] for content in best]
 
@@ -387,7 +390,7 @@ class _CostSolve(_Solve):
         untargeted = [p for p in pods if p.uid not in self._target]
         turns: list[tuple[int, int, PodRequest]] = []
         for b, members in enumerate(self._bins):
-            lane = sorted(members, key=lambda p: (-_size(p.template), p.order, p.uid))
+            lane = sorted(members, key=lambda p: (-prepack.size(p.template), p.order, p.uid))
             turns.extend((i, b, p) for i, p in enumerate(lane))
         turns.sort(key=lambda turn: (turn[0], turn[1]))
         return [*untargeted, *(p for _, _, p in turns)]
@@ -483,113 +486,6 @@ class _CostSolve(_Solve):
             top = (claim, claim.options.size, claim.pool.net[claim.options].max(axis=0))
             self._top[i] = top
         self._room[i, : len(top[2])] = top[2] - claim.requests
-
-
-def _fill(
-    share: FloatArray,
-    counts: IntArray,
-    group: IntArray,
-    cap: IntArray,
-    n_groups: int,
-    balance: bool,
-) -> tuple[float, list[list[int]]]:
-    """One pre-packing (``_CostSolve._prepack``) of ``counts`` pods per row of ``share``:
-    with ``balance``, the largest pod that keeps the NodeClaim's content pointing the way
-    the remaining pods' total points; without, the pod with the largest dot product with
-    the NodeClaim's room (the DotProduct heuristic of vector bin packing). Returns the sum
-    over NodeClaims of their fullest resource's share (what they cost once each launches
-    the cheapest type that fits, for prices proportional to size) and each NodeClaim's row
-    indices."""
-    left = counts.copy()
-    bins: list[list[int]] = []
-    remaining = (share * left[:, None]).sum(axis=0)
-    size = share.sum(axis=1)
-    used = 0.0
-    while left.sum() > 0:
-        room = np.ones(share.shape[1])
-        in_group = np.zeros(n_groups, dtype=np.int64)
-        content: list[int] = []
-        while True:
-            ok = (left > 0) & (share <= room + 1e-9).all(axis=1)
-            ok &= (cap < 0) | (in_group[group] < cap)
-            if not ok.any():
-                break
-            if balance:
-                after = (1.0 - room) + share
-                direction = after / np.maximum(after.sum(axis=1, keepdims=True), 1e-12)
-                target = remaining / max(float(remaining.sum()), 1e-12)
-                score = size - BALANCE * np.abs(direction - target).sum(axis=1)
-            else:
-                score = share @ room
-            i = int(np.argmax(np.where(ok, score, -np.inf)))
-            remaining -= share[i]
-            room -= share[i]
-            left[i] -= 1
-            in_group[group[i]] += 1
-            content.append(i)
-        if not content:
-            break  # nothing fits an empty NodeClaim: those pods keep Karpenter's rules
-        bins.append(content)
-        used += float((1.0 - room).max())
-    return used, bins
-
-
-def _size(t: PodTemplate) -> float:
-    """A pod's size for ordering: its CPU cores plus memory GiB."""
-    r = t.requests
-    return r.get("cpu", 0) / 1000 + r.get("memory", 0) / 2**30
-
-
-def _per_node(t: PodTemplate) -> tuple[int | None, object]:
-    """At most this many pods of ``t``'s hostname group fit one node: 1 under a required
-    anti-affinity on the hostname selecting ``t`` itself, ``maxSkew`` under a DoNotSchedule
-    hostname spread selecting it (each new NodeClaim is an empty hostname domain). The group
-    key is returned with it."""
-    own = Requirements.from_labels(dict(t.labels))
-    strict: frozenset[str] = frozenset()
-    for term in t.pod_anti_affinity:
-        if (
-            term.key == labels.HOSTNAME
-            and own.compatible(term.selector, allow_undefined=strict) is None
-        ):
-            return 1, ("anti", term, t.labels)
-    for c in t.spread:
-        if (
-            c.key == labels.HOSTNAME
-            and c.when_unsatisfiable == DO_NOT_SCHEDULE
-            and own.compatible(c.selector, allow_undefined=strict) is None
-        ):
-            return c.max_skew, ("spread", c, t.labels)
-    return None, None
-
-
-def _pods_per_node(net: IntArray, vec: IntArray | FloatArray, cap: int | None) -> FloatArray:
-    """How many ``vec`` fit in each row of ``net`` (fractional), at most ``cap``."""
-    used = vec > 0
-    if not used.any():
-        out = np.full(len(net), np.inf)
-    else:
-        out = (net[:, used] / vec[used]).min(axis=1).astype(np.float64)
-    if cap is not None:
-        out = np.minimum(out, float(cap))
-    return out
-
-
-def _largest_remainder(shares: list[tuple[int, float]], total: int) -> list[tuple[int, int]]:
-    """Integer counts summing to ``total`` in proportion to ``shares`` (Hamilton's method,
-    ties to the earlier column)."""
-    if not shares:
-        return []
-    values = np.array([max(v, 0.0) for _, v in shares])
-    if values.sum() <= 0:
-        values = np.ones(len(shares))
-    values *= total / values.sum()
-    base = np.floor(values + 1e-9).astype(np.int64)
-    left = total - int(base.sum())
-    order = np.lexsort((np.arange(len(values)), -(values - base)))
-    for i in order[: max(left, 0)]:
-        base[i] += 1
-    return [(k, int(n)) for (k, _), n in zip(shares, base, strict=True) if n > 0]
 
 
 __all__ = ["CostOptimalScheduler", "plan_cost"]
