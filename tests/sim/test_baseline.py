@@ -507,7 +507,8 @@ def test_skipped_scans_change_nothing(tmp_path, monkeypatch, hazard):
         assert skipping[key] == scanning[key]
 
 
-def test_joiner_stays_at_the_top_level_whatever_the_order(tmp_path):
+def test_the_first_policy_listed_is_the_top_level(tmp_path):
+    """``spec.compare``'s first entry is the summary's top level (issue 22), Joiner or not."""
     path = _write(
         tmp_path,
         workloads="    - {deployment: default/web, replicas: 2}",
@@ -516,8 +517,8 @@ def test_joiner_stays_at_the_top_level_whatever_the_order(tmp_path):
     )
     s = run_policies(load_scenario(path)).summary
     assert list(s["policies"]) == ["cluster-autoscaler", "joiner"]
-    assert s["policy"]["name"] == "joiner"
-    assert s["nodes"] == s["policies"]["joiner"]["nodes"]
+    assert s["policy"]["name"] == "cluster-autoscaler"
+    assert s["nodes"] == s["policies"]["cluster-autoscaler"]["nodes"]
 
 
 def test_declared_group_with_a_type_outside_the_node_class_zones_is_bad_input(tmp_path):
