@@ -10,6 +10,10 @@ import pytest
 from joiner.operator.compare import run_policies
 from joiner.sim.scenario import load_scenario
 
+# Three 24-hour runs (about 80 s of CPU) in the module fixture, which counts against the
+# first test's timeout; on a shared machine that is more than the default 120 s.
+pytestmark = pytest.mark.timeout(900)
+
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "clinic-spikes" / "scenario.yaml"
 
 
