@@ -54,12 +54,11 @@ def unmodelled_fields(spec: m.PodSpec) -> list[tuple[str, str]]:
 
 
 def grouped_warnings(seen: dict[tuple[str, str], list[str]]) -> list[str]:
-    """One warning per (field path, effect), naming up to three objects."""
-    out = []
-    for (field, why), objs in sorted(seen.items()):
-        more = f" and {len(objs) - 3} more" if len(objs) > 3 else ""
-        out.append(
-            f"not modelled: {field} ({why}); Joiner schedules as if it were unset: "
-            f"{', '.join(objs[:3])}{more}"
-        )
-    return out
+    """One warning per (field path, effect), naming the objects (the first three without
+    ``-v``: ``api.grouping``)."""
+    from joiner.api.grouping import grouped
+
+    return [
+        grouped(f"not modelled: {field} ({why}); Joiner schedules as if it were unset", objs)
+        for (field, why), objs in sorted(seen.items())
+    ]
