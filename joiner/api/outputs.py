@@ -63,6 +63,22 @@ class Plan(_Out):
     warnings: list[str] = Field(default_factory=list)
 
 
+class NodeAllocation(_Out):
+    """Why EC2 Fleet chose the node's capacity pool (instance type x zone)."""
+
+    strategy: str = Field(
+        description="The fleet's allocation strategy (price-capacity-optimized, "
+        "capacity-optimized, lowest-price, prioritized)"
+    )
+    pool: str = Field(description="instanceType/zone")
+    pricePerHour: float = Field(ge=0, description="The pool's price at launch, USD")
+    capacityScore: float | None = Field(
+        description="The pool's capacity score at launch (1-10; 0 is dry); null for on-demand"
+    )
+    pools: int = Field(ge=1, description="Pools (type x zone overrides) the request offered")
+    reason: str
+
+
 class SummaryNode(_Out):
     name: str
     instanceType: str
@@ -75,6 +91,9 @@ class SummaryNode(_Out):
     pricePerHour: float = Field(ge=0)
     onDemandPricePerHour: float = Field(ge=0)
     priceEstimated: bool
+    allocation: NodeAllocation | None = Field(
+        description="The fleet's pool choice (null for a node adopted from a running cluster)"
+    )
 
 
 class SummaryCost(_Out):
@@ -145,6 +164,15 @@ class LeadTime(_Out):
     min: float | None
 
 
+class ReclaimEventRecord(_Out):
+    """One capacity-pool event of the simulated Spot market that reclaimed our instances."""
+
+    atSeconds: float = Field(ge=0, description="The 2-minute notice")
+    instanceType: str
+    zone: str
+    nodes: int = Field(ge=1, description="Instances this one event took")
+
+
 class Interruptions(_Out):
     count: int = Field(ge=0, description="Nodes that received an interruption event")
     byKind: dict[str, int]
@@ -153,6 +181,9 @@ class Interruptions(_Out):
     pdbViolations: int = Field(ge=0)
     replacementLeadTimeSeconds: LeadTime = Field(
         description="Reclaim deadline minus replacement Ready time; positive is in time"
+    )
+    reclaimEvents: list[ReclaimEventRecord] = Field(
+        description="Spot pool events that reclaimed instances, in time order"
     )
 
 

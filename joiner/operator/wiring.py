@@ -23,6 +23,7 @@ from joiner.api import durations, timeline
 from joiner.api.labels import DO_NOT_DISRUPT
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.simulated.market import SpotMarket
 from joiner.cloudprovider.types import Instance
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
@@ -116,8 +117,7 @@ class SimulationRuntime:
             subnets=scenario.subnets,
             security_groups=scenario.security_groups,
             node_classes=m.nodeclasses,
-            hazard=scenario.hazard,
-            hazard_rng=self.rng_hazard,
+            market=SpotMarket(self.rng_hazard.getrandbits(64), scenario.hazard, scenario.market),
         )
         self.lifecycle = Lifecycle(self.state, self.cloud, self.clock, scenario.region)
         self.provisioner = Provisioner(
@@ -594,6 +594,7 @@ class SimulationRuntime:
             provisioning=self._provisioning(),
             policy=self._policy(),
             disruptions=self._disruptions(),
+            reclaim_events=self.cloud.reclaim_events,
         )
         return RunResult(summary=summary, state=self.state, cloud=self.cloud)
 

@@ -29,7 +29,7 @@ from joiner.api.objects import CronJob
 from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
-from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
+from joiner.cloudprovider.simulated.market import HazardModel, MarketInputs, RateOverride
 from joiner.cloudprovider.simulated.vpc import cluster_region, status_vpc
 from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
@@ -341,6 +341,8 @@ class Scenario:
     security_groups: tuple[SecurityGroup, ...]
     workloads: tuple[Workload, ...]
     hazard: HazardModel = field(default_factory=HazardModel)
+    #: The user's Spot price history and placement scores, mapped to pools.
+    market: MarketInputs = field(default_factory=MarketInputs)
     interruption: InterruptionSettings = field(default_factory=InterruptionSettings)
     #: (time in seconds, event) for captured messages.
     events: tuple[tuple[float, CloudEvent], ...] = ()
