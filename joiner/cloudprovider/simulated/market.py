@@ -26,7 +26,8 @@ in ``docs/spot-market.md``.
    once). With probability ``rebalanceProbability`` the event is preceded by a rebalance
    recommendation to every instance in the pool, ``U(NOTICE_S, REBALANCE_MAX_LEAD_S)``
    before the reclaim; the victims get the 2-minute notice. From the notice the pool is dry
-   (launches there get ICE) for ``max(DRY_MIN_S, Exp(DRY_MEAN_S))``.
+   (launches there get ICE) for ``Exp(DRY_MEAN_S)`` clamped to
+   ``[DRY_MIN_S, DRY_HORIZON_S]``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ MEAN_SEVERITY = (SEVERITY_MIN + SEVERITY_MAX) / 2
 #: How long a crunched pool answers ICE: exponential with this mean, at least DRY_MIN_S.
 DRY_MEAN_S = 2700.0
 DRY_MIN_S = 300.0
+#: The longest dry spell (the exponential is cut here; about 1e-7 of draws are longer).
+DRY_HORIZON_S = 16 * DRY_MEAN_S
 #: The latest a rebalance recommendation comes before the reclaim (the FIS action's PT15M).
 REBALANCE_MAX_LEAD_S = 900.0
 #: Hours in the Spot Advisor's trailing month.
@@ -233,7 +236,10 @@ class SpotMarket:
 
     def events_until(self, pool: Pool, rate_per_hour: float, until_s: float) -> list[PoolEvent]:
         """The pool's events with a notice at or before ``until_s``, in time order, plus the
-        first one after it (so callers can see what comes next)."""
+        first one after it (so callers can see what comes next). A new list."""
+        return list(self._generate(pool, rate_per_hour, until_s))
+
+    def _generate(self, pool: Pool, rate_per_hour: float, until_s: float) -> list[PoolEvent]:
         lam = self.crunch_rate_per_hour(rate_per_hour)
         events = self._events.setdefault(pool, [])
         if lam <= 0:
@@ -244,7 +250,8 @@ class SpotMarket:
             self._clock_h[pool] = hours
             reclaim = hours * 3600.0
             sev = SEVERITY_MIN + (SEVERITY_MAX - SEVERITY_MIN) * _unit(self.seed, *pool, "sev", k)
-            dry = max(DRY_MIN_S, -DRY_MEAN_S * math.log(_unit(self.seed, *pool, "dry", k)))
+            dry = -DRY_MEAN_S * math.log(_unit(self.seed, *pool, "dry", k))
+            dry = min(DRY_HORIZON_S, max(DRY_MIN_S, dry))
             rebalance = (
                 _unit(self.seed, *pool, "rebalance", k) < self.settings.rebalance_probability
             )
@@ -264,17 +271,21 @@ class SpotMarket:
 
     def next_event(self, pool: Pool, rate_per_hour: float, after_s: float) -> PoolEvent | None:
         """The pool's first event whose notice comes after ``after_s``, or None (no hazard)."""
-        for ev in self.events_until(pool, rate_per_hour, after_s):
+        for ev in self._generate(pool, rate_per_hour, after_s):
             if ev.notice_at_s > after_s:
                 return ev
         return None
 
     def is_dry(self, pool: Pool, rate_per_hour: float, at_s: float) -> bool:
         """True while a crunch keeps the pool out of capacity (launches get ICE)."""
-        return any(
-            ev.notice_at_s <= at_s < ev.dry_until_s
-            for ev in self.events_until(pool, rate_per_hour, at_s)
-        )
+        events = self._generate(pool, rate_per_hour, at_s)
+        # No dry spell outlasts DRY_HORIZON_S, so only the latest events can cover now.
+        for ev in reversed(events):
+            if ev.notice_at_s <= at_s < ev.dry_until_s:
+                return True
+            if ev.notice_at_s <= at_s - DRY_HORIZON_S:
+                return False
+        return False
 
     def is_victim(self, pool: Pool, event: PoolEvent, instance_id: str) -> bool:
         """Whether ``event`` reclaims this instance (a draw fixed per event and instance)."""
