@@ -3,6 +3,8 @@ capacity scores and EC2 Fleet's allocation strategies."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from joiner.api.requirements import Requirements
@@ -102,7 +104,7 @@ def test_prices_drift_slowly_around_the_regional_price() -> None:
     market = SpotMarket(seed=4)
     series = [market.price(("m5.large", "z"), 0.04, k * 6 * 3600.0)[0] for k in range(400)]
     assert all(0.025 < p < 0.065 for p in series)
-    steps = [abs(b / a - 1) for a, b in zip(series, series[1:], strict=False)]
+    steps = [abs(b / a - 1) for a, b in itertools.pairwise(series)]
     assert max(steps) < 0.15
     assert len(set(series)) > 300
 

@@ -12,39 +12,9 @@ import pytest
 from joiner.api.errors import InputError
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import load_scenario
+from tests.sim.test_baseline import APP, NODEPOOL
 
-NODEPOOL = """\
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: general}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.xlarge]}
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: r
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {t: "1"}}]
-  securityGroupSelectorTerms: [{tags: {t: "1"}}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: default}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: w, image: w, resources: {requests: {cpu: "1", memory: 1Gi}}}]
-"""
+MANIFESTS = NODEPOOL.replace("CAPACITY", "spot").replace("TYPES", "c5.xlarge") + "---\n" + APP
 
 
 def _history(a: str, b: str) -> dict[str, Any]:
@@ -83,7 +53,7 @@ def _scores(a: int, b: int) -> dict[str, Any]:
 
 
 def _scenario(tmp_path: Path, history: Any, scores: Any, cloud_extra: str = "") -> Path:
-    (tmp_path / "m.yaml").write_text(NODEPOOL)
+    (tmp_path / "m.yaml").write_text(MANIFESTS)
     (tmp_path / "history.json").write_text(json.dumps(history))
     (tmp_path / "scores.json").write_text(json.dumps(scores))
     path = tmp_path / "scenario.yaml"
