@@ -283,3 +283,49 @@ class SimulationSummary(PolicyRun):
     policies: dict[str, PolicyRun] | None = Field(
         default=None, description="spec.compare: each policy's run, keyed by policy name"
     )
+
+
+class AdvicePool(_Out):
+    """The nodes a NodePool runs in one capacity pool, and that pool's risk."""
+
+    pool: str = Field(description="instanceType/zone")
+    capacityType: str = Field(pattern="^(spot|on-demand|reserved)$")
+    nodes: int = Field(ge=1)
+    pricePerHour: float = Field(ge=0, description="Per node, at launch, USD")
+    capacityScore: float | None = Field(description="At the pool's last launch (1-10)")
+    reclaimsPerMonth: float = Field(ge=0, description="Expected nodes reclaimed per month")
+    nodesPerEvent: float = Field(ge=0, description="Expected nodes one reclaim event takes")
+
+
+class NodePoolAdvice(_Out):
+    """One NodePool's Spot risk at the manifests' load."""
+
+    name: str
+    spotInstanceTypes: int = Field(ge=0, description="Types that can launch as Spot")
+    spotPools: int = Field(ge=0, description="Spot pools (type x zone) it can use")
+    nodes: int = Field(ge=0, description="Nodes one provisioning round launches")
+    spotNodes: int = Field(ge=0)
+    pods: int = Field(ge=0)
+    largestPoolShare: float = Field(ge=0, le=1, description="Largest share of nodes in one pool")
+    largestPool: str | None
+    expectedReclaimsPerMonth: float = Field(ge=0, description="Nodes reclaimed per month")
+    expectedReclaimEventsPerMonth: float = Field(
+        ge=0, description="Pool events per month that take at least one node"
+    )
+    podsDisruptedPerMonth: float = Field(ge=0)
+    costPerMonth: float = Field(ge=0, description="USD, 720 hours at launch prices")
+    pools: list[AdvicePool]
+    findings: list[str]
+
+
+class SpotAdvice(_Out):
+    """``joiner advise -o json``: the Spot risk of each NodePool."""
+
+    apiVersion: str = "joiner.dev/v1alpha1"
+    kind: str = "SpotAdvice"
+    region: str
+    seed: int
+    priceEstimated: bool = Field(description="Some prices are estimated (see priceNote)")
+    priceNote: str
+    nodePools: list[NodePoolAdvice]
+    warnings: list[str] = Field(default_factory=list)

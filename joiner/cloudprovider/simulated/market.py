@@ -155,6 +155,13 @@ class ReclaimEvent:
     nodes: int
 
 
+def market_seed(scenario_seed: int) -> int:
+    """The market's seed for a scenario seed: the simulation and ``joiner advise`` see the
+    same market."""
+    text = f"spot-market\x1f{scenario_seed}".encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big")
+
+
 def _unit(seed: int, *keys: object) -> float:
     """A uniform draw in (0, 1) fixed by ``seed`` and ``keys`` (BLAKE2b counter RNG)."""
     text = "\x1f".join([str(seed), *map(str, keys)]).encode()
