@@ -102,6 +102,8 @@ class SummaryCost(_Out):
     perHourPeak: float = Field(ge=0)
     savingsPercent: float
     currency: str = "USD"
+    pricesEstimated: bool = Field(description="Some node's price is estimated (priceNote)")
+    priceNote: str = Field(description="Where the estimated prices come from; empty if none")
 
 
 class PendingSeconds(_Out):

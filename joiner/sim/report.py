@@ -110,6 +110,7 @@ def build_summary(
     latencies = scale_up_latencies(state)
     reasons = Counter(p.unschedulable_reason for p in pending if p.unschedulable_reason)
     savings = (1 - total / on_demand_total) * 100 if on_demand_total > 0 else 0.0
+    estimated = sorted({str(n["instanceType"]) for n in nodes if n["priceEstimated"]})
     return {
         "apiVersion": SCHEMA_VERSION,
         "kind": "SimulationSummary",
@@ -124,6 +125,8 @@ def build_summary(
             "perHourPeak": _r(peak),
             "savingsPercent": _r(savings, 2),
             "currency": "USD",
+            "pricesEstimated": bool(estimated),
+            "priceNote": price_note(catalog, region, estimated),
         },
         "pods": {
             "scheduled": sum(1 for p in workload if p.bound_at_s is not None),
@@ -180,6 +183,23 @@ def build_summary(
         ],
         "warnings": warnings,
     }
+
+
+def price_note(catalog: Catalog, region: str, estimated: Sequence[str]) -> str:
+    """Where estimated prices come from, in words ("" when none is estimated)."""
+    if not estimated:
+        return ""
+    notes = []
+    od = catalog.on_demand_price(region, estimated[0])
+    if od is not None and od.estimated:
+        notes.append(od.note)
+    medians = [t for t in estimated if (q := catalog.spot_quote(region, t)) and q.estimated]
+    if medians:
+        notes.append(
+            f"no Spot Advisor row for {', '.join(medians)}: their Spot saving and "
+            "interruption bucket are family medians"
+        )
+    return "; ".join(notes) or "prices are estimated"
 
 
 def _allocation(inst: Instance) -> dict[str, Any] | None:

@@ -74,3 +74,23 @@ def test_a_broad_nodepool_spreads_over_many_pools() -> None:
     assert narrow["pods"] == pool["pods"] == 20
     assert pool["expectedReclaimsPerMonth"] < narrow["expectedReclaimsPerMonth"]
     assert pool["podsDisruptedPerMonth"] < narrow["podsDisruptedPerMonth"]
+
+
+def test_simulate_says_estimated_prices_aloud_and_reports_reclaim_events(tmp_path) -> None:
+    """ap-northeast-2 has no packaged on-demand table: the table, the summary and the HTML
+    report say the prices are estimated and from where; the report lists reclaim events."""
+    report = tmp_path / "report"
+    args = ["simulate", str(DIVERSITY / "narrow.yaml"), "--out", str(tmp_path / "o")]
+    result = runner.invoke(app, [*args, "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    assert "prices are estimated" in result.output and "us-east-1" in result.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["cost"]["pricesEstimated"]
+    assert "ap-northeast-2" in summary["cost"]["priceNote"]
+    events = summary["interruptions"]["reclaimEvents"]
+    assert events and max(e["nodes"] for e in events) >= 3
+    page = (report / "index.html").read_text()
+    assert "Prices are estimated:" in page and "spot-pools" in page
+    assert (report / "spot-pools.png").read_bytes().startswith(b"\x89PNG")
+    rows = page.split("<h2>Spot reclaim events</h2>")[1]
+    assert all(f"{e['instanceType']}/{e['zone']}" in rows for e in events)
