@@ -218,7 +218,7 @@ def test_a_dry_pool_answers_ice_and_the_offering_is_marked() -> None:
     )
     with pytest.raises(InsufficientCapacityError, match="dry"):
         cloud.create(request)
-    marked = [t for t in cloud.get_instance_types("default") if t.name == "c5.xlarge"][0]
+    marked = next(t for t in cloud.get_instance_types("default") if t.name == "c5.xlarge")
     assert not any(
         o.available for o in marked.offerings if (o.zone, o.capacity_type) == (pool[1], "spot")
     )
