@@ -145,8 +145,10 @@ def test_instance_types_cover_nodeclass_zones_only(cloud):
 # -- with the Spot market ------------------------------------------------------------------
 
 
-def _market_cloud(seed: int = 7) -> tuple[SimulatedCloudProvider, SimClock]:
-    from joiner.cloudprovider.simulated.market import SpotMarket
+def _market_cloud(
+    seed: int = 7, multiplier: float = 1.0
+) -> tuple[SimulatedCloudProvider, SimClock]:
+    from joiner.cloudprovider.simulated.market import HazardModel, SpotMarket
 
     clock = SimClock()
     cloud = SimulatedCloudProvider(
@@ -160,7 +162,7 @@ def _market_cloud(seed: int = 7) -> tuple[SimulatedCloudProvider, SimClock]:
         ],
         security_groups=[SecurityGroup("sg-1", tags=(("team", "x"),))],
         node_classes=[NC],
-        market=SpotMarket(seed),
+        market=SpotMarket(seed, HazardModel(multiplier=multiplier)),
     )
     return cloud, clock
 
@@ -201,14 +203,14 @@ def test_the_requests_spot_strategy_picks_the_pool(strategy: str) -> None:
 
 
 def test_a_dry_pool_answers_ice_and_the_offering_is_marked() -> None:
-    cloud, clock = _market_cloud()
+    cloud, clock = _market_cloud(multiplier=1000.0)  # the pool's first crunch comes soon
     (c5,) = [t for t in cloud.get_instance_types("default") if t.name == "c5.xlarge"]
     spot = Requirements([Requirement.in_(labels.CAPACITY_TYPE, "spot")])
     first = cloud.create(_request([c5], *spot.values()))
     pool = (c5.name, first.offering.zone)
     rate = cloud.market.settings.rate(first.offering, c5.name)
     event = cloud.market.next_event(pool, rate, 0.0)
-    assert event is not None
+    assert event is not None and event.notice_at_s < 48 * 3600.0
     clock.run_until(event.notice_at_s + 1.0)
     assert cloud.market.is_dry(pool, rate, clock.now())
     # Only this pool is allowed: lowest-price reaches it, gets ICE, and it is marked.

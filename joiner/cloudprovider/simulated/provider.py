@@ -133,6 +133,10 @@ class SimulatedCloudProvider:
             PoolReclaims(market, clock, self._emit, self.reclaim) if market is not None else None
         )
         self._priced: dict[tuple[str, int], list[InstanceType]] = {}
+        self._marked_types: dict[
+            tuple[str, int, frozenset[tuple[str, str, str]]],
+            tuple[list[InstanceType], list[InstanceType]],
+        ] = {}
         #: Regional Spot price per pool, from the catalog (the market's model centre).
         self._regional: dict[str, float] = {}
         self.event_listeners: list[EventListener] = []
@@ -155,6 +159,7 @@ class SimulatedCloudProvider:
         self.node_classes = {n.name: n for n in node_classes}
         self._types.clear()
         self._priced.clear()
+        self._marked_types.clear()
 
     # -- NodeClass resolution ------------------------------------------------------------
 
@@ -205,9 +210,14 @@ class SimulatedCloudProvider:
         a market, Spot offerings carry their pool's price for the current price epoch."""
         types = self._priced_types(node_class)
         now = self._clock.now()
-        marked = {k for k, until in self._unavailable.items() if until > now}
+        marked = frozenset(k for k, until in self._unavailable.items() if until > now)
         if not marked:
             return types
+        # The same marks give the same objects, so the scheduler's per-list caches hit.
+        key = (node_class, id(types), marked)
+        cached = self._marked_types.get(key)
+        if cached is not None and cached[0] is types:
+            return list(cached[1])
         names = {k[0] for k in marked}
         out = []
         for it in types:
@@ -219,7 +229,10 @@ class SimulatedCloudProvider:
                 for o in it.offerings
             )
             out.append(replace(it, offerings=offerings))
-        return out
+        if len(self._marked_types) >= 64:
+            self._marked_types.clear()
+        self._marked_types[key] = (types, out)
+        return list(out)
 
     def mark_unavailable(
         self,
