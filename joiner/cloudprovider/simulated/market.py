@@ -15,7 +15,8 @@ in ``docs/spot-market.md``.
    ``SingleAvailabilityZone`` placement score for the pool is its base; otherwise
    ``BUCKET_BASE_SCORE`` of the type's Spot Advisor bucket plus a per-pool jitter in
    ``[-SCORE_JITTER, SCORE_JITTER]``. Each of our running instances in the pool takes
-   ``OCCUPANCY_PENALTY`` off (our own demand drains it); a dry pool scores 0.
+   ``OCCUPANCY_PENALTY`` off (our own demand drains it); a pool whose crunch is coming
+   (from the event's rebalance time to its notice) scores 1 and a dry pool 0.
 3. **Reclaims are pool events.** Each pool has capacity crunches at Poisson times with rate
    ``lambda = h / E[severity]`` per hour, where ``h`` is the per-instance hazard of the
    type's Spot Advisor bucket (``catalog.interruption_rate_per_hour``) times
@@ -229,9 +230,14 @@ class SpotMarket:
     def capacity_score(
         self, pool: Pool, bucket: int, rate_per_hour: float, at_s: float, in_use: int
     ) -> float:
-        """Capacity score now: 0 when dry, else the base minus our occupancy, at least 1."""
+        """Capacity score now: 0 when dry; 1 while a crunch is coming (from its rebalance
+        time to its notice, recommendation sent or not); else the base minus our
+        occupancy, at least 1."""
         if self.is_dry(pool, rate_per_hour, at_s):
             return 0.0
+        coming = self.next_event(pool, rate_per_hour, at_s)
+        if coming is not None and coming.rebalance_at_s <= at_s:
+            return 1.0
         base, _ = self.base_score(pool, bucket)
         return max(1.0, base - OCCUPANCY_PENALTY * in_use)
 
