@@ -215,22 +215,22 @@ class JoinerGroup(TyperGroup):
 
 
 def scenario_or_cluster(
-    files: list[Path], kubeconfig: Path | None, region: str, catalog: Catalog
+    files: list[Path], kubeconfig: Path | None, region: str | None, catalog: Catalog
 ) -> tuple[ManifestSet, str, Scenario | None]:
-    """What ``plan``, ``disrupt`` and ``advise`` read: a Scenario alone (its manifests and
-    region; selectors are not checked against its VPC) or manifests / a live cluster in
-    ``region``. Returns (manifests, region, the scenario or None).
+    """What ``advise`` reads: a Scenario alone (its manifests and region; selectors are not
+    checked against its VPC) or manifests / a live cluster in ``region`` (``region_of``).
+    Returns (manifests, region, the scenario or None).
 
     Raises:
-        InputError: as ``cluster_manifests`` and ``load_scenario``; an unknown region.
+        InputError: as ``cluster_manifests``, ``load_scenario`` and ``region_of``.
     """
     from joiner.sim.scenario import is_scenario_file, load_scenario
 
     if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
         sc = load_scenario(files[0], catalog, check_selectors=False)
         return sc.manifests, sc.region, sc
-    check_region(region)
-    return cluster_manifests(files, kubeconfig), region, None
+    m = cluster_manifests(files, kubeconfig)
+    return m, region_of(m, region), None
 
 
 class TableOrJson(StrEnum):

@@ -138,6 +138,8 @@ def _print_summary(s: dict[str, Any], verbose: bool) -> None:
     ps = pods["pendingSeconds"]
     hours = s["durationSeconds"] / 3600
     if cost["pricesEstimated"]:
+        from rich.markup import escape
+
         out.print(f"[bold yellow]prices are estimated:[/] {escape(cost['priceNote'])}")
     out.print(
         f"cost over {hours:g} h: [bold]${cost['total']:.4f}[/]"

@@ -183,6 +183,7 @@ def _spot_pools_plot(runs: Mapping[str, PolicyData]) -> bytes:
             pool = f"{e['instanceType']}/{e['zone']}"
             reclaimed.setdefault(name, {})[pool] = reclaimed.get(name, {}).get(pool, 0) + e["nodes"]
     pools = sorted({p for per in launched.values() for p in per})
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, max(2.5, 0.3 * len(pools) * max(1, len(runs)) + 1)))
     height = 0.8 / max(1, len(runs))
     y = np.arange(len(pools), dtype=np.float64)

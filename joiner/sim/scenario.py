@@ -661,7 +661,7 @@ def load_scenario(
             base,
             price_history=spec.cloud.spotPriceHistory,
             placement_scores=score_files,
-            region=spec.region,
+            region=region,
             zones={**zones, **{s.zone: s.zone_id for s in subnets}},
             start=start_time,
             warnings=manifests.warnings,
