@@ -11,6 +11,7 @@ from joiner.api.objects import NodeClass, SelectorTerm, Source
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.simulated.fleet import PCO_CAPACITY_BAND
 from joiner.cloudprovider.types import (
     InsufficientCapacityError,
     LaunchRequest,
@@ -197,7 +198,7 @@ def test_the_requests_spot_strategy_picks_the_pool(strategy: str) -> None:
     elif strategy == "capacity-optimized":
         assert a.capacity_score == best_score
     else:
-        band = [p for p, s in quotes if s >= best_score - 1.0]
+        band = [p for p, s in quotes if s >= best_score - PCO_CAPACITY_BAND]
         assert a.price_per_hour == min(band)
     assert inst.offering.price_per_hour == a.price_per_hour
 

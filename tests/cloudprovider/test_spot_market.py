@@ -133,22 +133,23 @@ def _quote(name: str, zone: str, price: float, score: float, priority: int = 0) 
 
 POOLS = [
     _quote("a.large", "z1", 0.050, 4.0, 2),  # cheapest, shallow
-    _quote("b.large", "z1", 0.060, 8.2, 1),  # deep, mid price
-    _quote("c.large", "z2", 0.058, 7.5, 0),  # in the best-capacity band, cheaper than b
+    _quote("b.large", "z1", 0.060, 8.2, 0),  # deep, mid price, first priority
+    _quote("c.large", "z2", 0.058, 7.5, 1),  # in the best-capacity band, cheaper than b
     _quote("d.large", "z2", 0.070, 9.0, 3),  # deepest, dearest
 ]
 
 
 def test_price_capacity_optimized_takes_the_cheapest_pool_of_the_best_capacity() -> None:
     got = allocate("price-capacity-optimized", POOLS)
-    assert got.chosen is not None and got.chosen.pool == "b.large/z1"
+    # d scores 9.0; the band (PCO_CAPACITY_BAND = 2) holds b, c and d; c is the cheapest.
+    assert got.chosen is not None and got.chosen.pool == "c.large/z2"
     assert "4 pools" in got.reason or "offered 4" in got.reason
 
 
 def test_capacity_optimized_lowest_price_and_prioritized() -> None:
     assert allocate("capacity-optimized", POOLS).chosen.pool == "d.large/z2"  # type: ignore[union-attr]
     assert allocate("lowest-price", POOLS).chosen.pool == "a.large/z1"  # type: ignore[union-attr]
-    assert allocate("prioritized", POOLS).chosen.pool == "c.large/z2"  # type: ignore[union-attr]
+    assert allocate("prioritized", POOLS).chosen.pool == "b.large/z1"  # type: ignore[union-attr]
     with pytest.raises(ValueError):
         allocate("diversified", POOLS)
 

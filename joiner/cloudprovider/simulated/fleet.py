@@ -27,7 +27,7 @@ from joiner.cloudprovider.types import InstanceType, Offering
 
 #: How far below the best capacity score a pool still counts as "best capacity" for
 #: price-capacity-optimized (a modelling choice; AWS publishes no number).
-PCO_CAPACITY_BAND = 1.0
+PCO_CAPACITY_BAND = 2.0
 
 #: Karpenter's ``maxInstanceTypes``: a CreateFleet request carries at most 60 types.
 MAX_OVERRIDE_TYPES = 60
