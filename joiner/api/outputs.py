@@ -63,6 +63,22 @@ class Plan(_Out):
     warnings: list[str] = Field(default_factory=list)
 
 
+class NodeAllocation(_Out):
+    """Why EC2 Fleet chose the node's capacity pool (instance type x zone)."""
+
+    strategy: str = Field(
+        description="The fleet's allocation strategy (price-capacity-optimized, "
+        "capacity-optimized, lowest-price, prioritized)"
+    )
+    pool: str = Field(description="instanceType/zone")
+    pricePerHour: float = Field(ge=0, description="The pool's price at launch, USD")
+    capacityScore: float | None = Field(
+        description="The pool's capacity score at launch (1-10; 0 is dry); null for on-demand"
+    )
+    pools: int = Field(ge=1, description="Pools (type x zone overrides) the request offered")
+    reason: str
+
+
 class SummaryNode(_Out):
     name: str
     instanceType: str
@@ -75,6 +91,9 @@ class SummaryNode(_Out):
     pricePerHour: float = Field(ge=0)
     onDemandPricePerHour: float = Field(ge=0)
     priceEstimated: bool
+    allocation: NodeAllocation | None = Field(
+        description="The fleet's pool choice (null for a node adopted from a running cluster)"
+    )
 
 
 class SummaryCost(_Out):
@@ -83,6 +102,8 @@ class SummaryCost(_Out):
     perHourPeak: float = Field(ge=0)
     savingsPercent: float
     currency: str = "USD"
+    pricesEstimated: bool = Field(description="Some node's price is estimated (priceNote)")
+    priceNote: str = Field(description="Where the estimated prices come from; empty if none")
 
 
 class PendingSeconds(_Out):
@@ -145,6 +166,15 @@ class LeadTime(_Out):
     min: float | None
 
 
+class ReclaimEventRecord(_Out):
+    """One capacity-pool event of the simulated Spot market that reclaimed our instances."""
+
+    atSeconds: float = Field(ge=0, description="The 2-minute notice")
+    instanceType: str
+    zone: str
+    nodes: int = Field(ge=1, description="Instances this one event took")
+
+
 class Interruptions(_Out):
     count: int = Field(ge=0, description="Nodes that received an interruption event")
     byKind: dict[str, int]
@@ -153,6 +183,9 @@ class Interruptions(_Out):
     pdbViolations: int = Field(ge=0)
     replacementLeadTimeSeconds: LeadTime = Field(
         description="Reclaim deadline minus replacement Ready time; positive is in time"
+    )
+    reclaimEvents: list[ReclaimEventRecord] = Field(
+        description="Spot pool events that reclaimed instances, in time order"
     )
 
 
@@ -252,3 +285,49 @@ class SimulationSummary(PolicyRun):
     policies: dict[str, PolicyRun] | None = Field(
         default=None, description="spec.compare: each policy's run, keyed by policy name"
     )
+
+
+class AdvicePool(_Out):
+    """The nodes a NodePool runs in one capacity pool, and that pool's risk."""
+
+    pool: str = Field(description="instanceType/zone")
+    capacityType: str = Field(pattern="^(spot|on-demand|reserved)$")
+    nodes: int = Field(ge=1)
+    pricePerHour: float = Field(ge=0, description="Per node, at launch, USD")
+    capacityScore: float | None = Field(description="At the pool's last launch (1-10)")
+    reclaimsPerMonth: float = Field(ge=0, description="Expected nodes reclaimed per month")
+    nodesPerEvent: float = Field(ge=0, description="Expected nodes one reclaim event takes")
+
+
+class NodePoolAdvice(_Out):
+    """One NodePool's Spot risk at the manifests' load."""
+
+    name: str
+    spotInstanceTypes: int = Field(ge=0, description="Types that can launch as Spot")
+    spotPools: int = Field(ge=0, description="Spot pools (type x zone) it can use")
+    nodes: int = Field(ge=0, description="Nodes one provisioning round launches")
+    spotNodes: int = Field(ge=0)
+    pods: int = Field(ge=0)
+    largestPoolShare: float = Field(ge=0, le=1, description="Largest share of nodes in one pool")
+    largestPool: str | None
+    expectedReclaimsPerMonth: float = Field(ge=0, description="Nodes reclaimed per month")
+    expectedReclaimEventsPerMonth: float = Field(
+        ge=0, description="Pool events per month that take at least one node"
+    )
+    podsDisruptedPerMonth: float = Field(ge=0)
+    costPerMonth: float = Field(ge=0, description="USD, 720 hours at launch prices")
+    pools: list[AdvicePool]
+    findings: list[str]
+
+
+class SpotAdvice(_Out):
+    """``joiner advise -o json``: the Spot risk of each NodePool."""
+
+    apiVersion: str = "joiner.dev/v1alpha1"
+    kind: str = "SpotAdvice"
+    region: str
+    seed: int
+    priceEstimated: bool = Field(description="Some prices are estimated (see priceNote)")
+    priceNote: str
+    nodePools: list[NodePoolAdvice]
+    warnings: list[str] = Field(default_factory=list)

@@ -23,6 +23,8 @@ from joiner.api.grouping import short_form
 
 if TYPE_CHECKING:
     from joiner.api.manifests import ManifestSet
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.sim.scenario import Scenario
 
 err = Console(stderr=True)
 out = Console()
@@ -210,6 +212,25 @@ class JoinerGroup(TyperGroup):
                 .replace(" is not one of ", " is not one of the choices: ")
             )
             raise
+
+
+def scenario_or_cluster(
+    files: list[Path], kubeconfig: Path | None, region: str | None, catalog: Catalog
+) -> tuple[ManifestSet, str, Scenario | None]:
+    """What ``advise`` reads: a Scenario alone (its manifests and region; selectors are not
+    checked against its VPC) or manifests / a live cluster in ``region`` (``region_of``).
+    Returns (manifests, region, the scenario or None).
+
+    Raises:
+        InputError: as ``cluster_manifests``, ``load_scenario`` and ``region_of``.
+    """
+    from joiner.sim.scenario import is_scenario_file, load_scenario
+
+    if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
+        sc = load_scenario(files[0], catalog, check_selectors=False)
+        return sc.manifests, sc.region, sc
+    m = cluster_manifests(files, kubeconfig)
+    return m, region_of(m, region), None
 
 
 class TableOrJson(StrEnum):

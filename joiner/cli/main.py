@@ -1,10 +1,10 @@
 """``joiner`` command line. Exit codes: 0 success, 2 bad input or usage, 1 internal error.
 
 This module only assembles the application from one module per command group
-(``simulate``, ``schema``, ``plan``, ``disrupt``, ``manifests`` for convert and lint,
-``chaos``, ``sweep``, ``controller`` for install-crds and run); each command imports the simulation,
-the cloud providers and heavy libraries inside its function, so ``joiner --version`` and
-``--help`` import none of them.
+(``simulate``, ``schema``, ``plan``, ``advise``, ``disrupt``, ``manifests`` for convert and
+lint, ``chaos``, ``sweep``, ``controller`` for install-crds and run); each command imports the
+simulation, the cloud providers and heavy libraries inside its function, so
+``joiner --version`` and ``--help`` import none of them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,17 @@ from typing import Annotated
 import typer
 
 from joiner import __version__
-from joiner.cli import chaos, controller, disrupt, manifests, plan, schema, simulate, sweep
+from joiner.cli import (
+    advise,
+    chaos,
+    controller,
+    disrupt,
+    manifests,
+    plan,
+    schema,
+    simulate,
+    sweep,
+)
 from joiner.cli.common import JoinerGroup, Verbose, configure_logging, out
 
 app = typer.Typer(
@@ -45,6 +55,7 @@ def _root(
 app.command()(simulate.simulate)
 app.command()(schema.schema)
 app.command()(plan.plan)
+app.command()(advise.advise)
 app.command()(disrupt.disrupt)
 app.command()(manifests.convert)
 app.command()(manifests.lint)

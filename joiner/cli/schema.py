@@ -18,6 +18,7 @@ class SchemaKind(StrEnum):
     scenario = "scenario"
     plan = "plan"
     summary = "summary"
+    advice = "advice"
     disruption = "disruption"
     sweep = "sweep"
     #: The same document, named after its command.
@@ -28,7 +29,7 @@ def schema_text(kind: SchemaKind) -> str:
     """The JSON Schema of a Joiner input or output, as published in docs/."""
     from pydantic import BaseModel
 
-    from joiner.api.outputs import DisruptionPlan, Plan, SimulationSummary
+    from joiner.api.outputs import DisruptionPlan, Plan, SimulationSummary, SpotAdvice
     from joiner.operator.sweep.spec import json_schema as sweep_schema
     from joiner.sim.scenario import json_schema
 
@@ -40,6 +41,7 @@ def schema_text(kind: SchemaKind) -> str:
         models: dict[SchemaKind, type[BaseModel]] = {
             SchemaKind.plan: Plan,
             SchemaKind.summary: SimulationSummary,
+            SchemaKind.advice: SpotAdvice,
             SchemaKind.disruption: DisruptionPlan,
             SchemaKind.disrupt: DisruptionPlan,
         }
@@ -54,7 +56,8 @@ def schema(
         Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
     ] = None,
 ) -> None:
-    """Print the JSON Schema of the scenario or sweep file, the plan or disrupt output, or
+    """Print the JSON Schema of the scenario or sweep file, the plan, disrupt or advise
+    output, or
     summary.json."""
     text = schema_text(kind)
     if output is None:

@@ -137,8 +137,14 @@ def _print_summary(s: dict[str, Any], verbose: bool) -> None:
     pods = s["pods"]
     ps = pods["pendingSeconds"]
     hours = s["durationSeconds"] / 3600
+    if cost["pricesEstimated"]:
+        from rich.markup import escape
+
+        out.print(f"[bold yellow]prices are estimated:[/] {escape(cost['priceNote'])}")
     out.print(
-        f"cost over {hours:g} h: [bold]${cost['total']:.4f}[/] "
+        f"cost over {hours:g} h: [bold]${cost['total']:.4f}[/]"
+        + ("*" if cost["pricesEstimated"] else "")
+        + " "
         f"(all on-demand: ${cost['onDemandEquivalent']:.4f}, "
         f"saving {cost['savingsPercent']:.1f}%), "
         f"peak ${cost['perHourPeak']:.4f}/h"
@@ -164,6 +170,14 @@ def _print_summary(s: dict[str, Any], verbose: bool) -> None:
             f"{plural(i['podsRescheduledBeforeReclaim'], 'pod')} rescheduled before the "
             f"reclaim, {i['podsLost']} lost, {plural(i['pdbViolations'], 'PDB violation')}"
             f"{lead_text}"
+        )
+    reclaims = i["reclaimEvents"]
+    if reclaims:
+        largest = max(reclaims, key=lambda e: (e["nodes"], -e["atSeconds"]))
+        out.print(
+            f"Spot reclaim events: {len(reclaims)} ({sum(e['nodes'] for e in reclaims)} nodes); "
+            f"largest took {largest['nodes']} at once ({largest['instanceType']} in "
+            f"{largest['zone']} at {largest['atSeconds'] / 3600:.1f} h)"
         )
     d = s["disruptions"]
     if d["commands"] or d["expired"]:

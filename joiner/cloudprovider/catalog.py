@@ -34,8 +34,9 @@ from importlib import resources
 #: Region whose on-demand table is used where a region has none (Karpenter's fallback).
 FALLBACK_PRICE_REGION = "us-east-1"
 
-#: Monthly reclaim fraction assumed for each Spot Advisor bucket (field-landscape §4).
-BUCKET_MONTHLY_PROBABILITY = (0.025, 0.075, 0.125, 0.175, 0.30)
+#: Monthly share of instances reclaimed for each Spot Advisor bucket: the middle of each
+#: bucket, and 25% for ">20%" (the calibration targets of docs/spot-market.md).
+BUCKET_MONTHLY_PROBABILITY = (0.025, 0.075, 0.125, 0.175, 0.25)
 
 #: Hours in the Spot Advisor's "trailing month".
 HOURS_PER_MONTH = 720.0
@@ -50,8 +51,8 @@ class UnknownRegionError(ValueError):
 def interruption_rate_per_hour(bucket: int) -> float:
     """Spot reclaim hazard per hour for a Spot Advisor bucket: ``-ln(1 - p) / 720``.
 
-    ``p`` is the monthly reclaim probability of the bucket (2.5%, 7.5%, 12.5%, 17.5%, 30% for
-    buckets 0..4, field-landscape §4), so bucket 0 is about 3.5e-5/h and bucket 4 about 5e-4/h.
+    ``p`` is the monthly reclaim probability of the bucket (2.5%, 7.5%, 12.5%, 17.5%, 25% for
+    buckets 0..4), so bucket 0 is about 3.5e-5/h and bucket 4 about 4e-4/h.
 
     Raises:
         ValueError: ``bucket`` is not 0..4.

@@ -111,12 +111,22 @@ class SecurityGroup:
     tags: tuple[tuple[str, str], ...] = ()
 
 
+#: EC2 Fleet's Spot allocation strategies Joiner models (aws-semantics §4); Karpenter asks for
+#: the first.
+SPOT_ALLOCATION_STRATEGIES = ("price-capacity-optimized", "capacity-optimized", "lowest-price")
+#: EC2 Fleet's on-demand allocation strategies; Karpenter asks for the first.
+ON_DEMAND_ALLOCATION_STRATEGIES = ("lowest-price", "prioritized")
+
+
 @dataclass(frozen=True, slots=True)
 class LaunchRequest:
     """What the provisioner asks the cloud for: one node satisfying ``requirements``.
 
     ``instance_types`` is the price-ordered list of options the scheduler kept (every one fits
-    the pods); ``requirements`` narrows zone and capacity type.
+    the pods); ``requirements`` narrows zone and capacity type. The allocation strategies are
+    the fleet request's (Karpenter: ``price-capacity-optimized`` and ``lowest-price``; an
+    ASG's MixedInstancesPolicy may set others; ``prioritized`` follows the order of
+    ``instance_types``).
     """
 
     nodeclaim_name: str
@@ -125,6 +135,27 @@ class LaunchRequest:
     requirements: Requirements
     instance_types: tuple[InstanceType, ...]
     tags: tuple[tuple[str, str], ...] = ()
+    spot_allocation_strategy: str = SPOT_ALLOCATION_STRATEGIES[0]
+    on_demand_allocation_strategy: str = ON_DEMAND_ALLOCATION_STRATEGIES[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """Why the fleet chose the instance's pool.
+
+    Attributes:
+        strategy: the allocation strategy applied.
+        price_per_hour: the pool's price at launch, USD.
+        capacity_score: the pool's capacity score at launch (1-10; None for on-demand).
+        pools: how many pools (instance type x zone overrides) the request offered.
+        reason: one sentence naming the rule that picked the pool.
+    """
+
+    strategy: str
+    price_per_hour: float
+    capacity_score: float | None
+    pools: int
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +169,7 @@ class Instance:
     subnet_id: str
     launched_at_s: float
     tags: tuple[tuple[str, str], ...] = ()
+    allocation: Allocation | None = None
 
 
 class CloudProviderError(Exception):

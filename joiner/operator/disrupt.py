@@ -46,7 +46,7 @@ from joiner.controllers.disruption.methods import Command
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import Terminator
-from joiner.operator.plan import _cloud, _replica_names
+from joiner.operator.plan import _replica_names, planning_cloud
 from joiner.sim.clock import SimClock
 from joiner.sim.running import adopt, cluster_state
 from joiner.sim.timeline import SimTimeline
@@ -81,7 +81,9 @@ class DryRun:
         self.region = region
         self.manifests = m
         self.warnings = list(m.warnings)
-        self.cloud = _cloud(m, catalog, region, subnets, security_groups, self.warnings, kwok_types)
+        self.cloud = planning_cloud(
+            m, catalog, region, subnets, security_groups, self.warnings, kwok_types
+        )
         self.clock = SimClock()
         state, volume_warnings = cluster_state(m)
         self.state = state

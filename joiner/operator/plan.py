@@ -32,6 +32,7 @@ from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.kwok import KwokCloudProvider, choose_kwok_offering
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
+from joiner.cloudprovider.simulated.market import SpotMarket
 from joiner.cloudprovider.simulated.provider import choose_offering
 from joiner.cloudprovider.simulated.vpc import status_vpc
 from joiner.cloudprovider.types import (
@@ -71,7 +72,7 @@ class _Pending:
     volume_terms: tuple[Requirements, ...] = ()
 
 
-def _cloud(
+def planning_cloud(
     m: ManifestSet,
     catalog: Catalog,
     region: str,
@@ -79,9 +80,12 @@ def _cloud(
     security_groups: Sequence[SecurityGroup],
     warnings: list[str],
     kwok_types: Sequence[InstanceType] | None = None,
+    market: SpotMarket | None = None,
 ) -> SimulatedCloudProvider:
-    """The cloud a dry run launches into: the simulated EC2, or Karpenter-kwok's provider
-    when the NodeClasses are KWOKNodeClasses.
+    """The cloud a dry run launches into: the simulated EC2 (with ``market``, through the
+    Spot market), or Karpenter-kwok's provider when the NodeClasses are KWOKNodeClasses.
+    A NodeClass whose subnets or security groups are unknown gets every zone or a default
+    group, with a warning.
 
     Raises:
         InputError: KWOKNodeClasses without ``kwok_types``, or mixed with EC2NodeClasses.
@@ -148,6 +152,7 @@ def _cloud(
         subnets=vpc,
         security_groups=groups,
         node_classes=classes,
+        market=market,
     )
 
 
@@ -224,7 +229,7 @@ def build_plan(
     NodePools of KWOKNodeClasses, which then launch as Karpenter-kwok does (lowest price).
 
     Raises:
-        InputError: as ``_cloud``.
+        InputError: as ``planning_cloud``.
     """
     warnings = list(m.warnings)
     warnings += [
@@ -238,7 +243,7 @@ def build_plan(
             kwok_types=kwok_types,
         )
     ]
-    cloud = _cloud(m, catalog, region, subnets, security_groups, warnings, kwok_types)
+    cloud = planning_cloud(m, catalog, region, subnets, security_groups, warnings, kwok_types)
     daemonsets = [d.template for d in m.daemonsets]
 
     live_nodes = {n.name: n for n in m.nodes}

@@ -23,6 +23,7 @@ from joiner.api import durations, timeline
 from joiner.api.labels import DO_NOT_DISRUPT
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.simulated.market import SpotMarket, market_seed
 from joiner.cloudprovider.types import Instance
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
@@ -103,6 +104,8 @@ class SimulationRuntime:
         self.rng_cloud = random.Random(root.getrandbits(64))
         self.rng_names = random.Random(root.getrandbits(64))
         self.rng_boot = random.Random(root.getrandbits(64))
+        # The Spot market draws from its own counter-based stream (market_seed); this draw
+        # stays so the streams after it keep their seeds.
         self.rng_hazard = random.Random(root.getrandbits(64))
         self.rng_faults = random.Random(root.getrandbits(64))
         self.timeline = SimTimeline(self.clock)
@@ -116,8 +119,7 @@ class SimulationRuntime:
             subnets=scenario.subnets,
             security_groups=scenario.security_groups,
             node_classes=m.nodeclasses,
-            hazard=scenario.hazard,
-            hazard_rng=self.rng_hazard,
+            market=SpotMarket(market_seed(scenario.seed), scenario.hazard, scenario.market),
         )
         self.lifecycle = Lifecycle(self.state, self.cloud, self.clock, scenario.region)
         self.provisioner = Provisioner(
@@ -594,6 +596,7 @@ class SimulationRuntime:
             provisioning=self._provisioning(),
             policy=self._policy(),
             disruptions=self._disruptions(),
+            reclaim_events=self.cloud.reclaim_events,
         )
         return RunResult(summary=summary, state=self.state, cloud=self.cloud)
 

@@ -1,9 +1,11 @@
 """``joiner simulate --report DIR``: a self-contained HTML page with plots, plus the PNGs.
 
 Plots, one line per policy: nodes over time by capacity type, cost over time (cumulative
-USD), pending pods over time, and the CDF of pod pending time. The PNGs are embedded as
-base64 data URIs, so the page needs no network and no other file. The page also holds the
-side-by-side table and every parameter each policy ran with (its summary's ``policy``).
+USD), pending pods over time, the CDF of pod pending time, and nodes by Spot pool (instance
+type x zone; bars per policy, with the nodes each pool lost to reclaim events). The PNGs are
+embedded as base64 data URIs, so the page needs no network and no other file. The page also
+holds the side-by-side table, whether prices are estimated and from where, each policy's
+Spot reclaim events, and every parameter each policy ran with (its summary's ``policy``).
 
 Series are sampled every ``step_s`` = max(60 s, duration / 1500).
 """
@@ -28,7 +30,7 @@ from joiner.state.cluster import ClusterState
 FloatArray = npt.NDArray[np.float64]
 
 #: Plot file names, in page order.
-PLOTS = ("nodes", "cost", "pending", "pending-cdf")
+PLOTS = ("nodes", "cost", "pending", "pending-cdf", "spot-pools")
 
 _COLORS = {"joiner": "#1f77b4", "cost-optimal": "#2ca02c", "cluster-autoscaler": "#d62728"}
 
@@ -164,7 +166,51 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
     out["pending-cdf"] = _png(fig)
+    out["spot-pools"] = _spot_pools_plot(runs)
     return out
+
+
+def _spot_pools_plot(runs: Mapping[str, PolicyData]) -> bytes:
+    """Horizontal bars: Spot nodes launched per pool and policy; hatched, those reclaimed."""
+    launched: dict[str, dict[str, int]] = {}
+    reclaimed: dict[str, dict[str, int]] = {}
+    for name, run in runs.items():
+        for n in run.summary["nodes"]:
+            if n["capacityType"] == "spot":
+                pool = f"{n['instanceType']}/{n['zone']}"
+                launched.setdefault(name, {})[pool] = launched.get(name, {}).get(pool, 0) + 1
+        for e in run.summary["interruptions"]["reclaimEvents"]:
+            pool = f"{e['instanceType']}/{e['zone']}"
+            reclaimed.setdefault(name, {})[pool] = reclaimed.get(name, {}).get(pool, 0) + e["nodes"]
+    pools = sorted({p for per in launched.values() for p in per})
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.3 * len(pools) * max(1, len(runs)) + 1)))
+    height = 0.8 / max(1, len(runs))
+    y = np.arange(len(pools), dtype=np.float64)
+    for i, name in enumerate(runs):
+        color = _COLORS.get(name)
+        counts = [launched.get(name, {}).get(p, 0) for p in pools]
+        lost = [reclaimed.get(name, {}).get(p, 0) for p in pools]
+        ax.barh(y + i * height, counts, height, color=color, label=f"{name} launched")
+        if any(lost):
+            ax.barh(
+                y + i * height,
+                lost,
+                height,
+                color="none",
+                edgecolor="black",
+                hatch="//",
+                label=f"{name} reclaimed",
+            )
+    ax.set_yticks(y + height * (len(runs) - 1) / 2, pools if pools else [])
+    ax.set(xlabel="Spot nodes", title="Nodes by Spot pool (instance type / zone)")
+    if pools:
+        ax.legend(loc="lower right")
+    else:
+        ax.text(0.5, 0.5, "no Spot nodes", ha="center", va="center", transform=ax.transAxes)
+    ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    return _png(fig)
 
 
 def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
@@ -190,6 +236,13 @@ def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[st
         row("pods lost", lambda s: str(s["pods"]["lost"])),
         row("interruptions", lambda s: str(s["interruptions"]["count"])),
         row("disruption commands", lambda s: str(len(s["disruptions"]["commands"]))),
+        row("Spot reclaim events", lambda s: str(len(s["interruptions"]["reclaimEvents"]))),
+        row(
+            "largest simultaneous reclaim (nodes)",
+            lambda s: str(
+                max((e["nodes"] for e in s["interruptions"]["reclaimEvents"]), default=0)
+            ),
+        ),
         row(
             "scale-up latency p50 (s)",
             lambda s: f"{s['pods']['scaleUpLatencySeconds']['p50']:.1f}",
@@ -286,6 +339,29 @@ def write_report(
         for s in summaries.values()
         if (line := ca_configuration(s)) is not None
     )
+    events = "".join(
+        f"<h3>{html.escape(n)}</h3>"
+        + (
+            "<table><tr><th>at (h)</th><th>pool</th><th>nodes reclaimed</th></tr>"
+            + "".join(
+                f"<tr><td>{e['atSeconds'] / 3600:.2f}</td>"
+                f"<td>{html.escape(e['instanceType'])}/{html.escape(e['zone'])}</td>"
+                f"<td>{e['nodes']}</td></tr>"
+                for e in s["interruptions"]["reclaimEvents"]
+            )
+            + "</table>"
+            if s["interruptions"]["reclaimEvents"]
+            else "<p>none</p>"
+        )
+        for n, s in summaries.items()
+    )
+    notes = sorted(
+        {s["cost"]["priceNote"] for s in summaries.values() if s["cost"]["pricesEstimated"]}
+    )
+    estimated = "".join(
+        f'<p class="estimated"><strong>Prices are estimated:</strong> {html.escape(x)}</p>'
+        for x in notes
+    )
     params = "".join(
         f"<h3>{html.escape(n)}</h3><pre>"
         + html.escape(json.dumps(s["policy"], indent=2))
@@ -304,9 +380,10 @@ pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}
 <body>
 <h1>{html.escape(scenario)}</h1>
 <p>{duration_s / 3600:g} virtual hours, seed {summaries[next(iter(summaries))]["seed"]}.</p>
-<table><tr><th></th>{head}</tr>{body}</table>
+{estimated}<table><tr><th></th>{head}</tr>{body}</table>
 {config}
 <h2>Plots</h2>{images}
+<h2>Spot reclaim events</h2>{events}
 <h2>Parameters</h2>{params}
 <script>{_SCRIPT}</script>
 </body></html>

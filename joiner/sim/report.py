@@ -14,6 +14,8 @@ from typing import Any
 
 from joiner.api import timeline as tl
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.simulated.market import ReclaimEvent
+from joiner.cloudprovider.types import Instance
 from joiner.sim.timeline import Entry
 from joiner.state.cluster import ClusterState
 
@@ -47,10 +49,12 @@ def build_summary(
     pdb_violations: int = 0,
     disruptions: dict[str, Any] | None = None,
     policy: dict[str, Any] | None = None,
+    reclaim_events: Sequence[ReclaimEvent] = (),
 ) -> dict[str, Any]:
     """The ``summary.json`` document for one run ending at ``duration_s``.
 
     ``policy`` is the ``policy`` block (name, parameters, counters); absent: Joiner's.
+    ``reclaim_events`` are the Spot market's pool events that took instances.
     """
     nodes = []
     total = 0.0
@@ -90,6 +94,7 @@ def build_summary(
                 "pricePerHour": _r(price),
                 "onDemandPricePerHour": _r(od_price),
                 "priceEstimated": inst.offering.price_estimated,
+                "allocation": _allocation(inst),
             }
         )
     running = 0.0
@@ -105,6 +110,7 @@ def build_summary(
     latencies = scale_up_latencies(state)
     reasons = Counter(p.unschedulable_reason for p in pending if p.unschedulable_reason)
     savings = (1 - total / on_demand_total) * 100 if on_demand_total > 0 else 0.0
+    estimated = sorted({str(n["instanceType"]) for n in nodes if n["priceEstimated"]})
     return {
         "apiVersion": SCHEMA_VERSION,
         "kind": "SimulationSummary",
@@ -119,6 +125,8 @@ def build_summary(
             "perHourPeak": _r(peak),
             "savingsPercent": _r(savings, 2),
             "currency": "USD",
+            "pricesEstimated": bool(estimated),
+            "priceNote": price_note(catalog, region, estimated),
         },
         "pods": {
             "scheduled": sum(1 for p in workload if p.bound_at_s is not None),
@@ -142,7 +150,18 @@ def build_summary(
         "nodeHours": {k: _r(v, 4) for k, v in node_hours.items()},
         "provisioning": provisioning,
         "policy": policy or {"name": "joiner", "parameters": joiner_parameters(), "stats": {}},
-        "interruptions": interruptions(state, timeline, pdb_violations),
+        "interruptions": {
+            **interruptions(state, timeline, pdb_violations),
+            "reclaimEvents": [
+                {
+                    "atSeconds": _r(e.at_s, 3),
+                    "instanceType": e.instance_type,
+                    "zone": e.zone,
+                    "nodes": e.nodes,
+                }
+                for e in reclaim_events
+            ],
+        },
         "disruptions": disruptions
         or {
             "byMethod": {},
@@ -163,6 +182,37 @@ def build_summary(
             for e in timeline
         ],
         "warnings": warnings,
+    }
+
+
+def price_note(catalog: Catalog, region: str, estimated: Sequence[str]) -> str:
+    """Where estimated prices come from, in words ("" when none is estimated)."""
+    if not estimated:
+        return ""
+    notes = []
+    od = catalog.on_demand_price(region, estimated[0])
+    if od is not None and od.estimated:
+        notes.append(od.note)
+    medians = [t for t in estimated if (q := catalog.spot_quote(region, t)) and q.estimated]
+    if medians:
+        notes.append(
+            f"no Spot Advisor row for {', '.join(medians)}: their Spot saving and "
+            "interruption bucket are family medians"
+        )
+    return "; ".join(notes) or "prices are estimated"
+
+
+def _allocation(inst: Instance) -> dict[str, Any] | None:
+    a = inst.allocation
+    if a is None:
+        return None
+    return {
+        "strategy": a.strategy,
+        "pool": f"{inst.instance_type.name}/{inst.offering.zone}",
+        "pricePerHour": _r(a.price_per_hour),
+        "capacityScore": _r(a.capacity_score, 3) if a.capacity_score is not None else None,
+        "pools": a.pools,
+        "reason": a.reason,
     }
 
 
@@ -210,7 +260,8 @@ def joiner_parameters(
         "batchIdleSeconds": batch_idle_s,
         "batchMaxSeconds": batch_max_s,
         "retryUnschedulableSeconds": retry_s,
-        "launch": "EC2 Fleet for Karpenter: spot before on-demand, lowest price",
+        "launch": "EC2 Fleet for Karpenter: spot before on-demand; spot price-capacity-optimized "
+        "over per-zone capacity pools, on-demand lowest-price",
         "nodeReadySeconds": {"min": ready_min_s, "max": ready_max_s},
         "disruption": "Karpenter's emptiness, drift and consolidation per the NodePools' "
         "disruption settings and budgets; expireAfter",

@@ -29,7 +29,7 @@ from joiner.api.objects import CronJob
 from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
-from joiner.cloudprovider.simulated.provider import HazardModel, RateOverride
+from joiner.cloudprovider.simulated.market import HazardModel, MarketInputs, RateOverride
 from joiner.cloudprovider.simulated.vpc import cluster_region, status_vpc
 from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
@@ -41,6 +41,7 @@ from joiner.sim.baseline.settings import (
     AutoscalerSettings,
     NodeGroupSpec,
 )
+from joiner.sim.spotdata import market_inputs
 from joiner.sim.workloads import DailyMultiplier, Hpa, Trace, load_trace
 
 API_VERSION = "joiner.dev/v1alpha1"
@@ -88,8 +89,23 @@ class FaultSpec(_Strict):
     template: str = Field(min_length=1)
 
 
+class PlacementScoresSpec(_Strict):
+    """One ``aws ec2 get-spot-placement-scores --single-availability-zone`` output (JSON) and
+    the instance types of its request (the output does not repeat them)."""
+
+    file: str = Field(min_length=1)
+    instanceTypes: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="The request's instance types; absent: the score applies to every type",
+    )
+
+
 class CloudSpec(_Strict):
-    """The simulated cloud. Without ``subnets``: one subnet per zone (``subnet-<zone>``)."""
+    """The simulated cloud. Without ``subnets``: one subnet per zone (``subnet-<zone>``).
+
+    The Spot market (docs/spot-market.md) prices and scores each capacity pool (instance type
+    x zone) from the seed unless the user's own data is given."""
 
     subnets: list[SubnetSpec] | None = None
     securityGroups: list[SecurityGroupSpec] | None = None
@@ -98,18 +114,34 @@ class CloudSpec(_Strict):
         ge=0,
         le=1e5,
         allow_inf_nan=False,
-        description="Scales every spot offering's reclaim hazard (Spot Advisor bucket)",
+        description="Scales every Spot pool's crunch rate (from the type's Spot Advisor "
+        "bucket), so the per-instance reclaim hazard scales by the same factor",
     )
     interruptionRates: list[RateSpec] = Field(
         default_factory=list,
-        description="Per instance type and/or zone reclaim rates; the first match wins",
+        description="Per-instance reclaim rates per hour for the Spot pools of an instance "
+        "type and/or zone (the pool's crunch rate is that over the mean crunch severity); "
+        "the first match wins",
     )
     rebalanceProbability: float = Field(
-        default=0.5,
+        default=0.8,
         ge=0,
         le=1,
         allow_inf_nan=False,
-        description="Chance a reclaim is preceded by a rebalance recommendation",
+        description="Share of Spot pool reclaim events preceded by a rebalance recommendation "
+        "(to every instance in the pool)",
+    )
+    spotPriceHistory: str | None = Field(
+        default=None,
+        min_length=1,
+        description="`aws ec2 describe-spot-price-history` output (JSON); its Linux/UNIX rows "
+        "price their pools as given (the latest row at or before each instant)",
+    )
+    spotPlacementScores: str | list[PlacementScoresSpec] | None = Field(
+        default=None,
+        description="`aws ec2 get-spot-placement-scores --single-availability-zone` output "
+        "(JSON), or a list of {file, instanceTypes}: each zone's score is the base capacity "
+        "score of the request's types there",
     )
 
 
@@ -341,6 +373,8 @@ class Scenario:
     security_groups: tuple[SecurityGroup, ...]
     workloads: tuple[Workload, ...]
     hazard: HazardModel = field(default_factory=HazardModel)
+    #: The user's Spot price history and placement scores, mapped to pools.
+    market: MarketInputs = field(default_factory=MarketInputs)
     interruption: InterruptionSettings = field(default_factory=InterruptionSettings)
     #: (time in seconds, event) for captured messages.
     events: tuple[tuple[float, CloudEvent], ...] = ()
@@ -617,6 +651,23 @@ def load_scenario(
                 f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"spec.faults[{i}].template"
             ) from exc
         faults.append((at, template))
+    scores = spec.cloud.spotPlacementScores
+    if isinstance(scores, str):
+        score_files: list[tuple[str, list[str] | None]] = [(scores, None)]
+    else:
+        score_files = [(x.file, x.instanceTypes) for x in scores or []]
+    try:
+        market = market_inputs(
+            base,
+            price_history=spec.cloud.spotPriceHistory,
+            placement_scores=score_files,
+            region=region,
+            zones={**zones, **{s.zone: s.zone_id for s in subnets}},
+            start=start_time,
+            warnings=manifests.warnings,
+        )
+    except InputError as exc:
+        raise exc.located(file=file, obj=obj) from exc
     hazard = HazardModel(
         multiplier=spec.cloud.interruptionRateMultiplier,
         overrides=tuple(
@@ -636,6 +687,7 @@ def load_scenario(
         security_groups=groups,
         workloads=tuple(workloads),
         hazard=hazard,
+        market=market,
         interruption=interruption,
         events=tuple(events),
         faults=tuple(faults),

@@ -125,10 +125,11 @@ def test_report_writes_a_self_contained_page_and_the_pngs(tmp_path):
     assert result.exit_code == 0, result.output
     page = (report / "index.html").read_text()
     assert "Cluster Autoscaler: " in page and "MixedInstancesPolicy" in page
-    for name in ("nodes", "cost", "pending", "pending-cdf"):
+    for name in ("nodes", "cost", "pending", "pending-cdf", "spot-pools"):
         png = (report / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG")
-    assert page.count('src="data:image/png;base64,') == 4
+    assert page.count('src="data:image/png;base64,') == 5
+    assert "<h2>Spot reclaim events</h2>" in page
     # No network: nothing is loaded from anywhere else.
     assert "http://" not in page and "https://" not in page and "<link" not in page
     assert "scaleDownUnneededTimeSeconds" in page  # every parameter is listed
@@ -182,5 +183,5 @@ def test_report_plots_render_in_headless_chromium(tmp_path):
         )
     assert proc.returncode == 0, proc.stderr[-2000:]
     # The page's own script counts the images the browser decoded with a non-zero width.
-    assert 'data-plots-rendered="4"' in proc.stdout
-    assert 'data-plots-expected="4"' in proc.stdout
+    assert 'data-plots-rendered="5"' in proc.stdout
+    assert 'data-plots-expected="5"' in proc.stdout

@@ -144,7 +144,7 @@ def test_usage_errors_exit_2(args):
     assert runner.invoke(app, args).exit_code == 2
 
 
-@pytest.mark.parametrize("kind", ["scenario", "plan", "summary", "disruption", "sweep"])
+@pytest.mark.parametrize("kind", ["scenario", "plan", "summary", "disruption", "sweep", "advice"])
 def test_schemas_in_docs_are_current(kind):
     result = _run("schema", kind)
     assert result.exit_code == 0

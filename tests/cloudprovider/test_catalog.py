@@ -278,10 +278,10 @@ def test_region_without_on_demand_table_falls_back_to_us_east_1(catalog: Catalog
 
 
 def test_interruption_hazard_conversion() -> None:
-    for bucket, p in enumerate((0.025, 0.075, 0.125, 0.175, 0.30)):
+    for bucket, p in enumerate((0.025, 0.075, 0.125, 0.175, 0.25)):
         assert interruption_rate_per_hour(bucket) == pytest.approx(-math.log(1 - p) / 720)
     assert interruption_rate_per_hour(0) == pytest.approx(3.5e-5, rel=0.01)
-    assert interruption_rate_per_hour(4) == pytest.approx(4.95e-4, rel=0.01)
+    assert interruption_rate_per_hour(4) == pytest.approx(4.0e-4, rel=0.01)
     with pytest.raises(ValueError):
         interruption_rate_per_hour(5)
 

@@ -11,6 +11,7 @@ from joiner.api.objects import NodeClass, SelectorTerm, Source
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.simulated.fleet import PCO_CAPACITY_BAND
 from joiner.cloudprovider.types import (
     InsufficientCapacityError,
     LaunchRequest,
@@ -140,3 +141,87 @@ def test_instance_types_cover_nodeclass_zones_only(cloud):
     assert zones == {"us-east-1a", "us-east-1b"}
     with pytest.raises(NodeClassNotReadyError):
         cloud.get_instance_types("absent")
+
+
+# -- with the Spot market ------------------------------------------------------------------
+
+
+def _market_cloud(
+    seed: int = 7, multiplier: float = 1.0
+) -> tuple[SimulatedCloudProvider, SimClock]:
+    from joiner.cloudprovider.simulated.market import HazardModel, SpotMarket
+
+    clock = SimClock()
+    cloud = SimulatedCloudProvider(
+        Catalog.load(),
+        "us-east-1",
+        clock,
+        random.Random(1),
+        subnets=[
+            Subnet("subnet-a", "us-east-1a", "use1-az6"),
+            Subnet("subnet-b", "us-east-1b", "use1-az1"),
+        ],
+        security_groups=[SecurityGroup("sg-1", tags=(("team", "x"),))],
+        node_classes=[NC],
+        market=SpotMarket(seed, HazardModel(multiplier=multiplier)),
+    )
+    return cloud, clock
+
+
+@pytest.mark.parametrize(
+    "strategy", ["price-capacity-optimized", "capacity-optimized", "lowest-price"]
+)
+def test_the_requests_spot_strategy_picks_the_pool(strategy: str) -> None:
+    cloud, _ = _market_cloud()
+    names = ("c5.xlarge", "m5.xlarge", "c6i.xlarge", "m6i.xlarge", "r5.xlarge")
+    types = [t for t in cloud.get_instance_types("default") if t.name in names]
+    request = LaunchRequest(
+        "nc-1",
+        "default",
+        "default",
+        Requirements([Requirement.in_(labels.CAPACITY_TYPE, "spot")]),
+        tuple(types),
+        spot_allocation_strategy=strategy,
+    )
+    inst = cloud.create(request)
+    a = inst.allocation
+    assert a is not None and a.strategy == strategy and a.pools == 10
+    quotes = [
+        (o.price_per_hour, cloud.market.base_score((t.name, o.zone), cloud._bucket(t.name))[0])
+        for t in types
+        for o in t.offerings
+        if o.capacity_type == "spot" and o.available
+    ]
+    best_score = max(s for _, s in quotes)
+    if strategy == "lowest-price":
+        assert a.price_per_hour == min(p for p, _ in quotes)
+    elif strategy == "capacity-optimized":
+        assert a.capacity_score == best_score
+    else:
+        band = [p for p, s in quotes if s >= best_score - PCO_CAPACITY_BAND]
+        assert a.price_per_hour == min(band)
+    assert inst.offering.price_per_hour == a.price_per_hour
+
+
+def test_a_dry_pool_answers_ice_and_the_offering_is_marked() -> None:
+    cloud, clock = _market_cloud(multiplier=1000.0)  # the pool's first crunch comes soon
+    (c5,) = [t for t in cloud.get_instance_types("default") if t.name == "c5.xlarge"]
+    spot = Requirements([Requirement.in_(labels.CAPACITY_TYPE, "spot")])
+    first = cloud.create(_request([c5], *spot.values()))
+    pool = (c5.name, first.offering.zone)
+    rate = cloud.market.settings.rate(first.offering, c5.name)
+    event = cloud.market.next_event(pool, rate, 0.0)
+    assert event is not None and event.notice_at_s < 48 * 3600.0
+    clock.run_until(event.notice_at_s + 1.0)
+    assert cloud.market.is_dry(pool, rate, clock.now())
+    # Only this pool is allowed: lowest-price reaches it, gets ICE, and it is marked.
+    only = Requirements([*spot.values(), Requirement.in_(labels.ZONE, first.offering.zone)])
+    request = LaunchRequest(
+        "nc-2", "default", "default", only, (c5,), spot_allocation_strategy="lowest-price"
+    )
+    with pytest.raises(InsufficientCapacityError, match="dry"):
+        cloud.create(request)
+    marked = next(t for t in cloud.get_instance_types("default") if t.name == "c5.xlarge")
+    assert not any(
+        o.available for o in marked.offerings if (o.zone, o.capacity_type) == (pool[1], "spot")
+    )

@@ -18,6 +18,9 @@ from joiner.sim.scenario import load_scenario
 
 SEED = Path(__file__).resolve().parents[2] / "examples" / "seed-spot"
 ROLE = "arn:aws:iam::123456789012:role/fis"
+#: Where the seed's nodes run: c5.xlarge's cheaper pool of the two (both in the best-capacity
+#: band) in the Spot market of seed 42; subnet-123456, zone id use1-az1.
+SEED_ZONE = "us-east-1b"
 runner = CliRunner()
 
 
@@ -152,7 +155,7 @@ def test_ice_error_blocks_launches_in_the_zone(scenario):
                 "actionId": "aws:ec2:api-insufficient-instance-capacity-error",
                 "parameters": {
                     "duration": "PT30M",
-                    "availabilityZoneIdentifiers": "us-east-1a",
+                    "availabilityZoneIdentifiers": "us-east-1b",
                     "percentage": "100",
                 },
                 "targets": {"Roles": "joiner"},
@@ -169,7 +172,8 @@ def test_ice_error_blocks_launches_in_the_zone(scenario):
     rt = SimulationRuntime(scenario)
     rt.add_experiment(t, 0.0)
     s = rt.run().summary
-    assert {n["zone"] for n in s["nodes"]} == {"us-east-1b"}
+    # Without the fault the seed's nodes launch in us-east-1b (SEED_ZONE); blocked, 1a.
+    assert {n["zone"] for n in s["nodes"]} == {"us-east-1a"}
     assert s["pods"]["scheduled"] == 20
 
 
@@ -187,7 +191,7 @@ def test_zone_outage_and_wait(scenario):
         {
             "a": {
                 "resourceType": "aws:ec2:subnet",
-                "resourceArns": ["arn:aws:ec2:us-east-1:123456789012:subnet/subnet-123455"],
+                "resourceArns": ["arn:aws:ec2:us-east-1:123456789012:subnet/subnet-123456"],
                 "selectionMode": "ALL",
             }
         },
@@ -247,12 +251,12 @@ def _az_outage(target: dict) -> object:
     [
         {
             "resourceType": "aws:ec2:subnet",
-            "parameters": {"availabilityZoneIdentifier": "us-east-1a", "vpc": "vpc-0abc"},
+            "parameters": {"availabilityZoneIdentifier": "us-east-1b", "vpc": "vpc-0abc"},
             "selectionMode": "ALL",
         },
         {
             "resourceType": "aws:ec2:subnet",
-            "parameters": {"availabilityZoneIdentifier": "use1-az6", "vpc": "vpc-0abc"},
+            "parameters": {"availabilityZoneIdentifier": "use1-az1", "vpc": "vpc-0abc"},
             "selectionMode": "ALL",
         },
         {
@@ -261,7 +265,7 @@ def _az_outage(target: dict) -> object:
                 "arn:aws:ec2:us-east-1:123456789012:subnet/subnet-123455",
                 "arn:aws:ec2:us-east-1:123456789012:subnet/subnet-123456",
             ],
-            "filters": [{"path": "AvailabilityZone", "values": ["us-east-1a"]}],
+            "filters": [{"path": "AvailabilityZone", "values": ["us-east-1b"]}],
             "selectionMode": "ALL",
         },
     ],
@@ -271,10 +275,10 @@ def test_az_outage_templates_as_aws_writes_them(scenario, target):
     rt = SimulationRuntime(replace(scenario, duration_s=3600 + 1200))
     exp = rt.add_experiment(_az_outage(target), 3600.0)
     s = rt.run().summary
-    assert exp.targets == {"subnet-123455"} and not exp.empty
+    assert exp.targets == {"subnet-123456"} and not exp.empty
     down = {e["node"] for e in s["timeline"] if e["kind"] == "unreachable"}
     zones = {n["name"]: n["zone"] for n in s["nodes"]}
-    assert down and {zones[n] for n in down} == {"us-east-1a"}
+    assert down and {zones[n] for n in down} == {SEED_ZONE}
 
 
 def test_stop_with_restart_brings_the_node_back_or_fails_when_terminated(scenario):

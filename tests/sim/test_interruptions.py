@@ -106,28 +106,42 @@ def test_no_hazard_no_interruptions():
     assert s["interruptions"]["count"] == 0 and s["timeline"] == []
 
 
-def test_captured_message_gives_the_same_timeline_as_the_hazard_model(tmp_path):
-    """Take the first node the hazard model interrupts, replay the run with no hazard but
-    AWS's sample interruption message (its instance id) at the same instant: that node's
+def test_captured_message_gives_the_same_timeline_as_the_market(tmp_path):
+    """Take the first node a Spot pool event interrupts, replay the run with that pool's
+    crunches switched off but AWS's sample interruption message (its instance id) at the
+    same instant, and the rebalance recommendation it had (same shape): that node's
     timeline is the same."""
     sc = load_scenario(EXAMPLE / "scenario.yaml")
-    first = SimulationRuntime(replace(sc, duration_s=3 * 3600.0))
+    first = SimulationRuntime(sc)
     summary = first.run().summary
     notice = next(e for e in summary["timeline"] if e["kind"] == "notice")
     node = notice["node"]
-    instance_id = first.state.nodeclaims[node].instance.instance_id
+    instance = first.state.nodeclaims[node].instance
     d = tmp_path / "ex"
     shutil.copytree(EXAMPLE, d)
     sample = json.loads((d / "spot-itn-sample.json").read_text())
-    sample["detail"]["instance-id"] = instance_id
+    sample["detail"]["instance-id"] = instance.instance_id
     (d / "itn.json").write_text(json.dumps(sample))
+    pool = f"{{instanceType: {instance.instance_type.name}, zone: {instance.offering.zone}"
     text = (
         (d / "scenario.yaml")
         .read_text()
-        .replace("      - ratePerHour: 1.0\n", "      - ratePerHour: 0.0\n")
+        .replace(
+            "      - ratePerHour: 1.0\n",
+            f"      - {pool}, ratePerHour: 0.0}}\n      - ratePerHour: 1.0\n",
+        )
     )
     text += f"  events:\n    - {{at: {notice['atSeconds']}s, file: itn.json}}\n"
-    text = text.replace("duration: 6h", "duration: 3h")
+    rebalanced = [
+        e["atSeconds"]
+        for e in summary["timeline"]
+        if e["kind"] == "rebalanceRecommendation" and e["node"] == node
+    ]
+    if rebalanced:
+        sample["detail-type"] = "EC2 Instance Rebalance Recommendation"
+        del sample["detail"]["instance-action"]
+        (d / "rebalance.json").write_text(json.dumps(sample))
+        text += f"    - {{at: {rebalanced[0]}s, file: rebalance.json}}\n"
     (d / "scenario.yaml").write_text(text)
     replayed = SimulationRuntime(load_scenario(d / "scenario.yaml")).run().summary
 

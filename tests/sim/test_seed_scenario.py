@@ -49,9 +49,33 @@ def test_spot_cost_is_below_on_demand_equivalent(summary):
     cost = summary["cost"]
     assert 0 < cost["total"] < cost["onDemandEquivalent"]
     n = len(summary["nodes"])
-    assert cost["perHourPeak"] == pytest.approx(n * summary["nodes"][0]["pricePerHour"])
+    peak = sum(x["pricePerHour"] for x in summary["nodes"])
+    assert cost["perHourPeak"] == pytest.approx(peak, abs=1e-5)
     # The on-demand equivalent prices the same node-hours at c5.xlarge's on-demand rate.
     assert cost["onDemandEquivalent"] == pytest.approx(n * 0.17 * 2, rel=1e-3)
+
+
+def test_each_node_names_its_pool_and_why_price_capacity_optimized_chose_it(summary):
+    """Per-zone pools have their own price and capacity score, so the fleet's choice is
+    price-capacity-optimized over them, never the alphabetically first zone."""
+    for n in summary["nodes"]:
+        a = n["allocation"]
+        assert a["strategy"] == "price-capacity-optimized"
+        assert a["pool"] == f"{n['instanceType']}/{n['zone']}"
+        assert a["pricePerHour"] == n["pricePerHour"]
+        assert 1 <= a["capacityScore"] <= 10
+        assert a["pools"] == 2  # c5.xlarge in the two zones of the subnets
+        assert "price-capacity-optimized" in a["reason"] and a["pool"] in a["reason"]
+    # The two pools differ in price; with both in the best-capacity band, the cheaper wins.
+    rt = SimulationRuntime(load_scenario(SCENARIO))
+    (c5,) = [t for t in rt.cloud.get_instance_types("default") if t.name == "c5.xlarge"]
+    prices = {o.zone: o.price_per_hour for o in c5.offerings if o.capacity_type == "spot"}
+    assert prices["us-east-1a"] != prices["us-east-1b"]
+    cheaper = min(prices, key=prices.__getitem__)
+    in_band = [
+        n for n in summary["nodes"] if "lowest price of the 2 pools" in n["allocation"]["reason"]
+    ]
+    assert in_band and all(n["zone"] == cheaper for n in in_band)
 
 
 def test_summary_warns_that_c6g_is_dead_configuration(summary):

@@ -1,34 +1,49 @@
 """A deterministic EC2 stand-in: subnets, security groups, instance types and launches.
 
-Launch picks the offering as EC2 Fleet would for Karpenter's request (aws-semantics §1.6):
-types whose cheapest offering costs more than the cheapest compatible on-demand offering are
-dropped (``filterUnwantedSpot``), then the capacity type is chosen (spot before on-demand
-when both are allowed and any compatible spot offering is available), then the lowest price
-wins, ties broken by lower interruption rate,
-then instance-type name, then zone.
+Launch follows Karpenter's CreateFleet request (aws-semantics §1.6): types whose cheapest
+offering costs more than the cheapest compatible on-demand offering are dropped
+(``filterUnwantedSpot``), the capacity type is chosen (spot before on-demand when both are
+allowed and any compatible spot offering is available), the list is cut to the 60 types
+with the cheapest pools, and the overrides (each type x one subnet per zone) go to one fleet
+request. With a ``SpotMarket`` (the simulation), the fleet's allocation strategy
+(``fleet.allocate``: price-capacity-optimized for Karpenter's Spot) picks the pool from each
+pool's current price and capacity score; Spot prices are per pool and move with the market,
+and reclaims are pool events (``reclaims.PoolReclaims``). Without one (plan, controller
+mode), prices are regional and the lowest price wins, ties broken by lower interruption
+rate, then instance-type name, then zone (``choose_offering``).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
 from joiner.api import labels
 from joiner.api.clock import Clock
 from joiner.api.objects import NodeClass, SelectorTerm
 from joiner.api.requirements import Requirements
-from joiner.cloudprovider.catalog import Catalog
-from joiner.cloudprovider.events import (
-    REBALANCE_RECOMMENDATION,
-    SPOT_INTERRUPTION,
-    STATE_CHANGE,
-    CloudEvent,
-)
+from joiner.cloudprovider.catalog import Catalog, spot_price
+from joiner.cloudprovider.events import SPOT_INTERRUPTION, STATE_CHANGE, CloudEvent
 from joiner.cloudprovider.instancetype import build_instance_types
-from joiner.cloudprovider.launch import UNAVAILABLE_OFFERING_TTL_S, filter_unwanted_spot
+from joiner.cloudprovider.launch import (
+    UNAVAILABLE_OFFERING_TTL_S,
+    choose_capacity_type,
+    filter_unwanted_spot,
+)
+from joiner.cloudprovider.simulated.fleet import PoolQuote, allocate, truncate_types
+from joiner.cloudprovider.simulated.market import (
+    NOTICE_S,
+    PRICE_EPOCH_S,
+    HazardModel,
+    RateOverride,
+    ReclaimEvent,
+    SpotMarket,
+)
+from joiner.cloudprovider.simulated.reclaims import PoolReclaims
 from joiner.cloudprovider.types import (
+    Allocation,
     CreateError,
     Instance,
     InstanceType,
@@ -40,6 +55,8 @@ from joiner.cloudprovider.types import (
     SecurityGroup,
     Subnet,
 )
+
+__all__ = ["HazardModel", "RateOverride", "SimulatedCloudProvider", "choose_offering"]
 
 #: The tag Karpenter puts on instances naming their EC2NodeClass.
 NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
@@ -61,42 +78,6 @@ def _matches(term: SelectorTerm, ident: str, name: str, tags: Sequence[tuple[str
     have = dict(tags)
     # Karpenter: a tag value "*" matches any value of that key.
     return all(k in have and (v == "*" or have[k] == v) for k, v in term.tags)
-
-
-#: AWS's Spot interruption notice.
-NOTICE_S = 120.0
-
-
-@dataclass(frozen=True, slots=True)
-class RateOverride:
-    """An interruption rate per hour for the spot offerings that match every given field."""
-
-    rate_per_hour: float
-    instance_type: str | None = None
-    zone: str | None = None
-
-    def matches(self, instance_type: str, zone: str) -> bool:
-        return (self.instance_type in (None, instance_type)) and (self.zone in (None, zone))
-
-
-@dataclass(frozen=True, slots=True)
-class HazardModel:
-    """Spot reclaims: each spot instance is reclaimed after an exponential time with the
-    offering's hourly rate (Spot Advisor bucket) times ``multiplier``, or an override's rate.
-    With probability ``rebalance_probability`` a rebalance recommendation comes first, up to
-    ``rebalance_max_lead_s`` (15 min) before the reclaim; the 2-minute notice always comes.
-    """
-
-    multiplier: float = 1.0
-    overrides: tuple[RateOverride, ...] = ()
-    rebalance_probability: float = 0.5
-    rebalance_max_lead_s: float = 900.0
-
-    def rate(self, offering: Offering, instance_type: str) -> float:
-        for o in self.overrides:
-            if o.matches(instance_type, offering.zone):
-                return o.rate_per_hour
-        return offering.interruption_rate_per_hour * self.multiplier
 
 
 EventListener = Callable[[CloudEvent], None]
@@ -126,11 +107,12 @@ def choose_offering(
 class SimulatedCloudProvider:
     """CloudProvider over the packaged catalog; see the module docstring for launch rules.
 
-    It also plays EC2's Spot market: ``hazard`` schedules rebalance recommendations, 2-minute
-    notices and reclaims for each spot instance it launches (on ``clock``, drawing from
-    ``rng``), delivered to ``event_listeners``; a reclaimed instance is gone, and
-    ``reclaim_listeners`` hear of it. Offerings marked unavailable (ICE, interruption) are
-    skipped for ``UNAVAILABLE_OFFERING_TTL_S``.
+    With a ``market`` it also plays EC2's Spot market: pool prices and capacity decide
+    launches, and each pool's crunches send rebalance recommendations, 2-minute notices and
+    reclaims to the Spot instances running there (on ``clock``), delivered to
+    ``event_listeners``; a reclaimed instance is gone, and ``reclaim_listeners`` hear of it.
+    ``reclaim_events`` lists the pool events that took instances. Offerings marked
+    unavailable (ICE, interruption) are skipped for ``UNAVAILABLE_OFFERING_TTL_S``.
     """
 
     def __init__(
@@ -143,12 +125,20 @@ class SimulatedCloudProvider:
         subnets: Sequence[Subnet],
         security_groups: Sequence[SecurityGroup],
         node_classes: Sequence[NodeClass],
-        hazard: HazardModel | None = None,
-        hazard_rng: random.Random | None = None,
+        market: SpotMarket | None = None,
     ) -> None:
         self.catalog = catalog
-        self.hazard = hazard
-        self._hazard_rng = hazard_rng or random.Random(0)
+        self.market = market
+        self._pools = (
+            PoolReclaims(market, clock, self._emit, self.reclaim) if market is not None else None
+        )
+        self._priced: dict[tuple[str, int], list[InstanceType]] = {}
+        self._marked_types: dict[
+            tuple[str, int, frozenset[tuple[str, str, str]]],
+            tuple[list[InstanceType], list[InstanceType]],
+        ] = {}
+        #: Regional Spot price per pool, from the catalog (the market's model centre).
+        self._regional: dict[str, float] = {}
         self.event_listeners: list[EventListener] = []
         self.reclaim_listeners: list[ReclaimListener] = []
         self._unavailable: dict[tuple[str, str, str], float] = {}
@@ -168,6 +158,8 @@ class SimulatedCloudProvider:
         instance types are resolved again on next use."""
         self.node_classes = {n.name: n for n in node_classes}
         self._types.clear()
+        self._priced.clear()
+        self._marked_types.clear()
 
     # -- NodeClass resolution ------------------------------------------------------------
 
@@ -214,12 +206,18 @@ class SimulatedCloudProvider:
 
     def get_instance_types(self, node_class: str) -> list[InstanceType]:
         """Every catalog type offered in the region, with offerings in the NodeClass's zones;
-        offerings marked unavailable (ICE, recent interruption) have ``available=False``."""
-        types = self._base_types(node_class)
+        offerings marked unavailable (ICE, recent interruption) have ``available=False``. With
+        a market, Spot offerings carry their pool's price for the current price epoch."""
+        types = self._priced_types(node_class)
         now = self._clock.now()
-        marked = {k for k, until in self._unavailable.items() if until > now}
+        marked = frozenset(k for k, until in self._unavailable.items() if until > now)
         if not marked:
             return types
+        # The same marks give the same objects, so the scheduler's per-list caches hit.
+        key = (node_class, id(types), marked)
+        cached = self._marked_types.get(key)
+        if cached is not None and cached[0] is types:
+            return list(cached[1])
         names = {k[0] for k in marked}
         out = []
         for it in types:
@@ -231,7 +229,10 @@ class SimulatedCloudProvider:
                 for o in it.offerings
             )
             out.append(replace(it, offerings=offerings))
-        return out
+        if len(self._marked_types) >= 64:
+            self._marked_types.clear()
+        self._marked_types[key] = (types, out)
+        return list(out)
 
     def mark_unavailable(
         self,
@@ -243,6 +244,53 @@ class SimulatedCloudProvider:
         """Skip this offering for ``ttl_s`` (Karpenter's unavailable-offerings cache)."""
         key = (instance_type, zone, capacity_type)
         self._unavailable[key] = max(self._unavailable.get(key, 0.0), self._clock.now() + ttl_s)
+
+    @property
+    def reclaim_events(self) -> list[ReclaimEvent]:
+        """Market pool events that took our instances, in time order."""
+        return list(self._pools.events) if self._pools is not None else []
+
+    def _priced_types(self, node_class: str) -> list[InstanceType]:
+        base = self._base_types(node_class)
+        if self.market is None:
+            return base
+        epoch = int(self._clock.now() // PRICE_EPOCH_S)
+        key = (node_class, epoch)
+        cached = self._priced.get(key)
+        if cached is None:
+            self._priced = {k: v for k, v in self._priced.items() if k[1] >= epoch}
+            at = epoch * PRICE_EPOCH_S
+            cached = [
+                replace(
+                    it,
+                    offerings=tuple(
+                        replace(o, price_per_hour=self._spot_price(it, o, at))
+                        if o.capacity_type == labels.CAPACITY_TYPE_SPOT and o.available
+                        else o
+                        for o in it.offerings
+                    ),
+                )
+                if any(o.capacity_type == labels.CAPACITY_TYPE_SPOT for o in it.offerings)
+                else it
+                for it in base
+            ]
+            self._priced[key] = cached
+        return cached
+
+    def _spot_price(self, it: InstanceType, o: Offering, at_s: float) -> float:
+        """The pool's price at ``at_s`` (the market's, around the catalog's regional price)."""
+        assert self.market is not None
+        regional = self._regional.get(it.name)
+        if regional is None:
+            quote = self.catalog.spot_quote(self.region, it.name)
+            od = self.catalog.on_demand_price(self.region, it.name)
+            regional = (
+                spot_price(od.price_per_hour, quote.savings_pct)
+                if quote is not None and od is not None
+                else o.price_per_hour
+            )
+            self._regional[it.name] = regional
+        return self.market.price((it.name, o.zone), regional, at_s)[0]
 
     def _base_types(self, node_class: str) -> list[InstanceType]:
         cached = self._types.get(node_class)
@@ -298,7 +346,11 @@ class SimulatedCloudProvider:
                     "(injected fault)"
                 )
             candidates = kept
-        it, offering = choose_offering(candidates, reqs)
+        allocation: Allocation | None = None
+        if self.market is None:
+            it, offering = choose_offering(candidates, reqs)
+        else:
+            it, offering, allocation = self._fleet(request, nc, candidates)
         subnet = next((s for s in self.resolve_subnets(nc) if s.zone == offering.zone), None)
         if subnet is None:
             raise CreateError("NoSubnet", f"no subnet of {nc.name} in zone {offering.zone}")
@@ -311,10 +363,11 @@ class SimulatedCloudProvider:
             subnet_id=subnet.id,
             launched_at_s=self._clock.now(),
             tags=(*nc.tags, *request.tags, (NODECLASS_TAG, nc.name)),
+            allocation=allocation,
         )
         self._instances[instance.provider_id] = instance
-        if offering.capacity_type == labels.CAPACITY_TYPE_SPOT and self.hazard is not None:
-            self._schedule_reclaim(instance)
+        if offering.capacity_type == labels.CAPACITY_TYPE_SPOT and self._pools is not None:
+            self._pools.add(instance)
         return instance
 
     def provider_id(self, zone: str, instance_id: str) -> str:
@@ -323,40 +376,80 @@ class SimulatedCloudProvider:
 
     # -- the Spot market ------------------------------------------------------------------
 
-    def _schedule_reclaim(self, instance: Instance) -> None:
-        assert self.hazard is not None
-        rng = self._hazard_rng
-        rate = self.hazard.rate(instance.offering, instance.instance_type.name)
-        # Draw all three numbers whatever the rate, so one instance's draws never depend on
-        # another's rate.
-        hours = rng.expovariate(1.0) / rate if rate > 0 else float("inf")
-        with_rebalance = rng.random() < self.hazard.rebalance_probability
-        lead = rng.uniform(0.0, self.hazard.rebalance_max_lead_s)
-        if hours == float("inf"):
-            return
-        reclaim_at = self._clock.now() + hours * 3600.0
-        iid = instance.instance_id
-        if with_rebalance:
-            self._clock.after(
-                max(0.0, reclaim_at - lead - self._clock.now()),
-                partial(
-                    self._emit, CloudEvent(REBALANCE_RECOMMENDATION, (iid,), f"rebalance-{iid}")
-                ),
-                label="rebalance",
+    def _fleet(
+        self,
+        request: LaunchRequest,
+        nc: NodeClass,
+        candidates: list[tuple[InstanceType, Offering]],
+    ) -> tuple[InstanceType, Offering, Allocation]:
+        """One CreateFleet request over the market (module docstring).
+
+        Raises:
+            InsufficientCapacityError: every pool the strategy reached is dry (those
+                offerings are marked unavailable).
+        """
+        assert self.market is not None and self._pools is not None
+        zones = {s.zone for s in self.resolve_subnets(nc)}
+        kept = filter_unwanted_spot([(it, o) for it, o in candidates if o.zone in zones])
+        capacity_type = choose_capacity_type(kept, request.requirements)
+        if capacity_type is None:
+            raise InsufficientCapacityError(
+                f"no available offering for nodeclaim {request.nodeclaim_name} in the subnets "
+                f"of {nc.name}"
             )
-        self._clock.after(
-            max(0.0, reclaim_at - NOTICE_S - self._clock.now()),
-            partial(
-                self._emit,
-                CloudEvent(SPOT_INTERRUPTION, (iid,), f"itn-{iid}", action="terminate"),
-            ),
-            label="spot-notice",
+        now = self._clock.now()
+        spot = capacity_type == labels.CAPACITY_TYPE_SPOT
+        priced = [
+            (it, o, self._spot_price(it, o, now) if spot else o.price_per_hour)
+            for it, o in kept
+            if o.capacity_type == capacity_type
+        ]
+        order = {it.name: i for i, it in enumerate(request.instance_types)}
+        quotes = []
+        for it, o, price in truncate_types(priced):
+            pool = (it.name, o.zone)
+            score = 10.0
+            if spot:
+                bucket = self._bucket(it.name)
+                rate = self.market.settings.rate(o, it.name)
+                score = self.market.capacity_score(
+                    pool, bucket, rate, now, self._pools.in_use(pool)
+                )
+            quotes.append(
+                PoolQuote(
+                    instance_type=it,
+                    offering=replace(o, price_per_hour=price),
+                    price_per_hour=price,
+                    capacity_score=score,
+                    priority=order.get(it.name, len(order)),
+                    tiebreak=self.market.tiebreak(pool, capacity_type),
+                )
+            )
+        strategy = (
+            request.spot_allocation_strategy if spot else request.on_demand_allocation_strategy
         )
-        self._clock.after(
-            max(NOTICE_S, reclaim_at - self._clock.now()),
-            partial(self.reclaim, instance.provider_id),
-            label="reclaim",
+        result = allocate(strategy, quotes)
+        for q in result.errors:
+            self.mark_unavailable(q.instance_type.name, q.offering.zone, capacity_type)
+        if result.chosen is None:
+            raise InsufficientCapacityError(
+                f"InsufficientInstanceCapacity for nodeclaim {request.nodeclaim_name}: "
+                f"{result.reason}",
+                [(q.instance_type.name, q.offering) for q in result.errors],
+            )
+        q = result.chosen
+        allocation = Allocation(
+            strategy=strategy,
+            price_per_hour=q.price_per_hour,
+            capacity_score=q.capacity_score if spot else None,
+            pools=len(quotes),
+            reason=result.reason,
         )
+        return q.instance_type, q.offering, allocation
+
+    def _bucket(self, instance_type: str) -> int:
+        quote = self.catalog.spot_quote(self.region, instance_type)
+        return quote.interruption_bucket if quote is not None else 4
 
     def adopt(
         self,
@@ -368,7 +461,7 @@ class SimulatedCloudProvider:
         tags: tuple[tuple[str, str], ...] = (),
     ) -> Instance:
         """Take over an instance that already runs (a Node of the starting cluster); a spot
-        one is subject to the hazard model from now on.
+        one is subject to its pool's reclaims from now on.
 
         Raises:
             CreateError: the type has no offering in that zone and capacity type.
@@ -396,8 +489,8 @@ class SimulatedCloudProvider:
             tags=tags,
         )
         self._instances[instance.provider_id] = instance
-        if capacity_type == labels.CAPACITY_TYPE_SPOT and self.hazard is not None:
-            self._schedule_reclaim(instance)
+        if capacity_type == labels.CAPACITY_TYPE_SPOT and self._pools is not None:
+            self._pools.add(instance)
         return instance
 
     def add_launch_failures(
@@ -456,6 +549,8 @@ class SimulatedCloudProvider:
         instance = self._instances.pop(provider_id, None)
         if instance is None:
             return
+        if self._pools is not None:
+            self._pools.remove(instance)
         for reclaimed in self.reclaim_listeners:
             reclaimed(instance)
         for heard in self.event_listeners:
@@ -474,8 +569,11 @@ class SimulatedCloudProvider:
 
     def delete(self, provider_id: str) -> None:
         """Terminate; raises ``NodeClaimNotFoundError`` once the instance is gone."""
-        if self._instances.pop(provider_id, None) is None:
+        instance = self._instances.pop(provider_id, None)
+        if instance is None:
             raise NodeClaimNotFoundError(provider_id)
+        if self._pools is not None:
+            self._pools.remove(instance)
 
     def get(self, provider_id: str) -> Instance:
         """The running instance; raises ``NodeClaimNotFoundError`` when gone."""

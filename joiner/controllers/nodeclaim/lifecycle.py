@@ -19,6 +19,8 @@ from collections.abc import Callable
 from joiner.api import labels
 from joiner.api.clock import Clock
 from joiner.cloudprovider.types import (
+    ON_DEMAND_ALLOCATION_STRATEGIES,
+    SPOT_ALLOCATION_STRATEGIES,
     CloudProvider,
     CloudProviderError,
     LaunchRequest,
@@ -47,8 +49,18 @@ class Lifecycle:
         """Labels the NodeClaim's node will carry (its instance must be resolved)."""
         return node_labels_for(claim, self._state.nodepools[claim.nodepool], self.region)
 
-    def launch(self, claim: NodeClaim) -> None:
-        """Create the instance. Raises the CloudProvider's typed error after deleting the claim."""
+    def launch(
+        self,
+        claim: NodeClaim,
+        *,
+        spot_allocation_strategy: str = SPOT_ALLOCATION_STRATEGIES[0],
+        on_demand_allocation_strategy: str = ON_DEMAND_ALLOCATION_STRATEGIES[0],
+    ) -> None:
+        """Create the instance. Raises the CloudProvider's typed error after deleting the claim.
+
+        The allocation strategies are the fleet request's: Karpenter's (price-capacity-
+        optimized, lowest-price) by default; an ASG passes its MixedInstancesPolicy's.
+        """
         if claim.instance is not None:
             return
         pool = self._state.nodepools[claim.nodepool]
@@ -59,6 +71,8 @@ class Lifecycle:
             requirements=claim.requirements,
             instance_types=claim.instance_type_options,
             tags=(("karpenter.sh/nodeclaim", claim.name), ("karpenter.sh/nodepool", pool.name)),
+            spot_allocation_strategy=spot_allocation_strategy,
+            on_demand_allocation_strategy=on_demand_allocation_strategy,
         )
         try:
             instance = self._cloud.create(request)

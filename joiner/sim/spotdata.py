@@ -1,0 +1,224 @@
+"""The user's own Spot market data, as the AWS CLI prints it, mapped to capacity pools.
+
+* ``aws ec2 describe-spot-price-history`` (``spec.cloud.spotPriceHistory``): rows of
+  ``SpotPriceHistory`` with ``AvailabilityZone``, ``InstanceType``, ``ProductDescription``,
+  ``SpotPrice`` (a decimal string) and ``Timestamp`` (ISO 8601). Only Linux/UNIX rows are
+  used, as Karpenter's pricing provider filters them (``pricing.go`` asks for
+  ``Linux/UNIX`` and ``Linux/UNIX (Amazon VPC)``). Times become seconds from the run start
+  (``spec.startTime``).
+* ``aws ec2 get-spot-placement-scores --single-availability-zone``
+  (``spec.cloud.spotPlacementScores``): ``SpotPlacementScores`` entries with ``Region``,
+  ``AvailabilityZoneId`` and ``Score`` (1-10). The output does not repeat the request's
+  instance types, so the scenario names them; a request's score applies to each of its
+  types in that zone (without types: to every type there). Zone ids map to names through the
+  scenario's subnets, else the packaged zone table.
+
+Every malformed value is an ``InputError`` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from joiner.api.errors import InputError
+from joiner.api.manifests.yamlio import read_text
+from joiner.cloudprovider.simulated.market import MarketInputs, Pool
+
+#: ProductDescription values Karpenter reads prices from.
+LINUX_PRODUCTS = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
+
+
+def _load_json(path: Path, what: str) -> Any:
+    text = read_text(path, what=what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc}", file=str(path)) from exc
+
+
+def _list_of(doc: Any, key: str, path: Path, command: str) -> list[Any]:
+    if not isinstance(doc, dict) or key not in doc:
+        raise InputError(
+            f"expected the JSON object `aws ec2 {command}` prints, with a {key!r} list",
+            file=str(path),
+            field=key,
+        )
+    items = doc[key]
+    if not isinstance(items, list):
+        raise InputError("must be a list", file=str(path), field=key)
+    return items
+
+
+def load_price_history(
+    path: Path, *, zones: Sequence[str], start: datetime, warnings: list[str]
+) -> dict[Pool, tuple[tuple[float, float], ...]]:
+    """Per pool, ``(seconds from start, USD per hour)`` sorted by time (module docstring).
+
+    Raises:
+        InputError: not the CLI's JSON, a row missing a field or with a bad price, time or a
+            zone outside ``zones`` (naming ``SpotPriceHistory[i].<field>``), or no Linux row.
+    """
+    rows = _list_of(
+        _load_json(path, "spot price history"),
+        "SpotPriceHistory",
+        path,
+        "describe-spot-price-history",
+    )
+    out: dict[Pool, list[tuple[float, float]]] = {}
+    skipped = 0
+    for i, row in enumerate(rows):
+        where = f"SpotPriceHistory[{i}]"
+        if not isinstance(row, dict):
+            raise InputError("must be an object", file=str(path), field=where)
+        for key in ("AvailabilityZone", "InstanceType", "SpotPrice", "Timestamp"):
+            if not isinstance(row.get(key), str) or not row[key]:
+                raise InputError("missing or not a string", file=str(path), field=f"{where}.{key}")
+        if row.get("ProductDescription", LINUX_PRODUCTS[0]) not in LINUX_PRODUCTS:
+            skipped += 1
+            continue
+        zone = row["AvailabilityZone"]
+        if zone not in zones:
+            raise InputError(
+                f"zone {zone!r} is not in the scenario's region (zones: {', '.join(zones)})",
+                file=str(path),
+                field=f"{where}.AvailabilityZone",
+            )
+        try:
+            price = float(row["SpotPrice"])
+        except ValueError:
+            price = math.nan
+        if not math.isfinite(price) or price <= 0:
+            raise InputError(
+                f"{row['SpotPrice']!r} is not a positive price",
+                file=str(path),
+                field=f"{where}.SpotPrice",
+            )
+        try:
+            at = datetime.fromisoformat(row["Timestamp"].replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InputError(
+                f"not an ISO 8601 time: {exc}", file=str(path), field=f"{where}.Timestamp"
+            ) from exc
+        if at.tzinfo is None:
+            raise InputError("has no UTC offset", file=str(path), field=f"{where}.Timestamp")
+        out.setdefault((row["InstanceType"], zone), []).append(
+            ((at - start).total_seconds(), price)
+        )
+    if not out:
+        raise InputError(
+            f"no Linux/UNIX rows ({skipped} rows for other products)",
+            file=str(path),
+            field="SpotPriceHistory",
+        )
+    if skipped:
+        warnings.append(f"{path}: {skipped} rows for products other than Linux/UNIX are ignored")
+    return {pool: tuple(sorted(series)) for pool, series in sorted(out.items())}
+
+
+def load_placement_scores(
+    path: Path,
+    *,
+    region: str,
+    zone_names: Mapping[str, str],
+    instance_types: Sequence[str] | None,
+    warnings: list[str],
+) -> dict[Pool, float]:
+    """Per pool (``("*", zone)`` without ``instance_types``), the placement score.
+
+    Raises:
+        InputError: not the CLI's JSON, an entry without ``AvailabilityZoneId`` (a regional
+            score: run the command with ``--single-availability-zone``), an unknown zone id
+            or a score outside 1-10.
+    """
+    entries = _list_of(
+        _load_json(path, "spot placement scores"),
+        "SpotPlacementScores",
+        path,
+        "get-spot-placement-scores",
+    )
+    out: dict[Pool, float] = {}
+    other_regions: set[str] = set()
+    for i, e in enumerate(entries):
+        where = f"SpotPlacementScores[{i}]"
+        if not isinstance(e, dict):
+            raise InputError("must be an object", file=str(path), field=where)
+        if e.get("Region", region) != region:
+            other_regions.add(str(e.get("Region")))
+            continue
+        zone_id = e.get("AvailabilityZoneId")
+        if not isinstance(zone_id, str) or not zone_id:
+            raise InputError(
+                "missing: Joiner needs per-zone scores (run get-spot-placement-scores with "
+                "--single-availability-zone)",
+                file=str(path),
+                field=f"{where}.AvailabilityZoneId",
+            )
+        zone = zone_names.get(zone_id)
+        if zone is None:
+            raise InputError(
+                f"zone id {zone_id!r} is not a zone of {region} "
+                f"(ids: {', '.join(sorted(zone_names))})",
+                file=str(path),
+                field=f"{where}.AvailabilityZoneId",
+            )
+        score = e.get("Score")
+        if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
+            raise InputError(
+                f"{score!r} is not a score from 1 to 10", file=str(path), field=f"{where}.Score"
+            )
+        for name in instance_types or ("*",):
+            out[(name, zone)] = float(score)
+    if other_regions:
+        warnings.append(
+            f"{path}: scores for {', '.join(sorted(other_regions))} are ignored (the scenario "
+            f"runs in {region})"
+        )
+    return out
+
+
+def market_inputs(
+    base: Path,
+    *,
+    price_history: str | None,
+    placement_scores: Sequence[tuple[str, Sequence[str] | None]],
+    region: str,
+    zones: Mapping[str, str],
+    start: datetime,
+    warnings: list[str],
+    field_prefix: str = "spec.cloud",
+) -> MarketInputs:
+    """Both inputs, paths relative to ``base``; ``zones`` maps zone names to ids.
+
+    Raises:
+        InputError: as the loaders, with the scenario field as the location prefix.
+    """
+    prices: dict[Pool, tuple[tuple[float, float], ...]] = {}
+    if price_history is not None:
+        try:
+            prices = load_price_history(
+                base / price_history, zones=sorted(zones), start=start, warnings=warnings
+            )
+        except InputError as exc:
+            raise exc.located(field_prefix=f"{field_prefix}.spotPriceHistory") from exc
+    scores: dict[Pool, float] = {}
+    names = {zid: name for name, zid in zones.items()}
+    for i, (file, types) in enumerate(placement_scores):
+        try:
+            got = load_placement_scores(
+                base / file,
+                region=region,
+                zone_names=names,
+                instance_types=types,
+                warnings=warnings,
+            )
+        except InputError as exc:
+            raise exc.located(field_prefix=f"{field_prefix}.spotPlacementScores[{i}]") from exc
+        for pool, score in got.items():
+            # Several requests may cover a type: the best score is what a fleet would see.
+            scores[pool] = max(score, scores.get(pool, 0.0))
+    return MarketInputs(prices=prices, scores=scores)

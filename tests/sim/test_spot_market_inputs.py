@@ -1,0 +1,150 @@
+"""The user's DescribeSpotPriceHistory and GetSpotPlacementScores JSON drive launches as
+price-capacity-optimized would; malformed files are input errors naming file and field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from joiner.api.errors import InputError
+from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.scenario import load_scenario
+from tests.sim.test_baseline import APP, NODEPOOL
+
+MANIFESTS = NODEPOOL.replace("CAPACITY", "spot").replace("TYPES", "c5.xlarge") + "---\n" + APP
+
+
+def _history(a: str, b: str) -> dict[str, Any]:
+    return {
+        "SpotPriceHistory": [
+            {
+                "AvailabilityZone": zone,
+                "InstanceType": "c5.xlarge",
+                "ProductDescription": "Linux/UNIX",
+                "SpotPrice": price,
+                "Timestamp": "2025-01-05T00:00:00+00:00",
+            }
+            for zone, price in (("us-east-1a", a), ("us-east-1b", b))
+        ]
+        + [
+            {
+                "AvailabilityZone": "us-east-1a",
+                "InstanceType": "c5.xlarge",
+                "ProductDescription": "Windows",
+                "SpotPrice": "0.0001",
+                "Timestamp": "2025-01-05T00:00:00+00:00",
+            }
+        ],
+        "NextToken": "",
+    }
+
+
+def _scores(a: int, b: int) -> dict[str, Any]:
+    # us-east-1a is use1-az6 and us-east-1b is use1-az1 in the packaged zone table.
+    return {
+        "SpotPlacementScores": [
+            {"Region": "us-east-1", "AvailabilityZoneId": "use1-az6", "Score": a},
+            {"Region": "us-east-1", "AvailabilityZoneId": "use1-az1", "Score": b},
+        ]
+    }
+
+
+def _scenario(tmp_path: Path, history: Any, scores: Any, cloud_extra: str = "") -> Path:
+    (tmp_path / "m.yaml").write_text(MANIFESTS)
+    (tmp_path / "history.json").write_text(json.dumps(history))
+    (tmp_path / "scores.json").write_text(json.dumps(scores))
+    path = tmp_path / "scenario.yaml"
+    path.write_text(
+        f"""\
+apiVersion: joiner.dev/v1alpha1
+kind: Scenario
+metadata: {{name: inputs}}
+spec:
+  duration: 10m
+  seed: 1
+  manifests: [m.yaml]
+  cloud:
+    subnets:
+      - {{id: subnet-a, zone: us-east-1a, tags: {{t: "1"}}}}
+      - {{id: subnet-b, zone: us-east-1b, tags: {{t: "1"}}}}
+    securityGroups: [{{id: sg-1, tags: {{t: "1"}}}}]
+    spotPriceHistory: history.json
+    spotPlacementScores:
+      - {{file: scores.json, instanceTypes: [c5.xlarge]}}
+{cloud_extra}"""
+    )
+    return path
+
+
+def _node(path: Path) -> dict[str, Any]:
+    s = SimulationRuntime(load_scenario(path)).run().summary
+    (node,) = s["nodes"]
+    return node
+
+
+@pytest.mark.parametrize(
+    ("prices", "scores", "zone", "price"),
+    [
+        # Equal capacity: the cheaper pool wins.
+        (("0.0500", "0.0800"), (8, 8), "us-east-1a", 0.05),
+        (("0.0900", "0.0600"), (8, 8), "us-east-1b", 0.06),
+        # Within one point of the best capacity: still the cheaper.
+        (("0.0500", "0.0800"), (7, 8), "us-east-1a", 0.05),
+        # The cheap pool is shallow: the deeper one wins, at its own price.
+        (("0.0500", "0.0800"), (3, 9), "us-east-1b", 0.08),
+    ],
+)
+def test_launch_follows_the_users_prices_and_placement_scores(
+    tmp_path: Path, prices: tuple[str, str], scores: tuple[int, int], zone: str, price: float
+) -> None:
+    node = _node(_scenario(tmp_path, _history(*prices), _scores(*scores)))
+    assert node["zone"] == zone
+    assert node["pricePerHour"] == pytest.approx(price)
+    a = node["allocation"]
+    assert a["strategy"] == "price-capacity-optimized"
+    assert a["capacityScore"] == pytest.approx(max(scores) if zone.endswith("b") else scores[0])
+
+
+def _error(tmp_path: Path, history: Any, scores: Any) -> InputError:
+    with pytest.raises(InputError) as info:
+        load_scenario(_scenario(tmp_path, history, scores))
+    return info.value
+
+
+def test_malformed_price_history_names_file_and_field(tmp_path: Path) -> None:
+    bad = _history("0.05", "0.08")
+    bad["SpotPriceHistory"][1]["SpotPrice"] = "cheap"
+    e = _error(tmp_path, bad, _scores(5, 5))
+    assert e.file is not None and e.file.endswith("history.json")
+    assert e.field == "spec.cloud.spotPriceHistory.SpotPriceHistory[1].SpotPrice"
+    bad = _history("0.05", "0.08")
+    bad["SpotPriceHistory"][0]["AvailabilityZone"] = "eu-west-1a"
+    e = _error(tmp_path, bad, _scores(5, 5))
+    assert "AvailabilityZone" in str(e.field) and "not in the scenario's region" in str(e)
+    bad = _history("0.05", "0.08")
+    del bad["SpotPriceHistory"][0]["Timestamp"]
+    assert str(_error(tmp_path, bad, _scores(5, 5)).field).endswith("[0].Timestamp")
+    e = _error(tmp_path, {"Prices": []}, _scores(5, 5))
+    assert "describe-spot-price-history" in str(e)
+
+
+def test_malformed_placement_scores_name_file_and_field(tmp_path: Path) -> None:
+    history = _history("0.05", "0.08")
+    e = _error(tmp_path, history, {"SpotPlacementScores": [{"Region": "us-east-1", "Score": 5}]})
+    assert e.file is not None and e.file.endswith("scores.json")
+    assert e.field == "spec.cloud.spotPlacementScores[0].SpotPlacementScores[0].AvailabilityZoneId"
+    assert "--single-availability-zone" in str(e)
+    bad = _scores(5, 11)
+    e = _error(tmp_path, history, bad)
+    assert str(e.field).endswith("SpotPlacementScores[1].Score")
+    bad = _scores(5, 5)
+    bad["SpotPlacementScores"][0]["AvailabilityZoneId"] = "euw1-az1"
+    assert "not a zone of us-east-1" in str(_error(tmp_path, history, bad))
+    (tmp_path / "x").mkdir(exist_ok=True)
+    path = _scenario(tmp_path, history, _scores(5, 5))
+    (tmp_path / "scores.json").write_text("{not json")
+    with pytest.raises(InputError, match="not JSON"):
+        load_scenario(path)
