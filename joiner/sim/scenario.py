@@ -206,6 +206,18 @@ class NodeGroupModel(_Strict):
     )
     onDemandBaseCapacity: StrictInt = Field(default=0, ge=0)
     onDemandPercentageAboveBaseCapacity: StrictInt = Field(default=100, ge=0, le=100)
+    spotAllocationStrategy: Literal[
+        "price-capacity-optimized", "capacity-optimized", "lowest-price"
+    ] = Field(
+        default="price-capacity-optimized",
+        description="InstancesDistribution.SpotAllocationStrategy (AWS's recommendation; "
+        "the ASG API's own default is lowest-price)",
+    )
+    onDemandAllocationStrategy: Literal["prioritized", "lowest-price"] = Field(
+        default="prioritized",
+        description="InstancesDistribution.OnDemandAllocationStrategy (the API's default: "
+        "the overrides' order)",
+    )
     minSize: StrictInt = Field(default=0, ge=0)
     maxSize: StrictInt = Field(default=1000, ge=0, le=100000)
     zones: list[str] | None = None
@@ -842,6 +854,8 @@ def _autoscaler(
                 instance_types=tuple(g.instanceTypes),
                 on_demand_base=g.onDemandBaseCapacity,
                 on_demand_percentage=g.onDemandPercentageAboveBaseCapacity,
+                spot_allocation_strategy=g.spotAllocationStrategy,
+                on_demand_allocation_strategy=g.onDemandAllocationStrategy,
                 min_size=g.minSize,
                 max_size=g.maxSize,
                 zones=tuple(g.zones) if g.zones is not None else None,

@@ -402,6 +402,32 @@ def test_declared_node_groups_replace_derived_ones(tmp_path):
     assert all(n["name"].startswith("mixed-") for n in summary["nodes"])
 
 
+@pytest.mark.parametrize("strategy", ["lowest-price", "capacity-optimized"])
+def test_node_group_spot_allocation_strategy_reaches_the_fleet(tmp_path, strategy):
+    """An ASG launches with its InstancesDistribution's strategy, not Karpenter's."""
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 4}",
+        extra_spec="  clusterAutoscaler:\n    nodeGroups:\n"
+        "      - {name: s, nodePool: general, instanceTypes: [m5.xlarge, c5.xlarge],\n"
+        f"         onDemandPercentageAboveBaseCapacity: 0, spotAllocationStrategy: {strategy}}}\n",
+    )
+    summary = _ca(path).run().summary
+    assert summary["nodes"]
+    assert {n["allocation"]["strategy"] for n in summary["nodes"]} == {strategy}
+    (group,) = summary["policy"]["parameters"]["nodeGroups"]
+    assert group["spotAllocationStrategy"] == strategy
+    assert group["onDemandAllocationStrategy"] == "prioritized"
+
+
+def test_derived_node_groups_use_price_capacity_optimized_for_spot(tmp_path):
+    path = _write(tmp_path, workloads="    - {deployment: default/web, replicas: 4}")
+    summary = _ca(path).run().summary
+    spot = [n for n in summary["nodes"] if n["capacityType"] == "spot"]
+    assert spot
+    assert {n["allocation"]["strategy"] for n in spot} == {"price-capacity-optimized"}
+
+
 @pytest.mark.parametrize(
     ("extra", "field", "message"),
     [
@@ -417,6 +443,12 @@ def test_declared_node_groups_replace_derived_ones(tmp_path):
             "instanceTypes: [m5.huge]}]\n",
             "nodeGroups[0].instanceTypes[0]",
             "not offered",
+        ),
+        (
+            "  clusterAutoscaler:\n    nodeGroups: [{name: g, nodePool: general, "
+            "instanceTypes: [m5.large], spotAllocationStrategy: diversified}]\n",
+            "nodeGroups[0].spotAllocationStrategy",
+            "price-capacity-optimized",
         ),
         (
             "  clusterAutoscaler: {asgLaunchDelay: {min: 3m, max: 1m}}\n",

@@ -20,6 +20,9 @@ def test_every_example_has_a_golden_summary():
     assert not missing, f"no golden summary for {missing}: run `make golden`"
 
 
+# A hang guard, not a speed target: the three-policy examples take about a minute on a
+# quiet machine and several under a load of 10 (speed lives in benchmarks/).
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("example", golden.examples())
 def test_summary_matches_golden(example, monkeypatch):
     monkeypatch.chdir(golden.REPO)

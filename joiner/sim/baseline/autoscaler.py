@@ -164,6 +164,8 @@ class ClusterAutoscaler:
                 "instanceTypes": list(g.spec.instance_types),
                 "onDemandBaseCapacity": g.spec.on_demand_base,
                 "onDemandPercentageAboveBaseCapacity": g.spec.on_demand_percentage,
+                "spotAllocationStrategy": g.spec.spot_allocation_strategy,
+                "onDemandAllocationStrategy": g.spec.on_demand_allocation_strategy,
                 "minSize": g.spec.min_size,
                 "maxSize": g.spec.max_size,
                 "zones": list(g.zones),
@@ -518,7 +520,11 @@ class ClusterAutoscaler:
         self._owner[claim.name] = g
         g.members.append(claim.name)
         try:
-            self._lifecycle.launch(claim)
+            self._lifecycle.launch(
+                claim,
+                spot_allocation_strategy=g.spec.spot_allocation_strategy,
+                on_demand_allocation_strategy=g.spec.on_demand_allocation_strategy,
+            )
         except CloudProviderError as exc:
             self._forget(g, claim.name)
             self._launch_failed(g, str(exc))

@@ -50,6 +50,12 @@ class NodeGroupSpec:
             all-spot group, 100 an all-on-demand one.
         min_size / max_size: the ASG's bounds; CA never goes outside them.
         zones: the group's subnets' zones (None: every zone of the NodeClass).
+        spot_allocation_strategy: ``SpotAllocationStrategy`` of the group's
+            InstancesDistribution. Default ``price-capacity-optimized``, which AWS recommends
+            for Auto Scaling groups (EC2 Auto Scaling User Guide, "Allocation strategies";
+            the API's own default is ``lowest-price``).
+        on_demand_allocation_strategy: ``OnDemandAllocationStrategy``; default
+            ``prioritized`` (the API's default: the overrides' order).
     """
 
     name: str
@@ -60,6 +66,8 @@ class NodeGroupSpec:
     min_size: int = 0
     max_size: int = 1000
     zones: tuple[str, ...] | None = None
+    spot_allocation_strategy: str = "price-capacity-optimized"
+    on_demand_allocation_strategy: str = "prioritized"
 
     @property
     def capacity_types(self) -> tuple[str, ...]:
