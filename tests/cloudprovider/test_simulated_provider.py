@@ -76,12 +76,13 @@ def test_on_demand_when_spot_not_allowed(cloud):
     assert inst.offering.capacity_type == "on-demand"
 
 
-def test_types_pricier_than_cheapest_on_demand_are_dropped(cloud):
+def _small_and_big(small_spot_price):
+    """b.large (0.05 on demand) and c.2xlarge (0.06 on Spot, above b.large on demand)."""
     small = make_instance_type(
         "b.large",
         cpu_m=2000,
         memory=GIB,
-        prices={("us-east-1a", "on-demand"): 0.05, ("us-east-1a", "spot"): 0.09},
+        prices={("us-east-1a", "on-demand"): 0.05, ("us-east-1a", "spot"): small_spot_price},
     )
     big = make_instance_type(
         "c.2xlarge",
@@ -89,10 +90,21 @@ def test_types_pricier_than_cheapest_on_demand_are_dropped(cloud):
         memory=GIB,
         prices={("us-east-1a", "on-demand"): 0.40, ("us-east-1a", "spot"): 0.06},
     )
-    inst = cloud.create(_request([small, big]))
-    # c.2xlarge's cheapest offering (0.06 spot) costs more than b.large on-demand (0.05), so
-    # Karpenter's filterUnwantedSpot drops the type; spot is still preferred, on b.large.
+    return [big, small]
+
+
+def test_types_pricier_than_cheapest_on_demand_are_dropped(cloud):
+    inst = cloud.create(_request(_small_and_big(0.04)))
+    # c.2xlarge's Spot offering (0.06) costs more than b.large on-demand (0.05), so
+    # Karpenter's SpotInstanceFilter drops the type; spot is still preferred, on b.large.
     assert (inst.instance_type.name, inst.offering.capacity_type) == ("b.large", "spot")
+
+
+def test_every_type_dearer_on_spot_than_the_cheapest_on_demand_is_ice(cloud):
+    # Both types have a Spot offering above 0.05: Karpenter's filter rejects both and the
+    # launch fails ("all requested instance types were unavailable during launch").
+    with pytest.raises(InsufficientCapacityError, match="unavailable during launch"):
+        cloud.create(_request(_small_and_big(0.09)))
 
 
 def test_ties_break_on_interruption_rate_then_name_then_zone(cloud):

@@ -3,11 +3,12 @@
 Launch (aws-semantics §1.6, Karpenter ``pkg/providers/instance``):
 
 1. Candidates are the request's (instance type, offering) pairs that are available, allowed
-   by the requirements and not in the unavailable-offerings cache; ``filter_unwanted_spot``
-   drops types dearer than the cheapest on-demand offering; the capacity type is the first
-   of spot, on-demand that the request allows and has a candidate (spot preferred).
-2. The types of that capacity type are ordered by their cheapest offering and cut to
-   ``MAX_INSTANCE_TYPES`` (60). Each zone gets one subnet (the most free IPs).
+   by the requirements and not in the unavailable-offerings cache; the shared launch rules
+   (``launch.launch_candidates``) drop exotic types and Spot types dearer than the cheapest
+   on-demand offering (neither when a requirement has ``minValues``) and cut the list to the
+   60 cheapest types, which must still meet ``minValues``.
+2. The capacity type is the first of spot, on-demand that the request allows and has a
+   candidate (spot preferred). Each zone gets one subnet (the most free IPs).
 3. One launch template per AMI (architecture); overrides are types x zones, each with
    ``InstanceType``, ``SubnetId``, ``AvailabilityZone``, ``ImageId`` and ``Priority`` = price.
 4. ``CreateFleet`` ``Type=instant``, ``TotalTargetCapacity=1``, ``DefaultTargetCapacityType``
@@ -54,7 +55,7 @@ from joiner.cloudprovider.launch import (
     UNAVAILABLE_OFFERING_TTL_S,
     UnavailableOfferings,
     choose_capacity_type,
-    filter_unwanted_spot,
+    launch_candidates,
 )
 from joiner.cloudprovider.types import (
     CreateError,
@@ -69,8 +70,6 @@ from joiner.cloudprovider.types import (
 
 log = logging.getLogger(__name__)
 
-#: Karpenter's maxInstanceTypes per CreateFleet.
-MAX_INSTANCE_TYPES = 60
 #: Fleet error codes that mean "no capacity here" (Karpenter ``isUnfulfillableCapacity`` and
 #: friends); each marks the offering unavailable.
 CAPACITY_ERROR_CODES = frozenset(
@@ -321,7 +320,7 @@ class AWSCloudProvider:
             and not self.unavailable.is_unavailable(it.name, o.zone, o.capacity_type)
             and resolved.ami_for(it.label(labels.ARCH) or "") is not None
         ]
-        candidates = filter_unwanted_spot(candidates)
+        candidates = launch_candidates(candidates, reqs)
         capacity_type = choose_capacity_type(candidates, reqs)
         if capacity_type is None:
             raise InsufficientCapacityError(
@@ -329,12 +328,8 @@ class AWSCloudProvider:
                 f"({len(request.instance_types)} instance types)"
             )
         chosen = [(it, o) for it, o in candidates if o.capacity_type == capacity_type]
-        cheapest: dict[str, float] = {}
-        by_name: dict[str, InstanceType] = {}
-        for it, o in chosen:
-            cheapest[it.name] = min(cheapest.get(it.name, o.price_per_hour), o.price_per_hour)
-            by_name[it.name] = it
-        names = sorted(cheapest, key=lambda n: (cheapest[n], n))[:MAX_INSTANCE_TYPES]
+        names = list(dict.fromkeys(it.name for it, _ in chosen))
+        by_name = {it.name: it for it, _ in chosen}
         tags = self._tags(nc, request)
         node_labels = ((NODEPOOL_TAG, request.nodepool),)
         configs: list[dict[str, Any]] = []

@@ -29,9 +29,6 @@ from joiner.cloudprovider.types import InstanceType, Offering
 #: price-capacity-optimized (a modelling choice; AWS publishes no number).
 PCO_CAPACITY_BAND = 2.0
 
-#: Karpenter's ``maxInstanceTypes``: a CreateFleet request carries at most 60 types.
-MAX_OVERRIDE_TYPES = 60
-
 
 @dataclass(frozen=True, slots=True)
 class PoolQuote:
@@ -114,16 +111,3 @@ def allocate(strategy: str, pools: Sequence[PoolQuote]) -> FleetResult:
         errors.append(pick)
         left.remove(pick)
     return FleetResult(None, tuple(errors), f"{strategy}: every one of {len(pools)} pools is dry")
-
-
-def truncate_types(
-    quotes: Sequence[tuple[InstanceType, Offering, float]],
-) -> list[tuple[InstanceType, Offering, float]]:
-    """Keep the ``MAX_OVERRIDE_TYPES`` types with the cheapest pool (then by name), as
-    Karpenter's launch truncates its instance-type list (``instance.go``; the shared launch
-    rules will add minValues-aware truncation)."""
-    cheapest: dict[str, float] = {}
-    for it, _, price in quotes:
-        cheapest[it.name] = min(cheapest.get(it.name, price), price)
-    keep = set(sorted(cheapest, key=lambda n: (cheapest[n], n))[:MAX_OVERRIDE_TYPES])
-    return [q for q in quotes if q[0].name in keep]

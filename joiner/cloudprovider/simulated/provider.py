@@ -1,16 +1,17 @@
 """A deterministic EC2 stand-in: subnets, security groups, instance types and launches.
 
-Launch follows Karpenter's CreateFleet request (aws-semantics §1.6): types whose cheapest
-offering costs more than the cheapest compatible on-demand offering are dropped
-(``filterUnwantedSpot``), the capacity type is chosen (spot before on-demand when both are
-allowed and any compatible spot offering is available), the list is cut to the 60 types
-with the cheapest pools, and the overrides (each type x one subnet per zone) go to one fleet
-request. With a ``SpotMarket`` (the simulation), the fleet's allocation strategy
-(``fleet.allocate``: price-capacity-optimized for Karpenter's Spot) picks the pool from each
-pool's current price and capacity score; Spot prices are per pool and move with the market,
-and reclaims are pool events (``reclaims.PoolReclaims``). Without one (plan, controller
-mode), prices are regional and the lowest price wins, ties broken by lower interruption
-rate, then instance-type name, then zone (``choose_offering``).
+Launch follows Karpenter's CreateFleet request (aws-semantics §1.6) through the shared
+launch rules (``launch.launch_candidates``: exotic and unwanted-Spot types dropped unless a
+requirement has ``minValues``, the list cut to the 60 types with the cheapest pools, which
+must still meet ``minValues``); then the capacity type is chosen (spot before on-demand when
+both are allowed and any compatible spot offering is available), and the overrides (each
+type x one subnet per zone) go to one fleet request. With a ``SpotMarket`` (the
+simulation), the fleet's allocation strategy (``fleet.allocate``: price-capacity-optimized
+for Karpenter's Spot) picks the pool from each pool's current price and capacity score;
+Spot prices are per pool and move with the market, and reclaims are pool events
+(``reclaims.PoolReclaims``). Without one (plan, controller mode), prices are regional and
+the lowest price wins, ties broken by lower interruption rate, then instance-type name,
+then zone (``choose_offering``).
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from joiner.cloudprovider.instancetype import build_instance_types
 from joiner.cloudprovider.launch import (
     UNAVAILABLE_OFFERING_TTL_S,
     choose_capacity_type,
-    filter_unwanted_spot,
+    launch_candidates,
 )
-from joiner.cloudprovider.simulated.fleet import PoolQuote, allocate, truncate_types
+from joiner.cloudprovider.simulated.fleet import PoolQuote, allocate
 from joiner.cloudprovider.simulated.market import (
     NOTICE_S,
     PRICE_EPOCH_S,
@@ -88,9 +89,14 @@ def choose_offering(
     candidates: Sequence[tuple[InstanceType, Offering]], reqs: Requirements
 ) -> tuple[InstanceType, Offering]:
     """EC2 Fleet's choice for Karpenter among available, allowed (type, offering) pairs:
-    ``filterUnwantedSpot``, then the capacity type by precedence, then the lowest price, ties
-    by interruption rate, type name and zone. ``candidates`` must not be empty."""
-    kept = filter_unwanted_spot(candidates)
+    the shared launch rules (``launch_candidates``), then the capacity type by precedence,
+    then the lowest price, ties by interruption rate, type name and zone. ``candidates``
+    must not be empty.
+
+    Raises:
+        CreateError: the 60 cheapest types break a requirement's ``minValues``.
+    """
+    kept = launch_candidates(candidates, reqs)
     allowed_ct = reqs.get_or_exists(labels.CAPACITY_TYPE)
     capacity_type = next(
         ct
@@ -390,14 +396,22 @@ class SimulatedCloudProvider:
         """
         assert self.market is not None and self._pools is not None
         zones = {s.zone for s in self.resolve_subnets(nc)}
-        kept = filter_unwanted_spot([(it, o) for it, o in candidates if o.zone in zones])
+        now = self._clock.now()
+        kept = launch_candidates(
+            [(it, o) for it, o in candidates if o.zone in zones],
+            request.requirements,
+            price=lambda it, o: (
+                self._spot_price(it, o, now)
+                if o.capacity_type == labels.CAPACITY_TYPE_SPOT
+                else o.price_per_hour
+            ),
+        )
         capacity_type = choose_capacity_type(kept, request.requirements)
         if capacity_type is None:
             raise InsufficientCapacityError(
                 f"no available offering for nodeclaim {request.nodeclaim_name} in the subnets "
                 f"of {nc.name}"
             )
-        now = self._clock.now()
         spot = capacity_type == labels.CAPACITY_TYPE_SPOT
         priced = [
             (it, o, self._spot_price(it, o, now) if spot else o.price_per_hour)
@@ -406,7 +420,7 @@ class SimulatedCloudProvider:
         ]
         order = {it.name: i for i, it in enumerate(request.instance_types)}
         quotes = []
-        for it, o, price in truncate_types(priced):
+        for it, o, price in priced:
             pool = (it.name, o.zone)
             score = 10.0
             if spot:
