@@ -307,6 +307,18 @@ def test_simulated_subnet_drift_is_detected(tmp_path):
     assert run.cloud.is_drifted(launched.provider_id) == "SubnetDrift"
 
 
+def test_simulated_static_nodeclass_drift_is_detected_and_replaces(tmp_path):
+    run = dry_run(tmp_path, nodepool(), node("n", "m5.xlarge"), pod("w", "n"))
+    types = tuple(run.cloud.get_instance_types("default"))[:5]
+    pool = run.state.nodepools["general"]
+    launched = run.cloud.create(LaunchRequest("x", "general", "default", pool.requirements, types))
+    nc = run.cloud.node_classes["default"]
+    run.cloud.node_classes["default"] = replace(nc, detailed_monitoring=not nc.detailed_monitoring)
+    assert run.cloud.is_drifted(launched.provider_id) == "NodeClassDrift"
+    run.cloud.node_classes["default"] = nc
+    assert run.cloud.is_drifted(launched.provider_id) == ""
+
+
 def test_pods_on_nodes_left_alone_are_not_demand(tmp_path):
     """Regression (breaker): a pod on an unmanaged node was treated as pending and packed
     into the consolidation replacement, making it bigger."""

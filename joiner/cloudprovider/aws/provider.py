@@ -57,6 +57,11 @@ from joiner.cloudprovider.launch import (
     choose_capacity_type,
     launch_candidates,
 )
+from joiner.cloudprovider.nodeclass_drift import (
+    NODECLASS_HASH_TAG,
+    nodeclass_hash,
+    static_drift,
+)
 from joiner.cloudprovider.types import (
     CreateError,
     Instance,
@@ -468,6 +473,7 @@ class AWSCloudProvider:
                 NODEPOOL_TAG: request.nodepool,
                 NODECLAIM_TAG: request.nodeclaim_name,
                 NODECLASS_TAG: nc.name,
+                NODECLASS_HASH_TAG: nodeclass_hash(nc),
                 cluster_tag(cluster): "owned",
                 EKS_CLUSTER_TAG: cluster,
             }
@@ -588,7 +594,9 @@ class AWSCloudProvider:
     # -- drift ------------------------------------------------------------------------------
 
     def is_drifted(self, provider_id: str) -> str:
-        """Why the instance no longer matches its NodeClass: ``AMIDrift`` (its image is not the
+        """Why the instance no longer matches its NodeClass, checked in Karpenter-AWS's order
+        (``pkg/cloudprovider/drift.go``): ``NodeClassDrift`` (a field of the static drift
+        hash changed since launch; ``nodeclass_drift``), ``AMIDrift`` (its image is not the
         NodeClass's AMI for its architecture), ``SubnetDrift`` (its subnet is no longer
         selected) or ``SecurityGroupDrift`` (its groups differ from the selected ones); ``""``
         when not drifted or the NodeClass is unknown (Karpenter ``IsDrifted``).
@@ -602,6 +610,9 @@ class AWSCloudProvider:
         nc = self.node_classes.get(tag_map.get(NODECLASS_TAG, ""))
         if nc is None:
             return ""
+        static = static_drift(tag_map.get(NODECLASS_HASH_TAG), nc)
+        if static:
+            return static
         resolved = self.resolver.resolve(nc)
         arch = {"x86_64": "amd64", "arm64": "arm64"}.get(str(desc.get("Architecture", "")), "")
         image_ids = {a.id for a in resolved.amis if not arch or a.architecture == arch}

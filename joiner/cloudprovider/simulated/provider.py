@@ -33,6 +33,11 @@ from joiner.cloudprovider.launch import (
     choose_capacity_type,
     launch_candidates,
 )
+from joiner.cloudprovider.nodeclass_drift import (
+    NODECLASS_HASH_TAG,
+    nodeclass_hash,
+    static_drift,
+)
 from joiner.cloudprovider.simulated.fleet import PoolQuote, allocate
 from joiner.cloudprovider.simulated.market import (
     NOTICE_S,
@@ -368,7 +373,12 @@ class SimulatedCloudProvider:
             offering=offering,
             subnet_id=subnet.id,
             launched_at_s=self._clock.now(),
-            tags=(*nc.tags, *request.tags, (NODECLASS_TAG, nc.name)),
+            tags=(
+                *nc.tags,
+                *request.tags,
+                (NODECLASS_TAG, nc.name),
+                (NODECLASS_HASH_TAG, nodeclass_hash(nc)),
+            ),
             allocation=allocation,
         )
         self._instances[instance.provider_id] = instance
@@ -597,8 +607,10 @@ class SimulatedCloudProvider:
         return found
 
     def is_drifted(self, provider_id: str) -> str:
-        """``SubnetDrift`` when the instance's subnet is no longer one its NodeClass selects,
-        else ``""`` (the simulated cloud has no AMIs or security groups on instances).
+        """``NodeClassDrift`` when a field of the NodeClass's static drift hash changed since
+        launch (``nodeclass_drift``), ``SubnetDrift`` when the instance's subnet is no longer
+        one its NodeClass selects, else ``""`` (the simulated cloud has no AMIs or security
+        groups on instances).
 
         Raises:
             NodeClaimNotFoundError: the instance is gone.
@@ -606,8 +618,11 @@ class SimulatedCloudProvider:
         inst = self.get(provider_id)
         nc_name = dict(inst.tags).get(NODECLASS_TAG)
         nc = self.node_classes.get(nc_name) if nc_name else None
-        if nc is None or not inst.subnet_id:
+        if nc is None:
             return ""
+        static = static_drift(dict(inst.tags).get(NODECLASS_HASH_TAG), nc)
+        if static or not inst.subnet_id:
+            return static
         if inst.subnet_id not in {s.id for s in self.resolve_subnets(nc)}:
             return "SubnetDrift"
         return ""

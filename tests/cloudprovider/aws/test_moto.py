@@ -41,6 +41,7 @@ def test_launch_tags_and_launch_template(aws_world):
     inst = provider.create(_request(provider))
     desc = _describe(aws_world.ec2, inst.instance_id)
     tags = {t["Key"]: t["Value"] for t in desc["Tags"]}
+    assert len(tags.pop("joiner.dev/ec2nodeclass-hash")) == 16
     assert tags == {
         "karpenter.sh/nodepool": "general",
         "karpenter.sh/nodeclaim": "nc-1",
@@ -189,6 +190,31 @@ def test_drift_on_ami_subnet_and_security_group(aws_world):
     new_ami = provider.resolve("default").ami_for("amd64")
     assert new_ami is not None and new_ami.id != aws_world.amis["x86_64"]
     assert provider.is_drifted(inst.provider_id) == "AMIDrift"
+
+
+def test_static_drift_on_user_data_and_tags_but_not_on_selectors(aws_world):
+    """Karpenter-AWS ``areStaticFieldsDrifted``: hashed fields drift, selector terms do not
+    (their dynamic checks decide), and the hash survives on the instance's tags."""
+    provider = aws_world.provider()
+    inst = provider.create(
+        _request(provider, "nc-1", ("m5.large",), Requirement.in_(labels.ZONE, "us-east-1a"))
+    )
+    aws_world.ec2.modify_instance_attribute(InstanceId=inst.instance_id, Groups=[aws_world.sg])
+    base = provider.node_classes["default"]
+    # Same subnets picked another way: no static drift, no dynamic drift.
+    provider.node_classes["default"] = replace(
+        base,
+        subnet_selector_terms=tuple(SelectorTerm(id=i) for i in aws_world.subnets.values()),
+    )
+    aws_world.clock.advance(61)
+    assert provider.is_drifted(inst.provider_id) == ""
+    provider.node_classes["default"] = replace(base, user_data="#!/bin/bash\necho changed\n")
+    assert provider.is_drifted(inst.provider_id) == "NodeClassDrift"
+    provider.node_classes["default"] = replace(base, tags=(*base.tags, ("team", "payments")))
+    assert provider.is_drifted(inst.provider_id) == "NodeClassDrift"
+    # A restarted controller (a new provider) still sees it: the hash is an instance tag.
+    again = aws_world.provider([provider.node_classes["default"]])
+    assert again.is_drifted(inst.provider_id) == "NodeClassDrift"
 
 
 # -- the interruption queue -------------------------------------------------------------------

@@ -21,6 +21,7 @@ from joiner.cloudprovider.aws.instancetypes import Discovery, InstanceTypeSource
 from joiner.cloudprovider.aws.nodeclass import alias_parameters
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.instancetype import build_instance_types
+from joiner.cloudprovider.nodeclass_drift import nodeclass_hash
 from joiner.cloudprovider.types import (
     CreateError,
     InsufficientCapacityError,
@@ -222,6 +223,7 @@ def test_exact_create_fleet_request_for_spot():
     w.stub_new_launch_template()
     tags = [
         {"Key": "eks:eks-cluster-name", "Value": "c"},
+        {"Key": "joiner.dev/ec2nodeclass-hash", "Value": nodeclass_hash(NC)},
         {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": "default"},
         {"Key": "karpenter.sh/nodeclaim", "Value": "nc-1"},
         {"Key": "karpenter.sh/nodepool", "Value": "general"},
