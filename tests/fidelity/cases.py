@@ -47,6 +47,9 @@ class Case:
     change: Change | None = None
     #: runs alone: it could see other cases' nodes (nodeAffinityPolicy Ignore, ...)
     alone: bool = False
+    #: why the zones are a tie Karpenter breaks at random: then only the zone pattern (how
+    #: many NodeClaims per zone, not which zone) is compared
+    zone_ties: str = ""
     note: str = ""
 
 
@@ -368,7 +371,14 @@ def _provisioning() -> list[Case]:
             "spread-min-domains",
             ("topology spread", "minDomains"),
             DEFAULT,
-            pods("md", 2, topologySpreadConstraints=[spread(ZONE, "md", minDomains=3)]),
+            pods(
+                "md",
+                3,
+                affinity=node_affinity(req(ZONE, "In", "test-zone-a", "test-zone-b")),
+                topologySpreadConstraints=[spread(ZONE, "md", minDomains=3)],
+            ),
+            note="two eligible zones < minDomains 3: the global minimum is 0, so one pod per "
+            "zone and the third stays pending (without minDomains all three would run)",
         )
     )
     add(
@@ -411,6 +421,9 @@ def _provisioning() -> list[Case]:
                 for v in ("v1", "v2")
                 for i in range(2)
             ],
+            note="matchLabelKeys splits the group: 2 NodeClaims (v1 and v2 pods share), not 3",
+            zone_ties="each version's two pods take two of three empty zones: Karpenter's "
+            "nextDomainTopologySpread picks among min-count domains in Go map order",
         )
     )
     add(
@@ -645,8 +658,8 @@ def _disruption() -> list[Case]:
     )
     add(
         Case(
-            "multi-node-consolidation",
-            ("disruption: multi-node consolidation",),
+            "multi-node-same-type",
+            ("disruption: multi-node consolidation", "disruption: single-node consolidation"),
             {"default": pool(req(IT, "In", "c-2x", "c-4x"), od)},
             before=[
                 *pods("big", 2, cpu="1500m", host_ports=[7000]),
@@ -656,7 +669,26 @@ def _disruption() -> list[Case]:
             change=Change(
                 delete_pods=("big-0", "big-1"), pool_patch={"default": {"disruption": on}}
             ),
-            note="two on-demand c-2x each keep one 300m pod; one c-2x can hold both",
+            note="two on-demand c-2x each keep one 300m pod; merging both needs a c-2x, which "
+            "filterOutSameInstanceType rejects, so single-node consolidation deletes one",
+        )
+    )
+    add(
+        Case(
+            "multi-node-replace",
+            ("disruption: multi-node consolidation",),
+            {"default": pool(req(IT, "In", "c-1x", "c-2x"), od)},
+            before=[
+                *pods("big", 3, cpu="1500m", host_ports=[7000]),
+                deployment("small", 3, cpu="250m"),
+            ],
+            kind="disrupt",
+            change=Change(
+                delete_pods=("big-0", "big-1", "big-2"),
+                pool_patch={"default": {"disruption": on}},
+            ),
+            note="three on-demand c-2x each keep one 250m pod: two could go (their pods fit on "
+            "the third), but all three go together for one cheaper c-1x",
         )
     )
 

@@ -3,7 +3,8 @@ objects, the same instance-types file, the same ``build_plan`` the harness calls
 
 A known disagreement (docs/fidelity.md, "Known disagreements") is pinned here while it lasts;
 once fixed, its test asserts the agreement instead, as a regression test. There is no open
-disagreement now.
+disagreement now. Ties Karpenter breaks at random (docs/fidelity.md, "Limits of the
+comparison") are pinned here too: Joiner breaks them the same way every time.
 """
 
 from __future__ import annotations
@@ -35,3 +36,39 @@ def test_daemonset_host_port_conflict_leaves_the_pods_pending(tmp_path: Path) ->
     assert side.error == ""
     assert side.claims == []
     assert side.pending == ["dsp-0", "dsp-1"]
+
+
+def test_spread_ties_go_to_the_first_zones_by_name(tmp_path: Path) -> None:
+    """spread-match-label-keys: matchLabelKeys makes v1 and v2 separate groups, so the four
+    pods need two NodeClaims (one group of four would need three). Which two of the three
+    empty zones is a tie: Karpenter's ``nextDomainTopologySpread`` (``topologygroup.go``)
+    takes the first min-count domain in Go map order (random); Joiner the first by name."""
+    side = _plan("spread-match-label-keys", tmp_path)
+    assert side.error == "" and side.pending == []
+    assert sorted(c[1:] for c in side.claims) == [
+        ("c-2x", "spot", "test-zone-a"),
+        ("c-2x", "spot", "test-zone-b"),
+    ]
+
+
+def test_zone_anti_affinity_leaves_one_of_the_identical_pods_pending(tmp_path: Path) -> None:
+    """anti-affinity-zone: four identical pods, one per zone, three zones. Which pod stays
+    pending is a tie (Karpenter: creation time, then UID; kube-scheduler: its queue);
+    Joiner leaves the last by name."""
+    side = _plan("anti-affinity-zone", tmp_path)
+    assert side.error == ""
+    assert sorted(c[3] for c in side.claims) == ["test-zone-a", "test-zone-b", "test-zone-c"]
+    assert side.pending == ["az-3"]
+
+
+def test_min_domains_above_the_eligible_zones_keeps_one_pod_per_zone(tmp_path: Path) -> None:
+    """spread-min-domains: two zones allowed, minDomains 3, so the global minimum is 0
+    (Karpenter ``domainMinCount``, kube-scheduler ``PodTopologySpread``): one pod per zone,
+    the third pending."""
+    side = _plan("spread-min-domains", tmp_path)
+    assert side.error == ""
+    assert sorted(c[1:] for c in side.claims) == [
+        ("c-1x", "spot", "test-zone-a"),
+        ("c-1x", "spot", "test-zone-b"),
+    ]
+    assert len(side.pending) == 1
