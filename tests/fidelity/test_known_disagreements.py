@@ -9,14 +9,17 @@ comparison") are pinned here too: Joiner breaks them the same way every time.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import cases
 import catalog
 import render
-from harness import Snapshot, joiner_plan
+from harness import Snapshot, joiner_disrupt, joiner_plan
 
 from joiner.cloudprovider.kwok import load_instance_types
+
+DATA = Path(__file__).parent / "data"
 
 
 def _plan(case_id: str, tmp_path: Path):  # type: ignore[no-untyped-def]
@@ -72,3 +75,19 @@ def test_min_domains_above_the_eligible_zones_keeps_one_pod_per_zone(tmp_path: P
         ("c-1x", "spot", "test-zone-b"),
     ]
     assert len(side.pending) == 1
+
+
+def test_multi_node_consolidation_replaces_three_nodes_with_one_cheaper(tmp_path: Path) -> None:
+    """multi-node-replace, replayed from the live run's dump (three on-demand c-2x nodes,
+    one 250m pod each): Karpenter's ``firstNConsolidationOption`` binary search finds that
+    all three go for one c-1x, which ``filterOutSameInstanceType`` keeps (it is not one of
+    the removed types); Karpenter did the same live."""
+    [case] = cases.by_id(["multi-node-replace"])
+    docs = json.loads((DATA / "multi-node-replace.disrupt-input.json").read_text())
+    types = load_instance_types(catalog.write(tmp_path / "types.json"))
+    side = joiner_disrupt(case, Snapshot(docs, {}, {}), types, tmp_path)
+    assert side.error == ""
+    assert side.methods == ["MultiNodeConsolidation"]
+    assert side.reasons == ["Underutilized"]
+    assert len(side.removed) == 3
+    assert [c[1:3] for c in side.claims] == [("c-1x", "on-demand")]
