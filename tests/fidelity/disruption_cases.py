@@ -95,13 +95,15 @@ def disruption_cases() -> list[Case]:
             ("disruption: single-node consolidation", "existing nodes"),
             {"default": pool(od)},
             before=[
-                pod("anchor", cpu="1200m", host_ports=[7200]),
-                pod("second", cpu="1200m", host_ports=[7200]),
+                pod("anchor", cpu="1200m", host_ports=[7200], nodeSelector={IT: "c-2x"}),
+                pod("second", cpu="2500m", host_ports=[7200], nodeSelector={IT: "c-4x"}),
                 deployment("mover", 1, cpu="300m", host_ports=[7201]),
             ],
             kind="disrupt",
             change=Change(delete_pods=("second",), pool_patch={"default": {"disruption": on}}),
-            note="the node that kept only the 300m pod is deleted; the pod fits beside anchor",
+            note="second's c-4x keeps only the 300m pod, which fits beside anchor on its c-2x: "
+            "the c-4x is deleted. Its higher price gives it the higher savings ratio; with "
+            "equal prices the order of the two candidates is random in Karpenter",
         )
     )
     add(
