@@ -101,9 +101,10 @@ def disruption_cases() -> list[Case]:
             ],
             kind="disrupt",
             change=Change(delete_pods=("second",), pool_patch={"default": {"disruption": on}}),
-            note="second's c-4x keeps only the 300m pod, which fits beside anchor on its c-2x: "
-            "the c-4x is deleted. Its higher price gives it the higher savings ratio; with "
-            "equal prices the order of the two candidates is random in Karpenter",
+            note="if second's c-4x keeps only the 300m pod, which fits beside anchor on its "
+            "c-2x, the c-4x is deleted: its higher price gives it the higher savings ratio "
+            "(with equal prices the two candidates' order is random in Karpenter); if "
+            "kube-scheduler put the 300m pod beside anchor, the c-4x goes by Emptiness",
         )
     )
     add(
