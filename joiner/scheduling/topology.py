@@ -28,7 +28,9 @@ selector):
   no node or NodePool carries never blocks.
 
 A NodeClaim whose domain for ``k`` is not decided yet is narrowed to a single domain, the
-least-loaded allowed one first, so later pods can count it.
+least-loaded allowed one first, so later pods can count it. Equally loaded domains go in
+name order: Karpenter's ``nextDomainTopologySpread`` takes the first min-count domain in Go
+map order, which is random, so Joiner's fixed order is one of Karpenter's possible choices.
 """
 
 from __future__ import annotations

@@ -10,196 +10,57 @@ follows. Only well-known labels are used; prices never tie (catalog.py).
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
-from typing import Any
+from casekit import (
+    ARCH,
+    CT,
+    DEFAULT,
+    HOST,
+    IT,
+    TAINT,
+    TOLERATE,
+    ZONE,
+    Case,
+    Change,
+    Obj,
+    affinity_term,
+    daemonset,
+    deployment,
+    node_affinity,
+    pdb,
+    pod,
+    pods,
+    pool,
+    req,
+    spread,
+)
+from disruption_cases import disruption_cases
 
-Obj = dict[str, Any]
-
-ZONE = "topology.kubernetes.io/zone"
-CT = "karpenter.sh/capacity-type"
-IT = "node.kubernetes.io/instance-type"
-HOST = "kubernetes.io/hostname"
-ARCH = "kubernetes.io/arch"
-
-
-@dataclass
-class Change:
-    """What a disruption case changes once the ``before`` cluster is stable."""
-
-    delete_pods: tuple[str, ...] = ()
-    #: merged into the named NodePool's spec (dicts merge, other values replace)
-    pool_patch: dict[str, Obj] = field(default_factory=dict)
-
-
-@dataclass
-class Case:
-    """One differential case (see the module docstring)."""
-
-    id: str
-    features: tuple[str, ...]
-    pools: dict[str, Obj]
-    pods: list[Obj] = field(default_factory=list)
-    before: list[Obj] = field(default_factory=list)
-    daemonsets: list[Obj] = field(default_factory=list)
-    pdbs: list[Obj] = field(default_factory=list)
-    kind: str = "provision"
-    change: Change | None = None
-    #: runs alone: it could see other cases' nodes (nodeAffinityPolicy Ignore, ...)
-    alone: bool = False
-    note: str = ""
-
-
-def req(key: str, op: str, *values: str, min_values: int | None = None) -> Obj:
-    r: Obj = {"key": key, "operator": op}
-    if values:
-        r["values"] = list(values)
-    if min_values is not None:
-        r["minValues"] = min_values
-    return r
-
-
-def pool(
-    *requirements: Obj,
-    taints: list[Obj] | None = None,
-    labels: dict[str, str] | None = None,
-    limits: dict[str, str] | None = None,
-    weight: int | None = None,
-    policy: str = "WhenEmptyOrUnderutilized",
-    after: str = "Never",
-    budgets: list[Obj] | None = None,
-) -> Obj:
-    """A NodePool spec; linux/amd64 unless the requirements say otherwise."""
-    keys = {r["key"] for r in requirements}
-    reqs = list(requirements)
-    if ARCH not in keys:
-        reqs.append(req(ARCH, "In", "amd64"))
-    spec: Obj = {
-        "template": {
-            "metadata": {"labels": dict(labels or {})},
-            "spec": {"requirements": reqs, "taints": list(taints or []), "expireAfter": "Never"},
-        },
-        "disruption": {
-            "consolidationPolicy": policy,
-            "consolidateAfter": after,
-            "budgets": budgets or [{"nodes": "100%"}],
-        },
-    }
-    if limits:
-        spec["limits"] = limits
-    if weight is not None:
-        spec["weight"] = weight
-    return spec
-
-
-def pod(
-    name: str,
-    cpu: str = "500m",
-    memory: str = "256Mi",
-    *,
-    labels: dict[str, str] | None = None,
-    extra: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    limits_only: bool = False,
-    **spec: Any,
-) -> Obj:
-    """A bare Pod with one container; ``spec`` keys are merged into ``spec``."""
-    resources: Obj = {"cpu": cpu, "memory": memory, **(extra or {})}
-    container: Obj = {
-        "name": "app",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {"limits": resources} if limits_only else {"requests": resources},
-    }
-    if extra and not limits_only:  # extended resources cannot be overcommitted
-        container["resources"]["limits"] = dict(extra)
-    ports = spec.pop("host_ports", None)
-    if ports:
-        container["ports"] = [{"containerPort": p, "hostPort": p} for p in ports]
-    body: Obj = {"containers": [container], **spec}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": dict(labels or {"app": name.rstrip("0123456789-") or name}),
-            "annotations": dict(annotations or {}),
-        },
-        "spec": body,
-    }
-
-
-def deployment(name: str, replicas: int = 1, **kw: Any) -> Obj:
-    """A Deployment of ``pod(name, **kw)``: its pods come back after an eviction, as a
-    real workload's do (a bare Pod evicted by a drain is gone for good)."""
-    template = pod(name, labels={"app": name}, **kw)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": template["metadata"], "spec": template["spec"]},
-        },
-    }
-
-
-def pods(prefix: str, n: int, **kw: Any) -> list[Obj]:
-    """``n`` identical pods ``<prefix>-0..n-1`` labelled ``app: <prefix>``."""
-    kw.setdefault("labels", {"app": prefix})
-    return [pod(f"{prefix}-{i}", **copy.deepcopy(kw)) for i in range(n)]
-
-
-def spread(key: str, app: str, skew: int = 1, when: str = "DoNotSchedule", **kw: Any) -> Obj:
-    c: Obj = {
-        "maxSkew": skew,
-        "topologyKey": key,
-        "whenUnsatisfiable": when,
-        "labelSelector": {"matchLabels": {"app": app}},
-    }
-    c.update(kw)
-    return c
-
-
-def affinity_term(key: str, app: str) -> Obj:
-    return {"topologyKey": key, "labelSelector": {"matchLabels": {"app": app}}}
-
-
-def node_affinity(*exprs: Obj) -> Obj:
-    return {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": list(exprs)}]
-            }
-        }
-    }
-
-
-def daemonset(name: str, cpu: str, memory: str = "128Mi", **spec: Any) -> Obj:
-    template = pod(name, cpu, memory, labels={"ds": name}, **spec)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": {"matchLabels": {"ds": name}},
-            "template": {"metadata": template["metadata"], "spec": template["spec"]},
-        },
-    }
-
-
-def pdb(name: str, app: str, max_unavailable: int = 0) -> Obj:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name},
-        "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}},
-    }
-
-
-TAINT = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
-TOLERATE = [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}]
-DEFAULT = {"default": pool()}
+#: the builders, re-exported: cases are written with ``cases.pod(...)`` etc.
+__all__ = [
+    "ARCH",
+    "CASES",
+    "CT",
+    "DEFAULT",
+    "HOST",
+    "IT",
+    "TAINT",
+    "TOLERATE",
+    "ZONE",
+    "Case",
+    "Change",
+    "Obj",
+    "affinity_term",
+    "by_id",
+    "daemonset",
+    "deployment",
+    "node_affinity",
+    "pdb",
+    "pod",
+    "pods",
+    "pool",
+    "req",
+    "spread",
+]
 
 
 def _provisioning() -> list[Case]:
@@ -368,7 +229,14 @@ def _provisioning() -> list[Case]:
             "spread-min-domains",
             ("topology spread", "minDomains"),
             DEFAULT,
-            pods("md", 2, topologySpreadConstraints=[spread(ZONE, "md", minDomains=3)]),
+            pods(
+                "md",
+                3,
+                affinity=node_affinity(req(ZONE, "In", "test-zone-a", "test-zone-b")),
+                topologySpreadConstraints=[spread(ZONE, "md", minDomains=3)],
+            ),
+            note="two eligible zones < minDomains 3: the global minimum is 0, so one pod per "
+            "zone and the third stays pending (without minDomains all three would run)",
         )
     )
     add(
@@ -411,6 +279,9 @@ def _provisioning() -> list[Case]:
                 for v in ("v1", "v2")
                 for i in range(2)
             ],
+            note="matchLabelKeys splits the group: 2 NodeClaims (v1 and v2 pods share), not 3",
+            zone_ties="each version's two pods take two of three empty zones: Karpenter's "
+            "nextDomainTopologySpread picks among min-count domains in Go map order",
         )
     )
     add(
@@ -626,165 +497,7 @@ def _provisioning() -> list[Case]:
     return c
 
 
-def _disruption() -> list[Case]:
-    """Pods that must survive a drain are Deployments (an evicted bare Pod is gone, and
-    Karpenter would then empty its replacement); the pods a change deletes are bare."""
-    c: list[Case] = []
-    add = c.append
-    on = {"consolidateAfter": "0s"}
-    od = req(CT, "In", "on-demand")
-    add(
-        Case(
-            "emptiness",
-            ("disruption: emptiness",),
-            DEFAULT,
-            before=pods("e", 2, cpu="1"),
-            kind="disrupt",
-            change=Change(delete_pods=("e-0", "e-1"), pool_patch={"default": {"disruption": on}}),
-        )
-    )
-    add(
-        Case(
-            "multi-node-consolidation",
-            ("disruption: multi-node consolidation",),
-            {"default": pool(req(IT, "In", "c-2x", "c-4x"), od)},
-            before=[
-                *pods("big", 2, cpu="1500m", host_ports=[7000]),
-                deployment("small", 2, cpu="300m"),
-            ],
-            kind="disrupt",
-            change=Change(
-                delete_pods=("big-0", "big-1"), pool_patch={"default": {"disruption": on}}
-            ),
-            note="two on-demand c-2x each keep one 300m pod; one c-2x can hold both",
-        )
-    )
-
-    def shrink(**rest: Any) -> list[Obj]:
-        return [pod("huge", cpu="6"), deployment("rest", 1, cpu="500m", **rest)]
-
-    add(
-        Case(
-            "single-node-replace",
-            ("disruption: single-node consolidation",),
-            {"default": pool(od)},
-            before=shrink(),
-            kind="disrupt",
-            change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
-        )
-    )
-    add(
-        Case(
-            "single-node-delete",
-            ("disruption: single-node consolidation", "existing nodes"),
-            {"default": pool(od)},
-            before=[
-                pod("anchor", cpu="1200m", host_ports=[7200]),
-                pod("second", cpu="1200m", host_ports=[7200]),
-                deployment("mover", 1, cpu="300m", host_ports=[7201]),
-            ],
-            kind="disrupt",
-            change=Change(delete_pods=("second",), pool_patch={"default": {"disruption": on}}),
-            note="the node that kept only the 300m pod is deleted; the pod fits beside anchor",
-        )
-    )
-    add(
-        Case(
-            "do-not-disrupt",
-            ("disruption: do-not-disrupt",),
-            {"default": pool(od)},
-            before=shrink(annotations={"karpenter.sh/do-not-disrupt": "true"}),
-            kind="disrupt",
-            change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
-        )
-    )
-    add(
-        Case(
-            "pdb-blocks",
-            ("disruption: PDBs",),
-            {"default": pool(od)},
-            before=shrink(),
-            pdbs=[pdb("rest", "rest", 0)],
-            kind="disrupt",
-            change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
-        )
-    )
-    add(
-        Case(
-            "budget-zero",
-            ("disruption: budgets",),
-            {"default": pool(od)},
-            before=shrink(),
-            kind="disrupt",
-            change=Change(
-                delete_pods=("huge",),
-                pool_patch={"default": {"disruption": {**on, "budgets": [{"nodes": "0"}]}}},
-            ),
-        )
-    )
-    add(
-        Case(
-            "when-empty-policy",
-            ("disruption: emptiness", "disruption: single-node consolidation"),
-            {"default": pool(od, policy="WhenEmpty")},
-            before=shrink(),
-            kind="disrupt",
-            change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
-        )
-    )
-    add(
-        Case(
-            "spot-no-replace",
-            ("disruption: single-node consolidation", "spot/on-demand"),
-            {"default": pool(req(CT, "In", "spot"))},
-            before=shrink(),
-            kind="disrupt",
-            change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
-            note="SpotToSpotConsolidation is off by default on both sides",
-        )
-    )
-    add(
-        Case(
-            "drift-requirements",
-            ("disruption: drift",),
-            {"default": pool(req(ZONE, "In", "test-zone-a"))},
-            before=[deployment("dr", 1, cpu="1")],
-            kind="disrupt",
-            change=Change(
-                pool_patch={
-                    "default": {
-                        "disruption": on,
-                        "template": {
-                            "spec": {
-                                "requirements": [
-                                    req(ZONE, "In", "test-zone-b"),
-                                    req(ARCH, "In", "amd64"),
-                                ]
-                            }
-                        },
-                    }
-                }
-            ),
-            note="NodePool drift (kwok has no NodeClass drift): the pool moves to zone b",
-        )
-    )
-    add(
-        Case(
-            "emptiness-budget-one",
-            ("disruption: emptiness", "disruption: budgets"),
-            DEFAULT,
-            before=pods("eb", 3, cpu="1", host_ports=[7100]),
-            kind="disrupt",
-            change=Change(
-                delete_pods=("eb-0", "eb-1", "eb-2"),
-                pool_patch={"default": {"disruption": {**on, "budgets": [{"nodes": "1"}]}}},
-            ),
-        )
-    )
-    return c
-
-
-CASES: list[Case] = [*_provisioning(), *_disruption()]
+CASES: list[Case] = [*_provisioning(), *disruption_cases()]
 
 
 def by_id(ids: list[str] | None = None) -> list[Case]:

@@ -3,8 +3,10 @@
 Written equivalence (docs/fidelity.md):
 
 * provisioning: the same number of new NodeClaims per NodePool; the same multiset of
-  (NodePool, instance type, capacity type); the same multiset of zones; the same pods left
-  pending (Karpenter could not schedule them / Joiner reports them unschedulable).
+  (NodePool, instance type, capacity type); the same multiset of zones (for a case with
+  ``zone_ties``, the same number of NodeClaims per zone, whichever zones); the same pods left
+  pending (Karpenter could not schedule them / Joiner reports them unschedulable), pods of
+  the same shape (all but the name) being interchangeable.
 * disruption: the same set of nodes removed; the same multiset of replacement (instance
   type, capacity type); the same reasons (Empty, Underutilized, Drifted).
 
@@ -103,6 +105,18 @@ class Result:
         return not self.differences
 
 
+def pod_shapes(case: Case) -> dict[str, str]:
+    """Each batch pod's name -> its shape: the pod without its name (labels, annotations,
+    spec). Pods of one shape are interchangeable: which of them stays pending is a tie that
+    Karpenter breaks by creation time, then UID (random; ``queue.go``
+    ``byCPUAndMemoryDescending``), and kube-scheduler by its queue order."""
+    out = {}
+    for p in case.pods:
+        meta = {k: v for k, v in p["metadata"].items() if k != "name"}
+        out[p["metadata"]["name"]] = json.dumps([meta, p["spec"]], sort_keys=True)
+    return out
+
+
 def compare(case: Case, k: Side, j: Side) -> list[str]:
     """The written equivalence (module docstring); returns what differs, empty if nothing."""
     diffs: list[str] = []
@@ -116,9 +130,17 @@ def compare(case: Case, k: Side, j: Side) -> list[str]:
         if kt != jt and kp == jp:
             diffs.append(f"instance/capacity types: karpenter {sorted(kt)} joiner {sorted(jt)}")
         kz, jz = Counter(c[3] for c in k.claims), Counter(c[3] for c in j.claims)
+        if case.zone_ties:
+            kz, jz = Counter(kz.values()), Counter(jz.values())  # the pattern, not the names
         if kz != jz:
-            diffs.append(f"zones: karpenter {sorted(kz.elements())} joiner {sorted(jz.elements())}")
-        if sorted(k.pending) != sorted(j.pending):
+            diffs.append(
+                f"zones: karpenter {sorted(Counter(c[3] for c in k.claims).elements())} "
+                f"joiner {sorted(Counter(c[3] for c in j.claims).elements())}"
+            )
+        shape = pod_shapes(case)
+        if Counter(shape.get(p, p) for p in k.pending) != Counter(
+            shape.get(p, p) for p in j.pending
+        ):
             diffs.append(f"pending pods: karpenter {sorted(k.pending)} joiner {sorted(j.pending)}")
     else:
         # Interchangeable nodes (same pool, type, zone and pods) are equal candidates:

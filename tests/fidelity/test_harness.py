@@ -67,3 +67,26 @@ def test_interchangeable_nodes_are_equal_candidates() -> None:
     assert compare(case, k, j) == []
     j.removed_shapes = ["p/c-4x/on-demand/a[small]"]
     assert compare(case, k, j)
+
+
+def test_interchangeable_pending_pods_compare_equal() -> None:
+    """Which of identical pods stays pending is a tie (Karpenter: creation time, then UID);
+    a pod of another shape pending instead is a real difference."""
+    case = cases.Case(
+        "x", ("resources",), cases.DEFAULT, [*cases.pods("a", 2), cases.pod("b-0", cpu="1")]
+    )
+    assert compare(case, Side(pending=["a-0"]), Side(pending=["a-1"])) == []
+    assert compare(case, Side(pending=["a-0"]), Side(pending=["b-0"]))
+    assert compare(case, Side(pending=["a-0"]), Side(pending=["a-0", "a-1"]))
+
+
+def test_zone_ties_compare_the_zone_pattern_only() -> None:
+    claim = ("x-default", "c-2x", "spot")
+    k = Side(claims=[(*claim, "test-zone-b"), (*claim, "test-zone-c")])
+    j = Side(claims=[(*claim, "test-zone-a"), (*claim, "test-zone-b")])
+    same_zone = Side(claims=[(*claim, "test-zone-a"), (*claim, "test-zone-a")])
+    plain = _case()
+    assert [d.split(":")[0] for d in compare(plain, k, j)] == ["zones"]
+    tied = cases.Case("x", ("resources",), cases.DEFAULT, cases.pods("a", 2), zone_ties="why")
+    assert compare(tied, k, j) == []
+    assert [d.split(":")[0] for d in compare(tied, k, same_zone)] == ["zones"]

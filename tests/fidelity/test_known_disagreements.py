@@ -3,23 +3,30 @@ objects, the same instance-types file, the same ``build_plan`` the harness calls
 
 A known disagreement (docs/fidelity.md, "Known disagreements") is pinned here while it lasts;
 once fixed, its test asserts the agreement instead, as a regression test. There is no open
-disagreement now.
+disagreement now. Ties Karpenter breaks at random (docs/fidelity.md, "Limits of the
+comparison") are pinned here too: Joiner breaks them the same way every time.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
 from pathlib import Path
 
 import cases
 import catalog
+import harness
 import render
-from harness import Snapshot, joiner_plan
+from harness import Snapshot, joiner_disrupt, joiner_plan
 
 from joiner.cloudprovider.kwok import load_instance_types
 
+DATA = Path(__file__).parent / "data"
 
-def _plan(case_id: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    [case] = cases.by_id([case_id])
+
+def _plan(case_id: str | cases.Case, tmp_path: Path):  # type: ignore[no-untyped-def]
+    [case] = cases.by_id([case_id]) if isinstance(case_id, str) else [case_id]
     types = load_instance_types(catalog.write(tmp_path / "types.json"))
     docs = [dict(render.KWOK_NODECLASS)]
     docs += [d for d in render.base_objects(case) if d["kind"] != "Namespace"]
@@ -35,3 +42,83 @@ def test_daemonset_host_port_conflict_leaves_the_pods_pending(tmp_path: Path) ->
     assert side.error == ""
     assert side.claims == []
     assert side.pending == ["dsp-0", "dsp-1"]
+
+
+def test_spread_ties_go_to_the_first_zones_by_name(tmp_path: Path) -> None:
+    """spread-match-label-keys: matchLabelKeys makes v1 and v2 separate groups, so the four
+    pods need two NodeClaims (one group of four would need three). Which two of the three
+    empty zones is a tie: Karpenter's ``nextDomainTopologySpread`` (``topologygroup.go``)
+    takes the first min-count domain in Go map order (random); Joiner the first by name."""
+    side = _plan("spread-match-label-keys", tmp_path)
+    assert side.error == "" and side.pending == []
+    assert sorted(c[1:] for c in side.claims) == [
+        ("c-2x", "spot", "test-zone-a"),
+        ("c-2x", "spot", "test-zone-b"),
+    ]
+    [case] = cases.by_id(["spread-match-label-keys"])
+    pods = copy.deepcopy(case.pods)
+    for p in pods:
+        for c in p["spec"]["topologySpreadConstraints"]:
+            del c["matchLabelKeys"]
+    one_group = _plan(dataclasses.replace(case, pods=pods), tmp_path)
+    assert sorted(c[3] for c in one_group.claims) == ["test-zone-a", "test-zone-b", "test-zone-c"]
+
+
+def test_zone_anti_affinity_leaves_one_of_the_identical_pods_pending(tmp_path: Path) -> None:
+    """anti-affinity-zone: four identical pods, one per zone, three zones. Which pod stays
+    pending is a tie (Karpenter: creation time, then UID; kube-scheduler: its queue);
+    Joiner leaves the last by name."""
+    side = _plan("anti-affinity-zone", tmp_path)
+    assert side.error == ""
+    assert sorted(c[3] for c in side.claims) == ["test-zone-a", "test-zone-b", "test-zone-c"]
+    assert side.pending == ["az-3"]
+
+
+def test_min_domains_above_the_eligible_zones_keeps_one_pod_per_zone(tmp_path: Path) -> None:
+    """spread-min-domains: two zones allowed, minDomains 3, so the global minimum is 0
+    (Karpenter ``domainMinCount``, kube-scheduler ``PodTopologySpread``): one pod per zone,
+    the third pending."""
+    side = _plan("spread-min-domains", tmp_path)
+    assert side.error == ""
+    assert sorted(c[1:] for c in side.claims) == [
+        ("c-1x", "spot", "test-zone-a"),
+        ("c-1x", "spot", "test-zone-b"),
+    ]
+    assert len(side.pending) == 1
+
+
+def _disrupt(case_id: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """``joiner disrupt`` on the dump a live run of the case wrote (tests/fidelity/data)."""
+    [case] = cases.by_id([case_id])
+    docs = json.loads((DATA / f"{case_id}.disrupt-input.json").read_text())
+    types = load_instance_types(catalog.write(tmp_path / "types.json"))
+    return docs, joiner_disrupt(case, Snapshot(docs, {}, {}), types, tmp_path)
+
+
+def test_multi_node_consolidation_replaces_three_nodes_with_one_cheaper(tmp_path: Path) -> None:
+    """multi-node-replace, replayed from the live run's dump (three on-demand c-2x nodes,
+    one 250m pod each): Karpenter's ``firstNConsolidationOption`` binary search finds that
+    all three go for one c-1x, which ``filterOutSameInstanceType`` keeps (it is not one of
+    the removed types); Karpenter did the same live."""
+    _, side = _disrupt("multi-node-replace", tmp_path)
+    assert side.error == ""
+    assert side.methods == ["MultiNodeConsolidation"]
+    assert side.reasons == ["Underutilized"]
+    assert len(side.removed) == 3
+    assert [c[1:3] for c in side.claims] == [("c-1x", "on-demand")]
+
+
+def test_single_node_consolidation_tries_the_dearer_candidate_first(tmp_path: Path) -> None:
+    """single-node-delete, replayed from a live run's dump: a c-2x with a 1200m pod and a
+    c-4x left with a 300m pod; either pod fits beside the other. The c-4x has the higher
+    savings ratio (price / (1 + pods)), so it is tried first and deleted, as Karpenter did
+    live. (With equal prices the two tie, and Karpenter's order is random.)"""
+    docs, side = _disrupt("single-node-delete", tmp_path)
+    assert side.error == ""
+    assert side.methods == ["SingleNodeConsolidation"] and side.claims == []
+    types = {
+        d["metadata"]["name"]: d["metadata"]["labels"][harness.IT]
+        for d in docs
+        if d["kind"] == "Node"
+    }
+    assert [types[n] for n in side.removed] == ["c-4x"]
