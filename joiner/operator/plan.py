@@ -374,7 +374,9 @@ def build_plan(
         + [Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable]
     )
     counters: dict[str, int] = {}
-    launches: dict[tuple[object, ...], tuple[InstanceType, Offering] | None] = {}
+    launches: dict[
+        tuple[object, ...], tuple[InstanceType, Offering] | CloudProviderError | None
+    ] = {}
     capacity_types: dict[tuple[object, ...], list[str]] = {}
     for new in result.new_nodeclaims:
         pool = pools[new.nodepool]
@@ -399,20 +401,32 @@ def build_plan(
         )
         # Identical NodeClaims (replicas of one pod shape) launch the same way: choose once.
         key = (names, *(reqs.get_or_exists(k) for k in _OFFER_KEYS))
-        choice = launches.get(key)
-        if choice is None:
-            candidates = [
-                (it, o)
-                for it in options
-                for o in it.offerings
-                if o.available and o.compatible(reqs)
-            ]
-            if isinstance(cloud, KwokCloudProvider):
-                choice = choose_kwok_offering(options, reqs)
-            else:
-                choice = choose_offering(candidates, reqs) if candidates else None
-            launches[key] = choice
         try:
+            if key in launches:
+                cached = launches[key]
+                if isinstance(cached, CloudProviderError):
+                    raise cached
+                choice = cached
+            else:
+                candidates = [
+                    (it, o)
+                    for it in options
+                    for o in it.offerings
+                    if o.available and o.compatible(reqs)
+                ]
+                if isinstance(cloud, KwokCloudProvider):
+                    choice = choose_kwok_offering(options, reqs)
+                elif candidates:
+                    try:
+                        choice = choose_offering(
+                            candidates, reqs, min_values_policy=min_values_policy
+                        )
+                    except CloudProviderError as exc:
+                        launches[key] = exc
+                        raise
+                else:
+                    choice = None
+                launches[key] = choice
             if choice is None:
                 raise InsufficientCapacityError(f"no available offering for {name}")
             inst = Instance(

@@ -91,7 +91,10 @@ ReclaimListener = Callable[[Instance], None]
 
 
 def choose_offering(
-    candidates: Sequence[tuple[InstanceType, Offering]], reqs: Requirements
+    candidates: Sequence[tuple[InstanceType, Offering]],
+    reqs: Requirements,
+    *,
+    min_values_policy: str = "Strict",
 ) -> tuple[InstanceType, Offering]:
     """EC2 Fleet's choice for Karpenter among available, allowed (type, offering) pairs:
     the shared launch rules (``launch_candidates``), then the capacity type by precedence,
@@ -99,9 +102,11 @@ def choose_offering(
     must not be empty.
 
     Raises:
-        CreateError: the 60 cheapest types break a requirement's ``minValues``.
+        CreateError: the 60 cheapest types break a requirement's ``minValues`` (unless
+            ``min_values_policy`` is ``BestEffort``).
+        InsufficientCapacityError: the launch filters leave nothing.
     """
-    kept = launch_candidates(candidates, reqs)
+    kept = launch_candidates(candidates, reqs, min_values_policy=min_values_policy)
     allowed_ct = reqs.get_or_exists(labels.CAPACITY_TYPE)
     capacity_type = next(
         ct
