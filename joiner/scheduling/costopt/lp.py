@@ -161,7 +161,9 @@ def lower_bound(inp: SchedulingInput) -> float:
     return sol.objective
 
 
-def _holds_a_pod(inp: SchedulingInput, names: Sequence[str], net: FloatArray) -> npt.NDArray[np.bool_]:
+def _holds_a_pod(
+    inp: SchedulingInput, names: Sequence[str], net: FloatArray
+) -> npt.NDArray[np.bool_]:
     """Per column of ``net``: whether its type (after DaemonSet overhead) holds at least one
     of ``inp.pods`` by requests. A plan launches a NodeClaim only for pods it holds, so a
     type that holds none is never bought; leaving it in would let the bound buy, say, the
@@ -180,8 +182,9 @@ def _holds_a_pod(inp: SchedulingInput, names: Sequence[str], net: FloatArray) ->
             vectors.add(tuple(vec))
     if not vectors:
         return np.zeros(len(net), dtype=np.bool_)
-    asked = np.array(sorted(vectors))
-    return np.asarray((net[:, None, :] >= asked[None, :, :]).all(axis=2).any(axis=1))
+    asked = np.array(sorted(vectors), dtype=np.float64)
+    fits: npt.NDArray[np.bool_] = np.all(net[:, None, :] >= asked[None, :, :], axis=2)
+    return np.asarray(np.any(fits, axis=1), dtype=np.bool_)
 
 
 def assignment_bound(inp: SchedulingInput) -> float:
