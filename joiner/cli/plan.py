@@ -35,6 +35,11 @@ class MinValuesPolicy(StrEnum):
     BestEffort = "BestEffort"
 
 
+class Packing(StrEnum):
+    karpenter = "karpenter"
+    cost_optimal = "cost-optimal"
+
+
 def plan(
     files: ClusterFiles = None,
     kubeconfig: KubeconfigOption = None,
@@ -44,6 +49,14 @@ def plan(
     min_values_policy: Annotated[
         MinValuesPolicy, typer.Option("--min-values-policy", help="Strict or BestEffort.")
     ] = MinValuesPolicy.Strict,
+    packing: Annotated[
+        Packing | None,
+        typer.Option(
+            "--packing",
+            help="karpenter (Karpenter's packing) or cost-optimal (Joiner's cheaper one); "
+            "default: a scenario's spec.settings.packing, else karpenter.",
+        ),
+    ] = None,
     verbose: Verbose = False,
 ) -> None:
     """Dry run of one provisioning round: which NodeClaims would launch, where pending pods
@@ -64,6 +77,7 @@ def plan(
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
                 min_values_policy=min_values_policy.value,
+                packing=packing.value if packing else sc.packing,
             )
         else:
             manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
@@ -73,6 +87,7 @@ def plan(
                 region_of(manifests, region),
                 min_values_policy=min_values_policy.value,
                 kwok_types=kwok_types(kwok_instance_types),
+                packing=packing.value if packing else "karpenter",
             )
     except InputError as exc:
         fail(exc)

@@ -50,9 +50,9 @@ from joiner.scheduling import (
     ExistingNode,
     NodePoolTemplate,
     PodRequest,
-    Scheduler,
     SchedulingInput,
 )
+from joiner.scheduling.costopt import scheduler_for
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
@@ -222,8 +222,13 @@ def build_plan(
     security_groups: Sequence[SecurityGroup] = (),
     min_values_policy: str = "Strict",
     kwok_types: Sequence[InstanceType] | None = None,
+    packing: str = "karpenter",
 ) -> Plan:
     """Plan one provisioning round; see the module docstring for how the cluster is read.
+
+    ``packing`` is the provisioning policy (``scheduling.costopt.PACKINGS``): ``karpenter``
+    (Karpenter's packing, the default) or ``cost-optimal`` (Joiner's cheaper packing, with the
+    same predicates).
 
     ``kwok_types`` are Karpenter-kwok's instance types (``cloudprovider.kwok``), used by the
     NodePools of KWOKNodeClasses, which then launch as Karpenter-kwok does (lowest price).
@@ -356,7 +361,7 @@ def build_plan(
             missing.append(Unschedulable(pod=pend.uid, reason=str(exc)))
             continue
         requests.append(PodRequest(pend.uid, pend.template, i, terms))
-    result = Scheduler().solve(
+    result = scheduler_for(packing).solve(
         SchedulingInput(
             pods=tuple(requests),
             existing=tuple(existing),

@@ -191,3 +191,56 @@ def test_min_values_policy_flag(tmp_path):
     relaxed = json.loads(_plan(tmp_path, text, "--min-values-policy", "BestEffort").stdout)
     assert any("minValues 2" in u["reason"] for u in strict["unschedulable"])
     assert len(relaxed["nodeClaims"]) > len(strict["nodeClaims"])
+
+
+def _deployment(name: str, replicas: int, cpu: str, memory: str) -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: shop}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: c, resources: {{requests: {{cpu: {cpu}, memory: {memory}}}}}}}]
+"""
+
+
+# CLUSTER's NodePool without limits, on-demand, c/m/r; its EC2NodeClass; CPU-heavy and
+# memory-heavy Deployments.
+PACKING = "---".join(
+    [
+        CLUSTER.split("---")[0]
+        .replace('  limits: {cpu: "64"}\n', "")
+        .replace("values: [spot, on-demand]", "values: [on-demand]")
+        .replace("values: [c, m]", "values: [c, m, r]"),
+        CLUSTER.split("---")[1],
+        _deployment("crunch", 100, "1500m", "256Mi"),
+        _deployment("cache", 20, "250m", "6Gi"),
+    ]
+)
+
+
+def test_plan_packing_cost_optimal_buys_less_and_places_every_pod(tmp_path):
+    # Karpenter packs the 100 CPU-heavy pods first into one NodeClaim that grows to the
+    # largest type; the cost-optimal packing buys smaller types that the pods fill.
+    karpenter = json.loads(_plan(tmp_path, PACKING).stdout)
+    cheap_run = _plan(tmp_path, PACKING, "--packing", "cost-optimal")
+    assert cheap_run.exit_code == 0, cheap_run.output
+    cheap = json.loads(cheap_run.stdout)
+    jsonschema.validate(cheap, SCHEMA)
+    assert not cheap["unschedulable"] and not karpenter["unschedulable"]
+    placed = sorted(p for c in cheap["nodeClaims"] for p in c["pods"])
+    assert placed == sorted(p for c in karpenter["nodeClaims"] for p in c["pods"])
+    assert len(placed) == 120
+    assert cheap["costPerHour"] < 0.8 * karpenter["costPerHour"]
+    explicit = json.loads(_plan(tmp_path, PACKING, "--packing", "karpenter").stdout)
+    assert explicit["costPerHour"] == karpenter["costPerHour"]
+
+
+def test_plan_packing_rejects_unknown_policies(tmp_path):
+    result = _plan(tmp_path, PACKING, "--packing", "first-fit")
+    assert result.exit_code == 2
+    assert "first-fit" in result.output

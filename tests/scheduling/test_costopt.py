@@ -135,3 +135,24 @@ def test_the_bound_counts_every_resource_and_daemonset_overhead():
     # A DaemonSet pod of 1 GiB on each node leaves 7 GiB: 16/7 nodes.
     with_ds = replace(inp, daemonsets=(make_pod_template(1000, GIB),))
     assert lower_bound(with_ds) == pytest.approx(16 / 7)
+
+
+def test_the_bound_leaves_out_types_that_hold_no_pod():
+    # A tiny type with cheap CPU and pod slots but too little memory for any pod (the
+    # packaged catalog's t3.nano Spot): no plan launches it, so the bound must not buy its
+    # CPU either. Before the fix the bound was 0.5 * 0.01 + 4 GiB / 16 GiB * 1.0 = 0.255,
+    # below any plan.
+    types = (
+        make_instance_type(
+            "tiny", cpu_m=8000, memory=GIB // 16, pods=8, prices={("us-east-1a", "spot"): 0.01}
+        ),
+        make_instance_type(
+            "big", cpu_m=4000, memory=16 * GIB, pods=110, prices={("us-east-1a", "spot"): 1.0}
+        ),
+    )
+    pods = tuple(PodRequest(f"p{i}", make_pod_template(1000, GIB // 2), i) for i in range(8))
+    inp = SchedulingInput(pods=pods, nodepools=(NodePoolTemplate(make_nodepool(), types),))
+    # 8 CPU over 4-CPU "big" nodes: CPU binds, 2 nodes.
+    assert lower_bound(inp) == pytest.approx(2.0)
+    for scheduler in (Scheduler(), CostOptimalScheduler()):
+        assert lower_bound(inp) <= plan_cost(scheduler.solve(inp)) + 1e-9

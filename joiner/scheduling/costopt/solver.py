@@ -25,7 +25,7 @@ predicates and changes only the choices among what they admit:
    are pre-packed into planned NodeClaims (``_prepack``), resources only.
 5. Packing, through ``Scheduler``'s own placement (``_Solve._add``: taints, requirements,
    ports, topology spread, pod (anti-)affinity, volume topology, resources, minValues,
-   limits), the planned NodeClaims' pods round-robin: each pod goes to its planned
+   limits), the planned NodeClaims' pods (``_order``): each pod goes to its planned
    NodeClaim, else to another of its type with the least normalised room left after it
    (best fit, L2), else to a new NodeClaim whose options are its type and every cheaper
    type of its NodePool (so a part-filled NodeClaim still launches the cheapest type that
@@ -153,6 +153,8 @@ class _CostSolve(_Solve):
         #: Per NodeClaim index: the NodeClaim, its option count, their largest net allocatable.
         self._top: dict[int, tuple[_Claim, int, IntArray]] = {}
         self._vectors: dict[tuple[int, int], IntArray | None] = {}
+        #: Some class has a hostname per-node cap (then pods are queued round-robin).
+        self._capped = False
 
     # -- the phases ---------------------------------------------------------------------
 
@@ -280,6 +282,7 @@ class _CostSolve(_Solve):
         return {pi: demand[pi] / n for pi, n in forced.items() if n > 0}
 
     def _solve_assignment(self, classes: list[_Class]) -> None:
+        self._capped = any(c.per_node is not None for c in classes)
         candidates = self._candidates(classes)
         columns = [(pi, ti) for pi, types in candidates.items() for ti in types]
         self._columns = columns
@@ -384,15 +387,22 @@ class _CostSolve(_Solve):
         return [[ids[i] for i in content] for content in best]
 
     def _order(self, pods: list[PodRequest]) -> list[PodRequest]:
-        """Untargeted pods first in Karpenter's order, then the planned NodeClaims' pods
-        round-robin (the first pod of each, then the second...), so pods spread over zones or
-        hosts meet their NodeClaims in turn; within a NodeClaim, larger pods first."""
+        """Untargeted pods first in Karpenter's order, then the planned NodeClaims' pods:
+        when some class has a hostname per-node cap, round-robin (the first pod of each, then
+        the second...), so pods spread over hosts meet their NodeClaims in turn; otherwise
+        NodeClaim by NodeClaim, so each fills before the next opens (round-robin opened every
+        planned NodeClaim at once and zonal spread then pinned each to its first pod's zone:
+        1.134x the bound on 2,000 zonal-spread pods of the synthetic catalog, 1.001x
+        NodeClaim by NodeClaim). Within a NodeClaim, larger pods first."""
         untargeted = [p for p in pods if p.uid not in self._target]
         turns: list[tuple[int, int, PodRequest]] = []
         for b, members in enumerate(self._bins):
             lane = sorted(members, key=lambda p: (-prepack.size(p.template), p.order, p.uid))
             turns.extend((i, b, p) for i, p in enumerate(lane))
-        turns.sort(key=lambda turn: (turn[0], turn[1]))
+        if self._capped:
+            turns.sort(key=lambda turn: (turn[0], turn[1]))
+        else:
+            turns.sort(key=lambda turn: (turn[1], turn[0]))
         return [*untargeted, *(p for _, _, p in turns)]
 
     def _vector(self, pi: int, t: PodTemplate) -> IntArray | None:
