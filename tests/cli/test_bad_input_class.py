@@ -19,7 +19,7 @@ from joiner.api.objects import CronJob, PodTemplate, Source
 from joiner.cli.main import app
 from joiner.faults.experiment import schedule
 from joiner.faults.template import parse_template
-from joiner.operator.controller import load_settings
+from joiner.operator.controller_settings import load_settings
 from joiner.sim.scenario import _fire_times
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

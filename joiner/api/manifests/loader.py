@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
-from joiner.api.manifests import convert, legacy, runtimeclass, unmodelled
+from joiner.api.manifests import convert, legacy, pods, runtimeclass, unmodelled
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
 from joiner.api.validation import describe, field_path
@@ -155,7 +155,7 @@ def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | 
     def handle(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
         parsed = _validate(model, doc, file, obj)
         _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
-        w = convert.workload(parsed, file)
+        w = pods.workload(parsed, file)
         owners = {r.kind for r in parsed.metadata.ownerReferences}
         if owners & {"Deployment", "CronJob"}:
             out.owned_workloads.append(w)
@@ -169,39 +169,39 @@ def _cronjob(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None
     parsed = _validate(m.CronJob, doc, file, obj)
     base = "spec.jobTemplate.spec.template.spec"
     _note_unmodelled(parsed.spec.jobTemplate.spec.template.spec, base, file, obj, out)
-    out.cronjobs.append(convert.cronjob(parsed, file))
+    out.cronjobs.append(pods.cronjob(parsed, file))
 
 
 def _daemonset(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.DaemonSet, doc, file, obj)
     _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
-    out.daemonsets.append(convert.daemonset(parsed, file))
+    out.daemonsets.append(pods.daemonset(parsed, file))
 
 
 def _pod(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.Pod, doc, file, obj)
     _note_unmodelled(parsed.spec, "spec", file, obj, out, template=False)
-    out.pods.append(convert.pod(parsed, file))
+    out.pods.append(pods.pod(parsed, file))
 
 
 def _pdb(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.pdbs.append(convert.pdb(_validate(m.PodDisruptionBudget, doc, file, obj), file))
+    out.pdbs.append(pods.pdb(_validate(m.PodDisruptionBudget, doc, file, obj), file))
 
 
 def _node(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodes.append(convert.node(_validate(m.Node, doc, file, obj), file))
+    out.nodes.append(pods.node(_validate(m.Node, doc, file, obj), file))
 
 
 def _pvc(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.pvcs.append(convert.pvc(_validate(m.PersistentVolumeClaim, doc, file, obj), file))
+    out.pvcs.append(pods.pvc(_validate(m.PersistentVolumeClaim, doc, file, obj), file))
 
 
 def _pv(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.pvs.append(convert.pv(_validate(m.PersistentVolume, doc, file, obj), file))
+    out.pvs.append(pods.pv(_validate(m.PersistentVolume, doc, file, obj), file))
 
 
 def _storageclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.storageclasses.append(convert.storageclass(_validate(m.StorageClass, doc, file, obj), file))
+    out.storageclasses.append(pods.storageclass(_validate(m.StorageClass, doc, file, obj), file))
 
 
 def _nodeclaim(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
