@@ -370,6 +370,12 @@ def nodepool_v1beta1(doc: m.V1Beta1NodePool, file: str) -> o.NodePool:
         )
     )
     ref = tmpl.spec.nodeClassRef
+    # v1 conversion takes nodeClassRef.group from the v1beta1 apiVersion's group.
+    if ref.apiVersion is not None and ref.apiVersion.split("/", 1)[0] != EC2NODECLASS_GROUP:
+        raise InputError(
+            f"apiVersion must be in group {EC2NODECLASS_GROUP} (got {ref.apiVersion!r})",
+            field="spec.template.spec.nodeClassRef.apiVersion",
+        )
     return o.NodePool(
         name=doc.metadata.name,
         requirements=Requirements([*reqs, *label_reqs]),

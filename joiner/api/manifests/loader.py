@@ -82,6 +82,12 @@ def _validate(model: type[M], doc: dict[str, Any], file: str, obj: str) -> M:
 _Handler = Callable[[dict[str, Any], str, str, ManifestSet], None]
 
 
+def _note_spec(kind: str, spec: BaseModel, file: str, obj: str, out: ManifestSet) -> None:
+    """Record the Karpenter fields ``spec`` sets that Joiner does not model (``unmodelled``)."""
+    for path, why in unmodelled.unmodelled_spec_fields(kind, spec):
+        out.unmodelled.setdefault((f"spec.{path}", why), []).append(f"{file}: {obj}")
+
+
 def _nodepool(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.NodePool, doc, file, obj)
     out.nodepools.append(convert.nodepool(parsed, file))
@@ -105,13 +111,14 @@ def _nodeoverlay(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> 
 
 
 def _nodepool_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodepools.append(
-        convert.nodepool_v1beta1(_validate(m.V1Beta1NodePool, doc, file, obj), file)
-    )
+    parsed = _validate(m.V1Beta1NodePool, doc, file, obj)
+    _note_spec("NodePool/v1beta1", parsed.spec, file, obj, out)
+    out.nodepools.append(convert.nodepool_v1beta1(parsed, file))
 
 
 def _provisioner(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     model = _validate(m.Provisioner, doc, file, obj)
+    _note_spec("Provisioner", model.spec, file, obj, out)
     out.nodepools.append(legacy.provisioner(model, file))
     inline = legacy.inline_provider(model, file)
     if inline is not None:
@@ -119,23 +126,27 @@ def _provisioner(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> 
 
 
 def _ec2nodeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodeclasses.append(convert.ec2nodeclass(_validate(m.EC2NodeClass, doc, file, obj), file))
+    parsed = _validate(m.EC2NodeClass, doc, file, obj)
+    _note_spec("EC2NodeClass/v1", parsed.spec, file, obj, out)
+    out.nodeclasses.append(convert.ec2nodeclass(parsed, file))
 
 
 def _kwoknodeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodeclasses.append(convert.kwoknodeclass(_validate(m.KWOKNodeClass, doc, file, obj), file))
+    parsed = _validate(m.KWOKNodeClass, doc, file, obj)
+    _note_spec("KWOKNodeClass", parsed.spec, file, obj, out)
+    out.nodeclasses.append(convert.kwoknodeclass(parsed, file))
 
 
 def _ec2nodeclass_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodeclasses.append(
-        convert.ec2nodeclass_v1beta1(_validate(m.V1Beta1EC2NodeClass, doc, file, obj), file)
-    )
+    parsed = _validate(m.V1Beta1EC2NodeClass, doc, file, obj)
+    _note_spec("EC2NodeClass/v1beta1", parsed.spec, file, obj, out)
+    out.nodeclasses.append(convert.ec2nodeclass_v1beta1(parsed, file))
 
 
 def _awsnodetemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodeclasses.append(
-        legacy.awsnodetemplate(_validate(m.AWSNodeTemplate, doc, file, obj), file)
-    )
+    parsed = _validate(m.AWSNodeTemplate, doc, file, obj)
+    _note_spec("AWSNodeTemplate", parsed.spec, file, obj, out)
+    out.nodeclasses.append(legacy.awsnodetemplate(parsed, file))
 
 
 def _note_unmodelled(
