@@ -663,6 +663,7 @@ def load_scenario(
                 f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"spec.faults[{i}].template"
             ) from exc
         faults.append((at, template))
+        manifests.warnings.extend(template.warnings)
     scores = spec.cloud.spotPlacementScores
     if isinstance(scores, str):
         score_files: list[tuple[str, list[str] | None]] = [(scores, None)]
