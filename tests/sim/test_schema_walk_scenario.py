@@ -23,7 +23,8 @@ import yaml
 
 from joiner.api.errors import InputError
 from joiner.controllers.interruption import settings as nth
-from joiner.sim.scenario import ScenarioSpec, load_scenario
+from joiner.sim.scenario import load_scenario
+from joiner.sim.scenario_schema import ScenarioSpec
 from tests.cli.test_schema_walk_karpenter import walk
 
 ROOT = Path(__file__).resolve().parents[2]
