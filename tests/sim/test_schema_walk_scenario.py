@@ -191,6 +191,8 @@ FIELDS: dict[str, Any] = {
     "clusterAutoscaler.nodeGroups[].instanceTypes": ["c5.xlarge", "c6g.xlarge"],
     "clusterAutoscaler.nodeGroups[].onDemandBaseCapacity": 1,
     "clusterAutoscaler.nodeGroups[].onDemandPercentageAboveBaseCapacity": 50,
+    "clusterAutoscaler.nodeGroups[].spotAllocationStrategy": "capacity-optimized",
+    "clusterAutoscaler.nodeGroups[].onDemandAllocationStrategy": "lowest-price",
     "clusterAutoscaler.nodeGroups[].minSize": 1,
     "clusterAutoscaler.nodeGroups[].maxSize": 10,
     "clusterAutoscaler.nodeGroups[].zones": ["us-east-1a"],
