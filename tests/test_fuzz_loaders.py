@@ -36,7 +36,7 @@ from joiner.cli.main import app
 from joiner.cloudprovider.events import parse_message
 from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.faults.template import parse_template
-from joiner.operator.controller import load_settings
+from joiner.operator.controller_settings import load_settings
 from joiner.sim.scenario import load_scenario
 from joiner.sim.workloads import load_trace
 from tests.api.test_bad_input import _paths

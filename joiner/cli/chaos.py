@@ -31,6 +31,8 @@ def chaos_validate(
     out.print(
         f"{escape(str(template))}: valid ({len(t.actions)} action(s), {len(t.targets)} target(s))"
     )
+    for w in t.warnings:
+        err.print(f"[yellow]warning:[/] {escape(w)}")
 
 
 @chaos.command("run")
@@ -59,6 +61,8 @@ def chaos_run(
         verdict = run_experiment(sc, t, at_s)
     except InputError as exc:
         fail(exc)
+    for w in t.warnings:
+        err.print(f"[yellow]warning:[/] {escape(w)}")
     if output is TableOrJson.json:
         sys.stdout.write(json.dumps(verdict.body, indent=2) + "\n")
     else:

@@ -79,7 +79,8 @@ def run(
     Nodes with simulated capacity), drain through the Eviction API, consolidate, handle
     interruptions. Two replicas elect a leader with a Lease. Exit 0 when stopped, 1 when
     the lease was lost, 2 on bad input."""
-    from joiner.operator.controller import ControllerRuntime, load_settings
+    from joiner.operator.controller import ControllerRuntime
+    from joiner.operator.controller_settings import load_settings
 
     if report is not None and not dry_run:
         fail(InputError("--report records what a --dry-run would write; add --dry-run"))

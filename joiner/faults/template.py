@@ -78,6 +78,21 @@ _TOP_KEYS = {
     "experimentOptions",
     "experimentReportConfiguration",
 }
+#: Top-level fields with no effect on what the experiment does to the cluster (bookkeeping:
+#: logs, reports, tags, idempotency): accepted silently.
+SILENT_TOP_KEYS = frozenset(
+    {"description", "tags", "clientToken", "logConfiguration", "experimentReportConfiguration"}
+)
+#: Fields of a target and of an action (CreateExperimentTemplate's
+#: ``CreateExperimentTemplateTargetInput`` and ``...ActionInput``).
+TARGET_KEYS = frozenset(
+    {"resourceType", "resourceArns", "resourceTags", "filters", "selectionMode", "parameters"}
+)
+ACTION_KEYS = frozenset({"actionId", "description", "parameters", "targets", "startAfter"})
+#: ``aws:network:disrupt-connectivity`` ``scope`` values Joiner models: ``all`` (the default)
+#: cuts the subnets off, which is what a zone outage does to the nodes; the narrower scopes
+#: (``availability-zone``, ``dynamodb``, ``prefix-list``, ``s3``...) block only some traffic.
+MODELLED_SCOPES = ("all",)
 
 
 @dataclass(frozen=True)
@@ -123,6 +138,8 @@ class Template:
     targets: dict[str, Target]
     actions: dict[str, Action]
     role_arn: str
+    #: Fields the template sets that Joiner does not model, one message each.
+    warnings: tuple[str, ...] = ()
 
     def order(self) -> list[str]:
         """Action names in an order that respects ``startAfter`` (ties by name)."""
@@ -232,12 +249,49 @@ def parse_template(text: str, file: str) -> Template:
         isinstance(s, dict) and s.get("source") in ("none", "aws:cloudwatch:alarm") for s in stops
     ):
         p.add("stopConditions", "must be a list of {source: none | aws:cloudwatch:alarm, value}")
+        stops = []
     if p.items:
         count = len(p.items)
         raise InputError(
             f"{count} problem{'s' if count > 1 else ''}:\n  " + "\n  ".join(p.items), file=file
         )
-    return Template(file, str(doc.get("description", "")), targets, actions, str(role))
+    warnings = _not_modelled(doc, stops, actions)
+    return Template(
+        file,
+        str(doc.get("description", "")),
+        targets,
+        actions,
+        str(role),
+        tuple(f"{file}: {w}" for w in warnings),
+    )
+
+
+def _not_modelled(doc: dict[str, Any], stops: list[Any], actions: dict[str, Action]) -> list[str]:
+    """Warnings for the fields FIS acts on that the simulation does not: CloudWatch-alarm
+    stop conditions (FIS stops the experiment when the alarm fires), ``experimentOptions``
+    (account targeting, ``emptyTargetResolutionMode``: FIS fails an action whose targets
+    resolve to nothing unless ``skip``), and a ``disrupt-connectivity`` ``scope`` narrower
+    than ``all``."""
+    out = []
+    alarms = [s for s in stops if s.get("source") == "aws:cloudwatch:alarm"]
+    if alarms:
+        out.append(
+            "not modelled: field stopConditions (FIS stops the experiment when a CloudWatch "
+            "alarm fires); Joiner runs every action to its end"
+        )
+    if doc.get("experimentOptions"):
+        out.append(
+            "not modelled: field experimentOptions (account targeting, empty target "
+            "resolution); Joiner acts as if it were unset"
+        )
+    for name, a in sorted(actions.items()):
+        scope = a.param("scope")
+        if a.action_id == DISRUPT and scope is not None and scope not in MODELLED_SCOPES:
+            out.append(
+                f"not modelled: field actions.{name}.parameters.scope {scope!r} (only that "
+                "traffic is blocked); Joiner cuts the subnets off entirely (scope all)"
+            )
+    return out
 
 
 def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
@@ -256,17 +310,7 @@ def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
         if not isinstance(t, dict):
             p.add(f, f"must be a target object, shaped {_TARGET_SHAPE}")
             continue
-        for key in sorted(
-            set(t)
-            - {
-                "resourceType",
-                "resourceArns",
-                "resourceTags",
-                "filters",
-                "selectionMode",
-                "parameters",
-            }
-        ):
+        for key in sorted(set(t) - TARGET_KEYS):
             p.add(f"{f}.{key}", "unknown field")
         rtype = t.get("resourceType")
         if rtype not in RESOURCE_TYPES:
@@ -352,6 +396,8 @@ def _actions(raw: Any, targets: dict[str, Target], p: _Problems) -> dict[str, Ac
         if not isinstance(a, dict):
             p.add(f, "must be an action object")
             continue
+        for key in sorted(set(a) - ACTION_KEYS):
+            p.add(f"{f}.{key}", "unknown field")
         raw_id = a.get("actionId")
         action_id = raw_id if isinstance(raw_id, str) else repr(raw_id)
         spec = ACTIONS.get(action_id)

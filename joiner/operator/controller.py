@@ -47,18 +47,16 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any, TextIO
 
 from joiner.api import timeline as tl
 from joiner.api.errors import InputError
 from joiner.api.manifests import ManifestSet
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent
-from joiner.cloudprovider.kwok import KwokCloudProvider, load_instance_types
-from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
-from joiner.cloudprovider.types import CloudProvider, CreateError, Instance
+from joiner.cloudprovider.kwok import KwokCloudProvider
+from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.types import CreateError, Instance
 from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.actuator import KubeActuator, KubeTimeline
 from joiner.cluster.kube.feed import ClusterFeed
@@ -70,19 +68,21 @@ from joiner.cluster.kube.metrics import controller as metered_as
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
 from joiner.controllers.interruption.controller import InterruptionController
-from joiner.controllers.interruption.settings import REBALANCE_REPLACEMENT, InterruptionSettings
 from joiner.controllers.nodeclaim.garbagecollection import (
-    GC_INTERVAL_S,
-    INSTANCE_GRACE_S,
     GarbageCollector,
 )
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
-from joiner.controllers.nodeclaim.liveness import REGISTRATION_TIMEOUT_S, LivenessController
+from joiner.controllers.nodeclaim.liveness import LivenessController
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import Terminator, cordon
+from joiner.operator.controller_settings import (
+    ControllerSettings,
+    cloud_provider,
+    interruption_settings,
+)
 from joiner.operator.kube_metrics import MetricsWiring
-from joiner.operator.wallclock import DEFAULT_SECURITY_GROUP, WallClock, _fit_node_classes
+from joiner.operator.wallclock import WallClock, _fit_node_classes
 from joiner.scheduling.costopt import scheduler_for
 from joiner.state.cluster import ClusterState, NodeClaim
 
@@ -102,144 +102,6 @@ WATCHED = (
     kube.DAEMONSET,
     kube.PDB,
 )
-
-
-class _Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class LeaderElectionSettings(_Settings):
-    """``leaderElection`` in the settings file; durations in seconds (client-go's
-    defaults: 15, 10, 2)."""
-
-    enabled: bool = True
-    namespace: str = "joiner"
-    name: str = "joiner-leader-election"
-    leaseDurationSeconds: float = Field(default=15.0, gt=0)
-    renewDeadlineSeconds: float = Field(default=10.0, gt=0)
-    retryPeriodSeconds: float = Field(default=2.0, gt=0)
-
-
-class ControllerSettings(_Settings):
-    """The ``--settings`` file (YAML): everything optional.
-
-    ``interruptionQueue`` is an SQS queue URL (EventBridge interruption messages);
-    ``awsEndpointURL`` points boto3 at another endpoint (a moto server in tests);
-    ``clusterName``/``clusterEndpoint`` are the AWS provider's cluster (``--cloud aws``);
-    ``interruption`` holds NTH Helm values (as in a scenario's ``spec.interruption``) and
-    Joiner's ``rebalanceReplacement`` (make before break, off by default);
-    ``packing`` is the provisioning policy (``karpenter``, the default, or ``cost-optimal``,
-    which consolidation's replacements use too).
-    """
-
-    region: str = "us-east-1"
-    clusterName: str = "joiner"
-    clusterEndpoint: str = ""
-    interruptionQueue: str | None = None
-    awsEndpointURL: str | None = None
-    batchIdleSeconds: float = Field(default=1.0, gt=0)
-    batchMaxSeconds: float = Field(default=10.0, gt=0)
-    spotToSpotConsolidation: bool = False
-    interruption: dict[str, Any] | None = None
-    packing: Literal["karpenter", "cost-optimal"] = "karpenter"
-    eventNamespace: str = "default"
-    #: A NodeClaim whose node has not registered this long after creation is deleted
-    #: (Karpenter's ``registrationTimeout``, 15 minutes).
-    registrationTimeoutSeconds: float = Field(default=REGISTRATION_TIMEOUT_S, gt=0)
-    #: How often NodeClaims are reconciled with the cloud's instances (Karpenter: 2 min).
-    garbageCollectionIntervalSeconds: float = Field(default=GC_INTERVAL_S, gt=0)
-    #: An instance of this cluster with no NodeClaim is terminated once seen so this long.
-    orphanInstanceGraceSeconds: float = Field(default=INSTANCE_GRACE_S, ge=0)
-    #: Karpenter-kwok's instance-types file: KWOKNodeClass NodePools launch from it, as
-    #: Karpenter's kwok provider does (shadow mode beside Karpenter-kwok; docs/fidelity.md).
-    kwokInstanceTypes: str | None = None
-    leaderElection: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
-
-
-def load_settings(path: Path | None) -> ControllerSettings:
-    """Read the settings file (None: defaults).
-
-    Raises:
-        InputError: unreadable, not YAML, or a field unknown or invalid (named; a region
-            the catalog does not know included).
-    """
-    if path is None:
-        return ControllerSettings()
-    from joiner.api.manifests.yamlio import read_documents
-    from joiner.api.validation import describe, field_path
-
-    file = str(path)
-    docs = read_documents(path)  # encoding, size, nesting, duplicate keys, FIFOs, "-"
-    if len(docs) > 1:
-        raise InputError(f"holds {len(docs)} YAML documents; give one", file=file)
-    raw = docs[0] if docs else {}
-    if not isinstance(raw, dict):
-        raise InputError(
-            f"must be a mapping of settings (region: us-east-1, ...), not {type(raw).__name__}",
-            file=file,
-        )
-    try:
-        settings = ControllerSettings.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(
-            describe(err, ControllerSettings), file=file, field=field_path(tuple(err["loc"]))
-        ) from exc
-    le = settings.leaderElection
-    # client-go leaderelection.NewLeaderElector: leaseDuration > renewDeadline >
-    # JitterFactor (1.2) x retryPeriod.
-    if le.leaseDurationSeconds <= le.renewDeadlineSeconds:
-        raise InputError(
-            f"leaseDurationSeconds ({le.leaseDurationSeconds:g}) must be greater than "
-            f"renewDeadlineSeconds ({le.renewDeadlineSeconds:g})",
-            file=file,
-            field="leaderElection.leaseDurationSeconds",
-        )
-    if le.renewDeadlineSeconds <= 1.2 * le.retryPeriodSeconds:
-        raise InputError(
-            f"renewDeadlineSeconds ({le.renewDeadlineSeconds:g}) must be greater than 1.2 x "
-            f"retryPeriodSeconds ({le.retryPeriodSeconds:g})",
-            file=file,
-            field="leaderElection.renewDeadlineSeconds",
-        )
-    if settings.batchIdleSeconds > settings.batchMaxSeconds:
-        raise InputError(
-            f"batchIdleSeconds ({settings.batchIdleSeconds:g}) must not exceed "
-            f"batchMaxSeconds ({settings.batchMaxSeconds:g})",
-            file=file,
-            field="batchIdleSeconds",
-        )
-    interruption_settings(settings, str(path))
-    regions = Catalog.load().regions()
-    if settings.region not in regions:
-        raise InputError(
-            f"unknown region {settings.region!r}; known: {', '.join(regions)}",
-            file=str(path),
-            field="region",
-        )
-    return settings
-
-
-def interruption_settings(settings: ControllerSettings, file: str | None) -> InterruptionSettings:
-    """The interruption controller's settings from ``settings.interruption``.
-
-    Raises:
-        InputError: a value with a wrong type (named).
-    """
-    values = dict(settings.interruption or {})
-    replacement = values.pop(REBALANCE_REPLACEMENT, False)
-    if not isinstance(replacement, bool):
-        raise InputError(
-            f"must be true or false, got {replacement!r}",
-            file=file,
-            field=f"interruption.{REBALANCE_REPLACEMENT}",
-        )
-    out = InterruptionSettings.from_helm_values(
-        values or None, file=file, field="interruption", rebalance_replacement=replacement
-    )
-    for w in out.warnings:
-        log.warning("%s", w)
-    return out
 
 
 class ControllerRuntime:
@@ -436,7 +298,7 @@ class ControllerRuntime:
         )
         self.state = ClusterState()
         self.catalog = Catalog.load()
-        self.cloud = self._cloud()
+        self.cloud = cloud_provider(self.settings, self.cloud_name, self.clock, self.catalog)
         #: What the controllers get: the cloud with every write fenced, and metered.
         cloud: Any = MeteredCloudProvider(
             fenced(self.cloud, self.fence, CLOUD_WRITES), self.metrics, self.cloud_name
@@ -545,37 +407,6 @@ class ControllerRuntime:
         self.wiring = MetricsWiring(self.metrics, self.state)
         self.timeline.listeners.append(self.wiring.timeline)
         self.disruption.command_listeners.append(self.wiring.command)
-
-    def _cloud(self) -> CloudProvider:
-        s = self.settings
-        if self.cloud_name == "aws":
-            from joiner.cloudprovider.aws import AWSSettings, ClusterInfo, new_aws_provider
-
-            return new_aws_provider(
-                AWSSettings(
-                    region=s.region,
-                    cluster=ClusterInfo(name=s.clusterName, endpoint=s.clusterEndpoint),
-                ),
-                [],
-                endpoint_url=s.awsEndpointURL,
-            )
-        if s.kwokInstanceTypes:
-            return KwokCloudProvider(
-                load_instance_types(Path(s.kwokInstanceTypes)),
-                self.clock,
-                random.Random(int.from_bytes(os.urandom(8), "big")),
-                node_classes=[],
-                region=s.region,
-            )
-        return SimulatedCloudProvider(
-            self.catalog,
-            s.region,
-            self.clock,
-            random.Random(int.from_bytes(os.urandom(8), "big")),
-            subnets=default_subnets(self.catalog, s.region),
-            security_groups=[DEFAULT_SECURITY_GROUP],
-            node_classes=[],
-        )
 
     def _adopt_instance(
         self, type_name: str, node_class: str, zone: str, capacity_type: str, provider_id: str

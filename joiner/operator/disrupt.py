@@ -26,7 +26,7 @@ from datetime import datetime
 from joiner.api import labels
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet
-from joiner.api.manifests.convert import selects
+from joiner.api.manifests.pods import selects
 from joiner.api.outputs import (
     DisruptionPlan,
     PlannedDisruption,
@@ -42,7 +42,7 @@ from joiner.cloudprovider.types import (
     Subnet,
 )
 from joiner.controllers.disruption import DisruptionController
-from joiner.controllers.disruption.methods import Command
+from joiner.controllers.disruption.command import Command
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import Terminator

@@ -25,7 +25,8 @@ from joiner.api import labels, quantity
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
-from joiner.api.manifests.convert import KWOKNODECLASS_KIND, selects
+from joiner.api.manifests.convert import KWOKNODECLASS_KIND
+from joiner.api.manifests.pods import selects
 from joiner.api.objects import ClusterNode, NodeClass, PodTemplate, SelectorTerm, Workload
 from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
 from joiner.api.requirements import Requirement, Requirements

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from joiner.api import durations, labels
 from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
-from joiner.api.manifests.convert import selects
+from joiner.api.manifests.pods import selects
 from joiner.api.objects import ClusterNode, Taint
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider

@@ -8,22 +8,17 @@ names (paths relative to the scenario file) and the traces, and checks cross-ref
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
-from zoneinfo import ZoneInfo
+from typing import Any
 
-from croniter import croniter
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import ValidationError
 
 from joiner.api import cron, durations
 from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
-from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents, read_text
 from joiner.api.objects import CronJob
 from joiner.api.validation import describe, field_path
@@ -33,315 +28,28 @@ from joiner.cloudprovider.simulated.market import HazardModel, MarketInputs, Rat
 from joiner.cloudprovider.simulated.vpc import cluster_region, status_vpc
 from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
-from joiner.controllers.interruption.settings import REBALANCE_REPLACEMENT, InterruptionSettings
+from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.faults.template import Template, load_template
 from joiner.sim.baseline.settings import (
-    EXPANDERS,
-    SPOT_FIRST_PRIORITIES,
     AutoscalerSettings,
-    NodeGroupSpec,
+)
+from joiner.sim.scenario_schema import (
+    ScenarioFile,
+)
+from joiner.sim.scenario_sections import (
+    FireTimes,
+    autoscaler_settings,
+    check_node_classes,
+    find_cronjob,
+    fire_times,
+    hpa_settings,
+    interruption_settings,
+    positive_run_for,
 )
 from joiner.sim.spotdata import market_inputs
-from joiner.sim.workloads import DailyMultiplier, Hpa, Trace, load_trace
+from joiner.sim.workloads import Hpa, Trace, load_trace
 
 API_VERSION = "joiner.dev/v1alpha1"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class SubnetSpec(_Strict):
-    """A subnet of the simulated VPC."""
-
-    id: str = Field(min_length=1, description="Subnet id, e.g. subnet-123455")
-    zone: str = Field(min_length=1, description="Availability zone name, e.g. us-east-1a")
-    tags: dict[str, str] = Field(default_factory=dict)
-
-
-class SecurityGroupSpec(_Strict):
-    """A security group NodeClasses may select."""
-
-    id: str = Field(min_length=1)
-    name: str = ""
-    tags: dict[str, str] = Field(default_factory=dict)
-
-
-class RateSpec(_Strict):
-    """A reclaim rate for spot offerings of one instance type and/or zone."""
-
-    ratePerHour: float = Field(ge=0, le=60, allow_inf_nan=False)
-    instanceType: str | None = None
-    zone: str | None = None
-
-
-class EventSpec(_Strict):
-    """A captured EventBridge message (JSON file) delivered at ``at``."""
-
-    at: str = Field(description="Go duration from the start of the run")
-    file: str = Field(min_length=1)
-
-
-class FaultSpec(_Strict):
-    """An AWS FIS experiment template (JSON) started at ``at``."""
-
-    at: str = Field(description="Go duration from the start of the run")
-    template: str = Field(min_length=1)
-
-
-class PlacementScoresSpec(_Strict):
-    """One ``aws ec2 get-spot-placement-scores --single-availability-zone`` output (JSON) and
-    the instance types of its request (the output does not repeat them)."""
-
-    file: str = Field(min_length=1)
-    instanceTypes: list[str] | None = Field(
-        default=None,
-        min_length=1,
-        description="The request's instance types; absent: the score applies to every type",
-    )
-
-
-class CloudSpec(_Strict):
-    """The simulated cloud. Without ``subnets``: one subnet per zone (``subnet-<zone>``).
-
-    The Spot market (docs/spot-market.md) prices and scores each capacity pool (instance type
-    x zone) from the seed unless the user's own data is given."""
-
-    subnets: list[SubnetSpec] | None = None
-    securityGroups: list[SecurityGroupSpec] | None = None
-    interruptionRateMultiplier: float = Field(
-        default=1.0,
-        ge=0,
-        le=1e5,
-        allow_inf_nan=False,
-        description="Scales every Spot pool's crunch rate (from the type's Spot Advisor "
-        "bucket), so the per-instance reclaim hazard scales by the same factor",
-    )
-    interruptionRates: list[RateSpec] = Field(
-        default_factory=list,
-        description="Per-instance reclaim rates per hour for the Spot pools of an instance "
-        "type and/or zone (the pool's crunch rate is that over the mean crunch severity); "
-        "the first match wins",
-    )
-    rebalanceProbability: float = Field(
-        default=0.8,
-        ge=0,
-        le=1,
-        allow_inf_nan=False,
-        description="Share of Spot pool reclaim events preceded by a rebalance recommendation "
-        "(to every instance in the pool)",
-    )
-    spotPriceHistory: str | None = Field(
-        default=None,
-        min_length=1,
-        description="`aws ec2 describe-spot-price-history` output (JSON); its Linux/UNIX rows "
-        "price their pools as given (the latest row at or before each instant)",
-    )
-    spotPlacementScores: str | list[PlacementScoresSpec] | None = Field(
-        default=None,
-        description="`aws ec2 get-spot-placement-scores --single-availability-zone` output "
-        "(JSON), or a list of {file, instanceTypes}: each zone's score is the base capacity "
-        "score of the request's types there",
-    )
-
-
-class TraceSpec(_Strict):
-    """Replicas follow ``ceil(value / targetPerReplica)`` clamped to [min, max]."""
-
-    file: str = Field(min_length=1, description="CSV with header minute,value")
-    targetPerReplica: float = Field(gt=0, allow_inf_nan=False)
-    min: StrictInt = Field(default=0, ge=0, le=MAX_REPLICAS)
-    max: StrictInt = Field(default=1000, ge=0, le=MAX_REPLICAS)
-
-
-class DailyMultiplierSpec(_Strict):
-    """Traffic times ``factor`` every day from ``start`` (HH:MM wall clock) for ``duration``."""
-
-    name: str = ""
-    start: str = Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", description="HH:MM")
-    duration: str = Field(description="Go duration, at most 24h")
-    factor: float = Field(ge=0, le=1e4, allow_inf_nan=False)
-
-
-class HpaSpec(_Strict):
-    """A HorizontalPodAutoscaler on a request-rate trace (AverageValue target)."""
-
-    file: str = Field(min_length=1, description="CSV with header minute,value (requests)")
-    targetPerReplica: float = Field(gt=0, allow_inf_nan=False)
-    min: StrictInt = Field(default=1, ge=0, le=MAX_REPLICAS)
-    max: StrictInt = Field(default=1000, ge=0, le=MAX_REPLICAS)
-    syncPeriod: str = Field(default="15s", description="Go duration")
-    scaleDownStabilization: str = Field(default="5m", description="Go duration")
-    tolerance: float = Field(default=0.1, ge=0, lt=1, allow_inf_nan=False)
-    dailyMultipliers: list[DailyMultiplierSpec] = Field(default_factory=list)
-
-
-class WorkloadSpec(_Strict):
-    """A Deployment (or StatefulSet, ReplicaSet, Job) with fixed replicas, a trace or an HPA;
-    or a CronJob; Jobs and CronJobs with ``runFor`` run their pods to completion."""
-
-    deployment: str | None = Field(
-        default=None, min_length=1, description="namespace/name (or name in default)"
-    )
-    cronJob: str | None = Field(default=None, min_length=1, description="namespace/name")
-    replicas: StrictInt | None = Field(default=None, ge=0, le=MAX_REPLICAS)
-    trace: TraceSpec | None = None
-    hpa: HpaSpec | None = None
-    runFor: str | None = Field(
-        default=None, description="Go duration each Job pod runs once started"
-    )
-
-
-class NodeGroupModel(_Strict):
-    """An Auto Scaling group for the Cluster Autoscaler baseline."""
-
-    name: str = Field(min_length=1, max_length=200)
-    nodePool: str = Field(
-        min_length=1,
-        description="NodePool whose NodeClass, labels, taints "
-        "and requirements the group's launch template carries",
-    )
-    instanceTypes: list[str] = Field(
-        min_length=1, description="Overrides; the first is CA's template"
-    )
-    onDemandBaseCapacity: StrictInt = Field(default=0, ge=0)
-    onDemandPercentageAboveBaseCapacity: StrictInt = Field(default=100, ge=0, le=100)
-    spotAllocationStrategy: Literal[
-        "price-capacity-optimized", "capacity-optimized", "lowest-price"
-    ] = Field(
-        default="price-capacity-optimized",
-        description="InstancesDistribution.SpotAllocationStrategy (AWS's recommendation; "
-        "the ASG API's own default is lowest-price)",
-    )
-    onDemandAllocationStrategy: Literal["prioritized", "lowest-price"] = Field(
-        default="prioritized",
-        description="InstancesDistribution.OnDemandAllocationStrategy (the API's default: "
-        "the overrides' order)",
-    )
-    minSize: StrictInt = Field(default=0, ge=0)
-    maxSize: StrictInt = Field(default=1000, ge=0, le=100000)
-    zones: list[str] | None = None
-
-
-class LaunchDelaySpec(_Strict):
-    """ASG launch delay bounds (uniform), Go durations."""
-
-    min: str = "60s"
-    max: str = "120s"
-
-
-class ClusterAutoscalerSpec(_Strict):
-    """Cluster Autoscaler flags (camelCase of the flag names) and its ASGs."""
-
-    scanInterval: str = "10s"
-    expander: str = Field(
-        default="priority,least-waste",
-        description="random, most-pods, least-waste or priority, or a chain such as "
-        "priority,least-waste (the default, as AWS's guidance for Spot)",
-    )
-    priorities: dict[str, list[str]] = Field(
-        default_factory=dict,
-        description="priority expander: priority -> group name regexes; absent: "
-        '{"50": [".*-spot"], "10": [".*"]} (Spot groups first)',
-    )
-    balanceSimilarNodeGroups: bool = Field(
-        default=True, description="split a scale-up across similar groups (AWS guidance: true)"
-    )
-    skipNodesWithSystemPods: bool = True
-    skipNodesWithLocalStorage: bool = True
-    derivedGroups: Literal["shape", "instance-type"] = Field(
-        default="shape",
-        description="shape: a Spot and an on-demand mixed-instances group per NodePool and "
-        "instance shape (vCPU, memory); instance-type: one group per type and capacity type",
-    )
-    maxNodeProvisionTime: str = "15m"
-    initialNodeGroupBackoffDuration: str = "5m"
-    maxNodeGroupBackoffDuration: str = "30m"
-    nodeGroupBackoffResetTimeout: str = "3h"
-    scaleDownUtilizationThreshold: float = Field(default=0.5, gt=0, le=1, allow_inf_nan=False)
-    scaleDownUnneededTime: str = "10m"
-    scaleDownDelayAfterAdd: str = "10m"
-    scaleDownDelayAfterDelete: str | None = Field(
-        default=None, description="defaults to scanInterval"
-    )
-    scaleDownDelayAfterFailure: str = "3m"
-    maxEmptyBulkDelete: StrictInt = Field(default=10, ge=1)
-    asgLaunchDelay: LaunchDelaySpec = Field(default_factory=LaunchDelaySpec)
-    capacityRebalance: bool = False
-    nodeGroups: list[NodeGroupModel] = Field(
-        default_factory=list,
-        description="absent: derived from the NodePools (derivedGroups)",
-    )
-    derivedGroupMaxSize: StrictInt = Field(default=1000, ge=1, le=100000)
-
-
-class FeatureGatesSpec(_Strict):
-    """Karpenter's ``settings.featureGates``."""
-
-    spotToSpotConsolidation: bool = Field(
-        default=False, description="Consolidation may replace spot nodes with cheaper spot nodes"
-    )
-
-
-class SettingsSpec(_Strict):
-    """Karpenter's Helm ``settings`` that change behaviour here."""
-
-    featureGates: FeatureGatesSpec = Field(default_factory=FeatureGatesSpec)
-    packing: Literal["karpenter", "cost-optimal"] = Field(
-        default="karpenter",
-        description="Provisioning policy: karpenter (Karpenter's packing, the default) or "
-        "cost-optimal (Joiner's own: the lowest hourly price under the same constraints; "
-        "consolidation uses it for replacements too)",
-    )
-
-
-class ScenarioSpec(_Strict):
-    """What to simulate."""
-
-    region: str | None = Field(
-        default=None,
-        description="AWS region; default: the region the manifests' nodes, NodeClaims and "
-        "EC2NodeClass status show, else us-east-1",
-    )
-    duration: str = Field(default="1h", description="Go duration, e.g. 6h or 90m")
-    seed: StrictInt = Field(default=0, ge=0, lt=2**63)
-    startTime: datetime = Field(
-        default=DEFAULT_EPOCH,
-        description="UTC instant of run time 0 (ISO 8601, e.g. 2025-01-06T18:00:00Z); "
-        "disruption budget schedules are cron times in UTC",
-    )
-    settings: SettingsSpec = Field(default_factory=SettingsSpec)
-    manifests: list[str] = Field(min_length=1, description="Paths relative to this file")
-    cloud: CloudSpec = Field(default_factory=CloudSpec)
-    workloads: list[WorkloadSpec] = Field(default_factory=list)
-    interruption: dict[str, Any] | None = Field(
-        default=None,
-        description="NTH Helm values (with or without the aws-node-termination-handler "
-        "wrapper), or {file: path} to a values file; absent: Karpenter's behaviour",
-    )
-    events: list[EventSpec] = Field(default_factory=list)
-    faults: list[FaultSpec] = Field(default_factory=list)
-    compare: list[Literal["joiner", "cost-optimal", "cluster-autoscaler"]] | None = Field(
-        default=None,
-        min_length=1,
-        description="Run each policy on the same seed: joiner (with spec.settings.packing), "
-        "cost-optimal (joiner with packing cost-optimal), cluster-autoscaler; summary.json "
-        "keeps the first policy's run at the top level and every one under policies",
-    )
-    clusterAutoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
-
-
-class ScenarioMetadata(_Strict):
-    name: str = Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-class ScenarioFile(_Strict):
-    """The scenario document."""
-
-    apiVersion: Literal["joiner.dev/v1alpha1"]
-    kind: Literal["Scenario"]
-    metadata: ScenarioMetadata
-    spec: ScenarioSpec
 
 
 @dataclass(frozen=True)
@@ -548,7 +256,7 @@ def load_scenario(
         if (w.deployment is None) == (w.cronJob is None):
             raise fail("give exactly one of 'deployment' or 'cronJob'", field)
         if w.cronJob is not None:
-            cj = _find_cronjob(manifests.cronjobs, w.cronJob)
+            cj = find_cronjob(manifests.cronjobs, w.cronJob)
             if cj is None:
                 have = ", ".join(c.key for c in manifests.cronjobs) or "none"
                 raise fail(
@@ -561,7 +269,7 @@ def load_scenario(
                 raise fail("give 'runFor': how long each of its pods runs", field)
             if cj.key in cron_runs:
                 raise fail(f"{cj.key} is listed twice", f"{field}.cronJob")
-            cron_runs[cj.key] = _positive(seconds(w.runFor, f"{field}.runFor"), fail, field)
+            cron_runs[cj.key] = positive_run_for(seconds(w.runFor, f"{field}.runFor"), fail, field)
             continue
         assert w.deployment is not None
         found = manifests.deployment(w.deployment)
@@ -580,7 +288,7 @@ def load_scenario(
         if found.kind == "Job" and w.runFor is not None:
             if w.replicas is not None or w.trace is not None or w.hpa is not None:
                 raise fail("a Job run to completion takes only 'runFor'", field)
-            run_for = _positive(seconds(w.runFor, f"{field}.runFor"), fail, field)
+            run_for = positive_run_for(seconds(w.runFor, f"{field}.runFor"), fail, field)
             workloads.append(Workload(found.key, found.replicas, None, run_for_s=run_for))
             continue
         if w.runFor is not None:
@@ -607,7 +315,7 @@ def load_scenario(
                     f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"{field}.{where}.file"
                 ) from exc
             if w.hpa is not None:
-                hpa = _hpa(w.hpa, loaded, start_time, seconds, fail, f"{field}.hpa")
+                hpa = hpa_settings(w.hpa, loaded, start_time, seconds, fail, f"{field}.hpa")
             else:
                 trace = loaded
         workloads.append(Workload(found.key, w.replicas or 0, trace, hpa=hpa))
@@ -618,18 +326,18 @@ def load_scenario(
         cronjobs.append(
             CronJobRun(
                 cj,
-                _fire_times(cj, start_time, duration_s),
+                fire_times(cj, start_time, duration_s),
                 given_run if given_run is not None else DEFAULT_JOB_RUN_S,
                 defaulted=given_run is None,
             )
         )
     if spec.compare is not None and len(set(spec.compare)) != len(spec.compare):
         raise fail("each policy may be listed once", "spec.compare")
-    autoscaler = _autoscaler(spec, region, manifests, subnets, catalog, seconds, fail)
+    autoscaler = autoscaler_settings(spec, region, manifests, subnets, catalog, seconds, fail)
 
     if check_selectors:
-        _check_node_classes(manifests, subnets, groups)
-    interruption = _interruption(spec, base, file, obj)
+        check_node_classes(manifests, subnets, groups)
+    interruption = interruption_settings(spec, base, file, obj)
     events: list[tuple[float, CloudEvent]] = []
     for i, e in enumerate(spec.events):
         try:
@@ -663,6 +371,7 @@ def load_scenario(
                 f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"spec.faults[{i}].template"
             ) from exc
         faults.append((at, template))
+        manifests.warnings.extend(template.warnings)
     scores = spec.cloud.spotPlacementScores
     if isinstance(scores, str):
         score_files: list[tuple[str, list[str] | None]] = [(scores, None)]
@@ -712,276 +421,3 @@ def load_scenario(
         autoscaler=autoscaler,
         packing=spec.settings.packing,
     )
-
-
-@dataclass(frozen=True)
-class FireTimes:
-    """Seconds of run time at which a CronJob's schedule fires, up to ``duration_s``,
-    computed lazily (a per-minute schedule over a year is half a million fires: the
-    simulation asks for the next one only when the previous fired)."""
-
-    schedule: str
-    start: datetime
-    local_start: datetime
-    duration_s: float
-
-    def __iter__(self) -> Iterator[float]:
-        it = croniter(self.schedule, self.local_start - timedelta(microseconds=1))
-        while True:
-            at = (it.get_next(datetime) - self.start).total_seconds()
-            if at > self.duration_s:
-                return
-            yield at
-
-    def __bool__(self) -> bool:
-        """It fires at least once within the run."""
-        return next(iter(self), None) is not None
-
-
-def _fire_times(cj: CronJob, start: datetime, duration_s: float) -> FireTimes:
-    """When ``cj``'s schedule fires (read in its ``spec.timeZone``, default UTC; ``start``
-    is run time 0), as the CronJob controller computes them (robfig/cron semantics, via
-    croniter).
-
-    Raises:
-        InputError: the schedule is not a cron expression (naming the CronJob's field).
-    """
-    try:
-        text = cron.check_schedule(cj.schedule, field="spec.schedule")
-    except InputError as exc:
-        raise exc.located(file=cj.source.file, obj=cj.source.ref) from exc
-    local = start.astimezone(ZoneInfo(cj.time_zone)) if cj.time_zone else start
-    return FireTimes(text, start, local, duration_s)
-
-
-def _find_cronjob(cronjobs: list[CronJob], key: str) -> CronJob | None:
-    if "/" not in key:
-        key = f"default/{key}"
-    return next((c for c in cronjobs if c.key == key), None)
-
-
-def _positive(value: float, fail: Any, field: str) -> float:
-    if value <= 0:
-        raise fail("runFor must be positive", f"{field}.runFor")
-    return value
-
-
-def _hpa(spec: HpaSpec, trace: Trace, start: datetime, seconds: Any, fail: Any, field: str) -> Hpa:
-    sync_s = seconds(spec.syncPeriod, f"{field}.syncPeriod")
-    if sync_s < 1:
-        raise fail("syncPeriod must be at least 1s", f"{field}.syncPeriod")
-    multipliers = []
-    for i, m in enumerate(spec.dailyMultipliers):
-        where = f"{field}.dailyMultipliers[{i}]"
-        minutes = seconds(m.duration, f"{where}.duration") / 60
-        if not 1 <= minutes <= 1440:
-            raise fail("duration must be between 1m and 24h", f"{where}.duration")
-        hh, mm = (int(x) for x in m.start.split(":"))
-        multipliers.append(DailyMultiplier(hh * 60 + mm, int(minutes), m.factor, m.name))
-    return Hpa(
-        trace=trace,
-        sync_s=sync_s,
-        scale_down_stabilization_s=seconds(
-            spec.scaleDownStabilization, f"{field}.scaleDownStabilization"
-        ),
-        tolerance=spec.tolerance,
-        multipliers=tuple(multipliers),
-        start_minute_of_day=start.hour * 60 + start.minute,
-    )
-
-
-def _autoscaler(
-    spec: ScenarioSpec,
-    region: str,
-    manifests: ManifestSet,
-    subnets: tuple[Subnet, ...],
-    catalog: Catalog,
-    seconds: Any,
-    fail: Any,
-) -> AutoscalerSettings:
-    ca = spec.clusterAutoscaler
-    base = "spec.clusterAutoscaler"
-    chain = tuple(e.strip() for e in ca.expander.split(","))
-    for e in chain:
-        if e not in EXPANDERS:
-            raise fail(f"unknown expander {e!r}; known: {', '.join(EXPANDERS)}", f"{base}.expander")
-    priorities: list[tuple[int, tuple[str, ...]]] = []
-    for key, patterns in sorted(ca.priorities.items()):
-        if not key.lstrip("-").isdigit():
-            raise fail(f"priority {key!r} is not an integer", f"{base}.priorities")
-        for p in patterns:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise fail(f"bad regex {p!r}: {exc}", f"{base}.priorities[{key}]") from exc
-        priorities.append((int(key), tuple(patterns)))
-    if not priorities:
-        priorities = list(SPOT_FIRST_PRIORITIES)
-    zones = {s.zone for s in subnets}
-    offered = set(catalog.offered_types(region))
-    pools = {p.name for p in manifests.nodepools}
-    groups = []
-    seen: set[str] = set()
-    for i, g in enumerate(ca.nodeGroups):
-        where = f"{base}.nodeGroups[{i}]"
-        if g.name in seen:
-            raise fail(f"duplicate node group name {g.name!r}", f"{where}.name")
-        seen.add(g.name)
-        if g.nodePool not in pools:
-            raise fail(
-                f"NodePool {g.nodePool!r} is not in the manifests (have: "
-                f"{', '.join(sorted(pools)) or 'none'})",
-                f"{where}.nodePool",
-            )
-        for j, t in enumerate(g.instanceTypes):
-            if t not in offered:
-                raise fail(
-                    f"instance type {t!r} is not offered in {region}",
-                    f"{where}.instanceTypes[{j}]",
-                )
-        for j, z in enumerate(g.zones or []):
-            if z not in zones:
-                raise fail(
-                    f"zone {z!r} has no subnet (subnets' zones: {', '.join(sorted(zones))})",
-                    f"{where}.zones[{j}]",
-                )
-        if g.minSize > g.maxSize:
-            raise fail(f"minSize {g.minSize} exceeds maxSize {g.maxSize}", f"{where}.minSize")
-        groups.append(
-            NodeGroupSpec(
-                name=g.name,
-                nodepool=g.nodePool,
-                instance_types=tuple(g.instanceTypes),
-                on_demand_base=g.onDemandBaseCapacity,
-                on_demand_percentage=g.onDemandPercentageAboveBaseCapacity,
-                spot_allocation_strategy=g.spotAllocationStrategy,
-                on_demand_allocation_strategy=g.onDemandAllocationStrategy,
-                min_size=g.minSize,
-                max_size=g.maxSize,
-                zones=tuple(g.zones) if g.zones is not None else None,
-            )
-        )
-    delay_min = seconds(ca.asgLaunchDelay.min, f"{base}.asgLaunchDelay.min")
-    delay_max = seconds(ca.asgLaunchDelay.max, f"{base}.asgLaunchDelay.max")
-    if delay_min > delay_max:
-        raise fail("min exceeds max", f"{base}.asgLaunchDelay")
-    scan = seconds(ca.scanInterval, f"{base}.scanInterval")
-    if scan < 1:
-        raise fail("scanInterval must be at least 1s", f"{base}.scanInterval")
-    return AutoscalerSettings(
-        scan_interval_s=scan,
-        expander=chain,
-        priorities=tuple(priorities),
-        max_node_provision_time_s=seconds(ca.maxNodeProvisionTime, f"{base}.maxNodeProvisionTime"),
-        initial_node_group_backoff_s=seconds(
-            ca.initialNodeGroupBackoffDuration, f"{base}.initialNodeGroupBackoffDuration"
-        ),
-        max_node_group_backoff_s=seconds(
-            ca.maxNodeGroupBackoffDuration, f"{base}.maxNodeGroupBackoffDuration"
-        ),
-        node_group_backoff_reset_s=seconds(
-            ca.nodeGroupBackoffResetTimeout, f"{base}.nodeGroupBackoffResetTimeout"
-        ),
-        scale_down_utilization_threshold=ca.scaleDownUtilizationThreshold,
-        scale_down_unneeded_time_s=seconds(
-            ca.scaleDownUnneededTime, f"{base}.scaleDownUnneededTime"
-        ),
-        scale_down_delay_after_add_s=seconds(
-            ca.scaleDownDelayAfterAdd, f"{base}.scaleDownDelayAfterAdd"
-        ),
-        scale_down_delay_after_delete_s=None
-        if ca.scaleDownDelayAfterDelete is None
-        else seconds(ca.scaleDownDelayAfterDelete, f"{base}.scaleDownDelayAfterDelete"),
-        scale_down_delay_after_failure_s=seconds(
-            ca.scaleDownDelayAfterFailure, f"{base}.scaleDownDelayAfterFailure"
-        ),
-        max_empty_bulk_delete=ca.maxEmptyBulkDelete,
-        asg_launch_delay_min_s=delay_min,
-        asg_launch_delay_max_s=delay_max,
-        capacity_rebalance=ca.capacityRebalance,
-        node_groups=tuple(groups),
-        derived_max_size=ca.derivedGroupMaxSize,
-        derived_groups=ca.derivedGroups,
-        balance_similar_node_groups=ca.balanceSimilarNodeGroups,
-        skip_nodes_with_system_pods=ca.skipNodesWithSystemPods,
-        skip_nodes_with_local_storage=ca.skipNodesWithLocalStorage,
-    )
-
-
-def _interruption(spec: ScenarioSpec, base: Path, file: str, obj: str) -> InterruptionSettings:
-    """``spec.interruption``: NTH Helm values inline or ``{file: values.yaml}``, plus Joiner's
-    own ``rebalanceReplacement`` beside them (make before break, off by default)."""
-    values = spec.interruption
-    if values is None:
-        return InterruptionSettings()
-    values = dict(values)
-    replacement = values.pop(REBALANCE_REPLACEMENT, False)
-    if not isinstance(replacement, bool):
-        raise InputError(
-            f"must be true or false, got {replacement!r}",
-            file=file,
-            obj=obj,
-            field=f"spec.interruption.{REBALANCE_REPLACEMENT}",
-        )
-    if "file" in values:
-        if set(values) != {"file"} or not isinstance(values["file"], str):
-            raise InputError(
-                "give either {file: path} or the NTH values themselves, not both",
-                file=file,
-                obj=obj,
-                field="spec.interruption",
-            )
-        path = base / values["file"]
-        try:
-            docs = read_documents(path)
-        except InputError as exc:
-            raise InputError(f"{exc}", file=file, obj=obj, field="spec.interruption.file") from exc
-        if len(docs) != 1:
-            raise InputError("expected one YAML document of NTH values", file=str(path))
-        try:
-            return InterruptionSettings.from_helm_values(
-                docs[0], file=str(path), rebalance_replacement=replacement
-            )
-        except InputError as exc:
-            raise InputError(f"{exc}", file=file, obj=obj, field="spec.interruption.file") from exc
-    if not values:
-        return InterruptionSettings(rebalance_replacement=replacement)
-    try:
-        return InterruptionSettings.from_helm_values(
-            values, field="spec.interruption", rebalance_replacement=replacement
-        )
-    except InputError as exc:
-        raise exc.located(file=file, obj=obj) from exc
-
-
-def _check_node_classes(
-    manifests: ManifestSet, subnets: tuple[Subnet, ...], groups: tuple[SecurityGroup, ...]
-) -> None:
-    """Every selector term must match something in the simulated cloud (no silent guesses)."""
-    from joiner.cloudprovider.simulated.provider import _matches
-
-    for nc in manifests.nodeclasses:
-        legacy = nc.source.kind == "AWSNodeTemplate"
-        for i, t in enumerate(nc.subnet_selector_terms):
-            if not any(_matches(t, s.id, dict(s.tags).get("Name", ""), s.tags) for s in subnets):
-                have = ", ".join(f"{s.id} ({s.zone})" for s in subnets) or "none declared"
-                raise InputError(
-                    f"subnet {t.describe()} does not exist in the simulated cloud "
-                    f"(subnets: {have}); "
-                    "declare it under spec.cloud.subnets of the scenario",
-                    file=nc.source.file,
-                    obj=nc.source.ref,
-                    field="spec.subnetSelector" if legacy else f"spec.subnetSelectorTerms[{i}]",
-                )
-        for i, t in enumerate(nc.security_group_selector_terms):
-            if not any(_matches(t, g.id, g.name, g.tags) for g in groups):
-                have = ", ".join(g.id for g in groups) or "none"
-                raise InputError(
-                    f"security group {t.describe()} does not exist in the simulated cloud "
-                    f"(security groups: {have}); declare it under spec.cloud.securityGroups",
-                    file=nc.source.file,
-                    obj=nc.source.ref,
-                    field="spec.securityGroupSelector"
-                    if legacy
-                    else f"spec.securityGroupSelectorTerms[{i}]",
-                )

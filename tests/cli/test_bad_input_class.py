@@ -19,8 +19,8 @@ from joiner.api.objects import CronJob, PodTemplate, Source
 from joiner.cli.main import app
 from joiner.faults.experiment import schedule
 from joiner.faults.template import parse_template
-from joiner.operator.controller import load_settings
-from joiner.sim.scenario import _fire_times
+from joiner.operator.controller_settings import load_settings
+from joiner.sim.scenario_sections import fire_times
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 runner = CliRunner()
@@ -126,7 +126,7 @@ def test_cron_fire_times_are_lazy() -> None:
     every_minute = CronJob(
         "ns", "cj", "* * * * *", PodTemplate(requests={}), Source("f", "CronJob", "ns/cj")
     )
-    times = _fire_times(every_minute, datetime(2025, 1, 6, tzinfo=UTC), 10 * 365 * 86400)
+    times = fire_times(every_minute, datetime(2025, 1, 6, tzinfo=UTC), 10 * 365 * 86400)
     assert times  # fires, computed without listing five million times
     assert list(itertools.islice(times, 3)) == [0.0, 60.0, 120.0]
 

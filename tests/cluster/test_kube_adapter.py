@@ -24,7 +24,8 @@ from joiner.cluster.kube.actuator import quantities, requirement_terms
 from joiner.cluster.kube.crds import crd_documents
 from joiner.cluster.kube.feed import ClusterFeed
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
-from joiner.operator.controller import DEFAULT_SECURITY_GROUP, _fit_node_classes, load_settings
+from joiner.operator.controller_settings import load_settings
+from joiner.operator.wallclock import DEFAULT_SECURITY_GROUP, _fit_node_classes
 from joiner.sim.clock import SimClock
 from joiner.state.cluster import ClusterState, NodeClaim
 

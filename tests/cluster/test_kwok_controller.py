@@ -8,7 +8,8 @@ import pytest
 
 from joiner.api.errors import InputError
 from joiner.cluster.kube import client as kube
-from joiner.operator.controller import ControllerRuntime, ControllerSettings, load_settings
+from joiner.operator.controller import ControllerRuntime, ControllerSettings
+from joiner.operator.controller_settings import load_settings
 
 
 def test_kwok_settings_watch_kwoknodeclasses_not_ec2nodeclasses(tmp_path: Path) -> None:

@@ -144,7 +144,7 @@ def test_pdb_disruptions_allowed(min_available, max_unavailable, allowed):
 
 
 def test_controller_settings_take_nth_values_and_rebalance_replacement(tmp_path):
-    from joiner.operator.controller import interruption_settings, load_settings
+    from joiner.operator.controller_settings import interruption_settings, load_settings
 
     path = tmp_path / "settings.yaml"
     path.write_text(

@@ -20,7 +20,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Secret, ServiceAccount
 
-from joiner.operator.controller import load_settings
+from joiner.operator.controller_settings import load_settings
 
 CHART = REPO / "deploy" / "chart"
 NAMESPACE = "joiner-chart"

@@ -184,7 +184,7 @@ def test_cronjob_time_zone_is_honoured_and_checked():
 
     from joiner.api.errors import InputError
     from joiner.api.objects import CronJob, PodTemplate, Source
-    from joiner.sim.scenario import _fire_times
+    from joiner.sim.scenario_sections import fire_times
 
     def job(tz: str | None) -> CronJob:
         return CronJob(
@@ -197,8 +197,8 @@ def test_cronjob_time_zone_is_honoured_and_checked():
         )
 
     start = datetime(2025, 1, 7, tzinfo=UTC)
-    assert tuple(_fire_times(job(None), start, 86400)) == (19 * 3600.0,)
-    assert tuple(_fire_times(job("Asia/Tokyo"), start, 86400)) == (10 * 3600.0,)  # 19:00 JST
+    assert tuple(fire_times(job(None), start, 86400)) == (19 * 3600.0,)
+    assert tuple(fire_times(job("Asia/Tokyo"), start, 86400)) == (10 * 3600.0,)  # 19:00 JST
     from joiner.api.cron import check_time_zone
 
     with pytest.raises(InputError, match="unknown time zone 'Mars/Olympus'"):

@@ -64,6 +64,8 @@ def provisioner(doc: m.Provisioner, file: str) -> o.NodePool:
             field="spec.providerRef",
         )
     node_class_name = spec.providerRef.name if spec.providerRef is not None else name
+    if spec.providerRef is not None:
+        _check_provider_ref(spec.providerRef)
     if spec.consolidation and spec.consolidation.enabled and spec.ttlSecondsAfterEmpty is not None:
         raise InputError(
             "consolidation.enabled and ttlSecondsAfterEmpty are mutually exclusive",
@@ -143,6 +145,26 @@ def _ids_or_tags(selector: dict[str, str], field: str) -> tuple[o.SelectorTerm, 
     if "aws::name" in selector:
         return (o.SelectorTerm(name=selector["aws::name"]),)
     return (o.SelectorTerm(tags=tuple(sorted(selector.items()))),)
+
+
+def _check_provider_ref(ref: m.ProviderRef) -> None:
+    """v1alpha5 ``providerRef`` names an AWSNodeTemplate (``karpenter.k8s.aws/v1alpha1``, the
+    defaults Karpenter's webhook filled in); another kind or API group names nothing the AWS
+    provider can launch from, so it is an error rather than silently read as one.
+
+    Raises:
+        InputError: ``kind`` or ``apiVersion`` names something else.
+    """
+    if ref.kind is not None and ref.kind != LEGACY_NODECLASS_KIND:
+        raise InputError(
+            f"kind must be {LEGACY_NODECLASS_KIND} (got {ref.kind!r})",
+            field="spec.providerRef.kind",
+        )
+    if ref.apiVersion is not None and ref.apiVersion.split("/", 1)[0] != convert.EC2NODECLASS_GROUP:
+        raise InputError(
+            f"apiVersion must be in group {convert.EC2NODECLASS_GROUP} (got {ref.apiVersion!r})",
+            field="spec.providerRef.apiVersion",
+        )
 
 
 def awsnodetemplate(doc: m.AWSNodeTemplate, file: str) -> o.NodeClass:

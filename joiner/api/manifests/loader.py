@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
-from joiner.api.manifests import convert, legacy, runtimeclass, unmodelled
+from joiner.api.manifests import convert, legacy, pods, runtimeclass, unmodelled
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
 from joiner.api.validation import describe, field_path
@@ -82,6 +82,12 @@ def _validate(model: type[M], doc: dict[str, Any], file: str, obj: str) -> M:
 _Handler = Callable[[dict[str, Any], str, str, ManifestSet], None]
 
 
+def _note_spec(kind: str, spec: BaseModel, file: str, obj: str, out: ManifestSet) -> None:
+    """Record the Karpenter fields ``spec`` sets that Joiner does not model (``unmodelled``)."""
+    for path, why in unmodelled.unmodelled_spec_fields(kind, spec):
+        out.unmodelled.setdefault((f"spec.{path}", why), []).append(f"{file}: {obj}")
+
+
 def _nodepool(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.NodePool, doc, file, obj)
     out.nodepools.append(convert.nodepool(parsed, file))
@@ -105,13 +111,14 @@ def _nodeoverlay(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> 
 
 
 def _nodepool_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodepools.append(
-        convert.nodepool_v1beta1(_validate(m.V1Beta1NodePool, doc, file, obj), file)
-    )
+    parsed = _validate(m.V1Beta1NodePool, doc, file, obj)
+    _note_spec("NodePool/v1beta1", parsed.spec, file, obj, out)
+    out.nodepools.append(convert.nodepool_v1beta1(parsed, file))
 
 
 def _provisioner(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     model = _validate(m.Provisioner, doc, file, obj)
+    _note_spec("Provisioner", model.spec, file, obj, out)
     out.nodepools.append(legacy.provisioner(model, file))
     inline = legacy.inline_provider(model, file)
     if inline is not None:
@@ -119,23 +126,27 @@ def _provisioner(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> 
 
 
 def _ec2nodeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodeclasses.append(convert.ec2nodeclass(_validate(m.EC2NodeClass, doc, file, obj), file))
+    parsed = _validate(m.EC2NodeClass, doc, file, obj)
+    _note_spec("EC2NodeClass/v1", parsed.spec, file, obj, out)
+    out.nodeclasses.append(convert.ec2nodeclass(parsed, file))
 
 
 def _kwoknodeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodeclasses.append(convert.kwoknodeclass(_validate(m.KWOKNodeClass, doc, file, obj), file))
+    parsed = _validate(m.KWOKNodeClass, doc, file, obj)
+    _note_spec("KWOKNodeClass", parsed.spec, file, obj, out)
+    out.nodeclasses.append(convert.kwoknodeclass(parsed, file))
 
 
 def _ec2nodeclass_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodeclasses.append(
-        convert.ec2nodeclass_v1beta1(_validate(m.V1Beta1EC2NodeClass, doc, file, obj), file)
-    )
+    parsed = _validate(m.V1Beta1EC2NodeClass, doc, file, obj)
+    _note_spec("EC2NodeClass/v1beta1", parsed.spec, file, obj, out)
+    out.nodeclasses.append(convert.ec2nodeclass_v1beta1(parsed, file))
 
 
 def _awsnodetemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodeclasses.append(
-        legacy.awsnodetemplate(_validate(m.AWSNodeTemplate, doc, file, obj), file)
-    )
+    parsed = _validate(m.AWSNodeTemplate, doc, file, obj)
+    _note_spec("AWSNodeTemplate", parsed.spec, file, obj, out)
+    out.nodeclasses.append(legacy.awsnodetemplate(parsed, file))
 
 
 def _note_unmodelled(
@@ -155,7 +166,7 @@ def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | 
     def handle(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
         parsed = _validate(model, doc, file, obj)
         _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
-        w = convert.workload(parsed, file)
+        w = pods.workload(parsed, file)
         owners = {r.kind for r in parsed.metadata.ownerReferences}
         if owners & {"Deployment", "CronJob"}:
             out.owned_workloads.append(w)
@@ -169,39 +180,39 @@ def _cronjob(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None
     parsed = _validate(m.CronJob, doc, file, obj)
     base = "spec.jobTemplate.spec.template.spec"
     _note_unmodelled(parsed.spec.jobTemplate.spec.template.spec, base, file, obj, out)
-    out.cronjobs.append(convert.cronjob(parsed, file))
+    out.cronjobs.append(pods.cronjob(parsed, file))
 
 
 def _daemonset(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.DaemonSet, doc, file, obj)
     _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
-    out.daemonsets.append(convert.daemonset(parsed, file))
+    out.daemonsets.append(pods.daemonset(parsed, file))
 
 
 def _pod(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.Pod, doc, file, obj)
     _note_unmodelled(parsed.spec, "spec", file, obj, out, template=False)
-    out.pods.append(convert.pod(parsed, file))
+    out.pods.append(pods.pod(parsed, file))
 
 
 def _pdb(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.pdbs.append(convert.pdb(_validate(m.PodDisruptionBudget, doc, file, obj), file))
+    out.pdbs.append(pods.pdb(_validate(m.PodDisruptionBudget, doc, file, obj), file))
 
 
 def _node(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodes.append(convert.node(_validate(m.Node, doc, file, obj), file))
+    out.nodes.append(pods.node(_validate(m.Node, doc, file, obj), file))
 
 
 def _pvc(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.pvcs.append(convert.pvc(_validate(m.PersistentVolumeClaim, doc, file, obj), file))
+    out.pvcs.append(pods.pvc(_validate(m.PersistentVolumeClaim, doc, file, obj), file))
 
 
 def _pv(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.pvs.append(convert.pv(_validate(m.PersistentVolume, doc, file, obj), file))
+    out.pvs.append(pods.pv(_validate(m.PersistentVolume, doc, file, obj), file))
 
 
 def _storageclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.storageclasses.append(convert.storageclass(_validate(m.StorageClass, doc, file, obj), file))
+    out.storageclasses.append(pods.storageclass(_validate(m.StorageClass, doc, file, obj), file))
 
 
 def _nodeclaim(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:

@@ -1,15 +1,22 @@
-"""Pod fields that affect scheduling upstream but that Joiner does not model: one grouped
-warning per field, naming the objects that set it (kube-scheduler, Karpenter and the
-kubelet would act on them; Joiner schedules as if they were unset).
+"""Fields Joiner accepts but does not model: one grouped warning per field, naming the
+objects that set it (kube-scheduler, Karpenter, the kubelet or EC2 would act on them;
+Joiner acts as if they were unset).
 
-Fields with no effect on where or whether a pod runs (image, probes, env, DNS, security
-context...) are not listed and stay silent.
+Pod fields: those that affect scheduling upstream. Fields with no effect on where or whether
+a pod runs (image, probes, env, DNS, security context...) are not listed and stay silent.
+
+Karpenter fields (``SPEC_FIELDS``, per kind): every accepted NodePool, NodeClass,
+Provisioner or AWSNodeTemplate field that Karpenter or EC2 acts on and Joiner's converters
+drop. ``tests/cli/test_schema_walk_karpenter.py`` walks the manifest models and checks that
+each field either changes the loaded objects or is listed here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from pydantic import BaseModel
 
 from joiner.api.manifests import models as m
 
@@ -46,6 +53,87 @@ TEMPLATE_NODE_NAME = (
 )
 
 
+#: Kubelet settings Karpenter writes into the node's kubelet configuration (the bootstrap
+#: user data) that change neither allocatable nor scheduling in Karpenter's model.
+KUBELET_FIELDS: dict[str, str] = {
+    "clusterDNS": "the kubelet's cluster DNS servers",
+    "evictionSoft": "the kubelet's soft eviction thresholds (pods evicted under pressure)",
+    "evictionSoftGracePeriod": "the kubelet's soft eviction grace periods",
+    "evictionMaxPodGracePeriod": "the grace period the kubelet gives pods it evicts",
+    "imageGCHighThresholdPercent": "the kubelet's image garbage collection",
+    "imageGCLowThresholdPercent": "the kubelet's image garbage collection",
+    "cpuCFSQuota": "CFS quota enforcement of CPU limits",
+}
+
+_EBS_RATE = (
+    "blockDeviceMappings[].ebs.volumeInitializationRate",
+    "the EBS volume initialization rate",
+)
+_CONTEXT = ("context", "the CreateFleet Context (reserved capacity)")
+
+#: The v1 EC2NodeClass fields of the launch Joiner's AWS adapter does not write.
+_EC2NODECLASS_V1: dict[str, str] = {
+    "instanceStorePolicy": "RAID0 makes the instance store the node's ephemeral storage",
+    "ipPrefixCount": "IP prefixes assigned per network interface",
+    "networkInterfaces": "the launch template's network interfaces (EFA layouts)",
+    "connectionTracking": "the launch template's connection tracking timeouts",
+    "cpuOptions": "the launch template's CPU options",
+    "capacityReservationSelectorTerms": "capacity reservations Karpenter launches into first",
+    "placementGroupSelector": "the placement group instances launch into",
+    _CONTEXT[0]: _CONTEXT[1],
+    _EBS_RATE[0]: _EBS_RATE[1],
+    **{f"kubelet.{k}": why for k, why in KUBELET_FIELDS.items()},
+}
+
+#: Kind (``Kind`` or ``Kind/version``) -> spec field path -> what upstream does with it.
+#: A path's ``[]`` marks a list (set when any item sets what follows).
+SPEC_FIELDS: dict[str, dict[str, str]] = {
+    "EC2NodeClass/v1": _EC2NODECLASS_V1,
+    "EC2NodeClass/v1beta1": {
+        "instanceStorePolicy": _EC2NODECLASS_V1["instanceStorePolicy"],
+        "kubelet": "v1beta1 kubelet settings belong on the NodePool (template.spec.kubelet)",
+        _CONTEXT[0]: _CONTEXT[1],
+        _EBS_RATE[0]: _EBS_RATE[1],
+    },
+    "NodePool/v1beta1": {f"template.spec.kubelet.{k}": w for k, w in KUBELET_FIELDS.items()},
+    "AWSNodeTemplate": {_CONTEXT[0]: _CONTEXT[1], _EBS_RATE[0]: _EBS_RATE[1]},
+    "Provisioner": {
+        f"provider.{_CONTEXT[0]}": _CONTEXT[1],
+        f"provider.{_EBS_RATE[0]}": _EBS_RATE[1],
+        "kubeletConfiguration.containerRuntime": "the node's container runtime (gone in v1)",
+        **{f"kubeletConfiguration.{k}": w for k, w in KUBELET_FIELDS.items()},
+    },
+    "KWOKNodeClass": {"nodeRegistrationDelay": "Karpenter-kwok delays node registration"},
+}
+
+
+def _values(obj: object, parts: list[str]) -> Iterator[object]:
+    if not parts:
+        yield obj
+        return
+    name, many = parts[0].removesuffix("[]"), parts[0].endswith("[]")
+    if isinstance(obj, BaseModel):
+        value = getattr(obj, name, None)
+    elif isinstance(obj, dict):
+        value = obj.get(name)
+    else:
+        return
+    if value is None:
+        return
+    for item in value if many and isinstance(value, list) else [value]:
+        yield from _values(item, parts[1:])
+
+
+def unmodelled_spec_fields(kind: str, spec: BaseModel) -> list[tuple[str, str]]:
+    """(field path under ``spec``, upstream effect) of each ``SPEC_FIELDS[kind]`` field that
+    ``spec`` sets (not None and not empty); [] for a kind with no such fields."""
+    return [
+        (path.replace("[]", ""), why)
+        for path, why in SPEC_FIELDS.get(kind, {}).items()
+        if any(v not in (None, "", [], {}) for v in _values(spec, path.split(".")))
+    ]
+
+
 def unmodelled_fields(spec: m.PodSpec) -> list[tuple[str, str]]:
     """(field, upstream effect) of each field ``spec`` sets that Joiner does not model."""
     return [
@@ -59,6 +147,6 @@ def grouped_warnings(seen: dict[tuple[str, str], list[str]]) -> list[str]:
     from joiner.api.grouping import grouped
 
     return [
-        grouped(f"not modelled: {field} ({why}); Joiner schedules as if it were unset", objs)
+        grouped(f"not modelled: {field} ({why}); Joiner acts as if it were unset", objs)
         for (field, why), objs in sorted(seen.items())
     ]

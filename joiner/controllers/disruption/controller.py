@@ -32,6 +32,7 @@ from joiner.api.timeline import Timeline
 from joiner.controllers.disruption import methods as m
 from joiner.controllers.disruption.budgets import BudgetMapping, next_change
 from joiner.controllers.disruption.candidates import Candidate, collect, consolidatable_at
+from joiner.controllers.disruption.command import Command, Context
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import DISRUPTED_TAINT, Terminator, cordon
@@ -69,7 +70,7 @@ class DisruptionStats:
 
 @dataclass
 class _Running:
-    command: m.Command
+    command: Command
     replacements: list[NodeClaim]
 
 
@@ -110,7 +111,7 @@ class DisruptionController:
         self.poll_s = poll_s
         self.stats = DisruptionStats()
         #: Called with each command once it is under way (its replacements launched).
-        self.command_listeners: list[Callable[[m.Command], None]] = []
+        self.command_listeners: list[Callable[[Command], None]] = []
         self._running: list[_Running] = []
         self._validating = False
         self._pass_at: float | None = None
@@ -181,10 +182,10 @@ class DisruptionController:
 
     # -- a pass ---------------------------------------------------------------------------
 
-    def context(self, *, elapsed: bool = False) -> tuple[m.Context, list[Candidate]]:
+    def context(self, *, elapsed: bool = False) -> tuple[Context, list[Candidate]]:
         """A fresh pass context and the candidates (``elapsed``: consolidateAfter passed)."""
         now = self.now()
-        ctx = m.Context(
+        ctx = Context(
             state=self._state,
             provisioner=self._provisioner,
             types_of=self._types_of,
@@ -199,7 +200,7 @@ class DisruptionController:
         ctx.reasons.update(found.excluded)
         return ctx, found.candidates
 
-    def compute(self, *, elapsed: bool = False) -> tuple[m.Command | None, m.Context]:
+    def compute(self, *, elapsed: bool = False) -> tuple[Command | None, Context]:
         """The first command the methods produce now, with the pass context (its
         ``reasons`` say why other nodes were left alone)."""
         ctx, candidates = self.context(elapsed=elapsed)
@@ -209,7 +210,7 @@ class DisruptionController:
                 return command, ctx
         return None, ctx
 
-    def reconcile(self) -> m.Command | None:
+    def reconcile(self) -> Command | None:
         """One pass: compute a command and validate (after the delay) or execute it."""
         self.passes += 1
         command, _ctx = self.compute()
@@ -225,7 +226,7 @@ class DisruptionController:
             )
         return command
 
-    def _validate(self, command: m.Command) -> None:
+    def _validate(self, command: Command) -> None:
         self._validating = False
         fresh = self.revalidate(command)
         if fresh is None:
@@ -235,7 +236,7 @@ class DisruptionController:
             self.execute(fresh)
         self._schedule(1.0)
 
-    def revalidate(self, command: m.Command) -> m.Command | None:
+    def revalidate(self, command: Command) -> Command | None:
         """``command`` as it stands now, or None when it is no longer valid."""
         ctx, candidates = self.context()
         by_name = {c.name: c for c in candidates}
@@ -249,7 +250,7 @@ class DisruptionController:
                     continue
                 ctx.budgets.take(c.pool.name, m.EMPTY)
                 keep.append(c)
-            return m.Command(m.EMPTINESS, m.EMPTY, keep) if keep else None
+            return Command(m.EMPTINESS, m.EMPTY, keep) if keep else None
         valid = [c for c in now_cands if c is not None]
         if len(valid) != len(now_cands):
             return None
@@ -263,7 +264,7 @@ class DisruptionController:
             if ctx.budgets.left(pool, m.UNDERUTILIZED) < n:
                 return None
         again = m.consolidate(ctx, valid, command.method)
-        if not isinstance(again, m.Command):
+        if not isinstance(again, Command):
             return None
         if again.action != command.action:
             return None
@@ -276,7 +277,7 @@ class DisruptionController:
 
     # -- orchestration --------------------------------------------------------------------
 
-    def execute(self, command: m.Command) -> None:
+    def execute(self, command: Command) -> None:
         """Taint, launch replacements, mark for deletion; drain once replacements are up."""
         now = self._clock.now()
         for c in command.candidates:
@@ -333,7 +334,7 @@ class DisruptionController:
         if self._trigger is not None:
             self._trigger()
 
-    def _abort(self, command: m.Command, why: str) -> None:
+    def _abort(self, command: Command, why: str) -> None:
         self.stats.rejected += 1
         log.info("disruption command failed nodes=%s reason=%s", command.names, why)
         for c in command.candidates:

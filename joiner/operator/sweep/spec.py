@@ -339,7 +339,7 @@ def _policies(spec: SweepSpec, base_doc: dict[str, Any]) -> list[str]:
 
 def _referenced_files(doc: dict[str, Any]) -> list[str]:
     """Every file a (validated) scenario document names, relative to the scenario."""
-    from joiner.sim.scenario import ScenarioFile
+    from joiner.sim.scenario_schema import ScenarioFile
 
     spec = ScenarioFile.model_validate(doc).spec
     files = list(spec.manifests)
@@ -365,7 +365,7 @@ def _variant(
     doc = merge_patch(base_doc, v.scenario) if v.scenario is not None else dict(base_doc)
     if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
         raise fail("the patched scenario has no spec", f"{where}.scenario")
-    from joiner.sim.scenario import ScenarioFile
+    from joiner.sim.scenario_schema import ScenarioFile
 
     try:
         referenced = _referenced_files(doc)

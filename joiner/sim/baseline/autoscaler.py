@@ -56,7 +56,6 @@ from joiner.cloudprovider.events import REBALANCE_RECOMMENDATION, CloudEvent
 from joiner.cloudprovider.types import CloudProvider, CloudProviderError
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.termination.controller import Terminator, cordon
-from joiner.controllers.termination.pdb import disruptions_allowed, selects
 from joiner.scheduling import (
     BoundPod,
     ExistingNode,
@@ -65,7 +64,9 @@ from joiner.scheduling import (
 )
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.sim.baseline.estimator import Estimator
+from joiner.sim.baseline.expander import Expander, Option
 from joiner.sim.baseline.groups import NodeGroup
+from joiner.sim.baseline.scaledown import movable, utilisation
 from joiner.sim.baseline.settings import AutoscalerSettings
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 from joiner.state.snapshot import pod_requests, ready_nodes
@@ -93,15 +94,6 @@ class AutoscalerStats:
     replacements: int = 0
     scale_downs: int = 0
     provision_timeouts: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    """A scale-up option: ``nodes`` new nodes of ``group`` would take ``pods`` (uids)."""
-
-    group: NodeGroup
-    nodes: int
-    pods: tuple[str, ...]
 
 
 @dataclass
@@ -149,6 +141,7 @@ class ClusterAutoscaler:
         self._next_due_s = 0.0
         self._end_s = 0.0
         self.stats = AutoscalerStats()
+        self._expander = Expander(settings, rng, self._pod_requests)
         #: Whether a pod belongs to a controller that recreates it (CA will not remove a
         #: node running a bare pod); the runtime knows its controllers.
         self.replicated: Callable[[Pod], bool] = lambda _pod: True
@@ -374,38 +367,11 @@ class ClusterAutoscaler:
         return True
 
     def _balance(self, best: Option, options: list[Option]) -> list[tuple[NodeGroup, int]]:
-        """CA ``--balance-similar-node-groups``: the groups similar to the chosen one
-        (``nodegroupset.IsCloudProviderNodeInfoSimilar``: same template capacity, memory
-        within 1.5 %, allocatable within 5 %, labels equal but zone and hostname, same
-        taints) that could take the same pods share the new nodes, each added to the
-        currently smallest group (``BalanceScaleUpBetweenGroups``)."""
-        if not self.settings.balance_similar_node_groups:
-            return [(best.group, best.nodes)]
-        pods = set(best.pods)
-        similar = [best.group] + [
-            o.group
-            for o in options
-            if o.group is not best.group and pods <= set(o.pods) and _similar(o.group, best.group)
-        ]
-        if len(similar) == 1:
-            return [(best.group, best.nodes)]
-        added = {g.name: 0 for g in similar}
-        for _ in range(best.nodes):
-            room = [g for g in similar if g.desired + added[g.name] < g.spec.max_size]
-            if not room:
-                break
-            g = min(room, key=lambda g: (g.desired + added[g.name], g.name))
-            added[g.name] += 1
-        return [(g, added[g.name]) for g in similar if added[g.name]]
+        return self._expander.balance(best, options)
 
     def _expand(self, options: list[Option]) -> Option:
-        """Apply the expander chain; the last tie is broken by the seeded RNG."""
-        kept = sorted(options, key=lambda o: o.group.name)
-        for name in self.settings.expander:
-            if len(kept) <= 1:
-                break
-            kept = _EXPANDERS[name](self, kept)
-        return kept[0] if len(kept) == 1 else self._rng.choice(kept)
+        """Apply the expander chain (``expander.Expander.expand``)."""
+        return self._expander.expand(options)
 
     def _pod_requests(self, uids: Sequence[str]) -> tuple[int, int]:
         cpu = mem = 0
@@ -414,43 +380,6 @@ class ClusterAutoscaler:
             cpu += r.get(quantity.CPU, 0)
             mem += r.get(quantity.MEMORY, 0)
         return cpu, mem
-
-    def _least_waste(self, options: list[Option]) -> list[Option]:
-        """CA ``least-waste``: least idle CPU after the scale-up, idle memory the tie-break
-        (``cluster-autoscaler/FAQ.md``)."""
-        scored = []
-        requested: dict[tuple[str, ...], tuple[int, int]] = {}
-        for o in options:
-            alloc = o.group.template.allocatable
-            if o.pods not in requested:
-                requested[o.pods] = self._pod_requests(o.pods)
-            cpu, mem = requested[o.pods]
-            total_cpu = alloc.get(quantity.CPU, 0) * o.nodes
-            total_mem = alloc.get(quantity.MEMORY, 0) * o.nodes
-            waste_cpu = (total_cpu - cpu) / total_cpu if total_cpu else 1.0
-            waste_mem = (total_mem - mem) / total_mem if total_mem else 1.0
-            scored.append((round(waste_cpu, 9), round(waste_mem, 9), o))
-        best = min((c, m) for c, m, _ in scored)
-        return [o for c, m, o in scored if (c, m) == best]
-
-    def _most_pods(self, options: list[Option]) -> list[Option]:
-        """CA ``most-pods``: the option that schedules the most pending pods."""
-        most = max(len(o.pods) for o in options)
-        return [o for o in options if len(o.pods) == most]
-
-    def _priority(self, options: list[Option]) -> list[Option]:
-        """CA ``priority``: the groups whose name matches the highest priority's patterns;
-        groups no pattern matches are dropped unless nothing matches."""
-        prios = [(self.settings.priority_of(o.group.name), o) for o in options]
-        matched = [p for p, _ in prios if p is not None]
-        if not matched:
-            return options
-        top = max(matched)
-        return [o for p, o in prios if p == top]
-
-    def _random(self, options: list[Option]) -> list[Option]:
-        """CA ``random``: any option (the seeded RNG draws it)."""
-        return [self._rng.choice(options)]
 
     # -- the ASG model ---------------------------------------------------------------------
 
@@ -640,15 +569,6 @@ class ClusterAutoscaler:
 
     # -- scale-down ------------------------------------------------------------------------
 
-    def _utilisation(self, node: Node, pods: list[Pod]) -> float:
-        cpu = mem = 0
-        for p in pods:
-            cpu += p.template.requests.get(quantity.CPU, 0)
-            mem += p.template.requests.get(quantity.MEMORY, 0)
-        alloc_cpu = node.allocatable.get(quantity.CPU, 0)
-        alloc_mem = node.allocatable.get(quantity.MEMORY, 0)
-        return max(cpu / alloc_cpu if alloc_cpu else 0.0, mem / alloc_mem if alloc_mem else 0.0)
-
     def _scale_down(self, now: float, *, allow_removal: bool) -> None:
         s = self.settings
         candidates: list[tuple[float, str, Node, NodeGroup, list[Pod]]] = []
@@ -665,7 +585,7 @@ class ClusterAutoscaler:
                     self._unneeded.pop(m, None)
                     continue
                 pods = self._state.pods_on(node.name)
-                if self._utilisation(node, pods) >= s.scale_down_utilization_threshold:
+                if utilisation(node, pods) >= s.scale_down_utilization_threshold:
                     self._unneeded.pop(m, None)
                     continue
                 since = self._unneeded.setdefault(m, now)
@@ -711,57 +631,13 @@ class ClusterAutoscaler:
             if not room(g):
                 continue
             workload = [p for p in pods if not p.daemon]
-            if self._movable(node, workload):
+            if movable(
+                node, workload, self._state, self.settings, self.replicated, self._scheduler
+            ):
                 self._remove(
                     m, node, g, f"utilisation under {s.scale_down_utilization_threshold:g}"
                 )
                 return
-
-    def _blocks(self, pod: Pod) -> str | None:
-        """Why CA's drain rules keep ``pod``'s node (``utils/drain.GetPodsForDeletionOnNodeDrain``),
-        or None."""
-        t = pod.template
-        if t.ca_safe_to_evict is False:
-            return "safe-to-evict: false"
-        if t.ca_safe_to_evict:
-            return None
-        if not self.replicated(pod):
-            return "not replicated"
-        s = self.settings
-        if (
-            s.skip_nodes_with_system_pods
-            and pod.namespace == "kube-system"
-            and not any(selects(pdb, pod) for pdb in self._state.pdbs)
-        ):
-            return "kube-system pod without a PodDisruptionBudget"
-        if s.skip_nodes_with_local_storage and t.local_volumes:
-            return "local storage"
-        return None
-
-    def _movable(self, node: Node, pods: list[Pod]) -> bool:
-        """No pod is blocked by CA's drain rules (``_blocks``), the budgets allow the
-        evictions, and every pod fits on another Ready node (CA's drain simulation)."""
-        if any(self._blocks(p) is not None for p in pods):
-            return False
-        budgets: dict[int, int] = {}
-        for p in pods:
-            for i, pdb in enumerate(self._state.pdbs):
-                if selects(pdb, p):
-                    budgets[i] = budgets.get(i, 0) + 1
-        for i, count in budgets.items():
-            if disruptions_allowed(self._state, self._state.pdbs[i]) < count:
-                return False
-        existing, bound = ready_nodes(self._state)
-        others = [e for e in existing if e.name != node.name]
-        result = self._scheduler.solve(
-            SchedulingInput(
-                pods=pod_requests(self._state, pods),
-                existing=tuple(others),
-                bound_pods=tuple(b for b in bound if b.node != node.name),
-                mode="kube-scheduler",
-            )
-        )
-        return len(result.existing_placements) == len(pods)
 
     def _remove(self, claim_name: str, node: Node, g: NodeGroup, why: str) -> None:
         now = self._clock.now()
@@ -774,51 +650,3 @@ class ClusterAutoscaler:
         node.deleting = True
         cordon(node)
         self._terminator.drain(node, "cluster-autoscaler scale-down")
-
-
-#: Labels CA ignores when comparing node groups (``nodegroupset`` BasicIgnoredLabels and
-#: the AWS processor's additions).
-_IGNORED_LABELS = frozenset(
-    {
-        labels.HOSTNAME,
-        labels.ZONE,
-        labels.ZONE_ID,
-        labels.REGION,
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-        "topology.ebs.csi.aws.com/zone",
-        "alpha.eksctl.io/instance-id",
-        "alpha.eksctl.io/nodegroup-name",
-        "eks.amazonaws.com/nodegroup",
-        "k8s.amazonaws.com/eniConfig",
-        "lifecycle",
-    }
-)
-
-
-def _similar(a: NodeGroup, b: NodeGroup) -> bool:
-    """CA ``IsCloudProviderNodeInfoSimilar`` over the template nodes."""
-    ca, cb = a.template.capacity, b.template.capacity
-    aa, ab = a.template.allocatable, b.template.allocatable
-    for res in set(ca) | set(cb):
-        x, y = ca.get(res, 0), cb.get(res, 0)
-        if res == quantity.MEMORY:
-            if abs(x - y) > 0.015 * max(x, y):
-                return False
-        elif x != y:
-            return False
-    for res in (quantity.CPU, quantity.MEMORY):
-        x, y = aa.get(res, 0), ab.get(res, 0)
-        if abs(x - y) > 0.05 * max(x, y, 1):
-            return False
-    la = {k: v for k, v in a.template_labels().items() if k not in _IGNORED_LABELS}
-    lb = {k: v for k, v in b.template_labels().items() if k not in _IGNORED_LABELS}
-    return la == lb and a.pool.taints == b.pool.taints
-
-
-_EXPANDERS: dict[str, Callable[[ClusterAutoscaler, list[Option]], list[Option]]] = {
-    "random": ClusterAutoscaler._random,
-    "most-pods": ClusterAutoscaler._most_pods,
-    "least-waste": ClusterAutoscaler._least_waste,
-    "priority": ClusterAutoscaler._priority,
-}

@@ -1,0 +1,429 @@
+"""Pydantic models of the core Kubernetes kinds Joiner reads: pods and their controllers,
+PodDisruptionBudgets, Nodes, volumes, Namespaces. Re-exported by
+``joiner.api.manifests.models``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field, StrictInt, StrictStr
+
+from joiner.api.manifests.models_base import (
+    MAX_REPLICAS,
+    Metadata,
+    Model,
+    NodeSelectorRequirement,
+    Scalar,
+    Strict,
+    Taint,
+    TemplateMetadata,
+    Toleration,
+)
+
+# --- core Kubernetes ------------------------------------------------------------------------
+
+
+class LabelSelectorRequirement(Strict):
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelector(Strict):
+    matchLabels: dict[str, str] = Field(default_factory=dict)
+    matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class ResourceRequirements(Strict):
+    requests: dict[str, Scalar] = Field(default_factory=dict)
+    limits: dict[str, Scalar] = Field(default_factory=dict)
+    claims: Any = None
+
+
+class ContainerPort(Strict):
+    containerPort: int = Field(ge=1, le=65535)
+    hostPort: int | None = Field(default=None, ge=1, le=65535)
+    hostIP: str | None = None
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    name: str | None = None
+
+
+class Container(Strict):
+    name: str = ""
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    restartPolicy: str | None = None
+    ports: list[ContainerPort] = Field(default_factory=list)
+    args: Any = None
+    command: Any = None
+    env: Any = None
+    envFrom: Any = None
+    image: Any = None
+    imagePullPolicy: Any = None
+    lifecycle: Any = None
+    livenessProbe: Any = None
+    readinessProbe: Any = None
+    resizePolicy: Any = None
+    securityContext: Any = None
+    startupProbe: Any = None
+    stdin: Any = None
+    stdinOnce: Any = None
+    terminationMessagePath: Any = None
+    terminationMessagePolicy: Any = None
+    tty: Any = None
+    volumeDevices: Any = None
+    volumeMounts: Any = None
+    workingDir: Any = None
+    restartPolicyRules: Any = None
+
+
+class NodeSelectorTerm(Strict):
+    matchExpressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    matchFields: list[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelector(Strict):
+    nodeSelectorTerms: list[NodeSelectorTerm] = Field(min_length=1)
+
+
+class PreferredSchedulingTerm(Strict):
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(Strict):
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | None = None
+    preferredDuringSchedulingIgnoredDuringExecution: list[PreferredSchedulingTerm] = Field(
+        default_factory=list
+    )
+
+
+class PodAffinityTermModel(Strict):
+    topologyKey: str = Field(min_length=1)
+    labelSelector: LabelSelector | None = None
+    namespaces: list[str] = Field(default_factory=list)
+    namespaceSelector: LabelSelector | None = None
+    matchLabelKeys: list[str] = Field(default_factory=list)
+    mismatchLabelKeys: list[str] = Field(default_factory=list)
+
+
+class WeightedPodAffinityTerm(Strict):
+    weight: int = Field(ge=1, le=100)
+    podAffinityTerm: PodAffinityTermModel
+
+
+class PodAffinity(Strict):
+    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTermModel] = Field(
+        default_factory=list
+    )
+    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTerm] = Field(
+        default_factory=list
+    )
+
+
+class Affinity(Strict):
+    nodeAffinity: NodeAffinity | None = None
+    podAffinity: PodAffinity | None = None
+    podAntiAffinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraintModel(Strict):
+    maxSkew: int = Field(ge=1)
+    topologyKey: str = Field(min_length=1)
+    whenUnsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    labelSelector: LabelSelector | None = None
+    minDomains: int | None = Field(default=None, ge=1)
+    nodeAffinityPolicy: Literal["Honor", "Ignore"] = "Honor"
+    nodeTaintsPolicy: Literal["Honor", "Ignore"] = "Ignore"
+    matchLabelKeys: list[str] = Field(default_factory=list)
+
+
+class PVCVolumeSource(Strict):
+    claimName: str = Field(min_length=1)
+    readOnly: bool = False
+
+
+class EmptyDirVolumeSource(Model):
+    medium: str = ""
+
+
+class Volume(Model):
+    """A pod volume: ``persistentVolumeClaim`` matters to scheduling; ``emptyDir`` (not in
+    memory) and ``hostPath`` are local storage to Cluster Autoscaler's scale-down."""
+
+    name: str = Field(min_length=1)
+    persistentVolumeClaim: PVCVolumeSource | None = None
+    emptyDir: EmptyDirVolumeSource | None = None
+    hostPath: Any = None
+
+
+class SchedulingGate(Model):
+    name: str = Field(min_length=1)
+
+
+class PodSpec(Strict):
+    nodeName: str | None = None
+    containers: list[Container] = Field(min_length=1)
+    topologySpreadConstraints: list[TopologySpreadConstraintModel] = Field(default_factory=list)
+    volumes: list[Volume] = Field(default_factory=list)
+    initContainers: list[Container] = Field(default_factory=list)
+    nodeSelector: dict[str, str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = Field(default_factory=list)
+    overhead: dict[str, Scalar] = Field(default_factory=dict)
+    activeDeadlineSeconds: Any = None
+    automountServiceAccountToken: Any = None
+    dnsConfig: Any = None
+    dnsPolicy: Any = None
+    enableServiceLinks: Any = None
+    ephemeralContainers: Any = None
+    hostAliases: Any = None
+    hostIPC: Any = None
+    hostNetwork: Any = None
+    hostPID: Any = None
+    hostUsers: Any = None
+    hostname: Any = None
+    imagePullSecrets: Any = None
+    os: Any = None
+    preemptionPolicy: Any = None
+    priority: Any = None
+    priorityClassName: Any = None
+    readinessGates: Any = None
+    resourceClaims: Any = None
+    resources: Any = None
+    restartPolicy: Any = None
+    runtimeClassName: Any = None
+    schedulerName: Any = None
+    schedulingGates: list[SchedulingGate] = Field(default_factory=list)
+    securityContext: Any = None
+    serviceAccount: Any = None
+    serviceAccountName: Any = None
+    setHostnameAsFQDN: Any = None
+    shareProcessNamespace: Any = None
+    subdomain: Any = None
+    terminationGracePeriodSeconds: Any = None
+    hostnameOverride: Any = None
+
+
+class PodTemplateSpec(Strict):
+    metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
+    spec: PodSpec
+
+
+class PodStatus(Model):
+    phase: str | None = None
+    #: When the kubelet started it (a duration-valued do-not-disrupt counts from here).
+    startTime: datetime | None = None
+
+
+class Pod(Model):
+    apiVersion: str
+    kind: Literal["Pod"]
+    metadata: Metadata
+    spec: PodSpec
+    status: PodStatus = Field(default_factory=PodStatus)
+
+
+class ReplicatedSpec(Strict):
+    replicas: StrictInt = Field(default=1, ge=0, le=MAX_REPLICAS)
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec
+    strategy: Any = None
+    minReadySeconds: Any = None
+    revisionHistoryLimit: Any = None
+    progressDeadlineSeconds: Any = None
+    paused: Any = None
+    serviceName: Any = None
+    podManagementPolicy: Any = None
+    updateStrategy: Any = None
+    volumeClaimTemplates: Any = None
+    persistentVolumeClaimRetentionPolicy: Any = None
+    ordinals: Any = None
+
+
+class Deployment(Model):
+    apiVersion: str
+    kind: Literal["Deployment"]
+    metadata: Metadata
+    spec: ReplicatedSpec
+
+
+class DaemonSetSpec(Strict):
+    template: PodTemplateSpec
+    selector: Any = None
+    updateStrategy: Any = None
+    minReadySeconds: Any = None
+    revisionHistoryLimit: Any = None
+
+
+class DaemonSet(Model):
+    apiVersion: str
+    kind: Literal["DaemonSet"]
+    metadata: Metadata
+    spec: DaemonSetSpec
+
+
+class ReplicaSet(Model):
+    apiVersion: str
+    kind: Literal["ReplicaSet"]
+    metadata: Metadata
+    spec: ReplicatedSpec
+
+
+class StatefulSet(Model):
+    apiVersion: str
+    kind: Literal["StatefulSet"]
+    metadata: Metadata
+    spec: ReplicatedSpec
+
+
+class JobSpec(Strict):
+    parallelism: StrictInt = Field(default=1, ge=0, le=MAX_REPLICAS)
+    completions: StrictInt | None = Field(default=None, ge=0)
+    template: PodTemplateSpec
+    activeDeadlineSeconds: Any = None
+    backoffLimit: Any = None
+    backoffLimitPerIndex: Any = None
+    maxFailedIndexes: Any = None
+    completionMode: Any = None
+    manualSelector: Any = None
+    selector: Any = None
+    suspend: Any = None
+    ttlSecondsAfterFinished: Any = None
+    podFailurePolicy: Any = None
+    podReplacementPolicy: Any = None
+    successPolicy: Any = None
+    managedBy: Any = None
+
+
+class JobCondition(Model):
+    type: str = ""
+    status: str = ""
+
+
+class JobStatus(Model):
+    succeeded: int = 0
+    conditions: list[JobCondition] = Field(default_factory=list)
+
+
+class Job(Model):
+    apiVersion: str
+    kind: Literal["Job"]
+    metadata: Metadata
+    spec: JobSpec
+    status: JobStatus = Field(default_factory=JobStatus)
+
+
+class JobTemplate(Strict):
+    spec: JobSpec
+    metadata: Any = None
+
+
+class CronJobSpec(Strict):
+    schedule: str = Field(min_length=1)
+    jobTemplate: JobTemplate
+    suspend: bool = False
+    concurrencyPolicy: Literal["Allow", "Forbid", "Replace"] | None = None
+    failedJobsHistoryLimit: Any = None
+    successfulJobsHistoryLimit: Any = None
+    startingDeadlineSeconds: Any = None
+    timeZone: StrictStr | None = None
+
+
+class CronJob(Model):
+    apiVersion: str
+    kind: Literal["CronJob"]
+    metadata: Metadata
+    spec: CronJobSpec
+
+
+class PDBSpec(Strict):
+    selector: LabelSelector | None = None
+    minAvailable: int | str | None = None
+    maxUnavailable: int | str | None = None
+    unhealthyPodEvictionPolicy: Any = None
+
+
+class PodDisruptionBudget(Model):
+    apiVersion: str
+    kind: Literal["PodDisruptionBudget"]
+    metadata: Metadata
+    spec: PDBSpec
+
+
+class NodeSpecModel(Model):
+    taints: list[Taint] = Field(default_factory=list)
+    unschedulable: bool = False
+    providerID: str | None = None
+
+
+class NodeStatus(Model):
+    capacity: dict[str, Scalar] = Field(default_factory=dict)
+    allocatable: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class Node(Model):
+    apiVersion: str
+    kind: Literal["Node"]
+    metadata: Metadata
+    spec: NodeSpecModel = Field(default_factory=NodeSpecModel)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+
+class PVCResources(Model):
+    requests: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class PVCSpec(Model):
+    storageClassName: str | None = None
+    volumeName: str | None = None
+    resources: PVCResources = Field(default_factory=PVCResources)
+
+
+class PersistentVolumeClaim(Model):
+    apiVersion: str
+    kind: Literal["PersistentVolumeClaim"]
+    metadata: Metadata
+    spec: PVCSpec = Field(default_factory=PVCSpec)
+
+
+class VolumeNodeAffinity(Model):
+    required: NodeSelector | None = None
+
+
+class PVSpec(Model):
+    storageClassName: str | None = None
+    nodeAffinity: VolumeNodeAffinity | None = None
+    capacity: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class PersistentVolume(Model):
+    apiVersion: str
+    kind: Literal["PersistentVolume"]
+    metadata: Metadata
+    spec: PVSpec = Field(default_factory=PVSpec)
+
+
+class TopologySelectorRequirement(Model):
+    key: str = Field(min_length=1)
+    values: list[str] = Field(min_length=1)
+
+
+class TopologySelectorTerm(Model):
+    matchLabelExpressions: list[TopologySelectorRequirement] = Field(default_factory=list)
+
+
+class StorageClass(Model):
+    apiVersion: str
+    kind: Literal["StorageClass"]
+    metadata: Metadata
+    provisioner: str = ""
+    volumeBindingMode: Literal["Immediate", "WaitForFirstConsumer"] = "Immediate"
+    allowedTopologies: list[TopologySelectorTerm] = Field(default_factory=list)
+
+
+class Namespace(Model):
+    apiVersion: str
+    kind: Literal["Namespace"]
+    metadata: Metadata

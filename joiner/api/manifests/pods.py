@@ -1,0 +1,462 @@
+"""Converters from validated manifest models to domain objects for the core kinds: pods and
+their controllers (Deployment, ReplicaSet, StatefulSet, Job, CronJob, DaemonSet, Pod), pod
+templates (requests, affinity, spread, host ports, local storage, termination), label
+selectors, PodDisruptionBudgets, Nodes and volumes (PVC, PV, StorageClass).
+
+NodePools, node classes and NodeClaims are in ``convert``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC
+
+from joiner.api import cron, labels, quantity
+from joiner.api import objects as o
+from joiner.api.errors import InputError
+from joiner.api.manifests import models as m
+from joiner.api.manifests import termination
+from joiner.api.manifests.convert import requirements, resources, taints
+from joiner.api.requirements import Requirement, Requirements
+
+
+def _container_requests(c: m.Container, field: str) -> quantity.Resources:
+    # Kubernetes defaults a missing request to the limit.
+    limits = quantity.parse_resources(c.resources.limits, field=f"{field}.resources.limits")
+    requests = quantity.parse_resources(c.resources.requests, field=f"{field}.resources.requests")
+    return {**limits, **requests}
+
+
+#: Cluster Autoscaler's pod annotations (``utils/drain``).
+CA_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+CA_SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
+
+
+def _local_volumes(spec: m.PodSpec, annotations: Mapping[str, str]) -> tuple[str, ...]:
+    """CA ``drain.HasBlockingLocalStorage``: hostPath and emptyDir volumes not in memory,
+    minus those ``safe-to-evict-local-volumes`` names."""
+    safe = {v.strip() for v in annotations.get(CA_SAFE_TO_EVICT_LOCAL_VOLUMES, "").split(",")}
+    return tuple(
+        v.name
+        for v in spec.volumes
+        if (v.hostPath is not None or (v.emptyDir is not None and v.emptyDir.medium != "Memory"))
+        and v.name not in safe
+    )
+
+
+def pod_template(
+    spec: m.PodSpec,
+    pod_labels: Mapping[str, str],
+    field: str,
+    namespace: str = "default",
+    annotations: Mapping[str, str] | None = None,
+) -> o.PodTemplate:
+    """Scheduling view of a pod spec: effective requests, selectors, affinity, tolerations.
+
+    Effective requests follow kube-scheduler: the larger of the containers' sum and each init
+    container (restartable init containers, i.e. sidecars, add to both), plus pod overhead,
+    plus ``pods: 1``.
+    """
+    total: quantity.Resources = {}
+    sidecars: quantity.Resources = {}
+    init_peak: quantity.Resources = {}
+    for i, c in enumerate(spec.initContainers):
+        req = _container_requests(c, f"{field}.initContainers[{i}]")
+        if c.restartPolicy == "Always":
+            sidecars = quantity.add(sidecars, req)
+        else:
+            init_peak = quantity.maximum(init_peak, quantity.add(req, sidecars))
+    for i, c in enumerate(spec.containers):
+        total = quantity.add(total, _container_requests(c, f"{field}.containers[{i}]"))
+    total = quantity.maximum(quantity.add(total, sidecars), init_peak)
+    total = quantity.add(total, quantity.parse_resources(spec.overhead, field=f"{field}.overhead"))
+    total[quantity.PODS] = 1
+    selector = Requirements(Requirement.in_(k, v) for k, v in sorted(spec.nodeSelector.items()))
+    terms: list[Requirements] = []
+    pinned = False
+    na = spec.affinity.nodeAffinity if spec.affinity else None
+    required = na.requiredDuringSchedulingIgnoredDuringExecution if na else None
+    if required is not None:
+        base = f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        for i, term in enumerate(required.nodeSelectorTerms):
+            if term.matchFields:
+                # DaemonSet pods are pinned to their node this way; Karpenter does not
+                # provision for such pods, and kube-scheduler binds them by node name.
+                pinned = True
+                continue
+            if not term.matchExpressions:
+                raise InputError(
+                    "an empty node selector term matches no node",
+                    field=f"{base}.nodeSelectorTerms[{i}]",
+                )
+            terms.append(
+                Requirements(
+                    requirements(
+                        term.matchExpressions, f"{base}.nodeSelectorTerms[{i}].matchExpressions"
+                    )
+                )
+            )
+    preferred: list[tuple[int, Requirements]] = []
+    if na is not None:
+        base = f"{field}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+        for i, pterm in enumerate(na.preferredDuringSchedulingIgnoredDuringExecution):
+            preferred.append(
+                (
+                    pterm.weight,
+                    Requirements(
+                        requirements(pterm.preference.matchExpressions, f"{base}[{i}].preference")
+                    ),
+                )
+            )
+    spread = []
+    for i, tsc in enumerate(spec.topologySpreadConstraints):
+        sel = label_selector(
+            tsc.labelSelector, f"{field}.topologySpreadConstraints[{i}].labelSelector"
+        )
+        sel = sel.add(
+            *[Requirement.in_(k, pod_labels[k]) for k in tsc.matchLabelKeys if k in pod_labels]
+        )
+        spread.append(
+            o.TopologySpreadConstraint(
+                key=labels.normalize_key(tsc.topologyKey),
+                max_skew=tsc.maxSkew,
+                selector=sel,
+                when_unsatisfiable=tsc.whenUnsatisfiable,
+                min_domains=tsc.minDomains,
+                node_affinity_policy=tsc.nodeAffinityPolicy,
+                node_taints_policy=tsc.nodeTaintsPolicy,
+            )
+        )
+    aff = spec.affinity
+    pa = aff.podAffinity if aff else None
+    paa = aff.podAntiAffinity if aff else None
+    base_aff = f"{field}.affinity"
+    # With hostNetwork, every containerPort is bound on the node (the API server defaults
+    # hostPort to containerPort; kube-scheduler's NodePorts filter sees them).
+    host_network = spec.hostNetwork is True
+    ports = tuple(
+        o.HostPort(
+            port=p.hostPort or p.containerPort, protocol=p.protocol, ip=p.hostIP or "0.0.0.0"
+        )
+        for c in (*spec.initContainers, *spec.containers)
+        for p in c.ports
+        if p.hostPort or host_network
+    )
+    return o.PodTemplate(
+        requests=total,
+        node_selector=selector,
+        required_affinity=tuple(terms),
+        tolerations=tuple(
+            o.Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
+            for t in spec.tolerations
+        ),
+        labels=tuple(sorted(pod_labels.items())),
+        namespace=namespace,
+        preferred_affinity=tuple(sorted(preferred, key=lambda p: -p[0])),
+        spread=tuple(spread),
+        pod_affinity=_affinity_terms(pa, pod_labels, f"{base_aff}.podAffinity"),
+        pod_anti_affinity=_affinity_terms(paa, pod_labels, f"{base_aff}.podAntiAffinity"),
+        preferred_pod_affinity=_weighted_terms(pa, pod_labels, f"{base_aff}.podAffinity"),
+        preferred_pod_anti_affinity=_weighted_terms(paa, pod_labels, f"{base_aff}.podAntiAffinity"),
+        host_ports=ports,
+        critical=spec.priorityClassName in ("system-cluster-critical", "system-node-critical"),
+        pinned=pinned,
+        volume_claims=tuple(
+            v.persistentVolumeClaim.claimName for v in spec.volumes if v.persistentVolumeClaim
+        ),
+        # A pod with spec.overhead already went through RuntimeClass admission (a dump).
+        runtime_class=str(spec.runtimeClassName)
+        if spec.runtimeClassName and not spec.overhead
+        else None,
+        local_volumes=_local_volumes(spec, annotations or {}),
+        ca_safe_to_evict={"true": True, "false": False}.get(
+            (annotations or {}).get(CA_SAFE_TO_EVICT, "")
+        ),
+        shutdown_s=termination.shutdown_seconds(spec),
+    )
+
+
+def _affinity_term(
+    t: m.PodAffinityTermModel, pod_labels: Mapping[str, str], field: str
+) -> o.PodAffinityTerm:
+    sel = label_selector(t.labelSelector, f"{field}.labelSelector")
+    sel = sel.add(*[Requirement.in_(k, pod_labels[k]) for k in t.matchLabelKeys if k in pod_labels])
+    if t.namespaces:
+        namespaces: tuple[str, ...] | None = tuple(t.namespaces)
+    elif t.namespaceSelector is not None:
+        # Namespace labels are not modelled: a namespaceSelector counts every namespace.
+        namespaces = ()
+    else:
+        namespaces = None
+    return o.PodAffinityTerm(
+        key=labels.normalize_key(t.topologyKey), selector=sel, namespaces=namespaces
+    )
+
+
+def _affinity_terms(
+    a: m.PodAffinity | None, pod_labels: Mapping[str, str], field: str
+) -> tuple[o.PodAffinityTerm, ...]:
+    if a is None:
+        return ()
+    base = f"{field}.requiredDuringSchedulingIgnoredDuringExecution"
+    return tuple(
+        _affinity_term(t, pod_labels, f"{base}[{i}]")
+        for i, t in enumerate(a.requiredDuringSchedulingIgnoredDuringExecution)
+    )
+
+
+def _weighted_terms(
+    a: m.PodAffinity | None, pod_labels: Mapping[str, str], field: str
+) -> tuple[tuple[int, o.PodAffinityTerm], ...]:
+    if a is None:
+        return ()
+    base = f"{field}.preferredDuringSchedulingIgnoredDuringExecution"
+    out = [
+        (w.weight, _affinity_term(w.podAffinityTerm, pod_labels, f"{base}[{i}].podAffinityTerm"))
+        for i, w in enumerate(a.preferredDuringSchedulingIgnoredDuringExecution)
+    ]
+    return tuple(sorted(out, key=lambda p: -p[0]))
+
+
+def label_selector(sel: m.LabelSelector | None, field: str) -> Requirements:
+    """A ``metav1.LabelSelector`` as requirements (matchLabels are ``In [value]``)."""
+    if sel is None:
+        return Requirements()
+    reqs = [Requirement.in_(k, v) for k, v in sorted(sel.matchLabels.items())]
+    for i, e in enumerate(sel.matchExpressions):
+        if e.operator in ("In", "NotIn") and not e.values:
+            raise InputError(
+                f"operator {e.operator} needs at least one value",
+                field=f"{field}.matchExpressions[{i}].values",
+            )
+        reqs.append(Requirement.new(e.key, e.operator, e.values))
+    return Requirements(reqs)
+
+
+def selects(selector: Requirements, pod_labels: Mapping[str, str]) -> bool:
+    """Label-selector matching: every requirement holds on the labels (absent satisfies
+    NotIn/DoesNotExist only). An empty selector matches everything."""
+    have = Requirements.from_labels(pod_labels)
+    return have.compatible(selector, allow_undefined=frozenset()) is None
+
+
+def _namespace(meta: m.Metadata) -> str:
+    return meta.namespace or "default"
+
+
+def _owner(meta: m.Metadata) -> str | None:
+    owners = [r for r in meta.ownerReferences if r.controller] or meta.ownerReferences
+    return f"{owners[0].kind}/{owners[0].name}" if owners else None
+
+
+def workload(doc: m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job, file: str) -> o.Workload:
+    """A Deployment, ReplicaSet, StatefulSet or Job as a fixed-size workload."""
+    ns = _namespace(doc.metadata)
+    spec = doc.spec
+    tmpl_labels = dict(spec.template.metadata.labels)
+    if isinstance(doc, m.Job):
+        # A Job runs min(parallelism, completions left) pods until it completes or fails;
+        # its controller labels them job-name=<name>, which is how its pods are found.
+        done = doc.spec.suspend is True or any(
+            c.type in ("Complete", "Failed") and c.status == "True" for c in doc.status.conditions
+        )
+        replicas = 0 if done else doc.spec.parallelism
+        if doc.spec.completions is not None and not done:
+            replicas = max(0, min(replicas, doc.spec.completions - doc.status.succeeded))
+        tmpl_labels["job-name"] = doc.metadata.name
+        selector = Requirements.from_labels({"job-name": doc.metadata.name})
+        total = doc.spec.completions if doc.spec.completions is not None else doc.spec.parallelism
+        completions: int | None = 0 if done else max(0, total - doc.status.succeeded)
+    else:
+        assert not isinstance(spec, m.JobSpec)
+        replicas = spec.replicas
+        completions = None
+        selector = label_selector(spec.selector, "spec.selector")
+    if not selector:
+        selector = Requirements.from_labels(tmpl_labels)
+    elif not selects(selector, tmpl_labels):
+        raise InputError(
+            "spec.selector does not match the pod template's labels", field="spec.selector"
+        )
+    return o.Workload(
+        kind=doc.kind,
+        namespace=ns,
+        name=doc.metadata.name,
+        replicas=replicas,
+        template=pod_template(
+            spec.template.spec,
+            tmpl_labels,
+            "spec.template.spec",
+            ns,
+            spec.template.metadata.annotations,
+        ),
+        source=o.Source(file, doc.kind, f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        selector=selector,
+        annotations=tuple(sorted(spec.template.metadata.annotations.items())),
+        completions=completions,
+    )
+
+
+def cronjob(doc: m.CronJob, file: str) -> o.CronJob:
+    """A ``batch/v1`` CronJob."""
+    ns = _namespace(doc.metadata)
+    tmpl = doc.spec.jobTemplate.spec.template
+    return o.CronJob(
+        namespace=ns,
+        name=doc.metadata.name,
+        schedule=doc.spec.schedule,
+        template=pod_template(
+            tmpl.spec,
+            tmpl.metadata.labels,
+            "spec.jobTemplate.spec.template.spec",
+            ns,
+            tmpl.metadata.annotations,
+        ),
+        source=o.Source(file, "CronJob", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        parallelism=doc.spec.jobTemplate.spec.parallelism,
+        completions=doc.spec.jobTemplate.spec.completions,
+        suspend=doc.spec.suspend,
+        concurrency_policy=doc.spec.concurrencyPolicy or "Allow",
+        time_zone=cron.check_time_zone(doc.spec.timeZone, field="spec.timeZone"),
+    )
+
+
+def daemonset(doc: m.DaemonSet, file: str) -> o.DaemonSet:
+    """An ``apps/v1`` DaemonSet."""
+    ns = _namespace(doc.metadata)
+    return o.DaemonSet(
+        namespace=ns,
+        name=doc.metadata.name,
+        template=pod_template(
+            doc.spec.template.spec, doc.spec.template.metadata.labels, "spec.template.spec", ns
+        ),
+        source=o.Source(file, "DaemonSet", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+    )
+
+
+def pod(doc: m.Pod, file: str) -> o.StandalonePod:
+    """A ``v1`` Pod (pending, or running when ``spec.nodeName`` is set)."""
+    ns = _namespace(doc.metadata)
+    return o.StandalonePod(
+        namespace=ns,
+        name=doc.metadata.name,
+        template=pod_template(doc.spec, doc.metadata.labels, "spec", ns, doc.metadata.annotations),
+        source=o.Source(file, "Pod", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        node_name=doc.spec.nodeName,
+        owner=_owner(doc.metadata),
+        annotations=tuple(sorted(doc.metadata.annotations.items())),
+        phase=doc.status.phase,
+        deleting=doc.metadata.deletionTimestamp is not None,
+        started_at=doc.status.startTime
+        if doc.status.startTime is None or doc.status.startTime.tzinfo is not None
+        else doc.status.startTime.replace(tzinfo=UTC),
+        scheduling_gates=tuple(g.name for g in doc.spec.schedulingGates),
+    )
+
+
+def _int_or_percent(value: int | str | None, field: str) -> int | str | None:
+    if value is None or isinstance(value, int):
+        if isinstance(value, int) and value < 0:
+            raise InputError(f"{value} must not be negative", field=field)
+        return value
+    text = value.strip()
+    digits = text[:-1]
+    if text.endswith("%") and digits.isascii() and digits.isdigit() and int(digits) <= 100:
+        return text
+    if text.isascii() and text.isdigit():
+        return int(text)
+    raise InputError(f"{value!r} is neither a count nor a percentage like 50%", field=field)
+
+
+def pdb(doc: m.PodDisruptionBudget, file: str) -> o.PodDisruptionBudget:
+    """A ``policy/v1`` PodDisruptionBudget."""
+    ns = _namespace(doc.metadata)
+    spec = doc.spec
+    if spec.minAvailable is not None and spec.maxUnavailable is not None:
+        raise InputError(
+            "minAvailable and maxUnavailable are mutually exclusive", field="spec.maxUnavailable"
+        )
+    return o.PodDisruptionBudget(
+        namespace=ns,
+        name=doc.metadata.name,
+        selector=label_selector(spec.selector, "spec.selector"),
+        source=o.Source(file, "PodDisruptionBudget", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        min_available=_int_or_percent(spec.minAvailable, "spec.minAvailable"),
+        max_unavailable=_int_or_percent(spec.maxUnavailable, "spec.maxUnavailable"),
+    )
+
+
+def node(doc: m.Node, file: str) -> o.ClusterNode:
+    """A ``v1`` Node."""
+    node_labels = {labels.normalize_key(k): v for k, v in doc.metadata.labels.items()}
+    return o.ClusterNode(
+        name=doc.metadata.name,
+        labels=tuple(sorted(node_labels.items())),
+        taints=taints(doc.spec.taints),
+        capacity=resources(doc.status.capacity, "status.capacity"),
+        allocatable=resources(doc.status.allocatable, "status.allocatable"),
+        source=o.Source(file, "Node", doc.metadata.name, doc.apiVersion),
+        unschedulable=doc.spec.unschedulable,
+        provider_id=doc.spec.providerID,
+        annotations=tuple(sorted(doc.metadata.annotations.items())),
+        deleting=doc.metadata.deletionTimestamp is not None
+        or any(t.key == labels.TAINT_DISRUPTED for t in doc.spec.taints),
+    )
+
+
+def pvc(doc: m.PersistentVolumeClaim, file: str) -> o.PersistentVolumeClaim:
+    """A ``v1`` PersistentVolumeClaim."""
+    ns = _namespace(doc.metadata)
+    quantity.parse_resources(doc.spec.resources.requests, field="spec.resources.requests")
+    return o.PersistentVolumeClaim(
+        namespace=ns,
+        name=doc.metadata.name,
+        source=o.Source(file, "PersistentVolumeClaim", f"{ns}/{doc.metadata.name}", doc.apiVersion),
+        storage_class=doc.spec.storageClassName,
+        volume_name=doc.spec.volumeName,
+    )
+
+
+def pv(doc: m.PersistentVolume, file: str) -> o.PersistentVolume:
+    """A ``v1`` PersistentVolume."""
+    terms: list[Requirements] = []
+    na = doc.spec.nodeAffinity
+    if na is not None and na.required is not None:
+        base = "spec.nodeAffinity.required.nodeSelectorTerms"
+        for i, t in enumerate(na.required.nodeSelectorTerms):
+            if not t.matchExpressions:
+                raise InputError(
+                    "an empty node selector term matches no node",
+                    field=f"{base}.nodeSelectorTerms[{i}]",
+                )
+            terms.append(
+                Requirements(requirements(t.matchExpressions, f"{base}[{i}].matchExpressions"))
+            )
+    quantity.parse_resources(doc.spec.capacity, field="spec.capacity")
+    return o.PersistentVolume(
+        name=doc.metadata.name,
+        source=o.Source(file, "PersistentVolume", doc.metadata.name, doc.apiVersion),
+        storage_class=doc.spec.storageClassName,
+        node_affinity=tuple(terms),
+    )
+
+
+def storageclass(doc: m.StorageClass, file: str) -> o.StorageClass:
+    """A ``storage.k8s.io/v1`` StorageClass."""
+    return o.StorageClass(
+        name=doc.metadata.name,
+        source=o.Source(file, "StorageClass", doc.metadata.name, doc.apiVersion),
+        provisioner=doc.provisioner,
+        volume_binding_mode=doc.volumeBindingMode,
+        allowed_topologies=tuple(
+            Requirements(Requirement.in_(e.key, *e.values) for e in t.matchLabelExpressions)
+            for t in doc.allowedTopologies
+        ),
+    )
+
+
+def is_restricted_label(key: str) -> bool:
+    """Karpenter rejects template labels under ``karpenter.sh/`` unless well-known, and hostname."""
+    if key == labels.HOSTNAME:
+        return True
+    return key.startswith("karpenter.sh/") and key not in labels.WELL_KNOWN_LABELS

@@ -1,0 +1,232 @@
+"""Disruption commands and what a pass reads: ``Replacement``, ``Command``, the pass
+``Context``, the scheduling simulation (Karpenter's ``SimulateScheduling``) and the launch
+price helpers the consolidation price rules use (``WorstLaunchPrice``, minValues).
+
+The methods that produce commands are in ``methods``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from joiner.api import labels
+from joiner.api.requirements import Requirements
+from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.controllers.disruption.budgets import BudgetMapping
+from joiner.controllers.disruption.candidates import Candidate
+from joiner.controllers.disruption.drift import CloudDrift, TypesOf
+from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.scheduling import NewNodeClaim, Scheduler, SchedulingInput
+from joiner.state.cluster import ClusterState
+from joiner.state.snapshot import pod_requests
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """A NodeClaim a command launches.
+
+    Attributes:
+        new: the scheduling result it comes from (pods, requirements).
+        instance_types: the options it may launch, cheapest first (price-filtered for
+            consolidation).
+        capacity_types: the capacity types it may launch as (pinned to spot when both were
+            allowed).
+        instance_type / offering: what it is expected to launch as (the cheapest available
+            offering of the preferred capacity type), for reports.
+    """
+
+    new: NewNodeClaim
+    instance_types: tuple[InstanceType, ...]
+    capacity_types: tuple[str, ...]
+    instance_type: InstanceType
+    offering: Offering
+
+    @property
+    def price_per_hour(self) -> float:
+        """Expected price, USD per hour."""
+        return self.offering.price_per_hour
+
+
+@dataclass
+class Command:
+    """One disruption decision: delete ``candidates``, launching ``replacements`` first.
+
+    ``savings_per_hour`` is the candidates' summed price minus the replacements' expected
+    price (negative for a drift replacement that costs more).
+    """
+
+    method: str
+    reason: str
+    candidates: list[Candidate]
+    replacements: list[Replacement] = field(default_factory=list)
+    #: Where the simulation put the candidates' pods that fit existing nodes: (pod uid,
+    #: NodeClaim name).
+    placements: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def savings_per_hour(self) -> float:
+        """USD per hour saved once the command completes."""
+        return sum(c.price_per_hour for c in self.candidates) - sum(
+            r.price_per_hour for r in self.replacements
+        )
+
+    @property
+    def names(self) -> list[str]:
+        """Candidate node names."""
+        return [c.name for c in self.candidates]
+
+    @property
+    def action(self) -> str:
+        """``Delete`` or ``Replace``."""
+        return "Replace" if self.replacements else "Delete"
+
+
+@dataclass
+class Context:
+    """What a pass reads: cluster state, the provisioner (for its snapshot and templates),
+    time, budgets and settings."""
+
+    state: ClusterState
+    provisioner: Provisioner
+    types_of: TypesOf
+    now_s: float
+    now: datetime
+    budgets: BudgetMapping
+    spot_to_spot: bool = False
+    #: The cloud provider's drift check (``CloudProvider.is_drifted``), if any.
+    cloud_drift: CloudDrift | None = None
+    #: Per node: the latest reason a method gave for not disrupting it (for ``disrupt``).
+    reasons: dict[str, str] = field(default_factory=dict)
+    scheduler: Scheduler = field(default_factory=Scheduler)
+
+
+# -- scheduling simulation -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Rescheduling the candidates' pods: the new NodeClaims that hold any of them, or why
+    one of them cannot move."""
+
+    new_claims: tuple[NewNodeClaim, ...] = ()
+    failure: str | None = None
+    placements: tuple[tuple[str, str], ...] = ()
+
+
+def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
+    """Karpenter's ``SimulateScheduling`` for ``candidates`` (see the module docstring)."""
+    state = ctx.state
+    names = frozenset(c.claim.name for c in candidates)
+    moving = {p.uid for c in candidates for p in c.pods}
+    existing, bound = ctx.provisioner.snapshot(exclude=names)
+    others = [
+        p
+        for node in state.nodes.values()
+        if node.deleting and node.deleted_at_s is None and node.nodeclaim not in names
+        for p in state.pods_on(node.name)
+        if not p.daemon and p.terminating_until_s is None
+    ]
+    pods = [
+        *state.pending_pods(),
+        *others,
+        *sorted((p for c in candidates for p in c.pods), key=lambda p: p.order),
+    ]
+    result = ctx.scheduler.solve(
+        SchedulingInput(
+            pods=pod_requests(state, pods),
+            existing=tuple(existing),
+            bound_pods=tuple(bound),
+            nodepools=tuple(ctx.provisioner.templates()),
+            daemonsets=tuple(state.daemonsets[k] for k in sorted(state.daemonsets)),
+        )
+    )
+    for uid, reason in result.unschedulable:
+        if uid in moving:
+            pod = state.pods[uid]
+            return Simulation(failure=f"pod {pod.namespace}/{pod.name} fits nowhere else: {reason}")
+    initialized = {e.name: e.initialized for e in existing}
+    for uid, node in result.existing_placements:
+        if uid in moving and not initialized.get(node, True):
+            pod = state.pods[uid]
+            return Simulation(
+                failure=f"pod {pod.namespace}/{pod.name} would need node {node}, which is not "
+                "initialized yet"
+            )
+    claims = tuple(n for n in result.new_nodeclaims if any(u in moving for u in n.pods))
+    placed = tuple((u, n) for u, n in result.existing_placements if u in moving)
+    return Simulation(new_claims=claims, placements=placed)
+
+
+# -- prices --------------------------------------------------------------------------------
+
+
+_OFFERINGS: dict[tuple[int, Requirements], tuple[InstanceType, tuple[Offering, ...]]] = {}
+
+
+def allowed_offerings(it: InstanceType, reqs: Requirements) -> tuple[Offering, ...]:
+    """Available offerings of ``it`` that ``reqs`` allow, memoised per (type object,
+    requirements): instance types are immutable, and the cloud hands out new objects when
+    availability changes."""
+    key = (id(it), reqs)
+    hit = _OFFERINGS.get(key)
+    if hit is not None and hit[0] is it:
+        return hit[1]
+    if len(_OFFERINGS) > 65536:
+        _OFFERINGS.clear()
+    found = tuple(o for o in it.offerings if o.available and o.compatible(reqs))
+    _OFFERINGS[key] = (it, found)
+    return found
+
+
+def worst_launch_price(it: InstanceType, reqs: Requirements) -> float | None:
+    """The highest price among ``it``'s available offerings ``reqs`` allow (Karpenter's
+    ``WorstLaunchPrice``), or None when none is allowed."""
+    prices = [o.price_per_hour for o in allowed_offerings(it, reqs)]
+    return max(prices) if prices else None
+
+
+def capacity_types(types: Sequence[InstanceType], reqs: Requirements) -> set[str]:
+    """Capacity types some available, allowed offering of ``types`` has (the scan stops once
+    every capacity type ``reqs`` allows is found)."""
+    allowed = reqs.get(labels.CAPACITY_TYPE)
+    every = allowed.values if allowed is not None and not allowed.complement else None
+    found: set[str] = set()
+    for it in types:
+        found.update(o.capacity_type for o in allowed_offerings(it, reqs))
+        if every is not None and len(found) >= len(every):
+            break
+    return found
+
+
+def expected_launch(
+    types: Sequence[InstanceType], reqs: Requirements
+) -> tuple[InstanceType, Offering] | None:
+    """What a launch is expected to get: the preferred capacity type (reserved, spot,
+    on-demand), then the lowest price, then type name and zone."""
+    pairs = [(it, o) for it in types for o in allowed_offerings(it, reqs)]
+    if not pairs:
+        return None
+    rank = {ct: i for i, ct in enumerate(labels.CAPACITY_TYPE_PRECEDENCE)}
+    return min(
+        pairs,
+        key=lambda p: (rank.get(p[1].capacity_type, 9), p[1].price_per_hour, p[0].name, p[1].zone),
+    )
+
+
+def min_values_short(types: Sequence[InstanceType], reqs: Requirements) -> str | None:
+    for key, r in sorted(reqs.items()):
+        if r.min_values is None:
+            continue
+        # Karpenter InstanceTypes.SatisfiesMinValues: every value of each type's requirement
+        # (a type offered as spot and on-demand, or in three zones, has several).
+        distinct = {
+            v
+            for it in types
+            if (tr := it.requirements.get(key)) is not None and not tr.complement
+            for v in tr.values
+        }
+        if len(distinct) < r.min_values:
+            return f"{key} has {len(distinct)} values among cheaper types, minValues {r.min_values}"
+    return None

@@ -1,0 +1,85 @@
+"""Cluster Autoscaler's scale-down checks: node utilisation, the drain rules that keep a
+node (``utils/drain``: ``safe-to-evict``, bare pods, kube-system pods without a PDB, local
+storage) and the drain simulation (budgets, every pod fits elsewhere). ``ClusterAutoscaler``
+applies them to its candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from joiner.api import quantity
+from joiner.controllers.termination.pdb import disruptions_allowed, selects
+from joiner.scheduling import Scheduler, SchedulingInput
+from joiner.sim.baseline.settings import AutoscalerSettings
+from joiner.state.cluster import ClusterState, Node, Pod
+from joiner.state.snapshot import pod_requests, ready_nodes
+
+
+def utilisation(node: Node, pods: list[Pod]) -> float:
+    """CA's node utilisation: the larger of requested CPU and memory over allocatable
+    (``simulator.CalculateUtilization``, DaemonSet pods included as CA's default)."""
+    cpu = mem = 0
+    for p in pods:
+        cpu += p.template.requests.get(quantity.CPU, 0)
+        mem += p.template.requests.get(quantity.MEMORY, 0)
+    alloc_cpu = node.allocatable.get(quantity.CPU, 0)
+    alloc_mem = node.allocatable.get(quantity.MEMORY, 0)
+    return max(cpu / alloc_cpu if alloc_cpu else 0.0, mem / alloc_mem if alloc_mem else 0.0)
+
+
+def drain_blocker(
+    pod: Pod, state: ClusterState, settings: AutoscalerSettings, replicated: Callable[[Pod], bool]
+) -> str | None:
+    """Why CA's drain rules keep ``pod``'s node (``utils/drain.GetPodsForDeletionOnNodeDrain``),
+    or None."""
+    t = pod.template
+    if t.ca_safe_to_evict is False:
+        return "safe-to-evict: false"
+    if t.ca_safe_to_evict:
+        return None
+    if not replicated(pod):
+        return "not replicated"
+    s = settings
+    if (
+        s.skip_nodes_with_system_pods
+        and pod.namespace == "kube-system"
+        and not any(selects(pdb, pod) for pdb in state.pdbs)
+    ):
+        return "kube-system pod without a PodDisruptionBudget"
+    if s.skip_nodes_with_local_storage and t.local_volumes:
+        return "local storage"
+    return None
+
+
+def movable(
+    node: Node,
+    pods: list[Pod],
+    state: ClusterState,
+    settings: AutoscalerSettings,
+    replicated: Callable[[Pod], bool],
+    scheduler: Scheduler,
+) -> bool:
+    """No pod is blocked by CA's drain rules (``drain_blocker``), the budgets allow the
+    evictions, and every pod fits on another Ready node (CA's drain simulation)."""
+    if any(drain_blocker(p, state, settings, replicated) is not None for p in pods):
+        return False
+    budgets: dict[int, int] = {}
+    for p in pods:
+        for i, pdb in enumerate(state.pdbs):
+            if selects(pdb, p):
+                budgets[i] = budgets.get(i, 0) + 1
+    for i, count in budgets.items():
+        if disruptions_allowed(state, state.pdbs[i]) < count:
+            return False
+    existing, bound = ready_nodes(state)
+    others = [e for e in existing if e.name != node.name]
+    result = scheduler.solve(
+        SchedulingInput(
+            pods=pod_requests(state, pods),
+            existing=tuple(others),
+            bound_pods=tuple(b for b in bound if b.node != node.name),
+            mode="kube-scheduler",
+        )
+    )
+    return len(result.existing_placements) == len(pods)
