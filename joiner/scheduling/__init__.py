@@ -15,6 +15,7 @@ from joiner.scheduling.types import (
     PodRequest,
     SchedulingInput,
     SchedulingResult,
+    StopRule,
 )
 
 __all__ = [
@@ -26,5 +27,6 @@ __all__ = [
     "Scheduler",
     "SchedulingInput",
     "SchedulingResult",
+    "StopRule",
     "provisioning_order",
 ]

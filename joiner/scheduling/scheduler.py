@@ -46,7 +46,7 @@ from joiner.api.objects import (
     tolerates_all,
 )
 from joiner.api.quantity import Resources
-from joiner.api.requirements import Requirements
+from joiner.api.requirements import NOT_IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.pool import IntArray, PreparedPool, prepare
 from joiner.scheduling.topology import Active, Group, Summary, Topology
@@ -223,7 +223,14 @@ class Scheduler:
         Returns a ``SchedulingResult`` whose ``unschedulable`` entries carry a reason a person
         can act on (which NodePool rejected the pod and why). Deterministic for equal inputs.
         """
-        return _Solve(inp).run()
+        try:
+            return _Solve(inp).run()
+        except _Stopped as stop:
+            return SchedulingResult(stopped=str(stop))
+
+
+class _Stopped(Exception):
+    """Raised inside a solve when its ``StopRule`` has decided the caller's answer."""
 
 
 def _blocking_taint(t: PodTemplate, taints: tuple[Taint, ...], tolerate_pns: bool) -> Taint | None:
@@ -323,6 +330,8 @@ class _Solve:
         #: (template id, relaxation step) -> names of targets that can never take it.
         self._dead: dict[tuple[int, int], set[object]] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
+        #: Indices of this solve's NodeClaims holding a pod of ``inp.stop``.
+        self._watched: set[int] = set()
 
     def _universe(
         self,
@@ -696,6 +705,32 @@ class _Solve:
         for g in self.topology.groups_matching(t):
             if g.key == labels.HOSTNAME:
                 index.host_counts(id(g))[claim.index] += 1
+        if self.inp.stop is not None:
+            self._check_stop(claim, pod)
+
+    def _check_stop(self, claim: _Claim, pod: PodRequest) -> None:
+        """Raise ``_Stopped`` once ``inp.stop`` decides the answer (see ``StopRule``)."""
+        stop = self.inp.stop
+        assert stop is not None
+        if pod.uid in stop.pods:
+            self._watched.add(claim.index)
+            if len(self._watched) > 1:
+                raise _Stopped("its pods need more than one new node")
+        if stop.price_per_hour is None or claim.index not in self._watched:
+            return
+        pool = claim.pool
+        reqs = pool.nodepool.requirements
+        if stop.rejected_capacity_types:
+            reqs = reqs.add(
+                Requirement.new(labels.CAPACITY_TYPE, NOT_IN, stop.rejected_capacity_types)
+            )
+        floor = float(pool.prices(reqs)[claim.options].min())
+        if floor >= stop.price_per_hour:
+            other = ", ".join(sorted(stop.rejected_capacity_types))
+            raise _Stopped(
+                f"no instance type that fits its pods costs less than ${stop.price_per_hour:.4f}/h"
+                + (f" other than as {other}" if other else "")
+            )
 
     def _min_values_short(
         self, pool: PreparedPool, reqs: Requirements, options: IntArray

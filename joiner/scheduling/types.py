@@ -80,6 +80,34 @@ class NodePoolTemplate:
 
 
 @dataclass(frozen=True, slots=True)
+class StopRule:
+    """When a solve may stop early because its caller's answer is already decided
+    (consolidation's; Joiner's own speed-up, not an upstream rule).
+
+    Consolidation (Karpenter ``computeConsolidation``) rejects a simulation whose moving pods
+    need more than one new NodeClaim, and a single replacement none of whose instance types
+    has a worst launch price below the candidates' summed price. NodeClaim options only
+    narrow as pods are added, and a type's worst launch price is never below its cheapest
+    offering under the NodePool's requirements, so the solve stops as soon as a second
+    NodeClaim takes one of ``pods``, or a NodeClaim holding one has no option whose cheapest
+    offering is below ``price_per_hour``: the rest of the solve cannot turn the rejection
+    into a command. Offerings of ``rejected_capacity_types`` do not count: a replacement that
+    could launch as one of them is rejected whatever its price (spot-to-spot consolidation
+    with its feature gate off), and one that cannot is priced by its other offerings.
+
+    Attributes:
+        pods: uids of the pods being moved.
+        price_per_hour: the price a replacement must undercut, USD per hour (None: no price
+            rule, only the NodeClaim count).
+        rejected_capacity_types: capacity types a replacement may not launch as.
+    """
+
+    pods: frozenset[str]
+    price_per_hour: float | None = None
+    rejected_capacity_types: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulingInput:
     """Everything one solve reads."""
 
@@ -99,6 +127,8 @@ class SchedulingInput:
     #: ``Strict``: a NodeClaim that cannot keep a requirement's ``minValues`` distinct values
     #: fails (the next NodePool is tried); ``BestEffort``: minValues is relaxed.
     min_values_policy: str = "Strict"
+    #: Stop early once the caller's answer is decided (``StopRule``); None: never.
+    stop: StopRule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +157,9 @@ class SchedulingResult:
     new_nodeclaims: tuple[NewNodeClaim, ...] = ()
     existing_placements: tuple[tuple[str, str], ...] = ()
     unschedulable: tuple[tuple[str, str], ...] = field(default=())
+    #: Why the solve stopped early under ``SchedulingInput.stop`` (the other fields are then
+    #: partial), or None when it ran to the end.
+    stopped: str | None = None
 
     def reason(self, uid: str) -> str | None:
         """Why ``uid`` could not be scheduled, or None."""

@@ -18,7 +18,7 @@ from joiner.controllers.disruption.budgets import BudgetMapping
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf
 from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.scheduling import NewNodeClaim, Scheduler, SchedulingInput
+from joiner.scheduling import NewNodeClaim, Scheduler, SchedulingInput, StopRule
 from joiner.state.cluster import ClusterState
 from joiner.state.snapshot import pod_requests
 
@@ -115,8 +115,20 @@ class Simulation:
     placements: tuple[tuple[str, str], ...] = ()
 
 
-def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
-    """Karpenter's ``SimulateScheduling`` for ``candidates`` (see the module docstring)."""
+#: Why a spot node is not replaced by another spot node.
+SPOT_TO_SPOT_OFF = (
+    "spot-to-spot consolidation is off (--feature-gates SpotToSpotConsolidation=true)"
+)
+
+
+def simulate(
+    ctx: Context, candidates: Sequence[Candidate], *, consolidating: bool = False
+) -> Simulation:
+    """Karpenter's ``SimulateScheduling`` for ``candidates`` (see the module docstring).
+
+    ``consolidating``: the caller only accepts at most one new NodeClaim for the moving pods,
+    with an instance type cheaper than the candidates together, so the solve stops as soon
+    as that is impossible (``StopRule``); the failure then names that reason."""
     state = ctx.state
     names = frozenset(c.claim.name for c in candidates)
     moving = {p.uid for c in candidates for p in c.pods}
@@ -133,6 +145,7 @@ def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
         *others,
         *sorted((p for c in candidates for p in c.pods), key=lambda p: p.order),
     ]
+    stop = _stop_rule(ctx, candidates, moving) if consolidating else None
     result = ctx.scheduler.solve(
         SchedulingInput(
             pods=pod_requests(state, pods),
@@ -140,8 +153,14 @@ def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
             bound_pods=tuple(bound),
             nodepools=tuple(ctx.provisioner.templates()),
             daemonsets=tuple(state.daemonsets[k] for k in sorted(state.daemonsets)),
+            stop=stop,
         )
     )
+    if result.stopped is not None:
+        why = result.stopped
+        if stop is not None and stop.rejected_capacity_types and why.startswith("no instance"):
+            why = f"{SPOT_TO_SPOT_OFF}, and {why}"
+        return Simulation(failure=f"can't consolidate: {why}")
     for uid, reason in result.unschedulable:
         if uid in moving:
             pod = state.pods[uid]
@@ -157,6 +176,21 @@ def simulate(ctx: Context, candidates: Sequence[Candidate]) -> Simulation:
     claims = tuple(n for n in result.new_nodeclaims if any(u in moving for u in n.pods))
     placed = tuple((u, n) for u, n in result.existing_placements if u in moving)
     return Simulation(new_claims=claims, placements=placed)
+
+
+def _stop_rule(ctx: Context, candidates: Sequence[Candidate], moving: set[str]) -> StopRule:
+    """When consolidating ``candidates`` is decided to fail mid-solve: a second new NodeClaim,
+    or one with no instance type cheaper than the candidates together; with every candidate
+    spot and spot-to-spot consolidation off, a replacement that could be spot is rejected
+    too (``methods._consolidate``), so only its other offerings can make it cheaper."""
+    all_spot = all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in candidates)
+    return StopRule(
+        frozenset(moving),
+        sum(c.price_per_hour for c in candidates),
+        frozenset({labels.CAPACITY_TYPE_SPOT})
+        if all_spot and not ctx.spot_to_spot
+        else frozenset(),
+    )
 
 
 # -- prices --------------------------------------------------------------------------------

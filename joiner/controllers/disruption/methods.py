@@ -34,6 +34,7 @@ from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.command import (
+    SPOT_TO_SPOT_OFF,
     Command,
     Context,
     Replacement,
@@ -149,7 +150,7 @@ def _on_demand_base_short(
 
 
 def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> Command | str:
-    sim = simulate(ctx, candidates)
+    sim = simulate(ctx, candidates, consolidating=True)
     if sim.failure is not None:
         return sim.failure
     cands = list(candidates)
@@ -218,10 +219,7 @@ def _spot_to_spot(
     sim: Simulation,
 ) -> Command | str:
     if not ctx.spot_to_spot:
-        return (
-            "spot-to-spot consolidation is off (--feature-gates SpotToSpotConsolidation=true); "
-            "spot nodes are only deleted, never replaced"
-        )
+        return f"{SPOT_TO_SPOT_OFF}; spot nodes are only deleted, never replaced"
     reqs = new.requirements.add(Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_SPOT))
     cheaper = [
         it
@@ -416,48 +414,65 @@ class _Room:
             sum(cpu for cpu, _ in self.free.values()),
             sum(mem for _, mem in self.free.values()),
         )
-        self.prices, self.max_cpu, self.max_mem = _cheaper_types(ctx.provisioner.templates())
+        self._templates = ctx.provisioner.templates()
+        self._spot_to_spot = ctx.spot_to_spot
 
     def hopeless(self, c: Candidate) -> str | None:
-        """Why ``c``'s pods cannot move anywhere cheaper, or None when they might."""
+        """Why ``c``'s pods cannot move anywhere cheaper, or None when they might. A spot
+        candidate with spot-to-spot consolidation off can only be replaced by a node that is
+        not spot (``_consolidate``), so only the other offerings' prices count for it."""
         need_cpu = sum(p.template.requests.get(CPU, 0) for p in c.pods)
         need_mem = sum(p.template.requests.get(MEMORY, 0) for p in c.pods)
         own_cpu, own_mem = self.free.get(c.claim.name, (0, 0))
-        n = bisect.bisect_left(self.prices, c.price_per_hour)  # types strictly cheaper
-        best_cpu = self.max_cpu[n - 1] if n else 0
-        best_mem = self.max_mem[n - 1] if n else 0
+        exclude = (
+            frozenset({labels.CAPACITY_TYPE_SPOT})
+            if c.capacity_type == labels.CAPACITY_TYPE_SPOT and not self._spot_to_spot
+            else frozenset()
+        )
+        prices, max_cpu, max_mem = _cheaper_types(self._templates, exclude)
+        n = bisect.bisect_left(prices, c.price_per_hour)  # types strictly cheaper
+        best_cpu = max_cpu[n - 1] if n else 0
+        best_mem = max_mem[n - 1] if n else 0
         if (
             need_cpu <= self.total[0] - own_cpu + best_cpu
             and need_mem <= self.total[1] - own_mem + best_mem
         ):
             return None
-        return (
-            "can't replace with a cheaper node: its pods fit neither on the other nodes nor "
-            "on any cheaper instance type"
+        return "can't replace with a cheaper node: " + (
+            f"{SPOT_TO_SPOT_OFF}, and its pods fit neither on the other nodes nor on any "
+            "instance type cheaper other than as spot"
+            if exclude
+            else "its pods fit neither on the other nodes nor on any cheaper instance type"
         )
 
 
-#: The last ``_cheaper_types`` answer, by its templates' pools and instance-type identities
-#: (the types themselves are kept so the identities stay valid).
-_CHEAPER: list[tuple[object, object, tuple[list[float], list[int], list[int]]]] = []
+#: The last ``_cheaper_types`` answer per excluded capacity types, by its templates' pools
+#: and instance-type identities (the types themselves are kept so the identities stay valid).
+_CHEAPER: dict[frozenset[str], tuple[object, object, tuple[list[float], list[int], list[int]]]] = {}
 
 
 def _cheaper_types(
-    templates: Sequence[NodePoolTemplate],
+    templates: Sequence[NodePoolTemplate], exclude: frozenset[str] = frozenset()
 ) -> tuple[list[float], list[int], list[int]]:
-    """Every launchable (pool, type): cheapest allowed price ascending, with the running
-    maximum of allocatable CPU and memory. Reused while the pools and the cloud's type
-    objects are the same (the cloud hands out new objects when availability changes)."""
+    """Every launchable (pool, type): cheapest allowed price ascending (offerings of
+    ``exclude`` capacity types left out), with the running maximum of allocatable CPU and
+    memory. Reused while the pools and the cloud's type objects are the same (the cloud
+    hands out new objects when availability changes)."""
     key = tuple((t.nodepool, tuple(map(id, t.instance_types))) for t in templates)
-    if _CHEAPER and _CHEAPER[0][0] == key:
-        return _CHEAPER[0][2]
+    hit = _CHEAPER.get(exclude)
+    if hit is not None and hit[0] == key:
+        return hit[2]
     rows: list[tuple[float, int, int]] = []
     for t in templates:
         reqs = t.nodepool.requirements
         for it in t.instance_types:
             if it.requirements.intersects(reqs) is not None:
                 continue
-            prices = [o.price_per_hour for o in allowed_offerings(it, reqs)]
+            prices = [
+                o.price_per_hour
+                for o in allowed_offerings(it, reqs)
+                if o.capacity_type not in exclude
+            ]
             if prices:
                 alloc = it.allocatable
                 rows.append((min(prices), alloc.get(CPU, 0), alloc.get(MEMORY, 0)))
@@ -470,7 +485,7 @@ def _cheaper_types(
         max_cpu.append(cpu)
         max_mem.append(mem)
     answer = ([r[0] for r in rows], max_cpu, max_mem)
-    _CHEAPER[:] = [(key, tuple(t.instance_types for t in templates), answer)]
+    _CHEAPER[exclude] = (key, tuple(t.instance_types for t in templates), answer)
     return answer
 
 

@@ -93,6 +93,8 @@ class CostOptimalScheduler(Scheduler):
     def solve(self, inp: SchedulingInput) -> SchedulingResult:
         """Place ``inp.pods`` at the lowest hourly price the solver finds; never a plan the
         faithful scheduler's predicates reject. Deterministic for equal inputs."""
+        # Its plans are compared whole (``_prefer_faithful``): no early stop.
+        inp = replace(inp, stop=None) if inp.stop is not None else inp
         if inp.mode != "provisioner" or not inp.nodepools or not inp.pods:
             return super().solve(inp)
         result = _CostSolve(inp).run()
