@@ -133,7 +133,9 @@ class SimulationRuntime:
         )
         self.autoscaler: ClusterAutoscaler | None = None
         self.batcher = Batcher(self.clock, self._flush)
-        self.kube_scheduler = KubeScheduler(self.state, self.clock)
+        self.kube_scheduler = KubeScheduler(
+            self.state, self.clock, preempt=lambda victim, by: self.terminator.preempt(victim, by)
+        )
         self.pods = PodFactory(self.state, self.clock)
         self.kubelet = KubeletModel(
             self.state, self.clock, self.rng_boot, self.lifecycle, self.pods

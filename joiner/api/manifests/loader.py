@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
-from joiner.api.manifests import convert, legacy, pods, runtimeclass, unmodelled
+from joiner.api.manifests import convert, legacy, pods, priority, runtimeclass, unmodelled
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
 from joiner.api.validation import describe, field_path
@@ -36,6 +36,7 @@ class ManifestSet:
     storageclasses: list[o.StorageClass] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
     runtimeclasses: list[runtimeclass.RuntimeClass] = field(default_factory=list)
+    priorityclasses: list[priority.PriorityClass] = field(default_factory=list)
     #: (pod field path, upstream effect) -> objects that set a field Joiner does not model.
     unmodelled: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     #: ``karpenter.sh/v1`` NodeClaims of a cluster dump: launched or in-flight capacity.
@@ -228,6 +229,11 @@ def _runtimeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) ->
     out.runtimeclasses.append(runtimeclass.runtimeclass(parsed, file))
 
 
+def _priorityclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    parsed = _validate(priority.PriorityClassModel, doc, file, obj)
+    out.priorityclasses.append(priority.priority_class(parsed, file))
+
+
 #: (apiVersion, kind) -> handler.
 HANDLERS: dict[tuple[str, str], _Handler] = {
     ("karpenter.sh/v1", "NodePool"): _nodepool,
@@ -255,6 +261,7 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("v1", "Namespace"): _namespace,
     ("storage.k8s.io/v1", "StorageClass"): _storageclass,
     ("node.k8s.io/v1", "RuntimeClass"): _runtimeclass,
+    ("scheduling.k8s.io/v1", "PriorityClass"): _priorityclass,
 }
 
 #: Older Karpenter kinds a cluster dump may hold that Joiner does not read: skipped with a
@@ -438,6 +445,7 @@ def _group_skipped(out: ManifestSet) -> None:
 def _check_references(out: ManifestSet) -> None:
     _group_skipped(out)
     _check_unique(out)
+    priority.admit(out)
     classes = {n.name: n for n in out.nodeclasses}
     for pool in out.nodepools:
         ref = pool.node_class_ref

@@ -85,7 +85,9 @@ class Provisioner:
         """One pass: solve for every pending pod, create and launch the new NodeClaims."""
         self.stats.passes += 1
         existing, bound = self.snapshot()
-        pending = self._state.pending_pods()
+        # Karpenter ``pod.IsProvisionable``: a preemptor kube-scheduler nominated to a node
+        # (``status.nominatedNodeName``) waits for its victims; it is not demand.
+        pending = [p for p in self._state.pending_pods() if p.nominated_node_name is None]
         # Karpenter: pods on nodes being deleted are demand, so their replacement launches
         # before the drain finishes.
         moving = {
