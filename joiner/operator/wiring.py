@@ -46,6 +46,7 @@ from joiner.sim.baseline import (
     build_autoscaler,
 )
 from joiner.sim.clock import SimClock
+from joiner.sim import windows
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary, joiner_parameters
@@ -600,6 +601,10 @@ class SimulationRuntime:
             disruptions=self._disruptions(),
             reclaim_events=self.cloud.reclaim_events,
         )
+        if self.scenario.windows:
+            summary["windows"] = windows.summarize(
+                self.state, self.scenario.duration_s, self.scenario.windows
+            )
         return RunResult(summary=summary, state=self.state, cloud=self.cloud)
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
+from joiner.sim.windows import ReportSpec
 
 
 class _Strict(BaseModel):
@@ -296,6 +297,11 @@ class ScenarioSpec(_Strict):
         "keeps the first policy's run at the top level and every one under policies",
     )
     clusterAutoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
+    report: ReportSpec = Field(
+        default_factory=ReportSpec,
+        description="Extra summary figures: windows [{name, start (UTC HH:MM), duration}] "
+        "give summary.windows.<name>.pendingSeconds for pods created in each",
+    )
 
 
 class ScenarioMetadata(_Strict):

@@ -243,3 +243,26 @@ def test_the_preemptor_waits_for_its_victims_grace_period(tmp_path):
     assert victim.deleted_at_s == 620.0  # its preStop hook ran within the grace period
     assert preemptor.bound_at_s == 620.0 and preemptor.node_name == victim.node_name
     assert preemptor.nominated_node_name is None
+
+
+def test_peak_windows_report_the_pods_created_in_them(tmp_path):
+    """``spec.report.windows``: minute 10 to 15 holds the three late web pods (they bind at
+    once); placeholders (negative priority) are left out; a window in the night is empty."""
+    path = _scenario(tmp_path)
+    text = path.read_text().replace(
+        "  workloads:\n",
+        "  report:\n    windows:\n"
+        "      - {name: rush, start: '00:10', duration: 5m}\n"
+        "      - {name: night, start: '23:00', duration: 30m}\n"
+        "  workloads:\n",
+    )
+    path.write_text(text)
+    summary = SimulationRuntime(load_scenario(path)).run().summary
+    assert summary["windows"]["rush"] == {
+        "pods": 3,
+        "pendingSeconds": {"p50": 0.0, "p95": 0.0, "max": 0.0},
+    }
+    assert summary["windows"]["night"]["pods"] == 0
+    path.write_text(text.replace("'00:10'", "'25:00'"))
+    with pytest.raises(InputError, match=r"spec.report.windows\[0\].start"):
+        load_scenario(path)
