@@ -37,6 +37,7 @@ from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
 from joiner.operator.lint import lint_manifests
 from joiner.scheduling import costopt as packing_costopt
+from joiner.sim import windows
 from joiner.sim.baseline import (
     CLUSTER_AUTOSCALER,
     COST_OPTIMAL,
@@ -46,7 +47,6 @@ from joiner.sim.baseline import (
     build_autoscaler,
 )
 from joiner.sim.clock import SimClock
-from joiner.sim import windows
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary, joiner_parameters
