@@ -421,7 +421,8 @@ def load_scenario(
         faults=tuple(faults),
         start_time=start_time,
         feature_gates=FeatureGates(
-            spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation
+            spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation,
+            capacity_buffer=spec.settings.featureGates.capacityBuffer,
         ),
         cronjobs=tuple(cronjobs),
         policies=tuple(spec.compare) if spec.compare else ("joiner",),

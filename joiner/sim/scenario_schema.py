@@ -249,6 +249,11 @@ class FeatureGatesSpec(_Strict):
     spotToSpotConsolidation: bool = Field(
         default=False, description="Consolidation may replace spot nodes with cheaper spot nodes"
     )
+    capacityBuffer: bool = Field(
+        default=False,
+        description="Karpenter reads CapacityBuffer objects (autoscaling.x-k8s.io/v1beta1) and "
+        "keeps room for their virtual pods",
+    )
 
 
 class SettingsSpec(_Strict):
