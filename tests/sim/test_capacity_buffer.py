@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,7 @@ from joiner.operator.wiring import SimulationRuntime
 from joiner.scheduling import Scheduler, SchedulingInput
 from joiner.sim.scenario import load_scenario
 from joiner.state.snapshot import pod_requests, ready_nodes
-
-SEED = Path(__file__).resolve().parents[2] / "examples" / "seed-spot"
+from tests.sim.step_scenario import SEED, step_scenario
 
 BUFFER = """\
 apiVersion: v1
@@ -39,27 +37,8 @@ spec:
 
 
 def _scenario(tmp_path: Path, gate: bool) -> Path:
-    d = tmp_path / "sc"
-    shutil.copytree(SEED, d)
-    (d / "buffer.yaml").write_text(BUFFER)
-    trace = d / "web.csv"
-    trace.write_text(
-        "minute,value\n" + "".join(f"{m},{100 if m < 10 else 400}\n" for m in range(30))
-    )
-    text = (d / "scenario.yaml").read_text()
-    head = text[: text.index("  workloads:")].replace("duration: 2h", "duration: 30m")
-    head = head.replace("    - deployment.yaml\n", "    - deployment.yaml\n    - buffer.yaml\n")
-    if gate:
-        head = head.replace(
-            "  seed: 42\n", "  seed: 42\n  settings: {featureGates: {capacityBuffer: true}}\n"
-        )
-    (d / "scenario.yaml").write_text(
-        head
-        + "  workloads:\n"
-        + f"    - deployment: default/web\n      trace: {{file: {trace}, targetPerReplica: 100,"
-        " min: 1, max: 10}\n"
-    )
-    return d / "scenario.yaml"
+    settings = "{featureGates: {capacityBuffer: true}}" if gate else ""
+    return step_scenario(tmp_path, "buffer.yaml", BUFFER, settings)
 
 
 def _room_for_three(rt: SimulationRuntime) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,8 +17,8 @@ from joiner.sim import preemption
 from joiner.sim.scenario import load_scenario
 from joiner.state.cluster import ClusterState, Node, Pod
 from joiner.testing.builders import make_pod_template
+from tests.sim.step_scenario import step_scenario
 
-SEED = Path(__file__).resolve().parents[2] / "examples" / "seed-spot"
 CPU4 = {quantity.CPU: 4000, quantity.MEMORY: 16 * quantity.GIB, quantity.PODS: 110}
 
 
@@ -158,25 +157,7 @@ spec:
 
 
 def _scenario(tmp_path: Path) -> Path:
-    d = tmp_path / "sc"
-    shutil.copytree(SEED, d)
-    (d / "placeholder.yaml").write_text(PLACEHOLDERS)
-    trace = d / "web.csv"
-    trace.write_text(
-        "minute,value\n" + "".join(f"{m},{100 if m < 10 else 400}\n" for m in range(30))
-    )
-    text = (d / "scenario.yaml").read_text()
-    head = text[: text.index("  workloads:")].replace("duration: 2h", "duration: 30m")
-    head = head.replace(
-        "    - deployment.yaml\n", "    - deployment.yaml\n    - placeholder.yaml\n"
-    )
-    (d / "scenario.yaml").write_text(
-        head
-        + "  workloads:\n"
-        + f"    - deployment: default/web\n      trace: {{file: {trace}, targetPerReplica: 100,"
-        " min: 1, max: 10}\n"
-    )
-    return d / "scenario.yaml"
+    return step_scenario(tmp_path, "placeholder.yaml", PLACEHOLDERS)
 
 
 def test_real_pods_preempt_placeholders_which_go_pending_and_cause_a_launch(tmp_path):
