@@ -26,7 +26,7 @@ from pydantic import Field, model_validator
 from joiner.api import objects as o
 from joiner.api import quantity
 from joiner.api.errors import InputError
-from joiner.api.manifests import convert
+from joiner.api.manifests import pods
 from joiner.api.manifests import models as m
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def pod_template(model: PodTemplateModel) -> tuple[str, o.PodTemplate]:
     """``(namespace/name, scheduling view)`` of a ``v1`` PodTemplate."""
     ns = model.metadata.namespace or "default"
     body = model.template
-    t = convert.pod_template(
+    t = pods.pod_template(
         body.spec, body.metadata.labels, "template.spec", ns, body.metadata.annotations
     )
     return f"{ns}/{model.metadata.name}", t
