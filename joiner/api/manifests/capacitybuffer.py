@@ -26,8 +26,8 @@ from pydantic import Field, model_validator
 from joiner.api import objects as o
 from joiner.api import quantity
 from joiner.api.errors import InputError
-from joiner.api.manifests import pods
 from joiner.api.manifests import models as m
+from joiner.api.manifests import pods
 
 if TYPE_CHECKING:
     from joiner.api.manifests.loader import ManifestSet
