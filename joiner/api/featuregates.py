@@ -1,7 +1,8 @@
 """Karpenter feature gates Joiner honours (``--feature-gates`` and ``settings.featureGates``).
 
-Only ``SpotToSpotConsolidation`` changes behaviour here (off by default, as in Karpenter):
-with it, consolidation may replace spot nodes with cheaper spot nodes.
+``SpotToSpotConsolidation`` (off by default, as in Karpenter): consolidation may replace
+spot nodes with cheaper spot nodes. ``CapacityBuffer`` (off by default): the provisioner
+keeps room for CapacityBuffers' virtual pods (``api.manifests.capacitybuffer``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from dataclasses import dataclass
 from joiner.api.errors import InputError
 
 #: Gate name -> settings key (Karpenter's Helm ``settings.featureGates`` spelling).
-KNOWN = {"SpotToSpotConsolidation": "spotToSpotConsolidation"}
+KNOWN = {
+    "SpotToSpotConsolidation": "spotToSpotConsolidation",
+    "CapacityBuffer": "capacityBuffer",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +23,7 @@ class FeatureGates:
     """The gates in force."""
 
     spot_to_spot_consolidation: bool = False
+    capacity_buffer: bool = False
 
 
 def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
@@ -43,4 +48,7 @@ def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
         if low not in ("true", "false"):
             raise InputError(f"{name}: {raw!r} is neither true nor false", field=field)
         values[name] = low == "true"
-    return FeatureGates(spot_to_spot_consolidation=values.get("SpotToSpotConsolidation", False))
+    return FeatureGates(
+        spot_to_spot_consolidation=values.get("SpotToSpotConsolidation", False),
+        capacity_buffer=values.get("CapacityBuffer", False),
+    )

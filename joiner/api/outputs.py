@@ -256,6 +256,13 @@ class DisruptionPlan(_Out):
     warnings: list[str] = Field(default_factory=list)
 
 
+class PeakWindow(_Out):
+    """``spec.report.windows``: the pods (priority >= 0) created in one named window."""
+
+    pods: int = Field(ge=0)
+    pendingSeconds: PendingSeconds
+
+
 class PolicyRun(_Out):
     """One policy's run in the single-run shape (``policies`` of a comparison)."""
 
@@ -275,6 +282,9 @@ class PolicyRun(_Out):
     disruptions: Disruptions
     timeline: list[TimelineEntry]
     warnings: list[str]
+    windows: dict[str, PeakWindow] | None = Field(
+        default=None, description="spec.report.windows, keyed by window name"
+    )
 
 
 class SimulationSummary(PolicyRun):

@@ -182,6 +182,23 @@ class PodTemplate:
     #: Seconds from eviction until the pod is gone: its preStop hooks within
     #: ``terminationGracePeriodSeconds`` (``api.manifests.termination``).
     shutdown_s: float = 0.0
+    #: Pod priority (``spec.priority``, or its PriorityClass's value as admission sets it;
+    #: ``api.manifests.priority``); None only before the loader resolved it (taken as 0).
+    priority: int | None = None
+    #: ``spec.priorityClassName`` as written (None when unset).
+    priority_class: str | None = None
+    #: ``PreemptLowerPriority`` or ``Never`` (None: not yet resolved, the former).
+    preemption_policy: str | None = None
+
+    @property
+    def priority_value(self) -> int:
+        """The pod's priority, 0 when unresolved (kube-scheduler ``corev1helpers.PodPriority``)."""
+        return self.priority if self.priority is not None else 0
+
+    @property
+    def may_preempt(self) -> bool:
+        """kube-scheduler ``PodEligibleToPreemptOthers``: false for ``preemptionPolicy: Never``."""
+        return self.preemption_policy != "Never"
 
     def __hash__(self) -> int:
         return hash(

@@ -81,6 +81,11 @@ class DryRun:
         self.region = region
         self.manifests = m
         self.warnings = list(m.warnings)
+        if m.capacitybuffers or gates.capacity_buffer:
+            self.warnings.append(
+                "not modelled: CapacityBuffer (Karpenter's CapacityBuffer feature gate) in "
+                "joiner disrupt; consolidation here ignores the buffers' virtual pods"
+            )
         self.cloud = planning_cloud(
             m, catalog, region, subnets, security_groups, self.warnings, kwok_types
         )

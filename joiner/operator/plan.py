@@ -238,6 +238,11 @@ def build_plan(
         InputError: as ``planning_cloud``.
     """
     warnings = list(m.warnings)
+    if m.capacitybuffers:
+        warnings.append(
+            "not modelled: CapacityBuffer in joiner plan (the plan provisions for real pending "
+            "pods only; joiner simulate models buffers behind the capacityBuffer feature gate)"
+        )
     warnings += [
         str(w)
         for w in lint_manifests(

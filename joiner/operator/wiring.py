@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from joiner.api import durations, timeline
+from joiner.api.grouping import plural
 from joiner.api.labels import DO_NOT_DISRUPT
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
@@ -30,6 +31,7 @@ from joiner.controllers.expiration import ExpirationController
 from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.batcher import Batcher
+from joiner.controllers.provisioning.buffers import Buffers
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import Terminator
 from joiner.controllers.termination.pdb import violated
@@ -37,6 +39,7 @@ from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
 from joiner.operator.lint import lint_manifests
 from joiner.scheduling import costopt as packing_costopt
+from joiner.sim import windows
 from joiner.sim.baseline import (
     CLUSTER_AUTOSCALER,
     COST_OPTIMAL,
@@ -131,9 +134,13 @@ class SimulationRuntime:
             scheduler=packing_costopt.scheduler_for(self.packing),
             on_unschedulable=self._retry_later,
         )
+        if scenario.feature_gates.capacity_buffer and self.joiner:
+            self.provisioner.buffers = Buffers(m.capacitybuffers, self._live_replicas)
         self.autoscaler: ClusterAutoscaler | None = None
         self.batcher = Batcher(self.clock, self._flush)
-        self.kube_scheduler = KubeScheduler(self.state, self.clock)
+        self.kube_scheduler = KubeScheduler(
+            self.state, self.clock, preempt=lambda victim, by: self.terminator.preempt(victim, by)
+        )
         self.pods = PodFactory(self.state, self.clock)
         self.kubelet = KubeletModel(
             self.state, self.clock, self.rng_boot, self.lifecycle, self.pods
@@ -360,6 +367,14 @@ class SimulationRuntime:
         self.state.touch()
         self._kick_disruption()
 
+    def _live_replicas(self, workload: str) -> int:
+        """A workload's current replicas: its live pods not shutting down."""
+        return sum(
+            1
+            for p in self.state.live_pods()
+            if p.owner == workload and p.terminating_until_s is None
+        )
+
     def _kick_disruption(self) -> None:
         """Wake Joiner's disruption controller (the baseline has none: CA scales down)."""
         if self.joiner:
@@ -502,6 +517,17 @@ class SimulationRuntime:
                 "estimates every one of them, which is slow: list the types in the NodePools or "
                 "declare spec.clusterAutoscaler.nodeGroups"
             )
+        if m.capacitybuffers and not (self.scenario.feature_gates.capacity_buffer and self.joiner):
+            names = ", ".join(b.source.ref for b in m.capacitybuffers[:3])
+            out.append(
+                f"{plural(len(m.capacitybuffers), 'CapacityBuffer')} ({names}) not modelled in "
+                + (
+                    "this policy's run (Cluster Autoscaler's buffers are not modelled)"
+                    if not self.joiner
+                    else "this run: Karpenter reads them only with its CapacityBuffer feature "
+                    "gate (spec.settings.featureGates.capacityBuffer: true)"
+                )
+            )
         for run in self.scenario.cronjobs:
             cj = run.cronjob
             if run.defaulted and run.fire_times_s:
@@ -598,6 +624,10 @@ class SimulationRuntime:
             disruptions=self._disruptions(),
             reclaim_events=self.cloud.reclaim_events,
         )
+        if self.scenario.windows:
+            summary["windows"] = windows.summarize(
+                self.state, self.scenario.duration_s, self.scenario.windows
+            )
         return RunResult(summary=summary, state=self.state, cloud=self.cloud)
 
 

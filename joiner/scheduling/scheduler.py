@@ -812,8 +812,10 @@ def _describe_need(pool: PreparedPool, need: IntArray) -> str:
     )
 
 
-def _fifo_key(pod: PodRequest) -> tuple[int, str]:
-    return (pod.order, pod.uid)
+def _fifo_key(pod: PodRequest) -> tuple[int, int, str]:
+    """kube-scheduler's queue (``queuesort/PrioritySort``): higher priority first, then
+    earlier creation."""
+    return (-pod.template.priority_value, pod.order, pod.uid)
 
 
 def _least_allocated(e: _Existing, requests: Resources) -> float:

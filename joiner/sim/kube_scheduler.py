@@ -6,27 +6,48 @@ node selection, resources, host ports, volume topology, spread and pod affinity 
 every bound pod), with kube-scheduler's queue (creation order) and its default
 NodeResourcesFit LeastAllocated choice. Passes are coalesced: any number of ``kick`` calls
 at one instant give one pass.
+
+The queue is kube-scheduler's ``PrioritySort`` (higher priority first, then creation). Pods
+nominated to a node by an earlier preemption are placed first; the room they wait for is
+reserved from the others (``addNominatedPods``). A pod that fits nowhere may preempt
+lower-priority pods (``sim.preemption``): ``preempt`` deletes each victim (its grace period
+runs) and the pass is repeated when the last victim is gone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
+from joiner.api import quantity
 from joiner.api.clock import Clock
 from joiner.scheduling import Scheduler, SchedulingInput
+from joiner.sim import preemption
 from joiner.state.cluster import ClusterState, Pod
 from joiner.state.snapshot import pod_requests, ready_nodes
 
 
 class KubeScheduler:
-    """Binds pods; ``on_bound`` hears of each binding."""
+    """Binds pods; ``on_bound`` hears of each binding.
 
-    def __init__(self, state: ClusterState, clock: Clock) -> None:
+    ``preempt(victim, preemptor)`` deletes a preemption victim and returns its shutdown in
+    seconds; without it (None) pods never preempt.
+    """
+
+    def __init__(
+        self,
+        state: ClusterState,
+        clock: Clock,
+        preempt: Callable[[Pod, Pod], float] | None = None,
+    ) -> None:
         self._state = state
         self._clock = clock
         self._scheduled = False
         self._scheduler = Scheduler()
+        self._preempt = preempt
         self.on_bound: list[Callable[[Pod], None]] = []
+        #: Preemptions done: (preemptor uid, node, victim uids).
+        self.preemptions: list[tuple[str, str, tuple[str, ...]]] = []
 
     def kick(self) -> None:
         """Request a binding pass at the current instant."""
@@ -36,15 +57,64 @@ class KubeScheduler:
 
     def _pass(self) -> None:
         self._scheduled = False
-        state = self._state
-        nodes = state.ready_nodes()
-        pending = state.pending_pods()
-        if not nodes or not pending:
+        pending = self._state.pending_pods()
+        if not pending or not self._state.ready_nodes():
             return
+        nominated = [p for p in pending if p.nominated_node_name is not None]
+        if nominated:
+            self._bind(nominated, reserve=False)
+            pending = [p for p in self._state.pending_pods() if p.nominated_node_name is None]
+        unplaced = self._bind(pending, reserve=bool(nominated)) if pending else set()
+        if self._preempt is None or not (unplaced or nominated):
+            return
+        queue = sorted(
+            (
+                p
+                for p in self._state.pending_pods()
+                if p.uid in unplaced or p.nominated_node_name is not None
+            ),
+            key=lambda p: (-p.template.priority_value, p.order),
+        )
+        if not queue:
+            return
+        lowest = min(
+            (
+                p.template.priority_value
+                for n in self._state.ready_nodes()
+                for p in self._state.pods_on(n.name)
+                if not p.daemon
+            ),
+            default=None,
+        )
+        failed: set[int] = set()  # templates that found no candidate in this pass
+        for pod in queue:
+            if lowest is None or pod.template.priority_value <= lowest:
+                continue  # no pod of lower priority runs anywhere
+            if id(pod.template) in failed:
+                continue  # an identical pod found none, and preempting only takes room
+            if not self._try_preempt(pod):
+                failed.add(id(pod.template))
+
+    def _bind(self, pods: list[Pod], *, reserve: bool) -> set[str]:
+        """One solve over ``pods``; returns the uids left unplaced. With ``reserve``, the
+        room pods nominated elsewhere wait for is taken out of their nodes."""
+        state = self._state
         existing, bound = ready_nodes(state)
+        if reserve:
+            held: dict[str, quantity.Resources] = {}
+            for p in state.pending_pods():
+                if p.nominated_node_name is not None:
+                    node = p.nominated_node_name
+                    held[node] = quantity.add(held.get(node, {}), p.template.requests)
+            existing = [
+                replace(e, available=quantity.subtract(e.available, held[e.name]))
+                if e.name in held
+                else e
+                for e in existing
+            ]
         result = self._scheduler.solve(
             SchedulingInput(
-                pods=pod_requests(state, pending),
+                pods=pod_requests(state, pods),
                 existing=tuple(existing),
                 bound_pods=tuple(bound),
                 mode="kube-scheduler",
@@ -55,7 +125,26 @@ class KubeScheduler:
             pod = state.pods[uid]
             pod.node_name = node
             pod.bound_at_s = now
+            pod.nominated_node_name = None
             pod.unschedulable_reason = None
             state.pod_event(pod, now)
             for listener in self.on_bound:
                 listener(pod)
+        return {uid for uid, _ in result.unschedulable}
+
+    def _try_preempt(self, pod: Pod) -> bool:
+        """Preempt for ``pod`` if kube-scheduler would; False when it found no candidate."""
+        assert self._preempt is not None
+        candidate = preemption.find(self._state, pod)
+        if candidate is None:
+            return not preemption.eligible(self._state, pod)
+        preemption.nominate(self._state, pod, candidate)
+        longest = 0.0
+        for victim in candidate.victims:
+            if victim.terminating_until_s is not None or victim.deleted_at_s is not None:
+                continue  # already being deleted
+            longest = max(longest, self._preempt(victim, pod))
+        self.preemptions.append((pod.uid, candidate.node, tuple(v.uid for v in candidate.victims)))
+        # The preemptor is tried again once its victims are gone.
+        self._clock.after(longest, self.kick, label="kube-scheduler-preemption")
+        return True

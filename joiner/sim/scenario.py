@@ -47,6 +47,7 @@ from joiner.sim.scenario_sections import (
     positive_run_for,
 )
 from joiner.sim.spotdata import market_inputs
+from joiner.sim.windows import Window, resolve
 from joiner.sim.workloads import Hpa, Trace, load_trace
 
 API_VERSION = "joiner.dev/v1alpha1"
@@ -109,6 +110,8 @@ class Scenario:
     autoscaler: AutoscalerSettings = field(default_factory=AutoscalerSettings)
     #: ``spec.settings.packing``: ``karpenter`` or ``cost-optimal``.
     packing: str = "karpenter"
+    #: ``spec.report.windows`` in run time.
+    windows: tuple[Window, ...] = ()
 
 
 def json_schema() -> dict[str, Any]:
@@ -389,6 +392,10 @@ def load_scenario(
         )
     except InputError as exc:
         raise exc.located(file=file, obj=obj) from exc
+    try:
+        windows = resolve(spec.report, start_time, duration_s)
+    except InputError as exc:
+        raise exc.located(file=file, obj=obj) from exc
     hazard = HazardModel(
         multiplier=spec.cloud.interruptionRateMultiplier,
         overrides=tuple(
@@ -414,10 +421,12 @@ def load_scenario(
         faults=tuple(faults),
         start_time=start_time,
         feature_gates=FeatureGates(
-            spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation
+            spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation,
+            capacity_buffer=spec.settings.featureGates.capacityBuffer,
         ),
         cronjobs=tuple(cronjobs),
         policies=tuple(spec.compare) if spec.compare else ("joiner",),
         autoscaler=autoscaler,
         packing=spec.settings.packing,
+        windows=windows,
     )

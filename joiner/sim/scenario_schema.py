@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
+from joiner.sim.windows import ReportSpec
 
 
 class _Strict(BaseModel):
@@ -248,6 +249,11 @@ class FeatureGatesSpec(_Strict):
     spotToSpotConsolidation: bool = Field(
         default=False, description="Consolidation may replace spot nodes with cheaper spot nodes"
     )
+    capacityBuffer: bool = Field(
+        default=False,
+        description="Karpenter reads CapacityBuffer objects (autoscaling.x-k8s.io/v1beta1) and "
+        "keeps room for their virtual pods",
+    )
 
 
 class SettingsSpec(_Strict):
@@ -296,6 +302,11 @@ class ScenarioSpec(_Strict):
         "keeps the first policy's run at the top level and every one under policies",
     )
     clusterAutoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
+    report: ReportSpec = Field(
+        default_factory=ReportSpec,
+        description="Extra summary figures: windows [{name, start (UTC HH:MM), duration}] "
+        "give summary.windows.<name>.pendingSeconds for pods created in each",
+    )
 
 
 class ScenarioMetadata(_Strict):

@@ -69,6 +69,11 @@ class Pod:
     #: Evicted and shutting down (preStop, grace period) until then: it still runs on its
     #: node, its controller already made the replacement.
     terminating_until_s: float | None = None
+    #: ``status.nominatedNodeName``: kube-scheduler preempted pods on this node for it and
+    #: binds it there once they are gone; Karpenter does not provision for it.
+    nominated_node_name: str | None = None
+    #: The pod this one was preempted for (it is being deleted for that reason).
+    preempted_by: str | None = None
 
     @property
     def pending(self) -> bool:

@@ -137,9 +137,10 @@ POD: dict[str, tuple[Any, str]] = {
     "activeDeadlineSeconds": (60, "warn"),
     "hostNetwork": (True, "plan"),
     "os": ({"name": "linux"}, "warn"),
-    "preemptionPolicy": ("Never", "warn"),
-    "priority": (1000, "warn"),
-    "priorityClassName": ("high", "warn"),
+    # Priority and preemption are modelled (api.manifests.priority, sim.preemption).
+    "preemptionPolicy": ("Never", "model"),
+    "priority": (1000, "model"),
+    "priorityClassName": ("system-cluster-critical", "model"),
     "resourceClaims": ([{"name": "gpu"}], "warn"),
     "resources": ({"requests": {"cpu": "1"}}, "warn"),
     "runtimeClassName": ("kata", "warn"),

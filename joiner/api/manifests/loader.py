@@ -13,7 +13,15 @@ from pydantic import BaseModel, ValidationError
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
-from joiner.api.manifests import convert, legacy, pods, runtimeclass, unmodelled
+from joiner.api.manifests import (
+    capacitybuffer,
+    convert,
+    legacy,
+    pods,
+    priority,
+    runtimeclass,
+    unmodelled,
+)
 from joiner.api.manifests import models as m
 from joiner.api.manifests.yamlio import parse_documents, read_documents
 from joiner.api.validation import describe, field_path
@@ -36,6 +44,11 @@ class ManifestSet:
     storageclasses: list[o.StorageClass] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
     runtimeclasses: list[runtimeclass.RuntimeClass] = field(default_factory=list)
+    priorityclasses: list[priority.PriorityClass] = field(default_factory=list)
+    #: ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers, and the ``v1`` PodTemplates
+    #: (``namespace/name``) they may name.
+    capacitybuffers: list[capacitybuffer.CapacityBuffer] = field(default_factory=list)
+    podtemplates: dict[str, o.PodTemplate] = field(default_factory=dict)
     #: (pod field path, upstream effect) -> objects that set a field Joiner does not model.
     unmodelled: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     #: ``karpenter.sh/v1`` NodeClaims of a cluster dump: launched or in-flight capacity.
@@ -228,6 +241,23 @@ def _runtimeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) ->
     out.runtimeclasses.append(runtimeclass.runtimeclass(parsed, file))
 
 
+def _priorityclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    parsed = _validate(priority.PriorityClassModel, doc, file, obj)
+    out.priorityclasses.append(priority.priority_class(parsed, file))
+
+
+def _capacitybuffer(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    parsed = _validate(capacitybuffer.CapacityBufferModel, doc, file, obj)
+    out.capacitybuffers.append(capacitybuffer.capacity_buffer(parsed, file))
+
+
+def _podtemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    parsed = _validate(capacitybuffer.PodTemplateModel, doc, file, obj)
+    _note_unmodelled(parsed.template.spec, "template.spec", file, obj, out)
+    key, template = capacitybuffer.pod_template(parsed)
+    out.podtemplates[key] = template
+
+
 #: (apiVersion, kind) -> handler.
 HANDLERS: dict[tuple[str, str], _Handler] = {
     ("karpenter.sh/v1", "NodePool"): _nodepool,
@@ -255,6 +285,9 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("v1", "Namespace"): _namespace,
     ("storage.k8s.io/v1", "StorageClass"): _storageclass,
     ("node.k8s.io/v1", "RuntimeClass"): _runtimeclass,
+    ("scheduling.k8s.io/v1", "PriorityClass"): _priorityclass,
+    ("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"): _capacitybuffer,
+    ("v1", "PodTemplate"): _podtemplate,
 }
 
 #: Older Karpenter kinds a cluster dump may hold that Joiner does not read: skipped with a
@@ -438,6 +471,8 @@ def _group_skipped(out: ManifestSet) -> None:
 def _check_references(out: ManifestSet) -> None:
     _group_skipped(out)
     _check_unique(out)
+    priority.admit(out)
+    capacitybuffer.resolve(out)
     classes = {n.name: n for n in out.nodeclasses}
     for pool in out.nodepools:
         ref = pool.node_class_ref

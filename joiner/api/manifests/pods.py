@@ -15,7 +15,7 @@ from joiner.api import cron, labels, quantity
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
-from joiner.api.manifests import termination
+from joiner.api.manifests import priority, termination
 from joiner.api.manifests.convert import requirements, resources, taints
 from joiner.api.requirements import Requirement, Requirements
 
@@ -173,6 +173,7 @@ def pod_template(
             (annotations or {}).get(CA_SAFE_TO_EVICT, "")
         ),
         shutdown_s=termination.shutdown_seconds(spec),
+        **priority.pod_fields(spec, field),
     )
 
 

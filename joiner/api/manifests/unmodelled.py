@@ -27,16 +27,6 @@ POD_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
         "the kubelet fails the pod after this many seconds",
     ),
     "os": (lambda v: bool(v), "the kubelet rejects a pod whose os differs from the node's"),
-    # Admission fills priority 0 and PreemptLowerPriority into every pod of a dump.
-    "priority": (lambda v: v not in (None, 0, "0"), "kube-scheduler preempts lower-priority pods"),
-    "priorityClassName": (
-        lambda v: bool(v) and v not in ("system-cluster-critical", "system-node-critical"),
-        "kube-scheduler preempts lower-priority pods (critical classes only order drains)",
-    ),
-    "preemptionPolicy": (
-        lambda v: bool(v) and v != "PreemptLowerPriority",
-        "kube-scheduler preemption",
-    ),
     "resourceClaims": (lambda v: bool(v), "dynamic resource allocation (DRA)"),
     "resources": (lambda v: bool(v), "pod-level resources size the pod"),
     "schedulerName": (

@@ -31,6 +31,7 @@ from lightkube.resources.core_v1 import (
     Pod,
 )
 from lightkube.resources.policy_v1 import PodDisruptionBudget
+from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.resources.storage_v1 import StorageClass
 
 from joiner.api.errors import InputError
@@ -86,6 +87,8 @@ PLAN_KINDS = (
     Kind(PersistentVolumeClaim, "v1", "PersistentVolumeClaim"),
     Kind(PersistentVolume, "v1", "PersistentVolume"),
     Kind(StorageClass, "storage.k8s.io/v1", "StorageClass"),
+    # Workload templates name PriorityClasses; admission resolves them (api.manifests.priority).
+    Kind(PriorityClass, "scheduling.k8s.io/v1", "PriorityClass"),
 )
 
 

@@ -140,8 +140,13 @@ def simulate(
         for p in state.pods_on(node.name)
         if not p.daemon and p.terminating_until_s is None
     ]
+    buffer = ctx.provisioner.buffers
+    virtual = buffer.virtual_pods() if buffer is not None else []
     pods = [
         *state.pending_pods(),
+        # SimulateScheduling's pending pods include CapacityBuffer virtual pods; a
+        # replacement must hold them too, so their new NodeClaims count (below).
+        *virtual,
         *others,
         *sorted((p for c in candidates for p in c.pods), key=lambda p: p.order),
     ]
@@ -173,7 +178,10 @@ def simulate(
                 failure=f"pod {pod.namespace}/{pod.name} would need node {node}, which is not "
                 "initialized yet"
             )
-    claims = tuple(n for n in result.new_nodeclaims if any(u in moving for u in n.pods))
+    fake = {p.uid for p in virtual}
+    claims = tuple(
+        n for n in result.new_nodeclaims if any(u in moving or u in fake for u in n.pods)
+    )
     placed = tuple((u, n) for u, n in result.existing_placements if u in moving)
     return Simulation(new_claims=claims, placements=placed)
 

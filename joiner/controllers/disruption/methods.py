@@ -285,8 +285,12 @@ def _underutilized(c: Candidate) -> str | None:
 def emptiness(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     """Delete every consolidatable empty node the ``Empty`` budgets allow."""
     chosen: list[Candidate] = []
+    buffered = ctx.provisioner.buffers.nodes if ctx.provisioner.buffers is not None else ()
     for c in sorted(candidates, key=lambda c: (-c.savings_ratio, c.name)):
         if not c.empty:
+            continue
+        if c.name in buffered or c.claim.name in buffered:  # Emptiness: HasBufferPods
+            ctx.reasons.setdefault(c.name, f"Node {c.name} has buffer pods")
             continue
         if c.pool.consolidate_after_s is None or not c.consolidatable:
             ctx.reasons.setdefault(

@@ -23,6 +23,7 @@ from joiner.cloudprovider.types import (
     NodeClassNotReadyError,
 )
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.controllers.provisioning.buffers import Buffers
 from joiner.scheduling import (
     BoundPod,
     ExistingNode,
@@ -74,6 +75,8 @@ class Provisioner:
         self._on_unschedulable = on_unschedulable
         self.stats = ProvisioningStats()
         self._snapshot: tuple[tuple[int, ...], list[ExistingNode], list[BoundPod]] | None = None
+        #: CapacityBuffers (``CapacityBuffer`` feature gate), or None.
+        self.buffers: Buffers | None = None
 
     @property
     def scheduler(self) -> Scheduler:
@@ -85,7 +88,9 @@ class Provisioner:
         """One pass: solve for every pending pod, create and launch the new NodeClaims."""
         self.stats.passes += 1
         existing, bound = self.snapshot()
-        pending = self._state.pending_pods()
+        # Karpenter ``pod.IsProvisionable``: a preemptor kube-scheduler nominated to a node
+        # (``status.nominatedNodeName``) waits for its victims; it is not demand.
+        pending = [p for p in self._state.pending_pods() if p.nominated_node_name is None]
         # Karpenter: pods on nodes being deleted are demand, so their replacement launches
         # before the drain finishes.
         moving = {
@@ -107,6 +112,8 @@ class Provisioner:
                 node = self._state.nodes.get(old.node_name)
                 if node is not None and (node.deleting or node.deleted_at_s is not None):
                     moving.setdefault(p.uid, node.name)
+        virtual = self.buffers.virtual_pods() if self.buffers is not None else []
+        pending = pending + virtual
         if not pending:
             return
         templates = self.templates()
@@ -121,8 +128,11 @@ class Provisioner:
         )
         for p in pending:
             p.unschedulable_reason = None
+        fake = {p.uid for p in virtual}
         failed: list[str] = []
         for uid, reason in result.unschedulable:
+            if uid not in self._state.pods:
+                continue  # a CapacityBuffer's virtual pod: never reported
             self._state.pods[uid].unschedulable_reason = reason
             self.stats.unschedulable[uid] = reason
             failed.append(uid)
@@ -130,6 +140,7 @@ class Provisioner:
         od_needed = self._on_demand_needed(result.new_nodeclaims)
         # Replicas of one pod shape make identical NodeClaims: compute their offers once.
         capacity_types: dict[tuple[object, ...], list[str]] = {}
+        buffered: list[str] = []
         for new in result.new_nodeclaims:
             pool = self._state.nodepools[new.nodepool]
             ct_key = (
@@ -150,10 +161,17 @@ class Provisioner:
                 # joiner.dev/on-demand-base: this NodeClaim fills the on-demand base.
                 cts = [labels.CAPACITY_TYPE_ON_DEMAND]
                 od_needed[pool.name] -= 1
-            self.create_nodeclaim(
+            claim = self.create_nodeclaim(
                 new,
                 capacity_types=cts,
                 replaces=tuple(sorted({moving[u] for u in new.pods if u in moving})),
+            )
+            if fake.intersection(new.pods):
+                buffered.append(claim.name)
+        if self.buffers is not None:
+            # Nodes and NodeClaims holding virtual pods after this pass (HasBufferPods).
+            self.buffers.nodes = frozenset(
+                [n for u, n in result.existing_placements if u in fake] + buffered
             )
         if failed and self._on_unschedulable is not None:
             self._on_unschedulable(failed)
@@ -186,7 +204,8 @@ class Provisioner:
             requests=new.requests,
             instance_type_options=options,
             created_at_s=self._clock.now(),
-            nominated=new.pods,
+            # Virtual CapacityBuffer pods are never nominated (Karpenter scheduler.go).
+            nominated=tuple(u for u in new.pods if u in self._state.pods),
             replaces=replaces,
             launched_from=pool.drift_fields(),
         )

@@ -148,15 +148,7 @@ class Terminator:
                     detail="refused by the API server",
                 )
             return False
-        now = self._clock.now()
-        pod.evicted = True
-        shutdown = 0.0 if forced else pod.template.shutdown_s
-        if shutdown > 0:
-            pod.terminating_until_s = now + shutdown
-            self._clock.after(shutdown, lambda: self._stopped(pod), label="pod-shutdown")
-        else:
-            pod.deleted_at_s = now
-            self._state.pod_event(pod, now)
+        shutdown = self._delete(pod, forced=forced)
         self._timeline.record(
             timeline.EVICTION,
             node=node_name,
@@ -168,6 +160,37 @@ class Terminator:
         for listener in self.on_evicted:
             listener(pod)
         return True
+
+    def preempt(self, pod: Pod, preemptor: Pod) -> float:
+        """kube-scheduler deleted ``pod`` to make room for ``preemptor`` (graceful deletion:
+        no PodDisruptionBudget is consulted; ``prepareCandidate``). The pod shuts down as an
+        evicted one does and its controller replaces it (``on_evicted``). Returns its
+        shutdown, seconds."""
+        pod.preempted_by = preemptor.uid
+        shutdown = self._delete(pod, forced=False)
+        self._timeline.record(
+            timeline.PREEMPTED,
+            node=pod.node_name,
+            pod=f"{pod.namespace}/{pod.name}",
+            detail=f"by {preemptor.namespace}/{preemptor.name}"
+            + (f"; shutting down for {shutdown:g} s" if shutdown > 0 else ""),
+        )
+        for listener in self.on_evicted:
+            listener(pod)
+        return shutdown
+
+    def _delete(self, pod: Pod, *, forced: bool) -> float:
+        """Start the pod's graceful deletion (none when ``forced``); returns its shutdown."""
+        now = self._clock.now()
+        pod.evicted = True
+        shutdown = 0.0 if forced else pod.template.shutdown_s
+        if shutdown > 0:
+            pod.terminating_until_s = now + shutdown
+            self._clock.after(shutdown, lambda: self._stopped(pod), label="pod-shutdown")
+        else:
+            pod.deleted_at_s = now
+            self._state.pod_event(pod, now)
+        return shutdown
 
     def _stopped(self, pod: Pod) -> None:
         """An evicted pod finished its shutdown (unless its node went first)."""

@@ -79,6 +79,8 @@ _SUFFIX = "abcdefghijklmnopqrstuvwxyz0123456789"
 SCALE_UP = "scaleUp"
 SCALE_DOWN = "scaleDown"
 PROVISION_TIMEOUT = "provisionTimeout"
+#: CA ``--expendable-pods-priority-cutoff`` default: lower-priority pods are expendable.
+EXPENDABLE_PODS_PRIORITY_CUTOFF = -10
 
 
 @dataclass
@@ -313,7 +315,15 @@ class ClusterAutoscaler:
         return scan
 
     def _scale_up(self, now: float) -> bool:
-        pending = self._state.pending_pods()
+        # CA ``podlistprocessor/filter_out_expendable.go``: pods below
+        # ``--expendable-pods-priority-cutoff`` (-10) never trigger a scale-up, and a pod
+        # waiting for its preemption victims (nominated to a node) is not unschedulable.
+        pending = [
+            p
+            for p in self._state.pending_pods()
+            if p.nominated_node_name is None
+            and p.template.priority_value >= EXPENDABLE_PODS_PRIORITY_CUTOFF
+        ]
         if not pending:
             return False
         scan = self._snapshot()

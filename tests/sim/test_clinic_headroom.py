@@ -1,0 +1,37 @@
+"""``examples/clinic-headroom``: placeholder pods keep the booking rush's p95 pending under
+5 s where no headroom leaves it at about the launch time of a node (issue 20)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.scenario import load_scenario
+
+# One 4-hour run of a few hundred pods (the headroom run's figures come from its golden
+# summary, which tests/sim/test_golden.py keeps current).
+pytestmark = pytest.mark.timeout(600)
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "clinic-headroom"
+
+
+def test_headroom_cuts_the_rush_p95_under_5_s_at_a_price():
+    none = SimulationRuntime(load_scenario(EXAMPLE / "no-headroom.yaml")).run().summary
+    golden = json.loads(
+        (REPO / "tests" / "golden" / "clinic-headroom" / "summary.json").read_text()
+    )
+    rush_none = none["windows"]["booking-rush"]
+    rush = golden["windows"]["booking-rush"]
+    assert rush_none["pods"] > 300 and rush["pods"] > 300
+    # Without headroom the rush waits for new nodes (Ready 25-45 s after launch).
+    assert rush_none["pendingSeconds"]["p95"] > 25
+    assert rush["pendingSeconds"]["p95"] < 5
+    assert golden["cost"]["total"] > none["cost"]["total"]
+    # The placeholders were preempted during the rush and replaced in the background.
+    preempted = [e for e in golden["timeline"] if e["kind"] == "preempted"]
+    assert preempted and all(e["pod"].startswith("clinic/headroom-") for e in preempted)
+    assert golden["pods"]["pending"] == none["pods"]["pending"] == 0

@@ -1,0 +1,249 @@
+"""kube-scheduler preemption in the simulation (``sim.preemption``; DefaultPreemption)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from joiner.api import quantity
+from joiner.api.errors import InputError
+from joiner.api.manifests import load_text
+from joiner.api.objects import PodDisruptionBudget, Source
+from joiner.api.requirements import Requirements
+from joiner.operator.wiring import SimulationRuntime
+from joiner.sim import preemption
+from joiner.sim.scenario import load_scenario
+from joiner.state.cluster import ClusterState, Node, Pod
+from joiner.testing.builders import make_pod_template
+from tests.sim.step_scenario import step_scenario
+
+CPU4 = {quantity.CPU: 4000, quantity.MEMORY: 16 * quantity.GIB, quantity.PODS: 110}
+
+
+def _tmpl(app: str, priority: int, cpu_m: int = 1000):
+    return replace(make_pod_template(cpu_m), labels=(("app", app),), priority=priority)
+
+
+def _cluster(victims: dict[str, tuple[str, int, float]]) -> ClusterState:
+    """One full 4-vCPU node per entry: a 3-vCPU pod of priority 5000 and a 1-vCPU pod
+    ``(app, priority, started_at_s)``."""
+    state = ClusterState()
+    for i, (node, (app, prio, started)) in enumerate(sorted(victims.items())):
+        state.nodes[node] = Node(node, None, {}, (), CPU4, CPU4, 0.0, ready=True)
+        state.pods[f"big-{node}"] = Pod(
+            f"big-{node}",
+            "default",
+            f"big-{node}",
+            _tmpl("big", 5000, 3000),
+            "x",
+            0.0,
+            2 * i,
+            node_name=node,
+            bound_at_s=0.0,
+        )
+        state.pods[f"{app}-{node}"] = Pod(
+            f"{app}-{node}",
+            "default",
+            f"{app}-{node}",
+            _tmpl(app, prio),
+            f"default/{app}",
+            started,
+            2 * i + 1,
+            node_name=node,
+            bound_at_s=started,
+        )
+    return state
+
+
+def _guard(state: ClusterState) -> None:
+    """A PodDisruptionBudget that lets no ``app=guarded`` pod go."""
+    state.pdbs = [
+        PodDisruptionBudget(
+            "default",
+            "guarded",
+            Requirements.from_labels({"app": "guarded"}),
+            Source("f", "PodDisruptionBudget", "guarded"),
+            min_available=1,
+        )
+    ]
+
+
+def _preemptor(state: ClusterState, priority: int = 1000, policy: str | None = None) -> Pod:
+    t = replace(_tmpl("web", priority), preemption_policy=policy)
+    pod = Pod("web-0", "default", "web-0", t, "default/web", 100.0, 99)
+    state.pods[pod.uid] = pod
+    return pod
+
+
+def test_candidates_pick_the_lowest_priority_victim():
+    state = _cluster({"a": ("spare", -5, 10.0), "b": ("spare", -10, 10.0)})
+    found = preemption.find(state, _preemptor(state))
+    assert found is not None and found.node == "b"
+    assert [v.uid for v in found.victims] == ["spare-b"]  # the 3-vCPU pod is not lower
+
+
+def test_a_pdb_protected_victim_is_avoided_where_another_candidate_exists():
+    # Without budgets the priority -10 pod on node b would be the victim (as above).
+    state = _cluster({"a": ("spare", -5, 10.0), "b": ("guarded", -10, 10.0)})
+    _guard(state)
+    found = preemption.find(state, _preemptor(state))
+    assert found is not None and (found.node, found.pdb_violations) == ("a", 0)
+    # With no other candidate, kube-scheduler preempts it anyway (counted as a violation).
+    del state.nodes["a"]
+    state.pods = {k: p for k, p in state.pods.items() if p.node_name != "a"}
+    found = preemption.find(state, state.pods["web-0"])
+    assert found is not None and (found.node, found.pdb_violations) == ("b", 1)
+
+
+def test_pdb_violating_pods_are_reprieved_first():
+    """``SelectVictimsOnNode`` puts PDB-violating pods back first: with two lower pods on
+    one node and room needed for one, the unprotected one goes."""
+    state = _cluster({"b": ("guarded", -10, 10.0)})
+    state.pods["big-b"] = replace(state.pods["big-b"], template=_tmpl("big", -20, 3000))
+    _guard(state)
+    found = preemption.find(state, _preemptor(state))
+    assert found is not None and [v.uid for v in found.victims] == ["big-b"]
+    assert found.pdb_violations == 0
+
+
+def test_ties_go_to_the_latest_started_victims_and_never_to_equal_priority():
+    state = _cluster({"a": ("spare", -5, 10.0), "b": ("spare", -5, 50.0)})
+    found = preemption.find(state, _preemptor(state))
+    assert found is not None and found.node == "b"
+    assert preemption.find(state, _preemptor(state, priority=-5)) is None
+    assert preemption.find(state, _preemptor(state, policy="Never")) is None
+
+
+def test_victims_are_reprieved_most_important_first():
+    state = _cluster({"a": ("spare", -5, 10.0)})
+    state.pods["big-a"] = replace(state.pods["big-a"], template=_tmpl("low", -20, 3000))
+    # Both pods are lower and either alone makes room: the more important one (-5) is put
+    # back first, so the -20 pod is the only victim, though it is the bigger one.
+    found = preemption.find(state, _preemptor(state))
+    assert found is not None and [v.uid for v in found.victims] == ["big-a"]
+    # A preemptor needing 4 vCPU takes both.
+    big = _preemptor(state)
+    big.template = replace(big.template, requests={**big.template.requests, quantity.CPU: 4000})
+    found = preemption.find(state, big)
+    assert found is not None and [v.uid for v in found.victims] == ["spare-a", "big-a"]
+
+
+PLACEHOLDERS = """\
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: overprovisioning}
+value: -1
+description: placeholders real pods preempt
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: placeholder, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: placeholder}}
+  template:
+    metadata: {labels: {app: placeholder}}
+    spec:
+      priorityClassName: overprovisioning
+      terminationGracePeriodSeconds: 0
+      nodeSelector: {type: my-provisioner}
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.10
+          resources: {requests: {cpu: "1", memory: 1536Mi}}
+"""
+
+
+def _scenario(tmp_path: Path) -> Path:
+    return step_scenario(tmp_path, "placeholder.yaml", PLACEHOLDERS)
+
+
+def test_real_pods_preempt_placeholders_which_go_pending_and_cause_a_launch(tmp_path):
+    rt = SimulationRuntime(load_scenario(_scenario(tmp_path)))
+    summary = rt.run().summary
+    pods = list(rt.state.pods.values())
+    late_web = [p for p in pods if p.owner == "default/web" and p.created_at_s >= 600]
+    assert len(late_web) == 3
+    # Each binds at once, in the room its placeholder leaves (grace period 0).
+    assert all(p.bound_at_s == p.created_at_s for p in late_web)
+    victims = [p for p in pods if p.preempted_by is not None]
+    # The free room took two of them; the third preempted a placeholder.
+    assert len(victims) == 1 and victims[0].preempted_by in {p.uid for p in late_web}
+    assert victims[0].owner == "default/placeholder" and victims[0].deleted_at_s == 600.0
+    # Its replacement was pending, caused a launch after minute 10, and runs there.
+    (again,) = [p for p in pods if p.owner == "default/placeholder" and p.created_at_s >= 600]
+    assert again.replaces == victims[0].uid
+    (launched,) = [c for c in rt.state.nodeclaims.values() if c.created_at_s >= 600]
+    assert again.uid in launched.nominated and again.node_name == launched.node_name
+    assert again.bound_at_s is not None and again.bound_at_s > 630
+    kinds = [e["kind"] for e in summary["timeline"]]
+    assert kinds.count("preempted") == 1
+    assert summary["pods"]["pending"] == 0
+
+
+def test_priority_classes_are_resolved_by_admission():
+    m = load_text(
+        PLACEHOLDERS
+        + "---\n"
+        + PLACEHOLDERS.split("---\n")[1]
+        .replace("name: placeholder,", "name: plain,")
+        .replace("priorityClassName: overprovisioning", "priority: 7")
+    )
+    assert [w.template.priority for w in m.workloads] == [-1, 7]
+    default = PLACEHOLDERS.replace("value: -1", "value: 5\nglobalDefault: true").replace(
+        "      priorityClassName: overprovisioning\n", ""
+    )
+    (w,) = load_text(default).workloads
+    assert (w.template.priority, w.template.preemption_policy) == (5, "PreemptLowerPriority")
+    with pytest.raises(InputError, match="no PriorityClass named 'overprovisioning'"):
+        load_text(PLACEHOLDERS.split("---\n")[1])
+    with pytest.raises(InputError, match="only one PriorityClass may be globalDefault"):
+        load_text(default + "---\n" + default.split("---\n")[0].replace("overprovisioning", "b"))
+    with pytest.raises(InputError, match="reserved"):
+        load_text(PLACEHOLDERS.replace("name: overprovisioning}", "name: system-x}"))
+
+
+def test_the_preemptor_waits_for_its_victims_grace_period(tmp_path):
+    path = _scenario(tmp_path)
+    ph = path.parent / "placeholder.yaml"
+    ph.write_text(
+        ph.read_text()
+        .replace(
+            "          image: registry.k8s.io/pause:3.10\n",
+            "          image: registry.k8s.io/pause:3.10\n"
+            "          lifecycle: {preStop: {sleep: {seconds: 20}}}\n",
+        )
+        .replace("terminationGracePeriodSeconds: 0", "terminationGracePeriodSeconds: 30")
+    )
+    rt = SimulationRuntime(load_scenario(path))
+    rt.run()
+    (victim,) = [p for p in rt.state.pods.values() if p.preempted_by is not None]
+    preemptor = rt.state.pods[victim.preempted_by]
+    assert victim.deleted_at_s == 620.0  # its preStop hook ran within the grace period
+    assert preemptor.bound_at_s == 620.0 and preemptor.node_name == victim.node_name
+    assert preemptor.nominated_node_name is None
+
+
+def test_peak_windows_report_the_pods_created_in_them(tmp_path):
+    """``spec.report.windows``: minute 10 to 15 holds the three late web pods (they bind at
+    once); placeholders (negative priority) are left out; a window in the night is empty."""
+    path = _scenario(tmp_path)
+    text = path.read_text().replace(
+        "  workloads:\n",
+        "  report:\n    windows:\n"
+        "      - {name: rush, start: '00:10', duration: 5m}\n"
+        "      - {name: night, start: '23:00', duration: 30m}\n"
+        "  workloads:\n",
+    )
+    path.write_text(text)
+    summary = SimulationRuntime(load_scenario(path)).run().summary
+    assert summary["windows"]["rush"] == {
+        "pods": 3,
+        "pendingSeconds": {"p50": 0.0, "p95": 0.0, "max": 0.0},
+    }
+    assert summary["windows"]["night"]["pods"] == 0
+    path.write_text(text.replace("'00:10'", "'25:00'"))
+    with pytest.raises(InputError, match=r"spec.report.windows\[0\].start"):
+        load_scenario(path)
