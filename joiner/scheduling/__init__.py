@@ -6,7 +6,8 @@ existing and in-flight nodes, then on NodeClaims opened earlier in this solve, t
 NodeClaim from each NodePool by weight. No I/O, no clock, no randomness.
 """
 
-from joiner.scheduling.scheduler import Scheduler, provisioning_order
+from joiner.scheduling.placement import provisioning_order
+from joiner.scheduling.scheduler import Scheduler
 from joiner.scheduling.types import (
     BoundPod,
     ExistingNode,

@@ -27,33 +27,41 @@ own hostname) is never tried again for it; instance-type filtering is numpy (``p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from joiner.api import labels, quantity
 from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
-    SCHEDULE_ANYWAY,
     HostPort,
     PodAffinityTerm,
     PodTemplate,
     Taint,
-    tolerates_all,
 )
-from joiner.api.quantity import Resources
 from joiner.api.requirements import NOT_IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
+from joiner.scheduling.limits import limit_reason, min_values_short, subtract_max, within_limits
+from joiner.scheduling.placement import (
+    _Attempt,
+    _blocking_taint,
+    _Claim,
+    _ClaimIndex,
+    _describe_need,
+    _Existing,
+    _explain,
+    _fifo_key,
+    _least_allocated,
+    _ports_conflict,
+    _Prefs,
+    _queue_key,
+    order_by_weight,
+)
 from joiner.scheduling.pool import IntArray, PreparedPool, prepare
-from joiner.scheduling.topology import Active, Group, Summary, Topology
+from joiner.scheduling.topology import Group, Summary, Topology
 from joiner.scheduling.types import (
-    ExistingNode,
     NewNodeClaim,
-    NodePoolTemplate,
     PodRequest,
     SchedulingInput,
     SchedulingResult,
@@ -61,146 +69,6 @@ from joiner.scheduling.types import (
 
 _NO_UNDEFINED: frozenset[str] = frozenset()
 _EMPTY = Requirements()
-
-
-@dataclass
-class _Claim:
-    pool: PreparedPool
-    requirements: Requirements
-    options: IntArray
-    requests: IntArray
-    index: int
-    pods: list[str] = field(default_factory=list)
-    ports: list[HostPort] = field(default_factory=list)
-    templates: list[PodTemplate] = field(default_factory=list)
-
-    @property
-    def hostname(self) -> str:
-        return f"hostname-placeholder-{self.index:05d}"
-
-
-@dataclass
-class _Existing:
-    node: ExistingNode
-    available: Resources
-    requirements: Requirements
-    domains: dict[str, str]
-    ports: list[HostPort] = field(default_factory=list)
-
-
-class _ClaimIndex:
-    """Column arrays over this solve's NodeClaims, so choosing candidates for a pod is a few
-    numpy operations instead of a Python loop over thousands of NodeClaims."""
-
-    def __init__(self, keys: Sequence[str]) -> None:
-        self.capacity = 64
-        self.n = 0
-        self.pods = np.zeros(self.capacity, dtype=np.int64)
-        self.codes = {k: np.full(self.capacity, -1, dtype=np.int64) for k in keys}
-        self.code_of: dict[str, dict[str, int]] = {k: {} for k in keys}
-        self.host: dict[int, IntArray] = {}
-        self.dead: dict[tuple[int, int], npt.NDArray[np.bool_]] = {}
-
-    def _grow(self) -> None:
-        old = self.capacity
-        self.capacity *= 2
-
-        def widen(a: Any, fill: Any) -> Any:
-            out = np.full(self.capacity, fill, dtype=a.dtype)
-            out[:old] = a
-            return out
-
-        self.pods = widen(self.pods, 0)
-        self.codes = {k: widen(v, -1) for k, v in self.codes.items()}
-        self.host = {k: widen(v, 0) for k, v in self.host.items()}
-        self.dead = {k: widen(v, False) for k, v in self.dead.items()}
-
-    def append(self) -> None:
-        if self.n == self.capacity:
-            self._grow()
-        self.n += 1
-
-    def set_domains(self, index: int, reqs: Requirements) -> None:
-        for key, arr in self.codes.items():
-            r = reqs.get(key)
-            if r is not None and not r.complement and len(r.values) == 1:
-                value = next(iter(r.values))
-                arr[index] = self.code_of[key].setdefault(value, len(self.code_of[key]))
-
-    def host_counts(self, group_id: int) -> IntArray:
-        found = self.host.get(group_id)
-        if found is None:
-            found = np.zeros(self.capacity, dtype=np.int64)
-            self.host[group_id] = found
-        return found
-
-    def dead_mask(self, key: tuple[int, int]) -> npt.NDArray[np.bool_]:
-        found = self.dead.get(key)
-        if found is None:
-            found = np.zeros(self.capacity, dtype=np.bool_)
-            self.dead[key] = found
-        return found
-
-
-@dataclass
-class _Attempt:
-    """One try at placing one pod under one relaxation step."""
-
-    pod: PodRequest
-    prefs: _Prefs
-    terms: list[Requirements]
-    active: Active
-    reasons: list[str]
-    summaries: dict[Requirements, Summary] = field(default_factory=dict)
-
-
-class _Prefs:
-    """What is still in force for one pod; ``relax`` drops one preference (Karpenter order)."""
-
-    def __init__(self, t: PodTemplate, pns_exists: bool) -> None:
-        self.t = t
-        self.pod_affinity = [w[1] for w in t.preferred_pod_affinity]
-        self.pod_anti = [w[1] for w in t.preferred_pod_anti_affinity]
-        self.node = [w[1] for w in t.preferred_affinity]
-        self.anyway = [c for c in t.spread if c.when_unsatisfiable == SCHEDULE_ANYWAY]
-        self.tolerate_pns = not pns_exists
-        self.step = 0
-
-    def active(self) -> Active:
-        base = Active.required(self.t)
-        return Active(
-            (*base.spread, *self.anyway),
-            (*base.affinity, *self.pod_affinity),
-            (*base.anti_affinity, *self.pod_anti),
-        )
-
-    def terms(self, volume_terms: Sequence[Requirements]) -> list[Requirements]:
-        terms = list(self.t.requirement_terms())
-        if self.node:
-            terms = [t.merge(self.node[0]) for t in terms]
-        if volume_terms:
-            terms = [t.merge(v) for t in terms for v in volume_terms]
-        return terms
-
-    def relax(self) -> bool:
-        self.step += 1
-        for prefs in (self.pod_affinity, self.pod_anti, self.node, self.anyway):
-            if prefs:
-                prefs.pop(0)
-                return True
-        if not self.tolerate_pns:
-            self.tolerate_pns = True
-            return True
-        return False
-
-
-def order_by_weight(templates: Sequence[NodePoolTemplate]) -> list[NodePoolTemplate]:
-    """NodePools in the order a pod tries them for a new NodeClaim: higher ``weight`` first,
-    equal weights by name in descending order (Karpenter ``pkg/utils/nodepool``
-    ``OrderByWeight``: ``nps[a].Name > nps[b].Name``). Found by ``make diff-karpenter``
-    (case taint-two-pools)."""
-    by_name = sorted(templates, key=lambda t: t.nodepool.name, reverse=True)
-    return sorted(by_name, key=lambda t: -t.nodepool.weight)
 
 
 class Scheduler:
@@ -231,20 +99,6 @@ class Scheduler:
 
 class _Stopped(Exception):
     """Raised inside a solve when its ``StopRule`` has decided the caller's answer."""
-
-
-def _blocking_taint(t: PodTemplate, taints: tuple[Taint, ...], tolerate_pns: bool) -> Taint | None:
-    taint = tolerates_all(t.tolerations, taints)
-    if taint is not None or tolerate_pns:
-        return taint
-    for tt in taints:
-        if tt.effect == PREFER_NO_SCHEDULE and not any(x.tolerates(tt) for x in t.tolerations):
-            return tt
-    return None
-
-
-def _ports_conflict(wanted: Sequence[HostPort], used: Sequence[HostPort]) -> bool:
-    return any(w.conflicts(u) for w in wanted for u in used)
 
 
 class _Solve:
@@ -414,7 +268,7 @@ class _Solve:
     def _new_claim_options(self, pool: PreparedPool, attempt: _Attempt) -> IntArray | None:
         """Instance-type options of a new NodeClaim from ``pool`` (None: skip the pool):
         every type within the NodePool's limits."""
-        return self._within_limits(pool)
+        return within_limits(pool)
 
     def _summary(self, attempt: _Attempt, term: Requirements) -> Summary:
         found = attempt.summaries.get(term)
@@ -528,7 +382,7 @@ class _Solve:
             if options is None:
                 continue
             if options.size == 0:
-                attempt.reasons.append(f"NodePool {pool.name}: {self._limit_reason(pool)}")
+                attempt.reasons.append(f"NodePool {pool.name}: {limit_reason(pool)}")
                 continue
             claim = _Claim(
                 pool=pool,
@@ -545,7 +399,7 @@ class _Solve:
                 self.index.n -= 1
                 self._forget_claim(claim.index)
                 continue
-            self._subtract_max(pool, claim.options)
+            subtract_max(pool, claim.options)
             return True
         return False
 
@@ -652,7 +506,7 @@ class _Solve:
                         f"types has room for {what} plus DaemonSet overhead"
                     )
                     continue
-                short = self._min_values_short(pool, final, cand)
+                short = min_values_short(pool, final, cand, self.inp.min_values_policy)
                 if short is not None:
                     reasons.append(f"NodePool {pool.name}: {short}")
                     continue
@@ -732,62 +586,6 @@ class _Solve:
                 + (f" other than as {other}" if other else "")
             )
 
-    def _min_values_short(
-        self, pool: PreparedPool, reqs: Requirements, options: IntArray
-    ) -> str | None:
-        for key, r in reqs.items():
-            if r.min_values is None:
-                continue
-            distinct = int(pool.values_matrix(key)[options].any(axis=0).sum())
-            if distinct < r.min_values and self.inp.min_values_policy == "Strict":
-                return (
-                    f"only {distinct} distinct {key} values remain among the instance types "
-                    f"that fit, below minValues {r.min_values}"
-                )
-        return None
-
-    # -- limits -------------------------------------------------------------------------------
-
-    def _within_limits(self, pool: PreparedPool) -> IntArray:
-        all_idx = np.arange(len(pool.types), dtype=np.int64)
-        if not pool.remaining:
-            return all_idx
-        if pool.remaining.get("nodes", 1) < 1:
-            return all_idx[:0]
-        keep = np.ones(len(pool.types), dtype=np.bool_)
-        for k, v in pool.remaining.items():
-            if k == "nodes":
-                continue
-            if k in pool.resources:
-                keep &= pool.capacity[:, pool.resources.index(k)] <= v
-            elif v < 0:
-                keep[:] = False
-        return all_idx[keep]
-
-    def _limit_reason(self, pool: PreparedPool) -> str:
-        limits = dict(pool.nodepool.limits)
-        if pool.remaining.get("nodes", 1) < 1:
-            return f"limit nodes={limits.get('nodes')} is reached"
-        for k, left in sorted(pool.remaining.items()):
-            if k == "nodes" or k not in pool.resources:
-                continue
-            smallest = int(pool.capacity[:, pool.resources.index(k)].min())
-            if left < smallest:
-                return (
-                    f"limit {quantity.format_resources({k: limits[k]})} leaves "
-                    f"{quantity.format_resources({k: max(left, 0)})}, less than the smallest "
-                    "instance type; existing nodes count fully and each new NodeClaim counts "
-                    "its largest option (Karpenter's pessimistic accounting)"
-                )
-        return "its limits leave no room for another node"
-
-    def _subtract_max(self, pool: PreparedPool, options: IntArray) -> None:
-        for k in list(pool.remaining):
-            if k == "nodes":
-                pool.remaining[k] -= 1
-            elif k in pool.resources:
-                pool.remaining[k] -= int(pool.capacity[options, pool.resources.index(k)].max())
-
     # -- result -------------------------------------------------------------------------------
 
     def _finish(self, claim: _Claim) -> NewNodeClaim:
@@ -804,53 +602,6 @@ class _Solve:
             pods=tuple(claim.pods),
             requests=requests,
         )
-
-
-def _describe_need(pool: PreparedPool, need: IntArray) -> str:
-    return quantity.format_resources(
-        {pool.resources[i]: int(v) for i, v in enumerate(need) if v > 0}
-    )
-
-
-def _fifo_key(pod: PodRequest) -> tuple[int, int, str]:
-    """kube-scheduler's queue (``queuesort/PrioritySort``): higher priority first, then
-    earlier creation."""
-    return (-pod.template.priority_value, pod.order, pod.uid)
-
-
-def _least_allocated(e: _Existing, requests: Resources) -> float:
-    """kube-scheduler NodeResourcesFit LeastAllocated: mean free share of cpu and memory
-    after placing the pod (higher is better)."""
-    alloc = e.node.allocatable
-    if not alloc:
-        return 0.0
-    shares = []
-    for res in (quantity.CPU, quantity.MEMORY):
-        total = alloc.get(res, 0)
-        if total > 0:
-            shares.append((e.available.get(res, 0) - requests.get(res, 0)) / total)
-    return sum(shares) / len(shares) if shares else 0.0
-
-
-def _queue_key(pod: PodRequest) -> tuple[int, int, int, str]:
-    r = pod.template.requests
-    return (-r.get(quantity.CPU, 0), -r.get(quantity.MEMORY, 0), pod.order, pod.uid)
-
-
-def provisioning_order(pods: Sequence[PodRequest]) -> list[PodRequest]:
-    """``pods`` in the order a ``provisioner``-mode solve places them (Karpenter's queue:
-    CPU, then memory, descending; then creation order). A solve reads pods only through
-    their templates and volume terms in this order (uids just label the result), so two
-    inputs with the same sequence of those get the same answer up to the uids."""
-    return sorted(pods, key=_queue_key)
-
-
-def _explain(reasons: list[str], pools: list[PreparedPool]) -> str:
-    if not pools:
-        return "no NodePool is defined"
-    parts = list(dict.fromkeys(reasons))
-    parts += [p.empty_reason for p in pools if p.empty_reason]
-    return "; ".join(parts) if parts else "no NodePool can launch a node for it"
 
 
 __all__ = ["InstanceType", "Scheduler"]

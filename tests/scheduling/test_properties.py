@@ -31,7 +31,7 @@ from joiner.scheduling import (
 from joiner.scheduling.costopt import CostOptimalScheduler, lower_bound, plan_cost
 from joiner.scheduling.costopt.lp import assignment_bound
 from joiner.scheduling.costopt.solver import _CostSolve
-from joiner.scheduling.scheduler import _queue_key
+from joiner.scheduling.placement import _queue_key
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")

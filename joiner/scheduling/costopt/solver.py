@@ -50,15 +50,10 @@ from joiner.api.objects import PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.scheduling.costopt import prepack
 from joiner.scheduling.costopt.lp import INF, solve_lp
+from joiner.scheduling.limits import within_limits
+from joiner.scheduling.placement import _Attempt, _blocking_taint, _Claim, _Prefs
 from joiner.scheduling.pool import BoolArray, FloatArray, IntArray, PreparedPool
-from joiner.scheduling.scheduler import (
-    Scheduler,
-    _Attempt,
-    _blocking_taint,
-    _Claim,
-    _Prefs,
-    _Solve,
-)
+from joiner.scheduling.scheduler import Scheduler, _Solve
 from joiner.scheduling.types import PodRequest, SchedulingInput, SchedulingResult
 
 #: Candidate instance types per class (cheapest per pod for that class alone).
@@ -213,7 +208,7 @@ class _CostSolve(_Solve):
                 if reqs.compatible(term) is None:
                     mask |= pool.mask(self._merge(reqs, term))
             within = np.zeros(len(pool.types), dtype=np.bool_)
-            within[self._within_limits(pool)] = True
+            within[within_limits(pool)] = True
             mask &= within & (pool.net >= vec).all(axis=1) & np.isfinite(pool.prices(reqs))
             if mask.any():
                 return i, vec, mask
@@ -453,7 +448,7 @@ class _CostSolve(_Solve):
         pi, ti = self._columns[self._opening]
         if pool is not self.pools[pi]:
             return None
-        options = self._within_limits(pool)
+        options = within_limits(pool)
         price = self._prices[pi]
         cheaper: IntArray = options[price[options] <= price[ti]]
         return cheaper

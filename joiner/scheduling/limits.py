@@ -1,0 +1,83 @@
+"""NodePool limits and ``minValues`` inside one provisioning solve (``scheduler``).
+
+Limits are accounted pessimistically, as Karpenter's scheduler does
+(``pkg/controllers/provisioning/scheduling/scheduler.go``, ``remainingResources``): existing
+nodes count fully and each new NodeClaim subtracts the largest capacity among its
+instance-type options; options larger than what is left are dropped
+(``InstanceTypes.filterByRemainingResources``). A NodeClaim must keep each requirement's
+``minValues`` distinct values among its options under the ``Strict`` policy
+(``InstanceTypes.SatisfiesMinValues``); ``BestEffort`` relaxes it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from joiner.api import quantity
+from joiner.api.requirements import Requirements
+from joiner.scheduling.pool import IntArray, PreparedPool
+
+
+def min_values_short(
+    pool: PreparedPool, reqs: Requirements, options: IntArray, policy: str
+) -> str | None:
+    """Why ``options`` (indices into ``pool.types``) break a ``minValues`` of ``reqs`` under
+    ``policy`` (``Strict``), or None when they keep every one (or the policy is
+    ``BestEffort``)."""
+    for key, r in reqs.items():
+        if r.min_values is None:
+            continue
+        distinct = int(pool.values_matrix(key)[options].any(axis=0).sum())
+        if distinct < r.min_values and policy == "Strict":
+            return (
+                f"only {distinct} distinct {key} values remain among the instance types "
+                f"that fit, below minValues {r.min_values}"
+            )
+    return None
+
+
+def within_limits(pool: PreparedPool) -> IntArray:
+    """Indices of ``pool.types`` whose capacity fits what the NodePool's limits leave."""
+    all_idx = np.arange(len(pool.types), dtype=np.int64)
+    if not pool.remaining:
+        return all_idx
+    if pool.remaining.get("nodes", 1) < 1:
+        return all_idx[:0]
+    keep = np.ones(len(pool.types), dtype=np.bool_)
+    for k, v in pool.remaining.items():
+        if k == "nodes":
+            continue
+        if k in pool.resources:
+            keep &= pool.capacity[:, pool.resources.index(k)] <= v
+        elif v < 0:
+            keep[:] = False
+    return all_idx[keep]
+
+
+def limit_reason(pool: PreparedPool) -> str:
+    """Why the NodePool's limits leave no instance type, in words a person can act on."""
+    limits = dict(pool.nodepool.limits)
+    if pool.remaining.get("nodes", 1) < 1:
+        return f"limit nodes={limits.get('nodes')} is reached"
+    for k, left in sorted(pool.remaining.items()):
+        if k == "nodes" or k not in pool.resources:
+            continue
+        smallest = int(pool.capacity[:, pool.resources.index(k)].min())
+        if left < smallest:
+            return (
+                f"limit {quantity.format_resources({k: limits[k]})} leaves "
+                f"{quantity.format_resources({k: max(left, 0)})}, less than the smallest "
+                "instance type; existing nodes count fully and each new NodeClaim counts "
+                "its largest option (Karpenter's pessimistic accounting)"
+            )
+    return "its limits leave no room for another node"
+
+
+def subtract_max(pool: PreparedPool, options: IntArray) -> None:
+    """Charge a new NodeClaim to the NodePool's remaining limits: one node, and per resource
+    the largest capacity among its ``options``."""
+    for k in list(pool.remaining):
+        if k == "nodes":
+            pool.remaining[k] -= 1
+        elif k in pool.resources:
+            pool.remaining[k] -= int(pool.capacity[options, pool.resources.index(k)].max())
