@@ -358,20 +358,12 @@ def test_runs_with_the_deploy_service_account_and_nothing_more(
     cluster: Cluster,
     controllers: list[ControllerProcess],
 ) -> None:
+    from joinerctl import service_account_token
     from lightkube.codecs import load_all_yaml
-    from lightkube.models.authentication_v1 import TokenRequestSpec
-    from lightkube.resources.core_v1 import ServiceAccount
 
     for obj in load_all_yaml((REPO / "deploy" / "rbac.yaml").read_text()):
         admin.apply(obj, force=True)
-    token = admin.create(
-        ServiceAccount.Token(
-            metadata=ObjectMeta(name="joiner", namespace="joiner"),
-            spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
-        ),
-        name="joiner",
-        namespace="joiner",
-    ).status.token
+    token = service_account_token(admin, "joiner", "joiner")
     sa_kubeconfig = token_kubeconfig(kubeconfig, token, tmp_path / "joiner-sa.kubeconfig")
     as_joiner = Client(KubeConfig.from_file(sa_kubeconfig))
 
