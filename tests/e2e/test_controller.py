@@ -69,8 +69,18 @@ def test_pending_pods_get_nodeclaims_and_nodes_and_run(
         assert conditions["Launched"] == conditions["Initialized"] == "True"
         assert claim["status"]["nodeName"] in nodes
 
-    launched = [e for e in events(cluster.client, "default") if e.reason == "Launched"]
-    assert {e.involvedObject.name for e in launched} >= claims
+    # Karpenter's Events: each condition's transition on each NodeClaim, Nominated on pods.
+    posted = events(cluster.client, "default")
+    for condition in ("Launched", "Registered", "Initialized"):
+        about = [e for e in posted if e.reason == condition and e.involvedObject.name in claims]
+        assert {e.involvedObject.name for e in about} == claims, condition
+        assert {e.message for e in about} == {
+            f"Status condition transitioned, Type: {condition}, Status: Unknown -> True, "
+            f"Reason: {condition}"
+        }
+    nominated = [e for e in events(cluster.client, cluster.name) if e.reason == "Nominated"]
+    assert {e.involvedObject.name for e in nominated} == {p.metadata.name for p in pods}
+    assert all(e.message.startswith("Pod should schedule on: nodeclaim/") for e in nominated)
     status, body = ctl.http("/metrics")
     assert status == 200
     assert metric(body, "karpenter_nodeclaims_created_total") >= len(claims)
