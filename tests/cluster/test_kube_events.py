@@ -141,9 +141,14 @@ def test_unconsolidatable_when_spot_to_spot_is_off_and_under_when_empty(tmp_path
         pod("w", "s", cpu="1"),
     )
     sink, clock, _ = _events(run)
-    run.controller.compute(elapsed=True)
+    _command, ctx = run.controller.compute(elapsed=True)
     claim = run.state.nodes["s"].nodeclaim
-    message = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+    # Spot-to-spot off: whichever of Karpenter's two reasons Joiner finds first, in its words.
+    message = unconsolidatable_message(ctx.reasons["s"])
+    assert message in (
+        "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node",
+        "Can't replace with a cheaper node",
+    )
     assert _by_reason(sink, "Unconsolidatable") == [
         ("Node", "s", message),
         ("NodeClaim", claim, message),
@@ -179,6 +184,10 @@ def test_unconsolidatable_wording_for_each_consolidation_reason():
     assert unconsolidatable_message("NodePool general has consolidateAfter: Never") == (
         'NodePool "general" has consolidation disabled'
     )
+    assert unconsolidatable_message(
+        "spot-to-spot consolidation is off (--feature-gates SpotToSpotConsolidation=true); "
+        "spot nodes are only deleted, never replaced"
+    ) == ("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
     # Budgets and consolidateAfter: Karpenter posts no Unconsolidatable for them.
     assert unconsolidatable_message("NodePool general budget is used up") is None
 
