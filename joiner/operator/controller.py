@@ -59,6 +59,7 @@ from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CreateError, Instance
 from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.actuator import KubeActuator, KubeTimeline
+from joiner.cluster.kube.events import KarpenterEvents
 from joiner.cluster.kube.feed import ClusterFeed
 from joiner.cluster.kube.fence import CLOUD_WRITES, KUBE_WRITES, Fence, LeaseLostError, fenced
 from joiner.cluster.kube.informer import Informer
@@ -404,6 +405,12 @@ class ControllerRuntime:
         self.feed.on_ready.append(self._node_ready)
         self.feed.on_node_gone.append(lambda _n: self._node_gone())
         self.feed.on_claim_deleted.append(self._claim_deleted)
+        self.events = KarpenterEvents(self.timeline, self.state, self.clock.now)
+        self.lifecycle.launch_listeners.append(self.events.nominated)
+        self.feed.on_registered.append(lambda c: self.events.condition(c, "Registered"))
+        self.disruption.pass_listeners.append(
+            lambda ctx, cands: self.events.disruption_pass(ctx.reasons, cands)
+        )
         self.wiring = MetricsWiring(self.metrics, self.state)
         self.timeline.listeners.append(self.wiring.timeline)
         self.disruption.command_listeners.append(self.wiring.command)
@@ -582,6 +589,7 @@ class ControllerRuntime:
         self.batcher.trigger()
 
     def _node_ready(self, claim: NodeClaim) -> None:
+        self.events.condition(claim, "Initialized")
         self._changed()
         for node in claim.replaces:
             self.timeline.record(tl.REPLACEMENT_READY, node=node, detail=claim.name)
@@ -607,13 +615,7 @@ class ControllerRuntime:
         self.batcher.trigger()
 
     def _launched(self, claim: NodeClaim) -> None:
-        assert claim.instance is not None
-        inst = claim.instance
-        self.timeline.record(
-            "launched",
-            node=claim.name,
-            detail=f"{inst.instance_type.name} {inst.offering.capacity_type} {inst.offering.zone}",
-        )
+        self.events.condition(claim, "Launched")
         for node in claim.replaces:
             self.timeline.record(tl.REPLACEMENT_LAUNCHED, node=node, detail=claim.name)
 

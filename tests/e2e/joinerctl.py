@@ -352,6 +352,20 @@ def events(client: Client, namespace: str) -> list[Any]:
     return list(client.list(Event, namespace=namespace))
 
 
+def service_account_token(client: Client, name: str, namespace: str) -> str:
+    """A one-hour token for ServiceAccount ``namespace/name`` (TokenRequest API), what the
+    kubelet would mount into its pod."""
+    from lightkube.models.authentication_v1 import TokenRequestSpec
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.core_v1 import ServiceAccount
+
+    request = ServiceAccount.Token(
+        metadata=ObjectMeta(name=name, namespace=namespace),
+        spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
+    )
+    return str(client.create(request, name=name, namespace=namespace).status.token)
+
+
 def token_kubeconfig(admin_kubeconfig: Path, token: str, path: Path) -> Path:
     """A copy of the admin kubeconfig that authenticates with ``token`` instead."""
     config = yaml.safe_load(admin_kubeconfig.read_text())

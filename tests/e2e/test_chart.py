@@ -11,19 +11,28 @@ from typing import Any
 
 import pytest
 import yaml
-from joinerctl import REPO, token_kubeconfig
+from joinerctl import REPO, service_account_token, token_kubeconfig
 from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
-from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace, Secret, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Secret
 
 from joiner.operator.controller_settings import load_settings
 
 CHART = REPO / "deploy" / "chart"
 NAMESPACE = "joiner-chart"
+#: What the tests apply of the rendered chart: all but the Deployment (no container engine
+#: here; tests/e2e/test_controller_aws.py runs its container's command as a subprocess).
+APPLIED_KINDS = (
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "ConfigMap",
+)
 
 
 def _helm() -> Path:
@@ -37,9 +46,9 @@ def _helm() -> Path:
     return Path(out.stdout.strip()) / "helm"
 
 
-def render(*sets: str) -> list[dict[str, Any]]:
-    """``helm template joiner deploy/chart`` with ``--set`` values, as documents."""
-    args = [str(_helm()), "template", "joiner", str(CHART), "--namespace", NAMESPACE]
+def render(*sets: str, release: str = "joiner", namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    """``helm template <release> deploy/chart`` with ``--set`` values, as documents."""
+    args = [str(_helm()), "template", release, str(CHART), "--namespace", namespace]
     for s in sets:
         args += ["--set", s]
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
@@ -124,19 +133,10 @@ def test_rendered_rbac_and_settings_apply_and_grant_only_what_joiner_needs(
     docs = render("settings.clusterName=e2e", "settings.interruptionQueue=https://q.example/q")
     applied = []
     for doc in docs:
-        if doc["kind"] in (
-            "ServiceAccount",
-            "ClusterRole",
-            "ClusterRoleBinding",
-            "Role",
-            "RoleBinding",
-            "ConfigMap",
-        ):
+        if doc["kind"] in APPLIED_KINDS:
             admin.apply(from_dict(doc), force=True)
             applied.append(doc["kind"])
-    assert sorted(applied) == sorted(
-        ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap"]
-    )
+    assert sorted(applied) == sorted(APPLIED_KINDS)
     # The settings the chart renders are ones the controller accepts.
     cm = next(d for d in docs if d["kind"] == "ConfigMap")
     path = tmp_path / "settings.yaml"
@@ -147,14 +147,7 @@ def test_rendered_rbac_and_settings_apply_and_grant_only_what_joiner_needs(
     assert settings.leaderElection.namespace == NAMESPACE
 
     sa = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"]
-    token = admin.create(
-        ServiceAccount.Token(
-            metadata=ObjectMeta(name=sa, namespace=NAMESPACE),
-            spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
-        ),
-        name=sa,
-        namespace=NAMESPACE,
-    ).status.token
+    token = service_account_token(admin, sa, NAMESPACE)
     as_joiner = Client(KubeConfig.from_file(token_kubeconfig(kubeconfig, token, tmp_path / "sa")))
 
     list(as_joiner.list(NodePoolRes))  # reads what it plans over

@@ -69,8 +69,18 @@ def test_pending_pods_get_nodeclaims_and_nodes_and_run(
         assert conditions["Launched"] == conditions["Initialized"] == "True"
         assert claim["status"]["nodeName"] in nodes
 
-    launched = [e for e in events(cluster.client, "default") if e.reason == "Launched"]
-    assert {e.involvedObject.name for e in launched} >= claims
+    # Karpenter's Events: each condition's transition on each NodeClaim, Nominated on pods.
+    posted = events(cluster.client, "default")
+    for condition in ("Launched", "Registered", "Initialized"):
+        about = [e for e in posted if e.reason == condition and e.involvedObject.name in claims]
+        assert {e.involvedObject.name for e in about} == claims, condition
+        assert {e.message for e in about} == {
+            f"Status condition transitioned, Type: {condition}, Status: Unknown -> True, "
+            f"Reason: {condition}"
+        }
+    nominated = [e for e in events(cluster.client, cluster.name) if e.reason == "Nominated"]
+    assert {e.involvedObject.name for e in nominated} == {p.metadata.name for p in pods}
+    assert all(e.message.startswith("Pod should schedule on: nodeclaim/") for e in nominated)
     status, body = ctl.http("/metrics")
     assert status == 200
     assert metric(body, "karpenter_nodeclaims_created_total") >= len(claims)
@@ -358,20 +368,12 @@ def test_runs_with_the_deploy_service_account_and_nothing_more(
     cluster: Cluster,
     controllers: list[ControllerProcess],
 ) -> None:
+    from joinerctl import service_account_token
     from lightkube.codecs import load_all_yaml
-    from lightkube.models.authentication_v1 import TokenRequestSpec
-    from lightkube.resources.core_v1 import ServiceAccount
 
     for obj in load_all_yaml((REPO / "deploy" / "rbac.yaml").read_text()):
         admin.apply(obj, force=True)
-    token = admin.create(
-        ServiceAccount.Token(
-            metadata=ObjectMeta(name="joiner", namespace="joiner"),
-            spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
-        ),
-        name="joiner",
-        namespace="joiner",
-    ).status.token
+    token = service_account_token(admin, "joiner", "joiner")
     sa_kubeconfig = token_kubeconfig(kubeconfig, token, tmp_path / "joiner-sa.kubeconfig")
     as_joiner = Client(KubeConfig.from_file(sa_kubeconfig))
 

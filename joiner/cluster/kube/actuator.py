@@ -588,22 +588,37 @@ class KubeTimeline:
                     {"action": "event", "reason": kind, "node": node, "pod": pod, "detail": detail}
                 )
             return
-        if self._client is None:
-            return
         involved: dict[str, Any]
         if pod is not None:
             ns, _, name = pod.partition("/")
             involved = {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name}
-            event_ns = ns
         elif node is not None:
             st_node = self._state.nodes.get(node)
             claim = st_node.nodeclaim if st_node is not None and st_node.nodeclaim else node
             involved = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim}
-            event_ns = self.namespace
         else:
             return
-        now = _now_rfc3339()
         reason = kind[:1].upper() + kind[1:]
+        warning = kind in ("evictionBlocked", "podLost")
+        self.post(involved, reason, detail or reason, warning=warning)
+
+    def post(
+        self, involved: dict[str, Any], reason: str, message: str, *, warning: bool = False
+    ) -> None:
+        """Create one core/v1 Event about ``involved`` (an ObjectReference: apiVersion,
+        kind, name, and namespace for a namespaced object), in its namespace or else the
+        event namespace; source component ``joiner``. A refused write is logged, never
+        raised (Events are best effort, as client-go's recorder). Dry run: reported."""
+        if self.dry_run:
+            if self._report is not None:
+                self._report(
+                    {"action": "event", "reason": reason, "involved": involved, "message": message}
+                )
+            return
+        if self._client is None:
+            return
+        event_ns = involved.get("namespace") or self.namespace
+        now = _now_rfc3339()
         event = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -613,8 +628,8 @@ class KubeTimeline:
             },
             "involvedObject": involved,
             "reason": reason,
-            "message": detail or reason,
-            "type": "Warning" if kind in ("evictionBlocked", "podLost") else "Normal",
+            "message": message,
+            "type": "Warning" if warning else "Normal",
             "source": {"component": "joiner"},
             "reportingComponent": "joiner",
             "firstTimestamp": now,

@@ -112,6 +112,7 @@ class DisruptionController:
         self.stats = DisruptionStats()
         #: Called with each command once it is under way (its replacements launched).
         self.command_listeners: list[Callable[[Command], None]] = []
+        self.pass_listeners: list[Callable[[Context, list[Candidate]], None]] = []
         self._running: list[_Running] = []
         self._validating = False
         self._pass_at: float | None = None
@@ -202,13 +203,13 @@ class DisruptionController:
 
     def compute(self, *, elapsed: bool = False) -> tuple[Command | None, Context]:
         """The first command the methods produce now, with the pass context (its
-        ``reasons`` say why other nodes were left alone)."""
+        ``reasons`` say why other nodes were left alone); ``pass_listeners`` hear of the
+        context and the candidates (controller mode's Events)."""
         ctx, candidates = self.context(elapsed=elapsed)
-        for _name, method in m.ORDER:
-            command = method(ctx, candidates)
-            if command is not None:
-                return command, ctx
-        return None, ctx
+        command = _first_command(ctx, candidates)
+        for listener in self.pass_listeners:
+            listener(ctx, candidates)
+        return command, ctx
 
     def reconcile(self) -> Command | None:
         """One pass: compute a command and validate (after the delay) or execute it."""
@@ -371,3 +372,12 @@ class DisruptionController:
     def busy(self) -> bool:
         """A command is being validated or waits for its replacements."""
         return self._validating or bool(self._running)
+
+
+def _first_command(ctx: Context, candidates: list[Candidate]) -> Command | None:
+    """The first command the methods produce, in Karpenter's order (``m.ORDER``)."""
+    for _name, method in m.ORDER:
+        command = method(ctx, candidates)
+        if command is not None:
+            return command
+    return None

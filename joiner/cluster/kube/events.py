@@ -1,0 +1,184 @@
+"""Karpenter's Kubernetes Events in controller mode, with Karpenter v1's reasons and wording.
+
+* **Nominated** (Pod, Normal): ``Pod should schedule on: nodeclaim/<name>[, node/<name>]``,
+  once per pod per NodeClaim (``provisioning/scheduling/events.go`` NominatePodEvent).
+* **Launched**, **Registered**, **Initialized** (NodeClaim, Normal): the status-condition
+  transition Event operatorpkg's status controller posts for every NodeClaim condition,
+  ``Status condition transitioned, Type: Launched, Status: Unknown -> True, Reason:
+  Launched`` (``operatorpkg/status/controller.go``), once per NodeClaim and condition.
+* **DisruptionBlocked** (Node and NodeClaim, Normal): a candidate a pod blocks
+  (``Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=ns/name)``, ``Pdb prevents pod
+  evictions (PodDisruptionBudget=[ns/name])``) or a node annotated do-not-disrupt
+  (``Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation``)
+  (``disruption/events/events.go`` Blocked, ``state/statenode.go``).
+* **Unconsolidatable** (Node and NodeClaim, Normal): why consolidation leaves a candidate,
+  for the reasons Karpenter words (``disruption/consolidation.go``: "Can't replace with a
+  cheaper node", "SpotToSpotConsolidation is disabled, can't replace a spot node with a
+  spot node", "SpotToSpotConsolidation requires 15 cheaper instance type options than the
+  current candidate to consolidate, got N", "Can't remove without creating N candidates",
+  ``NodePool "x" has consolidation disabled``, ``NodePool "x" has consolidation policy
+  WhenEmpty, but node is not empty``). Joiner's other reasons (budgets, consolidateAfter,
+  on-demand base) post no Event, as Karpenter posts none for them.
+
+Deduplication is Karpenter's recorder's (``events/recorder.go``): an Event with the same
+reason and object is not posted again within 2 minutes (Unconsolidatable: 15 minutes),
+on the injected clock (seconds).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from joiner.controllers.disruption.candidates import Candidate
+from joiner.state.cluster import ClusterState, NodeClaim
+
+#: Karpenter's recorder: ``defaultDedupeTimeout`` and Unconsolidatable's ``DedupeTimeout``.
+DEDUPE_S = 120.0
+UNCONSOLIDATABLE_DEDUPE_S = 900.0
+NODE_DO_NOT_DISRUPT = "node has karpenter.sh/do-not-disrupt"
+
+#: Joiner's consolidation reasons (``controllers/disruption/methods.py``) -> Karpenter's
+#: Unconsolidatable message; a callable builds it from the match.
+_UNCONSOLIDATABLE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (
+        re.compile(r"^spot-to-spot consolidation is off"),
+        lambda _m: (
+            "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+        ),
+    ),
+    (
+        re.compile(r"^spot-to-spot needs (\d+) cheaper instance types, (\d+) are allowed"),
+        lambda m: (
+            f"SpotToSpotConsolidation requires {m[1]} cheaper instance type options than "
+            f"the current candidate to consolidate, got {m[2]}"
+        ),
+    ),
+    (re.compile(r"^can't replace with a cheaper"), lambda _m: "Can't replace with a cheaper node"),
+    (
+        re.compile(r"^its pods need (\d+) new nodes"),
+        lambda m: f"Can't remove without creating {m[1]} candidates",
+    ),
+    (
+        re.compile(r"^NodePool (\S+) has consolidateAfter: Never"),
+        lambda m: f'NodePool "{m[1]}" has consolidation disabled',
+    ),
+    (
+        re.compile(r"^NodePool (\S+) consolidates only empty nodes"),
+        lambda m: f'NodePool "{m[1]}" has consolidation policy WhenEmpty, but node is not empty',
+    ),
+)
+
+
+class EventSink(Protocol):
+    """Where Events go: ``KubeTimeline.post`` (an ObjectReference dict, reason, message)."""
+
+    def post(
+        self, involved: dict[str, Any], reason: str, message: str, *, warning: bool = False
+    ) -> None: ...
+
+
+def unconsolidatable_message(reason: str) -> str | None:
+    """Karpenter's Unconsolidatable message for Joiner's consolidation ``reason``, or None
+    when Karpenter posts no Event for it."""
+    for pattern, build in _UNCONSOLIDATABLE:
+        match = pattern.match(reason)
+        if match is not None:
+            return build(match)
+    return None
+
+
+class KarpenterEvents:
+    """Posts the Events in the module docstring to ``sink``; ``now_s`` is the clock."""
+
+    def __init__(self, sink: EventSink, state: ClusterState, now_s: Callable[[], float]) -> None:
+        self._sink = sink
+        self._state = state
+        self._now_s = now_s
+        self._posted: dict[tuple[str, str, str], float] = {}
+
+    def _post(
+        self, involved: dict[str, Any], reason: str, message: str, key: str, dedupe_s: float
+    ) -> None:
+        now = self._now_s()
+        k = (reason, f"{involved['kind']}/{involved.get('namespace', '')}/{involved['name']}", key)
+        last = self._posted.get(k)
+        if last is not None and now - last < dedupe_s:
+            return
+        self._posted[k] = now
+        self._sink.post(involved, reason, message)
+
+    # -- provisioning and the NodeClaim lifecycle ---------------------------------------------
+
+    def nominated(self, claim: NodeClaim) -> None:
+        """Nominated on each pod the provisioner placed on ``claim``."""
+        where = [f"nodeclaim/{claim.name}"]
+        if claim.node_name:
+            where.append(f"node/{claim.node_name}")
+        for uid in claim.nominated:
+            pod = self._state.pods.get(uid)
+            if pod is None:
+                continue
+            self._post(
+                {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name},
+                "Nominated",
+                f"Pod should schedule on: {', '.join(where)}",
+                claim.name,
+                DEDUPE_S,
+            )
+
+    def condition(self, claim: NodeClaim, condition: str) -> None:
+        """The ``condition`` (Launched, Registered, Initialized) became True on ``claim``."""
+        self._post(
+            _nodeclaim_ref(claim.name),
+            condition,
+            f"Status condition transitioned, Type: {condition}, Status: Unknown -> True, "
+            f"Reason: {condition}",
+            "",
+            float("inf"),
+        )
+
+    # -- disruption ----------------------------------------------------------------------------
+
+    def disruption_pass(self, reasons: dict[str, str], candidates: list[Candidate]) -> None:
+        """DisruptionBlocked and Unconsolidatable from one pass: ``reasons`` by node name
+        (the pass context's), ``candidates`` the pass's candidates."""
+        by_name = {c.name: c for c in candidates}
+        for c in candidates:
+            if c.blocked_event is not None:
+                self._on_node(c.name, c.claim.name, "DisruptionBlocked", c.blocked_event, DEDUPE_S)
+        for name, reason in sorted(reasons.items()):
+            cand = by_name.get(name)
+            if cand is None:
+                if reason == NODE_DO_NOT_DISRUPT:
+                    node = self._state.nodes.get(name)
+                    claim = node.nodeclaim if node is not None else None
+                    self._on_node(
+                        name,
+                        claim,
+                        "DisruptionBlocked",
+                        'Disruption is blocked through the "karpenter.sh/do-not-disrupt" '
+                        "annotation",
+                        DEDUPE_S,
+                    )
+                continue
+            if cand.blocked is not None:
+                continue
+            message = unconsolidatable_message(reason)
+            if message is not None:
+                self._on_node(
+                    name, cand.claim.name, "Unconsolidatable", message, UNCONSOLIDATABLE_DEDUPE_S
+                )
+
+    def _on_node(
+        self, node: str, claim: str | None, reason: str, message: str, dedupe_s: float
+    ) -> None:
+        node_ref = {"apiVersion": "v1", "kind": "Node", "name": node}
+        self._post(node_ref, reason, message, "", dedupe_s)
+        if claim is not None:
+            self._post(_nodeclaim_ref(claim), reason, message, "", dedupe_s)
+
+
+def _nodeclaim_ref(name: str) -> dict[str, Any]:
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": name}
