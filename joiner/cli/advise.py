@@ -88,8 +88,9 @@ def advise(
     out.print(table)
     if result.priceEstimated:
         out.print("* prices are estimated: " + escape(result.priceNote))
+    # The findings are the advice itself: on stdout with the table, so a redirect keeps them.
     for a in result.nodePools:
         for finding in a.findings:
-            err.print(
+            out.print(
                 f"[bold yellow]NodePool {escape(a.name)}:[/] {escape(finding)}", soft_wrap=True
             )

@@ -133,10 +133,15 @@ def print_table(
             table.add_row(*row)
         console.print(table)
         return
-    console.print(printable(title), highlight=False)
+    console.print(printable(title), highlight=False, soft_wrap=True)
     for n, row in enumerate(cells):
         for i, ((header, _), cell) in enumerate(zip(columns, row, strict=True)):
-            console.print(f"{'-' if i == 0 else ' '} {header}: {cell}", highlight=False)
+            if i == 0 and not header:  # a row label (e.g. the comparison's metric names)
+                console.print(f"- {cell}", highlight=False, soft_wrap=True)
+            else:
+                console.print(
+                    f"{'-' if i == 0 else ' '} {header}: {cell}", highlight=False, soft_wrap=True
+                )
         if n + 1 < len(cells):
             console.print()
 

@@ -12,11 +12,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 from typer.core import TyperGroup
 
 from joiner.api.errors import InputError
-from joiner.cli.common import err, fail, out
+from joiner.cli.common import err, fail, out, print_table
 
 
 class _DefaultRun(TyperGroup):
@@ -163,12 +162,11 @@ def report(
     gs = groups(rows)
     rec: Recommendation | None = recommend(rows, parsed) if parsed is not None else None
     name = str(rows[0].get("sweep", results.stem))
-    table = Table(title=f"Sweep {name}: median [5th-95th percentile] across seeds")
-    for h in TABLE_HEADER:
-        table.add_column(h, justify="left" if h in ("variant", "policy") else "right")
-    for row in table_rows(gs):
-        table.add_row(*(escape(c) for c in row))
-    out.print(table)
+    print_table(
+        f"Sweep {name}: median [5th-95th percentile] across seeds",
+        [(h, "left" if h in ("variant", "policy") else "right") for h in TABLE_HEADER],
+        [list(row) for row in table_rows(gs)],
+    )
     target = html_out if html_out is not None else results.with_suffix(".html")
     try:
         target.write_text(render_html(name, gs, objective, rec), encoding="utf-8")

@@ -71,6 +71,8 @@ def action_duration_s(action: Action) -> float:
     """How long an action runs (what ``startAfter`` waits for)."""
     if action.action_id == STOP:
         return action.seconds("startInstancesAfterDuration") or 0.0
+    if action.action_id == SPOT_INTERRUPTIONS:
+        # It completes when the 2-minute interruption notice goes out.
         return (action.seconds("durationBeforeInterruption") or 120.0) - 120.0
     if action.action_id in (ICE, DISRUPT, WAIT):
         return action.seconds("duration") or 0.0

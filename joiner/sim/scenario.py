@@ -394,6 +394,12 @@ def load_scenario(
         raise exc.located(file=file, obj=obj) from exc
     try:
         windows = resolve(spec.report, start_time, duration_s)
+        manifests.warnings.extend(
+            f"{file}: {obj}: field spec.report.windows[{i}]: window {w.name!r} never falls inside "
+            "the run (from its startTime, for its duration), so its figures count no pods"
+            for i, w in enumerate(windows)
+            if not w.intervals
+        )
     except InputError as exc:
         raise exc.located(file=file, obj=obj) from exc
     hazard = HazardModel(

@@ -52,6 +52,8 @@ def test_seed_scenario_table_names_the_risk_and_the_pool() -> None:
     assert "Spot risk per NodePool" in result.output
     assert "expected reclaims / month" in result.output
     assert "single-pool risk" in result.output and "c5.xlarge/us-east-1" in result.output
+    # The findings are the advice: on stdout, so `joiner advise ... > file` keeps them.
+    assert "single-pool risk" in result.stdout
 
 
 def test_estimated_prices_are_said_aloud_outside_packaged_regions() -> None:

@@ -164,3 +164,35 @@ def test_interruption_file_errors_are_located(tmp_path):
     message = " ".join(result.output.split())
     assert result.exit_code == 2
     assert "Scenario/spot-interruptions" in message and "spec.interruption.file" in message
+
+
+def test_an_action_after_a_spot_interruption_starts_at_its_notice():
+    """Regression (breaker): a line lost in a merge made every Spot-interruption action last
+    0 s, so an action with ``startAfter`` it started at once instead of at the notice."""
+    from joiner.faults.experiment import experiment_length_s, schedule
+
+    doc = {
+        "roleArn": ROLE,
+        "targets": {
+            "spot": {
+                "resourceType": "aws:ec2:spot-instance",
+                "resourceTags": {"team": "web"},
+                "selectionMode": "ALL",
+            }
+        },
+        "actions": {
+            "spot": {
+                "actionId": "aws:ec2:send-spot-instance-interruptions",
+                "parameters": {"durationBeforeInterruption": "PT10M"},
+                "targets": {"SpotInstances": "spot"},
+            },
+            "after": {
+                "actionId": "aws:fis:wait",
+                "parameters": {"duration": "PT1M"},
+                "startAfter": ["spot"],
+            },
+        },
+    }
+    template = parse_template(json.dumps(doc), "t.json")
+    assert schedule(template) == {"spot": (0.0, 480.0), "after": (480.0, 540.0)}
+    assert experiment_length_s(template) == 600.0

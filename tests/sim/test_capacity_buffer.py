@@ -86,9 +86,7 @@ def test_without_the_feature_gate_buffers_are_ignored_with_a_warning(tmp_path):
     assert any(p.bound_at_s is not None and p.bound_at_s - p.created_at_s > 20 for p in late)
 
 
-def test_buffer_size_follows_karpenter_compute_replicas():
-    deployment = (SEED / "deployment.yaml").read_text()
-    pct = """\
+PERCENT_OF_WEB = """\
 ---
 apiVersion: autoscaling.x-k8s.io/v1beta1
 kind: CapacityBuffer
@@ -98,6 +96,11 @@ spec:
   percentage: 15
   limits: {cpu: "2"}
 """
+
+
+def test_buffer_size_follows_karpenter_compute_replicas():
+    deployment = (SEED / "deployment.yaml").read_text()
+    pct = PERCENT_OF_WEB
     (b,) = load_text(deployment + pct).capacitybuffers
     assert b.template is not None and b.template.priority == -(2**31)
     assert b.workload == "default/web"
@@ -110,3 +113,21 @@ spec:
     missing = load_text(BUFFER.split("---\n")[1])
     assert missing.capacitybuffers[0].template is None
     assert any("PodTemplate default/spare is not in the manifests" in w for w in missing.warnings)
+
+
+def test_a_huge_buffer_is_refused_or_capped_not_simulated_pod_by_pod(caplog):
+    """Regression (breaker): ``replicas: 2147483647`` built a pod per replica every pass."""
+    from joiner.api.manifests.capacitybuffer import MAX_BUFFER_PODS
+    from joiner.controllers.provisioning.buffers import Buffers
+
+    with pytest.raises(InputError, match=r"spec.replicas"):
+        load_text(BUFFER.replace("replicas: 3", "replicas: 2147483647"))
+    deployment = (SEED / "deployment.yaml").read_text()
+    pct = PERCENT_OF_WEB.replace("percentage: 15", "percentage: 100000").replace(
+        '  limits: {cpu: "2"}\n', ""
+    )
+    (b,) = load_text(deployment + pct).capacitybuffers
+    assert b.desired(20) == 20_000
+    pods = Buffers([b], lambda _k: 20).virtual_pods()
+    assert len(pods) == MAX_BUFFER_PODS
+    assert "Joiner simulates at most" in caplog.text

@@ -205,6 +205,22 @@ def test_priority_classes_are_resolved_by_admission():
         load_text(PLACEHOLDERS.replace("name: overprovisioning}", "name: system-x}"))
 
 
+def test_a_live_clusters_builtin_classes_load_and_duplicates_do_not():
+    """Regression (clean-clone CI): every API server lists system-cluster-critical and
+    system-node-critical, so `joiner plan --kubeconfig` and the controller failed with
+    "names starting with 'system-' are reserved"."""
+    builtin = (
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+        "metadata: {name: system-node-critical}\nvalue: 2000001000\n---\n"
+    )
+    (w,) = load_text(builtin + PLACEHOLDERS).workloads
+    assert w.template.priority == -1
+    with pytest.raises(InputError, match="reserved"):  # not the built-in value: a user class
+        load_text(builtin.replace("2000001000", "5") + PLACEHOLDERS)
+    with pytest.raises(InputError, match="duplicate PriorityClass name"):
+        load_text(PLACEHOLDERS.split("---\n")[0] + "---\n" + PLACEHOLDERS)
+
+
 def test_the_preemptor_waits_for_its_victims_grace_period(tmp_path):
     path = _scenario(tmp_path)
     ph = path.parent / "placeholder.yaml"
@@ -244,6 +260,9 @@ def test_peak_windows_report_the_pods_created_in_them(tmp_path):
         "pendingSeconds": {"p50": 0.0, "p95": 0.0, "max": 0.0},
     }
     assert summary["windows"]["night"]["pods"] == 0
+    # Regression (breaker): a window the run never reaches reported a perfect 0 s silently.
+    warned = [w for w in summary["warnings"] if "never falls inside the run" in w]
+    assert len(warned) == 1 and "spec.report.windows[1]" in warned[0] and "'night'" in warned[0]
     path.write_text(text.replace("'00:10'", "'25:00'"))
     with pytest.raises(InputError, match=r"spec.report.windows\[0\].start"):
         load_scenario(path)

@@ -93,6 +93,8 @@ ITEMS: dict[str, Any] = {
         "nodePool": "my-provisioner",
         "instanceTypes": ["c5.xlarge"],
     },
+    # Inside the run (a window outside it resolves to nothing, with a warning).
+    "report.windows": {"name": "rush", "start": "00:10", "duration": "10m"},
 }
 
 
@@ -197,6 +199,10 @@ FIELDS: dict[str, Any] = {
     "clusterAutoscaler.nodeGroups[].maxSize": 10,
     "clusterAutoscaler.nodeGroups[].zones": ["us-east-1a"],
     "clusterAutoscaler.derivedGroupMaxSize": 10,
+    "settings.featureGates.capacityBuffer": True,
+    "report.windows[].name": "doors",
+    "report.windows[].start": "00:20",
+    "report.windows[].duration": "20m",
 }
 
 

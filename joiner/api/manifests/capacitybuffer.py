@@ -47,10 +47,20 @@ class ScalableRef(m.Strict):
     name: str = Field(min_length=1)
 
 
+#: The most virtual pods Joiner simulates for one buffer (a modelling limit: each is a pod in
+#: every provisioning pass; Karpenter itself accepts any int32).
+MAX_BUFFER_PODS = 10_000
+
+
 class CapacityBufferSpec(m.Strict):
     podTemplateRef: LocalObjectRef | None = None
     scalableRef: ScalableRef | None = None
-    replicas: int | None = Field(default=None, ge=0)
+    replicas: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_BUFFER_PODS,
+        description=f"at most {MAX_BUFFER_PODS} (Joiner simulates each as a pod)",
+    )
     percentage: int | None = Field(default=None, ge=0)
     limits: dict[str, Any] | None = None
     provisioningStrategy: str | None = None

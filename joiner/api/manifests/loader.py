@@ -242,6 +242,8 @@ def _runtimeclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) ->
 
 
 def _priorityclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    if priority.is_builtin(doc):
+        return  # the API server's own system-* classes, as a live cluster or a dump lists them
     parsed = _validate(priority.PriorityClassModel, doc, file, obj)
     out.priorityclasses.append(priority.priority_class(parsed, file))
 

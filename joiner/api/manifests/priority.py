@@ -57,6 +57,15 @@ class PriorityClass:
     source: o.Source
 
 
+def is_builtin(doc: dict[str, Any]) -> bool:
+    """True for a built-in class exactly as the API server creates it (name and value of
+    ``SYSTEM_CLASSES``): every live cluster and every dump of one lists these, and they are
+    always in force, so they are not user classes (whose ``system-`` names are refused)."""
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return isinstance(name, str) and SYSTEM_CLASSES.get(name) == doc.get("value")
+
+
 def priority_class(model: PriorityClassModel, file: str) -> PriorityClass:
     """The validated model as a domain value.
 
@@ -134,8 +143,19 @@ def admit(out: ManifestSet) -> None:
     """Resolve every pod template's priority and preemption policy in place (module docstring).
 
     Raises:
-        InputError: two classes are ``globalDefault``, or a template names a missing class.
+        InputError: two classes are ``globalDefault`` or share a name, or a template names a
+            missing class.
     """
+    seen: dict[str, PriorityClass] = {}
+    for c in out.priorityclasses:
+        first = seen.setdefault(c.name, c)
+        if first is not c:
+            raise InputError(
+                f"duplicate PriorityClass name (also {first.source.file})",
+                file=c.source.file,
+                obj=c.source.ref,
+                field="metadata.name",
+            )
     defaults = [c for c in out.priorityclasses if c.global_default]
     if len(defaults) > 1:
         raise InputError(

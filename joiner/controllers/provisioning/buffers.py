@@ -11,10 +11,13 @@ consolidation simulations must fit them too (``SimulateScheduling`` injects them
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
-from joiner.api.manifests.capacitybuffer import CapacityBuffer
+from joiner.api.manifests.capacitybuffer import MAX_BUFFER_PODS, CapacityBuffer
 from joiner.state.cluster import Pod
+
+log = logging.getLogger(__name__)
 
 #: Creation order given to virtual pods (after every real pod).
 _ORDER_BASE = 1 << 40
@@ -31,6 +34,7 @@ class Buffers:
         self._buffers = [b for b in buffers if b.template is not None]
         self._replicas_of = replicas_of
         self._pods: dict[tuple[str, int], Pod] = {}
+        self._capped: set[tuple[str, str]] = set()
         #: Node (or in-flight NodeClaim) names hosting virtual pods after the last pass.
         self.nodes: frozenset[str] = frozenset()
 
@@ -40,6 +44,18 @@ class Buffers:
         for b in self._buffers:
             assert b.template is not None
             count = b.desired(self._replicas_of(b.workload) if b.workload else 0)
+            if count > MAX_BUFFER_PODS:
+                if (b.namespace, b.name) not in self._capped:
+                    self._capped.add((b.namespace, b.name))
+                    log.warning(
+                        "CapacityBuffer %s/%s asks for %d virtual pods (from its percentage "
+                        "or limits); Joiner simulates at most %d",
+                        b.namespace,
+                        b.name,
+                        count,
+                        MAX_BUFFER_PODS,
+                    )
+                count = MAX_BUFFER_PODS
             for i in range(1, count + 1):
                 key = (f"{b.namespace}/{b.name}", i)
                 pod = self._pods.get(key)
