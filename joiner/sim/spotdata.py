@@ -117,6 +117,13 @@ def load_price_history(
         )
     if skipped:
         warnings.append(f"{path}: {skipped} rows for products other than Linux/UNIX are ignored")
+    first_s = min(t for series in out.values() for t, _ in series)
+    if first_s > 0:
+        warnings.append(
+            f"{path}: field SpotPriceHistory: the first row is {first_s / 3600:.1f} h after "
+            "spec.startTime, so every instant before it uses that row's price; set "
+            "spec.startTime inside the history to replay it"
+        )
     return {pool: tuple(sorted(series)) for pool, series in sorted(out.items())}
 
 

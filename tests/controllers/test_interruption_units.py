@@ -110,6 +110,23 @@ def test_nth_values_with_and_without_wrapper():
     assert seed.name  # the seed file itself is exercised by the example scenario
 
 
+def test_nth_keys_beside_the_wrapper_warn_and_an_empty_wrapper_is_empty():
+    """Regression (breaker): keys next to the wrapper were dropped silently, and a wrapper
+    whose lines are all commented out (``null``) was an error where Helm reads ``{}``."""
+    values = {
+        "aws-node-termination-handler": {"enableSpotInterruptionDraining": True},
+        "enableRebalanceDraining": True,
+        "bogusKey": 1,
+    }
+    got = InterruptionSettings.from_helm_values(values, file="v.yaml", field="interruption")
+    assert not got.rebalance_draining
+    (warning,) = got.warnings
+    assert "beside the aws-node-termination-handler wrapper, so not read" in warning
+    assert "interruption.bogusKey" in warning and "interruption.enableRebalanceDraining" in warning
+    empty = InterruptionSettings.from_helm_values({"aws-node-termination-handler": None})
+    assert empty == InterruptionSettings()
+
+
 def _state(n_pods, min_available=None, max_unavailable=None):
     state = ClusterState()
     state.nodes["n"] = Node("n", "c", {}, (), {}, {}, 0.0, ready=True)

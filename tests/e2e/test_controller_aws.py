@@ -413,7 +413,9 @@ def _settled(aws: MotoAccount, cluster: Cluster, app: str, replicas: int) -> obj
     return running
 
 
-@pytest.mark.timeout(600)
+# Hang guards, not speed targets: under a load of 10 on 2 cores one launch-and-register
+# cycle has taken over 180 s (it takes about 30 s on a quiet machine).
+@pytest.mark.timeout(1500)
 def test_controller_on_aws_apis_end_to_end(
     aws: MotoAccount,
     admin: Client,
@@ -453,7 +455,11 @@ def _scenarios(
     # 1. Pending pods -> CreateFleet -> Nodes register -> pods Running.
     ctl = controller("joiner-aws-0")
     cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=2, cpu="1"))
-    first = wait_for("web on a moto instance", lambda: _settled(aws, cluster, "web", 2), 180)
+    first = wait_for(
+        "web on a moto instance",
+        lambda: kubelet.assert_ok() or _settled(aws, cluster, "web", 2),
+        400,
+    )
     kubelet.assert_ok()
     assert len(first) == 1, first
     (instance,) = aws.instances("running")
@@ -468,7 +474,7 @@ def _scenarios(
     second = wait_for(
         "web on a new instance",
         lambda: (s := _settled(aws, cluster, "web", 2)) and s.isdisjoint(first) and s,
-        180,
+        400,
     )
     assert not _claims_by_instance(cluster).keys() & first
     gone_node = kubelet.registered[next(iter(first))]
@@ -486,7 +492,7 @@ def _scenarios(
     assert orphans and not orphans & set(_claims_by_instance(cluster)), orphans
     print(f"3. killed in CreateFleet: {sorted(orphans)} launched, no NodeClaim knows it")
     ctl = controller("joiner-aws-0")  # the same pod name: a container restart
-    third = wait_for("web settled after the restart", lambda: _settled(aws, cluster, "web", 6), 240)
+    third = wait_for("web settled after the restart", lambda: _settled(aws, cluster, "web", 6), 400)
     claims = _claims_by_instance(cluster)
     assert set(claims) == third and all(len(v) == 1 for v in claims.values()), claims
     names = [n for v in claims.values() for n in v]
@@ -504,7 +510,7 @@ def _scenarios(
         s = _settled(aws, cluster, "web", 6)
         return s and victim not in s and s
 
-    fourth = wait_for("the interrupted instance replaced and drained", replaced, 180)
+    fourth = wait_for("the interrupted instance replaced and drained", replaced, 400)
     pods = cluster.running("web", 6)
     assert pods and all(p.spec.nodeName != victim_node for p in pods)
     assert {i["InstanceId"] for i in aws.instances("shutting-down", "terminated")} >= {victim}

@@ -148,3 +148,18 @@ def test_malformed_placement_scores_name_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "scores.json").write_text("{not json")
     with pytest.raises(InputError, match="not JSON"):
         load_scenario(path)
+
+
+def test_a_history_that_starts_after_the_run_says_so(tmp_path: Path) -> None:
+    """Regression (breaker): a history dated after ``spec.startTime`` priced the whole run
+    with its first rows, silently (documented: instants before the first row use it)."""
+    path = _scenario(tmp_path, _history("0.05", "0.08"), _scores(8, 8))
+    text = path.read_text()
+
+    def late(start: str) -> list[str]:
+        path.write_text(text.replace("  seed: 1\n", f"  seed: 1\n  startTime: {start}\n"))
+        return [w for w in load_scenario(path).manifests.warnings if "after spec.startTime" in w]
+
+    (warning,) = late("2024-01-05T00:00:00Z")
+    assert "history.json" in warning and "8784.0 h after" in warning
+    assert late("2025-01-05T00:00:00Z") == []

@@ -202,10 +202,14 @@ class InterruptionSettings:
             return InterruptionSettings(rebalance_replacement=rebalance_replacement)
         if not isinstance(values, dict):
             raise InputError("NTH values must be a mapping", file=file, field=field or None)
+        beside: list[str] = []
         if WRAPPER in values:
             inner = values[WRAPPER]
+            if inner is None:  # a section whose lines are all commented out: Helm reads {}
+                inner = {}
             if not isinstance(inner, dict):
                 raise InputError("must be a mapping", file=file, field=f"{prefix}{WRAPPER}")
+            beside = sorted(str(k) for k in values if k != WRAPPER)
             prefix = f"{prefix}{WRAPPER}."
             values = inner
         kwargs: dict[str, Any] = {}
@@ -254,6 +258,12 @@ class InterruptionSettings:
             warnings.append(
                 f"{where}{field or 'NTH values'}: not values of the aws-node-termination-handler "
                 f"chart, ignored: {', '.join(prefix + k for k in unknown)}{hint}"
+            )
+        if beside:
+            outer = f"{field}." if field else ""
+            warnings.append(
+                f"{where}{field or 'NTH values'}: beside the {WRAPPER} wrapper, so not read "
+                f"(move them inside it): {', '.join(outer + k for k in beside)}"
             )
         return InterruptionSettings(
             **kwargs, rebalance_replacement=rebalance_replacement, warnings=tuple(warnings)

@@ -34,7 +34,8 @@ class Buffers:
         self._buffers = [b for b in buffers if b.template is not None]
         self._replicas_of = replicas_of
         self._pods: dict[tuple[str, int], Pod] = {}
-        self._capped: set[tuple[str, str]] = set()
+        #: (namespace, name) of buffers cut to ``MAX_BUFFER_PODS`` (each warned once).
+        self.capped: set[tuple[str, str]] = set()
         #: Node (or in-flight NodeClaim) names hosting virtual pods after the last pass.
         self.nodes: frozenset[str] = frozenset()
 
@@ -45,8 +46,8 @@ class Buffers:
             assert b.template is not None
             count = b.desired(self._replicas_of(b.workload) if b.workload else 0)
             if count > MAX_BUFFER_PODS:
-                if (b.namespace, b.name) not in self._capped:
-                    self._capped.add((b.namespace, b.name))
+                if (b.namespace, b.name) not in self.capped:
+                    self.capped.add((b.namespace, b.name))
                     log.warning(
                         "CapacityBuffer %s/%s asks for %d virtual pods (from its percentage "
                         "or limits); Joiner simulates at most %d",
