@@ -41,10 +41,14 @@ chart:
 	  --namespace joiner --set cloud=simulated >/dev/null
 
 ## The whole suite, end-to-end tests on the real Kubernetes stack included (built on first use).
+## The end-to-end run on AWS's APIs goes in a process of its own: after the rest of the suite
+## in the same process it timed out in three full runs (it passes alone; cause not yet found).
+AWS_E2E := tests/e2e/test_controller_aws.py
 test: $(STAMP)
 	bash tools/kube-stack/build.sh
 	bash tools/kube-stack/build-helm.sh
-	JOINER_E2E=1 $(BIN)/pytest
+	JOINER_E2E=1 $(BIN)/pytest --ignore=$(AWS_E2E)
+	JOINER_E2E=1 $(BIN)/pytest $(AWS_E2E)
 
 ## Joiner against the real Karpenter (kwok provider) on the test stack, case by case
 ## (tests/fidelity; builds Karpenter on first use). Ends with "agreement: A/N cases (P%)".
