@@ -35,6 +35,7 @@ import os
 import subprocess
 import sys
 import threading
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -102,6 +103,12 @@ class MotoAccount:
         self._thread.start()
         host, port = self.server.server_address[:2]
         self.endpoint = f"http://{host}:{port}"
+        # moto's backends are global to the process: start from an empty account, not with
+        # what the CloudProvider tests' moto server left (their launch templates made the
+        # kubelet here find two templates for one instance).
+        reset = urllib.request.Request(self.endpoint + "/moto-api/reset", method="POST")
+        with urllib.request.urlopen(reset, timeout=30) as resp:
+            assert resp.status == 200
         session = boto3.Session(
             aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
         )
