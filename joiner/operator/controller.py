@@ -58,7 +58,7 @@ from joiner.cloudprovider.kwok import KwokCloudProvider
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CreateError, Instance
 from joiner.cluster.kube import client as kube
-from joiner.cluster.kube.actuator import KubeActuator, KubeTimeline
+from joiner.cluster.kube.actuator import KubeActuator
 from joiner.cluster.kube.events import KarpenterEvents
 from joiner.cluster.kube.feed import ClusterFeed
 from joiner.cluster.kube.fence import CLOUD_WRITES, KUBE_WRITES, Fence, LeaseLostError, fenced
@@ -66,6 +66,7 @@ from joiner.cluster.kube.informer import Informer
 from joiner.cluster.kube.leader import LeaderElector
 from joiner.cluster.kube.metrics import MeteredCloudProvider, Metrics, message_type, serve
 from joiner.cluster.kube.metrics import controller as metered_as
+from joiner.cluster.kube.timeline import KubeTimeline
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
 from joiner.controllers.interruption.controller import InterruptionController

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from joiner.cluster.kube.actuator import KubeTimeline
+from joiner.cluster.kube.timeline import KubeTimeline
 from joiner.cluster.kube.events import KarpenterEvents, unconsolidatable_message
 from joiner.state.cluster import ClusterState
 from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pdb, pod
