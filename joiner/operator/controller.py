@@ -408,6 +408,7 @@ class ControllerRuntime:
         self.feed.on_claim_deleted.append(self._claim_deleted)
         self.events = KarpenterEvents(self.timeline, self.state, self.clock.now)
         self.lifecycle.launch_listeners.append(self.events.nominated)
+        self.provisioner.nominated_listeners.append(self.events.nominated_existing)
         self.feed.on_registered.append(lambda c: self.events.condition(c, "Registered"))
         self.disruption.pass_listeners.append(
             lambda ctx, cands: self.events.disruption_pass(ctx.reasons, cands)
