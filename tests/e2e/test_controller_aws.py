@@ -38,6 +38,7 @@ import threading
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -345,12 +346,22 @@ class ChartController(ControllerProcess):
 
 
 @pytest.fixture(scope="module")
-def aws() -> Iterator[MotoAccount]:
-    account = MotoAccount()
-    try:
-        yield account
-    finally:
-        account.stop()
+def _aws_starting() -> Iterator[Future[MotoAccount]]:
+    """The moto account, laid out in a thread: moto's EC2 backend takes seconds to load
+    (its AMIs and instance types), which overlaps the test stack's start-up (``aws`` asks
+    for ``admin`` after this)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="moto-account") as pool:
+        starting = pool.submit(MotoAccount)
+        try:
+            yield starting
+        finally:
+            if starting.exception() is None:
+                starting.result().stop()
+
+
+@pytest.fixture(scope="module")
+def aws(_aws_starting: Future[MotoAccount], admin: Client) -> MotoAccount:
+    return _aws_starting.result(timeout=300)
 
 
 def _install_chart(admin: Client, aws: MotoAccount, tmp_path: Path, kubeconfig: Path):
