@@ -42,6 +42,7 @@ from lightkube.resources.core_v1 import Node, Pod
 from lightkube.types import PatchType
 
 from joiner.api import labels, quantity
+from joiner.api.objects import Taint
 from joiner.api.requirements import Requirements
 from joiner.cluster.kube.client import NODE, NODECLAIM, PDB, POD, NodeClaimResource
 from joiner.cluster.kube.feed import (
@@ -55,6 +56,7 @@ from joiner.cluster.kube.feed import (
 from joiner.cluster.kube.metrics import PROVISIONED, Metrics
 from joiner.cluster.kube.timeline import Report, now_rfc3339
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.controllers.termination.controller import DISRUPTED_TAINT
 from joiner.controllers.termination.pdb import selects
 from joiner.state.cluster import ClusterState, NodeClaim
 from joiner.state.cluster import Node as StateNode
@@ -389,6 +391,10 @@ class KubeActuator:
             if still:
                 # The state lags the API: a pod bound after the drain's last look (before
                 # the taint reached the scheduler) is evicted first; deletion is retried.
+                # The node is tainted first, or the scheduler binds the evicted pods'
+                # replacements right back to it (a node whose instance is gone is still
+                # Ready until its heartbeat grace passes; no drain tainted it).
+                self._taint_disrupted(node_name)
                 log.info("node %s still runs %s; evicting before deleting it", node_name, still)
                 for ns, name in still:
                     self._post_eviction(ns, name)
@@ -408,6 +414,30 @@ class KubeActuator:
         if node_name is not None:
             self._metrics.nodes_terminated.labels(nodepool=claim.nodepool, zone=zone).inc()
 
+    def _taint_disrupted(self, node_name: str) -> None:
+        """Add ``karpenter.sh/disrupted:NoSchedule`` to the Node (other taints kept) unless
+        it has it: Karpenter's terminator taints a node before it evicts its pods
+        (``node/termination/terminator`` Taint)."""
+        doc = self._feed.of(NODE).get(node_name)
+        if doc is None:
+            return
+        current = api_taints(doc)
+        if any(t.key == DISRUPTED_TAINT.key for t in current):
+            return
+        self._patch_taints(node_name, (*current, DISRUPTED_TAINT))
+
+    def _patch_taints(self, node_name: str, taints: tuple[Taint, ...]) -> None:
+        patch = {
+            "spec": {
+                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+                or None
+            }
+        }
+        try:
+            self._api().patch(Node, node_name, patch, patch_type=PatchType.MERGE)
+        except ApiError as exc:
+            self._failed("patch Node taints", node_name, exc)
+
     def _sync_node(self, node: StateNode) -> None:
         doc = self._feed.of(NODE).get(node.name)
         if doc is None:
@@ -423,18 +453,7 @@ class KubeActuator:
                 self._reported_taints[node.name] = disrupted
             return
         if set(desired) != set(current):
-            patch = {
-                "spec": {
-                    "taints": [
-                        {"key": t.key, "value": t.value, "effect": t.effect} for t in desired
-                    ]
-                    or None
-                }
-            }
-            try:
-                self._api().patch(Node, node.name, patch, patch_type=PatchType.MERGE)
-            except ApiError as exc:
-                self._failed("patch Node taints", node.name, exc)
+            self._patch_taints(node.name, desired)
         meta = doc.get("metadata") or {}
         finalizers = list(meta.get("finalizers") or [])
         if (
