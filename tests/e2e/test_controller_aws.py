@@ -89,8 +89,8 @@ AWS_ENV = {
 
 class MotoAccount:
     """A moto server on loopback laid out like an EKS cluster's account: a VPC, two subnets
-    and a security group tagged ``karpenter.sh/discovery``, an AMI tagged for the
-    NodeClass, and the interruption queue named after the cluster."""
+    and a security group (the VPC's default) tagged ``karpenter.sh/discovery``, an AMI
+    tagged for the NodeClass, and the interruption queue named after the cluster."""
 
     def __init__(self) -> None:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -122,8 +122,17 @@ class MotoAccount:
                 VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone
             )["Subnet"]["SubnetId"]
             self.ec2.create_tags(Resources=[sid], Tags=tag)
-        sg = self.ec2.create_security_group(GroupName="nodes", Description="nodes", VpcId=vpc)
-        self.ec2.create_tags(Resources=[sg["GroupId"]], Tags=tag)
+        # The nodes' security group is the VPC's default one: moto's CreateFleet gives every
+        # instance that group whatever its launch template names (EC2 applies the
+        # template's), so a group of their own would make every node SecurityGroupDrift
+        # (Karpenter-AWS's check, which Joiner's is_drifted reproduces) and be replaced.
+        default_sg = self.ec2.describe_security_groups(
+            Filters=[
+                {"Name": "vpc-id", "Values": [vpc]},
+                {"Name": "group-name", "Values": ["default"]},
+            ]
+        )["SecurityGroups"][0]["GroupId"]
+        self.ec2.create_tags(Resources=[default_sg], Tags=tag)
         images = self.ec2.describe_images(
             Owners=["amazon"],
             Filters=[
@@ -495,6 +504,7 @@ def _scenarios(
         400,
     )
     assert not _claims_by_instance(cluster).keys() & first
+    assert _drift_decisions(ctl) == 0, ctl.tail()  # the instances match their NodeClass
     gone_node = kubelet.registered[next(iter(first))]
     assert gone_node not in {n.metadata.name for n in cluster.nodes()}
     pods = cluster.running("web", 2)
@@ -535,8 +545,20 @@ def _scenarios(
     body = ctl.http("/metrics")[1]
     assert metric(body, "karpenter_interruption_received_messages_total") >= 1
     assert metric(body, "karpenter_interruption_deleted_messages_total") >= 1
+    assert _drift_decisions(ctl) == 0, ctl.tail()
     print(f"4. {victim} interrupted, instances now {sorted(fourth)}")
     kubelet.assert_ok()
+
+
+def _drift_decisions(ctl: ControllerProcess) -> float:
+    """``karpenter_voluntary_disruption_decisions_total`` samples with ``reason="drifted"``."""
+    total = 0.0
+    for line in ctl.http("/metrics")[1].splitlines():
+        if line.startswith("karpenter_voluntary_disruption_decisions_total{") and (
+            'reason="drifted"' in line
+        ):
+            total += float(line.rpartition(" ")[2])
+    return total
 
 
 def _spot_warning(instance_id: str) -> dict[str, Any]:
