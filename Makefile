@@ -43,13 +43,22 @@ chart:
 ## The whole suite, end-to-end tests on the real Kubernetes stack included (built on first use).
 ## The end-to-end run on AWS's APIs goes in a process of its own: moto's backends are global
 ## to a process, and the CloudProvider tests' moto server left launch templates behind (its
-## account is now also reset at the start, so it passes either way).
+## account is now also reset at the start, so it passes either way). That process runs
+## beside the rest of the suite (its own test stack and moto server, mostly waiting on
+## them); its output follows the suite's, and either failing fails the target.
 AWS_E2E := tests/e2e/test_controller_aws.py
+AWS_E2E_LOG := joiner-out/test-e2e-aws.log
 test: $(STAMP)
 	bash tools/kube-stack/build.sh
 	bash tools/kube-stack/build-helm.sh
-	JOINER_E2E=1 $(BIN)/pytest --ignore=$(AWS_E2E)
-	JOINER_E2E=1 $(BIN)/pytest $(AWS_E2E)
+	@mkdir -p joiner-out
+	JOINER_E2E=1 $(BIN)/pytest -p no:cacheprovider $(AWS_E2E) >$(AWS_E2E_LOG) 2>&1 & aws=$$!; \
+	trap 'kill $$aws 2>/dev/null' INT TERM; \
+	JOINER_E2E=1 $(BIN)/pytest --ignore=$(AWS_E2E); suite=$$?; \
+	wait $$aws; aws_rc=$$?; \
+	echo "--- $(AWS_E2E), run beside the suite ($(AWS_E2E_LOG)): exit $$aws_rc ---"; \
+	cat $(AWS_E2E_LOG); \
+	[ $$suite -eq 0 ] && [ $$aws_rc -eq 0 ]
 
 ## Joiner against the real Karpenter (kwok provider) on the test stack, case by case
 ## (tests/fidelity; builds Karpenter on first use). Ends with "agreement: A/N cases (P%)".

@@ -13,7 +13,9 @@ Reading this file shows the whole running system:
   the Eviction port), InterruptionController, DisruptionController, ExpirationController.
 * After every loop turn that ran a controller or applied a delivery, ``KubeActuator.sync``
   writes what changed (NodeClaims, kwok Nodes, taints, deletions); a 5 s resync retries
-  failed writes and re-triggers provisioning for pods still pending.
+  failed writes and re-triggers provisioning for pods still pending. What each event
+  triggers (the event flow) is ``operator/controller_reactions.py``, which
+  ``ControllerRuntime`` inherits; this file builds and hooks it up.
 * Leader election (a Lease) gates everything but the HTTP endpoints: a standby waits, then
   builds its state from the API like a restart does. Losing the lease exits the process.
   An API server outage shorter than the renew deadline is ridden out: renewals retry,
@@ -49,23 +51,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from joiner.api import timeline as tl
 from joiner.api.errors import InputError
-from joiner.api.manifests import ManifestSet
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent
-from joiner.cloudprovider.kwok import KwokCloudProvider
-from joiner.cloudprovider.simulated import SimulatedCloudProvider
-from joiner.cloudprovider.types import CreateError, Instance
 from joiner.cluster.kube import client as kube
-from joiner.cluster.kube.actuator import KubeActuator, KubeTimeline
+from joiner.cluster.kube.actuator import KubeActuator
 from joiner.cluster.kube.events import KarpenterEvents
 from joiner.cluster.kube.feed import ClusterFeed
 from joiner.cluster.kube.fence import CLOUD_WRITES, KUBE_WRITES, Fence, LeaseLostError, fenced
 from joiner.cluster.kube.informer import Informer
 from joiner.cluster.kube.leader import LeaderElector
 from joiner.cluster.kube.metrics import MeteredCloudProvider, Metrics, message_type, serve
-from joiner.cluster.kube.metrics import controller as metered_as
+from joiner.cluster.kube.timeline import KubeTimeline
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
 from joiner.controllers.interruption.controller import InterruptionController
@@ -76,22 +73,20 @@ from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.nodeclaim.liveness import LivenessController
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.controllers.termination.controller import Terminator, cordon
+from joiner.controllers.termination.controller import Terminator
+from joiner.operator.controller_reactions import RESYNC_S, ControllerReactions
 from joiner.operator.controller_settings import (
     ControllerSettings,
     cloud_provider,
     interruption_settings,
 )
 from joiner.operator.kube_metrics import MetricsWiring
-from joiner.operator.wallclock import WallClock, _fit_node_classes
+from joiner.operator.wallclock import WallClock
 from joiner.scheduling.costopt import scheduler_for
-from joiner.state.cluster import ClusterState, NodeClaim
+from joiner.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)
 
-#: Pods the provisioner could not place are retried this often (as the simulation does).
-RESYNC_S = 5.0
-RETRY_UNSCHEDULABLE_S = 30.0
 #: ``/healthz`` fails once the API server has been unreachable this long.
 API_UNREACHABLE_UNHEALTHY_S = 30.0
 WATCHED = (
@@ -105,7 +100,7 @@ WATCHED = (
 )
 
 
-class ControllerRuntime:
+class ControllerRuntime(ControllerReactions):
     """``joiner run``: builds everything (module docstring) and runs until SIGTERM/SIGINT
     or a lost lease. One instance runs once."""
 
@@ -407,6 +402,7 @@ class ControllerRuntime:
         self.feed.on_claim_deleted.append(self._claim_deleted)
         self.events = KarpenterEvents(self.timeline, self.state, self.clock.now)
         self.lifecycle.launch_listeners.append(self.events.nominated)
+        self.provisioner.nominated_listeners.append(self.events.nominated_existing)
         self.feed.on_registered.append(lambda c: self.events.condition(c, "Registered"))
         self.disruption.pass_listeners.append(
             lambda ctx, cands: self.events.disruption_pass(ctx.reasons, cands)
@@ -414,18 +410,6 @@ class ControllerRuntime:
         self.wiring = MetricsWiring(self.metrics, self.state)
         self.timeline.listeners.append(self.wiring.timeline)
         self.disruption.command_listeners.append(self.wiring.command)
-
-    def _adopt_instance(
-        self, type_name: str, node_class: str, zone: str, capacity_type: str, provider_id: str
-    ) -> Instance:
-        cloud = self.cloud
-        if isinstance(cloud, SimulatedCloudProvider):
-            types = {t.name: t for t in cloud.get_instance_types(node_class)}
-            it = types.get(type_name)
-            if it is None:
-                raise CreateError("NoOffering", f"instance type {type_name!r} is not offered")
-            return cloud.adopt(it, zone, capacity_type, provider_id.rsplit("/", 1)[-1])
-        return cloud.get(provider_id)
 
     async def _start_informers(
         self, loop: asyncio.AbstractEventLoop, stopped: asyncio.Event
@@ -522,110 +506,6 @@ class ControllerRuntime:
             daemon=True,
         ).start()
         log.info("polling interruption queue %s", url)
-
-    # -- reactions ------------------------------------------------------------------------
-
-    def _schedule_sync(self) -> None:
-        if not self._sync_scheduled:
-            self._sync_scheduled = True
-            self.clock.loop.call_soon(self._sync)
-
-    def _sync(self) -> None:
-        self._sync_scheduled = False
-        if not self.feed.started:
-            return
-        try:
-            self.actuator.sync()
-            self.wiring.refresh(synced=True)
-        except LeaseLostError:
-            log.debug("actuator sync stopped by the fence")
-        except Exception:
-            log.exception("actuator sync failed")
-            self.metrics.reconcile_errors.labels(where="sync").inc()
-
-    def _resync(self) -> None:
-        self._schedule_sync()
-        if self.state.pending_pods() and not self.batcher.open:
-            self.batcher.trigger()
-        self.clock.after(RESYNC_S, self._resync, label="resync")
-
-    def _provision(self) -> None:
-        started = time.monotonic()
-        with metered_as("provisioner"):
-            self.provisioner.reconcile()
-        self.metrics.scheduling_duration.labels(controller="provisioner").observe(
-            time.monotonic() - started
-        )
-
-    def _retry_later(self, _uids: Any) -> None:
-        self.clock.after(
-            RETRY_UNSCHEDULABLE_S,
-            lambda: self.batcher.trigger() if self.state.pending_pods() else None,
-            label="retry-unschedulable",
-        )
-
-    def _config(self, ms: ManifestSet) -> None:
-        if isinstance(self.cloud, KwokCloudProvider):
-            if {n.name: n for n in ms.nodeclasses} != self.cloud.node_classes:
-                self.cloud.set_node_classes(list(ms.nodeclasses))
-        elif isinstance(self.cloud, SimulatedCloudProvider):
-            fitted = _fit_node_classes(self.cloud, list(ms.nodeclasses))
-            if {n.name: n for n in fitted} != self.cloud.node_classes:
-                self.cloud.set_node_classes(fitted)
-        else:
-            self.cloud.node_classes = {n.name: n for n in ms.nodeclasses}  # type: ignore[attr-defined]
-        for w in ms.warnings:
-            log.info("%s", w)
-        if self.feed.started:
-            self.batcher.trigger()
-            self.disruption.kick()
-
-    def _changed(self) -> None:
-        self.state.touch()
-        self.disruption.kick()
-
-    def _pod_pending(self) -> None:
-        self.state.touch()
-        self.batcher.trigger()
-
-    def _node_ready(self, claim: NodeClaim) -> None:
-        self.events.condition(claim, "Initialized")
-        self._changed()
-        for node in claim.replaces:
-            self.timeline.record(tl.REPLACEMENT_READY, node=node, detail=claim.name)
-        self.interruption.node_ready()
-
-    def _claim_deleted(self, claim: NodeClaim) -> None:
-        """Someone deleted a live NodeClaim: drain and terminate its node (Karpenter's
-        finalizer does the same), or drop the instance if it never registered."""
-        node = self.state.node_of_claim(claim)
-        if node is not None and node.draining:
-            return  # already draining (another event about the same deletion)
-        self.timeline.record("nodeClaimDeleted", node=node.name if node else claim.name)
-        if node is None:
-            self.terminator.delete_unregistered(claim, "NodeClaim deleted")
-        elif not node.draining:
-            node.deleting = True
-            cordon(node)
-            self.terminator.drain(node, "NodeClaim deleted")
-        self.batcher.trigger()
-
-    def _node_gone(self) -> None:
-        self._changed()
-        self.batcher.trigger()
-
-    def _launched(self, claim: NodeClaim) -> None:
-        self.events.condition(claim, "Launched")
-        for node in claim.replaces:
-            self.timeline.record(tl.REPLACEMENT_LAUNCHED, node=node, detail=claim.name)
-
-    def _running(self, _pod: Any, doc: dict[str, Any]) -> None:
-        created = (doc.get("metadata") or {}).get("creationTimestamp")
-        if created:
-            started = datetime.fromisoformat(str(created).replace("Z", "+00:00"))
-            self.metrics.pod_startup.observe(
-                max(0.0, (datetime.now(UTC) - started).total_seconds())
-            )
 
 
 def install_crds(kubeconfig: Path) -> list[str]:

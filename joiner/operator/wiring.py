@@ -20,7 +20,6 @@ from functools import partial
 from typing import Any
 
 from joiner.api import durations, timeline
-from joiner.api.grouping import plural
 from joiner.api.labels import DO_NOT_DISRUPT
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
@@ -37,21 +36,20 @@ from joiner.controllers.termination.controller import Terminator
 from joiner.controllers.termination.pdb import violated
 from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
-from joiner.operator.lint import lint_manifests
+from joiner.operator import run_report
 from joiner.scheduling import costopt as packing_costopt
 from joiner.sim import windows
 from joiner.sim.baseline import (
     CLUSTER_AUTOSCALER,
     COST_OPTIMAL,
     JOINER,
-    MANY_GROUPS,
     ClusterAutoscaler,
     build_autoscaler,
 )
 from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
-from joiner.sim.report import build_summary, joiner_parameters
+from joiner.sim.report import build_summary
 from joiner.sim.running import adopt, cluster_state
 from joiner.sim.scenario import Scenario
 from joiner.sim.timeline import SimTimeline
@@ -473,90 +471,9 @@ class SimulationRuntime:
 
         self.clock.after(RETRY_UNSCHEDULABLE_S, retry, label="retry-unschedulable")
 
-    def _provisioning(self) -> dict[str, int]:
-        if self.autoscaler is not None:
-            st = self.autoscaler.stats
-            return {
-                "passes": st.scans,
-                "nodeClaimsCreated": st.launches,
-                "launchFailures": st.launch_failures,
-            }
-        return {
-            "passes": self.provisioner.stats.passes,
-            "nodeClaimsCreated": self.provisioner.stats.nodeclaims_created,
-            "launchFailures": self.provisioner.stats.launch_failures,
-        }
-
-    def _policy(self) -> dict[str, Any]:
-        boot = self.kubelet.boot
-        if self.autoscaler is not None:
-            described = self.autoscaler.describe()
-            described["parameters"]["nodeReadySecondsAfterLaunch"] = {
-                "min": boot.ready_min_s,
-                "max": boot.ready_max_s,
-            }
-            return described
-        params = joiner_parameters(
-            batch_idle_s=self.batcher.idle_s,
-            batch_max_s=self.batcher.max_s,
-            retry_s=RETRY_UNSCHEDULABLE_S,
-            ready_min_s=boot.ready_min_s,
-            ready_max_s=boot.ready_max_s,
-            packing=self.packing,
-        )
-        return {"name": self.policy, "parameters": params, "stats": {}}
-
     def warnings(self) -> list[str]:
         """Load warnings, notes on what this run does not model, and dead configuration."""
-        m = self.scenario.manifests
-        out: list[str] = [*m.warnings, *self._volume_warnings, *self.scenario.interruption.warnings]
-        if self.autoscaler is not None and len(self.autoscaler.groups) > MANY_GROUPS:
-            out.append(
-                f"the Cluster Autoscaler baseline has {len(self.autoscaler.groups)} node groups "
-                "(derived from the NodePools); each scale-up "
-                "estimates every one of them, which is slow: list the types in the NodePools or "
-                "declare spec.clusterAutoscaler.nodeGroups"
-            )
-        if m.capacitybuffers and not (self.scenario.feature_gates.capacity_buffer and self.joiner):
-            names = ", ".join(b.source.ref for b in m.capacitybuffers[:3])
-            out.append(
-                f"{plural(len(m.capacitybuffers), 'CapacityBuffer')} ({names}) not modelled in "
-                + (
-                    "this policy's run (Cluster Autoscaler's buffers are not modelled)"
-                    if not self.joiner
-                    else "this run: Karpenter reads them only with its CapacityBuffer feature "
-                    "gate (spec.settings.featureGates.capacityBuffer: true)"
-                )
-            )
-        for run in self.scenario.cronjobs:
-            cj = run.cronjob
-            if run.defaulted and run.fire_times_s:
-                out.append(
-                    f"{cj.source.ref} ({cj.source.file}): its pods run {run.run_for_s / 60:g}m "
-                    "each (the default; set runFor in a spec.workloads entry for it)"
-                )
-        out += [
-            str(w)
-            for w in lint_manifests(
-                m,
-                self.catalog,
-                self.scenario.region,
-                subnets=self.scenario.subnets,
-                security_groups=self.scenario.security_groups,
-            )
-        ]
-        return out
-
-    def _disruptions(self) -> dict[str, Any]:
-        s = self.disruption.stats
-        return {
-            "byMethod": dict(sorted(s.by_method.items())),
-            "podsEvicted": s.pods_evicted,
-            "savingsPerHour": round(s.savings_per_hour, 6),
-            "expired": self.expiration.expired,
-            "rejected": s.rejected,
-            "commands": s.commands,
-        }
+        return run_report.warnings(self)
 
     def run(self, progress: Callable[[float], None] | None = None) -> RunResult:
         """Run the scenario to its end and build the summary. Log lines (``-v``) carry the
@@ -619,9 +536,9 @@ class SimulationRuntime:
             warnings=warnings,
             timeline=self.timeline.entries,
             pdb_violations=self.pdb_violations,
-            provisioning=self._provisioning(),
-            policy=self._policy(),
-            disruptions=self._disruptions(),
+            provisioning=run_report.provisioning(self),
+            policy=run_report.policy(self, RETRY_UNSCHEDULABLE_S),
+            disruptions=run_report.disruptions(self),
             reclaim_events=self.cloud.reclaim_events,
         )
         if self.scenario.windows:

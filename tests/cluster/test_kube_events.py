@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from joiner.cluster.kube.actuator import KubeTimeline
 from joiner.cluster.kube.events import KarpenterEvents, unconsolidatable_message
+from joiner.cluster.kube.timeline import KubeTimeline
 from joiner.state.cluster import ClusterState
 from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pdb, pod
 
@@ -68,6 +68,74 @@ def test_nominated_names_the_nodeclaim_and_its_node_on_each_pod(tmp_path):
     assert _by_reason(sink, "Nominated") == [
         ("Pod", "web-1", f"Pod should schedule on: nodeclaim/{claim.name}")
     ]
+
+
+def _pending(name: str, cpu: str = "500m") -> str:
+    """A pending Pod (no nodeName) of ``cpu``."""
+    return pod(name, "x", cpu=cpu).replace("  nodeName: x\n", "")
+
+
+def test_a_pass_nominates_pods_it_places_on_existing_capacity(tmp_path):
+    """Karpenter ``Results.Record``: a pod the provisioner places on an existing node (a
+    registered NodeClaim) is Nominated with the NodeClaim and its node; no NodeClaim is
+    created for it."""
+    run = dry_run(
+        tmp_path, nodepool(), node("a", "m5.xlarge"), pod("web-1", "a"), _pending("web-2")
+    )
+    sink, _clock, events = _events(run)
+    placed: list[tuple[str, str]] = []
+    run.provisioner.nominated_listeners.append(lambda uid, where: placed.append((uid, where)))
+    run.provisioner.nominated_listeners.append(events.nominated_existing)
+    claims_before = set(run.state.nodeclaims)
+    run.provisioner.reconcile()
+    web2 = next(p for p in run.state.pods.values() if p.name == "web-2")
+    claim = run.state.nodes["a"].nodeclaim
+    assert placed == [(web2.uid, claim)]
+    assert set(run.state.nodeclaims) == claims_before
+    assert _by_reason(sink, "Nominated") == [
+        ("Pod", "web-2", f"Pod should schedule on: nodeclaim/{claim}, node/a")
+    ]
+
+
+def test_nominated_on_in_flight_claims_and_unmanaged_nodes_deduplicated_by_pod(tmp_path):
+    run = dry_run(tmp_path, nodepool(), node("a", "m5.xlarge"), _pending("web-2"))
+    sink, clock, events = _events(run)
+    claim = next(iter(run.state.nodeclaims.values()))
+    web2 = next(p for p in run.state.pods.values() if p.name == "web-2")
+    claim.node_name = None  # in flight: launched, its node not registered yet
+    events.nominated_existing(web2.uid, claim.name)
+    claim.node_name = "a"
+    events.nominated_existing(web2.uid, claim.name)  # the same pod within 2 minutes
+    events.nominated_existing(web2.uid, "a")
+    assert _by_reason(sink, "Nominated") == [
+        ("Pod", "web-2", f"Pod should schedule on: nodeclaim/{claim.name}")
+    ]
+    clock.now_s += 121.0
+    run.state.nodes["a"].nodeclaim = None  # a node no NodePool manages: the node alone
+    run.state.nodeclaims.pop(claim.name)
+    events.nominated_existing(web2.uid, "a")
+    assert _by_reason(sink, "Nominated")[-1] == ("Pod", "web-2", "Pod should schedule on: node/a")
+    events.nominated_existing("no-such-uid", "a")
+    events.nominated_existing(web2.uid, "no-such-node")
+    assert len(_by_reason(sink, "Nominated")) == 2
+
+
+def test_nominations_are_rate_limited_as_karpenters_pod_nomination_limiter(tmp_path):
+    """A token bucket of 10 refilled at 5 per second: 14 pods at once get 10 Events, the
+    rest are dropped (and stay deduplicated); 0.4 s later two more pods get theirs."""
+    pending = [_pending(f"web-{i}", cpu="100m") for i in range(16)]
+    run = dry_run(tmp_path, nodepool(), node("a", "m5.4xlarge"), *pending)
+    sink, clock, events = _events(run)
+    claim = next(iter(run.state.nodeclaims.values()))
+    uids = [p.uid for p in sorted(run.state.pods.values(), key=lambda p: p.order)]
+    for uid in uids[:14]:
+        events.nominated_existing(uid, claim.name)
+    assert len(_by_reason(sink, "Nominated")) == 10
+    clock.now_s += 0.4
+    for uid in uids:
+        events.nominated_existing(uid, claim.name)
+    named = [n for _k, n, _m in _by_reason(sink, "Nominated")]
+    assert named == [f"web-{i}" for i in range(10)] + ["web-14", "web-15"]
 
 
 @pytest.mark.parametrize("condition", ["Launched", "Registered", "Initialized"])

@@ -154,6 +154,52 @@ def test_a_nodeclaim_whose_instance_is_gone_is_collected_and_its_pods_lost() -> 
     assert ("instanceGone", "pool-a", None) in env.timeline.records
 
 
+def test_a_collected_nodes_pods_are_evicted_after_its_node_is_tainted_disrupted() -> None:
+    """The instance is gone but its Node (no cloud-controller-manager, or before its
+    heartbeat grace passes) is still Ready with a pod bound: the actuator taints it
+    ``karpenter.sh/disrupted:NoSchedule`` (other taints kept) before evicting, as Karpenter's
+    terminator does, so kube-scheduler does not bind the replacement pod back to it; the
+    Node is deleted once no pod is bound."""
+    env = Env()
+    env.feed.start()
+    api = FakeApi()
+    actuator = _actuator(env, api, create_nodes=False)
+    claim = env.launch("pool-a")
+    actuator.sync()
+    node = env.node_doc(claim)
+    node["spec"]["taints"] = [{"key": "example.com/gpu", "effect": "NoSchedule"}]
+    env.feed.deliver(kube.NODE, "ADDED", [node])
+    env.feed.deliver(kube.POD, "ADDED", [_pod("web-1", "u1", node="pool-a")])
+    assert claim.instance is not None
+    env.cloud.reclaim(claim.instance.provider_id)
+    _gc(env, interval_s=1.0).start()
+    env.clock.run_until(1.5)
+    assert claim.deleted_at_s is not None
+    api.writes.clear()
+    actuator.sync()
+    taint_patches = [w for w in api.writes if w[:3] == ("patch", "Node", "pool-a")]
+    assert taint_patches[0][3] == {
+        "spec": {
+            "taints": [
+                {"key": "example.com/gpu", "value": "", "effect": "NoSchedule"},
+                {"key": labels.TAINT_DISRUPTED, "value": "", "effect": "NoSchedule"},
+            ]
+        }
+    }
+    evictions = [w for w in api.writes if w[0] == "create"]
+    assert len(evictions) == 1 and evictions[0][2] == "web-1"
+    assert api.writes.index(taint_patches[0]) < api.writes.index(evictions[0])
+    assert ("delete", "Node", "pool-a") not in api.writes
+    # The taint reached the API; the pod is gone: no second taint patch, the Node goes.
+    node["spec"]["taints"].append({"key": labels.TAINT_DISRUPTED, "effect": "NoSchedule"})
+    env.feed.deliver(kube.NODE, "MODIFIED", [node])
+    env.feed.deliver(kube.POD, "DELETED", [_pod("web-1", "u1", node="pool-a")])
+    api.writes.clear()
+    actuator.sync()
+    assert ("delete", "Node", "pool-a") in api.writes
+    assert not [w for w in api.writes if w[:2] == ("patch", "Node") and "spec" in w[3]]
+
+
 def test_an_instance_without_a_nodeclaim_is_terminated_after_the_grace_period() -> None:
     env = Env()
     env.feed.start()

@@ -413,19 +413,16 @@ def settings(cluster: Cluster, **extra: object) -> dict[str, object]:
     }
 
 
-def start(
+def launch(
     controllers: list[ControllerProcess],
     kubeconfig: Path,
     tmp_path: Path,
     cluster: Cluster,
     name: str = "joiner-a",
-    *,
-    leader: bool = True,
     **kw: object,
 ) -> ControllerProcess:
     """Start ``joiner run`` as ``name`` with ``settings(cluster, **kw)`` (``extra``: more
-    arguments, ``env``: more environment); wait until it is ready and, with ``leader``,
-    leading."""
+    arguments, ``env``: more environment) and return at once; ``started`` waits for it."""
     extra = kw.pop("extra", ())
     env = kw.pop("env", None)
     proc = ControllerProcess(
@@ -437,9 +434,30 @@ def start(
         env=env,  # type: ignore[arg-type]
     )
     controllers.append(proc.start())
+    return proc
+
+
+def started(proc: ControllerProcess, *, leader: bool = True) -> ControllerProcess:
+    """Wait until ``proc`` is ready and, with ``leader``, leading (failing with its log's
+    tail if it exits first)."""
+    name = proc.name
     wait_for(f"{name} ready", lambda: proc.ready() or (not proc.alive() and proc.tail()), 60)
     assert proc.alive(), proc.tail()
     if leader:
         wait_for(f"{name} leading", lambda: proc.leading() or (not proc.alive() and proc.tail()))
         assert proc.alive(), proc.tail()
     return proc
+
+
+def start(
+    controllers: list[ControllerProcess],
+    kubeconfig: Path,
+    tmp_path: Path,
+    cluster: Cluster,
+    name: str = "joiner-a",
+    *,
+    leader: bool = True,
+    **kw: object,
+) -> ControllerProcess:
+    """``launch`` then ``started``: returns once it is ready and, with ``leader``, leading."""
+    return started(launch(controllers, kubeconfig, tmp_path, cluster, name, **kw), leader=leader)

@@ -40,8 +40,16 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 #: kwok renews a Lease in kube-node-lease for each of its Nodes (the node-heartbeat-with-lease
 #: stage expects it); without Leases the node lifecycle controller marks the Nodes NotReady
-#: after its grace period (about 40-50 s). kwokctl's default.
-KWOK_NODE_LEASE_SECONDS = 40
+#: once ``NODE_MONITOR_GRACE_SECONDS`` pass without a renewal. The kubelet's defaults (and
+#: kwokctl's) are a 40 s Lease and a 50 s grace; the stack keeps that 4:5 ratio at 16 s and
+#: 20 s, so a test that checks Nodes stay Ready past the grace period waits 30 s, not 60 s.
+#: The grace still covers a kube-apiserver restart (about 10 s down) plus one renewal.
+KWOK_NODE_LEASE_SECONDS = 16
+#: kube-controller-manager ``--node-monitor-grace-period`` (default 50 s; see above).
+NODE_MONITOR_GRACE_SECONDS = 20
+#: kube-controller-manager ``--node-monitor-period`` (its default): how often the node
+#: lifecycle controller checks the heartbeats.
+NODE_MONITOR_PERIOD_SECONDS = 5
 #: The apiserver's audit policy: every write (Metadata level: who, verb, object, user agent),
 #: no reads. Tests read ``KubeStack.audit_log`` to see who wrote what, and when.
 AUDIT_POLICY = """\
@@ -394,6 +402,8 @@ class KubeStack:
                 f"--cluster-signing-cert-file={pki / 'ca.crt'}",
                 f"--cluster-signing-key-file={pki / 'ca.key'}",
                 "--controllers=*",
+                f"--node-monitor-grace-period={NODE_MONITOR_GRACE_SECONDS}s",
+                f"--node-monitor-period={NODE_MONITOR_PERIOD_SECONDS}s",
                 "--concurrent-deployment-syncs=5",
             ],
         )

@@ -30,6 +30,7 @@ from joinerctl import (
     token_kubeconfig,
     wait_for,
 )
+from kubestack import NODE_MONITOR_GRACE_SECONDS, NODE_MONITOR_PERIOD_SECONDS
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
@@ -115,9 +116,13 @@ def test_scale_down_consolidates_through_evictions_within_a_pdb(
     running = wait_for("4 web pods running", lambda: cluster.running("web", 4), 120)
     _, nodes = wait_for("2 nodes", lambda: (c := cluster.consistent()) and len(c[1]) == 2 and c)
     # The node lifecycle controller marks a Node NotReady once its heartbeat (kwok's node
-    # Lease) is older than its grace period (40-50 s): the nodes must still be Ready after
-    # that, and the consolidation below must not depend on finishing before it.
-    old = wait_for("both nodes older than 60 s", lambda: _all_older_than(cluster, nodes, 60), 120)
+    # Lease) is older than its grace period (checked every monitor period): the nodes must
+    # still be Ready after that, and the consolidation below must not depend on finishing
+    # before it.
+    age_s = NODE_MONITOR_GRACE_SECONDS + NODE_MONITOR_PERIOD_SECONDS + 5
+    old = wait_for(
+        f"both nodes older than {age_s} s", lambda: _all_older_than(cluster, nodes, age_s), 120
+    )
     assert {n: _ready(n_obj) for n, n_obj in old.items()} == dict.fromkeys(nodes, "True")
     running = wait_for("4 web pods still running", lambda: cluster.running("web", 4), 60)
     # One pod per node is cheaper to delete (pod-deletion-cost), so the scale-down below

@@ -38,6 +38,7 @@ import threading
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -88,8 +89,8 @@ AWS_ENV = {
 
 class MotoAccount:
     """A moto server on loopback laid out like an EKS cluster's account: a VPC, two subnets
-    and a security group tagged ``karpenter.sh/discovery``, an AMI tagged for the
-    NodeClass, and the interruption queue named after the cluster."""
+    and a security group (the VPC's default) tagged ``karpenter.sh/discovery``, an AMI
+    tagged for the NodeClass, and the interruption queue named after the cluster."""
 
     def __init__(self) -> None:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -121,8 +122,17 @@ class MotoAccount:
                 VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone
             )["Subnet"]["SubnetId"]
             self.ec2.create_tags(Resources=[sid], Tags=tag)
-        sg = self.ec2.create_security_group(GroupName="nodes", Description="nodes", VpcId=vpc)
-        self.ec2.create_tags(Resources=[sg["GroupId"]], Tags=tag)
+        # The nodes' security group is the VPC's default one: moto's CreateFleet gives every
+        # instance that group whatever its launch template names (EC2 applies the
+        # template's), so a group of their own would make every node SecurityGroupDrift
+        # (Karpenter-AWS's check, which Joiner's is_drifted reproduces) and be replaced.
+        default_sg = self.ec2.describe_security_groups(
+            Filters=[
+                {"Name": "vpc-id", "Values": [vpc]},
+                {"Name": "group-name", "Values": ["default"]},
+            ]
+        )["SecurityGroups"][0]["GroupId"]
+        self.ec2.create_tags(Resources=[default_sg], Tags=tag)
         images = self.ec2.describe_images(
             Owners=["amazon"],
             Filters=[
@@ -345,12 +355,22 @@ class ChartController(ControllerProcess):
 
 
 @pytest.fixture(scope="module")
-def aws() -> Iterator[MotoAccount]:
-    account = MotoAccount()
-    try:
-        yield account
-    finally:
-        account.stop()
+def _aws_starting() -> Iterator[Future[MotoAccount]]:
+    """The moto account, laid out in a thread: moto's EC2 backend takes seconds to load
+    (its AMIs and instance types), which overlaps the test stack's start-up (``aws`` asks
+    for ``admin`` after this)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="moto-account") as pool:
+        starting = pool.submit(MotoAccount)
+        try:
+            yield starting
+        finally:
+            if starting.exception() is None:
+                starting.result().stop()
+
+
+@pytest.fixture(scope="module")
+def aws(_aws_starting: Future[MotoAccount], admin: Client) -> MotoAccount:
+    return _aws_starting.result(timeout=300)
 
 
 def _install_chart(admin: Client, aws: MotoAccount, tmp_path: Path, kubeconfig: Path):
@@ -484,6 +504,7 @@ def _scenarios(
         400,
     )
     assert not _claims_by_instance(cluster).keys() & first
+    assert _drift_decisions(ctl) == 0, ctl.tail()  # the instances match their NodeClass
     gone_node = kubelet.registered[next(iter(first))]
     assert gone_node not in {n.metadata.name for n in cluster.nodes()}
     pods = cluster.running("web", 2)
@@ -524,8 +545,20 @@ def _scenarios(
     body = ctl.http("/metrics")[1]
     assert metric(body, "karpenter_interruption_received_messages_total") >= 1
     assert metric(body, "karpenter_interruption_deleted_messages_total") >= 1
+    assert _drift_decisions(ctl) == 0, ctl.tail()
     print(f"4. {victim} interrupted, instances now {sorted(fourth)}")
     kubelet.assert_ok()
+
+
+def _drift_decisions(ctl: ControllerProcess) -> float:
+    """``karpenter_voluntary_disruption_decisions_total`` samples with ``reason="drifted"``."""
+    total = 0.0
+    for line in ctl.http("/metrics")[1].splitlines():
+        if line.startswith("karpenter_voluntary_disruption_decisions_total{") and (
+            'reason="drifted"' in line
+        ):
+            total += float(line.rpartition(" ")[2])
+    return total
 
 
 def _spot_warning(instance_id: str) -> dict[str, Any]:

@@ -22,9 +22,11 @@ from joinerctl import (
     ControllerProcess,
     NodeClaimRes,
     deployment_doc,
+    launch,
     metric,
     nodepool_doc,
     start,
+    started,
     wait_for,
 )
 from kubestack import KubeStack
@@ -127,6 +129,16 @@ def test_a_leader_paused_past_its_lease_writes_nothing_after_the_hand_over(
         try:
             wait_for(f"trial {trial}: {standby.name} leading", standby.leading, 60)
             handed_over = datetime.now(UTC)
+            # The next standby starts (Python's start-up) while the hand-over's work goes
+            # on; it is ready before the next trial pauses its leader.
+            following = launch(
+                controllers,
+                kubeconfig,
+                tmp_path,
+                cluster,
+                f"joiner-{trial + 2}",
+                leaderElection=lease,
+            )
             # Work the paused leader will see the moment it resumes: a NodeClaim deleted
             # (drain, Events, evictions, instance termination) and new demand.
             victim = sorted(c.metadata.name for c in cluster.nodeclaims())[0]
@@ -141,24 +153,13 @@ def test_a_leader_paused_past_its_lease_writes_nothing_after_the_hand_over(
         # Whether the resumed leader tried to write (and the fence dropped it): the race
         # this test is about happened in this trial.
         raced += "fenced: the lease is no longer held" in leader.log.read_text()
-        leader, standby = (
-            standby,
-            start(
-                controllers,
-                kubeconfig,
-                tmp_path,
-                cluster,
-                f"joiner-{trial + 2}",
-                leader=False,
-                leaderElection=lease,
-            ),
-        )
         replicas = 3 if trial % 2 == 0 else 2
         wait_for(
             f"trial {trial}: {replicas} web pods running",
             lambda n=replicas: cluster.running("web", n),  # type: ignore[misc]
             120,
         )
+        leader, standby = standby, started(following, leader=False)
     print(f"{TRIALS} trials; the resumed leader tried to write (fenced) in {raced}")
     assert raced >= 1  # the trials exercise the race, not only an idle process
     assert metric(leader.http("/metrics")[1], "joiner_leader") == 1

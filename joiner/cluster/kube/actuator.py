@@ -22,7 +22,7 @@ the API match, keyed on what it already wrote, so each write happens once:
 
 ``evict`` is the Terminator's Eviction port: a ``policy/v1`` Eviction; 429 (a PDB the API
 server computes disallows it) is a refusal the drain retries, never forced.
-``KubeTimeline`` turns timeline records into Kubernetes Events on the pod or NodeClaim.
+``cluster/kube/timeline.py`` turns timeline records into Kubernetes Events.
 
 In dry-run (shadow mode) nothing is written: every write is logged and handed to
 ``report`` as a dict (``{"action": "launch" | "delete" | "cordon" | "uncordon" |
@@ -32,18 +32,17 @@ In dry-run (shadow mode) nothing is written: every write is logged and handed to
 from __future__ import annotations
 
 import logging
-import secrets
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any
 
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Event, Node, Pod
+from lightkube.resources.core_v1 import Node, Pod
 from lightkube.types import PatchType
 
 from joiner.api import labels, quantity
+from joiner.api.objects import Taint
 from joiner.api.requirements import Requirements
 from joiner.cluster.kube.client import NODE, NODECLAIM, PDB, POD, NodeClaimResource
 from joiner.cluster.kube.feed import (
@@ -55,15 +54,15 @@ from joiner.cluster.kube.feed import (
     pool_hash,
 )
 from joiner.cluster.kube.metrics import PROVISIONED, Metrics
+from joiner.cluster.kube.timeline import Report, now_rfc3339
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.controllers.termination.controller import DISRUPTED_TAINT
 from joiner.controllers.termination.pdb import selects
 from joiner.state.cluster import ClusterState, NodeClaim
 from joiner.state.cluster import Node as StateNode
 from joiner.state.cluster import Pod as StatePod
 
 log = logging.getLogger(__name__)
-
-Report = Callable[[dict[str, Any]], None]
 
 
 def quantities(res: Mapping[str, int]) -> dict[str, str]:
@@ -89,10 +88,6 @@ def requirement_terms(reqs: Requirements) -> list[dict[str, Any]]:
             term["minValues"] = r.min_values
         out.append(term)
     return out
-
-
-def _now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class KubeActuator:
@@ -316,7 +311,7 @@ class KubeActuator:
         )
         if self._status.get(claim.name) == key:
             return
-        now = _now_rfc3339()
+        now = now_rfc3339()
 
         def cond(kind: str, ok: bool) -> dict[str, str]:
             return {
@@ -396,6 +391,10 @@ class KubeActuator:
             if still:
                 # The state lags the API: a pod bound after the drain's last look (before
                 # the taint reached the scheduler) is evicted first; deletion is retried.
+                # The node is tainted first, or the scheduler binds the evicted pods'
+                # replacements right back to it (a node whose instance is gone is still
+                # Ready until its heartbeat grace passes; no drain tainted it).
+                self._taint_disrupted(node_name)
                 log.info("node %s still runs %s; evicting before deleting it", node_name, still)
                 for ns, name in still:
                     self._post_eviction(ns, name)
@@ -415,6 +414,30 @@ class KubeActuator:
         if node_name is not None:
             self._metrics.nodes_terminated.labels(nodepool=claim.nodepool, zone=zone).inc()
 
+    def _taint_disrupted(self, node_name: str) -> None:
+        """Add ``karpenter.sh/disrupted:NoSchedule`` to the Node (other taints kept) unless
+        it has it: Karpenter's terminator taints a node before it evicts its pods
+        (``node/termination/terminator`` Taint)."""
+        doc = self._feed.of(NODE).get(node_name)
+        if doc is None:
+            return
+        current = api_taints(doc)
+        if any(t.key == DISRUPTED_TAINT.key for t in current):
+            return
+        self._patch_taints(node_name, (*current, DISRUPTED_TAINT))
+
+    def _patch_taints(self, node_name: str, taints: tuple[Taint, ...]) -> None:
+        patch = {
+            "spec": {
+                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+                or None
+            }
+        }
+        try:
+            self._api().patch(Node, node_name, patch, patch_type=PatchType.MERGE)
+        except ApiError as exc:
+            self._failed("patch Node taints", node_name, exc)
+
     def _sync_node(self, node: StateNode) -> None:
         doc = self._feed.of(NODE).get(node.name)
         if doc is None:
@@ -430,18 +453,7 @@ class KubeActuator:
                 self._reported_taints[node.name] = disrupted
             return
         if set(desired) != set(current):
-            patch = {
-                "spec": {
-                    "taints": [
-                        {"key": t.key, "value": t.value, "effect": t.effect} for t in desired
-                    ]
-                    or None
-                }
-            }
-            try:
-                self._api().patch(Node, node.name, patch, patch_type=PatchType.MERGE)
-            except ApiError as exc:
-                self._failed("patch Node taints", node.name, exc)
+            self._patch_taints(node.name, desired)
         meta = doc.get("metadata") or {}
         finalizers = list(meta.get("finalizers") or [])
         if (
@@ -552,98 +564,3 @@ class KubeActuator:
             self._failed("evict", f"pod {namespace}/{name}", exc)
             return False
         return True
-
-
-class KubeTimeline:
-    """The Timeline port in controller mode: each record is logged and becomes a
-    Kubernetes Event (``core/v1``, source component ``joiner``) on the pod it names, or
-    else on the NodeClaim of the node it names."""
-
-    def __init__(
-        self,
-        client: Client | None,
-        state: ClusterState,
-        *,
-        dry_run: bool,
-        report: Report | None = None,
-        namespace: str = "default",
-    ) -> None:
-        self._client = client
-        self._state = state
-        self.dry_run = dry_run
-        self._report = report
-        self.namespace = namespace
-        self.listeners: list[Callable[[str, str | None, str | None, str], None]] = []
-
-    def record(
-        self, kind: str, *, node: str | None = None, pod: str | None = None, detail: str = ""
-    ) -> None:
-        """Log ``kind`` and post it as an Event (dry-run: report it instead)."""
-        log.info("%s node=%s pod=%s %s", kind, node, pod, detail)
-        for listener in self.listeners:
-            listener(kind, node, pod, detail)
-        if self.dry_run:
-            if self._report is not None:
-                self._report(
-                    {"action": "event", "reason": kind, "node": node, "pod": pod, "detail": detail}
-                )
-            return
-        involved: dict[str, Any]
-        if pod is not None:
-            ns, _, name = pod.partition("/")
-            involved = {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name}
-        elif node is not None:
-            st_node = self._state.nodes.get(node)
-            claim = st_node.nodeclaim if st_node is not None and st_node.nodeclaim else node
-            involved = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim}
-        else:
-            return
-        reason = kind[:1].upper() + kind[1:]
-        warning = kind in ("evictionBlocked", "podLost")
-        self.post(involved, reason, detail or reason, warning=warning)
-
-    def post(
-        self, involved: dict[str, Any], reason: str, message: str, *, warning: bool = False
-    ) -> None:
-        """Create one core/v1 Event about ``involved`` (an ObjectReference: apiVersion,
-        kind, name, and namespace for a namespaced object), in its namespace or else the
-        event namespace; source component ``joiner``. A refused write is logged, never
-        raised (Events are best effort, as client-go's recorder). Dry run: reported."""
-        if self.dry_run:
-            if self._report is not None:
-                self._report(
-                    {"action": "event", "reason": reason, "involved": involved, "message": message}
-                )
-            return
-        if self._client is None:
-            return
-        event_ns = involved.get("namespace") or self.namespace
-        now = _now_rfc3339()
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{involved['name']}.{secrets.token_hex(8)}",
-                "namespace": event_ns,
-            },
-            "involvedObject": involved,
-            "reason": reason,
-            "message": message,
-            "type": "Warning" if warning else "Normal",
-            "source": {"component": "joiner"},
-            "reportingComponent": "joiner",
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        api: Any = self._client
-        try:
-            api.create(Event.from_dict(event), namespace=event_ns)
-        except ApiError as exc:
-            log.warning(
-                "event %s on %s not posted: %s %s",
-                reason,
-                involved["name"],
-                exc.status.code,
-                exc.status.message,
-            )

@@ -1,7 +1,13 @@
 """Karpenter's Kubernetes Events in controller mode, with Karpenter v1's reasons and wording.
 
-* **Nominated** (Pod, Normal): ``Pod should schedule on: nodeclaim/<name>[, node/<name>]``,
-  once per pod per NodeClaim (``provisioning/scheduling/events.go`` NominatePodEvent).
+* **Nominated** (Pod, Normal): ``Pod should schedule on: nodeclaim/<name>[, node/<name>]``
+  (``provisioning/scheduling/events.go`` NominatePodEvent) for every pod a provisioning pass
+  places: on a NodeClaim it creates (``provisioner.go`` Create, once launched) and on
+  existing capacity (``scheduling/results.go`` Record: an in-flight NodeClaim, named without
+  a node until it registers, a registered one with its node, or a node no NodePool manages,
+  named alone). Deduplicated by pod (its UID) and rate-limited as
+  ``PodNominationRateLimiter`` is: a token bucket of 10 refilled at 5 per second, shared by
+  every Nominated Event; one over the limit is dropped.
 * **Launched**, **Registered**, **Initialized** (NodeClaim, Normal): the status-condition
   transition Event operatorpkg's status controller posts for every NodeClaim condition,
   ``Status condition transitioned, Type: Launched, Status: Unknown -> True, Reason:
@@ -37,6 +43,9 @@ from joiner.state.cluster import ClusterState, NodeClaim
 #: Karpenter's recorder: ``defaultDedupeTimeout`` and Unconsolidatable's ``DedupeTimeout``.
 DEDUPE_S = 120.0
 UNCONSOLIDATABLE_DEDUPE_S = 900.0
+#: Karpenter's ``PodNominationRateLimiter`` (client-go ``NewTokenBucketRateLimiter(5, 10)``).
+NOMINATION_QPS = 5.0
+NOMINATION_BURST = 10
 NODE_DO_NOT_DISRUPT = "node has karpenter.sh/do-not-disrupt"
 
 #: Joiner's consolidation reasons (``controllers/disruption/methods.py``) -> Karpenter's
@@ -89,6 +98,30 @@ def unconsolidatable_message(reason: str) -> str | None:
     return None
 
 
+class TokenBucket:
+    """client-go's token-bucket rate limiter (``flowcontrol.NewTokenBucketRateLimiter``)
+    on an injected clock: starts full with ``burst`` tokens, refills ``qps`` per second up to
+    ``burst``; ``try_accept`` takes one if there is one."""
+
+    def __init__(self, qps: float, burst: int, now_s: Callable[[], float]) -> None:
+        self._qps = qps
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._now_s = now_s
+        self._last: float | None = None
+
+    def try_accept(self) -> bool:
+        """True (a token taken) or False (none left: the caller drops its action)."""
+        now = self._now_s()
+        if self._last is not None:
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+
 class KarpenterEvents:
     """Posts the Events in the module docstring to ``sink``; ``now_s`` is the clock."""
 
@@ -97,36 +130,63 @@ class KarpenterEvents:
         self._state = state
         self._now_s = now_s
         self._posted: dict[tuple[str, str, str], float] = {}
+        self._nominations = TokenBucket(NOMINATION_QPS, NOMINATION_BURST, now_s)
 
     def _post(
-        self, involved: dict[str, Any], reason: str, message: str, key: str, dedupe_s: float
+        self,
+        involved: dict[str, Any],
+        reason: str,
+        message: str,
+        key: str,
+        dedupe_s: float,
+        limiter: TokenBucket | None = None,
     ) -> None:
+        """Karpenter's recorder (``events/recorder.go`` publishEvent): deduplicated first
+        (the entry is kept even when the limiter then drops the Event), then rate-limited."""
         now = self._now_s()
         k = (reason, f"{involved['kind']}/{involved.get('namespace', '')}/{involved['name']}", key)
         last = self._posted.get(k)
         if last is not None and now - last < dedupe_s:
             return
         self._posted[k] = now
+        if limiter is not None and not limiter.try_accept():
+            return
         self._sink.post(involved, reason, message)
 
     # -- provisioning and the NodeClaim lifecycle ---------------------------------------------
 
     def nominated(self, claim: NodeClaim) -> None:
-        """Nominated on each pod the provisioner placed on ``claim``."""
-        where = [f"nodeclaim/{claim.name}"]
-        if claim.node_name:
-            where.append(f"node/{claim.node_name}")
+        """Nominated on each pod the provisioner placed on ``claim``, a NodeClaim it created
+        (Karpenter's ``Provisioner.Create``)."""
         for uid in claim.nominated:
-            pod = self._state.pods.get(uid)
-            if pod is None:
-                continue
-            self._post(
-                {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name},
-                "Nominated",
-                f"Pod should schedule on: {', '.join(where)}",
-                claim.name,
-                DEDUPE_S,
-            )
+            self._nominate(uid, claim.name, claim.node_name)
+
+    def nominated_existing(self, uid: str, where: str) -> None:
+        """Nominated on pod ``uid``, which a provisioning pass placed on existing capacity
+        ``where``: a NodeClaim's name (in flight or registered) or an unmanaged node's
+        (Karpenter's ``Results.Record``: ``NominatePodEvent(pod, existing.Node,
+        existing.NodeClaim)``)."""
+        claim = self._state.nodeclaims.get(where)
+        if claim is not None:
+            self._nominate(uid, claim.name, claim.node_name)
+        elif where in self._state.nodes:
+            self._nominate(uid, None, where)
+
+    def _nominate(self, uid: str, claim: str | None, node: str | None) -> None:
+        pod = self._state.pods.get(uid)
+        if pod is None:
+            return
+        where = [f"nodeclaim/{claim}"] if claim else []
+        if node:
+            where.append(f"node/{node}")
+        self._post(
+            {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name},
+            "Nominated",
+            f"Pod should schedule on: {', '.join(where)}",
+            uid,
+            DEDUPE_S,
+            self._nominations,
+        )
 
     def condition(self, claim: NodeClaim, condition: str) -> None:
         """The ``condition`` (Launched, Registered, Initialized) became True on ``claim``."""

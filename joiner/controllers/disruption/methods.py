@@ -25,6 +25,7 @@ least 15 cheaper spot types (the launch list is cut to the 15 cheapest).
 from __future__ import annotations
 
 import bisect
+import logging
 from collections.abc import Callable, Sequence
 
 from joiner.api import labels
@@ -57,6 +58,8 @@ METHODS = (EMPTINESS, DRIFT, MULTI_NODE, SINGLE_NODE)
 
 EMPTY = "Empty"
 DRIFTED = "Drifted"
+
+log = logging.getLogger(__name__)
 UNDERUTILIZED = "Underutilized"
 
 #: Karpenter ``MinInstanceTypesForSpotToSpotConsolidation``.
@@ -345,6 +348,7 @@ def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
             ctx.reasons[c.name] = f"drifted ({c.drifted}), but {failed}"
             continue
         ctx.budgets.take(c.pool.name, DRIFTED)
+        log.info("drifted node=%s nodeclaim=%s: %s", c.name, c.claim.name, c.drifted)
         return Command(DRIFT, DRIFTED, [c], reps, sim.placements)
     return None
 

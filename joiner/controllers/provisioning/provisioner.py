@@ -77,6 +77,10 @@ class Provisioner:
         self._snapshot: tuple[tuple[int, ...], list[ExistingNode], list[BoundPod]] | None = None
         #: CapacityBuffers (``CapacityBuffer`` feature gate), or None.
         self.buffers: Buffers | None = None
+        #: Called with (pod uid, existing capacity's name: a NodeClaim's, or an unmanaged
+        #: node's) for every pod a pass places on existing capacity, in flight or registered
+        #: (Karpenter ``Results.Record``); virtual CapacityBuffer pods are not reported.
+        self.nominated_listeners: list[Callable[[str, str], None]] = []
 
     @property
     def scheduler(self) -> Scheduler:
@@ -129,6 +133,10 @@ class Provisioner:
         for p in pending:
             p.unschedulable_reason = None
         fake = {p.uid for p in virtual}
+        for uid, where in result.existing_placements:
+            if uid in self._state.pods:
+                for listener in self.nominated_listeners:
+                    listener(uid, where)
         failed: list[str] = []
         for uid, reason in result.unschedulable:
             if uid not in self._state.pods:

@@ -1,0 +1,110 @@
+"""What a simulation run reports besides its timeline: its warnings (load warnings, what the
+run does not model, dead configuration) and the summary's ``provisioning``, ``policy`` and
+``disruptions`` sections, read from ``operator/wiring.py``'s ``SimulationRuntime`` once the
+run has ended (warnings: before it starts)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from joiner.api.grouping import plural
+from joiner.operator.lint import lint_manifests
+from joiner.sim.baseline import MANY_GROUPS
+from joiner.sim.report import joiner_parameters
+
+if TYPE_CHECKING:
+    from joiner.operator.wiring import SimulationRuntime
+
+
+def provisioning(rt: SimulationRuntime) -> dict[str, int]:
+    """The summary's ``provisioning`` section: passes, NodeClaims created, launch failures
+    (the Cluster Autoscaler baseline's scans and launches in its run)."""
+    if rt.autoscaler is not None:
+        st = rt.autoscaler.stats
+        return {
+            "passes": st.scans,
+            "nodeClaimsCreated": st.launches,
+            "launchFailures": st.launch_failures,
+        }
+    return {
+        "passes": rt.provisioner.stats.passes,
+        "nodeClaimsCreated": rt.provisioner.stats.nodeclaims_created,
+        "launchFailures": rt.provisioner.stats.launch_failures,
+    }
+
+
+def policy(rt: SimulationRuntime, retry_s: float) -> dict[str, Any]:
+    """The summary's ``policy`` section: the policy's name and parameters (``retry_s``: how
+    long after a pass unschedulable pods are retried)."""
+    boot = rt.kubelet.boot
+    if rt.autoscaler is not None:
+        described = rt.autoscaler.describe()
+        described["parameters"]["nodeReadySecondsAfterLaunch"] = {
+            "min": boot.ready_min_s,
+            "max": boot.ready_max_s,
+        }
+        return described
+    params = joiner_parameters(
+        batch_idle_s=rt.batcher.idle_s,
+        batch_max_s=rt.batcher.max_s,
+        retry_s=retry_s,
+        ready_min_s=boot.ready_min_s,
+        ready_max_s=boot.ready_max_s,
+        packing=rt.packing,
+    )
+    return {"name": rt.policy, "parameters": params, "stats": {}}
+
+
+def warnings(rt: SimulationRuntime) -> list[str]:
+    """Load warnings, notes on what this run does not model, and dead configuration."""
+    m = rt.scenario.manifests
+    out: list[str] = [*m.warnings, *rt._volume_warnings, *rt.scenario.interruption.warnings]
+    if rt.autoscaler is not None and len(rt.autoscaler.groups) > MANY_GROUPS:
+        out.append(
+            f"the Cluster Autoscaler baseline has {len(rt.autoscaler.groups)} node groups "
+            "(derived from the NodePools); each scale-up "
+            "estimates every one of them, which is slow: list the types in the NodePools or "
+            "declare spec.clusterAutoscaler.nodeGroups"
+        )
+    if m.capacitybuffers and not (rt.scenario.feature_gates.capacity_buffer and rt.joiner):
+        names = ", ".join(b.source.ref for b in m.capacitybuffers[:3])
+        out.append(
+            f"{plural(len(m.capacitybuffers), 'CapacityBuffer')} ({names}) not modelled in "
+            + (
+                "this policy's run (Cluster Autoscaler's buffers are not modelled)"
+                if not rt.joiner
+                else "this run: Karpenter reads them only with its CapacityBuffer feature "
+                "gate (spec.settings.featureGates.capacityBuffer: true)"
+            )
+        )
+    for run in rt.scenario.cronjobs:
+        cj = run.cronjob
+        if run.defaulted and run.fire_times_s:
+            out.append(
+                f"{cj.source.ref} ({cj.source.file}): its pods run {run.run_for_s / 60:g}m "
+                "each (the default; set runFor in a spec.workloads entry for it)"
+            )
+    out += [
+        str(w)
+        for w in lint_manifests(
+            m,
+            rt.catalog,
+            rt.scenario.region,
+            subnets=rt.scenario.subnets,
+            security_groups=rt.scenario.security_groups,
+        )
+    ]
+    return out
+
+
+def disruptions(rt: SimulationRuntime) -> dict[str, Any]:
+    """The summary's ``disruptions`` section: commands by method, pods evicted, savings."""
+    s = rt.disruption.stats
+    return {
+        "byMethod": dict(sorted(s.by_method.items())),
+        "podsEvicted": s.pods_evicted,
+        "savingsPerHour": round(s.savings_per_hour, 6),
+        "expired": rt.expiration.expired,
+        "rejected": s.rejected,
+        "commands": s.commands,
+    }
