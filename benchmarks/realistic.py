@@ -9,9 +9,11 @@ shared) and peak memory (max RSS) are measured:
   about 1,770 Cluster Autoscaler node groups), both policies. Target: under 3 CPU s.
 * ``b``: ``examples/gpu-serving``: 24 h of GPU serving on the Alibaba GenAI serving QPS trace,
   a tainted GPU pool and a broad CPU pool, Joiner. Target: under 2 CPU s.
-* ``c``: 7 days of a cluster of about 300 peak nodes on the same broad NodePool (a web
-  Deployment behind an HPA on a generated weekly trace, plus fixed workers), both policies.
-  Target: under 60 CPU s and under 1 GiB.
+* ``c``: 7 days of a cluster of about 300 peak nodes on the same broad NodePool capped at
+  8 vCPUs per node (``instance-cpu Lt 9``: without the cap both policies pack the same pods
+  onto a few dozen large nodes), with a web Deployment behind an HPA on a generated weekly
+  trace (up to about 1,870 replicas) plus 300 fixed workers, both policies. Target: under
+  60 CPU s and under 1 GiB.
 * ``d``: start-up: ``joiner --version`` (target under 0.3 CPU s) and ``joiner plan`` over a
   200-pod cluster dump (target under 1 CPU s).
 
@@ -67,6 +69,14 @@ spec:
   securityGroupSelectorTerms: [{tags: {bench: "true"}}]
 """
 
+#: Case c's NodePool: the broad one, nodes of at most 8 vCPUs, so the cluster's peak is
+#: about 300 nodes.
+WEEK_NODEPOOL = BROAD_NODEPOOL.replace(
+    "        - {key: karpenter.sh/capacity-type",
+    '        - {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["9"]}\n'
+    "        - {key: karpenter.sh/capacity-type",
+)
+
 WEEK_APP = """\
 apiVersion: apps/v1
 kind: Deployment
@@ -120,9 +130,9 @@ spec:
         dailyMultipliers: [{name: morning, start: "09:00", duration: 20m, factor: 1.5}]
 """
 
-#: Web replicas at the weekday peak (1 CPU, 2 GiB each); with the 300 workers about 300 nodes
-#: of the sizes the baseline and Joiner pick.
-WEEK_PEAK_REPLICAS = 1800
+#: Scales the weekly trace: the weekday peak is 2/3 of it (about 1,870 web replicas of 1 CPU
+#: and 2 GiB each); with the 300 workers about 300 nodes of up to 8 vCPUs.
+WEEK_PEAK_REPLICAS = 2800
 
 
 def week_traffic(minutes: int, peak_replicas: int) -> str:
@@ -313,7 +323,7 @@ def case_b(tmp: Path) -> dict[str, Any]:
 
 
 def case_c(tmp: Path) -> dict[str, Any]:
-    (tmp / "nodepool.yaml").write_text(BROAD_NODEPOOL)
+    (tmp / "nodepool.yaml").write_text(WEEK_NODEPOOL)
     (tmp / "app.yaml").write_text(WEEK_APP)
     (tmp / "traffic.csv").write_text(week_traffic(7 * 1440 + 1, WEEK_PEAK_REPLICAS))
     (tmp / "scenario.yaml").write_text(WEEK_SCENARIO)

@@ -35,13 +35,12 @@ import numpy as np
 from joiner.api import labels, quantity
 from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
-    HostPort,
-    PodAffinityTerm,
     PodTemplate,
     Taint,
 )
 from joiner.api.requirements import NOT_IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
+from joiner.scheduling.base import base_of
 from joiner.scheduling.limits import limit_reason, min_values_short, subtract_max, within_limits
 from joiner.scheduling.placement import (
     _Attempt,
@@ -115,30 +114,22 @@ class _Solve:
             )
             for t in order_by_weight(inp.nodepools)
         ]
-        ports_by_node: dict[str, list[HostPort]] = {}
-        for bp in inp.bound_pods:
-            if bp.host_ports:
-                ports_by_node.setdefault(bp.node, []).extend(bp.host_ports)
-        self.existing = []
-        for n in sorted(inp.existing, key=lambda n: (not n.initialized, n.name)):
-            node_labels = dict(n.labels)
-            label_items = n.labels
-            if labels.HOSTNAME not in node_labels:
-                node_labels[labels.HOSTNAME] = n.name
-                label_items = tuple(sorted(node_labels.items()))
-            self.existing.append(
-                _Existing(
-                    node=n,
-                    available=dict(n.available),
-                    requirements=n.requirements
-                    if n.requirements is not None
-                    else Requirements.from_label_items(label_items),
-                    domains=node_labels,
-                    ports=list(ports_by_node.get(n.name, [])),
-                )
+        base = base_of(inp.existing, inp.bound_pods)
+        self._base = base
+        exclude = inp.exclude_nodes
+        self.existing = [
+            _Existing(
+                node=b.node,
+                available=b.node.available,
+                requirements=b.requirements,
+                domains=b.domains,
+                ports=list(b.ports),
             )
+            for b in base.nodes
+            if b.node.name not in exclude
+        ]
         self.claims: list[_Claim] = []
-        universe, domain_taints, launchable = self._universe()
+        universe, domain_taints, launchable = self._universe(base.anti_keys)
         self.topology = Topology(
             universe,
             domain_taints,
@@ -155,27 +146,14 @@ class _Solve:
         )
         self.index = _ClaimIndex([k for k in self.topology.universe if k != labels.HOSTNAME])
         self.topology.register(p.template for p in inp.pods)
+        # Running pods: alike ones (node, namespace, labels, anti-affinity) counted together,
+        # the counts shared between solves over the same snapshot (``base``).
+        for g in self.topology.groups():
+            g.counts = base.group_counts(g, exclude)
         by_node = {e.node.name: e.domains for e in self.existing}
-        counting = self.topology.has_groups
-        # Pods alike (node, namespace, labels, anti-affinity) are counted together: a
-        # Deployment's replicas on one node are recorded once with their number.
-        alike: dict[
-            tuple[str, str, tuple[tuple[str, str], ...], tuple[PodAffinityTerm, ...]], int
-        ] = {}
-        for bp in inp.bound_pods:
-            if not counting and not bp.anti_affinity:
-                continue  # nothing to count it in, no anti-affinity of its own
-            if bp.node in by_node:
-                k = (bp.node, bp.namespace, bp.labels, bp.anti_affinity)
-                alike[k] = alike.get(k, 0) + 1
-        for (node, namespace, pod_labels, anti), count in alike.items():
-            self.topology.record_bound(
-                namespace,
-                pod_labels,
-                by_node[node],
-                anti,
-                count=count,
-            )
+        for (node, namespace, _pod_labels, anti), _count in base.alike.items():
+            if anti and node in by_node:
+                self.topology.record_anti(namespace, by_node[node], anti)
         self.pns_exists = any(
             t.effect == PREFER_NO_SCHEDULE
             for taints in [p.taints for p in self.pools] + [e.node.taints for e in self.existing]
@@ -188,7 +166,7 @@ class _Solve:
         self._watched: set[int] = set()
 
     def _universe(
-        self,
+        self, anti_keys: list[tuple[str, str]]
     ) -> tuple[dict[str, set[str]], dict[str, dict[str, list[tuple[Taint, ...]]]], frozenset[str]]:
         """Per topology key: every domain value (NodePools' requirements and labels over
         their instance types, plus existing nodes), the taint sets offering each value, and
@@ -205,7 +183,8 @@ class _Solve:
             )
         }
         # Running pods' required anti-affinity keeps new pods out of their domains.
-        keys |= {term.key for bp in self.inp.bound_pods for term in bp.anti_affinity}
+        exclude = self.inp.exclude_nodes
+        keys |= {key for node, key in anti_keys if node not in exclude}
         universe: dict[str, set[str]] = {k: set() for k in keys}
         taints: dict[str, dict[str, list[tuple[Taint, ...]]]] = {k: {} for k in keys}
         launchable: set[str] = set()
@@ -278,7 +257,13 @@ class _Solve:
         return found
 
     def _dead_for(self, t: PodTemplate, prefs: _Prefs) -> set[object]:
-        return self._dead.setdefault((id(t), prefs.step), set())
+        key = (id(t), prefs.step)
+        dead = self._dead.get(key)
+        if dead is None:
+            # Nodes without the room for it at the start never take it (what ``_admits``
+            # would find one node at a time).
+            dead = self._dead[key] = set(self._base.unfit(t.requests))
+        return dead
 
     def _try_existing(self, attempt: _Attempt) -> str | None:
         if not self.existing:
@@ -304,7 +289,8 @@ class _Solve:
             if not verdict:
                 continue
             e.available = quantity.subtract(e.available, t.requests)
-            e.ports.extend(t.host_ports)
+            if t.host_ports:
+                e.ports = [*e.ports, *t.host_ports]
             self.topology.record(t, dict(e.domains))
             return name
         return None

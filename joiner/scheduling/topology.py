@@ -365,6 +365,10 @@ class Topology:
     def affinity_group(self, t: PodTemplate, term: PodAffinityTerm, kind: str) -> Group:
         return self._group(kind, term.key, term.selector, t.namespace, term.namespaces)
 
+    def groups(self) -> list[Group]:
+        """Every group registered so far, in registration order."""
+        return list(self._groups.values())
+
     @property
     def has_groups(self) -> bool:
         """True when some constraint counts pods (bound pods must then be recorded)."""
@@ -414,6 +418,16 @@ class Topology:
             d = node_labels.get(g.key)
             if d is not None and _selects(g, namespace, reqs):
                 g.counts[d] = g.counts.get(d, 0) + count
+        self.record_anti(namespace, node_labels, anti_affinity)
+
+    def record_anti(
+        self,
+        namespace: str,
+        node_labels: Mapping[str, str],
+        anti_affinity: Sequence[PodAffinityTerm],
+    ) -> None:
+        """Keep pods matching a running pod's required ``anti_affinity`` out of its domains
+        (the pod runs in ``namespace`` on a node with ``node_labels``)."""
         for term in anti_affinity:
             d = node_labels.get(term.key)
             if d is not None:

@@ -129,6 +129,11 @@ class SchedulingInput:
     min_values_policy: str = "Strict"
     #: Stop early once the caller's answer is decided (``StopRule``); None: never.
     stop: StopRule | None = None
+    #: Names of ``existing`` nodes left out of this solve, with the ``bound_pods`` on them,
+    #: as if absent. Callers solving many times over one snapshot (a consolidation pass, a
+    #: candidate at a time) pass the same ``existing`` and ``bound_pods`` tuples each time,
+    #: and what the solve derives from them is computed once (``scheduling.base``).
+    exclude_nodes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,3 +49,26 @@ def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]
             )
         )
     return existing, bound
+
+
+#: The last few ``ready_snapshot`` answers: (state, its change key, nodes, bound pods).
+_Ready = tuple[ClusterState, tuple[int, ...], tuple[ExistingNode, ...], tuple[BoundPod, ...]]
+_READY: list[_Ready] = []
+
+
+def ready_snapshot(state: ClusterState) -> tuple[tuple[ExistingNode, ...], tuple[BoundPod, ...]]:
+    """``ready_nodes(state)`` as tuples, the very same objects while ``state.change_key()``
+    is unchanged: solves over it with ``SchedulingInput.exclude_nodes`` (the baseline's
+    drain simulation, a node at a time) share what the scheduler derives from it."""
+    key = state.change_key()
+    for i, (s, k, existing, bound) in enumerate(_READY):
+        if s is state:
+            if k == key:
+                return existing, bound
+            del _READY[i]
+            break
+    nodes, pods = ready_nodes(state)
+    entry = (state, key, tuple(nodes), tuple(pods))
+    _READY.insert(0, entry)
+    del _READY[4:]
+    return entry[2], entry[3]

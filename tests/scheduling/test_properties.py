@@ -339,3 +339,59 @@ def test_replaying_the_benchmark_mix_binds_every_placed_pod():
         result = Scheduler().solve(inp)
         assert not result.unschedulable
         assert _replay(inp, result) == [], f"{n} pods"
+
+
+def _cluster(inp: SchedulingInput, result) -> tuple[tuple[ExistingNode, ...], tuple[BoundPod, ...]]:
+    """A running cluster from a plan: a Ready node per NodeClaim (its cheapest option, its
+    pinned labels, the zone of its first offering) with the plan's pods bound to it."""
+    pods = {p.uid: p for p in inp.pods}
+    nodes: list[ExistingNode] = []
+    bound: list[BoundPod] = []
+    for i, claim in enumerate(result.new_nodeclaims):
+        it = claim.instance_types[0]
+        node_labels = dict(claim.requirements.labels())
+        node_labels.setdefault(labels.ZONE, it.available_offerings(claim.requirements)[0].zone)
+        name = f"node-{i:04d}"
+        node_labels[labels.HOSTNAME] = name
+        available = dict(it.allocatable)
+        for uid in claim.pods:
+            t = pods[uid].template
+            available = quantity.subtract(available, t.requests)
+            bound.append(BoundPod(name, t.namespace, t.labels, t.pod_anti_affinity, t.host_ports))
+        nodes.append(
+            ExistingNode(
+                name=name,
+                labels=tuple(sorted(node_labels.items())),
+                taints=(),
+                available=available,
+                initialized=i % 3 != 0,
+                allocatable=dict(it.allocatable),
+            )
+        )
+    return tuple(reversed(nodes)), tuple(bound)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=inputs(), then=inputs(), data=st.data())
+def test_excluding_nodes_equals_solving_without_them(first, then, data):
+    """A consolidation candidate's solve: the whole snapshot with ``exclude_nodes`` gives the
+    same plan as the snapshot without those nodes and their pods, also when the snapshot's
+    shared base (``scheduling.base``) is reused from an earlier solve."""
+    existing, bound = _cluster(first, Scheduler().solve(first))
+    names = sorted(n.name for n in existing)
+    exclude = frozenset(data.draw(st.lists(st.sampled_from(names), unique=True)) if names else ())
+    inp = replace(then, existing=existing, bound_pods=bound)
+    kept = replace(
+        inp,
+        existing=tuple(n for n in existing if n.name not in exclude),
+        bound_pods=tuple(b for b in bound if b.node not in exclude),
+    )
+    expected = Scheduler().solve(kept)
+    for mode in ("provisioner", "kube-scheduler"):
+        want = Scheduler().solve(replace(kept, mode=mode))
+        # Twice: the second solve reuses the base the first built for these very tuples.
+        for _ in range(2):
+            got = Scheduler().solve(replace(inp, exclude_nodes=exclude, mode=mode))
+            assert got == want
+    assert lower_bound(replace(inp, exclude_nodes=exclude)) == lower_bound(kept)
+    assert expected == Scheduler().solve(replace(inp, exclude_nodes=exclude))

@@ -132,7 +132,9 @@ def simulate(
     state = ctx.state
     names = frozenset(c.claim.name for c in candidates)
     moving = {p.uid for c in candidates for p in c.pods}
-    existing, bound = ctx.provisioner.snapshot(exclude=names)
+    # The whole snapshot with the candidates excluded: every candidate of a pass shares
+    # what the scheduler derives from it.
+    existing, bound = ctx.provisioner.base_snapshot()
     others = [
         p
         for node in state.nodes.values()
@@ -154,11 +156,12 @@ def simulate(
     result = ctx.scheduler.solve(
         SchedulingInput(
             pods=pod_requests(state, pods),
-            existing=tuple(existing),
-            bound_pods=tuple(bound),
+            existing=existing,
+            bound_pods=bound,
             nodepools=tuple(ctx.provisioner.templates()),
             daemonsets=tuple(state.daemonsets[k] for k in sorted(state.daemonsets)),
             stop=stop,
+            exclude_nodes=names,
         )
     )
     if result.stopped is not None:

@@ -74,7 +74,9 @@ class Provisioner:
         self._scheduler = scheduler or Scheduler()
         self._on_unschedulable = on_unschedulable
         self.stats = ProvisioningStats()
-        self._snapshot: tuple[tuple[int, ...], list[ExistingNode], list[BoundPod]] | None = None
+        self._snapshot: (
+            tuple[tuple[int, ...], tuple[ExistingNode, ...], tuple[BoundPod, ...]] | None
+        ) = None
         #: CapacityBuffers (``CapacityBuffer`` feature gate), or None.
         self.buffers: Buffers | None = None
         #: Called with (pod uid, existing capacity's name: a NodeClaim's, or an unmanaged
@@ -262,16 +264,23 @@ class Provisioner:
 
         The full snapshot is computed once per cluster change (``state.change_key``), so a
         consolidation pass simulating each candidate in turn builds it once."""
-        key = self._state.change_key()
-        if self._snapshot is None or self._snapshot[0] != key:
-            self._snapshot = (key, *self._full_snapshot())
-        _, existing, bound = self._snapshot
+        existing, bound = self.base_snapshot()
         if not exclude:
             return list(existing), list(bound)
         return (
             [e for e in existing if e.name not in exclude],
             [b for b in bound if b.node not in exclude],
         )
+
+    def base_snapshot(self) -> tuple[tuple[ExistingNode, ...], tuple[BoundPod, ...]]:
+        """``snapshot()`` as tuples, the very same objects until the cluster changes
+        (``state.change_key``): solves over it with ``SchedulingInput.exclude_nodes`` share
+        what the scheduler derives from it (``scheduling.base``)."""
+        key = self._state.change_key()
+        if self._snapshot is None or self._snapshot[0] != key:
+            existing, bound = self._full_snapshot()
+            self._snapshot = (key, tuple(existing), tuple(bound))
+        return self._snapshot[1], self._snapshot[2]
 
     def _full_snapshot(self) -> tuple[list[ExistingNode], list[BoundPod]]:
         out: list[ExistingNode] = []

@@ -143,6 +143,8 @@ def lower_bound(inp: SchedulingInput) -> float:
             if k in index and v > 0:
                 demand[index[k]] += v
     for e in inp.existing:
+        if e.name in inp.exclude_nodes:
+            continue
         for k, v in e.available.items():
             if k in index and v > 0:
                 demand[index[k]] -= v

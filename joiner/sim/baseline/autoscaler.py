@@ -28,14 +28,9 @@ timer is due:
    ``safe-to-evict: "true"``; a node annotated
    ``cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`` is never removed.
 
-The ASG model: a desired capacity above the live instances starts launch activities, each
-launching ``asg_launch_delay`` (60-120 s) later into the zone with the fewest of the group's
-instances (the mixed-instances policy decides spot or on-demand; spot picks the cheapest,
-least-interrupted pool as price-capacity-optimized would); a failed launch is retried after
-another delay. An instance lost without CA asking (a Spot reclaim, a drain by the
-interruption handler) is replaced to keep the desired capacity, and CA hears of nothing but
-the pending pods (kubernetes/autoscaler#4071). With Capacity Rebalancing, a rebalance
-recommendation launches the replacement first and drains the at-risk node once it is Ready.
+The ASGs themselves (launch activities, AZ balancing, the mixed-instances policy, replacing
+lost instances, Capacity Rebalancing) are ``asg.AutoScalingGroups``; CA hears of a lost
+instance only through the pending pods (kubernetes/autoscaler#4071).
 """
 
 from __future__ import annotations
@@ -45,15 +40,13 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from joiner.api import labels, quantity
 from joiner.api.clock import Clock
-from joiner.api.requirements import Requirement
 from joiner.api.timeline import Timeline
 from joiner.cloudprovider.events import REBALANCE_RECOMMENDATION, CloudEvent
-from joiner.cloudprovider.types import CloudProvider, CloudProviderError
+from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.termination.controller import Terminator, cordon
 from joiner.scheduling import (
@@ -63,6 +56,7 @@ from joiner.scheduling import (
     SchedulingInput,
 )
 from joiner.scheduling.daemonsets import overhead_on_node
+from joiner.sim.baseline.asg import AutoscalerStats, AutoScalingGroups
 from joiner.sim.baseline.estimator import Estimator
 from joiner.sim.baseline.expander import Expander, Option
 from joiner.sim.baseline.groups import NodeGroup
@@ -73,29 +67,12 @@ from joiner.state.snapshot import pod_requests, ready_nodes
 
 log = logging.getLogger(__name__)
 
-_SUFFIX = "abcdefghijklmnopqrstuvwxyz0123456789"
-
 #: Timeline kinds the baseline adds.
 SCALE_UP = "scaleUp"
 SCALE_DOWN = "scaleDown"
 PROVISION_TIMEOUT = "provisionTimeout"
 #: CA ``--expendable-pods-priority-cutoff`` default: lower-priority pods are expendable.
 EXPENDABLE_PODS_PRIORITY_CUTOFF = -10
-
-
-@dataclass
-class AutoscalerStats:
-    """Counters for the summary's ``provisioning`` block."""
-
-    scans: int = 0
-    scans_skipped: int = 0
-    scale_ups: int = 0
-    nodes_requested: int = 0
-    launches: int = 0
-    launch_failures: int = 0
-    replacements: int = 0
-    scale_downs: int = 0
-    provision_timeouts: int = 0
 
 
 @dataclass
@@ -122,16 +99,16 @@ class ClusterAutoscaler:
         groups: Sequence[NodeGroup],
     ) -> None:
         self._state = state
-        self._cloud = cloud
-        self._lifecycle = lifecycle
         self._clock = clock
-        self._rng = rng
         self._terminator = terminator
         self._timeline = timeline
         self.settings = settings
         self.groups = list(groups)
         self._by_name = {g.name: g for g in self.groups}
-        self._owner: dict[str, NodeGroup] = {}
+        self.stats = AutoscalerStats()
+        self._asgs = AutoScalingGroups(
+            state, cloud, lifecycle, clock, rng, terminator, settings, self.stats
+        )
         self._unneeded: dict[str, float] = {}
         self._removing: set[str] = set()
         self._scheduler = Scheduler()
@@ -142,7 +119,6 @@ class ClusterAutoscaler:
         self._seen: tuple[int, ...] | None = None
         self._next_due_s = 0.0
         self._end_s = 0.0
-        self.stats = AutoscalerStats()
         self._expander = Expander(settings, rng, self._pod_requests)
         #: Whether a pod belongs to a controller that recreates it (CA will not remove a
         #: node running a bare pod); the runtime knows its controllers.
@@ -260,7 +236,7 @@ class ClusterAutoscaler:
                 claim = self._state.nodeclaims[name]
                 if claim.registered_at_s is None:
                     self._terminator.delete_unregistered(claim, "max-node-provision-time")
-                    self._forget(g, name)
+                    self._asgs.forget(g, name)
             g.desired = registered
             g.launching = 0
             g.waiting_since_s = None
@@ -391,150 +367,26 @@ class ClusterAutoscaler:
             mem += r.get(quantity.MEMORY, 0)
         return cpu, mem
 
-    # -- the ASG model ---------------------------------------------------------------------
+    # -- the ASG side ----------------------------------------------------------------------
 
     def _set_desired(self, g: NodeGroup, desired: int) -> None:
-        if desired > g.desired:
-            # CA's scale-up request: each new one restarts the provision timer.
-            g.waiting_since_s = self._clock.now()
-        g.desired = max(g.spec.min_size, min(g.spec.max_size, desired))
-        self._reconcile_group(g)
-
-    def _live_members(self, g: NodeGroup) -> int:
-        return sum(1 for m in g.members if m not in g.at_risk)
-
-    def _reconcile_group(self, g: NodeGroup) -> None:
-        """Start launch activities until live instances plus launches reach desired."""
-        while self._live_members(g) + g.launching < g.desired:
-            g.launching += 1
-            self._clock.after(self._launch_delay(), partial(self._launch, g), label="asg-launch")
-
-    def _launch_delay(self) -> float:
-        s = self.settings
-        return self._rng.uniform(s.asg_launch_delay_min_s, s.asg_launch_delay_max_s)
-
-    def _launch(self, g: NodeGroup) -> None:
-        if g.launching <= 0:
-            return  # cancelled by a provision timeout
-        if self._live_members(g) >= g.desired:
-            g.launching -= 1
-            return
-        size = len(g.members) + 1
-        on_demand = sum(
-            1
-            for m in g.members
-            if (c := self._state.nodeclaims[m]).instance is not None
-            and c.instance.offering.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND
-        )
-        ct = (
-            labels.CAPACITY_TYPE_ON_DEMAND
-            if on_demand < g.spec.on_demand_wanted(size)
-            else labels.CAPACITY_TYPE_SPOT
-        )
-        zone = self._zone_for(g, ct)
-        if zone is None:
-            self._launch_failed(g, f"no available {ct} offering in {', '.join(g.zones)}")
-            return
-        types = tuple(
-            it
-            for it in self._cloud.get_instance_types(g.pool.node_class_ref.name)
-            if it.name in g.spec.instance_types
-        )
-        reqs = g.pool.requirements.add(
-            Requirement.in_(labels.INSTANCE_TYPE, *g.spec.instance_types),
-            Requirement.in_(labels.CAPACITY_TYPE, ct),
-            Requirement.in_(labels.ZONE, zone),
-        )
-        claim = NodeClaim(
-            name=self._name(g),
-            nodepool=g.pool.name,
-            node_class=g.pool.node_class_ref.name,
-            requirements=reqs,
-            requests={},
-            instance_type_options=types,
-            created_at_s=self._clock.now(),
-            replaces=(g.to_replace.pop(0),) if g.to_replace else (),
-        )
-        self._state.nodeclaims[claim.name] = claim
-        self._owner[claim.name] = g
-        g.members.append(claim.name)
-        try:
-            self._lifecycle.launch(
-                claim,
-                spot_allocation_strategy=g.spec.spot_allocation_strategy,
-                on_demand_allocation_strategy=g.spec.on_demand_allocation_strategy,
-            )
-        except CloudProviderError as exc:
-            self._forget(g, claim.name)
-            self._launch_failed(g, str(exc))
-            return
-        g.launching -= 1
-        self.stats.launches += 1
-
-    def _launch_failed(self, g: NodeGroup, reason: str) -> None:
-        """The ASG retries a failed launch after another delay (CA times it out)."""
-        self.stats.launch_failures += 1
-        log.info("asg launch failed group=%s reason=%s", g.name, reason)
-        self._clock.after(self._launch_delay(), lambda: self._launch(g), label="asg-launch")
-
-    def _zone_for(self, g: NodeGroup, ct: str) -> str | None:
-        """The zone with the fewest of the group's instances that has an available offering
-        of ``ct`` for one of its types (ASG AZ balancing), ties by name."""
-        types = [
-            it
-            for it in self._cloud.get_instance_types(g.pool.node_class_ref.name)
-            if it.name in g.spec.instance_types
-        ]
-        counts: dict[str, int] = dict.fromkeys(g.zones, 0)
-        for m in g.members:
-            c = self._state.nodeclaims[m]
-            if c.instance is not None and c.instance.offering.zone in counts:
-                counts[c.instance.offering.zone] += 1
-        usable = [
-            z
-            for z in g.zones
-            if any(
-                o.zone == z and o.capacity_type == ct and o.available
-                for it in types
-                for o in it.offerings
-            )
-        ]
-        if not usable:
-            return None
-        return min(usable, key=lambda z: (counts[z], z))
-
-    def _name(self, g: NodeGroup) -> str:
-        while True:
-            suffix = "".join(self._rng.choice(_SUFFIX) for _ in range(5))
-            name = f"{g.name}-{suffix}"
-            if name not in self._state.nodeclaims:
-                return name
+        self._asgs.set_desired(g, desired)
 
     def _node(self, claim_name: str) -> Node | None:
-        claim = self._state.nodeclaims[claim_name]
-        return self._state.node_of_claim(claim)
-
-    def _forget(self, g: NodeGroup, claim_name: str) -> None:
-        if claim_name in g.members:
-            g.members.remove(claim_name)
-        g.at_risk.discard(claim_name)
-        self._owner.pop(claim_name, None)
+        return self._asgs.node(claim_name)
 
     def instance_gone(self, claim: NodeClaim) -> None:
         """An instance of a group is gone (reclaimed, drained by the interruption handler,
         or removed by CA): the ASG replaces it unless CA lowered the desired capacity."""
-        g = self._owner.get(claim.name)
+        g = self._asgs.owner(claim.name)
         if g is None:
             return
-        self._forget(g, claim.name)
+        self._asgs.forget(g, claim.name)
         self._unneeded.pop(claim.node_name or claim.name, None)
         if claim.name in self._removing:
             self._removing.discard(claim.name)
             return
-        if self._live_members(g) + g.launching < g.desired:
-            self.stats.replacements += 1
-            g.to_replace.append(claim.node_name or claim.name)
-        self._reconcile_group(g)
+        self._asgs.replace_lost(g, claim)
         self.wake()
 
     def _terminated(self, node: Node) -> None:
@@ -552,30 +404,14 @@ class ClusterAutoscaler:
                 self.rebalance(claim)
 
     def rebalance(self, claim: NodeClaim) -> None:
-        """A rebalance recommendation for ``claim``: with Capacity Rebalancing the ASG launches
-        a replacement now and drains the at-risk node once the replacement is Ready."""
-        g = self._owner.get(claim.name)
-        if g is None or not self.settings.capacity_rebalance or claim.name in g.at_risk:
-            return
-        g.at_risk.add(claim.name)
-        g.to_replace.append(claim.node_name or claim.name)
-        self._reconcile_group(g)
+        """A rebalance recommendation for ``claim`` (``asg.AutoScalingGroups.rebalance``)."""
+        self._asgs.rebalance(claim)
 
     def node_ready(self, claim: NodeClaim) -> None:
-        """A node turned Ready: Capacity Rebalancing drains the at-risk nodes it replaces."""
+        """A node turned Ready: scan again; Capacity Rebalancing drains the at-risk nodes it
+        replaces (``asg.AutoScalingGroups.node_ready``)."""
         self.wake()
-        g = self._owner.get(claim.name)
-        if g is None:
-            return
-        for name in sorted(g.at_risk):
-            node = self._node(name)
-            if node is None:
-                continue
-            if not node.deleting:
-                node.deleting = True
-                cordon(node)
-                self._terminator.drain(node, "capacity rebalance")
-            break
+        self._asgs.node_ready(claim)
 
     # -- scale-down ------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from joiner.controllers.termination.pdb import disruptions_allowed, selects
 from joiner.scheduling import Scheduler, SchedulingInput
 from joiner.sim.baseline.settings import AutoscalerSettings
 from joiner.state.cluster import ClusterState, Node, Pod
-from joiner.state.snapshot import pod_requests, ready_nodes
+from joiner.state.snapshot import pod_requests, ready_snapshot
 
 
 def utilisation(node: Node, pods: list[Pod]) -> float:
@@ -72,14 +72,14 @@ def movable(
     for i, count in budgets.items():
         if disruptions_allowed(state, state.pdbs[i]) < count:
             return False
-    existing, bound = ready_nodes(state)
-    others = [e for e in existing if e.name != node.name]
+    existing, bound = ready_snapshot(state)
     result = scheduler.solve(
         SchedulingInput(
             pods=pod_requests(state, pods),
-            existing=tuple(others),
-            bound_pods=tuple(b for b in bound if b.node != node.name),
+            existing=existing,
+            bound_pods=bound,
             mode="kube-scheduler",
+            exclude_nodes=frozenset({node.name}),
         )
     )
     return len(result.existing_placements) == len(pods)

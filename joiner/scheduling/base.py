@@ -1,0 +1,175 @@
+"""What a solve derives from its existing nodes and bound pods alone, kept across solves.
+
+A consolidation pass solves once per candidate over one snapshot of the cluster, each time
+without the candidate's node (``SchedulingInput.exclude_nodes``). Everything here depends
+only on ``SchedulingInput.existing`` and ``bound_pods``, so it is computed once per snapshot
+(the same tuple objects) and each solve takes it minus its excluded nodes:
+
+* the existing nodes in try order (initialized first, then by name), with their
+  requirements, label domains and taken host ports;
+* running pods alike (node, namespace, labels, required anti-affinity) counted together,
+  in first-seen order;
+* per constraint shape (topology key, selector, namespaces), the matching running pods'
+  count per domain and each node's share of it, so a solve's group counts are the total
+  minus its excluded nodes' shares;
+* per pod shape (requests), the nodes whose free capacity cannot fit it (numpy over a
+  nodes x resources matrix), which a solve never tries for such a pod.
+
+Answers equal those of computing everything from the filtered inputs (the golden summaries
+check it); only the work is shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from joiner.api import labels
+from joiner.api.objects import HostPort, PodAffinityTerm
+from joiner.api.requirements import Requirements
+from joiner.scheduling.topology import Group, _selects
+from joiner.scheduling.types import BoundPod, ExistingNode
+
+#: (node, namespace, labels, required anti-affinity) of running pods counted together.
+AlikeKey = tuple[str, str, tuple[tuple[str, str], ...], tuple[PodAffinityTerm, ...]]
+#: What a group's counts depend on: (topology key, selector, owner namespace, namespaces).
+ShapeKey = tuple[str, Requirements, str, tuple[str, ...] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBase:
+    """One existing node as every solve sees it before placing pods."""
+
+    node: ExistingNode
+    requirements: Requirements
+    domains: dict[str, str]
+    ports: tuple[HostPort, ...]
+
+
+@dataclass
+class SolveBase:
+    """The shared part of solves over one (existing, bound pods) pair; see the module
+    docstring. ``nodes`` in try order; ``alike`` maps each alike key (its node among
+    ``nodes``) to its pod count, in first-seen order; ``anti_keys`` are (node, topology
+    key) of every bound pod's required anti-affinity term, its node existing or not."""
+
+    nodes: list[NodeBase]
+    alike: dict[AlikeKey, int]
+    anti_keys: list[tuple[str, str]]
+    _shapes: dict[ShapeKey, tuple[dict[str, int], dict[str, list[tuple[str, int]]]]] = field(
+        default_factory=dict
+    )
+    _unfit: dict[tuple[tuple[str, int], ...], frozenset[str]] = field(default_factory=dict)
+    _room: tuple[list[str], npt.NDArray[np.int64], dict[str, int]] | None = None
+
+    def unfit(self, requests: Mapping[str, int]) -> frozenset[str]:
+        """Names of the nodes whose free capacity before the solve (``available``) does not
+        fit ``requests`` (``quantity.fits`` is false): as a solve only takes capacity away,
+        they can never take such a pod in it."""
+        key = tuple(sorted(requests.items()))
+        found = self._unfit.get(key)
+        if found is None:
+            if self._room is None:
+                resources = sorted({k for b in self.nodes for k in b.node.available})
+                column = {r: i for i, r in enumerate(resources)}
+                room = np.zeros((len(self.nodes), len(resources)), dtype=np.int64)
+                for i, b in enumerate(self.nodes):
+                    for k, v in b.node.available.items():
+                        room[i, column[k]] = v
+                self._room = ([b.node.name for b in self.nodes], room, column)
+            names, room, column = self._room
+            short = np.zeros(len(names), dtype=bool)
+            for k, v in key:
+                if v <= 0:
+                    continue
+                if k in column:
+                    short |= room[:, column[k]] < v
+                else:
+                    short[:] = True
+            found = frozenset(n for n, s in zip(names, short.tolist(), strict=True) if s)
+            self._unfit[key] = found
+        return found
+
+    def group_counts(self, g: Group, exclude: frozenset[str]) -> dict[str, int]:
+        """``g``'s per-domain counts of matching running pods on nodes not in ``exclude``
+        (what ``Topology.record_bound`` would count over them)."""
+        sk: ShapeKey = (g.key, g.selector, g.owner_namespace, g.namespaces)
+        found = self._shapes.get(sk)
+        if found is None:
+            found = self._count(g)
+            self._shapes[sk] = found
+        total, by_node = found
+        counts = dict(total)
+        for name in exclude:
+            for d, n in by_node.get(name, ()):
+                counts[d] -= n
+        return counts
+
+    def _count(self, g: Group) -> tuple[dict[str, int], dict[str, list[tuple[str, int]]]]:
+        domains = {b.node.name: b.domains for b in self.nodes}
+        total: dict[str, int] = {}
+        by_node: dict[str, list[tuple[str, int]]] = {}
+        for (node, namespace, pod_labels, _anti), count in self.alike.items():
+            d = domains[node].get(g.key)
+            if d is None:
+                continue
+            reqs = Requirements.from_label_items(tuple(sorted(pod_labels)))
+            if _selects(g, namespace, reqs):
+                total[d] = total.get(d, 0) + count
+                by_node.setdefault(node, []).append((d, count))
+        return total, by_node
+
+
+def build(existing: tuple[ExistingNode, ...], bound: tuple[BoundPod, ...]) -> SolveBase:
+    """The ``SolveBase`` of ``existing`` and ``bound``."""
+    ports_by_node: dict[str, list[HostPort]] = {}
+    for bp in bound:
+        if bp.host_ports:
+            ports_by_node.setdefault(bp.node, []).extend(bp.host_ports)
+    nodes: list[NodeBase] = []
+    for n in sorted(existing, key=lambda n: (not n.initialized, n.name)):
+        node_labels = dict(n.labels)
+        label_items = n.labels
+        if labels.HOSTNAME not in node_labels:
+            node_labels[labels.HOSTNAME] = n.name
+            label_items = tuple(sorted(node_labels.items()))
+        nodes.append(
+            NodeBase(
+                node=n,
+                requirements=n.requirements
+                if n.requirements is not None
+                else Requirements.from_label_items(label_items),
+                domains=node_labels,
+                ports=tuple(ports_by_node.get(n.name, ())),
+            )
+        )
+    names = {b.node.name for b in nodes}
+    alike: dict[AlikeKey, int] = {}
+    anti_keys: list[tuple[str, str]] = []
+    for bp in bound:
+        for term in bp.anti_affinity:
+            anti_keys.append((bp.node, term.key))
+        if bp.node in names:
+            k = (bp.node, bp.namespace, bp.labels, bp.anti_affinity)
+            alike[k] = alike.get(k, 0) + 1
+    return SolveBase(nodes, alike, anti_keys)
+
+
+#: The last few bases by the identity of their (existing, bound pods) tuples; the entries
+#: hold the tuples, so an id is never reused while its entry lives.
+_BASES: list[tuple[tuple[ExistingNode, ...], tuple[BoundPod, ...], SolveBase]] = []
+_KEEP = 4
+
+
+def base_of(existing: tuple[ExistingNode, ...], bound: tuple[BoundPod, ...]) -> SolveBase:
+    """``build(existing, bound)``, reused while the very same tuples come back."""
+    for e, b, base in _BASES:
+        if e is existing and b is bound:
+            return base
+    base = build(existing, bound)
+    _BASES.insert(0, (existing, bound, base))
+    del _BASES[_KEEP:]
+    return base
