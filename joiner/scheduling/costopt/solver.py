@@ -46,14 +46,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from joiner.api import labels
 from joiner.api.objects import PodTemplate
-from joiner.api.requirements import Requirements
-from joiner.scheduling.costopt import prepack
+from joiner.api.requirements import Requirement, Requirements
+from joiner.scheduling.costopt import prepack, zones
 from joiner.scheduling.costopt.lp import INF, solve_lp
 from joiner.scheduling.limits import within_limits
 from joiner.scheduling.placement import _Attempt, _blocking_taint, _Claim, _Prefs
 from joiner.scheduling.pool import BoolArray, FloatArray, IntArray, PreparedPool
 from joiner.scheduling.scheduler import Scheduler, _Solve
+from joiner.scheduling.topology import Group
 from joiner.scheduling.types import PodRequest, SchedulingInput, SchedulingResult
 
 #: Candidate instance types per class (cheapest per pod for that class alone).
@@ -127,6 +129,11 @@ class _Class:
     #: Pods of its hostname group per NodeClaim (anti-affinity: 1), or None.
     per_node: int | None
     group: object
+    #: Its zone role (``zones``), zone group, the spread's maxSkew and the zones it may use.
+    zone_role: str = zones.FREE
+    zone_group: Group | None = None
+    max_skew: int = 0
+    zones: tuple[str, ...] = ()
 
 
 class _CostSolve(_Solve):
@@ -144,6 +151,7 @@ class _CostSolve(_Solve):
         self._room = np.zeros((64, width), dtype=np.int64)
         self._filter: tuple[int, int] | None = None
         self._opening: int | None = None
+        self._opening_zone: str | None = None
         self._node_penalty = 0.0
         #: Per pool index, each type's price under the NodePool's requirements.
         self._prices = [p.prices(p.nodepool.requirements) for p in self.pools]
@@ -152,6 +160,11 @@ class _CostSolve(_Solve):
         self._vectors: dict[tuple[int, int], IntArray | None] = {}
         #: Some class has a hostname per-node cap (then pods are queued round-robin).
         self._capped = False
+        #: Planned NodeClaim -> its zone; pod uid -> planned zone (zone-bound pods) and, for
+        #: spread groups' pods, (group, maxSkew, zones) (``zones``).
+        self._bin_zone: dict[int, str] = {}
+        self._zone_of: dict[str, str] = {}
+        self._spread_of: dict[str, tuple[Group, int, tuple[str, ...]]] = {}
 
     # -- the phases ---------------------------------------------------------------------
 
@@ -186,7 +199,14 @@ class _CostSolve(_Solve):
                 continue
             pool, vector, admits = found
             per_node, group = prepack.per_node(t)
-            out.append(_Class(t, volume_terms, members, pool, vector, admits, per_node, group))
+            c = _Class(t, volume_terms, members, pool, vector, admits, per_node, group)
+            terms = _Prefs(t, self.pns_exists).terms(volume_terms)
+            c.zone_role, c.zone_group, c.max_skew = zones.role(self.topology, t, terms)
+            universe = self.topology.universe.get(labels.ZONE, set())
+            c.zones = tuple(sorted(universe & self.pools[pool].domains(labels.ZONE)))
+            if not c.zones and c.zone_role in (zones.SPREAD, zones.AFFINITY):
+                c.zone_role, c.zone_group = zones.OTHER, None
+            out.append(c)
         return out
 
     def _admitting_pool(
@@ -347,27 +367,70 @@ class _CostSolve(_Solve):
             for k, count in prepack.largest_remainder(per_class.get(ci, []), len(c.pods)):
                 on_column.setdefault(k, []).append((ci, count))
         members = {ci: iter(c.pods) for ci, c in enumerate(classes)}
-        for k in sorted(on_column):
-            for content in self._prepack(k, classes, on_column[k]):
+        planned = self._zone_rows(classes, on_column)
+        for k in sorted(planned):
+            for content, zone in self._prepack(k, classes, planned[k]):
                 b = len(self._bins)
-                self._bins.append([next(members[ci]) for ci in content])
-                for pod in self._bins[b]:
+                self._bins.append([next(members[ci]) for ci, _ in content])
+                if zone is not None:
+                    self._bin_zone[b] = zone
+                for pod, (ci, pod_zone) in zip(self._bins[b], content, strict=True):
                     self._target[pod.uid] = (k, b)
+                    c = classes[ci]
+                    if pod_zone is not None and c.zone_group is not None:
+                        self._zone_of[pod.uid] = pod_zone
+                        if c.zone_role == zones.SPREAD:
+                            self._spread_of[pod.uid] = (c.zone_group, c.max_skew, c.zones)
+
+    def _zone_rows(
+        self, classes: Sequence[_Class], on_column: dict[int, list[tuple[int, int]]]
+    ) -> dict[int, list[tuple[int, str | None, int]]]:
+        """Per column, (class index, zone or None, pods): spread groups' pods dealt to zones
+        in the order the skew check admits them, affinity groups' to their one zone
+        (``zones``); other pods have no zone."""
+        out: dict[int, list[tuple[int, str | None, int]]] = {}
+        sequences: dict[int, list[str]] = {}
+        dealt: dict[int, int] = {}
+        for c in classes:
+            g = c.zone_group
+            if c.zone_role == zones.SPREAD and g is not None:
+                total = sum(len(o.pods) for o in classes if o.zone_group is g)
+                sequences.setdefault(id(g), zones.spread_sequence(g, c.zones, total))
+        for k in sorted(on_column):
+            for ci, count in on_column[k]:
+                c = classes[ci]
+                g = c.zone_group
+                if c.zone_role == zones.AFFINITY and g is not None:
+                    out.setdefault(k, []).append((ci, zones.affinity_zone(g, c.zones), count))
+                elif c.zone_role == zones.SPREAD and g is not None:
+                    start = dealt.get(id(g), 0)
+                    dealt[id(g)] = start + count
+                    share: dict[str, int] = {}
+                    for z in sequences[id(g)][start : start + count]:
+                        share[z] = share.get(z, 0) + 1
+                    out.setdefault(k, []).extend((ci, z, n) for z, n in sorted(share.items()))
+                else:
+                    out.setdefault(k, []).append((ci, None, count))
+        return out
 
     def _prepack(
-        self, column: int, classes: Sequence[_Class], counts: Sequence[tuple[int, int]]
-    ) -> list[list[int]]:
+        self, column: int, classes: Sequence[_Class], counts: Sequence[tuple[int, str | None, int]]
+    ) -> list[tuple[list[tuple[int, str | None]], str | None]]:
         """Pack ``counts`` (class index, pods) into NodeClaims of ``column``'s type, one at a
         time, resources only (requests as shares of the type's net allocatable), hostname
-        groups within their per-node cap: the better of two greedy fillings (``prepack.fill``),
+        groups within their per-node cap, zone-bound pods (``zones``) only with pods of their
+        zone: the better of two greedy fillings (``prepack.fill``),
         one that keeps every NodeClaim's resources in the proportion of the pods still to
         pack (so what is left stays packable), one by dot product with the room left.
-        Returns each NodeClaim's class indices."""
+        Returns each NodeClaim's (class index, zone) pairs and its zone."""
         pi, ti = self._columns[column]
         net = self.pools[pi].net[ti].astype(np.float64)
         dims = net > 0
-        ids = [ci for ci, _ in counts]
-        left = np.array([n for _, n in counts], dtype=np.int64)
+        ids = [ci for ci, _, _ in counts]
+        row_zones = [z for _, z, _ in counts]
+        names = sorted({z for z in row_zones if z is not None})
+        zone = np.array([-1 if z is None else names.index(z) for z in row_zones], dtype=np.int64)
+        left = np.array([n for _, _, n in counts], dtype=np.int64)
         share = np.array(
             [classes[ci].vector[dims] / net[dims] for ci in ids], dtype=np.float64
         ).reshape(len(ids), int(dims.sum()))
@@ -379,9 +442,16 @@ class _CostSolve(_Solve):
         )
         # The dot-product filling only helps around hostname caps: skip it elsewhere.
         variants = (True, False) if (cap > 0).any() else (True,)
-        plans = [prepack.fill(share, left, group, cap, len(group_ids), b) for b in variants]
+        plans = [
+            prepack.fill(share, left, group, cap, len(group_ids), b, zone if names else None)
+            for b in variants
+        ]
         _, best = min(plans, key=lambda plan: (plan[0], len(plan[1])))
-        return [[ids[i] for i in content] for content in best]
+        out: list[tuple[list[tuple[int, str | None]], str | None]] = []
+        for content in best:
+            bound = [row_zones[i] for i in content if row_zones[i] is not None]
+            out.append(([(ids[i], row_zones[i]) for i in content], bound[0] if bound else None))
+        return out
 
     def _order(self, pods: list[PodRequest]) -> list[PodRequest]:
         """Untargeted pods first in Karpenter's order, then the planned NodeClaims' pods:
@@ -400,7 +470,10 @@ class _CostSolve(_Solve):
             turns.sort(key=lambda turn: (turn[0], turn[1]))
         else:
             turns.sort(key=lambda turn: (turn[1], turn[0]))
-        return [*untargeted, *(p for _, _, p in turns)]
+        queue = [*untargeted, *(p for _, _, p in turns)]
+        if self._spread_of:
+            queue = zones.order(queue, self._spread_of, self._zone_of)
+        return queue
 
     def _vector(self, pi: int, t: PodTemplate) -> IntArray | None:
         key = (pi, id(t))
@@ -431,16 +504,30 @@ class _CostSolve(_Solve):
         return super()._try_claims(attempt)
 
     def _open(self, attempt: _Attempt, column: int, b: int) -> bool:
+        """Open a NodeClaim of ``column``'s type (or a cheaper one) for planned NodeClaim
+        ``b``, pinned to its zone if it has one (``zones``): the NodeClaim starts from the
+        NodePool's requirements with the zone added (``_new_claim_requirements``), as
+        Karpenter's topology narrows a NodeClaim to a domain. The pod's own terms stay as
+        they are: they decide which zones its spread counts (``nodeAffinityPolicy: Honor``),
+        so the skew check sees the zones kube-scheduler will."""
         self._opening = column
+        self._opening_zone = self._bin_zone.get(b)
         try:
             ok = super()._try_new_claim(attempt)
         finally:
             self._opening = None
+            self._opening_zone = None
         if ok:
             index = self.claims[-1].index
             self._claim_column[index] = column
             self._bin_claim.setdefault(b, index)
         return ok
+
+    def _new_claim_requirements(self, pool: PreparedPool) -> Requirements:
+        reqs = super()._new_claim_requirements(pool)
+        if self._opening_zone is None:
+            return reqs
+        return reqs.add(Requirement.in_(labels.ZONE, self._opening_zone))
 
     def _new_claim_options(self, pool: PreparedPool, attempt: _Attempt) -> IntArray | None:
         if self._opening is None:
