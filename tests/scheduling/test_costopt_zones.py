@@ -1,17 +1,20 @@
-"""Zones in the cost-optimal packing: the pre-packing plans NodeClaims per zone for pods a
-zone binds (zonal spread, zone self-affinity), every pod lands on the NodeClaim planned for
-it, and the plans replay through kube-scheduler's filters."""
+"""Zones and repair in the cost-optimal packing: the pre-packing plans NodeClaims per zone for
+pods a zone binds (zonal spread, zone self-affinity), every pod lands on the NodeClaim
+planned for it, the plans replay through kube-scheduler's filters, and the repair empties
+wasteful planned NodeClaims within hostname caps and zones."""
 
 from __future__ import annotations
 
 from collections import Counter
+
+import numpy as np
 
 from joiner.api import labels
 from joiner.api.objects import DO_NOT_SCHEDULE, PodAffinityTerm, PodTemplate
 from joiner.api.objects import TopologySpreadConstraint as Spread
 from joiner.api.requirements import Requirements
 from joiner.scheduling import NodePoolTemplate, PodRequest, SchedulingInput
-from joiner.scheduling.costopt import zones
+from joiner.scheduling.costopt import repair, zones
 from joiner.scheduling.topology import SPREAD, Group
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool
 from tests.scheduling.test_properties import _Recording, _replay
@@ -141,3 +144,49 @@ def test_order_deals_a_spread_group_in_the_order_its_skew_allows():
         assert counts.get(z, 0) + 1 - min(counts.get(v, 0) for v in "abc") <= 1
         counts[z] = counts.get(z, 0) + 1
     assert zones.spread_sequence(g, ("a", "b", "c"), 5) == ["b", "c", "a", "b", "c"]
+
+
+def _bins(pods, zone_of_bin, group, cap, pod_zone):
+    """Types of 1, 2, 4 vCPU (2 GiB each per vCPU, priced per vCPU); ``pods`` per bin as
+    (cpu millicores, GiB) pairs."""
+    net = np.array([[c * 1000, 2 * c] for c in (1, 2, 4)], dtype=np.int64)
+    vectors, members = [], []
+    for content in pods:
+        members.append(list(range(len(vectors), len(vectors) + len(content))))
+        vectors.extend(content)
+    vector = np.array(vectors, dtype=np.int64)
+    return repair.Bins(
+        net=net,
+        price=np.array([1.0, 2.0, 4.0]),
+        top=np.full(len(pods), 2, dtype=np.int64),
+        load=np.array([vector[m].sum(axis=0) for m in members], dtype=np.int64),
+        pods=members,
+        zone=np.array(zone_of_bin, dtype=np.int64),
+        vector=vector,
+        group=np.array(group, dtype=np.int64),
+        cap=np.array(cap, dtype=np.int64),
+        pod_zone=np.array(pod_zone, dtype=np.int64),
+        admits=np.ones((len(vector), 3), dtype=np.bool_),
+    )
+
+
+def _cost(b):
+    return sum(b.price[repair.cheapest(b, b.load[i], 2)] for i in range(len(b.pods)) if b.pods[i])
+
+
+def test_repair_empties_a_wasteful_nodeclaim_into_free_room():
+    # Bin 0: 2.5 vCPU on a 4-vCPU type (1.5 idle); bin 1: one 0.5 vCPU pod on a 1-vCPU type.
+    b = _bins([[(1500, 2), (1000, 2)], [(500, 1)]], [-1, -1], [0, 0, 0], [-1, -1, -1], [-1] * 3)
+    before = _cost(b)
+    moved = repair.repair(b, 1)
+    assert moved == {2: 0} and b.pods[1] == []
+    assert _cost(b) == before - 1.0
+
+
+def test_repair_keeps_hostname_caps_and_zones():
+    # The same, but the lone pod shares a hostname group (cap 1) with a pod of bin 0, or
+    # is bound to another zone than bin 0's: it stays.
+    capped = _bins([[(1500, 2), (1000, 2)], [(500, 1)]], [-1, -1], [1, 0, 1], [1, -1, 1], [-1] * 3)
+    assert repair.repair(capped, 2) == {} and capped.pods[1] == [2]
+    zoned = _bins([[(1500, 2), (1000, 2)], [(500, 1)]], [0, 1], [0, 0, 0], [-1] * 3, [0, 0, 1])
+    assert repair.repair(zoned, 1) == {} and zoned.pods[1] == [2]

@@ -22,7 +22,11 @@ predicates and changes only the choices among what they admit:
    capped classes, types about the size of the NodeClaims their caps force) and for the
    whole demand's shape.
 4. Rounding: each class's pods get a type (largest remainder of ``x``), and each type's pods
-   are pre-packed into planned NodeClaims (``_prepack``), resources only.
+   are pre-packed into planned NodeClaims (``_prepack``): resources, hostname caps, and
+   zones for pods a zone binds (``zones``: zonal spread dealt in skew order, zone
+   self-affinity to one zone; such a NodeClaim opens pinned to its zone).
+   A repair (``repair``) then empties or shrinks the planned NodeClaims that waste most of
+   their type, moving their pods into room other planned NodeClaims pay for anyway.
 5. Packing, through ``Scheduler``'s own placement (``_Solve._add``: taints, requirements,
    ports, topology spread, pod (anti-)affinity, volume topology, resources, minValues,
    limits), the planned NodeClaims' pods (``_order``): each pod goes to its planned
@@ -49,7 +53,7 @@ import numpy as np
 from joiner.api import labels
 from joiner.api.objects import PodTemplate
 from joiner.api.requirements import Requirement, Requirements
-from joiner.scheduling.costopt import prepack, zones
+from joiner.scheduling.costopt import prepack, repair, zones
 from joiner.scheduling.costopt.lp import INF, solve_lp
 from joiner.scheduling.limits import within_limits
 from joiner.scheduling.placement import _Attempt, _blocking_taint, _Claim, _Prefs
@@ -100,6 +104,10 @@ class CostOptimalScheduler(Scheduler):
             if _prefer_faithful(faithful, result):
                 return faithful
         return result
+
+
+def _code(names: list[str], zone: str | None) -> int:
+    return -1 if zone is None else names.index(zone)
 
 
 def _prefer_faithful(faithful: SchedulingResult, cheap: SchedulingResult) -> bool:
@@ -367,7 +375,8 @@ class _CostSolve(_Solve):
             for k, count in prepack.largest_remainder(per_class.get(ci, []), len(c.pods)):
                 on_column.setdefault(k, []).append((ci, count))
         members = {ci: iter(c.pods) for ci, c in enumerate(classes)}
-        planned = self._zone_rows(classes, on_column)
+        roles = [(c.zone_role, c.zone_group, c.zones, len(c.pods)) for c in classes]
+        planned = zones.deal(roles, on_column)
         for k in sorted(planned):
             for content, zone in self._prepack(k, classes, planned[k]):
                 b = len(self._bins)
@@ -381,37 +390,39 @@ class _CostSolve(_Solve):
                         self._zone_of[pod.uid] = pod_zone
                         if c.zone_role == zones.SPREAD:
                             self._spread_of[pod.uid] = (c.zone_group, c.max_skew, c.zones)
+        self._repair(classes)
 
-    def _zone_rows(
-        self, classes: Sequence[_Class], on_column: dict[int, list[tuple[int, int]]]
-    ) -> dict[int, list[tuple[int, str | None, int]]]:
-        """Per column, (class index, zone or None, pods): spread groups' pods dealt to zones
-        in the order the skew check admits them, affinity groups' to their one zone
-        (``zones``); other pods have no zone."""
-        out: dict[int, list[tuple[int, str | None, int]]] = {}
-        sequences: dict[int, list[str]] = {}
-        dealt: dict[int, int] = {}
-        for c in classes:
-            g = c.zone_group
-            if c.zone_role == zones.SPREAD and g is not None:
-                total = sum(len(o.pods) for o in classes if o.zone_group is g)
-                sequences.setdefault(id(g), zones.spread_sequence(g, c.zones, total))
-        for k in sorted(on_column):
-            for ci, count in on_column[k]:
-                c = classes[ci]
-                g = c.zone_group
-                if c.zone_role == zones.AFFINITY and g is not None:
-                    out.setdefault(k, []).append((ci, zones.affinity_zone(g, c.zones), count))
-                elif c.zone_role == zones.SPREAD and g is not None:
-                    start = dealt.get(id(g), 0)
-                    dealt[id(g)] = start + count
-                    share: dict[str, int] = {}
-                    for z in sequences[id(g)][start : start + count]:
-                        share[z] = share.get(z, 0) + 1
-                    out.setdefault(k, []).extend((ci, z, n) for z, n in sorted(share.items()))
-                else:
-                    out.setdefault(k, []).append((ci, None, count))
-        return out
+    def _repair(self, classes: Sequence[_Class]) -> None:
+        """Empty or shrink wasteful planned NodeClaims (``repair``), per NodePool."""
+        of_class = {p.uid: ci for ci, c in enumerate(classes) for p in c.pods}
+        column = [self._target[members[0].uid][0] for members in self._bins]
+        names = sorted({*self._bin_zone.values(), *self._zone_of.values()})
+        for pi in sorted({self._columns[k][0] for k in column}):
+            ids = [b for b, k in enumerate(column) if self._columns[k][0] == pi]
+            pods = [p for b in ids for p in self._bins[b]]
+            cls = [classes[of_class[p.uid]] for p in pods]
+            groups = {g: i for i, g in enumerate(dict.fromkeys(c.group for c in cls))}
+            at = {p.uid: i for i, p in enumerate(pods)}
+            vector = np.array([c.vector for c in cls], dtype=np.int64)
+            members = [[at[p.uid] for p in self._bins[b]] for b in ids]
+            found = repair.Bins(
+                net=self.pools[pi].net,
+                price=self._prices[pi],
+                top=np.array([self._columns[column[b]][1] for b in ids], dtype=np.int64),
+                load=np.array([vector[m].sum(axis=0) for m in members], dtype=np.int64),
+                pods=members,
+                zone=np.array([_code(names, self._bin_zone.get(b)) for b in ids], dtype=np.int64),
+                vector=vector,
+                group=np.array([groups[c.group] for c in cls], dtype=np.int64),
+                cap=np.array([c.per_node or -1 for c in cls], dtype=np.int64),
+                pod_zone=np.array([_code(names, self._zone_of.get(p.uid)) for p in pods]),
+                admits=np.array([c.admits for c in cls], dtype=np.bool_),
+            )
+            moved = repair.repair(found, len(groups))
+            for j, b in enumerate(ids):
+                self._bins[b] = [pods[i] for i in found.pods[j]]
+            for i, j in moved.items():
+                self._target[pods[i].uid] = (column[ids[j]], ids[j])
 
     def _prepack(
         self, column: int, classes: Sequence[_Class], counts: Sequence[tuple[int, str | None, int]]

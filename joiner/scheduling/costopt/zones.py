@@ -96,6 +96,39 @@ def affinity_zone(g: Group, zones: Sequence[str]) -> str:
     return min(sorted(zones), key=lambda v: -g.counts.get(v, 0))
 
 
+def deal(
+    classes: Sequence[tuple[str, Group | None, tuple[str, ...], int]],
+    on_column: dict[int, list[tuple[int, int]]],
+) -> dict[int, list[tuple[int, str | None, int]]]:
+    """Zones for the rounded assignment. ``classes`` gives each class's role, zone group,
+    zones and pod count; ``on_column`` maps a column to its (class index, pods). Returns per
+    column (class index, zone or None, pods): a spread group's pods dealt to zones in the
+    order its skew check admits them (``spread_sequence``), an affinity group's to its one
+    zone (``affinity_zone``); other pods have no zone."""
+    out: dict[int, list[tuple[int, str | None, int]]] = {}
+    sequences: dict[int, list[str]] = {}
+    dealt: dict[int, int] = {}
+    for role_, g, zones, _ in classes:
+        if role_ == SPREAD and g is not None and id(g) not in sequences:
+            total = sum(n for _, other, _, n in classes if other is g)
+            sequences[id(g)] = spread_sequence(g, zones, total)
+    for k in sorted(on_column):
+        for ci, count in on_column[k]:
+            role_, g, zones, _ = classes[ci]
+            if role_ == AFFINITY and g is not None:
+                out.setdefault(k, []).append((ci, affinity_zone(g, zones), count))
+            elif role_ == SPREAD and g is not None:
+                start = dealt.get(id(g), 0)
+                dealt[id(g)] = start + count
+                share: dict[str, int] = {}
+                for z in sequences[id(g)][start : start + count]:
+                    share[z] = share.get(z, 0) + 1
+                out.setdefault(k, []).extend((ci, z, n) for z, n in sorted(share.items()))
+            else:
+                out.setdefault(k, []).append((ci, None, count))
+    return out
+
+
 def order(
     queue: list[PodRequest],
     spread_of: dict[str, tuple[Group, int, tuple[str, ...]]],
