@@ -14,7 +14,7 @@ from joiner.api.objects import DO_NOT_SCHEDULE, PodAffinityTerm, PodTemplate
 from joiner.api.objects import TopologySpreadConstraint as Spread
 from joiner.api.requirements import Requirements
 from joiner.scheduling import NodePoolTemplate, PodRequest, SchedulingInput
-from joiner.scheduling.costopt import repair, zones
+from joiner.scheduling.costopt import plan_cost, repair, solver, zones
 from joiner.scheduling.topology import SPREAD, Group
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool
 from tests.scheduling.test_properties import _Recording, _replay
@@ -190,3 +190,19 @@ def test_repair_keeps_hostname_caps_and_zones():
     assert repair.repair(capped, 2) == {} and capped.pods[1] == [2]
     zoned = _bins([[(1500, 2), (1000, 2)], [(500, 1)]], [0, 1], [0, 0, 0], [-1] * 3, [0, 0, 1])
     assert repair.repair(zoned, 1) == {} and zoned.pods[1] == [2]
+
+
+def test_repaired_plans_cost_less_and_replay(monkeypatch):
+    inp = _mixed(240)
+    plain = _Recording(inp).run()
+    monkeypatch.setattr(solver, "REPAIR_FROM", 0)
+    calls = []
+    original = repair.repair
+    monkeypatch.setattr(repair, "repair", lambda b, n: calls.append(original(b, n)) or calls[-1])
+    solve = _Recording(inp)
+    result = solve.run()
+    assert any(calls), "the repair moved no pod: the test input no longer exercises it"
+    assert not result.unschedulable
+    assert plan_cost(result) < plan_cost(plain)
+    position = {u: i for i, u in enumerate(solve.order)}
+    assert _replay(inp, result, key=lambda p: position[p.uid]) == []

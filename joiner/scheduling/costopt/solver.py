@@ -74,6 +74,11 @@ NODE_PENALTY = 0.5
 MORE_NODES_SAVING = 0.25
 #: Up to this many pods, the faithful plan is also computed and kept when cheaper.
 COMPARE_UP_TO = 1000
+#: Launches of more pods than ``COMPARE_UP_TO`` get the repair pass (``repair``). On the
+#: small launches of examples/clinic-spikes it made the day 1 % cheaper than Karpenter's
+#: packing but with 14 % more disruption commands (215 against 188) and one pod pending
+#: 523 s; without it there, 197 commands and the same pending times.
+REPAIR_FROM = COMPARE_UP_TO + 1
 
 
 def plan_cost(result: SchedulingResult) -> float:
@@ -390,7 +395,8 @@ class _CostSolve(_Solve):
                         self._zone_of[pod.uid] = pod_zone
                         if c.zone_role == zones.SPREAD:
                             self._spread_of[pod.uid] = (c.zone_group, c.max_skew, c.zones)
-        self._repair(classes)
+        if sum(len(c.pods) for c in classes) >= REPAIR_FROM:
+            self._repair(classes)
 
     def _repair(self, classes: Sequence[_Class]) -> None:
         """Empty or shrink wasteful planned NodeClaims (``repair``), per NodePool."""
