@@ -25,6 +25,11 @@ from joiner.scheduling.pool import BoolArray, FloatArray, IntArray
 #: Only planned NodeClaims that leave at least this share of their type unused (``_waste``)
 #: give pods away.
 MIN_WASTE = 0.1
+#: At most this many scans over the planned NodeClaims (one per NodeClaim tried and one per
+#: pod offered), a share of the pods but at least ``BUDGET_MIN``, most wasteful NodeClaims
+#: first: the repair's time.
+BUDGET_SHARE = 0.25
+BUDGET_MIN = 2000
 
 
 @dataclass
@@ -69,13 +74,27 @@ def _waste(load: IntArray, full: FloatArray) -> float:
     return 1.0 - float(shares[1] if len(shares) > 1 else shares[0])
 
 
+def _cheapest_all(b: Bins) -> IntArray:
+    """``cheapest`` for every bin at once (-1 where none holds it)."""
+    order = np.lexsort((np.arange(len(b.price)), b.price))
+    order = order[np.isfinite(b.price[order])]
+    out = np.full(len(b.load), -1, dtype=np.int64)
+    for start in range(0, len(b.load), 512):
+        load = b.load[start : start + 512]
+        fits = (b.net[order][None, :, :] >= load[:, None, :]).all(axis=2)
+        fits &= b.price[order][None, :] <= b.price[b.top[start : start + 512]][:, None]
+        first = fits.argmax(axis=1)
+        out[start : start + 512] = np.where(fits.any(axis=1), order[first], -1)
+    return out
+
+
 def repair(b: Bins, n_groups: int) -> dict[int, int]:
     """Move pods out of wasteful bins (module docstring). Returns pod index -> new bin for
     every pod moved; ``b.pods`` and ``b.load`` are updated in place."""
     n = len(b.pods)
     if n < 2:
         return {}
-    kind = np.array([cheapest(b, b.load[i], int(b.top[i])) for i in range(n)], dtype=np.int64)
+    kind = _cheapest_all(b)
     if (kind < 0).any():
         return {}
     room = b.net[kind] - b.load
@@ -85,28 +104,39 @@ def repair(b: Bins, n_groups: int) -> dict[int, int]:
             if b.cap[p] > 0:
                 counts[i, b.group[p]] += 1
     full = b.net[kind].astype(np.float64)
-    waste = np.array([_waste(b.load[i], full[i]) for i in range(n)])
+    shares = -np.sort(-(b.load / np.maximum(full, 1.0)), axis=1)
+    waste = 1.0 - shares[:, min(1, shares.shape[1] - 1)]
     gone = np.zeros(n, dtype=np.bool_)
     moved: dict[int, int] = {}
+    budget = max(BUDGET_MIN, int(BUDGET_SHARE * len(b.vector)))
     for a in np.lexsort((np.arange(n), -waste * b.price[kind])).tolist():
+        if budget <= 0:
+            break
         if gone[a] or not b.pods[a]:
             continue
         if _waste(b.load[a], full[a]) < MIN_WASTE:
             continue
         trial: list[tuple[int, int]] = []
         scale = np.maximum(full[a], 1.0)
+        # Receivers: the NodeClaims with room for the smallest of its pods.
+        budget -= 1
+        recv = np.flatnonzero(~gone & (room >= b.vector[b.pods[a]].min(axis=0)).all(axis=1))
+        recv = recv[recv != a]
+        if recv.size == 0:
+            continue
         for p in sorted(b.pods[a], key=lambda q: -float((b.vector[q] / scale).sum())):
+            budget -= 1
             vec = b.vector[p]
-            ok = (room >= vec).all(axis=1) & ~gone & b.admits[p][b.top]
-            ok[a] = False
+            ok = (room[recv] >= vec).all(axis=1) & b.admits[p][b.top[recv]]
             if b.cap[p] > 0:
-                ok &= counts[:, b.group[p]] < b.cap[p]
+                ok &= counts[recv, b.group[p]] < b.cap[p]
             if b.pod_zone[p] >= 0:
-                ok &= b.zone == b.pod_zone[p]
+                ok &= b.zone[recv] == b.pod_zone[p]
             if not ok.any():
                 continue
-            left = ((room[ok] - vec) / np.maximum(full[ok], 1.0)).sum(axis=1)
-            to = int(np.flatnonzero(ok)[int(np.argmin(left))])
+            fits = recv[ok]
+            left = ((room[fits] - vec) / np.maximum(full[fits], 1.0)).sum(axis=1)
+            to = int(fits[int(np.argmin(left))])
             room[to] -= vec
             if b.cap[p] > 0:
                 counts[to, b.group[p]] += 1
