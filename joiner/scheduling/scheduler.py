@@ -232,7 +232,7 @@ class _Solve:
         )
 
     # -- decisions a packing policy may change (joiner.scheduling.costopt) -------------------
-    # The predicates stay in this class; these three choose among what they admit.
+    # The predicates stay in this class; these four choose among what they admit.
 
     def _queue(self) -> list[PodRequest]:
         """The pods in the order they are placed (Karpenter ``queue.go``, or FIFO)."""
@@ -248,6 +248,11 @@ class _Solve:
         """Instance-type options of a new NodeClaim from ``pool`` (None: skip the pool):
         every type within the NodePool's limits."""
         return within_limits(pool)
+
+    def _new_claim_requirements(self, pool: PreparedPool) -> Requirements:
+        """What a new NodeClaim from ``pool`` requires before its first pod: the NodePool's
+        requirements (Karpenter ``NewNodeClaimTemplate``)."""
+        return pool.nodepool.requirements
 
     def _summary(self, attempt: _Attempt, term: Requirements) -> Summary:
         found = attempt.summaries.get(term)
@@ -372,7 +377,7 @@ class _Solve:
                 continue
             claim = _Claim(
                 pool=pool,
-                requirements=pool.nodepool.requirements,
+                requirements=self._new_claim_requirements(pool),
                 options=options,
                 requests=np.zeros(len(pool.resources), dtype=np.int64),
                 index=len(self.claims),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,7 @@ from joiner.scheduling import (
     SchedulingInput,
 )
 from joiner.scheduling.costopt import CostOptimalScheduler, lower_bound, plan_cost
+from joiner.scheduling.costopt import solver as solver_module
 from joiner.scheduling.costopt.lp import assignment_bound
 from joiner.scheduling.costopt.solver import _CostSolve
 from joiner.scheduling.placement import _queue_key
@@ -308,6 +310,20 @@ def test_the_lower_bound_is_at_most_every_plans_cost(inp):
 def test_cost_optimal_plans_replay_through_kube_scheduler_filters(inp):
     """Every pod the cost-optimal packing places binds, in the order it was placed, to the
     node the plan says, through kube-scheduler's Filter phase; nothing is lost."""
+    _check_replay(inp)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inp=inputs())
+def test_repaired_cost_optimal_plans_replay_through_kube_scheduler_filters(inp):
+    """The same with the repair pass on for every launch (it runs only on launches of more
+    than ``COMPARE_UP_TO`` pods, larger than these inputs)."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(solver_module, "REPAIR_FROM", 0)
+        _check_replay(inp)
+
+
+def _check_replay(inp: SchedulingInput) -> None:
     solve = _Recording(inp)
     result = solve.run()
     seen = Counter(

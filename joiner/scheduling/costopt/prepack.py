@@ -21,6 +21,7 @@ def fill(
     cap: IntArray,
     n_groups: int,
     balance: bool,
+    zone: IntArray | None = None,
 ) -> tuple[float, list[list[int]]]:
     """One pre-packing (``_CostSolve._prepack``) of ``counts`` pods per row of ``share``:
     with ``balance``, the largest pod that keeps the NodeClaim's content pointing the way
@@ -28,7 +29,8 @@ def fill(
     the NodeClaim's room (the DotProduct heuristic of vector bin packing). Returns the sum
     over NodeClaims of their fullest resource's share (what they cost once each launches
     the cheapest type that fits, for prices proportional to size) and each NodeClaim's row
-    indices."""
+    indices. ``zone`` gives each row's zone code (-1: any): a NodeClaim takes the zone of
+    its first zone-bound pod and then takes no pod bound to another zone (``zones``)."""
     left = counts.copy()
     bins: list[list[int]] = []
     remaining = (share * left[:, None]).sum(axis=0)
@@ -38,9 +40,12 @@ def fill(
         room = np.ones(share.shape[1])
         in_group = np.zeros(n_groups, dtype=np.int64)
         content: list[int] = []
+        bin_zone = -1
         while True:
             ok = (left > 0) & (share <= room + 1e-9).all(axis=1)
             ok &= (cap < 0) | (in_group[group] < cap)
+            if zone is not None and bin_zone >= 0:
+                ok &= (zone < 0) | (zone == bin_zone)
             if not ok.any():
                 break
             if balance:
@@ -56,6 +61,8 @@ def fill(
             left[i] -= 1
             in_group[group[i]] += 1
             content.append(i)
+            if zone is not None and zone[i] >= 0:
+                bin_zone = int(zone[i])
         if not content:
             break  # nothing fits an empty NodeClaim: those pods keep Karpenter's rules
         bins.append(content)
