@@ -47,11 +47,14 @@ from joiner.sim.baseline import (
     build_autoscaler,
 )
 from joiner.sim.clock import SimClock
+from joiner.sim.hpa import ManifestHpaController
+from joiner.sim.hpa import initial_replicas as hpa_initial_replicas
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary
 from joiner.sim.running import adopt, cluster_state
 from joiner.sim.scenario import Scenario
+from joiner.sim.schedules import ScheduleRunner
 from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import (
     CronJobController,
@@ -197,10 +200,15 @@ class SimulationRuntime:
         self._retry_scheduled = False
         self.deployments = self._deployments()
         self._by_owner: dict[str, Any] = {d.key: d for d in self.deployments}
-        self.hpas = [
+        self.hpas: list[HpaController | ManifestHpaController] = [
             HpaController(w.hpa, self._by_owner[w.deployment], self.clock)
             for w in scenario.workloads
             if w.hpa is not None
+        ]
+        self.hpas += [
+            ManifestHpaController(w.manifest_hpa, self._by_owner[w.deployment], self.clock)
+            for w in scenario.workloads
+            if w.manifest_hpa is not None
         ]
         self.jobs = [
             JobController(
@@ -317,6 +325,20 @@ class SimulationRuntime:
         else:
             self.provisioner.reconcile()
 
+    def _scheduled_minimum(self, kind: str, target: str, minimum: int) -> None:
+        """``spec.schedules``: a workload's HPA or replicas, or a CapacityBuffer's size."""
+        if kind == "buffer":
+            buffers = self.provisioner.buffers
+            if buffers is not None:
+                buffers.floors[target] = minimum
+                self.batcher.trigger()
+            return
+        hpa = next((h for h in self.hpas if h.deployment.key == target), None)
+        if hpa is not None:
+            hpa.set_floor(minimum)
+        else:
+            self._by_owner[target].set_floor(minimum)
+
     def _register_job(self, job: JobController) -> None:
         self._by_owner[job.key] = job
 
@@ -330,6 +352,8 @@ class SimulationRuntime:
                 continue  # a Job run to completion (self.jobs)
             if w is not None and w.hpa is not None:
                 replicas = HpaController.initial_replicas(w.hpa)
+            elif w is not None and w.manifest_hpa is not None:
+                replicas = hpa_initial_replicas(w.manifest_hpa, w.replicas)
             elif w is not None and w.trace is None:
                 replicas = w.replicas
             else:
@@ -511,6 +535,7 @@ class SimulationRuntime:
             d.start(self.scenario.duration_s)
         for h in self.hpas:
             h.start(self.scenario.duration_s)
+        ScheduleRunner(self.scenario.schedules, self.clock, self._scheduled_minimum).start()
         for j in self.jobs:
             j.start()
         for c in self.cronjobs:

@@ -16,6 +16,7 @@ from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import (
     capacitybuffer,
     convert,
+    hpa,
     legacy,
     pods,
     priority,
@@ -48,6 +49,8 @@ class ManifestSet:
     #: ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers, and the ``v1`` PodTemplates
     #: (``namespace/name``) they may name.
     capacitybuffers: list[capacitybuffer.CapacityBuffer] = field(default_factory=list)
+    #: ``autoscaling/v2`` HorizontalPodAutoscalers (``joiner.sim.hpa`` runs them).
+    hpas: list[hpa.HorizontalPodAutoscaler] = field(default_factory=list)
     podtemplates: dict[str, o.PodTemplate] = field(default_factory=dict)
     #: (pod field path, upstream effect) -> objects that set a field Joiner does not model.
     unmodelled: dict[tuple[str, str], list[str]] = field(default_factory=dict)
@@ -253,6 +256,15 @@ def _capacitybuffer(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) 
     out.capacitybuffers.append(capacitybuffer.capacity_buffer(parsed, file))
 
 
+def _hpa(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    parsed = _validate(hpa.HorizontalPodAutoscalerModel, doc, file, obj)
+    out.hpas.append(hpa.horizontal_pod_autoscaler(parsed, file, obj, out.warnings))
+
+
+def _hpa_other(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.warnings.append(hpa.other_version(str(doc.get("apiVersion")), file, obj))
+
+
 def _podtemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(capacitybuffer.PodTemplateModel, doc, file, obj)
     _note_unmodelled(parsed.template.spec, "template.spec", file, obj, out)
@@ -290,6 +302,10 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("scheduling.k8s.io/v1", "PriorityClass"): _priorityclass,
     ("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"): _capacitybuffer,
     ("v1", "PodTemplate"): _podtemplate,
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): _hpa,
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): _hpa_other,
+    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): _hpa_other,
+    ("autoscaling/v2beta1", "HorizontalPodAutoscaler"): _hpa_other,
 }
 
 #: Older Karpenter kinds a cluster dump may hold that Joiner does not read: skipped with a
@@ -407,6 +423,7 @@ def _check_unique(out: ManifestSet) -> None:
         ("Pod", [(p.key, p.source) for p in out.pods]),
         ("Node", [(n.name, n.source) for n in out.nodes]),
         ("PodDisruptionBudget", [(f"{p.namespace}/{p.name}", p.source) for p in out.pdbs]),
+        ("HorizontalPodAutoscaler", [(h.key, h.source) for h in out.hpas]),
     ]
     for what, items in groups:
         seen: dict[str, o.Source] = {}
