@@ -390,7 +390,8 @@ def load_scenario(
             w,
             hpa=None,
             trace=None,
-            replicas=found_replicas(manifests, w.deployment),
+            # The scenario's replicas (if given) are the HPA's starting point.
+            replicas=w.replicas if w.hpa is None else found_replicas(manifests, w.deployment),
             manifest_hpa=runs.pop(w.deployment),
         )
         if w.deployment in runs

@@ -322,9 +322,11 @@ def test_manifest_hpa_wins_over_the_shorthand_with_a_warning(tmp_path):
 
 
 def test_manifest_hpa_without_traffic_keeps_min_max_with_a_warning(tmp_path):
-    path = _scenario(tmp_path, "- {deployment: web, replicas: 1}", _hpa_doc({"minReplicas": 3}))
+    path = _scenario(tmp_path, "- {deployment: web, replicas: 2}", _hpa_doc({"minReplicas": 3}))
     sc = load_scenario(path)
     assert any("no traffic for default/web" in x for x in sc.manifests.warnings)
+    (w,) = [w for w in sc.workloads if w.manifest_hpa is not None]
+    assert w.replicas == 2  # the scenario's replicas are the start, raised to minReplicas
     rt = SimulationRuntime(sc)
     rt.run()
     live = [p for p in rt.state.live_pods() if p.owner == "default/web"]
