@@ -20,7 +20,6 @@ from functools import partial
 from typing import Any
 
 from joiner.api import durations, timeline
-from joiner.api.labels import DO_NOT_DISRUPT
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.simulated.market import SpotMarket, market_seed
@@ -37,6 +36,7 @@ from joiner.controllers.termination.pdb import violated
 from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
 from joiner.operator import run_report
+from joiner.operator.workload_wiring import WorkloadControllers
 from joiner.scheduling import costopt as packing_costopt
 from joiner.sim import windows
 from joiner.sim.baseline import (
@@ -47,8 +47,6 @@ from joiner.sim.baseline import (
     build_autoscaler,
 )
 from joiner.sim.clock import SimClock
-from joiner.sim.hpa import ManifestHpaController
-from joiner.sim.hpa import initial_replicas as hpa_initial_replicas
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary
@@ -57,9 +55,6 @@ from joiner.sim.scenario import Scenario
 from joiner.sim.schedules import ScheduleRunner
 from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import (
-    CronJobController,
-    DeploymentController,
-    HpaController,
     JobController,
     PodFactory,
 )
@@ -198,47 +193,15 @@ class SimulationRuntime:
         self.terminator.on_evicted.append(self._gone)
         self.kube_scheduler.on_bound.append(self._bound)
         self._retry_scheduled = False
-        self.deployments = self._deployments()
-        self._by_owner: dict[str, Any] = {d.key: d for d in self.deployments}
-        self.hpas: list[HpaController | ManifestHpaController] = [
-            HpaController(w.hpa, self._by_owner[w.deployment], self.clock)
-            for w in scenario.workloads
-            if w.hpa is not None
-        ]
-        self.hpas += [
-            ManifestHpaController(w.manifest_hpa, self._by_owner[w.deployment], self.clock)
-            for w in scenario.workloads
-            if w.manifest_hpa is not None
-        ]
-        self.jobs = [
-            JobController(
-                w.deployment,
-                next(d.template for d in m.deployments if d.key == w.deployment),
-                self.state,
-                self.clock,
-                self.pods,
-                parallelism=w.replicas,
-                completions=next(
-                    d.completions or 0 for d in m.deployments if d.key == w.deployment
-                ),
-                run_for_s=w.run_for_s,
-            )
-            for w in scenario.workloads
-            if w.run_for_s is not None
-        ]
-        self._by_owner.update({j.key: j for j in self.jobs})
-        self.cronjobs = [
-            CronJobController(
-                c.cronjob,
-                c.fire_times_s,
-                self.state,
-                self.clock,
-                self.pods,
-                run_for_s=c.run_for_s,
-                register=self._register_job,
-            )
-            for c in scenario.cronjobs
-        ]
+        workloads = WorkloadControllers(
+            scenario, self.state, self.clock, self.pods, lambda _pod: self._kick_disruption()
+        )
+        self.workloads = workloads
+        self.deployments = workloads.deployments
+        self._by_owner: dict[str, Any] = workloads.by_owner
+        self.hpas = workloads.hpas
+        self.jobs = workloads.jobs
+        self.cronjobs = workloads.cronjobs
         self._violated: set[str] = set()
         self.pdb_violations = 0
         self.pdb_violation_times: list[float] = []
@@ -326,53 +289,9 @@ class SimulationRuntime:
             self.provisioner.reconcile()
 
     def _scheduled_minimum(self, kind: str, target: str, minimum: int) -> None:
-        """``spec.schedules``: a workload's HPA or replicas, or a CapacityBuffer's size."""
-        if kind == "buffer":
-            buffers = self.provisioner.buffers
-            if buffers is not None:
-                buffers.floors[target] = minimum
-                self.batcher.trigger()
-            return
-        hpa = next((h for h in self.hpas if h.deployment.key == target), None)
-        if hpa is not None:
-            hpa.set_floor(minimum)
-        else:
-            self._by_owner[target].set_floor(minimum)
-
-    def _register_job(self, job: JobController) -> None:
-        self._by_owner[job.key] = job
-
-    def _deployments(self) -> list[DeploymentController]:
-        by_key = {w.deployment: w for w in self.scenario.workloads}
-        out = []
-        for d in self.scenario.manifests.deployments:
-            w = by_key.get(d.key)
-            dnd = durations.do_not_disrupt(dict(d.annotations).get(DO_NOT_DISRUPT))
-            if w is not None and w.run_for_s is not None:
-                continue  # a Job run to completion (self.jobs)
-            if w is not None and w.hpa is not None:
-                replicas = HpaController.initial_replicas(w.hpa)
-            elif w is not None and w.manifest_hpa is not None:
-                replicas = hpa_initial_replicas(w.manifest_hpa, w.replicas)
-            elif w is not None and w.trace is None:
-                replicas = w.replicas
-            else:
-                replicas = d.replicas
-            out.append(
-                DeploymentController(
-                    d.key,
-                    d.template,
-                    self.state,
-                    self.clock,
-                    self.pods,
-                    replicas=replicas,
-                    trace=w.trace if w is not None else None,
-                    do_not_disrupt=dnd[0],
-                    do_not_disrupt_for_s=dnd[1],
-                    on_deleted=lambda _pod: self._kick_disruption(),
-                )
-            )
-        return out
+        """``spec.schedules`` (``WorkloadControllers.scheduled_minimum``)."""
+        if self.workloads.scheduled_minimum(kind, target, minimum, self.provisioner.buffers):
+            self.batcher.trigger()
 
     # -- interruption plumbing -----------------------------------------------------------
 

@@ -239,6 +239,7 @@ def test_metric_kinds():
             "averageUtilization",
         ),
         ({"behavior": {"scaleUp": {"policies": []}}}, "spec.behavior.scaleUp.policies"),
+        ({"behavior": {"scaleDown": {"tolerance": "-0.1"}}}, "spec.behavior.scaleDown.tolerance"),
         (
             {
                 "behavior": {

@@ -295,6 +295,10 @@ def _rules(spec: _Rules | None, default: ScalingRules, field: str) -> ScalingRul
             raise InputError(
                 f"{spec.tolerance!r} is not a Kubernetes quantity", field=f"{field}.tolerance"
             ) from exc
+        if tolerance < 0:
+            raise InputError(
+                f"must not be negative, got {spec.tolerance!r}", field=f"{field}.tolerance"
+            )
     policies = default.policies
     if spec.policies is not None:
         if not spec.policies:
