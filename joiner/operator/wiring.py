@@ -454,6 +454,8 @@ class SimulationRuntime:
             d.start(self.scenario.duration_s)
         for h in self.hpas:
             h.start(self.scenario.duration_s)
+        for cpa in self.workloads.proportional:
+            cpa.start(self.scenario.duration_s)
         ScheduleRunner(self.scenario.schedules, self.clock, self._scheduled_minimum).start()
         for j in self.jobs:
             j.start()

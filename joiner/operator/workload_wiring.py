@@ -15,6 +15,7 @@ from joiner.controllers.provisioning.buffers import Buffers
 from joiner.sim.clock import SimClock
 from joiner.sim.hpa import ManifestHpaController
 from joiner.sim.hpa import initial_replicas as hpa_initial_replicas
+from joiner.sim.proportional import ProportionalController
 from joiner.sim.scenario import Scenario
 from joiner.sim.workloads import (
     CronJobController,
@@ -69,6 +70,12 @@ class WorkloadControllers:
             if w.run_for_s is not None
         ]
         self.by_owner.update({j.key: j for j in self.jobs})
+        self.proportional = [
+            ProportionalController(cpa, self.by_owner[cpa.target_key], state, clock)
+            for cpa in m.proportional
+            if cpa.params is not None
+            and isinstance(self.by_owner.get(cpa.target_key), DeploymentController)
+        ]
         self.cronjobs = [
             CronJobController(
                 c.cronjob,
