@@ -5,7 +5,7 @@ draw the booking rush's p95 pending against the extra cost per day.
 
 writes ``table.md``, ``peak-p95-vs-cost.png`` and each run's ``<scenario>.summary.json`` into
 ``--out`` (nothing is committed: the repository keeps no images). Each run is a 4-hour
-simulation (seconds to a minute each; seven in all).
+simulation (seconds to a minute each; eight in all).
 
 Extra cost per day: headroom that runs all day (placeholders, a CapacityBuffer) costs the same
 at any hour, so it is 6 times the 4-hour run's difference to no headroom; a scheduled
@@ -28,6 +28,11 @@ ROWS: list[tuple[str, str, bool]] = [
     ("24 placeholders, 24 vCPU", "headroom-24.yaml", True),
     ("48 placeholders, 48 vCPU", "headroom-48.yaml", True),
     ("80 placeholders, 80 vCPU", "scenario.yaml", True),
+    (
+        "placeholders by cluster-proportional-autoscaler, 1 per 2 cores",
+        "headroom-proportional.yaml",
+        True,
+    ),
     ("CapacityBuffer of 80 x 1 vCPU", "capacity-buffer-80.yaml", True),
     ("pre-scale at 07:50 to ~80 % of the peak", "prescale-150.yaml", False),
     ("pre-scale at 07:50 to the peak", "prescale-peak.yaml", False),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from joiner.api.manifests.proportional import Linear
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import load_scenario
 
@@ -50,3 +51,14 @@ def test_the_prescale_settings_raise_the_three_hpas_at_07_50_for_40_minutes():
         assert sc.schedules[0].min_replicas == api
         # 07:50 is 6600 s after the 06:00 start; the next fire is the next day's.
         assert list(sc.schedules[0].fire_times) == [6600.0]
+
+
+def test_the_proportional_placeholders_are_sized_by_their_autoscaler():
+    sc = load_scenario(EXAMPLE / "headroom-proportional.yaml")
+    (cpa,) = sc.manifests.proportional
+    assert (cpa.key, cpa.target_key, cpa.poll_s) == (
+        "clinic/headroom-autoscaler",
+        "clinic/headroom",
+        10.0,
+    )
+    assert cpa.params == Linear(cores_per_replica=2.0, prevent_single_point_failure=True)
