@@ -20,7 +20,6 @@ from functools import partial
 from typing import Any
 
 from joiner.api import durations, timeline
-from joiner.api.labels import DO_NOT_DISRUPT
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.simulated.market import SpotMarket, market_seed
@@ -37,6 +36,7 @@ from joiner.controllers.termination.pdb import violated
 from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
 from joiner.operator import run_report
+from joiner.operator.workload_wiring import WorkloadControllers
 from joiner.scheduling import costopt as packing_costopt
 from joiner.sim import windows
 from joiner.sim.baseline import (
@@ -52,11 +52,9 @@ from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary
 from joiner.sim.running import adopt, cluster_state
 from joiner.sim.scenario import Scenario
+from joiner.sim.schedules import ScheduleRunner
 from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import (
-    CronJobController,
-    DeploymentController,
-    HpaController,
     JobController,
     PodFactory,
 )
@@ -195,42 +193,15 @@ class SimulationRuntime:
         self.terminator.on_evicted.append(self._gone)
         self.kube_scheduler.on_bound.append(self._bound)
         self._retry_scheduled = False
-        self.deployments = self._deployments()
-        self._by_owner: dict[str, Any] = {d.key: d for d in self.deployments}
-        self.hpas = [
-            HpaController(w.hpa, self._by_owner[w.deployment], self.clock)
-            for w in scenario.workloads
-            if w.hpa is not None
-        ]
-        self.jobs = [
-            JobController(
-                w.deployment,
-                next(d.template for d in m.deployments if d.key == w.deployment),
-                self.state,
-                self.clock,
-                self.pods,
-                parallelism=w.replicas,
-                completions=next(
-                    d.completions or 0 for d in m.deployments if d.key == w.deployment
-                ),
-                run_for_s=w.run_for_s,
-            )
-            for w in scenario.workloads
-            if w.run_for_s is not None
-        ]
-        self._by_owner.update({j.key: j for j in self.jobs})
-        self.cronjobs = [
-            CronJobController(
-                c.cronjob,
-                c.fire_times_s,
-                self.state,
-                self.clock,
-                self.pods,
-                run_for_s=c.run_for_s,
-                register=self._register_job,
-            )
-            for c in scenario.cronjobs
-        ]
+        workloads = WorkloadControllers(
+            scenario, self.state, self.clock, self.pods, lambda _pod: self._kick_disruption()
+        )
+        self.workloads = workloads
+        self.deployments = workloads.deployments
+        self._by_owner: dict[str, Any] = workloads.by_owner
+        self.hpas = workloads.hpas
+        self.jobs = workloads.jobs
+        self.cronjobs = workloads.cronjobs
         self._violated: set[str] = set()
         self.pdb_violations = 0
         self.pdb_violation_times: list[float] = []
@@ -317,38 +288,10 @@ class SimulationRuntime:
         else:
             self.provisioner.reconcile()
 
-    def _register_job(self, job: JobController) -> None:
-        self._by_owner[job.key] = job
-
-    def _deployments(self) -> list[DeploymentController]:
-        by_key = {w.deployment: w for w in self.scenario.workloads}
-        out = []
-        for d in self.scenario.manifests.deployments:
-            w = by_key.get(d.key)
-            dnd = durations.do_not_disrupt(dict(d.annotations).get(DO_NOT_DISRUPT))
-            if w is not None and w.run_for_s is not None:
-                continue  # a Job run to completion (self.jobs)
-            if w is not None and w.hpa is not None:
-                replicas = HpaController.initial_replicas(w.hpa)
-            elif w is not None and w.trace is None:
-                replicas = w.replicas
-            else:
-                replicas = d.replicas
-            out.append(
-                DeploymentController(
-                    d.key,
-                    d.template,
-                    self.state,
-                    self.clock,
-                    self.pods,
-                    replicas=replicas,
-                    trace=w.trace if w is not None else None,
-                    do_not_disrupt=dnd[0],
-                    do_not_disrupt_for_s=dnd[1],
-                    on_deleted=lambda _pod: self._kick_disruption(),
-                )
-            )
-        return out
+    def _scheduled_minimum(self, kind: str, target: str, minimum: int) -> None:
+        """``spec.schedules`` (``WorkloadControllers.scheduled_minimum``)."""
+        if self.workloads.scheduled_minimum(kind, target, minimum, self.provisioner.buffers):
+            self.batcher.trigger()
 
     # -- interruption plumbing -----------------------------------------------------------
 
@@ -511,6 +454,9 @@ class SimulationRuntime:
             d.start(self.scenario.duration_s)
         for h in self.hpas:
             h.start(self.scenario.duration_s)
+        for cpa in self.workloads.proportional:
+            cpa.start(self.scenario.duration_s)
+        ScheduleRunner(self.scenario.schedules, self.clock, self._scheduled_minimum).start()
         for j in self.jobs:
             j.start()
         for c in self.cronjobs:

@@ -8,7 +8,8 @@ names (paths relative to the scenario file) and the traces, and checks cross-ref
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
 from joiner.api.manifests.yamlio import read_documents, read_text
 from joiner.api.objects import CronJob
+from joiner.api.quantity import parse_quantity
 from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
@@ -30,25 +32,31 @@ from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
 from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.faults.template import Template, load_template
+from joiner.sim import hpa as manifest_hpa
+from joiner.sim import schedules as scheduled
 from joiner.sim.baseline.settings import (
     AutoscalerSettings,
 )
+from joiner.sim.hpa import HpaRun, WorkloadInputs
 from joiner.sim.scenario_schema import (
     ScenarioFile,
+    WorkloadSpec,
 )
 from joiner.sim.scenario_sections import (
     FireTimes,
     autoscaler_settings,
     check_node_classes,
+    daily_multipliers,
     find_cronjob,
     fire_times,
     hpa_settings,
     interruption_settings,
     positive_run_for,
 )
+from joiner.sim.schedules import ScheduledMinimum
 from joiner.sim.spotdata import market_inputs
 from joiner.sim.windows import Window, resolve
-from joiner.sim.workloads import Hpa, Trace, load_trace
+from joiner.sim.workloads import Hpa, Trace, Traffic, load_trace
 
 API_VERSION = "joiner.dev/v1alpha1"
 
@@ -63,6 +71,8 @@ class Workload:
     trace: Trace | None
     hpa: Hpa | None = None
     run_for_s: float | None = None
+    #: A manifest HorizontalPodAutoscaler scales it (``joiner.sim.hpa``).
+    manifest_hpa: HpaRun | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,41 @@ class Scenario:
     packing: str = "karpenter"
     #: ``spec.report.windows`` in run time.
     windows: tuple[Window, ...] = ()
+    #: ``spec.schedules``: minimums raised at times of day.
+    schedules: tuple[ScheduledMinimum, ...] = ()
+
+
+def _scales(w: WorkloadSpec) -> bool:
+    fields = (w.replicas, w.trace, w.hpa, w.traffic, w.cpuPerRequest)
+    return any(x is not None for x in fields)
+
+
+def _trace(base: Path, name: str, file: str, obj: str, field: str) -> Trace:
+    try:
+        return load_trace(base / name, target_per_replica=1.0, min_replicas=0, max_replicas=1)
+    except InputError as exc:
+        raise InputError(f"{exc.file}: {exc.detail}", file=file, obj=obj, field=field) from exc
+
+
+def _cpu_per_request(
+    value: str | float | None, fail: Callable[[str, str], InputError], field: str
+) -> float | None:
+    if value is None:
+        return None
+    try:
+        cores = float(parse_quantity(str(value).strip()))
+    except (ValueError, ArithmeticError):
+        raise fail(f"{value!r} is not a CPU quantity (examples: 20m, 0.05)", field) from None
+    if not 0 < cores < 1e6:
+        raise fail(f"must be a positive CPU quantity, got {value!r}", field)
+    return cores
+
+
+def found_replicas(manifests: ManifestSet, key: str) -> int:
+    """The manifests' replicas of workload ``key``."""
+    found = manifests.deployment(key)
+    assert found is not None
+    return found.replicas
 
 
 def json_schema() -> dict[str, Any]:
@@ -252,6 +297,7 @@ def load_scenario(
             raise exc.located(file=file, obj=obj) from exc
 
     workloads: list[Workload] = []
+    inputs: dict[str, WorkloadInputs] = {}
     cron_runs: dict[str, float] = {}
     listed: dict[str, int] = {}
     for i, w in enumerate(spec.workloads):
@@ -266,7 +312,7 @@ def load_scenario(
                     f"CronJob {w.cronJob!r} is not in the manifests (have: {have})",
                     f"{field}.cronJob",
                 )
-            if w.replicas is not None or w.trace is not None or w.hpa is not None:
+            if _scales(w):
                 raise fail("a CronJob takes only 'runFor'", field)
             if w.runFor is None:
                 raise fail("give 'runFor': how long each of its pods runs", field)
@@ -289,18 +335,25 @@ def load_scenario(
             )
         listed[found.key] = i
         if found.kind == "Job" and w.runFor is not None:
-            if w.replicas is not None or w.trace is not None or w.hpa is not None:
+            if _scales(w):
                 raise fail("a Job run to completion takes only 'runFor'", field)
             run_for = positive_run_for(seconds(w.runFor, f"{field}.runFor"), fail, field)
             workloads.append(Workload(found.key, found.replicas, None, run_for_s=run_for))
             continue
         if w.runFor is not None:
             raise fail(f"'runFor' applies to Jobs and CronJobs, not a {found.kind}", field)
-        given = [k for k in ("replicas", "trace", "hpa") if getattr(w, k) is not None]
+        given = [k for k in ("replicas", "trace", "hpa", "traffic") if getattr(w, k) is not None]
         if len(given) != 1:
-            raise fail("give exactly one of 'replicas', 'trace' or 'hpa'", field)
+            raise fail("give exactly one of 'replicas', 'trace', 'hpa' or 'traffic'", field)
         trace = None
         hpa = None
+        traffic = None
+        if w.traffic is not None:
+            traffic = Traffic(
+                _trace(base, w.traffic.file, file, obj, f"{field}.traffic.file").values,
+                daily_multipliers(w.traffic.dailyMultipliers, seconds, fail, f"{field}.traffic"),
+                start_time.hour * 60 + start_time.minute,
+            )
         source = w.trace or w.hpa
         if source is not None:
             where = "trace" if w.trace is not None else "hpa"
@@ -321,7 +374,51 @@ def load_scenario(
                 hpa = hpa_settings(w.hpa, loaded, start_time, seconds, fail, f"{field}.hpa")
             else:
                 trace = loaded
-        workloads.append(Workload(found.key, w.replicas or 0, trace, hpa=hpa))
+        inputs[found.key] = WorkloadInputs(
+            i,
+            given[0],
+            hpa.traffic if hpa is not None else traffic,
+            _cpu_per_request(w.cpuPerRequest, fail, f"{field}.cpuPerRequest"),
+        )
+        replicas = found.replicas if w.traffic is not None else w.replicas or 0
+        workloads.append(Workload(found.key, replicas, trace, hpa=hpa))
+    runs = manifest_hpa.resolve(
+        manifests.hpas, manifests.workloads, inputs, fail, manifests.warnings
+    )
+    workloads = [
+        replace(
+            w,
+            hpa=None,
+            trace=None,
+            # The scenario's replicas (if given) are the HPA's starting point.
+            replicas=w.replicas if w.hpa is None else found_replicas(manifests, w.deployment),
+            manifest_hpa=runs.pop(w.deployment),
+        )
+        if w.deployment in runs
+        else w
+        for w in workloads
+    ]
+    workloads += [
+        Workload(key, found_replicas(manifests, key), None, manifest_hpa=run)
+        for key, run in runs.items()
+    ]
+
+    ceilings = {w.deployment: w.hpa.trace.max_replicas for w in workloads if w.hpa is not None}
+    ceilings |= {
+        w.deployment: w.manifest_hpa.hpa.max_replicas
+        for w in workloads
+        if w.manifest_hpa is not None
+    }
+    schedules = scheduled.resolve(
+        spec.schedules,
+        manifests,
+        ceilings,
+        start_time,
+        duration_s,
+        seconds=seconds,
+        fail=fail,
+        buffers_on=spec.settings.featureGates.capacityBuffer,
+    )
 
     cronjobs: list[CronJobRun] = []
     for cj in manifests.cronjobs:
@@ -435,4 +532,5 @@ def load_scenario(
         autoscaler=autoscaler,
         packing=spec.settings.packing,
         windows=windows,
+        schedules=schedules,
     )

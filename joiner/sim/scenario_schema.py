@@ -144,6 +144,13 @@ class HpaSpec(_Strict):
     dailyMultipliers: list[DailyMultiplierSpec] = Field(default_factory=list)
 
 
+class TrafficSpec(_Strict):
+    """A workload's request rate, the metric of the manifests' HorizontalPodAutoscaler for it."""
+
+    file: str = Field(min_length=1, description="CSV with header minute,value (requests)")
+    dailyMultipliers: list[DailyMultiplierSpec] = Field(default_factory=list)
+
+
 class WorkloadSpec(_Strict):
     """A Deployment (or StatefulSet, ReplicaSet, Job) with fixed replicas, a trace or an HPA;
     or a CronJob; Jobs and CronJobs with ``runFor`` run their pods to completion."""
@@ -155,9 +162,37 @@ class WorkloadSpec(_Strict):
     replicas: StrictInt | None = Field(default=None, ge=0, le=MAX_REPLICAS)
     trace: TraceSpec | None = None
     hpa: HpaSpec | None = None
+    traffic: TrafficSpec | None = Field(
+        default=None,
+        description="The request rate that feeds the manifests' autoscaling/v2 "
+        "HorizontalPodAutoscaler of this workload (Pods, Object and External metrics read it)",
+    )
+    cpuPerRequest: str | float | None = Field(
+        default=None,
+        description="CPU (a quantity, e.g. 20m) one unit of the request rate uses: the "
+        "manifest HPA's Resource cpu metric reads rate x cpuPerRequest",
+    )
     runFor: str | None = Field(
         default=None, description="Go duration each Job pod runs once started"
     )
+
+
+class ScheduleSpec(_Strict):
+    """Scheduled scaling: from each time ``cron`` fires, for ``duration``, the workload's
+    (or CapacityBuffer's) minimum is at least ``minReplicas``."""
+
+    workload: str | None = Field(
+        default=None,
+        min_length=1,
+        description="namespace/name (or name in default) of a Deployment, StatefulSet or "
+        "ReplicaSet: raises its HPA's minReplicas, else its replicas",
+    )
+    buffer: str | None = Field(
+        default=None, min_length=1, description="namespace/name of a CapacityBuffer: its size"
+    )
+    cron: str = Field(description="cron schedule in UTC (as startTime), e.g. '50 7 * * 1-5'")
+    minReplicas: StrictInt = Field(ge=0, le=MAX_REPLICAS)
+    duration: str = Field(description="Go duration the minimum holds from each fire, e.g. 40m")
 
 
 class NodeGroupModel(_Strict):
@@ -287,6 +322,11 @@ class ScenarioSpec(_Strict):
     manifests: list[str] = Field(min_length=1, description="Paths relative to this file")
     cloud: CloudSpec = Field(default_factory=CloudSpec)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
+    schedules: list[ScheduleSpec] = Field(
+        default_factory=list,
+        description="Scheduled scaling for known peaks: [{workload or buffer, cron, "
+        "minReplicas, duration}]",
+    )
     interruption: dict[str, Any] | None = Field(
         default=None,
         description="NTH Helm values (with or without the aws-node-termination-handler "

@@ -29,7 +29,7 @@ from joiner.sim.baseline.settings import (
     AutoscalerSettings,
     NodeGroupSpec,
 )
-from joiner.sim.scenario_schema import HpaSpec, ScenarioSpec
+from joiner.sim.scenario_schema import DailyMultiplierSpec, HpaSpec, ScenarioSpec
 from joiner.sim.workloads import DailyMultiplier, Hpa, Trace
 
 
@@ -85,20 +85,32 @@ def positive_run_for(value: float, fail: Any, field: str) -> float:
     return value
 
 
+def daily_multipliers(
+    specs: list[DailyMultiplierSpec], seconds: Any, fail: Any, field: str
+) -> tuple[DailyMultiplier, ...]:
+    """``dailyMultipliers`` (of an ``hpa`` shorthand or a ``traffic``) as run-time values.
+
+    Raises:
+        InputError: a duration outside 1m-24h (naming the field).
+    """
+    out = []
+    for i, m in enumerate(specs):
+        where = f"{field}.dailyMultipliers[{i}]"
+        minutes = seconds(m.duration, f"{where}.duration") / 60
+        if not 1 <= minutes <= 1440:
+            raise fail("duration must be between 1m and 24h", f"{where}.duration")
+        hh, mm = (int(x) for x in m.start.split(":"))
+        out.append(DailyMultiplier(hh * 60 + mm, int(minutes), m.factor, m.name))
+    return tuple(out)
+
+
 def hpa_settings(
     spec: HpaSpec, trace: Trace, start: datetime, seconds: Any, fail: Any, field: str
 ) -> Hpa:
     sync_s = seconds(spec.syncPeriod, f"{field}.syncPeriod")
     if sync_s < 1:
         raise fail("syncPeriod must be at least 1s", f"{field}.syncPeriod")
-    multipliers = []
-    for i, m in enumerate(spec.dailyMultipliers):
-        where = f"{field}.dailyMultipliers[{i}]"
-        minutes = seconds(m.duration, f"{where}.duration") / 60
-        if not 1 <= minutes <= 1440:
-            raise fail("duration must be between 1m and 24h", f"{where}.duration")
-        hh, mm = (int(x) for x in m.start.split(":"))
-        multipliers.append(DailyMultiplier(hh * 60 + mm, int(minutes), m.factor, m.name))
+    multipliers = daily_multipliers(spec.dailyMultipliers, seconds, fail, field)
     return Hpa(
         trace=trace,
         sync_s=sync_s,
@@ -106,7 +118,7 @@ def hpa_settings(
             spec.scaleDownStabilization, f"{field}.scaleDownStabilization"
         ),
         tolerance=spec.tolerance,
-        multipliers=tuple(multipliers),
+        multipliers=multipliers,
         start_minute_of_day=start.hour * 60 + start.minute,
     )
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from joiner.api.errors import InputError
 from joiner.api.manifests.yamlio import read_text
@@ -159,6 +160,7 @@ class DeploymentController:
         self._do_not_disrupt = do_not_disrupt
         self._do_not_disrupt_for_s = do_not_disrupt_for_s
         self._minute = 0
+        self._floor = 0
 
     def start(self, duration_s: float) -> None:
         """Create the initial pods; with a trace, re-evaluate at every minute of the run
@@ -177,8 +179,15 @@ class DeploymentController:
         self._schedule_next(minute + 1)
 
     def desired(self, minute: int) -> int:
-        """Desired replicas at ``minute``."""
-        return self._trace.replicas_at(minute) if self._trace is not None else self._fixed
+        """Desired replicas at ``minute`` (at least a scheduled minimum in force)."""
+        base = self._trace.replicas_at(minute) if self._trace is not None else self._fixed
+        return max(base, self._floor)
+
+    def set_floor(self, minimum: int) -> None:
+        """A scheduled minimum (``joiner.sim.schedules``; 0: none) for a workload no HPA
+        scales: its replicas are at least ``minimum`` while it holds."""
+        self._floor = minimum
+        self._reconcile(self._minute)
 
     def set_replicas(self, replicas: int) -> None:
         """Scale to ``replicas`` now (a HorizontalPodAutoscaler's decision)."""
@@ -241,6 +250,27 @@ class DailyMultiplier:
 
 
 @dataclass(frozen=True, slots=True)
+class Traffic:
+    """A workload's request rate: per-minute ``values`` (the last holds past the end) times
+    the ``multipliers`` whose daily window covers the minute; ``start_minute_of_day`` is the
+    wall-clock minute of run time 0."""
+
+    values: tuple[float, ...]
+    multipliers: tuple[DailyMultiplier, ...] = ()
+    start_minute_of_day: int = 0
+
+    def rate_at(self, t_s: float) -> float:
+        """The rate at run time ``t_s``."""
+        minute = int(t_s // 60)
+        value = self.values[min(minute, len(self.values) - 1)]
+        of_day = (self.start_minute_of_day + minute) % 1440
+        for m in self.multipliers:
+            if m.applies(of_day):
+                value *= m.factor
+        return value
+
+
+@dataclass(frozen=True, slots=True)
 class Hpa:
     """A HorizontalPodAutoscaler on a request-rate metric (``AverageValue`` target).
 
@@ -265,13 +295,12 @@ class Hpa:
 
     def rate_at(self, t_s: float) -> float:
         """The metric at run time ``t_s`` (per-minute trace value times the multipliers)."""
-        minute = int(t_s // 60)
-        value = self.trace.values[min(minute, len(self.trace.values) - 1)]
-        of_day = (self.start_minute_of_day + minute) % 1440
-        for m in self.multipliers:
-            if m.applies(of_day):
-                value *= m.factor
-        return value
+        return self.traffic.rate_at(t_s)
+
+    @property
+    def traffic(self) -> Traffic:
+        """The trace and multipliers as a ``Traffic``."""
+        return Traffic(self.trace.values, self.multipliers, self.start_minute_of_day)
 
     def raw(self, t_s: float, current: int) -> int:
         """The unstabilised recommendation at ``t_s`` with ``current`` replicas."""
@@ -293,6 +322,16 @@ class HpaController:
         self._clock = clock
         self._history: list[tuple[float, int]] = []
         self.replicas = self.initial_replicas(hpa)
+        self.min_floor = 0
+
+    def set_floor(self, minimum: int) -> None:
+        """A scheduled minimum (``raise_minimum``)."""
+        raise_minimum(self, minimum, self.hpa.trace.min_replicas, self.hpa.trace.max_replicas)
+
+    @property
+    def deployment(self) -> DeploymentController:
+        """The scaled workload."""
+        return self._deployment
 
     @staticmethod
     def initial_replicas(hpa: Hpa) -> int:
@@ -318,13 +357,25 @@ class HpaController:
         else:
             target = min(current, max(r for _, r in self._history))
         tr = hpa.trace
-        target = max(tr.min_replicas, min(tr.max_replicas, target))
+        minimum = max(tr.min_replicas, min(self.min_floor, tr.max_replicas))
+        target = max(minimum, min(tr.max_replicas, target))
         if target != current:
             self.replicas = target
             self._deployment.set_replicas(target)
         nxt = now + hpa.sync_s
         if nxt <= self._end_s:
             self._clock.at(nxt, self._sync, label="hpa")
+
+
+def raise_minimum(ctl: Any, minimum: int, min_replicas: int, max_replicas: int) -> None:
+    """A scheduled minimum for an HPA controller (``min_floor``; 0: none): the HPA scales up
+    to it at once (the HPA controller reconciles on its object's update); scale-down after
+    it ends follows the HPA's usual rules."""
+    ctl.min_floor = minimum
+    low = max(min_replicas, min(minimum, max_replicas))
+    if ctl.replicas < low:
+        ctl.replicas = low
+        ctl.deployment.set_replicas(low)
 
 
 class JobController:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from joiner.api.manifests.proportional import Linear
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import load_scenario
 
@@ -35,3 +36,29 @@ def test_headroom_cuts_the_rush_p95_under_5_s_at_a_price():
     preempted = [e for e in golden["timeline"] if e["kind"] == "preempted"]
     assert preempted and all(e["pod"].startswith("clinic/headroom-") for e in preempted)
     assert golden["pods"]["pending"] == none["pods"]["pending"] == 0
+
+
+def test_the_prescale_settings_raise_the_three_hpas_at_07_50_for_40_minutes():
+    # Their figures come from tools/clinic_headroom.py (README table); here only what they
+    # schedule, which is cheap to check.
+    for name, api in (("prescale-150.yaml", 150), ("prescale-peak.yaml", 195)):
+        sc = load_scenario(EXAMPLE / name)
+        assert [(s.target, s.duration_s) for s in sc.schedules] == [
+            ("clinic/api", 2400.0),
+            ("clinic/booking", 2400.0),
+            ("clinic/notification", 2400.0),
+        ]
+        assert sc.schedules[0].min_replicas == api
+        # 07:50 is 6600 s after the 06:00 start; the next fire is the next day's.
+        assert list(sc.schedules[0].fire_times) == [6600.0]
+
+
+def test_the_proportional_placeholders_are_sized_by_their_autoscaler():
+    sc = load_scenario(EXAMPLE / "headroom-proportional.yaml")
+    (cpa,) = sc.manifests.proportional
+    assert (cpa.key, cpa.target_key, cpa.poll_s) == (
+        "clinic/headroom-autoscaler",
+        "clinic/headroom",
+        10.0,
+    )
+    assert cpa.params == Linear(cores_per_replica=2.0, prevent_single_point_failure=True)

@@ -26,6 +26,7 @@ from joiner.controllers.interruption import settings as nth
 from joiner.sim.scenario import load_scenario
 from joiner.sim.scenario_schema import ScenarioSpec
 from tests.cli.test_schema_walk_karpenter import walk
+from tests.sim.test_capacity_buffer import BUFFER
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "seed-spot"
@@ -45,6 +46,18 @@ spec:
             - name: job
               image: busybox
               resources: {requests: {cpu: "1"}}
+"""
+
+HPA = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: default}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 10
+  metrics:
+    - type: Pods
+      pods: {metric: {name: rps}, target: {type: AverageValue, averageValue: "50"}}
 """
 
 HISTORY = {
@@ -86,12 +99,20 @@ ITEMS: dict[str, Any] = {
     "workloads[].trace": {"file": "traffic.csv", "targetPerReplica": 50},
     "workloads[].hpa": {"file": "traffic.csv", "targetPerReplica": 50},
     "workloads[].hpa.dailyMultipliers": {"start": "09:00", "duration": "1h", "factor": 2},
+    "workloads[].traffic": {"file": "traffic.csv"},
+    "workloads[].traffic.dailyMultipliers": {"start": "09:00", "duration": "1h", "factor": 2},
     "events": {"at": "5m", "file": "event.json"},
     "faults": {"at": "5m", "template": "fis.json"},
     "clusterAutoscaler.nodeGroups": {
         "name": "g",
         "nodePool": "my-provisioner",
         "instanceTypes": ["c5.xlarge"],
+    },
+    "schedules": {
+        "workload": "default/web",
+        "cron": "*/10 * * * *",
+        "minReplicas": 3,
+        "duration": "5m",
     },
     # Inside the run (a window outside it resolves to nothing, with a warning).
     "report.windows": {"name": "rush", "start": "00:10", "duration": "10m"},
@@ -161,6 +182,12 @@ FIELDS: dict[str, Any] = {
     "workloads[].hpa.dailyMultipliers[].duration": "2h",
     "workloads[].hpa.dailyMultipliers[].factor": 3,
     "workloads[].runFor": "7m",
+    "workloads[].traffic.file": "traffic2.csv",
+    "workloads[].traffic.dailyMultipliers[].name": "morning",
+    "workloads[].traffic.dailyMultipliers[].start": "10:00",
+    "workloads[].traffic.dailyMultipliers[].duration": "2h",
+    "workloads[].traffic.dailyMultipliers[].factor": 3,
+    "workloads[].cpuPerRequest": "10m",
     "interruption": {"enableRebalanceDraining": True},
     "events[].at": "6m",
     "events[].file": "event2.json",
@@ -200,6 +227,17 @@ FIELDS: dict[str, Any] = {
     "clusterAutoscaler.nodeGroups[].zones": ["us-east-1a"],
     "clusterAutoscaler.derivedGroupMaxSize": 10,
     "settings.featureGates.capacityBuffer": True,
+    # The seed has one Deployment: naming another is an error (so the field is read).
+    "schedules[].workload": Err("default/missing", "workload"),
+    "schedules[].buffer": lambda s: s.update(
+        manifests=[*s["manifests"], "buffer.yaml"],
+        schedules=[
+            {"buffer": "default/spare", "cron": "*/10 * * * *", "minReplicas": 3, "duration": "5m"}
+        ],
+    ),
+    "schedules[].cron": "*/20 * * * *",
+    "schedules[].minReplicas": 4,
+    "schedules[].duration": "7m",
     "report.windows[].name": "doors",
     "report.windows[].start": "00:20",
     "report.windows[].duration": "20m",
@@ -211,8 +249,21 @@ def _cron_first(spec: dict[str, Any]) -> None:
     spec["workloads"] = [{"cronJob": "default/nightly", "runFor": "5m"}, *spec["workloads"]]
 
 
+def _manifest_hpa(spec: dict[str, Any]) -> None:
+    """The seed's Deployment scaled by a manifest HPA fed by ``traffic``."""
+    spec["manifests"] = [*spec["manifests"], "hpa.yaml"]
+    spec["workloads"] = [{"deployment": "default/web", "traffic": {"file": "traffic.csv"}}]
+
+
 #: What a field needs in place before and after its mutation (beyond ``ITEMS``).
-PRE: dict[str, Any] = {"workloads[].runFor": _cron_first}
+PRE: dict[str, Any] = {
+    "workloads[].runFor": _cron_first,
+    **{
+        f: _manifest_hpa
+        for f in FIELDS
+        if f.startswith("workloads[].traffic") or f == "workloads[].cpuPerRequest"
+    },
+}
 
 
 def test_every_field_has_a_mutation():
@@ -235,6 +286,8 @@ def _files(tmp_path: Path) -> None:
     (tmp_path / "traffic.csv").write_text(trace)
     (tmp_path / "traffic2.csv").write_text("minute,value\n0,500\n1,20\n")
     (tmp_path / "cron.yaml").write_text(CRONJOB)
+    (tmp_path / "hpa.yaml").write_text(HPA)
+    (tmp_path / "buffer.yaml").write_text(BUFFER)
     (tmp_path / "history.json").write_text(json.dumps(HISTORY))
     (tmp_path / "scores.json").write_text(json.dumps(SCORES))
     scores2 = json.loads(json.dumps(SCORES))

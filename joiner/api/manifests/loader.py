@@ -16,9 +16,11 @@ from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import (
     capacitybuffer,
     convert,
+    hpa,
     legacy,
     pods,
     priority,
+    proportional,
     runtimeclass,
     unmodelled,
 )
@@ -48,6 +50,12 @@ class ManifestSet:
     #: ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers, and the ``v1`` PodTemplates
     #: (``namespace/name``) they may name.
     capacitybuffers: list[capacitybuffer.CapacityBuffer] = field(default_factory=list)
+    #: ``autoscaling/v2`` HorizontalPodAutoscalers (``joiner.sim.hpa`` runs them).
+    hpas: list[hpa.HorizontalPodAutoscaler] = field(default_factory=list)
+    #: cluster-proportional-autoscaler Deployments, and the ConfigMaps (``ns/name`` ->
+    #: data, file, object) they may read.
+    proportional: list[proportional.ProportionalAutoscaler] = field(default_factory=list)
+    configmaps: dict[str, tuple[dict[str, Any], str, str]] = field(default_factory=dict)
     podtemplates: dict[str, o.PodTemplate] = field(default_factory=dict)
     #: (pod field path, upstream effect) -> objects that set a field Joiner does not model.
     unmodelled: dict[tuple[str, str], list[str]] = field(default_factory=dict)
@@ -180,6 +188,9 @@ def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | 
         parsed = _validate(model, doc, file, obj)
         _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
         w = pods.workload(parsed, file)
+        cpa = proportional.detect(parsed.spec.template.spec, w, file, obj, out.warnings)
+        if cpa is not None:
+            out.proportional.append(cpa)
         owners = {r.kind for r in parsed.metadata.ownerReferences}
         if owners & {"Deployment", "CronJob"}:
             out.owned_workloads.append(w)
@@ -253,6 +264,21 @@ def _capacitybuffer(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) 
     out.capacitybuffers.append(capacitybuffer.capacity_buffer(parsed, file))
 
 
+def _hpa(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    parsed = _validate(hpa.HorizontalPodAutoscalerModel, doc, file, obj)
+    out.hpas.append(hpa.horizontal_pod_autoscaler(parsed, file, obj, out.warnings))
+
+
+def _configmap(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    parsed = _validate(proportional.ConfigMapModel, doc, file, obj)
+    key = f"{parsed.metadata.namespace or 'default'}/{parsed.metadata.name}"
+    out.configmaps[key] = (parsed.data or {}, file, obj)
+
+
+def _hpa_other(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
+    out.warnings.append(hpa.other_version(str(doc.get("apiVersion")), file, obj))
+
+
 def _podtemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(capacitybuffer.PodTemplateModel, doc, file, obj)
     _note_unmodelled(parsed.template.spec, "template.spec", file, obj, out)
@@ -290,6 +316,11 @@ HANDLERS: dict[tuple[str, str], _Handler] = {
     ("scheduling.k8s.io/v1", "PriorityClass"): _priorityclass,
     ("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"): _capacitybuffer,
     ("v1", "PodTemplate"): _podtemplate,
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): _hpa,
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): _hpa_other,
+    ("v1", "ConfigMap"): _configmap,
+    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): _hpa_other,
+    ("autoscaling/v2beta1", "HorizontalPodAutoscaler"): _hpa_other,
 }
 
 #: Older Karpenter kinds a cluster dump may hold that Joiner does not read: skipped with a
@@ -407,6 +438,7 @@ def _check_unique(out: ManifestSet) -> None:
         ("Pod", [(p.key, p.source) for p in out.pods]),
         ("Node", [(n.name, n.source) for n in out.nodes]),
         ("PodDisruptionBudget", [(f"{p.namespace}/{p.name}", p.source) for p in out.pdbs]),
+        ("HorizontalPodAutoscaler", [(h.key, h.source) for h in out.hpas]),
     ]
     for what, items in groups:
         seen: dict[str, o.Source] = {}
@@ -471,6 +503,7 @@ def _group_skipped(out: ManifestSet) -> None:
 
 
 def _check_references(out: ManifestSet) -> None:
+    proportional.resolve(out)
     _group_skipped(out)
     _check_unique(out)
     priority.admit(out)

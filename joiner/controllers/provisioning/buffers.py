@@ -38,6 +38,8 @@ class Buffers:
         self.capped: set[tuple[str, str]] = set()
         #: Node (or in-flight NodeClaim) names hosting virtual pods after the last pass.
         self.nodes: frozenset[str] = frozenset()
+        #: Scheduled minimum sizes by ``namespace/name`` (the simulation's ``spec.schedules``).
+        self.floors: dict[str, int] = {}
 
     def virtual_pods(self) -> list[Pod]:
         """The virtual pods of every buffer now (objects reused across passes)."""
@@ -45,6 +47,7 @@ class Buffers:
         for b in self._buffers:
             assert b.template is not None
             count = b.desired(self._replicas_of(b.workload) if b.workload else 0)
+            count = max(count, self.floors.get(f"{b.namespace}/{b.name}", 0))
             if count > MAX_BUFFER_PODS:
                 if (b.namespace, b.name) not in self.capped:
                     self.capped.add((b.namespace, b.name))
