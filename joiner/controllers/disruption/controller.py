@@ -314,7 +314,7 @@ class DisruptionController:
                 "action": command.action,
                 "nodes": list(names),
                 "replacements": [
-                    _launched(claim, r) for claim, r in zip(claims, command.replacements, strict=True)
+                    _launched(c, r) for c, r in zip(claims, command.replacements, strict=True)
                 ],
                 "savingsPerHour": round(command.savings_per_hour, 6),
             }
