@@ -163,3 +163,41 @@ def test_a_history_that_starts_after_the_run_says_so(tmp_path: Path) -> None:
     (warning,) = late("2024-01-05T00:00:00Z")
     assert "history.json" in warning and "8784.0 h after" in warning
     assert late("2025-01-05T00:00:00Z") == []
+
+
+def test_rows_and_requests_that_can_never_apply_are_named_once_per_file(tmp_path: Path) -> None:
+    """Regression (breaker): price rows and placement-score requests for an instance type the
+    region does not offer (a typo: c5.xlarg), or a zone no subnet is in, were ignored
+    silently; each file now draws one warning naming them."""
+    history = _history("0.05", "0.08")
+    rows = history["SpotPriceHistory"]
+    for name in ("c5.xlarg", "c5.xlarg", "zz9.huge"):
+        rows.append({**rows[0], "InstanceType": name})
+    rows.append({**rows[0], "AvailabilityZone": "us-east-1c"})
+    scores = _scores(8, 8)
+    scores["SpotPlacementScores"].append(
+        {"Region": "us-east-1", "AvailabilityZoneId": "use1-az2", "Score": 5}
+    )
+    path = _scenario(tmp_path, history, scores)
+    path.write_text(path.read_text().replace("[c5.xlarge]", "[c5.xlarge, m5.nope]"))
+    warnings = load_scenario(path).manifests.warnings
+
+    def about(file: str) -> list[str]:
+        return [w for w in warnings if w.startswith(str(tmp_path / file)) and "ignored:" in w]
+
+    assert about("history.json") == [
+        f"{tmp_path / 'history.json'}: field SpotPriceHistory[].InstanceType: rows for 2 "
+        "instance types the region does not offer are ignored: c5.xlarg, zz9.huge",
+        f"{tmp_path / 'history.json'}: field SpotPriceHistory[].AvailabilityZone: rows for 1 "
+        "zone no subnet is in are ignored: us-east-1c",
+    ]
+    types_warning, zone_warning = about("scores.json")
+    assert types_warning.endswith(
+        "instanceTypes: scores for 1 instance type the region does not offer are ignored: m5.nope"
+    )
+    assert "AvailabilityZoneId: scores for 1 zone no subnet is in are ignored: us-east-1" in (
+        zone_warning
+    )
+    # Rows and requests that all apply draw none.
+    clean = load_scenario(_scenario(tmp_path, _history("0.05", "0.08"), _scores(8, 8)))
+    assert [w for w in clean.manifests.warnings if "ignored:" in w] == []
