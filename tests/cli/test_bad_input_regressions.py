@@ -98,6 +98,18 @@ CASES: dict[str, tuple[list[Callable[[Path], None]], list[str]]] = {
         [_edit("scenario.yaml", "duration: 2h", "duration: 1h-30m")],
         ["spec.duration", "not a Go duration"],
     ),
+    "duration-negative": (
+        [_edit("scenario.yaml", "duration: 2h", "duration: -2h")],
+        ["spec.duration", "'-2h' is negative"],
+    ),
+    "replicas-string": (
+        [_edit("scenario.yaml", "replicas: 20", 'replicas: "20"')],
+        ["spec.workloads[0].replicas", "whole number, not a string"],
+    ),
+    "deployment-replicas-string": (
+        [_edit("deployment.yaml", "replicas: 20", 'replicas: "20"')],
+        ["Deployment/web", "spec.replicas", "whole number, not a string"],
+    ),
     "duration-1ns": ([_edit("scenario.yaml", "duration: 2h", "duration: 1ns")], ["at least 1s"]),
     "deep-nesting": ([_write("deployment.yaml", "a: " + "[" * 2000)], ["deployment.yaml"]),
     "kind-not-string": (

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictInt
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
@@ -44,8 +44,8 @@ class PriorityClassModel(m.Strict):
     apiVersion: str
     kind: Literal["PriorityClass"]
     metadata: m.Metadata
-    value: int = Field(ge=-(2**31), le=HIGHEST_USER_PRIORITY)
-    globalDefault: bool = False
+    value: StrictInt = Field(ge=-(2**31), le=HIGHEST_USER_PRIORITY)
+    globalDefault: StrictBool = False
     preemptionPolicy: Literal["PreemptLowerPriority", "Never"] = PREEMPT_LOWER
     description: Any = None
 
@@ -90,31 +90,13 @@ def priority_class(model: PriorityClassModel, file: str) -> PriorityClass:
 
 
 def pod_fields(spec: m.PodSpec, field: str) -> dict[str, Any]:
-    """``PodTemplate`` keyword arguments for a pod spec's own priority fields.
-
-    Raises:
-        InputError: ``priority`` is not an int32 (a string such as ``"7"`` too, as the API
-            server's decoding rejects it), ``preemptionPolicy`` is not one of
-            ``PreemptLowerPriority`` and ``Never``, or ``priorityClassName`` is not a string.
-    """
-    value = spec.priority
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31
-    ):
-        raise InputError(f"must be a 32-bit integer, got {value!r}", field=f"{field}.priority")
-    policy = spec.preemptionPolicy
-    if policy is not None and policy not in (PREEMPT_LOWER, NEVER):
-        raise InputError(
-            f"must be {PREEMPT_LOWER} or {NEVER}, got {policy!r}",
-            field=f"{field}.preemptionPolicy",
-        )
-    name = spec.priorityClassName
-    if name is not None and not isinstance(name, str):
-        raise InputError(f"must be a string, got {name!r}", field=f"{field}.priorityClassName")
+    """``PodTemplate`` keyword arguments for a pod spec's own priority fields (their types
+    are checked by the model: ``priority`` a 32-bit integer, ``preemptionPolicy`` one of
+    ``PreemptLowerPriority`` and ``Never``)."""
     return {
-        "priority": value,
-        "priority_class": name or None,
-        "preemption_policy": policy,
+        "priority": spec.priority,
+        "priority_class": spec.priorityClassName or None,
+        "preemption_policy": spec.preemptionPolicy,
     }
 
 
