@@ -19,6 +19,7 @@ from joiner.cli.common import (
     fail,
     print_warnings,
     region_of,
+    scenario_region,
 )
 
 
@@ -102,7 +103,7 @@ def lint(
             findings = lint_manifests(
                 sc.manifests,
                 catalog,
-                sc.region,
+                scenario_region(sc, region),
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
             )

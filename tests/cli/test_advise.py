@@ -113,3 +113,15 @@ def test_region_defaults_to_the_clusters_and_help_says_so(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["advise", "-f", str(eu), "--region", "us-east-1"])
     assert result.exit_code == 2 and "contradicts the cluster" in result.output
+
+
+def test_a_region_contradicting_the_scenario_is_an_error_not_ignored() -> None:
+    """Regression: --region with a Scenario was ignored without a word (plan, advise,
+    disrupt, lint ran in the Scenario's region whatever was given)."""
+    scenario = str(SEED / "scenario.yaml")
+    for args in (["advise", "-f"], ["plan", "-f"], ["disrupt", "-f"], ["lint"]):
+        result = runner.invoke(app, [*args, scenario, "--region", "eu-west-1"])
+        message = " ".join(result.output.split())
+        assert result.exit_code == 2, (args, message)
+        assert "--region eu-west-1 contradicts the Scenario, which runs in us-east-1" in message
+    assert _advise("-f", scenario, "--region", "us-east-1")["region"] == "us-east-1"
