@@ -256,6 +256,15 @@ def load_placement_scores(
     return out
 
 
+def _in_scenario(exc: InputError, field: str) -> InputError:
+    """An error in a data file, located at the scenario field that names the file (as
+    events and faults are): the scenario fills in its own file and object, and the message
+    names the data file, which may not exist."""
+    inner = f".{exc.field}" if exc.field else ""
+    where = f"{exc.file}: " if exc.file else ""
+    return InputError(f"{where}{exc.detail}", field=f"{field}{inner}")
+
+
 def market_inputs(
     base: Path,
     *,
@@ -287,7 +296,7 @@ def market_inputs(
                 subnet_zones=subnet_zones,
             )
         except InputError as exc:
-            raise exc.located(field_prefix=f"{field_prefix}.spotPriceHistory") from exc
+            raise _in_scenario(exc, f"{field_prefix}.spotPriceHistory") from exc
     scores: dict[Pool, float] = {}
     names = {zid: name for name, zid in zones.items()}
     for i, (file, types) in enumerate(placement_scores):
@@ -302,7 +311,7 @@ def market_inputs(
                 subnet_zones=subnet_zones,
             )
         except InputError as exc:
-            raise exc.located(field_prefix=f"{field_prefix}.spotPlacementScores[{i}]") from exc
+            raise _in_scenario(exc, f"{field_prefix}.spotPlacementScores[{i}]") from exc
         for pool, score in got.items():
             # Several requests may cover a type: the best score is what a fleet would see.
             scores[pool] = max(score, scores.get(pool, 0.0))

@@ -118,8 +118,9 @@ def test_malformed_price_history_names_file_and_field(tmp_path: Path) -> None:
     bad = _history("0.05", "0.08")
     bad["SpotPriceHistory"][1]["SpotPrice"] = "cheap"
     e = _error(tmp_path, bad, _scores(5, 5))
-    assert e.file is not None and e.file.endswith("history.json")
+    assert e.file is not None and e.file.endswith("scenario.yaml") and e.obj == "Scenario/inputs"
     assert e.field == "spec.cloud.spotPriceHistory.SpotPriceHistory[1].SpotPrice"
+    assert f"{tmp_path / 'history.json'}: 'cheap' is not a positive price" in str(e)
     bad = _history("0.05", "0.08")
     bad["SpotPriceHistory"][0]["AvailabilityZone"] = "eu-west-1a"
     e = _error(tmp_path, bad, _scores(5, 5))
@@ -134,7 +135,8 @@ def test_malformed_price_history_names_file_and_field(tmp_path: Path) -> None:
 def test_malformed_placement_scores_name_file_and_field(tmp_path: Path) -> None:
     history = _history("0.05", "0.08")
     e = _error(tmp_path, history, {"SpotPlacementScores": [{"Region": "us-east-1", "Score": 5}]})
-    assert e.file is not None and e.file.endswith("scores.json")
+    assert e.file is not None and e.file.endswith("scenario.yaml")
+    assert str(tmp_path / "scores.json") in e.detail
     assert e.field == "spec.cloud.spotPlacementScores[0].SpotPlacementScores[0].AvailabilityZoneId"
     assert "--single-availability-zone" in str(e)
     bad = _scores(5, 11)
@@ -148,6 +150,12 @@ def test_malformed_placement_scores_name_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "scores.json").write_text("{not json")
     with pytest.raises(InputError, match="not JSON"):
         load_scenario(path)
+    # A missing file is named, at the scenario field that names it.
+    path.write_text(path.read_text().replace("history.json", "nope.json"))
+    with pytest.raises(InputError) as info:
+        load_scenario(path)
+    assert info.value.file == str(path) and info.value.field == "spec.cloud.spotPriceHistory"
+    assert "nope.json: spot price history not found" in str(info.value)
 
 
 def test_a_history_that_starts_after_the_run_says_so(tmp_path: Path) -> None:
