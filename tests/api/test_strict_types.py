@@ -1,5 +1,6 @@
-"""Counts, numbers and flags of the wrong type are input errors, as the Kubernetes API
-server's decoding rejects them (``replicas: "3"``, ``value: "5"``, ``suspend: "yes"``).
+"""Counts, numbers, flags and strings of the wrong type are input errors, as the Kubernetes
+API server's decoding rejects them (``replicas: "3"``, ``value: "5"``, ``suspend: "yes"``, a
+label value ``1`` unquoted).
 
 The walk takes every pydantic model of the manifest and scenario inputs and fails on an
 ``int``, ``float`` or ``bool`` that pydantic would coerce from a string (lax mode); the
@@ -149,6 +150,20 @@ spec:
             "      hostNetwork: 'yes'\n",
             "Deployment/web",
             "spec.template.spec.hostNetwork",
+        ),
+        (
+            DEPLOYMENT,
+            "labels: {app: web}}",
+            "labels: {app: web, tier: 1}}",
+            "Deployment/web",
+            "spec.template.metadata.labels.tier",
+        ),
+        (
+            DEPLOYMENT,
+            "      terminationGracePeriodSeconds: 30\n",
+            "      nodeSelector: {karpenter.k8s.aws/instance-generation: 5}\n",
+            "Deployment/web",
+            "spec.template.spec.nodeSelector.karpenter.k8s.aws/instance-generation",
         ),
         (PRIORITY_CLASS, "value: 1000", 'value: "1000"', "PriorityClass/high", "value"),
         (

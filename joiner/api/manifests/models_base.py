@@ -18,7 +18,7 @@ from pydantic import (
     StrictStr,
 )
 
-_CONFIG = ConfigDict(extra="ignore", coerce_numbers_to_str=True, populate_by_name=True)
+_CONFIG = ConfigDict(extra="ignore", populate_by_name=True)
 
 Scalar = StrictStr | StrictInt | StrictFloat
 
@@ -41,12 +41,14 @@ MAX_REPLICAS = 100_000
 
 
 class Model(BaseModel):
-    """Base: ignore unknown fields, coerce numbers to strings where strings are expected.
+    """Base: ignore unknown fields; a value of the wrong JSON type is an error naming it.
 
-    Counts and flags are ``StrictInt`` and ``StrictBool``: ``replicas: "3"`` or
-    ``suspend: "yes"`` is an error naming the field, as the API server's decoding rejects
-    a string for an integer or boolean field (``tests/api/test_strict_types.py`` walks the
-    models for a lax ``int``, ``float`` or ``bool``)."""
+    Counts and flags are ``StrictInt`` and ``StrictBool`` and strings are strings:
+    ``replicas: "3"``, ``suspend: "yes"`` or a label value ``1`` (unquoted) is an error, as
+    the API server's decoding rejects a string for an integer or boolean field and a number
+    for a string one (``tests/api/test_strict_types.py`` walks the models for a lax
+    ``int``, ``float`` or ``bool``). Quantities (``Scalar``) take numbers, as Kubernetes'
+    ``resource.Quantity`` does."""
 
     model_config = _CONFIG
 
@@ -56,7 +58,7 @@ class Strict(Model):
     so a typo such as ``requirments`` cannot silently change what is launched. Real
     Kubernetes/Karpenter fields Joiner does not use are declared as ``Any``."""
 
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class OwnerReference(Model):
