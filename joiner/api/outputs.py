@@ -198,7 +198,9 @@ class DisruptionRecord(_Out):
     )
     action: str = Field(pattern="^(Delete|Replace)$")
     nodes: list[str]
-    replacements: list[str] = Field(description="instanceType/zone/capacityType expected")
+    replacements: list[str] = Field(
+        description="instanceType/zone/capacityType each replacement launched as"
+    )
     savingsPerHour: float
 
 

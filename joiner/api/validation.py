@@ -99,6 +99,8 @@ def describe(err: ErrorDetails, model: type[BaseModel] | None = None) -> str:
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"unknown field {loc[-1]!r}{hint}"
     if kind in _KIND:
+        if value is None:  # `key:` with nothing after it, or `key: null`
+            return f"must be {_KIND[kind]}, not empty (null); give a value or leave the key out"
         return f"must be {_KIND[kind]}, not {_type_name(value)} {_shown(value)}"
     if kind == "literal_error" or kind == "enum":
         return f"must be one of {ctx.get('expected', '?')}, not {_shown(value)}"

@@ -25,7 +25,7 @@ from joiner.cli.common import (
 def advise(
     files: ClusterFiles = None,
     kubeconfig: KubeconfigOption = None,
-    region: RegionOption = "us-east-1",
+    region: RegionOption = None,
     output: OutputOption = TableOrJson.table,
 ) -> None:
     """How risky is each NodePool's Spot setup at the manifests' load: the Spot pools it can

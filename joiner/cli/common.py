@@ -219,6 +219,22 @@ class JoinerGroup(TyperGroup):
             raise
 
 
+def scenario_region(sc: Scenario, region: str | None) -> str:
+    """The Scenario's region, which a given ``--region`` must not contradict (it used to be
+    ignored without a word).
+
+    Raises:
+        InputError: ``--region`` names another region (both are named).
+    """
+    if region is not None and region != sc.region:
+        raise InputError(
+            f"--region {region} contradicts the Scenario, which runs in {sc.region} "
+            "(its spec.region, or its cluster's); leave --region out",
+            field="--region",
+        )
+    return sc.region
+
+
 def scenario_or_cluster(
     files: list[Path], kubeconfig: Path | None, region: str | None, catalog: Catalog
 ) -> tuple[ManifestSet, str, Scenario | None]:
@@ -233,7 +249,7 @@ def scenario_or_cluster(
 
     if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
         sc = load_scenario(files[0], catalog, check_selectors=False)
-        return sc.manifests, sc.region, sc
+        return sc.manifests, scenario_region(sc, region), sc
     m = cluster_manifests(files, kubeconfig)
     return m, region_of(m, region), None
 
@@ -275,7 +291,7 @@ RegionOption = Annotated[
     str | None,
     typer.Option(
         help="Region (default: the cluster's, from its nodes' labels and providerIDs, else "
-        "us-east-1; ignored for a Scenario)."
+        "us-east-1; a Scenario's own, which it must not contradict)."
     ),
 ]
 OutputOption = Annotated[TableOrJson, typer.Option("--output", "-o")]

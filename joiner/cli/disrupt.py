@@ -25,6 +25,7 @@ from joiner.cli.common import (
     out,
     print_warnings,
     region_of,
+    scenario_region,
 )
 
 
@@ -62,7 +63,7 @@ def disrupt(
             result = build_disruption_plan(
                 sc.manifests,
                 catalog,
-                sc.region,
+                scenario_region(sc, region),
                 at=when,
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,

@@ -15,11 +15,11 @@ from joiner.api.grouping import plural
 from joiner.cli.common import (
     RegionOption,
     Verbose,
-    check_region,
     err,
     fail,
     print_warnings,
     region_of,
+    scenario_region,
 )
 
 
@@ -49,7 +49,7 @@ def convert(
     output: Annotated[OutputFormat, typer.Option("--output", "-o", help="Output format.")] = (
         OutputFormat.yaml
     ),
-    region: Annotated[str, typer.Option(help="Region for the lint checks.")] = "us-east-1",
+    region: RegionOption = None,
 ) -> None:
     """Print the karpenter.sh/v1 and karpenter.k8s.aws/v1 equivalents of the manifests.
 
@@ -63,11 +63,10 @@ def convert(
     from joiner.operator.lint import lint_manifests
 
     try:
-        check_region(region)
         conversion = convert_files(files)
         check_reloads(conversion.documents)
         manifests = load_files(files)
-        findings = lint_manifests(manifests, Catalog.load(), region)
+        findings = lint_manifests(manifests, Catalog.load(), region_of(manifests, region))
     except InputError as exc:
         fail(exc)
     if output is OutputFormat.json:
@@ -104,7 +103,7 @@ def lint(
             findings = lint_manifests(
                 sc.manifests,
                 catalog,
-                sc.region,
+                scenario_region(sc, region),
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
             )

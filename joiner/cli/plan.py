@@ -27,6 +27,7 @@ from joiner.cli.common import (
     print_table,
     print_warnings,
     region_of,
+    scenario_region,
 )
 
 
@@ -73,7 +74,7 @@ def plan(
             result = build_plan(
                 sc.manifests,
                 catalog,
-                sc.region,
+                scenario_region(sc, region),
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
                 min_values_policy=min_values_policy.value,

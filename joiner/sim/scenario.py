@@ -486,6 +486,8 @@ def load_scenario(
             zones={**zones, **{s.zone: s.zone_id for s in subnets}},
             start=start_time,
             warnings=manifests.warnings,
+            offered_types=catalog.offered_types(region),
+            subnet_zones={s.zone for s in subnets},
         )
     except InputError as exc:
         raise exc.located(file=file, obj=obj) from exc

@@ -16,7 +16,11 @@ from joiner.sim.windows import ReportSpec
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    """Unknown fields are errors, and so is a value of the wrong JSON type: ``"20"`` for a
+    count, ``yes`` or ``1`` for a boolean, ``"1.5"`` for a number (pydantic's strict mode,
+    as the Kubernetes API server's decoding of its own objects)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class SubnetSpec(_Strict):
@@ -315,6 +319,7 @@ class ScenarioSpec(_Strict):
     seed: StrictInt = Field(default=0, ge=0, lt=2**63)
     startTime: datetime = Field(
         default=DEFAULT_EPOCH,
+        strict=False,  # YAML gives a datetime, or a string when quoted or in JSON
         description="UTC instant of run time 0 (ISO 8601, e.g. 2025-01-06T18:00:00Z); "
         "disruption budget schedules are cron times in UTC",
     )

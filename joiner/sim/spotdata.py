@@ -13,19 +13,23 @@
   types in that zone (without types: to every type there). Zone ids map to names through the
   scenario's subnets, else the packaged zone table.
 
-Every malformed value is an ``InputError`` naming the file and the field.
+Every malformed value is an ``InputError`` naming the file and the field. Rows and requests
+that name an instance type the region does not offer, or a zone none of the scenario's
+subnets is in, can never price or score a pool Joiner launches into: they are ignored with
+one warning per file naming them.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from joiner.api.errors import InputError
+from joiner.api.grouping import grouped, plural
 from joiner.api.manifests.yamlio import read_text
 from joiner.cloudprovider.simulated.market import MarketInputs, Pool
 
@@ -54,10 +58,35 @@ def _list_of(doc: Any, key: str, path: Path, command: str) -> list[Any]:
     return items
 
 
+def _warn_unused(
+    path: Path,
+    field: str,
+    what: str,
+    names: Collection[str],
+    known: Collection[str] | None,
+    warnings: list[str],
+) -> None:
+    """One warning naming ``names`` outside ``known`` (nothing when ``known`` is None);
+    ``what`` holds ``{}`` for the counted noun (``instance type`` or ``zone``)."""
+    unused = sorted(set(names) - set(known)) if known is not None else []
+    if unused:
+        noun = "zone" if "zone" in field.lower() else "instance type"
+        head = what.format(plural(len(unused), noun))
+        warnings.append(grouped(f"{path}: field {field}: {head}", unused))
+
+
 def load_price_history(
-    path: Path, *, zones: Sequence[str], start: datetime, warnings: list[str]
+    path: Path,
+    *,
+    zones: Sequence[str],
+    start: datetime,
+    warnings: list[str],
+    instance_types: Collection[str] | None = None,
+    subnet_zones: Collection[str] | None = None,
 ) -> dict[Pool, tuple[tuple[float, float], ...]]:
     """Per pool, ``(seconds from start, USD per hour)`` sorted by time (module docstring).
+    Rows for a type outside ``instance_types`` (the region's offered types) or a zone
+    outside ``subnet_zones`` draw one warning naming them (None: no check).
 
     Raises:
         InputError: not the CLI's JSON, a row missing a field or with a bad price, time or a
@@ -116,7 +145,26 @@ def load_price_history(
             field="SpotPriceHistory",
         )
     if skipped:
-        warnings.append(f"{path}: {skipped} rows for products other than Linux/UNIX are ignored")
+        warnings.append(
+            f"{path}: {plural(skipped, 'row')} for products other than Linux/UNIX "
+            f"{'is' if skipped == 1 else 'are'} ignored"
+        )
+    _warn_unused(
+        path,
+        "SpotPriceHistory[].InstanceType",
+        "rows for {} the region does not offer are ignored",
+        {t for t, _ in out},
+        instance_types,
+        warnings,
+    )
+    _warn_unused(
+        path,
+        "SpotPriceHistory[].AvailabilityZone",
+        "rows for {} no subnet is in are ignored",
+        {z for _, z in out},
+        subnet_zones,
+        warnings,
+    )
     first_s = min(t for series in out.values() for t, _ in series)
     if first_s > 0:
         warnings.append(
@@ -134,8 +182,12 @@ def load_placement_scores(
     zone_names: Mapping[str, str],
     instance_types: Sequence[str] | None,
     warnings: list[str],
+    offered_types: Collection[str] | None = None,
+    subnet_zones: Collection[str] | None = None,
 ) -> dict[Pool, float]:
-    """Per pool (``("*", zone)`` without ``instance_types``), the placement score.
+    """Per pool (``("*", zone)`` without ``instance_types``), the placement score. Request
+    types outside ``offered_types`` and zones outside ``subnet_zones`` draw one warning
+    naming them (None: no check).
 
     Raises:
         InputError: not the CLI's JSON, an entry without ``AvailabilityZoneId`` (a regional
@@ -180,12 +232,37 @@ def load_placement_scores(
             )
         for name in instance_types or ("*",):
             out[(name, zone)] = float(score)
+    _warn_unused(
+        path,
+        "instanceTypes",
+        "scores for {} the region does not offer are ignored",
+        instance_types or (),
+        offered_types,
+        warnings,
+    )
+    _warn_unused(
+        path,
+        "SpotPlacementScores[].AvailabilityZoneId",
+        "scores for {} no subnet is in are ignored",
+        {z for _, z in out},
+        subnet_zones,
+        warnings,
+    )
     if other_regions:
         warnings.append(
             f"{path}: scores for {', '.join(sorted(other_regions))} are ignored (the scenario "
             f"runs in {region})"
         )
     return out
+
+
+def _in_scenario(exc: InputError, field: str) -> InputError:
+    """An error in a data file, located at the scenario field that names the file (as
+    events and faults are): the scenario fills in its own file and object, and the message
+    names the data file, which may not exist."""
+    inner = f".{exc.field}" if exc.field else ""
+    where = f"{exc.file}: " if exc.file else ""
+    return InputError(f"{where}{exc.detail}", field=f"{field}{inner}")
 
 
 def market_inputs(
@@ -198,8 +275,11 @@ def market_inputs(
     start: datetime,
     warnings: list[str],
     field_prefix: str = "spec.cloud",
+    offered_types: Collection[str] | None = None,
+    subnet_zones: Collection[str] | None = None,
 ) -> MarketInputs:
-    """Both inputs, paths relative to ``base``; ``zones`` maps zone names to ids.
+    """Both inputs, paths relative to ``base``; ``zones`` maps zone names to ids;
+    ``offered_types`` and ``subnet_zones`` as the loaders'.
 
     Raises:
         InputError: as the loaders, with the scenario field as the location prefix.
@@ -208,10 +288,15 @@ def market_inputs(
     if price_history is not None:
         try:
             prices = load_price_history(
-                base / price_history, zones=sorted(zones), start=start, warnings=warnings
+                base / price_history,
+                zones=sorted(zones),
+                start=start,
+                warnings=warnings,
+                instance_types=offered_types,
+                subnet_zones=subnet_zones,
             )
         except InputError as exc:
-            raise exc.located(field_prefix=f"{field_prefix}.spotPriceHistory") from exc
+            raise _in_scenario(exc, f"{field_prefix}.spotPriceHistory") from exc
     scores: dict[Pool, float] = {}
     names = {zid: name for name, zid in zones.items()}
     for i, (file, types) in enumerate(placement_scores):
@@ -222,9 +307,11 @@ def market_inputs(
                 zone_names=names,
                 instance_types=types,
                 warnings=warnings,
+                offered_types=offered_types,
+                subnet_zones=subnet_zones,
             )
         except InputError as exc:
-            raise exc.located(field_prefix=f"{field_prefix}.spotPlacementScores[{i}]") from exc
+            raise _in_scenario(exc, f"{field_prefix}.spotPlacementScores[{i}]") from exc
         for pool, score in got.items():
             # Several requests may cover a type: the best score is what a fleet would see.
             scores[pool] = max(score, scores.get(pool, 0.0))

@@ -104,6 +104,13 @@ def load_trace(
             if not row:
                 continue
             cells = [c.strip() for c in row]
+            if len(cells) == 2 and cells[0][1:].isdigit() and cells[0][:1] == "-":
+                raise InputError(
+                    f"line {line_no}: minute {cells[0]} is negative (minutes count from 0)",
+                    file=str(path),
+                )
+            if len(cells) == 2 and cells[1][:1] == "-" and _NUMBER.fullmatch(cells[1][1:]):
+                raise InputError(f"line {line_no}: value {cells[1]} is negative", file=str(path))
             if (
                 len(cells) != 2
                 or not cells[0].isascii()

@@ -9,20 +9,12 @@ import pytest
 from joiner.api import labels
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_files, load_text
+from tests.manifests import EC2NODECLASS
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "seed-spot"
 
-NODECLASS_V1 = """
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-"""
+NODECLASS_V1 = "\n" + EC2NODECLASS
 
 TEMPLATE = """
 apiVersion: karpenter.k8s.aws/v1alpha1

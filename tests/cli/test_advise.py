@@ -96,3 +96,32 @@ def test_simulate_says_estimated_prices_aloud_and_reports_reclaim_events(tmp_pat
     assert (report / "spot-pools.png").read_bytes().startswith(b"\x89PNG")
     rows = page.split("<h2>Spot reclaim events</h2>")[1]
     assert all(f"{e['instanceType']}/{e['zone']}" in rows for e in events)
+
+
+def test_region_defaults_to_the_clusters_and_help_says_so(tmp_path) -> None:
+    """Regression: advise defaulted --region to us-east-1, so its help showed that default
+    and a dump of a cluster in another region failed as contradicting it; convert too."""
+    for command in ("advise", "convert"):
+        help_text = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output
+        assert "[default: us-east-1]" not in help_text
+        assert "default: the cluster's" in help_text
+    dump = REPO / "tests" / "fixtures" / "eks-cluster" / "dump.yaml"
+    eu = tmp_path / "dump.yaml"
+    eu.write_text(dump.read_text().replace("us-east-1", "eu-west-1"))
+    assert _advise("-f", str(eu))["region"] == "eu-west-1"
+    result = runner.invoke(app, ["convert", str(eu)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["advise", "-f", str(eu), "--region", "us-east-1"])
+    assert result.exit_code == 2 and "contradicts the cluster" in result.output
+
+
+def test_a_region_contradicting_the_scenario_is_an_error_not_ignored() -> None:
+    """Regression: --region with a Scenario was ignored without a word (plan, advise,
+    disrupt, lint ran in the Scenario's region whatever was given)."""
+    scenario = str(SEED / "scenario.yaml")
+    for args in (["advise", "-f"], ["plan", "-f"], ["disrupt", "-f"], ["lint"]):
+        result = runner.invoke(app, [*args, scenario, "--region", "eu-west-1"])
+        message = " ".join(result.output.split())
+        assert result.exit_code == 2, (args, message)
+        assert "--region eu-west-1 contradicts the Scenario, which runs in us-east-1" in message
+    assert _advise("-f", scenario, "--region", "us-east-1")["region"] == "us-east-1"

@@ -98,6 +98,22 @@ CASES: dict[str, tuple[list[Callable[[Path], None]], list[str]]] = {
         [_edit("scenario.yaml", "duration: 2h", "duration: 1h-30m")],
         ["spec.duration", "not a Go duration"],
     ),
+    "duration-negative": (
+        [_edit("scenario.yaml", "duration: 2h", "duration: -2h")],
+        ["spec.duration", "'-2h' is negative"],
+    ),
+    "replicas-string": (
+        [_edit("scenario.yaml", "replicas: 20", 'replicas: "20"')],
+        ["spec.workloads[0].replicas", "whole number, not a string"],
+    ),
+    "deployment-replicas-string": (
+        [_edit("deployment.yaml", "replicas: 20", 'replicas: "20"')],
+        ["Deployment/web", "spec.replicas", "whole number, not a string"],
+    ),
+    "resources-null": (
+        [_edit("deployment.yaml", "resources:", "resources: null\n          x:")],
+        ["containers[0].resources: must be a mapping (key: value), not empty (null)"],
+    ),
     "duration-1ns": ([_edit("scenario.yaml", "duration: 2h", "duration: 1ns")], ["at least 1s"]),
     "deep-nesting": ([_write("deployment.yaml", "a: " + "[" * 2000)], ["deployment.yaml"]),
     "kind-not-string": (
@@ -123,6 +139,18 @@ CASES: dict[str, tuple[list[Callable[[Path], None]], list[str]]] = {
     "trace-bad-utf8": (
         [with_trace, _write("t.csv", b"minute,value\n0,1\n\xff\xfe,2\n")],
         ["spec.workloads[0].trace.file", "not UTF-8"],
+    ),
+    "trace-negative-minute": (
+        [with_trace, _write("t.csv", "minute,value\n-5,1\n")],
+        ["spec.workloads[0].trace.file", "line 2: minute -5 is negative"],
+    ),
+    "trace-negative-value": (
+        [with_trace, _write("t.csv", "minute,value\n0,-10\n")],
+        ["spec.workloads[0].trace.file", "line 2: value -10 is negative"],
+    ),
+    "history-missing": (
+        [_edit("scenario.yaml", "  cloud:\n", "  cloud:\n    spotPriceHistory: nope.json\n")],
+        ["scenario.yaml: Scenario/seed-spot: field spec.cloud.spotPriceHistory: ", "nope.json"],
     ),
     "trace-extra-column": (
         [with_trace, _write("t.csv", "minute,value\n0,1,9\n")],

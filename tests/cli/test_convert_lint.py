@@ -12,6 +12,7 @@ from joiner.api.manifests import load_files
 from joiner.cli.main import app
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import load_scenario
+from tests.manifests import EC2NODECLASS
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "seed-spot"
@@ -94,7 +95,8 @@ def test_lint_seed_warns_and_exits_1():
     assert "Provisioner/my-provisioner: field spec.requirements" in text
 
 
-CLEAN = """
+CLEAN = (
+    """
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: general}
@@ -106,15 +108,9 @@ spec:
         - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
 ---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: NodeRole
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
 """
+    + EC2NODECLASS
+)
 
 
 def _lint_text(tmp_path: Path, text: str):

@@ -10,13 +10,15 @@ import pytest
 from typer.testing import CliRunner
 
 from joiner.cli.main import app
+from tests.manifests import EC2NODECLASS
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "seed-spot"
 SCHEMA = json.loads((REPO / "docs" / "schemas" / "plan.schema.json").read_text())
 runner = CliRunner()
 
-CLUSTER = """
+CLUSTER = (
+    """
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: general}
@@ -30,15 +32,9 @@ spec:
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
         - {key: karpenter.k8s.aws/instance-generation, operator: Gte, values: ["5"]}
 ---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: NodeRole
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
----
+"""
+    + EC2NODECLASS
+    + """---
 apiVersion: v1
 kind: Node
 metadata:
@@ -99,6 +95,7 @@ metadata: {name: gpu-job, namespace: ml}
 spec:
   containers: [{name: train, resources: {requests: {cpu: "1", nvidia.com/gpu: "2"}}}]
 """
+)
 
 
 def _plan(tmp_path: Path, text: str, *extra: str):

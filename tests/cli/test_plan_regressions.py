@@ -195,3 +195,50 @@ def test_nodeclaims_in_a_dump_are_read_and_v1beta1_ones_skipped():
 @pytest.mark.parametrize(("text", "millicores"), [("100u", 1), ("500n", 1), ("250000u", 250)])
 def test_nano_and_micro_quantities(text, millicores):
     assert quantity.parse(text, resource="cpu") == millicores
+
+
+DISRUPTION = """\
+  disruption:
+    consolidateAfter: 1m
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "words"),
+    [
+        # 720 was read as 720 seconds, where the user meant 720h; the CRD types it a string.
+        (
+            "      requirements:\n",
+            "      expireAfter: 720\n      requirements:\n",
+            "spec.template.spec.expireAfter",
+            "a bare number has no unit",
+        ),
+        # '-1m' is a Go duration; "is not a Go duration" misled.
+        ("consolidateAfter: 1m", "consolidateAfter: -1m", "consolidateAfter", "is negative"),
+    ],
+)
+def test_karpenter_durations_of_the_wrong_shape_are_named(tmp_path, old, new, field, words):
+    path = tmp_path / "m.yaml"
+    pools = POOLS.replace(
+        "spec:\n  template:",
+        DISRUPTION.replace("  disruption", "spec:\n  disruption") + "  template:",
+        1,
+    )
+    assert old in pools
+    path.write_text(pools.replace(old, new, 1) + _pod("p"))
+    result = runner.invoke(app, ["plan", "-f", str(path)])
+    message = " ".join(result.output.split())
+    assert result.exit_code == 2 and "Traceback" not in result.output, message
+    assert "NodePool/aaa" in message and field in message and words in message
+
+
+@pytest.mark.parametrize("command", ["plan", "advise", "lint"])
+def test_an_empty_manifest_file_is_said_aloud(tmp_path, command):
+    """Regression: an empty file (or one of only comments and ---) gave an empty plan or
+    table and no word that nothing was read."""
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing yet\n---\n")
+    args = [command, str(empty)] if command == "lint" else [command, "-f", str(empty)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == (1 if command == "lint" else 0), result.output  # lint: a finding
+    assert f"{empty}: holds no objects" in " ".join(result.output.split())

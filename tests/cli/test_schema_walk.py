@@ -137,9 +137,11 @@ POD: dict[str, tuple[Any, str]] = {
     "activeDeadlineSeconds": (60, "warn"),
     "hostNetwork": (True, "plan"),
     "os": ({"name": "linux"}, "warn"),
-    # Priority and preemption are modelled (api.manifests.priority, sim.preemption).
-    "preemptionPolicy": ("Never", "model"),
-    "priority": (1000, "model"),
+    # Priority and preemption are modelled (api.manifests.priority, sim.preemption); set
+    # against what admission computes (here: no class, 0 and PreemptLowerPriority), each is
+    # rejected as Priority admission rejects the pods.
+    "preemptionPolicy": ("Never", "error"),
+    "priority": (1000, "error"),
     "priorityClassName": ("system-cluster-critical", "model"),
     "resourceClaims": ([{"name": "gpu"}], "warn"),
     "resources": ({"requests": {"cpu": "1"}}, "warn"),
@@ -256,6 +258,8 @@ def _observe(tmp_path: Path, docs: list[dict[str, Any]]) -> dict[str, Any]:
     path = tmp_path / "m.yaml"
     path.write_text(text)
     result = runner.invoke(app, ["plan", "-f", str(path), "-o", "json"])
+    if result.exit_code == 2:
+        return {"error": result.output}
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
     loaded = load_text(text, "m.yaml")
@@ -278,6 +282,8 @@ def baseline(tmp_path_factory):
 def _check(baseline: dict[str, Any], got: dict[str, Any], how: str, field: str) -> None:
     if how == "warn":
         assert any(field.rsplit(".", 1)[-1] in w for w in got["warnings"]), got["warnings"]
+    elif how == "error":
+        assert f"field {field}:" in got.get("error", ""), got
     else:
         assert got[how] != baseline[how], f"{field}: no effect on the {how}"
         assert got["warnings"] == baseline["warnings"]

@@ -9,19 +9,11 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from joiner.cli.main import app
+from tests.manifests import EC2NODECLASS
 
 runner = CliRunner()
 
-NODECLASS = """
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-"""
+NODECLASS = "\n" + EC2NODECLASS
 
 
 def pool(name: str, requirements: str, extra: str = "") -> str:

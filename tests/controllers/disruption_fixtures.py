@@ -9,19 +9,11 @@ from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import load_files
 from joiner.cloudprovider.catalog import Catalog
 from joiner.operator.disrupt import DryRun
+from tests.manifests import EC2NODECLASS
 
 AT = datetime(2025, 1, 7, 21, 0, tzinfo=UTC)  # a Tuesday evening
 
-NODECLASS = """
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: NodeRole
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-"""
+NODECLASS = "\n" + EC2NODECLASS
 
 
 def nodepool(

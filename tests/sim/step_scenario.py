@@ -8,6 +8,24 @@ from pathlib import Path
 
 SEED = Path(__file__).resolve().parents[2] / "examples" / "seed-spot"
 
+#: A CronJob of one 1-vCPU pod every 10 minutes.
+CRONJOB = """\
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: default}
+spec:
+  schedule: "*/10 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+            - name: job
+              image: busybox
+              resources: {requests: {cpu: "1"}}
+"""
+
 
 def step_scenario(tmp_path: Path, name: str, manifest: str, settings: str = "") -> Path:
     """Write the scenario (30 minutes) with ``manifest`` as ``name`` and return its path;

@@ -15,8 +15,13 @@ from joiner.sim.baseline.autoscaler import PROVISION_TIMEOUT, SCALE_DOWN, Option
 from joiner.sim.baseline.groups import NodeGroup
 from joiner.sim.baseline.settings import AutoscalerSettings, NodeGroupSpec
 from joiner.sim.scenario import load_scenario
+from tests.manifests import ec2nodeclass
 
-NODEPOOL = """\
+#: The EC2NodeClass the scenarios' tagged subnets and security groups match (t: "1").
+NODECLASS = ec2nodeclass('{tags: {t: "1"}}', role="r")
+
+NODEPOOL = (
+    """\
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: general}
@@ -28,15 +33,9 @@ spec:
         - {key: karpenter.sh/capacity-type, operator: In, values: [CAPACITY]}
         - {key: node.kubernetes.io/instance-type, operator: In, values: [TYPES]}
 ---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: r
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {t: "1"}}]
-  securityGroupSelectorTerms: [{tags: {t: "1"}}]
 """
+    + NODECLASS
+)
 
 APP = """\
 apiVersion: apps/v1

@@ -99,6 +99,23 @@ def test_replacements_are_ready_before_their_candidates_drain(nightly):
         assert ready[n] <= drain[n]
 
 
+def test_replacements_name_where_they_launched(nightly):
+    """Regression: a command's replacements named the offering it expected (the cheapest,
+    us-east-1a), not where the fleet launched them (us-east-1c in this example)."""
+    _sc, s = nightly
+    nodes = {n["name"]: f"{n['instanceType']}/{n['zone']}/{n['capacityType']}" for n in s["nodes"]}
+    launched = {
+        (e["atSeconds"], e["node"]): e["detail"].split(" -> ")[1].split(", ")
+        for e in s["timeline"]
+        if e["kind"] == "disruption" and " -> " in e["detail"]
+    }
+    replacing = [c for c in s["disruptions"]["commands"] if c["replacements"]]
+    assert replacing
+    for c in replacing:
+        claims = launched[(c["atSeconds"], c["nodes"][0])]
+        assert c["replacements"] == [nodes[name] for name in claims]
+
+
 def _expiring(tmp_path: Path, expire: str, tgp: str | None = None) -> Path:
     src = NIGHTLY.parent
     pool = (

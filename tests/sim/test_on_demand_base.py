@@ -10,6 +10,7 @@ import pytest
 from joiner.api.errors import InputError
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import load_scenario
+from tests.sim.test_baseline import APP, NODECLASS
 
 SEED = Path(__file__).resolve().parents[2] / "examples" / "seed-spot"
 
@@ -61,26 +62,10 @@ spec:
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
         - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}
 ---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: r
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {t: "1"}}]
-  securityGroupSelectorTerms: [{tags: {t: "1"}}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: default}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: w, image: w, resources: {requests: {cpu: "1", memory: 2Gi}}}]
 """
+        + NODECLASS
+        + "---\n"
+        + APP.replace("memory: 1Gi", "memory: 2Gi")
     )
     (tmp_path / "web.csv").write_text(
         "minute,value\n" + "".join(f"{m},{24 if m < 20 else 3}\n" for m in range(120))

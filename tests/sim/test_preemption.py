@@ -17,7 +17,7 @@ from joiner.sim import preemption
 from joiner.sim.scenario import load_scenario
 from joiner.state.cluster import ClusterState, Node, Pod
 from joiner.testing.builders import make_pod_template
-from tests.sim.step_scenario import step_scenario
+from tests.sim.step_scenario import CRONJOB, step_scenario
 
 CPU4 = {quantity.CPU: 4000, quantity.MEMORY: 16 * quantity.GIB, quantity.PODS: 110}
 
@@ -189,9 +189,9 @@ def test_priority_classes_are_resolved_by_admission():
         + "---\n"
         + PLACEHOLDERS.split("---\n")[1]
         .replace("name: placeholder,", "name: plain,")
-        .replace("priorityClassName: overprovisioning", "priority: 7")
+        .replace("priorityClassName: overprovisioning", "priority: 0")
     )
-    assert [w.template.priority for w in m.workloads] == [-1, 7]
+    assert [w.template.priority for w in m.workloads] == [-1, 0]
     default = PLACEHOLDERS.replace("value: -1", "value: 5\nglobalDefault: true").replace(
         "      priorityClassName: overprovisioning\n", ""
     )
@@ -203,6 +203,87 @@ def test_priority_classes_are_resolved_by_admission():
         load_text(default + "---\n" + default.split("---\n")[0].replace("overprovisioning", "b"))
     with pytest.raises(InputError, match="reserved"):
         load_text(PLACEHOLDERS.replace("name: overprovisioning}", "name: system-x}"))
+
+
+def _indent(text: str, by: int) -> str:
+    return "".join(" " * by + line for line in text.splitlines(keepends=True))
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "message"),
+    [
+        # The class's value is -1; without a class (and no default) admission computes 0.
+        ("      priorityClassName: overprovisioning\n      priority: 7\n", "priority", "-1"),
+        ("      priority: 7\n", "priority", "computes (no PriorityClass)"),
+        (
+            "      priorityClassName: overprovisioning\n      preemptionPolicy: Never\n",
+            "preemptionPolicy",
+            "PreemptLowerPriority it computes (PriorityClass 'overprovisioning')",
+        ),
+        ("      preemptionPolicy: Never\n", "preemptionPolicy", "PreemptLowerPriority"),
+        (
+            "      priorityClassName: system-node-critical\n      priority: 5\n",
+            "priority",
+            "2000001000",
+        ),
+    ],
+)
+def test_a_template_priority_admission_would_reject_is_an_input_error(edit, field, message):
+    """Regression: a template's own spec.priority or spec.preemptionPolicy won over its class
+    (or was taken as admitted); Priority admission (admitPod) forbids every pod such a
+    Deployment, StatefulSet, Job, CronJob or DaemonSet creates."""
+    klass, deployment = PLACEHOLDERS.split("---\n")
+    text = klass + "---\n" + deployment.replace("      priorityClassName: overprovisioning\n", edit)
+    with pytest.raises(InputError) as err:
+        load_text(text, "app.yaml")
+    assert err.value.file == "app.yaml" and err.value.obj == "Deployment/default/placeholder"
+    assert err.value.field == f"spec.template.spec.{field}"
+    assert "must not be set" in str(err.value) and message in str(err.value)
+    # The same check on a CronJob names its own field path.
+    cron = CRONJOB.replace(
+        "          restartPolicy: Never\n", _indent(edit, 4) + "          restartPolicy: Never\n"
+    )
+    with pytest.raises(InputError) as err:
+        load_text(klass + "---\n" + cron)
+    assert err.value.field == f"spec.jobTemplate.spec.template.spec.{field}"
+
+
+def test_a_template_may_repeat_what_admission_computes_and_a_dump_pod_keeps_its_own():
+    klass, deployment = PLACEHOLDERS.split("---\n")
+    same = deployment.replace(
+        "      priorityClassName: overprovisioning\n",
+        "      priorityClassName: overprovisioning\n      priority: -1\n"
+        "      preemptionPolicy: PreemptLowerPriority\n",
+    )
+    (w,) = load_text(klass + "---\n" + same).workloads
+    assert (w.template.priority, w.template.preemption_policy) == (-1, "PreemptLowerPriority")
+    # A dump's Pod was admitted when it was created (its class may have been recreated
+    # since with another value): it keeps its own priority and policy.
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\n"
+        "spec:\n  priorityClassName: overprovisioning\n  priority: 12\n"
+        "  preemptionPolicy: Never\n  containers: [{name: c, image: i}]\n"
+    )
+    (p,) = load_text(klass + "---\n" + pod).pods
+    assert (p.template.priority, p.template.preemption_policy) == (12, "Never")
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        ("      priority: '0'\n", "priority"),
+        ("      priority: true\n", "priority"),
+        ("      priority: 4294967296\n", "priority"),
+        ("      priorityClassName: [a]\n", "priorityClassName"),
+    ],
+)
+def test_a_priority_of_the_wrong_type_is_an_input_error(edit, field):
+    """Regression: priority '0' (a string) was converted, as the API server does not."""
+    deployment = PLACEHOLDERS.split("---\n")[1]
+    text = deployment.replace("      priorityClassName: overprovisioning\n", edit)
+    with pytest.raises(InputError) as err:
+        load_text(text, "app.yaml")
+    assert err.value.field == f"spec.template.spec.{field}"
 
 
 def test_a_live_clusters_builtin_classes_load_and_duplicates_do_not():

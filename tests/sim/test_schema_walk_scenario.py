@@ -26,27 +26,11 @@ from joiner.controllers.interruption import settings as nth
 from joiner.sim.scenario import load_scenario
 from joiner.sim.scenario_schema import ScenarioSpec
 from tests.cli.test_schema_walk_karpenter import walk
+from tests.sim.step_scenario import CRONJOB
 from tests.sim.test_capacity_buffer import BUFFER
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "seed-spot"
-
-CRONJOB = """\
-apiVersion: batch/v1
-kind: CronJob
-metadata: {name: nightly, namespace: default}
-spec:
-  schedule: "*/10 * * * *"
-  jobTemplate:
-    spec:
-      template:
-        spec:
-          restartPolicy: Never
-          containers:
-            - name: job
-              image: busybox
-              resources: {requests: {cpu: "1"}}
-"""
 
 HPA = """\
 apiVersion: autoscaling/v2

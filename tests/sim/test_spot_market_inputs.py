@@ -118,8 +118,9 @@ def test_malformed_price_history_names_file_and_field(tmp_path: Path) -> None:
     bad = _history("0.05", "0.08")
     bad["SpotPriceHistory"][1]["SpotPrice"] = "cheap"
     e = _error(tmp_path, bad, _scores(5, 5))
-    assert e.file is not None and e.file.endswith("history.json")
+    assert e.file is not None and e.file.endswith("scenario.yaml") and e.obj == "Scenario/inputs"
     assert e.field == "spec.cloud.spotPriceHistory.SpotPriceHistory[1].SpotPrice"
+    assert f"{tmp_path / 'history.json'}: 'cheap' is not a positive price" in str(e)
     bad = _history("0.05", "0.08")
     bad["SpotPriceHistory"][0]["AvailabilityZone"] = "eu-west-1a"
     e = _error(tmp_path, bad, _scores(5, 5))
@@ -134,7 +135,8 @@ def test_malformed_price_history_names_file_and_field(tmp_path: Path) -> None:
 def test_malformed_placement_scores_name_file_and_field(tmp_path: Path) -> None:
     history = _history("0.05", "0.08")
     e = _error(tmp_path, history, {"SpotPlacementScores": [{"Region": "us-east-1", "Score": 5}]})
-    assert e.file is not None and e.file.endswith("scores.json")
+    assert e.file is not None and e.file.endswith("scenario.yaml")
+    assert str(tmp_path / "scores.json") in e.detail
     assert e.field == "spec.cloud.spotPlacementScores[0].SpotPlacementScores[0].AvailabilityZoneId"
     assert "--single-availability-zone" in str(e)
     bad = _scores(5, 11)
@@ -148,6 +150,12 @@ def test_malformed_placement_scores_name_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "scores.json").write_text("{not json")
     with pytest.raises(InputError, match="not JSON"):
         load_scenario(path)
+    # A missing file is named, at the scenario field that names it.
+    path.write_text(path.read_text().replace("history.json", "nope.json"))
+    with pytest.raises(InputError) as info:
+        load_scenario(path)
+    assert info.value.file == str(path) and info.value.field == "spec.cloud.spotPriceHistory"
+    assert "nope.json: spot price history not found" in str(info.value)
 
 
 def test_a_history_that_starts_after_the_run_says_so(tmp_path: Path) -> None:
@@ -163,3 +171,41 @@ def test_a_history_that_starts_after_the_run_says_so(tmp_path: Path) -> None:
     (warning,) = late("2024-01-05T00:00:00Z")
     assert "history.json" in warning and "8784.0 h after" in warning
     assert late("2025-01-05T00:00:00Z") == []
+
+
+def test_rows_and_requests_that_can_never_apply_are_named_once_per_file(tmp_path: Path) -> None:
+    """Regression (breaker): price rows and placement-score requests for an instance type the
+    region does not offer (a typo: c5.xlarg), or a zone no subnet is in, were ignored
+    silently; each file now draws one warning naming them."""
+    history = _history("0.05", "0.08")
+    rows = history["SpotPriceHistory"]
+    for name in ("c5.xlarg", "c5.xlarg", "zz9.huge"):
+        rows.append({**rows[0], "InstanceType": name})
+    rows.append({**rows[0], "AvailabilityZone": "us-east-1c"})
+    scores = _scores(8, 8)
+    scores["SpotPlacementScores"].append(
+        {"Region": "us-east-1", "AvailabilityZoneId": "use1-az2", "Score": 5}
+    )
+    path = _scenario(tmp_path, history, scores)
+    path.write_text(path.read_text().replace("[c5.xlarge]", "[c5.xlarge, m5.nope]"))
+    warnings = load_scenario(path).manifests.warnings
+
+    def about(file: str) -> list[str]:
+        return [w for w in warnings if w.startswith(str(tmp_path / file)) and "ignored:" in w]
+
+    assert about("history.json") == [
+        f"{tmp_path / 'history.json'}: field SpotPriceHistory[].InstanceType: rows for 2 "
+        "instance types the region does not offer are ignored: c5.xlarg, zz9.huge",
+        f"{tmp_path / 'history.json'}: field SpotPriceHistory[].AvailabilityZone: rows for 1 "
+        "zone no subnet is in are ignored: us-east-1c",
+    ]
+    types_warning, zone_warning = about("scores.json")
+    assert types_warning.endswith(
+        "instanceTypes: scores for 1 instance type the region does not offer are ignored: m5.nope"
+    )
+    assert "AvailabilityZoneId: scores for 1 zone no subnet is in are ignored: us-east-1" in (
+        zone_warning
+    )
+    # Rows and requests that all apply draw none.
+    clean = load_scenario(_scenario(tmp_path, _history("0.05", "0.08"), _scores(8, 8)))
+    assert [w for w in clean.manifests.warnings if "ignored:" in w] == []

@@ -16,24 +16,11 @@
 # Needs: go >= 1.26 (GOTOOLCHAIN is not changed; no toolchain is downloaded).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-source "$here/versions.env"
+log_name=kube-stack
+go_min=1.26
+# shellcheck source=preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh" "$@"
 
-cache_root="${JOINER_KUBE_STACK_CACHE:-$HOME/.cache/joiner/kube-stack}"
-bin_dir="$cache_root/$KUBE_VERSION/bin"
-
-if [[ "${1-}" == "--print-bin-dir" ]]; then
-  echo "$bin_dir"
-  exit 0
-elif [[ $# -gt 0 ]]; then
-  echo "usage: build.sh [--print-bin-dir]" >&2
-  exit 2
-fi
-
-log() { echo "kube-stack: $*" >&2; }
-
-command -v go >/dev/null || { log "go is not on PATH (Go >= 1.26 is needed)"; exit 1; }
 go_minor="$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
 if [[ -z "$go_minor" || "$go_minor" -lt 26 ]]; then
   log "Go >= 1.26 is needed, found $(go env GOVERSION)"
@@ -43,10 +30,6 @@ fi
 mkdir -p "$bin_dir"
 work_tmp="$(mktemp -d "$bin_dir/.build.XXXXXX")"
 trap 'rm -rf "$work_tmp"' EXIT
-export CGO_ENABLED=0
-# -mod=mod: the wrapper modules resolve through the proxy and may update go.sum in place;
-# keep whatever GOFLAGS the machine already sets (e.g. -buildvcs=false).
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod -buildvcs=false"
 
 kube_minor="${KUBE_VERSION#v1.}"
 kube_minor="${kube_minor%%.*}"

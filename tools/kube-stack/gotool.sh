@@ -11,31 +11,15 @@
 #   mod      the wrapper module's directory
 #   require  the module path whose version the wrapper's go.mod pins
 #   go_min   the Go version to name when go is missing
-# This file then sets cache_root, bin_dir and version, defines log, answers --print-bin-dir
-# (and refuses any other argument), and defines gotool_build PACKAGE LDFLAGS.
+# This file then runs preamble.sh (cache_root, bin_dir, log, --print-bin-dir, go on PATH,
+# the build environment), sets version, and defines gotool_build PACKAGE LDFLAGS.
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-source "$here/versions.env"
+log_name=$tool
+# shellcheck source=preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh" "$@"
 
-cache_root="${JOINER_KUBE_STACK_CACHE:-$HOME/.cache/joiner/kube-stack}"
-bin_dir="$cache_root/$KUBE_VERSION/bin"
-
-if [[ "${1-}" == "--print-bin-dir" ]]; then
-  echo "$bin_dir"
-  exit 0
-elif [[ $# -gt 0 ]]; then
-  echo "usage: $(basename "$0") [--print-bin-dir]" >&2
-  exit 2
-fi
-
-log() { echo "$tool: $*" >&2; }
 version="$(sed -n "s|^require $require \(v[^ ]*\)\$|\1|p" "$mod/go.mod")"
 [[ -n "$version" ]] || { log "no 'require $require vX' in $mod/go.mod"; exit 1; }
-command -v go >/dev/null || { log "go is not on PATH (Go >= $go_min is needed)"; exit 1; }
-
-export CGO_ENABLED=0
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod -buildvcs=false"
 
 # gotool_build PACKAGE LDFLAGS: build PACKAGE as $bin_dir/$tool unless its stamp is current.
 gotool_build() {

@@ -586,7 +586,10 @@ def load_files(paths: Iterable[Path | str]) -> ManifestSet:
     out = ManifestSet()
     for path in paths:
         p = Path(path)
-        for i, doc in enumerate(read_documents(p)):
+        docs = read_documents(p)
+        if not docs:
+            out.warnings.append(f"{p}: holds no objects (empty, or only comments and ---)")
+        for i, doc in enumerate(docs):
             _load_document(doc, str(p), i, out)
     _check_references(out)
     return out

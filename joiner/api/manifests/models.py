@@ -1,7 +1,9 @@
 """Pydantic models of the manifest fields Joiner reads (shape checks at the edge only).
 
 Unknown fields are ignored (``kubectl get -o yaml`` output carries status, managedFields...).
-Numbers given where strings are expected (label values ``"5"`` written as ``5``) are coerced.
+Values of the wrong JSON type are errors, as the API server's decoding rejects them: a number
+where a string is expected (a label value ``5`` unquoted), a string for a count or a flag
+(``replicas: "3"``, ``suspend: "yes"``); quantities take numbers.
 
 This module gathers them: the base and shared pieces are in ``models_base``, Karpenter's kinds
 in ``models_karpenter``, the core Kubernetes kinds in ``models_core``.

@@ -5,20 +5,50 @@ core kinds share (node selector requirements, taints, tolerations). Re-exported 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+)
 
-_CONFIG = ConfigDict(extra="ignore", coerce_numbers_to_str=True, populate_by_name=True)
+_CONFIG = ConfigDict(extra="ignore", populate_by_name=True)
 
 Scalar = StrictStr | StrictInt | StrictFloat
+
+
+def _duration_text(value: object) -> object:
+    if isinstance(value, str):
+        return value
+    raise ValueError(
+        f"must be a duration string such as 720h, 30m or Never, not {value!r}: Karpenter's "
+        "CRD types it as a string, and a bare number has no unit"
+    )
+
+
+#: A Karpenter duration field (``expireAfter``, ``consolidateAfter``): a string, as the CRD's
+#: schema requires; ``720`` is rejected rather than read as 720 seconds.
+Duration = Annotated[str, BeforeValidator(_duration_text)]
 
 #: Kubernetes caps replica counts at int32; Joiner simulates at most this many pods per workload.
 MAX_REPLICAS = 100_000
 
 
 class Model(BaseModel):
-    """Base: ignore unknown fields, coerce numbers to strings where strings are expected."""
+    """Base: ignore unknown fields; a value of the wrong JSON type is an error naming it.
+
+    Counts and flags are ``StrictInt`` and ``StrictBool`` and strings are strings:
+    ``replicas: "3"``, ``suspend: "yes"`` or a label value ``1`` (unquoted) is an error, as
+    the API server's decoding rejects a string for an integer or boolean field and a number
+    for a string one (``tests/api/test_strict_types.py`` walks the models for a lax
+    ``int``, ``float`` or ``bool``). Quantities (``Scalar``) take numbers, as Kubernetes'
+    ``resource.Quantity`` does."""
 
     model_config = _CONFIG
 
@@ -28,13 +58,13 @@ class Strict(Model):
     so a typo such as ``requirments`` cannot silently change what is launched. Real
     Kubernetes/Karpenter fields Joiner does not use are declared as ``Any``."""
 
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class OwnerReference(Model):
     kind: str = ""
     name: str = ""
-    controller: bool | None = None
+    controller: StrictBool | None = None
 
 
 class Metadata(Model):
@@ -55,7 +85,7 @@ class NodeSelectorRequirement(Strict):
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
     values: list[str] = Field(default_factory=list)
-    minValues: int | None = Field(default=None, ge=1, le=50)
+    minValues: StrictInt | None = Field(default=None, ge=1, le=50)
 
 
 class Taint(Strict):
@@ -70,4 +100,4 @@ class Toleration(Strict):
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
-    tolerationSeconds: int | None = None
+    tolerationSeconds: StrictInt | None = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from joiner.api.manifests.models_base import (
     MAX_REPLICAS,
@@ -43,8 +43,8 @@ class ResourceRequirements(Strict):
 
 
 class ContainerPort(Strict):
-    containerPort: int = Field(ge=1, le=65535)
-    hostPort: int | None = Field(default=None, ge=1, le=65535)
+    containerPort: StrictInt = Field(ge=1, le=65535)
+    hostPort: StrictInt | None = Field(default=None, ge=1, le=65535)
     hostIP: str | None = None
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
     name: str | None = None
@@ -88,7 +88,7 @@ class NodeSelector(Strict):
 
 
 class PreferredSchedulingTerm(Strict):
-    weight: int = Field(ge=1, le=100)
+    weight: StrictInt = Field(ge=1, le=100)
     preference: NodeSelectorTerm
 
 
@@ -109,7 +109,7 @@ class PodAffinityTermModel(Strict):
 
 
 class WeightedPodAffinityTerm(Strict):
-    weight: int = Field(ge=1, le=100)
+    weight: StrictInt = Field(ge=1, le=100)
     podAffinityTerm: PodAffinityTermModel
 
 
@@ -129,11 +129,11 @@ class Affinity(Strict):
 
 
 class TopologySpreadConstraintModel(Strict):
-    maxSkew: int = Field(ge=1)
+    maxSkew: StrictInt = Field(ge=1)
     topologyKey: str = Field(min_length=1)
     whenUnsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
     labelSelector: LabelSelector | None = None
-    minDomains: int | None = Field(default=None, ge=1)
+    minDomains: StrictInt | None = Field(default=None, ge=1)
     nodeAffinityPolicy: Literal["Honor", "Ignore"] = "Honor"
     nodeTaintsPolicy: Literal["Honor", "Ignore"] = "Ignore"
     matchLabelKeys: list[str] = Field(default_factory=list)
@@ -141,7 +141,7 @@ class TopologySpreadConstraintModel(Strict):
 
 class PVCVolumeSource(Strict):
     claimName: str = Field(min_length=1)
-    readOnly: bool = False
+    readOnly: StrictBool = False
 
 
 class EmptyDirVolumeSource(Model):
@@ -180,20 +180,20 @@ class PodSpec(Strict):
     ephemeralContainers: Any = None
     hostAliases: Any = None
     hostIPC: Any = None
-    hostNetwork: Any = None
+    hostNetwork: StrictBool | None = None
     hostPID: Any = None
     hostUsers: Any = None
     hostname: Any = None
     imagePullSecrets: Any = None
     os: Any = None
-    preemptionPolicy: Any = None
-    priority: Any = None
-    priorityClassName: Any = None
+    preemptionPolicy: Literal["PreemptLowerPriority", "Never"] | None = None
+    priority: StrictInt | None = Field(default=None, ge=-(2**31), lt=2**31)
+    priorityClassName: str | None = None
     readinessGates: Any = None
     resourceClaims: Any = None
     resources: Any = None
     restartPolicy: Any = None
-    runtimeClassName: Any = None
+    runtimeClassName: str | None = None
     schedulerName: Any = None
     schedulingGates: list[SchedulingGate] = Field(default_factory=list)
     securityContext: Any = None
@@ -202,7 +202,7 @@ class PodSpec(Strict):
     setHostnameAsFQDN: Any = None
     shareProcessNamespace: Any = None
     subdomain: Any = None
-    terminationGracePeriodSeconds: Any = None
+    terminationGracePeriodSeconds: StrictInt | None = None
     hostnameOverride: Any = None
 
 
@@ -303,7 +303,7 @@ class JobCondition(Model):
 
 
 class JobStatus(Model):
-    succeeded: int = 0
+    succeeded: StrictInt = 0
     conditions: list[JobCondition] = Field(default_factory=list)
 
 
@@ -323,7 +323,7 @@ class JobTemplate(Strict):
 class CronJobSpec(Strict):
     schedule: str = Field(min_length=1)
     jobTemplate: JobTemplate
-    suspend: bool = False
+    suspend: StrictBool = False
     concurrencyPolicy: Literal["Allow", "Forbid", "Replace"] | None = None
     failedJobsHistoryLimit: Any = None
     successfulJobsHistoryLimit: Any = None
@@ -340,8 +340,8 @@ class CronJob(Model):
 
 class PDBSpec(Strict):
     selector: LabelSelector | None = None
-    minAvailable: int | str | None = None
-    maxUnavailable: int | str | None = None
+    minAvailable: StrictInt | str | None = None
+    maxUnavailable: StrictInt | str | None = None
     unhealthyPodEvictionPolicy: Any = None
 
 
@@ -354,7 +354,7 @@ class PodDisruptionBudget(Model):
 
 class NodeSpecModel(Model):
     taints: list[Taint] = Field(default_factory=list)
-    unschedulable: bool = False
+    unschedulable: StrictBool = False
     providerID: str | None = None
 
 

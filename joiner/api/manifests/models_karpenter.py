@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from joiner.api.manifests.models_base import (
+    Duration,
     Metadata,
     Model,
     NodeSelectorRequirement,
@@ -33,7 +34,7 @@ class NodeClaimTemplateSpec(Strict):
     taints: list[Taint] = Field(default_factory=list)
     startupTaints: list[Taint] = Field(default_factory=list)
     nodeClassRef: NodeClassRef
-    expireAfter: Scalar | None = None
+    expireAfter: Duration | None = None
     terminationGracePeriod: str | None = None
 
 
@@ -53,7 +54,7 @@ class Disruption(Strict):
     consolidationPolicy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = (
         "WhenEmptyOrUnderutilized"
     )
-    consolidateAfter: Scalar | None = None
+    consolidateAfter: Duration | None = None
     budgets: list[Budget] = Field(default_factory=list)
 
 
@@ -61,7 +62,7 @@ class NodePoolSpec(Strict):
     template: NodeClaimTemplate
     disruption: Disruption = Field(default_factory=Disruption)
     limits: dict[str, Scalar] = Field(default_factory=dict)
-    weight: int | None = Field(default=None, ge=1, le=100)
+    weight: StrictInt | None = Field(default=None, ge=1, le=100)
     replicas: Any = None
 
 
@@ -85,7 +86,7 @@ class NodeClaimSpec(Strict):
     taints: list[Taint] = Field(default_factory=list)
     startupTaints: list[Taint] = Field(default_factory=list)
     nodeClassRef: NodeClassRef
-    expireAfter: Scalar | None = None
+    expireAfter: Duration | None = None
     terminationGracePeriod: str | None = None
 
 
@@ -154,8 +155,8 @@ class V1Beta1Template(Strict):
 
 class V1Beta1Disruption(Strict):
     consolidationPolicy: Literal["WhenEmpty", "WhenUnderutilized"] = "WhenUnderutilized"
-    consolidateAfter: Scalar | None = None
-    expireAfter: Scalar | None = None
+    consolidateAfter: Duration | None = None
+    expireAfter: Duration | None = None
     budgets: list[Budget] = Field(default_factory=list)
 
 
@@ -163,7 +164,7 @@ class V1Beta1NodePoolSpec(Strict):
     template: V1Beta1Template
     disruption: V1Beta1Disruption = Field(default_factory=V1Beta1Disruption)
     limits: dict[str, Scalar] = Field(default_factory=dict)
-    weight: int | None = Field(default=None, ge=1, le=100)
+    weight: StrictInt | None = Field(default=None, ge=1, le=100)
 
 
 class V1Beta1NodePool(Model):
@@ -183,7 +184,7 @@ class ProviderRef(Strict):
 
 
 class Consolidation(Strict):
-    enabled: bool = False
+    enabled: StrictBool = False
 
 
 class ProvisionerLimits(Strict):
@@ -248,9 +249,9 @@ class ProvisionerSpec(Strict):
     providerRef: ProviderRef | None = None
     provider: InlineProvider | None = None
     consolidation: Consolidation | None = None
-    ttlSecondsAfterEmpty: int | None = Field(default=None, ge=0)
-    ttlSecondsUntilExpired: int | None = Field(default=None, ge=0)
-    weight: int | None = Field(default=None, ge=1, le=100)
+    ttlSecondsAfterEmpty: StrictInt | None = Field(default=None, ge=0)
+    ttlSecondsUntilExpired: StrictInt | None = Field(default=None, ge=0)
+    weight: StrictInt | None = Field(default=None, ge=1, le=100)
     kubeletConfiguration: ProvisionerKubelet | None = None
 
 

@@ -165,14 +165,12 @@ def pod_template(
             v.persistentVolumeClaim.claimName for v in spec.volumes if v.persistentVolumeClaim
         ),
         # A pod with spec.overhead already went through RuntimeClass admission (a dump).
-        runtime_class=str(spec.runtimeClassName)
-        if spec.runtimeClassName and not spec.overhead
-        else None,
+        runtime_class=(spec.runtimeClassName or None) if not spec.overhead else None,
         local_volumes=_local_volumes(spec, annotations or {}),
         ca_safe_to_evict={"true": True, "false": False}.get(
             (annotations or {}).get(CA_SAFE_TO_EVICT, "")
         ),
-        shutdown_s=termination.shutdown_seconds(spec),
+        shutdown_s=termination.shutdown_seconds(spec, field),
         **priority.pod_fields(spec, field),
     )
 
@@ -356,6 +354,9 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
 
 
 def _int_or_percent(value: int | str | None, field: str) -> int | str | None:
+    """A PodDisruptionBudget's ``minAvailable`` / ``maxUnavailable``: a count, or a string
+    percentage (``ValidatePositiveIntOrPercent`` in ``pkg/apis/policy/validation``: a string
+    must be a percentage, so ``"1"`` is rejected, and nothing may be negative)."""
     if value is None or isinstance(value, int):
         if isinstance(value, int) and value < 0:
             raise InputError(f"{value} must not be negative", field=field)
@@ -364,9 +365,8 @@ def _int_or_percent(value: int | str | None, field: str) -> int | str | None:
     digits = text[:-1]
     if text.endswith("%") and digits.isascii() and digits.isdigit() and int(digits) <= 100:
         return text
-    if text.isascii() and text.isdigit():
-        return int(text)
-    raise InputError(f"{value!r} is neither a count nor a percentage like 50%", field=field)
+    hint = f" (a count is written without quotes: {text})" if text.isdigit() else ""
+    raise InputError(f"{value!r} is neither a count nor a percentage like 50%{hint}", field=field)
 
 
 def pdb(doc: m.PodDisruptionBudget, file: str) -> o.PodDisruptionBudget:

@@ -6,9 +6,14 @@ class's ``value`` and ``preemptionPolicy``; a pod naming none gets the class mar
 ``globalDefault`` (at most one), or priority 0 and ``PreemptLowerPriority`` when there is
 none. The built-in classes ``system-cluster-critical`` (2000000000) and
 ``system-node-critical`` (2000001000) always exist. A pod naming a class that does not exist
-is rejected. A pod whose ``spec.priority`` is already set (a cluster dump: admission ran)
-keeps it. User classes take values up to 1000000000 and may not be named ``system-*``
-(``apis/scheduling/validation``).
+is rejected, and so is a pod that sets ``spec.priority`` other than the value admission
+computes, or ``spec.preemptionPolicy`` other than the class's (``admitPod`` in
+``plugin/pkg/admission/priority/admission.go``: "must not be provided in pod spec"; with no
+class and no default the computed policy is ``PreemptLowerPriority``). Joiner applies that
+check to pod templates (Deployments, StatefulSets, ReplicaSets, Jobs, CronJobs, DaemonSets),
+whose pods admission has yet to create. A Pod whose ``spec.priority`` is already set is a
+cluster dump's: admission ran, so it keeps its priority and policy. User classes take values
+up to 1000000000 and may not be named ``system-*`` (``apis/scheduling/validation``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictInt
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
@@ -39,8 +44,8 @@ class PriorityClassModel(m.Strict):
     apiVersion: str
     kind: Literal["PriorityClass"]
     metadata: m.Metadata
-    value: int = Field(ge=-(2**31), le=HIGHEST_USER_PRIORITY)
-    globalDefault: bool = False
+    value: StrictInt = Field(ge=-(2**31), le=HIGHEST_USER_PRIORITY)
+    globalDefault: StrictBool = False
     preemptionPolicy: Literal["PreemptLowerPriority", "Never"] = PREEMPT_LOWER
     description: Any = None
 
@@ -85,66 +90,76 @@ def priority_class(model: PriorityClassModel, file: str) -> PriorityClass:
 
 
 def pod_fields(spec: m.PodSpec, field: str) -> dict[str, Any]:
-    """``PodTemplate`` keyword arguments for a pod spec's own priority fields.
-
-    Raises:
-        InputError: ``priority`` is not an integer, or ``preemptionPolicy`` is not one of
-            ``PreemptLowerPriority`` and ``Never``.
-    """
-    value: int | None = None
-    if spec.priority is not None:
-        try:
-            value = int(str(spec.priority))
-        except ValueError:
-            raise InputError(
-                f"must be an integer, got {spec.priority!r}", field=f"{field}.priority"
-            ) from None
-    policy = spec.preemptionPolicy
-    if policy is not None and policy not in (PREEMPT_LOWER, NEVER):
-        raise InputError(
-            f"must be {PREEMPT_LOWER} or {NEVER}, got {policy!r}",
-            field=f"{field}.preemptionPolicy",
-        )
-    name = spec.priorityClassName
+    """``PodTemplate`` keyword arguments for a pod spec's own priority fields (their types
+    are checked by the model: ``priority`` a 32-bit integer, ``preemptionPolicy`` one of
+    ``PreemptLowerPriority`` and ``Never``)."""
     return {
-        "priority": value,
-        "priority_class": str(name) if name else None,
-        "preemption_policy": policy,
+        "priority": spec.priority,
+        "priority_class": spec.priorityClassName or None,
+        "preemption_policy": spec.preemptionPolicy,
     }
 
 
-def _admit(t: o.PodTemplate, classes: dict[str, PriorityClass], source: o.Source) -> o.PodTemplate:
-    if t.priority is not None:  # admission already ran (a dump)
-        return replace(t, preemption_policy=t.preemption_policy or PREEMPT_LOWER)
+def _resolve(t: o.PodTemplate, classes: dict[str, PriorityClass], at: _At) -> tuple[int, str]:
+    """The (value, preemption policy) admission computes for the template's class."""
     name = t.priority_class
     if name in SYSTEM_CLASSES:
-        return replace(
-            t, priority=SYSTEM_CLASSES[name], preemption_policy=t.preemption_policy or PREEMPT_LOWER
-        )
-    if name is not None:
-        pc = classes.get(name)
-        if pc is None:
-            raise InputError(
-                f"no PriorityClass named {name!r} (admission would reject these pods); "
-                f"loaded: {', '.join(sorted(classes)) or 'none'}",
-                file=source.file,
-                obj=source.ref,
-                field="priorityClassName",
-            )
-    else:
+        return SYSTEM_CLASSES[name], PREEMPT_LOWER
+    if name is None:
         pc = next((c for c in classes.values() if c.global_default), None)
-        if pc is None:
-            return replace(t, priority=0, preemption_policy=t.preemption_policy or PREEMPT_LOWER)
-    # A pod's own preemptionPolicy gives way to its class's (admission sets it).
-    return replace(t, priority=pc.value, preemption_policy=pc.preemption_policy)
+        return (0, PREEMPT_LOWER) if pc is None else (pc.value, pc.preemption_policy)
+    found = classes.get(name)
+    if found is None:
+        raise at.error(
+            f"no PriorityClass named {name!r} (admission would reject these pods); "
+            f"loaded: {', '.join(sorted(classes)) or 'none'}",
+            "priorityClassName",
+        )
+    return found.value, found.preemption_policy
+
+
+@dataclass(frozen=True, slots=True)
+class _At:
+    source: o.Source
+    #: The pod spec's field path (``spec``, ``spec.template.spec``, ...).
+    base: str
+    #: A Pod of a cluster dump (``spec.priority`` set): admission already ran.
+    admitted: bool = False
+
+    def error(self, message: str, field: str) -> InputError:
+        """``message`` about the pod spec's ``field``, naming the file and the object."""
+        return InputError(
+            message, file=self.source.file, obj=self.source.ref, field=f"{self.base}.{field}"
+        )
+
+
+def _admit(t: o.PodTemplate, classes: dict[str, PriorityClass], at: _At) -> o.PodTemplate:
+    if at.admitted and t.priority is not None:
+        return replace(t, preemption_policy=t.preemption_policy or PREEMPT_LOWER)
+    value, policy = _resolve(t, classes, at)
+    given = f"PriorityClass {t.priority_class!r}" if t.priority_class else "no PriorityClass"
+    if t.priority is not None and t.priority != value:
+        raise at.error(
+            f"{t.priority} must not be set: Priority admission rejects pods whose priority "
+            f"differs from the {value} it computes ({given}); remove it",
+            "priority",
+        )
+    if t.preemption_policy is not None and t.preemption_policy != policy:
+        raise at.error(
+            f"{t.preemption_policy} must not be set: Priority admission rejects pods whose "
+            f"preemptionPolicy differs from the {policy} it computes ({given}); set it on "
+            "the PriorityClass instead",
+            "preemptionPolicy",
+        )
+    return replace(t, priority=value, preemption_policy=policy)
 
 
 def admit(out: ManifestSet) -> None:
     """Resolve every pod template's priority and preemption policy in place (module docstring).
 
     Raises:
-        InputError: two classes are ``globalDefault`` or share a name, or a template names a
-            missing class.
+        InputError: two classes are ``globalDefault`` or share a name, a template names a
+            missing class, or sets a ``priority`` or ``preemptionPolicy`` admission rejects.
     """
     seen: dict[str, PriorityClass] = {}
     for c in out.priorityclasses:
@@ -165,16 +180,23 @@ def admit(out: ManifestSet) -> None:
             field="globalDefault",
         )
     classes = {c.name: c for c in out.priorityclasses}
+    tmpl = "spec.template.spec"
     out.workloads[:] = [
-        replace(w, template=_admit(w.template, classes, w.source)) for w in out.workloads
+        replace(w, template=_admit(w.template, classes, _At(w.source, tmpl))) for w in out.workloads
     ]
     out.owned_workloads[:] = [
-        replace(w, template=_admit(w.template, classes, w.source)) for w in out.owned_workloads
+        replace(w, template=_admit(w.template, classes, _At(w.source, tmpl)))
+        for w in out.owned_workloads
     ]
+    job = "spec.jobTemplate.spec.template.spec"
     out.cronjobs[:] = [
-        replace(c, template=_admit(c.template, classes, c.source)) for c in out.cronjobs
+        replace(c, template=_admit(c.template, classes, _At(c.source, job))) for c in out.cronjobs
     ]
     out.daemonsets[:] = [
-        replace(d, template=_admit(d.template, classes, d.source)) for d in out.daemonsets
+        replace(d, template=_admit(d.template, classes, _At(d.source, tmpl)))
+        for d in out.daemonsets
     ]
-    out.pods[:] = [replace(p, template=_admit(p.template, classes, p.source)) for p in out.pods]
+    out.pods[:] = [
+        replace(p, template=_admit(p.template, classes, _At(p.source, "spec", admitted=True)))
+        for p in out.pods
+    ]

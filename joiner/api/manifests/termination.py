@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
 
 #: Kubernetes' default ``terminationGracePeriodSeconds``.
@@ -24,23 +25,28 @@ _SLEEP = re.compile(r"(?:^|[\s;&|])sleep\s+(\d+(?:\.\d+)?)")
 
 
 def grace_seconds(spec: m.PodSpec) -> float:
-    """``terminationGracePeriodSeconds`` (30 when unset); a bad value is taken as unset."""
-    value: Any = spec.terminationGracePeriodSeconds
-    try:
-        return max(0.0, float(value)) if value is not None else DEFAULT_GRACE_S
-    except (TypeError, ValueError):
-        return DEFAULT_GRACE_S
+    """``terminationGracePeriodSeconds`` (30 when unset; a negative value counts as 0)."""
+    value = spec.terminationGracePeriodSeconds
+    return max(0.0, float(value)) if value is not None else DEFAULT_GRACE_S
 
 
-def _hook_seconds(hook: Any, grace: float) -> float:
+def _hook_seconds(hook: Any, grace: float, field: str) -> float:
+    """Seconds a ``preStop`` hook runs (module docstring).
+
+    Raises:
+        InputError: a ``sleep`` action whose ``seconds`` is not a whole number (the API
+            server's decoding rejects it: ``SleepAction.seconds`` is an int64).
+    """
     if not isinstance(hook, dict):
         return 0.0
     sleep = hook.get("sleep")
     if isinstance(sleep, dict):
-        try:
-            return float(sleep.get("seconds", 0))
-        except (TypeError, ValueError):
-            return grace
+        seconds = sleep.get("seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, int):
+            raise InputError(
+                f"must be a whole number of seconds, got {seconds!r}", field=f"{field}.seconds"
+            )
+        return float(seconds)
     command = hook.get("exec", {}).get("command") if isinstance(hook.get("exec"), dict) else None
     if isinstance(command, list):
         found = _SLEEP.search(" ".join(str(c) for c in command))
@@ -48,12 +54,18 @@ def _hook_seconds(hook: Any, grace: float) -> float:
     return grace
 
 
-def shutdown_seconds(spec: m.PodSpec) -> float:
-    """Seconds from eviction until the pod is gone (module docstring)."""
+def shutdown_seconds(spec: m.PodSpec, field: str = "spec") -> float:
+    """Seconds from eviction until the pod is gone (module docstring); ``field`` is the pod
+    spec's path, for errors.
+
+    Raises:
+        InputError: as ``_hook_seconds``.
+    """
     grace = grace_seconds(spec)
     longest = 0.0
-    for c in spec.containers:
+    for i, c in enumerate(spec.containers):
         lifecycle = c.lifecycle if isinstance(c.lifecycle, dict) else {}
         if "preStop" in lifecycle:
-            longest = max(longest, _hook_seconds(lifecycle["preStop"], grace))
+            where = f"{field}.containers[{i}].lifecycle.preStop.sleep"
+            longest = max(longest, _hook_seconds(lifecycle["preStop"], grace, where))
     return min(longest, grace)

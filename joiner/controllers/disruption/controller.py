@@ -32,7 +32,7 @@ from joiner.api.timeline import Timeline
 from joiner.controllers.disruption import methods as m
 from joiner.controllers.disruption.budgets import BudgetMapping, next_change
 from joiner.controllers.disruption.candidates import Candidate, collect, consolidatable_at
-from joiner.controllers.disruption.command import Command, Context
+from joiner.controllers.disruption.command import Command, Context, Replacement
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import DISRUPTED_TAINT, Terminator, cordon
@@ -314,8 +314,7 @@ class DisruptionController:
                 "action": command.action,
                 "nodes": list(names),
                 "replacements": [
-                    f"{r.instance_type.name}/{r.offering.zone}/{r.offering.capacity_type}"
-                    for r in command.replacements
+                    _launched(c, r) for c, r in zip(claims, command.replacements, strict=True)
                 ],
                 "savingsPerHour": round(command.savings_per_hour, 6),
             }
@@ -381,3 +380,14 @@ def _first_command(ctx: Context, candidates: list[Candidate]) -> Command | None:
         if command is not None:
             return command
     return None
+
+
+def _launched(claim: NodeClaim, expected: Replacement) -> str:
+    """``instanceType/zone/capacityType`` where the replacement launched: the fleet may pick
+    another zone or type among the options than the cheapest one the command expected; the
+    expected offering until the cloud has launched it (controller mode launches apart)."""
+    if claim.instance is not None:
+        it, offering = claim.instance.instance_type, claim.instance.offering
+    else:
+        it, offering = expected.instance_type, expected.offering
+    return f"{it.name}/{offering.zone}/{offering.capacity_type}"

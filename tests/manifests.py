@@ -1,0 +1,27 @@
+"""Manifest text that several tests share."""
+
+from __future__ import annotations
+
+
+def ec2nodeclass(
+    subnets: str = "{tags: {karpenter.sh/discovery: demo}}",
+    groups: str | None = None,
+    role: str = "NodeRole",
+) -> str:
+    """A ``karpenter.k8s.aws/v1`` EC2NodeClass named ``default`` (AL2023) whose subnet and
+    security-group selector terms are the flow-style ``subnets`` and ``groups`` (``groups``
+    defaults to ``subnets``)."""
+    return f"""\
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {{name: default}}
+spec:
+  role: {role}
+  amiSelectorTerms: [{{alias: al2023@latest}}]
+  subnetSelectorTerms: [{subnets}]
+  securityGroupSelectorTerms: [{groups or subnets}]
+"""
+
+
+#: Selecting by the ``karpenter.sh/discovery: demo`` tag (planning needs no VPC).
+EC2NODECLASS = ec2nodeclass()
