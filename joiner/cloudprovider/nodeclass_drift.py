@@ -22,8 +22,9 @@ manifest reader warns about them), so they do not enter the hash.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import fields
 
-from joiner.api.objects import NodeClass
+from joiner.api.objects import KubeletConfig, NodeClass
 
 #: Instance tag holding the hash of the NodeClass fields the instance was launched from.
 NODECLASS_HASH_TAG = "joiner.dev/ec2nodeclass-hash"
@@ -41,12 +42,42 @@ def static_fields(nc: NodeClass) -> dict[str, object]:
         "rootVolumeBytes": nc.root_volume_bytes,
         "detailedMonitoring": nc.detailed_monitoring,
         "instanceProfile": nc.instance_profile,
-        "kubelet": nc.kubelet,
+        "kubelet": _kubelet_fields(nc.kubelet),
         "metadataOptions": nc.metadata_options,
         "role": nc.role,
         "tags": tuple(sorted(nc.tags)),
         "userData": nc.user_data,
     }
+
+
+#: The kubelet fields hashed before the rest of the block reached user data: their repr is
+#: kept as it was, so instances launched earlier do not all drift after an upgrade.
+_FIRST_KUBELET_FIELDS = ("max_pods", "pods_per_core", "system_reserved", "kube_reserved")
+#: The values as written duplicate the parsed ones: a change of spelling only (1Gi to
+#: 1024Mi) is not drift in Joiner (Karpenter hashes the strings).
+_UNHASHED_KUBELET_FIELDS = ("system_reserved_text", "kube_reserved_text", "eviction_hard_text")
+
+
+class _Repr(str):
+    """Text that is its own repr (so the hash input reads as it did)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _kubelet_fields(k: KubeletConfig) -> _Repr:
+    first = ", ".join(f"{f}={getattr(k, f)!r}" for f in _FIRST_KUBELET_FIELDS)
+    out = f"KubeletConfig({first}, eviction_hard={k.eviction_hard!r})"
+    default = KubeletConfig()
+    later = [
+        (f.name, getattr(k, f.name))
+        for f in fields(k)
+        if f.name not in (*_FIRST_KUBELET_FIELDS, "eviction_hard", *_UNHASHED_KUBELET_FIELDS)
+        and getattr(k, f.name) != getattr(default, f.name)
+    ]
+    return _Repr(out + (repr(later) if later else ""))
 
 
 def nodeclass_hash(nc: NodeClass) -> str:

@@ -121,13 +121,13 @@ class Kubelet(Strict):
     systemReserved: dict[str, Scalar] = Field(default_factory=dict)
     kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
     evictionHard: dict[str, str] = Field(default_factory=dict)
-    clusterDNS: Any = None
-    evictionSoft: Any = None
-    evictionSoftGracePeriod: Any = None
-    evictionMaxPodGracePeriod: Any = None
-    imageGCHighThresholdPercent: Any = None
-    imageGCLowThresholdPercent: Any = None
-    cpuCFSQuota: Any = None
+    clusterDNS: list[str] = Field(default_factory=list)
+    evictionSoft: dict[str, str] = Field(default_factory=dict)
+    evictionSoftGracePeriod: dict[str, str] = Field(default_factory=dict)
+    evictionMaxPodGracePeriod: int | None = None
+    imageGCHighThresholdPercent: int | None = Field(default=None, ge=0, le=100)
+    imageGCLowThresholdPercent: int | None = Field(default=None, ge=0, le=100)
+    cpuCFSQuota: bool | None = None
 
 
 # --- karpenter.sh/v1beta1 NodePool ---------------------------------------------------------

@@ -13,13 +13,13 @@ Resolution (Karpenter's subnet, security-group and AMI providers, aws-semantics 
 
 A resolution is kept for ``ttl_s`` (Karpenter caches for 1 minute).
 
-The launch template carries the AMI, user data (AL2023 ``NodeConfig`` in MIME multipart,
-Bottlerocket TOML, AL2 ``bootstrap.sh``, Windows PowerShell; ``Custom`` passes the NodeClass's
-user data through unchanged), security groups, the instance profile, block device mappings
-(the AMI family's defaults when none are given: 20 GiB encrypted gp3 on ``/dev/xvda``;
-Bottlerocket 4 GiB root plus a 20 GiB ``/dev/xvdb``; Windows 50 GiB on ``/dev/sda1``),
-metadata options and detailed monitoring. Its name is ``joiner.dev/<hash>`` where the hash is
-SHA-256 of the template data, so equal content reuses one template.
+The launch template carries the AMI, user data (``bootstrap.py``: the kubelet block and the
+NodeClass's own user data merged as Karpenter-AWS merges them), security groups, the
+instance profile, block device mappings (the AMI family's defaults when none are given:
+20 GiB encrypted gp3 on ``/dev/xvda``; Bottlerocket 4 GiB root plus a 20 GiB ``/dev/xvdb``;
+Windows 50 GiB on ``/dev/sda1``), metadata options and detailed monitoring. Its name is
+``joiner.dev/<hash>`` where the hash is SHA-256 of the template data, so equal content
+reuses one template.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from typing import Any
 from joiner.api.objects import AMISelectorTerm, BlockDevice, NodeClass, SelectorTerm
 from joiner.api.quantity import GIB
 from joiner.cloudprovider.aws.api import AWSError, Caller
+from joiner.cloudprovider.aws.bootstrap import user_data
 from joiner.cloudprovider.types import NodeClassNotReadyError, Subnet
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,6 @@ log = logging.getLogger(__name__)
 #: Karpenter's default cache TTL for subnets, security groups and AMIs.
 DEFAULT_RESOLUTION_TTL_S = 60.0
 LAUNCH_TEMPLATE_PREFIX = "joiner.dev/"
-#: The taint nodes register with until Karpenter (or Joiner) syncs them.
-UNREGISTERED_TAINT = "karpenter.sh/unregistered"
 _EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
 _KUBE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
@@ -352,88 +351,6 @@ def _block_device_mapping(b: BlockDevice) -> dict[str, Any]:
         if value is not None:
             ebs[key] = value
     return {"DeviceName": b.device_name, "Ebs": ebs}
-
-
-def _kubelet_flags(nc: NodeClass, node_labels: Sequence[tuple[str, str]]) -> list[str]:
-    flags = [
-        "--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(node_labels)),
-        f"--register-with-taints={UNREGISTERED_TAINT}:NoExecute",
-    ]
-    if nc.kubelet.max_pods is not None:
-        flags.append(f"--max-pods={nc.kubelet.max_pods}")
-    return flags
-
-
-def _mime(parts: Sequence[tuple[str, str]]) -> str:
-    lines = ["MIME-Version: 1.0", 'Content-Type: multipart/mixed; boundary="//"', ""]
-    for content_type, body in parts:
-        lines += ["--//", f"Content-Type: {content_type}", "", body.rstrip("\n")]
-    lines += ["--//--", ""]
-    return "\n".join(lines)
-
-
-def _user_part(user_data: str) -> tuple[str, str]:
-    text = user_data.lstrip()
-    if text.startswith("apiVersion: node.eks.aws") or text.startswith('{"apiVersion"'):
-        return ("application/node.eks.aws", user_data)
-    return ("text/x-shellscript", user_data)
-
-
-def user_data(nc: NodeClass, cluster: ClusterInfo, node_labels: Sequence[tuple[str, str]]) -> str:
-    """The instance user data for ``nc``'s AMI family (see the module docstring), as text."""
-    family = nc.ami_family
-    custom = nc.user_data or ""
-    if family == "Custom":
-        return custom
-    flags = _kubelet_flags(nc, node_labels)
-    if family == "Bottlerocket":
-        lines = [custom.rstrip("\n")] if custom else []
-        lines += [
-            "[settings.kubernetes]",
-            f"cluster-name = {json.dumps(cluster.name)}",
-            f"api-server = {json.dumps(cluster.endpoint)}",
-            f"cluster-certificate = {json.dumps(cluster.ca_bundle)}",
-        ]
-        if nc.kubelet.max_pods is not None:
-            lines.append(f"max-pods = {nc.kubelet.max_pods}")
-        lines.append("[settings.kubernetes.node-labels]")
-        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(node_labels)]
-        lines += ["[settings.kubernetes.node-taints]", f'"{UNREGISTERED_TAINT}" = [":NoExecute"]']
-        return "\n".join(lines) + "\n"
-    if family.startswith("Windows"):
-        extra = " ".join(flags)
-        return (
-            "<powershell>\n"
-            f"{custom.strip()}\n"
-            "[string]$EKSBootstrapScriptFile = "
-            '"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"\n'
-            f"& $EKSBootstrapScriptFile -EKSClusterName '{cluster.name}' "
-            f"-APIServerEndpoint '{cluster.endpoint}' -Base64ClusterCA '{cluster.ca_bundle}' "
-            f"-KubeletExtraArgs '{extra}' 3>&1 4>&1 5>&1 6>&1\n"
-            "</powershell>\n"
-        )
-    parts: list[tuple[str, str]] = [_user_part(custom)] if custom else []
-    if family == "AL2":
-        script = (
-            "#!/bin/bash -xe\n"
-            f"/etc/eks/bootstrap.sh '{cluster.name}' --apiserver-endpoint '{cluster.endpoint}' "
-            f"--b64-cluster-ca '{cluster.ca_bundle}' --kubelet-extra-args '{' '.join(flags)}'"
-        )
-        return _mime([*parts, ("text/x-shellscript", script)])
-    node_config = {
-        "apiVersion": "node.eks.aws/v1alpha1",
-        "kind": "NodeConfig",
-        "spec": {
-            "cluster": {
-                "name": cluster.name,
-                "apiServerEndpoint": cluster.endpoint,
-                "certificateAuthority": cluster.ca_bundle,
-                "cidr": cluster.service_cidr,
-            },
-            "kubelet": {"flags": flags},
-        },
-    }
-    return _mime([*parts, ("application/node.eks.aws", json.dumps(node_config, sort_keys=True))])
 
 
 def launch_template_data(

@@ -9,8 +9,10 @@ from dataclasses import replace
 
 import boto3
 import pytest
+import yaml
 
 from joiner.api import labels
+from joiner.api.manifests.userdata import mime_parts
 from joiner.api.objects import AMISelectorTerm, SelectorTerm
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.aws import AWSError, Caller, InterruptionQueue
@@ -71,9 +73,14 @@ def test_launch_tags_and_launch_template(aws_world):
     assert data["BlockDeviceMappings"][0]["Ebs"]["VolumeType"] == "gp3"
     user_data = base64.b64decode(data["UserData"]).decode()
     assert "application/node.eks.aws" in user_data
-    node_config = json.loads(user_data.split("application/node.eks.aws\n\n")[1].split("\n--//")[0])
+    node_config = yaml.safe_load(mime_parts(user_data)[-1].body)
     assert node_config["spec"]["cluster"]["name"] == "test-cluster"
-    assert "--node-labels=karpenter.sh/nodepool=general" in node_config["spec"]["kubelet"]["flags"]
+    assert node_config["spec"]["kubelet"]["flags"] == [
+        '--node-labels="karpenter.sh/nodepool=general"'
+    ]
+    assert node_config["spec"]["kubelet"]["config"]["registerWithTaints"] == [
+        {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
+    ]
 
 
 def test_launch_template_reused_by_content_hash(aws_world):
