@@ -7,9 +7,11 @@ Resolution (Karpenter's subnet, security-group and AMI providers, aws-semantics 
   zone, the subnet with the most free IPv4 addresses (ties: lowest id).
 * Security groups by ``id``, ``name`` or ``tags`` (``DescribeSecurityGroups``).
 * AMIs by ``alias`` through the public SSM parameters for the cluster's Kubernetes version
-  (``family@latest`` or a pinned version; one per architecture), by ``ssmParameter``, or by
-  ``id``, ``name`` (+ ``owner``) or ``tags`` (``DescribeImages``); per architecture the newest
-  image wins. No terms means ``<family>@latest``.
+  (``family@latest`` or a pinned version; per architecture the standard, NVIDIA and Neuron
+  variants, ``alias_parameters``), by ``ssmParameter``, or by ``id``, ``name`` (+ ``owner``)
+  or ``tags`` (``DescribeImages``). Each instance type launches with the newest image that
+  serves it (its architecture, and its variant for alias images). No terms means
+  ``<family>@latest``.
 
 A resolution is kept for ``ttl_s`` (Karpenter caches for 1 minute).
 
@@ -32,11 +34,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from joiner.api import labels
 from joiner.api.objects import AMISelectorTerm, BlockDevice, NodeClass, SelectorTerm
 from joiner.api.quantity import GIB
 from joiner.cloudprovider.aws.api import AWSError, Caller
 from joiner.cloudprovider.aws.bootstrap import user_data
-from joiner.cloudprovider.types import NodeClassNotReadyError, Subnet
+from joiner.cloudprovider.instancetype import AWS_NEURON
+from joiner.cloudprovider.types import InstanceType, NodeClassNotReadyError, Subnet
 
 log = logging.getLogger(__name__)
 
@@ -59,20 +63,46 @@ class ClusterInfo:
     kubernetes_version: str = "1.31"
 
 
+#: AMI variants of the EKS-optimized aliases (Karpenter ``amifamily/ami.go`` ``Variant``).
+STANDARD, NVIDIA, NEURON = "standard", "nvidia", "neuron"
+
+
+def type_variant(it: InstanceType) -> str:
+    """Which alias variant an instance type needs (Karpenter ``Variant.Requirements``):
+    ``nvidia`` when it has the ``karpenter.k8s.aws/instance-gpu-count`` label (any GPU),
+    ``neuron`` when it has Inferentia/Trainium devices (Karpenter's
+    ``instance-accelerator-count`` label), else ``standard`` (neither label)."""
+    if it.label(labels.INSTANCE_GPU_COUNT) is not None:
+        return NVIDIA
+    if it.capacity.get(AWS_NEURON, 0) > 0:
+        return NEURON
+    return STANDARD
+
+
 @dataclass(frozen=True, slots=True)
 class AMI:
-    """A resolved image: id, ``kubernetes.io/arch`` value, name and creation date (ISO)."""
+    """A resolved image: id, ``kubernetes.io/arch`` value, name, creation date (ISO) and the
+    alias variants it serves (empty: any instance type of its architecture, as for images
+    selected by id, name, tags or an SSM parameter)."""
 
     id: str
     architecture: str
     name: str = ""
     creation_date: str = ""
+    variants: tuple[str, ...] = ()
+
+    def serves(self, it: InstanceType) -> bool:
+        """True when this image can boot ``it``: same architecture, and a variant that
+        matches the type (``type_variant``) when the image has variants."""
+        if it.label(labels.ARCH) != self.architecture:
+            return False
+        return not self.variants or type_variant(it) in self.variants
 
 
 @dataclass(frozen=True, slots=True)
 class ResolvedNodeClass:
     """A NodeClass's AWS resources at ``resolved_at_s``: subnets (by id) with their free IPs,
-    security group ids (sorted) and one AMI per architecture (sorted by architecture)."""
+    security group ids (sorted) and the AMIs, newest first (ties: lowest id)."""
 
     name: str
     subnets: tuple[Subnet, ...]
@@ -93,9 +123,10 @@ class ResolvedNodeClass:
             out.setdefault(s.zone, s)
         return out
 
-    def ami_for(self, architecture: str) -> AMI | None:
-        """The AMI for a ``kubernetes.io/arch`` value, if any."""
-        return next((a for a in self.amis if a.architecture == architecture), None)
+    def ami_for(self, it: InstanceType) -> AMI | None:
+        """The AMI an instance type launches with: the newest that serves it (Karpenter
+        ``amifamily`` ``MapToInstanceTypes``), or None."""
+        return next((a for a in self.amis if a.serves(it)), None)
 
 
 def _tag_filters(tags: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -105,13 +136,32 @@ def _tag_filters(tags: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     ]
 
 
-def alias_parameters(alias: str, kubernetes_version: str) -> dict[str, str]:
-    """``kubernetes.io/arch`` -> the public SSM parameter holding the AMI id for an alias.
+@dataclass(frozen=True, slots=True)
+class AliasParameter:
+    """One public SSM parameter of an alias: the ``kubernetes.io/arch`` and the variants its
+    image serves."""
 
-    ``al2023@latest`` -> ``/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/<arch>/
-    standard/recommended/image_id``; pinned ``al2023@v20240807`` uses the release name
-    (``amazon-eks-node-al2023-<arch>-standard-<k8s>-v20240807``). AL2, Bottlerocket and Windows
-    use their own published paths (Karpenter ``amifamily``). Windows is amd64 only.
+    architecture: str
+    variants: tuple[str, ...]
+    name: str
+
+
+def alias_parameters(alias: str, kubernetes_version: str) -> list[AliasParameter]:
+    """The public SSM parameters Karpenter-AWS reads for an alias (``amifamily``
+    ``DescribeImageQuery`` per family), standard, NVIDIA and Neuron variants included.
+
+    * ``al2023`` (``al2023.go``): ``/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/
+      <arch>/<variant>/recommended/image_id`` for x86_64 standard, nvidia, neuron and arm64
+      standard, nvidia; a pinned version replaces ``recommended`` with
+      ``amazon-eks-node-al2023-<arch>-<variant>-<k8s>-<version>``.
+    * ``al2`` (``al2.go``): ``amazon-linux-2`` (amd64 standard), ``amazon-linux-2-gpu``
+      (amd64 nvidia and neuron), ``amazon-linux-2-arm64`` (arm64 standard); pinned:
+      ``amazon-eks-node-``, ``amazon-eks-gpu-node-``, ``amazon-eks-arm64-node-<k8s>-<v>``.
+    * ``bottlerocket`` (``bottlerocket.go``): ``/aws/service/bottlerocket/aws-k8s-<k8s>/<arch>/
+      <version>/image_id`` (x86_64 serves standard and neuron, arm64 standard) and
+      ``aws-k8s-<k8s>-nvidia`` (nvidia); a leading ``v`` of a pinned version is dropped.
+    * ``windows2019``/``windows2022``/``windows2025``: ``/aws/service/ami-windows-latest/
+      Windows_Server-<year>-English-Core-EKS_Optimized-<k8s>/image_id`` (amd64, any type).
 
     Raises:
         NodeClassNotReadyError: an unknown family.
@@ -120,33 +170,48 @@ def alias_parameters(alias: str, kubernetes_version: str) -> dict[str, str]:
     family = family.lower()
     version = version or "latest"
     k8s = kubernetes_version
-    out: dict[str, str] = {}
-    for arch, ec2_arch in _EC2_ARCH.items():
-        if family == "al2023":
-            leaf = (
-                "recommended"
-                if version == "latest"
-                else f"amazon-eks-node-al2023-{ec2_arch}-standard-{k8s}-{version}"
-            )
-            out[arch] = (
-                f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{ec2_arch}/standard/"
-                f"{leaf}/image_id"
-            )
-        elif family == "al2":
-            flavour = "amazon-linux-2" if arch == "amd64" else "amazon-linux-2-arm64"
-            leaf = "recommended" if version == "latest" else f"amazon-eks-node-{k8s}-{version}"
-            out[arch] = f"/aws/service/eks/optimized-ami/{k8s}/{flavour}/{leaf}/image_id"
-        elif family == "bottlerocket":
-            leaf = "latest" if version == "latest" else version.removeprefix("v")
-            out[arch] = f"/aws/service/bottlerocket/aws-k8s-{k8s}/{ec2_arch}/{leaf}/image_id"
-        elif family.startswith("windows") and arch == "amd64":
-            year = family.removeprefix("windows")
-            out[arch] = (
-                f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
-                f"EKS_Optimized-{k8s}/image_id"
-            )
-        elif not family.startswith("windows"):
-            raise NodeClassNotReadyError(f"unknown AMI alias family {family!r}")
+    latest = version == "latest"
+    out: list[AliasParameter] = []
+    if family == "al2023":
+        for arch, variants in (
+            ("amd64", (STANDARD, NVIDIA, NEURON)),
+            ("arm64", (STANDARD, NVIDIA)),
+        ):
+            ec2 = _EC2_ARCH[arch]
+            for v in variants:
+                leaf = (
+                    "recommended" if latest else f"amazon-eks-node-al2023-{ec2}-{v}-{k8s}-{version}"
+                )
+                path = f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{ec2}/{v}/{leaf}"
+                out.append(AliasParameter(arch, (v,), path + "/image_id"))
+    elif family == "al2":
+        for arch, flavour, pinned, al2_variants in (
+            ("amd64", "amazon-linux-2", "amazon-eks-node", (STANDARD,)),
+            ("amd64", "amazon-linux-2-gpu", "amazon-eks-gpu-node", (NVIDIA, NEURON)),
+            ("arm64", "amazon-linux-2-arm64", "amazon-eks-arm64-node", (STANDARD,)),
+        ):
+            leaf = "recommended" if latest else f"{pinned}-{k8s}-{version}"
+            path = f"/aws/service/eks/optimized-ami/{k8s}/{flavour}/{leaf}/image_id"
+            out.append(AliasParameter(arch, al2_variants, path))
+    elif family == "bottlerocket":
+        leaf = "latest" if latest else version.removeprefix("v")
+        for suffix, arch, br_variants in (
+            ("", "amd64", (STANDARD, NEURON)),
+            ("", "arm64", (STANDARD,)),
+            ("-nvidia", "amd64", (NVIDIA,)),
+            ("-nvidia", "arm64", (NVIDIA,)),
+        ):
+            path = f"/aws/service/bottlerocket/aws-k8s-{k8s}{suffix}/{_EC2_ARCH[arch]}/{leaf}"
+            out.append(AliasParameter(arch, br_variants, path + "/image_id"))
+    elif family.startswith("windows"):
+        year = family.removeprefix("windows")
+        path = (
+            f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
+            f"EKS_Optimized-{k8s}/image_id"
+        )
+        out.append(AliasParameter("amd64", (), path))
+    else:
+        raise NodeClassNotReadyError(f"unknown AMI alias family {family!r}")
     return out
 
 
@@ -258,12 +323,17 @@ class NodeClassResolver:
         candidates: list[AMI] = []
         for term in terms:
             if term.alias:
-                for arch, param in sorted(
-                    alias_parameters(term.alias, self.cluster.kubernetes_version).items()
-                ):
-                    image_id = self._parameter(param)
+                found: dict[tuple[str, str], set[str]] = {}
+                for param in alias_parameters(term.alias, self.cluster.kubernetes_version):
+                    image_id = self._parameter(param.name)
                     if image_id:
-                        candidates.append(AMI(image_id, arch, name=term.alias))
+                        found.setdefault((image_id, param.architecture), set()).update(
+                            param.variants
+                        )
+                for (image_id, arch), variants in found.items():
+                    candidates.append(
+                        AMI(image_id, arch, name=term.alias, variants=tuple(sorted(variants)))
+                    )
             elif term.ssm_parameter:
                 image_id = self._parameter(term.ssm_parameter)
                 if image_id:
@@ -277,10 +347,12 @@ class NodeClassResolver:
                 candidates.extend(self._describe_images(**kwargs))
             elif term.tags:
                 candidates.extend(self._describe_images(Filters=_tag_filters(term.tags)))
-        best: dict[str, AMI] = {}
-        for ami in sorted(candidates, key=lambda a: (a.creation_date, a.id), reverse=True):
-            best.setdefault(ami.architecture, ami)
-        return [best[k] for k in sorted(best)]
+        # Karpenter ``AMIs.Sort``: newest first, ties by id; per instance type the first
+        # image that serves it wins (``ResolvedNodeClass.ami_for``).
+        unique = {(a.id, a.architecture): a for a in candidates}
+        newest_first = sorted(unique.values(), key=lambda a: a.id)
+        newest_first.sort(key=lambda a: a.creation_date, reverse=True)
+        return newest_first
 
     def _parameter(self, name: str) -> str | None:
         try:

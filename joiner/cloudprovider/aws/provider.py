@@ -99,6 +99,7 @@ LIVE_STATES = ("pending", "running", "stopping", "stopped")
 AMI_DRIFT = "AMIDrift"
 SUBNET_DRIFT = "SubnetDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
+_KUBE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
 
 def cluster_tag(cluster_name: str) -> str:
@@ -323,7 +324,7 @@ class AWSCloudProvider:
             and o.compatible(reqs)
             and o.zone in per_zone
             and not self.unavailable.is_unavailable(it.name, o.zone, o.capacity_type)
-            and resolved.ami_for(it.label(labels.ARCH) or "") is not None
+            and resolved.ami_for(it) is not None
         ]
         candidates = launch_candidates(candidates, reqs)
         capacity_type = choose_capacity_type(candidates, reqs)
@@ -338,6 +339,9 @@ class AWSCloudProvider:
         tags = self._tags(nc, request)
         node_labels = ((NODEPOOL_TAG, request.nodepool),)
         configs: list[dict[str, Any]] = []
+        # One launch template per AMI: each type goes with the image that serves it (its
+        # architecture and alias variant), so a config never mixes standard and GPU images.
+        ami_of = {name: resolved.ami_for(by_name[name]) for name in names}
         try:
             for ami in resolved.amis:
                 overrides = [
@@ -350,7 +354,7 @@ class AWSCloudProvider:
                     }
                     for name in names
                     for it, o in sorted(chosen, key=lambda c: c[1].zone)
-                    if it.name == name and it.label(labels.ARCH) == ami.architecture
+                    if it.name == name and ami_of[name] == ami
                 ]
                 if not overrides:
                     continue
@@ -596,10 +600,11 @@ class AWSCloudProvider:
     def is_drifted(self, provider_id: str) -> str:
         """Why the instance no longer matches its NodeClass, checked in Karpenter-AWS's order
         (``pkg/cloudprovider/drift.go``): ``NodeClassDrift`` (a field of the static drift
-        hash changed since launch; ``nodeclass_drift``), ``AMIDrift`` (its image is not the
-        NodeClass's AMI for its architecture), ``SubnetDrift`` (its subnet is no longer
-        selected) or ``SecurityGroupDrift`` (its groups differ from the selected ones); ``""``
-        when not drifted or the NodeClass is unknown (Karpenter ``IsDrifted``).
+        hash changed since launch; ``nodeclass_drift``), ``AMIDrift`` (its image is none of
+        the NodeClass's AMIs that serve its type: architecture and alias variant),
+        ``SubnetDrift`` (its subnet is no longer selected) or ``SecurityGroupDrift`` (its
+        groups differ from the selected ones); ``""`` when not drifted or the NodeClass is
+        unknown (Karpenter ``IsDrifted``).
 
         Raises:
             NodeClaimNotFoundError: the instance is gone.
@@ -614,8 +619,12 @@ class AWSCloudProvider:
         if static:
             return static
         resolved = self.resolver.resolve(nc)
-        arch = {"x86_64": "amd64", "arm64": "arm64"}.get(str(desc.get("Architecture", "")), "")
-        image_ids = {a.id for a in resolved.amis if not arch or a.architecture == arch}
+        try:
+            it = self._instance(desc).instance_type
+            image_ids = {a.id for a in resolved.amis if a.serves(it)}
+        except CreateError:  # a type discovery no longer lists: its architecture only
+            arch = _KUBE_ARCH.get(str(desc.get("Architecture", "")), "")
+            image_ids = {a.id for a in resolved.amis if a.architecture == arch}
         if str(desc.get("ImageId", "")) not in image_ids:
             return "AMIDrift"
         if str(desc.get("SubnetId", "")) not in {s.id for s in resolved.subnets}:
