@@ -274,6 +274,9 @@ class NodeClass:
     #: Volumes as written; empty means the AMI family's defaults (20 GiB gp3 root).
     block_device_mappings: tuple[BlockDevice, ...] = ()
     metadata_options: MetadataOptions = MetadataOptions()
+    #: ``instanceStorePolicy``: ``RAID0`` (the instance store becomes ephemeral storage) or
+    #: None.
+    instance_store_policy: str | None = None
     detailed_monitoring: bool = False
     associate_public_ip_address: bool | None = None
     #: ``status.subnets`` as (id, zone) pairs: what Karpenter resolved the subnet selector

@@ -15,8 +15,9 @@ are ignored: the dynamic checks cover what they select.
 
 Go's hashstructure cannot be reproduced byte for byte, so Joiner hashes the same fields its
 own way and records the value where it survives a restart: the instance's
-``NODECLASS_HASH_TAG`` tag. ``instanceStorePolicy`` and ``context`` are not modelled (the
-manifest reader warns about them), so they do not enter the hash.
+``NODECLASS_HASH_TAG`` tag. ``context`` is not modelled (the manifest reader warns about
+it), so it does not enter the hash; ``instanceStorePolicy`` enters it only when set, so the
+hash of a NodeClass without it is what it was before it was modelled.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ NODECLASS_DRIFT = "NodeClassDrift"
 
 def static_fields(nc: NodeClass) -> dict[str, object]:
     """The NodeClass fields Karpenter's static drift hash covers (module docstring)."""
-    return {
+    out: dict[str, object] = {
         "amiFamily": nc.ami_family,
         "associatePublicIPAddress": nc.associate_public_ip_address,
         "blockDeviceMappings": nc.block_device_mappings,
@@ -48,6 +49,9 @@ def static_fields(nc: NodeClass) -> dict[str, object]:
         "tags": tuple(sorted(nc.tags)),
         "userData": nc.user_data,
     }
+    if nc.instance_store_policy is not None:
+        out["instanceStorePolicy"] = nc.instance_store_policy
+    return out
 
 
 #: The kubelet fields hashed before the rest of the block reached user data: their repr is

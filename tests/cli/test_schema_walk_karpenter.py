@@ -160,7 +160,7 @@ NODECLASS_COMMON: dict[str, Mutation] = {
     "tags": ({"team": "a"}, "model"),
     **_prefixed("blockDeviceMappings[].", BLOCK_DEVICE),
     "userData": ("#!/bin/bash\necho hi\n", "model"),
-    "instanceStorePolicy": ("RAID0", "warn"),
+    "instanceStorePolicy": ("RAID0", "model"),
     "detailedMonitoring": (True, "model"),
     "metadataOptions": ({"httpTokens": "optional"}, "model"),
     "context": ("cr-0123", "warn"),

@@ -398,6 +398,7 @@ def ec2nodeclass_v1beta1(doc: m.V1Beta1EC2NodeClass, file: str) -> o.NodeClass:
             spec.blockDeviceMappings, "spec.blockDeviceMappings"
         ),
         metadata_options=metadata_options(spec.metadataOptions, "spec.metadataOptions"),
+        instance_store_policy=spec.instanceStorePolicy,
         detailed_monitoring=spec.detailedMonitoring is True,
         associate_public_ip_address=_opt_bool(spec.associatePublicIPAddress),
         **_nodeclass_status(doc.status),
@@ -480,6 +481,7 @@ def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
             spec.blockDeviceMappings, "spec.blockDeviceMappings"
         ),
         metadata_options=metadata_options(spec.metadataOptions, "spec.metadataOptions"),
+        instance_store_policy=spec.instanceStorePolicy,
         detailed_monitoring=spec.detailedMonitoring is True,
         associate_public_ip_address=_opt_bool(spec.associatePublicIPAddress),
         **_nodeclass_status(doc.status),

@@ -290,7 +290,7 @@ class EC2NodeClassSpec(Strict):
     kubelet: Kubelet | None = None
     blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list, max_length=50)
     userData: str | None = None
-    instanceStorePolicy: Any = None
+    instanceStorePolicy: Literal["RAID0"] | None = None
     detailedMonitoring: Any = None
     metadataOptions: Any = None
     context: Any = None
@@ -354,7 +354,7 @@ class V1Beta1EC2NodeClassSpec(Strict):
     tags: dict[str, str] = Field(default_factory=dict)
     blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list, max_length=50)
     userData: str | None = None
-    instanceStorePolicy: Any = None
+    instanceStorePolicy: Literal["RAID0"] | None = None
     detailedMonitoring: Any = None
     metadataOptions: Any = None
     context: Any = None

@@ -51,7 +51,6 @@ _CONTEXT = ("context", "the CreateFleet Context (reserved capacity)")
 
 #: The v1 EC2NodeClass fields of the launch Joiner's AWS adapter does not write.
 _EC2NODECLASS_V1: dict[str, str] = {
-    "instanceStorePolicy": "RAID0 makes the instance store the node's ephemeral storage",
     "ipPrefixCount": "IP prefixes assigned per network interface",
     "networkInterfaces": "the launch template's network interfaces (EFA layouts)",
     "connectionTracking": "the launch template's connection tracking timeouts",
@@ -67,7 +66,6 @@ _EC2NODECLASS_V1: dict[str, str] = {
 SPEC_FIELDS: dict[str, dict[str, str]] = {
     "EC2NodeClass/v1": _EC2NODECLASS_V1,
     "EC2NodeClass/v1beta1": {
-        "instanceStorePolicy": _EC2NODECLASS_V1["instanceStorePolicy"],
         "kubelet": "v1beta1 kubelet settings belong on the NodePool (template.spec.kubelet)",
         _CONTEXT[0]: _CONTEXT[1],
         _EBS_RATE[0]: _EBS_RATE[1],

@@ -26,6 +26,9 @@ node registers with (``karpenter.sh/unregistered:NoExecute``), and merges the No
   field the NodeClass gives (``max-pods``, ``cluster-dns-ip``, reserved, eviction, image GC
   thresholds, ``cpu-cfs-quota-enforced``); ``settings.autoscaling.should-wait`` is forced
   to false when present. ``podsPerCore`` does not reach Bottlerocket (upstream neither).
+* ``instanceStorePolicy: RAID0``: nodeadm's ``instance.localStorage.strategy: RAID0``,
+  ``bootstrap.sh --local-disks raid0``, Bottlerocket's ``000-mount-instance-storage``
+  bootstrap command (``apiclient ephemeral-storage init`` and ``bind``).
 * **Windows**: the user's PowerShell before ``Start-EKSBootstrap.ps1`` with the kubelet
   arguments; **Custom**: the user data unchanged.
 
@@ -47,12 +50,15 @@ import yaml
 from joiner.api.errors import InputError
 from joiner.api.manifests import userdata as ud
 from joiner.api.objects import KubeletConfig, NodeClass, Taint
+from joiner.cloudprovider.instancetype import RAID0
 
 log = logging.getLogger(__name__)
 
 #: The taint every node registers with until Karpenter (or Joiner) initializes it.
 UNREGISTERED_TAINT = Taint("karpenter.sh/unregistered", "NoExecute")
 NODE_CONFIG_HEADER = "# Karpenter Generated NodeConfig\n"
+#: What Bottlerocket binds to the RAID0 instance store (Karpenter's ``--dirs`` form).
+BOTTLEROCKET_RAID0_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
 #: ``[settings.kubernetes]`` keys Bottlerocket models (Karpenter ``BottlerocketKubernetes``);
 #: others in the user's TOML are dropped.
 BOTTLEROCKET_KUBERNETES_KEYS = frozenset(
@@ -249,6 +255,9 @@ def nodeadm(
     }
     if cluster.service_cidr:
         spec_cluster["cidr"] = cluster.service_cidr
+    spec: dict[str, Any] = {"cluster": spec_cluster}
+    if nc.instance_store_policy == RAID0:
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
     kubelet: dict[str, Any] = {"config": config}
     if labels:
         kubelet["flags"] = [
@@ -257,7 +266,7 @@ def nodeadm(
     node_config = {
         "apiVersion": "node.eks.aws/v1alpha1",
         "kind": "NodeConfig",
-        "spec": {"cluster": spec_cluster, "kubelet": kubelet},
+        "spec": {**spec, "kubelet": kubelet},
     }
     body = NODE_CONFIG_HEADER + yaml.safe_dump(node_config, sort_keys=True)
     ours = ud.MIMEPart((("Content-Type", ud.NODE_CONFIG),), body)
@@ -288,6 +297,8 @@ def eks_bootstrap(
     if k.max_pods is not None:
         options.append("--use-max-pods false")
     options.append(f"--kubelet-extra-args '{' '.join(kubelet_extra_args(k, labels, taints))}'")
+    if nc.instance_store_policy == RAID0:
+        options.append("--local-disks raid0")
     script = "\n".join([*lines, " \\\n".join([command, *options])])
     parts: list[ud.MIMEPart] = []
     text = nc.user_data or ""
@@ -358,6 +369,17 @@ def bottlerocket(
     for t in taints:
         node_taints.setdefault(t.key, []).append(f"{t.value or ''}:{t.effect}")
     k8s["node-taints"] = node_taints
+    if nc.instance_store_policy == RAID0:
+        commands = dict(settings.get("bootstrap-commands") or {})
+        commands["000-mount-instance-storage"] = {
+            "commands": [
+                ["apiclient", "ephemeral-storage", "init"],
+                ["apiclient", "ephemeral-storage", "bind", "--dirs", *BOTTLEROCKET_RAID0_DIRS],
+            ],
+            "mode": "always",
+            "essential": True,
+        }
+        settings["bootstrap-commands"] = commands
     autoscaling = settings.get("autoscaling")
     if isinstance(autoscaling, dict) and "should-wait" in autoscaling:
         settings["autoscaling"] = {**autoscaling, "should-wait": False}

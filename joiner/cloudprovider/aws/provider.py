@@ -258,6 +258,7 @@ class AWSCloudProvider:
             kubelet=nc.kubelet,
             ami_family=nc.ami_family,
             root_volume_bytes=nc.root_volume_bytes,
+            instance_store_policy=nc.instance_store_policy,
         )
         return [self._priced(it) for it in types]
 
@@ -447,6 +448,7 @@ class AWSCloudProvider:
                 kubelet=nc.kubelet,
                 ami_family=nc.ami_family,
                 root_volume_bytes=nc.root_volume_bytes,
+                instance_store_policy=nc.instance_store_policy,
             )
         )
         offering = next(

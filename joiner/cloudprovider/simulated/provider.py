@@ -326,6 +326,7 @@ class SimulatedCloudProvider:
             kubelet=nc.kubelet,
             ami_family=nc.ami_family,
             root_volume_bytes=nc.root_volume_bytes,
+            instance_store_policy=nc.instance_store_policy,
         )
         self._types[node_class] = types
         return types

@@ -295,3 +295,68 @@ def test_kubelet_fields_that_reach_user_data_are_static_drift():
         "  kubelet: {maxPods: 20, evictionMaxPodGracePeriod: 30}",
     ):
         assert nodeclass_hash(nodeclass(kubelet=changed)) != nodeclass_hash(base), changed
+
+
+def test_raid0_reaches_user_data_for_every_family():
+    """``instanceStorePolicy: RAID0`` (Karpenter-AWS ``nodeadm.go``, ``eksbootstrap.go``,
+    ``bottlerocket.go``)."""
+    nc = replace(nodeclass(kubelet=""), instance_store_policy="RAID0")
+    config = yaml.safe_load(mime_parts(user_data(nc, CLUSTER, LABELS))[-1].body)
+    assert config["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+    al2 = mime_parts(user_data(replace(nc, ami_family="AL2"), CLUSTER, LABELS))[-1].body
+    assert al2.endswith("\\\n--local-disks raid0")
+    br = tomllib.loads(user_data(replace(nc, ami_family="Bottlerocket"), CLUSTER, LABELS))
+    assert br["settings"]["bootstrap-commands"]["000-mount-instance-storage"] == {
+        "commands": [
+            ["apiclient", "ephemeral-storage", "init"],
+            [
+                "apiclient",
+                "ephemeral-storage",
+                "bind",
+                "--dirs",
+                "/var/lib/containerd",
+                "/var/lib/kubelet",
+                "/var/log/pods",
+            ],
+        ],
+        "mode": "always",
+        "essential": True,
+    }
+    plain = yaml.safe_load(mime_parts(user_data(nodeclass(kubelet=""), CLUSTER, LABELS))[-1].body)
+    assert "instance" not in plain["spec"]
+
+
+def test_raid0_makes_the_instance_store_the_ephemeral_storage():
+    """Karpenter-AWS ``ephemeralStorage``: with RAID0, a type with an instance store has its
+    total (decimal GB) as ephemeral-storage; a type without keeps the root volume's."""
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.cloudprovider.instancetype import build_instance_types
+
+    catalog = Catalog.load()
+    zones = catalog.zones("us-east-1")
+
+    def storage(policy):
+        built = build_instance_types(catalog, "us-east-1", zones, instance_store_policy=policy)
+        return {it.name: it.capacity["ephemeral-storage"] for it in built}
+
+    raid0, plain = storage("RAID0"), storage(None)
+    assert raid0["m5d.large"] == 75 * 10**9
+    assert plain["m5d.large"] == 20 * 2**30
+    assert raid0["m5.large"] == plain["m5.large"] == 20 * 2**30
+
+
+def test_raid0_loads_and_other_policies_are_rejected():
+    nc = load_text(
+        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: a}\nspec:\n"
+        "  role: R\n  amiSelectorTerms: [{alias: al2023@latest}]\n"
+        "  subnetSelectorTerms: [{tags: {a: b}}]\n  securityGroupSelectorTerms: [{id: sg-1}]\n"
+        "  instanceStorePolicy: RAID0\n"
+    ).nodeclasses[0]
+    assert nc.instance_store_policy == "RAID0"
+    with pytest.raises(InputError):
+        load_text(
+            "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: a}\nspec:\n"
+            "  role: R\n  amiSelectorTerms: [{alias: al2023@latest}]\n"
+            "  subnetSelectorTerms: [{tags: {a: b}}]\n  securityGroupSelectorTerms: [{id: sg-1}]\n"
+            "  instanceStorePolicy: RAID5\n"
+        )

@@ -498,3 +498,21 @@ def test_alias_without_a_gpu_variant_does_not_launch_gpu_types(aws_world):
         provider.create(_request(provider, "gpu-1", ("g4dn.xlarge",)))
     inst = provider.create(_request(provider, "std-1", ("m5.large", "g4dn.xlarge")))
     assert inst.instance_type.name == "m5.large"
+
+
+def test_raid0_nodeclass_on_ec2(aws_world):
+    """``instanceStorePolicy: RAID0`` on EC2's data: the instance store (DescribeInstanceTypes
+    ``InstanceStorageInfo``) is the ephemeral storage, and the launch template's NodeConfig
+    asks nodeadm for the RAID0 array."""
+    nc = aws_world.node_class(instance_store_policy="RAID0")
+    provider = aws_world.provider([nc])
+    types = {t.name: t for t in provider.get_instance_types("default")}
+    assert types["m5d.large"].capacity["ephemeral-storage"] == 75 * 10**9
+    assert types["m5.large"].capacity["ephemeral-storage"] == 20 * 2**30
+    provider.create(_request(provider, "nc-raid", ("m5d.large",)))
+    (template,) = aws_world.ec2.describe_launch_templates()["LaunchTemplates"]
+    data = aws_world.ec2.describe_launch_template_versions(
+        LaunchTemplateName=template["LaunchTemplateName"]
+    )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    config = yaml.safe_load(mime_parts(base64.b64decode(data["UserData"]).decode())[-1].body)
+    assert config["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
