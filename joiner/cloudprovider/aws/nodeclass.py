@@ -4,7 +4,8 @@ Resolution (Karpenter's subnet, security-group and AMI providers, aws-semantics 
 
 * Subnets by ``id`` or ``tags`` (``DescribeSubnets``; terms OR, tags in a term AND, a tag
   value ``*`` matches any value; a ``name`` term matches the ``Name`` tag). Launches use, per
-  zone, the subnet with the most free IPv4 addresses (ties: lowest id).
+  zone, the subnet with the most free IPv4 addresses, launches in flight counted
+  (``subnets.InflightIPs``).
 * Security groups by ``id``, ``name`` or ``tags`` (``DescribeSecurityGroups``).
 * AMIs by ``alias`` through the public SSM parameters for the cluster's Kubernetes version
   (``family@latest`` or a pinned version; per architecture the standard, NVIDIA and Neuron
@@ -114,14 +115,6 @@ class ResolvedNodeClass:
     def zones(self) -> list[tuple[str, str]]:
         """(zone name, zone id) pairs the subnets cover, sorted."""
         return sorted({(s.zone, s.zone_id) for s in self.subnets})
-
-    def subnet_per_zone(self) -> dict[str, Subnet]:
-        """Zone -> the subnet with the most free IPs (ties: lowest id), as Karpenter picks."""
-        free = dict(self.free_ips)
-        out: dict[str, Subnet] = {}
-        for s in sorted(self.subnets, key=lambda s: (-free.get(s.id, 0), s.id)):
-            out.setdefault(s.zone, s)
-        return out
 
     def ami_for(self, it: InstanceType) -> AMI | None:
         """The AMI an instance type launches with: the newest that serves it (Karpenter

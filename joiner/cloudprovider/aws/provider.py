@@ -8,7 +8,8 @@ Launch (aws-semantics §1.6, Karpenter ``pkg/providers/instance``):
    on-demand offering (neither when a requirement has ``minValues``) and cut the list to the
    60 cheapest types, which must still meet ``minValues``.
 2. The capacity type is the first of spot, on-demand that the request allows and has a
-   candidate (spot preferred). Each zone gets one subnet (the most free IPs).
+   candidate (spot preferred). Each zone gets one subnet: the most free IPs, counting the
+   launches in flight (``subnets.InflightIPs``, Karpenter's subnet provider).
 3. One launch template per AMI: each type goes with the newest image that serves it (its
    architecture and, for alias images, its standard/NVIDIA/Neuron variant); overrides are
    types x zones, each with ``InstanceType``, ``SubnetId``, ``AvailabilityZone``,
@@ -55,6 +56,7 @@ from joiner.cloudprovider.aws.nodeclass import (
     launch_template_data,
 )
 from joiner.cloudprovider.aws.pricing import DEFAULT_PRICE_REFRESH_INTERVAL_S, PriceSource
+from joiner.cloudprovider.aws.subnets import InflightIPs
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.instancetype import build_instance_type, build_instance_types
 from joiner.cloudprovider.launch import (
@@ -189,6 +191,7 @@ class AWSCloudProvider:
             tags=((cluster_tag(settings.cluster.name), "owned"),),
         )
         self.unavailable = UnavailableOfferings(now)
+        self.inflight_ips = InflightIPs()
         self._catalog_key: tuple[float, int] | None = None
         self._catalog: Catalog | None = None
         #: The last CreateFleet request sent (for logs and tests).
@@ -308,14 +311,14 @@ class AWSCloudProvider:
         nc = self._node_class(request.node_class)
         resolved = self.resolver.resolve(nc)
         reqs = request.requirements
-        per_zone = resolved.subnet_per_zone()
+        zones = {s.zone for s in resolved.subnets}
         candidates = [
             (it, o)
             for it in request.instance_types
             for o in it.offerings
             if o.available
             and o.compatible(reqs)
-            and o.zone in per_zone
+            and o.zone in zones
             and not self.unavailable.is_unavailable(it.name, o.zone, o.capacity_type)
             and resolved.ami_for(it) is not None
         ]
@@ -328,6 +331,8 @@ class AWSCloudProvider:
             )
         chosen = [(it, o) for it, o in candidates if o.capacity_type == capacity_type]
         by_name = {it.name: it for it, _ in chosen}
+        types = list(by_name.values())
+        per_zone = self.inflight_ips.zonal_subnets(resolved, types, capacity_type)
         tags = self._tags(nc, request)
         node_labels = ((NODEPOOL_TAG, request.nodepool),)
 
@@ -338,13 +343,16 @@ class AWSCloudProvider:
         try:
             configs = launch_template_configs(chosen, resolved, per_zone, template_for)
         except AWSError as exc:
+            self.inflight_ips.release(resolved, {}, None, types, per_zone, capacity_type)
             raise CreateError(exc.code, f"launch template: {exc}") from exc
         fleet = fleet_request(configs, capacity_type, tags)
         self.last_fleet_request = fleet
         try:
             resp = self.caller.call(self.clients.ec2, "create_fleet", **fleet)
         except AWSError as exc:
+            self.inflight_ips.release(resolved, fleet, None, types, per_zone, capacity_type)
             raise CreateError(exc.code, str(exc)) from exc
+        self.inflight_ips.release(resolved, fleet, resp, types, per_zone, capacity_type)
         zone_of_subnet = {s.id: s.zone for s in resolved.subnets}
         errors = read_errors(
             resp,

@@ -516,3 +516,24 @@ def test_raid0_nodeclass_on_ec2(aws_world):
     )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
     config = yaml.safe_load(mime_parts(base64.b64decode(data["UserData"]).decode())[-1].body)
     assert config["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+
+
+def test_inflight_ips_move_launches_to_the_next_subnet_of_the_zone(aws_world):
+    """Two small subnets in one zone (EC2 counts 59 and 27 free IPs): each m5.large launch
+    charges 29 IPs (its pods) to the subnet it used, so the third launch goes to the
+    subnet EC2 still reports as the smaller one (Karpenter's in-flight IP tracking)."""
+    subnets = {}
+    for cidr in ("10.0.8.0/26", "10.0.9.0/27"):
+        sid = aws_world.ec2.create_subnet(
+            VpcId=aws_world.vpc_id, CidrBlock=cidr, AvailabilityZone="us-east-1c"
+        )["Subnet"]["SubnetId"]
+        aws_world.ec2.create_tags(Resources=[sid], Tags=[{"Key": "pool", "Value": "small"}])
+        subnets[cidr] = sid
+    nc = aws_world.node_class(subnet_selector_terms=(SelectorTerm(tags=(("pool", "small"),)),))
+    provider = aws_world.provider([nc])
+    free = dict(provider.resolve("default").free_ips)
+    assert (free[subnets["10.0.8.0/26"]], free[subnets["10.0.9.0/27"]]) == (59, 27)
+    used = [
+        provider.create(_request(provider, f"nc-{i}", ("m5.large",))).subnet_id for i in range(3)
+    ]
+    assert used == [subnets["10.0.8.0/26"], subnets["10.0.8.0/26"], subnets["10.0.9.0/27"]]
