@@ -26,7 +26,12 @@ class NodeClassRef:
 
 @dataclass(frozen=True, slots=True)
 class KubeletConfig:
-    """EC2NodeClass ``kubelet`` settings that change allocatable (None means the default)."""
+    """EC2NodeClass ``kubelet`` settings (None or empty means the kubelet's default).
+
+    The first five change allocatable (parsed: millicores, bytes); the rest only reach the
+    node's kubelet through the bootstrap user data (``cloudprovider/aws/bootstrap.py``).
+    ``*_text`` fields keep the values as written, which is what Karpenter renders.
+    """
 
     max_pods: int | None = None
     pods_per_core: int | None = None
@@ -34,6 +39,20 @@ class KubeletConfig:
     kube_reserved: tuple[tuple[str, int], ...] = ()
     #: ``evictionHard`` as (signal, absolute amount or None, percentage or None).
     eviction_hard: tuple[tuple[str, int | None, float | None], ...] = ()
+    #: ``systemReserved``, ``kubeReserved`` and ``evictionHard`` as written, sorted by key.
+    system_reserved_text: tuple[tuple[str, str], ...] = ()
+    kube_reserved_text: tuple[tuple[str, str], ...] = ()
+    eviction_hard_text: tuple[tuple[str, str], ...] = ()
+    #: ``evictionSoft`` (signal, threshold as written) and ``evictionSoftGracePeriod``
+    #: (signal, seconds), sorted by signal.
+    eviction_soft: tuple[tuple[str, str], ...] = ()
+    eviction_soft_grace_period_s: tuple[tuple[str, float], ...] = ()
+    eviction_max_pod_grace_period_s: int | None = None
+    image_gc_high_threshold_percent: int | None = None
+    image_gc_low_threshold_percent: int | None = None
+    cpu_cfs_quota: bool | None = None
+    #: ``clusterDNS``: the cluster DNS server addresses, in order.
+    cluster_dns: tuple[str, ...] = ()
 
 
 #: Disruption reasons a budget may name (``karpenter.sh/v1`` NodePool budgets ``reasons``).
@@ -255,6 +274,9 @@ class NodeClass:
     #: Volumes as written; empty means the AMI family's defaults (20 GiB gp3 root).
     block_device_mappings: tuple[BlockDevice, ...] = ()
     metadata_options: MetadataOptions = MetadataOptions()
+    #: ``instanceStorePolicy``: ``RAID0`` (the instance store becomes ephemeral storage) or
+    #: None.
+    instance_store_policy: str | None = None
     detailed_monitoring: bool = False
     associate_public_ip_address: bool | None = None
     #: ``status.subnets`` as (id, zone) pairs: what Karpenter resolved the subnet selector

@@ -8,10 +8,12 @@ pods and extended resources as counts; prices in USD per hour.
   reservation) minus ceil(that x ``vm_memory_overhead_percent``) MiB. Pods = kubelet
   ``maxPods``, else the ENI limit for ENI-limited AMI families (AL2, AL2023, Bottlerocket,
   Custom), else 110 (Windows); ``podsPerCore`` caps it except on Bottlerocket.
-  Ephemeral storage = the root volume size, else the AMI family's default (20 GiB; 50 GiB on
-  Windows). Extended resources: ``nvidia.com/gpu``, ``amd.com/gpu``, ``habana.ai/gaudi``,
-  ``aws.amazon.com/neuron``, ``aws.amazon.com/neuroncore``, ``vpc.amazonaws.com/efa`` and
-  ``vpc.amazonaws.com/pod-eni`` (branch ENIs when trunking compatible); only non-zero ones.
+  Ephemeral storage = the instance store's total (decimal GB) under ``instanceStorePolicy:
+  RAID0`` on a type that has one, else the root volume size, else the AMI family's default
+  (20 GiB; 50 GiB on Windows). Extended resources: ``nvidia.com/gpu``, ``amd.com/gpu``,
+  ``habana.ai/gaudi``, ``aws.amazon.com/neuron``, ``aws.amazon.com/neuroncore``,
+  ``vpc.amazonaws.com/efa`` and ``vpc.amazonaws.com/pod-eni`` (branch ENIs when trunking
+  compatible); only non-zero ones.
 * Overhead = kube-reserved + system-reserved + eviction threshold. kube-reserved memory is
   (11 x pods + 255) MiB, where AL2/AL2023/Custom always use the ENI-limited pods; cpu is
   6% of the first core, 1% of the second, 0.5% of cores 3-4 and 0.25% above, each tier
@@ -58,6 +60,8 @@ NODEFS_AVAILABLE = "nodefs.available"
 
 #: The EC2NodeClass kubelet block when none is given (every field unset).
 DEFAULT_KUBELET = KubeletConfig()
+#: EC2NodeClass ``instanceStorePolicy`` value: the instance store as RAID0 ephemeral storage.
+RAID0 = "RAID0"
 #: Karpenter's default ``VMMemoryOverheadPercent``.
 DEFAULT_VM_MEMORY_OVERHEAD_PERCENT = 0.075
 #: Default ephemeral (root) volume size for AL2/AL2023/Bottlerocket/Custom.
@@ -292,6 +296,7 @@ def build_instance_type(
     ami_family: str = "AL2023",
     root_volume_bytes: int | None = None,
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
+    instance_store_policy: str | None = None,
 ) -> InstanceType:
     """One ``InstanceType`` for ``info`` in ``region`` with offerings in ``zones``.
 
@@ -305,7 +310,11 @@ def build_instance_type(
 
     memory_bytes = _memory_capacity_bytes(info, vm_memory_overhead_percent)
     pods = _pods(info, kubelet, eni_limited, pods_per_core)
-    if root_volume_bytes is not None:
+    if instance_store_policy == RAID0 and info.local_storage_gb > 0:
+        # Karpenter-AWS ``ephemeralStorage``: the instance store in RAID0 backs the node's
+        # ephemeral storage, its total size in (decimal) GB.
+        storage_bytes = info.local_storage_gb * 10**9
+    elif root_volume_bytes is not None:
         storage_bytes = root_volume_bytes
     else:
         storage_bytes = WINDOWS_EPHEMERAL_BYTES if windows else DEFAULT_EPHEMERAL_BYTES
@@ -388,6 +397,7 @@ def build_instance_types(
     ami_family: str = "AL2023",
     root_volume_bytes: int | None = None,
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
+    instance_store_policy: str | None = None,
 ) -> list[InstanceType]:
     """Every catalog type offered in at least one zone of ``region``, sorted by name.
 
@@ -409,6 +419,7 @@ def build_instance_types(
             ami_family,
             root_volume_bytes,
             float(vm_memory_overhead_percent),
+            instance_store_policy,
         )
     )
 
@@ -422,6 +433,7 @@ def _build_cached(
     ami_family: str,
     root_volume_bytes: int | None,
     vm_memory_overhead_percent: float,
+    instance_store_policy: str | None,
 ) -> tuple[InstanceType, ...]:
     return tuple(
         build_instance_type(
@@ -433,6 +445,7 @@ def _build_cached(
             ami_family=ami_family,
             root_volume_bytes=root_volume_bytes,
             vm_memory_overhead_percent=vm_memory_overhead_percent,
+            instance_store_policy=instance_store_policy,
         )
         for name in catalog.offered_types(region)
     )

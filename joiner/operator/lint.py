@@ -96,6 +96,7 @@ def lint_manifests(
             kubelet=target.kubelet,
             ami_family=target.ami_family,
             root_volume_bytes=target.root_volume_bytes,
+            instance_store_policy=target.instance_store_policy,
         )
     for nc in m.nodeclasses:
         placeholders = dict(nc.annotations).get(PLACEHOLDER_ANNOTATION)

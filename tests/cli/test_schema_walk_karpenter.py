@@ -74,13 +74,16 @@ KUBELET: dict[str, Mutation] = {
     "systemReserved": ({"cpu": "100m"}, "model"),
     "kubeReserved": ({"memory": "1Gi"}, "model"),
     "evictionHard": ({"memory.available": "5%"}, "model"),
-    "clusterDNS": (["10.0.0.10"], "warn"),
-    "evictionSoft": ({"memory.available": "10%"}, "warn"),
-    "evictionSoftGracePeriod": ({"memory.available": "1m"}, "warn"),
-    "evictionMaxPodGracePeriod": (60, "warn"),
-    "imageGCHighThresholdPercent": (90, "warn"),
-    "imageGCLowThresholdPercent": (80, "warn"),
-    "cpuCFSQuota": (False, "warn"),
+    # The rest reach the node's kubelet through the bootstrap user data (AWS adapter).
+    "clusterDNS": (["10.0.0.10"], "model"),
+    # Karpenter's CRD: each evictionSoft signal needs a grace period and the reverse, so
+    # either alone is rejected (both together: tests/api/test_nodeclass_rules.py).
+    "evictionSoft": ({"memory.available": "10%"}, "error"),
+    "evictionSoftGracePeriod": ({"memory.available": "1m"}, "error"),
+    "evictionMaxPodGracePeriod": (60, "model"),
+    "imageGCHighThresholdPercent": (90, "model"),
+    "imageGCLowThresholdPercent": (80, "model"),
+    "cpuCFSQuota": (False, "model"),
 }
 
 BLOCK_DEVICE: dict[str, Mutation] = {
@@ -157,7 +160,7 @@ NODECLASS_COMMON: dict[str, Mutation] = {
     "tags": ({"team": "a"}, "model"),
     **_prefixed("blockDeviceMappings[].", BLOCK_DEVICE),
     "userData": ("#!/bin/bash\necho hi\n", "model"),
-    "instanceStorePolicy": ("RAID0", "warn"),
+    "instanceStorePolicy": ("RAID0", "model"),
     "detailedMonitoring": (True, "model"),
     "metadataOptions": ({"httpTokens": "optional"}, "model"),
     "context": ("cr-0123", "warn"),
@@ -177,6 +180,8 @@ EC2NODECLASS_V1: dict[str, Mutation] = {
     "capacityReservationSelectorTerms": ([{"id": "cr-0123"}], "warn"),
     "placementGroupSelector": ({"name": "pg"}, "warn"),
 }
+# The v1 CRD: volumeInitializationRate only with a snapshotID (the base mapping has none).
+EC2NODECLASS_V1["blockDeviceMappings[].ebs.volumeInitializationRate"] = (200, "error")
 # amiFamily with an alias term is taken from the alias; the v1 walk sets it with id terms.
 EC2NODECLASS_V1["amiFamily"] = (
     _replace_term("amiSelectorTerms", {"id": "ami-0123"}, amiFamily="Bottlerocket"),

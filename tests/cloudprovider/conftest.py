@@ -156,6 +156,31 @@ class AWSWorld:
             self.ec2.create_tags(Resources=[image], Tags=[{"Key": "joiner/test", "Value": "ami"}])
             self.amis[arch] = image
 
+    def publish_parameter(self, name: str, value: str) -> None:
+        """A public ``/aws/service/...`` SSM parameter, as AWS publishes the EKS-optimized
+        AMI ids. moto refuses PutParameter under ``/aws`` (as AWS does) and ships none of
+        these, so the test writes the in-process server's backend directly."""
+        import datetime
+
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.ssm.models import Parameter, ssm_backends
+
+        backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
+        backend._parameters[name].append(
+            Parameter(
+                account_id=DEFAULT_ACCOUNT_ID,
+                name=name,
+                value=value,
+                parameter_type="String",
+                description=None,
+                allowed_pattern=None,
+                keyid=None,
+                last_modified_date=datetime.datetime.now(datetime.UTC),
+                version=1,
+                data_type="text",
+            )
+        )
+
     def node_class(self, name: str = "default", **overrides):
         from dataclasses import replace
 

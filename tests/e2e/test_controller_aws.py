@@ -67,6 +67,8 @@ from moto.server import DomainDispatcherApplication, create_backend_app
 from test_chart import APPLIED_KINDS, render
 from werkzeug.serving import make_server
 
+from joiner.api.manifests.userdata import mime_parts
+
 pytestmark = pytest.mark.e2e
 
 REGION = "us-east-1"
@@ -241,15 +243,13 @@ class Kubelet:
             self._register(inst, status)
 
     def _register(self, inst: dict[str, Any], status: dict[str, Any]) -> None:
-        flags = self._kubelet_flags(inst)
-        node_labels = dict(
-            kv.split("=", 1) for kv in _flag(flags, "--node-labels").split(",") if kv
-        )
-        taints = []
-        for spec in filter(None, _flag(flags, "--register-with-taints").split(",")):
-            key_value, effect = spec.rsplit(":", 1)
-            key, _, value = key_value.partition("=")
-            taints.append({"key": key, "value": value or None, "effect": effect})
+        kubelet = self._kubelet(inst)
+        labels_flag = _flag(kubelet.get("flags") or [], "--node-labels").strip('"')
+        node_labels = dict(kv.split("=", 1) for kv in labels_flag.split(",") if kv)
+        taints = [
+            {"key": t["key"], "value": t.get("value"), "effect": t["effect"]}
+            for t in kubelet["config"].get("registerWithTaints") or []
+        ]
         name = inst["PrivateDnsName"]
         zone = inst["Placement"]["AvailabilityZone"]
         node_labels.update(
@@ -284,8 +284,9 @@ class Kubelet:
                 raise
         self.registered[inst["InstanceId"]] = name
 
-    def _kubelet_flags(self, inst: dict[str, Any]) -> list[str]:
-        """The kubelet flags of the instance's user data (its launch template's)."""
+    def _kubelet(self, inst: dict[str, Any]) -> dict[str, Any]:
+        """``spec.kubelet`` of Karpenter's NodeConfig (the last MIME part) in the instance's
+        user data (its launch template's)."""
         lt_id = tags(inst).get("aws:ec2launchtemplate:id")
         if lt_id:
             templates = [lt_id]
@@ -299,8 +300,8 @@ class Kubelet:
             "LaunchTemplateVersions"
         ][0]["LaunchTemplateData"]
         user_data = base64.b64decode(data["UserData"]).decode()
-        config = json.loads(user_data.split("application/node.eks.aws\n\n")[1].split("\n--")[0])
-        return list(config["spec"]["kubelet"]["flags"])
+        config = yaml.safe_load(mime_parts(user_data)[-1].body)
+        return dict(config["spec"]["kubelet"])
 
 
 def _flag(flags: list[str], name: str) -> str:

@@ -15,6 +15,7 @@ from joiner.api import cron, durations, labels, quantity
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
+from joiner.api.manifests import nodeclass_rules, userdata
 from joiner.api.requirements import Requirement, Requirements
 
 EC2NODECLASS_GROUP = "karpenter.k8s.aws"
@@ -57,41 +58,8 @@ def resources(raw: Mapping[str, object], field: str) -> tuple[tuple[str, int], .
     return tuple(sorted(parsed.items()))
 
 
-def kubelet(k: m.Kubelet | m.ProvisionerKubelet | None, field: str) -> o.KubeletConfig:
-    """Kubelet settings that change allocatable."""
-    if k is None:
-        return o.KubeletConfig()
-    eviction: list[tuple[str, int | None, float | None]] = []
-    for signal, value in sorted(k.evictionHard.items()):
-        text = value.strip()
-        if text.endswith("%"):
-            try:
-                pct = float(text[:-1])
-            except ValueError as exc:
-                raise InputError(
-                    f"{value!r} is not a percentage", field=f"{field}.evictionHard.{signal}"
-                ) from exc
-            if not 0 <= pct <= 100:
-                raise InputError(
-                    f"{value!r} must be a percentage from 0% to 100%",
-                    field=f"{field}.evictionHard.{signal}",
-                )
-            eviction.append((signal, None, pct))
-        else:
-            eviction.append(
-                (
-                    signal,
-                    quantity.parse(text, resource="memory", field=f"{field}.evictionHard.{signal}"),
-                    None,
-                )
-            )
-    return o.KubeletConfig(
-        max_pods=k.maxPods,
-        pods_per_core=k.podsPerCore or None,
-        system_reserved=resources(k.systemReserved, f"{field}.systemReserved"),
-        kube_reserved=resources(k.kubeReserved, f"{field}.kubeReserved"),
-        eviction_hard=tuple(eviction),
-    )
+#: The ``kubelet`` block converter lives with the CRD rules it checks.
+kubelet = nodeclass_rules.kubelet
 
 
 def root_volume_bytes(
@@ -430,6 +398,7 @@ def ec2nodeclass_v1beta1(doc: m.V1Beta1EC2NodeClass, file: str) -> o.NodeClass:
             spec.blockDeviceMappings, "spec.blockDeviceMappings"
         ),
         metadata_options=metadata_options(spec.metadataOptions, "spec.metadataOptions"),
+        instance_store_policy=spec.instanceStorePolicy,
         detailed_monitoring=spec.detailedMonitoring is True,
         associate_public_ip_address=_opt_bool(spec.associatePublicIPAddress),
         **_nodeclass_status(doc.status),
@@ -448,14 +417,6 @@ def selector_terms(terms: list[m.SelectorTerm], field: str) -> tuple[o.SelectorT
     return tuple(out)
 
 
-_ALIAS_FAMILIES = {
-    "al2": "AL2",
-    "al2023": "AL2023",
-    "bottlerocket": "Bottlerocket",
-    "windows2019": "Windows2019",
-    "windows2022": "Windows2022",
-    "windows2025": "Windows2025",
-}
 AMI_FAMILIES = (
     "AL2",
     "AL2023",
@@ -484,18 +445,9 @@ def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
     source = o.Source(file, "EC2NodeClass", doc.metadata.name, doc.apiVersion)
     if bool(spec.role) == bool(spec.instanceProfile):
         raise InputError("give exactly one of 'role' or 'instanceProfile'", field="spec.role")
-    family = spec.amiFamily
-    aliases = [t.alias for t in spec.amiSelectorTerms if t.alias]
-    if aliases:
-        if len(spec.amiSelectorTerms) > 1:
-            raise InputError("an 'alias' term must be the only term", field="spec.amiSelectorTerms")
-        alias_family = aliases[0].split("@", 1)[0].lower()
-        if alias_family not in _ALIAS_FAMILIES:
-            raise InputError(
-                f"unknown alias family {alias_family!r}; use one of {', '.join(_ALIAS_FAMILIES)}",
-                field="spec.amiSelectorTerms[0].alias",
-            )
-        family = _ALIAS_FAMILIES[alias_family]
+    nodeclass_rules.check_tags(spec.tags, "spec.tags")
+    nodeclass_rules.check_block_devices(spec.blockDeviceMappings, "spec.blockDeviceMappings")
+    family = nodeclass_rules.check_ami_terms(spec.amiSelectorTerms, spec.amiFamily)
     if family is None:
         raise InputError(
             "amiFamily must be set when amiSelectorTerms select by id, name or tags",
@@ -506,6 +458,7 @@ def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
             f"unknown amiFamily {family!r}; use one of {', '.join(AMI_FAMILIES)}",
             field="spec.amiFamily",
         )
+    userdata.check(family, spec.userData)
     return o.NodeClass(
         name=doc.metadata.name,
         source=source,
@@ -528,6 +481,7 @@ def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
             spec.blockDeviceMappings, "spec.blockDeviceMappings"
         ),
         metadata_options=metadata_options(spec.metadataOptions, "spec.metadataOptions"),
+        instance_store_policy=spec.instanceStorePolicy,
         detailed_monitoring=spec.detailedMonitoring is True,
         associate_public_ip_address=_opt_bool(spec.associatePublicIPAddress),
         **_nodeclass_status(doc.status),

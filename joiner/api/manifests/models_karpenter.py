@@ -122,13 +122,13 @@ class Kubelet(Strict):
     systemReserved: dict[str, Scalar] = Field(default_factory=dict)
     kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
     evictionHard: dict[str, str] = Field(default_factory=dict)
-    clusterDNS: Any = None
-    evictionSoft: Any = None
-    evictionSoftGracePeriod: Any = None
-    evictionMaxPodGracePeriod: Any = None
-    imageGCHighThresholdPercent: Any = None
-    imageGCLowThresholdPercent: Any = None
-    cpuCFSQuota: Any = None
+    clusterDNS: list[str] = Field(default_factory=list)
+    evictionSoft: dict[str, str] = Field(default_factory=dict)
+    evictionSoftGracePeriod: dict[str, str] = Field(default_factory=dict)
+    evictionMaxPodGracePeriod: int | None = None
+    imageGCHighThresholdPercent: int | None = Field(default=None, ge=0, le=100)
+    imageGCLowThresholdPercent: int | None = Field(default=None, ge=0, le=100)
+    cpuCFSQuota: bool | None = None
 
 
 # --- karpenter.sh/v1beta1 NodePool ---------------------------------------------------------
@@ -291,7 +291,7 @@ class EC2NodeClassSpec(Strict):
     kubelet: Kubelet | None = None
     blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list, max_length=50)
     userData: str | None = None
-    instanceStorePolicy: Any = None
+    instanceStorePolicy: Literal["RAID0"] | None = None
     detailedMonitoring: Any = None
     metadataOptions: Any = None
     context: Any = None
@@ -355,7 +355,7 @@ class V1Beta1EC2NodeClassSpec(Strict):
     tags: dict[str, str] = Field(default_factory=dict)
     blockDeviceMappings: list[BlockDeviceMapping] = Field(default_factory=list, max_length=50)
     userData: str | None = None
-    instanceStorePolicy: Any = None
+    instanceStorePolicy: Literal["RAID0"] | None = None
     detailedMonitoring: Any = None
     metadataOptions: Any = None
     context: Any = None

@@ -43,18 +43,6 @@ TEMPLATE_NODE_NAME = (
 )
 
 
-#: Kubelet settings Karpenter writes into the node's kubelet configuration (the bootstrap
-#: user data) that change neither allocatable nor scheduling in Karpenter's model.
-KUBELET_FIELDS: dict[str, str] = {
-    "clusterDNS": "the kubelet's cluster DNS servers",
-    "evictionSoft": "the kubelet's soft eviction thresholds (pods evicted under pressure)",
-    "evictionSoftGracePeriod": "the kubelet's soft eviction grace periods",
-    "evictionMaxPodGracePeriod": "the grace period the kubelet gives pods it evicts",
-    "imageGCHighThresholdPercent": "the kubelet's image garbage collection",
-    "imageGCLowThresholdPercent": "the kubelet's image garbage collection",
-    "cpuCFSQuota": "CFS quota enforcement of CPU limits",
-}
-
 _EBS_RATE = (
     "blockDeviceMappings[].ebs.volumeInitializationRate",
     "the EBS volume initialization rate",
@@ -63,7 +51,6 @@ _CONTEXT = ("context", "the CreateFleet Context (reserved capacity)")
 
 #: The v1 EC2NodeClass fields of the launch Joiner's AWS adapter does not write.
 _EC2NODECLASS_V1: dict[str, str] = {
-    "instanceStorePolicy": "RAID0 makes the instance store the node's ephemeral storage",
     "ipPrefixCount": "IP prefixes assigned per network interface",
     "networkInterfaces": "the launch template's network interfaces (EFA layouts)",
     "connectionTracking": "the launch template's connection tracking timeouts",
@@ -72,7 +59,6 @@ _EC2NODECLASS_V1: dict[str, str] = {
     "placementGroupSelector": "the placement group instances launch into",
     _CONTEXT[0]: _CONTEXT[1],
     _EBS_RATE[0]: _EBS_RATE[1],
-    **{f"kubelet.{k}": why for k, why in KUBELET_FIELDS.items()},
 }
 
 #: Kind (``Kind`` or ``Kind/version``) -> spec field path -> what upstream does with it.
@@ -80,18 +66,15 @@ _EC2NODECLASS_V1: dict[str, str] = {
 SPEC_FIELDS: dict[str, dict[str, str]] = {
     "EC2NodeClass/v1": _EC2NODECLASS_V1,
     "EC2NodeClass/v1beta1": {
-        "instanceStorePolicy": _EC2NODECLASS_V1["instanceStorePolicy"],
         "kubelet": "v1beta1 kubelet settings belong on the NodePool (template.spec.kubelet)",
         _CONTEXT[0]: _CONTEXT[1],
         _EBS_RATE[0]: _EBS_RATE[1],
     },
-    "NodePool/v1beta1": {f"template.spec.kubelet.{k}": w for k, w in KUBELET_FIELDS.items()},
     "AWSNodeTemplate": {_CONTEXT[0]: _CONTEXT[1], _EBS_RATE[0]: _EBS_RATE[1]},
     "Provisioner": {
         f"provider.{_CONTEXT[0]}": _CONTEXT[1],
         f"provider.{_EBS_RATE[0]}": _EBS_RATE[1],
         "kubeletConfiguration.containerRuntime": "the node's container runtime (gone in v1)",
-        **{f"kubeletConfiguration.{k}": w for k, w in KUBELET_FIELDS.items()},
     },
     "KWOKNodeClass": {"nodeRegistrationDelay": "Karpenter-kwok delays node registration"},
 }

@@ -4,22 +4,25 @@ Resolution (Karpenter's subnet, security-group and AMI providers, aws-semantics 
 
 * Subnets by ``id`` or ``tags`` (``DescribeSubnets``; terms OR, tags in a term AND, a tag
   value ``*`` matches any value; a ``name`` term matches the ``Name`` tag). Launches use, per
-  zone, the subnet with the most free IPv4 addresses (ties: lowest id).
+  zone, the subnet with the most free IPv4 addresses, launches in flight counted
+  (``subnets.InflightIPs``).
 * Security groups by ``id``, ``name`` or ``tags`` (``DescribeSecurityGroups``).
 * AMIs by ``alias`` through the public SSM parameters for the cluster's Kubernetes version
-  (``family@latest`` or a pinned version; one per architecture), by ``ssmParameter``, or by
-  ``id``, ``name`` (+ ``owner``) or ``tags`` (``DescribeImages``); per architecture the newest
-  image wins. No terms means ``<family>@latest``.
+  (``family@latest`` or a pinned version; per architecture the standard, NVIDIA and Neuron
+  variants, ``alias_parameters``), by ``ssmParameter``, or by ``id``, ``name`` (+ ``owner``)
+  or ``tags`` (``DescribeImages``). Each instance type launches with the newest image that
+  serves it (its architecture, and its variant for alias images). No terms means
+  ``<family>@latest``.
 
 A resolution is kept for ``ttl_s`` (Karpenter caches for 1 minute).
 
-The launch template carries the AMI, user data (AL2023 ``NodeConfig`` in MIME multipart,
-Bottlerocket TOML, AL2 ``bootstrap.sh``, Windows PowerShell; ``Custom`` passes the NodeClass's
-user data through unchanged), security groups, the instance profile, block device mappings
-(the AMI family's defaults when none are given: 20 GiB encrypted gp3 on ``/dev/xvda``;
-Bottlerocket 4 GiB root plus a 20 GiB ``/dev/xvdb``; Windows 50 GiB on ``/dev/sda1``),
-metadata options and detailed monitoring. Its name is ``joiner.dev/<hash>`` where the hash is
-SHA-256 of the template data, so equal content reuses one template.
+The launch template carries the AMI, user data (``bootstrap.py``: the kubelet block and the
+NodeClass's own user data merged as Karpenter-AWS merges them), security groups, the
+instance profile, block device mappings (the AMI family's defaults when none are given:
+20 GiB encrypted gp3 on ``/dev/xvda``; Bottlerocket 4 GiB root plus a 20 GiB ``/dev/xvdb``;
+Windows 50 GiB on ``/dev/sda1``), metadata options and detailed monitoring. Its name is
+``joiner.dev/<hash>`` where the hash is SHA-256 of the template data, so equal content
+reuses one template.
 """
 
 from __future__ import annotations
@@ -32,18 +35,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from joiner.api import labels
 from joiner.api.objects import AMISelectorTerm, BlockDevice, NodeClass, SelectorTerm
 from joiner.api.quantity import GIB
 from joiner.cloudprovider.aws.api import AWSError, Caller
-from joiner.cloudprovider.types import NodeClassNotReadyError, Subnet
+from joiner.cloudprovider.aws.bootstrap import user_data
+from joiner.cloudprovider.instancetype import AWS_NEURON
+from joiner.cloudprovider.types import InstanceType, NodeClassNotReadyError, Subnet
 
 log = logging.getLogger(__name__)
 
 #: Karpenter's default cache TTL for subnets, security groups and AMIs.
 DEFAULT_RESOLUTION_TTL_S = 60.0
 LAUNCH_TEMPLATE_PREFIX = "joiner.dev/"
-#: The taint nodes register with until Karpenter (or Joiner) syncs them.
-UNREGISTERED_TAINT = "karpenter.sh/unregistered"
 _EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
 _KUBE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
@@ -60,20 +64,46 @@ class ClusterInfo:
     kubernetes_version: str = "1.31"
 
 
+#: AMI variants of the EKS-optimized aliases (Karpenter ``amifamily/ami.go`` ``Variant``).
+STANDARD, NVIDIA, NEURON = "standard", "nvidia", "neuron"
+
+
+def type_variant(it: InstanceType) -> str:
+    """Which alias variant an instance type needs (Karpenter ``Variant.Requirements``):
+    ``nvidia`` when it has the ``karpenter.k8s.aws/instance-gpu-count`` label (any GPU),
+    ``neuron`` when it has Inferentia/Trainium devices (Karpenter's
+    ``instance-accelerator-count`` label), else ``standard`` (neither label)."""
+    if it.label(labels.INSTANCE_GPU_COUNT) is not None:
+        return NVIDIA
+    if it.capacity.get(AWS_NEURON, 0) > 0:
+        return NEURON
+    return STANDARD
+
+
 @dataclass(frozen=True, slots=True)
 class AMI:
-    """A resolved image: id, ``kubernetes.io/arch`` value, name and creation date (ISO)."""
+    """A resolved image: id, ``kubernetes.io/arch`` value, name, creation date (ISO) and the
+    alias variants it serves (empty: any instance type of its architecture, as for images
+    selected by id, name, tags or an SSM parameter)."""
 
     id: str
     architecture: str
     name: str = ""
     creation_date: str = ""
+    variants: tuple[str, ...] = ()
+
+    def serves(self, it: InstanceType) -> bool:
+        """True when this image can boot ``it``: same architecture, and a variant that
+        matches the type (``type_variant``) when the image has variants."""
+        if it.label(labels.ARCH) != self.architecture:
+            return False
+        return not self.variants or type_variant(it) in self.variants
 
 
 @dataclass(frozen=True, slots=True)
 class ResolvedNodeClass:
     """A NodeClass's AWS resources at ``resolved_at_s``: subnets (by id) with their free IPs,
-    security group ids (sorted) and one AMI per architecture (sorted by architecture)."""
+    security group ids (sorted) and the AMIs, newest first (ties: lowest id)."""
 
     name: str
     subnets: tuple[Subnet, ...]
@@ -86,17 +116,10 @@ class ResolvedNodeClass:
         """(zone name, zone id) pairs the subnets cover, sorted."""
         return sorted({(s.zone, s.zone_id) for s in self.subnets})
 
-    def subnet_per_zone(self) -> dict[str, Subnet]:
-        """Zone -> the subnet with the most free IPs (ties: lowest id), as Karpenter picks."""
-        free = dict(self.free_ips)
-        out: dict[str, Subnet] = {}
-        for s in sorted(self.subnets, key=lambda s: (-free.get(s.id, 0), s.id)):
-            out.setdefault(s.zone, s)
-        return out
-
-    def ami_for(self, architecture: str) -> AMI | None:
-        """The AMI for a ``kubernetes.io/arch`` value, if any."""
-        return next((a for a in self.amis if a.architecture == architecture), None)
+    def ami_for(self, it: InstanceType) -> AMI | None:
+        """The AMI an instance type launches with: the newest that serves it (Karpenter
+        ``amifamily`` ``MapToInstanceTypes``), or None."""
+        return next((a for a in self.amis if a.serves(it)), None)
 
 
 def _tag_filters(tags: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -106,13 +129,32 @@ def _tag_filters(tags: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     ]
 
 
-def alias_parameters(alias: str, kubernetes_version: str) -> dict[str, str]:
-    """``kubernetes.io/arch`` -> the public SSM parameter holding the AMI id for an alias.
+@dataclass(frozen=True, slots=True)
+class AliasParameter:
+    """One public SSM parameter of an alias: the ``kubernetes.io/arch`` and the variants its
+    image serves."""
 
-    ``al2023@latest`` -> ``/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/<arch>/
-    standard/recommended/image_id``; pinned ``al2023@v20240807`` uses the release name
-    (``amazon-eks-node-al2023-<arch>-standard-<k8s>-v20240807``). AL2, Bottlerocket and Windows
-    use their own published paths (Karpenter ``amifamily``). Windows is amd64 only.
+    architecture: str
+    variants: tuple[str, ...]
+    name: str
+
+
+def alias_parameters(alias: str, kubernetes_version: str) -> list[AliasParameter]:
+    """The public SSM parameters Karpenter-AWS reads for an alias (``amifamily``
+    ``DescribeImageQuery`` per family), standard, NVIDIA and Neuron variants included.
+
+    * ``al2023`` (``al2023.go``): ``/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/
+      <arch>/<variant>/recommended/image_id`` for x86_64 standard, nvidia, neuron and arm64
+      standard, nvidia; a pinned version replaces ``recommended`` with
+      ``amazon-eks-node-al2023-<arch>-<variant>-<k8s>-<version>``.
+    * ``al2`` (``al2.go``): ``amazon-linux-2`` (amd64 standard), ``amazon-linux-2-gpu``
+      (amd64 nvidia and neuron), ``amazon-linux-2-arm64`` (arm64 standard); pinned:
+      ``amazon-eks-node-``, ``amazon-eks-gpu-node-``, ``amazon-eks-arm64-node-<k8s>-<v>``.
+    * ``bottlerocket`` (``bottlerocket.go``): ``/aws/service/bottlerocket/aws-k8s-<k8s>/<arch>/
+      <version>/image_id`` (x86_64 serves standard and neuron, arm64 standard) and
+      ``aws-k8s-<k8s>-nvidia`` (nvidia); a leading ``v`` of a pinned version is dropped.
+    * ``windows2019``/``windows2022``/``windows2025``: ``/aws/service/ami-windows-latest/
+      Windows_Server-<year>-English-Core-EKS_Optimized-<k8s>/image_id`` (amd64, any type).
 
     Raises:
         NodeClassNotReadyError: an unknown family.
@@ -121,33 +163,48 @@ def alias_parameters(alias: str, kubernetes_version: str) -> dict[str, str]:
     family = family.lower()
     version = version or "latest"
     k8s = kubernetes_version
-    out: dict[str, str] = {}
-    for arch, ec2_arch in _EC2_ARCH.items():
-        if family == "al2023":
-            leaf = (
-                "recommended"
-                if version == "latest"
-                else f"amazon-eks-node-al2023-{ec2_arch}-standard-{k8s}-{version}"
-            )
-            out[arch] = (
-                f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{ec2_arch}/standard/"
-                f"{leaf}/image_id"
-            )
-        elif family == "al2":
-            flavour = "amazon-linux-2" if arch == "amd64" else "amazon-linux-2-arm64"
-            leaf = "recommended" if version == "latest" else f"amazon-eks-node-{k8s}-{version}"
-            out[arch] = f"/aws/service/eks/optimized-ami/{k8s}/{flavour}/{leaf}/image_id"
-        elif family == "bottlerocket":
-            leaf = "latest" if version == "latest" else version.removeprefix("v")
-            out[arch] = f"/aws/service/bottlerocket/aws-k8s-{k8s}/{ec2_arch}/{leaf}/image_id"
-        elif family.startswith("windows") and arch == "amd64":
-            year = family.removeprefix("windows")
-            out[arch] = (
-                f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
-                f"EKS_Optimized-{k8s}/image_id"
-            )
-        elif not family.startswith("windows"):
-            raise NodeClassNotReadyError(f"unknown AMI alias family {family!r}")
+    latest = version == "latest"
+    out: list[AliasParameter] = []
+    if family == "al2023":
+        for arch, variants in (
+            ("amd64", (STANDARD, NVIDIA, NEURON)),
+            ("arm64", (STANDARD, NVIDIA)),
+        ):
+            ec2 = _EC2_ARCH[arch]
+            for v in variants:
+                leaf = (
+                    "recommended" if latest else f"amazon-eks-node-al2023-{ec2}-{v}-{k8s}-{version}"
+                )
+                path = f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{ec2}/{v}/{leaf}"
+                out.append(AliasParameter(arch, (v,), path + "/image_id"))
+    elif family == "al2":
+        for arch, flavour, pinned, al2_variants in (
+            ("amd64", "amazon-linux-2", "amazon-eks-node", (STANDARD,)),
+            ("amd64", "amazon-linux-2-gpu", "amazon-eks-gpu-node", (NVIDIA, NEURON)),
+            ("arm64", "amazon-linux-2-arm64", "amazon-eks-arm64-node", (STANDARD,)),
+        ):
+            leaf = "recommended" if latest else f"{pinned}-{k8s}-{version}"
+            path = f"/aws/service/eks/optimized-ami/{k8s}/{flavour}/{leaf}/image_id"
+            out.append(AliasParameter(arch, al2_variants, path))
+    elif family == "bottlerocket":
+        leaf = "latest" if latest else version.removeprefix("v")
+        for suffix, arch, br_variants in (
+            ("", "amd64", (STANDARD, NEURON)),
+            ("", "arm64", (STANDARD,)),
+            ("-nvidia", "amd64", (NVIDIA,)),
+            ("-nvidia", "arm64", (NVIDIA,)),
+        ):
+            path = f"/aws/service/bottlerocket/aws-k8s-{k8s}{suffix}/{_EC2_ARCH[arch]}/{leaf}"
+            out.append(AliasParameter(arch, br_variants, path + "/image_id"))
+    elif family.startswith("windows"):
+        year = family.removeprefix("windows")
+        path = (
+            f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
+            f"EKS_Optimized-{k8s}/image_id"
+        )
+        out.append(AliasParameter("amd64", (), path))
+    else:
+        raise NodeClassNotReadyError(f"unknown AMI alias family {family!r}")
     return out
 
 
@@ -259,12 +316,17 @@ class NodeClassResolver:
         candidates: list[AMI] = []
         for term in terms:
             if term.alias:
-                for arch, param in sorted(
-                    alias_parameters(term.alias, self.cluster.kubernetes_version).items()
-                ):
-                    image_id = self._parameter(param)
+                found: dict[tuple[str, str], set[str]] = {}
+                for param in alias_parameters(term.alias, self.cluster.kubernetes_version):
+                    image_id = self._parameter(param.name)
                     if image_id:
-                        candidates.append(AMI(image_id, arch, name=term.alias))
+                        found.setdefault((image_id, param.architecture), set()).update(
+                            param.variants
+                        )
+                for (image_id, arch), variants in found.items():
+                    candidates.append(
+                        AMI(image_id, arch, name=term.alias, variants=tuple(sorted(variants)))
+                    )
             elif term.ssm_parameter:
                 image_id = self._parameter(term.ssm_parameter)
                 if image_id:
@@ -278,10 +340,12 @@ class NodeClassResolver:
                 candidates.extend(self._describe_images(**kwargs))
             elif term.tags:
                 candidates.extend(self._describe_images(Filters=_tag_filters(term.tags)))
-        best: dict[str, AMI] = {}
-        for ami in sorted(candidates, key=lambda a: (a.creation_date, a.id), reverse=True):
-            best.setdefault(ami.architecture, ami)
-        return [best[k] for k in sorted(best)]
+        # Karpenter ``AMIs.Sort``: newest first, ties by id; per instance type the first
+        # image that serves it wins (``ResolvedNodeClass.ami_for``).
+        unique = {(a.id, a.architecture): a for a in candidates}
+        newest_first = sorted(unique.values(), key=lambda a: a.id)
+        newest_first.sort(key=lambda a: a.creation_date, reverse=True)
+        return newest_first
 
     def _parameter(self, name: str) -> str | None:
         try:
@@ -352,88 +416,6 @@ def _block_device_mapping(b: BlockDevice) -> dict[str, Any]:
         if value is not None:
             ebs[key] = value
     return {"DeviceName": b.device_name, "Ebs": ebs}
-
-
-def _kubelet_flags(nc: NodeClass, node_labels: Sequence[tuple[str, str]]) -> list[str]:
-    flags = [
-        "--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(node_labels)),
-        f"--register-with-taints={UNREGISTERED_TAINT}:NoExecute",
-    ]
-    if nc.kubelet.max_pods is not None:
-        flags.append(f"--max-pods={nc.kubelet.max_pods}")
-    return flags
-
-
-def _mime(parts: Sequence[tuple[str, str]]) -> str:
-    lines = ["MIME-Version: 1.0", 'Content-Type: multipart/mixed; boundary="//"', ""]
-    for content_type, body in parts:
-        lines += ["--//", f"Content-Type: {content_type}", "", body.rstrip("\n")]
-    lines += ["--//--", ""]
-    return "\n".join(lines)
-
-
-def _user_part(user_data: str) -> tuple[str, str]:
-    text = user_data.lstrip()
-    if text.startswith("apiVersion: node.eks.aws") or text.startswith('{"apiVersion"'):
-        return ("application/node.eks.aws", user_data)
-    return ("text/x-shellscript", user_data)
-
-
-def user_data(nc: NodeClass, cluster: ClusterInfo, node_labels: Sequence[tuple[str, str]]) -> str:
-    """The instance user data for ``nc``'s AMI family (see the module docstring), as text."""
-    family = nc.ami_family
-    custom = nc.user_data or ""
-    if family == "Custom":
-        return custom
-    flags = _kubelet_flags(nc, node_labels)
-    if family == "Bottlerocket":
-        lines = [custom.rstrip("\n")] if custom else []
-        lines += [
-            "[settings.kubernetes]",
-            f"cluster-name = {json.dumps(cluster.name)}",
-            f"api-server = {json.dumps(cluster.endpoint)}",
-            f"cluster-certificate = {json.dumps(cluster.ca_bundle)}",
-        ]
-        if nc.kubelet.max_pods is not None:
-            lines.append(f"max-pods = {nc.kubelet.max_pods}")
-        lines.append("[settings.kubernetes.node-labels]")
-        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(node_labels)]
-        lines += ["[settings.kubernetes.node-taints]", f'"{UNREGISTERED_TAINT}" = [":NoExecute"]']
-        return "\n".join(lines) + "\n"
-    if family.startswith("Windows"):
-        extra = " ".join(flags)
-        return (
-            "<powershell>\n"
-            f"{custom.strip()}\n"
-            "[string]$EKSBootstrapScriptFile = "
-            '"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"\n'
-            f"& $EKSBootstrapScriptFile -EKSClusterName '{cluster.name}' "
-            f"-APIServerEndpoint '{cluster.endpoint}' -Base64ClusterCA '{cluster.ca_bundle}' "
-            f"-KubeletExtraArgs '{extra}' 3>&1 4>&1 5>&1 6>&1\n"
-            "</powershell>\n"
-        )
-    parts: list[tuple[str, str]] = [_user_part(custom)] if custom else []
-    if family == "AL2":
-        script = (
-            "#!/bin/bash -xe\n"
-            f"/etc/eks/bootstrap.sh '{cluster.name}' --apiserver-endpoint '{cluster.endpoint}' "
-            f"--b64-cluster-ca '{cluster.ca_bundle}' --kubelet-extra-args '{' '.join(flags)}'"
-        )
-        return _mime([*parts, ("text/x-shellscript", script)])
-    node_config = {
-        "apiVersion": "node.eks.aws/v1alpha1",
-        "kind": "NodeConfig",
-        "spec": {
-            "cluster": {
-                "name": cluster.name,
-                "apiServerEndpoint": cluster.endpoint,
-                "certificateAuthority": cluster.ca_bundle,
-                "cidr": cluster.service_cidr,
-            },
-            "kubelet": {"flags": flags},
-        },
-    }
-    return _mime([*parts, ("application/node.eks.aws", json.dumps(node_config, sort_keys=True))])
 
 
 def launch_template_data(

@@ -8,17 +8,17 @@ Launch (aws-semantics §1.6, Karpenter ``pkg/providers/instance``):
    on-demand offering (neither when a requirement has ``minValues``) and cut the list to the
    60 cheapest types, which must still meet ``minValues``.
 2. The capacity type is the first of spot, on-demand that the request allows and has a
-   candidate (spot preferred). Each zone gets one subnet (the most free IPs).
-3. One launch template per AMI (architecture); overrides are types x zones, each with
-   ``InstanceType``, ``SubnetId``, ``AvailabilityZone``, ``ImageId`` and ``Priority`` = price.
-4. ``CreateFleet`` ``Type=instant``, ``TotalTargetCapacity=1``, ``DefaultTargetCapacityType``
-   spot or on-demand; ``SpotOptions.AllocationStrategy=price-capacity-optimized`` or
-   ``OnDemandOptions.AllocationStrategy=lowest-price``; instance, volume and fleet tags.
+   candidate (spot preferred). Each zone gets one subnet: the most free IPs, counting the
+   launches in flight (``subnets.InflightIPs``, Karpenter's subnet provider).
+3. One launch template per AMI: each type goes with the newest image that serves it (its
+   architecture and, for alias images, its standard/NVIDIA/Neuron variant); overrides are
+   types x zones, each with ``InstanceType``, ``SubnetId``, ``AvailabilityZone``,
+   ``ImageId`` and ``Priority`` = price (``fleet.launch_template_configs``).
+4. ``CreateFleet`` ``Type=instant`` for capacity 1 (``fleet.fleet_request``).
 5. Each ``Errors[]`` entry with a capacity code marks (type, zone, capacity type) unavailable
-   for 3 minutes; ``AuthFailure.ServiceLinkedRoleCreationNotPermitted`` marks all spot. No
-   instance back: ``InsufficientCapacityError`` when any error was a capacity error, else
-   ``CreateError`` with the first error's code. A failing call (after throttling retries)
-   raises ``CreateError`` with the AWS code.
+   for 3 minutes (``fleet.read_errors``). No instance back: ``InsufficientCapacityError``
+   when any error was a capacity error, else ``CreateError`` with the first error's code. A
+   failing call (after throttling retries) raises ``CreateError`` with the AWS code.
 
 Instances are tagged ``karpenter.sh/nodepool``, ``karpenter.sh/nodeclaim``,
 ``karpenter.k8s.aws/ec2nodeclass``, ``kubernetes.io/cluster/<cluster>=owned`` and
@@ -39,8 +39,15 @@ from typing import Any
 from joiner.api import labels
 from joiner.api.objects import NodeClass, Source
 from joiner.cloudprovider.aws.api import AWSClients, AWSError, Caller, new_clients
+from joiner.cloudprovider.aws.fleet import (
+    fleet_request,
+    launch_template_configs,
+    override_of,
+    read_errors,
+)
 from joiner.cloudprovider.aws.instancetypes import DEFAULT_REFRESH_INTERVAL_S, InstanceTypeSource
 from joiner.cloudprovider.aws.nodeclass import (
+    AMI,
     DEFAULT_RESOLUTION_TTL_S,
     ClusterInfo,
     LaunchTemplates,
@@ -49,6 +56,7 @@ from joiner.cloudprovider.aws.nodeclass import (
     launch_template_data,
 )
 from joiner.cloudprovider.aws.pricing import DEFAULT_PRICE_REFRESH_INTERVAL_S, PriceSource
+from joiner.cloudprovider.aws.subnets import InflightIPs
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.instancetype import build_instance_type, build_instance_types
 from joiner.cloudprovider.launch import (
@@ -75,20 +83,6 @@ from joiner.cloudprovider.types import (
 
 log = logging.getLogger(__name__)
 
-#: Fleet error codes that mean "no capacity here" (Karpenter ``isUnfulfillableCapacity`` and
-#: friends); each marks the offering unavailable.
-CAPACITY_ERROR_CODES = frozenset(
-    {
-        "InsufficientInstanceCapacity",
-        "MaxSpotInstanceCountExceeded",
-        "VcpuLimitExceeded",
-        "UnfulfillableCapacity",
-        "Unsupported",
-        "InsufficientFreeAddressesInSubnet",
-        "MaxFleetCountExceeded",
-    }
-)
-SPOT_ROLE_ERROR = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
 NODEPOOL_TAG = "karpenter.sh/nodepool"
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
@@ -99,6 +93,7 @@ LIVE_STATES = ("pending", "running", "stopping", "stopped")
 AMI_DRIFT = "AMIDrift"
 SUBNET_DRIFT = "SubnetDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
+_KUBE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
 
 def cluster_tag(cluster_name: str) -> str:
@@ -196,6 +191,7 @@ class AWSCloudProvider:
             tags=((cluster_tag(settings.cluster.name), "owned"),),
         )
         self.unavailable = UnavailableOfferings(now)
+        self.inflight_ips = InflightIPs()
         self._catalog_key: tuple[float, int] | None = None
         self._catalog: Catalog | None = None
         #: The last CreateFleet request sent (for logs and tests).
@@ -265,6 +261,7 @@ class AWSCloudProvider:
             kubelet=nc.kubelet,
             ami_family=nc.ami_family,
             root_volume_bytes=nc.root_volume_bytes,
+            instance_store_policy=nc.instance_store_policy,
         )
         return [self._priced(it) for it in types]
 
@@ -314,16 +311,16 @@ class AWSCloudProvider:
         nc = self._node_class(request.node_class)
         resolved = self.resolver.resolve(nc)
         reqs = request.requirements
-        per_zone = resolved.subnet_per_zone()
+        zones = {s.zone for s in resolved.subnets}
         candidates = [
             (it, o)
             for it in request.instance_types
             for o in it.offerings
             if o.available
             and o.compatible(reqs)
-            and o.zone in per_zone
+            and o.zone in zones
             and not self.unavailable.is_unavailable(it.name, o.zone, o.capacity_type)
-            and resolved.ami_for(it.label(labels.ARCH) or "") is not None
+            and resolved.ami_for(it) is not None
         ]
         candidates = launch_candidates(candidates, reqs)
         capacity_type = choose_capacity_type(candidates, reqs)
@@ -333,104 +330,44 @@ class AWSCloudProvider:
                 f"({len(request.instance_types)} instance types)"
             )
         chosen = [(it, o) for it, o in candidates if o.capacity_type == capacity_type]
-        names = list(dict.fromkeys(it.name for it, _ in chosen))
         by_name = {it.name: it for it, _ in chosen}
+        types = list(by_name.values())
+        per_zone = self.inflight_ips.zonal_subnets(resolved, types, capacity_type)
         tags = self._tags(nc, request)
         node_labels = ((NODEPOOL_TAG, request.nodepool),)
-        configs: list[dict[str, Any]] = []
+
+        def template_for(ami: AMI) -> str:
+            data = launch_template_data(nc, resolved, ami, self.settings.cluster, node_labels)
+            return self.launch_templates.ensure(data)
+
         try:
-            for ami in resolved.amis:
-                overrides = [
-                    {
-                        "InstanceType": it.name,
-                        "SubnetId": per_zone[o.zone].id,
-                        "AvailabilityZone": o.zone,
-                        "ImageId": ami.id,
-                        "Priority": o.price_per_hour,
-                    }
-                    for name in names
-                    for it, o in sorted(chosen, key=lambda c: c[1].zone)
-                    if it.name == name and it.label(labels.ARCH) == ami.architecture
-                ]
-                if not overrides:
-                    continue
-                data = launch_template_data(nc, resolved, ami, self.settings.cluster, node_labels)
-                lt_name = self.launch_templates.ensure(data)
-                configs.append(
-                    {
-                        "LaunchTemplateSpecification": {
-                            "LaunchTemplateName": lt_name,
-                            "Version": "$Latest",
-                        },
-                        "Overrides": overrides,
-                    }
-                )
+            configs = launch_template_configs(chosen, resolved, per_zone, template_for)
         except AWSError as exc:
+            self.inflight_ips.release(resolved, {}, None, types, per_zone, capacity_type)
             raise CreateError(exc.code, f"launch template: {exc}") from exc
-        fleet: dict[str, Any] = {
-            "Type": "instant",
-            "LaunchTemplateConfigs": configs,
-            "TargetCapacitySpecification": {
-                "TotalTargetCapacity": 1,
-                "DefaultTargetCapacityType": capacity_type,
-            },
-            "TagSpecifications": [
-                {"ResourceType": rt, "Tags": [{"Key": k, "Value": v} for k, v in tags]}
-                for rt in ("instance", "volume", "fleet")
-            ],
-        }
-        if capacity_type == labels.CAPACITY_TYPE_SPOT:
-            fleet["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-        else:
-            fleet["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        fleet = fleet_request(configs, capacity_type, tags)
         self.last_fleet_request = fleet
         try:
             resp = self.caller.call(self.clients.ec2, "create_fleet", **fleet)
         except AWSError as exc:
+            self.inflight_ips.release(resolved, fleet, None, types, per_zone, capacity_type)
             raise CreateError(exc.code, str(exc)) from exc
+        self.inflight_ips.release(resolved, fleet, resp, types, per_zone, capacity_type)
         zone_of_subnet = {s.id: s.zone for s in resolved.subnets}
-        ice: list[tuple[str, Offering]] = []
-        other: list[str] = []
-        for err in resp.get("Errors", []):
-            code = str(err.get("ErrorCode", ""))
-            override = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
-            itype = str(override.get("InstanceType", ""))
-            zone = str(
-                override.get("AvailabilityZone")
-                or zone_of_subnet.get(str(override.get("SubnetId", "")), "")
-            )
-            if code in CAPACITY_ERROR_CODES and itype and zone:
-                self.unavailable.mark(
-                    itype, zone, capacity_type, self.settings.unavailable_offering_ttl_s
-                )
-                offering = next(
-                    (o for it, o in chosen if it.name == itype and o.zone == zone),
-                    None,
-                )
-                if offering is not None:
-                    ice.append((itype, offering))
-            elif code == SPOT_ROLE_ERROR:
-                self.unavailable.mark("*", "*", labels.CAPACITY_TYPE_SPOT)
-                other.append(code)
-            else:
-                other.append(code)
-            log.info(
-                "create fleet error %s for %s in %s: %s",
-                code,
-                itype,
-                zone,
-                err.get("ErrorMessage", ""),
-            )
+        errors = read_errors(
+            resp,
+            chosen,
+            capacity_type,
+            zone_of_subnet,
+            self.unavailable,
+            self.settings.unavailable_offering_ttl_s,
+        )
+        ice, other = errors.ice, errors.other
         for got in resp.get("Instances", []):
             ids = got.get("InstanceIds") or []
             if not ids:
                 continue
-            override = (got.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
-            itype = str(got.get("InstanceType") or override.get("InstanceType"))
-            zone = str(
-                override.get("AvailabilityZone")
-                or zone_of_subnet.get(str(override.get("SubnetId", "")), "")
-            )
+            itype, zone, subnet = override_of(got, zone_of_subnet)
             found = by_name.get(itype)
             offering = next((o for t, o in chosen if t.name == itype and o.zone == zone), None)
             if found is None or offering is None:
@@ -446,7 +383,7 @@ class AWSCloudProvider:
                 instance_id=iid,
                 instance_type=found,
                 offering=offering,
-                subnet_id=str(override.get("SubnetId") or per_zone[zone].id),
+                subnet_id=subnet or per_zone[zone].id,
                 launched_at_s=self._now(),
                 tags=tags,
             )
@@ -519,6 +456,7 @@ class AWSCloudProvider:
                 kubelet=nc.kubelet,
                 ami_family=nc.ami_family,
                 root_volume_bytes=nc.root_volume_bytes,
+                instance_store_policy=nc.instance_store_policy,
             )
         )
         offering = next(
@@ -596,10 +534,11 @@ class AWSCloudProvider:
     def is_drifted(self, provider_id: str) -> str:
         """Why the instance no longer matches its NodeClass, checked in Karpenter-AWS's order
         (``pkg/cloudprovider/drift.go``): ``NodeClassDrift`` (a field of the static drift
-        hash changed since launch; ``nodeclass_drift``), ``AMIDrift`` (its image is not the
-        NodeClass's AMI for its architecture), ``SubnetDrift`` (its subnet is no longer
-        selected) or ``SecurityGroupDrift`` (its groups differ from the selected ones); ``""``
-        when not drifted or the NodeClass is unknown (Karpenter ``IsDrifted``).
+        hash changed since launch; ``nodeclass_drift``), ``AMIDrift`` (its image is none of
+        the NodeClass's AMIs that serve its type: architecture and alias variant),
+        ``SubnetDrift`` (its subnet is no longer selected) or ``SecurityGroupDrift`` (its
+        groups differ from the selected ones); ``""`` when not drifted or the NodeClass is
+        unknown (Karpenter ``IsDrifted``).
 
         Raises:
             NodeClaimNotFoundError: the instance is gone.
@@ -614,8 +553,12 @@ class AWSCloudProvider:
         if static:
             return static
         resolved = self.resolver.resolve(nc)
-        arch = {"x86_64": "amd64", "arm64": "arm64"}.get(str(desc.get("Architecture", "")), "")
-        image_ids = {a.id for a in resolved.amis if not arch or a.architecture == arch}
+        try:
+            it = self._instance(desc).instance_type
+            image_ids = {a.id for a in resolved.amis if a.serves(it)}
+        except CreateError:  # a type discovery no longer lists: its architecture only
+            arch = _KUBE_ARCH.get(str(desc.get("Architecture", "")), "")
+            image_ids = {a.id for a in resolved.amis if a.architecture == arch}
         if str(desc.get("ImageId", "")) not in image_ids:
             return "AMIDrift"
         if str(desc.get("SubnetId", "")) not in {s.id for s in resolved.subnets}:

@@ -12,6 +12,8 @@ score (``market.SpotMarket``), ties broken by a seeded per-pool draw, never by n
 * ``prioritized`` (on-demand): the lowest override priority (Karpenter and an ASG's
   MixedInstancesPolicy give the order of their list), then the lowest price.
 
+Without a Spot market, ``choose_offering`` is the fleet's choice: the lowest price.
+
 A dry pool (capacity score 0) that the rule reaches before a pool with capacity answers
 InsufficientInstanceCapacity, which the response lists in ``Errors`` (the caller marks those
 offerings unavailable, as Karpenter does); the fleet then takes the next pool in the order.
@@ -23,6 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from joiner.api import labels
+from joiner.api.requirements import Requirements
+from joiner.cloudprovider.launch import launch_candidates
 from joiner.cloudprovider.types import InstanceType, Offering
 
 #: How far below the best capacity score a pool still counts as "best capacity" for
@@ -111,3 +116,33 @@ def allocate(strategy: str, pools: Sequence[PoolQuote]) -> FleetResult:
         errors.append(pick)
         left.remove(pick)
     return FleetResult(None, tuple(errors), f"{strategy}: every one of {len(pools)} pools is dry")
+
+
+def choose_offering(
+    candidates: Sequence[tuple[InstanceType, Offering]],
+    reqs: Requirements,
+    *,
+    min_values_policy: str = "Strict",
+) -> tuple[InstanceType, Offering]:
+    """EC2 Fleet's choice for Karpenter among available, allowed (type, offering) pairs
+    without a Spot market (plan, controller mode): the shared launch rules
+    (``launch_candidates``), then the capacity type by precedence, then the lowest price,
+    ties by interruption rate, type name and zone. ``candidates`` must not be empty.
+
+    Raises:
+        CreateError: the 60 cheapest types break a requirement's ``minValues`` (unless
+            ``min_values_policy`` is ``BestEffort``).
+        InsufficientCapacityError: the launch filters leave nothing.
+    """
+    kept = launch_candidates(candidates, reqs, min_values_policy=min_values_policy)
+    allowed_ct = reqs.get_or_exists(labels.CAPACITY_TYPE)
+    capacity_type = next(
+        ct
+        for ct in labels.CAPACITY_TYPE_PRECEDENCE
+        if allowed_ct.has(ct) and any(o.capacity_type == ct for _, o in kept)
+    )
+    chosen = [(it, o) for it, o in kept if o.capacity_type == capacity_type]
+    return min(
+        chosen,
+        key=lambda c: (c[1].price_per_hour, c[1].interruption_rate_per_hour, c[0].name, c[1].zone),
+    )

@@ -11,7 +11,8 @@ for Karpenter's Spot) picks the pool from each pool's current price and capacity
 Spot prices are per pool and move with the market, and reclaims are pool events
 (``reclaims.PoolReclaims``). Without one (plan, controller mode), prices are regional and
 the lowest price wins, ties broken by lower interruption rate, then instance-type name,
-then zone (``choose_offering``).
+then zone (``fleet.choose_offering``). NodeClass selector terms resolve against the VPC in
+``selectors``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from functools import partial
 from joiner.api import labels
 from joiner.api.clock import Clock
 from joiner.api.objects import NodeClass, SelectorTerm
-from joiner.api.requirements import Requirements
 from joiner.cloudprovider.catalog import Catalog, spot_price
 from joiner.cloudprovider.events import SPOT_INTERRUPTION, STATE_CHANGE, CloudEvent
 from joiner.cloudprovider.instancetype import build_instance_types
@@ -38,7 +38,7 @@ from joiner.cloudprovider.nodeclass_drift import (
     nodeclass_hash,
     static_drift,
 )
-from joiner.cloudprovider.simulated.fleet import PoolQuote, allocate
+from joiner.cloudprovider.simulated.fleet import PoolQuote, allocate, choose_offering
 from joiner.cloudprovider.simulated.market import (
     NOTICE_S,
     PRICE_EPOCH_S,
@@ -48,6 +48,13 @@ from joiner.cloudprovider.simulated.market import (
     SpotMarket,
 )
 from joiner.cloudprovider.simulated.reclaims import PoolReclaims
+from joiner.cloudprovider.simulated.selectors import (
+    default_subnets,
+    resolve_security_groups,
+    resolve_subnets,
+    unresolved_terms,
+)
+from joiner.cloudprovider.simulated.selectors import matches as _matches
 from joiner.cloudprovider.types import (
     Allocation,
     CreateError,
@@ -62,62 +69,21 @@ from joiner.cloudprovider.types import (
     Subnet,
 )
 
-__all__ = ["HazardModel", "RateOverride", "SimulatedCloudProvider", "choose_offering"]
+__all__ = [
+    "HazardModel",
+    "RateOverride",
+    "SimulatedCloudProvider",
+    "_matches",
+    "choose_offering",
+    "default_subnets",
+]
 
 #: The tag Karpenter puts on instances naming their EC2NodeClass.
 NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 
 
-def default_subnets(catalog: Catalog, region: str) -> list[Subnet]:
-    """One subnet per zone of ``region``: id ``subnet-<zone>``, tagged ``Name=<zone>``."""
-    return [
-        Subnet(id=f"subnet-{zone}", zone=zone, zone_id=zone_id, tags=(("Name", zone),))
-        for zone, zone_id in catalog.zones(region)
-    ]
-
-
-def _matches(term: SelectorTerm, ident: str, name: str, tags: Sequence[tuple[str, str]]) -> bool:
-    if term.id:
-        return term.id == ident
-    if term.name:
-        return term.name == name
-    have = dict(tags)
-    # Karpenter: a tag value "*" matches any value of that key.
-    return all(k in have and (v == "*" or have[k] == v) for k, v in term.tags)
-
-
 EventListener = Callable[[CloudEvent], None]
 ReclaimListener = Callable[[Instance], None]
-
-
-def choose_offering(
-    candidates: Sequence[tuple[InstanceType, Offering]],
-    reqs: Requirements,
-    *,
-    min_values_policy: str = "Strict",
-) -> tuple[InstanceType, Offering]:
-    """EC2 Fleet's choice for Karpenter among available, allowed (type, offering) pairs:
-    the shared launch rules (``launch_candidates``), then the capacity type by precedence,
-    then the lowest price, ties by interruption rate, type name and zone. ``candidates``
-    must not be empty.
-
-    Raises:
-        CreateError: the 60 cheapest types break a requirement's ``minValues`` (unless
-            ``min_values_policy`` is ``BestEffort``).
-        InsufficientCapacityError: the launch filters leave nothing.
-    """
-    kept = launch_candidates(candidates, reqs, min_values_policy=min_values_policy)
-    allowed_ct = reqs.get_or_exists(labels.CAPACITY_TYPE)
-    capacity_type = next(
-        ct
-        for ct in labels.CAPACITY_TYPE_PRECEDENCE
-        if allowed_ct.has(ct) and any(o.capacity_type == ct for _, o in kept)
-    )
-    chosen = [(it, o) for it, o in kept if o.capacity_type == capacity_type]
-    return min(
-        chosen,
-        key=lambda c: (c[1].price_per_hour, c[1].interruption_rate_per_hour, c[0].name, c[1].zone),
-    )
 
 
 class SimulatedCloudProvider:
@@ -180,37 +146,16 @@ class SimulatedCloudProvider:
     # -- NodeClass resolution ------------------------------------------------------------
 
     def resolve_subnets(self, node_class: NodeClass) -> list[Subnet]:
-        """Subnets any selector term matches (terms OR, tags inside a term AND), by id."""
-        found = {
-            s.id: s
-            for s in self.subnets
-            for t in node_class.subnet_selector_terms
-            if _matches(t, s.id, dict(s.tags).get("Name", ""), s.tags)
-        }
-        return [found[k] for k in sorted(found)]
+        """Subnets any selector term matches (``selectors.resolve_subnets``)."""
+        return resolve_subnets(self.subnets, node_class)
 
     def resolve_security_groups(self, node_class: NodeClass) -> list[SecurityGroup]:
-        """Security groups any selector term matches, by id."""
-        found = {
-            g.id: g
-            for g in self.security_groups
-            for t in node_class.security_group_selector_terms
-            if _matches(t, g.id, g.name, g.tags)
-        }
-        return [found[k] for k in sorted(found)]
+        """Security groups any selector term matches (``selectors.resolve_security_groups``)."""
+        return resolve_security_groups(self.security_groups, node_class)
 
     def unresolved_terms(self, node_class: NodeClass) -> list[tuple[str, int, SelectorTerm]]:
         """Selector terms that match nothing: (field, index, term). Used to reject bad input."""
-        out: list[tuple[str, int, SelectorTerm]] = []
-        for i, t in enumerate(node_class.subnet_selector_terms):
-            if not any(
-                _matches(t, s.id, dict(s.tags).get("Name", ""), s.tags) for s in self.subnets
-            ):
-                out.append(("subnet", i, t))
-        for i, t in enumerate(node_class.security_group_selector_terms):
-            if not any(_matches(t, g.id, g.name, g.tags) for g in self.security_groups):
-                out.append(("securityGroup", i, t))
-        return out
+        return unresolved_terms(self.subnets, self.security_groups, node_class)
 
     def _node_class(self, name: str) -> NodeClass:
         nc = self.node_classes.get(name)
@@ -326,6 +271,7 @@ class SimulatedCloudProvider:
             kubelet=nc.kubelet,
             ami_family=nc.ami_family,
             root_volume_bytes=nc.root_volume_bytes,
+            instance_store_policy=nc.instance_store_policy,
         )
         self._types[node_class] = types
         return types

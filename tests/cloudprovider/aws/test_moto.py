@@ -9,13 +9,19 @@ from dataclasses import replace
 
 import boto3
 import pytest
+import yaml
 
 from joiner.api import labels
+from joiner.api.manifests.userdata import mime_parts
 from joiner.api.objects import AMISelectorTerm, SelectorTerm
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.aws import AWSError, Caller, InterruptionQueue
 from joiner.cloudprovider.events import SPOT_INTERRUPTION, STATE_CHANGE, CloudEvent
-from joiner.cloudprovider.types import LaunchRequest, NodeClassNotReadyError
+from joiner.cloudprovider.types import (
+    InsufficientCapacityError,
+    LaunchRequest,
+    NodeClassNotReadyError,
+)
 
 REGION = "us-east-1"
 
@@ -71,9 +77,14 @@ def test_launch_tags_and_launch_template(aws_world):
     assert data["BlockDeviceMappings"][0]["Ebs"]["VolumeType"] == "gp3"
     user_data = base64.b64decode(data["UserData"]).decode()
     assert "application/node.eks.aws" in user_data
-    node_config = json.loads(user_data.split("application/node.eks.aws\n\n")[1].split("\n--//")[0])
+    node_config = yaml.safe_load(mime_parts(user_data)[-1].body)
     assert node_config["spec"]["cluster"]["name"] == "test-cluster"
-    assert "--node-labels=karpenter.sh/nodepool=general" in node_config["spec"]["kubelet"]["flags"]
+    assert node_config["spec"]["kubelet"]["flags"] == [
+        '--node-labels="karpenter.sh/nodepool=general"'
+    ]
+    assert node_config["spec"]["kubelet"]["config"]["registerWithTaints"] == [
+        {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
+    ]
 
 
 def test_launch_template_reused_by_content_hash(aws_world):
@@ -187,7 +198,7 @@ def test_drift_on_ami_subnet_and_security_group(aws_world):
         ),
     )
     aws_world.clock.advance(61)
-    new_ami = provider.resolve("default").ami_for("amd64")
+    new_ami = next(a for a in provider.resolve("default").amis if a.architecture == "amd64")
     assert new_ami is not None and new_ami.id != aws_world.amis["x86_64"]
     assert provider.is_drifted(inst.provider_id) == "AMIDrift"
 
@@ -418,3 +429,111 @@ def test_new_aws_provider_builds_real_clients(moto_endpoint):
     assert provider.clients.ec2.meta.region_name == "eu-west-1"
     assert provider.clients.pricing.meta.region_name == "eu-central-1"
     assert provider.list() == []
+
+
+def _x86_images(ec2, count):
+    images = ec2.describe_images(
+        Owners=["amazon"],
+        Filters=[
+            {"Name": "architecture", "Values": ["x86_64"]},
+            {"Name": "name", "Values": ["al2023-ami-*"]},
+        ],
+    )["Images"]
+    return sorted(i["ImageId"] for i in images)[:count]
+
+
+def test_alias_launches_gpu_and_neuron_types_with_their_variant_ami(aws_world):
+    """``al2023@latest``: the NVIDIA image for a GPU type, the Neuron image for an
+    Inferentia type, the standard image otherwise (SSM paths as Karpenter-AWS reads them);
+    one CreateFleet gets one launch template per image, never a mixed one."""
+    standard, nvidia, neuron = _x86_images(aws_world.ec2, 3)
+    base = "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64"
+    for variant, image in (("standard", standard), ("nvidia", nvidia), ("neuron", neuron)):
+        aws_world.publish_parameter(f"{base}/{variant}/recommended/image_id", image)
+    nc = aws_world.node_class(ami_selector_terms=(AMISelectorTerm(alias="al2023@latest"),))
+    provider = aws_world.provider([nc])
+    resolved = provider.resolve("default")
+    assert {(a.id, a.variants) for a in resolved.amis} == {
+        (standard, ("standard",)),
+        (nvidia, ("nvidia",)),
+        (neuron, ("neuron",)),
+    }
+    types = {t.name: t for t in provider.get_instance_types("default")}
+    assert resolved.ami_for(types["m5.large"]).id == standard
+    assert resolved.ami_for(types["g4dn.xlarge"]).id == nvidia
+    assert resolved.ami_for(types["inf2.xlarge"]).id == neuron
+
+    gpu = provider.create(_request(provider, "gpu-1", ("g4dn.xlarge",)))
+    assert _describe(aws_world.ec2, gpu.instance_id)["ImageId"] == nvidia
+    inf = provider.create(_request(provider, "inf-1", ("inf2.xlarge",)))
+    assert _describe(aws_world.ec2, inf.instance_id)["ImageId"] == neuron
+    # Each runs the image that serves its type: not AMI drift (moto does not give fleet
+    # instances their template's security groups, so SecurityGroupDrift may follow).
+    assert provider.is_drifted(gpu.provider_id) != "AMIDrift"
+    assert provider.is_drifted(inf.provider_id) != "AMIDrift"
+
+    # (A standard type beside a GPU one would drop the GPU one: the exotic-type filter.)
+    provider.create(_request(provider, "mixed", ("g4dn.xlarge", "inf2.xlarge")))
+    configs = provider.last_fleet_request["LaunchTemplateConfigs"]
+    per_config = [{(o["InstanceType"], o["ImageId"]) for o in c["Overrides"]} for c in configs]
+    assert sorted(per_config, key=sorted) == sorted(
+        [{("inf2.xlarge", neuron)}, {("g4dn.xlarge", nvidia)}], key=sorted
+    )
+    names = {c["LaunchTemplateSpecification"]["LaunchTemplateName"] for c in configs}
+    assert len(names) == 2
+
+
+def test_alias_without_a_gpu_variant_does_not_launch_gpu_types(aws_world):
+    """Only the standard parameter exists: GPU types have no image and are not launched
+    (Karpenter: no AMI serves them), so a request of only GPU types has no capacity."""
+    (standard,) = _x86_images(aws_world.ec2, 1)
+    aws_world.publish_parameter(
+        "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/"
+        "image_id",
+        standard,
+    )
+    nc = aws_world.node_class(ami_selector_terms=(AMISelectorTerm(alias="al2023@latest"),))
+    provider = aws_world.provider([nc])
+    with pytest.raises(InsufficientCapacityError):
+        provider.create(_request(provider, "gpu-1", ("g4dn.xlarge",)))
+    inst = provider.create(_request(provider, "std-1", ("m5.large", "g4dn.xlarge")))
+    assert inst.instance_type.name == "m5.large"
+
+
+def test_raid0_nodeclass_on_ec2(aws_world):
+    """``instanceStorePolicy: RAID0`` on EC2's data: the instance store (DescribeInstanceTypes
+    ``InstanceStorageInfo``) is the ephemeral storage, and the launch template's NodeConfig
+    asks nodeadm for the RAID0 array."""
+    nc = aws_world.node_class(instance_store_policy="RAID0")
+    provider = aws_world.provider([nc])
+    types = {t.name: t for t in provider.get_instance_types("default")}
+    assert types["m5d.large"].capacity["ephemeral-storage"] == 75 * 10**9
+    assert types["m5.large"].capacity["ephemeral-storage"] == 20 * 2**30
+    provider.create(_request(provider, "nc-raid", ("m5d.large",)))
+    (template,) = aws_world.ec2.describe_launch_templates()["LaunchTemplates"]
+    data = aws_world.ec2.describe_launch_template_versions(
+        LaunchTemplateName=template["LaunchTemplateName"]
+    )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    config = yaml.safe_load(mime_parts(base64.b64decode(data["UserData"]).decode())[-1].body)
+    assert config["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+
+
+def test_inflight_ips_move_launches_to_the_next_subnet_of_the_zone(aws_world):
+    """Two small subnets in one zone (EC2 counts 59 and 27 free IPs): each m5.large launch
+    charges 29 IPs (its pods) to the subnet it used, so the third launch goes to the
+    subnet EC2 still reports as the smaller one (Karpenter's in-flight IP tracking)."""
+    subnets = {}
+    for cidr in ("10.0.8.0/26", "10.0.9.0/27"):
+        sid = aws_world.ec2.create_subnet(
+            VpcId=aws_world.vpc_id, CidrBlock=cidr, AvailabilityZone="us-east-1c"
+        )["Subnet"]["SubnetId"]
+        aws_world.ec2.create_tags(Resources=[sid], Tags=[{"Key": "pool", "Value": "small"}])
+        subnets[cidr] = sid
+    nc = aws_world.node_class(subnet_selector_terms=(SelectorTerm(tags=(("pool", "small"),)),))
+    provider = aws_world.provider([nc])
+    free = dict(provider.resolve("default").free_ips)
+    assert (free[subnets["10.0.8.0/26"]], free[subnets["10.0.9.0/27"]]) == (59, 27)
+    used = [
+        provider.create(_request(provider, f"nc-{i}", ("m5.large",))).subnet_id for i in range(3)
+    ]
+    assert used == [subnets["10.0.8.0/26"], subnets["10.0.8.0/26"], subnets["10.0.9.0/27"]]

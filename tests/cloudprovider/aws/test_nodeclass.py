@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import tomllib
 from dataclasses import replace
 
 import pytest
@@ -107,11 +108,12 @@ def test_launch_template_for_bottlerocket():
         "HttpTokens": "required",
     }
     assert data["Monitoring"] == {"Enabled": True}
-    toml = base64.b64decode(data["UserData"]).decode()
-    assert toml.startswith('[settings.kernel]\nlockdown = "integrity"\n[settings.kubernetes]\n')
-    assert 'cluster-name = "demo"' in toml and 'api-server = "https://api.demo"' in toml
-    assert '"karpenter.sh/nodepool" = "general"' in toml
-    assert '"karpenter.sh/unregistered" = [":NoExecute"]' in toml
+    settings = tomllib.loads(base64.b64decode(data["UserData"]).decode())["settings"]
+    assert settings["kernel"] == {"lockdown": "integrity"}  # the user's settings are kept
+    k8s = settings["kubernetes"]
+    assert k8s["cluster-name"] == "demo" and k8s["api-server"] == "https://api.demo"
+    assert k8s["node-labels"] == {"karpenter.sh/nodepool": "general"}
+    assert k8s["node-taints"] == {"karpenter.sh/unregistered": [":NoExecute"]}
 
 
 def test_default_block_devices_and_user_data_per_family():
@@ -131,7 +133,7 @@ def test_default_block_devices_and_user_data_per_family():
     mime = user_data(nc, CLUSTER, LABELS)
     # The NodeClass's script runs first, then nodeadm's NodeConfig.
     assert mime.index("text/x-shellscript") < mime.index("application/node.eks.aws")
-    assert '"apiServerEndpoint": "https://api.demo"' in mime and '"cidr": "10.100.0.0/16"' in mime
+    assert "apiServerEndpoint: https://api.demo" in mime and "cidr: 10.100.0.0/16" in mime
     al2 = user_data(replace(nc, ami_family="AL2"), CLUSTER, LABELS)
     assert "/etc/eks/bootstrap.sh 'demo' --apiserver-endpoint 'https://api.demo'" in al2
     assert user_data(replace(nc, ami_family="Custom"), CLUSTER, LABELS) == "#!/bin/bash\necho hi\n"

@@ -668,31 +668,87 @@ def test_ami_alias_resolves_through_ssm_per_architecture():
             "recommended/image_id"
         },
     )
-    w.ssm.add_client_error(
-        "get_parameter",
-        service_error_code="ParameterNotFound",
-        expected_params={
-            "Name": "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/arm64/"
-            "standard/recommended/image_id"
-        },
-    )
+    for arch, variant in (
+        ("x86_64", "nvidia"),
+        ("x86_64", "neuron"),
+        ("arm64", "standard"),
+        ("arm64", "nvidia"),
+    ):
+        w.ssm.add_client_error(
+            "get_parameter",
+            service_error_code="ParameterNotFound",
+            expected_params={
+                "Name": f"/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/{arch}/"
+                f"{variant}/recommended/image_id"
+            },
+        )
     resolved = w.provider.resolve("default")
-    assert [(a.id, a.architecture) for a in resolved.amis] == [("ami-al2023-x86", "amd64")]
+    assert [(a.id, a.architecture, a.variants) for a in resolved.amis] == [
+        ("ami-al2023-x86", "amd64", ("standard",))
+    ]
     assert resolved.security_group_ids == ("sg-9",)
     w.ssm.assert_no_pending_responses()
 
 
 def test_alias_parameter_paths():
-    assert alias_parameters("bottlerocket@latest", "1.30") == {
-        "amd64": "/aws/service/bottlerocket/aws-k8s-1.30/x86_64/latest/image_id",
-        "arm64": "/aws/service/bottlerocket/aws-k8s-1.30/arm64/latest/image_id",
-    }
-    assert alias_parameters("al2023@v20240807", "1.30")["arm64"] == (
-        "/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/arm64/standard/"
-        "amazon-eks-node-al2023-arm64-standard-1.30-v20240807/image_id"
+    """Karpenter-AWS's SSM paths per family, variants included (``amifamily``)."""
+    br = alias_parameters("bottlerocket@latest", "1.30")
+    assert [(p.architecture, p.variants, p.name) for p in br] == [
+        (
+            "amd64",
+            ("standard", "neuron"),
+            "/aws/service/bottlerocket/aws-k8s-1.30/x86_64/latest/image_id",
+        ),
+        ("arm64", ("standard",), "/aws/service/bottlerocket/aws-k8s-1.30/arm64/latest/image_id"),
+        (
+            "amd64",
+            ("nvidia",),
+            "/aws/service/bottlerocket/aws-k8s-1.30-nvidia/x86_64/latest/image_id",
+        ),
+        (
+            "arm64",
+            ("nvidia",),
+            "/aws/service/bottlerocket/aws-k8s-1.30-nvidia/arm64/latest/image_id",
+        ),
+    ]
+    assert alias_parameters("bottlerocket@v1.20.3", "1.30")[0].name == (
+        "/aws/service/bottlerocket/aws-k8s-1.30/x86_64/1.20.3/image_id"
     )
-    assert alias_parameters("al2@latest", "1.29")["arm64"] == (
-        "/aws/service/eks/optimized-ami/1.29/amazon-linux-2-arm64/recommended/image_id"
+    al2023 = alias_parameters("al2023@v20240807", "1.30")
+    assert [(p.architecture, p.variants) for p in al2023] == [
+        ("amd64", ("standard",)),
+        ("amd64", ("nvidia",)),
+        ("amd64", ("neuron",)),
+        ("arm64", ("standard",)),
+        ("arm64", ("nvidia",)),
+    ]
+    assert al2023[4].name == (
+        "/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/arm64/nvidia/"
+        "amazon-eks-node-al2023-arm64-nvidia-1.30-v20240807/image_id"
+    )
+    assert alias_parameters("al2023@latest", "1.30")[2].name == (
+        "/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/neuron/recommended/image_id"
+    )
+    al2 = alias_parameters("al2@latest", "1.29")
+    assert [(p.architecture, p.variants, p.name) for p in al2] == [
+        (
+            "amd64",
+            ("standard",),
+            "/aws/service/eks/optimized-ami/1.29/amazon-linux-2/recommended/image_id",
+        ),
+        (
+            "amd64",
+            ("nvidia", "neuron"),
+            "/aws/service/eks/optimized-ami/1.29/amazon-linux-2-gpu/recommended/image_id",
+        ),
+        (
+            "arm64",
+            ("standard",),
+            "/aws/service/eks/optimized-ami/1.29/amazon-linux-2-arm64/recommended/image_id",
+        ),
+    ]
+    assert alias_parameters("al2@v20240807", "1.29")[1].name == (
+        "/aws/service/eks/optimized-ami/1.29/amazon-linux-2-gpu/amazon-eks-gpu-node-1.29-v20240807/image_id"
     )
 
 

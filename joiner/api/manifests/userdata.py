@@ -1,0 +1,133 @@
+"""EC2NodeClass ``userData`` formats: MIME multi-part archives (AL2, AL2023) and Bottlerocket
+TOML, read with Python's ``email`` package and ``tomllib`` and written back as Karpenter-AWS
+writes them.
+
+Karpenter-AWS reads user data in ``pkg/providers/amifamily/bootstrap``: text that starts with
+``MIME-Version:`` or ``Content-Type:`` (after white space) is a MIME archive, which must be
+``multipart/*`` with a boundary (``mime/mime.go`` ``NewArchive``, ``eksbootstrap.go``
+``getMultiPartReader``); Bottlerocket user data must be TOML (``bottlerocketsettings.go``
+``UnmarshalTOML``). Anything else fails Karpenter's launch-template build for every launch of
+the NodeClass; Joiner checks it when the manifest is loaded (``check``), so such a NodeClass
+is an ``InputError`` and nothing is launched.
+"""
+
+from __future__ import annotations
+
+import io
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from email import errors as email_errors
+from email import policy
+from email.generator import Generator
+from email.message import Message
+from email.parser import Parser
+from typing import Any
+
+from joiner.api.errors import InputError
+
+#: Karpenter's boundary for the archives it writes (``mime.go`` ``boundary``).
+BOUNDARY = "//"
+SHELL_SCRIPT = 'text/x-shellscript; charset="us-ascii"'
+NODE_CONFIG = "application/node.eks.aws"
+_FATAL_DEFECTS = (
+    email_errors.NoBoundaryInMultipartDefect,
+    email_errors.StartBoundaryNotFoundDefect,
+    email_errors.CloseBoundaryNotFoundDefect,
+    email_errors.MultipartInvariantViolationDefect,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MIMEPart:
+    """One part of a MIME archive: its headers (name, value) in order and its body text."""
+
+    headers: tuple[tuple[str, str], ...]
+    body: str
+
+    @property
+    def content_type(self) -> str:
+        """The ``Content-Type`` header as written ('' when absent)."""
+        return next((v for k, v in self.headers if k.lower() == "content-type"), "")
+
+
+def is_mime(text: str) -> bool:
+    """Karpenter's test: the stripped text starts with ``MIME-Version:`` or
+    ``Content-Type:``."""
+    stripped = text.strip()
+    return stripped.startswith("MIME-Version:") or stripped.startswith("Content-Type:")
+
+
+def mime_parts(text: str, *, field: str = "spec.userData") -> list[MIMEPart]:
+    """The parts of a MIME multi-part archive, in order.
+
+    Raises:
+        InputError: not a multi-part archive, no boundary, or the boundary never opens a part
+            (Karpenter: "user data is not in multipart MIME format").
+    """
+    msg = Parser(policy=policy.compat32).parsestr(text)
+    if msg.get_content_maintype() != "multipart":
+        raise InputError(
+            f"MIME user data must be multipart (Content-Type {msg.get_content_type()!r})",
+            field=field,
+        )
+    if msg.get_param("boundary") is None:
+        raise InputError("MIME user data has no boundary parameter", field=field)
+    defects = [d for d in msg.defects if isinstance(d, _FATAL_DEFECTS)]
+    if defects:
+        raise InputError(f"malformed MIME user data: {defects[0].__doc__}", field=field)
+    payload = msg.get_payload()
+    if not isinstance(payload, list):
+        raise InputError("malformed MIME user data: no parts", field=field)
+    out = []
+    for part in payload:
+        if not isinstance(part, Message):
+            raise InputError("malformed MIME user data: a part is not a message", field=field)
+        body = part.get_payload()
+        if not isinstance(body, str):
+            raise InputError("malformed MIME user data: a nested multi-part part", field=field)
+        out.append(MIMEPart(tuple((k, str(v)) for k, v in part.items()), body))
+    return out
+
+
+def write_mime(parts: Sequence[MIMEPart]) -> str:
+    """A ``multipart/mixed`` archive with boundary ``//``, byte for byte as Karpenter's
+    ``mime.Archive.Serialize`` writes it (LF line ends)."""
+    outer = Message(policy=policy.compat32)
+    outer["MIME-Version"] = "1.0"
+    outer["Content-Type"] = f'multipart/mixed; boundary="{BOUNDARY}"'
+    for part in parts:
+        inner = Message(policy=policy.compat32)
+        for key, value in part.headers:
+            inner[key] = value
+        inner.set_payload(part.body)
+        outer.attach(inner)
+    buf = io.StringIO()
+    Generator(buf, mangle_from_=False, maxheaderlen=0).flatten(outer)
+    return buf.getvalue()
+
+
+def parse_toml(text: str, *, field: str = "spec.userData") -> dict[str, Any]:
+    """Bottlerocket user data as a TOML document.
+
+    Raises:
+        InputError: not valid TOML (the parser's message, with line and column).
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"Bottlerocket user data is not valid TOML: {exc}", field=field) from exc
+
+
+def check(ami_family: str, text: str | None, *, field: str = "spec.userData") -> None:
+    """Reject user data Karpenter-AWS could not merge for ``ami_family`` (module docstring).
+
+    Raises:
+        InputError: malformed MIME (AL2, AL2023) or TOML (Bottlerocket).
+    """
+    if not text:
+        return
+    if ami_family == "Bottlerocket":
+        parse_toml(text, field=field)
+    elif ami_family in ("AL2", "AL2023") and is_mime(text):
+        mime_parts(text, field=field)

@@ -1,0 +1,154 @@
+"""The CreateFleet request Karpenter-AWS sends and how it reads the answer
+(``pkg/providers/instance``: ``launchInstance``, ``getOverrides``,
+``updateUnavailableOfferingsCache``).
+
+* **Request**: ``Type=instant``, ``TotalTargetCapacity=1``, ``DefaultTargetCapacityType``
+  spot or on-demand; ``SpotOptions.AllocationStrategy=price-capacity-optimized`` or
+  ``OnDemandOptions.AllocationStrategy=lowest-price``; one ``LaunchTemplateConfigs`` entry
+  per launch template (AMI), its overrides types x zones, each with ``InstanceType``,
+  ``SubnetId``, ``AvailabilityZone``, ``ImageId`` and ``Priority`` = price; the instance,
+  volume and fleet tags.
+* **Errors**: each ``Errors[]`` entry with a capacity code marks (type, zone, capacity type)
+  unavailable; ``AuthFailure.ServiceLinkedRoleCreationNotPermitted`` marks all spot.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from joiner.api import labels
+from joiner.cloudprovider.aws.nodeclass import AMI, ResolvedNodeClass
+from joiner.cloudprovider.launch import UnavailableOfferings
+from joiner.cloudprovider.types import InstanceType, Offering, Subnet
+
+log = logging.getLogger(__name__)
+
+#: Fleet error codes that mean "no capacity here" (Karpenter ``isUnfulfillableCapacity`` and
+#: friends); each marks the offering unavailable.
+CAPACITY_ERROR_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "MaxSpotInstanceCountExceeded",
+        "VcpuLimitExceeded",
+        "UnfulfillableCapacity",
+        "Unsupported",
+        "InsufficientFreeAddressesInSubnet",
+        "MaxFleetCountExceeded",
+    }
+)
+SPOT_ROLE_ERROR = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
+
+Chosen = Sequence[tuple[InstanceType, Offering]]
+
+
+def launch_template_configs(
+    chosen: Chosen,
+    resolved: ResolvedNodeClass,
+    per_zone: dict[str, Subnet],
+    template_for: Callable[[AMI], str],
+) -> list[dict[str, Any]]:
+    """``LaunchTemplateConfigs``: one per AMI, each type with the image that serves it (its
+    architecture and alias variant), so a config never mixes standard and GPU images; types
+    in the order given, zones sorted. ``template_for`` returns the launch template name for
+    an AMI (it creates the template when needed and may raise ``AWSError``)."""
+    names = list(dict.fromkeys(it.name for it, _ in chosen))
+    by_name = {it.name: it for it, _ in chosen}
+    ami_of = {name: resolved.ami_for(by_name[name]) for name in names}
+    configs: list[dict[str, Any]] = []
+    for ami in resolved.amis:
+        overrides = [
+            {
+                "InstanceType": it.name,
+                "SubnetId": per_zone[o.zone].id,
+                "AvailabilityZone": o.zone,
+                "ImageId": ami.id,
+                "Priority": o.price_per_hour,
+            }
+            for name in names
+            for it, o in sorted(chosen, key=lambda c: c[1].zone)
+            if it.name == name and ami_of[name] == ami
+        ]
+        if overrides:
+            configs.append(
+                {
+                    "LaunchTemplateSpecification": {
+                        "LaunchTemplateName": template_for(ami),
+                        "Version": "$Latest",
+                    },
+                    "Overrides": overrides,
+                }
+            )
+    return configs
+
+
+def fleet_request(
+    configs: list[dict[str, Any]], capacity_type: str, tags: Sequence[tuple[str, str]]
+) -> dict[str, Any]:
+    """The CreateFleet parameters (module docstring)."""
+    fleet: dict[str, Any] = {
+        "Type": "instant",
+        "LaunchTemplateConfigs": configs,
+        "TargetCapacitySpecification": {
+            "TotalTargetCapacity": 1,
+            "DefaultTargetCapacityType": capacity_type,
+        },
+        "TagSpecifications": [
+            {"ResourceType": rt, "Tags": [{"Key": k, "Value": v} for k, v in tags]}
+            for rt in ("instance", "volume", "fleet")
+        ],
+    }
+    if capacity_type == labels.CAPACITY_TYPE_SPOT:
+        fleet["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+    else:
+        fleet["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    return fleet
+
+
+def override_of(entry: dict[str, Any], zone_of_subnet: dict[str, str]) -> tuple[str, str, str]:
+    """(instance type, zone, subnet id) of a fleet ``Errors[]`` or ``Instances[]`` entry."""
+    override = (entry.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+    itype = str(entry.get("InstanceType") or override.get("InstanceType") or "")
+    subnet = str(override.get("SubnetId", ""))
+    zone = str(override.get("AvailabilityZone") or zone_of_subnet.get(subnet, ""))
+    return itype, zone, subnet
+
+
+@dataclass
+class FleetErrors:
+    """The errors of one CreateFleet answer: offerings with no capacity and other codes."""
+
+    ice: list[tuple[str, Offering]] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+
+
+def read_errors(
+    resp: dict[str, Any],
+    chosen: Chosen,
+    capacity_type: str,
+    zone_of_subnet: dict[str, str],
+    unavailable: UnavailableOfferings,
+    ttl_s: float,
+) -> FleetErrors:
+    """Mark what the answer's ``Errors[]`` say is unavailable (module docstring) and sort
+    them into capacity errors (with the offering) and other codes."""
+    out = FleetErrors()
+    for err in resp.get("Errors", []):
+        code = str(err.get("ErrorCode", ""))
+        itype, zone, _ = override_of(err, zone_of_subnet)
+        if code in CAPACITY_ERROR_CODES and itype and zone:
+            unavailable.mark(itype, zone, capacity_type, ttl_s)
+            offering = next((o for it, o in chosen if it.name == itype and o.zone == zone), None)
+            if offering is not None:
+                out.ice.append((itype, offering))
+        elif code == SPOT_ROLE_ERROR:
+            unavailable.mark("*", "*", labels.CAPACITY_TYPE_SPOT)
+            out.other.append(code)
+        else:
+            out.other.append(code)
+        log.info(
+            "create fleet error %s for %s in %s: %s", code, itype, zone, err.get("ErrorMessage", "")
+        )
+    return out
