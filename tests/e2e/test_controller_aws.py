@@ -117,17 +117,22 @@ class MotoAccount:
         )
         self.ec2 = session.client("ec2", endpoint_url=self.endpoint)
         self.sqs = session.client("sqs", endpoint_url=self.endpoint)
-        vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        # The nodes live in the account's default VPC and use its default security group.
+        # moto's CreateFleet ignores the launch template's security groups: an on-demand
+        # instance gets its VPC's default group, a Spot one the first group named
+        # "default" moto finds, which is the default VPC's. In any other VPC, Spot nodes
+        # would carry another VPC's group and be replaced for SecurityGroupDrift
+        # (Karpenter-AWS's check, which Joiner's is_drifted reproduces). EC2 applies the
+        # template's groups, so this is moto's limit, not a rule Joiner relaxes.
+        vpc = self.ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])[
+            "Vpcs"
+        ][0]["VpcId"]
         tag = [{"Key": "karpenter.sh/discovery", "Value": CLUSTER}]
         for i, zone in enumerate(("us-east-1a", "us-east-1b"), start=1):
             sid = self.ec2.create_subnet(
-                VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone
+                VpcId=vpc, CidrBlock=f"172.31.{200 + i}.0/24", AvailabilityZone=zone
             )["Subnet"]["SubnetId"]
             self.ec2.create_tags(Resources=[sid], Tags=tag)
-        # The nodes' security group is the VPC's default one: moto's CreateFleet gives every
-        # instance that group whatever its launch template names (EC2 applies the
-        # template's), so a group of their own would make every node SecurityGroupDrift
-        # (Karpenter-AWS's check, which Joiner's is_drifted reproduces) and be replaced.
         default_sg = self.ec2.describe_security_groups(
             Filters=[
                 {"Name": "vpc-id", "Values": [vpc]},
