@@ -124,9 +124,8 @@ class MotoAccount:
         # would carry another VPC's group and be replaced for SecurityGroupDrift
         # (Karpenter-AWS's check, which Joiner's is_drifted reproduces). EC2 applies the
         # template's groups, so this is moto's limit, not a rule Joiner relaxes.
-        vpc = self.ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])[
-            "Vpcs"
-        ][0]["VpcId"]
+        default_vpc = [{"Name": "is-default", "Values": ["true"]}]
+        vpc = self.ec2.describe_vpcs(Filters=default_vpc)["Vpcs"][0]["VpcId"]
         tag = [{"Key": "karpenter.sh/discovery", "Value": CLUSTER}]
         for i, zone in enumerate(("us-east-1a", "us-east-1b"), start=1):
             sid = self.ec2.create_subnet(
