@@ -11,9 +11,7 @@ only on ``SchedulingInput.existing`` and ``bound_pods``, so it is computed once 
   in first-seen order;
 * per constraint shape (topology key, selector, namespaces), the matching running pods'
   count per domain and each node's share of it, so a solve's group counts are the total
-  minus its excluded nodes' shares;
-* per pod shape (requests), the nodes whose free capacity cannot fit it (numpy over a
-  nodes x resources matrix), which a solve never tries for such a pod.
+  minus its excluded nodes' shares.
 
 Answers equal those of computing everything from the filtered inputs (the golden summaries
 check it); only the work is shared.
@@ -21,11 +19,7 @@ check it); only the work is shared.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-import numpy as np
-import numpy.typing as npt
 
 from joiner.api import labels
 from joiner.api.objects import HostPort, PodAffinityTerm
@@ -62,36 +56,6 @@ class SolveBase:
     _shapes: dict[ShapeKey, tuple[dict[str, int], dict[str, list[tuple[str, int]]]]] = field(
         default_factory=dict
     )
-    _unfit: dict[tuple[tuple[str, int], ...], frozenset[str]] = field(default_factory=dict)
-    _room: tuple[list[str], npt.NDArray[np.int64], dict[str, int]] | None = None
-
-    def unfit(self, requests: Mapping[str, int]) -> frozenset[str]:
-        """Names of the nodes whose free capacity before the solve (``available``) does not
-        fit ``requests`` (``quantity.fits`` is false): as a solve only takes capacity away,
-        they can never take such a pod in it."""
-        key = tuple(sorted(requests.items()))
-        found = self._unfit.get(key)
-        if found is None:
-            if self._room is None:
-                resources = sorted({k for b in self.nodes for k in b.node.available})
-                column = {r: i for i, r in enumerate(resources)}
-                room = np.zeros((len(self.nodes), len(resources)), dtype=np.int64)
-                for i, b in enumerate(self.nodes):
-                    for k, v in b.node.available.items():
-                        room[i, column[k]] = v
-                self._room = ([b.node.name for b in self.nodes], room, column)
-            names, room, column = self._room
-            short = np.zeros(len(names), dtype=bool)
-            for k, v in key:
-                if v <= 0:
-                    continue
-                if k in column:
-                    short |= room[:, column[k]] < v
-                else:
-                    short[:] = True
-            found = frozenset(n for n, s in zip(names, short.tolist(), strict=True) if s)
-            self._unfit[key] = found
-        return found
 
     def group_counts(self, g: Group, exclude: frozenset[str]) -> dict[str, int]:
         """``g``'s per-domain counts of matching running pods on nodes not in ``exclude``

@@ -115,7 +115,6 @@ class _Solve:
             for t in order_by_weight(inp.nodepools)
         ]
         base = base_of(inp.existing, inp.bound_pods)
-        self._base = base
         exclude = inp.exclude_nodes
         self.existing = [
             _Existing(
@@ -262,13 +261,7 @@ class _Solve:
         return found
 
     def _dead_for(self, t: PodTemplate, prefs: _Prefs) -> set[object]:
-        key = (id(t), prefs.step)
-        dead = self._dead.get(key)
-        if dead is None:
-            # Nodes without the room for it at the start never take it (what ``_admits``
-            # would find one node at a time).
-            dead = self._dead[key] = set(self._base.unfit(t.requests))
-        return dead
+        return self._dead.setdefault((id(t), prefs.step), set())
 
     def _try_existing(self, attempt: _Attempt) -> str | None:
         if not self.existing:
