@@ -17,6 +17,12 @@ KNOWN = {
     "CapacityBuffer": "capacityBuffer",
 }
 
+#: Go's ``strconv.ParseBool``: the only spellings it accepts, and what they mean.
+PARSE_BOOL = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
 
 @dataclass(frozen=True, slots=True)
 class FeatureGates:
@@ -29,8 +35,14 @@ class FeatureGates:
 def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
     """Parse ``Name=true,Other=false`` (Karpenter's ``--feature-gates`` flag form).
 
+    Upstream (``pkg/operator/options`` ``ParseFeatureGates``) reads the flag, or its
+    ``FEATURE_GATES`` environment variable, with component-base's ``MapStringBool``: pairs
+    split at ``,`` and ``=``, blanks trimmed, and each value read by Go's
+    ``strconv.ParseBool`` (``PARSE_BOOL``: ``true``/``false``, ``1``/``0``, ``t``/``f``,
+    ``TRUE``, ``True``, ...; ``yes`` or ``tRuE`` is an error).
+
     Raises:
-        InputError: an unknown gate, a missing ``=``, or a value other than true/false.
+        InputError: an unknown gate, a missing ``=``, or a value ParseBool rejects.
     """
     values: dict[str, bool] = {}
     for part in (p.strip() for p in text.split(",")):
@@ -44,10 +56,12 @@ def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
             raise InputError(
                 f"unknown feature gate {name!r}; known: {', '.join(sorted(KNOWN))}", field=field
             )
-        low = raw.strip().lower()
-        if low not in ("true", "false"):
-            raise InputError(f"{name}: {raw!r} is neither true nor false", field=field)
-        values[name] = low == "true"
+        value = PARSE_BOOL.get(raw.strip())
+        if value is None:
+            raise InputError(
+                f"{name}: {raw.strip()!r} is not a boolean (true, false, 1, 0, t, f)", field=field
+            )
+        values[name] = value
     return FeatureGates(
         spot_to_spot_consolidation=values.get("SpotToSpotConsolidation", False),
         capacity_buffer=values.get("CapacityBuffer", False),

@@ -30,7 +30,16 @@ log = logging.getLogger(__name__)
 
 
 class _Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    """Unknown fields are errors, and so is a value of the wrong YAML type: ``"yes"`` or
+    ``1`` for a flag, ``"10"`` for a number of seconds, ``.inf`` or ``.nan`` anywhere a
+    number is expected (pydantic's strict mode). Karpenter parses its own settings from
+    flags and environment variables (``pkg/operator/options``, ``strconv.ParseBool``), where
+    every value is text; a YAML file has typed values, so a quoted ``"true"`` is a string,
+    as the scenario file and the manifests treat it (``tests/api/test_strict_types.py``)."""
+
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False
+    )
 
 
 class LeaderElectionSettings(_Settings):

@@ -2,9 +2,10 @@
 API server's decoding rejects them (``replicas: "3"``, ``value: "5"``, ``suspend: "yes"``, a
 label value ``1`` unquoted).
 
-The walk takes every pydantic model of the manifest and scenario inputs and fails on an
-``int``, ``float`` or ``bool`` that pydantic would coerce from a string (lax mode); the
-examples below show the error a user gets, naming file, object and field.
+The walk takes every pydantic model of Joiner's input files (manifests, scenario, controller
+settings, sweep) and fails on an ``int``, ``float`` or ``bool`` that pydantic would coerce
+from a string (lax mode); the examples below show the error a user gets, naming file, object
+and field.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pydantic import BaseModel, Strict
 
 import joiner.api.manifests as manifests_pkg
 from joiner.api.errors import InputError
+from joiner.api.featuregates import parse as parse_feature_gates
 from joiner.api.manifests import load_text
+from joiner.operator.controller_settings import load_settings
 from joiner.sim.scenario import load_scenario
 
 #: Models owned by other work in progress (EC2NodeClass validation, CapacityBuffer); their
@@ -34,13 +37,49 @@ ELSEWHERE = {
 }
 
 
+#: Modules whose pydantic models read a user's file, besides the manifest package: the
+#: scenario, its report windows, the controller settings and the sweep file.
+INPUT_MODULES = (
+    "joiner.sim.scenario_schema",
+    "joiner.sim.windows",
+    "joiner.operator.controller_settings",
+    "joiner.operator.sweep.spec",
+)
+#: Modules whose pydantic models describe Joiner's output (summaries), not input.
+OUTPUT_MODULES = ("joiner.api.outputs",)
+
+
+def _defines_models(mod: types.ModuleType) -> bool:
+    return any(
+        isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == mod.__name__
+        for obj in vars(mod).values()
+    )
+
+
+def test_every_module_with_models_is_walked():
+    """A new input model anywhere in Joiner is walked (or declared output)."""
+    import joiner
+
+    known = set(INPUT_MODULES) | set(OUTPUT_MODULES)
+    missed = []
+    for info in pkgutil.walk_packages(joiner.__path__, "joiner."):
+        if info.name.startswith("joiner.api.manifests.") or info.name in known:
+            continue
+        try:
+            mod = importlib.import_module(info.name)
+        except ImportError:  # an optional extra (Ray) that is not installed
+            continue
+        if _defines_models(mod):
+            missed.append(info.name)
+    assert missed == []
+
+
 def _models() -> list[type[BaseModel]]:
     mods = [
         importlib.import_module(f"joiner.api.manifests.{info.name}")
         for info in pkgutil.iter_modules(manifests_pkg.__path__)
     ]
-    mods.append(importlib.import_module("joiner.sim.scenario_schema"))
-    mods.append(importlib.import_module("joiner.sim.windows"))
+    mods.extend(importlib.import_module(name) for name in INPUT_MODULES)
     found = {
         obj
         for mod in mods
@@ -65,7 +104,7 @@ def _lax(annotation: object, strict: bool) -> bool:
     return False
 
 
-def test_no_manifest_or_scenario_field_coerces_a_string_to_a_number_or_flag():
+def test_no_input_field_coerces_a_string_to_a_number_or_flag():
     lax = []
     for model in _models():
         name = f"{model.__module__}.{model.__qualname__}"
@@ -223,3 +262,60 @@ def test_a_scenario_count_number_or_flag_of_the_wrong_type_is_an_input_error(tmp
     # A quoted start time stays valid (JSON and quoted YAML give a string).
     path.write_text(_after_seed(text, 'startTime: "2025-01-06T18:00:00Z"'))
     assert load_scenario(path).start_time.hour == 18
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "words"),
+    [
+        ("spotToSpotConsolidation: 'yes'", "spotToSpotConsolidation", "true or false"),
+        ("spotToSpotConsolidation: 1", "spotToSpotConsolidation", "true or false"),
+        ('spotToSpotConsolidation: "true"', "spotToSpotConsolidation", "true or false"),
+        ("batchMaxSeconds: '10'", "batchMaxSeconds", "a number"),
+        ("batchMaxSeconds: .inf", "batchMaxSeconds", "finite"),
+        ("registrationTimeoutSeconds: .nan", "registrationTimeoutSeconds", "finite"),
+        ("garbageCollectionIntervalSeconds: true", "garbageCollectionIntervalSeconds", "number"),
+        ("leaderElection: {enabled: 'no'}", "leaderElection.enabled", "true or false"),
+        ("leaderElection: {leaseDurationSeconds: '15'}", "leaderElection.leaseDurationSeconds", ""),
+        ("region: 1", "region", "a string"),
+    ],
+)
+def test_a_controller_setting_of_the_wrong_type_is_an_input_error(tmp_path, line, field, words):
+    path = tmp_path / "settings.yaml"
+    path.write_text(f"{line}\n")
+    with pytest.raises(InputError) as err:
+        load_settings(path)
+    assert (err.value.file, err.value.field) == (str(path), field)
+    assert words in str(err.value) and "Input should" not in str(err.value)
+
+
+def test_controller_settings_of_the_right_types_load(tmp_path):
+    path = tmp_path / "settings.yaml"
+    path.write_text(
+        "spotToSpotConsolidation: true\nbatchMaxSeconds: 10\nbatchIdleSeconds: 0.5\n"
+        "leaderElection: {enabled: false, leaseDurationSeconds: 20}\n"
+    )
+    s = load_settings(path)
+    assert s.spotToSpotConsolidation is True and s.batchMaxSeconds == 10.0
+    assert s.leaderElection.enabled is False and s.leaderElection.leaseDurationSeconds == 20.0
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("SpotToSpotConsolidation=true", True),
+        ("SpotToSpotConsolidation=1", True),
+        ("SpotToSpotConsolidation=T", True),
+        (" SpotToSpotConsolidation = True ,", True),
+        ("SpotToSpotConsolidation=FALSE", False),
+        ("SpotToSpotConsolidation=0", False),
+        ("", False),
+    ],
+)
+def test_the_feature_gates_flag_reads_booleans_as_go_parsebool(text, want):
+    assert parse_feature_gates(text).spot_to_spot_consolidation is want
+
+
+@pytest.mark.parametrize("value", ["yes", "tRuE", "on", "2", ""])
+def test_the_feature_gates_flag_refuses_what_parsebool_refuses(value):
+    with pytest.raises(InputError, match="is not a boolean"):
+        parse_feature_gates(f"SpotToSpotConsolidation={value}")

@@ -151,6 +151,11 @@ def test_a_patch_that_breaks_a_manifest_names_the_variant_and_field(tmp_path):
         (lambda d: d["spec"]["variants"][1].update(name="as-published"), "spec.variants[1].name"),
         (lambda d: d["spec"].update(scenario="missing.yaml"), "spec.scenario"),
         (lambda d: d["spec"].update(policies=["karpenter"]), "spec.policies[0]"),
+        # A string for a number is an error, not coerced (the sweep model is strict).
+        (lambda d: d["spec"].update(interruptionRateMultipliers=["2"]), "spec.inter"),
+        (lambda d: d["spec"].update(seeds=["1"]), "spec.seeds[0]"),
+        (lambda d: d["spec"].update(seeds={"start": "0", "count": 2}), "spec.seeds.start"),
+        (lambda d: d["spec"].update(interruptionRateMultipliers=[float("inf")]), "spec.inter"),
     ],
 )
 def test_bad_axes_are_located(tmp_path, edit, field):

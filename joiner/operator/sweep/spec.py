@@ -27,10 +27,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    Tag,
+    ValidationError,
+)
 
 from joiner.api.errors import InputError
 from joiner.api.manifests.yamlio import parse_documents, read_documents, read_text
@@ -45,7 +53,10 @@ MAX_RATE_MULTIPLIER = 1e5
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown fields and values of the wrong YAML type (``"3"`` for a seed, ``"2"`` for a
+    multiplier) are errors, as in the scenario file (pydantic's strict mode)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class TargetSpec(_Strict):
@@ -90,13 +101,20 @@ class SampleSpec(_Strict):
     seed: StrictInt = Field(default=0, ge=0, lt=2**63)
 
 
+def _mapping_or_list(value: Any) -> str:
+    """The ``seeds`` branch a value's shape selects, so that an error names the field inside
+    it (``spec.seeds[0]``) rather than the other branch's complaint."""
+    return "list" if isinstance(value, list) else "dict"
+
+
 class SweepSpec(_Strict):
     """The base scenario and the axes of the grid."""
 
     scenario: str = Field(min_length=1, description="Scenario file, relative to this file")
-    seeds: SeedRange | list[StrictInt] = Field(
-        description="{start, count} or an explicit list of seeds"
-    )
+    seeds: Annotated[
+        Annotated[SeedRange, Tag("dict")] | Annotated[list[StrictInt], Tag("list")],
+        Discriminator(_mapping_or_list),
+    ] = Field(description="{start, count} or an explicit list of seeds")
     variants: list[VariantSpec] = Field(
         default_factory=list, description="absent: one variant 'base', the scenario as is"
     )
