@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from decimal import ROUND_UP, Decimal
 
+from joiner.api import resourcenames
 from joiner.api.errors import InputError
 
 CPU = "cpu"
@@ -120,13 +121,25 @@ def parse(value: object, *, resource: str, field: str | None = None) -> int:
     return math.ceil(amount)
 
 
-def parse_resources(raw: Mapping[str, object] | None, *, field: str | None = None) -> Resources:
-    """Parse a ResourceList mapping (``{"cpu": "1", "memory": "2Gi"}``) into integers."""
+def parse_resources(
+    raw: Mapping[str, object] | None,
+    *,
+    field: str | None = None,
+    names: resourcenames.Rule = resourcenames.QUALIFIED,
+) -> Resources:
+    """Parse a ResourceList mapping (``{"cpu": "1", "memory": "2Gi"}``) into integers.
+
+    ``names`` is the rule its keys follow (``joiner.api.resourcenames``: ``qualified``, the
+    least any Kubernetes resource list takes, ``resource`` or ``container``).
+
+    Raises:
+        InputError: a key breaks ``names``, or a value is not a quantity (key named).
+    """
     out: Resources = {}
     for name, value in (raw or {}).items():
-        out[str(name)] = parse(
-            value, resource=str(name), field=f"{field}.{name}" if field else name
-        )
+        where = f"{field}.{name}" if field else str(name)
+        resourcenames.check(name, rule=names, field=where)
+        out[str(name)] = parse(value, resource=str(name), field=where)
     return out
 
 

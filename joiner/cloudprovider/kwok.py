@@ -30,14 +30,27 @@ import random
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-from joiner.api import labels
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+)
+
+from joiner.api import labels, resourcenames
 from joiner.api.clock import Clock
 from joiner.api.errors import InputError
 from joiner.api.objects import NodeClass
-from joiner.api.quantity import Resources, parse, subtract
+from joiner.api.quantity import Resources, parse_resources, subtract
 from joiner.api.requirements import Requirement, Requirements
+from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.simulated.provider import SimulatedCloudProvider
 from joiner.cloudprovider.types import (
     Instance,
@@ -75,60 +88,91 @@ def _family(name: str) -> str:
     return parts[0] if len(parts) == 2 else name[:1]
 
 
-def _offering(raw: Any, where: str) -> Offering:
-    if not isinstance(raw, dict):
-        raise InputError("an offering must be an object", file=where)
-    reqs = raw.get("Requirements") or raw.get("requirements") or []
-    values: dict[str, list[str]] = {}
-    for r in reqs:
-        if r.get("operator", "In") != "In":
-            raise InputError(
-                f"offering requirement {r.get('key')!r}: only operator In is supported",
-                file=where,
-            )
-        values[r["key"]] = [str(v) for v in r.get("values", [])]
+class _KwokModel(BaseModel):
+    """The file's JSON as Go's ``encoding/json`` decodes it into Karpenter-kwok's structs:
+    unknown keys are ignored, a value of the wrong JSON type (``"0.5"`` for a price, ``5``
+    for a requirement value, ``true`` for a price) is an error, not coerced."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False)
+
+
+class KwokRequirement(_KwokModel):
+    """``corev1.NodeSelectorRequirement`` of an offering (only ``In`` is supported)."""
+
+    key: str = Field(min_length=1)
+    operator: Literal["In"] = "In"
+    values: list[str] | None = None
+
+
+class KwokOffering(_KwokModel):
+    """``KWOKOffering``: the embedded ``cloudprovider.Offering`` (``Price``, USD per hour;
+    ``Available`` is ignored, as ``setDefaultOptions`` makes every offering available) and
+    its ``Requirements``. Go matches the keys case-insensitively; ``Price`` and ``price``
+    are both read."""
+
+    price: float = Field(ge=0, validation_alias=AliasChoices("Price", "price"))
+    requirements: list[KwokRequirement] | None = Field(
+        default=None, validation_alias=AliasChoices("Requirements", "requirements")
+    )
+
+
+class KwokInstanceTypeOptions(_KwokModel):
+    """One ``InstanceTypeOptions`` entry. ``resources`` is a ``corev1.ResourceList``: its
+    keys are resource names (``resourcenames.RESOURCE``, as the API server checks a Node's
+    capacity), its values quantities."""
+
+    name: str = Field(min_length=1)
+    architecture: str = ""
+    operatingSystems: list[str] | None = None
+    resources: dict[str, StrictStr | StrictInt | StrictFloat] | None = None
+    offerings: list[KwokOffering] | None = None
+
+
+_FILE = TypeAdapter(list[KwokInstanceTypeOptions])
+
+
+def _offering(raw: KwokOffering, field: str) -> Offering:
+    values = {r.key: r.values or [] for r in raw.requirements or []}
     zone = values.get(labels.ZONE, [""])
     capacity_type = values.get(labels.CAPACITY_TYPE, [""])
     if len(zone) != 1 or len(capacity_type) != 1 or not zone[0] or not capacity_type[0]:
         raise InputError(
             "each offering needs exactly one topology.kubernetes.io/zone and one "
             "karpenter.sh/capacity-type value",
-            file=where,
+            field=f"{field}.Requirements",
         )
-    price = raw.get("Price", raw.get("price"))
-    if not isinstance(price, int | float):
-        raise InputError("each offering needs a numeric Price", file=where)
     return Offering(
-        zone=zone[0], zone_id="", capacity_type=capacity_type[0], price_per_hour=float(price)
+        zone=zone[0], zone_id="", capacity_type=capacity_type[0], price_per_hour=raw.price
     )
 
 
-def instance_type_from_options(raw: dict[str, Any], where: str) -> InstanceType:
+def instance_type_from_options(raw: KwokInstanceTypeOptions, field: str) -> InstanceType:
     """One ``InstanceTypeOptions`` entry of the file as an ``InstanceType`` (module rules).
 
     Raises:
-        InputError: a field is missing or malformed; the message names it.
+        InputError: a resource name or quantity is malformed, or an offering lacks its zone
+            or capacity type; the field (under ``field``) is named.
     """
-    name = raw.get("name")
-    if not isinstance(name, str) or not name:
-        raise InputError("an instance type needs a name", file=where)
-    at = f"{where}: {name}"
-    resources = raw.get("resources") or {}
+    name = raw.name
+    resources = raw.resources or {}
     capacity: Resources = {"pods": DEFAULT_PODS}
-    for key, value in resources.items():
-        capacity[key] = parse(value, resource=key, field=f"{name}.resources.{key}")
+    capacity.update(
+        parse_resources(resources, field=f"{field}.resources", names=resourcenames.RESOURCE)
+    )
     cpu = str(resources.get("cpu", ""))
     memory = str(resources.get("memory", ""))
-    offerings = tuple(_offering(o, at) for o in raw.get("offerings") or [])
+    offerings = tuple(
+        _offering(o, f"{field}.offerings[{i}]") for i, o in enumerate(raw.offerings or [])
+    )
     if not offerings:
-        raise InputError(f"instance type {name} has no offerings", file=where)
+        raise InputError(f"instance type {name} has no offerings", field=f"{field}.offerings")
     zones = sorted({o.zone for o in offerings})
     capacity_types = sorted({o.capacity_type for o in offerings})
     reqs = Requirements(
         [
             Requirement.in_(labels.INSTANCE_TYPE, name),
-            Requirement.in_(labels.ARCH, str(raw.get("architecture", ""))),
-            Requirement.in_(labels.OS, *[str(o) for o in raw.get("operatingSystems") or []]),
+            Requirement.in_(labels.ARCH, raw.architecture),
+            Requirement.in_(labels.OS, *(raw.operatingSystems or [])),
             Requirement.in_(labels.ZONE, *zones),
             Requirement.in_(labels.CAPACITY_TYPE, *capacity_types),
             Requirement.in_(INSTANCE_SIZE, _size(name, cpu)),
@@ -153,17 +197,37 @@ def load_instance_types(path: Path) -> list[InstanceType]:
     """Read a Karpenter-kwok instance-types file (a JSON list), sorted by name.
 
     Raises:
-        InputError: the file is missing, not JSON, or an entry is malformed (file named).
+        InputError: the file is missing, not JSON, or an entry is malformed: the file, the
+            instance type and the field (``[2].offerings[0].Price``) are named.
     """
+    file = str(path)
     try:
         raw = json.loads(path.read_text())
     except FileNotFoundError as exc:
-        raise InputError("instance-types file not found", file=str(path)) from exc
+        raise InputError("instance-types file not found", file=file) from exc
     except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc}", file=str(path)) from exc
+        raise InputError(f"not JSON: {exc}", file=file) from exc
     if not isinstance(raw, list):
-        raise InputError("expected a JSON list of instance types", file=str(path))
-    types = [instance_type_from_options(r, str(path)) for r in raw]
+        raise InputError("expected a JSON list of instance types", file=file)
+    try:
+        entries = _FILE.validate_python(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        index = err["loc"][0] if err["loc"] else None
+        entry = raw[index] if isinstance(index, int) else None
+        name = entry.get("name") if isinstance(entry, dict) else None
+        raise InputError(
+            describe(err),
+            file=file,
+            obj=f"instance type {name}" if isinstance(name, str) and name else None,
+            field=field_path(tuple(err["loc"])),
+        ) from exc
+    types = []
+    for i, entry in enumerate(entries):
+        try:
+            types.append(instance_type_from_options(entry, f"[{i}]"))
+        except InputError as exc:
+            raise exc.located(file=file, obj=f"instance type {entry.name}") from exc
     return sorted(types, key=lambda t: t.name)
 
 

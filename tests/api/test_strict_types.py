@@ -38,12 +38,14 @@ ELSEWHERE = {
 
 
 #: Modules whose pydantic models read a user's file, besides the manifest package: the
-#: scenario, its report windows, the controller settings and the sweep file.
+#: scenario, its report windows, the controller settings, the sweep file and Karpenter-kwok's
+#: instance-types file.
 INPUT_MODULES = (
     "joiner.sim.scenario_schema",
     "joiner.sim.windows",
     "joiner.operator.controller_settings",
     "joiner.operator.sweep.spec",
+    "joiner.cloudprovider.kwok",
 )
 #: Modules whose pydantic models describe Joiner's output (summaries), not input.
 OUTPUT_MODULES = ("joiner.api.outputs",)
@@ -157,10 +159,59 @@ spec:
   selector: {matchLabels: {app: web}}
 """
 
+EC2_NODE_CLASS = """\
+apiVersion: karpenter.k8s.aws/{version}
+kind: EC2NodeClass
+metadata: {{name: default}}
+spec:
+  role: KarpenterNodeRole
+  {ami}
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: demo}}}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: demo}}}}]
+"""
+
+NODE_POOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  disruption:
+    budgets:
+      - nodes: "10"
+---
+""" + EC2_NODE_CLASS.format(version="v1", ami="amiSelectorTerms: [{alias: al2023@latest}]")
+
+V1BETA1_NODE_POOL = """\
+apiVersion: karpenter.sh/v1beta1
+kind: NodePool
+metadata: {name: old}
+spec:
+  template:
+    spec:
+      nodeClassRef: {name: default}
+  disruption:
+    budgets:
+      - nodes: "20%"
+      - nodes: "10"
+---
+""" + EC2_NODE_CLASS.format(version="v1beta1", ami="amiFamily: AL2")
+
 
 @pytest.mark.parametrize(
     ("text", "old", "new", "obj", "field"),
     [
+        # Karpenter's CRD types a budget's nodes as a string: a bare count is refused.
+        (NODE_POOL, 'nodes: "10"', "nodes: 10", "NodePool/web", "spec.disruption.budgets[0].nodes"),
+        (
+            V1BETA1_NODE_POOL,
+            'nodes: "10"',
+            "nodes: 10",
+            "NodePool/old",
+            "spec.disruption.budgets[1].nodes",
+        ),
         (DEPLOYMENT, "replicas: 3", 'replicas: "3"', "Deployment/web", "spec.replicas"),
         (
             DEPLOYMENT,

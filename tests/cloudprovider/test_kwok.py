@@ -91,6 +91,54 @@ def test_malformed_file_is_an_input_error(tmp_path: Path) -> None:
         load_instance_types(tmp_path / "missing.json")
 
 
+def _entry(**changes: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "name": "m5.large",
+        "architecture": "amd64",
+        "operatingSystems": ["linux"],
+        "resources": {"cpu": "2", "memory": "8Gi"},
+        "offerings": [_offer(0.04, "spot", "z-b")],
+    }
+    return base | changes
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "words"),
+    [
+        # Go's encoding/json refuses a string or a boolean for a float64 price.
+        (_entry(offerings=[_offer("0.04", "spot", "z-b")]), "[1].offerings[0].Price", "number"),  # type: ignore[arg-type]
+        (_entry(offerings=[_offer(True, "spot", "z-b")]), "[1].offerings[0].Price", "number"),
+        (_entry(offerings=[_offer(-1.0, "spot", "z-b")]), "[1].offerings[0].Price", "at least"),
+        (_entry(architecture=64), "[1].architecture", "a string"),
+        (_entry(operatingSystems="linux"), "[1].operatingSystems", "a list"),
+        (_entry(resources={"cpu": True}), "[1].resources.cpu", "True"),
+        # Resource names are checked as the API server checks a Node's capacity.
+        (_entry(resources={"cpu": "2", "nvidia gpu": "1"}), "[1].resources.nvidia gpu", "name"),
+        (_entry(resources={"cpu": "2", "gpu": "1"}), "[1].resources.gpu", "domain prefix"),
+        ("m5.large", "[1]", "mapping"),
+    ],
+)
+def test_a_malformed_entry_names_the_file_type_and_field(
+    tmp_path: Path, entry: object, field: str, words: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    good = _entry(name="c5.large")
+    bad.write_text(json.dumps([good, entry]))
+    with pytest.raises(InputError) as err:
+        load_instance_types(bad)
+    assert (err.value.file, err.value.field) == (str(bad), field), str(err.value)
+    assert words in str(err.value)
+    if isinstance(entry, dict):
+        assert err.value.obj == "instance type m5.large"
+
+
+def test_a_well_formed_unknown_extended_resource_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "types.json"
+    path.write_text(json.dumps([_entry(resources={"cpu": "2", "example.com/widget": 3})]))
+    (it,) = load_instance_types(path)
+    assert it.capacity["example.com/widget"] == 3
+
+
 _MANIFESTS = """
 apiVersion: karpenter.kwok.sh/v1alpha1
 kind: KWOKNodeClass

@@ -11,11 +11,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from joiner.api import cron, durations, labels, quantity
+from joiner.api import cron, durations, labels, quantity, resourcenames
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
 from joiner.api.manifests import nodeclass_rules, userdata
+from joiner.api.manifests.models_karpenter import BUDGET_DURATION_PATTERN, BUDGET_NODES_PATTERN
 from joiner.api.requirements import Requirement, Requirements
 
 EC2NODECLASS_GROUP = "karpenter.k8s.aws"
@@ -52,9 +53,16 @@ def taints(items: Iterable[m.Taint]) -> tuple[o.Taint, ...]:
     return tuple(o.Taint(key=t.key, value=t.value, effect=t.effect) for t in items)
 
 
-def resources(raw: Mapping[str, object], field: str) -> tuple[tuple[str, int], ...]:
-    """A resource list as sorted (name, amount) pairs."""
-    parsed = quantity.parse_resources(raw, field=field)
+def resources(
+    raw: Mapping[str, object], field: str, *, names: resourcenames.Rule = resourcenames.QUALIFIED
+) -> tuple[tuple[str, int], ...]:
+    """A resource list as sorted (name, amount) pairs; keys follow ``names``
+    (``joiner.api.resourcenames``: Karpenter's CRDs check only that they are qualified).
+
+    Raises:
+        InputError: a bad key or quantity (named).
+    """
+    parsed = quantity.parse_resources(raw, field=field, names=names)
     return tuple(sorted(parsed.items()))
 
 
@@ -83,15 +91,16 @@ def root_volume_bytes(
     )
 
 
-_BUDGET_NODES = re.compile(r"(?:100|[0-9]{1,2})%|[0-9]+", re.ASCII)
-_BUDGET_DURATION = re.compile(r"(?:[0-9]+[hm]|[0-9]+h[0-9]+m)(?:0s)?", re.ASCII)
+_BUDGET_NODES = re.compile(BUDGET_NODES_PATTERN, re.ASCII)
+_BUDGET_DURATION = re.compile(BUDGET_DURATION_PATTERN, re.ASCII)
 
 
 def budgets(items: list[m.Budget], field: str) -> tuple[o.DisruptionBudget, ...]:
     """NodePool disruption budgets, validated as Karpenter's CRD validates them.
 
-    ``nodes`` is a count or a percentage (0-100%); ``schedule`` is a cron expression (UTC) and
-    needs ``duration`` (hours and minutes, e.g. ``8h`` or ``1h30m``), and the other way
+    ``nodes`` is a string, a count or a percentage (0-100%), matching the CRD's pattern
+    exactly (no blanks); ``schedule`` is a cron expression (UTC) and needs ``duration``
+    (hours and minutes, e.g. ``8h`` or ``1h30m``, the CRD's pattern), and the other way
     round; ``reasons`` are ``Empty``, ``Drifted`` or ``Underutilized``. No budgets give
     Karpenter's default, ``nodes: 10%``.
 
@@ -103,11 +112,7 @@ def budgets(items: list[m.Budget], field: str) -> tuple[o.DisruptionBudget, ...]
     out = []
     for i, b in enumerate(items):
         where = f"{field}[{i}]"
-        if isinstance(b.nodes, bool) or not isinstance(b.nodes, int | str):
-            raise InputError(
-                f"{b.nodes!r} is neither a node count nor a percentage", field=f"{where}.nodes"
-            )
-        nodes_text = b.nodes.strip() if isinstance(b.nodes, str) else str(b.nodes)
+        nodes_text = b.nodes
         if not _BUDGET_NODES.fullmatch(nodes_text):
             raise InputError(
                 f"{b.nodes!r} is neither a node count nor a percentage from 0% to 100%",
@@ -122,15 +127,13 @@ def budgets(items: list[m.Budget], field: str) -> tuple[o.DisruptionBudget, ...]
         duration_s = None
         if b.schedule is not None and b.duration is not None:
             cron.check_schedule(b.schedule, field=f"{where}.schedule")
-            if not _BUDGET_DURATION.fullmatch(b.duration.strip()):
+            if not _BUDGET_DURATION.fullmatch(b.duration):
                 raise InputError(
                     f"{b.duration!r} is not a budget duration (hours and minutes, such as 8h, "
                     "30m or 1h30m)",
                     field=f"{where}.duration",
                 )
-            duration_s = durations.parse_required_seconds(
-                b.duration.strip(), field=f"{where}.duration"
-            )
+            duration_s = durations.parse_required_seconds(b.duration, field=f"{where}.duration")
         for j, reason in enumerate(b.reasons):
             if reason not in o.DISRUPTION_REASONS:
                 raise InputError(

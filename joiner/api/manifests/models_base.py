@@ -23,18 +23,27 @@ _CONFIG = ConfigDict(extra="ignore", populate_by_name=True)
 Scalar = StrictStr | StrictInt | StrictFloat
 
 
-def _duration_text(value: object) -> object:
-    if isinstance(value, str):
-        return value
-    raise ValueError(
-        f"must be a duration string such as 720h, 30m or Never, not {value!r}: Karpenter's "
-        "CRD types it as a string, and a bare number has no unit"
-    )
+def crd_string(expected: str, hint: str) -> BeforeValidator:
+    """A validator for a field Karpenter's CRD types as a string: a number or a boolean is
+    refused ("must be <expected>, not 10: Karpenter's CRD types it as a string<hint>"), as
+    the API server refuses it, instead of being read as text."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str):
+            return value
+        raise ValueError(
+            f"must be {expected}, not {value!r}: Karpenter's CRD types it as a string{hint}"
+        )
+
+    return BeforeValidator(check)
 
 
 #: A Karpenter duration field (``expireAfter``, ``consolidateAfter``): a string, as the CRD's
 #: schema requires; ``720`` is rejected rather than read as 720 seconds.
-Duration = Annotated[str, BeforeValidator(_duration_text)]
+Duration = Annotated[
+    str,
+    crd_string("a duration string such as 720h, 30m or Never", ", and a bare number has no unit"),
+]
 
 #: Kubernetes caps replica counts at int32; Joiner simulates at most this many pods per workload.
 MAX_REPLICAS = 100_000

@@ -5,9 +5,9 @@ Re-exported by ``joiner.api.manifests.models``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictInt
 
 from joiner.api.manifests.models_base import (
     Duration,
@@ -18,6 +18,7 @@ from joiner.api.manifests.models_base import (
     Strict,
     Taint,
     TemplateMetadata,
+    crd_string,
 )
 
 # --- karpenter.sh/v1 NodePool -------------------------------------------------------------
@@ -43,10 +44,26 @@ class NodeClaimTemplate(Strict):
     spec: NodeClaimTemplateSpec
 
 
+#: Karpenter's CRD patterns for a budget's ``nodes`` and ``duration`` (``karpenter.sh/v1``
+#: ``Budget``, kubebuilder markers in ``pkg/apis/v1/nodepool.go``); ``convert.budgets``
+#: checks them with messages of its own, the generated CRDs carry them.
+BUDGET_NODES_PATTERN = r"^((100|[0-9]{1,2})%|[0-9]+)$"
+BUDGET_DURATION_PATTERN = r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$"
+
+
 class Budget(Strict):
-    nodes: StrictInt | StrictStr = "10%"
+    """A disruption budget. ``nodes`` is a string (a count or a percentage), as the CRD
+    types it: the API server refuses ``nodes: 10`` unquoted, and so does Joiner."""
+
+    nodes: Annotated[
+        str,
+        crd_string('a count or a percentage such as "10" or "10%"', " (quote a count)"),
+        Field(json_schema_extra={"pattern": BUDGET_NODES_PATTERN}),
+    ] = "10%"
     schedule: str | None = None
-    duration: str | None = None
+    duration: (
+        Annotated[str, Field(json_schema_extra={"pattern": BUDGET_DURATION_PATTERN})] | None
+    ) = None
     reasons: list[str] = Field(default_factory=list)
 
 

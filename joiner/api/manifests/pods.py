@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC
 
-from joiner.api import cron, labels, quantity
+from joiner.api import cron, labels, quantity, resourcenames
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
@@ -22,8 +22,12 @@ from joiner.api.requirements import Requirement, Requirements
 
 def _container_requests(c: m.Container, field: str) -> quantity.Resources:
     # Kubernetes defaults a missing request to the limit.
-    limits = quantity.parse_resources(c.resources.limits, field=f"{field}.resources.limits")
-    requests = quantity.parse_resources(c.resources.requests, field=f"{field}.resources.requests")
+    limits = quantity.parse_resources(
+        c.resources.limits, field=f"{field}.resources.limits", names=resourcenames.CONTAINER
+    )
+    requests = quantity.parse_resources(
+        c.resources.requests, field=f"{field}.resources.requests", names=resourcenames.CONTAINER
+    )
     return {**limits, **requests}
 
 
@@ -69,7 +73,10 @@ def pod_template(
     for i, c in enumerate(spec.containers):
         total = quantity.add(total, _container_requests(c, f"{field}.containers[{i}]"))
     total = quantity.maximum(quantity.add(total, sidecars), init_peak)
-    total = quantity.add(total, quantity.parse_resources(spec.overhead, field=f"{field}.overhead"))
+    overhead = quantity.parse_resources(
+        spec.overhead, field=f"{field}.overhead", names=resourcenames.RESOURCE
+    )
+    total = quantity.add(total, overhead)
     total[quantity.PODS] = 1
     selector = Requirements(Requirement.in_(k, v) for k, v in sorted(spec.nodeSelector.items()))
     terms: list[Requirements] = []
@@ -394,8 +401,10 @@ def node(doc: m.Node, file: str) -> o.ClusterNode:
         name=doc.metadata.name,
         labels=tuple(sorted(node_labels.items())),
         taints=taints(doc.spec.taints),
-        capacity=resources(doc.status.capacity, "status.capacity"),
-        allocatable=resources(doc.status.allocatable, "status.allocatable"),
+        capacity=resources(doc.status.capacity, "status.capacity", names=resourcenames.RESOURCE),
+        allocatable=resources(
+            doc.status.allocatable, "status.allocatable", names=resourcenames.RESOURCE
+        ),
         source=o.Source(file, "Node", doc.metadata.name, doc.apiVersion),
         unschedulable=doc.spec.unschedulable,
         provider_id=doc.spec.providerID,
@@ -408,7 +417,9 @@ def node(doc: m.Node, file: str) -> o.ClusterNode:
 def pvc(doc: m.PersistentVolumeClaim, file: str) -> o.PersistentVolumeClaim:
     """A ``v1`` PersistentVolumeClaim."""
     ns = _namespace(doc.metadata)
-    quantity.parse_resources(doc.spec.resources.requests, field="spec.resources.requests")
+    quantity.parse_resources(
+        doc.spec.resources.requests, field="spec.resources.requests", names=resourcenames.RESOURCE
+    )
     return o.PersistentVolumeClaim(
         namespace=ns,
         name=doc.metadata.name,
@@ -433,7 +444,7 @@ def pv(doc: m.PersistentVolume, file: str) -> o.PersistentVolume:
             terms.append(
                 Requirements(requirements(t.matchExpressions, f"{base}[{i}].matchExpressions"))
             )
-    quantity.parse_resources(doc.spec.capacity, field="spec.capacity")
+    quantity.parse_resources(doc.spec.capacity, field="spec.capacity", names=resourcenames.RESOURCE)
     return o.PersistentVolume(
         name=doc.metadata.name,
         source=o.Source(file, "PersistentVolume", doc.metadata.name, doc.apiVersion),

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from joiner.api import objects as o
-from joiner.api import quantity
+from joiner.api import quantity, resourcenames
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
 from joiner.api.requirements import Requirement
@@ -63,7 +63,9 @@ def runtimeclass(doc: RuntimeClassModel, file: str) -> RuntimeClass:
         name=doc.metadata.name,
         source=o.Source(file, "RuntimeClass", doc.metadata.name, doc.apiVersion),
         overhead=quantity.parse_resources(
-            doc.overhead.podFixed if doc.overhead else {}, field="overhead.podFixed"
+            doc.overhead.podFixed if doc.overhead else {},
+            field="overhead.podFixed",
+            names=resourcenames.RESOURCE,
         ),
         node_selector=tuple(sorted(sched.nodeSelector.items())),
         tolerations=tuple(
