@@ -26,17 +26,6 @@ from joiner.api.manifests import load_text
 from joiner.operator.controller_settings import load_settings
 from joiner.sim.scenario import load_scenario
 
-#: Models owned by other work in progress (EC2NodeClass validation, CapacityBuffer); their
-#: lax fields are listed so that a new one anywhere else fails.
-ELSEWHERE = {
-    "joiner.api.manifests.models_karpenter.Kubelet",
-    "joiner.api.manifests.models_karpenter.ProvisionerKubelet",
-    "joiner.api.manifests.models_karpenter.EBS",
-    "joiner.api.manifests.models_karpenter.BlockDeviceMapping",
-    "joiner.api.manifests.capacitybuffer.CapacityBufferSpec",
-}
-
-
 #: Modules whose pydantic models read a user's file, besides the manifest package: the
 #: scenario, its report windows, the controller settings, the sweep file and Karpenter-kwok's
 #: instance-types file.
@@ -110,8 +99,6 @@ def test_no_input_field_coerces_a_string_to_a_number_or_flag():
     lax = []
     for model in _models():
         name = f"{model.__module__}.{model.__qualname__}"
-        if name in ELSEWHERE:
-            continue
         strict = bool(model.model_config.get("strict"))
         for field, info in model.model_fields.items():
             field_strict = strict
@@ -199,10 +186,55 @@ spec:
 ---
 """ + EC2_NODE_CLASS.format(version="v1beta1", ami="amiFamily: AL2")
 
+BUFFER = """\
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: spare, namespace: default}
+template:
+  spec:
+    containers: [{name: pause, image: pause, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: spare, namespace: default}
+spec:
+  podTemplateRef: {name: spare}
+  replicas: 3
+"""
+
+NODE_CLASS_KUBELET = EC2_NODE_CLASS.format(
+    version="v1",
+    ami="amiSelectorTerms: [{alias: al2023@latest}]\n  kubelet: {maxPods: 110}\n"
+    "  blockDeviceMappings: [{deviceName: /dev/xvda, rootVolume: true, "
+    "ebs: {volumeSize: 20Gi, encrypted: true}}]",
+)
+
 
 @pytest.mark.parametrize(
     ("text", "old", "new", "obj", "field"),
     [
+        (BUFFER, "replicas: 3", 'replicas: "3"', "CapacityBuffer/spare", "spec.replicas"),
+        (
+            NODE_CLASS_KUBELET,
+            "maxPods: 110",
+            'maxPods: "110"',
+            "EC2NodeClass/default",
+            "spec.kubelet.maxPods",
+        ),
+        (
+            NODE_CLASS_KUBELET,
+            "encrypted: true",
+            "encrypted: 'yes'",
+            "EC2NodeClass/default",
+            "spec.blockDeviceMappings[0].ebs.encrypted",
+        ),
+        (
+            NODE_CLASS_KUBELET,
+            "rootVolume: true",
+            "rootVolume: 'true'",
+            "EC2NodeClass/default",
+            "spec.blockDeviceMappings[0].rootVolume",
+        ),
         # Karpenter's CRD types a budget's nodes as a string: a bare count is refused.
         (NODE_POOL, 'nodes: "10"', "nodes: 10", "NodePool/web", "spec.disruption.budgets[0].nodes"),
         (

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictInt, model_validator
 
 from joiner.api import objects as o
 from joiner.api import quantity
@@ -55,13 +55,13 @@ MAX_BUFFER_PODS = 10_000
 class CapacityBufferSpec(m.Strict):
     podTemplateRef: LocalObjectRef | None = None
     scalableRef: ScalableRef | None = None
-    replicas: int | None = Field(
+    replicas: StrictInt | None = Field(
         default=None,
         ge=0,
         le=MAX_BUFFER_PODS,
         description=f"at most {MAX_BUFFER_PODS} (Joiner simulates each as a pod)",
     )
-    percentage: int | None = Field(default=None, ge=0)
+    percentage: StrictInt | None = Field(default=None, ge=0)
     limits: dict[str, Any] | None = None
     provisioningStrategy: str | None = None
 

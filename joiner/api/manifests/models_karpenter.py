@@ -134,18 +134,18 @@ class NodeClaim(Model):
 
 
 class Kubelet(Strict):
-    maxPods: int | None = Field(default=None, ge=1)
-    podsPerCore: int | None = Field(default=None, ge=0)
+    maxPods: StrictInt | None = Field(default=None, ge=1)
+    podsPerCore: StrictInt | None = Field(default=None, ge=0)
     systemReserved: dict[str, Scalar] = Field(default_factory=dict)
     kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
     evictionHard: dict[str, str] = Field(default_factory=dict)
     clusterDNS: list[str] = Field(default_factory=list)
     evictionSoft: dict[str, str] = Field(default_factory=dict)
     evictionSoftGracePeriod: dict[str, str] = Field(default_factory=dict)
-    evictionMaxPodGracePeriod: int | None = None
-    imageGCHighThresholdPercent: int | None = Field(default=None, ge=0, le=100)
-    imageGCLowThresholdPercent: int | None = Field(default=None, ge=0, le=100)
-    cpuCFSQuota: bool | None = None
+    evictionMaxPodGracePeriod: StrictInt | None = None
+    imageGCHighThresholdPercent: StrictInt | None = Field(default=None, ge=0, le=100)
+    imageGCLowThresholdPercent: StrictInt | None = Field(default=None, ge=0, le=100)
+    cpuCFSQuota: StrictBool | None = None
 
 
 # --- karpenter.sh/v1beta1 NodePool ---------------------------------------------------------
@@ -218,10 +218,10 @@ class ProvisionerKubelet(Kubelet):
 class EBS(Strict):
     volumeSize: Scalar | None = None
     volumeType: str | None = None
-    iops: int | None = None
-    throughput: int | None = None
-    encrypted: bool | None = None
-    deleteOnTermination: bool | None = None
+    iops: StrictInt | None = None
+    throughput: StrictInt | None = None
+    encrypted: StrictBool | None = None
+    deleteOnTermination: StrictBool | None = None
     kmsKeyID: Any = None
     snapshotID: Any = None
     volumeInitializationRate: Any = None
@@ -229,7 +229,7 @@ class EBS(Strict):
 
 class BlockDeviceMapping(Strict):
     deviceName: str | None = None
-    rootVolume: bool = False
+    rootVolume: StrictBool = False
     ebs: EBS | None = None
 
 
