@@ -95,7 +95,7 @@ def load_settings(path: Path | None) -> ControllerSettings:
 
     Raises:
         InputError: unreadable, not YAML, or a field unknown or invalid (named; a region
-            the catalog does not know included).
+            the catalog does not know and a malformed ``kwokInstanceTypes`` file included).
     """
     if path is None:
         return ControllerSettings()
@@ -144,6 +144,10 @@ def load_settings(path: Path | None) -> ControllerSettings:
             field="batchIdleSeconds",
         )
     interruption_settings(settings, str(path))
+    if settings.kwokInstanceTypes:
+        # Checked here, before the controller connects to anything: a malformed entry is an
+        # input error naming the instance-types file, the type and the field.
+        load_instance_types(Path(settings.kwokInstanceTypes))
     regions = Catalog.load().regions()
     if settings.region not in regions:
         raise InputError(

@@ -402,3 +402,14 @@ def test_the_feature_gates_flag_reads_booleans_as_go_parsebool(text, want):
 def test_the_feature_gates_flag_refuses_what_parsebool_refuses(value):
     with pytest.raises(InputError, match="is not a boolean"):
         parse_feature_gates(f"SpotToSpotConsolidation={value}")
+
+
+def test_a_malformed_kwok_instance_types_file_fails_when_the_settings_load(tmp_path):
+    types = tmp_path / "types.json"
+    types.write_text('[{"name": "x", "resources": {"nvidia gpu": "1"}, "offerings": []}]')
+    path = tmp_path / "settings.yaml"
+    path.write_text(f"kwokInstanceTypes: {types}\n")
+    with pytest.raises(InputError) as err:
+        load_settings(path)
+    assert (err.value.file, err.value.obj) == (str(types), "instance type x")
+    assert err.value.field == "[0].resources.nvidia gpu"
