@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -64,12 +65,13 @@ def plan(
     fit, and which pods cannot be scheduled and why. Exit 0 with a plan, 2 on bad input."""
     from joiner.cloudprovider.catalog import Catalog
     from joiner.operator.plan import build_plan
-    from joiner.sim.scenario import is_scenario_file, load_scenario
 
     catalog = Catalog.load()
     files = files or []
     try:
-        if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
+        if kubeconfig is None and len(files) == 1 and _is_scenario(files[0]):
+            from joiner.sim.scenario import load_scenario
+
             sc = load_scenario(files[0], catalog, check_selectors=False)
             result = build_plan(
                 sc.manifests,
@@ -139,3 +141,11 @@ def plan(
             f"[bold yellow]unschedulable ({len(pods)}):[/] {escape(shown)}: {escape(reason)}",
             soft_wrap=True,
         )
+
+
+def _is_scenario(path: Path) -> bool:
+    """``sim.scenario.is_scenario_file``, imported only for a single file (a scenario is
+    planned alone), so planning over cluster files does not load the simulator."""
+    from joiner.sim.scenario import is_scenario_file
+
+    return is_scenario_file(path)

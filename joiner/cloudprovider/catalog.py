@@ -2,7 +2,9 @@
 
 Loaded once per process from the gzip CSVs in ``joiner.cloudprovider.data`` (built offline by
 ``tools/build_catalog.py``; provenance in that package's ``SOURCES.md``) through
-``importlib.resources``. Nothing here reads the raw shared data at run time.
+``importlib.resources``. Nothing here reads the raw shared data at run time. The per-region
+tables (offerings, on-demand prices, Spot Advisor rows) are split by region at load and each
+region is parsed on first use (``_RegionTables``).
 
 Units: memory in MiB, bandwidth in Mbps (megabits per second), local storage in GB, prices in
 USD per instance-hour, savings in percent of the on-demand price, interruption buckets are
@@ -27,9 +29,10 @@ import gzip
 import io
 import math
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
+from typing import TypeVar
 
 #: Region whose on-demand table is used where a region has none (Karpenter's fallback).
 FALLBACK_PRICE_REGION = "us-east-1"
@@ -42,6 +45,8 @@ BUCKET_MONTHLY_PROBABILITY = (0.025, 0.075, 0.125, 0.175, 0.25)
 HOURS_PER_MONTH = 720.0
 
 _DATA_PACKAGE = "joiner.cloudprovider.data"
+
+V = TypeVar("V")
 
 
 class UnknownRegionError(ValueError):
@@ -231,9 +236,9 @@ class Catalog:
         self,
         infos: dict[str, InstanceTypeInfo],
         zones: dict[str, list[tuple[str, str]]],
-        offered: dict[str, dict[str, tuple[str, ...]]],
-        on_demand: dict[str, dict[str, float]],
-        spot: dict[str, dict[str, tuple[float, int]]],
+        offered: Mapping[str, dict[str, tuple[str, ...]]],
+        on_demand: Mapping[str, dict[str, float]],
+        spot: Mapping[str, dict[str, tuple[float, int]]],
     ) -> None:
         self._infos = infos
         self._names = sorted(infos)
@@ -407,21 +412,67 @@ def _load_packaged() -> Catalog:
     for pairs in zones.values():
         pairs.sort()
 
-    offered: dict[str, dict[str, tuple[str, ...]]] = {}
-    for r in _rows("offerings.csv.gz"):
-        offered.setdefault(r["region"], {})[r["instance_type"]] = tuple(
-            sorted(z for z in r["zones"].split(";") if z)
-        )
+    def offered(rows: list[list[str]]) -> dict[str, tuple[str, ...]]:
+        return {t: tuple(sorted(z for z in zs.split(";") if z)) for _, t, zs, _ids in rows}
 
-    on_demand: dict[str, dict[str, float]] = {}
-    for r in _rows("ondemand_prices.csv.gz"):
-        on_demand.setdefault(r["region"], {})[r["instance_type"]] = float(r["price_per_hour"])
+    def on_demand(rows: list[list[str]]) -> dict[str, float]:
+        return {t: float(price) for _, t, price in rows}
 
-    spot: dict[str, dict[str, tuple[float, int]]] = {}
-    for r in _rows("spot_advisor.csv.gz"):
-        spot.setdefault(r["region"], {})[r["instance_type"]] = (
-            float(r["savings_pct"]),
-            int(r["interruption_bucket"]),
-        )
+    def spot(rows: list[list[str]]) -> dict[str, tuple[float, int]]:
+        return {t: (float(savings), int(bucket)) for _, t, savings, bucket in rows}
 
-    return Catalog(infos, zones, offered, on_demand, spot)
+    return Catalog(
+        infos,
+        zones,
+        _RegionTables("offerings.csv.gz", ("region", "instance_type", "zones", "zone_ids"), offered),
+        _RegionTables(
+            "ondemand_prices.csv.gz", ("region", "instance_type", "price_per_hour"), on_demand
+        ),
+        _RegionTables(
+            "spot_advisor.csv.gz",
+            ("region", "instance_type", "savings_pct", "interruption_bucket"),
+            spot,
+        ),
+    )
+
+
+class _RegionTables(Mapping[str, dict[str, V]]):
+    """One packaged per-region CSV as ``{region: {instance type: value}}``, each region's
+    rows parsed on first use: a run asks for one region, so the other regions' rows (nine
+    tenths of the file) are only split by region, never parsed.
+
+    The file's first column is the region; ``columns`` is its header (checked, so a rebuilt
+    file with other columns fails loudly); ``parse`` turns one region's rows, in file order,
+    into its table (as eager parsing of the whole file would, row by row).
+    """
+
+    def __init__(
+        self,
+        filename: str,
+        columns: tuple[str, ...],
+        parse: Callable[[list[list[str]]], dict[str, V]],
+    ) -> None:
+        text = gzip.decompress(resources.files(_DATA_PACKAGE).joinpath(filename).read_bytes())
+        header, _, body = text.decode("utf-8").partition("\n")
+        if tuple(header.split(",")) != columns:
+            raise ValueError(f"{filename}: header {header!r}, expected {','.join(columns)}")
+        lines: dict[str, list[str]] = {}
+        for line in body.splitlines():
+            if line:
+                lines.setdefault(line[: line.index(",")], []).append(line)
+        self._lines = lines
+        self._parse = parse
+        self._tables: dict[str, dict[str, V]] = {}
+
+    def __getitem__(self, region: str) -> dict[str, V]:
+        table = self._tables.get(region)
+        if table is None:
+            table = self._parse(list(csv.reader(self._lines[region])))
+            self._tables[region] = table
+        return table
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lines)
+
+    def __len__(self) -> int:
+        return len(self._lines)

@@ -245,14 +245,20 @@ def _requirements(
     if info.local_nvme and info.local_storage_gb > 0:
         values[labels.INSTANCE_LOCAL_NVME] = (str(info.local_storage_gb),)
 
-    reqs = [Requirement(key, False, frozenset(vals)) for key, vals in values.items()]
-    reqs.extend(
-        Requirement(key, False, frozenset()) for key in _ABSENT_WHEN_EMPTY if key not in values
-    )
+    reqs = [_label_in(key, vals) for key, vals in values.items()]
+    reqs.extend(_label_in(key, ()) for key in _ABSENT_WHEN_EMPTY if key not in values)
     zone_ids = tuple(zone_id for _, zone_id in zones)
     if zone_ids:
-        reqs.append(Requirement(labels.ZONE_ID, False, frozenset(zone_ids)))
+        reqs.append(_label_in(labels.ZONE_ID, zone_ids))
     return Requirements(reqs)
+
+
+@functools.lru_cache(maxsize=16384)
+def _label_in(key: str, values: tuple[str, ...]) -> Requirement:
+    """``key In values`` (``DoesNotExist`` when empty), shared between the instance types
+    that carry the same label value (a ``Requirement`` is immutable): most of a type's
+    requirements (architecture, region, OS, zones, absent labels) repeat across types."""
+    return Requirement(key, False, frozenset(values))
 
 
 def _capacity(

@@ -93,7 +93,7 @@ class _KwokModel(BaseModel):
     unknown keys are ignored, a value of the wrong JSON type (``"0.5"`` for a price, ``5``
     for a requirement value, ``true`` for a price) is an error, not coerced."""
 
-    model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class KwokRequirement(_KwokModel):

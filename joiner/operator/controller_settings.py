@@ -38,7 +38,7 @@ class _Settings(BaseModel):
     as the scenario file and the manifests treat it (``tests/api/test_strict_types.py``)."""
 
     model_config = ConfigDict(
-        extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False
+        extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False, defer_build=True
     )
 
 

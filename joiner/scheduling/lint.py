@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
+from operator import is_
 
 from joiner.api import labels, quantity
 from joiner.api.objects import NodePool, PodTemplate, tolerates_all
@@ -59,16 +61,32 @@ def requirements_field(pool: NodePool) -> str:
 
 def launchable(pool: NodePool, types: Sequence[InstanceType]) -> list[InstanceType]:
     """Types the pool's requirements allow that have an available compatible offering
-    (none when a requirement excludes the pool's own labels)."""
+    (none when a requirement excludes the pool's own labels).
+
+    Every check of ``lint`` asks this of the same pool and types, so the last few answers
+    are kept: a hit needs the same pool requirements and the very same type objects in the
+    same order (``InstanceType`` is immutable), and returns a fresh list.
+    """
     reqs = pool.requirements
     if pool.own_label_conflict() is not None:
         return []
-    return [
+    found = _LAUNCHABLE.get(reqs)
+    if found is not None and len(found[0]) == len(types) and all(map(is_, found[0], types)):
+        return list(found[1])
+    ok = [
         it
         for it in types
         if it.requirements.intersects(reqs) is None
         and any(o.available and o.compatible(reqs) for o in it.offerings)
     ]
+    if len(_LAUNCHABLE) >= 16:
+        _LAUNCHABLE.clear()
+    _LAUNCHABLE[reqs] = (tuple(types), tuple(ok))
+    return ok
+
+
+#: ``launchable``'s recent answers: pool requirements -> (the types asked about, the answer).
+_LAUNCHABLE: dict[Requirements, tuple[tuple[InstanceType, ...], tuple[InstanceType, ...]]] = {}
 
 
 def _values(it: InstanceType, key: str) -> set[str]:
@@ -198,11 +216,17 @@ def spot_flexibility(pool: NodePool, types: Sequence[InstanceType]) -> list[Lint
     spot_reqs = pool.requirements.add(
         Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_SPOT)
     )
-    names = sorted(
-        it.name
-        for it in types
-        if it.requirements.intersects(spot_reqs) is None and it.available_offerings(spot_reqs)
+    # Only whether fewer than MIN_SPOT_INSTANCE_TYPES qualify matters: stop at that many.
+    spot_types = islice(
+        (
+            it.name
+            for it in types
+            if it.requirements.intersects(spot_reqs) is None
+            and it.available_offerings(spot_reqs)
+        ),
+        MIN_SPOT_INSTANCE_TYPES,
     )
+    names = sorted(spot_types)
     if not names or len(names) >= MIN_SPOT_INSTANCE_TYPES:
         return []
     return [

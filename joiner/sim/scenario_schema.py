@@ -20,7 +20,7 @@ class _Strict(BaseModel):
     count, ``yes`` or ``1`` for a boolean, ``"1.5"`` for a number (pydantic's strict mode,
     as the Kubernetes API server's decoding of its own objects)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True, defer_build=True)
 
 
 class SubnetSpec(_Strict):

@@ -27,7 +27,7 @@ _TIME_OF_DAY = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?$")
 class WindowSpec(BaseModel):
     """One ``spec.report.windows`` entry."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     start: str = Field(description="UTC time of day, HH:MM or HH:MM:SS; recurs daily")
@@ -37,7 +37,7 @@ class WindowSpec(BaseModel):
 class ReportSpec(BaseModel):
     """``spec.report``: extra figures for the summary."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     windows: list[WindowSpec] = Field(default_factory=list)
 

@@ -362,3 +362,32 @@ def test_packaged_data_matches_builder(tmp_path: Path) -> None:
     assert _packaged("SOURCES.md") == (tmp_path / "a" / "SOURCES.md").read_bytes()
     total = sum(len(_packaged(n)) for n in PACKAGED_FILES)
     assert total < 1_000_000
+
+
+def test_lazy_region_tables_equal_an_eager_parse_of_every_region() -> None:
+    """The packaged catalog parses each region's rows on first use (``_RegionTables``); every
+    region's offerings, on-demand prices and Spot Advisor rows equal a parse of the whole
+    file row by row (the eager loader it replaced)."""
+    from joiner.cloudprovider.catalog import _rows
+
+    cat = Catalog.load()
+    offered: dict[str, dict[str, tuple[str, ...]]] = {}
+    for r in _rows("offerings.csv.gz"):
+        offered.setdefault(r["region"], {})[r["instance_type"]] = tuple(
+            sorted(z for z in r["zones"].split(";") if z)
+        )
+    on_demand: dict[str, dict[str, float]] = {}
+    for r in _rows("ondemand_prices.csv.gz"):
+        on_demand.setdefault(r["region"], {})[r["instance_type"]] = float(r["price_per_hour"])
+    spot: dict[str, dict[str, tuple[float, int]]] = {}
+    for r in _rows("spot_advisor.csv.gz"):
+        spot.setdefault(r["region"], {})[r["instance_type"]] = (
+            float(r["savings_pct"]),
+            int(r["interruption_bucket"]),
+        )
+    assert len(offered) > 10 and len(spot) > 10
+    assert dict(cat._offered.items()) == offered
+    assert dict(cat._on_demand.items()) == on_demand
+    assert dict(cat._spot.items()) == spot
+    for region in cat.regions():
+        assert cat.offered_types(region) == sorted(offered.get(region, {}))

@@ -18,7 +18,7 @@ from pydantic import (
     StrictStr,
 )
 
-_CONFIG = ConfigDict(extra="ignore", populate_by_name=True)
+_CONFIG = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
 Scalar = StrictStr | StrictInt | StrictFloat
 
@@ -67,7 +67,7 @@ class Strict(Model):
     so a typo such as ``requirments`` cannot silently change what is launched. Real
     Kubernetes/Karpenter fields Joiner does not use are declared as ``Any``."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class OwnerReference(Model):

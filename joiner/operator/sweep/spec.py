@@ -56,7 +56,7 @@ class _Strict(BaseModel):
     """Unknown fields and values of the wrong YAML type (``"3"`` for a seed, ``"2"`` for a
     multiplier) are errors, as in the scenario file (pydantic's strict mode)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class TargetSpec(_Strict):

@@ -20,14 +20,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import highspy
+import math
+from typing import TYPE_CHECKING
+
 import numpy as np
 import numpy.typing as npt
 
 from joiner.scheduling.pool import FloatArray, PreparedPool, prepare
 from joiner.scheduling.types import SchedulingInput
 
-INF = highspy.kHighsInf
+if TYPE_CHECKING:
+    import highspy
+
+#: HiGHS's infinity (``highspy.kHighsInf`` is IEEE infinity); highspy itself is imported only
+#: when an LP is solved, so the CLI starts without it.
+INF = math.inf
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,8 @@ def solve_lp(
     side take ``highspy.kHighsInf`` (``INF``) or ``-INF``. Returns ``optimal=False`` (and
     zeros) when HiGHS does not report an optimum (infeasible or unbounded).
     """
+    import highspy
+
     n = len(cost)
     m = len(row_lower)
     lp = highspy.HighsLp()
@@ -87,6 +96,8 @@ def _new_highs() -> highspy.Highs:
     """A HiGHS instance that prints nothing: ``highspy.Highs()`` (1.16) prints its banner
     on stdout from C++ as it wires Python callbacks, before any option can be set; the
     core class does not, and the callbacks are not used here."""
+    import highspy
+
     core = getattr(highspy, "_core", None)
     cls = getattr(core, "_Highs", None) or highspy.Highs
     return cls()
