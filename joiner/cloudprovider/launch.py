@@ -67,7 +67,14 @@ def filter_exotic(candidates: Sequence[Candidate]) -> list[Candidate]:
     types launch only when the NodeClaim leaves nothing else (a GPU pod's claim offers only
     GPU types, so it keeps them).
     """
-    generic = [(it, o) for it, o in candidates if not is_exotic(it)]
+    exotic: dict[int, bool] = {}  # per type, not per offering: a type has a dozen
+    generic = []
+    for it, o in candidates:
+        found = exotic.get(id(it))
+        if found is None:
+            found = exotic[id(it)] = is_exotic(it)
+        if not found:
+            generic.append((it, o))
     return generic if generic else list(candidates)
 
 

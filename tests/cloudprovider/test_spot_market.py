@@ -12,6 +12,7 @@ from joiner.cloudprovider.catalog import HOURS_PER_MONTH, interruption_rate_per_
 from joiner.cloudprovider.simulated.fleet import PoolQuote, allocate
 from joiner.cloudprovider.simulated.market import (
     NOTICE_S,
+    PRICE_EPOCH_S,
     HazardModel,
     MarketInputs,
     RateOverride,
@@ -164,3 +165,13 @@ def test_dry_pools_answer_ice_only_when_the_strategy_reaches_them() -> None:
     assert pco.errors == () and pco.chosen is not None
     all_dry = allocate("price-capacity-optimized", [dry_cheap, _quote("b", "z2", 0.02, 0.0)])
     assert all_dry.chosen is None and len(all_dry.errors) == 2
+
+
+def test_memoised_zone_offset_gives_the_prices_of_a_fresh_market() -> None:
+    """A pool's zone offset is drawn once and kept; every later price equals the one a
+    fresh market (drawing it anew) gives at the same instant."""
+    used = SpotMarket(seed=77)
+    pools = [("m5.large", "us-east-1a"), ("m5.large", "us-east-1b"), ("c6g.xlarge", "us-east-1a")]
+    for at_s in (0.0, PRICE_EPOCH_S * 3.5, 0.0, PRICE_EPOCH_S * 9):
+        for pool in pools:
+            assert used.price(pool, 0.1, at_s) == SpotMarket(seed=77).price(pool, 0.1, at_s)

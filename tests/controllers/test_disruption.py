@@ -378,3 +378,34 @@ def test_balanced_policy_accepts_a_worthwhile_move(tmp_path):
     pool = nodepool().replace("WhenEmptyOrUnderutilized", "Balanced")
     plan = dry_run(tmp_path, pool, node("big", "m5.4xlarge"), pod("w", "big", cpu="1")).plan()
     assert [c.candidates for c in plan.commands] == [["big"]]
+
+
+def test_drift_pass_index_of_types_gives_the_plain_reasons(tmp_path):
+    """``drift`` indexes a NodeClass's types once per pass (``TypesByName``); each
+    candidate's reason equals the one from the plain ``types_of`` list, including a type the
+    NodeClass no longer offers."""
+    from joiner.controllers.disruption.drift import TypesByName, drift_reason
+
+    run = dry_run(
+        tmp_path,
+        nodepool(capacity_types="on-demand"),
+        node("spotty", "m5.xlarge", capacity_type="spot"),
+        node("fine", "m5.xlarge"),
+        node("gone", "c5.large"),
+        pod("w", "spotty"),
+    )
+    ctx, candidates = run.controller.context()
+    assert len(candidates) == 3
+
+    def types_of(node_class: str) -> list:
+        return [t for t in ctx.types_of(node_class) if t.name != "c5.large"]
+
+    indexed = TypesByName(types_of)
+    reasons = {}
+    for c in candidates:
+        plain = drift_reason(c.claim, c.node, c.pool, types_of, ctx.cloud_drift)
+        assert drift_reason(c.claim, c.node, c.pool, indexed, ctx.cloud_drift) == plain
+        reasons[c.name] = plain
+    assert "requirements no longer match" in reasons["spotty"]
+    assert reasons["fine"] is None
+    assert "c5.large is no longer offered" in reasons["gone"]

@@ -189,6 +189,8 @@ class SpotMarket:
         self._events: dict[Pool, list[PoolEvent]] = {}
         self._clock_h: dict[Pool, float] = {}
         self._drift: dict[Pool, list[float]] = {}
+        #: Per pool, its fixed log price offset (``ZONE_PRICE_SIGMA`` x a normal draw).
+        self._zone_factor: dict[Pool, float] = {}
 
     # -- price ----------------------------------------------------------------------------
 
@@ -210,7 +212,10 @@ class SpotMarket:
             k = len(drift)
             eps = _NORMAL.inv_cdf(_unit(self.seed, *pool, "drift", k))
             drift.append(DRIFT_RHO * drift[-1] + DRIFT_SIGMA * eps)
-        zone = ZONE_PRICE_SIGMA * _NORMAL.inv_cdf(_unit(self.seed, *pool, "zone"))
+        zone = self._zone_factor.get(pool)
+        if zone is None:  # fixed per pool: drawn once
+            zone = ZONE_PRICE_SIGMA * _NORMAL.inv_cdf(_unit(self.seed, *pool, "zone"))
+            self._zone_factor[pool] = zone
         return zone + drift[epoch]
 
     # -- capacity -------------------------------------------------------------------------

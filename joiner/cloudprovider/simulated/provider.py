@@ -225,7 +225,7 @@ class SimulatedCloudProvider:
                 replace(
                     it,
                     offerings=tuple(
-                        replace(o, price_per_hour=self._spot_price(it, o, at))
+                        _repriced(o, self._spot_price(it, o, at))
                         if o.capacity_type == labels.CAPACITY_TYPE_SPOT and o.available
                         else o
                         for o in it.offerings
@@ -581,3 +581,17 @@ class SimulatedCloudProvider:
     def list(self) -> list[Instance]:
         """Running instances by provider id."""
         return [self._instances[k] for k in sorted(self._instances)]
+
+
+def _repriced(o: Offering, price_per_hour: float) -> Offering:
+    """``dataclasses.replace(o, price_per_hour=...)``, spelled out: repricing a broad
+    NodePool's Spot offerings each price epoch builds tens of thousands of them."""
+    return Offering(
+        o.zone,
+        o.zone_id,
+        o.capacity_type,
+        price_per_hour,
+        o.available,
+        o.interruption_rate_per_hour,
+        o.price_estimated,
+    )

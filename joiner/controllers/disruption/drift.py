@@ -17,7 +17,7 @@ Karpenter's hash annotation cannot be reproduced outside Go and is ignored.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from joiner.api.labels import WELL_KNOWN_LABELS
 from joiner.api.objects import NodePool
@@ -33,14 +33,37 @@ TypesOf = Callable[[str], list[InstanceType]]
 CloudDrift = Callable[[str], str]
 
 
+class TypesByName:
+    """A NodeClass's instance types by name, read from ``types_of`` once per NodeClass: one
+    disruption pass happens at one instant, so every candidate of the pass sees the same
+    types (and the pass no longer re-indexes the whole catalog per candidate)."""
+
+    __slots__ = ("_by_class", "_types_of")
+
+    def __init__(self, types_of: TypesOf) -> None:
+        self._types_of = types_of
+        self._by_class: dict[str, dict[str, InstanceType]] = {}
+
+    def __call__(self, node_class: str) -> Mapping[str, InstanceType]:
+        found = self._by_class.get(node_class)
+        if found is None:
+            found = {t.name: t for t in self._types_of(node_class)}
+            self._by_class[node_class] = found
+        return found
+
+
 def drift_reason(
     claim: NodeClaim,
     node: Node,
     pool: NodePool,
-    types_of: TypesOf,
+    types_of: TypesOf | TypesByName,
     cloud_drift: CloudDrift | None = None,
 ) -> str | None:
-    """Why ``node`` has drifted from ``pool``, or None when it has not."""
+    """Why ``node`` has drifted from ``pool``, or None when it has not.
+
+    ``types_of`` gives a NodeClass's instance types; a ``TypesByName`` (one per pass) indexes
+    them once for every candidate of the pass.
+    """
     current = pool.drift_fields()
     if claim.launched_from is not None:
         for key in sorted(current):
@@ -53,15 +76,17 @@ def drift_reason(
         for taint in pool.taints:
             if taint not in node.taints:
                 return f"NodePool {pool.name} template taint {taint} is not on the node"
-    have = Requirements.from_labels(node.labels)
+    have = Requirements.from_label_items(tuple(sorted(node.labels.items())))
     conflict = have.compatible(pool.requirements, allow_undefined=WELL_KNOWN_LABELS)
     if conflict is not None:
         return f"NodePool {pool.name} requirements no longer match the node: {conflict}"
     if claim.instance is not None:
         it_name = claim.instance.instance_type.name
         offering = claim.instance.offering
-        types = {t.name: t for t in types_of(claim.node_class)}
-        found = types.get(it_name)
+        if isinstance(types_of, TypesByName):
+            found = types_of(claim.node_class).get(it_name)
+        else:
+            found = next((t for t in types_of(claim.node_class) if t.name == it_name), None)
         if found is None:
             return f"instance type {it_name} is no longer offered by NodeClass {claim.node_class}"
         if not any(

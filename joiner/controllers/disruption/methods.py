@@ -47,7 +47,7 @@ from joiner.controllers.disruption.command import (
     simulate,
     worst_launch_price,
 )
-from joiner.controllers.disruption.drift import drift_reason
+from joiner.controllers.disruption.drift import TypesByName, drift_reason
 from joiner.scheduling import NewNodeClaim, NodePoolTemplate
 
 EMPTINESS = "Emptiness"
@@ -317,8 +317,9 @@ def emptiness(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
 def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     """Replace the first drifted node whose pods all reschedule."""
     drifted: list[Candidate] = []
+    types = TypesByName(ctx.types_of)
     for c in candidates:
-        c.drifted = drift_reason(c.claim, c.node, c.pool, ctx.types_of, ctx.cloud_drift)
+        c.drifted = drift_reason(c.claim, c.node, c.pool, types, ctx.cloud_drift)
         if c.drifted is not None:
             drifted.append(c)
     drifted.sort(key=lambda c: (not c.empty, c.claim.created_at_s, c.name))
