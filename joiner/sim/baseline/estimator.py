@@ -172,8 +172,15 @@ class Estimator:
         extra = tuple(sorted({k for p in ordered for k in p.template.requests}))
         signature = _signature(ordered)
         out: dict[str, Estimate] = {}
+        #: This call's answers by group key: equivalent groups share one Estimate object.
+        built: dict[tuple[object, ...], Estimate] = {}
         for g in groups:
             key = (self._key(g, keys, daemonsets, extra), signature)
+            done = built.get(key)
+            if done is not None:
+                self.shared += 1
+                out[g.name] = done
+                continue
             positions = self._memo.get(key)
             if positions is None:
                 self.solves += 1
@@ -192,7 +199,9 @@ class Estimator:
                 self._memo[key] = positions
             else:
                 self.shared += 1
-            out[g.name] = Estimate(tuple(tuple(ordered[i].uid for i in c) for c in positions))
+            out[g.name] = built[key] = Estimate(
+                tuple(tuple(ordered[i].uid for i in c) for c in positions)
+            )
         return out
 
 
