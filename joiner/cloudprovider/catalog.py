@@ -424,7 +424,9 @@ def _load_packaged() -> Catalog:
     return Catalog(
         infos,
         zones,
-        _RegionTables("offerings.csv.gz", ("region", "instance_type", "zones", "zone_ids"), offered),
+        _RegionTables(
+            "offerings.csv.gz", ("region", "instance_type", "zones", "zone_ids"), offered
+        ),
         _RegionTables(
             "ondemand_prices.csv.gz", ("region", "instance_type", "price_per_hour"), on_demand
         ),

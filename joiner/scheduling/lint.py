@@ -221,8 +221,7 @@ def spot_flexibility(pool: NodePool, types: Sequence[InstanceType]) -> list[Lint
         (
             it.name
             for it in types
-            if it.requirements.intersects(spot_reqs) is None
-            and it.available_offerings(spot_reqs)
+            if it.requirements.intersects(spot_reqs) is None and it.available_offerings(spot_reqs)
         ),
         MIN_SPOT_INSTANCE_TYPES,
     )

@@ -6,7 +6,7 @@ from joiner.scheduling.costopt.lp import INF, solve_lp
 
 
 def test_inf_is_highs_infinity_and_an_unbounded_row_solves() -> None:
-    assert INF == highspy.kHighsInf
+    assert highspy.kHighsInf == INF
     # min x0 + x1 s.t. x0 + x1 >= 1 (upper side unbounded): optimum 1.
     sol = solve_lp([1.0, 1.0], [([0], [1.0]), ([0], [1.0])], [1.0], [INF])
     assert sol.optimal

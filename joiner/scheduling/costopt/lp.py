@@ -17,10 +17,9 @@ HiGHS runs single-threaded with its default seed, so results are deterministic.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
