@@ -156,3 +156,25 @@ def test_the_bound_leaves_out_types_that_hold_no_pod():
     assert lower_bound(inp) == pytest.approx(2.0)
     for scheduler in (Scheduler(), CostOptimalScheduler()):
         assert lower_bound(inp) <= plan_cost(scheduler.solve(inp)) + 1e-9
+
+
+def test_a_small_launch_never_takes_a_cheaper_plan_with_more_nodeclaims():
+    """Six pods: Karpenter's packing takes one NodeClaim ($0.40/h); the cheaper
+    plan ($0.29/h, 27 % less) needs two NodeClaims. On a small launch (up to
+    ``COMPARE_UP_TO`` pods) the faithful plan is kept (on examples/clinic-spikes taking such
+    plans added disruption commands and, on seed 13, cost over the day); a large launch
+    still takes a saving over ``MORE_NODES_SAVING``."""
+    from joiner.scheduling.costopt import solver
+
+    inp = SchedulingInput(
+        pods=_shapes(6), nodepools=(NodePoolTemplate(make_nodepool(), _catalog()),)
+    )
+    faithful = Scheduler().solve(inp)
+    small = CostOptimalScheduler().solve(inp)
+    assert len(faithful.new_nodeclaims) == 1
+    assert small == faithful
+    cheap = _CostSolve(inp).run()
+    assert len(cheap.new_nodeclaims) == 2
+    assert plan_cost(cheap) < (1 - solver.MORE_NODES_SAVING) * plan_cost(faithful)
+    assert solver._prefer_faithful(faithful, cheap, small=True)
+    assert not solver._prefer_faithful(faithful, cheap, small=False)

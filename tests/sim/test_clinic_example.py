@@ -46,19 +46,18 @@ def test_the_trace_slice_spikes_and_batch_all_show(summary):
 
 
 def test_cost_optimal_packing_saves_without_more_waiting_or_churn(summary):
-    """``packing: cost-optimal`` on the same day: p95 pending and the number of disruption
-    commands at most 10% above Karpenter's packing (issue 22's acceptance), no pod lost.
+    """``packing: cost-optimal`` on the same day costs less than Karpenter's packing
+    ($19.70 against $19.72), with p95 pending and the number of disruption commands at most
+    10% above it (issue 22's acceptance; both are equal or lower today), no pod lost.
 
-    Cost: each launch of up to ``COMPARE_UP_TO`` pods keeps the faithful plan when that is
-    cheaper, but the day's total is path-dependent (other nodes, other consolidations).
-    Since the zone-aware pre-packing the day costs 1.3% more than Karpenter's packing
-    ($19.98 against $19.72), a known gap left open in issue 22; this test holds it within
-    2% so that it cannot grow unseen."""
+    Each launch of up to ``COMPARE_UP_TO`` pods keeps the faithful plan unless the cheaper
+    one is cheaper with no more NodeClaims; taking cheaper plans with more NodeClaims made
+    this day 1.3 % dearer ($19.98) with 197 commands (README, "Packing")."""
     joiner = summary["policies"]["joiner"]
     cheap = summary["policies"]["cost-optimal"]
     assert list(summary["policies"]) == ["joiner", "cost-optimal", "cluster-autoscaler"]
     assert summary["policy"]["name"] == "joiner"
-    assert cheap["cost"]["total"] <= 1.02 * joiner["cost"]["total"]
+    assert cheap["cost"]["total"] < joiner["cost"]["total"]
     p95 = joiner["pods"]["pendingSeconds"]["p95"]
     assert cheap["pods"]["pendingSeconds"]["p95"] <= 1.1 * p95
     commands = len(joiner["disruptions"]["commands"])
