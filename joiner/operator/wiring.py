@@ -7,7 +7,8 @@ returns the summary.
 
 Event flow: pod created -> batcher trigger and kube-scheduler kick -> (batch window) ->
 provisioner pass -> NodeClaims launched -> node registers, DaemonSet pods bind -> node Ready
--> kube-scheduler binds pending pods. Pods still unschedulable are retried by the next pass.
+-> kube-scheduler binds pending pods. Pods still unschedulable, or left pending on the node
+planned for them, are retried by a later pass.
 """
 
 from __future__ import annotations
@@ -193,6 +194,8 @@ class SimulationRuntime:
         self.terminator.on_evicted.append(self._gone)
         self.kube_scheduler.on_bound.append(self._bound)
         self._retry_scheduled = False
+        if self.joiner:
+            self.kube_scheduler.on_unplaced.append(self._room_taken)
         workloads = WorkloadControllers(
             scenario, self.state, self.clock, self.pods, lambda _pod: self._kick_disruption()
         )
@@ -401,6 +404,24 @@ class SimulationRuntime:
         self._changed()
         self.batcher.trigger()
         self.kube_scheduler.kick()
+
+    def _room_taken(self, pending: list[Pod]) -> None:
+        """After a kube-scheduler pass: a pod planned onto a NodeClaim whose node is Ready
+        but still pending lost its room to pods kube-scheduler bound there instead (it binds
+        its own way, not by the plan). Karpenter's pod controller keeps re-triggering the
+        provisioner while a pod is provisionable (``provisioning/controller.go``
+        ``PodController.Reconcile``: "even if a provisioning loop is successful, the pod may
+        require another provisioning loop"); here such a pod is retried as an unschedulable
+        one (``_retry_later``). Without it the pod waited for the next pod event (523 s on
+        examples/clinic-spikes with the cost-optimal repair on small launches)."""
+        waiting = {p.uid for p in pending}
+        for claim in self.state.nodeclaims.values():
+            if not waiting.intersection(claim.nominated):
+                continue
+            node = self.state.node_of_claim(claim)
+            if node is not None and node.ready:
+                self._retry_later(None)
+                return
 
     def _retry_later(self, _uids: Any) -> None:
         if self._retry_scheduled:

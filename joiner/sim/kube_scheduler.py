@@ -46,6 +46,8 @@ class KubeScheduler:
         self._scheduler = Scheduler()
         self._preempt = preempt
         self.on_bound: list[Callable[[Pod], None]] = []
+        #: Hear of a pass after which pods are still pending (the pods, creation order).
+        self.on_unplaced: list[Callable[[list[Pod]], None]] = []
         #: Preemptions done: (preemptor uid, node, victim uids).
         self.preemptions: list[tuple[str, str, tuple[str, ...]]] = []
 
@@ -57,6 +59,14 @@ class KubeScheduler:
 
     def _pass(self) -> None:
         self._scheduled = False
+        self._bind_pass()
+        if self.on_unplaced:
+            left = self._state.pending_pods()
+            if left:
+                for listener in self.on_unplaced:
+                    listener(left)
+
+    def _bind_pass(self) -> None:
         pending = self._state.pending_pods()
         if not pending or not self._state.ready_nodes():
             return
