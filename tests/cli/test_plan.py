@@ -207,34 +207,53 @@ spec:
 
 # CLUSTER's NodePool without limits, on-demand, c/m/r; its EC2NodeClass; CPU-heavy and
 # memory-heavy Deployments.
-PACKING = "---".join(
-    [
-        CLUSTER.split("---")[0]
-        .replace('  limits: {cpu: "64"}\n', "")
-        .replace("values: [spot, on-demand]", "values: [on-demand]")
-        .replace("values: [c, m]", "values: [c, m, r]"),
-        CLUSTER.split("---")[1],
-        _deployment("crunch", 100, "1500m", "256Mi"),
-        _deployment("cache", 20, "250m", "6Gi"),
-    ]
-)
+def _packing(crunch: int, cache: int) -> str:
+    return "---".join(
+        [
+            CLUSTER.split("---")[0]
+            .replace('  limits: {cpu: "64"}\n', "")
+            .replace("values: [spot, on-demand]", "values: [on-demand]")
+            .replace("values: [c, m]", "values: [c, m, r]"),
+            CLUSTER.split("---")[1],
+            _deployment("crunch", crunch, "1500m", "256Mi"),
+            _deployment("cache", cache, "250m", "6Gi"),
+        ]
+    )
+
+
+#: 120 pods (a small launch, ``solver.COMPARE_UP_TO``) and 1,020 pods (a large one).
+PACKING = _packing(100, 20)
+PACKING_LARGE = _packing(850, 170)
 
 
 def test_plan_packing_cost_optimal_buys_less_and_places_every_pod(tmp_path):
-    # Karpenter packs the 100 CPU-heavy pods first into one NodeClaim that grows to the
-    # largest type; the cost-optimal packing buys smaller types that the pods fill.
-    karpenter = json.loads(_plan(tmp_path, PACKING).stdout)
-    cheap_run = _plan(tmp_path, PACKING, "--packing", "cost-optimal")
+    # Karpenter packs the CPU-heavy pods first into NodeClaims that grow to the largest
+    # type; the cost-optimal packing buys smaller types that the pods fill.
+    karpenter = json.loads(_plan(tmp_path, PACKING_LARGE).stdout)
+    cheap_run = _plan(tmp_path, PACKING_LARGE, "--packing", "cost-optimal")
     assert cheap_run.exit_code == 0, cheap_run.output
     cheap = json.loads(cheap_run.stdout)
     jsonschema.validate(cheap, SCHEMA)
     assert not cheap["unschedulable"] and not karpenter["unschedulable"]
     placed = sorted(p for c in cheap["nodeClaims"] for p in c["pods"])
     assert placed == sorted(p for c in karpenter["nodeClaims"] for p in c["pods"])
-    assert len(placed) == 120
+    assert len(placed) == 1020
     assert cheap["costPerHour"] < 0.8 * karpenter["costPerHour"]
-    explicit = json.loads(_plan(tmp_path, PACKING, "--packing", "karpenter").stdout)
+    explicit = json.loads(_plan(tmp_path, PACKING_LARGE, "--packing", "karpenter").stdout)
     assert explicit["costPerHour"] == karpenter["costPerHour"]
+
+
+def test_plan_packing_cost_optimal_keeps_karpenters_fewer_nodeclaims_on_small_launches(
+    tmp_path,
+):
+    """120 pods: Karpenter's one c6a.48xlarge ($7.34/h) against three NodeClaims ($5.44/h);
+    on a launch of up to 1,000 pods a cheaper plan with more NodeClaims is not taken (more
+    nodes to empty and consolidate later; README, "Packing"), so both plans are the same."""
+    karpenter = json.loads(_plan(tmp_path, PACKING).stdout)
+    cheap = json.loads(_plan(tmp_path, PACKING, "--packing", "cost-optimal").stdout)
+    assert len(karpenter["nodeClaims"]) == 1
+    assert cheap["costPerHour"] == karpenter["costPerHour"]
+    assert cheap["nodeClaims"] == karpenter["nodeClaims"]
 
 
 def test_plan_packing_rejects_unknown_policies(tmp_path):
