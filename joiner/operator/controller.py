@@ -467,12 +467,36 @@ class ControllerRuntime(ControllerReactions):
             # Deleted while no controller ran: drain within PDBs now (the finalizer held it).
             self._claim_deleted(self.state.nodeclaims[name])
         self.gc.start()
+        self._start_launch_template_gc()
         self.disruption.start()
         if self.state.pending_pods():
             self.batcher.trigger()
         self.clock.after(RESYNC_S, self._resync, label="resync")
         if self.settings.interruptionQueue:
             self._start_queue(self.settings.interruptionQueue)
+
+    def _start_launch_template_gc(self) -> None:
+        """Once leading: cache the cluster's existing launch templates (AWS), then delete the
+        expired ones every ``launchTemplateCleanupIntervalSeconds`` (Karpenter-AWS's
+        ``hydrateCache`` and the cache janitor; ``cloudprovider/launchtemplates.py``)."""
+        templates = getattr(self.cloud, "launch_templates", None)
+        if templates is None:
+            return
+        hydrate = getattr(templates, "hydrate", None)
+        if hydrate is not None:
+            try:
+                hydrate()
+            except Exception as exc:  # an AWSError: Karpenter logs it and carries on
+                log.error("unable to hydrate the launch template cache: %s", exc)
+        interval_s = self.settings.launchTemplateCleanupIntervalSeconds
+
+        def collect() -> None:
+            try:
+                templates.collect()
+            finally:
+                self.clock.after(interval_s, collect, label="launch-template-gc")
+
+        self.clock.after(interval_s, collect, label="launch-template-gc")
 
     def _start_queue(self, url: str) -> None:
         from joiner.cloudprovider.aws import Caller, InterruptionQueue, new_clients

@@ -134,8 +134,8 @@ class ControllerReactions:
             fitted = _fit_node_classes(self.cloud, list(ms.nodeclasses))
             if {n.name: n for n in fitted} != self.cloud.node_classes:
                 self.cloud.set_node_classes(fitted)
-        else:
-            self.cloud.node_classes = {n.name: n for n in ms.nodeclasses}  # type: ignore[attr-defined]
+        elif {n.name: n for n in ms.nodeclasses} != self.cloud.node_classes:  # type: ignore[attr-defined]
+            self.cloud.set_node_classes(list(ms.nodeclasses))  # type: ignore[attr-defined]
         for w in ms.warnings:
             log.info("%s", w)
         if self.feed.started:

@@ -16,6 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from joiner.api.errors import InputError
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.kwok import KwokCloudProvider, load_instance_types
+from joiner.cloudprovider.launchtemplates import (
+    LAUNCH_TEMPLATE_CLEANUP_INTERVAL_S,
+    LAUNCH_TEMPLATE_TTL_S,
+)
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers.interruption.settings import REBALANCE_REPLACEMENT, InterruptionSettings
@@ -84,6 +88,12 @@ class ControllerSettings(_Settings):
     garbageCollectionIntervalSeconds: float = Field(default=GC_INTERVAL_S, gt=0)
     #: An instance of this cluster with no NodeClaim is terminated once seen so this long.
     orphanInstanceGraceSeconds: float = Field(default=INSTANCE_GRACE_S, ge=0)
+    #: A launch template no launch used this long is deleted (Karpenter-AWS: 1 minute).
+    launchTemplateTTLSeconds: float = Field(default=LAUNCH_TEMPLATE_TTL_S, gt=0)
+    #: How often expired launch templates are deleted (Karpenter-AWS: 1 minute).
+    launchTemplateCleanupIntervalSeconds: float = Field(
+        default=LAUNCH_TEMPLATE_CLEANUP_INTERVAL_S, gt=0
+    )
     #: Karpenter-kwok's instance-types file: KWOKNodeClass NodePools launch from it, as
     #: Karpenter's kwok provider does (shadow mode beside Karpenter-kwok; docs/fidelity.md).
     kwokInstanceTypes: str | None = None
@@ -194,6 +204,7 @@ def cloud_provider(
             AWSSettings(
                 region=s.region,
                 cluster=ClusterInfo(name=s.clusterName, endpoint=s.clusterEndpoint),
+                launch_template_ttl_s=s.launchTemplateTTLSeconds,
             ),
             [],
             endpoint_url=s.awsEndpointURL,
@@ -214,4 +225,5 @@ def cloud_provider(
         subnets=default_subnets(catalog, s.region),
         security_groups=[DEFAULT_SECURITY_GROUP],
         node_classes=[],
+        launch_template_ttl_s=s.launchTemplateTTLSeconds,
     )

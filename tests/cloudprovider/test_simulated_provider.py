@@ -147,6 +147,27 @@ def test_delete_then_not_found(cloud):
     assert cloud.list() == []
 
 
+def test_launch_templates_kept_as_karpenter_aws_keeps_them(cloud):
+    """One template per content, reused while used, deleted a TTL (60 s) after its last use
+    when the next launch comes, and all of a NodeClass's deleted with it."""
+    clock = cloud._clock
+    small = [make_instance_type("a.large", cpu_m=2000, memory=GIB)]
+    cloud.create(_request(small))
+    (name,) = cloud.launch_templates.templates
+    clock.run_until(59)
+    cloud.create(_request(small))
+    assert cloud.launch_templates.created == 1
+    clock.run_until(119)
+    assert cloud.launch_templates.collect() == [name]
+    assert cloud.launch_templates.templates == {}
+    cloud.create(_request(small))
+    assert list(cloud.launch_templates.templates) == [name]
+    assert cloud.launch_templates.created == 2
+    cloud.set_node_classes([])
+    assert cloud.launch_templates.templates == {}
+    assert cloud.launch_templates.deleted == 2
+
+
 def test_instance_types_cover_nodeclass_zones_only(cloud):
     types = {t.name: t for t in cloud.get_instance_types("default")}
     zones = {o.zone for o in types["c5.xlarge"].offerings}

@@ -326,6 +326,8 @@ class ChartController(ControllerProcess):
         settings = yaml.safe_load(cm["data"]["settings.yaml"])
         settings["garbageCollectionIntervalSeconds"] = 5
         settings["orphanInstanceGraceSeconds"] = 5
+        # The tests read launch templates after the launch: keep them for the whole test.
+        settings["launchTemplateTTLSeconds"] = 3600
         super().__init__(kubeconfig, workdir, name, settings)
         container = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"][
             "containers"

@@ -20,16 +20,13 @@ The launch template carries the AMI, user data (``bootstrap.py``: the kubelet bl
 NodeClass's own user data merged as Karpenter-AWS merges them), security groups, the
 instance profile, block device mappings (the AMI family's defaults when none are given:
 20 GiB encrypted gp3 on ``/dev/xvda``; Bottlerocket 4 GiB root plus a 20 GiB ``/dev/xvdb``;
-Windows 50 GiB on ``/dev/sda1``), metadata options and detailed monitoring. Its name is
-``joiner.dev/<hash>`` where the hash is SHA-256 of the template data, so equal content
-reuses one template.
+Windows 50 GiB on ``/dev/sda1``), metadata options and detailed monitoring. Its name,
+tags and garbage collection are ``launchtemplates.py``'s.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,7 +44,6 @@ log = logging.getLogger(__name__)
 
 #: Karpenter's default cache TTL for subnets, security groups and AMIs.
 DEFAULT_RESOLUTION_TTL_S = 60.0
-LAUNCH_TEMPLATE_PREFIX = "joiner.dev/"
 _EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
 _KUBE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
@@ -454,59 +450,3 @@ def launch_template_data(
     else:
         data["SecurityGroupIds"] = list(resolved.security_group_ids)
     return data
-
-
-def launch_template_name(data: dict[str, Any]) -> str:
-    """``joiner.dev/<first 32 hex digits of SHA-256 of the canonical JSON>``."""
-    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
-    return LAUNCH_TEMPLATE_PREFIX + digest[:32]
-
-
-class LaunchTemplates:
-    """Creates launch templates by content hash, or reuses one that exists (ours or another
-    Joiner's): ``DescribeLaunchTemplates`` by name first, ``CreateLaunchTemplate`` when absent
-    (an ``AlreadyExists`` race is taken as success)."""
-
-    def __init__(self, ec2: Any, caller: Caller, tags: Sequence[tuple[str, str]] = ()) -> None:
-        self._ec2 = ec2
-        self._caller = caller
-        self._tags = tuple(tags)
-        self._known: set[str] = set()
-        self.created = 0
-
-    def ensure(self, data: dict[str, Any]) -> str:
-        """The name of a launch template holding ``data``.
-
-        Raises:
-            AWSError: describe or create failed for another reason.
-        """
-        name = launch_template_name(data)
-        if name in self._known:
-            return name
-        try:
-            self._caller.call(self._ec2, "describe_launch_templates", LaunchTemplateNames=[name])
-            self._known.add(name)
-            return name
-        except AWSError as exc:
-            if exc.code != "InvalidLaunchTemplateName.NotFoundException":
-                raise
-        params: dict[str, Any] = {"LaunchTemplateName": name, "LaunchTemplateData": data}
-        if self._tags:
-            params["TagSpecifications"] = [
-                {
-                    "ResourceType": "launch-template",
-                    "Tags": [{"Key": k, "Value": v} for k, v in self._tags],
-                }
-            ]
-        try:
-            self._caller.call(self._ec2, "create_launch_template", **params)
-            self.created += 1
-        except AWSError as exc:
-            if exc.code != "InvalidLaunchTemplateName.AlreadyExistsException":
-                raise
-        self._known.add(name)
-        return name
-
-    def forget(self, name: str) -> None:
-        """Drop a name from the known set (its template was deleted behind our back)."""
-        self._known.discard(name)

@@ -39,6 +39,7 @@ from typing import Any
 from joiner.api import labels
 from joiner.api.objects import NodeClass, Source
 from joiner.cloudprovider.aws.api import AWSClients, AWSError, Caller, new_clients
+from joiner.cloudprovider.aws.drift import instance_drift
 from joiner.cloudprovider.aws.fleet import (
     fleet_request,
     launch_template_configs,
@@ -46,11 +47,11 @@ from joiner.cloudprovider.aws.fleet import (
     read_errors,
 )
 from joiner.cloudprovider.aws.instancetypes import DEFAULT_REFRESH_INTERVAL_S, InstanceTypeSource
+from joiner.cloudprovider.aws.launchtemplates import LaunchTemplates, is_template_not_found
 from joiner.cloudprovider.aws.nodeclass import (
     AMI,
     DEFAULT_RESOLUTION_TTL_S,
     ClusterInfo,
-    LaunchTemplates,
     NodeClassResolver,
     ResolvedNodeClass,
     launch_template_data,
@@ -65,11 +66,8 @@ from joiner.cloudprovider.launch import (
     choose_capacity_type,
     launch_candidates,
 )
-from joiner.cloudprovider.nodeclass_drift import (
-    NODECLASS_HASH_TAG,
-    nodeclass_hash,
-    static_drift,
-)
+from joiner.cloudprovider.launchtemplates import LAUNCH_TEMPLATE_TTL_S
+from joiner.cloudprovider.nodeclass_drift import NODECLASS_HASH_TAG, nodeclass_hash
 from joiner.cloudprovider.types import (
     CreateError,
     Instance,
@@ -89,11 +87,6 @@ NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 EKS_CLUSTER_TAG = "eks:eks-cluster-name"
 #: Instance states that still count as a live instance (Karpenter's List filter).
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
-#: Drift reasons (Karpenter ``AMIDrift``, ``SubnetDrift``, ``SecurityGroupDrift``).
-AMI_DRIFT = "AMIDrift"
-SUBNET_DRIFT = "SubnetDrift"
-SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
-_KUBE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
 
 def cluster_tag(cluster_name: str) -> str:
@@ -124,6 +117,7 @@ class AWSSettings:
     price_refresh_s: float = DEFAULT_PRICE_REFRESH_INTERVAL_S
     resolution_ttl_s: float = DEFAULT_RESOLUTION_TTL_S
     unavailable_offering_ttl_s: float = UNAVAILABLE_OFFERING_TTL_S
+    launch_template_ttl_s: float = LAUNCH_TEMPLATE_TTL_S
     pricing_api: bool = True
     max_attempts: int = 5
     base_delay_s: float = 0.5
@@ -188,7 +182,9 @@ class AWSCloudProvider:
         self.launch_templates = LaunchTemplates(
             clients.ec2,
             self.caller,
-            tags=((cluster_tag(settings.cluster.name), "owned"),),
+            settings.cluster.name,
+            now,
+            ttl_s=settings.launch_template_ttl_s,
         )
         self.unavailable = UnavailableOfferings(now)
         self.inflight_ips = InflightIPs()
@@ -198,6 +194,19 @@ class AWSCloudProvider:
         self.last_fleet_request: dict[str, Any] | None = None
 
     # -- NodeClasses and instance types -----------------------------------------------------
+
+    def set_node_classes(self, node_classes: Sequence[NodeClass]) -> None:
+        """Replace the NodeClasses (controller mode: the EC2NodeClasses changed). A NodeClass
+        that is gone has its launch templates deleted (Karpenter-AWS's EC2NodeClass
+        termination controller calls ``DeleteAll``); a failed deletion is logged, and the
+        templates are left to the cache's TTL or an operator."""
+        new = {n.name: n for n in node_classes}
+        for name in sorted(set(self.node_classes) - set(new)):
+            try:
+                self.launch_templates.delete_all(name)
+            except AWSError as exc:
+                log.error("deleting launch templates of EC2NodeClass %s: %s", name, exc)
+        self.node_classes = new
 
     def _node_class(self, name: str) -> NodeClass:
         nc = self.node_classes.get(name)
@@ -336,9 +345,12 @@ class AWSCloudProvider:
         tags = self._tags(nc, request)
         node_labels = ((NODEPOOL_TAG, request.nodepool),)
 
+        used: list[str] = []
+
         def template_for(ami: AMI) -> str:
             data = launch_template_data(nc, resolved, ami, self.settings.cluster, node_labels)
-            return self.launch_templates.ensure(data)
+            used.append(self.launch_templates.ensure(data, nc.name, nc.tags))
+            return used[-1]
 
         try:
             configs = launch_template_configs(chosen, resolved, per_zone, template_for)
@@ -351,6 +363,7 @@ class AWSCloudProvider:
             resp = self.caller.call(self.clients.ec2, "create_fleet", **fleet)
         except AWSError as exc:
             self.inflight_ips.release(resolved, fleet, None, types, per_zone, capacity_type)
+            self._invalidate_templates(used, [exc.code])
             raise CreateError(exc.code, str(exc)) from exc
         self.inflight_ips.release(resolved, fleet, resp, types, per_zone, capacity_type)
         zone_of_subnet = {s.id: s.zone for s in resolved.subnets}
@@ -396,10 +409,19 @@ class AWSCloudProvider:
             )
         if other:
             codes = sorted(set(other))
+            self._invalidate_templates(used, codes)
             raise CreateError(
                 codes[0], f"CreateFleet for nodeclaim {request.nodeclaim_name} failed: {codes}"
             )
         raise CreateError("NoInstance", "CreateFleet returned neither instances nor errors")
+
+    def _invalidate_templates(self, names: Sequence[str], codes: Sequence[str]) -> None:
+        """A launch that found its template gone forgets the templates it used, so the next
+        launch creates them again (Karpenter-AWS ``instance.go``: ``InvalidateCache`` on
+        ``IsLaunchTemplateNotFound``)."""
+        if any(is_template_not_found(c) for c in codes):
+            for name in names:
+                self.launch_templates.invalidate(name)
 
     def _tags(self, nc: NodeClass, request: LaunchRequest) -> tuple[tuple[str, str], ...]:
         cluster = self.settings.cluster.name
@@ -549,24 +571,9 @@ class AWSCloudProvider:
         nc = self.node_classes.get(tag_map.get(NODECLASS_TAG, ""))
         if nc is None:
             return ""
-        static = static_drift(tag_map.get(NODECLASS_HASH_TAG), nc)
-        if static:
-            return static
-        resolved = self.resolver.resolve(nc)
-        try:
-            it = self._instance(desc).instance_type
-            image_ids = {a.id for a in resolved.amis if a.serves(it)}
-        except CreateError:  # a type discovery no longer lists: its architecture only
-            arch = _KUBE_ARCH.get(str(desc.get("Architecture", "")), "")
-            image_ids = {a.id for a in resolved.amis if a.architecture == arch}
-        if str(desc.get("ImageId", "")) not in image_ids:
-            return "AMIDrift"
-        if str(desc.get("SubnetId", "")) not in {s.id for s in resolved.subnets}:
-            return "SubnetDrift"
-        groups = {str(g["GroupId"]) for g in desc.get("SecurityGroups", [])}
-        if groups != set(resolved.security_group_ids):
-            return "SecurityGroupDrift"
-        return ""
+        return instance_drift(
+            desc, nc, self.resolver.resolve, lambda d: self._instance(d).instance_type
+        )
 
 
 #: Used to rebuild a type for an instance whose NodeClass Joiner does not know.

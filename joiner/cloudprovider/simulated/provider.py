@@ -33,6 +33,7 @@ from joiner.cloudprovider.launch import (
     choose_capacity_type,
     launch_candidates,
 )
+from joiner.cloudprovider.launchtemplates import LAUNCH_TEMPLATE_TTL_S, SimulatedLaunchTemplates
 from joiner.cloudprovider.nodeclass_drift import (
     NODECLASS_HASH_TAG,
     nodeclass_hash,
@@ -108,8 +109,11 @@ class SimulatedCloudProvider:
         security_groups: Sequence[SecurityGroup],
         node_classes: Sequence[NodeClass],
         market: SpotMarket | None = None,
+        launch_template_ttl_s: float = LAUNCH_TEMPLATE_TTL_S,
     ) -> None:
         self.catalog = catalog
+        #: Launch templates as Karpenter-AWS keeps them (``cloudprovider/launchtemplates.py``).
+        self.launch_templates = SimulatedLaunchTemplates(clock.now, launch_template_ttl_s)
         self.market = market
         self._pools = (
             PoolReclaims(market, clock, self._emit, self.reclaim) if market is not None else None
@@ -137,8 +141,12 @@ class SimulatedCloudProvider:
 
     def set_node_classes(self, node_classes: Sequence[NodeClass]) -> None:
         """Replace the NodeClasses (controller mode: an EC2NodeClass changed in the API);
-        instance types are resolved again on next use."""
-        self.node_classes = {n.name: n for n in node_classes}
+        instance types are resolved again on next use. A NodeClass that is gone has its
+        launch templates deleted (Karpenter-AWS's EC2NodeClass termination ``DeleteAll``)."""
+        new = {n.name: n for n in node_classes}
+        for name in sorted(set(self.node_classes) - set(new)):
+            self.launch_templates.delete_all(name)
+        self.node_classes = new
         self._types.clear()
         self._priced.clear()
         self._marked_types.clear()
@@ -316,6 +324,10 @@ class SimulatedCloudProvider:
         subnet = next((s for s in self.resolve_subnets(nc) if s.zone == offering.zone), None)
         if subnet is None:
             raise CreateError("NoSubnet", f"no subnet of {nc.name} in zone {offering.zone}")
+        self.launch_templates.collect()
+        self.launch_templates.ensure(
+            nc.name, [nodeclass_hash(nc), request.nodepool, it.label(labels.ARCH)]
+        )
         instance_id = "i-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(17))
         instance = Instance(
             provider_id=self.provider_id(offering.zone, instance_id),

@@ -12,12 +12,12 @@ from joiner.api.errors import InputError
 from joiner.api.manifests.loader import load_text
 from joiner.api.objects import AMISelectorTerm, BlockDevice, MetadataOptions
 from joiner.api.quantity import GIB
+from joiner.cloudprovider.aws.launchtemplates import launch_template_name
 from joiner.cloudprovider.aws.nodeclass import (
     AMI,
     ClusterInfo,
     ResolvedNodeClass,
     launch_template_data,
-    launch_template_name,
     user_data,
 )
 from joiner.cloudprovider.types import Subnet

@@ -1,0 +1,80 @@
+"""The launch-template cache both clouds share (go-cache semantics, Karpenter-AWS's TTL and
+janitor) and the simulated cloud's templates behind it."""
+
+from __future__ import annotations
+
+import pytest
+
+from joiner.cloudprovider.launchtemplates import (
+    LAUNCH_TEMPLATE_CLEANUP_INTERVAL_S,
+    LAUNCH_TEMPLATE_TTL_S,
+    LaunchTemplateCache,
+    SimulatedLaunchTemplates,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def now(self) -> float:
+        return self.t
+
+
+def test_upstream_defaults():
+    assert LAUNCH_TEMPLATE_TTL_S == 60.0  # Karpenter-AWS cache.DefaultTTL
+    assert LAUNCH_TEMPLATE_CLEANUP_INTERVAL_S == 60.0  # cache.DefaultCleanupInterval
+
+
+def test_get_refreshes_and_expired_entries_are_missing_until_evicted():
+    clock = Clock()
+    cache = LaunchTemplateCache(clock.now, ttl_s=10)
+    cache.put("a", "lt-a", "default")
+    cache.put("b", "lt-b", "other")
+    clock.t += 9
+    assert cache.get("a") is not None  # refreshed to t + 10
+    clock.t += 2
+    assert cache.get("b") is None  # expired: missing, still held for the janitor
+    assert cache.names() == ["a", "b"]
+    assert [e.name for e in cache.evict_expired()] == ["b"]
+    assert cache.names() == ["a"]
+    clock.t += 7  # 118: one second left
+    assert cache.evict_expired() == []
+    clock.t += 1
+    assert [(e.name, e.template_id, e.node_class) for e in cache.evict_expired()] == [
+        ("a", "lt-a", "default")
+    ]
+
+
+def test_drop_node_class_and_drop():
+    cache = LaunchTemplateCache(Clock().now)
+    cache.put("a", "1", "x")
+    cache.put("b", "2", "y")
+    cache.put("c", "3", "x")
+    assert sorted(e.name for e in cache.drop_node_class("x")) == ["a", "c"]
+    cache.drop("b")
+    cache.drop("missing")
+    assert cache.names() == []
+
+
+def test_ttl_must_be_positive():
+    with pytest.raises(ValueError, match="positive"):
+        LaunchTemplateCache(Clock().now, ttl_s=0)
+
+
+def test_simulated_templates_reused_collected_and_deleted_with_their_nodeclass():
+    clock = Clock()
+    lts = SimulatedLaunchTemplates(clock.now, ttl_s=10)
+    a = lts.ensure("default", ["hash-1", "general", "amd64"])
+    assert lts.ensure("default", ["hash-1", "general", "amd64"]) == a
+    b = lts.ensure("other", ["hash-1", "general", "amd64"])  # same content, other NodeClass
+    assert a != b and lts.created == 2
+    clock.t += 5
+    lts.ensure("default", ["hash-1", "general", "amd64"])
+    clock.t += 5
+    assert lts.collect() == [b]  # unused for 10 s
+    assert set(lts.templates) == {a}
+    assert lts.delete_all("default") == [a]
+    assert lts.templates == {} and lts.deleted == 2
+    clock.t += 100
+    assert lts.collect() == []
