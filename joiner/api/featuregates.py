@@ -3,6 +3,8 @@
 ``SpotToSpotConsolidation`` (off by default, as in Karpenter): consolidation may replace
 spot nodes with cheaper spot nodes. ``CapacityBuffer`` (off by default): the provisioner
 keeps room for CapacityBuffers' virtual pods (``api.manifests.capacitybuffer``).
+``NodeRepair`` (off by default, as in Karpenter): nodes unhealthy past their cloud's
+tolerations are replaced (``controllers/health``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from joiner.api.errors import InputError
 KNOWN = {
     "SpotToSpotConsolidation": "spotToSpotConsolidation",
     "CapacityBuffer": "capacityBuffer",
+    "NodeRepair": "nodeRepair",
 }
 
 #: Go's ``strconv.ParseBool``: the only spellings it accepts, and what they mean.
@@ -30,6 +33,7 @@ class FeatureGates:
 
     spot_to_spot_consolidation: bool = False
     capacity_buffer: bool = False
+    node_repair: bool = False
 
 
 def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
@@ -65,4 +69,5 @@ def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
     return FeatureGates(
         spot_to_spot_consolidation=values.get("SpotToSpotConsolidation", False),
         capacity_buffer=values.get("CapacityBuffer", False),
+        node_repair=values.get("NodeRepair", False),
     )

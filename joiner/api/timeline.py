@@ -24,6 +24,11 @@ RECLAIMED = "reclaimed"
 TERMINATED = "terminated"
 DISRUPTION = "disruption"
 EXPIRED = "expired"
+#: Node repair replaced an unhealthy node (detail: the condition type first).
+UNHEALTHY = "unhealthy"
+#: Node repair is blocked: too many of the NodePool's nodes are unhealthy (Karpenter's
+#: ``NodeRepairBlocked`` event).
+NODE_REPAIR_BLOCKED = "nodeRepairBlocked"
 
 
 class Timeline(Protocol):

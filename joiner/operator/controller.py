@@ -65,6 +65,7 @@ from joiner.cluster.kube.metrics import MeteredCloudProvider, Metrics, message_t
 from joiner.cluster.kube.timeline import KubeTimeline
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
+from joiner.controllers.health.controller import HealthController
 from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.nodeclaim.garbagecollection import (
     GarbageCollector,
@@ -79,6 +80,7 @@ from joiner.operator.controller_settings import (
     ControllerSettings,
     cloud_provider,
     interruption_settings,
+    repair_policies,
 )
 from joiner.operator.kube_metrics import MetricsWiring
 from joiner.operator.wallclock import WallClock
@@ -385,6 +387,17 @@ class ControllerRuntime(ControllerReactions):
             instance_grace_s=s.orphanInstanceGraceSeconds,
             trigger=self.batcher.trigger,
         )
+        #: Node repair (Karpenter's ``NodeRepair`` feature gate, off by default).
+        self.health: HealthController | None = None
+        if s.nodeRepair:
+            self.health = HealthController(
+                self.state,
+                self.terminator,
+                self.clock,
+                self.timeline,
+                repair_policies(s, None),
+                trigger=self.batcher.trigger,
+            )
         # Event flow (as operator/wiring.py, with the API in place of the models).
         self.lifecycle.launch_listeners.append(self.expiration.watch)
         self.lifecycle.launch_listeners.append(self.liveness.watch)
@@ -467,6 +480,12 @@ class ControllerRuntime(ControllerReactions):
             # Deleted while no controller ran: drain within PDBs now (the finalizer held it).
             self._claim_deleted(self.state.nodeclaims[name])
         self.gc.start()
+        if self.health is not None:
+            health = self.health
+            self.feed.on_conditions.append(
+                lambda _n: self.clock.after(0.0, health.reconcile, label="node-health")
+            )
+            health.start()
         self._start_launch_template_gc()
         self.disruption.start()
         if self.state.pending_pods():

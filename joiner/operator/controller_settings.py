@@ -20,6 +20,12 @@ from joiner.cloudprovider.launchtemplates import (
     LAUNCH_TEMPLATE_CLEANUP_INTERVAL_S,
     LAUNCH_TEMPLATE_TTL_S,
 )
+from joiner.cloudprovider.repair import (
+    AWS_REPAIR_POLICIES,
+    KWOK_REPAIR_POLICIES,
+    RepairPolicy,
+    with_tolerations,
+)
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.types import CloudProvider
 from joiner.controllers.interruption.settings import REBALANCE_REPLACEMENT, InterruptionSettings
@@ -66,6 +72,8 @@ class ControllerSettings(_Settings):
     ``clusterName``/``clusterEndpoint`` are the AWS provider's cluster (``--cloud aws``);
     ``interruption`` holds NTH Helm values (as in a scenario's ``spec.interruption``) and
     Joiner's ``rebalanceReplacement`` (make before break, off by default);
+    ``nodeRepair`` is Karpenter's ``NodeRepair`` feature gate, with
+    ``nodeRepairTolerationSeconds`` replacing the cloud's tolerations by condition type;
     ``packing`` is the provisioning policy (``karpenter``, the default, or ``cost-optimal``,
     which consolidation's replacements use too).
     """
@@ -78,6 +86,11 @@ class ControllerSettings(_Settings):
     batchIdleSeconds: float = Field(default=1.0, gt=0)
     batchMaxSeconds: float = Field(default=10.0, gt=0)
     spotToSpotConsolidation: bool = False
+    #: Karpenter's ``NodeRepair`` feature gate (off by default, as upstream).
+    nodeRepair: bool = False
+    #: Node repair tolerations by condition type, seconds (``{Ready: 60}``), replacing the
+    #: cloud's (AWS: Ready 1800, AcceleratedHardwareReady 600, ...; kwok: Ready 600).
+    nodeRepairTolerationSeconds: dict[str, float] = Field(default_factory=dict)
     interruption: dict[str, Any] | None = None
     packing: Literal["karpenter", "cost-optimal"] = "karpenter"
     eventNamespace: str = "default"
@@ -158,6 +171,7 @@ def load_settings(path: Path | None) -> ControllerSettings:
         # Checked here, before the controller connects to anything: a malformed entry is an
         # input error naming the instance-types file, the type and the field.
         load_instance_types(Path(settings.kwokInstanceTypes))
+    repair_policies(settings, str(path))
     regions = Catalog.load().regions()
     if settings.region not in regions:
         raise InputError(
@@ -188,6 +202,17 @@ def interruption_settings(settings: ControllerSettings, file: str | None) -> Int
     for w in out.warnings:
         log.warning("%s", w)
     return out
+
+
+def repair_policies(settings: ControllerSettings, file: str | None) -> tuple[RepairPolicy, ...]:
+    """Node repair's policies: the cloud's (Karpenter-kwok's with ``kwokInstanceTypes``,
+    else AWS's; ``cloudprovider/repair.py``) with ``nodeRepairTolerationSeconds`` applied.
+
+    Raises:
+        InputError: a condition type the policies do not name, or a negative toleration.
+    """
+    base = KWOK_REPAIR_POLICIES if settings.kwokInstanceTypes else AWS_REPAIR_POLICIES
+    return with_tolerations(base, settings.nodeRepairTolerationSeconds, file=file)
 
 
 def cloud_provider(

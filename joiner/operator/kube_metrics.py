@@ -32,12 +32,15 @@ def disrupted_reason(kind: str, detail: str) -> str | None:
     """``karpenter_nodeclaims_disrupted_total``'s ``reason`` for one timeline record, or
     None when the record is no disruption: a disruption command's candidate
     (``"<method> <action> (<Reason>)..."``, the reason in snake case), an expiry
-    (``expired``), an interruption's cordon (the message kind)."""
+    (``expired``), a node repair (``unhealthy``), an interruption's cordon (the message
+    kind)."""
     if kind == tl.DISRUPTION:
         start, end = detail.find("("), detail.find(")")
         return snake_case(detail[start + 1 : end]) if 0 <= start < end else "unknown"
     if kind == tl.EXPIRED:
         return "expired"
+    if kind == tl.UNHEALTHY:
+        return "unhealthy"
     if kind == tl.CORDON:
         return INTERRUPTION_REASONS.get(detail)
     return None
@@ -66,11 +69,19 @@ class MetricsWiring:
         if claim is None:
             return
         offering = claim.instance.offering if claim.instance is not None else None
+        capacity_type = offering.capacity_type if offering is not None else ""
         self.metrics.nodeclaims_disrupted.labels(
-            reason=reason,
-            nodepool=claim.nodepool,
-            capacity_type=offering.capacity_type if offering is not None else "",
+            reason=reason, nodepool=claim.nodepool, capacity_type=capacity_type
         ).inc()
+        if kind == tl.UNHEALTHY:
+            # Karpenter's health controller: by the condition (snake case) and the image;
+            # Joiner's state does not keep the image id, so it is "".
+            self.metrics.nodeclaims_unhealthy_disrupted.labels(
+                condition=snake_case(detail.split(" ", 1)[0]),
+                nodepool=claim.nodepool,
+                capacity_type=capacity_type,
+                image_id="",
+            ).inc()
 
     def command(self, cmd: Any) -> None:
         self.metrics.disruption_decision(cmd.method, cmd.action, cmd.reason)

@@ -22,11 +22,13 @@ from typing import Any
 
 from joiner.api import durations, timeline
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.repair import AWS_REPAIR_POLICIES, with_tolerations
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.simulated.market import SpotMarket, market_seed
 from joiner.cloudprovider.types import Instance
 from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.expiration import ExpirationController
+from joiner.controllers.health.controller import HealthController
 from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.batcher import Batcher
@@ -167,6 +169,17 @@ class SimulationRuntime:
         self.expiration = ExpirationController(
             self.state, self.terminator, self.clock, self.timeline, trigger=self.batcher.trigger
         )
+        #: Node repair (``NodeRepair`` gate, Joiner's policy only: Cluster Autoscaler has none).
+        self.health: HealthController | None = None
+        if scenario.feature_gates.node_repair and self.joiner:
+            self.health = HealthController(
+                self.state,
+                self.terminator,
+                self.clock,
+                self.timeline,
+                with_tolerations(AWS_REPAIR_POLICIES, dict(scenario.repair_tolerations_s)),
+                trigger=self.batcher.trigger,
+            )
         if self.joiner:
             self.lifecycle.launch_listeners.append(self.expiration.watch)
             self.terminator.on_evicted.append(lambda _pod: self._kick_disruption())
@@ -248,12 +261,14 @@ class SimulationRuntime:
         if node is None or node.deleted_at_s is not None:
             return
         node.ready = False
+        node.set_condition("Ready", "Unknown", self.clock.now())
         self.timeline.record("unreachable", node=node.name, detail="instance stopped")
 
         def restart() -> None:
             alive = {i.instance_id for i in self.cloud.list()}
             if node.deleted_at_s is None and instance.instance_id in alive:
                 node.ready = True
+                node.set_condition("Ready", "True", self.clock.now())
                 self.timeline.record("reachable", node=node.name, detail="instance restarted")
                 self.kube_scheduler.kick()
 
@@ -271,12 +286,14 @@ class SimulationRuntime:
         ]
         for n in hit:
             n.ready = False
+            n.set_condition("Ready", "Unknown", self.clock.now())
             self.timeline.record("unreachable", node=n.name)
 
         def restore() -> None:
             for n in hit:
                 if n.deleted_at_s is None:
                     n.ready = True
+                    n.set_condition("Ready", "True", self.clock.now())
                     self.timeline.record("reachable", node=n.name)
             self.kube_scheduler.kick()
 
@@ -492,6 +509,8 @@ class SimulationRuntime:
             for claim in self.state.live_nodeclaims():  # adopted from a running cluster
                 self.expiration.watch(claim)
             self.disruption.start()
+            if self.health is not None:
+                self.health.start()
         self.clock.run_until(self.scenario.duration_s, progress=progress)
         summary = build_summary(
             name=self.scenario.name,

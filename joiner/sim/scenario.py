@@ -26,6 +26,7 @@ from joiner.api.quantity import parse_quantity
 from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
+from joiner.cloudprovider.repair import AWS_REPAIR_POLICIES, with_tolerations
 from joiner.cloudprovider.simulated.market import HazardModel, MarketInputs, RateOverride
 from joiner.cloudprovider.simulated.vpc import cluster_region, status_vpc
 from joiner.cloudprovider.types import SecurityGroup, Subnet
@@ -124,6 +125,21 @@ class Scenario:
     windows: tuple[Window, ...] = ()
     #: ``spec.schedules``: minimums raised at times of day.
     schedules: tuple[ScheduledMinimum, ...] = ()
+    #: ``spec.settings.nodeRepairTolerations`` in seconds, by condition type.
+    repair_tolerations_s: tuple[tuple[str, float], ...] = ()
+
+
+def _repair_tolerations(raw: dict[str, str]) -> tuple[tuple[str, float], ...]:
+    """``spec.settings.nodeRepairTolerations`` in seconds, checked against the AWS repair
+    policies' condition types.
+
+    Raises:
+        InputError: a bad duration or a condition type node repair does not watch (named).
+    """
+    field_ = "spec.settings.nodeRepairTolerations"
+    out = {k: durations.parse_required_seconds(v, field=f"{field_}.{k}") for k, v in raw.items()}
+    with_tolerations(AWS_REPAIR_POLICIES, out, field=field_)
+    return tuple(sorted(out.items()))
 
 
 def _scales(w: WorkloadSpec) -> bool:
@@ -528,7 +544,9 @@ def load_scenario(
         feature_gates=FeatureGates(
             spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation,
             capacity_buffer=spec.settings.featureGates.capacityBuffer,
+            node_repair=spec.settings.featureGates.nodeRepair,
         ),
+        repair_tolerations_s=_repair_tolerations(spec.settings.nodeRepairTolerations),
         cronjobs=tuple(cronjobs),
         policies=tuple(spec.compare) if spec.compare else ("joiner",),
         autoscaler=autoscaler,

@@ -293,6 +293,11 @@ class FeatureGatesSpec(_Strict):
         description="Karpenter reads CapacityBuffer objects (autoscaling.x-k8s.io/v1beta1) and "
         "keeps room for their virtual pods",
     )
+    nodeRepair: bool = Field(
+        default=False,
+        description="Nodes unhealthy past their condition's toleration (Ready False/Unknown "
+        "30m; the node monitoring agent's conditions) are replaced without draining",
+    )
 
 
 class SettingsSpec(_Strict):
@@ -304,6 +309,11 @@ class SettingsSpec(_Strict):
         description="Provisioning policy: karpenter (Karpenter's packing, the default) or "
         "cost-optimal (Joiner's own: the lowest hourly price under the same constraints; "
         "consolidation uses it for replacements too)",
+    )
+    nodeRepairTolerations: dict[str, str] = Field(
+        default_factory=dict,
+        description="Node repair tolerations by condition type (Go durations, e.g. "
+        "{Ready: 5m}), replacing the cloud's (Ready 30m, AcceleratedHardwareReady 10m, ...)",
     )
 
 

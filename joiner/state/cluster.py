@@ -135,6 +135,15 @@ class NodeClaim:
     disruption_reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class NodeCondition:
+    """One Node status condition: ``status`` (``True``, ``False``, ``Unknown``) since
+    ``last_transition_s`` (seconds on the controllers' clock)."""
+
+    status: str
+    last_transition_s: float
+
+
 @dataclass
 class Node:
     """A Kubernetes node, backed by a NodeClaim or, for ``nodeclaim=None``, static capacity
@@ -164,6 +173,17 @@ class Node:
     #: Last time a non-DaemonSet pod was bound to or removed from it (Karpenter's
     #: ``lastPodEventTime``, which starts ``consolidateAfter``); its creation until then.
     last_pod_event_s: float | None = None
+    #: Node status conditions by type (``Ready``, the node monitoring agent's
+    #: ``KernelReady``, ...), as far as known: what node repair reads.
+    conditions: dict[str, NodeCondition] = field(default_factory=dict)
+
+    def set_condition(self, type_: str, status: str, at_s: float) -> None:
+        """Set condition ``type_`` to ``status`` (``True``/``False``/``Unknown``); its
+        ``last_transition_s`` moves to ``at_s`` only when the status changes (kubelet's
+        ``lastTransitionTime``)."""
+        old = self.conditions.get(type_)
+        if old is None or old.status != status:
+            self.conditions[type_] = NodeCondition(status, at_s)
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)

@@ -61,7 +61,7 @@ from joiner.cluster.kube.client import (
     Kind,
 )
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
-from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
+from joiner.state.cluster import ClusterState, Node, NodeClaim, NodeCondition, Pod
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,18 @@ def node_ready(doc: dict[str, Any]) -> bool:
         if cond.get("type") == "Ready":
             return bool(cond.get("status") == "True")
     return False
+
+
+def node_conditions(doc: dict[str, Any], now_s: float, wall: datetime) -> dict[str, NodeCondition]:
+    """``status.conditions`` of a Node document by type: status and ``lastTransitionTime``
+    on the controllers' clock (``now_s`` is ``wall``); a condition without a transition
+    time counts from now."""
+    out: dict[str, NodeCondition] = {}
+    for cond in (doc.get("status") or {}).get("conditions") or []:
+        changed = parse_time(cond.get("lastTransitionTime"))
+        age = max((wall - changed).total_seconds(), 0.0) if changed else 0.0
+        out[str(cond.get("type"))] = NodeCondition(str(cond.get("status")), now_s - age)
+    return out
 
 
 def api_taints(doc: dict[str, Any]) -> tuple[Taint, ...]:
@@ -140,6 +152,8 @@ class ClusterFeed:
         self.on_running: list[Callable[[Pod, dict[str, Any]], None]] = []
         self.on_registered: list[Callable[[NodeClaim], None]] = []
         self.on_ready: list[Callable[[NodeClaim], None]] = []
+        #: A NodeClaim's Node changed its status conditions (node repair's trigger).
+        self.on_conditions: list[Callable[[Node], None]] = []
         self.on_node_gone: list[Callable[[Node], None]] = []
         #: A live NodeClaim's object was deleted by someone else (``kubectl delete``).
         self.on_claim_deleted: list[Callable[[NodeClaim], None]] = []
@@ -499,6 +513,13 @@ class ClusterFeed:
             for deleted in self.on_claim_deleted:
                 deleted(claim)
             node.deleting = True
+        conditions = node_conditions(doc, now, self._wall_now())
+        if {k: c.status for k, c in conditions.items()} != {
+            k: c.status for k, c in node.conditions.items()
+        }:
+            node.conditions = conditions
+            for changed in self.on_conditions:
+                changed(node)
         ready = node_ready(doc)
         if ready and claim.initialized_at_s is None:
             self._lifecycle.initialize(claim)

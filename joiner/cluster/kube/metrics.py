@@ -17,6 +17,8 @@ karpenter_nodepools_usage, karpenter_nodepools_limit   resource_type, nodepool
 karpenter_nodeclaims_created_total                     reason, nodepool, min_values_relaxed
 karpenter_nodeclaims_terminated_total                  nodepool, capacity_type, zone
 karpenter_nodeclaims_disrupted_total                   reason, nodepool, capacity_type
+karpenter_nodeclaims_unhealthy_disrupted_total         condition, nodepool, capacity_type,
+                                                       image_id
 karpenter_nodes_created_total                          nodepool, zone
 karpenter_nodes_terminated_total                       nodepool, zone
 karpenter_pods_startup_duration_seconds                (none; a summary)
@@ -187,6 +189,12 @@ class Metrics:
             "karpenter_nodeclaims_disrupted",
             "NodeClaims disrupted, by reason, NodePool and capacity type.",
             ["reason", "nodepool", "capacity_type"],
+            registry=r,
+        )
+        self.nodeclaims_unhealthy_disrupted = Counter(
+            "karpenter_nodeclaims_unhealthy_disrupted",
+            "NodeClaims node repair disrupted, by condition, NodePool, capacity type and image.",
+            ["condition", "nodepool", "capacity_type", "image_id"],
             registry=r,
         )
         self.nodes_created = Counter(

@@ -80,7 +80,7 @@ class KubeTimeline:
         else:
             return
         reason = kind[:1].upper() + kind[1:]
-        warning = kind in ("evictionBlocked", "podLost")
+        warning = kind in ("evictionBlocked", "podLost", "nodeRepairBlocked")
         self.post(involved, reason, detail or reason, warning=warning)
 
     def post(

@@ -95,6 +95,18 @@ class Terminator:
             )
         self._step(node.name)
 
+    def force_terminate(self, node: Node, reason: str) -> None:
+        """Terminate ``node`` now without draining: its pods are deleted whatever their
+        PodDisruptionBudgets or ``do-not-disrupt`` say, as when a NodeClaim's termination
+        timestamp has passed (Karpenter node repair annotates it with now). The node must
+        already be marked deleting."""
+        if node.deleted_at_s is not None:
+            return
+        node.draining = True
+        cordon(node)
+        self._timeline.record(timeline.DRAIN_STARTED, node=node.name, detail=reason)
+        self._force(node.name)
+
     def _force(self, node_name: str) -> None:
         node = self._state.nodes.get(node_name)
         if node is None or node.deleted_at_s is not None:

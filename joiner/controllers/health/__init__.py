@@ -1,0 +1,1 @@
+"""Node repair: Karpenter's node health controller (``NodeRepair`` feature gate)."""
