@@ -86,6 +86,11 @@ class DryRun:
                 "not modelled: CapacityBuffer (Karpenter's CapacityBuffer feature gate) in "
                 "joiner disrupt; consolidation here ignores the buffers' virtual pods"
             )
+        if gates.node_repair:
+            self.warnings.append(
+                "not modelled: node repair (Karpenter's NodeRepair feature gate) in joiner "
+                "disrupt; its passes never replace unhealthy nodes"
+            )
         self.cloud = planning_cloud(
             m, catalog, region, subnets, security_groups, self.warnings, kwok_types
         )

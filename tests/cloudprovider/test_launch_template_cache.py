@@ -78,3 +78,38 @@ def test_simulated_templates_reused_collected_and_deleted_with_their_nodeclass()
     assert lts.templates == {} and lts.deleted == 2
     clock.t += 100
     assert lts.collect() == []
+
+
+def test_controller_mode_hydrates_once_then_collects_every_cleanup_interval():
+    """``ControllerRuntime._start_launch_template_gc``: hydration when leading, then the
+    janitor every ``launchTemplateCleanupIntervalSeconds``."""
+    from types import SimpleNamespace
+
+    from joiner.operator.controller import ControllerRuntime
+    from joiner.operator.controller_settings import ControllerSettings
+    from joiner.sim.clock import SimClock
+
+    calls: list[tuple[str, float]] = []
+    clock = SimClock()
+
+    class Templates:
+        def hydrate(self) -> int:
+            calls.append(("hydrate", clock.now()))
+            return 0
+
+        def collect(self) -> list[str]:
+            calls.append(("collect", clock.now()))
+            return []
+
+    runtime = SimpleNamespace(
+        cloud=SimpleNamespace(launch_templates=Templates()),
+        settings=ControllerSettings(launchTemplateCleanupIntervalSeconds=5),
+        clock=clock,
+    )
+    ControllerRuntime._start_launch_template_gc(runtime)  # type: ignore[arg-type]
+    clock.run_until(16.0)
+    assert calls == [("hydrate", 0.0), ("collect", 5.0), ("collect", 10.0), ("collect", 15.0)]
+    # A cloud without launch templates (kwok) is left alone.
+    ControllerRuntime._start_launch_template_gc(  # type: ignore[arg-type]
+        SimpleNamespace(cloud=SimpleNamespace(), settings=runtime.settings, clock=clock)
+    )

@@ -229,3 +229,13 @@ def test_the_gate_is_off_by_default_and_settable_where_karpenters_gates_are(tmp_
     bad.write_text("nodeRepairTolerationSeconds: {Bogus: 5}\n")
     with pytest.raises(InputError, match=r"nodeRepairTolerationSeconds\.Bogus"):
         load_settings(bad)
+
+
+def test_joiner_disrupt_warns_that_it_does_not_model_node_repair(tmp_path) -> None:
+    from joiner.api.featuregates import FeatureGates
+    from tests.controllers.disruption_fixtures import dry_run, nodepool
+
+    off = dry_run(tmp_path, nodepool())
+    on = dry_run(tmp_path, nodepool(), gates=FeatureGates(node_repair=True))
+    assert not any("NodeRepair" in w for w in off.warnings)
+    assert any("not modelled: node repair" in w for w in on.warnings)
