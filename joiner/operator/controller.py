@@ -511,6 +511,7 @@ class ControllerRuntime(ControllerReactions):
 
         def collect() -> None:
             try:
+                self.fence.check("delete expired launch templates")
                 templates.collect()
             finally:
                 self.clock.after(interval_s, collect, label="launch-template-gc")

@@ -34,7 +34,7 @@ from joiner.cloudprovider.types import CloudProvider, CreateError, Instance
 from joiner.cluster.kube.actuator import KubeActuator
 from joiner.cluster.kube.events import KarpenterEvents
 from joiner.cluster.kube.feed import ClusterFeed
-from joiner.cluster.kube.fence import LeaseLostError
+from joiner.cluster.kube.fence import Fence, LeaseLostError
 from joiner.cluster.kube.metrics import Metrics
 from joiner.cluster.kube.metrics import controller as metered_as
 from joiner.cluster.kube.timeline import KubeTimeline
@@ -73,6 +73,7 @@ class ControllerReactions:
     terminator: Terminator
     interruption: InterruptionController
     disruption: DisruptionController
+    fence: Fence
     _sync_scheduled: bool
 
     def _adopt_instance(
@@ -135,6 +136,9 @@ class ControllerReactions:
             if {n.name: n for n in fitted} != self.cloud.node_classes:
                 self.cloud.set_node_classes(fitted)
         elif {n.name: n for n in ms.nodeclasses} != self.cloud.node_classes:  # type: ignore[attr-defined]
+            if set(self.cloud.node_classes) - {n.name for n in ms.nodeclasses}:  # type: ignore[attr-defined]
+                # A NodeClass is gone: its launch templates are deleted (a cloud write).
+                self.fence.check("delete the launch templates of a deleted EC2NodeClass")
             self.cloud.set_node_classes(list(ms.nodeclasses))  # type: ignore[attr-defined]
         for w in ms.warnings:
             log.info("%s", w)

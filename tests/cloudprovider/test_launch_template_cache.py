@@ -85,6 +85,7 @@ def test_controller_mode_hydrates_once_then_collects_every_cleanup_interval():
     janitor every ``launchTemplateCleanupIntervalSeconds``."""
     from types import SimpleNamespace
 
+    from joiner.cluster.kube.fence import Fence
     from joiner.operator.controller import ControllerRuntime
     from joiner.operator.controller_settings import ControllerSettings
     from joiner.sim.clock import SimClock
@@ -102,6 +103,7 @@ def test_controller_mode_hydrates_once_then_collects_every_cleanup_interval():
             return []
 
     runtime = SimpleNamespace(
+        fence=Fence(None),
         cloud=SimpleNamespace(launch_templates=Templates()),
         settings=ControllerSettings(launchTemplateCleanupIntervalSeconds=5),
         clock=clock,
@@ -111,5 +113,32 @@ def test_controller_mode_hydrates_once_then_collects_every_cleanup_interval():
     assert calls == [("hydrate", 0.0), ("collect", 5.0), ("collect", 10.0), ("collect", 15.0)]
     # A cloud without launch templates (kwok) is left alone.
     ControllerRuntime._start_launch_template_gc(  # type: ignore[arg-type]
-        SimpleNamespace(cloud=SimpleNamespace(), settings=runtime.settings, clock=clock)
+        SimpleNamespace(  # no hydrate, no collect: nothing is scheduled
+            fence=runtime.fence, cloud=SimpleNamespace(), settings=runtime.settings, clock=clock
+        )
     )
+
+
+def test_a_paused_leader_deletes_no_launch_template():
+    """The janitor's deletions are cloud writes: fenced like every other."""
+    from types import SimpleNamespace
+
+    from joiner.cluster.kube.fence import Fence, LeaseLostError
+    from joiner.operator.controller import ControllerRuntime
+    from joiner.operator.controller_settings import ControllerSettings
+    from joiner.sim.clock import SimClock
+
+    clock = SimClock()
+    collected: list[float] = []
+    templates = SimpleNamespace(collect=lambda: collected.append(clock.now()))
+    fence = Fence(lambda: False)
+    runtime = SimpleNamespace(
+        fence=fence,
+        cloud=SimpleNamespace(launch_templates=templates),
+        settings=ControllerSettings(launchTemplateCleanupIntervalSeconds=5),
+        clock=clock,
+    )
+    ControllerRuntime._start_launch_template_gc(runtime)  # type: ignore[arg-type]
+    with pytest.raises(LeaseLostError):
+        clock.run_until(6.0)
+    assert collected == [] and fence.tripped
