@@ -127,6 +127,8 @@ FIELDS: dict[str, Any] = {
     "seed": 7,
     "startTime": "2025-02-01T00:00:00Z",
     "settings.featureGates.spotToSpotConsolidation": True,
+    "settings.featureGates.nodeRepair": True,
+    "settings.nodeRepairTolerations": {"Ready": "5m"},
     "settings.packing": "cost-optimal",
     "manifests": ["provisioner.yaml", "awsnodetemplate.yaml", "deployment.yaml", "cron.yaml"],
     "cloud.subnets[].id": Err("subnet-9", "does not exist"),
