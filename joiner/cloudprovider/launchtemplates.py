@@ -136,6 +136,17 @@ class SimulatedLaunchTemplates:
         self.cache.put(name, name, node_class)
         return name
 
+    def use(self, node_class: str, content: Any) -> str:
+        """A launch's template: expired ones deleted first (``collect``), then ``ensure``."""
+        self.collect()
+        return self.ensure(node_class, content)
+
+    def delete_removed(self, before: Iterable[str], after: Iterable[str]) -> None:
+        """``delete_all`` for each NodeClass in ``before`` that ``after`` no longer has (the
+        EC2NodeClass termination controller)."""
+        for name in sorted(set(before) - set(after)):
+            self.delete_all(name)
+
     def collect(self) -> list[str]:
         """Delete the templates whose cache entry expired; their names."""
         gone = [e.name for e in self.cache.evict_expired() if e.name in self.templates]

@@ -141,12 +141,9 @@ class SimulatedCloudProvider:
 
     def set_node_classes(self, node_classes: Sequence[NodeClass]) -> None:
         """Replace the NodeClasses (controller mode: an EC2NodeClass changed in the API);
-        instance types are resolved again on next use. A NodeClass that is gone has its
-        launch templates deleted (Karpenter-AWS's EC2NodeClass termination ``DeleteAll``)."""
-        new = {n.name: n for n in node_classes}
-        for name in sorted(set(self.node_classes) - set(new)):
-            self.launch_templates.delete_all(name)
-        self.node_classes = new
+        instance types are resolved again on next use; a NodeClass gone loses its templates."""
+        self.launch_templates.delete_removed(self.node_classes, [n.name for n in node_classes])
+        self.node_classes = {n.name: n for n in node_classes}
         self._types.clear()
         self._priced.clear()
         self._marked_types.clear()
@@ -324,8 +321,7 @@ class SimulatedCloudProvider:
         subnet = next((s for s in self.resolve_subnets(nc) if s.zone == offering.zone), None)
         if subnet is None:
             raise CreateError("NoSubnet", f"no subnet of {nc.name} in zone {offering.zone}")
-        self.launch_templates.collect()
-        self.launch_templates.ensure(
+        self.launch_templates.use(
             nc.name, [nodeclass_hash(nc), request.nodepool, it.label(labels.ARCH)]
         )
         instance_id = "i-" + "".join(self._rng.choice("0123456789abcdef") for _ in range(17))
