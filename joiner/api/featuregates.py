@@ -5,6 +5,9 @@ spot nodes with cheaper spot nodes. ``CapacityBuffer`` (off by default): the pro
 keeps room for CapacityBuffers' virtual pods (``api.manifests.capacitybuffer``).
 ``NodeRepair`` (off by default, as in Karpenter): nodes unhealthy past their cloud's
 tolerations are replaced (``controllers/health``).
+``ReservedCapacity`` (on by default, as in Karpenter since the gate went Beta in v1.6): the
+on-demand capacity reservations an EC2NodeClass selects become ``reserved`` offerings that
+launch first (``cloudprovider.reservations``); off, they are ignored.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ KNOWN = {
     "SpotToSpotConsolidation": "spotToSpotConsolidation",
     "CapacityBuffer": "capacityBuffer",
     "NodeRepair": "nodeRepair",
+    "ReservedCapacity": "reservedCapacity",
 }
 
 #: Go's ``strconv.ParseBool``: the only spellings it accepts, and what they mean.
@@ -34,6 +38,7 @@ class FeatureGates:
     spot_to_spot_consolidation: bool = False
     capacity_buffer: bool = False
     node_repair: bool = False
+    reserved_capacity: bool = True
 
 
 def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
@@ -70,4 +75,5 @@ def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
         spot_to_spot_consolidation=values.get("SpotToSpotConsolidation", False),
         capacity_buffer=values.get("CapacityBuffer", False),
         node_repair=values.get("NodeRepair", False),
+        reserved_capacity=values.get("ReservedCapacity", True),
     )

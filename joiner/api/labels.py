@@ -36,6 +36,11 @@ INSTANCE_GPU_COUNT = AWS_PREFIX + "instance-gpu-count"
 INSTANCE_GPU_MANUFACTURER = AWS_PREFIX + "instance-gpu-manufacturer"
 INSTANCE_GPU_MEMORY = AWS_PREFIX + "instance-gpu-memory"
 INSTANCE_LOCAL_NVME = AWS_PREFIX + "instance-local-nvme"
+#: The reservation a ``reserved`` node runs in, and its type (``default`` for an on-demand
+#: capacity reservation); only reserved nodes and offerings carry them (Karpenter-AWS
+#: ``v1.LabelCapacityReservationID``/``LabelCapacityReservationType``).
+CAPACITY_RESERVATION_ID = AWS_PREFIX + "capacity-reservation-id"
+CAPACITY_RESERVATION_TYPE = AWS_PREFIX + "capacity-reservation-type"
 
 #: Karpenter's kwok test provider's instance-type labels; its binary registers them as
 #: well-known (``kwok/apis/v1alpha1/labels.go``), so Joiner does too.
@@ -79,6 +84,8 @@ WELL_KNOWN_LABELS = frozenset(
         INSTANCE_GPU_MANUFACTURER,
         INSTANCE_GPU_MEMORY,
         INSTANCE_LOCAL_NVME,
+        CAPACITY_RESERVATION_ID,
+        CAPACITY_RESERVATION_TYPE,
         KWOK_INSTANCE_SIZE,
         KWOK_INSTANCE_FAMILY,
         KWOK_INSTANCE_CPU,

@@ -209,6 +209,18 @@ class SelectorTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityReservationSelectorTerm:
+    """One EC2NodeClass ``capacityReservationSelectorTerms`` entry: ``id`` alone, or
+    ``tags`` (all must match; ``*`` any value) with an optional ``owner_id`` (the owning
+    account) and ``instance_match_criteria`` (``open`` or ``targeted``)."""
+
+    id: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()
+    owner_id: str | None = None
+    instance_match_criteria: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AMISelectorTerm:
     """One EC2NodeClass ``amiSelectorTerms`` entry: ``alias`` (``family@version``, alone),
     ``id``, ``name`` (with optional ``owner``), ``tags`` (all must match) or ``ssm_parameter``
@@ -284,3 +296,6 @@ class NodeClass:
     status_subnets: tuple[tuple[str, str], ...] = ()
     #: ``status.securityGroups`` as (id, name) pairs, like ``status_subnets``.
     status_security_groups: tuple[tuple[str, str], ...] = ()
+    #: ``capacityReservationSelectorTerms``: the on-demand capacity reservations its nodes
+    #: launch into first (capacity type ``reserved``); empty selects none.
+    capacity_reservation_selector_terms: tuple[CapacityReservationSelectorTerm, ...] = ()

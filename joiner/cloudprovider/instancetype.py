@@ -87,9 +87,19 @@ _CPU_TIERS = (
 )
 
 #: Well-known labels an instance type leaves ``DoesNotExist`` when it has no value. The
-#: NodePool label and zone id are not instance-type facts (Karpenter omits them).
+#: NodePool label and zone id are not instance-type facts (Karpenter omits them); the
+#: reservation labels belong to reserved offerings, which their own requirements decide.
 _ABSENT_WHEN_EMPTY = tuple(
-    sorted(labels.WELL_KNOWN_LABELS - {labels.NODEPOOL, labels.ZONE_ID, labels.ZONE})
+    sorted(
+        labels.WELL_KNOWN_LABELS
+        - {
+            labels.NODEPOOL,
+            labels.ZONE_ID,
+            labels.ZONE,
+            labels.CAPACITY_RESERVATION_ID,
+            labels.CAPACITY_RESERVATION_TYPE,
+        }
+    )
 )
 
 

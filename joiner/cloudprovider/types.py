@@ -19,12 +19,17 @@ class Offering:
     Attributes:
         zone: availability zone name (``us-east-1a``).
         zone_id: the stable zone id (``use1-az1``).
-        capacity_type: ``spot`` or ``on-demand``.
+        capacity_type: ``spot``, ``on-demand`` or ``reserved``.
         price_per_hour: USD per hour.
         available: False when not offered here, without a price, or ICE-marked.
         interruption_rate_per_hour: Spot reclaim hazard (0 for on-demand).
         price_estimated: True when the price is not from a real table row (the spot price of
             a type without a Spot Advisor row, or a region without an on-demand table).
+        reservation_id: the capacity reservation of a ``reserved`` offering (``cr-...``),
+            else ``""``; a non-reserved offering is compatible only with requirements that
+            let the reservation label be absent (Karpenter-AWS gives it ``DoesNotExist``).
+        reservation_capacity: instances the reservation can still take (Karpenter's
+            ``Offering.ReservationCapacity``; 0 for other capacity types).
     """
 
     zone: str
@@ -34,14 +39,25 @@ class Offering:
     available: bool = True
     interruption_rate_per_hour: float = 0.0
     price_estimated: bool = False
+    reservation_id: str = ""
+    reservation_capacity: int = 0
 
     def compatible(self, reqs: Requirements) -> bool:
-        """True when zone, zone id and capacity type are allowed by ``reqs``."""
-        return (
+        """True when zone, zone id, capacity type and reservation id are allowed by
+        ``reqs`` (an offering without a reservation needs the reservation label allowed
+        to be absent: no requirement, ``NotIn`` or ``DoesNotExist``)."""
+        if not (
             reqs.allows(labels.ZONE, self.zone)
             and reqs.allows(labels.CAPACITY_TYPE, self.capacity_type)
             and reqs.allows(labels.ZONE_ID, self.zone_id)
-        )
+        ):
+            return False
+        r = reqs.get(labels.CAPACITY_RESERVATION_ID)
+        if r is None:
+            return True
+        if self.reservation_id:
+            return r.has(self.reservation_id)
+        return r.operator in ("NotIn", "DoesNotExist")
 
 
 @dataclass(frozen=True, slots=True)

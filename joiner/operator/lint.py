@@ -12,6 +12,11 @@ from joiner.api.manifests.to_v1 import PLACEHOLDER_ANNOTATION
 from joiner.api.objects import PodTemplate
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.instancetype import build_instance_types
+from joiner.cloudprovider.reservations import (
+    CapacityReservation,
+    select,
+    with_reserved_offerings,
+)
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import InstanceType, SecurityGroup, Subnet
 from joiner.scheduling.lint import LintWarning, lint
@@ -34,10 +39,12 @@ def lint_manifests(
     subnets: Sequence[Subnet] | None = None,
     security_groups: Sequence[SecurityGroup] = (),
     kwok_types: Sequence[InstanceType] | None = None,
+    reservations: Sequence[CapacityReservation] = (),
 ) -> list[LintWarning]:
     """Lint findings for ``m`` in ``region``.
 
     NodePools of a KWOKNodeClass see ``kwok_types`` (Karpenter-kwok's instance types).
+    The ``reservations`` a NodeClass selects add their ``reserved`` offerings.
 
     With ``subnets`` (a scenario's VPC) each NodeClass resolves its selectors against them and
     a NodeClass selecting no subnet is reported; without, every zone of the region is assumed.
@@ -89,14 +96,20 @@ def lint_manifests(
         if target is None or not zones_by_class.get(target.name):
             types_by_pool[pool.name] = []
             continue
-        types_by_pool[pool.name] = build_instance_types(
-            catalog,
-            region,
-            zones_by_class[target.name],
-            kubelet=target.kubelet,
-            ami_family=target.ami_family,
-            root_volume_bytes=target.root_volume_bytes,
-            instance_store_policy=target.instance_store_policy,
+        zones = zones_by_class[target.name]
+        types_by_pool[pool.name] = with_reserved_offerings(
+            build_instance_types(
+                catalog,
+                region,
+                zones,
+                kubelet=target.kubelet,
+                ami_family=target.ami_family,
+                root_volume_bytes=target.root_volume_bytes,
+                instance_store_policy=target.instance_store_policy,
+            ),
+            select(reservations, target.capacity_reservation_selector_terms, 0.0),
+            dict(zones),
+            {},
         )
     for nc in m.nodeclasses:
         placeholders = dict(nc.annotations).get(PLACEHOLDER_ANNOTATION)

@@ -30,6 +30,7 @@ from joiner.api.manifests.pods import selects
 from joiner.api.objects import ClusterNode, NodeClass, PodTemplate, SelectorTerm, Workload
 from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
 from joiner.api.requirements import Requirement, Requirements
+from joiner.cloudprovider.reservations import reservation_labels
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.kwok import KwokCloudProvider, choose_kwok_offering
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
@@ -58,7 +59,12 @@ from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
 
-_OFFER_KEYS = (labels.ZONE, labels.CAPACITY_TYPE, labels.ZONE_ID)
+_OFFER_KEYS = (
+    labels.ZONE,
+    labels.CAPACITY_TYPE,
+    labels.ZONE_ID,
+    labels.CAPACITY_RESERVATION_ID,
+)
 
 #: CreateFleet takes at most this many instance types (aws-semantics §1.6).
 MAX_FLEET_TYPES = 60
@@ -466,6 +472,7 @@ def build_plan(
                 labels.ZONE: inst.offering.zone,
                 labels.ZONE_ID: inst.offering.zone_id,
                 labels.CAPACITY_TYPE: inst.offering.capacity_type,
+                **reservation_labels(inst.offering),
                 labels.INSTANCE_TYPE: inst.instance_type.name,
                 labels.REGION: region,
             }

@@ -92,6 +92,7 @@ def warnings(rt: SimulationRuntime) -> list[str]:
             rt.scenario.region,
             subnets=rt.scenario.subnets,
             security_groups=rt.scenario.security_groups,
+            reservations=rt.cloud.reservations,
         )
     ]
     return out

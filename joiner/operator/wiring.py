@@ -122,6 +122,9 @@ class SimulationRuntime:
             security_groups=scenario.security_groups,
             node_classes=m.nodeclasses,
             market=SpotMarket(market_seed(scenario.seed), scenario.hazard, scenario.market),
+            reservations=scenario.capacity_reservations
+            if scenario.feature_gates.reserved_capacity
+            else (),
         )
         self.lifecycle = Lifecycle(self.state, self.cloud, self.clock, scenario.region)
         self.provisioner = Provisioner(

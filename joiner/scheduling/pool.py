@@ -28,7 +28,12 @@ BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 
 #: Requirement keys that select offerings (not instance types).
-_OFFERING_KEYS = (labels.ZONE, labels.CAPACITY_TYPE, labels.ZONE_ID)
+_OFFERING_KEYS = (
+    labels.ZONE,
+    labels.CAPACITY_TYPE,
+    labels.ZONE_ID,
+    labels.CAPACITY_RESERVATION_ID,
+)
 
 
 @dataclass

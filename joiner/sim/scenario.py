@@ -27,6 +27,7 @@ from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent, parse_message
 from joiner.cloudprovider.repair import AWS_REPAIR_POLICIES, with_tolerations
+from joiner.cloudprovider.reservations import CapacityReservation
 from joiner.cloudprovider.simulated.market import HazardModel, MarketInputs, RateOverride
 from joiner.cloudprovider.simulated.vpc import cluster_region, status_vpc
 from joiner.cloudprovider.types import SecurityGroup, Subnet
@@ -41,6 +42,7 @@ from joiner.sim.baseline.settings import (
 from joiner.sim.hpa import HpaRun, WorkloadInputs
 from joiner.sim.scenario_schema import (
     ScenarioFile,
+    ScenarioSpec,
     WorkloadSpec,
 )
 from joiner.sim.scenario_sections import (
@@ -115,6 +117,8 @@ class Scenario:
     #: UTC instant of run time 0 (CronJob schedules and daily multipliers use UTC).
     start_time: datetime = DEFAULT_EPOCH
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    #: ``spec.cloud.capacityReservations``: the account's on-demand capacity reservations.
+    capacity_reservations: tuple[CapacityReservation, ...] = ()
     cronjobs: tuple[CronJobRun, ...] = ()
     #: The policies to run (``spec.compare``); the first is the summary's top level.
     policies: tuple[str, ...] = ("joiner",)
@@ -305,6 +309,7 @@ def load_scenario(
         for g in (spec.cloud.securityGroups or [])
     )
     groups += tuple(g for g in status_groups if g.id not in {d.id for d in groups})
+    reservations = _reservations(spec, zones, catalog, region, fail)
 
     def seconds(value: str, where: str) -> float:
         try:
@@ -545,8 +550,10 @@ def load_scenario(
             spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation,
             capacity_buffer=spec.settings.featureGates.capacityBuffer,
             node_repair=spec.settings.featureGates.nodeRepair,
+            reserved_capacity=spec.settings.featureGates.reservedCapacity,
         ),
         repair_tolerations_s=_repair_tolerations(spec.settings.nodeRepairTolerations),
+        capacity_reservations=reservations,
         cronjobs=tuple(cronjobs),
         policies=tuple(spec.compare) if spec.compare else ("joiner",),
         autoscaler=autoscaler,
@@ -554,3 +561,43 @@ def load_scenario(
         windows=windows,
         schedules=schedules,
     )
+
+
+def _reservations(
+    spec: ScenarioSpec,
+    zones: dict[str, str],
+    catalog: Catalog,
+    region: str,
+    fail: Callable[[str, str], InputError],
+) -> tuple[CapacityReservation, ...]:
+    """``spec.cloud.capacityReservations`` as reservations with their whole count free.
+
+    Raises:
+        InputError: a zone outside the region, an instance type the region does not offer,
+            or a repeated id.
+    """
+    out: list[CapacityReservation] = []
+    for i, r in enumerate(spec.cloud.capacityReservations):
+        where = f"spec.cloud.capacityReservations[{i}]"
+        if r.zone not in zones:
+            raise fail(f"zone {r.zone!r} is not in region {region}", f"{where}.zone")
+        if r.zone not in catalog.offered_zones(region, r.instanceType):
+            raise fail(
+                f"instance type {r.instanceType!r} is not offered in {r.zone}",
+                f"{where}.instanceType",
+            )
+        if any(x.id == r.id for x in out):
+            raise fail(f"duplicate capacity reservation id {r.id!r}", f"{where}.id")
+        out.append(
+            CapacityReservation(
+                id=r.id,
+                instance_type=r.instanceType,
+                zone=r.zone,
+                owner_id=r.ownerID,
+                instance_count=r.instanceCount,
+                available_count=r.instanceCount,
+                tags=tuple(sorted(r.tags.items())),
+                instance_match_criteria=r.instanceMatchCriteria,
+            )
+        )
+    return tuple(out)

@@ -39,6 +39,22 @@ class SecurityGroupSpec(_Strict):
     tags: dict[str, str] = Field(default_factory=dict)
 
 
+class CapacityReservationSpec(_Strict):
+    """An on-demand capacity reservation in the simulated account (what
+    ``DescribeCapacityReservations`` would list); EC2NodeClasses select it with
+    ``capacityReservationSelectorTerms``."""
+
+    id: str = Field(pattern=r"^cr-[0-9a-z]+$", description="Reservation id, e.g. cr-0123abcd")
+    instanceType: str = Field(min_length=1)
+    zone: str = Field(min_length=1, description="Availability zone name")
+    instanceCount: StrictInt = Field(ge=1, le=100000, description="Instances it reserves")
+    ownerID: str = Field(
+        default="111122223333", pattern=r"^[0-9]{12}$", description="The owning account"
+    )
+    tags: dict[str, str] = Field(default_factory=dict)
+    instanceMatchCriteria: Literal["open", "targeted"] = "targeted"
+
+
 class RateSpec(_Strict):
     """A reclaim rate for spot offerings of one instance type and/or zone."""
 
@@ -81,6 +97,11 @@ class CloudSpec(_Strict):
 
     subnets: list[SubnetSpec] | None = None
     securityGroups: list[SecurityGroupSpec] | None = None
+    capacityReservations: list[CapacityReservationSpec] = Field(
+        default_factory=list,
+        description="On-demand capacity reservations (capacity type reserved): nodes of an "
+        "EC2NodeClass that selects one launch into it first while it has room",
+    )
     interruptionRateMultiplier: float = Field(
         default=1.0,
         ge=0,
@@ -287,6 +308,11 @@ class FeatureGatesSpec(_Strict):
 
     spotToSpotConsolidation: bool = Field(
         default=False, description="Consolidation may replace spot nodes with cheaper spot nodes"
+    )
+    reservedCapacity: bool = Field(
+        default=True,
+        description="Karpenter launches into the on-demand capacity reservations an "
+        "EC2NodeClass selects (capacity type reserved) before spot and on-demand",
     )
     capacityBuffer: bool = Field(
         default=False,

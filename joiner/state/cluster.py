@@ -11,6 +11,7 @@ from joiner.api import labels, quantity
 from joiner.api.objects import NodePool, PodDisruptionBudget, PodTemplate, Taint
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
+from joiner.cloudprovider.reservations import reservation_labels
 from joiner.cloudprovider.types import Instance, InstanceType
 
 _revisions = itertools.count(1)
@@ -335,6 +336,7 @@ def node_labels_for(claim: NodeClaim, pool: NodePool, region: str) -> dict[str, 
     out[labels.ZONE] = inst.offering.zone
     out[labels.ZONE_ID] = inst.offering.zone_id
     out[labels.CAPACITY_TYPE] = inst.offering.capacity_type
+    out.update(reservation_labels(inst.offering))
     out[labels.INSTANCE_TYPE] = inst.instance_type.name
     out[labels.REGION] = region
     return out

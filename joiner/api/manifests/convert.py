@@ -487,6 +487,9 @@ def ec2nodeclass(doc: m.EC2NodeClass, file: str) -> o.NodeClass:
         instance_store_policy=spec.instanceStorePolicy,
         detailed_monitoring=spec.detailedMonitoring is True,
         associate_public_ip_address=_opt_bool(spec.associatePublicIPAddress),
+        capacity_reservation_selector_terms=nodeclass_rules.capacity_reservation_terms(
+            spec.capacityReservationSelectorTerms, "spec.capacityReservationSelectorTerms"
+        ),
         **_nodeclass_status(doc.status),
     )
 

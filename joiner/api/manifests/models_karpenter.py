@@ -288,6 +288,16 @@ class SelectorTerm(Strict):
     tags: dict[str, str] = Field(default_factory=dict)
 
 
+class CapacityReservationSelectorTerm(Strict):
+    """Karpenter-AWS ``CapacityReservationSelectorTerm`` (its CRD's patterns; the rules
+    between fields are checked by ``convert.capacity_reservation_selector_terms``)."""
+
+    id: str | None = Field(default=None, pattern=r"^cr-[0-9a-z]+$")
+    ownerID: str | None = Field(default=None, pattern=r"^[0-9]{12}$")
+    tags: dict[str, str] = Field(default_factory=dict, max_length=20)
+    instanceMatchCriteria: Literal["open", "targeted"] | None = None
+
+
 class AMISelectorTerm(Strict):
     alias: str | None = None
     id: str | None = None
@@ -317,7 +327,9 @@ class EC2NodeClassSpec(Strict):
     networkInterfaces: Any = None
     connectionTracking: Any = None
     cpuOptions: Any = None
-    capacityReservationSelectorTerms: Any = None
+    capacityReservationSelectorTerms: list[CapacityReservationSelectorTerm] = Field(
+        default_factory=list, max_length=30
+    )
     placementGroupSelector: Any = None
 
 
@@ -332,11 +344,25 @@ class StatusSecurityGroup(Model):
     name: str = ""
 
 
+class StatusCapacityReservation(Model):
+    """One ``status.capacityReservations`` entry (Karpenter-AWS ``v1.CapacityReservation``)."""
+
+    id: str = Field(min_length=1)
+    instanceType: str = Field(min_length=1)
+    availabilityZone: str = Field(min_length=1)
+    ownerID: str = ""
+    instanceMatchCriteria: str = "targeted"
+    reservationType: str = "default"
+    endTime: str | None = None
+    state: str = "active"
+
+
 class EC2NodeClassStatus(Model):
     """What Karpenter resolved the selector terms to (a dump or a live cluster has it)."""
 
     subnets: list[StatusSubnet] = Field(default_factory=list)
     securityGroups: list[StatusSecurityGroup] = Field(default_factory=list)
+    capacityReservations: list[StatusCapacityReservation] = Field(default_factory=list)
 
 
 class EC2NodeClass(Model):

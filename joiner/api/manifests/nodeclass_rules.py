@@ -23,12 +23,14 @@ accepting what a real cluster never would.
   the CRD's pattern (1-59000Gi, 1-64000G, 1-58Ti, 1-64T); ``volumeType`` one of EC2's
   seven types; ``volumeInitializationRate`` 100-300 and only with a snapshot. The CRD does not
   bound ``iops`` or ``throughput`` (EC2 rejects bad ones at launch), so neither does Joiner.
+* ``capacityReservationSelectorTerms``: ``id`` (``cr-...``) alone, or ``tags`` with an
+  optional ``ownerID`` (12 digits) and ``instanceMatchCriteria``; no empty tag key or value.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from joiner.api import durations, quantity
 from joiner.api import objects as o
@@ -271,3 +273,38 @@ def kubelet(k: m.Kubelet | m.ProvisionerKubelet | None, field: str) -> o.Kubelet
         cpu_cfs_quota=k.cpuCFSQuota,
         cluster_dns=tuple(k.clusterDNS),
     )
+
+
+def capacity_reservation_terms(
+    terms: Sequence[m.CapacityReservationSelectorTerm], field: str
+) -> tuple[o.CapacityReservationSelectorTerm, ...]:
+    """``capacityReservationSelectorTerms`` as Karpenter-AWS's CRD validates them: each term
+    gives ``id`` or ``tags`` (``ownerID`` and ``instanceMatchCriteria`` only narrow a tag
+    term); ``id`` stands alone; tag keys and values are not empty.
+
+    Raises:
+        InputError: a term breaks one of those rules (the term is named).
+    """
+    out = []
+    for i, t in enumerate(terms):
+        where = f"{field}[{i}]"
+        if t.id and (t.tags or t.ownerID or t.instanceMatchCriteria):
+            raise InputError(
+                "'id' is mutually exclusive, cannot be set along with tags, ownerID or "
+                "instanceMatchCriteria",
+                field=where,
+            )
+        if not t.id and not t.tags:
+            raise InputError("expected at least one of 'tags' or 'id', got none", field=where)
+        for k, v in t.tags.items():
+            if not k or not v:
+                raise InputError("empty tag keys or values aren't supported", field=f"{where}.tags")
+        out.append(
+            o.CapacityReservationSelectorTerm(
+                id=t.id,
+                tags=tuple(sorted(t.tags.items())),
+                owner_id=t.ownerID,
+                instance_match_criteria=t.instanceMatchCriteria,
+            )
+        )
+    return tuple(out)

@@ -55,7 +55,6 @@ _EC2NODECLASS_V1: dict[str, str] = {
     "networkInterfaces": "the launch template's network interfaces (EFA layouts)",
     "connectionTracking": "the launch template's connection tracking timeouts",
     "cpuOptions": "the launch template's CPU options",
-    "capacityReservationSelectorTerms": "capacity reservations Karpenter launches into first",
     "placementGroupSelector": "the placement group instances launch into",
     _CONTEXT[0]: _CONTEXT[1],
     _EBS_RATE[0]: _EBS_RATE[1],

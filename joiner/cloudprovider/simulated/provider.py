@@ -12,7 +12,9 @@ Spot prices are per pool and move with the market, and reclaims are pool events
 (``reclaims.PoolReclaims``). Without one (plan, controller mode), prices are regional and
 the lowest price wins, ties broken by lower interruption rate, then instance-type name,
 then zone (``fleet.choose_offering``). NodeClass selector terms resolve against the VPC in
-``selectors``.
+``selectors``; its ``capacityReservationSelectorTerms`` pick among the account's
+reservations (``reservations``): each adds a ``reserved`` offering, chosen first while the
+reservation has room (EC2's count: its size minus the instances running in it).
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ from joiner.cloudprovider.launch import (
     launch_candidates,
 )
 from joiner.cloudprovider.launchtemplates import LAUNCH_TEMPLATE_TTL_S, SimulatedLaunchTemplates
+from joiner.cloudprovider.reservations import (
+    CapacityReservation,
+    free_counts,
+    select,
+    with_reserved_offerings,
+)
 from joiner.cloudprovider.nodeclass_drift import (
     NODECLASS_HASH_TAG,
     nodeclass_hash,
@@ -48,6 +56,7 @@ from joiner.cloudprovider.simulated.market import (
     ReclaimEvent,
     SpotMarket,
 )
+from joiner.cloudprovider.simulated.launchfaults import LaunchFailures
 from joiner.cloudprovider.simulated.reclaims import PoolReclaims
 from joiner.cloudprovider.simulated.selectors import (
     default_subnets,
@@ -110,10 +119,13 @@ class SimulatedCloudProvider:
         node_classes: Sequence[NodeClass],
         market: SpotMarket | None = None,
         launch_template_ttl_s: float = LAUNCH_TEMPLATE_TTL_S,
+        reservations: Sequence[CapacityReservation] = (),
     ) -> None:
         self.catalog = catalog
         #: Launch templates as Karpenter-AWS keeps them (``cloudprovider/launchtemplates.py``).
         self.launch_templates = SimulatedLaunchTemplates(clock.now, launch_template_ttl_s)
+        #: The account's capacity reservations (empty when the ReservedCapacity gate is off).
+        self.reservations = tuple(reservations)
         self.market = market
         self._pools = (
             PoolReclaims(market, clock, self._emit, self.reclaim) if market is not None else None
@@ -128,8 +140,7 @@ class SimulatedCloudProvider:
         self.event_listeners: list[EventListener] = []
         self.reclaim_listeners: list[ReclaimListener] = []
         self._unavailable: dict[tuple[str, str, str], float] = {}
-        #: Injected launch failures: (zones or None for all, percentage, until).
-        self._ice_rules: list[tuple[frozenset[str] | None, int, float]] = []
+        self._launch_failures = LaunchFailures()
         self.region = region
         self._clock = clock
         self._rng = rng
@@ -173,7 +184,27 @@ class SimulatedCloudProvider:
     def get_instance_types(self, node_class: str) -> list[InstanceType]:
         """Every catalog type offered in the region, with offerings in the NodeClass's zones;
         offerings marked unavailable (ICE, recent interruption) have ``available=False``. With
-        a market, Spot offerings carry their pool's price for the current price epoch."""
+        a market, Spot offerings carry their pool's price for the current price epoch; the
+        reservations the NodeClass selects add ``reserved`` offerings (``_with_reserved``)."""
+        return self._with_reserved(node_class, self._marked(node_class))
+
+    def _with_reserved(self, node_class: str, types: list[InstanceType]) -> list[InstanceType]:
+        """``types`` with a ``reserved`` offering per selected reservation, available while
+        it has room now (Karpenter-AWS ``createOfferings``; ``reservations``)."""
+        if not self.reservations:
+            return types
+        nc = self._node_class(node_class)
+        chosen = select(self.reservations, nc.capacity_reservation_selector_terms, self._clock.now())
+        if not chosen:
+            return types
+        zone_ids = {s.zone: s.zone_id for s in self.resolve_subnets(nc)}
+        return with_reserved_offerings(types, chosen, zone_ids, self.reservation_counts())
+
+    def reservation_counts(self) -> dict[str, int]:
+        """Each reservation's free instances now (``reservations.free_counts``)."""
+        return free_counts(self.reservations, (i.offering for i in self._instances.values()))
+
+    def _marked(self, node_class: str) -> list[InstanceType]:
         types = self._priced_types(node_class)
         now = self._clock.now()
         marked = frozenset(k for k, until in self._unavailable.items() if until > now)
@@ -290,18 +321,21 @@ class SimulatedCloudProvider:
         """
         nc = self._node_class(request.node_class)
         reqs = request.requirements
+        free = self.reservation_counts() if self.reservations else {}
         candidates: list[tuple[InstanceType, Offering]] = [
             (it, o)
             for it in request.instance_types
             for o in it.offerings
-            if o.available and o.compatible(reqs)
+            if o.available
+            and o.compatible(reqs)
+            and (not o.reservation_id or free.get(o.reservation_id, 0) > 0)
         ]
         if not candidates:
             raise InsufficientCapacityError(
                 f"no available offering for nodeclaim {request.nodeclaim_name} "
                 f"({len(request.instance_types)} instance types)"
             )
-        blocked = self._ice_blocked()
+        blocked = self._launch_failures.blocked(self._clock.now(), self._rng)
         if blocked is not None:
             kept = [(it, o) for it, o in candidates if blocked and o.zone not in blocked]
             for it, o in candidates:
@@ -480,26 +514,8 @@ class SimulatedCloudProvider:
         self, zones: frozenset[str] | None, percentage: int, until_s: float
     ) -> None:
         """Until ``until_s``, ``percentage`` % of launches fail with ICE in ``zones`` (None:
-        every zone; an empty set blocks nothing): FIS
-        ``aws:ec2:api-insufficient-instance-capacity-error`` and the launch side of
-        ``aws:network:disrupt-connectivity``."""
-        if zones is not None and not zones:
-            return
-        self._ice_rules.append((zones, percentage, until_s))
-
-    def _ice_blocked(self) -> frozenset[str] | None:
-        """Zones where this launch fails (empty set: all zones), or None when none does."""
-        now = self._clock.now()
-        zones: set[str] = set()
-        hit = False
-        for rule_zones, pct, until in self._ice_rules:
-            if until <= now or self._rng.uniform(0, 100) >= pct:
-                continue
-            if rule_zones is None:
-                return frozenset()
-            hit = True
-            zones |= rule_zones
-        return frozenset(zones) if hit else None
+        every zone); see ``launchfaults.LaunchFailures``."""
+        self._launch_failures.add(zones, percentage, until_s)
 
     def inject(self, event: CloudEvent) -> None:
         """Deliver an event now (a captured EventBridge message, or a test), with what EC2

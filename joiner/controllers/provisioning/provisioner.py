@@ -39,7 +39,12 @@ from joiner.state.snapshot import pod_requests
 log = logging.getLogger(__name__)
 
 _SUFFIX_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
-_OFFER_KEYS = (labels.ZONE, labels.CAPACITY_TYPE, labels.ZONE_ID)
+_OFFER_KEYS = (
+    labels.ZONE,
+    labels.CAPACITY_TYPE,
+    labels.ZONE_ID,
+    labels.CAPACITY_RESERVATION_ID,
+)
 
 
 @dataclass
