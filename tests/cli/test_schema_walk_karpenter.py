@@ -177,7 +177,26 @@ EC2NODECLASS_V1: dict[str, Mutation] = {
     "networkInterfaces": ([{"networkCardIndex": 0, "deviceIndex": 0}], "warn"),
     "connectionTracking": ({"tcpEstablishedTimeout": 120}, "warn"),
     "cpuOptions": ({"coreCount": 2}, "warn"),
-    "capacityReservationSelectorTerms": ([{"id": "cr-0123"}], "warn"),
+    "capacityReservationSelectorTerms[].id": (
+        _replace_term("capacityReservationSelectorTerms", {"id": "cr-0123"}),
+        "model",
+    ),
+    "capacityReservationSelectorTerms[].tags": (
+        _replace_term("capacityReservationSelectorTerms", {"tags": {"a": "b"}}),
+        "model",
+    ),
+    "capacityReservationSelectorTerms[].ownerID": (
+        _replace_term(
+            "capacityReservationSelectorTerms", {"tags": {"a": "b"}, "ownerID": "012345678901"}
+        ),
+        "model",
+    ),
+    "capacityReservationSelectorTerms[].instanceMatchCriteria": (
+        _replace_term(
+            "capacityReservationSelectorTerms", {"tags": {"a": "b"}, "instanceMatchCriteria": "open"}
+        ),
+        "model",
+    ),
     "placementGroupSelector": ({"name": "pg"}, "warn"),
 }
 # The v1 CRD: volumeInitializationRate only with a snapshotID (the base mapping has none).

@@ -80,6 +80,12 @@ BASE: dict[str, Any] = {
 ITEMS: dict[str, Any] = {
     "cloud.interruptionRates": {"ratePerHour": 0.1},
     "cloud.spotPlacementScores": {"file": "scores.json"},
+    "cloud.capacityReservations": {
+        "id": "cr-0a1b",
+        "instanceType": "c5.xlarge",
+        "zone": "us-east-1a",
+        "instanceCount": 2,
+    },
     "workloads[].trace": {"file": "traffic.csv", "targetPerReplica": 50},
     "workloads[].hpa": {"file": "traffic.csv", "targetPerReplica": 50},
     "workloads[].hpa.dailyMultipliers": {"start": "09:00", "duration": "1h", "factor": 2},
@@ -145,6 +151,13 @@ FIELDS: dict[str, Any] = {
     "cloud.spotPriceHistory": "history.json",
     "cloud.spotPlacementScores[].file": "scores2.json",
     "cloud.spotPlacementScores[].instanceTypes": ["c5.xlarge"],
+    "cloud.capacityReservations[].id": "cr-0c2d",
+    "cloud.capacityReservations[].instanceType": "m5.xlarge",
+    "cloud.capacityReservations[].zone": Err("eu-west-1a", "capacityReservations"),
+    "cloud.capacityReservations[].instanceCount": 5,
+    "cloud.capacityReservations[].ownerID": "012345678901",
+    "cloud.capacityReservations[].tags": {"team": "a"},
+    "cloud.capacityReservations[].instanceMatchCriteria": "open",
     # The seed has one Deployment: naming another is an error (so the field is read).
     "workloads[].deployment": Err("default/missing", "deployment"),
     "workloads[].cronJob": lambda s: s.update(
@@ -213,6 +226,7 @@ FIELDS: dict[str, Any] = {
     "clusterAutoscaler.nodeGroups[].zones": ["us-east-1a"],
     "clusterAutoscaler.derivedGroupMaxSize": 10,
     "settings.featureGates.capacityBuffer": True,
+    "settings.featureGates.reservedCapacity": False,
     # The seed has one Deployment: naming another is an error (so the field is read).
     "schedules[].workload": Err("default/missing", "workload"),
     "schedules[].buffer": lambda s: s.update(

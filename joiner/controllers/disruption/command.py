@@ -226,14 +226,15 @@ def allowed_offerings(it: InstanceType, reqs: Requirements) -> tuple[Offering, .
 
 
 def worst_launch_price(it: InstanceType, reqs: Requirements) -> float | None:
-    """The highest price among ``it``'s available offerings ``reqs`` allow (Karpenter's
-    ``WorstLaunchPrice``), or None when none is allowed. A ``reserved`` offering, when one
-    is allowed, is what launches (Karpenter core ``Offerings.WorstLaunchPrice`` looks at
-    reserved first), so only reserved prices count then."""
+    """The highest price among ``it``'s available offerings ``reqs`` allow of the capacity
+    type a launch would use: the first of reserved, spot, on-demand with such an offering
+    (Karpenter core ``Offerings.WorstLaunchPrice``), or None when none is allowed."""
     found = allowed_offerings(it, reqs)
-    reserved = [o.price_per_hour for o in found if o.capacity_type == labels.CAPACITY_TYPE_RESERVED]
-    prices = reserved or [o.price_per_hour for o in found]
-    return max(prices) if prices else None
+    for ct in labels.CAPACITY_TYPE_PRECEDENCE:
+        prices = [o.price_per_hour for o in found if o.capacity_type == ct]
+        if prices:
+            return max(prices)
+    return None
 
 
 def capacity_types(types: Sequence[InstanceType], reqs: Requirements) -> set[str]:
