@@ -115,6 +115,18 @@ def reserved_offering(
     )
 
 
+def reserved_like(on_demand: Offering, reservation_id: str) -> Offering:
+    """The reserved offering an instance running in ``reservation_id`` has, from its type's
+    on-demand offering in that zone (priced as ``reserved_offering`` prices it)."""
+    return replace(
+        on_demand,
+        capacity_type=labels.CAPACITY_TYPE_RESERVED,
+        price_per_hour=on_demand.price_per_hour / RESERVED_PRICE_DIVISOR,
+        reservation_id=reservation_id,
+        reservation_capacity=0,
+    )
+
+
 def with_reserved_offerings(
     types: Sequence[InstanceType],
     reservations: Sequence[CapacityReservation],

@@ -3,13 +3,17 @@
 ``updateUnavailableOfferingsCache``).
 
 * **Request**: ``Type=instant``, ``TotalTargetCapacity=1``, ``DefaultTargetCapacityType``
-  spot or on-demand; ``SpotOptions.AllocationStrategy=price-capacity-optimized`` or
+  spot or on-demand (``on-demand`` for a reserved launch too: an ODCR is on-demand
+  capacity); ``SpotOptions.AllocationStrategy=price-capacity-optimized`` or
   ``OnDemandOptions.AllocationStrategy=lowest-price``; one ``LaunchTemplateConfigs`` entry
-  per launch template (AMI), its overrides types x zones, each with ``InstanceType``,
-  ``SubnetId``, ``AvailabilityZone``, ``ImageId`` and ``Priority`` = price; the instance,
-  volume and fleet tags.
+  per launch template (AMI; for a reserved launch, AMI x reservation, each template
+  targeting its reservation and its overrides only that reservation's offerings), its
+  overrides types x zones, each with ``InstanceType``, ``SubnetId``, ``AvailabilityZone``,
+  ``ImageId`` and ``Priority`` = price; the instance, volume and fleet tags.
 * **Errors**: each ``Errors[]`` entry with a capacity code marks (type, zone, capacity type)
-  unavailable; ``AuthFailure.ServiceLinkedRoleCreationNotPermitted`` marks all spot.
+  unavailable; ``AuthFailure.ServiceLinkedRoleCreationNotPermitted`` marks all spot. A
+  reserved launch marks no offering: every error names a reservation that Karpenter then
+  counts as full (``updateUnavailableOfferingsCache``; the caller's ``Availability``).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ CAPACITY_ERROR_CODES = frozenset(
         "Unsupported",
         "InsufficientFreeAddressesInSubnet",
         "MaxFleetCountExceeded",
+        "ReservationCapacityExceeded",
     }
 )
 SPOT_ROLE_ERROR = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
@@ -48,17 +53,19 @@ def launch_template_configs(
     chosen: Chosen,
     resolved: ResolvedNodeClass,
     per_zone: dict[str, Subnet],
-    template_for: Callable[[AMI], str],
+    template_for: Callable[[AMI, str], str],
 ) -> list[dict[str, Any]]:
     """``LaunchTemplateConfigs``: one per AMI, each type with the image that serves it (its
-    architecture and alias variant), so a config never mixes standard and GPU images; types
-    in the order given, zones sorted. ``template_for`` returns the launch template name for
-    an AMI (it creates the template when needed and may raise ``AWSError``)."""
+    architecture and alias variant), so a config never mixes standard and GPU images, and per
+    reservation of reserved offerings; types in the order given, zones sorted.
+    ``template_for`` returns the launch template name for an AMI and a reservation id (``""``
+    for none; it creates the template when needed and may raise ``AWSError``)."""
     names = list(dict.fromkeys(it.name for it, _ in chosen))
     by_name = {it.name: it for it, _ in chosen}
     ami_of = {name: resolved.ami_for(by_name[name]) for name in names}
+    reservations = sorted({o.reservation_id for _, o in chosen})
     configs: list[dict[str, Any]] = []
-    for ami in resolved.amis:
+    for ami, rid in ((a, r) for a in resolved.amis for r in reservations):
         overrides = [
             {
                 "InstanceType": it.name,
@@ -69,13 +76,13 @@ def launch_template_configs(
             }
             for name in names
             for it, o in sorted(chosen, key=lambda c: c[1].zone)
-            if it.name == name and ami_of[name] == ami
+            if it.name == name and ami_of[name] == ami and o.reservation_id == rid
         ]
         if overrides:
             configs.append(
                 {
                     "LaunchTemplateSpecification": {
-                        "LaunchTemplateName": template_for(ami),
+                        "LaunchTemplateName": template_for(ami, rid),
                         "Version": "$Latest",
                     },
                     "Overrides": overrides,
@@ -93,7 +100,11 @@ def fleet_request(
         "LaunchTemplateConfigs": configs,
         "TargetCapacitySpecification": {
             "TotalTargetCapacity": 1,
-            "DefaultTargetCapacityType": capacity_type,
+            "DefaultTargetCapacityType": (
+                labels.CAPACITY_TYPE_ON_DEMAND
+                if capacity_type == labels.CAPACITY_TYPE_RESERVED
+                else capacity_type
+            ),
         },
         "TagSpecifications": [
             {"ResourceType": rt, "Tags": [{"Key": k, "Value": v} for k, v in tags]}
@@ -122,6 +133,8 @@ class FleetErrors:
 
     ice: list[tuple[str, Offering]] = field(default_factory=list)
     other: list[str] = field(default_factory=list)
+    #: Reservations a reserved launch's errors name (Karpenter counts them full).
+    full_reservations: list[str] = field(default_factory=list)
 
 
 def read_errors(
@@ -138,7 +151,15 @@ def read_errors(
     for err in resp.get("Errors", []):
         code = str(err.get("ErrorCode", ""))
         itype, zone, _ = override_of(err, zone_of_subnet)
-        if code in CAPACITY_ERROR_CODES and itype and zone:
+        if capacity_type == labels.CAPACITY_TYPE_RESERVED:
+            offering = next((o for it, o in chosen if it.name == itype and o.zone == zone), None)
+            if offering is not None:
+                out.full_reservations.append(offering.reservation_id)
+            if offering is not None and code in CAPACITY_ERROR_CODES:
+                out.ice.append((itype, offering))
+            else:
+                out.other.append(code)
+        elif code in CAPACITY_ERROR_CODES and itype and zone:
             unavailable.mark(itype, zone, capacity_type, ttl_s)
             offering = next((o for it, o in chosen if it.name == itype and o.zone == zone), None)
             if offering is not None:

@@ -7,10 +7,11 @@ Launch (aws-semantics §1.6, Karpenter ``pkg/providers/instance``):
    (``launch.launch_candidates``) drop exotic types and Spot types dearer than the cheapest
    on-demand offering (neither when a requirement has ``minValues``) and cut the list to the
    60 cheapest types, which must still meet ``minValues``.
-2. The capacity type is the first of spot, on-demand that the request allows and has a
-   candidate (spot preferred). Each zone gets one subnet: the most free IPs, counting the
+2. The capacity type is the first of reserved, spot, on-demand that the request allows and
+   has a candidate (a reserved offering counts while Karpenter's count for its reservation,
+   ``aws.reservations``, is above 0). Each zone gets one subnet: the most free IPs, counting the
    launches in flight (``subnets.InflightIPs``, Karpenter's subnet provider).
-3. One launch template per AMI: each type goes with the newest image that serves it (its
+3. One launch template per AMI (and per reservation, targeting it): each type goes with the newest image that serves it (its
    architecture and, for alias images, its standard/NVIDIA/Neuron variant); overrides are
    types x zones, each with ``InstanceType``, ``SubnetId``, ``AvailabilityZone``,
    ``ImageId`` and ``Priority`` = price (``fleet.launch_template_configs``).
@@ -57,6 +58,7 @@ from joiner.cloudprovider.aws.nodeclass import (
     launch_template_data,
 )
 from joiner.cloudprovider.aws.pricing import DEFAULT_PRICE_REFRESH_INTERVAL_S, PriceSource
+from joiner.cloudprovider.aws.reservations import ReservationSource
 from joiner.cloudprovider.aws.subnets import InflightIPs
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.instancetype import build_instance_type, build_instance_types
@@ -67,6 +69,7 @@ from joiner.cloudprovider.launch import (
     launch_candidates,
 )
 from joiner.cloudprovider.launchtemplates import LAUNCH_TEMPLATE_TTL_S
+from joiner.cloudprovider.reservations import reserved_like, with_reserved_offerings
 from joiner.cloudprovider.nodeclass_drift import NODECLASS_HASH_TAG, nodeclass_hash
 from joiner.cloudprovider.types import (
     CreateError,
@@ -119,6 +122,8 @@ class AWSSettings:
     unavailable_offering_ttl_s: float = UNAVAILABLE_OFFERING_TTL_S
     launch_template_ttl_s: float = LAUNCH_TEMPLATE_TTL_S
     pricing_api: bool = True
+    #: The ReservedCapacity feature gate: capacity reservations become reserved offerings.
+    reserved_capacity: bool = True
     max_attempts: int = 5
     base_delay_s: float = 0.5
 
@@ -187,6 +192,7 @@ class AWSCloudProvider:
             ttl_s=settings.launch_template_ttl_s,
         )
         self.unavailable = UnavailableOfferings(now)
+        self.reservations = ReservationSource(clients.ec2, self.caller, now)
         self.inflight_ips = InflightIPs()
         self._catalog_key: tuple[float, int] | None = None
         self._catalog: Catalog | None = None
@@ -272,7 +278,12 @@ class AWSCloudProvider:
             root_volume_bytes=nc.root_volume_bytes,
             instance_store_policy=nc.instance_store_policy,
         )
-        return [self._priced(it) for it in types]
+        types = [self._priced(it) for it in types]
+        if not (self.settings.reserved_capacity and nc.capacity_reservation_selector_terms):
+            return types
+        chosen = self.reservations.selected(nc.capacity_reservation_selector_terms)
+        counts = self.reservations.availability.counts()
+        return with_reserved_offerings(types, chosen, dict(zones), counts)
 
     def _priced(self, it: InstanceType) -> InstanceType:
         offerings = []
@@ -330,6 +341,7 @@ class AWSCloudProvider:
             and o.zone in zones
             and not self.unavailable.is_unavailable(it.name, o.zone, o.capacity_type)
             and resolved.ami_for(it) is not None
+            and (not o.reservation_id or self.reservations.availability.count(o.reservation_id))
         ]
         candidates = launch_candidates(candidates, reqs)
         capacity_type = choose_capacity_type(candidates, reqs)
@@ -347,8 +359,11 @@ class AWSCloudProvider:
 
         used: list[str] = []
 
-        def template_for(ami: AMI) -> str:
+        def template_for(ami: AMI, reservation_id: str = "") -> str:
             data = launch_template_data(nc, resolved, ami, self.settings.cluster, node_labels)
+            if reservation_id:  # Karpenter-AWS: one template per targeted reservation
+                target = {"CapacityReservationId": reservation_id}
+                data["CapacityReservationSpecification"] = {"CapacityReservationTarget": target}
             used.append(self.launch_templates.ensure(data, nc.name, nc.tags))
             return used[-1]
 
@@ -376,6 +391,7 @@ class AWSCloudProvider:
             self.settings.unavailable_offering_ttl_s,
         )
         ice, other = errors.ice, errors.other
+        self.reservations.availability.mark_unavailable(*errors.full_reservations)
         for got in resp.get("Instances", []):
             ids = got.get("InstanceIds") or []
             if not ids:
@@ -391,6 +407,7 @@ class AWSCloudProvider:
                     f"CreateFleet returned {itype} in {zone!r}, which was not requested",
                 )
             iid = str(ids[0])
+            self.reservations.availability.mark_launched(offering.reservation_id)
             return Instance(
                 provider_id=provider_id(zone, iid),
                 instance_id=iid,
@@ -455,11 +472,9 @@ class AWSCloudProvider:
         tag_map = dict(tags)
         zone = str(desc.get("Placement", {}).get("AvailabilityZone", ""))
         itype = str(desc["InstanceType"])
-        capacity_type = (
-            labels.CAPACITY_TYPE_SPOT
-            if desc.get("InstanceLifecycle") == "spot"
-            else labels.CAPACITY_TYPE_ON_DEMAND
-        )
+        reservation = str(desc.get("CapacityReservationId") or "")
+        spot = desc.get("InstanceLifecycle") == "spot"
+        capacity_type = labels.CAPACITY_TYPE_SPOT if spot else labels.CAPACITY_TYPE_ON_DEMAND
         nc = self.node_classes.get(tag_map.get(NODECLASS_TAG, "")) or _DEFAULT_NC
         zones = [(z, zid) for z, zid in self.instance_types.discovery().zones if z == zone]
         catalog = self._api_catalog()
@@ -487,6 +502,8 @@ class AWSCloudProvider:
         )
         if offering is None:
             offering = Offering(zone, zones[0][1] if zones else "", capacity_type, 0.0, False)
+        if reservation and not spot:  # in an ODCR (Karpenter-AWS ``NewInstance``)
+            offering = reserved_like(offering, reservation)
         launched = desc.get("LaunchTime")
         return Instance(
             provider_id=provider_id(zone, str(desc["InstanceId"])),
@@ -543,9 +560,10 @@ class AWSCloudProvider:
             AWSError: a call failed for another reason.
         """
         iid = instance_id_of(provider_id)
-        self._live(iid)
+        live = self._live(iid)
         try:
             self.caller.call(self.clients.ec2, "terminate_instances", InstanceIds=[iid])
+            self.reservations.availability.mark_terminated(live.get("CapacityReservationId", ""))
         except AWSError as exc:
             if exc.code.startswith("InvalidInstanceID"):
                 raise NodeClaimNotFoundError(iid) from exc
