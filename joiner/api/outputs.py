@@ -265,6 +265,24 @@ class PeakWindow(_Out):
     pendingSeconds: PendingSeconds
 
 
+class SummaryCapacityReservation(_Out):
+    """A capacity reservation of the simulated account at the end of the run: its
+    EC2NodeClass ``status.capacityReservations`` entry (Karpenter-AWS's fields) and use."""
+
+    id: str
+    instanceType: str
+    availabilityZone: str
+    ownerID: str
+    instanceMatchCriteria: str
+    reservationType: str
+    state: str
+    endTimeSeconds: float | None = None
+    instanceCount: int = Field(ge=1)
+    availableInstanceCount: int = Field(ge=0)
+    peakInstancesRunning: int = Field(ge=0)
+    selectedBy: list[str] = Field(description="EC2NodeClasses whose terms select it")
+
+
 class PolicyRun(_Out):
     """One policy's run in the single-run shape (``policies`` of a comparison)."""
 
@@ -286,6 +304,9 @@ class PolicyRun(_Out):
     warnings: list[str]
     windows: dict[str, PeakWindow] | None = Field(
         default=None, description="spec.report.windows, keyed by window name"
+    )
+    capacityReservations: list[SummaryCapacityReservation] | None = Field(
+        default=None, description="spec.cloud.capacityReservations and their use"
     )
 
 

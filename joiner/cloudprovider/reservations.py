@@ -190,6 +190,24 @@ def reservation_labels(o: Offering) -> dict[str, str]:
     }
 
 
+def status_entry(r: CapacityReservation) -> dict[str, object]:
+    """One EC2NodeClass ``status.capacityReservations`` entry, in Karpenter-AWS's shape
+    (``v1.CapacityReservation``: id, instanceType, availabilityZone, ownerID,
+    instanceMatchCriteria, reservationType, state; ``endTime`` only when it ends)."""
+    out: dict[str, object] = {
+        "id": r.id,
+        "instanceType": r.instance_type,
+        "availabilityZone": r.zone,
+        "ownerID": r.owner_id,
+        "instanceMatchCriteria": r.instance_match_criteria,
+        "reservationType": r.reservation_type,
+        "state": r.state,
+    }
+    if r.end_time_s is not None:
+        out["endTimeSeconds"] = r.end_time_s
+    return out
+
+
 class Availability:
     """Karpenter-AWS's in-memory available count per reservation (``availabilityCache``).
 

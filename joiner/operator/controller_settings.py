@@ -91,6 +91,9 @@ class ControllerSettings(_Settings):
     #: Node repair tolerations by condition type, seconds (``{Ready: 60}``), replacing the
     #: cloud's (AWS: Ready 1800, AcceleratedHardwareReady 600, ...; kwok: Ready 600).
     nodeRepairTolerationSeconds: dict[str, float] = Field(default_factory=dict)
+    #: Karpenter's ReservedCapacity gate (on by default): the capacity reservations an
+    #: EC2NodeClass selects launch first (``--cloud aws``; the simulated cloud has none).
+    reservedCapacity: bool = True
     interruption: dict[str, Any] | None = None
     packing: Literal["karpenter", "cost-optimal"] = "karpenter"
     eventNamespace: str = "default"
@@ -230,6 +233,7 @@ def cloud_provider(
                 region=s.region,
                 cluster=ClusterInfo(name=s.clusterName, endpoint=s.clusterEndpoint),
                 launch_template_ttl_s=s.launchTemplateTTLSeconds,
+                reserved_capacity=s.reservedCapacity,
             ),
             [],
             endpoint_url=s.awsEndpointURL,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from joiner.api.grouping import plural
+from joiner.cloudprovider.reservations import select, status_entry
 from joiner.operator.lint import lint_manifests
 from joiner.sim.baseline import MANY_GROUPS
 from joiner.sim.report import joiner_parameters
@@ -109,3 +110,41 @@ def disruptions(rt: SimulationRuntime) -> dict[str, Any]:
         "rejected": s.rejected,
         "commands": s.commands,
     }
+
+
+def capacity_reservations(rt: SimulationRuntime) -> list[dict[str, Any]]:
+    """Each reservation of the simulated account at the end of the run: the NodeClasses whose
+    ``capacityReservationSelectorTerms`` select it (their ``status.capacityReservations``
+    entry, in Karpenter-AWS's shape), its size, and how many instances ran in it at once
+    at most and at the end."""
+    now = rt.clock.now()
+    free = rt.cloud.reservation_counts()
+    peak: dict[str, int] = {}
+    events = sorted(
+        (t, step, claim.instance.offering.reservation_id)
+        for claim in rt.state.nodeclaims.values()
+        if claim.instance is not None and claim.instance.offering.reservation_id
+        for t, step in ((claim.instance.launched_at_s, 1), (claim.deleted_at_s, -1))
+        if t is not None
+    )
+    running: dict[str, int] = {}
+    for _, step, rid in events:
+        running[rid] = running.get(rid, 0) + step
+        peak[rid] = max(peak.get(rid, 0), running[rid])
+    out = []
+    for r in rt.cloud.reservations:
+        by = sorted(
+            nc.name
+            for nc in rt.scenario.manifests.nodeclasses
+            if select([r], nc.capacity_reservation_selector_terms, now)
+        )
+        out.append(
+            {
+                **status_entry(r),
+                "instanceCount": r.instance_count,
+                "availableInstanceCount": free.get(r.id, r.instance_count),
+                "peakInstancesRunning": peak.get(r.id, 0),
+                "selectedBy": by,
+            }
+        )
+    return out

@@ -530,6 +530,8 @@ class SimulationRuntime:
             disruptions=run_report.disruptions(self),
             reclaim_events=self.cloud.reclaim_events,
         )
+        if self.cloud.reservations:
+            summary["capacityReservations"] = run_report.capacity_reservations(self)
         if self.scenario.windows:
             summary["windows"] = windows.summarize(
                 self.state, self.scenario.duration_s, self.scenario.windows

@@ -3,9 +3,11 @@ launched first while the reservation has room, then spot/on-demand (Karpenter-AW
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from joiner.api import labels
@@ -14,6 +16,8 @@ from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import load_scenario
 from tests.manifests import ec2nodeclass
 from tests.sim.test_baseline import APP as BASELINE_APP
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: One pod per m5.xlarge (3 of its ~3.9 allocatable vCPUs).
 APP = BASELINE_APP.replace('cpu: "1"', 'cpu: "3"')
@@ -102,6 +106,25 @@ def test_a_reservation_of_two_takes_the_first_two_nodes_and_the_third_goes_to_sp
     spot = [n for n in rt.state.nodes.values() if n.labels[labels.CAPACITY_TYPE] == "spot"]
     assert [labels.CAPACITY_RESERVATION_ID in n.labels for n in spot] == [False]
     assert rt.cloud.reservation_counts()["cr-0a1b2c"] == 0
+    # The EC2NodeClass status entries (Karpenter's shape) and use, in the summary.
+    by_id = {r["id"]: r for r in s["capacityReservations"]}
+    assert by_id["cr-0a1b2c"] == {
+        "id": "cr-0a1b2c",
+        "instanceType": "m5.xlarge",
+        "availabilityZone": "us-east-1a",
+        "ownerID": "111122223333",
+        "instanceMatchCriteria": "targeted",
+        "reservationType": "default",
+        "state": "active",
+        "instanceCount": 2,
+        "availableInstanceCount": 0,
+        "peakInstancesRunning": 2,
+        "selectedBy": ["default"],
+    }
+    assert by_id["cr-0ffff0"]["selectedBy"] == []
+    assert by_id["cr-0ffff0"]["peakInstancesRunning"] == 0
+    schema = json.loads((ROOT / "docs" / "schemas" / "summary.schema.json").read_text())
+    jsonschema.validate(json.loads(json.dumps(s)), schema)
 
 
 def test_a_pool_that_allows_only_reserved_leaves_pods_pending_once_it_is_full(tmp_path):

@@ -229,3 +229,26 @@ def test_a_failed_reserved_launch_counts_the_reservation_full():
     assert errors.full_reservations == ["cr-1"]
     assert [n for n, _ in errors.ice] == ["m5.large"]
     assert cache.active() == []
+
+
+def test_the_feature_gate_off_ignores_reservations(aws_world):
+    nc = aws_world.node_class(capacity_reservation_selector_terms=(Term(id="cr-0a1b2c"),))
+    provider = aws_world.provider([nc], reserved_capacity=False)
+    client, stub = _stubbed()  # no response queued: a describe call would fail the test
+    with stub:
+        provider.reservations = ReservationSource(client, Caller(lambda s: None), lambda: 0.0)
+        types = provider.get_instance_types("default")
+    assert not [o for t in types for o in t.offerings if o.capacity_type == "reserved"]
+
+
+def test_controller_settings_set_the_gate(monkeypatch):
+    from joiner.operator import controller_settings as cs
+
+    seen = []
+    monkeypatch.setattr(
+        "joiner.cloudprovider.aws.new_aws_provider",
+        lambda settings, *a, **k: seen.append(settings),
+    )
+    for raw, want in (({}, True), ({"reservedCapacity": False}, False)):
+        cs.cloud_provider(cs.ControllerSettings.model_validate(raw), "aws", None, None)  # type: ignore[arg-type]
+        assert seen.pop().reserved_capacity is want
