@@ -150,7 +150,9 @@ def with_reserved_offerings(
             continue
         od = [o.price_per_hour for o in it.offerings if o.capacity_type == "on-demand"]
         extra = tuple(
-            reserved_offering(r, zone_ids, max(od) if od else None, count_of.get(r.id, r.available_count))
+            reserved_offering(
+                r, zone_ids, max(od) if od else None, count_of.get(r.id, r.available_count)
+            )
             for r in mine
         )
         cts = it.requirements.get(labels.CAPACITY_TYPE)

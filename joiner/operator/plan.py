@@ -30,9 +30,9 @@ from joiner.api.manifests.pods import selects
 from joiner.api.objects import ClusterNode, NodeClass, PodTemplate, SelectorTerm, Workload
 from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
 from joiner.api.requirements import Requirement, Requirements
-from joiner.cloudprovider.reservations import reservation_labels
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.kwok import KwokCloudProvider, choose_kwok_offering
+from joiner.cloudprovider.reservations import reservation_labels
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.simulated.market import SpotMarket
 from joiner.cloudprovider.simulated.provider import choose_offering

@@ -193,7 +193,8 @@ EC2NODECLASS_V1: dict[str, Mutation] = {
     ),
     "capacityReservationSelectorTerms[].instanceMatchCriteria": (
         _replace_term(
-            "capacityReservationSelectorTerms", {"tags": {"a": "b"}, "instanceMatchCriteria": "open"}
+            "capacityReservationSelectorTerms",
+            {"tags": {"a": "b"}, "instanceMatchCriteria": "open"},
         ),
         "model",
     ),

@@ -22,12 +22,23 @@ from joiner.controllers.disruption.command import worst_launch_price
 from joiner.testing.builders import GIB, make_instance_type
 
 R1 = CapacityReservation(
-    "cr-1", "m5.large", "us-east-1a", owner_id="111122223333", instance_count=2,
-    available_count=2, tags=(("team", "web"),),
+    "cr-1",
+    "m5.large",
+    "us-east-1a",
+    owner_id="111122223333",
+    instance_count=2,
+    available_count=2,
+    tags=(("team", "web"),),
 )
 R2 = CapacityReservation(
-    "cr-2", "m5.large", "us-east-1b", owner_id="444455556666", instance_count=3,
-    available_count=1, tags=(("team", "batch"),), instance_match_criteria="open",
+    "cr-2",
+    "m5.large",
+    "us-east-1b",
+    owner_id="444455556666",
+    instance_count=3,
+    available_count=1,
+    tags=(("team", "batch"),),
+    instance_match_criteria="open",
 )
 R_OLD = CapacityReservation("cr-0", "m5.large", "us-east-1a", end_time_s=100.0)
 R_GONE = CapacityReservation("cr-9", "m5.large", "us-east-1a", state="cancelled")
@@ -76,9 +87,7 @@ def _m5():
 
 def test_reserved_offerings_are_priced_as_karpenter_prices_them():
     c5 = make_instance_type("c5.large", cpu_m=2000, memory=4 * GIB)
-    types = with_reserved_offerings(
-        [_m5(), c5], [R1, R2], {"us-east-1a": "use1-az1"}, {"cr-1": 1}
-    )
+    types = with_reserved_offerings([_m5(), c5], [R1, R2], {"us-east-1a": "use1-az1"}, {"cr-1": 1})
     assert types[1] is c5  # no reservation: unchanged
     m5 = types[0]
     reserved = [o for o in m5.offerings if o.capacity_type == "reserved"]
@@ -92,7 +101,7 @@ def test_reserved_offerings_are_priced_as_karpenter_prices_them():
     assert m5.requirements[labels.CAPACITY_TYPE].has("reserved")
     assert m5.requirements[labels.CAPACITY_TYPE].has("spot")
     empty = with_reserved_offerings([_m5()], [R1], {"us-east-1a": "use1-az1"}, {"cr-1": 0})
-    assert not [o for o in empty[0].offerings if o.capacity_type == "reserved"][0].available
+    assert not next(o for o in empty[0].offerings if o.capacity_type == "reserved").available
 
 
 def test_the_reservation_label_decides_which_offerings_a_requirement_allows():
@@ -144,9 +153,7 @@ def test_worst_launch_price_follows_the_capacity_type_precedence():
     )
     assert worst_launch_price(m5, ct("spot", "on-demand")) == pytest.approx(0.04)
     assert worst_launch_price(m5, ct("on-demand")) == pytest.approx(0.096)
-    assert worst_launch_price(m5, ct("reserved")) == pytest.approx(
-        0.096 / RESERVED_PRICE_DIVISOR
-    )
+    assert worst_launch_price(m5, ct("reserved")) == pytest.approx(0.096 / RESERVED_PRICE_DIVISOR)
 
 
 def test_the_availability_count_as_karpenter_keeps_it():

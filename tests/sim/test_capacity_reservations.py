@@ -78,7 +78,7 @@ spec:
     securityGroups: [{{id: sg, tags: {{t: "1"}}}}]
     interruptionRateMultiplier: 0
 {reservations}  workloads:
-    - {workload or "{deployment: default/web, replicas: %d}" % replicas}
+    - {workload or f"{{deployment: default/web, replicas: {replicas}}}"}
 {gates}"""
     )
     return tmp_path / "scenario.yaml"
@@ -90,9 +90,7 @@ def _run(path: Path) -> tuple[SimulationRuntime, dict[str, Any]]:
 
 
 def test_a_reservation_of_two_takes_the_first_two_nodes_and_the_third_goes_to_spot(tmp_path):
-    rt, s = _run(
-        _write(tmp_path, capacity="reserved, spot, on-demand", terms="[{id: cr-0a1b2c}]")
-    )
+    rt, s = _run(_write(tmp_path, capacity="reserved, spot, on-demand", terms="[{id: cr-0a1b2c}]"))
     kinds = sorted(n["capacityType"] for n in s["nodes"])
     assert kinds == ["reserved", "reserved", "spot"]
     assert s["pods"]["scheduled"] == 3
@@ -207,7 +205,9 @@ def test_consolidation_does_not_replace_a_reserved_node(tmp_path, reserved, kept
 def test_unknown_reservation_zone_is_an_input_error(tmp_path):
     bad = RESERVATIONS.replace("us-east-1b", "eu-west-1a")
     with pytest.raises(InputError, match=r"capacityReservations\[1\]\.zone"):
-        load_scenario(_write(tmp_path, capacity="reserved", terms="[{id: cr-0a1b2c}]", reservations=bad))
+        load_scenario(
+            _write(tmp_path, capacity="reserved", terms="[{id: cr-0a1b2c}]", reservations=bad)
+        )
 
 
 def test_id_with_tags_is_rejected(tmp_path):

@@ -9,10 +9,11 @@ Launch (aws-semantics §1.6, Karpenter ``pkg/providers/instance``):
    60 cheapest types, which must still meet ``minValues``.
 2. The capacity type is the first of reserved, spot, on-demand that the request allows and
    has a candidate (a reserved offering counts while Karpenter's count for its reservation,
-   ``aws.reservations``, is above 0). Each zone gets one subnet: the most free IPs, counting the
-   launches in flight (``subnets.InflightIPs``, Karpenter's subnet provider).
-3. One launch template per AMI (and per reservation, targeting it): each type goes with the newest image that serves it (its
-   architecture and, for alias images, its standard/NVIDIA/Neuron variant); overrides are
+   ``aws.reservations``, is above 0). Each zone gets one subnet: the most free IPs,
+   counting the launches in flight (``subnets.InflightIPs``, Karpenter's subnet provider).
+3. One launch template per AMI (and per reservation, which it targets): each type goes with
+   the newest image that serves it (its architecture and, for alias images, its
+   standard/NVIDIA/Neuron variant); overrides are
    types x zones, each with ``InstanceType``, ``SubnetId``, ``AvailabilityZone``,
    ``ImageId`` and ``Priority`` = price (``fleet.launch_template_configs``).
 4. ``CreateFleet`` ``Type=instant`` for capacity 1 (``fleet.fleet_request``).
@@ -69,8 +70,8 @@ from joiner.cloudprovider.launch import (
     launch_candidates,
 )
 from joiner.cloudprovider.launchtemplates import LAUNCH_TEMPLATE_TTL_S
-from joiner.cloudprovider.reservations import reserved_like, with_reserved_offerings
 from joiner.cloudprovider.nodeclass_drift import NODECLASS_HASH_TAG, nodeclass_hash
+from joiner.cloudprovider.reservations import reserved_like, with_reserved_offerings
 from joiner.cloudprovider.types import (
     CreateError,
     Instance,

@@ -40,7 +40,9 @@ def describe_params(term: CapacityReservationSelectorTerm) -> dict[str, Any]:
         else:
             filters.append({"Name": f"tag:{key}", "Values": [value]})
     if term.instance_match_criteria:
-        filters.append({"Name": "instance-match-criteria", "Values": [term.instance_match_criteria]})
+        filters.append(
+            {"Name": "instance-match-criteria", "Values": [term.instance_match_criteria]}
+        )
     return {"Filters": filters, "MaxResults": 1000}
 
 

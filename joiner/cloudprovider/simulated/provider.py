@@ -42,12 +42,8 @@ from joiner.cloudprovider.reservations import (
     select,
     with_reserved_offerings,
 )
-from joiner.cloudprovider.nodeclass_drift import (
-    NODECLASS_HASH_TAG,
-    nodeclass_hash,
-    static_drift,
-)
 from joiner.cloudprovider.simulated.fleet import PoolQuote, allocate, choose_offering
+from joiner.cloudprovider.simulated.launchfaults import LaunchFailures
 from joiner.cloudprovider.simulated.market import (
     NOTICE_S,
     PRICE_EPOCH_S,
@@ -56,7 +52,6 @@ from joiner.cloudprovider.simulated.market import (
     ReclaimEvent,
     SpotMarket,
 )
-from joiner.cloudprovider.simulated.launchfaults import LaunchFailures
 from joiner.cloudprovider.simulated.reclaims import PoolReclaims
 from joiner.cloudprovider.simulated.selectors import (
     default_subnets,
@@ -194,7 +189,9 @@ class SimulatedCloudProvider:
         if not self.reservations:
             return types
         nc = self._node_class(node_class)
-        chosen = select(self.reservations, nc.capacity_reservation_selector_terms, self._clock.now())
+        chosen = select(
+            self.reservations, nc.capacity_reservation_selector_terms, self._clock.now()
+        )
         if not chosen:
             return types
         zone_ids = {s.zone: s.zone_id for s in self.resolve_subnets(nc)}

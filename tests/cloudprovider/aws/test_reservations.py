@@ -153,9 +153,10 @@ def test_a_reservation_of_two_takes_two_launches_then_spot(aws_world):
 
     # The reserved launches: on-demand capacity, a launch template targeting the reservation.
     fleet = provider.last_fleet_request
-    assert fleet is not None and fleet["TargetCapacitySpecification"][
-        "DefaultTargetCapacityType"
-    ] == "spot"
+    assert (
+        fleet is not None
+        and fleet["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "spot"
+    )
     ec2 = aws_world.ec2
     desc = ec2.describe_instances(InstanceIds=[got[0].instance_id])["Reservations"][0]
     assert "InstanceLifecycle" not in desc["Instances"][0]
