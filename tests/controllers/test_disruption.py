@@ -409,3 +409,32 @@ def test_drift_pass_index_of_types_gives_the_plain_reasons(tmp_path):
     assert "requirements no longer match" in reasons["spotty"]
     assert reasons["fine"] is None
     assert "c5.large is no longer offered" in reasons["gone"]
+
+
+def test_replacement_that_can_take_a_reservation_is_pinned_to_reserved(tmp_path):
+    """Reserved capacity is priced at on-demand / 10^7, so an on-demand node whose pods fit
+    a type with a free reservation is replaced by a reserved node (Karpenter's scheduler
+    pins such a NodeClaim to reserved; it never falls back to a dearer spot or on-demand
+    one)."""
+    from joiner.api.manifests import load_files
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.cloudprovider.reservations import CapacityReservation
+    from joiner.operator.disrupt import DryRun
+    from tests.controllers.disruption_fixtures import AT, NODECLASS
+
+    path = tmp_path / "cluster.yaml"
+    nodeclass = NODECLASS + "  capacityReservationSelectorTerms: [{id: cr-0a1}]\n"
+    docs = [
+        nodeclass,
+        nodepool(capacity_types="reserved, spot, on-demand"),
+        node("big", "m5.4xlarge"),
+        pod("web-1", "big", cpu="1"),
+    ]
+    path.write_text("\n---\n".join(docs))
+    dry = DryRun(load_files([path]), Catalog.load(), "us-east-1", at=AT)
+    dry.cloud.reservations = (CapacityReservation("cr-0a1", "m5.xlarge", "us-east-1a"),)
+    (cmd,) = dry.plan().commands
+    assert [(r.instanceType, r.capacityType) for r in cmd.replacements] == [
+        ("m5.xlarge", "reserved")
+    ]
+    assert cmd.savingsPerHour == pytest.approx(0.768, rel=1e-3)

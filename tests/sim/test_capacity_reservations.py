@@ -215,3 +215,36 @@ def test_id_with_tags_is_rejected(tmp_path):
         load_scenario(
             _write(tmp_path, capacity="reserved", terms="[{id: cr-0a1b2c, tags: {a: b}}]")
         )
+
+
+def test_consolidation_moves_pods_from_an_on_demand_node_into_reserved_room(tmp_path):
+    """Karpenter models reserved capacity as free: once a reserved node has room again, an
+    on-demand node whose pods fit there is deleted (SingleNodeConsolidation) and the pods
+    run on the reservation."""
+    pool = "  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 1m}\n"
+    path = _write(
+        tmp_path,
+        capacity="reserved, on-demand",
+        terms="[{id: cr-0a1b2c}]",
+        extra_pool=pool,
+        workload="{deployment: default/web, trace: {file: web.csv, targetPerReplica: 1, "
+        "min: 0, max: 1}}\n    - {deployment: default/keep, trace: {file: keep.csv, "
+        "targetPerReplica: 1, min: 0, max: 1}}",
+        reservations=RESERVATIONS.replace("instanceCount: 2", "instanceCount: 1"),
+    )
+    (tmp_path / "web.csv").write_text(
+        "minute,value\n" + "".join(f"{m},{1 if m < 6 else 0}\n" for m in range(20))
+    )
+    (tmp_path / "keep.csv").write_text(
+        "minute,value\n" + "".join(f"{m},{0 if m < 3 else 1}\n" for m in range(20))
+    )
+    (tmp_path / "app.yaml").write_text(APP + "---\n" + APP.replace("web", "keep"))
+    rt, s = _run(path)
+    nodes = [(n["capacityType"], n["deletedAtSeconds"] is None) for n in s["nodes"]]
+    assert nodes == [("reserved", True), ("on-demand", False)]
+    (command,) = s["disruptions"]["commands"]
+    assert (command["method"], command["action"]) == ("SingleNodeConsolidation", "Delete")
+    keep = [p for p in rt.state.pods.values() if p.deleted_at_s is None]
+    assert len(keep) == 1
+    node = rt.state.nodes[keep[0].node_name]
+    assert node.labels[labels.CAPACITY_TYPE] == "reserved"

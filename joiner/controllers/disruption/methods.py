@@ -16,10 +16,12 @@ pods onto the rest of the cluster (pending pods and pods on deleting nodes take 
 first; a pod landing on a node not initialized yet is a failure). No new NodeClaim: Delete.
 More than one: rejected (consolidation is only ever many-to-one). Exactly one: Replace when
 its instance types can be cut to those whose *worst* launch price is strictly below the
-candidates' summed price (minValues re-checked); a replacement allowing both capacity types
-is pinned to spot. All-spot candidates with a spot-capable replacement take the spot-to-spot
-path, which needs the ``SpotToSpotConsolidation`` feature gate and, for a single node, at
-least 15 cheaper spot types (the launch list is cut to the 15 cheapest).
+candidates' summed price (minValues re-checked; the worst price is that of the capacity type
+a launch uses: reserved, then spot, then on-demand); a replacement that can take a reserved
+offering is pinned to reserved (Karpenter's scheduler pins it), else one allowing both spot
+and on-demand is pinned to spot. All-spot candidates with a spot-capable replacement take
+the spot-to-spot path, which needs the ``SpotToSpotConsolidation`` feature gate and, for a
+single node, at least 15 cheaper spot types (the launch list is cut to the 15 cheapest).
 """
 
 from __future__ import annotations
@@ -202,11 +204,19 @@ def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> 
     short = min_values_short(cheaper, new.requirements)
     if short is not None:
         return f"can't replace with a cheaper node: {short}"
-    pinned = (
-        [labels.CAPACITY_TYPE_SPOT]
-        if {labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND} <= cts
-        else sorted(cts)
-    )
+    reserved = labels.CAPACITY_TYPE_RESERVED
+    if any(
+        o.capacity_type == reserved
+        for it in cheaper
+        for o in allowed_offerings(it, new.requirements)
+    ):
+        # Karpenter's scheduler pins a NodeClaim that took a reserved offering to reserved
+        # (FinalizeScheduling), so the replacement launches into the reservation.
+        pinned = [reserved]
+    elif {labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND} <= cts:
+        pinned = [labels.CAPACITY_TYPE_SPOT]
+    else:
+        pinned = sorted(cts)
     rep = _replacement(new, cheaper, pinned)
     if isinstance(rep, str):
         return rep
