@@ -84,6 +84,19 @@ spec:
     return tmp_path / "scenario.yaml"
 
 
+def _consolidating(tmp_path: Path, **kwargs: Any) -> Path:
+    """``_write`` for a pool that consolidates after a minute and allows reserved and
+    on-demand capacity from reservation cr-0a1b2c."""
+    pool = "  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 1m}\n"
+    return _write(
+        tmp_path,
+        capacity="reserved, on-demand",
+        terms="[{id: cr-0a1b2c}]",
+        extra_pool=pool,
+        **kwargs,
+    )
+
+
 def _run(path: Path) -> tuple[SimulationRuntime, dict[str, Any]]:
     rt = SimulationRuntime(load_scenario(path))
     return rt, rt.run().summary
@@ -173,12 +186,8 @@ def test_consolidation_does_not_replace_a_reserved_node(tmp_path, reserved, kept
     a reservation it is priced at on-demand / 10^7, so no replacement is cheaper and it
     stays (Karpenter: reserved capacity is free); the same node on-demand (the gate off)
     is replaced by a cheaper type."""
-    pool = "  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 1m}\n"
-    path = _write(
+    path = _consolidating(
         tmp_path,
-        capacity="reserved, on-demand",
-        terms="[{id: cr-0a1b2c}]",
-        extra_pool=pool,
         workload="{deployment: default/web, trace: {file: web.csv, targetPerReplica: 1, "
         "min: 1, max: 6}}",
         reservations=RESERVATIONS.replace("m5.xlarge", "m5.2xlarge"),
@@ -221,12 +230,8 @@ def test_consolidation_moves_pods_from_an_on_demand_node_into_reserved_room(tmp_
     """Karpenter models reserved capacity as free: once a reserved node has room again, an
     on-demand node whose pods fit there is deleted (SingleNodeConsolidation) and the pods
     run on the reservation."""
-    pool = "  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 1m}\n"
-    path = _write(
+    path = _consolidating(
         tmp_path,
-        capacity="reserved, on-demand",
-        terms="[{id: cr-0a1b2c}]",
-        extra_pool=pool,
         workload="{deployment: default/web, trace: {file: web.csv, targetPerReplica: 1, "
         "min: 0, max: 1}}\n    - {deployment: default/keep, trace: {file: keep.csv, "
         "targetPerReplica: 1, min: 0, max: 1}}",
