@@ -13,7 +13,11 @@ pod's volume topology), host ports, topology (``topology``) and resources. A Nod
 the instance types that still fit all its pods plus their DaemonSet overhead and have an
 available offering its requirements allow; adding a pod narrows both, and a requirement's
 ``minValues`` must survive (``Strict``) or is relaxed (``BestEffort``). Limits are accounted
-pessimistically: a new NodeClaim subtracts the largest capacity among its options.
+pessimistically: a new NodeClaim subtracts the largest capacity among its options. Reserved
+capacity is held per NodeClaim as Karpenter's ``ReservationManager`` does
+(``reservations``): a pod that finds it held elsewhere fails this pass, unrelaxed and
+without falling back to lower-weight NodePools, and NodeClaims holding reservations are
+pinned to them.
 
 When a pod fits nowhere, one preference is relaxed and it is tried again, in Karpenter's
 order (``preferences.go``): the heaviest preferred pod affinity, then pod anti-affinity, then
@@ -58,6 +62,7 @@ from joiner.scheduling.placement import (
     order_by_weight,
 )
 from joiner.scheduling.pool import IntArray, PreparedPool, prepare
+from joiner.scheduling.reservations import Reservations
 from joiner.scheduling.topology import Group, Summary, Topology
 from joiner.scheduling.types import (
     NewNodeClaim,
@@ -163,6 +168,9 @@ class _Solve:
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
         #: Indices of this solve's NodeClaims holding a pod of ``inp.stop``.
         self._watched: set[int] = set()
+        self.reservations = Reservations()
+        #: The current attempt failed on reserved capacity (never relaxed, no fallback).
+        self._reserved_failed = False
 
     def _universe(
         self, anti_keys: list[tuple[str, str]]
@@ -212,6 +220,7 @@ class _Solve:
         for pod in queue:
             prefs = _Prefs(pod.template, self.pns_exists and not kube)
             while True:
+                self._reserved_failed = False
                 attempt = _Attempt(
                     pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), reasons=[]
                 )
@@ -221,7 +230,7 @@ class _Solve:
                     break
                 if self._try_claims(attempt) or self._try_new_claim(attempt):
                     break
-                if not prefs.relax():
+                if self._reserved_failed or not prefs.relax():
                     unschedulable.append((pod.uid, _explain(attempt.reasons, self.pools)))
                     break
         return SchedulingResult(
@@ -382,6 +391,8 @@ class _Solve:
                 self.claims.pop()
                 self.index.n -= 1
                 self._forget_claim(claim.index)
+                if self._reserved_failed:  # Karpenter: no fallback to lower-weight pools
+                    return False
                 continue
             subtract_max(pool, claim.options)
             return True
@@ -494,7 +505,13 @@ class _Solve:
                 if short is not None:
                     reasons.append(f"NodePool {pool.name}: {short}")
                     continue
+                ids, why = self.reservations.choose(claim.index, pool.types, cand.tolist(), final)
+                if why is not None:
+                    reasons.append(f"NodePool {pool.name}: {why}")
+                    self._reserved_failed = topology_failed = True
+                    continue
                 self._commit(claim, pod, final, cand, need)
+                self.reservations.hold(claim.index, ids)
                 return True
         return False if topology_failed else None
 
@@ -574,14 +591,18 @@ class _Solve:
 
     def _finish(self, claim: _Claim) -> NewNodeClaim:
         pool = claim.pool
-        prices = pool.prices(claim.requirements)[claim.options]
-        order = claim.options[np.lexsort((claim.options, prices))][: self.inp.max_instance_types]
+        reqs = self.reservations.pinned(claim.index, claim.requirements)
+        options = claim.options
+        if reqs is not claim.requirements:  # pinned to its reservations: their types only
+            options = options[np.isfinite(pool.prices(reqs)[options])]
+        prices = pool.prices(reqs)[options]
+        order = options[np.lexsort((options, prices))][: self.inp.max_instance_types]
         min_ds = pool.daemon[order].min(axis=0) if order.size else np.zeros(len(pool.resources))
         total = claim.requests + min_ds
         requests = {pool.resources[i]: int(v) for i, v in enumerate(total) if v > 0}
         return NewNodeClaim(
             nodepool=pool.name,
-            requirements=claim.requirements,
+            requirements=reqs,
             instance_types=tuple(pool.types[i] for i in order),
             pods=tuple(claim.pods),
             requests=requests,
