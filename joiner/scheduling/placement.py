@@ -230,3 +230,46 @@ def _explain(reasons: list[str], pools: list[PreparedPool]) -> str:
     parts = list(dict.fromkeys(reasons))
     parts += [p.empty_reason for p in pools if p.empty_reason]
     return "; ".join(parts) if parts else "no NodePool can launch a node for it"
+
+
+def domain_universe(
+    pods: Sequence[PodRequest],
+    pools: Sequence[PreparedPool],
+    existing: Sequence[_Existing],
+    anti_keys: Sequence[tuple[str, str]],
+    exclude: frozenset[str] | set[str],
+) -> tuple[dict[str, set[str]], dict[str, dict[str, list[tuple[Taint, ...]]]], frozenset[str]]:
+    """Per topology key the pods use (spread, pod (anti-)affinity, and running pods'
+    required anti-affinity on nodes not in ``exclude``): every domain value (NodePools'
+    requirements and labels over their instance types, plus existing nodes), the taint sets
+    offering each value, and the keys some NodePool can set (Karpenter ``topology.go``
+    ``buildDomainGroups``)."""
+    keys = {c.key for p in pods for c in p.template.spread}
+    keys |= {
+        term.key
+        for p in pods
+        for term in (
+            *p.template.pod_affinity,
+            *p.template.pod_anti_affinity,
+            *(w[1] for w in p.template.preferred_pod_affinity),
+            *(w[1] for w in p.template.preferred_pod_anti_affinity),
+        )
+    }
+    keys |= {key for node, key in anti_keys if node not in exclude}
+    universe: dict[str, set[str]] = {k: set() for k in keys}
+    taints: dict[str, dict[str, list[tuple[Taint, ...]]]] = {k: {} for k in keys}
+    launchable: set[str] = set()
+    for key in keys:
+        for pool in pools:
+            values = pool.domains(key)
+            universe[key] |= values
+            if values:
+                launchable.add(key)
+            for v in values:
+                taints[key].setdefault(v, []).append(pool.taints)
+        for e in existing:
+            found = e.domains.get(key)
+            if found is not None:
+                universe[key].add(found)
+                taints[key].setdefault(found, []).append(e.node.taints)
+    return universe, taints, frozenset(launchable)

@@ -40,7 +40,6 @@ from joiner.api import labels, quantity
 from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
     PodTemplate,
-    Taint,
 )
 from joiner.api.requirements import NOT_IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
@@ -59,6 +58,7 @@ from joiner.scheduling.placement import (
     _ports_conflict,
     _Prefs,
     _queue_key,
+    domain_universe,
     order_by_weight,
 )
 from joiner.scheduling.pool import IntArray, PreparedPool, prepare
@@ -133,7 +133,9 @@ class _Solve:
             if b.node.name not in exclude
         ]
         self.claims: list[_Claim] = []
-        universe, domain_taints, launchable = self._universe(base.anti_keys)
+        universe, domain_taints, launchable = domain_universe(
+            inp.pods, self.pools, self.existing, base.anti_keys, inp.exclude_nodes
+        )
         self.topology = Topology(
             universe,
             domain_taints,
@@ -171,44 +173,6 @@ class _Solve:
         self.reservations = Reservations()
         #: The current attempt failed on reserved capacity (never relaxed, no fallback).
         self._reserved_failed = False
-
-    def _universe(
-        self, anti_keys: list[tuple[str, str]]
-    ) -> tuple[dict[str, set[str]], dict[str, dict[str, list[tuple[Taint, ...]]]], frozenset[str]]:
-        """Per topology key: every domain value (NodePools' requirements and labels over
-        their instance types, plus existing nodes), the taint sets offering each value, and
-        the keys some NodePool can set (Karpenter ``topology.go`` ``buildDomainGroups``)."""
-        keys = {c.key for p in self.inp.pods for c in p.template.spread}
-        keys |= {
-            term.key
-            for p in self.inp.pods
-            for term in (
-                *p.template.pod_affinity,
-                *p.template.pod_anti_affinity,
-                *(w[1] for w in p.template.preferred_pod_affinity),
-                *(w[1] for w in p.template.preferred_pod_anti_affinity),
-            )
-        }
-        # Running pods' required anti-affinity keeps new pods out of their domains.
-        exclude = self.inp.exclude_nodes
-        keys |= {key for node, key in anti_keys if node not in exclude}
-        universe: dict[str, set[str]] = {k: set() for k in keys}
-        taints: dict[str, dict[str, list[tuple[Taint, ...]]]] = {k: {} for k in keys}
-        launchable: set[str] = set()
-        for key in keys:
-            for pool in self.pools:
-                values = pool.domains(key)
-                universe[key] |= values
-                if values:
-                    launchable.add(key)
-                for v in values:
-                    taints[key].setdefault(v, []).append(pool.taints)
-            for e in self.existing:
-                found = e.domains.get(key)
-                if found is not None:
-                    universe[key].add(found)
-                    taints[key].setdefault(found, []).append(e.node.taints)
-        return universe, taints, frozenset(launchable)
 
     # -- the loop ---------------------------------------------------------------------------
 

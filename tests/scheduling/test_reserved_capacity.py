@@ -9,16 +9,8 @@ from joiner.api.requirements import Requirement
 from joiner.cloudprovider.reservations import CapacityReservation, with_reserved_offerings
 from joiner.scheduling import NodePoolTemplate, Scheduler, SchedulingInput
 from joiner.scheduling.reservations import HELD_ELSEWHERE
-from joiner.testing.builders import (
-    GIB,
-    make_instance_type,
-    make_nodepool,
-    make_pod_template,
-    make_pods,
-)
-
-SMALL = make_instance_type("m5.large", cpu_m=2000, memory=8 * GIB)
-LARGE = make_instance_type("m5.xlarge", cpu_m=4000, memory=16 * GIB)
+from joiner.testing.builders import GIB, make_nodepool, make_pod_template, make_pods
+from tests.scheduling.test_scheduler import LARGE, SMALL
 
 
 def _types(count: int):
