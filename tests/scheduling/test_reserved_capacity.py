@@ -88,3 +88,28 @@ def test_a_reserved_offering_error_does_not_fall_back_to_a_lower_weight_pool():
     result = _solve(1, "reserved", "on-demand", pods=2, weight_pool=other)
     assert [c.nodepool for c in result.new_nodeclaims] == ["default"]
     assert len(result.unschedulable) == 1
+
+
+def test_a_pod_may_select_a_reservation_by_its_label():
+    """``karpenter.k8s.aws/capacity-reservation-id`` is a well-known label: instance types do
+    not define it, and only the reservation's own offerings satisfy a pod that selects it."""
+    pool = make_nodepool(
+        requirements=[Requirement.in_(labels.CAPACITY_TYPE, "reserved", "on-demand")]
+    )
+
+    def solve(rid: str):
+        tmpl = make_pod_template(500, GIB, node_selector={labels.CAPACITY_RESERVATION_ID: rid})
+        return Scheduler().solve(
+            SchedulingInput(
+                pods=make_pods(tmpl, 1),
+                existing=(),
+                nodepools=(NodePoolTemplate(pool, _types(1)),),
+                daemonsets=(),
+            )
+        )
+
+    (claim,) = solve("cr-1").new_nodeclaims
+    assert [it.name for it in claim.instance_types] == ["m5.large"]
+    assert _pinned(claim) == ("reserved", "cr-1")
+    other = solve("cr-2")
+    assert not other.new_nodeclaims and len(other.unschedulable) == 1
