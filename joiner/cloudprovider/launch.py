@@ -3,9 +3,12 @@
 * ``launch_candidates``: the filters Karpenter-AWS applies before CreateFleet
   (``pkg/providers/instance/instance.go`` ``filterInstanceTypes`` with the
   ``instancefilter`` filters, in order: compatible-and-available, which the caller does;
-  ``ExoticInstanceTypeFilter``; ``SpotInstanceFilter``), then the cut to the
+  ``ReservedOfferingFilter``; ``ExoticInstanceTypeFilter``; ``SpotInstanceFilter``), then
+  the cut to the
   ``MAX_LAUNCH_INSTANCE_TYPES`` (60) cheapest types, which must still meet every
   requirement's ``minValues`` (Karpenter core ``InstanceTypes.Truncate``).
+* ``filter_reserved``: when reserved capacity is allowed and offered, only reserved
+  offerings, one per (type, zone).
 * ``filter_exotic``: drop metal, GPU and accelerator types when others remain.
 * ``filter_unwanted_spot``: drop types with a Spot offering that costs more than the
   cheapest compatible on-demand offering.
@@ -58,6 +61,35 @@ def is_exotic(it: InstanceType) -> bool:
     if size is not None and not size.complement and any("metal" in v for v in size.values):
         return True
     return any(it.capacity.get(r, 0) > 0 for r in EXOTIC_RESOURCES)
+
+
+def filter_reserved(candidates: Sequence[Candidate], reqs: Requirements) -> list[Candidate]:
+    """Only the reserved candidates, one per (type, zone): the one whose reservation has the
+    most room (ties by reservation id), when ``reqs`` allow ``reserved`` and any candidate
+    is reserved; else the input unchanged.
+
+    Karpenter-AWS ``instancefilter.ReservedOfferingFilter``: CreateFleet takes one override
+    per pool, and a launch that may use reserved capacity uses only that (a type without a
+    reserved offering is rejected unless no type has one). It runs before the exotic filter,
+    so a reservation of GPU or metal types is launched into.
+    """
+    if not reqs.get_or_exists(labels.CAPACITY_TYPE).has(labels.CAPACITY_TYPE_RESERVED):
+        return list(candidates)
+    best: dict[tuple[str, str], Candidate] = {}
+    for c in candidates:
+        o = c[1]
+        if o.capacity_type != labels.CAPACITY_TYPE_RESERVED:
+            continue
+        key = (c[0].name, o.zone)
+        cur = best.get(key)
+        if cur is None or (-o.reservation_capacity, o.reservation_id) < (
+            -cur[1].reservation_capacity,
+            cur[1].reservation_id,
+        ):
+            best[key] = c
+    if not best:
+        return list(candidates)
+    return [c for c in candidates if best.get((c[0].name, c[1].zone)) is c]
 
 
 def filter_exotic(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -143,7 +175,8 @@ def launch_candidates(
 
     ``candidates`` are the NodeClaim's available, compatible offerings (the caller applies
     Karpenter's ``CompatibleAvailableFilter`` and the unavailable-offerings cache). Then, as
-    Karpenter-AWS ``instance.go`` ``filterInstanceTypes``: ``filter_exotic`` and
+    Karpenter-AWS ``instance.go`` ``filterInstanceTypes``: ``filter_reserved``, then
+    ``filter_exotic`` and
     ``filter_unwanted_spot``, both skipped when a requirement has ``minValues`` (so the
     flexibility the user asked for survives); then Karpenter core ``InstanceTypes.Truncate``:
     the ``max_types`` types with the cheapest candidate (by ``price``; ties by name), which
@@ -158,7 +191,7 @@ def launch_candidates(
             (Karpenter fails the launch: "truncating instance types, validating minValues").
     """
     has_min_values = any(r.min_values is not None for r in reqs.values())
-    kept = list(candidates)
+    kept = filter_reserved(candidates, reqs)
     if not has_min_values:
         kept = filter_unwanted_spot(filter_exotic(kept), reqs, price)
         if candidates and not kept:

@@ -179,3 +179,37 @@ def test_free_counts_subtract_running_instances():
     reserved = next(o for o in m5.offerings if o.reservation_id)
     spot = next(o for o in m5.offerings if o.capacity_type == "spot")
     assert free_counts([R1, R2], [reserved, spot, reserved]) == {"cr-1": 0, "cr-2": 3}
+
+
+def test_a_gpu_reservation_is_launched_into_despite_the_exotic_filter():
+    """Karpenter-AWS runs ``ReservedOfferingFilter`` before ``ExoticInstanceTypeFilter``: a
+    launch that may use reserved capacity keeps only reserved offerings, so a reserved GPU
+    type is not dropped for a cheaper generic one."""
+    from joiner.cloudprovider.launch import launch_candidates
+
+    gpu = make_instance_type(
+        "g5.xlarge",
+        cpu_m=4000,
+        memory=16 * GIB,
+        extra={"nvidia.com/gpu": 1},
+        prices={("us-east-1a", "on-demand"): 1.0, ("us-east-1a", "spot"): 0.4},
+    )
+    small = _m5()
+    r = CapacityReservation("cr-g", "g5.xlarge", "us-east-1a", instance_count=3, available_count=3)
+    r2 = CapacityReservation("cr-h", "g5.xlarge", "us-east-1a", instance_count=1, available_count=1)
+    types = with_reserved_offerings([gpu, small], [r, r2], {"us-east-1a": "use1-az1"}, {})
+    everything = Requirements(
+        [Requirement.in_(labels.CAPACITY_TYPE, "reserved", "spot", "on-demand")]
+    )
+    cands = [
+        (it, o) for it in types for o in it.offerings if o.available and o.compatible(everything)
+    ]
+    kept = launch_candidates(cands, everything)
+    # One reserved offering per pool: the reservation with the most room.
+    assert [(it.name, o.reservation_id) for it, o in kept] == [("g5.xlarge", "cr-g")]
+    _, chosen = choose_offering(cands, everything)
+    assert chosen.reservation_id == "cr-g"
+    # Without reserved allowed, the exotic filter drops the GPU type as before.
+    no_reserved = Requirements([Requirement.in_(labels.CAPACITY_TYPE, "spot", "on-demand")])
+    plain = [(it, o) for it, o in cands if o.capacity_type != "reserved"]
+    assert {it.name for it, _ in launch_candidates(plain, no_reserved)} == {"m5.large"}
