@@ -187,13 +187,8 @@ def test_a_gpu_reservation_is_launched_into_despite_the_exotic_filter():
     type is not dropped for a cheaper generic one."""
     from joiner.cloudprovider.launch import launch_candidates
 
-    gpu = make_instance_type(
-        "g5.xlarge",
-        cpu_m=4000,
-        memory=16 * GIB,
-        extra={"nvidia.com/gpu": 1},
-        prices={("us-east-1a", "on-demand"): 1.0, ("us-east-1a", "spot"): 0.4},
-    )
+    from tests.scheduling.test_scheduler import GPU as gpu
+
     small = _m5()
     r = CapacityReservation("cr-g", "g5.xlarge", "us-east-1a", instance_count=3, available_count=3)
     r2 = CapacityReservation("cr-h", "g5.xlarge", "us-east-1a", instance_count=1, available_count=1)
