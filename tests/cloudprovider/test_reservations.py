@@ -186,7 +186,6 @@ def test_a_gpu_reservation_is_launched_into_despite_the_exotic_filter():
     launch that may use reserved capacity keeps only reserved offerings, so a reserved GPU
     type is not dropped for a cheaper generic one."""
     from joiner.cloudprovider.launch import launch_candidates
-
     from tests.scheduling.test_scheduler import GPU as gpu
 
     small = _m5()
