@@ -175,6 +175,8 @@ def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> 
     new = sim.new_claims[0]
     candidate_price = sum(c.price_per_hour for c in cands)
     cts = capacity_types(new.instance_types, new.requirements)
+    #: The requirements the replacement is priced under (its launch's capacity types).
+    price_reqs = new.requirements
     base = _on_demand_base_short(ctx, cands, new.nodepool)
     if base is not None:
         # Only an on-demand replacement in that pool keeps the base.
@@ -186,16 +188,19 @@ def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> 
                 "on-demand nodes; the replacement could not be on-demand"
             )
         cts = {labels.CAPACITY_TYPE_ON_DEMAND}
+        price_reqs = price_reqs.add(
+            Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
+        )
     all_spot = all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
     if all_spot and labels.CAPACITY_TYPE_SPOT in cts:
         return _spot_to_spot(ctx, cands, new, candidate_price, method, sim)
     cheaper = [
         it
         for it in new.instance_types
-        if (p := worst_launch_price(it, new.requirements)) is not None and p < candidate_price
+        if (p := worst_launch_price(it, price_reqs)) is not None and p < candidate_price
     ]
     if method == MULTI_NODE:
-        cheaper = _filter_out_same_type(cands, cheaper, new.requirements)
+        cheaper = _filter_out_same_type(cands, cheaper, price_reqs)
     if not cheaper:
         return (
             f"can't replace with a cheaper node: no instance type that fits its pods costs "
@@ -206,9 +211,7 @@ def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> 
         return f"can't replace with a cheaper node: {short}"
     reserved = labels.CAPACITY_TYPE_RESERVED
     if any(
-        o.capacity_type == reserved
-        for it in cheaper
-        for o in allowed_offerings(it, new.requirements)
+        o.capacity_type == reserved for it in cheaper for o in allowed_offerings(it, price_reqs)
     ):
         # Karpenter's scheduler pins a NodeClaim that took a reserved offering to reserved
         # (FinalizeScheduling), so the replacement launches into the reservation.
