@@ -207,3 +207,11 @@ def test_a_gpu_reservation_is_launched_into_despite_the_exotic_filter():
     no_reserved = Requirements([Requirement.in_(labels.CAPACITY_TYPE, "spot", "on-demand")])
     plain = [(it, o) for it, o in cands if o.capacity_type != "reserved"]
     assert {it.name for it, _ in launch_candidates(plain, no_reserved)} == {"m5.large"}
+
+
+def test_the_reserved_capacity_gate_is_on_unless_the_flag_turns_it_off():
+    from joiner.api.featuregates import parse
+
+    assert parse("").reserved_capacity is True
+    assert parse("ReservedCapacity=false").reserved_capacity is False
+    assert parse("ReservedCapacity=0,SpotToSpotConsolidation=true").reserved_capacity is False
