@@ -26,9 +26,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from joiner.api import labels
-from joiner.api.objects import CapacityReservationSelectorTerm
+from joiner.api.objects import CapacityReservationSelectorTerm, NodeClass
 from joiner.api.requirements import Requirement, Requirements
-from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.cloudprovider.types import InstanceType, Offering, Subnet
 
 #: Karpenter-AWS divides the on-demand price by this for a reserved offering.
 RESERVED_PRICE_DIVISOR = 10_000_000.0
@@ -179,6 +179,23 @@ def free_counts(
         if o.reservation_id:
             used[o.reservation_id] = used.get(o.reservation_id, 0) + 1
     return {r.id: r.instance_count - used.get(r.id, 0) for r in reservations}
+
+
+def nodeclass_types(
+    types: Sequence[InstanceType],
+    reservations: Sequence[CapacityReservation],
+    nc: NodeClass,
+    subnets: Sequence[Subnet],
+    now_s: float,
+    count_of: Mapping[str, int],
+) -> list[InstanceType]:
+    """``types`` with the reserved offerings of the reservations ``nc`` selects now, in the
+    zones of its ``subnets`` (``select`` then ``with_reserved_offerings``)."""
+    chosen = select(reservations, nc.capacity_reservation_selector_terms, now_s)
+    if not chosen:
+        return list(types)
+    zone_ids = {s.zone: s.zone_id for s in subnets}
+    return with_reserved_offerings(types, chosen, zone_ids, count_of)
 
 
 def reservation_labels(o: Offering) -> dict[str, str]:

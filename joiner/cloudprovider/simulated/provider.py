@@ -12,9 +12,7 @@ Spot prices are per pool and move with the market, and reclaims are pool events
 (``reclaims.PoolReclaims``). Without one (plan, controller mode), prices are regional and
 the lowest price wins, ties broken by lower interruption rate, then instance-type name,
 then zone (``fleet.choose_offering``). NodeClass selector terms resolve against the VPC in
-``selectors``; its ``capacityReservationSelectorTerms`` pick among the account's
-reservations (``reservations``): each adds a ``reserved`` offering, chosen first while the
-reservation has room (EC2's count: its size minus the instances running in it).
+``selectors``, its capacity reservation terms in ``reservations`` (``reserved`` offerings).
 """
 
 from __future__ import annotations
@@ -36,12 +34,12 @@ from joiner.cloudprovider.launch import (
     launch_candidates,
 )
 from joiner.cloudprovider.launchtemplates import LAUNCH_TEMPLATE_TTL_S, SimulatedLaunchTemplates
-from joiner.cloudprovider.reservations import (
-    CapacityReservation,
-    free_counts,
-    select,
-    with_reserved_offerings,
+from joiner.cloudprovider.nodeclass_drift import (
+    NODECLASS_HASH_TAG,
+    nodeclass_hash,
+    static_drift,
 )
+from joiner.cloudprovider.reservations import CapacityReservation, free_counts, nodeclass_types
 from joiner.cloudprovider.simulated.fleet import PoolQuote, allocate, choose_offering
 from joiner.cloudprovider.simulated.launchfaults import LaunchFailures
 from joiner.cloudprovider.simulated.market import (
@@ -184,18 +182,13 @@ class SimulatedCloudProvider:
         return self._with_reserved(node_class, self._marked(node_class))
 
     def _with_reserved(self, node_class: str, types: list[InstanceType]) -> list[InstanceType]:
-        """``types`` with a ``reserved`` offering per selected reservation, available while
-        it has room now (Karpenter-AWS ``createOfferings``; ``reservations``)."""
         if not self.reservations:
             return types
         nc = self._node_class(node_class)
-        chosen = select(
-            self.reservations, nc.capacity_reservation_selector_terms, self._clock.now()
+        subnets, now = self.resolve_subnets(nc), self._clock.now()
+        return nodeclass_types(
+            types, self.reservations, nc, subnets, now, self.reservation_counts()
         )
-        if not chosen:
-            return types
-        zone_ids = {s.zone: s.zone_id for s in self.resolve_subnets(nc)}
-        return with_reserved_offerings(types, chosen, zone_ids, self.reservation_counts())
 
     def reservation_counts(self) -> dict[str, int]:
         """Each reservation's free instances now (``reservations.free_counts``)."""
