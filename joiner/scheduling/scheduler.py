@@ -244,11 +244,18 @@ class _Solve:
         dead = self._dead_for(t, prefs)
         nodes = self.existing
         if self.inp.mode == "kube-scheduler":
-            # Score only the nodes that may still take this template (dead ones never will).
-            nodes = sorted(
-                (e for e in nodes if e.node.name not in dead),
-                key=lambda e: (-_least_allocated(e, t.requests), e.node.name),
-            )
+            # Score only the nodes that may still take this template: dead ones never will,
+            # nor will one without room for its requests (``_admits`` would call it dead:
+            # free room only shrinks within a solve), so it is marked dead unscored.
+            fitting = []
+            for e in nodes:
+                if e.node.name in dead:
+                    continue
+                if not quantity.fits(t.requests, e.available):
+                    dead.add(e.node.name)
+                    continue
+                fitting.append(e)
+            nodes = sorted(fitting, key=lambda e: (-_least_allocated(e, t.requests), e.node.name))
         for e in nodes:
             name = e.node.name
             if name in dead:

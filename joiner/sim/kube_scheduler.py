@@ -24,7 +24,7 @@ from joiner.api.clock import Clock
 from joiner.scheduling import Scheduler, SchedulingInput
 from joiner.sim import preemption
 from joiner.state.cluster import ClusterState, Pod
-from joiner.state.snapshot import pod_requests, ready_nodes
+from joiner.state.snapshot import pod_requests, ready_snapshot
 
 
 class KubeScheduler:
@@ -109,24 +109,26 @@ class KubeScheduler:
         """One solve over ``pods``; returns the uids left unplaced. With ``reserve``, the
         room pods nominated elsewhere wait for is taken out of their nodes."""
         state = self._state
-        existing, bound = ready_nodes(state)
+        # The cached snapshot: the same objects while nothing changed (a solve never
+        # mutates them), so a pass after a pass without a binding rebuilds nothing.
+        existing, bound = ready_snapshot(state)
         if reserve:
             held: dict[str, quantity.Resources] = {}
             for p in state.pending_pods():
                 if p.nominated_node_name is not None:
                     node = p.nominated_node_name
                     held[node] = quantity.add(held.get(node, {}), p.template.requests)
-            existing = [
+            existing = tuple(
                 replace(e, available=quantity.subtract(e.available, held[e.name]))
                 if e.name in held
                 else e
                 for e in existing
-            ]
+            )
         result = self._scheduler.solve(
             SchedulingInput(
                 pods=pod_requests(state, pods),
-                existing=tuple(existing),
-                bound_pods=tuple(bound),
+                existing=existing,
+                bound_pods=bound,
                 mode="kube-scheduler",
             )
         )

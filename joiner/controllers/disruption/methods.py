@@ -26,13 +26,11 @@ single node, at least 15 cheaper spot types (the launch list is cut to the 15 ch
 
 from __future__ import annotations
 
-import bisect
 import logging
 from collections.abc import Callable, Sequence
 
 from joiner.api import labels
 from joiner.api.durations import format_seconds
-from joiner.api.quantity import CPU, MEMORY
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import Candidate
@@ -42,7 +40,6 @@ from joiner.controllers.disruption.command import (
     Context,
     Replacement,
     Simulation,
-    allowed_offerings,
     capacity_types,
     expected_launch,
     min_values_short,
@@ -50,7 +47,8 @@ from joiner.controllers.disruption.command import (
     worst_launch_price,
 )
 from joiner.controllers.disruption.drift import TypesByName, drift_reason
-from joiner.scheduling import NewNodeClaim, NodePoolTemplate
+from joiner.controllers.disruption.room import Room
+from joiner.scheduling import NewNodeClaim
 
 EMPTINESS = "Emptiness"
 DRIFT = "Drift"
@@ -415,107 +413,11 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     return best
 
 
-class _Room:
-    """A necessary condition for single-node consolidation, checked before simulating.
-
-    A candidate's pods can only move if their summed CPU and memory requests fit in the free
-    capacity of the other initialized nodes plus one node of a type, allowed by some
-    NodePool, that is cheaper than the candidate (any replacement must be). When even that
-    fails, the simulation cannot succeed, so it is skipped: the decisions are unchanged and
-    long simulations stay fast (Karpenter bounds the same search by a timeout instead).
-    """
-
-    def __init__(self, ctx: Context) -> None:
-        existing, _ = ctx.provisioner.snapshot()
-        self.free = {
-            e.name: (max(e.available.get(CPU, 0), 0), max(e.available.get(MEMORY, 0), 0))
-            for e in existing
-            if e.initialized
-        }
-        self.total = (
-            sum(cpu for cpu, _ in self.free.values()),
-            sum(mem for _, mem in self.free.values()),
-        )
-        self._templates = ctx.provisioner.templates()
-        self._spot_to_spot = ctx.spot_to_spot
-
-    def hopeless(self, c: Candidate) -> str | None:
-        """Why ``c``'s pods cannot move anywhere cheaper, or None when they might. A spot
-        candidate with spot-to-spot consolidation off can only be replaced by a node that is
-        not spot (``_consolidate``), so only the other offerings' prices count for it."""
-        need_cpu = sum(p.template.requests.get(CPU, 0) for p in c.pods)
-        need_mem = sum(p.template.requests.get(MEMORY, 0) for p in c.pods)
-        own_cpu, own_mem = self.free.get(c.claim.name, (0, 0))
-        exclude = (
-            frozenset({labels.CAPACITY_TYPE_SPOT})
-            if c.capacity_type == labels.CAPACITY_TYPE_SPOT and not self._spot_to_spot
-            else frozenset()
-        )
-        prices, max_cpu, max_mem = _cheaper_types(self._templates, exclude)
-        n = bisect.bisect_left(prices, c.price_per_hour)  # types strictly cheaper
-        best_cpu = max_cpu[n - 1] if n else 0
-        best_mem = max_mem[n - 1] if n else 0
-        if (
-            need_cpu <= self.total[0] - own_cpu + best_cpu
-            and need_mem <= self.total[1] - own_mem + best_mem
-        ):
-            return None
-        return "can't replace with a cheaper node: " + (
-            f"{SPOT_TO_SPOT_OFF}, and its pods fit neither on the other nodes nor on any "
-            "instance type cheaper other than as spot"
-            if exclude
-            else "its pods fit neither on the other nodes nor on any cheaper instance type"
-        )
-
-
-#: The last ``_cheaper_types`` answer per excluded capacity types, by its templates' pools
-#: and instance-type identities (the types themselves are kept so the identities stay valid).
-_CHEAPER: dict[frozenset[str], tuple[object, object, tuple[list[float], list[int], list[int]]]] = {}
-
-
-def _cheaper_types(
-    templates: Sequence[NodePoolTemplate], exclude: frozenset[str] = frozenset()
-) -> tuple[list[float], list[int], list[int]]:
-    """Every launchable (pool, type): cheapest allowed price ascending (offerings of
-    ``exclude`` capacity types left out), with the running maximum of allocatable CPU and
-    memory. Reused while the pools and the cloud's type objects are the same (the cloud
-    hands out new objects when availability changes)."""
-    key = tuple((t.nodepool, tuple(map(id, t.instance_types))) for t in templates)
-    hit = _CHEAPER.get(exclude)
-    if hit is not None and hit[0] == key:
-        return hit[2]
-    rows: list[tuple[float, int, int]] = []
-    for t in templates:
-        reqs = t.nodepool.requirements
-        for it in t.instance_types:
-            if it.requirements.intersects(reqs) is not None:
-                continue
-            prices = [
-                o.price_per_hour
-                for o in allowed_offerings(it, reqs)
-                if o.capacity_type not in exclude
-            ]
-            if prices:
-                alloc = it.allocatable
-                rows.append((min(prices), alloc.get(CPU, 0), alloc.get(MEMORY, 0)))
-    rows.sort()
-    max_cpu: list[int] = []
-    max_mem: list[int] = []
-    cpu = mem = 0
-    for _, c, m_ in rows:
-        cpu, mem = max(cpu, c), max(mem, m_)
-        max_cpu.append(cpu)
-        max_mem.append(mem)
-    answer = ([r[0] for r in rows], max_cpu, max_mem)
-    _CHEAPER[exclude] = (key, tuple(t.instance_types for t in templates), answer)
-    return answer
-
-
 def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     """The first candidate (savings ratio order, round-robin across pools) that
     consolidates on its own."""
     eligible = _consolidation_candidates(ctx, candidates)
-    room = _Room(ctx) if eligible else None
+    room = Room(ctx) if eligible else None
     by_pool: dict[str, list[Candidate]] = {}
     for c in eligible:
         by_pool.setdefault(c.pool.name, []).append(c)

@@ -63,7 +63,7 @@ from joiner.sim.baseline.groups import NodeGroup
 from joiner.sim.baseline.scaledown import movable, utilisation
 from joiner.sim.baseline.settings import AutoscalerSettings
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
-from joiner.state.snapshot import pod_requests, ready_nodes
+from joiner.state.snapshot import pod_requests, ready_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ class ClusterAutoscaler:
     # -- scale-up --------------------------------------------------------------------------
 
     def _snapshot(self) -> _Scan:
-        existing, bound = ready_nodes(self._state)
+        existing, bound = ready_snapshot(self._state)  # cached while nothing changed
         scan = _Scan(existing=list(existing), bound=list(bound))
         daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
         for g in self.groups:

@@ -1,0 +1,82 @@
+"""Single-node consolidation's pre-check (``disruption.room``): a candidate it calls
+hopeless never consolidates, and skipping those candidates leaves every decision as it was."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from joiner.api.featuregates import FeatureGates
+from joiner.controllers.disruption import methods as m
+from joiner.controllers.disruption.room import Room
+from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pod
+
+TYPES = ["m5.large", "m5.xlarge", "m5.2xlarge", "c5.large", "c5.xlarge", "m5.4xlarge"]
+SHAPES = [("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("1500m", "3Gi"), ("2", "6Gi")]
+
+
+def _cluster(tmp_path, seed: int, spot: bool):
+    rng = random.Random(seed)
+    docs = [nodepool(capacity_types="spot, on-demand" if spot else "on-demand")]
+    for i in range(rng.randint(2, 7)):
+        docs.append(
+            node(
+                f"n{i}",
+                rng.choice(TYPES),
+                zone=rng.choice(["us-east-1a", "us-east-1b"]),
+                capacity_type="spot" if spot and rng.random() < 0.7 else "on-demand",
+            )
+        )
+        for j in range(rng.randint(1, 6)):
+            cpu, mem = rng.choice(SHAPES)
+            docs.append(pod(f"p{i}-{j}", f"n{i}", cpu=cpu, memory=mem, app=f"a{j % 2}"))
+    gates = FeatureGates(spot_to_spot_consolidation=rng.random() < 0.5)
+    return dry_run(tmp_path, *docs, gates=gates)
+
+
+def test_a_hopeless_candidate_never_consolidates(tmp_path):
+    hopeless = 0
+    for seed in range(40):
+        where = tmp_path / str(seed)
+        where.mkdir()
+        run = _cluster(where, seed, spot=seed % 2 == 0)
+        ctx, candidates = run.controller.context(elapsed=True)
+        room = Room(ctx)
+        for c in candidates:
+            if c.empty or room.hopeless(c) is None:
+                continue
+            hopeless += 1
+            got = m.consolidate(ctx, [c], m.SINGLE_NODE)
+            assert isinstance(got, str), f"seed {seed}: {c.name} is hopeless but got {got}"
+    assert hopeless > 5  # the sweep exercises the rule
+
+
+@pytest.mark.parametrize("seed", range(40, 60))
+def test_skipping_hopeless_candidates_changes_no_decision(tmp_path, seed, monkeypatch):
+    run = _cluster(tmp_path, seed, spot=seed % 2 == 1)
+    with_room = run.plan()
+    run = _cluster(tmp_path, seed, spot=seed % 2 == 1)
+    monkeypatch.setattr(Room, "hopeless", lambda self, c: None)
+    without = run.plan()
+    assert [(c.method, c.candidates, c.replacements) for c in with_room.commands] == [
+        (c.method, c.candidates, c.replacements) for c in without.commands
+    ]
+
+
+def test_fragmented_free_room_is_hopeless(tmp_path):
+    # Each other node has 1.5 CPU free in all (more than the 2 x 1 CPU to move together
+    # across three nodes), but no node has room for a whole 1-CPU pod: the old summed-room
+    # test passed this candidate, the per-node count does not; the replacement would be
+    # an m5.large-sized or larger node, never cheaper than the m5.large candidate.
+    docs = [nodepool(), node("c", "m5.large")]
+    docs += [pod("c-1", "c", cpu="1"), pod("c-2", "c", cpu="1")]
+    for i in range(3):
+        docs.append(node(f"o{i}", "m5.large"))
+        docs.append(pod(f"o{i}-1", f"o{i}", cpu="1"))
+        docs.append(pod(f"o{i}-2", f"o{i}", cpu="400m"))
+    run = dry_run(tmp_path, *docs)
+    ctx, candidates = run.controller.context(elapsed=True)
+    (c,) = [x for x in candidates if x.name == "c"]
+    assert Room(ctx).hopeless(c) is not None
+    assert isinstance(m.consolidate(ctx, [c], m.SINGLE_NODE), str)
