@@ -53,6 +53,7 @@ class Room:
         self._free: dict[str, np.ndarray] = {}
         self._templates = ctx.provisioner.templates()
         self._spot_to_spot = ctx.spot_to_spot
+        self._cheaper: dict[frozenset[str], tuple[list[float], list[int], list[int]]] = {}
 
     def _free_of(self, resource: str) -> np.ndarray:
         """Free ``resource`` per initialized node (never negative), int64."""
@@ -79,7 +80,10 @@ class Room:
             if c.capacity_type == labels.CAPACITY_TYPE_SPOT and not self._spot_to_spot
             else frozenset()
         )
-        prices, max_cpu, max_mem = cheaper_types(self._templates, exclude)
+        table = self._cheaper.get(exclude)
+        if table is None:  # once per pass: its key alone walks every instance type
+            table = self._cheaper[exclude] = cheaper_types(self._templates, exclude)
+        prices, max_cpu, max_mem = table
         n = bisect.bisect_left(prices, c.price_per_hour)  # types strictly cheaper
         best = {CPU: max_cpu[n - 1] if n else 0, MEMORY: max_mem[n - 1] if n else 0}
         count = np.full(len(self._available), _UNBOUNDED, dtype=np.int64)
