@@ -40,6 +40,7 @@ from joiner.controllers.disruption.command import (
     Context,
     Replacement,
     Simulation,
+    allowed_offerings,
     capacity_types,
     expected_launch,
     min_values_short,
