@@ -19,6 +19,7 @@ from joiner.cli.common import (
     out,
     print_warnings,
     scenario_or_cluster,
+    scenario_reservations,
 )
 
 
@@ -49,6 +50,7 @@ def advise(
                 inputs=sc.market,
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
+                reservations=scenario_reservations(sc),
             )
     except InputError as exc:
         fail(exc)

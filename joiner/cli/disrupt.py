@@ -26,6 +26,7 @@ from joiner.cli.common import (
     print_warnings,
     region_of,
     scenario_region,
+    scenario_reservations,
 )
 
 
@@ -68,6 +69,7 @@ def disrupt(
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
                 feature_gates=gates or sc.feature_gates,
+                reservations=scenario_reservations(sc, gates),
             )
         else:
             manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)

@@ -20,6 +20,7 @@ from joiner.cli.common import (
     print_warnings,
     region_of,
     scenario_region,
+    scenario_reservations,
 )
 
 
@@ -106,6 +107,7 @@ def lint(
                 scenario_region(sc, region),
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
+                reservations=scenario_reservations(sc),
             )
         else:
             from joiner.cloudprovider.simulated.vpc import status_vpc

@@ -29,6 +29,7 @@ from joiner.cli.common import (
     print_warnings,
     region_of,
     scenario_region,
+    scenario_reservations,
 )
 
 
@@ -79,6 +80,7 @@ def plan(
                 scenario_region(sc, region),
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
+                reservations=scenario_reservations(sc),
                 min_values_policy=min_values_policy.value,
                 packing=packing.value if packing else sc.packing,
             )

@@ -26,6 +26,7 @@ from joiner.api.objects import NodePool
 from joiner.api.outputs import AdvicePool, NodePoolAdvice, SpotAdvice
 from joiner.api.requirements import Requirement
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.reservations import CapacityReservation
 from joiner.cloudprovider.simulated.market import (
     HOURS_PER_MONTH,
     MEAN_SEVERITY,
@@ -69,13 +70,24 @@ def advise(
     inputs: MarketInputs | None = None,
     subnets: Sequence[Subnet] | None = None,
     security_groups: Sequence[SecurityGroup] = (),
+    reservations: Sequence[CapacityReservation] = (),
 ) -> SpotAdvice:
-    """The advice document for ``m`` in ``region`` (module docstring)."""
-    plan = build_plan(m, catalog, region, subnets=subnets, security_groups=security_groups)
+    """The advice document for ``m`` in ``region`` (module docstring); ``reservations``
+    are the capacity reservations launches may use (a Scenario's)."""
+    plan = build_plan(
+        m,
+        catalog,
+        region,
+        subnets=subnets,
+        security_groups=security_groups,
+        reservations=reservations,
+    )
     # The plan's own launch is regional-price (its zone-tie note does not apply here).
     warnings = [w for w in plan.warnings if "zones tie on price" not in w]
     market = SpotMarket(market_seed(seed), hazard, inputs)
-    cloud = planning_cloud(m, catalog, region, subnets, security_groups, [], market=market)
+    cloud = planning_cloud(
+        m, catalog, region, subnets, security_groups, [], market=market, reservations=reservations
+    )
     pools = {p.name: p for p in m.nodepools}
     launched: dict[str, list[tuple[Instance, int]]] = {name: [] for name in sorted(pools)}
     estimated = False

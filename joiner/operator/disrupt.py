@@ -34,6 +34,7 @@ from joiner.api.outputs import (
     Unconsolidatable,
 )
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.reservations import CapacityReservation
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import (
     InstanceType,
@@ -76,6 +77,7 @@ class DryRun:
         security_groups: Sequence[SecurityGroup] = (),
         feature_gates: FeatureGates | None = None,
         kwok_types: Sequence[InstanceType] | None = None,
+        reservations: Sequence[CapacityReservation] = (),
     ) -> None:
         gates = feature_gates or FeatureGates()
         self.region = region
@@ -92,7 +94,14 @@ class DryRun:
                 "disrupt; its passes never replace unhealthy nodes"
             )
         self.cloud = planning_cloud(
-            m, catalog, region, subnets, security_groups, self.warnings, kwok_types
+            m,
+            catalog,
+            region,
+            subnets,
+            security_groups,
+            self.warnings,
+            kwok_types,
+            reservations=reservations if gates.reserved_capacity else (),
         )
         self.clock = SimClock()
         state, volume_warnings = cluster_state(m)
@@ -213,9 +222,11 @@ def build_disruption_plan(
     security_groups: Sequence[SecurityGroup] = (),
     feature_gates: FeatureGates | None = None,
     kwok_types: Sequence[InstanceType] | None = None,
+    reservations: Sequence[CapacityReservation] = (),
 ) -> DisruptionPlan:
     """The dry run; see the module docstring. ``at`` is a timezone-aware UTC instant.
     ``kwok_types``: Karpenter-kwok's instance types, for KWOKNodeClass NodePools.
+    ``reservations``: capacity reservations replacements may launch into (a Scenario's).
 
     Raises:
         InputError: from reading the NodeClasses against the VPC.
@@ -229,6 +240,7 @@ def build_disruption_plan(
         security_groups=security_groups,
         feature_gates=feature_gates,
         kwok_types=kwok_types,
+        reservations=reservations,
     ).plan()
 
 

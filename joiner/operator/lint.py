@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import KWOKNODECLASS_KIND
 from joiner.api.manifests.to_v1 import PLACEHOLDER_ANNOTATION
-from joiner.api.objects import PodTemplate
+from joiner.api.objects import NodeClass, PodTemplate
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.instancetype import build_instance_types
 from joiner.cloudprovider.reservations import (
@@ -87,6 +87,7 @@ def lint_manifests(
                 )
             )
         zones_by_class[nc.name] = sorted({(s.zone, s.zone_id) for s in found})
+        warnings += _unreachable_reservations(nc, reservations, {s.zone for s in found})
     types_by_pool: dict[str, list[InstanceType]] = {}
     for pool in m.nodepools:
         target = m.nodeclass(pool.node_class_ref.name)
@@ -125,3 +126,27 @@ def lint_manifests(
                 )
             )
     return warnings + lint(m.nodepools, types_by_pool, pod_templates(m))
+
+
+def _unreachable_reservations(
+    nc: NodeClass, reservations: Sequence[CapacityReservation], zones: set[str]
+) -> list[LintWarning]:
+    """A finding per reservation ``nc`` selects in a zone where it has no subnet: Karpenter-AWS
+    offers a reservation only in the NodeClass's subnet zones
+    (``capacityreservation`` offerings), so it is never launched into."""
+    out = []
+    for r in select(reservations, nc.capacity_reservation_selector_terms, 0.0):
+        if r.zone in zones:
+            continue
+        out.append(
+            LintWarning(
+                "reservation-no-subnet",
+                nc.source.file,
+                nc.source.ref,
+                "spec.capacityReservationSelectorTerms",
+                f"selects capacity reservation {r.id} ({r.instance_type} in {r.zone}), but none "
+                f"of its subnets is in {r.zone}: it is never launched into",
+                f"Select a subnet in {r.zone}, or leave the reservation out",
+            )
+        )
+    return out

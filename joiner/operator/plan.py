@@ -32,7 +32,7 @@ from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unsche
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.kwok import KwokCloudProvider, choose_kwok_offering
-from joiner.cloudprovider.reservations import reservation_labels
+from joiner.cloudprovider.reservations import CapacityReservation, reservation_labels
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.simulated.market import SpotMarket
 from joiner.cloudprovider.simulated.provider import choose_offering
@@ -88,9 +88,11 @@ def planning_cloud(
     warnings: list[str],
     kwok_types: Sequence[InstanceType] | None = None,
     market: SpotMarket | None = None,
+    reservations: Sequence[CapacityReservation] = (),
 ) -> SimulatedCloudProvider:
     """The cloud a dry run launches into: the simulated EC2 (with ``market``, through the
-    Spot market), or Karpenter-kwok's provider when the NodeClasses are KWOKNodeClasses.
+    Spot market, and the capacity ``reservations`` a NodeClass selects as ``reserved``
+    offerings), or Karpenter-kwok's provider when the NodeClasses are KWOKNodeClasses.
     A NodeClass whose subnets or security groups are unknown gets every zone or a default
     group, with a warning.
 
@@ -160,6 +162,7 @@ def planning_cloud(
         security_groups=groups,
         node_classes=classes,
         market=market,
+        reservations=reservations,
     )
 
 
@@ -230,6 +233,7 @@ def build_plan(
     min_values_policy: str = "Strict",
     kwok_types: Sequence[InstanceType] | None = None,
     packing: str = "karpenter",
+    reservations: Sequence[CapacityReservation] = (),
 ) -> Plan:
     """Plan one provisioning round; see the module docstring for how the cluster is read.
 
@@ -258,9 +262,19 @@ def build_plan(
             subnets=subnets,
             security_groups=security_groups,
             kwok_types=kwok_types,
+            reservations=reservations,
         )
     ]
-    cloud = planning_cloud(m, catalog, region, subnets, security_groups, warnings, kwok_types)
+    cloud = planning_cloud(
+        m,
+        catalog,
+        region,
+        subnets,
+        security_groups,
+        warnings,
+        kwok_types,
+        reservations=reservations,
+    )
     daemonsets = [d.template for d in m.daemonsets]
 
     live_nodes = {n.name: n for n in m.nodes}
