@@ -41,8 +41,12 @@ class FeatureGates:
     reserved_capacity: bool = True
 
 
-def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
-    """Parse ``Name=true,Other=false`` (Karpenter's ``--feature-gates`` flag form).
+def parse(
+    text: str, *, field: str = "--feature-gates", base: FeatureGates | None = None
+) -> FeatureGates:
+    """Parse ``Name=true,Other=false`` (Karpenter's ``--feature-gates`` flag form). A gate
+    the text does not name keeps its value in ``base`` (a Scenario's
+    ``settings.featureGates``), else Karpenter's default.
 
     Upstream (``pkg/operator/options`` ``ParseFeatureGates``) reads the flag, or its
     ``FEATURE_GATES`` environment variable, with component-base's ``MapStringBool``: pairs
@@ -59,7 +63,7 @@ def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
             continue
         name, sep, raw = part.partition("=")
         name = name.strip()
-        if not sep:
+        if not sep or not name:
             raise InputError(f"{part!r} must look like Name=true", field=field)
         if name not in KNOWN:
             raise InputError(
@@ -71,9 +75,12 @@ def parse(text: str, *, field: str = "--feature-gates") -> FeatureGates:
                 f"{name}: {raw.strip()!r} is not a boolean (true, false, 1, 0, t, f)", field=field
             )
         values[name] = value
+    was = base or FeatureGates()
     return FeatureGates(
-        spot_to_spot_consolidation=values.get("SpotToSpotConsolidation", False),
-        capacity_buffer=values.get("CapacityBuffer", False),
-        node_repair=values.get("NodeRepair", False),
-        reserved_capacity=values.get("ReservedCapacity", True),
+        spot_to_spot_consolidation=values.get(
+            "SpotToSpotConsolidation", was.spot_to_spot_consolidation
+        ),
+        capacity_buffer=values.get("CapacityBuffer", was.capacity_buffer),
+        node_repair=values.get("NodeRepair", was.node_repair),
+        reserved_capacity=values.get("ReservedCapacity", was.reserved_capacity),
     )

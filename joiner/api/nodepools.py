@@ -296,6 +296,8 @@ class NodeClass:
     status_subnets: tuple[tuple[str, str], ...] = ()
     #: ``status.securityGroups`` as (id, name) pairs, like ``status_subnets``.
     status_security_groups: tuple[tuple[str, str], ...] = ()
+    #: ``status.capacityReservations`` ids (a dump's): read, not launched into (no free count).
+    status_capacity_reservations: tuple[str, ...] = ()
     #: ``capacityReservationSelectorTerms``: the on-demand capacity reservations its nodes
     #: launch into first (capacity type ``reserved``); empty selects none.
     capacity_reservation_selector_terms: tuple[CapacityReservationSelectorTerm, ...] = ()

@@ -283,8 +283,8 @@ FeatureGatesOption = Annotated[
     str | None,
     typer.Option(
         "--feature-gates",
-        help="Karpenter feature gates, e.g. SpotToSpotConsolidation=true (overrides the "
-        "scenario's settings.featureGates).",
+        help="Karpenter feature gates, e.g. SpotToSpotConsolidation=true (each gate named "
+        "overrides the scenario's settings.featureGates; the others keep it).",
     ),
 ]
 ClusterFiles = Annotated[

@@ -61,6 +61,8 @@ def disrupt(
         files = files or []
         if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
             sc = load_scenario(files[0], catalog, check_selectors=False)
+            if feature_gates is not None:
+                gates = parse_feature_gates(feature_gates, base=sc.feature_gates)
             result = build_disruption_plan(
                 sc.manifests,
                 catalog,

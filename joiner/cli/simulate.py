@@ -60,7 +60,9 @@ def simulate(
     try:
         sc = load_scenario(scenario)
         if feature_gates is not None:
-            sc = replace(sc, feature_gates=parse_feature_gates(feature_gates))
+            sc = replace(
+                sc, feature_gates=parse_feature_gates(feature_gates, base=sc.feature_gates)
+            )
         prepared = prepare_policies(sc)
     except InputError as exc:
         fail(exc)

@@ -125,6 +125,14 @@ def planning_cloud(
     else:
         # A dump's EC2NodeClass status is the cluster's resolved VPC.
         nodeclasses, status_subnets, status_groups = status_vpc(m.nodeclasses, catalog, region)
+        warnings += [
+            f"{nc.source.file}: {nc.source.ref}: not modelled: status.capacityReservations "
+            f"({', '.join(nc.status_capacity_reservations)}): a dump does not say how many "
+            "instances each reservation has free, so no reserved capacity is launched here "
+            "(give them in a Scenario's spec.cloud.capacityReservations)"
+            for nc in nodeclasses
+            if nc.status_capacity_reservations and not reservations
+        ]
         vpc = status_subnets or default_subnets(catalog, region)
         groups = [*security_groups, *status_groups, _DEFAULT_SG]
     probe = SimulatedCloudProvider(

@@ -132,7 +132,7 @@ def dead_values(pool: NodePool, types: Sequence[InstanceType]) -> list[LintWarni
                         field,
                         f"{key} value {value!r} matches no instance type offered in the "
                         "NodeClass's zones and region",
-                        f"Remove {value!r} or check its spelling",
+                        _dead_value_hint(key, value),
                     )
                 )
                 continue
@@ -455,3 +455,17 @@ def lint(
     out += unused_pools(pools, types_by_pool, pods)
     out += overlapping_pools(pools, types_by_pool)
     return out
+
+
+def _dead_value_hint(key: str, value: str) -> str:
+    """What to do about a requirement value no offering carries. ``reserved`` is offered only
+    by capacity reservations the NodeClass selects (Karpenter-AWS), so its hint names them
+    rather than the spelling."""
+    if key == labels.CAPACITY_TYPE and value == "reserved":
+        return (
+            "Reserved capacity comes only from capacity reservations the EC2NodeClass's "
+            "capacityReservationSelectorTerms select (active, in a zone of its subnets, with "
+            "the ReservedCapacity gate on); fix the terms or the reservations, or remove "
+            "'reserved'"
+        )
+    return f"Remove {value!r} or check its spelling"

@@ -133,16 +133,22 @@ class Scenario:
     repair_tolerations_s: tuple[tuple[str, float], ...] = ()
 
 
-def _repair_tolerations(raw: dict[str, str]) -> tuple[tuple[str, float], ...]:
+def _repair_tolerations(raw: dict[str, str], file: str, obj: str) -> tuple[tuple[str, float], ...]:
     """``spec.settings.nodeRepairTolerations`` in seconds, checked against the AWS repair
     policies' condition types.
 
     Raises:
-        InputError: a bad duration or a condition type node repair does not watch (named).
+        InputError: a bad duration or a condition type node repair does not watch (named,
+            with the Scenario's ``file`` and ``obj``).
     """
     field_ = "spec.settings.nodeRepairTolerations"
-    out = {k: durations.parse_required_seconds(v, field=f"{field_}.{k}") for k, v in raw.items()}
-    with_tolerations(AWS_REPAIR_POLICIES, out, field=field_)
+    try:
+        out = {
+            k: durations.parse_required_seconds(v, field=f"{field_}.{k}") for k, v in raw.items()
+        }
+        with_tolerations(AWS_REPAIR_POLICIES, out, field=field_)
+    except InputError as exc:
+        raise exc.located(file=file, obj=obj) from exc
     return tuple(sorted(out.items()))
 
 
@@ -552,7 +558,7 @@ def load_scenario(
             node_repair=spec.settings.featureGates.nodeRepair,
             reserved_capacity=spec.settings.featureGates.reservedCapacity,
         ),
-        repair_tolerations_s=_repair_tolerations(spec.settings.nodeRepairTolerations),
+        repair_tolerations_s=_repair_tolerations(spec.settings.nodeRepairTolerations, file, obj),
         capacity_reservations=reservations,
         cronjobs=tuple(cronjobs),
         policies=tuple(spec.compare) if spec.compare else ("joiner",),

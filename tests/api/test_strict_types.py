@@ -413,3 +413,21 @@ def test_a_malformed_kwok_instance_types_file_fails_when_the_settings_load(tmp_p
         load_settings(path)
     assert (err.value.file, err.value.obj) == (str(types), "instance type x")
     assert err.value.field == "[0].resources.nvidia gpu"
+
+
+def test_the_feature_gates_flag_keeps_the_gates_it_does_not_name():
+    """The breaker's input: ``--feature-gates NodeRepair=true`` on a Scenario with
+    ``reservedCapacity: false`` used to turn reserved capacity back on without a word."""
+    from joiner.api.featuregates import FeatureGates
+
+    base = FeatureGates(reserved_capacity=False, capacity_buffer=True)
+    got = parse_feature_gates("NodeRepair=true", base=base)
+    assert got == FeatureGates(reserved_capacity=False, capacity_buffer=True, node_repair=True)
+    assert parse_feature_gates("CapacityBuffer=false", base=base).capacity_buffer is False
+    assert parse_feature_gates("NodeRepair=true") == FeatureGates(node_repair=True)
+
+
+@pytest.mark.parametrize("text", ["=true", " = 1"])
+def test_the_feature_gates_flag_needs_a_name(text):
+    with pytest.raises(InputError, match="must look like Name=true"):
+        parse_feature_gates(text)

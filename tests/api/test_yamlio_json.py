@@ -45,6 +45,10 @@ SAME = [
     "{a: 1, b: [x, y]}",
     '{"a": 1}\n---\n{"b": 2}\n',
     "kind: Pod\nmetadata: {name: p}\n",
+    # The breaker's inputs: characters YAML reads as a line break (NEL, U+2028) inside a
+    # string are left to YAML, which folds them.
+    '{"a": "x\x85y"}',
+    '{"a": "x\u2028y"}',
 ]
 
 
@@ -69,6 +73,13 @@ def test_the_dump_takes_the_json_path() -> None:
         '{"a": {"b": {"b": 1, "b": 2}}}',
         # A surrogate pair: json would join it, libyaml rejects it.
         '{"emoji": "\\ud83d\\ude00"}',
+        # Characters YAML 1.1 does not accept, which json does (the breaker's inputs).
+        '{"a": "x\x7fy"}',
+        '{"a": "x\x9by"}',
+        '{"a": "x\ufffey"}',
+        # A key longer than a YAML simple key may be, and a key and its colon on two lines.
+        '{"' + "k" * 1100 + '": 1}',
+        '{"a"\n: 1}',
     ],
 )
 def test_errors_are_the_yaml_paths(text: str) -> None:

@@ -123,3 +123,41 @@ def test_advise_counts_reserved_nodes_as_on_no_spot(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (pool,) = json.loads(result.stdout)["nodePools"]
     assert pool["nodes"] == 2 and pool["spotNodes"] == 0 and pool["pods"] == 6
+
+
+def test_plan_on_a_dump_says_its_status_reservations_are_not_modelled(tmp_path: Path) -> None:
+    """The breaker's input: a dump's EC2NodeClass ``status.capacityReservations`` was read
+    and dropped without a word."""
+    status = (
+        "status:\n"
+        "  subnets: [{id: subnet-1, zone: us-east-1a}]\n"
+        "  securityGroups: [{id: sg-1}]\n"
+        "  capacityReservations:\n"
+        "    - {id: cr-0123abcd, instanceType: m5.xlarge, availabilityZone: us-east-1a}\n"
+    )
+    dump = MANIFESTS.replace("---\napiVersion: apps/v1", status + "---\napiVersion: apps/v1")
+    (tmp_path / "dump.yaml").write_text(dump)
+    result = runner.invoke(
+        app, ["plan", "-f", str(tmp_path / "dump.yaml"), "-o", "json"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    warnings = json.loads(result.stdout)["warnings"]
+    assert any(
+        "EC2NodeClass/default" in w
+        and "not modelled: status.capacityReservations (cr-0123abcd)" in w
+        for w in warnings
+    ), warnings
+
+
+def test_lint_of_reserved_without_reservations_names_the_selector_not_the_spelling(
+    tmp_path: Path,
+) -> None:
+    path = _scenario(tmp_path, gate="false")
+    (tmp_path / "manifests.yaml").write_text(
+        MANIFESTS.replace("values: [reserved]", "values: [reserved, spot]")
+    )
+    result = runner.invoke(app, ["lint", path])
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    assert "value 'reserved' matches no instance type" in text
+    assert "capacityReservationSelectorTerms" in text and "check its spelling" not in text

@@ -131,3 +131,11 @@ def test_scenario_settings_carry_the_gate_and_tolerations(tmp_path):
     )
     with pytest.raises(InputError, match=r"nodeRepairTolerations\.Foo"):
         load_scenario(d / "scenario.yaml")
+    # The breaker's input: the error names the file and the Scenario, as other fields do.
+    (d / "scenario.yaml").write_text(
+        text.replace("spec:\n", "spec:\n  settings:\n    nodeRepairTolerations: {Ready: -5m}\n", 1)
+    )
+    with pytest.raises(InputError) as bad:
+        load_scenario(d / "scenario.yaml")
+    assert bad.value.file == str(d / "scenario.yaml") and bad.value.obj.startswith("Scenario/")
+    assert "nodeRepairTolerations.Ready" in str(bad.value)

@@ -515,6 +515,7 @@ def _nodeclass_status(raw: object) -> dict[str, Any]:
     return {
         "status_subnets": tuple(sorted({(s.id, s.zone) for s in status.subnets})),
         "status_security_groups": tuple(sorted({(g.id, g.name) for g in status.securityGroups})),
+        "status_capacity_reservations": tuple(sorted({r.id for r in status.capacityReservations})),
     }
 
 

@@ -8,6 +8,7 @@ strict decoding), files are capped at ``MAX_FILE_BYTES``, and parser failures of
 from __future__ import annotations
 
 import json
+import re
 import stat
 import sys
 from pathlib import Path
@@ -176,9 +177,24 @@ class _NotPlainJson(Exception):
     """The text is JSON that YAML would read differently, or reject: parse it as YAML."""
 
 
+#: Text the YAML path may read differently or reject, so it decides: characters YAML 1.1
+#: does not accept (C0 and C1 controls, DEL, surrogates, U+FFFE/U+FFFF, a BOM inside the
+#: text) or reads as line breaks (NEL U+0085, U+2028, U+2029), tabs (not YAML whitespace
+#: before a token), and a line break between a key and its colon (a YAML simple key is on
+#: one line).
+_YAML_MAY_DIFFER = re.compile(
+    "[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
+    '|"[ \r]*\n[ \r\n]*:'
+)
+#: Longer keys go to the YAML path: a YAML simple key is at most 1,024 characters.
+_MAX_JSON_KEY = 1000
+
+
 def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len({k for k, _ in pairs}) != len(pairs):
         raise _NotPlainJson  # a duplicate key: the YAML path reports it with its line
+    if any(len(k) > _MAX_JSON_KEY for k, _ in pairs):
+        raise _NotPlainJson
     return dict(pairs)
 
 
@@ -198,10 +214,12 @@ def _load_json(text: str) -> list[Any] | None:
     dump). JSON is YAML, and for the JSON accepted here the value is the one YAML gives:
     every string is quoted (so no implicit typing), integers and plain decimals read alike,
     and whatever could differ (an exponent, NaN, a ``\\u`` escape such as a surrogate
-    pair, a duplicate key, trailing text, deep nesting) goes to the YAML path, with its
-    errors. JSON has no aliases, so the alias expansion bound does not apply.
+    pair, a duplicate key, trailing text, deep nesting, a key over 1,000 characters, a
+    character YAML rejects or reads as a line break, a tab, a key and its colon on two
+    lines) goes to the YAML path, with its errors. JSON has no aliases, so the alias
+    expansion bound does not apply.
     """
-    if text.lstrip()[:1] not in ("{", "[") or "\\u" in text:
+    if text.lstrip()[:1] not in ("{", "[") or "\\u" in text or _YAML_MAY_DIFFER.search(text):
         return None
     try:
         return [
