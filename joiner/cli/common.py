@@ -7,6 +7,7 @@ command module imports what it needs inside its command function.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 from enum import StrEnum
@@ -207,7 +208,16 @@ def check_port(value: int) -> int:
 
 class JoinerGroup(TyperGroup):
     """The command group: a usage error about an option's value is worded for people
-    (typer passes pydantic's "Value error, ..." and "Input should be ..." through)."""
+    (typer passes pydantic's "Value error, ..." and "Input should be ..." through), and the
+    command list shows each command's first help paragraph as one paragraph (typer's rich
+    mode keeps the docstring's line breaks there)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in self.commands.values():
+            if command.short_help is None and command.help:
+                first = inspect.cleandoc(command.help).split("\n\n")[0]
+                command.short_help = " ".join(first.split())
 
     def invoke(self, ctx: Any) -> Any:
         try:

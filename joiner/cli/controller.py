@@ -75,10 +75,10 @@ def run(
         str | None, typer.Option(help="Leader-election identity (default: host-pid).")
     ] = None,
 ) -> None:
-    """Run as a controller on a real cluster: watch pending pods, launch NodeClaims (kwok
-    Nodes with simulated capacity), drain through the Eviction API, consolidate, handle
-    interruptions. Two replicas elect a leader with a Lease. Exit 0 when stopped, 1 when
-    the lease was lost, 2 on bad input."""
+    """Run as a controller on a real cluster: watch pending pods, launch NodeClaims (EC2
+    instances with --cloud aws; else kwok Nodes with simulated capacity), drain through the
+    Eviction API, consolidate, handle interruptions. Two replicas elect a leader with a
+    Lease. Exit 0 when stopped, 1 when the lease was lost, 2 on bad input."""
     from joiner.operator.controller import ControllerRuntime
     from joiner.operator.controller_settings import load_settings
 
