@@ -75,15 +75,16 @@ def parse_quantity(text: str) -> Decimal:
 Resources = dict[str, int]
 
 
-def parse(value: object, *, resource: str, field: str | None = None) -> int:
+def parse(value: object, *, resource: str, field: str | None = None, whole: bool = False) -> int:
     """Parse one quantity into an integer in the resource's base unit.
 
     ``cpu`` returns millicores (``"1.5"`` -> 1500, ``"250m"`` -> 250); any other resource
     returns its base unit rounded up (``"1Gi"`` -> 1073741824). Integers and floats are
-    accepted as YAML gives them.
+    accepted as YAML gives them. With ``whole`` (a container's extended resource) a
+    fractional amount is an error, as the API server rejects it.
 
     Raises:
-        InputError: the value is not a quantity, or is negative.
+        InputError: the value is not a quantity, is negative, or (``whole``) is fractional.
     """
     if isinstance(value, bool):
         raise InputError(f"{value!r} is not a quantity", field=field)
@@ -118,6 +119,12 @@ def parse(value: object, *, resource: str, field: str | None = None) -> int:
         raise InputError(f"quantity {value!r} is negative", field=field)
     if resource == CPU:
         amount *= 1000
+    elif whole and amount != amount.to_integral_value():
+        raise InputError(
+            f"{value!r}: an extended resource is counted in whole units (Kubernetes' "
+            "ValidateResourceRequirements: must be an integer)",
+            field=field,
+        )
     return math.ceil(amount)
 
 
@@ -133,13 +140,15 @@ def parse_resources(
     least any Kubernetes resource list takes, ``resource`` or ``container``).
 
     Raises:
-        InputError: a key breaks ``names``, or a value is not a quantity (key named).
+        InputError: a key breaks ``names``, or a value is not a quantity (key named); under
+            the ``container`` rule, an extended resource's amount is not whole.
     """
     out: Resources = {}
     for name, value in (raw or {}).items():
         where = f"{field}.{name}" if field else str(name)
         resourcenames.check(name, rule=names, field=where)
-        out[str(name)] = parse(value, resource=str(name), field=where)
+        whole = names == resourcenames.CONTAINER and resourcenames.is_extended(str(name))
+        out[str(name)] = parse(value, resource=str(name), field=where, whole=whole)
     return out
 
 

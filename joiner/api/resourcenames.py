@@ -124,6 +124,13 @@ def _problem(name: str, rule: Rule) -> str | None:
     return None
 
 
+def is_extended(name: str) -> bool:
+    """``helper.IsExtendedResourceName``: a prefixed name outside ``kubernetes.io/`` (such as
+    ``nvidia.com/gpu``), not ``requests.``-prefixed. The API server takes only whole amounts
+    of one in a container's requests and limits."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
 def check(name: object, *, rule: Rule, field: str | None = None) -> str:
     """``name`` when it is a valid resource name under ``rule`` (module docstring).
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from joiner.api import resourcenames
+from joiner.api import quantity, resourcenames
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_text
 
@@ -113,3 +113,21 @@ def test_a_well_formed_unknown_extended_resource_is_accepted(text):
 
 def test_karpenters_node_count_limit_stays_valid():
     assert load_text(NODE_POOL.replace("RESOURCE", "nodes"), "m.yaml") is not None
+
+
+@pytest.mark.parametrize("value", ["1.5", "500m", 0.5])
+def test_a_containers_extended_resource_must_be_whole(value):
+    """The breaker's input: ``example.com/gpu: "1.5"`` was rounded up to 2 without a word;
+    the API server rejects it (``ValidateResourceRequirements``: must be an integer)."""
+    with pytest.raises(InputError, match="whole units"):
+        quantity.parse_resources({"example.com/gpu": value}, names=resourcenames.CONTAINER)
+
+
+def test_whole_extended_amounts_and_native_fractions_stay_accepted():
+    got = quantity.parse_resources(
+        {"example.com/gpu": "2", "cpu": "1.5", "memory": "1.5Gi", "hugepages-2Mi": "4Mi"},
+        names=resourcenames.CONTAINER,
+    )
+    assert got["example.com/gpu"] == 2 and got["cpu"] == 1500
+    # Node capacity and other lists are not container requests: no such rule there.
+    assert quantity.parse_resources({"example.com/gpu": "1.5"}, names=resourcenames.RESOURCE)
