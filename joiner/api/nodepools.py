@@ -15,6 +15,13 @@ from joiner.api.pods import Source, Taint
 from joiner.api.requirements import Requirements
 
 
+def percent_rounded_up(percent: int, total: int) -> int:
+    """``percent`` % of ``total``, rounded up: apimachinery's
+    ``intstr.GetScaledValueFromIntOrPercent`` with ``roundUp`` as Karpenter calls it for
+    disruption budgets, the on-demand base and node repair's unhealthy threshold."""
+    return math.ceil(percent * total / 100)
+
+
 @dataclass(frozen=True, slots=True)
 class NodeClassRef:
     """NodePool ``nodeClassRef``."""
@@ -82,7 +89,7 @@ class DisruptionBudget:
         """Nodes this budget allows disrupting out of ``total_nodes`` (percentages round up)."""
         if isinstance(self.nodes, int):
             return self.nodes
-        return math.ceil(int(self.nodes.rstrip("%")) * total_nodes / 100)
+        return percent_rounded_up(int(self.nodes.rstrip("%")), total_nodes)
 
     def describe(self) -> str:
         """Human form for messages: ``nodes=0 schedule="0 9 * * 1-5" duration=8h``."""
@@ -155,7 +162,7 @@ class NodePool:
             return 0
         if isinstance(base, int):
             return min(base, total_nodes)
-        return math.ceil(int(base.rstrip("%")) * total_nodes / 100)
+        return percent_rounded_up(int(base.rstrip("%")), total_nodes)
 
     def limit(self, resource: str) -> int | None:
         """The limit on ``resource``, or None when unlimited."""

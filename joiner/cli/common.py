@@ -23,7 +23,6 @@ from joiner.api.errors import InputError
 from joiner.api.grouping import short_form
 
 if TYPE_CHECKING:
-    from joiner.api.featuregates import FeatureGates
     from joiner.api.manifests import ManifestSet
     from joiner.cloudprovider.catalog import Catalog
     from joiner.cloudprovider.reservations import CapacityReservation
@@ -247,14 +246,10 @@ def scenario_region(sc: Scenario, region: str | None) -> str:
     return sc.region
 
 
-def scenario_reservations(
-    sc: Scenario, gates: FeatureGates | None = None
-) -> tuple[CapacityReservation, ...]:
+def scenario_reservations(sc: Scenario) -> tuple[CapacityReservation, ...]:
     """The Scenario's ``spec.cloud.capacityReservations`` that launches may use: all of them
-    while the ReservedCapacity gate (``gates``, else the Scenario's own) is on, else none, as
-    ``joiner simulate`` reads them."""
-    on = (gates or sc.feature_gates).reserved_capacity
-    return sc.capacity_reservations if on else ()
+    while its ReservedCapacity gate is on, else none, as ``joiner simulate`` reads them."""
+    return sc.capacity_reservations if sc.feature_gates.reserved_capacity else ()
 
 
 def scenario_or_cluster(

@@ -26,7 +26,6 @@ from joiner.cli.common import (
     print_warnings,
     region_of,
     scenario_region,
-    scenario_reservations,
 )
 
 
@@ -71,7 +70,7 @@ def disrupt(
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
                 feature_gates=gates or sc.feature_gates,
-                reservations=scenario_reservations(sc, gates),
+                reservations=sc.capacity_reservations,
             )
         else:
             manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)

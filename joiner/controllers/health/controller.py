@@ -30,11 +30,11 @@ Nodes already being deleted, and Nodes no NodeClaim owns, are left alone. A pass
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 
 from joiner.api import timeline
 from joiner.api.clock import Clock
+from joiner.api.nodepools import percent_rounded_up
 from joiner.api.timeline import Timeline
 from joiner.cloudprovider.repair import RepairPolicy
 from joiner.controllers.termination.controller import Terminator, cordon
@@ -52,7 +52,7 @@ UNHEALTHY_REASON = "Unhealthy"
 
 def allowed_unhealthy(total: int, percent: int = ALLOWED_UNHEALTHY_PERCENT) -> int:
     """How many of ``total`` Nodes may be unhealthy: ``percent`` % rounded up."""
-    return math.ceil(total * percent / 100)
+    return percent_rounded_up(percent, total)
 
 
 class HealthController:
