@@ -281,3 +281,34 @@ def test_the_controller_runtime_wires_the_fence_into_every_writer() -> None:
     finally:
         loop.close()
     assert writes == [] and runtime.client.calls == []  # type: ignore[attr-defined]
+
+
+def test_an_attempt_paused_past_its_deadline_between_read_and_write_writes_nothing() -> None:
+    """A process paused after reading the Lease and before writing it (the stop-27 CI
+    failure: the resumed leader's lease update reached the API server after the hand-over)
+    drops the attempt, as client-go's RenewDeadline context would."""
+    api, clock = LeaseApi(), FakeClock()
+    elector = _elector(api, clock)
+    assert elector.acquire(threading.Event())
+    writes: list[object] = []
+    real_replace = api.replace
+
+    def replace(obj: Lease) -> Lease:
+        writes.append(obj)
+        return real_replace(obj)
+
+    api.replace = replace  # type: ignore[method-assign]
+    assert elector._attempt()  # a timely renewal writes
+    assert len(writes) == 1
+    calls = api.calls
+    # Paused 10 s (the renew deadline) during the read.
+    api.on_call = lambda: setattr(clock, "t", clock.t + 10.0)
+    assert not elector._attempt()
+    assert api.calls == calls + 1  # read, not written
+    assert len(writes) == 1
+    api.on_call = None
+    # Paused 9.9 s: within the deadline, the renewal goes through.
+    read = api.calls + 1
+    api.on_call = lambda: setattr(clock, "t", clock.t + 9.9) if api.calls == read else None
+    assert elector._attempt()
+    assert len(writes) == 2

@@ -114,13 +114,21 @@ class LeaderElector:
     def _attempt(self) -> bool:
         """``try_acquire_or_renew``, recording when a successful attempt started."""
         started = self._monotonic()
-        ok = self.try_acquire_or_renew()
+        ok = self.try_acquire_or_renew(deadline=started + self.renew_deadline_s)
         if ok:
             self.renewed_at = started
         return ok
 
-    def try_acquire_or_renew(self) -> bool:
+    def try_acquire_or_renew(self, deadline: float | None = None) -> bool:
         """One attempt; True when this candidate holds the Lease afterwards.
+
+        ``deadline`` (this process's monotonic clock, seconds) bounds the attempt as
+        client-go's ``LeaderElector.renew`` bounds ``tryAcquireOrRenew`` with a
+        ``RenewDeadline`` context: when it has passed by the time the Lease has been read
+        (the process was paused between the read and the write), the attempt ends without
+        writing, since the read is stale. A pause after this check still reaches the API
+        server, whose optimistic concurrency (409 on the read ``resourceVersion``) refuses
+        the write.
 
         Raises:
             ApiError: the API refused for a reason other than a conflict (403: no RBAC).
@@ -131,6 +139,8 @@ class LeaderElector:
         except ApiError as exc:
             if exc.status.code != 404:
                 raise
+            if self._past(deadline):
+                return False
             spec = LeaseSpec(
                 holderIdentity=self.identity,
                 leaseDurationSeconds=round(self.lease_duration_s),
@@ -147,6 +157,8 @@ class LeaderElector:
                     return False
                 raise
             return True
+        if self._past(deadline):
+            return False
         spec = lease.spec or LeaseSpec()
         holder = spec.holderIdentity
         renewed = _parse(spec.renewTime)
@@ -167,6 +179,17 @@ class LeaderElector:
             if exc.status.code == 409:
                 return False
             raise
+        return True
+
+    def _past(self, deadline: float | None) -> bool:
+        """True (logged) when the attempt's ``deadline`` has passed: write nothing."""
+        if deadline is None or self._monotonic() < deadline:
+            return False
+        log.info(
+            "lease %s/%s: the read is older than the renew deadline; not written",
+            self.namespace,
+            self.name,
+        )
         return True
 
     def acquire(self, stop: threading.Event) -> bool:
