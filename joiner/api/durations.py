@@ -21,6 +21,10 @@ _GO_DURATION = re.compile(
     r"0|(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+", re.ASCII
 )
 
+#: Go's largest ``time.Duration``: int64 nanoseconds (``math.MaxInt64``), 2562047h47m16.854775807s.
+#: ``time.ParseDuration`` refuses anything longer ("invalid duration").
+GO_MAX_DURATION_NS = (1 << 63) - 1
+
 
 def parse_seconds(
     value: object, *, field: str | None = None, allow_never: bool = False
@@ -30,7 +34,9 @@ def parse_seconds(
     Integers are taken as seconds (legacy ``ttlSeconds*`` fields).
 
     Raises:
-        InputError: not a Go duration, negative, or ``Never`` where it is not allowed.
+        InputError: not a Go duration, negative, longer than Go's largest duration
+            (``GO_MAX_DURATION_NS``, as ``time.ParseDuration`` refuses it), or ``Never``
+            where it is not allowed.
     """
     if isinstance(value, bool):
         raise InputError(f"{value!r} is not a duration", field=field)
@@ -61,6 +67,12 @@ def parse_seconds(
                 f"{value!r} is not a Go duration (examples: 90s, 10m, 6h, 720h, 1h30m)",
                 field=field,
             ) from exc
+        if seconds > GO_MAX_DURATION_NS / 1e9:
+            raise InputError(
+                f"duration {value!r} is longer than Go's largest (2562047h47m16.854775807s, "
+                "about 292 years); use Never for no limit where the field allows it",
+                field=field,
+            )
     else:
         raise InputError(f"{value!r} is not a duration", field=field)
     if seconds < 0:

@@ -78,6 +78,18 @@ def warnings(rt: SimulationRuntime) -> list[str]:
                 "gate (spec.settings.featureGates.capacityBuffer: true)"
             )
         )
+    if rt.scenario.repair_tolerations_s and not (
+        rt.scenario.feature_gates.node_repair and rt.joiner
+    ):
+        out.append(
+            f"{rt.scenario.file}: spec.settings.nodeRepairTolerations has no effect in "
+            + (
+                "this policy's run (Cluster Autoscaler repairs no nodes)"
+                if not rt.joiner
+                else "this run: node repair is off (Karpenter's NodeRepair feature gate; "
+                "spec.settings.featureGates.nodeRepair: true or --feature-gates NodeRepair=true)"
+            )
+        )
     for run in rt.scenario.cronjobs:
         cj = run.cronjob
         if run.defaulted and run.fire_times_s:

@@ -159,6 +159,14 @@ spec:
             "NodePool/np: field spec.template.spec.expireAfter: '30 days' is not a Go duration",
         ),
         (
+            # Go's time.ParseDuration refuses durations past int64 nanoseconds.
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
+            "  template:\n    spec:\n      expireAfter: 2562048h\n"
+            "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n",
+            "NodePool/np: field spec.template.spec.expireAfter: duration '2562048h' is longer "
+            "than Go's largest",
+        ),
+        (
             "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
             "  template:\n    spec: {}\n",
             "NodePool/np: field spec.template.spec.nodeClassRef: required field is missing",
@@ -207,3 +215,11 @@ def test_unknown_kinds_are_skipped_with_a_warning():
     assert m.warnings == [
         "dump.yaml: 1 object of kinds Joiner does not model (Service 1) is skipped: Service/s"
     ]
+
+
+def test_go_s_largest_duration_is_accepted_and_one_hour_more_is_not():
+    from joiner.api.durations import parse_seconds
+
+    assert parse_seconds("2562047h47m16.854775807s") == pytest.approx(9223372036.854776)
+    with pytest.raises(InputError, match="longer than Go's largest"):
+        parse_seconds("2562048h")

@@ -139,3 +139,13 @@ def test_scenario_settings_carry_the_gate_and_tolerations(tmp_path):
         load_scenario(d / "scenario.yaml")
     assert bad.value.file == str(d / "scenario.yaml") and bad.value.obj.startswith("Scenario/")
     assert "nodeRepairTolerations.Ready" in str(bad.value)
+
+
+def test_tolerations_without_the_gate_draw_a_warning(seed):
+    """A field Joiner accepts has its effect or draws a warning: tolerations with node repair
+    off change nothing, and the run says so; with the gate on it does not."""
+    off = _runtime(seed, False, KernelReady=60.0).warnings()
+    assert any("nodeRepairTolerations has no effect" in w and "NodeRepair" in w for w in off)
+    on = _runtime(seed, True, KernelReady=60.0).warnings()
+    assert not any("nodeRepairTolerations" in w for w in on)
+    assert not any("nodeRepairTolerations" in w for w in _runtime(seed, False).warnings())
