@@ -223,3 +223,61 @@ def test_go_s_largest_duration_is_accepted_and_one_hour_more_is_not():
     assert parse_seconds("2562047h47m16.854775807s") == pytest.approx(9223372036.854776)
     with pytest.raises(InputError, match="longer than Go's largest"):
         parse_seconds("2562048h")
+
+
+@pytest.mark.parametrize(
+    ("doc", "field", "says"),
+    [
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x, labels: {'bad key': v}}\n"
+            "spec: {containers: [{name: c, image: i}]}\n",
+            "metadata.labels.bad key",
+            "label key 'bad key' is not a qualified name",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x, labels: {app: 'a b'}}\n"
+            "spec: {containers: [{name: c, image: i}]}\n",
+            "metadata.labels.app",
+            "label value 'a b' is not valid",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"
+            "spec: {nodeSelector: {a/b/c: x}, containers: [{name: c, image: i}]}\n",
+            "spec.nodeSelector.a/b/c",
+            "has more than one '/'",
+        ),
+        (
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
+            "  template:\n    spec:\n"
+            "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n"
+            "      requirements: [{key: Bad Key, operator: Exists}]\n",
+            "spec.template.spec.requirements[0].key",
+            "label key 'Bad Key' is not a qualified name",
+        ),
+        (
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
+            "  template:\n    spec:\n"
+            "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n"
+            "      taints: [{key: 'Example.com/x', effect: NoSchedule}]\n",
+            "spec.template.spec.taints[0].key",
+            "is not a DNS subdomain",
+        ),
+    ],
+)
+def test_label_keys_and_values_are_validated_as_the_api_server_does(doc, field, says):
+    """A label key or value the API server refuses (ValidateLabelName, IsValidLabelValue)
+    was accepted and then matched nothing; it is an input error naming the field."""
+    with pytest.raises(InputError) as err:
+        load_text(doc, "bad.yaml")
+    assert f"field {field}: " in str(err.value)
+    assert says in str(err.value)
+
+
+def test_valid_label_keys_and_values_are_accepted():
+    load_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  labels: {app: web, "
+        "example.com/team: a-b_c.d, k8s.io/empty: ''}\n"
+        "spec: {nodeSelector: {topology.kubernetes.io/zone: us-east-1a}, "
+        "containers: [{name: c, image: i}]}\n",
+        "ok.yaml",
+    )

@@ -5,9 +5,11 @@ core kinds share (node selector requirements, taints, tolerations). Re-exported 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -17,6 +19,8 @@ from pydantic import (
     StrictInt,
     StrictStr,
 )
+
+from joiner.api.resourcenames import qualified_name_problem
 
 _CONFIG = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
@@ -44,6 +48,38 @@ Duration = Annotated[
     str,
     crd_string("a duration string such as 720h, 30m or Never", ", and a bare number has no unit"),
 ]
+
+
+def _label_key(value: str) -> str:
+    problem = qualified_name_problem(value)
+    if problem is not None:
+        raise ValueError(
+            f"label key {value!r} is not a qualified name: it {problem} (the API server's "
+            "ValidateLabelName / IsQualifiedName; e.g. app, example.com/team)"
+        )
+    return value
+
+
+_LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?", re.ASCII)
+
+
+def _label_value(value: str) -> str:
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+        raise ValueError(
+            f"label value {value!r} is not valid: at most 63 letters, digits, '-', '_' and "
+            "'.', starting and ending with a letter or digit, or empty (the API server's "
+            "IsValidLabelValue)"
+        )
+    return value
+
+
+#: A label key (also a node selector requirement's, a taint's or a toleration's key):
+#: ``IsQualifiedName`` (``k8s.io/apimachinery/pkg/util/validation``), as the API server's
+#: ``ValidateLabelName`` and Karpenter's CRD patterns require.
+LabelKey = Annotated[str, AfterValidator(_label_key)]
+#: A label value: ``IsValidLabelValue``.
+LabelValue = Annotated[str, AfterValidator(_label_value)]
+Labels = dict[LabelKey, LabelValue]
 
 #: Kubernetes caps replica counts at int32; Joiner simulates at most this many pods per workload.
 MAX_REPLICAS = 100_000
@@ -79,26 +115,26 @@ class OwnerReference(Model):
 class Metadata(Model):
     name: str = Field(min_length=1)
     namespace: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     ownerReferences: list[OwnerReference] = Field(default_factory=list)
     deletionTimestamp: str | None = None
 
 
 class TemplateMetadata(Model):
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
 
 
 class NodeSelectorRequirement(Strict):
-    key: str = Field(min_length=1)
+    key: LabelKey = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
     values: list[str] = Field(default_factory=list)
     minValues: StrictInt | None = Field(default=None, ge=1, le=50)
 
 
 class Taint(Strict):
-    key: str = Field(min_length=1)
+    key: LabelKey = Field(min_length=1)
     value: str = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
     timeAdded: Any = None

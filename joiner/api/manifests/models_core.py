@@ -12,6 +12,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from joiner.api.manifests.models_base import (
     MAX_REPLICAS,
+    Labels,
     Metadata,
     Model,
     NodeSelectorRequirement,
@@ -32,7 +33,7 @@ class LabelSelectorRequirement(Strict):
 
 
 class LabelSelector(Strict):
-    matchLabels: dict[str, str] = Field(default_factory=dict)
+    matchLabels: Labels = Field(default_factory=dict)
     matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
 
 
@@ -168,7 +169,7 @@ class PodSpec(Strict):
     topologySpreadConstraints: list[TopologySpreadConstraintModel] = Field(default_factory=list)
     volumes: list[Volume] = Field(default_factory=list)
     initContainers: list[Container] = Field(default_factory=list)
-    nodeSelector: dict[str, str] = Field(default_factory=dict)
+    nodeSelector: Labels = Field(default_factory=dict)
     affinity: Affinity | None = None
     tolerations: list[Toleration] = Field(default_factory=list)
     overhead: dict[str, Scalar] = Field(default_factory=dict)

@@ -11,6 +11,7 @@ from pydantic import Field, StrictBool, StrictInt
 
 from joiner.api.manifests.models_base import (
     Duration,
+    Labels,
     Metadata,
     Model,
     NodeSelectorRequirement,
@@ -257,7 +258,7 @@ class InlineProvider(AWSNodeTemplateSpec):
 
 
 class ProvisionerSpec(Strict):
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
     startupTaints: list[Taint] = Field(default_factory=list)
