@@ -35,22 +35,35 @@ OUTGROWS = (
 )
 
 
+#: Whether a type list offers any reservation, by the list's identity, with the list (kept
+#: alive so the identity stays valid). Prepared pools share one type list across solves
+#: (``pool.prepare``), so this is answered once per list, not once per solve.
+_OFFERED: dict[int, tuple[Sequence[InstanceType], bool]] = {}
+_OFFERED_MAX = 4096
+
+
+def _offered(types: Sequence[InstanceType]) -> bool:
+    """True when some type of ``types`` has a reserved offering (available or not)."""
+    hit = _OFFERED.get(id(types))
+    if hit is not None and hit[0] is types:
+        return hit[1]
+    found = any(o.reservation_id for it in types for o in it.offerings)
+    if len(_OFFERED) >= _OFFERED_MAX:
+        _OFFERED.clear()
+    _OFFERED[id(types)] = (types, found)
+    return found
+
+
 class Reservations:
-    """The solve's reservation holders (module docstring). Claims are solve indices."""
+    """The solve's reservation holders (module docstring). Claims are solve indices.
+
+    ``choose`` memoises per type list (``_offered``): the lists it is given must never
+    change (a prepared pool's never does)."""
 
     def __init__(self) -> None:
         self._holders: dict[str, set[int]] = {}
         self._capacity: dict[str, int] = {}
         self._held: dict[int, frozenset[str]] = {}
-        self._pools: dict[int, bool] = {}
-
-    def _offered(self, types: Sequence[InstanceType]) -> bool:
-        key = id(types)
-        found = self._pools.get(key)
-        if found is None:
-            found = any(o.reservation_id for it in types for o in it.offerings)
-            self._pools[key] = found
-        return found
 
     def choose(
         self, claim: int, types: Sequence[InstanceType], options: Sequence[int], reqs: Requirements
@@ -58,7 +71,7 @@ class Reservations:
         """The reservation ids ``claim`` would hold with instance-type ``options`` (indices
         into ``types``) under ``reqs``, and why the pod cannot join (None when it can)."""
         held = self._held.get(claim, frozenset())
-        if not self._offered(types):
+        if not _offered(types):
             return frozenset(), None
         compatible: list[Offering] = [
             o
