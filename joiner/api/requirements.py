@@ -27,6 +27,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeVar, overload
 
 from joiner.api import labels
 from joiner.api.errors import InputError
@@ -261,6 +262,9 @@ def _empty_intersection(a: Requirement, b: Requirement) -> bool:
     return not any(v in b.values and _within(v, greater_than, less_than) for v in a.values)
 
 
+_T = TypeVar("_T")
+
+
 def _self_intersects(r: Requirements) -> str | None:
     return r._intersects(r)
 
@@ -271,7 +275,7 @@ class Requirements(Mapping[str, Requirement]):
     ``get`` of an absent key is ``Exists`` (no constraint). Adding merges by intersection.
     """
 
-    __slots__ = ("_by_key", "_hash")
+    __slots__ = ("_by_key", "_hash", "_memo")
 
     def __init__(self, requirements: Iterable[Requirement] = ()) -> None:
         by_key: dict[str, Requirement] = {}
@@ -280,6 +284,16 @@ class Requirements(Mapping[str, Requirement]):
             by_key[r.key] = existing.intersection(r) if existing else r
         self._by_key = by_key
         self._hash: int | None = None
+        self._memo: dict[object, object] | None = None
+
+    def memo(self) -> dict[object, object]:
+        """A scratch dict for answers derived from this set alone (the set is immutable, so
+        they never go stale): a caller keys its entries by a tuple whose first item names
+        the caller (``Offering.compatible`` uses ``("offering", ...)``)."""
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        return memo
 
     @staticmethod
     @functools.lru_cache(maxsize=16384)
@@ -295,6 +309,17 @@ class Requirements(Mapping[str, Requirement]):
 
     def __getitem__(self, key: str) -> Requirement:
         return self._by_key[key]
+
+    @overload
+    def get(self, key: str, /) -> Requirement | None: ...
+
+    @overload
+    def get(self, key: str, /, default: Requirement | _T) -> Requirement | _T: ...
+
+    def get(self, key: str, /, default: object = None) -> object:
+        """The requirement on ``key``, else ``default`` (``Mapping.get``'s answer, without
+        its ``KeyError`` round trip: the scheduler's inner loops ask this often)."""
+        return self._by_key.get(key, default)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._by_key)

@@ -45,7 +45,17 @@ class Offering:
     def compatible(self, reqs: Requirements) -> bool:
         """True when zone, zone id, capacity type and reservation id are allowed by
         ``reqs`` (an offering without a reservation needs the reservation label allowed
-        to be absent: no requirement, ``NotIn`` or ``DoesNotExist``)."""
+        to be absent: no requirement, ``NotIn`` or ``DoesNotExist``). Memoised per
+        requirement set and (zone, capacity type, zone id, reservation id), the only fields
+        the answer depends on (``Requirements.memo``)."""
+        memo = reqs.memo()
+        key = ("offering", self.zone, self.capacity_type, self.zone_id, self.reservation_id)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._compatible(reqs)
+        return found is True
+
+    def _compatible(self, reqs: Requirements) -> bool:
         if not (
             reqs.allows(labels.ZONE, self.zone)
             and reqs.allows(labels.CAPACITY_TYPE, self.capacity_type)

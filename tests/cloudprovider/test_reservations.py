@@ -122,6 +122,34 @@ def test_the_reservation_label_decides_which_offerings_a_requirement_allows():
     assert len(allowed()) == 5
 
 
+def test_a_memoised_compatibility_answer_is_never_reused_for_another_offering():
+    """``Offering.compatible`` memoises on the requirement set: offerings that differ in only
+    the reservation id, the zone or the capacity type still get their own answers."""
+    r2 = CapacityReservation(
+        "cr-2",
+        "m5.large",
+        "us-east-1a",
+        owner_id="111122223333",
+        instance_count=1,
+        available_count=1,
+    )
+    m5 = with_reserved_offerings([_m5()], [R1, r2], {"us-east-1a": "use1-az1"}, {})[0]
+    reqs = Requirements(
+        [
+            Requirement.in_(labels.CAPACITY_RESERVATION_ID, "cr-2"),
+            Requirement.in_(labels.ZONE, "us-east-1a"),
+        ]
+    )
+    for _ in range(2):  # the second round answers from the memo
+        answers = {
+            (o.capacity_type, o.zone, o.reservation_id): o.compatible(reqs) for o in m5.offerings
+        }
+        assert answers == {
+            (o.capacity_type, o.zone, o.reservation_id): o._compatible(reqs) for o in m5.offerings
+        }
+        assert [k for k, ok in answers.items() if ok] == [("reserved", "us-east-1a", "cr-2")]
+
+
 def test_reserved_is_launched_first_then_spot():
     m5 = with_reserved_offerings([_m5()], [R1], {"us-east-1a": "use1-az1"}, {})[0]
     everything = Requirements(
