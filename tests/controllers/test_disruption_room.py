@@ -16,31 +16,47 @@ TYPES = ["m5.large", "m5.xlarge", "m5.2xlarge", "c5.large", "c5.xlarge", "m5.4xl
 SHAPES = [("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("1500m", "3Gi"), ("2", "6Gi")]
 
 
-def _cluster(tmp_path, seed: int, spot: bool):
+#: A NoSchedule taint (``tainted``) and a pod toleration of it (``tolerating``).
+TAINT = "  taints: [{key: dedicated, value: batch, effect: NoSchedule}]\n"
+TOLERATION = "  tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]\n"
+
+
+def tainted(doc: str) -> str:
+    """A ``node`` document with the ``TAINT``."""
+    return doc + TAINT
+
+
+def tolerating(doc: str) -> str:
+    """A ``pod`` document with the ``TOLERATION``."""
+    return doc.replace("spec:\n", "spec:\n" + TOLERATION, 1)
+
+
+def _cluster(tmp_path, seed: int, spot: bool, taints: bool = False):
     rng = random.Random(seed)
     docs = [nodepool(capacity_types="spot, on-demand" if spot else "on-demand")]
     for i in range(rng.randint(2, 7)):
-        docs.append(
-            node(
-                f"n{i}",
-                rng.choice(TYPES),
-                zone=rng.choice(["us-east-1a", "us-east-1b"]),
-                capacity_type="spot" if spot and rng.random() < 0.7 else "on-demand",
-            )
+        doc = node(
+            f"n{i}",
+            rng.choice(TYPES),
+            zone=rng.choice(["us-east-1a", "us-east-1b"]),
+            capacity_type="spot" if spot and rng.random() < 0.7 else "on-demand",
         )
+        docs.append(tainted(doc) if taints and rng.random() < 0.4 else doc)
         for j in range(rng.randint(1, 6)):
             cpu, mem = rng.choice(SHAPES)
-            docs.append(pod(f"p{i}-{j}", f"n{i}", cpu=cpu, memory=mem, app=f"a{j % 2}"))
+            doc = pod(f"p{i}-{j}", f"n{i}", cpu=cpu, memory=mem, app=f"a{j % 2}")
+            docs.append(tolerating(doc) if taints and j % 2 else doc)
     gates = FeatureGates(spot_to_spot_consolidation=rng.random() < 0.5)
     return dry_run(tmp_path, *docs, gates=gates)
 
 
-def test_a_hopeless_candidate_never_consolidates(tmp_path):
+@pytest.mark.parametrize("taints", [False, True])
+def test_a_hopeless_candidate_never_consolidates(tmp_path, taints):
     hopeless = 0
     for seed in range(40):
         where = tmp_path / str(seed)
         where.mkdir()
-        run = _cluster(where, seed, spot=seed % 2 == 0)
+        run = _cluster(where, seed, spot=seed % 2 == 0, taints=taints)
         ctx, candidates = run.controller.context(elapsed=True)
         room = Room(ctx)
         for c in candidates:
@@ -52,11 +68,12 @@ def test_a_hopeless_candidate_never_consolidates(tmp_path):
     assert hopeless > 5  # the sweep exercises the rule
 
 
+@pytest.mark.parametrize("taints", [False, True])
 @pytest.mark.parametrize("seed", range(40, 60))
-def test_skipping_hopeless_candidates_changes_no_decision(tmp_path, seed, monkeypatch):
-    run = _cluster(tmp_path, seed, spot=seed % 2 == 1)
+def test_skipping_hopeless_candidates_changes_no_decision(tmp_path, seed, taints, monkeypatch):
+    run = _cluster(tmp_path, seed, spot=seed % 2 == 1, taints=taints)
     with_room = run.plan()
-    run = _cluster(tmp_path, seed, spot=seed % 2 == 1)
+    run = _cluster(tmp_path, seed, spot=seed % 2 == 1, taints=taints)
     monkeypatch.setattr(Room, "hopeless", lambda self, c: None)
     without = run.plan()
     assert [(c.method, c.candidates, c.replacements) for c in with_room.commands] == [
@@ -80,3 +97,49 @@ def test_fragmented_free_room_is_hopeless(tmp_path):
     (c,) = [x for x in candidates if x.name == "c"]
     assert Room(ctx).hopeless(c) is not None
     assert isinstance(m.consolidate(ctx, [c], m.SINGLE_NODE), str)
+
+
+def _stranded_cluster(tmp_path, candidate: str, capacity_type: str, cpu: str, tolerate: bool):
+    """Candidate ``c`` with one pod; the only other node has room for it but is tainted
+    (the pod tolerates the taint when ``tolerate``)."""
+    move = pod("c-1", "c", cpu=cpu, memory="1Gi")
+    docs = [
+        nodepool(capacity_types="spot, on-demand"),
+        node("c", candidate, capacity_type=capacity_type),
+        tolerating(move) if tolerate else move,
+        tainted(node("t", "m5.4xlarge")),
+        tolerating(pod("t-1", "t", cpu="1")),
+    ]
+    run = dry_run(tmp_path, *docs)  # spot-to-spot consolidation off
+    ctx, candidates = run.controller.context(elapsed=True)
+    (c,) = [x for x in candidates if x.name == "c"]
+    return ctx, c
+
+
+def test_pods_that_fit_no_other_node_must_fit_one_cheaper_type_together(tmp_path):
+    # The tainted node has room (the summed-room test passes), but the pod does not
+    # tolerate its taint, so only a new node could take it, and no instance type cheaper
+    # than the spot m5.large other than as spot holds 1 CPU: the simulation is skipped.
+    ctx, c = _stranded_cluster(tmp_path, "m5.large", "spot", "1", tolerate=False)
+    why = Room(ctx).hopeless(c)
+    assert why is not None and "fit no other node" in why
+    got = m.consolidate(ctx, [c], m.SINGLE_NODE)
+    assert isinstance(got, str) and "costs less" in got
+
+
+def test_a_stranded_pod_that_a_cheaper_type_holds_is_simulated(tmp_path):
+    # The same stranded pod on an on-demand m5.2xlarge: an m5.large holds it and costs
+    # less, so the candidate is simulated, and the simulation replaces it.
+    ctx, c = _stranded_cluster(tmp_path, "m5.2xlarge", "on-demand", "500m", tolerate=False)
+    assert Room(ctx).hopeless(c) is None
+    got = m.consolidate(ctx, [c], m.SINGLE_NODE)
+    assert isinstance(got, m.Command) and got.action == "Replace"
+
+
+def test_a_pod_that_tolerates_the_taint_is_not_stranded(tmp_path):
+    # The pod tolerates the taint: the tainted node can take it, so the candidate is
+    # simulated, and the simulation deletes it.
+    ctx, c = _stranded_cluster(tmp_path, "m5.large", "spot", "1", tolerate=True)
+    assert Room(ctx).hopeless(c) is None
+    got = m.consolidate(ctx, [c], m.SINGLE_NODE)
+    assert isinstance(got, m.Command) and got.action == "Delete"

@@ -19,6 +19,15 @@ separately, memory of any cheaper type. When the pods outnumber the sum of those
 their requests of a resource exceed the sum of those amounts, no placement exists and the
 simulation is skipped.
 
+A second, joint test (``Room._stranded``): a pod of ``c`` whose requests fit no other
+initialized node's free room on its own (``quantity.fits``, the scheduler's test for an
+existing node) can only land on the new NodeClaim, so every such pod lands there together.
+That NodeClaim's instance type has allocatable at least the sum of their requests in every
+resource (the scheduler keeps only types whose allocatable minus DaemonSet overhead holds
+the NodeClaim's pods), and it must be cheaper than ``c`` (the solve's ``StopRule`` floor,
+then ``methods._consolidate``'s worst launch price, which is never below the cheapest
+price). When no cheaper type (as above, per capacity type) holds those pods together, the
+simulation is skipped: it could only fail.
 """
 
 from __future__ import annotations
@@ -29,7 +38,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from joiner.api import labels
-from joiner.api.quantity import CPU, MEMORY
+from joiner.api.pods import tolerates_all
+from joiner.api.quantity import CPU, MEMORY, Resources
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF, Context, allowed_offerings
 from joiner.scheduling import NodePoolTemplate
@@ -50,10 +60,11 @@ class Room:
         nodes = [e for e in existing if e.initialized]
         self._index = {e.name: i for i, e in enumerate(nodes)}
         self._available = [e.available for e in nodes]
+        self._taints = [e.taints for e in nodes]
         self._free: dict[str, np.ndarray] = {}
         self._templates = ctx.provisioner.templates()
         self._spot_to_spot = ctx.spot_to_spot
-        self._cheaper: dict[frozenset[str], tuple[list[float], list[int], list[int]]] = {}
+        self._cheaper: dict[frozenset[str], Cheaper] = {}
 
     def _free_of(self, resource: str) -> np.ndarray:
         """Free ``resource`` per initialized node (never negative), int64."""
@@ -66,6 +77,54 @@ class Room:
             )
             self._free[resource] = free
         return free
+
+    def _table(self, exclude: frozenset[str]) -> Cheaper:
+        table = self._cheaper.get(exclude)
+        if table is None:  # once per pass: its key alone walks every instance type
+            table = self._cheaper[exclude] = cheaper_table(self._templates, exclude)
+        return table
+
+    def _stranded(
+        self,
+        c: Candidate,
+        resources: Sequence[str],
+        own: int | None,
+        exclude: frozenset[str],
+        n: int,
+    ) -> bool:
+        """True when the pods of ``c`` that fit no other initialized node on their own
+        (some do) together outgrow every one of the ``n`` cheapest launchable types of
+        the ``exclude`` table (the module docstring's joint test)."""
+        fits_by_template: dict[int, bool] = {}
+        total: dict[str, int] = {}
+        for p in c.pods:
+            t = p.template
+            fits = fits_by_template.get(id(t))
+            if fits is None:
+                ok = np.ones(len(self._available), dtype=np.bool_)
+                for r, v in t.requests.items():
+                    if v > 0:
+                        ok &= self._free_of(r) >= v
+                if own is not None:
+                    ok[own] = False
+                fits = fits_by_template[id(t)] = any(
+                    tolerates_all(t.tolerations, self._taints[i]) is None
+                    for i in np.flatnonzero(ok)
+                )
+            if not fits:
+                for r, v in t.requests.items():
+                    if v > 0:
+                        total[r] = total.get(r, 0) + v
+        if not total:
+            return False
+        if n == 0:
+            return True
+        table = self._table(exclude)
+        holds = np.ones(n, dtype=np.bool_)
+        for r in resources:
+            if r in total:
+                holds &= table.column(r)[:n] >= total[r]
+        return not bool(holds.any())
 
     def hopeless(self, c: Candidate) -> str | None:
         """Why ``c``'s pods cannot move anywhere cheaper (the module docstring's proof), or
@@ -80,10 +139,7 @@ class Room:
             if c.capacity_type == labels.CAPACITY_TYPE_SPOT and not self._spot_to_spot
             else frozenset()
         )
-        table = self._cheaper.get(exclude)
-        if table is None:  # once per pass: its key alone walks every instance type
-            table = self._cheaper[exclude] = cheaper_types(self._templates, exclude)
-        prices, max_cpu, max_mem = table
+        prices, max_cpu, max_mem = self._table(exclude).bounds
         n = bisect.bisect_left(prices, c.price_per_hour)  # types strictly cheaper
         best = {CPU: max_cpu[n - 1] if n else 0, MEMORY: max_mem[n - 1] if n else 0}
         count = np.full(len(self._available), _UNBOUNDED, dtype=np.int64)
@@ -112,32 +168,64 @@ class Room:
             extra = best.get(r, need)
             fits = need <= int(room.sum()) + extra
         if fits:
-            return None
+            if not self._stranded(c, resources, own, exclude, n):
+                return None
+            what = "the pods that fit no other node do not fit together on any"
+        else:
+            what = "its pods fit neither on the other nodes nor on any"
         return "can't replace with a cheaper node: " + (
-            f"{SPOT_TO_SPOT_OFF}, and its pods fit neither on the other nodes nor on any "
-            "instance type cheaper other than as spot"
+            f"{SPOT_TO_SPOT_OFF}, and {what} instance type cheaper other than as spot"
             if exclude
-            else "its pods fit neither on the other nodes nor on any cheaper instance type"
+            else f"{what} cheaper instance type"
         )
 
 
-#: The last ``cheaper_types`` answer per excluded capacity types, by its templates' pools
+class Cheaper:
+    """Every launchable (pool, type) of a pass, cheapest allowed price ascending
+    (``cheaper_table``): ``bounds`` is (prices, running maximum of allocatable CPU, of
+    memory); ``column(r)`` is each row's allocatable ``r`` (int64, 0 where a type has none)."""
+
+    def __init__(self, rows: list[tuple[float, Resources]]) -> None:
+        self._allocatable = [a for _, a in rows]
+        max_cpu: list[int] = []
+        max_mem: list[int] = []
+        cpu = mem = 0
+        for _, a in rows:
+            cpu, mem = max(cpu, a.get(CPU, 0)), max(mem, a.get(MEMORY, 0))
+            max_cpu.append(cpu)
+            max_mem.append(mem)
+        self.bounds = ([p for p, _ in rows], max_cpu, max_mem)
+        self._columns: dict[str, np.ndarray] = {}
+
+    def column(self, resource: str) -> np.ndarray:
+        """Each row's allocatable ``resource`` (cached)."""
+        found = self._columns.get(resource)
+        if found is None:
+            found = self._columns[resource] = np.fromiter(
+                (a.get(resource, 0) for a in self._allocatable),
+                dtype=np.int64,
+                count=len(self._allocatable),
+            )
+        return found
+
+
+#: The last ``cheaper_table`` answer per excluded capacity types, by its templates' pools
 #: and instance-type identities (the types themselves are kept so the identities stay valid).
-_CHEAPER: dict[frozenset[str], tuple[object, object, tuple[list[float], list[int], list[int]]]] = {}
+_CHEAPER: dict[frozenset[str], tuple[object, object, Cheaper]] = {}
 
 
-def cheaper_types(
+def cheaper_table(
     templates: Sequence[NodePoolTemplate], exclude: frozenset[str] = frozenset()
-) -> tuple[list[float], list[int], list[int]]:
+) -> Cheaper:
     """Every launchable (pool, type): cheapest allowed price ascending (offerings of
-    ``exclude`` capacity types left out), with the running maximum of allocatable CPU and
-    memory. Reused while the pools and the cloud's type objects are the same (the cloud
-    hands out new objects when availability changes)."""
+    ``exclude`` capacity types left out), with its allocatable (``Cheaper``). Reused while
+    the pools and the cloud's type objects are the same (the cloud hands out new objects
+    when availability changes)."""
     key = tuple((t.nodepool, tuple(map(id, t.instance_types))) for t in templates)
     hit = _CHEAPER.get(exclude)
     if hit is not None and hit[0] == key:
         return hit[2]
-    rows: list[tuple[float, int, int]] = []
+    rows: list[tuple[float, Resources]] = []
     for t in templates:
         reqs = t.nodepool.requirements
         for it in t.instance_types:
@@ -149,16 +237,9 @@ def cheaper_types(
                 if o.capacity_type not in exclude
             ]
             if prices:
-                alloc = it.allocatable
-                rows.append((min(prices), alloc.get(CPU, 0), alloc.get(MEMORY, 0)))
-    rows.sort()
-    max_cpu: list[int] = []
-    max_mem: list[int] = []
-    cpu = mem = 0
-    for _, c, m_ in rows:
-        cpu, mem = max(cpu, c), max(mem, m_)
-        max_cpu.append(cpu)
-        max_mem.append(mem)
-    answer = ([r[0] for r in rows], max_cpu, max_mem)
+                rows.append((min(prices), it.allocatable))
+    # By price, then CPU and memory (as the old (price, cpu, memory) tuples sorted).
+    rows.sort(key=lambda r: (r[0], r[1].get(CPU, 0), r[1].get(MEMORY, 0)))
+    answer = Cheaper(rows)
     _CHEAPER[exclude] = (key, tuple(t.instance_types for t in templates), answer)
     return answer
