@@ -268,13 +268,23 @@ class Traffic:
 
     def rate_at(self, t_s: float) -> float:
         """The rate at run time ``t_s``."""
-        minute = int(t_s // 60)
-        value = self.values[min(minute, len(self.values) - 1)]
-        of_day = (self.start_minute_of_day + minute) % 1440
-        for m in self.multipliers:
-            if m.applies(of_day):
-                value *= m.factor
-        return value
+        return _rate_at(self.values, self.multipliers, self.start_minute_of_day, t_s)
+
+
+def _rate_at(
+    values: tuple[float, ...],
+    multipliers: tuple[DailyMultiplier, ...],
+    start_minute_of_day: int,
+    t_s: float,
+) -> float:
+    """``Traffic.rate_at`` over its fields (the HPA asks every sync without building one)."""
+    minute = int(t_s // 60)
+    value = values[min(minute, len(values) - 1)]
+    of_day = (start_minute_of_day + minute) % 1440
+    for m in multipliers:
+        if m.applies(of_day):
+            value *= m.factor
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +312,7 @@ class Hpa:
 
     def rate_at(self, t_s: float) -> float:
         """The metric at run time ``t_s`` (per-minute trace value times the multipliers)."""
-        return self.traffic.rate_at(t_s)
+        return _rate_at(self.trace.values, self.multipliers, self.start_minute_of_day, t_s)
 
     @property
     def traffic(self) -> Traffic:
@@ -358,7 +368,8 @@ class HpaController:
         raw = hpa.raw(now, current)
         self._history.append((now, raw))
         window = now - hpa.scale_down_stabilization_s
-        self._history = [(t, r) for t, r in self._history if t >= window]
+        if self._history[0][0] < window:  # times ascend: only then is an entry too old
+            self._history = [(t, r) for t, r in self._history if t >= window]
         if raw > current:
             target = min(raw, max(2 * current, current + 4))
         else:
