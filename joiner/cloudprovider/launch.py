@@ -99,15 +99,22 @@ def filter_exotic(candidates: Sequence[Candidate]) -> list[Candidate]:
     types launch only when the NodeClaim leaves nothing else (a GPU pod's claim offers only
     GPU types, so it keeps them).
     """
-    exotic: dict[int, bool] = {}  # per type, not per offering: a type has a dozen
     generic = []
     for it, o in candidates:
-        found = exotic.get(id(it))
-        if found is None:
-            found = exotic[id(it)] = is_exotic(it)
-        if not found:
+        hit = _EXOTIC.get(id(it))  # per type, not per offering: a type has a dozen
+        if hit is None or hit[0] is not it:
+            if len(_EXOTIC) >= _EXOTIC_MAX:
+                _EXOTIC.clear()
+            hit = _EXOTIC[id(it)] = (it, is_exotic(it))
+        if not hit[1]:
             generic.append((it, o))
     return generic if generic else list(candidates)
+
+
+#: ``is_exotic`` by type identity, with the type (kept alive so the identity stays valid;
+#: instance types are immutable, and launches reuse the cloud's type objects).
+_EXOTIC: dict[int, tuple[InstanceType, bool]] = {}
+_EXOTIC_MAX = 1 << 14
 
 
 def filter_unwanted_spot(

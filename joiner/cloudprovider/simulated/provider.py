@@ -390,11 +390,22 @@ class SimulatedCloudProvider:
         assert self.market is not None and self._pools is not None
         zones = {s.zone for s in self.resolve_subnets(nc)}
         now = self._clock.now()
+        #: Spot pool prices of this request, asked for by the filters and the quotes alike
+        #: (a pool's price at ``now`` depends on its type name and zone alone).
+        pool_prices: dict[tuple[str, str], float] = {}
+
+        def pool_price(it: InstanceType, o: Offering) -> float:
+            key = (it.name, o.zone)
+            found = pool_prices.get(key)
+            if found is None:
+                found = pool_prices[key] = self._spot_price(it, o, now)
+            return found
+
         kept = launch_candidates(
             [(it, o) for it, o in candidates if o.zone in zones],
             request.requirements,
             price=lambda it, o: (
-                self._spot_price(it, o, now)
+                pool_price(it, o)
                 if o.capacity_type == labels.CAPACITY_TYPE_SPOT
                 else o.price_per_hour
             ),
@@ -407,7 +418,7 @@ class SimulatedCloudProvider:
             )
         spot = capacity_type == labels.CAPACITY_TYPE_SPOT
         priced = [
-            (it, o, self._spot_price(it, o, now) if spot else o.price_per_hour)
+            (it, o, pool_price(it, o) if spot else o.price_per_hour)
             for it, o in kept
             if o.capacity_type == capacity_type
         ]
