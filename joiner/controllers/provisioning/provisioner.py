@@ -164,14 +164,7 @@ class Provisioner:
             )
             cts = capacity_types.get(ct_key)
             if cts is None:
-                cts = sorted(
-                    {
-                        o.capacity_type
-                        for it in new.instance_types
-                        for o in it.available_offerings(new.requirements)
-                    }
-                )
-                capacity_types[ct_key] = cts
+                cts = capacity_types[ct_key] = _capacity_types(new)
             if od_needed.get(pool.name, 0) > 0 and labels.CAPACITY_TYPE_ON_DEMAND in cts:
                 # joiner.dev/on-demand-base: this NodeClaim fills the on-demand base.
                 cts = [labels.CAPACITY_TYPE_ON_DEMAND]
@@ -389,3 +382,16 @@ def _existing(
         initialized=initialized,
         nodepool=nodepool,
     )
+
+
+def _capacity_types(new: NewNodeClaim) -> list[str]:
+    """The capacity types of ``new``'s instance types' available offerings its requirements
+    allow, sorted (the scan stops once it has every capacity type they allow)."""
+    allowed = new.requirements.get(labels.CAPACITY_TYPE)
+    every = len(allowed.values) if allowed is not None and not allowed.complement else None
+    found: set[str] = set()
+    for it in new.instance_types:
+        found.update(o.capacity_type for o in it.available_offerings(new.requirements))
+        if every is not None and len(found) >= every:
+            break
+    return sorted(found)
