@@ -14,9 +14,11 @@ import csv
 import io
 import math
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -337,7 +339,7 @@ class HpaController:
         self.hpa = hpa
         self._deployment = deployment
         self._clock = clock
-        self._history: list[tuple[float, int]] = []
+        self._history: deque[tuple[float, int]] = deque()
         self.replicas = self.initial_replicas(hpa)
         self.min_floor = 0
 
@@ -366,14 +368,15 @@ class HpaController:
         hpa = self.hpa
         current = self.replicas
         raw = hpa.raw(now, current)
-        self._history.append((now, raw))
+        history = self._history
+        history.append((now, raw))
         window = now - hpa.scale_down_stabilization_s
-        if self._history[0][0] < window:  # times ascend: only then is an entry too old
-            self._history = [(t, r) for t, r in self._history if t >= window]
+        while history[0][0] < window:  # times ascend: the oldest leave first
+            history.popleft()
         if raw > current:
             target = min(raw, max(2 * current, current + 4))
         else:
-            target = min(current, max(r for _, r in self._history))
+            target = min(current, max(map(itemgetter(1), history)))
         tr = hpa.trace
         minimum = max(tr.min_replicas, min(self.min_floor, tr.max_replicas))
         target = max(minimum, min(tr.max_replicas, target))
