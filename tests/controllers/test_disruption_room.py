@@ -50,15 +50,21 @@ def _cluster(tmp_path, seed: int, spot: bool, taints: bool = False):
     return dry_run(tmp_path, *docs, gates=gates)
 
 
-@pytest.mark.parametrize("taints", [False, True])
-def test_a_hopeless_candidate_never_consolidates(tmp_path, taints):
-    hopeless = 0
+def _sweep(tmp_path, taints: bool):
+    """Per random cluster of seeds 0-39: the seed, a pass's context, its candidates and its
+    ``Room``."""
     for seed in range(40):
         where = tmp_path / str(seed)
         where.mkdir()
         run = _cluster(where, seed, spot=seed % 2 == 0, taints=taints)
         ctx, candidates = run.controller.context(elapsed=True)
-        room = Room(ctx)
+        yield seed, ctx, candidates, Room(ctx)
+
+
+@pytest.mark.parametrize("taints", [False, True])
+def test_a_hopeless_candidate_never_consolidates(tmp_path, taints):
+    hopeless = 0
+    for seed, ctx, candidates, room in _sweep(tmp_path, taints):
         for c in candidates:
             if c.empty or room.hopeless(c) is None:
                 continue
@@ -75,6 +81,7 @@ def test_skipping_hopeless_candidates_changes_no_decision(tmp_path, seed, taints
     with_room = run.plan()
     run = _cluster(tmp_path, seed, spot=seed % 2 == 1, taints=taints)
     monkeypatch.setattr(Room, "hopeless", lambda self, c: None)
+    monkeypatch.setattr(Room, "stranded", lambda self, cands: False)
     without = run.plan()
     assert [(c.method, c.candidates, c.replacements) for c in with_room.commands] == [
         (c.method, c.candidates, c.replacements) for c in without.commands
@@ -143,3 +150,52 @@ def test_a_pod_that_tolerates_the_taint_is_not_stranded(tmp_path):
     assert Room(ctx).hopeless(c) is None
     got = m.consolidate(ctx, [c], m.SINGLE_NODE)
     assert isinstance(got, m.Command) and got.action == "Delete"
+
+
+@pytest.mark.parametrize("taints", [False, True])
+def test_a_stranded_group_never_consolidates(tmp_path, taints):
+    # Multi-node consolidation skips a candidate prefix ``Room.stranded`` proves hopeless:
+    # every prefix it calls so must fail the full simulation too.
+    stranded = 0
+    for seed, ctx, candidates, room in _sweep(tmp_path, taints):
+        cands = [c for c in candidates if not c.empty]
+        for k in range(2, len(cands) + 1):
+            if not room.stranded(cands[:k]):
+                continue
+            stranded += 1
+            got = m.consolidate(ctx, cands[:k], m.MULTI_NODE)
+            assert isinstance(got, str), f"seed {seed}: {k} candidates stranded but got {got}"
+    assert stranded > 3  # the sweep exercises the rule
+
+
+def test_two_stranded_pods_that_no_cheaper_type_holds_together(tmp_path):
+    # Two spot m5.large candidates, each with a 1-CPU pod that fits only the tainted node:
+    # together they need one new node cheaper than both, other than as spot, holding 2 CPU;
+    # none exists, so the pair is stranded, and its simulation fails. Each one alone is
+    # stranded too; a pod that tolerates the taint is not.
+    docs = [nodepool(capacity_types="spot, on-demand")]
+    for name in ("a", "b"):
+        docs += [node(name, "m5.large", capacity_type="spot"), pod(f"{name}-1", name, cpu="1")]
+    docs += [tainted(node("t", "m5.4xlarge")), tolerating(pod("t-1", "t", cpu="1"))]
+    ctx, candidates = dry_run(tmp_path, *docs).controller.context(elapsed=True)
+    pair = [c for c in candidates if c.name in ("a", "b")]
+    room = Room(ctx)
+    assert room.stranded(pair)
+    assert isinstance(m.consolidate(ctx, pair, m.MULTI_NODE), str)
+
+
+def test_a_group_whose_pods_fit_elsewhere_is_simulated(tmp_path):
+    # The same pair, but the pods tolerate the taint: the tainted node takes both, so the
+    # pair is not stranded, and the simulation deletes both nodes.
+    docs = [nodepool(capacity_types="spot, on-demand")]
+    for name in ("a", "b"):
+        docs += [
+            node(name, "m5.large", capacity_type="spot"),
+            tolerating(pod(f"{name}-1", name, cpu="1")),
+        ]
+    docs += [tainted(node("t", "m5.4xlarge")), tolerating(pod("t-1", "t", cpu="1"))]
+    ctx, candidates = dry_run(tmp_path, *docs).controller.context(elapsed=True)
+    pair = [c for c in candidates if c.name in ("a", "b")]
+    assert not Room(ctx).stranded(pair)
+    got = m.consolidate(ctx, pair, m.MULTI_NODE)
+    assert isinstance(got, m.Command) and got.action == "Delete" and len(got.candidates) == 2

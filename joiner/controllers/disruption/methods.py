@@ -399,10 +399,13 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     if len(batch) < 2:
         return None
     best: Command | None = None
+    room = Room(ctx)
     lo, hi = 1, len(batch) - 1
     while lo <= hi:
         mid = (lo + hi) // 2
-        got = consolidate(ctx, batch[: mid + 1], MULTI_NODE)
+        prefix = batch[: mid + 1]
+        # A prefix the room test proves hopeless fails the simulation too (``room``).
+        got = None if room.stranded(prefix) else consolidate(ctx, prefix, MULTI_NODE)
         if isinstance(got, Command):
             best = got
             lo = mid + 1

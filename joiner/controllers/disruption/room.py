@@ -27,7 +27,10 @@ resource (the scheduler keeps only types whose allocatable minus DaemonSet overh
 the NodeClaim's pods), and it must be cheaper than ``c`` (the solve's ``StopRule`` floor,
 then ``methods._consolidate``'s worst launch price, which is never below the cheapest
 price). When no cheaper type (as above, per capacity type) holds those pods together, the
-simulation is skipped: it could only fail.
+simulation is skipped: it could only fail. The same holds for a multi-node command
+(``Room.stranded``): the simulation excludes every candidate's node, so "other node" means
+outside the candidates, and the replacement must be cheaper than their summed prices (other
+than as spot when all are spot and spot-to-spot consolidation is off).
 """
 
 from __future__ import annotations
@@ -84,20 +87,30 @@ class Room:
             table = self._cheaper[exclude] = cheaper_table(self._templates, exclude)
         return table
 
-    def _stranded(
-        self,
-        c: Candidate,
-        resources: Sequence[str],
-        own: int | None,
-        exclude: frozenset[str],
-        n: int,
-    ) -> bool:
-        """True when the pods of ``c`` that fit no other initialized node on their own
-        (some do) together outgrow every one of the ``n`` cheapest launchable types of
-        the ``exclude`` table (the module docstring's joint test)."""
+    def stranded(self, cands: Sequence[Candidate]) -> bool:
+        """True when consolidating ``cands`` together (a multi-node command) provably
+        fails by the module docstring's joint test: the pods of ``cands`` that fit no
+        initialized node outside ``cands`` on their own need one new NodeClaim cheaper than
+        ``cands`` together (other than as spot when every candidate is spot and spot-to-spot
+        consolidation is off), and no such type holds them. Raises nothing."""
+        exclude = (
+            frozenset({labels.CAPACITY_TYPE_SPOT})
+            if not self._spot_to_spot
+            and all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
+            else frozenset()
+        )
+        prices = self._table(exclude).bounds[0]
+        n = bisect.bisect_left(prices, sum(c.price_per_hour for c in cands))
+        return self._stranded(cands, exclude, n)
+
+    def _stranded(self, cands: Sequence[Candidate], exclude: frozenset[str], n: int) -> bool:
+        """True when the pods of ``cands`` that fit no initialized node outside ``cands``
+        on their own (some do) together outgrow every one of the ``n`` cheapest launchable
+        types of the ``exclude`` table (the module docstring's joint test)."""
+        own = [i for c in cands if (i := self._index.get(c.claim.name)) is not None]
         fits_by_template: dict[int, bool] = {}
         total: dict[str, int] = {}
-        for p in c.pods:
+        for p in (p for c in cands for p in c.pods):
             t = p.template
             fits = fits_by_template.get(id(t))
             if fits is None:
@@ -105,8 +118,7 @@ class Room:
                 for r, v in t.requests.items():
                     if v > 0:
                         ok &= self._free_of(r) >= v
-                if own is not None:
-                    ok[own] = False
+                ok[own] = False
                 fits = fits_by_template[id(t)] = any(
                     tolerates_all(t.tolerations, self._taints[i]) is None
                     for i in np.flatnonzero(ok)
@@ -121,9 +133,8 @@ class Room:
             return True
         table = self._table(exclude)
         holds = np.ones(n, dtype=np.bool_)
-        for r in resources:
-            if r in total:
-                holds &= table.column(r)[:n] >= total[r]
+        for r, need in total.items():
+            holds &= table.column(r)[:n] >= need
         return not bool(holds.any())
 
     def hopeless(self, c: Candidate) -> str | None:
@@ -168,7 +179,7 @@ class Room:
             extra = best.get(r, need)
             fits = need <= int(room.sum()) + extra
         if fits:
-            if not self._stranded(c, resources, own, exclude, n):
+            if not self._stranded([c], exclude, n):
                 return None
             what = "the pods that fit no other node do not fit together on any"
         else:
