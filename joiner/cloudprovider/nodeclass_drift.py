@@ -85,8 +85,21 @@ def _kubelet_fields(k: KubeletConfig) -> _Repr:
 
 
 def nodeclass_hash(nc: NodeClass) -> str:
-    """A stable hash of ``static_fields(nc)``: sha256 of their repr, 16 hex digits."""
-    return hashlib.sha256(repr(sorted(static_fields(nc).items())).encode()).hexdigest()[:16]
+    """A stable hash of ``static_fields(nc)``: sha256 of their repr, 16 hex digits.
+    Memoised per NodeClass object (immutable; every drift check of a pass asks it)."""
+    hit = _HASHES.get(id(nc))
+    if hit is not None and hit[0] is nc:
+        return hit[1]
+    found = hashlib.sha256(repr(sorted(static_fields(nc).items())).encode()).hexdigest()[:16]
+    if len(_HASHES) >= 256:
+        _HASHES.clear()
+    _HASHES[id(nc)] = (nc, found)
+    return found
+
+
+#: ``nodeclass_hash`` answers by NodeClass identity, with the object (kept alive so the
+#: identity stays valid).
+_HASHES: dict[int, tuple[NodeClass, str]] = {}
 
 
 def static_drift(launched_hash: str | None, nc: NodeClass) -> str:
