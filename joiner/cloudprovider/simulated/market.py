@@ -191,6 +191,8 @@ class SpotMarket:
         self._drift: dict[Pool, list[float]] = {}
         #: Per pool, its fixed log price offset (``ZONE_PRICE_SIGMA`` x a normal draw).
         self._zone_factor: dict[Pool, float] = {}
+        #: Per (pool, price epoch), its price factor ``exp(_log_factor)`` (fixed once drawn).
+        self._factor: dict[tuple[Pool, int], float] = {}
 
     # -- price ----------------------------------------------------------------------------
 
@@ -201,7 +203,11 @@ class SpotMarket:
             i = bisect_right([t for t, _ in history], at_s) - 1
             return history[max(i, 0)][1], True
         epoch = max(0, int(at_s // PRICE_EPOCH_S))
-        return regional_price * math.exp(self._log_factor(pool, epoch)), False
+        key = (pool, epoch)
+        factor = self._factor.get(key)
+        if factor is None:
+            factor = self._factor[key] = math.exp(self._log_factor(pool, epoch))
+        return regional_price * factor, False
 
     def _log_factor(self, pool: Pool, epoch: int) -> float:
         drift = self._drift.get(pool)
