@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(order=True)
-class _Event:
+class _Event(NamedTuple):
+    """A scheduled callback; the queue orders events by (``at_s``, ``seq``) as tuples (the
+    sequence number is unique, so the callback is never compared)."""
+
     at_s: float
     seq: int
-    callback: Callable[[], None] = field(compare=False)
-    label: str = field(compare=False, default="")
+    callback: Callable[[], None]
+    label: str = ""
 
 
 class SimClock:
