@@ -199,3 +199,110 @@ def test_a_group_whose_pods_fit_elsewhere_is_simulated(tmp_path):
     assert not Room(ctx).stranded(pair)
     got = m.consolidate(ctx, pair, m.MULTI_NODE)
     assert isinstance(got, m.Command) and got.action == "Delete" and len(got.candidates) == 2
+
+
+#: (pods to move off the candidate ``c``: (cpu, memory) each, the NodePool's types, whether
+#: three m5.large nodes with about 1 CPU free each are there too ("free"; "one": just one of
+#: them; "tainted": with a NoSchedule taint the pods do not tolerate), what consolidation
+#: decides: None when it fails, else the command's action and replacement type).
+CASES = {
+    # The 3.5-CPU pod fits none of the other nodes and no type cheaper than the m5.xlarge
+    # holds it (c5.large and m5.large have 2 vCPUs): hopeless. The summed room of the other
+    # nodes (3 CPUs, 4 small pods each) would take the small pod and, by amount, most of the
+    # big one; only the per-pod test sees that it must move whole.
+    "forced-pod": (
+        [("3500m", "1Gi"), ("250m", "256Mi")],
+        ["c5.large", "m5.large", "m5.xlarge"],
+        "free",
+        None,
+    ),
+    # 3 CPUs and 10 GiB must move to one new node: c5.xlarge has the CPUs but 8 GiB,
+    # r5.large the memory but 2 vCPUs, and m5.xlarge (which has both) is not cheaper.
+    "no-type-holds-both": (
+        [("1500m", "5Gi")] * 2,
+        ["c5.xlarge", "r5.large", "m5.xlarge"],
+        "",
+        None,
+    ),
+    # The same pods with 2 GiB each: a c5.xlarge holds them all and is cheaper.
+    "cheaper-type-holds-both": (
+        [("1500m", "2Gi")] * 2,
+        ["c5.xlarge", "r5.large", "m5.xlarge"],
+        "",
+        ("Replace", "c5.xlarge"),
+    ),
+    # Four 1-CPU, 3-GiB pods, each of which fits the one other node, but it has room for
+    # one: at least three must share the new node, 3 CPUs and 9 GiB, which no type cheaper
+    # than the m5.xlarge holds (c5.xlarge has 8 GiB, r5.large 2 vCPUs). Neither the largest
+    # CPU and memory of any cheaper type taken apart, nor the pods no other node fits, see it.
+    "count-forces-three": (
+        [("1", "3Gi")] * 4,
+        ["c5.xlarge", "r5.large", "m5.xlarge"],
+        "one",
+        None,
+    ),
+    # With all three other nodes, only one pod must move to the new node: an r5.large.
+    "count-forces-one": (
+        [("1", "3Gi")] * 4,
+        ["c5.xlarge", "r5.large", "m5.xlarge"],
+        "free",
+        ("Replace", "r5.large"),
+    ),
+    # Both small pods fit the other nodes' free room: a Delete.
+    "fits-the-others": (
+        [("500m", "512Mi")] * 2,
+        ["c5.large", "m5.large", "m5.xlarge"],
+        "free",
+        ("Delete", None),
+    ),
+    # Six 500m pods: two fit each other node, a Delete; with those nodes tainted none does,
+    # and no type cheaper than the m5.xlarge has 3 CPUs: hopeless.
+    "six-fit-the-others": (
+        [("500m", "256Mi")] * 6,
+        ["c5.large", "m5.large", "m5.xlarge"],
+        "free",
+        ("Delete", None),
+    ),
+    "six-and-the-others-tainted": (
+        [("500m", "256Mi")] * 6,
+        ["c5.large", "m5.large", "m5.xlarge"],
+        "tainted",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hopeless_exactly_when_the_simulation_fails_here(tmp_path, case):
+    shapes, types, others, want = CASES[case]
+    docs = [
+        nodepool(
+            requirements="        - {key: node.kubernetes.io/instance-type, operator: In, "
+            f"values: [{', '.join(types)}]}}\n"
+        ),
+        node("c", "m5.xlarge"),
+    ]
+    docs += [pod(f"c-{i}", "c", cpu=cpu, memory=mem) for i, (cpu, mem) in enumerate(shapes)]
+    taint = "  taints: [{key: dedicated, value: batch, effect: NoSchedule}]\n"
+    for i in range({"": 0, "one": 1}.get(others, 3)):
+        other = node(f"o{i}", "m5.large") + (taint if others == "tainted" else "")
+        tolerating = "  tolerations: [{key: dedicated, operator: Exists}]\n"
+        docs += [
+            other,
+            pod(f"o{i}-1", f"o{i}", cpu="900m", memory="1Gi").replace(
+                "spec:\n", "spec:\n" + tolerating, 1
+            ),
+        ]
+    run = dry_run(tmp_path, *docs)
+    ctx, candidates = run.controller.context(elapsed=True)
+    (c,) = [x for x in candidates if x.name == "c"]
+    hopeless = Room(ctx).hopeless(c)
+    decision = m.consolidate(ctx, [c], m.SINGLE_NODE)
+    if want is None:
+        assert hopeless is not None
+        assert isinstance(decision, str), decision
+    else:
+        assert hopeless is None
+        assert isinstance(decision, m.Command), decision
+        replaced = decision.replacements[0].instance_type.name if decision.replacements else None
+        assert (decision.action, replaced) == want

@@ -1,48 +1,58 @@
-"""Single-node consolidation's pre-check: candidates whose pods cannot possibly move.
+"""Consolidation's pre-check: candidates whose pods cannot possibly move.
 
 Karpenter's ``SingleNodeConsolidation.ComputeCommands`` (``singlenodeconsolidation.go``)
 simulates every candidate in turn until one consolidates; it bounds that search by a 3-minute
 wall-clock timeout, which a deterministic simulation cannot reproduce. Joiner instead skips
 the simulation of a candidate that provably cannot consolidate, so the decision is the one
-the simulation would reach and only the work is saved.
+the simulation would reach and only the work is saved. ``MultiNodeConsolidation``'s binary
+search (``firstNConsolidationOption``) likewise takes a batch that provably cannot
+consolidate as failed without simulating it: the search visits the same prefixes.
 
-The proof (``Room.hopeless``): a consolidation of candidate ``c`` (``methods._consolidate``)
-needs every pod of ``c`` to land either on an *initialized* other node (a pod placed on a
-node not initialized yet fails the simulation) or on one new NodeClaim (two are rejected)
-whose instance type is cheaper than ``c`` (with spot-to-spot consolidation off and ``c``
-spot, only its offerings that are not spot can be). Pending pods, pods of deleting nodes and
-DaemonSet overhead only take room away, so leaving them out keeps the test necessary. For
-every resource ``r`` the pods request (``pods: 1`` included), a node with free ``F_r`` holds
-at most ``k = min_r floor(F_r / smallest request of r)`` of them, and at most
-``min(F_r, k * largest request of r)`` of ``r``; the new node at most the largest CPU and,
-separately, memory of any cheaper type. When the pods outnumber the sum of those counts, or
-their requests of a resource exceed the sum of those amounts, no placement exists and the
+The proof (``Room.hopeless``, ``Room.stranded`` for a batch): a consolidation of
+candidates ``C`` (``methods._consolidate``) needs every pod of ``C`` to land either on an
+*initialized* node not in ``C`` (a pod placed on a node not initialized yet fails the
+simulation) or on one new NodeClaim (two are rejected) whose instance type is cheaper than
+``C`` together (with spot-to-spot consolidation off and every candidate spot, only its
+offerings that are not spot can be: the scheduler's ``StopRule`` and the price rule both
+compare a price no lower than the type's cheapest allowed offering). Pending
+pods, pods of deleting nodes and DaemonSet overhead only take room away (a node's free room
+only shrinks within a solve; a NodeClaim's instance type holds its pods plus the overhead
+within its allocatable), so leaving them out keeps every step below necessary.
+
+Call ``S`` the candidates' pods that would go to the new NodeClaim; the proof bounds ``S``
+from below and asks whether one cheaper instance type could hold that much:
+
+1. *Forced pods*: a pod whose requests exceed, for some resource, the free room of every
+   initialized node outside ``C`` that has no NoSchedule or NoExecute taint the pod does not
+   tolerate (the scheduler relaxes only PreferNoSchedule ones) fits none of them and is in
+   ``S``.
+2. *Count*: for every resource ``r`` the remaining pods request (``pods: 1`` included), a
+   node outside ``C`` with free ``F_r`` holds at most ``k = min_r floor(F_r / smallest
+   request of r)`` of them; with ``K`` the sum of those counts, at least ``m = (remaining
+   pods) - K`` of them are in ``S``, which then requests at least the sum of the ``m``
+   smallest requests of each resource on top of the forced pods'.
+3. *Amount*: those nodes take at most ``min(F_r, k * largest request of r)`` of ``r`` each,
+   so ``S`` requests at least the pods' total of ``r`` minus the sum of those.
+
+When ``S`` must request something of some resource (a new NodeClaim is needed) and no
+launchable type with an allowed offering cheaper than ``C`` has an allocatable of every
+resource at least the larger of those lower bounds, no consolidation exists and the
 simulation is skipped.
-
-A second, joint test (``Room._stranded``): a pod of ``c`` whose requests fit no other
-initialized node's free room on its own (``quantity.fits``, the scheduler's test for an
-existing node) can only land on the new NodeClaim, so every such pod lands there together.
-That NodeClaim's instance type has allocatable at least the sum of their requests in every
-resource (the scheduler keeps only types whose allocatable minus DaemonSet overhead holds
-the NodeClaim's pods), and it must be cheaper than ``c`` (the solve's ``StopRule`` floor,
-then ``methods._consolidate``'s worst launch price, which is never below the cheapest
-price). When no cheaper type (as above, per capacity type) holds those pods together, the
-simulation is skipped: it could only fail. The same holds for a multi-node command
-(``Room.stranded``): the simulation excludes every candidate's node, so "other node" means
-outside the candidates, and the replacement must be cheaper than their summed prices (other
-than as spot when all are spot and spot-to-spot consolidation is off).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from joiner.api import labels
-from joiner.api.pods import tolerates_all
-from joiner.api.quantity import CPU, MEMORY, Resources
+from joiner.api.pods import PodTemplate, tolerates_all
+from joiner.api.quantity import Resources
+from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF, Context, allowed_offerings
 from joiner.scheduling import NodePoolTemplate
@@ -56,6 +66,9 @@ class Room:
 
     Built once per pass from the provisioner's snapshot (``Provisioner.snapshot``): per
     node, the free amount of every resource as a numpy vector (nodes in snapshot order).
+    What several candidates ask the same of (which nodes fit a request, the per-node
+    counts and room for given smallest and largest requests) is computed once per pass over
+    every node; a candidate takes its own node's share back out.
     """
 
     def __init__(self, ctx: Context) -> None:
@@ -63,11 +76,14 @@ class Room:
         nodes = [e for e in existing if e.initialized]
         self._index = {e.name: i for i, e in enumerate(nodes)}
         self._available = [e.available for e in nodes]
-        self._taints = [e.taints for e in nodes]
         self._free: dict[str, np.ndarray] = {}
         self._templates = ctx.provisioner.templates()
         self._spot_to_spot = ctx.spot_to_spot
-        self._cheaper: dict[frozenset[str], Cheaper] = {}
+        self._cheaper: dict[frozenset[str], CheaperTypes] = {}
+        self._taints = [e.taints for e in nodes]
+        self._fits: dict[int, tuple[PodTemplate, np.ndarray, int]] = {}
+        self._count: dict[tuple[tuple[str, int], ...], tuple[np.ndarray, int]] = {}
+        self._rooms: dict[tuple[object, ...], tuple[np.ndarray, int]] = {}
 
     def _free_of(self, resource: str) -> np.ndarray:
         """Free ``resource`` per initialized node (never negative), int64."""
@@ -81,162 +97,179 @@ class Room:
             self._free[resource] = free
         return free
 
-    def _table(self, exclude: frozenset[str]) -> Cheaper:
-        table = self._cheaper.get(exclude)
-        if table is None:  # once per pass: its key alone walks every instance type
-            table = self._cheaper[exclude] = cheaper_table(self._templates, exclude)
-        return table
-
-    def stranded(self, cands: Sequence[Candidate]) -> bool:
-        """True when consolidating ``cands`` together (a multi-node command) provably
-        fails by the module docstring's joint test: the pods of ``cands`` that fit no
-        initialized node outside ``cands`` on their own need one new NodeClaim cheaper than
-        ``cands`` together (other than as spot when every candidate is spot and spot-to-spot
-        consolidation is off), and no such type holds them. Raises nothing."""
-        exclude = (
-            frozenset({labels.CAPACITY_TYPE_SPOT})
-            if not self._spot_to_spot
-            and all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
-            else frozenset()
-        )
-        prices = self._table(exclude).bounds[0]
-        n = bisect.bisect_left(prices, sum(c.price_per_hour for c in cands))
-        return self._stranded(cands, exclude, n)
-
-    def _stranded(self, cands: Sequence[Candidate], exclude: frozenset[str], n: int) -> bool:
-        """True when the pods of ``cands`` that fit no initialized node outside ``cands``
-        on their own (some do) together outgrow every one of the ``n`` cheapest launchable
-        types of the ``exclude`` table (the module docstring's joint test)."""
-        own = [i for c in cands if (i := self._index.get(c.claim.name)) is not None]
-        fits_by_template: dict[int, bool] = {}
-        total: dict[str, int] = {}
-        for p in (p for c in cands for p in c.pods):
-            t = p.template
-            fits = fits_by_template.get(id(t))
-            if fits is None:
-                ok = np.ones(len(self._available), dtype=np.bool_)
-                for r, v in t.requests.items():
-                    if v > 0:
-                        ok &= self._free_of(r) >= v
-                ok[own] = False
-                fits = fits_by_template[id(t)] = any(
-                    tolerates_all(t.tolerations, self._taints[i]) is None
-                    for i in np.flatnonzero(ok)
-                )
-            if not fits:
-                for r, v in t.requests.items():
-                    if v > 0:
-                        total[r] = total.get(r, 0) + v
-        if not total:
-            return False
-        if n == 0:
-            return True
-        table = self._table(exclude)
-        holds = np.ones(n, dtype=np.bool_)
-        for r, need in total.items():
-            holds &= table.column(r)[:n] >= need
-        return not bool(holds.any())
-
     def hopeless(self, c: Candidate) -> str | None:
         """Why ``c``'s pods cannot move anywhere cheaper (the module docstring's proof), or
         None when they might. Raises nothing."""
-        if not c.pods:
+        return self._hopeless([c])
+
+    def stranded(self, cands: Sequence[Candidate]) -> bool:
+        """True when consolidating ``cands`` together (a multi-node command) provably fails
+        (the module docstring's proof with ``C`` = ``cands``). Raises nothing."""
+        return self._hopeless(cands) is not None
+
+    def _hopeless(self, cands: Sequence[Candidate]) -> str | None:
+        """Why the pods of ``cands`` cannot move to the other nodes and one node cheaper than
+        all of them together, or None when they might."""
+        if not any(c.pods for c in cands):
             return None
-        requests = [p.template.requests for p in c.pods]
-        resources = sorted({r for req in requests for r, v in req.items() if v > 0})
-        own = self._index.get(c.claim.name)
+        need = self._new_claim_needs(cands)
+        if need is None:
+            return None
+        all_spot = all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
         exclude = (
             frozenset({labels.CAPACITY_TYPE_SPOT})
-            if c.capacity_type == labels.CAPACITY_TYPE_SPOT and not self._spot_to_spot
+            if all_spot and not self._spot_to_spot
             else frozenset()
         )
-        prices, max_cpu, max_mem = self._table(exclude).bounds
-        n = bisect.bisect_left(prices, c.price_per_hour)  # types strictly cheaper
-        best = {CPU: max_cpu[n - 1] if n else 0, MEMORY: max_mem[n - 1] if n else 0}
-        count = np.full(len(self._available), _UNBOUNDED, dtype=np.int64)
-        count_new = _UNBOUNDED
-        low: dict[str, int] = {}
-        high: dict[str, int] = {}
-        for r in resources:
-            amounts = [req.get(r, 0) for req in requests]
-            low[r], high[r] = min(amounts), max(amounts)
-            if low[r] > 0:
-                count = np.minimum(count, self._free_of(r) // low[r])
-                if r in best:
-                    count_new = min(count_new, best[r] // low[r])
-        if own is not None:
-            count[own] = 0
-        fits = len(requests) <= int(count.sum()) + count_new
-        for r in resources:
-            if not fits:
-                break
-            free = self._free_of(r)
-            # In float64: ``count`` may be huge where a resource bounds nothing; the minimum
-            # with the (exact, < 2**53) free amounts brings it back.
-            room = np.minimum(free, count * float(high[r]))
-            need = sum(req.get(r, 0) for req in requests)
-            # A resource other than CPU and memory bounds the new node by nothing known.
-            extra = best.get(r, need)
-            fits = need <= int(room.sum()) + extra
-        if fits:
-            if not self._stranded([c], exclude, n):
-                return None
-            what = "the pods that fit no other node do not fit together on any"
-        else:
-            what = "its pods fit neither on the other nodes nor on any"
+        table = self._cheaper.get(exclude)
+        if table is None:  # once per pass: its key alone walks every instance type
+            table = self._cheaper[exclude] = cheaper_types(self._templates, exclude)
+        if table.any_holds(need, sum(c.price_per_hour for c in cands)):
+            return None
+        what = (
+            "the pods that fit no other node, or that the other nodes' free room cannot hold, "
+            "fit together on no"
+        )
         return "can't replace with a cheaper node: " + (
             f"{SPOT_TO_SPOT_OFF}, and {what} instance type cheaper other than as spot"
             if exclude
             else f"{what} cheaper instance type"
         )
 
+    def _new_claim_needs(self, cands: Sequence[Candidate]) -> dict[str, int] | None:
+        """Per resource, a lower bound on what the pods of ``cands`` that the other
+        initialized nodes cannot hold request together (steps 1-3 of the module docstring);
+        None when the bounds allow every pod a place on those nodes."""
+        # Alike pods (replicas share their template's request object) counted together.
+        alike: dict[int, tuple[PodTemplate, int]] = {}
+        for c in cands:
+            for p in c.pods:
+                t = p.template
+                alike[id(t)] = (t, alike[id(t)][1] + 1 if id(t) in alike else 1)
+        resources = sorted({r for t, _ in alike.values() for r, v in t.requests.items() if v > 0})
+        own = [i for c in cands if (i := self._index.get(c.claim.name)) is not None]
+        forced: list[tuple[Resources, int]] = []
+        rest: list[tuple[Resources, int]] = []
+        for t, n in alike.values():
+            (rest if self._fits_elsewhere(t, own) else forced).append((t.requests, n))
+        high: dict[str, int] = {}
+        lows: list[tuple[str, int]] = []
+        for r in resources:
+            amounts = [req.get(r, 0) for req, _ in rest]
+            high[r] = max(amounts, default=0)
+            low = min(amounts, default=0)
+            if low > 0:
+                lows.append((r, low))
+        count, total = self._counts(tuple(lows))
+        held = total - int(count[own].sum())
+        must = max(sum(n for _, n in rest) - held, 0)
+        need: dict[str, int] = {}
+        for r in resources:
+            by_count = sum(req.get(r, 0) * n for req, n in forced)
+            left = must
+            for v, n in sorted((req.get(r, 0), n) for req, n in rest):
+                if left <= 0:
+                    break
+                by_count += v * min(n, left)  # the ``must`` smallest requests of r
+                left -= n
+            per_node, room = self._room(tuple(lows), r, high[r])
+            room -= int(per_node[own].sum())
+            by_amount = sum(req.get(r, 0) * n for req, n in (*forced, *rest)) - room
+            need[r] = max(by_count, by_amount, 0)
+        return need if any(need.values()) else None
 
-class Cheaper:
-    """Every launchable (pool, type) of a pass, cheapest allowed price ascending
-    (``cheaper_table``): ``bounds`` is (prices, running maximum of allocatable CPU, of
-    memory); ``column(r)`` is each row's allocatable ``r`` (int64, 0 where a type has none)."""
+    def _fits_elsewhere(self, t: PodTemplate, own: list[int]) -> bool:
+        """Some initialized node not in ``own`` has free room for ``t``'s requests and no
+        NoSchedule or NoExecute taint it does not tolerate (the scheduler never relaxes
+        those; PreferNoSchedule ones it does); per template, once per pass."""
+        hit = self._fits.get(id(t))
+        if hit is None or hit[0] is not t:
+            mask = np.ones(len(self._available), dtype=bool)
+            for r, v in t.requests.items():
+                if v > 0:
+                    mask &= self._free_of(r) >= v
+            for i in np.flatnonzero(mask).tolist():
+                if self._taints[i] and tolerates_all(t.tolerations, self._taints[i]) is not None:
+                    mask[i] = False
+            hit = self._fits[id(t)] = (t, mask, int(mask.sum()))
+        _, mask, fitting = hit
+        return fitting - int(mask[own].sum()) > 0
 
-    def __init__(self, rows: list[tuple[float, Resources]]) -> None:
-        self._allocatable = [a for _, a in rows]
-        max_cpu: list[int] = []
-        max_mem: list[int] = []
-        cpu = mem = 0
-        for _, a in rows:
-            cpu, mem = max(cpu, a.get(CPU, 0)), max(mem, a.get(MEMORY, 0))
-            max_cpu.append(cpu)
-            max_mem.append(mem)
-        self.bounds = ([p for p, _ in rows], max_cpu, max_mem)
-        self._columns: dict[str, np.ndarray] = {}
+    def _counts(self, lows: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, int]:
+        """Per initialized node, at most how many pods requesting at least ``lows`` it holds
+        (``_UNBOUNDED`` when ``lows`` is empty), and their sum; once per pass."""
+        hit = self._count.get(lows)
+        if hit is None:
+            count = np.full(len(self._available), _UNBOUNDED, dtype=np.int64)
+            for r, low in lows:
+                count = np.minimum(count, self._free_of(r) // low)
+            hit = self._count[lows] = (count, int(count.sum()))
+        return hit
 
-    def column(self, resource: str) -> np.ndarray:
-        """Each row's allocatable ``resource`` (cached)."""
-        found = self._columns.get(resource)
-        if found is None:
-            found = self._columns[resource] = np.fromiter(
-                (a.get(resource, 0) for a in self._allocatable),
+    def _room(self, lows: tuple[tuple[str, int], ...], r: str, high: int) -> tuple[np.ndarray, int]:
+        """Per initialized node, at most how much of ``r`` it gives pods requesting at least
+        ``lows`` and at most ``high`` of ``r``, and the sum; once per pass."""
+        key = (lows, r, high)
+        hit = self._rooms.get(key)
+        if hit is None:
+            count, _ = self._counts(lows)
+            # In float64: ``count`` may be huge where a resource bounds nothing; the minimum
+            # with the (exact, < 2**53) free amounts brings it back.
+            per_node = np.minimum(self._free_of(r), count * float(high)).astype(np.int64)
+            hit = self._rooms[key] = (per_node, int(per_node.sum()))
+        return hit
+
+
+@dataclass
+class CheaperTypes:
+    """Every launchable (NodePool, instance type) by its cheapest allowed price, ascending,
+    with each one's allocatable; ``any_holds`` answers "does a type cheaper than this hold
+    that much" with one numpy comparison per resource."""
+
+    prices: list[float]
+    allocatable: list[Resources]
+    _columns: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+
+    def column(self, resource: str) -> npt.NDArray[np.int64]:
+        """Allocatable ``resource`` per row (0 where a type has none), cached."""
+        col = self._columns.get(resource)
+        if col is None:
+            col = self._columns[resource] = np.fromiter(
+                (a.get(resource, 0) for a in self.allocatable),
                 dtype=np.int64,
-                count=len(self._allocatable),
+                count=len(self.allocatable),
             )
-        return found
+        return col
+
+    def any_holds(self, need: dict[str, int], price_per_hour: float) -> bool:
+        """Some row strictly cheaper than ``price_per_hour`` has at least ``need`` of every
+        resource allocatable."""
+        n = bisect.bisect_left(self.prices, price_per_hour)
+        mask = np.ones(n, dtype=bool)
+        for r, v in need.items():
+            if v > 0:
+                mask &= self.column(r)[:n] >= v
+        return bool(mask.any())
 
 
-#: The last ``cheaper_table`` answer per excluded capacity types, by its templates' pools
+#: The last ``cheaper_types`` answer per excluded capacity types, by its templates' pools
 #: and instance-type identities (the types themselves are kept so the identities stay valid).
-_CHEAPER: dict[frozenset[str], tuple[object, object, Cheaper]] = {}
+_CHEAPER: dict[
+    frozenset[str], tuple[object, tuple[tuple[InstanceType, ...], ...], CheaperTypes]
+] = {}
 
 
-def cheaper_table(
+def cheaper_types(
     templates: Sequence[NodePoolTemplate], exclude: frozenset[str] = frozenset()
-) -> Cheaper:
-    """Every launchable (pool, type): cheapest allowed price ascending (offerings of
-    ``exclude`` capacity types left out), with its allocatable (``Cheaper``). Reused while
-    the pools and the cloud's type objects are the same (the cloud hands out new objects
-    when availability changes)."""
+) -> CheaperTypes:
+    """Every launchable (pool, type) with its cheapest allowed price (offerings of
+    ``exclude`` capacity types left out), ascending. Reused while the pools and the cloud's
+    type objects are the same (the cloud hands out new objects when availability changes)."""
     key = tuple((t.nodepool, tuple(map(id, t.instance_types))) for t in templates)
     hit = _CHEAPER.get(exclude)
     if hit is not None and hit[0] == key:
         return hit[2]
-    rows: list[tuple[float, Resources]] = []
+    rows: list[tuple[float, int, Resources]] = []
     for t in templates:
         reqs = t.nodepool.requirements
         for it in t.instance_types:
@@ -248,9 +281,8 @@ def cheaper_table(
                 if o.capacity_type not in exclude
             ]
             if prices:
-                rows.append((min(prices), it.allocatable))
-    # By price, then CPU and memory (as the old (price, cpu, memory) tuples sorted).
-    rows.sort(key=lambda r: (r[0], r[1].get(CPU, 0), r[1].get(MEMORY, 0)))
-    answer = Cheaper(rows)
+                rows.append((min(prices), len(rows), it.allocatable))
+    rows.sort(key=lambda row: (row[0], row[1]))
+    answer = CheaperTypes([r[0] for r in rows], [r[2] for r in rows])
     _CHEAPER[exclude] = (key, tuple(t.instance_types for t in templates), answer)
     return answer
