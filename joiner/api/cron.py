@@ -3,6 +3,8 @@ five fields (minute, hour, day of month, month, day of week) or a macro such as 
 in UTC. croniter does the arithmetic; this module rejects what robfig/cron would not parse
 (``L``, ``W``, ``#``, croniter's random ``R``/``H``, a sixth seconds field) and schedules
 that can never fire (``0 0 30 2 *``), so a bad schedule is an input error, not a crash.
+croniter is imported by ``check_schedule`` alone: the manifest loader imports this module,
+and most manifests carry no schedule.
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from croniter import CroniterBadDateError, croniter
 
 from joiner.api.errors import InputError
 
@@ -29,6 +29,8 @@ def check_schedule(text: str, *, field: str) -> str:
         InputError: not five fields or a macro, a construct robfig/cron does not support, or
             a schedule that never fires; ``field`` names where it came from.
     """
+    from croniter import CroniterBadDateError, croniter
+
     value = text.strip()
     fields = value.split()
     if value.startswith("@"):

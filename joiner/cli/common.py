@@ -262,7 +262,8 @@ def scenario_or_cluster(
     Raises:
         InputError: as ``cluster_manifests``, ``load_scenario`` and ``region_of``.
     """
-    from joiner.sim.scenario import is_scenario_file, load_scenario
+    from joiner.api.manifests.yamlio import is_scenario_file
+    from joiner.sim.scenario import load_scenario
 
     if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
         sc = load_scenario(files[0], catalog, check_selectors=False)

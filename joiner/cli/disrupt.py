@@ -49,9 +49,10 @@ def disrupt(
     complete, and why every other node stays. Exit 0 with an answer, 2 on bad input."""
     from joiner.api.featuregates import FeatureGates
     from joiner.api.featuregates import parse as parse_feature_gates
+    from joiner.api.manifests.yamlio import is_scenario_file
     from joiner.cloudprovider.catalog import Catalog
     from joiner.operator.disrupt import build_disruption_plan
-    from joiner.sim.scenario import is_scenario_file, load_scenario
+    from joiner.sim.scenario import load_scenario
 
     try:
         when = _parse_at(at)

@@ -92,9 +92,10 @@ def lint(
     """Report configuration that cannot work as intended. Exit 1 when it warns, 0 when clean,
     2 on bad input."""
     from joiner.api.manifests import load_files
+    from joiner.api.manifests.yamlio import is_scenario_file
     from joiner.cloudprovider.catalog import Catalog
     from joiner.operator.lint import lint_manifests
-    from joiner.sim.scenario import is_scenario_file, load_scenario
+    from joiner.sim.scenario import load_scenario
 
     catalog = Catalog.load()
     try:

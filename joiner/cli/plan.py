@@ -146,8 +146,8 @@ def plan(
 
 
 def _is_scenario(path: Path) -> bool:
-    """``sim.scenario.is_scenario_file``, imported only for a single file (a scenario is
-    planned alone), so planning over cluster files does not load the simulator."""
-    from joiner.sim.scenario import is_scenario_file
+    """``api.manifests.yamlio.is_scenario_file``, imported only for a single file (a
+    scenario is planned alone); the simulator is imported only for a Scenario."""
+    from joiner.api.manifests.yamlio import is_scenario_file
 
     return is_scenario_file(path)

@@ -13,6 +13,9 @@ Cluster reading (the rules the interruption and disruption work builds on):
 
 NodeClass selectors resolve against the given VPC (a Scenario's); when none is given or a
 selector matches nothing there, every zone of the region is assumed, with a warning.
+
+Karpenter-kwok's provider (``cloudprovider.kwok``) is imported only when the manifests have
+KWOKNodeClasses, so a plan over EC2NodeClasses does not load it.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from joiner.api.objects import ClusterNode, NodeClass, PodTemplate, SelectorTerm
 from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
-from joiner.cloudprovider.kwok import KwokCloudProvider, choose_kwok_offering
 from joiner.cloudprovider.reservations import CapacityReservation, reservation_labels
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.simulated.market import SpotMarket
@@ -101,6 +103,8 @@ def planning_cloud(
     """
     kwok = [nc for nc in m.nodeclasses if nc.source.kind == KWOKNODECLASS_KIND]
     if kwok:
+        from joiner.cloudprovider.kwok import KwokCloudProvider
+
         if kwok_types is None:
             raise InputError(
                 "a KWOKNodeClass takes its instance types from Karpenter-kwok's "
@@ -284,6 +288,10 @@ def build_plan(
         reservations=reservations,
     )
     daemonsets = [d.template for d in m.daemonsets]
+    # planning_cloud raised unless the NodeClasses are all KWOKNodeClasses or all EC2 ones.
+    kwok = any(nc.source.kind == KWOKNODECLASS_KIND for nc in m.nodeclasses)
+    if kwok:
+        from joiner.cloudprovider.kwok import choose_kwok_offering
 
     live_nodes = {n.name: n for n in m.nodes}
     targets = {n.name: n for n in m.nodes if not n.deleting and not n.unschedulable}
@@ -453,7 +461,7 @@ def build_plan(
                     for o in it.offerings
                     if o.available and o.compatible(reqs)
                 ]
-                if isinstance(cloud, KwokCloudProvider):
+                if kwok:
                     choice = choose_kwok_offering(options, reqs)
                 elif candidates:
                     try:

@@ -193,15 +193,6 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-def is_scenario_file(path: Path) -> bool:
-    """True when ``path`` holds a ``kind: Scenario`` document (errors surface on load)."""
-    try:
-        docs = read_documents(path)
-    except InputError:
-        return False
-    return len(docs) == 1 and isinstance(docs[0], dict) and docs[0].get("kind") == "Scenario"
-
-
 def load_scenario(
     path: Path | str, catalog: Catalog | None = None, *, check_selectors: bool = True
 ) -> Scenario:

@@ -9,19 +9,16 @@ Karpenter-AWS reads user data in ``pkg/providers/amifamily/bootstrap``: text tha
 ``UnmarshalTOML``). Anything else fails Karpenter's launch-template build for every launch of
 the NodeClass; Joiner checks it when the manifest is loaded (``check``), so such a NodeClass
 is an ``InputError`` and nothing is launched.
+
+``email`` and ``tomllib`` are imported by the functions that use them: most manifests carry
+no user data, and every manifest load imports this module (``joiner plan``'s start-up).
 """
 
 from __future__ import annotations
 
 import io
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from email import errors as email_errors
-from email import policy
-from email.generator import Generator
-from email.message import Message
-from email.parser import Parser
 from typing import Any
 
 from joiner.api.errors import InputError
@@ -30,12 +27,6 @@ from joiner.api.errors import InputError
 BOUNDARY = "//"
 SHELL_SCRIPT = 'text/x-shellscript; charset="us-ascii"'
 NODE_CONFIG = "application/node.eks.aws"
-_FATAL_DEFECTS = (
-    email_errors.NoBoundaryInMultipartDefect,
-    email_errors.StartBoundaryNotFoundDefect,
-    email_errors.CloseBoundaryNotFoundDefect,
-    email_errors.MultipartInvariantViolationDefect,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +56,16 @@ def mime_parts(text: str, *, field: str = "spec.userData") -> list[MIMEPart]:
         InputError: not a multi-part archive, no boundary, or the boundary never opens a part
             (Karpenter: "user data is not in multipart MIME format").
     """
+    from email import errors, policy
+    from email.message import Message
+    from email.parser import Parser
+
+    fatal = (
+        errors.NoBoundaryInMultipartDefect,
+        errors.StartBoundaryNotFoundDefect,
+        errors.CloseBoundaryNotFoundDefect,
+        errors.MultipartInvariantViolationDefect,
+    )
     msg = Parser(policy=policy.compat32).parsestr(text)
     if msg.get_content_maintype() != "multipart":
         raise InputError(
@@ -73,7 +74,7 @@ def mime_parts(text: str, *, field: str = "spec.userData") -> list[MIMEPart]:
         )
     if msg.get_param("boundary") is None:
         raise InputError("MIME user data has no boundary parameter", field=field)
-    defects = [d for d in msg.defects if isinstance(d, _FATAL_DEFECTS)]
+    defects = [d for d in msg.defects if isinstance(d, fatal)]
     if defects:
         raise InputError(f"malformed MIME user data: {defects[0].__doc__}", field=field)
     payload = msg.get_payload()
@@ -93,6 +94,10 @@ def mime_parts(text: str, *, field: str = "spec.userData") -> list[MIMEPart]:
 def write_mime(parts: Sequence[MIMEPart]) -> str:
     """A ``multipart/mixed`` archive with boundary ``//``, byte for byte as Karpenter's
     ``mime.Archive.Serialize`` writes it (LF line ends)."""
+    from email import policy
+    from email.generator import Generator
+    from email.message import Message
+
     outer = Message(policy=policy.compat32)
     outer["MIME-Version"] = "1.0"
     outer["Content-Type"] = f'multipart/mixed; boundary="{BOUNDARY}"'
@@ -113,6 +118,8 @@ def parse_toml(text: str, *, field: str = "spec.userData") -> dict[str, Any]:
     Raises:
         InputError: not valid TOML (the parser's message, with line and column).
     """
+    import tomllib
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -124,6 +124,19 @@ def read_documents(path: Path) -> list[Any]:
     return parse_documents(read_text(path), str(path))
 
 
+def is_scenario_file(path: Path) -> bool:
+    """True when ``path`` holds a ``kind: Scenario`` document (errors surface on load).
+
+    Here rather than in ``sim.scenario`` so that commands which take either a Scenario or
+    cluster manifests (``joiner plan -f dump.yaml``) ask without importing the simulator.
+    """
+    try:
+        docs = read_documents(path)
+    except InputError:
+        return False
+    return len(docs) == 1 and isinstance(docs[0], dict) and docs[0].get("kind") == "Scenario"
+
+
 def _expanded_size(root: yaml.Node, name: str) -> None:
     """Refuse a document whose aliases expand past ``MAX_EXPANDED_NODES`` nodes (or refer
     to themselves), before anything is constructed from it.
