@@ -217,6 +217,14 @@ def _info_from_row(r: dict[str, str]) -> InstanceTypeInfo:
     )
 
 
+def _median_quote(rows: list[tuple[float, int]], scope: str) -> SpotQuote:
+    """The estimated quote of ``rows`` (savings %, interruption bucket): the median savings
+    and the lower median bucket; ``scope`` says which rows they are."""
+    savings = float(statistics.median(s for s, _ in rows))
+    bucket = int(statistics.median_low(b for _, b in rows))
+    return SpotQuote(savings, bucket, True, f"no Spot Advisor row; median of {scope}")
+
+
 class Catalog:
     """Read-only view of the packaged catalog. Obtain it with ``Catalog.load()``."""
 
@@ -229,6 +237,7 @@ class Catalog:
         "_spot",
         "_spot_estimates",
         "_spot_families",
+        "_spot_region",
         "_zones",
     )
 
@@ -249,6 +258,7 @@ class Catalog:
         self._known_regions = frozenset(zones) | frozenset(on_demand) | frozenset(spot)
         self._spot_estimates: dict[tuple[str, str], SpotQuote] = {}
         self._spot_families: dict[str, dict[str, list[tuple[float, int]]]] = {}
+        self._spot_region: dict[str, SpotQuote] = {}
 
     @staticmethod
     def load() -> Catalog:
@@ -379,12 +389,14 @@ class Catalog:
         siblings = by_family.get(family)
         if siblings:
             scope = f"family {family} in {region} ({len(siblings)} advisor rows)"
-        else:
-            siblings = [table[name] for name in sorted(table)]
-            scope = f"all of {region} ({len(siblings)} advisor rows)"
-        savings = float(statistics.median(s for s, _ in siblings))
-        bucket = int(statistics.median_low(b for _, b in siblings))
-        return SpotQuote(savings, bucket, True, f"no Spot Advisor row; median of {scope}")
+            return _median_quote(siblings, scope)
+        # Every family without advisor rows gets the region's median: computed once.
+        quote = self._spot_region.get(region)
+        if quote is None:
+            rows = [table[name] for name in sorted(table)]
+            quote = _median_quote(rows, f"all of {region} ({len(rows)} advisor rows)")
+            self._spot_region[region] = quote
+        return quote
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -386,22 +386,17 @@ def _offerings(
                     interruption_rate_per_hour(quote.interruption_bucket),
                     od.estimated or quote.estimated,
                 )
-    out: list[Offering] = []
-    for zone, zone_id in zones:
-        for capacity_type in sorted(prices):
-            price, hazard, estimated = prices[capacity_type]
-            out.append(
-                Offering(
-                    zone=zone,
-                    zone_id=zone_id,
-                    capacity_type=capacity_type,
-                    price_per_hour=price if price is not None else 0.0,
-                    available=price is not None and zone in offered,
-                    interruption_rate_per_hour=hazard,
-                    price_estimated=estimated,
-                )
-            )
-    return tuple(out)
+    # Offering's fields in order (zone, zone id, then these), built once per capacity type:
+    # a broad NodeClass builds about 15,000 offerings.
+    quotes = [
+        (ct, price if price is not None else 0.0, price is not None, hazard, estimated)
+        for ct, (price, hazard, estimated) in sorted(prices.items())
+    ]
+    return tuple(
+        Offering(zone, zone_id, ct, price, priced and zone in offered, hazard, estimated)
+        for zone, zone_id in zones
+        for ct, price, priced, hazard, estimated in quotes
+    )
 
 
 def build_instance_types(
