@@ -1,66 +1,22 @@
 """The JSON documents Joiner writes, as pydantic models: their JSON Schemas are published in
 ``docs/schemas/`` (``joiner schema``) and every output is validated against them in tests.
 
-Keys are camelCase with the unit in the name; money is USD.
+Keys are camelCase with the unit in the name; money is USD. ``joiner plan``'s document is in
+``api.plan_output`` (re-exported here).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-class Launch(_Out):
-    """The simulated cloud's deterministic choice for a NodeClaim."""
-
-    instanceType: str
-    zone: str
-    capacityType: str = Field(pattern="^(spot|on-demand|reserved)$")
-    pricePerHour: float = Field(ge=0)
-
-
-class PlannedNodeClaim(_Out):
-    """A NodeClaim the provisioning round would create."""
-
-    name: str
-    nodePool: str
-    instanceTypes: list[str] = Field(min_length=1, max_length=60, description="Cheapest first")
-    launch: Launch
-    labels: dict[str, str]
-    taints: list[str] = Field(description="key=value:Effect, as the node would carry them")
-    pods: list[str] = Field(description="namespace/name")
-
-
-class Placement(_Out):
-    """A pending pod that fits an existing or in-flight node."""
-
-    pod: str
-    node: str
-
-
-class Unschedulable(_Out):
-    """A pod no NodePool can serve, and why."""
-
-    pod: str
-    reason: str
-
-
-class Plan(_Out):
-    """``joiner plan -o json``: one provisioning round."""
-
-    apiVersion: str = "joiner.dev/v1alpha1"
-    kind: str = "Plan"
-    region: str
-    nodeClaims: list[PlannedNodeClaim]
-    placements: list[Placement]
-    unschedulable: list[Unschedulable]
-    costPerHour: float = Field(ge=0, description="Sum of the new NodeClaims' launch prices")
-    warnings: list[str] = Field(default_factory=list)
+from joiner.api.plan_output import Launch as Launch
+from joiner.api.plan_output import OutputModel as _Out
+from joiner.api.plan_output import Placement as Placement
+from joiner.api.plan_output import Plan as Plan
+from joiner.api.plan_output import PlannedNodeClaim as PlannedNodeClaim
+from joiner.api.plan_output import Unschedulable as Unschedulable
 
 
 class NodeAllocation(_Out):

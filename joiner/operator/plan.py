@@ -31,7 +31,7 @@ from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import KWOKNODECLASS_KIND
 from joiner.api.manifests.pods import selects
 from joiner.api.objects import ClusterNode, NodeClass, PodTemplate, SelectorTerm, Workload
-from joiner.api.outputs import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
+from joiner.api.plan_output import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.reservations import CapacityReservation, reservation_labels

@@ -37,7 +37,7 @@ INPUT_MODULES = (
     "joiner.cloudprovider.kwok",
 )
 #: Modules whose pydantic models describe Joiner's output (summaries), not input.
-OUTPUT_MODULES = ("joiner.api.outputs",)
+OUTPUT_MODULES = ("joiner.api.outputs", "joiner.api.plan_output")
 
 
 def _defines_models(mod: types.ModuleType) -> bool:

@@ -14,10 +14,14 @@ from tests.manifests import EC2NODECLASS
 REPO = Path(__file__).resolve().parents[2]
 
 #: Modules a plan over EC2NodeClasses without schedules or user data does not need:
-#: Karpenter-kwok's provider (KWOKNodeClasses only), croniter (disruption budget schedules),
-#: the MIME and TOML parsers (EC2NodeClass user data), and the heavy optional libraries.
+#: Karpenter-kwok's provider (KWOKNodeClasses only), the simulator (a single file is checked
+#: for ``kind: Scenario`` without it), the other output documents' models, croniter
+#: (disruption budget schedules), the MIME and TOML parsers (EC2NodeClass user data), and
+#: the heavy optional libraries.
 NOT_IMPORTED = (
     "joiner.cloudprovider.kwok",
+    "joiner.sim.scenario",
+    "joiner.api.outputs",
     "croniter",
     "email.parser",
     "tomllib",

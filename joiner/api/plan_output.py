@@ -1,0 +1,66 @@
+"""The ``joiner plan -o json`` document (``docs/schemas/plan.schema.json``) and the base of
+every output model (``api.outputs`` holds the others and re-exports these).
+
+Its own module so that ``joiner plan`` builds only the five classes it writes, not the thirty
+of the simulation summaries, disruption plans and advice (pydantic class creation is a
+measurable part of the command's start-up).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class OutputModel(BaseModel):
+    """Base of Joiner's output documents: unknown keys are an error, and a model's
+    validator and schema are built on first use (``defer_build``)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class Launch(OutputModel):
+    """The simulated cloud's deterministic choice for a NodeClaim."""
+
+    instanceType: str
+    zone: str
+    capacityType: str = Field(pattern="^(spot|on-demand|reserved)$")
+    pricePerHour: float = Field(ge=0)
+
+
+class PlannedNodeClaim(OutputModel):
+    """A NodeClaim the provisioning round would create."""
+
+    name: str
+    nodePool: str
+    instanceTypes: list[str] = Field(min_length=1, max_length=60, description="Cheapest first")
+    launch: Launch
+    labels: dict[str, str]
+    taints: list[str] = Field(description="key=value:Effect, as the node would carry them")
+    pods: list[str] = Field(description="namespace/name")
+
+
+class Placement(OutputModel):
+    """A pending pod that fits an existing or in-flight node."""
+
+    pod: str
+    node: str
+
+
+class Unschedulable(OutputModel):
+    """A pod no NodePool can serve, and why."""
+
+    pod: str
+    reason: str
+
+
+class Plan(OutputModel):
+    """``joiner plan -o json``: one provisioning round."""
+
+    apiVersion: str = "joiner.dev/v1alpha1"
+    kind: str = "Plan"
+    region: str
+    nodeClaims: list[PlannedNodeClaim]
+    placements: list[Placement]
+    unschedulable: list[Unschedulable]
+    costPerHour: float = Field(ge=0, description="Sum of the new NodeClaims' launch prices")
+    warnings: list[str] = Field(default_factory=list)
