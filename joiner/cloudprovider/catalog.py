@@ -28,6 +28,7 @@ import functools
 import gzip
 import io
 import math
+import re
 import statistics
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -453,11 +454,13 @@ def _load_packaged() -> Catalog:
 class _RegionTables(Mapping[str, dict[str, V]]):
     """One packaged per-region CSV as ``{region: {instance type: value}}``, each region's
     rows parsed on first use: a run asks for one region, so the other regions' rows (nine
-    tenths of the file) are only split by region, never parsed.
+    tenths of the file) are never split into lines or parsed.
 
     The file's first column is the region; ``columns`` is its header (checked, so a rebuilt
     file with other columns fails loudly); ``parse`` turns one region's rows, in file order,
-    into its table (as eager parsing of the whole file would, row by row).
+    into its table (as eager parsing of the whole file would, row by row). The rows are
+    sorted (``tools/build_catalog.py``), so each region's rows are one run of the text
+    (``_region_runs``); a file whose regions are not contiguous fails loudly too.
     """
 
     def __init__(
@@ -470,23 +473,40 @@ class _RegionTables(Mapping[str, dict[str, V]]):
         header, _, body = text.decode("utf-8").partition("\n")
         if tuple(header.split(",")) != columns:
             raise ValueError(f"{filename}: header {header!r}, expected {','.join(columns)}")
-        lines: dict[str, list[str]] = {}
-        for line in body.splitlines():
-            if line:
-                lines.setdefault(line[: line.index(",")], []).append(line)
-        self._lines = lines
+        self._runs = _region_runs(body.rstrip("\n"), filename)
         self._parse = parse
         self._tables: dict[str, dict[str, V]] = {}
 
     def __getitem__(self, region: str) -> dict[str, V]:
         table = self._tables.get(region)
         if table is None:
-            table = self._parse(list(csv.reader(self._lines[region])))
+            table = self._parse(list(csv.reader(self._runs[region].split("\n"))))
             self._tables[region] = table
         return table
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._lines)
+        return iter(self._runs)
 
     def __len__(self) -> int:
-        return len(self._lines)
+        return len(self._runs)
+
+
+def _region_runs(body: str, filename: str) -> dict[str, str]:
+    """``{region: its lines}`` of a CSV body (no header) whose first column is the region
+    and whose rows are grouped by region; each value is one slice of ``body``, ended by the
+    first line of another region (a regular-expression search, not a loop over lines).
+
+    Raises:
+        ValueError: a region's rows are not contiguous, or a line has no comma.
+    """
+    runs: dict[str, str] = {}
+    start = 0
+    while start < len(body):
+        region = body[start : body.index(",", start)]
+        if region in runs:
+            raise ValueError(f"{filename}: the rows of {region} are not contiguous")
+        other = re.compile(f"\n(?!{re.escape(region)},)").search(body, start)
+        end = other.start() if other else len(body)
+        runs[region] = body[start:end]
+        start = end + 1
+    return runs

@@ -391,3 +391,18 @@ def test_lazy_region_tables_equal_an_eager_parse_of_every_region() -> None:
     assert dict(cat._spot.items()) == spot
     for region in cat.regions():
         assert cat.offered_types(region) == sorted(offered.get(region, {}))
+
+
+def test_region_runs_split_a_grouped_body_and_refuse_a_region_seen_twice() -> None:
+    """``_RegionTables`` finds each region's rows as one run of the text; a rebuilt file
+    whose rows are not grouped by region fails loudly instead of losing rows."""
+    from joiner.cloudprovider.catalog import _region_runs
+
+    body = "eu-west-1,a,1\neu-west-1,b,2\nus-east-1,a,3\nus-east-10,a,4"
+    assert _region_runs(body, "t.csv") == {
+        "eu-west-1": "eu-west-1,a,1\neu-west-1,b,2",
+        "us-east-1": "us-east-1,a,3",
+        "us-east-10": "us-east-10,a,4",
+    }
+    with pytest.raises(ValueError, match="rows of eu-west-1 are not contiguous"):
+        _region_runs("eu-west-1,a,1\nus-east-1,a,3\neu-west-1,b,2", "t.csv")
