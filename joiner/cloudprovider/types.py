@@ -107,43 +107,6 @@ class InstanceType:
         return r.any() if r is not None else None
 
 
-class OfferingFilter:
-    """The available offerings ``reqs`` allows, asked of many instance types at once.
-
-    ``Offering.compatible`` reads only an offering's zone, zone id, capacity type and
-    reservation id, and the types of one NodeClass repeat the same few combinations (six
-    zones by two capacity types for about 1,200 types), so each distinct combination is
-    checked against ``reqs`` once: a NodePool's mask or price table over every type costs a
-    dozen requirement checks instead of one per offering. The answers are those of
-    ``o.available and o.compatible(reqs)``.
-    """
-
-    __slots__ = ("_memo", "_reqs")
-
-    def __init__(self, reqs: Requirements) -> None:
-        self._reqs = reqs
-        self._memo: dict[tuple[str, str, str, str], bool] = {}
-
-    def __call__(self, o: Offering) -> bool:
-        """True when ``o`` is available and compatible with the requirements."""
-        if not o.available:
-            return False
-        key = (o.zone, o.zone_id, o.capacity_type, o.reservation_id)
-        ok = self._memo.get(key)
-        if ok is None:
-            ok = self._memo[key] = o.compatible(self._reqs)
-        return ok
-
-    def any(self, it: InstanceType) -> bool:
-        """True when ``it`` has an available compatible offering."""
-        return any(map(self, it.offerings))
-
-    def offerings(self, it: InstanceType) -> list[Offering]:
-        """``it``'s available compatible offerings, in order
-        (``it.available_offerings(reqs)``)."""
-        return [o for o in it.offerings if self(o)]
-
-
 def order_by_price(types: Sequence[InstanceType], reqs: Requirements) -> list[InstanceType]:
     """Types ordered by their cheapest available compatible offering, then name; types without
     one go last (Karpenter ``InstanceTypes.OrderByPrice``)."""

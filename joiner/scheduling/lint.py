@@ -28,7 +28,7 @@ from operator import is_
 from joiner.api import labels, quantity
 from joiner.api.objects import NodePool, PodTemplate, tolerates_all
 from joiner.api.requirements import IN, Requirement, Requirements
-from joiner.cloudprovider.types import InstanceType, OfferingFilter
+from joiner.cloudprovider.types import InstanceType
 
 #: Karpenter's spot-to-spot consolidation needs at least this many cheaper spot types, and
 #: AWS advises flexibility across many pools; below it interruptions hit harder.
@@ -73,8 +73,12 @@ def launchable(pool: NodePool, types: Sequence[InstanceType]) -> list[InstanceTy
     found = _LAUNCHABLE.get(reqs)
     if found is not None and len(found[0]) == len(types) and all(map(is_, found[0], types)):
         return list(found[1])
-    offers = OfferingFilter(reqs)
-    ok = [it for it in types if it.requirements.intersects(reqs) is None and offers.any(it)]
+    ok = [
+        it
+        for it in types
+        if it.requirements.intersects(reqs) is None
+        and any(o.available and o.compatible(reqs) for o in it.offerings)
+    ]
     if len(_LAUNCHABLE) >= 16:
         _LAUNCHABLE.clear()
     _LAUNCHABLE[reqs] = (tuple(types), tuple(ok))

@@ -20,7 +20,7 @@ from joiner.api import labels
 from joiner.api.objects import HostPort, NodePool, PodTemplate, Taint
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirement, Requirements
-from joiner.cloudprovider.types import InstanceType, OfferingFilter
+from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.daemonsets import host_ports_on_pool, overhead_by_type
 
 IntArray = npt.NDArray[np.int64]
@@ -82,9 +82,12 @@ class PreparedPool:
         allow (cached per distinct requirement set)."""
         found = self._masks.get(reqs)
         if found is None:
-            offers = OfferingFilter(reqs)
             found = np.fromiter(
-                (it.requirements.intersects(reqs) is None and offers.any(it) for it in self.types),
+                (
+                    it.requirements.intersects(reqs) is None
+                    and any(o.available and o.compatible(reqs) for o in it.offerings)
+                    for it in self.types
+                ),
                 dtype=np.bool_,
                 count=len(self.types),
             )
@@ -96,11 +99,14 @@ class PreparedPool:
         key = tuple(reqs.get_or_exists(k) for k in _OFFERING_KEYS)
         found = self._prices.get(key)
         if found is None:
-            offers = OfferingFilter(reqs)
             found = np.array(
                 [
                     min(
-                        (o.price_per_hour for o in it.offerings if offers(o)),
+                        (
+                            o.price_per_hour
+                            for o in it.offerings
+                            if o.available and o.compatible(reqs)
+                        ),
                         default=np.inf,
                     )
                     for it in self.types
@@ -193,11 +199,12 @@ def _prepare(
 ) -> PreparedPool:
     reqs = nodepool.requirements
     conflict = nodepool.own_label_conflict()
-    offers = OfferingFilter(reqs)
     types = [
         it
         for it in instance_types
-        if conflict is None and it.requirements.intersects(reqs) is None and offers.any(it)
+        if conflict is None
+        and it.requirements.intersects(reqs) is None
+        and it.available_offerings(reqs)
     ]
     overhead = overhead_by_type(nodepool, types, daemonsets)
     names = sorted(
