@@ -9,6 +9,7 @@ simulation, the cloud providers and heavy libraries inside its function, so
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -66,7 +67,16 @@ app.command()(controller.run)
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    numpy's OpenBLAS starts a thread per core when numpy is imported, and those threads
+    spin before they sleep: about 0.08 CPU seconds of every command that imports numpy, on a
+    2-core machine. Joiner's arrays are small integer masks and sums that never call BLAS,
+    so the command asks OpenBLAS for one thread (``OPENBLAS_NUM_THREADS``, read when numpy
+    is first imported, which this module does not do: ``tests/cli/test_plan_imports.py``),
+    unless the environment already sets it.
+    """
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     app()
 
 

@@ -94,3 +94,14 @@ def test_a_budget_schedule_imports_croniter_when_it_is_checked(tmp_path: Path) -
     imported = _plan_imports(tmp_path, '[{nodes: "0", schedule: "@daily", duration: 10m}]')
     assert imported["croniter"]
     assert not imported["joiner.cloudprovider.kwok"]
+
+
+def test_the_command_line_module_does_not_import_numpy() -> None:
+    """``joiner.cli.main.main`` sets ``OPENBLAS_NUM_THREADS`` before a command imports
+    numpy (OpenBLAS reads it once, at numpy's import), so importing the command line itself
+    must not import numpy."""
+    probe = "import sys, joiner.cli.main; print('numpy' in sys.modules)"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == "False"
