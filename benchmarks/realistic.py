@@ -6,7 +6,8 @@ shared) and peak memory (max RSS) are measured:
 
 * ``a``: ``examples/broad-bursty``: 1 h of bursty traffic on Karpenter's recommended broad
   NodePool (c/m/r, generation > 4, amd64 and arm64, spot and on-demand; about 890 types, so
-  about 1,770 Cluster Autoscaler node groups), both policies. Target: under 3 CPU s.
+  152 Cluster Autoscaler node groups, a Spot and an on-demand one per instance shape), both
+  policies. Target: under 3 CPU s.
 * ``b``: ``examples/gpu-serving``: 24 h of GPU serving on the Alibaba GenAI serving QPS trace,
   a tainted GPU pool and a broad CPU pool, Joiner. Target: under 2 CPU s.
 * ``c``: 7 days of a cluster of about 300 peak nodes on the same broad NodePool capped at
@@ -19,9 +20,10 @@ shared) and peak memory (max RSS) are measured:
 
 Prints one JSON document: per case the CPU seconds, wall seconds, simulated seconds per wall
 second and per CPU second, peak memory, the target and whether it was met.
-Usage: ``python benchmarks/realistic.py [--repeat N] [--hours H] [--policy P] [a b c d]``
-(default: all four, once each; with N, the lowest CPU of N runs is reported, as contention only
-adds CPU time). ``--hours H`` shortens case c to its first H simulated hours and ``--policy P``
+Usage: ``.venv/bin/python benchmarks/realistic.py [--repeat N] [--hours H] [--policy P]
+[--write DIR] [a b c d]`` (default: all four, once each; case c alone takes many CPU
+minutes; with N, the lowest CPU of N runs is reported, as contention only adds CPU time).
+``--hours H`` shortens case c to its first H simulated hours and ``--policy P``
 (``joiner`` or ``cluster-autoscaler``) runs case c under that policy alone: for profiling, and
 for measuring one policy's share; the targets apply to the full week of both policies only.
 ``--write DIR`` writes case c's scenario files (with those overrides) to DIR and exits, so a
@@ -373,7 +375,13 @@ CASES = {"a": case_a, "b": case_b, "c": case_c, "d": case_d}
 
 def main(argv: list[str]) -> int:
     write_to: Path | None = None
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
     while argv[:1] and argv[0].startswith("--"):
+        if len(argv) < 2:
+            print(f"{argv[0]} needs a value (--help for usage)", file=sys.stderr)
+            return 2
         flag, value, argv = argv[0], argv[1], argv[2:]
         if flag == "--repeat":
             REPEAT[0] = int(value)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from joiner.api.grouping import plural
 from joiner.cloudprovider.reservations import select, status_entry
 from joiner.operator.lint import lint_manifests
-from joiner.sim.baseline import MANY_GROUPS
 from joiner.sim.report import joiner_parameters
 
 if TYPE_CHECKING:
@@ -60,13 +59,6 @@ def warnings(rt: SimulationRuntime) -> list[str]:
     """Load warnings, notes on what this run does not model, and dead configuration."""
     m = rt.scenario.manifests
     out: list[str] = [*m.warnings, *rt._volume_warnings, *rt.scenario.interruption.warnings]
-    if rt.autoscaler is not None and len(rt.autoscaler.groups) > MANY_GROUPS:
-        out.append(
-            f"the Cluster Autoscaler baseline has {len(rt.autoscaler.groups)} node groups "
-            "(derived from the NodePools); each scale-up "
-            "estimates every one of them, which is slow: list the types in the NodePools or "
-            "declare spec.clusterAutoscaler.nodeGroups"
-        )
     if m.capacitybuffers and not (rt.scenario.feature_gates.capacity_buffer and rt.joiner):
         names = ", ".join(b.source.ref for b in m.capacitybuffers[:3])
         out.append(

@@ -24,9 +24,6 @@ COST_OPTIMAL = "cost-optimal"
 CLUSTER_AUTOSCALER = "cluster-autoscaler"
 POLICIES = (JOINER, COST_OPTIMAL, CLUSTER_AUTOSCALER)
 
-#: Above this many derived groups, each scale-up estimate solves this many times: warn.
-MANY_GROUPS = 100
-
 
 def build_autoscaler(
     state: ClusterState,
@@ -75,7 +72,6 @@ __all__ = [
     "CLUSTER_AUTOSCALER",
     "COST_OPTIMAL",
     "JOINER",
-    "MANY_GROUPS",
     "POLICIES",
     "AutoscalerSettings",
     "ClusterAutoscaler",
