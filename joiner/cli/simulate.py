@@ -154,9 +154,9 @@ def _print_summary(s: dict[str, Any], verbose: bool) -> None:
     out.print(
         f"pods: {pods['scheduled']} ran (bound to a node at least once), "
         f"{pods['pending']} pending at the end, "
-        f"{pods['lost']} lost; pending seconds p50 {ps['p50']:.1f}, p95 {ps['p95']:.1f}, "
-        f"max {ps['max']:.1f}"
+        f"{pods['lost']} lost"
     )
+    out.print(f"pending seconds p50 {ps['p50']:.1f}, p95 {ps['p95']:.1f}, max {ps['max']:.1f}")
     i = s["interruptions"]
     if i["count"]:
         lead = i["replacementLeadTimeSeconds"]
