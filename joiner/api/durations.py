@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 import durationpy
 
@@ -67,7 +68,7 @@ def parse_seconds(
                 f"{value!r} is not a Go duration (examples: 90s, 10m, 6h, 720h, 1h30m)",
                 field=field,
             ) from exc
-        if seconds > GO_MAX_DURATION_NS / 1e9:
+        if _nanoseconds(text) > GO_MAX_DURATION_NS:
             raise InputError(
                 f"duration {value!r} is longer than Go's largest (2562047h47m16.854775807s, "
                 "about 292 years); use Never for no limit where the field allows it",
@@ -78,6 +79,31 @@ def parse_seconds(
     if seconds < 0:
         raise InputError(f"duration {value!r} is negative", field=field)
     return seconds
+
+
+_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)", re.ASCII)
+_UNIT_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "μs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+
+
+def _nanoseconds(text: str) -> int:
+    """A Go duration matching ``_GO_DURATION`` in whole nanoseconds, exactly (durationpy's
+    answer is rounded to microseconds, which cannot tell Go's largest duration from one
+    nanosecond more). Fractions of a nanosecond are dropped, as Go drops them."""
+    if text == "0":
+        return 0
+    total = Fraction(0)
+    for number, unit in _PART.findall(text):
+        total += Fraction(number) * _UNIT_NS[unit]
+    return int(total)
 
 
 def format_seconds(seconds: float) -> str:

@@ -54,6 +54,14 @@ def advise(
             )
     except InputError as exc:
         fail(exc)
+    if not result.nodePools:
+        print_warnings(result.warnings)
+        fail(
+            InputError(
+                "no NodePool or Provisioner in the manifests: nothing to advise on (pass the "
+                "NodePools with -f, e.g. -f nodepools.yaml -f app.yaml)"
+            )
+        )
     if output is TableOrJson.json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return

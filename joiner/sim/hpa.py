@@ -359,4 +359,11 @@ def resolve(
                 f"HorizontalPodAutoscaler in the manifests scales {key}",
                 f"spec.workloads[{given.index}].traffic",
             )
+        if given.cpu_per_request is not None and key not in runs:
+            raise fail(
+                "cpuPerRequest turns the request rate into a HorizontalPodAutoscaler's cpu "
+                f"metric, and no autoscaling/v2 HorizontalPodAutoscaler in the manifests "
+                f"scales {key}",
+                f"spec.workloads[{given.index}].cpuPerRequest",
+            )
     return runs

@@ -221,8 +221,18 @@ def test_go_s_largest_duration_is_accepted_and_one_hour_more_is_not():
     from joiner.api.durations import parse_seconds
 
     assert parse_seconds("2562047h47m16.854775807s") == pytest.approx(9223372036.854776)
-    with pytest.raises(InputError, match="longer than Go's largest"):
-        parse_seconds("2562048h")
+    assert parse_seconds("9223372036854775807ns") == pytest.approx(9223372036.854776)
+    # One nanosecond more, however written (durationpy rounds to microseconds, and a float
+    # cannot tell them apart at this size): the breaker's inputs.
+    for text in (
+        "2562048h",
+        "2562047h47m16.854775808s",
+        "2562047h47m16.854776s",
+        "9223372036854775808ns",
+        "9223372036854776us",
+    ):
+        with pytest.raises(InputError, match="longer than Go's largest"):
+            parse_seconds(text)
 
 
 @pytest.mark.parametrize(
@@ -262,6 +272,36 @@ def test_go_s_largest_duration_is_accepted_and_one_hour_more_is_not():
             "spec.template.spec.taints[0].key",
             "is not a DNS subdomain",
         ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"
+            "spec: {tolerations: [{key: Bad Key, operator: Exists}], "
+            "containers: [{name: c, image: i}]}\n",
+            "spec.tolerations[0].key",
+            "label key 'Bad Key' is not a qualified name",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x, labels: {a: b}}\n"
+            "spec: {topologySpreadConstraints: [{maxSkew: 1, topologyKey: a/b/c, "
+            "whenUnsatisfiable: DoNotSchedule, labelSelector: {matchExpressions: "
+            "[{key: a, operator: In, values: [b]}]}}], containers: [{name: c, image: i}]}\n",
+            "spec.topologySpreadConstraints[0].topologyKey",
+            "has more than one '/'",
+        ),
+        (
+            "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: p}\n"
+            "spec: {maxUnavailable: 1, selector: {matchExpressions: "
+            "[{key: app, operator: In, values: [bad value]}]}}\n",
+            "spec.selector.matchExpressions[0].values[0]",
+            "label value 'bad value' is not valid",
+        ),
+        (
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
+            "  template:\n    spec:\n"
+            "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n"
+            "      taints: [{key: example.com/t, value: bad value, effect: NoSchedule}]\n",
+            "spec.template.spec.taints[0].value",
+            "label value 'bad value' is not valid",
+        ),
     ],
 )
 def test_label_keys_and_values_are_validated_as_the_api_server_does(doc, field, says):
@@ -281,3 +321,33 @@ def test_valid_label_keys_and_values_are_accepted():
         "containers: [{name: c, image: i}]}\n",
         "ok.yaml",
     )
+
+
+def test_plain_scalars_are_read_as_kubectl_reads_them():
+    """go-yaml v2 (kubectl, sigs.k8s.io/yaml) resolves no timestamps and no base-60 numbers:
+    an unquoted ``2024-01-01`` label or ``1:20`` annotation is a string the API server takes,
+    which PyYAML's YAML 1.1 read as a date and as 80 (the breaker's input)."""
+    m = load_text(
+        "apiVersion: apps/v1\nkind: Deployment\n"
+        "metadata: {name: d, namespace: default, annotations: {window: 1:20}}\n"
+        "spec:\n  replicas: 1\n  selector: {matchLabels: {app: d}}\n  template:\n"
+        "    metadata: {labels: {app: d, release: 2024-01-01}}\n"
+        "    spec: {containers: [{name: c, image: x}]}\n",
+        "ann.yaml",
+    )
+    (w,) = m.workloads
+    assert dict(w.template.labels)["release"] == "2024-01-01"
+    from joiner.api.manifests.yamlio import parse_documents
+
+    (doc,) = parse_documents(
+        "a: 1:20\nb: 2024-01-01T00:00:00Z\nc: 010\nd: yes\ne: 1_000\nf: 1.5e+3\n", "x.yaml"
+    )
+    # Only the timestamp and base-60 rules differ; the rest is YAML 1.1 in go-yaml v2 too.
+    assert doc == {
+        "a": "1:20",
+        "b": "2024-01-01T00:00:00Z",
+        "c": 8,
+        "d": True,
+        "e": 1000,
+        "f": 1500.0,
+    }

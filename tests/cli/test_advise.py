@@ -125,3 +125,12 @@ def test_a_region_contradicting_the_scenario_is_an_error_not_ignored() -> None:
         assert result.exit_code == 2, (args, message)
         assert "--region eu-west-1 contradicts the Scenario, which runs in us-east-1" in message
     assert _advise("-f", scenario, "--region", "us-east-1")["region"] == "us-east-1"
+
+
+def test_no_nodepool_is_an_error_not_an_empty_table() -> None:
+    """The breaker's input: an app with no NodePool printed a table with no columns, exit 0."""
+    app_only = ["-f", str(REPO / "examples" / "nightly-consolidation" / "app.yaml")]
+    for extra in ([], ["-o", "json"]):
+        result = runner.invoke(app, ["advise", *app_only, *extra])
+        assert result.exit_code == 2
+        assert "no NodePool or Provisioner in the manifests" in result.output

@@ -381,3 +381,13 @@ def test_scenario_errors_name_the_field(tmp_path):
     )
     with pytest.raises(InputError, match="also scaled by"):
         load_scenario(two)
+
+
+def test_cpu_per_request_without_a_manifest_hpa_is_an_error(tmp_path):
+    """The breaker's input: cpuPerRequest beside replicas or a trace, with no manifest HPA to
+    read it, was accepted with no effect (traffic without one was already an error)."""
+    for given in ("replicas: 3", "trace: {file: traffic.csv, targetPerReplica: 1}"):
+        path = _scenario(tmp_path, "- {deployment: web, " + given + ", cpuPerRequest: 20m}")
+        (tmp_path / "hpa.yaml").write_text(yaml.safe_dump_all([]))
+        with pytest.raises(InputError, match=r"spec.workloads\[0\].cpuPerRequest: cpuPerRequest"):
+            load_scenario(path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from joiner.api.manifests.models_base import (
     MAX_REPLICAS,
+    Labels,
     Metadata,
     Model,
     NodeSelectorRequirement,
@@ -156,6 +157,7 @@ __all__ = [
     "Kubelet",
     "LabelSelector",
     "LabelSelectorRequirement",
+    "Labels",
     "Metadata",
     "Model",
     "Namespace",

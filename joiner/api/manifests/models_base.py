@@ -79,6 +79,8 @@ def _label_value(value: str) -> str:
 LabelKey = Annotated[str, AfterValidator(_label_key)]
 #: A label value: ``IsValidLabelValue``.
 LabelValue = Annotated[str, AfterValidator(_label_value)]
+#: A toleration's key: empty (with ``Exists``, every taint) or a label key.
+TolerationKey = Annotated[str, AfterValidator(lambda v: v and _label_key(v))]
 Labels = dict[LabelKey, LabelValue]
 
 #: Kubernetes caps replica counts at int32; Joiner simulates at most this many pods per workload.
@@ -135,13 +137,13 @@ class NodeSelectorRequirement(Strict):
 
 class Taint(Strict):
     key: LabelKey = Field(min_length=1)
-    value: str = ""
+    value: LabelValue = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
     timeAdded: Any = None
 
 
 class Toleration(Strict):
-    key: str = ""
+    key: TolerationKey = ""
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""

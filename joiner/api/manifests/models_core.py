@@ -12,7 +12,9 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from joiner.api.manifests.models_base import (
     MAX_REPLICAS,
+    LabelKey,
     Labels,
+    LabelValue,
     Metadata,
     Model,
     NodeSelectorRequirement,
@@ -27,9 +29,9 @@ from joiner.api.manifests.models_base import (
 
 
 class LabelSelectorRequirement(Strict):
-    key: str = Field(min_length=1)
+    key: LabelKey = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] = Field(default_factory=list)
+    values: list[LabelValue] = Field(default_factory=list)
 
 
 class LabelSelector(Strict):
@@ -101,12 +103,12 @@ class NodeAffinity(Strict):
 
 
 class PodAffinityTermModel(Strict):
-    topologyKey: str = Field(min_length=1)
+    topologyKey: LabelKey = Field(min_length=1)
     labelSelector: LabelSelector | None = None
     namespaces: list[str] = Field(default_factory=list)
     namespaceSelector: LabelSelector | None = None
-    matchLabelKeys: list[str] = Field(default_factory=list)
-    mismatchLabelKeys: list[str] = Field(default_factory=list)
+    matchLabelKeys: list[LabelKey] = Field(default_factory=list)
+    mismatchLabelKeys: list[LabelKey] = Field(default_factory=list)
 
 
 class WeightedPodAffinityTerm(Strict):
@@ -131,13 +133,13 @@ class Affinity(Strict):
 
 class TopologySpreadConstraintModel(Strict):
     maxSkew: StrictInt = Field(ge=1)
-    topologyKey: str = Field(min_length=1)
+    topologyKey: LabelKey = Field(min_length=1)
     whenUnsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
     labelSelector: LabelSelector | None = None
     minDomains: StrictInt | None = Field(default=None, ge=1)
     nodeAffinityPolicy: Literal["Honor", "Ignore"] = "Honor"
     nodeTaintsPolicy: Literal["Honor", "Ignore"] = "Ignore"
-    matchLabelKeys: list[str] = Field(default_factory=list)
+    matchLabelKeys: list[LabelKey] = Field(default_factory=list)
 
 
 class PVCVolumeSource(Strict):

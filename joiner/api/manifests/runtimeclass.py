@@ -28,7 +28,7 @@ class Overhead(m.Strict):
 
 
 class Scheduling(m.Strict):
-    nodeSelector: dict[str, str] = Field(default_factory=dict)
+    nodeSelector: m.Labels = Field(default_factory=dict)
     tolerations: list[m.Toleration] = Field(default_factory=list)
 
 

@@ -61,6 +61,39 @@ _StrictLoader.add_constructor(
 )
 
 
+#: Plain scalars as kubectl reads them (sigs.k8s.io/yaml over go-yaml v2), not as YAML 1.1
+#: resolves them in PyYAML: a timestamp-looking value (``release: 2024-01-01``) stays a
+#: string, and there are no base-60 numbers (``window: 1:20`` is the string ``1:20``, not
+#: the integer 80). go-yaml v2 resolves neither; the API server then takes both files as
+#: they were written. Booleans (``yes``/``on``), octal ``010`` and ``1_000`` are YAML 1.1 in
+#: both and unchanged.
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_INT = re.compile(
+    r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""",
+    re.X,
+)
+_FLOAT = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9_]+(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [
+        (tag, _INT if tag == _INT_TAG else _FLOAT if tag == _FLOAT_TAG else regexp)
+        for tag, regexp in resolvers
+        if tag != _TIMESTAMP_TAG
+    ]
+    for first, resolvers in _BASE_LOADER.yaml_implicit_resolvers.items()
+}
+
+
 #: A path of ``-`` means standard input, wherever a file is read.
 STDIN = "-"
 
