@@ -129,7 +129,10 @@ def test_pods_that_fit_no_other_node_must_fit_one_cheaper_type_together(tmp_path
     # than the spot m5.large other than as spot holds 1 CPU: the simulation is skipped.
     ctx, c = _stranded_cluster(tmp_path, "m5.large", "spot", "1", tolerate=False)
     why = Room(ctx).hopeless(c)
-    assert why is not None and "fit no other node" in why
+    # The reason names the stranded pod and what the new node would need (the breaker saw a
+    # bare "no cheaper type" hide the taint that kept the pod off every other node).
+    assert why is not None and "1 pod fit no other node by free room and taints" in why
+    assert "default/c-1" in why and "cpu=1000m" in why and "other than as spot" in why
     got = m.consolidate(ctx, [c], m.SINGLE_NODE)
     assert isinstance(got, str) and "costs less" in got
 

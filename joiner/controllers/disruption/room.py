@@ -50,8 +50,9 @@ import numpy as np
 import numpy.typing as npt
 
 from joiner.api import labels
+from joiner.api.grouping import plural
 from joiner.api.pods import PodTemplate, tolerates_all
-from joiner.api.quantity import Resources
+from joiner.api.quantity import Resources, format_resources
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF, Context, allowed_offerings
@@ -126,14 +127,27 @@ class Room:
             table = self._cheaper[exclude] = cheaper_types(self._templates, exclude)
         if table.any_holds(need, sum(c.price_per_hour for c in cands)):
             return None
-        what = (
-            "the pods that fit no other node, or that the other nodes' free room cannot hold, "
-            "fit together on no"
+        own = [i for c in cands if (i := self._index.get(c.claim.name)) is not None]
+        nowhere = [
+            f"{p.namespace}/{p.name}"
+            for c in cands
+            for p in c.pods
+            if not self._fits_elsewhere(p.template, own)
+        ]
+        price = sum(c.price_per_hour for c in cands)
+        why = (
+            f"its pods need at least {format_resources({k: v for k, v in need.items() if v})} "
+            "on a new node"
+            + (
+                f" ({plural(len(nowhere), 'pod')} fit no other node by free room and taints: "
+                f"{', '.join(nowhere[:3])}{', ...' if len(nowhere) > 3 else ''})"
+                if nowhere
+                else " (the other nodes' free room cannot hold them all)"
+            )
+            + f", and no instance type cheaper than ${price:.4f}/h holds that much"
         )
         return "can't replace with a cheaper node: " + (
-            f"{SPOT_TO_SPOT_OFF}, and {what} instance type cheaper other than as spot"
-            if exclude
-            else f"{what} cheaper instance type"
+            f"{SPOT_TO_SPOT_OFF}, and {why} other than as spot" if exclude else why
         )
 
     def _new_claim_needs(self, cands: Sequence[Candidate]) -> dict[str, int] | None:
