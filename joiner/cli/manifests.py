@@ -95,6 +95,7 @@ def lint(
     from joiner.api.manifests.yamlio import is_scenario_file
     from joiner.cloudprovider.catalog import Catalog
     from joiner.operator.lint import lint_manifests
+    from joiner.operator.run_report import repair_tolerations_warning
     from joiner.sim.scenario import load_scenario
 
     catalog = Catalog.load()
@@ -102,6 +103,9 @@ def lint(
         if len(files) == 1 and is_scenario_file(files[0]):
             sc = load_scenario(files[0], catalog, check_selectors=False)
             warnings = list(sc.manifests.warnings)
+            repair = repair_tolerations_warning(sc)
+            if repair is not None:
+                warnings.append(repair)
             findings = lint_manifests(
                 sc.manifests,
                 catalog,

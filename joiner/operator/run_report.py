@@ -14,6 +14,7 @@ from joiner.sim.report import joiner_parameters
 
 if TYPE_CHECKING:
     from joiner.operator.wiring import SimulationRuntime
+    from joiner.sim.scenario import Scenario
 
 
 def provisioning(rt: SimulationRuntime) -> dict[str, int]:
@@ -55,6 +56,20 @@ def policy(rt: SimulationRuntime, retry_s: float) -> dict[str, Any]:
     return {"name": rt.policy, "parameters": params, "stats": {}}
 
 
+def repair_tolerations_warning(scenario: Scenario, *, joiner: bool = True) -> str | None:
+    """The warning that ``spec.settings.nodeRepairTolerations`` has no effect (node repair
+    off, or the Cluster Autoscaler policy, which repairs nothing), or None: a field Joiner
+    accepts has its effect or says it has none. ``joiner simulate`` and ``joiner lint``."""
+    if not scenario.repair_tolerations_s or (scenario.feature_gates.node_repair and joiner):
+        return None
+    return f"{scenario.file}: spec.settings.nodeRepairTolerations has no effect in " + (
+        "this policy's run (Cluster Autoscaler repairs no nodes)"
+        if not joiner
+        else "this run: node repair is off (Karpenter's NodeRepair feature gate; "
+        "spec.settings.featureGates.nodeRepair: true or --feature-gates NodeRepair=true)"
+    )
+
+
 def warnings(rt: SimulationRuntime) -> list[str]:
     """Load warnings, notes on what this run does not model, and dead configuration."""
     m = rt.scenario.manifests
@@ -70,18 +85,9 @@ def warnings(rt: SimulationRuntime) -> list[str]:
                 "gate (spec.settings.featureGates.capacityBuffer: true)"
             )
         )
-    if rt.scenario.repair_tolerations_s and not (
-        rt.scenario.feature_gates.node_repair and rt.joiner
-    ):
-        out.append(
-            f"{rt.scenario.file}: spec.settings.nodeRepairTolerations has no effect in "
-            + (
-                "this policy's run (Cluster Autoscaler repairs no nodes)"
-                if not rt.joiner
-                else "this run: node repair is off (Karpenter's NodeRepair feature gate; "
-                "spec.settings.featureGates.nodeRepair: true or --feature-gates NodeRepair=true)"
-            )
-        )
+    repair = repair_tolerations_warning(rt.scenario, joiner=rt.joiner)
+    if repair is not None:
+        out.append(repair)
     for run in rt.scenario.cronjobs:
         cj = run.cronjob
         if run.defaulted and run.fire_times_s:

@@ -195,3 +195,20 @@ def test_lint_self_defeating_disruption_settings(tmp_path):
     scheduled = short.replace('{nodes: "0"}', '{nodes: "0", schedule: "@daily", duration: 1h}')
     scheduled = scheduled.replace("expireAfter: 1m", "expireAfter: 24h")
     assert _lint_text(tmp_path, scheduled).exit_code == 0
+
+
+def test_lint_of_a_scenario_says_node_repair_tolerations_without_the_gate_do_nothing(tmp_path):
+    """The breaker's input: simulate warned, lint said "no warnings"."""
+    seed = Path(__file__).resolve().parents[2] / "examples" / "seed-spot"
+    for name in ("scenario.yaml", "provisioner.yaml", "awsnodetemplate.yaml", "deployment.yaml"):
+        if (seed / name).exists():
+            shutil.copy(seed / name, tmp_path / name)
+    text = (tmp_path / "scenario.yaml").read_text()
+    settings = "spec:\n  settings: {nodeRepairTolerations: {Ready: 15m}}"
+    (tmp_path / "scenario.yaml").write_text(text.replace("spec:", settings, 1))
+    result = CliRunner().invoke(app, ["lint", str(tmp_path / "scenario.yaml")])
+    assert "nodeRepairTolerations has no effect" in " ".join(result.output.split())
+    gated = settings.replace("{nodeRepair", "{featureGates: {nodeRepair: true}, nodeRepair")
+    (tmp_path / "scenario.yaml").write_text(text.replace("spec:", gated, 1))
+    result = CliRunner().invoke(app, ["lint", str(tmp_path / "scenario.yaml")])
+    assert "nodeRepairTolerations" not in result.output
