@@ -16,11 +16,21 @@ from joiner.api.errors import InputError
 
 NEVER = "Never"
 
+#: Go's duration units in nanoseconds (``time.unitMap``), longest match first in ``_UNITS``.
+_UNIT_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "μs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_UNITS = "|".join(_UNIT_NS)
 #: Go's time.ParseDuration grammar without a sign (negative durations are never valid here):
 #: "0", or one or more decimal numbers each with a unit.
-_GO_DURATION = re.compile(
-    r"0|(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+", re.ASCII
-)
+_GO_DURATION = re.compile(rf"0|(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:{_UNITS}))+", re.ASCII)
 
 #: Go's largest ``time.Duration``: int64 nanoseconds (``math.MaxInt64``), 2562047h47m16.854775807s.
 #: ``time.ParseDuration`` refuses anything longer ("invalid duration").
@@ -81,17 +91,7 @@ def parse_seconds(
     return seconds
 
 
-_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)", re.ASCII)
-_UNIT_NS = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,
-    "μs": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
+_PART = re.compile(rf"([0-9]*(?:\.[0-9]*)?)({_UNITS})", re.ASCII)
 
 
 def _nanoseconds(text: str) -> int:

@@ -113,7 +113,8 @@ class Room:
         all of them together, or None when they might."""
         if not any(c.pods for c in cands):
             return None
-        need = self._new_claim_needs(cands)
+        own = [i for c in cands if (i := self._index.get(c.claim.name)) is not None]
+        need = self._new_claim_needs(cands, own)
         if need is None:
             return None
         all_spot = all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
@@ -127,7 +128,6 @@ class Room:
             table = self._cheaper[exclude] = cheaper_types(self._templates, exclude)
         if table.any_holds(need, sum(c.price_per_hour for c in cands)):
             return None
-        own = [i for c in cands if (i := self._index.get(c.claim.name)) is not None]
         nowhere = [
             f"{p.namespace}/{p.name}"
             for c in cands
@@ -150,10 +150,11 @@ class Room:
             f"{SPOT_TO_SPOT_OFF}, and {why} other than as spot" if exclude else why
         )
 
-    def _new_claim_needs(self, cands: Sequence[Candidate]) -> dict[str, int] | None:
+    def _new_claim_needs(self, cands: Sequence[Candidate], own: list[int]) -> dict[str, int] | None:
         """Per resource, a lower bound on what the pods of ``cands`` that the other
         initialized nodes cannot hold request together (steps 1-3 of the module docstring);
-        None when the bounds allow every pod a place on those nodes."""
+        None when the bounds allow every pod a place on those nodes. ``own``: the candidates'
+        own node indexes, left out of "the other nodes"."""
         # Alike pods (replicas share their template's request object) counted together.
         alike: dict[int, tuple[PodTemplate, int]] = {}
         for c in cands:
@@ -161,7 +162,6 @@ class Room:
                 t = p.template
                 alike[id(t)] = (t, alike[id(t)][1] + 1 if id(t) in alike else 1)
         resources = sorted({r for t, _ in alike.values() for r, v in t.requests.items() if v > 0})
-        own = [i for c in cands if (i := self._index.get(c.claim.name)) is not None]
         forced: list[tuple[Resources, int]] = []
         rest: list[tuple[Resources, int]] = []
         for t, n in alike.values():
