@@ -11,7 +11,8 @@ only on ``SchedulingInput.existing`` and ``bound_pods``, so it is computed once 
   in first-seen order;
 * per constraint shape (topology key, selector, namespaces), the matching running pods'
   count per domain and each node's share of it, so a solve's group counts are the total
-  minus its excluded nodes' shares.
+  minus its excluded nodes' shares;
+* the nodes' free room as arrays (``room.NodeArrays``), per set of requested resources.
 
 Answers equal those of computing everything from the filtered inputs (the golden summaries
 check it); only the work is shared.
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from joiner.api import labels
 from joiner.api.objects import HostPort, PodAffinityTerm
 from joiner.api.requirements import Requirements
+from joiner.scheduling.room import NodeArrays
 from joiner.scheduling.topology import Group, _selects
 from joiner.scheduling.types import BoundPod, ExistingNode
 
@@ -56,6 +58,16 @@ class SolveBase:
     _shapes: dict[ShapeKey, tuple[dict[str, int], dict[str, list[tuple[str, int]]]]] = field(
         default_factory=dict
     )
+    _arrays: dict[tuple[str, ...], NodeArrays] = field(default_factory=dict)
+
+    def arrays(self, resources: tuple[str, ...]) -> NodeArrays:
+        """``nodes``' free room over ``resources`` as arrays (``room.NodeArrays``), built
+        once per resource tuple."""
+        found = self._arrays.get(resources)
+        if found is None:
+            found = NodeArrays.build([b.node for b in self.nodes], resources)
+            self._arrays[resources] = found
+        return found
 
     def group_counts(self, g: Group, exclude: frozenset[str]) -> dict[str, int]:
         """``g``'s per-domain counts of matching running pods on nodes not in ``exclude``

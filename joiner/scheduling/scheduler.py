@@ -63,6 +63,7 @@ from joiner.scheduling.placement import (
 )
 from joiner.scheduling.pool import IntArray, PreparedPool, prepare
 from joiner.scheduling.reservations import Reservations
+from joiner.scheduling.room import BoolArray, FreeRoom
 from joiner.scheduling.topology import Group, Summary, Topology
 from joiner.scheduling.types import (
     NewNodeClaim,
@@ -121,17 +122,22 @@ class _Solve:
         ]
         base = base_of(inp.existing, inp.bound_pods)
         exclude = inp.exclude_nodes
-        self.existing = [
-            _Existing(
-                node=b.node,
-                available=b.node.available,
-                requirements=b.requirements,
-                domains=b.domains,
-                ports=list(b.ports),
+        keep: list[int] = []
+        self.existing = []
+        for i, b in enumerate(base.nodes):
+            if b.node.name in exclude:
+                continue
+            keep.append(i)
+            self.existing.append(
+                _Existing(
+                    node=b.node,
+                    available=b.node.available,
+                    requirements=b.requirements,
+                    domains=b.domains,
+                    ports=list(b.ports),
+                )
             )
-            for b in base.nodes
-            if b.node.name not in exclude
-        ]
+        self.room = FreeRoom(base.arrays(tuple(extra)), np.array(keep, dtype=np.int64))
         self.claims: list[_Claim] = []
         universe, domain_taints, launchable = domain_universe(
             inp.pods, self.pools, self.existing, base.anti_keys, inp.exclude_nodes
@@ -165,8 +171,9 @@ class _Solve:
             for taints in [p.taints for p in self.pools] + [e.node.taints for e in self.existing]
             for t in taints
         )
-        #: (template id, relaxation step) -> names of targets that can never take it.
-        self._dead: dict[tuple[int, int], set[object]] = {}
+        #: (template id, relaxation step) -> existing nodes (by position) that can never
+        #: take it.
+        self._dead: dict[tuple[int, int], BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
         #: Indices of this solve's NodeClaims holding a pod of ``inp.stop``.
         self._watched: set[int] = set()
@@ -233,44 +240,54 @@ class _Solve:
             attempt.summaries[term] = found
         return found
 
-    def _dead_for(self, t: PodTemplate, prefs: _Prefs) -> set[object]:
-        return self._dead.setdefault((id(t), prefs.step), set())
+    def _dead_for(self, t: PodTemplate, prefs: _Prefs) -> BoolArray:
+        key = (id(t), prefs.step)
+        found = self._dead.get(key)
+        if found is None:
+            found = self._dead[key] = np.zeros(len(self.existing), dtype=np.bool_)
+        return found
 
     def _try_existing(self, attempt: _Attempt) -> str | None:
         if not self.existing:
             return None
         t = attempt.pod.template
-        prefs = attempt.prefs
-        dead = self._dead_for(t, prefs)
-        nodes = self.existing
+        dead = self._dead_for(t, attempt.prefs)
+        # A node without room for the requests never takes the template in this solve
+        # (free room only shrinks): ``_admits`` would call it dead, so it is marked dead
+        # unchecked (``room``: one array comparison over every node).
+        dead |= ~self.room.fitting(t.requests)
+        rows = np.flatnonzero(~dead)
+        if rows.size == 0:
+            return None
         if self.inp.mode == "kube-scheduler":
-            # Score only the nodes that may still take this template: dead ones never will,
-            # nor will one without room for its requests (``_admits`` would call it dead:
-            # free room only shrinks within a solve), so it is marked dead unscored.
-            fitting = []
-            for e in nodes:
-                if e.node.name in dead:
-                    continue
-                if not quantity.fits(t.requests, e.available):
-                    dead.add(e.node.name)
-                    continue
-                fitting.append(e)
-            nodes = sorted(fitting, key=lambda e: (-_least_allocated(e, t.requests), e.node.name))
-        for e in nodes:
-            name = e.node.name
-            if name in dead:
-                continue
+            # Score only the nodes that may still take this template (LeastAllocated).
+            if self.room.active:
+                rows = self.room.least_allocated_order(rows, t.requests)
+            else:
+                rows = np.array(
+                    sorted(
+                        rows.tolist(),
+                        key=lambda i: (
+                            -_least_allocated(self.existing[i], t.requests),
+                            self.existing[i].node.name,
+                        ),
+                    ),
+                    dtype=np.int64,
+                )
+        for i in rows.tolist():
+            e = self.existing[i]
             verdict = self._admits(e, attempt)
             if verdict is None:
-                dead.add(name)
+                dead[i] = True
                 continue
             if not verdict:
                 continue
             e.available = quantity.subtract(e.available, t.requests)
+            self.room.take(i, t.requests)
             if t.host_ports:
                 e.ports = [*e.ports, *t.host_ports]
             self.topology.record(t, dict(e.domains))
-            return name
+            return e.node.name
         return None
 
     def _admits(self, e: _Existing, attempt: _Attempt) -> bool | None:

@@ -215,6 +215,8 @@ class ClusterState:
     _live_rev: int = field(default=-1, repr=False, compare=False)
     _by_node: dict[str, list[Pod]] = field(default_factory=dict, repr=False, compare=False)
     _pending: list[Pod] = field(default_factory=list, repr=False, compare=False)
+    #: ``snapshot.ready_nodes``' per-node views, reused while a node is unchanged.
+    node_views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def _refresh(self) -> None:
         if self._live_rev == _revision and self._live_seen == len(self.pods):

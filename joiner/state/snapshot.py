@@ -4,9 +4,10 @@ check."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from joiner.api import quantity
+from joiner.api.objects import PodTemplate, Taint
 from joiner.scheduling import BoundPod, ExistingNode, PodRequest
 from joiner.state.cluster import ClusterState, Pod
 
@@ -22,33 +23,76 @@ def pod_requests(state: ClusterState, pods: Iterable[Pod]) -> tuple[PodRequest, 
 
 def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]]:
     """The Ready, schedulable nodes with their free capacity, and the pods bound to them
-    (they count in topology domains and hold host ports)."""
+    (they count in topology domains and hold host ports).
+
+    A node's view is rebuilt only when something it is made of changed (the node object,
+    its labels, taints or allocatable, or the templates of the pods on it, by identity:
+    templates are immutable); otherwise the very same objects as last time are returned.
+    """
     existing: list[ExistingNode] = []
     bound: list[BoundPod] = []
+    views = state.node_views
+    fresh: dict[str, _View] = {}
     for n in state.ready_nodes():
-        used: quantity.Resources = {}
-        for p in state.pods_on(n.name):
-            used = quantity.add(used, p.template.requests)
-            bound.append(
-                BoundPod(
-                    node=n.name,
-                    namespace=p.template.namespace,
-                    labels=p.template.labels,
-                    anti_affinity=p.template.pod_anti_affinity,
-                    host_ports=p.template.host_ports,
-                )
+        pods = state.pods_on(n.name)
+        templates = tuple(p.template for p in pods)
+        key = (
+            id(n),
+            tuple(n.labels.items()),
+            n.taints,
+            tuple(n.allocatable.items()),
+            tuple(map(id, templates)),
+        )
+        view = views.get(n.name)
+        if view is None or view[0] != key:
+            view = (
+                key,
+                templates,
+                _node_view(n.name, n.labels, n.taints, n.allocatable, templates),
             )
-        existing.append(
-            ExistingNode(
-                name=n.name,
-                labels=tuple(sorted(n.labels.items())),
-                taints=n.taints,
-                available=quantity.subtract(n.allocatable, used),
-                initialized=True,
-                allocatable=n.allocatable,
+        fresh[n.name] = view
+        node, node_pods = view[2]
+        existing.append(node)
+        bound.extend(node_pods)
+    state.node_views = fresh
+    return existing, bound
+
+
+#: (key, the templates it holds alive so their ids stay unique, (node, its bound pods)).
+_View = tuple[
+    tuple[object, ...], tuple[PodTemplate, ...], tuple[ExistingNode, tuple[BoundPod, ...]]
+]
+
+
+def _node_view(
+    name: str,
+    node_labels: Mapping[str, str],
+    taints: tuple[Taint, ...],
+    allocatable: quantity.Resources,
+    templates: tuple[PodTemplate, ...],
+) -> tuple[ExistingNode, tuple[BoundPod, ...]]:
+    used: quantity.Resources = {}
+    pods: list[BoundPod] = []
+    for t in templates:
+        used = quantity.add(used, t.requests)
+        pods.append(
+            BoundPod(
+                node=name,
+                namespace=t.namespace,
+                labels=t.labels,
+                anti_affinity=t.pod_anti_affinity,
+                host_ports=t.host_ports,
             )
         )
-    return existing, bound
+    node = ExistingNode(
+        name=name,
+        labels=tuple(sorted(node_labels.items())),
+        taints=taints,
+        available=quantity.subtract(allocatable, used),
+        initialized=True,
+        allocatable=dict(allocatable),
+    )
+    return node, tuple(pods)
 
 
 #: The last few ``ready_snapshot`` answers: (state, its change key, nodes, bound pods).

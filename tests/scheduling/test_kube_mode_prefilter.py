@@ -63,3 +63,100 @@ def test_kube_scheduler_mode_matches_least_allocated_over_fitting_nodes(seed):
         SchedulingInput(pods=tuple(pods), existing=tuple(nodes), mode="kube-scheduler")
     )
     assert sorted(result.existing_placements) == sorted(_reference(nodes, pods))
+
+
+def _random_nodes(rng: random.Random, *, huge: bool) -> list[ExistingNode]:
+    """Nodes with uneven allocatable (some without cpu or memory, some with none at all) and,
+    with ``huge``, one free amount beyond 64 bits (no array answer: the exact path)."""
+    nodes = []
+    for i in range(rng.randint(1, 15)):
+        cpu, mem = rng.choice([(2000, 8), (4000, 16), (8000, 32), (0, 16), (4000, 0)])
+        alloc = {"cpu": cpu, "memory": mem * GIB, "pods": 58} if rng.random() > 0.1 else {}
+        nodes.append(
+            ExistingNode(
+                name=f"n{rng.randint(0, 99):02d}-{i}",
+                labels=(),
+                taints=(),
+                available={
+                    "cpu": rng.randint(-500, max(cpu, 1)),
+                    "memory": rng.randint(0, max(mem, 1)) * GIB,
+                    "pods": rng.randint(0, 20),
+                },
+                initialized=True,
+                allocatable=alloc or None,
+            )
+        )
+    if huge:
+        n = nodes[0]
+        nodes[0] = ExistingNode(
+            name=n.name,
+            labels=(),
+            taints=(),
+            available={**n.available, "memory": 1 << 70},
+            initialized=True,
+            allocatable=n.allocatable,
+        )
+    return nodes
+
+
+@pytest.mark.parametrize("huge", [False, True])
+@pytest.mark.parametrize("seed", range(20))
+def test_array_room_gives_the_per_node_answers(seed, huge):
+    """``room.FreeRoom`` (free room as arrays) places pods as the per-node checks do, in both
+    modes, and with an amount beyond 64 bits (arrays not built) too."""
+    from joiner.scheduling.base import build
+    from joiner.scheduling.room import FreeRoom
+
+    rng = random.Random(1000 + seed)
+    nodes = _random_nodes(rng, huge=huge)
+    templates = [make_pod_template(c, m * GIB) for c, m in [(250, 1), (500, 1), (1000, 2), (0, 0)]]
+    pods = [PodRequest(f"p{i:03d}", rng.choice(templates), i) for i in range(rng.randint(1, 40))]
+    kube = Scheduler().solve(
+        SchedulingInput(pods=tuple(pods), existing=tuple(nodes), mode="kube-scheduler")
+    )
+    free = {n.name: dict(n.available) for n in nodes}
+    alloc = {n.name: n.allocatable or {} for n in nodes}
+    want_kube = []
+    for p in sorted(pods, key=lambda p: p.order):
+        req = p.template.requests
+
+        def score(n: str, req: dict[str, int] = req) -> float:
+            shares = [
+                (free[n].get(r, 0) - req.get(r, 0)) / alloc[n][r]
+                for r in ("cpu", "memory")
+                if alloc[n].get(r, 0) > 0
+            ]
+            return sum(shares) / len(shares) if shares else 0.0
+
+        fitting = [n for n in free if all(v <= 0 or v <= free[n].get(k, 0) for k, v in req.items())]
+        if fitting:
+            best = min(fitting, key=lambda n: (-score(n), n))
+            for k, v in req.items():
+                free[best][k] = free[best].get(k, 0) - v
+            want_kube.append((p.uid, best))
+    assert sorted(kube.existing_placements) == sorted(want_kube)
+    # Provisioner mode: first fit in initialized-then-name order.
+    free = {n.name: dict(n.available) for n in sorted(nodes, key=lambda n: n.name)}
+    want = {}
+    for p in sorted(
+        pods,
+        key=lambda p: (
+            -p.template.requests.get("cpu", 0),
+            -p.template.requests.get("memory", 0),
+            p.order,
+        ),
+    ):
+        req = p.template.requests
+        for name, avail in free.items():
+            if all(v <= 0 or v <= avail.get(k, 0) for k, v in req.items()):
+                for k, v in req.items():
+                    avail[k] = avail.get(k, 0) - v
+                want[p.uid] = name
+                break
+    got = Scheduler().solve(SchedulingInput(pods=tuple(pods), existing=tuple(nodes)))
+    assert dict(got.existing_placements) == want
+    room = FreeRoom(
+        build(tuple(nodes), ()).arrays(("cpu", "memory", "pods")),
+        __import__("numpy").arange(len(nodes)),
+    )
+    assert room.active is not huge
