@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from joiner.api import quantity
+from joiner.api import labels, quantity
 from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
     SCHEDULE_ANYWAY,
@@ -28,7 +28,7 @@ from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.scheduling.pool import IntArray, PreparedPool
 from joiner.scheduling.topology import Active, Summary
-from joiner.scheduling.types import ExistingNode, NodePoolTemplate, PodRequest
+from joiner.scheduling.types import BoundPod, ExistingNode, NodePoolTemplate, PodRequest
 
 
 @dataclass
@@ -273,3 +273,36 @@ def domain_universe(
                 universe[key].add(found)
                 taints[key].setdefault(found, []).append(e.node.taints)
     return universe, taints, frozenset(launchable)
+
+
+def referenced_keys(
+    pods: Sequence[PodRequest], bound: Sequence[BoundPod], daemonsets: Sequence[PodTemplate]
+) -> frozenset[str]:
+    """Label keys whose value on a template node can change where these pods go: node
+    selection (required, preferred, volume topology), topology keys of spread and pod
+    (anti-)affinity, bound pods' anti-affinity keys, and the zone (a group's zones)."""
+    keys = {labels.ZONE}
+    seen: set[int] = set()
+    for p in pods:
+        for volume in p.volume_terms:
+            keys.update(volume.keys())
+        t = p.template
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        for term in t.requirement_terms():
+            keys.update(term.keys())
+        for _, reqs in t.preferred_affinity:
+            keys.update(reqs.keys())
+        keys.update(c.key for c in t.spread)
+        for affinity in (
+            *t.pod_affinity,
+            *t.pod_anti_affinity,
+            *(w[1] for w in t.preferred_pod_affinity),
+            *(w[1] for w in t.preferred_pod_anti_affinity),
+        ):
+            keys.add(affinity.key)
+    for b in bound:
+        keys.update(term.key for term in b.anti_affinity)
+    del daemonsets  # their selection of a type is already in its net allocatable
+    return frozenset(keys)

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from joiner.api import labels
 from joiner.api.objects import HostPort, NodePool, PodTemplate, Taint
 from joiner.api.quantity import Resources
-from joiner.api.requirements import Requirement, Requirements
+from joiner.api.requirements import IN, Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.daemonsets import host_ports_on_pool, overhead_by_type
 
@@ -55,6 +55,8 @@ class PreparedPool:
     _prices: dict[tuple[Requirement, ...], FloatArray] = field(default_factory=dict)
     _values: dict[str, BoolArray] = field(default_factory=dict)
     _domains: dict[str, frozenset[str]] = field(default_factory=dict)
+    _offered: dict[tuple[str, frozenset[str] | None], BoolArray] = field(default_factory=dict)
+    _signatures: dict[frozenset[str], IntArray] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -114,6 +116,42 @@ class PreparedPool:
                 dtype=np.float64,
             )
             self._prices[key] = found
+        return found
+
+    def offered_in(self, zone: str, capacity_types: frozenset[str] | None = None) -> BoolArray:
+        """Types with an available offering in ``zone`` that the NodePool's requirements
+        allow, of one of ``capacity_types`` (None: of any), cached."""
+        key = (zone, capacity_types)
+        found = self._offered.get(key)
+        if found is None:
+            reqs = self.nodepool.requirements.add(Requirement.in_(labels.ZONE, zone))
+            if capacity_types is not None:
+                reqs = reqs.add(Requirement.new(labels.CAPACITY_TYPE, IN, capacity_types))
+            found = np.isfinite(self.prices(reqs))
+            self._offered[key] = found
+        return found
+
+    def signature(self, keys: frozenset[str]) -> IntArray:
+        """Per type, a number equal for two types exactly when their labels on ``keys`` are
+        equal (cached per key set)."""
+        found = self._signatures.get(keys)
+        if found is None:
+            ordered = sorted(keys)
+            seen: dict[tuple[object, ...], int] = {}
+            found = np.array(
+                [
+                    seen.setdefault(
+                        tuple(
+                            (r.complement, tuple(sorted(r.values))) if r is not None else None
+                            for r in (it.requirements.get(k) for k in ordered)
+                        ),
+                        len(seen),
+                    )
+                    for it in self.types
+                ],
+                dtype=np.int64,
+            )
+            self._signatures[keys] = found
         return found
 
     def domains(self, key: str) -> frozenset[str]:

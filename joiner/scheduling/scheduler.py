@@ -41,7 +41,7 @@ from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
     PodTemplate,
 )
-from joiner.api.requirements import NOT_IN, Requirement, Requirements
+from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.base import base_of
 from joiner.scheduling.limits import limit_reason, min_values_short, subtract_max, within_limits
@@ -64,6 +64,7 @@ from joiner.scheduling.placement import (
 from joiner.scheduling.pool import IntArray, PreparedPool, prepare
 from joiner.scheduling.reservations import Reservations
 from joiner.scheduling.room import BoolArray, FreeRoom
+from joiner.scheduling.stop import StopCheck, Stopped
 from joiner.scheduling.topology import Group, Summary, Topology
 from joiner.scheduling.types import (
     NewNodeClaim,
@@ -98,12 +99,8 @@ class Scheduler:
         """
         try:
             return _Solve(inp).run()
-        except _Stopped as stop:
+        except Stopped as stop:
             return SchedulingResult(stopped=str(stop))
-
-
-class _Stopped(Exception):
-    """Raised inside a solve when its ``StopRule`` has decided the caller's answer."""
 
 
 class _Solve:
@@ -175,8 +172,7 @@ class _Solve:
         #: take it.
         self._dead: dict[tuple[int, int], BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
-        #: Indices of this solve's NodeClaims holding a pod of ``inp.stop``.
-        self._watched: set[int] = set()
+        self._stop = StopCheck(inp.stop, inp) if inp.stop is not None else None
         self.reservations = Reservations()
         #: The current attempt failed on reserved capacity (never relaxed, no fallback).
         self._reserved_failed = False
@@ -548,32 +544,8 @@ class _Solve:
         for g in self.topology.groups_matching(t):
             if g.key == labels.HOSTNAME:
                 index.host_counts(id(g))[claim.index] += 1
-        if self.inp.stop is not None:
-            self._check_stop(claim, pod)
-
-    def _check_stop(self, claim: _Claim, pod: PodRequest) -> None:
-        """Raise ``_Stopped`` once ``inp.stop`` decides the answer (see ``StopRule``)."""
-        stop = self.inp.stop
-        assert stop is not None
-        if pod.uid in stop.pods:
-            self._watched.add(claim.index)
-            if len(self._watched) > 1:
-                raise _Stopped("its pods need more than one new node")
-        if stop.price_per_hour is None or claim.index not in self._watched:
-            return
-        pool = claim.pool
-        reqs = pool.nodepool.requirements
-        if stop.rejected_capacity_types:
-            reqs = reqs.add(
-                Requirement.new(labels.CAPACITY_TYPE, NOT_IN, stop.rejected_capacity_types)
-            )
-        floor = float(pool.prices(reqs)[claim.options].min())
-        if floor >= stop.price_per_hour:
-            other = ", ".join(sorted(stop.rejected_capacity_types))
-            raise _Stopped(
-                f"no instance type that fits its pods costs less than ${stop.price_per_hour:.4f}/h"
-                + (f" other than as {other}" if other else "")
-            )
+        if self._stop is not None:
+            self._stop.check(claim, pod)
 
     # -- result -------------------------------------------------------------------------------
 

@@ -93,7 +93,9 @@ class StopRule:
     offering is below ``price_per_hour``: the rest of the solve cannot turn the rejection
     into a command. Offerings of ``rejected_capacity_types`` do not count: a replacement that
     could launch as one of them is rejected whatever its price (spot-to-spot consolidation
-    with its feature gate off), and one that cannot is priced by its other offerings.
+    with its feature gate off), so the solve also stops once a NodeClaim holding one of
+    ``pods`` could launch as one of them whatever joins it later (``stop.launches_as``), and
+    one that cannot is priced by its other offerings.
 
     Attributes:
         pods: uids of the pods being moved.

@@ -3,10 +3,20 @@ then (the same pods with no rule give a plan consolidation would reject)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from joiner.api import labels
+from joiner.api.requirements import Requirement
 from joiner.scheduling import NodePoolTemplate, Scheduler, SchedulingInput, StopRule
-from joiner.testing.builders import GIB, make_nodepool, make_pod_template, make_pods
+from joiner.testing.builders import (
+    GIB,
+    make_instance_type,
+    make_nodepool,
+    make_pod_template,
+    make_pods,
+)
 from tests.scheduling.test_scheduler import LARGE, SMALL
 
 TYPES = (SMALL, LARGE)
@@ -32,6 +42,16 @@ def _rejected(result, watched, limit, exclude=()):
     claims = [c for c in result.new_nodeclaims if set(c.pods) & watched]
     if len(claims) > 1:
         return True
+    if claims and exclude:
+        # Consolidation rejects a replacement that could launch as an excluded capacity
+        # type (spot-to-spot with its gate off), whatever its price.
+        c = claims[0]
+        if any(
+            o.available and o.capacity_type in exclude and o.compatible(c.requirements)
+            for it in c.instance_types
+            for o in it.offerings
+        ):
+            return True
     return bool(claims) and all(_cheapest(it, exclude) >= limit for it in claims[0].instance_types)
 
 
@@ -63,15 +83,84 @@ def test_no_option_cheaper_than_the_candidates_stops_the_solve():
     assert _rejected(full, watched, limit)
 
 
+#: On-demand only, and larger than any spot type here: no spot type dominates it.
+OD_ONLY = make_instance_type(
+    "m5.2xlarge",
+    cpu_m=8000,
+    memory=32 * GIB,
+    prices={("us-east-1a", "on-demand"): 0.5},
+)
+
+
 def test_rejected_capacity_types_do_not_count_as_cheaper():
     pods = make_pods(make_pod_template(1000, GIB), 1)
     watched = frozenset(p.uid for p in pods)
     spot, on_demand = _cheapest(SMALL, ("on-demand",)), _cheapest(SMALL, ("spot",))
     assert spot < on_demand
     limit = (spot + on_demand) / 2
-    assert _solve(pods, StopRule(watched, limit)).stopped is None
-    got = _solve(pods, StopRule(watched, limit, frozenset({"spot"})))
+    types = (SMALL, OD_ONLY)  # OD_ONLY is not dominated: the replacement may be on-demand
+    assert _solve(pods, StopRule(watched, limit), types).stopped is None
+    got = _solve(pods, StopRule(watched, limit, frozenset({"spot"})), types)
     assert got.stopped is not None and "other than as spot" in got.stopped
+
+
+def test_a_replacement_that_could_launch_as_a_rejected_capacity_type_stops_the_solve():
+    """Every option offered only on-demand is dominated by a spot one (as much room, same
+    labels on the keys the pods refer to): whatever joins the NodeClaim, it could launch as
+    spot, which consolidation rejects with spot-to-spot off, whatever the price."""
+    od_small = make_instance_type(
+        "m5a.large", cpu_m=2000, memory=8 * GIB, prices={("us-east-1a", "on-demand"): 0.01}
+    )
+    pods = make_pods(make_pod_template(1000, GIB), 1)
+    watched = frozenset(p.uid for p in pods)
+    rule = StopRule(watched, 10.0, frozenset({"spot"}))
+    got = _solve(pods, rule, (SMALL, LARGE, od_small))
+    assert got.stopped == "its pods need a new node, and it could launch as spot"
+    assert _rejected(_solve(pods, types=(SMALL, LARGE, od_small)), watched, 10.0, ("spot",))
+    # An undominated on-demand-only option: the replacement might end on-demand only.
+    assert _solve(pods, rule, (SMALL, LARGE, OD_ONLY)).stopped is None
+    # A pod that refers to the capacity type (or a label that tells the dominated type from
+    # its peer) may narrow the NodeClaim away from spot: no such stop.
+    ct = make_pods(make_pod_template(1000, GIB, node_selector={labels.CAPACITY_TYPE: "spot"}), 1)
+    assert (
+        _solve(
+            ct,
+            StopRule(frozenset({ct[0].uid}), 10.0, frozenset({"spot"})),
+            (SMALL, LARGE, od_small),
+        ).stopped
+        is None
+    )
+    fam = make_pods(
+        make_pod_template(
+            1000, GIB, affinity=[[Requirement.new(labels.INSTANCE_FAMILY, "In", ("m5a", "m5"))]]
+        ),
+        1,
+    )
+    got = _solve(
+        fam, StopRule(frozenset({fam[0].uid}), 10.0, frozenset({"spot"})), (SMALL, LARGE, od_small)
+    )
+    assert got.stopped is None
+
+
+def test_a_reserved_offering_turns_the_stop_off():
+    """A NodeClaim holding a reservation is pinned to reserved capacity: no such stop."""
+    reserved = make_instance_type(
+        "m5a.large",
+        cpu_m=2000,
+        memory=8 * GIB,
+        prices={("us-east-1a", "on-demand"): 0.2, ("us-east-1a", "spot"): 0.05},
+    )
+    reserved = replace(
+        reserved,
+        offerings=(
+            *reserved.offerings,
+            replace(reserved.offerings[0], capacity_type="reserved", reservation_id="cr-1"),
+        ),
+    )
+    pods = make_pods(make_pod_template(1000, GIB), 1)
+    rule = StopRule(frozenset({pods[0].uid}), 10.0, frozenset({"spot"}))
+    assert _solve(pods, rule, (SMALL, LARGE)).stopped is not None
+    assert _solve(pods, rule, (SMALL, LARGE, reserved)).stopped is None
 
 
 @pytest.mark.parametrize("cpu_m", [500, 1000, 1500, 2500, 3500])
@@ -81,9 +170,68 @@ def test_a_stop_only_ever_replaces_a_rejected_plan(cpu_m, count):
     watched = frozenset(p.uid for p in pods)
     full = _solve(pods)
     for limit in (_cheapest(SMALL), _cheapest(LARGE), _cheapest(LARGE) * 1.01, 10.0):
-        for exclude in ((), ("spot",)):
+        for exclude in ((), ("spot",), ("on-demand",)):
             got = _solve(pods, StopRule(watched, limit, frozenset(exclude)))
             if got.stopped is None:
                 assert got == full
             else:
                 assert _rejected(full, watched, limit, exclude)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_pools_stop_only_on_plans_consolidation_rejects(seed):
+    """Random types (some on-demand only, in one to three zones, two families and
+    architectures), random pods (some selecting a family or an architecture, some spread over
+    zones): whenever the solve stops with spot rejected, the full plan is one consolidation
+    rejects; when it does not stop, the plan is the full one."""
+    import random
+
+    from joiner.api.pods import TopologySpreadConstraint
+    from joiner.api.requirements import Requirements
+
+    rng = random.Random(seed)
+    zones = ["us-east-1a", "us-east-1b", "us-east-1c"][: rng.randint(1, 3)]
+    types = []
+    for i in range(rng.randint(2, 7)):
+        cpu = rng.choice([2000, 4000, 8000])
+        prices = {}
+        for z in zones:
+            od = cpu / 1000 * rng.uniform(0.03, 0.06)
+            if rng.random() < 0.85:
+                prices[(z, "on-demand")] = od
+            if rng.random() < 0.7:
+                prices[(z, "spot")] = od * rng.uniform(0.2, 0.6)
+        if not prices:
+            prices[(zones[0], "on-demand")] = 0.1
+        types.append(
+            make_instance_type(
+                f"{rng.choice(['m5', 'c6'])}.t{i}",
+                cpu_m=cpu,
+                memory=cpu * 4 // 1000 * GIB,
+                arch=rng.choice(["amd64", "arm64"]),
+                prices=prices,
+            )
+        )
+    pods = []
+    for i in range(rng.randint(1, 6)):
+        selector = rng.choice([{}, {}, {labels.INSTANCE_FAMILY: "m5"}, {labels.ARCH: "arm64"}])
+        t = make_pod_template(rng.choice([500, 1000, 1500]), GIB, node_selector=selector)
+        if rng.random() < 0.3:
+            t = replace(
+                t,
+                labels=(("app", "x"),),
+                spread=(
+                    TopologySpreadConstraint(
+                        labels.ZONE, 1, Requirements.from_labels({"app": "x"})
+                    ),
+                ),
+            )
+        pods.extend(make_pods(t, rng.randint(1, 3), prefix=f"g{i}"))
+    watched = frozenset(p.uid for p in rng.sample(pods, rng.randint(1, len(pods))))
+    limit = rng.uniform(0.02, 0.6)
+    full = _solve(pods, types=tuple(types))
+    got = _solve(pods, StopRule(watched, limit, frozenset({"spot"})), tuple(types))
+    if got.stopped is None:
+        assert got == full
+    else:
+        assert _rejected(full, watched, limit, ("spot",)), got.stopped

@@ -166,7 +166,11 @@ def simulate(
     )
     if result.stopped is not None:
         why = result.stopped
-        if stop is not None and stop.rejected_capacity_types and why.startswith("no instance"):
+        if (
+            stop is not None
+            and stop.rejected_capacity_types
+            and why.startswith(("no instance", "its pods need a new node,"))
+        ):
             why = f"{SPOT_TO_SPOT_OFF}, and {why}"
         return Simulation(failure=f"can't consolidate: {why}")
     for uid, reason in result.unschedulable:

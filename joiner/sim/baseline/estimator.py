@@ -32,6 +32,7 @@ from joiner.scheduling import (
     SchedulingInput,
     provisioning_order,
 )
+from joiner.scheduling.placement import referenced_keys
 from joiner.scheduling.pool import prepare
 from joiner.sim.baseline.groups import NodeGroup
 
@@ -42,39 +43,6 @@ class Estimate:
     solve's order)."""
 
     nodes: tuple[tuple[str, ...], ...]
-
-
-def referenced_keys(
-    pods: Sequence[PodRequest], bound: Sequence[BoundPod], daemonsets: Sequence[PodTemplate]
-) -> frozenset[str]:
-    """Label keys whose value on a template node can change where these pods go: node
-    selection (required, preferred, volume topology), topology keys of spread and pod
-    (anti-)affinity, bound pods' anti-affinity keys, and the zone (a group's zones)."""
-    keys = {labels.ZONE}
-    seen: set[int] = set()
-    for p in pods:
-        for volume in p.volume_terms:
-            keys.update(volume.keys())
-        t = p.template
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        for term in t.requirement_terms():
-            keys.update(term.keys())
-        for _, reqs in t.preferred_affinity:
-            keys.update(reqs.keys())
-        keys.update(c.key for c in t.spread)
-        for affinity in (
-            *t.pod_affinity,
-            *t.pod_anti_affinity,
-            *(w[1] for w in t.preferred_pod_affinity),
-            *(w[1] for w in t.preferred_pod_anti_affinity),
-        ):
-            keys.add(affinity.key)
-    for b in bound:
-        keys.update(term.key for term in b.anti_affinity)
-    del daemonsets  # their selection of a type is already in its net allocatable
-    return frozenset(keys)
 
 
 class Estimator:
