@@ -260,6 +260,9 @@ class CloudProvider(Protocol):
     def get_instance_types(self, node_class: str) -> builtins.list[InstanceType]:
         """All instance types for a NodeClass, unavailable offerings included, ordered by name.
 
+        The list may be shared with later calls (the same object while nothing changed, so
+        callers' per-list caches hit): callers must not mutate it.
+
         Raises:
             NodeClassNotReadyError: the NodeClass does not resolve.
         """

@@ -57,6 +57,8 @@ class PreparedPool:
     _domains: dict[str, frozenset[str]] = field(default_factory=dict)
     _offered: dict[tuple[str, frozenset[str] | None], BoolArray] = field(default_factory=dict)
     _signatures: dict[frozenset[str], IntArray] = field(default_factory=dict)
+    #: ``stop.launches_as`` answers by (zones, capacity types, keys, options' bytes).
+    dominance: dict[tuple[object, ...], bool] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -203,6 +205,12 @@ class PreparedPool:
 #: each consolidation simulation, each baseline estimate) share the arrays and mask caches.
 _PREPARED: dict[tuple[object, ...], tuple[tuple[InstanceType, ...], PreparedPool]] = {}
 _PREPARED_MAX = 4096
+#: The last prepared pool per (NodePool, type list) identity, with the objects themselves
+#: (kept alive, so their ids are not reused while the entry lives).
+_BY_IDENTITY: dict[
+    tuple[int, int],
+    tuple[NodePool, Sequence[InstanceType], tuple[PodTemplate, ...], tuple[str, ...], PreparedPool],
+] = {}
 
 
 def prepare(
@@ -217,14 +225,30 @@ def prepare(
     A pure function of its arguments, memoised: a hit shares the arrays and requirement
     masks of an earlier call (none of which a solve mutates) with its own ``remaining``.
     """
-    key = (nodepool, tuple(map(id, instance_types)), tuple(daemonsets), tuple(extra_resources))
+    ds, extra = tuple(daemonsets), tuple(extra_resources)
+    # Fast path: the very same NodePool and type list objects as a recent call (callers keep
+    # the cloud's list), so the key below (one id per type) need not be built.
+    same = _BY_IDENTITY.get((id(nodepool), id(instance_types)))
+    if (
+        same is not None
+        and same[0] is nodepool
+        and same[1] is instance_types
+        and same[2] == ds
+        and same[3] == extra
+    ):
+        return replace(same[4], remaining=dict(remaining))
+    key = (nodepool, tuple(map(id, instance_types)), ds, extra)
     hit = _PREPARED.get(key)
     if hit is not None and len(hit[0]) == len(instance_types):
-        return replace(hit[1], remaining=dict(remaining))
-    pool = _prepare(nodepool, instance_types, daemonsets, remaining, extra_resources)
-    if len(_PREPARED) >= _PREPARED_MAX:
-        _PREPARED.clear()
-    _PREPARED[key] = (tuple(instance_types), pool)
+        pool = hit[1]
+    else:
+        pool = _prepare(nodepool, instance_types, daemonsets, remaining, extra_resources)
+        if len(_PREPARED) >= _PREPARED_MAX:
+            _PREPARED.clear()
+        _PREPARED[key] = (tuple(instance_types), pool)
+    if len(_BY_IDENTITY) >= _PREPARED_MAX:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[(id(nodepool), id(instance_types))] = (nodepool, instance_types, ds, extra, pool)
     return replace(pool, remaining=dict(remaining))
 
 

@@ -114,13 +114,27 @@ def launches_as(claim: _Claim, rejected: frozenset[str], keys: frozenset[str]) -
     if not allowed:
         return False
     options = claim.options
+    memo = (tuple(allowed), rejected, keys, options.tobytes())
+    found = pool.dominance.get(memo)
+    if found is not None:
+        return found
     signature = pool.signature(keys - _ZONE_KEYS)[options]
     net = pool.net[options]
+    found = True
     for z in allowed:
         offered = pool.offered_in(z)[options]
         good = pool.offered_in(z, rejected)[options]
-        for i in np.flatnonzero(offered & ~good).tolist():
-            peers = good & (signature == signature[i])
-            if not (net[peers] >= net[i]).all(axis=1).any():
-                return False
-    return True
+        bad = np.flatnonzero(offered & ~good)
+        if bad.size == 0:
+            continue
+        peers = np.flatnonzero(good)
+        # (bad, peer): the peer has the bad option's labels and as much of every resource.
+        same = signature[peers][None, :] == signature[bad][:, None]
+        roomier = (net[peers][None, :, :] >= net[bad][:, None, :]).all(axis=2)
+        if not (same & roomier).any(axis=1).all():
+            found = False
+            break
+    if len(pool.dominance) >= 65536:
+        pool.dominance.clear()
+    pool.dominance[memo] = found
+    return found

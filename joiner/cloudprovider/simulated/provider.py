@@ -204,7 +204,7 @@ class SimulatedCloudProvider:
         key = (node_class, id(types), marked)
         cached = self._marked_types.get(key)
         if cached is not None and cached[0] is types:
-            return list(cached[1])
+            return cached[1]
         names = {k[0] for k in marked}
         out = []
         for it in types:
@@ -219,7 +219,7 @@ class SimulatedCloudProvider:
         if len(self._marked_types) >= 64:
             self._marked_types.clear()
         self._marked_types[key] = (types, out)
-        return list(out)
+        return out
 
     def mark_unavailable(
         self,

@@ -82,6 +82,8 @@ class Provisioner:
         self._snapshot: (
             tuple[tuple[int, ...], tuple[ExistingNode, ...], tuple[BoundPod, ...]] | None
         ) = None
+        #: Per NodePool: the cloud's last type list and its tuple (``templates``).
+        self._type_tuples: dict[str, tuple[list[InstanceType], tuple[InstanceType, ...]]] = {}
         #: CapacityBuffers (``CapacityBuffer`` feature gate), or None.
         self.buffers: Buffers | None = None
         #: Called with (pod uid, existing capacity's name: a NodeClaim's, or an unmanaged
@@ -334,10 +336,15 @@ class Provisioner:
             if pool.limits:
                 usage = self._state.nodepool_usage(name)
                 remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
+            held = self._type_tuples.get(name)
+            if held is None or held[0] is not types:
+                held = self._type_tuples[name] = (types, tuple(types))
             out.append(
                 NodePoolTemplate(
                     nodepool=pool,
-                    instance_types=tuple(types),
+                    # The same tuple while the cloud's list is the same object, so solves
+                    # share the prepared pool without rebuilding its key.
+                    instance_types=held[1],
                     remaining=tuple(sorted(remaining.items())),
                 )
             )
