@@ -270,9 +270,12 @@ class _Solve:
                     ),
                     dtype=np.int64,
                 )
+        # Topology verdicts by what they read of a node (its zone, say), for this pod: the
+        # counts do not change until it is placed.
+        memo: dict[tuple[int, tuple[str | None, ...]], bool] = {}
         for i in rows.tolist():
             e = self.existing[i]
-            verdict = self._admits(e, attempt)
+            verdict = self._admits(e, attempt, memo)
             if verdict is None:
                 dead[i] = True
                 continue
@@ -286,9 +289,15 @@ class _Solve:
             return e.node.name
         return None
 
-    def _admits(self, e: _Existing, attempt: _Attempt) -> bool | None:
+    def _admits(
+        self,
+        e: _Existing,
+        attempt: _Attempt,
+        memo: dict[tuple[int, tuple[str | None, ...]], bool] | None = None,
+    ) -> bool | None:
         """True if the node takes the pod now; None if it never will (monotonic: taints,
-        resources, ports, node selection); False on topology, which may change."""
+        resources, ports, node selection); False on topology, which may change. ``memo``
+        holds topology verdicts by ``Summary.node_key`` while the counts stay the same."""
         t = attempt.pod.template
         if (
             _blocking_taint(t, e.node.taints, attempt.prefs.tolerate_pns) is not None
@@ -309,7 +318,14 @@ class _Solve:
         if term is None:
             return None
         summary = self._summary(attempt, term)
-        return summary.verdict(dict(e.domains), None, self.topology.universe).ok
+        key = summary.node_key(e.domains) if memo is not None else None
+        if memo is None or key is None:
+            return summary.verdict(dict(e.domains), None, self.topology.universe).ok
+        found = memo.get((id(summary), key))
+        if found is None:
+            found = summary.verdict(dict(e.domains), None, self.topology.universe).ok
+            memo[(id(summary), key)] = found
+        return found
 
     def _try_claims(self, attempt: _Attempt) -> bool:
         index = self.index

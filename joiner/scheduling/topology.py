@@ -137,6 +137,10 @@ class _Spread:
         return counts.get(domain, 0) + extra + self.me - low <= self.max_skew
 
 
+#: ``Summary.node_key``'s marker: a hostname constraint applies.
+_PER_HOST: tuple[str, ...] = ("<per host>",)
+
+
 class Summary:
     """A pod's topology constraints resolved against the current counts.
 
@@ -146,7 +150,16 @@ class Summary:
     can work.
     """
 
-    __slots__ = ("active", "affinity", "anti", "fail", "forbidden", "host_max", "spread")
+    __slots__ = (
+        "_node_keys",
+        "active",
+        "affinity",
+        "anti",
+        "fail",
+        "forbidden",
+        "host_max",
+        "spread",
+    )
 
     def __init__(self, active: Active) -> None:
         self.active = active
@@ -158,6 +171,7 @@ class Summary:
         #: count among the existing nodes kube-scheduler considers).
         self.host_max: list[tuple[Group, int, int]] = []
         self.fail: str | None = None
+        self._node_keys: tuple[str, ...] | None = None
 
     @property
     def trivial(self) -> bool:
@@ -184,6 +198,29 @@ class Summary:
             for g in groups:
                 out.setdefault(key, set()).update(d for d, n in g.counts.items() if n > 0)
         return out
+
+    def node_key(self, domain_of: Mapping[str, str | None]) -> tuple[str | None, ...] | None:
+        """What ``verdict`` reads of an existing node (no NodeClaim requirements, nothing
+        to decide): its domains on the constrained keys other than the hostname. Nodes
+        with equal keys get equal verdicts while the counts stay; None when a hostname
+        constraint applies (every node is its own domain). Call only once the summary is
+        complete (its keys are taken on the first call)."""
+        keys = self._node_keys
+        if keys is None:
+            if (
+                self.host_max
+                or labels.HOSTNAME in self.affinity
+                or labels.HOSTNAME in self.forbidden
+            ):
+                keys = _PER_HOST
+            else:
+                found = set(self.spread) | set(self.affinity) | set(self.anti) | set(self.forbidden)
+                found.discard(labels.HOSTNAME)
+                keys = tuple(sorted(found))
+            self._node_keys = keys
+        if keys is _PER_HOST:
+            return None
+        return tuple(domain_of.get(k) for k in keys)
 
     def _decided_ok(self, key: str, d: str) -> bool:
         if d in self.forbidden.get(key, ()):

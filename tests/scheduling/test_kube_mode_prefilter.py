@@ -5,6 +5,7 @@ node that fits, ties by name, in the pods' creation order."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -160,3 +161,60 @@ def test_array_room_gives_the_per_node_answers(seed, huge):
         __import__("numpy").arange(len(nodes)),
     )
     assert room.active is not huge
+
+
+@pytest.mark.parametrize("mode", ["kube-scheduler", "provisioner"])
+@pytest.mark.parametrize("seed", range(15))
+def test_topology_verdicts_shared_by_zone_give_the_per_node_answers(seed, mode, monkeypatch):
+    """A pod's topology verdict is computed once per zone of the nodes tried for it
+    (``Summary.node_key``), unless a hostname constraint makes every node its own domain:
+    placements equal those of a verdict per node, with zone spread, zone anti-affinity and
+    hostname anti-affinity among the pods."""
+    from joiner.api import labels
+    from joiner.api.pods import PodAffinityTerm, TopologySpreadConstraint
+    from joiner.api.requirements import Requirements
+    from joiner.scheduling import topology
+
+    rng = random.Random(500 + seed)
+    nodes = []
+    for i in range(rng.randint(3, 18)):
+        zone = rng.choice(["us-east-1a", "us-east-1b", "us-east-1c"])
+        nodes.append(
+            ExistingNode(
+                name=f"n{i:02d}",
+                labels=((labels.HOSTNAME, f"n{i:02d}"), (labels.ZONE, zone)),
+                taints=(),
+                available={"cpu": rng.choice([1000, 2000, 4000]), "memory": 16 * GIB, "pods": 20},
+                initialized=True,
+                allocatable={"cpu": 4000, "memory": 16 * GIB, "pods": 58},
+            )
+        )
+    web = Requirements.from_labels({"app": "web"})
+    db = Requirements.from_labels({"app": "db"})
+    spread = replace(
+        make_pod_template(500, GIB),
+        labels=(("app", "web"),),
+        spread=(TopologySpreadConstraint(labels.ZONE, 1, web),),
+    )
+    anti_zone = replace(
+        make_pod_template(250, GIB),
+        labels=(("app", "db"),),
+        pod_anti_affinity=(PodAffinityTerm(labels.ZONE, db),),
+    )
+    anti_host = replace(
+        make_pod_template(250, GIB),
+        labels=(("app", "cache"),),
+        pod_anti_affinity=(
+            PodAffinityTerm(labels.HOSTNAME, Requirements.from_labels({"app": "cache"})),
+        ),
+    )
+    pods = [
+        PodRequest(f"p{i:03d}", rng.choice([spread, spread, anti_zone, anti_host]), i)
+        for i in range(rng.randint(1, 30))
+    ]
+    inp = SchedulingInput(pods=tuple(pods), existing=tuple(nodes), mode=mode)
+    shared = Scheduler().solve(inp)
+    monkeypatch.setattr(topology.Summary, "node_key", lambda self, domain_of: None)
+    per_node = Scheduler().solve(inp)
+    assert shared == per_node
+    assert shared.existing_placements  # the case places pods at all
