@@ -8,7 +8,7 @@ predicates; and the queue and NodePool orders (Karpenter ``queue.go``, kube-sche
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +118,9 @@ class _Attempt:
     prefs: _Prefs
     terms: list[Requirements]
     active: Active
-    reasons: list[str]
+    #: Why targets refused the pod, each a text or a function giving it (formatted only if
+    #: the pod ends unschedulable: most refusals are followed by a placement elsewhere).
+    reasons: list[str | Callable[[], str]]
     summaries: dict[Requirements, Summary] = field(default_factory=dict)
 
 
@@ -191,6 +193,29 @@ def _describe_need(pool: PreparedPool, need: IntArray) -> str:
     )
 
 
+def _no_offering(pool: PreparedPool, wanted: Requirements) -> str:
+    return (
+        f"NodePool {pool.name}: no instance type with an available offering satisfies "
+        f"{wanted.describe() or 'the pod'} together with the NodePool's requirements "
+        f"({pool.nodepool.requirements.describe()})"
+    )
+
+
+def _no_room(pool: PreparedPool, need: IntArray, pods: int, options: int, matching: int) -> str:
+    what = _describe_need(pool, need)
+    if pods:
+        what = f"{what} (this pod plus the NodeClaim's other pods)"
+    elif options < len(pool.types):
+        what = (
+            f"{what} (the NodePool's limits leave {options} of its "
+            f"{len(pool.types)} instance types)"
+        )
+    return (
+        f"NodePool {pool.name}: none of the {matching} matching instance types has room for "
+        f"{what} plus DaemonSet overhead"
+    )
+
+
 def _fifo_key(pod: PodRequest) -> tuple[int, int, str]:
     """kube-scheduler's queue (``queuesort/PrioritySort``): higher priority first, then
     earlier creation."""
@@ -224,10 +249,10 @@ def provisioning_order(pods: Sequence[PodRequest]) -> list[PodRequest]:
     return sorted(pods, key=_queue_key)
 
 
-def _explain(reasons: list[str], pools: list[PreparedPool]) -> str:
+def _explain(reasons: list[str | Callable[[], str]], pools: list[PreparedPool]) -> str:
     if not pools:
         return "no NodePool is defined"
-    parts = list(dict.fromkeys(reasons))
+    parts = list(dict.fromkeys(r if isinstance(r, str) else r() for r in reasons))
     parts += [p.empty_reason for p in pools if p.empty_reason]
     return "; ".join(parts) if parts else "no NodePool can launch a node for it"
 

@@ -41,7 +41,7 @@ from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
     PodTemplate,
 )
-from joiner.api.requirements import Requirements
+from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.base import base_of
 from joiner.scheduling.limits import limit_reason, min_values_short, subtract_max, within_limits
@@ -50,11 +50,12 @@ from joiner.scheduling.placement import (
     _blocking_taint,
     _Claim,
     _ClaimIndex,
-    _describe_need,
     _Existing,
     _explain,
     _fifo_key,
     _least_allocated,
+    _no_offering,
+    _no_room,
     _ports_conflict,
     _Prefs,
     _queue_key,
@@ -172,6 +173,7 @@ class _Solve:
         #: take it.
         self._dead: dict[tuple[int, int], BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
+        self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
         self._stop = StopCheck(inp.stop, inp) if inp.stop is not None else None
         self.reservations = Reservations()
         #: The current attempt failed on reserved capacity (never relaxed, no fallback).
@@ -418,6 +420,14 @@ class _Solve:
             self._merged[key] = found
         return found
 
+    def _narrow(self, reqs: Requirements, narrowing: tuple[Requirement, ...]) -> Requirements:
+        """``reqs.add(*narrowing)``, memoised per solve (a topology choice recurs per pod)."""
+        key = (reqs, narrowing)
+        found = self._narrowed.get(key)
+        if found is None:
+            found = self._narrowed[key] = reqs.add(*narrowing)
+        return found
+
     def _domains(self, claim: _Claim, reqs: Requirements) -> dict[str, str | None]:
         out: dict[str, str | None] = {labels.HOSTNAME: claim.hostname}
         for key in self.topology.universe:
@@ -475,30 +485,19 @@ class _Solve:
                 reasons.append(f"NodePool {pool.name}: {verdict.reason}")
                 continue
             for narrowing in verdict.narrowings:
-                final = merged.add(*narrowing) if narrowing else merged
+                final = self._narrow(merged, narrowing) if narrowing else merged
                 mask = pool.mask(final)
                 matching = claim.options[mask[claim.options]]
                 if matching.size == 0:
                     wanted = term.add(*narrowing) if narrowing else term
-                    reasons.append(
-                        f"NodePool {pool.name}: no instance type with an available offering "
-                        f"satisfies {wanted.describe() or 'the pod'} together with the "
-                        f"NodePool's requirements ({pool.nodepool.requirements.describe()})"
-                    )
+                    reasons.append(partial(_no_offering, pool, wanted))
                     continue
                 cand = matching[(pool.net[matching] >= need).all(axis=1)]
                 if cand.size == 0:
-                    what = _describe_need(pool, need)
-                    if claim.pods:
-                        what = f"{what} (this pod plus the NodeClaim's other pods)"
-                    elif claim.options.size < len(pool.types):
-                        what = (
-                            f"{what} (the NodePool's limits leave {claim.options.size} of its "
-                            f"{len(pool.types)} instance types)"
-                        )
                     reasons.append(
-                        f"NodePool {pool.name}: none of the {matching.size} matching instance "
-                        f"types has room for {what} plus DaemonSet overhead"
+                        partial(
+                            _no_room, pool, need, len(claim.pods), claim.options.size, matching.size
+                        )
                     )
                     continue
                 short = min_values_short(pool, final, cand, self.inp.min_values_policy)
