@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from joiner.api import quantity
 from joiner.api.objects import PodTemplate, Taint
 from joiner.scheduling import BoundPod, ExistingNode, PodRequest
-from joiner.state.cluster import ClusterState, Pod
+from joiner.state.cluster import ClusterState, Node, Pod
 
 
 def pod_requests(state: ClusterState, pods: Iterable[Pod]) -> tuple[PodRequest, ...]:
@@ -36,13 +36,7 @@ def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]
     for n in state.ready_nodes():
         pods = state.pods_on(n.name)
         templates = tuple(p.template for p in pods)
-        key = (
-            id(n),
-            tuple(n.labels.items()),
-            n.taints,
-            tuple(n.allocatable.items()),
-            tuple(map(id, templates)),
-        )
+        key = node_key(n, templates)
         view = views.get(n.name)
         if view is None or view[0] != key:
             view = (
@@ -56,6 +50,20 @@ def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]
         bound.extend(node_pods)
     state.node_views = fresh
     return existing, bound
+
+
+def node_key(node: Node, templates: tuple[PodTemplate, ...]) -> tuple[object, ...]:
+    """Equal for two calls only if nothing a scheduling view of ``node`` is made of changed
+    in between: the node object, its labels (also when changed in place), taints and
+    allocatable, and the templates of its pods (by identity: templates are immutable; the
+    caller keeps ``templates`` alive while it keeps the key)."""
+    return (
+        id(node),
+        tuple(node.labels.items()),
+        node.taints,
+        tuple(node.allocatable.items()),
+        tuple(map(id, templates)),
+    )
 
 
 #: (key, the templates it holds alive so their ids stay unique, (node, its bound pods)).

@@ -34,7 +34,7 @@ from joiner.scheduling import (
 )
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.state.cluster import ClusterState, NodeClaim, Pod
-from joiner.state.snapshot import pod_requests
+from joiner.state.snapshot import node_key, pod_requests
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,9 @@ class Provisioner:
         self._snapshot: (
             tuple[tuple[int, ...], tuple[ExistingNode, ...], tuple[BoundPod, ...]] | None
         ) = None
+        #: Per registered NodeClaim: its snapshot entry and what it was built from
+        #: (``_full_snapshot``).
+        self._views: dict[str, _View] = {}
         #: Per NodePool: the cloud's last type list and its tuple (``templates``).
         self._type_tuples: dict[str, tuple[list[InstanceType], tuple[InstanceType, ...]]] = {}
         #: CapacityBuffers (``CapacityBuffer`` feature gate), or None.
@@ -285,6 +288,7 @@ class Provisioner:
     def _full_snapshot(self) -> tuple[list[ExistingNode], list[BoundPod]]:
         out: list[ExistingNode] = []
         bound_pods: list[BoundPod] = []
+        views: dict[str, _View] = {}
         daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
         # Static capacity (nodes no NodePool manages) counts too: Karpenter's cluster state
         # holds every Node, and its scheduling simulation tries existing nodes first.
@@ -304,22 +308,39 @@ class Provisioner:
             if node is not None and (node.deleted_at_s is not None or node.deleting):
                 continue
             if node is not None:
-                node_labels = dict(node.labels)
-                taints = node.taints
-                allocatable = node.allocatable
                 bound = self._state.pods_on(node.name)
-            else:
-                node_labels = self._lifecycle.labels_for(claim)
-                pool = self._state.nodepools[claim.nodepool]
-                taints = pool.taints
-                allocatable = claim.instance.instance_type.allocatable
-                bound = []
+                initialized = claim.initialized_at_s is not None
+                # A node's entry is rebuilt only when something it is made of changed.
+                templates = tuple(p.template for p in bound)
+                key = (
+                    *node_key(node, templates),
+                    tuple(p.daemon for p in bound),
+                    initialized,
+                    claim.nodepool,
+                    tuple(map(id, daemonsets)),
+                )
+                view = self._views.get(claim.name)
+                if view is None or view[0] != key:
+                    pods: list[BoundPod] = []
+                    existing = _existing(
+                        claim.name, dict(node.labels), node.taints, node.allocatable, bound,
+                        initialized, claim.nodepool, daemonsets, pods,
+                    )  # fmt: skip
+                    view = (key, (templates, tuple(daemonsets)), existing, tuple(pods))
+                views[claim.name] = view
+                out.append(view[2])
+                bound_pods.extend(view[3])
+                continue
+            # In flight: the labels its requirements fix, its NodePool's taints, no pods.
+            pool = self._state.nodepools[claim.nodepool]
             out.append(
                 _existing(
-                    claim.name, node_labels, taints, allocatable, bound,
+                    claim.name, self._lifecycle.labels_for(claim), pool.taints,
+                    claim.instance.instance_type.allocatable, [],
                     claim.initialized_at_s is not None, claim.nodepool, daemonsets, bound_pods,
                 )
             )  # fmt: skip
+        self._views = views
         return out, bound_pods
 
     def templates(self) -> list[NodePoolTemplate]:
@@ -349,6 +370,15 @@ class Provisioner:
                 )
             )
         return out
+
+
+#: (key, the objects whose ids the key holds, kept alive; the node; its bound pods).
+_View = tuple[
+    tuple[object, ...],
+    tuple[object, ...],
+    ExistingNode,
+    tuple[BoundPod, ...],
+]
 
 
 def _existing(
