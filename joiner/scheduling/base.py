@@ -12,7 +12,9 @@ only on ``SchedulingInput.existing`` and ``bound_pods``, so it is computed once 
 * per constraint shape (topology key, selector, namespaces), the matching running pods'
   count per domain and each node's share of it, so a solve's group counts are the total
   minus its excluded nodes' shares;
-* the nodes' free room as arrays (``room.NodeArrays``), per set of requested resources.
+* the nodes' free room as arrays (``room.NodeArrays``), per set of requested resources;
+* per topology key, each value's nodes (a solve takes the distinct taint sets of the kept
+  ones), the topology hosts, and the nodes with a PreferNoSchedule taint.
 
 Answers equal those of computing everything from the filtered inputs (the golden summaries
 check it); only the work is shared.
@@ -23,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from joiner.api import labels
-from joiner.api.objects import HostPort, PodAffinityTerm
+from joiner.api.objects import PREFER_NO_SCHEDULE, HostPort, PodAffinityTerm, Taint
 from joiner.api.requirements import Requirements
 from joiner.scheduling.room import NodeArrays
 from joiner.scheduling.topology import Group, _selects
@@ -31,6 +33,8 @@ from joiner.scheduling.types import BoundPod, ExistingNode
 
 #: (node, namespace, labels, required anti-affinity) of running pods counted together.
 AlikeKey = tuple[str, str, tuple[tuple[str, str], ...], tuple[PodAffinityTerm, ...]]
+#: (hostname, requirements, taints, whether its labels are exact) of an existing node.
+Host = tuple[str, Requirements, tuple[Taint, ...], bool]
 #: What a group's counts depend on: (topology key, selector, owner namespace, namespaces).
 ShapeKey = tuple[str, Requirements, str, tuple[str, ...] | None]
 
@@ -55,10 +59,59 @@ class SolveBase:
     nodes: list[NodeBase]
     alike: dict[AlikeKey, int]
     anti_keys: list[tuple[str, str]]
+    #: Some alike key has a required anti-affinity (its pods must be recorded per solve).
+    any_anti: bool = False
+    #: Names of the nodes with a PreferNoSchedule taint.
+    prefer_no_schedule: frozenset[str] = frozenset()
     _shapes: dict[ShapeKey, tuple[dict[str, int], dict[str, list[tuple[str, int]]]]] = field(
         default_factory=dict
     )
     _arrays: dict[tuple[str, ...], NodeArrays] = field(default_factory=dict)
+    _domains: dict[str, tuple[dict[str, list[int]], list[tuple[Taint, ...]]]] = field(
+        default_factory=dict
+    )
+    _hosts: list[Host] | None = None
+
+    def domains(self, key: str, exclude: frozenset[str]) -> dict[str, set[tuple[Taint, ...]]]:
+        """Per value of ``key`` on the nodes not in ``exclude``, the distinct taint sets of
+        those nodes (the per-key node index is built once per snapshot)."""
+        found = self._domains.get(key)
+        if found is None:
+            by_value: dict[str, list[int]] = {}
+            for i, b in enumerate(self.nodes):
+                value = b.domains.get(key)
+                if value is not None:
+                    by_value.setdefault(value, []).append(i)
+            found = self._domains[key] = (by_value, [b.node.taints for b in self.nodes])
+        by_value, taints = found
+        nodes = self.nodes
+        out: dict[str, set[tuple[Taint, ...]]] = {}
+        for value, members in by_value.items():
+            sets = {taints[i] for i in members if not exclude or nodes[i].node.name not in exclude}
+            if sets:
+                out[value] = sets
+        return out
+
+    def hosts(
+        self, exclude: frozenset[str]
+    ) -> list[tuple[str, Requirements, tuple[Taint, ...], bool]]:
+        """(hostname, requirements, taints, whether its labels are exact) of each node not in
+        ``exclude``, in try order (``Topology``'s existing hosts)."""
+        if self._hosts is None:
+            self._hosts = [
+                (
+                    b.domains[labels.HOSTNAME],
+                    b.requirements,
+                    b.node.taints,
+                    b.node.requirements is None,
+                )
+                for b in self.nodes
+            ]
+        if not exclude:
+            return self._hosts
+        return [
+            h for h, b in zip(self._hosts, self.nodes, strict=True) if b.node.name not in exclude
+        ]
 
     def arrays(self, resources: tuple[str, ...]) -> NodeArrays:
         """``nodes``' free room over ``resources`` as arrays (``room.NodeArrays``), built
@@ -131,7 +184,15 @@ def build(existing: tuple[ExistingNode, ...], bound: tuple[BoundPod, ...]) -> So
         if bp.node in names:
             k = (bp.node, bp.namespace, bp.labels, bp.anti_affinity)
             alike[k] = alike.get(k, 0) + 1
-    return SolveBase(nodes, alike, anti_keys)
+    return SolveBase(
+        nodes,
+        alike,
+        anti_keys,
+        any_anti=any(k[3] for k in alike),
+        prefer_no_schedule=frozenset(
+            b.node.name for b in nodes if any(t.effect == PREFER_NO_SCHEDULE for t in b.node.taints)
+        ),
+    )
 
 
 #: The last few bases by the identity of their (existing, bound pods) tuples; the entries

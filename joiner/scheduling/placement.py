@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,7 @@ from joiner.api.objects import (
 )
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
+from joiner.scheduling.base import NodeBase
 from joiner.scheduling.pool import IntArray, PreparedPool
 from joiner.scheduling.topology import Active, Summary
 from joiner.scheduling.types import BoundPod, ExistingNode, NodePoolTemplate, PodRequest
@@ -47,13 +48,44 @@ class _Claim:
         return f"hostname-placeholder-{self.index:05d}"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Existing:
     node: ExistingNode
     available: Resources
     requirements: Requirements
     domains: dict[str, str]
     ports: list[HostPort] = field(default_factory=list)
+
+
+class _Nodes(Sequence[_Existing]):
+    """A solve's existing nodes (``NodeBase`` of its snapshot, in try order), each made into
+    its mutable ``_Existing`` the first time it is asked for."""
+
+    def __init__(self, bases: Sequence[NodeBase]) -> None:
+        self._bases = bases
+        self._made: list[_Existing | None] = [None] * len(bases)
+
+    def __len__(self) -> int:
+        return len(self._bases)
+
+    @overload
+    def __getitem__(self, i: int) -> _Existing: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[_Existing]: ...
+    def __getitem__(self, i: int | slice) -> _Existing | list[_Existing]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        e = self._made[i]
+        if e is None:
+            b = self._bases[i]
+            e = self._made[i] = _Existing(
+                node=b.node,
+                available=b.node.available,
+                requirements=b.requirements,
+                domains=b.domains,
+                ports=list(b.ports),
+            )
+        return e
 
 
 class _ClaimIndex:
@@ -260,15 +292,16 @@ def _explain(reasons: list[str | Callable[[], str]], pools: list[PreparedPool]) 
 def domain_universe(
     pods: Sequence[PodRequest],
     pools: Sequence[PreparedPool],
-    existing: Sequence[_Existing],
+    node_domains: Callable[[str], dict[str, set[tuple[Taint, ...]]]],
     anti_keys: Sequence[tuple[str, str]],
     exclude: frozenset[str] | set[str],
 ) -> tuple[dict[str, set[str]], dict[str, dict[str, list[tuple[Taint, ...]]]], frozenset[str]]:
     """Per topology key the pods use (spread, pod (anti-)affinity, and running pods'
     required anti-affinity on nodes not in ``exclude``): every domain value (NodePools'
-    requirements and labels over their instance types, plus existing nodes), the taint sets
-    offering each value, and the keys some NodePool can set (Karpenter ``topology.go``
-    ``buildDomainGroups``)."""
+    requirements and labels over their instance types, plus existing nodes), the distinct
+    taint sets offering each value, and the keys some NodePool can set (Karpenter
+    ``topology.go`` ``buildDomainGroups``). ``node_domains(key)``: per value of ``key`` on
+    the existing nodes, their distinct taint sets (``SolveBase.domains``)."""
     keys = {c.key for p in pods for c in p.template.spread}
     keys |= {
         term.key
@@ -292,11 +325,10 @@ def domain_universe(
                 launchable.add(key)
             for v in values:
                 taints[key].setdefault(v, []).append(pool.taints)
-        for e in existing:
-            found = e.domains.get(key)
-            if found is not None:
-                universe[key].add(found)
-                taints[key].setdefault(found, []).append(e.node.taints)
+        for value, sets in node_domains(key).items():
+            universe[key].add(value)
+            offered = taints[key].setdefault(value, [])
+            offered.extend(ts for ts in sets if ts not in offered)
     return universe, taints, frozenset(launchable)
 
 

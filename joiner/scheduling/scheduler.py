@@ -56,6 +56,7 @@ from joiner.scheduling.placement import (
     _least_allocated,
     _no_offering,
     _no_room,
+    _Nodes,
     _ports_conflict,
     _Prefs,
     _queue_key,
@@ -120,55 +121,38 @@ class _Solve:
         ]
         base = base_of(inp.existing, inp.bound_pods)
         exclude = inp.exclude_nodes
-        keep: list[int] = []
-        self.existing = []
-        for i, b in enumerate(base.nodes):
-            if b.node.name in exclude:
-                continue
-            keep.append(i)
-            self.existing.append(
-                _Existing(
-                    node=b.node,
-                    available=b.node.available,
-                    requirements=b.requirements,
-                    domains=b.domains,
-                    ports=list(b.ports),
-                )
-            )
+        if exclude:
+            keep = [i for i, b in enumerate(base.nodes) if b.node.name not in exclude]
+            kept = [base.nodes[i] for i in keep]
+        else:
+            keep, kept = list(range(len(base.nodes))), base.nodes
+        #: This solve's view of each kept node, made when first asked for (most are only
+        #: ever looked at through ``room``'s arrays).
+        self.existing = _Nodes(kept)
         self.room = FreeRoom(base.arrays(tuple(extra)), np.array(keep, dtype=np.int64))
         self.claims: list[_Claim] = []
         universe, domain_taints, launchable = domain_universe(
-            inp.pods, self.pools, self.existing, base.anti_keys, inp.exclude_nodes
+            inp.pods,
+            self.pools,
+            partial(base.domains, exclude=exclude),
+            base.anti_keys,
+            exclude,
         )
-        self.topology = Topology(
-            universe,
-            domain_taints,
-            [
-                (
-                    e.domains[labels.HOSTNAME],
-                    e.requirements,
-                    e.node.taints,
-                    e.node.requirements is None,
-                )
-                for e in self.existing
-            ],
-            launchable,
-        )
+        self.topology = Topology(universe, domain_taints, base.hosts(exclude), launchable)
         self.index = _ClaimIndex([k for k in self.topology.universe if k != labels.HOSTNAME])
         self.topology.register(p.template for p in inp.pods)
         # Running pods: alike ones (node, namespace, labels, anti-affinity) counted together,
         # the counts shared between solves over the same snapshot (``base``).
         for g in self.topology.groups():
             g.counts = base.group_counts(g, exclude)
-        by_node = {e.node.name: e.domains for e in self.existing}
-        for (node, namespace, _pod_labels, anti), _count in base.alike.items():
-            if anti and node in by_node:
-                self.topology.record_anti(namespace, by_node[node], anti)
+        if base.any_anti:
+            by_node = {e.node.name: e.domains for e in self.existing}
+            for (node, namespace, _pod_labels, anti), _count in base.alike.items():
+                if anti and node in by_node:
+                    self.topology.record_anti(namespace, by_node[node], anti)
         self.pns_exists = any(
-            t.effect == PREFER_NO_SCHEDULE
-            for taints in [p.taints for p in self.pools] + [e.node.taints for e in self.existing]
-            for t in taints
-        )
+            t.effect == PREFER_NO_SCHEDULE for p in self.pools for t in p.taints
+        ) or bool(base.prefer_no_schedule - exclude)
         #: (template id, relaxation step) -> existing nodes (by position) that can never
         #: take it.
         self._dead: dict[tuple[int, int], BoolArray] = {}

@@ -359,7 +359,8 @@ def test_replaying_the_benchmark_mix_binds_every_placed_pod():
 
 def _cluster(inp: SchedulingInput, result) -> tuple[tuple[ExistingNode, ...], tuple[BoundPod, ...]]:
     """A running cluster from a plan: a Ready node per NodeClaim (its cheapest option, its
-    pinned labels, the zone of its first offering) with the plan's pods bound to it."""
+    pinned labels, the zone of its first offering, a PreferNoSchedule or NoSchedule taint on
+    some) with the plan's pods bound to it (a taint here does not move them: they run)."""
     pods = {p.uid: p for p in inp.pods}
     nodes: list[ExistingNode] = []
     bound: list[BoundPod] = []
@@ -378,7 +379,13 @@ def _cluster(inp: SchedulingInput, result) -> tuple[tuple[ExistingNode, ...], tu
             ExistingNode(
                 name=name,
                 labels=tuple(sorted(node_labels.items())),
-                taints=(),
+                # Some nodes tainted, so excluding them changes the taint sets offering a
+                # domain and whether any PreferNoSchedule taint is left.
+                taints=(Taint("soft", "PreferNoSchedule"),)
+                if i % 4 == 1
+                else (Taint("dedicated", "NoSchedule", "x"),)
+                if i % 5 == 3
+                else (),
                 available=available,
                 initialized=i % 3 != 0,
                 allocatable=dict(it.allocatable),
