@@ -146,7 +146,7 @@ class _Solve:
         for g in self.topology.groups():
             g.counts = base.group_counts(g, exclude)
         if base.any_anti:
-            by_node = {e.node.name: e.domains for e in self.existing}
+            by_node = {b.node.name: b.domains for b in kept}
             for (node, namespace, _pod_labels, anti), _count in base.alike.items():
                 if anti and node in by_node:
                     self.topology.record_anti(namespace, by_node[node], anti)
