@@ -76,6 +76,8 @@ from joiner.scheduling.types import (
 )
 
 _NO_UNDEFINED: frozenset[str] = frozenset()
+#: ``_Solve._static``'s marker for "not decided yet".
+_UNDECIDED = Requirements()
 _EMPTY = Requirements()
 
 
@@ -158,6 +160,10 @@ class _Solve:
         self._dead: dict[tuple[int, int], BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
         self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
+        #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
+        #: tolerated, volume terms) -> the first term
+        #: of the pod's node selection the node admits, None if its taints or labels refuse.
+        self._static: dict[tuple[object, ...], Requirements | None] = {}
         self._stop = StopCheck(inp.stop, inp) if inp.stop is not None else None
         self.reservations = Reservations()
         #: The current attempt failed on reserved capacity (never relaxed, no fallback).
@@ -285,23 +291,29 @@ class _Solve:
         resources, ports, node selection); False on topology, which may change. ``memo``
         holds topology verdicts by ``Summary.node_key`` while the counts stay the same."""
         t = attempt.pod.template
+        # Taints and node selection depend only on the node, the template and how far its
+        # preferences are relaxed: decided once per solve (the first term the node admits).
+        prefs = attempt.prefs
+        static = (id(e), id(t), prefs.step, prefs.tolerate_pns, attempt.pod.volume_terms)
+        term = self._static.get(static, _UNDECIDED)
+        if term is _UNDECIDED:
+            term = None
+            if _blocking_taint(t, e.node.taints, prefs.tolerate_pns) is None:
+                allow = _NO_UNDEFINED if e.node.requirements is None else labels.WELL_KNOWN_LABELS
+                term = next(
+                    (
+                        term
+                        for term in attempt.terms
+                        if e.requirements.compatible(term, allow_undefined=allow) is None
+                    ),
+                    None,
+                )
+            self._static[static] = term
         if (
-            _blocking_taint(t, e.node.taints, attempt.prefs.tolerate_pns) is not None
+            term is None
             or not quantity.fits(t.requests, e.available)
             or _ports_conflict(t.host_ports, e.ports)
         ):
-            return None
-        exact = e.node.requirements is None
-        allow = _NO_UNDEFINED if exact else labels.WELL_KNOWN_LABELS
-        term = next(
-            (
-                term
-                for term in attempt.terms
-                if e.requirements.compatible(term, allow_undefined=allow) is None
-            ),
-            None,
-        )
-        if term is None:
             return None
         summary = self._summary(attempt, term)
         key = summary.node_key(e.domains) if memo is not None else None

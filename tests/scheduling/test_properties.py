@@ -418,3 +418,36 @@ def test_excluding_nodes_equals_solving_without_them(first, then, data):
             assert got == want
     assert lower_bound(replace(inp, exclude_nodes=exclude)) == lower_bound(kept)
     assert expected == Scheduler().solve(replace(inp, exclude_nodes=exclude))
+
+
+class _Forgetful(dict):
+    """A memo that never keeps an answer (every check is made afresh)."""
+
+    def __setitem__(self, key, value) -> None:
+        return None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=inputs(), then=inputs())
+def test_node_checks_decided_once_per_solve_equal_checks_made_every_time(first, then):
+    """A node's taints and node selection are decided once per template and relaxation step
+    in a solve (``_Solve._static``): plans equal those of checking them at every attempt,
+    in both modes, over a cluster with PreferNoSchedule and NoSchedule taints."""
+    from joiner.scheduling import scheduler as scheduler_module
+
+    existing, bound = _cluster(first, Scheduler().solve(first))
+    inp = replace(then, existing=existing, bound_pods=bound)
+    real_init = scheduler_module._Solve.__init__
+
+    def forgetful_init(self, solve_input):
+        real_init(self, solve_input)
+        self._static = _Forgetful()
+
+    for mode in ("provisioner", "kube-scheduler"):
+        want = Scheduler().solve(replace(inp, mode=mode))
+        scheduler_module._Solve.__init__ = forgetful_init
+        try:
+            got = Scheduler().solve(replace(inp, mode=mode))
+        finally:
+            scheduler_module._Solve.__init__ = real_init
+        assert got == want
