@@ -31,6 +31,10 @@ GIB = 1024 * MIB
 
 #: Larger than any real resource amount (1 EiB of bytes, 10^18 cores): rejected as a typo.
 MAX_QUANTITY = Decimal(2) ** 60
+#: The largest amount Joiner keeps in a resource's base unit (bytes, millicores, units): a
+#: parsed quantity, and a pod's summed requests, beyond it are rejected, so every sum the
+#: scheduler forms stays within 64-bit integers (numpy arrays).
+MAX_AMOUNT = 1 << 60
 
 _SMALL_SUFFIX = re.compile(r"[0-9]+(?:\.[0-9]+)?[nu]", re.ASCII)
 
@@ -125,7 +129,31 @@ def parse(value: object, *, resource: str, field: str | None = None, whole: bool
             "ValidateResourceRequirements: must be an integer)",
             field=field,
         )
-    return math.ceil(amount)
+    out = math.ceil(amount)
+    if out > MAX_AMOUNT:
+        unit = "millicores" if resource == CPU else "units"
+        raise InputError(
+            f"quantity {value!r} is implausibly large (at most 2^60 {unit} of {resource})",
+            field=field,
+        )
+    return out
+
+
+def check_plausible(resources: Mapping[str, int], *, field: str | None = None) -> None:
+    """Reject summed amounts (a pod's requests over its containers, init containers and
+    overhead) beyond ``MAX_AMOUNT``, as ``parse`` rejects a single one.
+
+    Raises:
+        InputError: an amount is beyond ``MAX_AMOUNT``, naming the resource.
+    """
+    for name, amount in resources.items():
+        if amount > MAX_AMOUNT:
+            raise InputError(
+                f"the {name} requests add up to {format_resources({name: amount})}, "
+                "implausibly large (at most 2^60 "
+                f"{'millicores' if name == CPU else 'units'})",
+                field=field,
+            )
 
 
 def parse_resources(

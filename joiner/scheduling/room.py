@@ -145,11 +145,16 @@ class FreeRoom:
             if j is not None:
                 free[i, j] -= v
 
-    def least_allocated_order(self, rows: IntArray, requests: Mapping[str, int]) -> IntArray:
+    def least_allocated_order(self, rows: IntArray, requests: Mapping[str, int]) -> IntArray | None:
         """``rows`` in kube-scheduler's order: highest LeastAllocated score first, then by
-        name (``placement._least_allocated``, the same value)."""
+        name (``placement._least_allocated``, the same value); None when the arrays cannot
+        give it exactly (no arrays, or a request that is not an int64 column or too large
+        for an exact score): the caller scores each node itself."""
         free = self._free
-        assert free is not None
+        if free is None or self._columns(requests) is None:
+            return None
+        if any(abs(requests.get(r, 0)) >= _EXACT // 4 for r in SCORED):
+            return None
         total = self._total[rows]
         score = np.zeros(len(rows), dtype=np.float64)
         for j, r in enumerate(SCORED):

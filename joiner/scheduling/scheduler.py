@@ -249,8 +249,9 @@ class _Solve:
             return None
         if self.inp.mode == "kube-scheduler":
             # Score only the nodes that may still take this template (LeastAllocated).
-            if self.room.active:
-                rows = self.room.least_allocated_order(rows, t.requests)
+            ordered = self.room.least_allocated_order(rows, t.requests)
+            if ordered is not None:
+                rows = ordered
             else:
                 rows = np.array(
                     sorted(

@@ -198,3 +198,49 @@ def test_text_mutations_load_or_fail_cleanly(position, cut, insert):
     text = SEED_TEXT[:position] + insert + SEED_TEXT[position + cut :]
     with contextlib.suppress(InputError):
         load_text(text, "fuzz.yaml")
+
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: big, namespace: default}
+spec:
+  containers:
+CONTAINERS
+"""
+
+
+def _pod(*containers: dict[str, str]) -> str:
+    rows = ""
+    for i, c in enumerate(containers):
+        requests = ", ".join(f"{k}: {v!r}" for k, v in c.items())
+        rows += f"    - {{name: c{i}, image: x, resources: {{requests: {{{requests}}}}}}}\n"
+    return POD.replace("CONTAINERS\n", rows)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # 2P cores is 2 * 10^18 millicores, beyond 2^60: the scheduler's 64-bit sums would
+        # overflow (the breaker's crash), so it is refused where it is read.
+        (
+            _pod({"cpu": "2P"}),
+            "Pod/big: field spec.containers[0].resources.requests.cpu: quantity '2P' is "
+            "implausibly large (at most 2^60 millicores of cpu)",
+        ),
+        (_pod({"cpu": "1E"}), "quantity '1E' is implausibly large"),
+        # Each container's 1Ei is allowed; eight of them add up to 2^63 bytes.
+        (
+            _pod(*[{"memory": "1Ei"}] * 8),
+            "Pod/big: field spec: the memory requests add up to",
+        ),
+    ],
+)
+def test_amounts_beyond_what_the_scheduler_sums_are_refused(text, expected):
+    with pytest.raises(InputError) as err:
+        load_text(text, "in.yaml")
+    assert expected in str(err.value), str(err.value)
+
+
+def test_the_largest_plausible_amounts_still_load():
+    load_text(_pod({"cpu": "1P", "memory": "1Ei"}), "in.yaml")

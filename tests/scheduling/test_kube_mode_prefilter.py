@@ -218,3 +218,18 @@ def test_topology_verdicts_shared_by_zone_give_the_per_node_answers(seed, mode, 
     per_node = Scheduler().solve(inp)
     assert shared == per_node
     assert shared.existing_placements  # the case places pods at all
+
+
+@pytest.mark.parametrize("mode", ["kube-scheduler", "provisioner"])
+def test_a_request_too_large_for_exact_arrays_is_scored_per_node(mode):
+    """A request the arrays cannot score exactly (here 2^64 millicores, which input parsing
+    would refuse) is left to the per-node checks: the pod is unplaced, nothing raises (the
+    breaker's OverflowError), and the other pods are placed as before."""
+    nodes = _random_nodes(random.Random(3), huge=False)
+    huge = make_pod_template(1 << 64, GIB)
+    small = make_pod_template(250, GIB)
+    pods = (PodRequest("huge", huge, 0), PodRequest("small", small, 1))
+    got = Scheduler().solve(SchedulingInput(pods=pods, existing=tuple(nodes), mode=mode))
+    assert "huge" not in dict(got.existing_placements)
+    alone = Scheduler().solve(SchedulingInput(pods=pods[1:], existing=tuple(nodes), mode=mode))
+    assert dict(got.existing_placements) == dict(alone.existing_placements)

@@ -77,6 +77,7 @@ def pod_template(
         spec.overhead, field=f"{field}.overhead", names=resourcenames.RESOURCE
     )
     total = quantity.add(total, overhead)
+    quantity.check_plausible(total, field=field)
     total[quantity.PODS] = 1
     selector = Requirements(Requirement.in_(k, v) for k, v in sorted(spec.nodeSelector.items()))
     terms: list[Requirements] = []

@@ -109,6 +109,7 @@ def apply(
             )
         selector = selector.add(Requirement.in_(key, value))
     requests = quantity.add(template.requests, rc.overhead)
+    quantity.check_plausible(requests, field="spec.overhead")
     return replace(
         template,
         requests=requests,
