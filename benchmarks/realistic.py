@@ -21,7 +21,7 @@ shared) and peak memory (max RSS) are measured:
 Prints one JSON document: per case the CPU seconds, wall seconds, simulated seconds per wall
 second and per CPU second, peak memory, the target and whether it was met.
 Usage: ``.venv/bin/python benchmarks/realistic.py [--repeat N] [--hours H] [--policy P]
-[--write DIR] [a b c d]`` (default: all four, once each; case c alone takes about 8 CPU
+[--write DIR] [a b c d]`` (default: all four, once each; case c alone takes about 7 CPU
 minutes; with N, the lowest CPU of N runs is reported, as contention only adds CPU time).
 ``--hours H`` shortens case c to its first H simulated hours and ``--policy P``
 (``joiner`` or ``cluster-autoscaler``) runs case c under that policy alone: for profiling, and
