@@ -67,34 +67,29 @@ class SolveBase:
         default_factory=dict
     )
     _arrays: dict[tuple[str, ...], NodeArrays] = field(default_factory=dict)
-    _domains: dict[str, tuple[dict[str, list[int]], list[tuple[Taint, ...]]]] = field(
-        default_factory=dict
-    )
+    _domains: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     _hosts: list[Host] | None = None
 
     def domains(self, key: str, exclude: frozenset[str]) -> dict[str, set[tuple[Taint, ...]]]:
         """Per value of ``key`` on the nodes not in ``exclude``, the distinct taint sets of
         those nodes (the per-key node index is built once per snapshot)."""
-        found = self._domains.get(key)
-        if found is None:
-            by_value: dict[str, list[int]] = {}
-            for i, b in enumerate(self.nodes):
+        nodes = self.nodes
+        by_value = self._domains.get(key)
+        if by_value is None:
+            by_value = {}
+            for i, b in enumerate(nodes):
                 value = b.domains.get(key)
                 if value is not None:
                     by_value.setdefault(value, []).append(i)
-            found = self._domains[key] = (by_value, [b.node.taints for b in self.nodes])
-        by_value, taints = found
-        nodes = self.nodes
+            self._domains[key] = by_value
         out: dict[str, set[tuple[Taint, ...]]] = {}
         for value, members in by_value.items():
-            sets = {taints[i] for i in members if not exclude or nodes[i].node.name not in exclude}
+            sets = {nodes[i].node.taints for i in members if nodes[i].node.name not in exclude}
             if sets:
                 out[value] = sets
         return out
 
-    def hosts(
-        self, exclude: frozenset[str]
-    ) -> list[tuple[str, Requirements, tuple[Taint, ...], bool]]:
+    def hosts(self, exclude: frozenset[str]) -> list[Host]:
         """(hostname, requirements, taints, whether its labels are exact) of each node not in
         ``exclude``, in try order (``Topology``'s existing hosts)."""
         if self._hosts is None:

@@ -94,7 +94,6 @@ class FreeRoom:
 
     def __init__(self, arrays: NodeArrays, keep: IntArray) -> None:
         self._cols = {r: j for j, r in enumerate(arrays.resources)}
-        self.active = arrays.free is not None
         self._free = arrays.free[keep] if arrays.free is not None else None
         self._total = arrays.scored_total[keep]
         self._count = arrays.scored_count[keep]
@@ -102,6 +101,11 @@ class FreeRoom:
         self._n = len(keep)
         self._scored = [self._cols[r] for r in SCORED]
         self._need: dict[int, tuple[list[int], IntArray] | None] = {}
+
+    @property
+    def active(self) -> bool:
+        """Whether the arrays were built (else every answer is left to the exact checks)."""
+        return self._free is not None
 
     def _columns(self, requests: Mapping[str, int]) -> tuple[list[int], IntArray] | None:
         """Columns and amounts of the positive requests; None when one is not a column or

@@ -36,7 +36,7 @@ from joiner.api import quantity
 from joiner.controllers.termination.pdb import allowed_by_budget, selects
 from joiner.scheduling import BoundPod, ExistingNode, Scheduler, SchedulingInput
 from joiner.state.cluster import ClusterState, Pod
-from joiner.state.snapshot import pod_requests
+from joiner.state.snapshot import bound_pod, pod_requests
 
 _OFFSET = 2**31
 
@@ -77,8 +77,7 @@ def eligible(state: ClusterState, pod: Pod) -> bool:
 
 
 def _bound(p: Pod, node: str) -> BoundPod:
-    t = p.template
-    return BoundPod(node, t.namespace, t.labels, t.pod_anti_affinity, t.host_ports)
+    return bound_pod(node, p.template)
 
 
 class _View:

@@ -52,6 +52,18 @@ def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]
     return existing, bound
 
 
+def bound_pod(node: str, template: PodTemplate) -> BoundPod:
+    """A pod of ``template`` running on ``node``, as a solve sees it: it counts in topology
+    domains, its required anti-affinity keeps matching pods out, its host ports are taken."""
+    return BoundPod(
+        node=node,
+        namespace=template.namespace,
+        labels=template.labels,
+        anti_affinity=template.pod_anti_affinity,
+        host_ports=template.host_ports,
+    )
+
+
 def node_key(node: Node, templates: tuple[PodTemplate, ...]) -> tuple[object, ...]:
     """Equal for two calls only if nothing a scheduling view of ``node`` is made of changed
     in between: the node object, its labels (also when changed in place), taints and
@@ -83,15 +95,7 @@ def _node_view(
     pods: list[BoundPod] = []
     for t in templates:
         used = quantity.add(used, t.requests)
-        pods.append(
-            BoundPod(
-                node=name,
-                namespace=t.namespace,
-                labels=t.labels,
-                anti_affinity=t.pod_anti_affinity,
-                host_ports=t.host_ports,
-            )
-        )
+        pods.append(bound_pod(name, t))
     node = ExistingNode(
         name=name,
         labels=tuple(sorted(node_labels.items())),

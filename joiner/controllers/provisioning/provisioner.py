@@ -34,7 +34,7 @@ from joiner.scheduling import (
 )
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.state.cluster import ClusterState, NodeClaim, Pod
-from joiner.state.snapshot import node_key, pod_requests
+from joiner.state.snapshot import bound_pod, node_key, pod_requests
 
 log = logging.getLogger(__name__)
 
@@ -400,15 +400,7 @@ def _existing(
         used = quantity.add(used, p.template.requests)
         if p.daemon:
             daemons_bound = quantity.add(daemons_bound, p.template.requests)
-        bound_pods.append(
-            BoundPod(
-                node=name,
-                namespace=p.template.namespace,
-                labels=p.template.labels,
-                anti_affinity=p.template.pod_anti_affinity,
-                host_ports=p.template.host_ports,
-            )
-        )
+        bound_pods.append(bound_pod(name, p.template))
     expected = overhead_on_node(node_labels, taints, daemonsets)
     still_to_come = {k: max(0, v - daemons_bound.get(k, 0)) for k, v in expected.items()}
     return ExistingNode(
