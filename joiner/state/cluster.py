@@ -30,7 +30,9 @@ def _bump() -> None:
     _revision = next(_revisions)
 
 
-_POD_TRACKED = frozenset({"node_name", "deleted_at_s"})
+_POD_TRACKED = frozenset(
+    {"node_name", "deleted_at_s", "terminating_until_s", "nominated_node_name"}
+)
 _CLAIM_TRACKED = frozenset(
     {"instance", "node_name", "registered_at_s", "initialized_at_s", "deleted_at_s"}
 )

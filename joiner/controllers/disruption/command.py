@@ -17,6 +17,7 @@ from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.controllers.disruption.budgets import BudgetMapping
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf
+from joiner.controllers.disruption.memo import VerdictMemo
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.scheduling import NewNodeClaim, Scheduler, SchedulingInput, StopRule
 from joiner.state.cluster import ClusterState
@@ -100,6 +101,8 @@ class Context:
     #: Per node: the latest reason a method gave for not disrupting it (for ``disrupt``).
     reasons: dict[str, str] = field(default_factory=dict)
     scheduler: Scheduler = field(default_factory=Scheduler)
+    #: Consolidation failures of earlier passes in the same world (the controller's), if any.
+    memo: VerdictMemo | None = None
 
 
 # -- scheduling simulation -----------------------------------------------------------------

@@ -34,6 +34,7 @@ from joiner.controllers.disruption.budgets import BudgetMapping, next_change
 from joiner.controllers.disruption.candidates import Candidate, collect, consolidatable_at
 from joiner.controllers.disruption.command import Command, Context, Replacement
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf
+from joiner.controllers.disruption.memo import VerdictMemo, World
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import DISRUPTED_TAINT, Terminator, cordon
 from joiner.state.cluster import ClusterState, NodeClaim
@@ -118,6 +119,8 @@ class DisruptionController:
         self._pass_at: float | None = None
         self._idle_generation: int | None = None
         self.passes = 0
+        #: Consolidation failures kept while the world is unchanged (``memo``).
+        self._memo = VerdictMemo()
 
     # -- scheduling of passes -------------------------------------------------------------
 
@@ -197,6 +200,8 @@ class DisruptionController:
             cloud_drift=self._cloud_drift,
             scheduler=self._provisioner.scheduler,
         )
+        self._memo.begin(World(self._state, self._provisioner, self.spot_to_spot))
+        ctx.memo = self._memo
         found = collect(self._state, self._clock.now(), elapsed=elapsed)
         ctx.reasons.update(found.excluded)
         return ctx, found.candidates

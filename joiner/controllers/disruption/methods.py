@@ -55,6 +55,8 @@ EMPTINESS = "Emptiness"
 DRIFT = "Drift"
 MULTI_NODE = "MultiNodeConsolidation"
 SINGLE_NODE = "SingleNodeConsolidation"
+#: A multi-node batch the room test proves cannot consolidate (``room.Room.stranded``).
+STRANDED = "the other nodes and one cheaper node cannot hold these nodes' pods"
 METHODS = (EMPTINESS, DRIFT, MULTI_NODE, SINGLE_NODE)
 
 EMPTY = "Empty"
@@ -405,7 +407,11 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         mid = (lo + hi) // 2
         prefix = batch[: mid + 1]
         # A prefix the room test proves hopeless fails the simulation too (``room``).
-        got = None if room.stranded(prefix) else consolidate(ctx, prefix, MULTI_NODE)
+        got: Command | str | None = ctx.memo.failed(MULTI_NODE, prefix) if ctx.memo else None
+        if got is None:
+            got = STRANDED if room.stranded(prefix) else consolidate(ctx, prefix, MULTI_NODE)
+            if ctx.memo is not None and isinstance(got, str):
+                ctx.memo.remember(MULTI_NODE, prefix, got)
         if isinstance(got, Command):
             best = got
             lo = mid + 1
@@ -441,15 +447,18 @@ def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None
             )
             continue
         assert room is not None
-        hopeless = room.hopeless(c)
-        if hopeless is not None:
-            ctx.reasons[c.name] = hopeless
-            continue
-        got = consolidate(ctx, [c], SINGLE_NODE)
-        if isinstance(got, Command):
-            ctx.budgets.take(c.pool.name, UNDERUTILIZED)
-            return got
-        ctx.reasons[c.name] = got
+        # An earlier pass in the same world failed it: the same reason, without the work.
+        why = ctx.memo.failed(SINGLE_NODE, [c]) if ctx.memo is not None else None
+        if why is None:
+            hopeless = room.hopeless(c)
+            got = hopeless if hopeless is not None else consolidate(ctx, [c], SINGLE_NODE)
+            if isinstance(got, Command):
+                ctx.budgets.take(c.pool.name, UNDERUTILIZED)
+                return got
+            why = got
+            if ctx.memo is not None:
+                ctx.memo.remember(SINGLE_NODE, [c], why)
+        ctx.reasons[c.name] = why
     return None
 
 

@@ -1,0 +1,100 @@
+"""Consolidation verdicts kept across passes while nothing they read has changed.
+
+Karpenter re-runs a pass whenever its cluster state changes and also on a timer; each pass
+simulates every consolidation candidate again. Joiner runs the extra passes too (a node whose
+``consolidateAfter`` just passed wakes the controller while the cluster is otherwise the
+same), but a candidate's simulation is a pure function of what it reads, so when all of that
+is unchanged the earlier answer is the answer. Only the work is saved: the decision, its
+order and its reasons are the ones re-simulating would give.
+
+What a consolidation simulation (``command.simulate``, ``methods._consolidate``) and the room
+pre-check (``room.Room``) read, and how ``World`` tells that it is unchanged:
+
+* pods, nodes and NodeClaims (bound, pending, deleting, terminating, their free room and
+  the candidates' pods): ``ClusterState.change_key`` and ``generation``;
+* the NodePools and what their NodeClasses offer (instance types, offerings' availability
+  and prices): the provisioner's templates, compared by object identity (the cloud hands
+  out new objects whenever availability or a price changes) and the limits left;
+* DaemonSets and CapacityBuffer virtual pods: by identity;
+* the spot-to-spot setting.
+
+Only failures are kept (a reason string): a command ends the pass and is validated by a fresh
+simulation anyway. The candidate itself is named by its NodeClaim and launched instance (its
+price and capacity type come from that instance's offering).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from joiner.controllers.disruption.candidates import Candidate
+from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.state.cluster import ClusterState
+
+
+class World:
+    """What a pass's consolidation simulations read, compared by value or object identity.
+
+    ``same(other)`` is true only when every input listed in the module docstring is the
+    same object (or equal value) in both.
+    """
+
+    __slots__ = ("_objects", "_values")
+
+    def __init__(self, state: ClusterState, provisioner: Provisioner, spot_to_spot: bool) -> None:
+        templates = provisioner.templates()
+        buffers = provisioner.buffers
+        virtual = buffers.virtual_pods() if buffers is not None else []
+        self._values: tuple[object, ...] = (
+            state.change_key(),
+            state.generation,
+            spot_to_spot,
+            tuple(sorted(state.daemonsets)),
+            tuple((t.nodepool.name, t.remaining) for t in templates),
+        )
+        self._objects: tuple[object, ...] = (
+            *(t.nodepool for t in templates),
+            *(t.instance_types for t in templates),
+            *(state.daemonsets[k] for k in sorted(state.daemonsets)),
+            *virtual,
+        )
+
+    def same(self, other: World) -> bool:
+        """Every input is equal (values) or the very same object (objects)."""
+        return (
+            self._values == other._values
+            and len(self._objects) == len(other._objects)
+            and all(a is b for a, b in zip(self._objects, other._objects, strict=True))
+        )
+
+
+class VerdictMemo:
+    """Why consolidating a set of candidates failed, per candidate set, valid for one
+    ``World``; ``begin`` starts a pass and forgets everything when the world changed."""
+
+    def __init__(self) -> None:
+        self._world: World | None = None
+        self._failed: dict[tuple[object, ...], str] = {}
+        self.hits = 0
+
+    def begin(self, world: World) -> None:
+        """Start a pass in ``world``: keep the verdicts only if it is the same as the last."""
+        if self._world is None or not self._world.same(world):
+            self._failed.clear()
+        self._world = world
+
+    @staticmethod
+    def _key(method: str, cands: Sequence[Candidate]) -> tuple[object, ...]:
+        return (method, *((c.claim.name, id(c.claim.instance)) for c in cands))
+
+    def failed(self, method: str, cands: Sequence[Candidate]) -> str | None:
+        """The reason an earlier pass in the same world gave for ``cands`` under ``method``,
+        or None when it has none."""
+        why = self._failed.get(self._key(method, cands))
+        if why is not None:
+            self.hits += 1
+        return why
+
+    def remember(self, method: str, cands: Sequence[Candidate], why: str) -> None:
+        """Keep the failure ``why`` for ``cands`` under ``method``."""
+        self._failed[self._key(method, cands)] = why
