@@ -80,3 +80,43 @@ def test_a_later_scan_with_renamed_pods_reuses_the_solve(groups):
     got = estimator.estimate(groups, renamed, (), ())
     assert estimator.solves == solves
     assert {k: v.nodes for k, v in got.items()} == _direct(groups, renamed)
+
+
+def _one_template(spread: str | None):
+    """Nine pods of one template (1 CPU, 2 GiB), optionally spread over zones."""
+    t = make_pod_template(cpu_m=1000, memory=2 << 30)
+    if spread is not None:
+        t = replace(
+            t,
+            labels=(("app", "web"),),
+            spread=(
+                TopologySpreadConstraint(
+                    labels.ZONE, 1, Requirements.from_labels({"app": "web"}), spread
+                ),
+            ),
+        )
+    return make_pods(t, 9, "w")
+
+
+@pytest.mark.parametrize("spread", [None, "DoNotSchedule", "ScheduleAnyway"])
+def test_pods_of_one_template_share_a_solve_per_pod_count_per_node(groups, spread):
+    # Types that hold as many of these pods (a c5.2xlarge and an m5.2xlarge both hold 7
+    # pods of 1 CPU and 2 GiB) give the same placements, so they share one solve; the
+    # shared answers equal one solve per group.
+    pods = _one_template(spread)
+    estimator = Estimator(Scheduler())
+    got = estimator.estimate(groups, pods, (), ())
+    assert {k: v.nodes for k, v in got.items()} == _direct(groups, pods)
+    # Fewer solves than distinct allocatables (what the key held before).
+    allocatables = {tuple(sorted(g.template.allocatable.items())) for g in groups}
+    assert estimator.solves < len(allocatables)
+
+
+def test_per_node_counts_every_requested_resource():
+    from joiner.sim.baseline.estimator import _per_node
+
+    assert _per_node([7900, 14 << 30, 58], (1000, 2 << 30, 1)) == 7
+    assert _per_node([7900, 5 << 30, 58], (1000, 2 << 30, 1)) == 2  # memory binds
+    assert _per_node([7900, 14 << 30, 3], (1000, 2 << 30, 1)) == 3  # the pods limit binds
+    assert _per_node([-100, 14 << 30, 58], (1000, 2 << 30, 1)) == 0  # overhead took it all
+    assert _per_node([7900, -1, 58], (1000, 0, 1)) == 0  # asks 0, but nothing fits at all

@@ -13,8 +13,10 @@ for each): the template's allocatable after DaemonSet overhead, its taints, the 
 it has an available offering, and its labels and requirements on the keys the pods, their
 topology constraints, the bound pods' anti-affinity or minValues refer to. With a broad
 NodePool the spot and on-demand groups of one type, and types of one size whose other labels
-no pod asks about, share an estimate. Template pools and their prepared arrays are built once
-per group and reused across scans.
+no pod asks about, share an estimate. When every pending pod has one template (a scale-up of
+one Deployment), the allocatable matters only through how many of those pods a node holds
+(``_per_node``), so types of different sizes that hold as many share it too. Template pools
+and their prepared arrays are built once per group and reused across scans.
 """
 
 from __future__ import annotations
@@ -73,14 +75,17 @@ class Estimator:
         keys: frozenset[str],
         daemonsets: tuple[PodTemplate, ...],
         extra: tuple[str, ...],
+        sole: tuple[int, ...] | None = None,
     ) -> tuple[object, ...]:
         """What a solve can observe of ``g`` for pods that refer to ``keys`` and request
         ``extra`` resources (computed once per group and such pods: the template type and
-        its offerings are fixed when the group is resolved)."""
-        context = self._contexts.get((keys, daemonsets, extra))
+        its offerings are fixed when the group is resolved). ``sole``: when every pod has
+        one template, its requests over ``extra``; the allocatable then matters only through
+        how many such pods a node holds (``_per_node``)."""
+        context = self._contexts.get((keys, daemonsets, extra, sole))
         if context is None:
             context = len(self._contexts)
-            self._contexts[(keys, daemonsets, extra)] = context
+            self._contexts[(keys, daemonsets, extra, sole)] = context
         ckey = (g.name, context)
         found = self._keys.get(ckey)
         if found is not None:
@@ -100,9 +105,12 @@ class Estimator:
             pool.taints,
             pool.startup_taints,
             len(prepared.types),
-            # Allocatable after DaemonSet overhead on the requested resources; elsewhere only
-            # whether it went negative (then nothing fits) matters.
-            prepared.net[:, requested].tobytes(),
+            # Allocatable after DaemonSet overhead on the requested resources (for pods of one
+            # template, how many of them it holds); elsewhere only whether it went negative
+            # (then nothing fits) matters.
+            prepared.net[:, requested].tobytes()
+            if sole is None
+            else _per_node(prepared.net[0, requested].tolist(), sole),
             bool((prepared.net >= 0).all()),
             tuple(
                 sorted(
@@ -139,11 +147,16 @@ class Estimator:
         ordered = provisioning_order(pods)
         extra = tuple(sorted({k for p in ordered for k in p.template.requests}))
         signature = _signature(ordered)
+        sole = (
+            tuple(ordered[0].template.requests.get(r, 0) for r in extra)
+            if len(signature) == 1
+            else None
+        )
         out: dict[str, Estimate] = {}
         #: This call's answers by group key: equivalent groups share one Estimate object.
         built: dict[tuple[object, ...], Estimate] = {}
         for g in groups:
-            key = (self._key(g, keys, daemonsets, extra), signature)
+            key = (self._key(g, keys, daemonsets, extra, sole), signature)
             done = built.get(key)
             if done is not None:
                 self.shared += 1
@@ -171,6 +184,24 @@ class Estimator:
                 tuple(tuple(ordered[i].uid for i in c) for c in positions)
             )
         return out
+
+
+def _per_node(net: list[int], requests: tuple[int, ...]) -> int:
+    """How many pods requesting ``requests`` fit a node whose allocatable after DaemonSet
+    overhead is ``net`` (both over the same resources), at least 0.
+
+    For pods of one template on a single-type NodePool, every fit test of a solve
+    (``scheduler._Solve._add``: ``count * requests + requests <= net`` on each resource) is
+    ``count < _per_node(net, requests)``, so two templates with the same count (and the same
+    labels, taints and zones) give the same placements."""
+    fit: int | None = None
+    for have, want in zip(net, requests, strict=True):
+        if want > 0:
+            k = have // want
+            fit = k if fit is None else min(fit, k)
+        elif have < 0:
+            return 0
+    return max(fit, 0) if fit is not None else 1 << 62
 
 
 #: Bound on each of the estimator's caches (cleared when exceeded).
