@@ -176,7 +176,18 @@ class _Solve:
         unschedulable: list[tuple[str, str]] = []
         kube = self.inp.mode == "kube-scheduler"
         queue = self._queue()
+        # A pod that failed, by (template, volume terms): the placements made before it and
+        # its reason. Until the next placement the solve is in the very same state, so an
+        # alike pod fails the same way (kube-scheduler's queue retries a whole Deployment's
+        # pending pods; each used to walk every node again).
+        failed: dict[tuple[int, tuple[Requirements, ...]], tuple[int, str]] = {}
+        placed = 0
         for pod in queue:
+            alike = (id(pod.template), pod.volume_terms)
+            hit = failed.get(alike)
+            if hit is not None and hit[0] == placed:
+                unschedulable.append((pod.uid, hit[1]))
+                continue
             prefs = _Prefs(pod.template, self.pns_exists and not kube)
             while True:
                 self._reserved_failed = False
@@ -186,11 +197,15 @@ class _Solve:
                 node = self._try_existing(attempt)
                 if node is not None:
                     placements.append((pod.uid, node))
+                    placed += 1
                     break
                 if self._try_claims(attempt) or self._try_new_claim(attempt):
+                    placed += 1
                     break
                 if self._reserved_failed or not prefs.relax():
-                    unschedulable.append((pod.uid, _explain(attempt.reasons, self.pools)))
+                    why = _explain(attempt.reasons, self.pools)
+                    unschedulable.append((pod.uid, why))
+                    failed[alike] = (placed, why)
                     break
         return SchedulingResult(
             new_nodeclaims=tuple(self._finish(c) for c in self.claims),

@@ -1,0 +1,96 @@
+"""A pod that failed is not tried again for an alike pod (same template and volume terms)
+until something is placed (``_Solve.run``): the answers equal those of a solve in which every
+pod has its own (equal) template object, so no failure is shared."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from joiner.api import labels
+from joiner.api.pods import PodAffinityTerm
+from joiner.api.requirements import Requirements
+from joiner.scheduling import (
+    ExistingNode,
+    NodePoolTemplate,
+    PodRequest,
+    Scheduler,
+    SchedulingInput,
+)
+from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
+
+#: A NodePool of one small type (2 CPU, 4 GiB), only in us-east-1a.
+SMALL = NodePoolTemplate(
+    make_nodepool(), (make_instance_type("m5.large", cpu_m=2000, memory=4 * GIB),)
+)
+
+
+def _unshared(pods: list[PodRequest]) -> tuple[PodRequest, ...]:
+    """The same pods, each with its own copy of its template (equal, not identical)."""
+    return tuple(replace(p, template=replace(p.template)) for p in pods)
+
+
+def _node(name: str, zone: str, cpu: int, mem_gib: int) -> ExistingNode:
+    return ExistingNode(
+        name=name,
+        labels=((labels.HOSTNAME, name), (labels.ZONE, zone)),
+        taints=(),
+        available={"cpu": cpu, "memory": mem_gib * GIB, "pods": 20},
+        initialized=True,
+        allocatable={"cpu": 4000, "memory": 16 * GIB, "pods": 58},
+    )
+
+
+def _solve(pods, nodes, mode, pools=()):
+    return Scheduler().solve(
+        SchedulingInput(pods=tuple(pods), existing=tuple(nodes), nodepools=pools, mode=mode)
+    )
+
+
+@pytest.mark.parametrize("mode", ["kube-scheduler", "karpenter"])
+@pytest.mark.parametrize("seed", range(20))
+def test_shared_failures_give_the_answers_of_unshared_ones(seed, mode):
+    rng = random.Random(seed)
+    nodes = [
+        _node(f"n{i}", rng.choice(["us-east-1a", "us-east-1b"]), rng.randint(0, 4000), 8)
+        for i in range(rng.randint(1, 6))
+    ]
+    app = Requirements.from_labels({"app": "db"})
+    templates = [
+        make_pod_template(1500, 2 * GIB),
+        make_pod_template(250, 1 * GIB),
+        # Needs a db pod in its zone: fails until one is placed, then may fit.
+        replace(make_pod_template(500, 1 * GIB), pod_affinity=(PodAffinityTerm(labels.ZONE, app),)),
+        replace(make_pod_template(300, 1 * GIB), labels=(("app", "db"),)),
+    ]
+    pods = [PodRequest(f"p{i:03d}", rng.choice(templates), i) for i in range(rng.randint(5, 40))]
+    pools = (SMALL,) if mode == "karpenter" else ()
+    shared = _solve(pods, nodes, mode, pools)
+    alone = _solve(_unshared(pods), nodes, mode, pools)
+    assert shared.existing_placements == alone.existing_placements
+    assert shared.unschedulable == alone.unschedulable
+    assert [c.pods for c in shared.new_nodeclaims] == [c.pods for c in alone.new_nodeclaims]
+
+
+def test_a_placement_between_two_alike_pods_lets_the_second_try_again():
+    # w-1 needs a db pod in its zone and fails; db-1 is placed; w-2 (w-1's template) then
+    # fits: a failure shared past a placement would have left it pending.
+    app = Requirements.from_labels({"app": "db"})
+    web = replace(
+        make_pod_template(500, 1 * GIB), pod_affinity=(PodAffinityTerm(labels.ZONE, app),)
+    )
+    db = replace(make_pod_template(300, 1 * GIB), labels=(("app", "db"),))
+    pods = [PodRequest("w-1", web, 0), PodRequest("db-1", db, 1), PodRequest("w-2", web, 2)]
+    result = _solve(pods, [_node("n0", "us-east-1a", 4000, 8)], "kube-scheduler")
+    assert [u for u, _ in result.unschedulable] == ["w-1"]
+    assert sorted(u for u, _ in result.existing_placements) == ["db-1", "w-2"]
+
+
+def test_alike_pods_that_fit_nowhere_share_the_reason():
+    big = make_pod_template(3000, 2 * GIB)
+    pods = [PodRequest(f"b-{i}", big, i) for i in range(5)]
+    result = _solve(pods, [_node("n0", "us-east-1a", 1000, 8)], "karpenter", pools=(SMALL,))
+    reasons = {why for _, why in result.unschedulable}
+    assert len(result.unschedulable) == 5 and len(reasons) == 1
