@@ -147,6 +147,12 @@ class SolveBase:
         return total, by_node
 
 
+#: The ``NodeBase`` of each ExistingNode object (which it keeps alive, so the id stays its
+#: own), reused by later snapshots holding the same object; cleared past the bound.
+_NODE_BASES: dict[int, NodeBase] = {}
+_NODE_BASES_MAX = 1 << 16
+
+
 def build(existing: tuple[ExistingNode, ...], bound: tuple[BoundPod, ...]) -> SolveBase:
     """The ``SolveBase`` of ``existing`` and ``bound``."""
     ports_by_node: dict[str, list[HostPort]] = {}
@@ -154,22 +160,30 @@ def build(existing: tuple[ExistingNode, ...], bound: tuple[BoundPod, ...]) -> So
         if bp.host_ports:
             ports_by_node.setdefault(bp.node, []).extend(bp.host_ports)
     nodes: list[NodeBase] = []
+    if len(_NODE_BASES) > _NODE_BASES_MAX:
+        _NODE_BASES.clear()
     for n in sorted(existing, key=lambda n: (not n.initialized, n.name)):
+        ports = tuple(ports_by_node.get(n.name, ()))
+        # Snapshots reuse the ExistingNode of a node that did not change: so does this.
+        hit = _NODE_BASES.get(id(n))
+        if hit is not None and hit.node is n and hit.ports == ports:
+            nodes.append(hit)
+            continue
         node_labels = dict(n.labels)
         label_items = n.labels
         if labels.HOSTNAME not in node_labels:
             node_labels[labels.HOSTNAME] = n.name
             label_items = tuple(sorted(node_labels.items()))
-        nodes.append(
-            NodeBase(
-                node=n,
-                requirements=n.requirements
-                if n.requirements is not None
-                else Requirements.from_label_items(label_items),
-                domains=node_labels,
-                ports=tuple(ports_by_node.get(n.name, ())),
-            )
+        made = NodeBase(
+            node=n,
+            requirements=n.requirements
+            if n.requirements is not None
+            else Requirements.from_label_items(label_items),
+            domains=node_labels,
+            ports=ports,
         )
+        _NODE_BASES[id(n)] = made
+        nodes.append(made)
     names = {b.node.name for b in nodes}
     alike: dict[AlikeKey, int] = {}
     anti_keys: list[tuple[str, str]] = []
