@@ -150,7 +150,7 @@ class SolveBase:
 #: The ``NodeBase`` of each ExistingNode object (which it keeps alive, so the id stays its
 #: own), reused by later snapshots holding the same object; cleared past the bound.
 _NODE_BASES: dict[int, NodeBase] = {}
-_NODE_BASES_MAX = 1 << 16
+_NODE_BASES_MAX = 4096
 
 
 def build(existing: tuple[ExistingNode, ...], bound: tuple[BoundPod, ...]) -> SolveBase:
