@@ -200,7 +200,7 @@ class DisruptionController:
             cloud_drift=self._cloud_drift,
             scheduler=self._provisioner.scheduler,
         )
-        self._memo.begin(World(self._state, self._provisioner, self.spot_to_spot))
+        self._memo.begin(lambda: World(self._state, self._provisioner, self.spot_to_spot))
         ctx.memo = self._memo
         found = collect(self._state, self._clock.now(), elapsed=elapsed)
         ctx.reasons.update(found.excluded)

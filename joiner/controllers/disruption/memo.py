@@ -25,7 +25,7 @@ price and capacity type come from that instance's offering).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.provisioning.provisioner import Provisioner
@@ -74,11 +74,21 @@ class VerdictMemo:
 
     def __init__(self) -> None:
         self._world: World | None = None
+        self._next: Callable[[], World] | None = None
         self._failed: dict[tuple[object, ...], str] = {}
         self.hits = 0
 
-    def begin(self, world: World) -> None:
-        """Start a pass in ``world``: keep the verdicts only if it is the same as the last."""
+    def begin(self, world: Callable[[], World]) -> None:
+        """Start a pass whose world ``world()`` gives: the verdicts are kept only if it is
+        the same as the last pass's. It is called when the pass first asks or tells the
+        memo anything (a pass without consolidation candidates never builds it; nothing a
+        pass does before executing its command changes the cluster)."""
+        self._next = world
+
+    def _sync(self) -> None:
+        if self._next is None:
+            return
+        world, self._next = self._next(), None
         if self._world is None or not self._world.same(world):
             self._failed.clear()
         self._world = world
@@ -90,6 +100,7 @@ class VerdictMemo:
     def failed(self, method: str, cands: Sequence[Candidate]) -> str | None:
         """The reason an earlier pass in the same world gave for ``cands`` under ``method``,
         or None when it has none."""
+        self._sync()
         why = self._failed.get(self._key(method, cands))
         if why is not None:
             self.hits += 1
@@ -97,4 +108,5 @@ class VerdictMemo:
 
     def remember(self, method: str, cands: Sequence[Candidate], why: str) -> None:
         """Keep the failure ``why`` for ``cands`` under ``method``."""
+        self._sync()
         self._failed[self._key(method, cands)] = why
