@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from joiner.api import labels
-from joiner.api.pods import PodAffinityTerm
+from joiner.api.pods import PodAffinityTerm, TopologySpreadConstraint
 from joiner.api.requirements import Requirements
 from joiner.scheduling import (
     ExistingNode,
@@ -19,6 +19,7 @@ from joiner.scheduling import (
     Scheduler,
     SchedulingInput,
 )
+from joiner.scheduling.costopt.solver import CostOptimalScheduler
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
 
 #: A NodePool of one small type (2 CPU, 4 GiB), only in us-east-1a.
@@ -94,3 +95,51 @@ def test_alike_pods_that_fit_nowhere_share_the_reason():
     result = _solve(pods, [_node("n0", "us-east-1a", 1000, 8)], "karpenter", pools=(SMALL,))
     reasons = {why for _, why in result.unschedulable}
     assert len(result.unschedulable) == 5 and len(reasons) == 1
+
+
+def _only_in(zone: str, it):
+    """``it`` with its offerings outside ``zone`` unavailable (the zones stay in its
+    requirements, so a zone spread still counts them)."""
+    return replace(it, offerings=tuple(replace(o, available=o.zone == zone) for o in it.offerings))
+
+
+def test_cost_optimal_alike_failures_give_the_reasons_of_unshared_ones():
+    # packing: cost-optimal tries each pod first on its own planned NodeClaim (by pod uid,
+    # ``_CostSolve._try_claims``), so two alike pods with nothing placed between them can
+    # fail on different paths with different reasons. p1 and p4 (the spread template) both
+    # fail: tried, p4's reason starts with "topology spread on topology.kubernetes.io/zone
+    # leave no allowed domain"; with p1's failure shared, p4 got p1's reason instead.
+    zones = ("us-east-1a", "us-east-1b", "us-east-1c")
+    big = make_instance_type(
+        "m2.2xlarge",
+        cpu_m=8000,
+        memory=32 * GIB,
+        pods=8,
+        prices={(z, "spot"): 0.135 for z in zones},
+    )
+    small = make_instance_type(
+        "m3.large", cpu_m=2000, memory=16 * GIB, pods=4, prices={(z, "spot"): 0.042 for z in zones}
+    )
+    pool = NodePoolTemplate(
+        make_nodepool("pool0", limits={"cpu": 20000}),
+        (_only_in("us-east-1c", big), _only_in("us-east-1c", small)),
+        remaining=(("cpu", 20000),),
+    )
+    a1 = Requirements.from_labels({"app": "a1"})
+    a0 = Requirements.from_labels({"app": "a0"})
+    spread = replace(
+        make_pod_template(3000, 20 * GIB),
+        labels=(("app", "a1"),),
+        spread=(TopologySpreadConstraint(labels.ZONE, 1, a1),),
+    )
+    anti = replace(
+        make_pod_template(100, 2 * GIB),
+        labels=(("app", "a0"),),
+        pod_anti_affinity=(PodAffinityTerm(labels.HOSTNAME, a0),),
+    )
+    pods = [PodRequest(f"p{i}", spread if c == "S" else anti, i) for i, c in enumerate("SSAASAAA")]
+    inp = SchedulingInput(pods=tuple(pods), nodepools=(pool,))
+    shared = CostOptimalScheduler().solve(inp)
+    alone = CostOptimalScheduler().solve(replace(inp, pods=_unshared(pods)))
+    assert [u for u, _ in alone.unschedulable] == ["p1", "p4"]
+    assert shared.unschedulable == alone.unschedulable
