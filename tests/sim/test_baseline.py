@@ -721,3 +721,20 @@ def test_balance_similar_node_groups_splits_a_scale_up_across_zones(tmp_path):
         counts[bal] = (zones.count("us-east-1a"), zones.count("us-east-1b"))
     assert counts["true"] == (2, 2)
     assert sorted(counts["false"]) == [0, 4]
+
+
+def test_a_node_group_whose_type_its_nodepool_excludes_estimates_nothing(tmp_path):
+    # Group "outside" declares r5.xlarge, which NodePool general's instance-type requirement
+    # excludes: its template pool has no type to launch, so its estimate is empty and
+    # "inside" takes the pods. All four pending pods share one template, the case where the
+    # estimator keys groups by pods per node (``_per_node`` of the template's first row).
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 4}",
+        extra_spec="  clusterAutoscaler:\n    nodeGroups:\n"
+        "      - {name: outside, nodePool: general, instanceTypes: [r5.xlarge]}\n"
+        "      - {name: inside, nodePool: general, instanceTypes: [m5.xlarge]}\n",
+    )
+    summary = _ca(path).run().summary
+    assert summary["nodes"]
+    assert all(n["name"].startswith("inside-") for n in summary["nodes"])
