@@ -9,6 +9,7 @@ import pytest
 
 from joiner.api import labels
 from joiner.api.objects import TopologySpreadConstraint
+from joiner.api.pods import HostPort, Toleration
 from joiner.api.requirements import Requirements
 from joiner.operator.wiring import SimulationRuntime
 from joiner.scheduling import NodePoolTemplate, Scheduler, SchedulingInput
@@ -120,3 +121,32 @@ def test_per_node_counts_every_requested_resource():
     assert _per_node([7900, 14 << 30, 3], (1000, 2 << 30, 1)) == 3  # the pods limit binds
     assert _per_node([-100, 14 << 30, 58], (1000, 2 << 30, 1)) == 0  # overhead took it all
     assert _per_node([7900, -1, 58], (1000, 0, 1)) == 0  # asks 0, but nothing fits at all
+
+
+def test_pods_of_one_template_do_not_share_a_solve_across_daemonset_host_ports(groups):
+    # A node exporter DaemonSet runs only on arm64 nodes and binds host port 9100; the
+    # pending pods bind 9100 too. On an arm64 template node the DaemonSet holds the port, so
+    # no pod fits; on an amd64 one each pod gets its own node. An amd64 and an arm64 group
+    # whose types hold as many of these pods must not share a solve.
+    exporter = replace(
+        make_pod_template(cpu_m=50, memory=128 << 20),
+        node_selector=Requirements.from_labels({labels.ARCH: "arm64"}),
+        tolerations=(Toleration(operator="Exists"),),
+        host_ports=(HostPort(9100),),
+    )
+    web = replace(make_pod_template(cpu_m=250, memory=30 << 30), host_ports=(HostPort(9100),))
+    pods = make_pods(web, 3, "w")
+    daemonsets = (exporter,)
+    got = Estimator(Scheduler()).estimate(groups, pods, (), daemonsets)
+    want = {}
+    for g in groups:
+        result = Scheduler().solve(
+            SchedulingInput(
+                pods=pods,
+                nodepools=(NodePoolTemplate(g.template_pool(), (g.template,)),),
+                daemonsets=daemonsets,
+            )
+        )
+        want[g.name] = tuple(tuple(c.pods) for c in result.new_nodeclaims)
+    assert any(want.values()) and not all(want.values())
+    assert {k: v.nodes for k, v in got.items()} == want
