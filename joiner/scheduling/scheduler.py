@@ -108,6 +108,11 @@ class Scheduler:
 
 
 class _Solve:
+    #: An attempt reads only the pod's template and volume terms, so an alike pod
+    #: may take an earlier one's failure (``run``); a subclass whose attempts read the pod
+    #: itself (its uid) turns this off.
+    SHARES_FAILURES = True
+
     def __init__(self, inp: SchedulingInput) -> None:
         self.inp = inp
         extra = sorted({k for p in inp.pods for k in p.template.requests})
@@ -179,12 +184,13 @@ class _Solve:
         # A pod that failed, by (template, volume terms): the placements made before it and
         # its reason. Until the next placement the solve is in the very same state, so an
         # alike pod fails the same way (kube-scheduler's queue retries a whole Deployment's
-        # pending pods; each used to walk every node again).
+        # pending pods; each used to walk every node again). Only where an attempt depends
+        # on nothing of the pod but those (``SHARES_FAILURES``).
         failed: dict[tuple[int, tuple[Requirements, ...]], tuple[int, str]] = {}
         placed = 0
         for pod in queue:
             alike = (id(pod.template), pod.volume_terms)
-            hit = failed.get(alike)
+            hit = failed.get(alike) if self.SHARES_FAILURES else None
             if hit is not None and hit[0] == placed:
                 unschedulable.append((pod.uid, hit[1]))
                 continue

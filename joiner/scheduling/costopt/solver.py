@@ -159,6 +159,10 @@ class _Class:
 
 
 class _CostSolve(_Solve):
+    # Each pod is tried first on its own planned NodeClaim (``_try_claims``, by pod uid), so
+    # alike pods do not fail alike.
+    SHARES_FAILURES = False
+
     def __init__(self, inp: SchedulingInput) -> None:
         super().__init__(inp)
         self._rest: list[PodRequest] = []

@@ -10,10 +10,11 @@ the group's template type, capacity types and zones (``NodeGroup.template_pool``
 An estimate is a pure function of what the solve can observe of the group, so groups whose
 templates look the same to these pods share one solve (the answer is the one CA would compute
 for each): the template's allocatable after DaemonSet overhead, its taints, the zones where
-it has an available offering, and its labels and requirements on the keys the pods, their
-topology constraints, the bound pods' anti-affinity or minValues refer to. With a broad
-NodePool the spot and on-demand groups of one type, and types of one size whose other labels
-no pod asks about, share an estimate. When every pending pod has one template (a scale-up of
+it has an available offering, the host ports its DaemonSets bind, the capacity reservations
+it offers, and its labels and requirements on the keys the pods, their topology
+constraints, the bound pods' anti-affinity or minValues refer to. With a broad NodePool the
+spot and on-demand groups of one type, and types of one size whose other labels no pod asks
+about, share an estimate. When every pending pod has one template (a scale-up of
 one Deployment), the allocatable matters only through how many of those pods a node holds
 (``_per_node``), so types of different sizes that hold as many share it too. Template pools
 and their prepared arrays are built once per group and reused across scans.
@@ -109,9 +110,19 @@ class Estimator:
             # template, how many of them it holds); elsewhere only whether it went negative
             # (then nothing fits) matters.
             prepared.net[:, requested].tobytes()
-            if sole is None
+            if sole is None or not prepared.types  # no type: nothing fits, nothing to count
             else _per_node(prepared.net[0, requested].tolist(), sole),
             bool((prepared.net >= 0).all()),
+            # Host ports its DaemonSets bind: a pod binding one fits none of its nodes.
+            tuple(sorted(map(repr, prepared.daemon_ports))),
+            # Capacity reservations it offers: they bound how many NodeClaims may hold them.
+            tuple(
+                sorted(
+                    (o.reservation_id, o.reservation_capacity, o.zone)
+                    for o in it.offerings
+                    if o.reservation_id and o.available
+                )
+            ),
             tuple(
                 sorted(
                     {
