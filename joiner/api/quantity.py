@@ -209,15 +209,23 @@ def maximum(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
     return out
 
 
+#: Binary suffixes for messages, largest first (Kubernetes' canonical quantity form writes
+#: an amount in the largest binary unit that keeps it whole).
+_BINARY_UNITS = (("Ei", 1 << 60), ("Pi", 1 << 50), ("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", MIB))
+
+
 def format_resources(res: Mapping[str, int]) -> str:
-    """Human form, e.g. ``cpu=1500m memory=2Gi pods=1``, for messages."""
+    """Human form, e.g. ``cpu=1500m memory=2Gi pods=1``, for messages: memory and
+    ephemeral storage in the largest of Mi, Gi, Ti, Pi and Ei that keeps the amount whole
+    (bytes when none does)."""
     parts = []
     for k in sorted(res):
         v = res[k]
         if k == CPU:
             parts.append(f"cpu={v}m")
-        elif k in (MEMORY, EPHEMERAL_STORAGE) and v % MIB == 0:
-            parts.append(f"{k}={v // MIB}Mi")
+        elif k in (MEMORY, EPHEMERAL_STORAGE) and v and v % MIB == 0:
+            suffix, size = next(u for u in _BINARY_UNITS if v % u[1] == 0)
+            parts.append(f"{k}={v // size}{suffix}")
         else:
             parts.append(f"{k}={v}")
     return " ".join(parts)

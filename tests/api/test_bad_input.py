@@ -232,7 +232,7 @@ def _pod(*containers: dict[str, str]) -> str:
         # Each container's 1Ei is allowed; eight of them add up to 2^63 bytes.
         (
             _pod(*[{"memory": "1Ei"}] * 8),
-            "Pod/big: field spec: the memory requests add up to",
+            "Pod/big: field spec: the memory requests add up to memory=8Ei, implausibly large",
         ),
     ],
 )
@@ -240,6 +240,19 @@ def test_amounts_beyond_what_the_scheduler_sums_are_refused(text, expected):
     with pytest.raises(InputError) as err:
         load_text(text, "in.yaml")
     assert expected in str(err.value), str(err.value)
+
+
+def test_messages_write_amounts_in_the_largest_whole_binary_unit():
+    from joiner.api.quantity import GIB, MIB, format_resources
+
+    assert format_resources({"memory": 2 * GIB, "cpu": 1500, "pods": 1}) == (
+        "cpu=1500m memory=2Gi pods=1"
+    )
+    assert format_resources({"memory": 1536 * MIB}) == "memory=1536Mi"
+    assert format_resources({"ephemeral-storage": 3 << 40}) == "ephemeral-storage=3Ti"
+    assert format_resources({"memory": 8 << 60}) == "memory=8Ei"
+    assert format_resources({"memory": 1000}) == "memory=1000"  # not whole Mi: bytes
+    assert format_resources({"memory": 0}) == "memory=0"
 
 
 def test_the_largest_plausible_amounts_still_load():
