@@ -40,7 +40,8 @@ def test_a_second_pass_in_the_same_world_reuses_every_failure(tmp_path):
     before = _hits(run)
     command, again = run.controller.compute(elapsed=True)
     assert command is None
-    assert _hits(run) > before
+    # Each of the four single-node verdicts (and the multi-node prefixes) came from the memo.
+    assert _hits(run) - before >= 4
     assert again.reasons == first.reasons
 
 
