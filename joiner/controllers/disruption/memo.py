@@ -19,17 +19,21 @@ pre-check (``room.Room``) read, and how ``World`` tells that it is unchanged:
 * the spot-to-spot setting.
 
 Only failures are kept (a reason string): a command ends the pass and is validated by a fresh
-simulation anyway. The candidate itself is named by its NodeClaim and launched instance (its
-price and capacity type come from that instance's offering).
+simulation anyway. A candidate is named by its NodeClaim: its launched instance (whose
+offering gives its price and capacity type) and its pods are part of the world.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.state.cluster import ClusterState
+
+#: What a memoised computation gives besides a failure (a command).
+T = TypeVar("T")
 
 
 class World:
@@ -45,17 +49,18 @@ class World:
         templates = provisioner.templates()
         buffers = provisioner.buffers
         virtual = buffers.virtual_pods() if buffers is not None else []
+        daemonsets = sorted(state.daemonsets.items())
         self._values: tuple[object, ...] = (
             state.change_key(),
             state.generation,
             spot_to_spot,
-            tuple(sorted(state.daemonsets)),
+            tuple(k for k, _ in daemonsets),
             tuple((t.nodepool.name, t.remaining) for t in templates),
         )
         self._objects: tuple[object, ...] = (
             *(t.nodepool for t in templates),
             *(t.instance_types for t in templates),
-            *(state.daemonsets[k] for k in sorted(state.daemonsets)),
+            *(ds for _, ds in daemonsets),
             *virtual,
         )
 
@@ -75,7 +80,7 @@ class VerdictMemo:
     def __init__(self) -> None:
         self._world: World | None = None
         self._next: Callable[[], World] | None = None
-        self._failed: dict[tuple[object, ...], str] = {}
+        self._failed: dict[tuple[str, ...], str] = {}
         self.hits = 0
 
     def begin(self, world: Callable[[], World]) -> None:
@@ -94,8 +99,19 @@ class VerdictMemo:
         self._world = world
 
     @staticmethod
-    def _key(method: str, cands: Sequence[Candidate]) -> tuple[object, ...]:
-        return (method, *((c.claim.name, id(c.claim.instance)) for c in cands))
+    def _key(method: str, cands: Sequence[Candidate]) -> tuple[str, ...]:
+        return (method, *(c.claim.name for c in cands))
+
+    def verdict(self, method: str, cands: Sequence[Candidate], compute: Callable[[], T]) -> T | str:
+        """The failure kept for ``cands`` under ``method``, else ``compute()``, whose
+        failure (a reason string) is kept for later passes in the same world."""
+        why = self.failed(method, cands)
+        if why is not None:
+            return why
+        got = compute()
+        if isinstance(got, str):
+            self.remember(method, cands, got)
+        return got
 
     def failed(self, method: str, cands: Sequence[Candidate]) -> str | None:
         """The reason an earlier pass in the same world gave for ``cands`` under ``method``,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from joiner.api import labels
 from joiner.api.durations import format_seconds
@@ -406,12 +407,7 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     while lo <= hi:
         mid = (lo + hi) // 2
         prefix = batch[: mid + 1]
-        # A prefix the room test proves hopeless fails the simulation too (``room``).
-        got: Command | str | None = ctx.memo.failed(MULTI_NODE, prefix) if ctx.memo else None
-        if got is None:
-            got = STRANDED if room.stranded(prefix) else consolidate(ctx, prefix, MULTI_NODE)
-            if ctx.memo is not None and isinstance(got, str):
-                ctx.memo.remember(MULTI_NODE, prefix, got)
+        got = _memoized(ctx, MULTI_NODE, prefix, partial(_try_batch, ctx, room, prefix))
         if isinstance(got, Command):
             best = got
             lo = mid + 1
@@ -421,6 +417,28 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         for c in best.candidates:
             ctx.budgets.take(c.pool.name, UNDERUTILIZED)
     return best
+
+
+def _try_batch(ctx: Context, room: Room, cands: Sequence[Candidate]) -> Command | str:
+    """A multi-node command for ``cands``, or why not; a batch the room test proves
+    hopeless fails the simulation too (``room``), so it is not simulated."""
+    return STRANDED if room.stranded(cands) else consolidate(ctx, cands, MULTI_NODE)
+
+
+def _try_single(ctx: Context, room: Room, c: Candidate) -> Command | str:
+    """A single-node command for ``c``, or why not (the room test first)."""
+    hopeless = room.hopeless(c)
+    return hopeless if hopeless is not None else consolidate(ctx, [c], SINGLE_NODE)
+
+
+def _memoized(
+    ctx: Context, method: str, cands: Sequence[Candidate], compute: Callable[[], Command | str]
+) -> Command | str:
+    """``compute()``, or the failure an earlier pass in the same world gave for ``cands``
+    (``ctx.memo``, when the pass has one)."""
+    if ctx.memo is None:
+        return compute()
+    return ctx.memo.verdict(method, cands, compute)
 
 
 def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
@@ -447,18 +465,11 @@ def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None
             )
             continue
         assert room is not None
-        # An earlier pass in the same world failed it: the same reason, without the work.
-        why = ctx.memo.failed(SINGLE_NODE, [c]) if ctx.memo is not None else None
-        if why is None:
-            hopeless = room.hopeless(c)
-            got = hopeless if hopeless is not None else consolidate(ctx, [c], SINGLE_NODE)
-            if isinstance(got, Command):
-                ctx.budgets.take(c.pool.name, UNDERUTILIZED)
-                return got
-            why = got
-            if ctx.memo is not None:
-                ctx.memo.remember(SINGLE_NODE, [c], why)
-        ctx.reasons[c.name] = why
+        got = _memoized(ctx, SINGLE_NODE, [c], partial(_try_single, ctx, room, c))
+        if isinstance(got, Command):
+            ctx.budgets.take(c.pool.name, UNDERUTILIZED)
+            return got
+        ctx.reasons[c.name] = got
     return None
 
 

@@ -114,7 +114,7 @@ class Estimator:
             else _per_node(prepared.net[0, requested].tolist(), sole),
             bool((prepared.net >= 0).all()),
             # Host ports its DaemonSets bind: a pod binding one fits none of its nodes.
-            tuple(sorted(map(repr, prepared.daemon_ports))),
+            prepared.daemon_ports,
             # Capacity reservations it offers: they bound how many NodeClaims may hold them.
             tuple(
                 sorted(
