@@ -18,15 +18,17 @@ shared) and peak memory (max RSS) are measured:
 * ``d``: start-up: ``joiner --version`` (target under 0.3 CPU s) and ``joiner plan`` over a
   200-pod cluster dump (target under 1 CPU s).
 
-Prints one JSON document: per case the CPU seconds, wall seconds, simulated seconds per wall
-second and per CPU second, peak memory, the target and whether it was met. A case comparing
-both policies simulates its span once per policy: ``virtualSeconds`` is the sum
-(``simulatedHours`` is the span). A single run can miss a target that the lowest of three
-meets: the first run after a change compiles the modules, and this shared machine's CPU
-time varies by up to a third from run to run.
+Prints one JSON document: the machine's ``calibrationCpuSeconds`` (a fixed pure-Python
+workload, to compare figures taken on different machines), then per case the CPU seconds,
+wall seconds, simulated seconds per wall second and per CPU second, peak memory, the target
+and whether it was met. A case comparing both policies simulates its span once per policy:
+``virtualSeconds`` is the sum (``simulatedHours`` is the span). A single run can miss a
+target that the lowest of three meets: the first run after a change compiles the modules,
+and a shared machine's CPU time varies by up to a third from run to run.
 Usage: ``.venv/bin/python benchmarks/realistic.py [--repeat N] [--hours H] [--policy P]
-[--write DIR] [a b c d]`` (default: all four, once each; case c alone takes about 3.3 CPU
-minutes; with N, the lowest CPU of N runs is reported, as contention only adds CPU time).
+[--write DIR] [a b c d]`` (default: all four, once each; case c alone takes 3 to 7 CPU
+minutes, by machine; with N, the lowest CPU of N runs is reported, as contention only adds
+CPU time).
 ``--hours H`` shortens case c to its first H simulated hours and ``--policy P``
 (``joiner`` or ``cluster-autoscaler``) runs case c under that policy alone: for profiling, and
 for measuring one policy's share; the targets apply to the full week of both policies only.
@@ -377,6 +379,24 @@ def case_d(tmp: Path) -> dict[str, Any]:
 CASES = {"a": case_a, "b": case_b, "c": case_c, "d": case_d}
 
 
+def calibration_cpu_s() -> float:
+    """CPU seconds of a fixed pure-Python workload (dict and list work of the kind a
+    simulation does), the lowest of three runs in this process. Machines sold as the same
+    size differ by a factor of two or more in CPU seconds for the same run, so a figure
+    compares across machines only beside this one (the README quotes it with its table)."""
+    best = math.inf
+    for _ in range(3):
+        start = time.process_time()
+        table: dict[int, list[int]] = {}
+        for i in range(400_000):
+            table.setdefault(i % 997, []).append(i)
+        total = sum(len(v) for v in table.values())
+        ordered = sorted(range(400_000), key=lambda i: (i * 7919) % 400_003)
+        assert total == len(ordered)
+        best = min(best, time.process_time() - start)
+    return round(best, 3)
+
+
 def main(argv: list[str]) -> int:
     write_to: Path | None = None
     overrides = False  # --hours or --policy: they apply to case c only
@@ -435,6 +455,7 @@ def main(argv: list[str]) -> int:
         "cpuCount": os.cpu_count(),
         "measure": "CPU seconds = user + system of the child process (os.wait4)",
         "repeat": REPEAT[0],
+        "calibrationCpuSeconds": calibration_cpu_s(),
         "cases": {},
     }
     for name in names:

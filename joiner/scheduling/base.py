@@ -24,10 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from joiner.api import labels
 from joiner.api.objects import PREFER_NO_SCHEDULE, HostPort, PodAffinityTerm, Taint
 from joiner.api.requirements import Requirements
-from joiner.scheduling.room import NodeArrays
+from joiner.scheduling.room import IntArray, NodeArrays
 from joiner.scheduling.topology import Group, _selects
 from joiner.scheduling.types import BoundPod, ExistingNode
 
@@ -68,6 +70,7 @@ class SolveBase:
     )
     _arrays: dict[tuple[str, ...], NodeArrays] = field(default_factory=dict)
     _domains: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    _combos: dict[tuple[str, ...], tuple[IntArray, list[int]]] = field(default_factory=dict)
     _hosts: list[Host] | None = None
 
     def domains(self, key: str, exclude: frozenset[str]) -> dict[str, set[tuple[Taint, ...]]]:
@@ -88,6 +91,26 @@ class SolveBase:
             if sets:
                 out[value] = sets
         return out
+
+    def domain_combos(self, keys: tuple[str, ...]) -> tuple[IntArray, list[int]]:
+        """The distinct combinations of the nodes' values of ``keys`` (a missing label is a
+        value of its own): each node's combination as a number 0..m-1, over ``nodes``, and
+        per combination the first node that has it (its index in ``nodes``); built once
+        per key tuple."""
+        found = self._combos.get(keys)
+        if found is None:
+            combos: dict[tuple[str | None, ...], int] = {}
+            reps: list[int] = []
+            codes = np.empty(len(self.nodes), dtype=np.int64)
+            for i, b in enumerate(self.nodes):
+                values = tuple(b.domains.get(k) for k in keys)
+                code = combos.get(values)
+                if code is None:
+                    code = combos[values] = len(reps)
+                    reps.append(i)
+                codes[i] = code
+            found = self._combos[keys] = (codes, reps)
+        return found
 
     def hosts(self, exclude: frozenset[str]) -> list[Host]:
         """(hostname, requirements, taints, whether its labels are exact) of each node not in

@@ -99,8 +99,10 @@ class FreeRoom:
         self._count = arrays.scored_count[keep]
         self._rank = arrays.name_rank[keep]
         self._n = len(keep)
-        self._scored = [self._cols[r] for r in SCORED]
+        self._scored = np.array([self._cols[r] for r in SCORED], dtype=np.int64)
+        self._positive = self._total > 0
         self._need: dict[int, tuple[list[int], IntArray] | None] = {}
+        self._scored_need: dict[int, IntArray] = {}
 
     @property
     def active(self) -> bool:
@@ -149,6 +151,15 @@ class FreeRoom:
             if j is not None:
                 free[i, j] -= v
 
+    def _scored_requests(self, requests: Mapping[str, int]) -> IntArray:
+        """The requests of the ``SCORED`` resources, memoised by identity as ``_columns``."""
+        key = id(requests)
+        found = self._scored_need.get(key)
+        if found is None:
+            found = np.array([requests.get(r, 0) for r in SCORED], dtype=np.int64)
+            self._scored_need[key] = found
+        return found
+
     def least_allocated_order(self, rows: IntArray, requests: Mapping[str, int]) -> IntArray | None:
         """``rows`` in kube-scheduler's order: highest LeastAllocated score first, then by
         name (``placement._least_allocated``, the same value); None when the arrays cannot
@@ -159,15 +170,14 @@ class FreeRoom:
             return None
         if any(abs(requests.get(r, 0)) >= _EXACT // 4 for r in SCORED):
             return None
-        total = self._total[rows]
-        score = np.zeros(len(rows), dtype=np.float64)
-        for j, r in enumerate(SCORED):
-            t = total[:, j]
-            share = np.zeros(len(rows), dtype=np.float64)
-            on = t > 0
-            after = free[rows, self._scored[j]] - requests.get(r, 0)
-            share[on] = after[on].astype(np.float64) / t[on]
-            score = score + share
+        # Each share is a correctly rounded quotient of two integers below 2**53, added in
+        # SCORED order and divided by the count: ``_least_allocated``'s operations, for all
+        # rows and both resources at once.
+        after = (free[rows][:, self._scored] - self._scored_requests(requests)).astype(np.float64)
+        shares = np.divide(
+            after, self._total[rows], out=np.zeros_like(after), where=self._positive[rows]
+        )
+        score = shares[:, 0] + shares[:, 1]
         count = self._count[rows]
         score = np.divide(score, count, out=np.zeros_like(score), where=count > 0)
         return rows[np.lexsort((self._rank[rows], -score))]

@@ -36,7 +36,7 @@ from functools import partial
 
 import numpy as np
 
-from joiner.api import labels, quantity
+from joiner.api import labels
 from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
     PodTemplate,
@@ -44,16 +44,15 @@ from joiner.api.objects import (
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.base import base_of
+from joiner.scheduling.existing import OnExisting
 from joiner.scheduling.limits import limit_reason, min_values_short, subtract_max, within_limits
 from joiner.scheduling.placement import (
     _Attempt,
     _blocking_taint,
     _Claim,
     _ClaimIndex,
-    _Existing,
     _explain,
     _fifo_key,
-    _least_allocated,
     _no_offering,
     _no_room,
     _Nodes,
@@ -67,7 +66,7 @@ from joiner.scheduling.pool import IntArray, PreparedPool, prepare
 from joiner.scheduling.reservations import Reservations
 from joiner.scheduling.room import BoolArray, FreeRoom
 from joiner.scheduling.stop import StopCheck, Stopped
-from joiner.scheduling.topology import Group, Summary, Topology
+from joiner.scheduling.topology import Group, Topology
 from joiner.scheduling.types import (
     NewNodeClaim,
     PodRequest,
@@ -75,9 +74,6 @@ from joiner.scheduling.types import (
     SchedulingResult,
 )
 
-_NO_UNDEFINED: frozenset[str] = frozenset()
-#: ``_Solve._static``'s marker for "not decided yet".
-_UNDECIDED = Requirements()
 _EMPTY = Requirements()
 
 
@@ -107,7 +103,7 @@ class Scheduler:
             return SchedulingResult(stopped=str(stop))
 
 
-class _Solve:
+class _Solve(OnExisting):
     #: An attempt reads only the pod's template and volume terms, so an alike pod
     #: may take an earlier one's failure (``run``); a subclass whose attempts read the pod
     #: itself (its uid) turns this off.
@@ -136,7 +132,10 @@ class _Solve:
         #: This solve's view of each kept node, made when first asked for (most are only
         #: ever looked at through ``room``'s arrays).
         self.existing = _Nodes(kept)
-        self.room = FreeRoom(base.arrays(tuple(extra)), np.array(keep, dtype=np.int64))
+        self._base, self._keep = base, np.array(keep, dtype=np.int64)
+        #: Per tuple of topology keys, the kept nodes' ``SolveBase.domain_combos``.
+        self._combos: dict[tuple[str, ...], IntArray] = {}
+        self.room = FreeRoom(base.arrays(tuple(extra)), self._keep)
         self.claims: list[_Claim] = []
         universe, domain_taints, launchable = domain_universe(
             inp.pods,
@@ -242,111 +241,6 @@ class _Solve:
         requirements (Karpenter ``NewNodeClaimTemplate``)."""
         return pool.nodepool.requirements
 
-    def _summary(self, attempt: _Attempt, term: Requirements) -> Summary:
-        found = attempt.summaries.get(term)
-        if found is None:
-            found = self.topology.summarize(attempt.pod.template, attempt.active, term)
-            attempt.summaries[term] = found
-        return found
-
-    def _dead_for(self, t: PodTemplate, prefs: _Prefs) -> BoolArray:
-        key = (id(t), prefs.step)
-        found = self._dead.get(key)
-        if found is None:
-            found = self._dead[key] = np.zeros(len(self.existing), dtype=np.bool_)
-        return found
-
-    def _try_existing(self, attempt: _Attempt) -> str | None:
-        if not self.existing:
-            return None
-        t = attempt.pod.template
-        dead = self._dead_for(t, attempt.prefs)
-        # A node without room for the requests never takes the template in this solve
-        # (free room only shrinks): ``_admits`` would call it dead, so it is marked dead
-        # unchecked (``room``: one array comparison over every node).
-        dead |= ~self.room.fitting(t.requests)
-        rows = np.flatnonzero(~dead)
-        if rows.size == 0:
-            return None
-        if self.inp.mode == "kube-scheduler":
-            # Score only the nodes that may still take this template (LeastAllocated).
-            ordered = self.room.least_allocated_order(rows, t.requests)
-            if ordered is not None:
-                rows = ordered
-            else:
-                rows = np.array(
-                    sorted(
-                        rows.tolist(),
-                        key=lambda i: (
-                            -_least_allocated(self.existing[i], t.requests),
-                            self.existing[i].node.name,
-                        ),
-                    ),
-                    dtype=np.int64,
-                )
-        # Topology verdicts by what they read of a node (its zone, say), for this pod: the
-        # counts do not change until it is placed.
-        memo: dict[tuple[int, tuple[str | None, ...]], bool] = {}
-        for i in rows.tolist():
-            e = self.existing[i]
-            verdict = self._admits(e, attempt, memo)
-            if verdict is None:
-                dead[i] = True
-                continue
-            if not verdict:
-                continue
-            e.available = quantity.subtract(e.available, t.requests)
-            self.room.take(i, t.requests)
-            if t.host_ports:
-                e.ports = [*e.ports, *t.host_ports]
-            self.topology.record(t, dict(e.domains))
-            return e.node.name
-        return None
-
-    def _admits(
-        self,
-        e: _Existing,
-        attempt: _Attempt,
-        memo: dict[tuple[int, tuple[str | None, ...]], bool] | None = None,
-    ) -> bool | None:
-        """True if the node takes the pod now; None if it never will (monotonic: taints,
-        resources, ports, node selection); False on topology, which may change. ``memo``
-        holds topology verdicts by ``Summary.node_key`` while the counts stay the same."""
-        t = attempt.pod.template
-        # Taints and node selection depend only on the node, the template and how far its
-        # preferences are relaxed: decided once per solve (the first term the node admits).
-        prefs = attempt.prefs
-        static = (id(e), id(t), prefs.step, prefs.tolerate_pns, attempt.pod.volume_terms)
-        term = self._static.get(static, _UNDECIDED)
-        if term is _UNDECIDED:
-            term = None
-            if _blocking_taint(t, e.node.taints, prefs.tolerate_pns) is None:
-                allow = _NO_UNDEFINED if e.node.requirements is None else labels.WELL_KNOWN_LABELS
-                term = next(
-                    (
-                        term
-                        for term in attempt.terms
-                        if e.requirements.compatible(term, allow_undefined=allow) is None
-                    ),
-                    None,
-                )
-            self._static[static] = term
-        if (
-            term is None
-            or not quantity.fits(t.requests, e.available)
-            or _ports_conflict(t.host_ports, e.ports)
-        ):
-            return None
-        summary = self._summary(attempt, term)
-        key = summary.node_key(e.domains) if memo is not None else None
-        if memo is None or key is None:
-            return summary.verdict(dict(e.domains), None, self.topology.universe).ok
-        found = memo.get((id(summary), key))
-        if found is None:
-            found = summary.verdict(dict(e.domains), None, self.topology.universe).ok
-            memo[(id(summary), key)] = found
-        return found
-
     def _try_claims(self, attempt: _Attempt) -> bool:
         index = self.index
         n = index.n
@@ -362,18 +256,25 @@ class _Solve:
             return False
         for g, limit, _low in summary.host_max:
             mask &= index.host_counts(id(g))[:n] <= limit
+        # Per key, a table over the domain codes shifted by one (-1, no single domain yet,
+        # is row 0): one lookup per NodeClaim where ``np.isin`` sorted every time.
         for key, allowed in summary.allowed.items():
             if allowed is None or key not in index.codes:
                 continue
-            codes = index.codes[key][:n]
-            ok = [index.code_of[key][v] for v in allowed if v in index.code_of[key]]
-            mask &= (codes == -1) | np.isin(codes, ok)
+            code_of = index.code_of[key]
+            table = np.zeros(len(code_of) + 1, dtype=np.bool_)
+            table[0] = True  # undecided: the exact check in _add decides
+            table[[code_of[v] + 1 for v in allowed if v in code_of]] = True
+            mask &= table[index.codes[key][:n] + 1]
         for key, bad in summary.forbidden_all().items():
             if key not in index.codes:
                 continue
-            bad_codes = [index.code_of[key][v] for v in bad if v in index.code_of[key]]
-            if bad_codes:
-                mask &= ~np.isin(index.codes[key][:n], bad_codes)
+            code_of = index.code_of[key]
+            bad_rows = [code_of[v] + 1 for v in bad if v in code_of]
+            if bad_rows:
+                table = np.ones(len(code_of) + 1, dtype=np.bool_)
+                table[bad_rows] = False
+                mask &= table[index.codes[key][:n] + 1]
         candidates = np.flatnonzero(mask)
         if candidates.size == 0:
             return False

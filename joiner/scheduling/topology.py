@@ -199,12 +199,10 @@ class Summary:
                 out.setdefault(key, set()).update(d for d, n in g.counts.items() if n > 0)
         return out
 
-    def node_key(self, domain_of: Mapping[str, str | None]) -> tuple[str | None, ...] | None:
-        """What ``verdict`` reads of an existing node (no NodeClaim requirements, nothing
-        to decide): its domains on the constrained keys other than the hostname. Nodes
-        with equal keys get equal verdicts while the counts stay; None when a hostname
-        constraint applies (every node is its own domain). Call only once the summary is
-        complete (its keys are taken on the first call)."""
+    def node_keys(self) -> tuple[str, ...] | None:
+        """The topology keys ``node_key`` reads, sorted; None when a hostname constraint
+        applies (every node is its own domain). Call only once the summary is complete (its
+        keys are taken on the first call)."""
         keys = self._node_keys
         if keys is None:
             if (
@@ -218,7 +216,15 @@ class Summary:
                 found.discard(labels.HOSTNAME)
                 keys = tuple(sorted(found))
             self._node_keys = keys
-        if keys is _PER_HOST:
+        return None if keys is _PER_HOST else keys
+
+    def node_key(self, domain_of: Mapping[str, str | None]) -> tuple[str | None, ...] | None:
+        """What ``verdict`` reads of an existing node (no NodeClaim requirements, nothing
+        to decide): its domains on the ``node_keys`` (constrained keys other than the
+        hostname). Nodes with equal keys get equal verdicts while the counts stay; None when
+        a hostname constraint applies. Call only once the summary is complete."""
+        keys = self.node_keys()
+        if keys is None:
             return None
         return tuple(domain_of.get(k) for k in keys)
 

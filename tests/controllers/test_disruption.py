@@ -307,6 +307,39 @@ def test_simulated_subnet_drift_is_detected(tmp_path):
     assert run.cloud.is_drifted(launched.provider_id) == "SubnetDrift"
 
 
+def test_simulated_subnet_drift_follows_the_clouds_subnets(tmp_path):
+    """``resolve_subnets`` is remembered per NodeClass object: a subnet leaving the cloud
+    (the same NodeClass, the list changed in place) is still seen as SubnetDrift, and its
+    return brings the instance back in line."""
+    run = dry_run(tmp_path, nodepool(), node("n", "m5.xlarge"), pod("w", "n"))
+    types = tuple(run.cloud.get_instance_types("default"))[:5]
+    pool = run.state.nodepools["general"]
+    launched = run.cloud.create(LaunchRequest("x", "general", "default", pool.requirements, types))
+    assert run.cloud.is_drifted(launched.provider_id) == ""
+    index = next(i for i, s in enumerate(run.cloud.subnets) if s.id == launched.subnet_id)
+    gone = run.cloud.subnets.pop(index)
+    assert run.cloud.is_drifted(launched.provider_id) == "SubnetDrift"
+    run.cloud.subnets.insert(index, gone)
+    assert run.cloud.is_drifted(launched.provider_id) == ""
+
+
+def test_drift_sees_a_node_label_changed_in_place(tmp_path):
+    """A node's labels are read as requirements once per label set (``drift``'s memo): a
+    label changed in place on the same Node object is seen on the next check."""
+    from joiner.api import labels
+    from joiner.controllers.disruption.drift import drift_reason
+
+    run = dry_run(tmp_path, nodepool(capacity_types="on-demand"), node("n", "m5.xlarge"))
+    ctx, candidates = run.controller.context()
+    (c,) = candidates
+    assert drift_reason(c.claim, c.node, c.pool, ctx.types_of) is None
+    c.node.labels[labels.CAPACITY_TYPE] = "spot"
+    reason = drift_reason(c.claim, c.node, c.pool, ctx.types_of)
+    assert reason is not None and "requirements no longer match" in reason
+    c.node.labels[labels.CAPACITY_TYPE] = "on-demand"
+    assert drift_reason(c.claim, c.node, c.pool, ctx.types_of) is None
+
+
 def test_simulated_static_nodeclass_drift_is_detected_and_replaces(tmp_path):
     run = dry_run(tmp_path, nodepool(), node("n", "m5.xlarge"), pod("w", "n"))
     types = tuple(run.cloud.get_instance_types("default"))[:5]

@@ -52,9 +52,9 @@ from joiner.cloudprovider.simulated.market import (
 )
 from joiner.cloudprovider.simulated.reclaims import PoolReclaims
 from joiner.cloudprovider.simulated.selectors import (
+    SubnetMemo,
     default_subnets,
     resolve_security_groups,
-    resolve_subnets,
     unresolved_terms,
 )
 from joiner.cloudprovider.simulated.selectors import matches as _matches
@@ -138,6 +138,7 @@ class SimulatedCloudProvider:
         self._clock = clock
         self._rng = rng
         self.subnets = list(subnets)
+        self._resolved_subnets = SubnetMemo()
         self.security_groups = list(security_groups)
         self.node_classes = {n.name: n for n in node_classes}
         self._types: dict[str, list[InstanceType]] = {}
@@ -155,8 +156,9 @@ class SimulatedCloudProvider:
     # -- NodeClass resolution ------------------------------------------------------------
 
     def resolve_subnets(self, node_class: NodeClass) -> list[Subnet]:
-        """Subnets any selector term matches (``selectors.resolve_subnets``)."""
-        return resolve_subnets(self.subnets, node_class)
+        """Subnets any selector term matches (``selectors.resolve_subnets``; ``SubnetMemo``
+        remembers the answer per NodeClass object)."""
+        return self._resolved_subnets.resolve(self.subnets, node_class)
 
     def resolve_security_groups(self, node_class: NodeClass) -> list[SecurityGroup]:
         """Security groups any selector term matches (``selectors.resolve_security_groups``)."""

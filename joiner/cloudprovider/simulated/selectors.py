@@ -44,6 +44,35 @@ def resolve_subnets(subnets: Sequence[Subnet], node_class: NodeClass) -> list[Su
     return [found[k] for k in sorted(found)]
 
 
+class SubnetMemo:
+    """``resolve_subnets`` answers by NodeClass identity (NodeClasses are immutable), valid
+    while the subnets are the very same objects in the same order: every drift check of
+    every disruption pass resolves its NodeClass's subnets."""
+
+    __slots__ = ("_found",)
+
+    def __init__(self) -> None:
+        #: id -> (the NodeClass, kept alive so its id stays valid; the subnets it was
+        #: resolved over; the answer).
+        self._found: dict[int, tuple[NodeClass, tuple[Subnet, ...], tuple[Subnet, ...]]] = {}
+
+    def resolve(self, subnets: Sequence[Subnet], node_class: NodeClass) -> list[Subnet]:
+        """``resolve_subnets(subnets, node_class)``, remembered."""
+        hit = self._found.get(id(node_class))
+        if (
+            hit is not None
+            and hit[0] is node_class
+            and len(hit[1]) == len(subnets)
+            and all(a is b for a, b in zip(hit[1], subnets, strict=True))
+        ):
+            return list(hit[2])
+        found = resolve_subnets(subnets, node_class)
+        if len(self._found) >= 256:
+            self._found.clear()
+        self._found[id(node_class)] = (node_class, tuple(subnets), tuple(found))
+        return found
+
+
 def resolve_security_groups(
     groups: Sequence[SecurityGroup], node_class: NodeClass
 ) -> list[SecurityGroup]:

@@ -52,6 +52,24 @@ class TypesByName:
         return found
 
 
+def _label_requirements(node: Node) -> Requirements:
+    """``node``'s labels as requirements, remembered per Node object while its labels compare
+    equal (a dict comparison, cheaper than sorting and hashing them every pass)."""
+    hit = _LABELS.get(id(node))
+    if hit is not None and hit[0] is node and hit[1] == node.labels:
+        return hit[2]
+    found = Requirements.from_label_items(tuple(sorted(node.labels.items())))
+    if len(_LABELS) >= 4096:
+        _LABELS.clear()
+    _LABELS[id(node)] = (node, dict(node.labels), found)
+    return found
+
+
+#: ``_label_requirements`` answers by Node identity: (the node, kept alive so its id stays
+#: valid; a copy of its labels then; the answer).
+_LABELS: dict[int, tuple[Node, dict[str, str], Requirements]] = {}
+
+
 def drift_reason(
     claim: NodeClaim,
     node: Node,
@@ -76,7 +94,7 @@ def drift_reason(
         for taint in pool.taints:
             if taint not in node.taints:
                 return f"NodePool {pool.name} template taint {taint} is not on the node"
-    have = Requirements.from_label_items(tuple(sorted(node.labels.items())))
+    have = _label_requirements(node)
     conflict = have.compatible(pool.requirements, allow_undefined=WELL_KNOWN_LABELS)
     if conflict is not None:
         return f"NodePool {pool.name} requirements no longer match the node: {conflict}"

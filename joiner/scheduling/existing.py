@@ -1,0 +1,219 @@
+"""A solve's existing nodes: which of them takes a pod (``OnExisting``, the half of
+``scheduler._Solve`` that places pods on nodes already running).
+
+The predicates are kube-scheduler's Filter plugins as the scheduler's module docstring lists
+them (taints, node selection, resources, host ports, volume topology, spread and pod
+affinity); in ``kube-scheduler`` mode the nodes are tried in NodeResourcesFit LeastAllocated
+order (``noderesources/least_allocated.go``), else in the solve's try order (Karpenter's
+``scheduler.go`` tries existing nodes first, in order). Three things spare work without
+changing an answer:
+
+* ``room.FreeRoom``: a node without room for the requests is dead for the template for the
+  rest of the solve (free room only shrinks), found by one array comparison;
+* ``_static``: taints and node selection are decided once per node, template and relaxation;
+* topology verdicts depend only on a node's domains on the constrained keys
+  (``Summary.node_key``): one verdict per distinct combination, which ``_topology_filter``
+  takes before the nodes are tried one by one, dropping every node of a refused zone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from joiner.api import labels, quantity
+from joiner.api.objects import PodTemplate
+from joiner.api.requirements import Requirements
+from joiner.scheduling.base import SolveBase
+from joiner.scheduling.placement import (
+    _Attempt,
+    _blocking_taint,
+    _Existing,
+    _least_allocated,
+    _Nodes,
+    _ports_conflict,
+    _Prefs,
+)
+from joiner.scheduling.pool import IntArray
+from joiner.scheduling.room import BoolArray, FreeRoom
+from joiner.scheduling.topology import Summary, Topology
+from joiner.scheduling.types import SchedulingInput
+
+_NO_UNDEFINED: frozenset[str] = frozenset()
+#: ``OnExisting._static``'s marker for "not decided yet".
+_UNDECIDED = Requirements()
+#: ``_try_existing`` filters the nodes by topology first from this many candidate nodes (below,
+#: one ``_admits`` per node costs less than grouping them).
+_FILTER_FROM = 16
+#: Topology verdicts of one attempt: (summary id, ``Summary.node_key``) -> verdict.
+_VerdictMemo = dict[tuple[int, tuple[str | None, ...]], bool]
+#: Distinct combinations of domains past which the topology filter is not tried (a verdict
+#: each would cost more than it saves).
+_COMBOS_MAX = 64
+
+
+class OnExisting:
+    """Placing a pod on a solve's existing nodes; ``scheduler._Solve`` sets the attributes
+    below in its ``__init__``."""
+
+    inp: SchedulingInput
+    existing: _Nodes
+    room: FreeRoom
+    topology: Topology
+    _base: SolveBase
+    #: Positions in ``_base.nodes`` of the nodes this solve keeps (``existing``'s order).
+    _keep: IntArray
+    #: Per tuple of topology keys, the kept nodes' ``SolveBase.domain_combos``.
+    _combos: dict[tuple[str, ...], IntArray]
+    #: (template id, relaxation step) -> existing nodes (by position) that can never take it.
+    _dead: dict[tuple[int, int], BoolArray]
+    #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
+    #: tolerated, volume terms) -> the first term of the pod's node selection the node
+    #: admits, None if its taints or labels refuse.
+    _static: dict[tuple[object, ...], Requirements | None]
+
+    def _summary(self, attempt: _Attempt, term: Requirements) -> Summary:
+        found = attempt.summaries.get(term)
+        if found is None:
+            found = self.topology.summarize(attempt.pod.template, attempt.active, term)
+            attempt.summaries[term] = found
+        return found
+
+    def _dead_for(self, t: PodTemplate, prefs: _Prefs) -> BoolArray:
+        key = (id(t), prefs.step)
+        found = self._dead.get(key)
+        if found is None:
+            found = self._dead[key] = np.zeros(len(self.existing), dtype=np.bool_)
+        return found
+
+    def _try_existing(self, attempt: _Attempt) -> str | None:
+        if not self.existing:
+            return None
+        t = attempt.pod.template
+        dead = self._dead_for(t, attempt.prefs)
+        # A node without room for the requests never takes the template in this solve
+        # (free room only shrinks): ``_admits`` would call it dead, so it is marked dead
+        # unchecked (``room``: one array comparison over every node).
+        dead |= ~self.room.fitting(t.requests)
+        rows = np.flatnonzero(~dead)
+        if rows.size == 0:
+            return None
+        # Topology verdicts by what they read of a node (its zone, say), for this pod: the
+        # counts do not change until it is placed.
+        memo: _VerdictMemo = {}
+        if rows.size >= _FILTER_FROM:
+            rows = self._topology_filter(attempt, rows, memo)
+            if rows.size == 0:
+                return None
+        if self.inp.mode == "kube-scheduler":
+            # Score only the nodes that may still take this template (LeastAllocated).
+            ordered = self.room.least_allocated_order(rows, t.requests)
+            if ordered is not None:
+                rows = ordered
+            else:
+                rows = np.array(
+                    sorted(
+                        rows.tolist(),
+                        key=lambda i: (
+                            -_least_allocated(self.existing[i], t.requests),
+                            self.existing[i].node.name,
+                        ),
+                    ),
+                    dtype=np.int64,
+                )
+        for i in rows.tolist():
+            e = self.existing[i]
+            verdict = self._admits(e, attempt, memo)
+            if verdict is None:
+                dead[i] = True
+                continue
+            if not verdict:
+                continue
+            e.available = quantity.subtract(e.available, t.requests)
+            self.room.take(i, t.requests)
+            if t.host_ports:
+                e.ports = [*e.ports, *t.host_ports]
+            self.topology.record(t, dict(e.domains))
+            return e.node.name
+        return None
+
+    def _topology_filter(self, attempt: _Attempt, rows: IntArray, memo: _VerdictMemo) -> IntArray:
+        """``rows`` without the nodes whose domains the pod's topology refuses, one verdict
+        per distinct combination of domains (``Summary.node_key``) instead of one
+        ``_admits`` per node (a zone spread refuses most nodes of a skewed zone); the
+        verdicts go into ``memo``. Only for a pod with one node-selection term, whose
+        every admitting node reads the same summary; otherwise ``rows`` unchanged. A node
+        dropped here is one ``_admits`` would refuse on topology (False): the answer is
+        unchanged, only fewer nodes are looked at."""
+        if len(attempt.terms) != 1:
+            return rows
+        summary = self._summary(attempt, attempt.terms[0])
+        keys = summary.node_keys()
+        if keys is None:
+            return rows
+        codes, reps = self._base.domain_combos(keys)
+        if len(reps) > _COMBOS_MAX:
+            return rows
+        kept = self._combos.get(keys)
+        if kept is None:
+            kept = self._combos[keys] = codes[self._keep]
+        ok = np.zeros(len(reps), dtype=np.bool_)
+        universe = self.topology.universe
+        for j, at in enumerate(reps):
+            # Any node with this combination gives its verdict (it reads only the domains),
+            # kept by this solve or not.
+            domains = self._base.nodes[at].domains
+            key = summary.node_key(domains)
+            if key is None:
+                return rows  # verdicts are not shared (every node is its own domain)
+            found = memo.get((id(summary), key))
+            if found is None:
+                found = summary.verdict(dict(domains), None, universe).ok
+                memo[(id(summary), key)] = found
+            ok[j] = found
+        if ok.all():
+            return rows
+        return rows[ok[kept[rows]]]
+
+    def _admits(
+        self,
+        e: _Existing,
+        attempt: _Attempt,
+        memo: _VerdictMemo | None = None,
+    ) -> bool | None:
+        """True if the node takes the pod now; None if it never will (monotonic: taints,
+        resources, ports, node selection); False on topology, which may change. ``memo``
+        holds topology verdicts by ``Summary.node_key`` while the counts stay the same."""
+        t = attempt.pod.template
+        # Taints and node selection depend only on the node, the template and how far its
+        # preferences are relaxed: decided once per solve (the first term the node admits).
+        prefs = attempt.prefs
+        static = (id(e), id(t), prefs.step, prefs.tolerate_pns, attempt.pod.volume_terms)
+        term = self._static.get(static, _UNDECIDED)
+        if term is _UNDECIDED:
+            term = None
+            if _blocking_taint(t, e.node.taints, prefs.tolerate_pns) is None:
+                allow = _NO_UNDEFINED if e.node.requirements is None else labels.WELL_KNOWN_LABELS
+                term = next(
+                    (
+                        term
+                        for term in attempt.terms
+                        if e.requirements.compatible(term, allow_undefined=allow) is None
+                    ),
+                    None,
+                )
+            self._static[static] = term
+        if (
+            term is None
+            or not quantity.fits(t.requests, e.available)
+            or _ports_conflict(t.host_ports, e.ports)
+        ):
+            return None
+        summary = self._summary(attempt, term)
+        key = summary.node_key(e.domains) if memo is not None else None
+        if memo is None or key is None:
+            return summary.verdict(dict(e.domains), None, self.topology.universe).ok
+        found = memo.get((id(summary), key))
+        if found is None:
+            found = summary.verdict(dict(e.domains), None, self.topology.universe).ok
+            memo[(id(summary), key)] = found
+        return found
