@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from joiner.api import labels, quantity
-from joiner.api.objects import PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.scheduling.base import SolveBase
 from joiner.scheduling.placement import (
@@ -31,7 +30,6 @@ from joiner.scheduling.placement import (
     _least_allocated,
     _Nodes,
     _ports_conflict,
-    _Prefs,
 )
 from joiner.scheduling.pool import IntArray
 from joiner.scheduling.room import BoolArray, FreeRoom
@@ -50,6 +48,15 @@ _VerdictMemo = dict[tuple[int, tuple[str | None, ...]], bool]
 #: each would cost more than it saves).
 _COMBOS_MAX = 64
 
+#: What decides that a node can never take a pod in a solve: (template id, relaxation step,
+#: volume terms). The step also decides whether PreferNoSchedule is tolerated.
+DeadKey = tuple[int, int, tuple[Requirements, ...]]
+
+
+def dead_key(attempt: _Attempt) -> DeadKey:
+    """``attempt``'s ``DeadKey`` (for existing nodes here, for NodeClaims in ``_try_claims``)."""
+    return (id(attempt.pod.template), attempt.prefs.step, attempt.pod.volume_terms)
+
 
 class OnExisting:
     """Placing a pod on a solve's existing nodes; ``scheduler._Solve`` sets the attributes
@@ -64,8 +71,8 @@ class OnExisting:
     _keep: IntArray
     #: Per tuple of topology keys, the kept nodes' ``SolveBase.domain_combos``.
     _combos: dict[tuple[str, ...], IntArray]
-    #: (template id, relaxation step) -> existing nodes (by position) that can never take it.
-    _dead: dict[tuple[int, int], BoolArray]
+    #: ``dead_key`` -> existing nodes (by position) that can never take such a pod.
+    _dead: dict[DeadKey, BoolArray]
     #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
     #: tolerated, volume terms) -> the first term of the pod's node selection the node
     #: admits, None if its taints or labels refuse.
@@ -78,8 +85,11 @@ class OnExisting:
             attempt.summaries[term] = found
         return found
 
-    def _dead_for(self, t: PodTemplate, prefs: _Prefs) -> BoolArray:
-        key = (id(t), prefs.step)
+    def _dead_for(self, attempt: _Attempt) -> BoolArray:
+        """The nodes that can never take ``attempt``'s pod in this solve: by template,
+        relaxation step and volume terms (its node selection merges the volumes' zones, so
+        pods of one template whose volumes differ are refused by different nodes)."""
+        key = dead_key(attempt)
         found = self._dead.get(key)
         if found is None:
             found = self._dead[key] = np.zeros(len(self.existing), dtype=np.bool_)
@@ -89,7 +99,7 @@ class OnExisting:
         if not self.existing:
             return None
         t = attempt.pod.template
-        dead = self._dead_for(t, attempt.prefs)
+        dead = self._dead_for(attempt)
         # A node without room for the requests never takes the template in this solve
         # (free room only shrinks): ``_admits`` would call it dead, so it is marked dead
         # unchecked (``room``: one array comparison over every node).

@@ -99,7 +99,8 @@ class _ClaimIndex:
         self.codes = {k: np.full(self.capacity, -1, dtype=np.int64) for k in keys}
         self.code_of: dict[str, dict[str, int]] = {k: {} for k in keys}
         self.host: dict[int, IntArray] = {}
-        self.dead: dict[tuple[int, int], npt.NDArray[np.bool_]] = {}
+        #: ``existing.DeadKey`` -> the NodeClaims that can never take such a pod.
+        self.dead: dict[tuple[object, ...], npt.NDArray[np.bool_]] = {}
 
     def _grow(self) -> None:
         old = self.capacity
@@ -134,7 +135,7 @@ class _ClaimIndex:
             self.host[group_id] = found
         return found
 
-    def dead_mask(self, key: tuple[int, int]) -> npt.NDArray[np.bool_]:
+    def dead_mask(self, key: tuple[object, ...]) -> npt.NDArray[np.bool_]:
         found = self.dead.get(key)
         if found is None:
             found = np.zeros(self.capacity, dtype=np.bool_)

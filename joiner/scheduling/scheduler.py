@@ -44,7 +44,7 @@ from joiner.api.objects import (
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.base import base_of
-from joiner.scheduling.existing import OnExisting
+from joiner.scheduling.existing import DeadKey, OnExisting, dead_key
 from joiner.scheduling.limits import limit_reason, min_values_short, subtract_max, within_limits
 from joiner.scheduling.placement import (
     _Attempt,
@@ -159,9 +159,7 @@ class _Solve(OnExisting):
         self.pns_exists = any(
             t.effect == PREFER_NO_SCHEDULE for p in self.pools for t in p.taints
         ) or bool(base.prefer_no_schedule - exclude)
-        #: (template id, relaxation step) -> existing nodes (by position) that can never
-        #: take it.
-        self._dead: dict[tuple[int, int], BoolArray] = {}
+        self._dead: dict[DeadKey, BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
         self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
         #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
@@ -246,8 +244,7 @@ class _Solve(OnExisting):
         n = index.n
         if n == 0:
             return False
-        t = attempt.pod.template
-        dead = index.dead_mask((id(t), attempt.prefs.step))
+        dead = index.dead_mask(dead_key(attempt))
         mask = ~dead[:n]
         # Pre-filter on topology with the first term's summary (exact checks follow in _add).
         summary = self._summary(attempt, attempt.terms[0])

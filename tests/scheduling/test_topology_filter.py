@@ -2,8 +2,8 @@
 taken once per distinct combination of the nodes' domains and the refused nodes are dropped.
 Placements and reasons must equal those of trying every node (the filter off), across zone
 and capacity-type spread, zone and hostname anti-affinity, node selection with one and with
-two terms, taints, nodes without the zone label, and excluded nodes; and the filter must
-really drop nodes in these cases (else the comparison proves nothing)."""
+two terms, bound volumes' zones, taints, nodes without the zone label, and excluded nodes;
+and the filter must really drop nodes in these cases (else the comparison proves nothing)."""
 
 from __future__ import annotations
 
@@ -108,13 +108,16 @@ def _solve(inp: SchedulingInput, filter_from: int, monkeypatch) -> object:
 
 
 @pytest.mark.parametrize("mode", ["kube-scheduler", "provisioner"])
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", range(40))
 def test_topology_filter_gives_the_answers_of_trying_every_node(seed, mode, monkeypatch):
     rng = random.Random(7000 + seed)
     nodes = _nodes(rng)
     templates = _templates()
+    # Some pods carry a bound volume's zone (StatefulSet replicas of one template).
+    volumes = [(), (), (Requirements([Requirement.in_(labels.ZONE, rng.choice(ZONES))]),)]
     pods = tuple(
-        PodRequest(f"p{i:03d}", rng.choice(templates), i) for i in range(rng.randint(10, 60))
+        PodRequest(f"p{i:03d}", rng.choice(templates), i, rng.choice(volumes))
+        for i in range(rng.randint(10, 60))
     )
     exclude = frozenset(n.name for n in nodes if rng.random() < 0.2) if seed % 2 else frozenset()
     inp = SchedulingInput(pods=pods, existing=tuple(nodes), mode=mode, exclude_nodes=exclude)
