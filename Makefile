@@ -40,7 +40,8 @@ chart:
 	$$(bash tools/kube-stack/build-helm.sh --print-bin-dir)/helm template joiner deploy/chart \
 	  --namespace joiner --set cloud=simulated >/dev/null
 
-## The whole suite, end-to-end tests on the real Kubernetes stack included (built on first use).
+## The whole suite, end-to-end tests on the real Kubernetes stack included (built on first use;
+## Karpenter too, whose CRDs a test installs: built here, not under a test's timeout).
 ## The end-to-end run on AWS's APIs goes in a process of its own: moto's backends are global
 ## to a process, and the CloudProvider tests' moto server left launch templates behind (its
 ## account is now also reset at the start, so it passes either way). That process runs
@@ -51,6 +52,7 @@ AWS_E2E_LOG := joiner-out/test-e2e-aws.log
 test: $(STAMP)
 	bash tools/kube-stack/build.sh
 	bash tools/kube-stack/build-helm.sh
+	bash tools/kube-stack/build-karpenter.sh
 	@mkdir -p joiner-out
 	JOINER_E2E=1 $(BIN)/pytest -p no:cacheprovider $(AWS_E2E) >$(AWS_E2E_LOG) 2>&1 & aws=$$!; \
 	trap 'kill $$aws 2>/dev/null' INT TERM; \

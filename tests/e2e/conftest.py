@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from joinerctl import NODECLASS, Cluster, ControllerProcess, joiner, new_name, wait_for
+from karpenter import karpenter_paths
 from kubestack import KubeStack, build_stack, stack_paths
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
@@ -40,6 +41,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if stack_paths().missing():
         for item in e2e_items:
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+    # A test that builds Karpenter on first use (about 4 to 10 minutes cold on 2 cores) gets
+    # the build's time too; ``make test`` builds it before the suite.
+    needs_karpenter = [i for i in e2e_items if i.get_closest_marker("karpenter") is not None]
+    if needs_karpenter and karpenter_paths().missing():
+        for item in needs_karpenter:
             item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
 
 

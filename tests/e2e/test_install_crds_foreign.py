@@ -22,7 +22,8 @@ from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
-pytestmark = pytest.mark.e2e
+#: ``karpenter``: Karpenter's CRDs are built on first use (``conftest`` gives the build time).
+pytestmark = [pytest.mark.e2e, pytest.mark.karpenter]
 
 
 @pytest.fixture(scope="module")
