@@ -80,6 +80,11 @@ _EMPTY = Requirements()
 class Scheduler:
     """Stateless solver; one instance may be reused across solves."""
 
+    #: A new NodeClaim's options start as every type within its NodePool's limits
+    #: (``_Solve._new_claim_options``); a packing policy that starts from fewer says False,
+    #: and pool-wide proofs about NodeClaims (``stop.every_claim_launches_as``) are then off.
+    CLAIMS_START_WITH_EVERY_TYPE = True
+
     def feasible_nodes(self, inp: SchedulingInput, uid: str) -> list[str]:
         """kube-scheduler's Filter phase for one pod of ``inp``: the existing nodes that
         admit it now (taints, node selection, resources, host ports, volume topology, spread

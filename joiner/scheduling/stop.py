@@ -18,6 +18,7 @@ from joiner.api import labels
 from joiner.api.requirements import NOT_IN, Requirement
 from joiner.scheduling.base import base_of
 from joiner.scheduling.placement import _Claim, referenced_keys
+from joiner.scheduling.pool import IntArray, PreparedPool
 from joiner.scheduling.types import PodRequest, SchedulingInput, StopRule
 
 #: Keys whose narrowing could take a rejected capacity type away from a NodeClaim.
@@ -106,15 +107,55 @@ def launches_as(claim: _Claim, rejected: frozenset[str], keys: frozenset[str]) -
     if keys & _PINNING_KEYS:
         return False
     pool = claim.pool
-    zones = pool.domains(labels.ZONE)
-    if any(pool.offered_in(z, _RESERVED).any() for z in zones):
+    if _has_reserved(pool):
         return False
     zone = claim.requirements.get(labels.ZONE)
-    allowed = [z for z in sorted(zones) if zone is None or zone.has(z)]
+    allowed = [z for z in sorted(pool.domains(labels.ZONE)) if zone is None or zone.has(z)]
     if not allowed:
         return False
-    options = claim.options
-    memo = (tuple(allowed), rejected, keys, options.tobytes())
+    return _dominated(pool, tuple(allowed), claim.options, rejected, keys)
+
+
+def every_claim_launches_as(
+    pool: PreparedPool, rejected: frozenset[str], keys: frozenset[str]
+) -> bool:
+    """``launches_as`` holds for every NodeClaim ``pool`` could open in a solve whose pods
+    and running pods' anti-affinity refer to no label key outside ``keys`` (a superset of
+    the solve's own keys only adds conditions), whatever pods join it: the same dominance
+    test over every zone the pool launches into and all its instance types. A NodeClaim's
+    options start as the types within the NodePool's limits and narrow only as
+    ``launches_as`` says, and a dominating type is never the one of a pair dropped, so the
+    pool-wide answer bounds every NodeClaim's. A pool with limits (which drop the larger
+    types first) or a reserved offering answers False. Raises nothing.
+
+    Consolidation's pre-check (``controllers.disruption.room``) uses it to skip simulating a
+    spot candidate whose pods need a new node while spot-to-spot consolidation is off."""
+    if keys & _PINNING_KEYS or pool.remaining or not pool.types or _has_reserved(pool):
+        return False
+    zones = tuple(sorted(pool.domains(labels.ZONE)))
+    if not zones:
+        return False
+    return _dominated(pool, zones, np.arange(len(pool.types), dtype=np.int64), rejected, keys)
+
+
+def _has_reserved(pool: PreparedPool) -> bool:
+    """Some type of ``pool`` has an available reserved offering its requirements allow (a
+    NodeClaim could be pinned to the reservation)."""
+    return any(pool.offered_in(z, _RESERVED).any() for z in pool.domains(labels.ZONE))
+
+
+def _dominated(
+    pool: PreparedPool,
+    allowed: tuple[str, ...],
+    options: IntArray,
+    rejected: frozenset[str],
+    keys: frozenset[str],
+) -> bool:
+    """In every zone of ``allowed``, each of ``options`` offered there only as capacity types
+    other than ``rejected`` has a peer in ``options`` offered there as a rejected one with
+    the same labels on ``keys`` (zone keys aside) and at least as much net room in every
+    resource; memoised on the pool."""
+    memo = (allowed, rejected, keys, options.tobytes())
     found = pool.dominance.get(memo)
     if found is not None:
         return found

@@ -9,6 +9,7 @@ import pytest
 
 from joiner.api.featuregates import FeatureGates
 from joiner.controllers.disruption import methods as m
+from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF
 from joiner.controllers.disruption.room import Room
 from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pod
 
@@ -106,6 +107,30 @@ def test_fragmented_free_room_is_hopeless(tmp_path):
     assert isinstance(m.consolidate(ctx, [c], m.SINGLE_NODE), str)
 
 
+def test_pods_of_one_size_counted_by_their_own_request(tmp_path):
+    # Three 1-CPU pods and a 100m one on an m5.xlarge; the one other node has about 1.5 CPUs
+    # free. By the smallest request it holds fifteen pods and 1.5 of the 3.1 CPUs: a new node
+    # would need 1.6 CPUs, which a c5.large holds (so the old bounds simulated). By the
+    # 1-CPU pods' own request it holds one of them: two must share the new node, 2 CPUs,
+    # more than any type cheaper than the m5.xlarge has (step 4): hopeless.
+    docs = [
+        nodepool(
+            requirements="        - {key: node.kubernetes.io/instance-type, operator: In, "
+            "values: [c5.large, m5.large, m5.xlarge]}\n"
+        ),
+        node("c", "m5.xlarge"),
+        node("o", "m5.large"),
+        pod("o-1", "o", cpu="400m", memory="1Gi"),
+        pod("c-small", "c", cpu="100m", memory="128Mi"),
+    ]
+    docs += [pod(f"c-{i}", "c", cpu="1", memory="1Gi") for i in range(3)]
+    ctx, candidates = dry_run(tmp_path, *docs).controller.context(elapsed=True)
+    (c,) = [x for x in candidates if x.name == "c"]
+    why = Room(ctx).hopeless(c)
+    assert why is not None and "cpu=2000m" in why, why
+    assert isinstance(m.consolidate(ctx, [c], m.SINGLE_NODE), str)
+
+
 def _stranded_cluster(tmp_path, candidate: str, capacity_type: str, cpu: str, tolerate: bool):
     """Candidate ``c`` with one pod; the only other node has room for it but is tainted
     (the pod tolerates the taint when ``tolerate``)."""
@@ -125,14 +150,15 @@ def _stranded_cluster(tmp_path, candidate: str, capacity_type: str, cpu: str, to
 
 def test_pods_that_fit_no_other_node_must_fit_one_cheaper_type_together(tmp_path):
     # The tainted node has room (the summed-room test passes), but the pod does not
-    # tolerate its taint, so only a new node could take it, and no instance type cheaper
-    # than the spot m5.large other than as spot holds 1 CPU: the simulation is skipped.
+    # tolerate its taint, so only a new node could take it; every type of the NodePool is
+    # offered as spot wherever it is offered, so that node could launch as spot, which
+    # spot-to-spot consolidation (off) rejects: the simulation is skipped.
     ctx, c = _stranded_cluster(tmp_path, "m5.large", "spot", "1", tolerate=False)
     why = Room(ctx).hopeless(c)
     # The reason names the stranded pod and what the new node would need (the breaker saw a
     # bare "no cheaper type" hide the taint that kept the pod off every other node).
     assert why is not None and "1 pod fit no other node by free room and taints" in why
-    assert "default/c-1" in why and "cpu=1000m" in why and "other than as spot" in why
+    assert "default/c-1" in why and "cpu=1000m" in why and why.endswith("could launch as spot")
     got = m.consolidate(ctx, [c], m.SINGLE_NODE)
     assert isinstance(got, str) and "spot-to-spot consolidation is off" in got
 
@@ -309,3 +335,35 @@ def test_hopeless_exactly_when_the_simulation_fails_here(tmp_path, case):
         assert isinstance(decision, m.Command), decision
         replaced = decision.replacements[0].instance_type.name if decision.replacements else None
         assert (decision.action, replaced) == want
+
+
+def test_spot_candidate_in_a_pool_that_only_launches_as_spot_is_hopeless(tmp_path):
+    """Spot-to-spot consolidation off, a spot candidate, a NodePool whose every type is
+    offered as spot wherever it is offered at all: whatever new node its pods need could
+    launch as spot, which consolidation rejects whatever the price, so the pre-check skips
+    the simulation (its words are the simulation's own). Cheaper on-demand types do not
+    help: consolidation never picks on-demand for such a NodeClaim."""
+    docs = [
+        nodepool(
+            capacity_types="spot, on-demand",
+            requirements="        - {key: node.kubernetes.io/instance-type, operator: In, "
+            "values: [m5.large, m5.xlarge, m5.2xlarge]}\n",
+        ),
+        node("c", "m5.2xlarge", capacity_type="spot"),
+    ]
+    docs += [pod(f"c-{i}", "c", cpu="1", memory="1Gi") for i in range(2)]
+    docs += [node("o", "m5.large"), pod("o-1", "o", cpu="1500m", memory="1Gi")]
+    ctx, candidates = dry_run(tmp_path, *docs).controller.context(elapsed=True)
+    assert not ctx.spot_to_spot
+    (c,) = [x for x in candidates if x.name == "c"]
+    why = Room(ctx).hopeless(c)
+    assert why == (
+        f"can't consolidate: {SPOT_TO_SPOT_OFF}, and its pods need at least cpu=2000m "
+        "memory=2Gi pods=2 on a new node (2 pods fit no other node by free room and taints: "
+        "default/c-0, default/c-1), which could launch as spot"
+    )
+    got = m.consolidate(ctx, [c], m.SINGLE_NODE)
+    assert got == (
+        f"can't consolidate: {SPOT_TO_SPOT_OFF}, and its pods need a new node, and it could "
+        "launch as spot"
+    )

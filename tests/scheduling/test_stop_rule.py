@@ -3,13 +3,18 @@ then (the same pods with no rule give a plan consolidation would reject)."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
 
 from joiner.api import labels
-from joiner.api.requirements import Requirement
+from joiner.api.pods import TopologySpreadConstraint
+from joiner.api.requirements import Requirement, Requirements
 from joiner.scheduling import NodePoolTemplate, Scheduler, SchedulingInput, StopRule
+from joiner.scheduling.placement import referenced_keys
+from joiner.scheduling.pool import prepare
+from joiner.scheduling.stop import every_claim_launches_as
 from joiner.testing.builders import (
     GIB,
     make_instance_type,
@@ -20,6 +25,7 @@ from joiner.testing.builders import (
 from tests.scheduling.test_scheduler import LARGE, SMALL
 
 TYPES = (SMALL, LARGE)
+SPOT = frozenset({"spot"})
 
 
 def _solve(pods, stop=None, types=TYPES):
@@ -178,17 +184,10 @@ def test_a_stop_only_ever_replaces_a_rejected_plan(cpu_m, count):
                 assert _rejected(full, watched, limit, exclude)
 
 
-@pytest.mark.parametrize("seed", range(60))
-def test_random_pools_stop_only_on_plans_consolidation_rejects(seed):
+def _random_case(seed: int):
     """Random types (some on-demand only, in one to three zones, two families and
-    architectures), random pods (some selecting a family or an architecture, some spread over
-    zones): whenever the solve stops with spot rejected, the full plan is one consolidation
-    rejects; when it does not stop, the plan is the full one."""
-    import random
-
-    from joiner.api.pods import TopologySpreadConstraint
-    from joiner.api.requirements import Requirements
-
+    architectures) and random pods (some selecting a family or an architecture, some spread
+    over zones), with the generator for more draws."""
     rng = random.Random(seed)
     zones = ["us-east-1a", "us-east-1b", "us-east-1c"][: rng.randint(1, 3)]
     types = []
@@ -227,11 +226,60 @@ def test_random_pools_stop_only_on_plans_consolidation_rejects(seed):
                 ),
             )
         pods.extend(make_pods(t, rng.randint(1, 3), prefix=f"g{i}"))
+    return tuple(types), pods, rng
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_pools_stop_only_on_plans_consolidation_rejects(seed):
+    """Random types (some on-demand only, in one to three zones, two families and
+    architectures), random pods (some selecting a family or an architecture, some spread over
+    zones): whenever the solve stops with spot rejected, the full plan is one consolidation
+    rejects; when it does not stop, the plan is the full one."""
+    types, pods, rng = _random_case(seed)
     watched = frozenset(p.uid for p in rng.sample(pods, rng.randint(1, len(pods))))
     limit = rng.uniform(0.02, 0.6)
-    full = _solve(pods, types=tuple(types))
-    got = _solve(pods, StopRule(watched, limit, frozenset({"spot"})), tuple(types))
+    full = _solve(pods, types=types)
+    got = _solve(pods, StopRule(watched, limit, frozenset({"spot"})), types)
     if got.stopped is None:
         assert got == full
     else:
         assert _rejected(full, watched, limit, ("spot",)), got.stopped
+
+
+def test_a_pool_whose_every_nodeclaim_launches_as_spot():
+    """``every_claim_launches_as`` (consolidation's pre-check) over 150 random pools and
+    pods: whenever it holds, every NodeClaim of the full plan could launch as spot; the
+    sweep sees it both hold and not."""
+    held = 0
+    for seed in range(150):
+        types, pods, _rng = _random_case(seed)
+        pool = prepare(make_nodepool(), types, (), {})
+        if not every_claim_launches_as(pool, SPOT, referenced_keys(pods, (), ())):
+            continue
+        held += 1
+        for c in _solve(pods, types=types).new_nodeclaims:
+            assert any(
+                o.available and o.capacity_type == "spot" and o.compatible(c.requirements)
+                for it in c.instance_types
+                for o in it.offerings
+            ), (seed, c)
+    assert 10 < held < 140
+
+
+def test_limits_or_pinning_keys_turn_the_pool_wide_answer_off():
+    od_small = make_instance_type(
+        "m5a.large", cpu_m=2000, memory=8 * GIB, prices={("us-east-1a", "on-demand"): 0.01}
+    )
+    types = (SMALL, LARGE, od_small)
+    keys = frozenset({labels.ZONE})
+    assert every_claim_launches_as(prepare(make_nodepool(), types, (), {}), SPOT, keys)
+    # An on-demand-only type no spot one dominates.
+    assert not every_claim_launches_as(
+        prepare(make_nodepool(), (*types, OD_ONLY), (), {}), SPOT, keys
+    )
+    assert not every_claim_launches_as(
+        prepare(make_nodepool(), types, (), {"cpu": 100_000}), SPOT, keys
+    )
+    assert not every_claim_launches_as(
+        prepare(make_nodepool(), types, (), {}), SPOT, keys | {labels.CAPACITY_TYPE}
+    )

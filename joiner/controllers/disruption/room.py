@@ -34,10 +34,19 @@ from below and asks whether one cheaper instance type could hold that much:
 3. *Amount*: those nodes take at most ``min(F_r, k * largest request of r)`` of ``r`` each,
    so ``S`` requests at least the pods' total of ``r`` minus the sum of those.
 
+4. *Count per template*: a node outside ``C`` holds at most ``min_r floor(F_r / t_r)``
+   pods requesting at least ``t`` of every resource (``t``: one of the pods' templates);
+   the ones of those beyond the nodes' sum are in ``S``, so ``S`` requests at least that
+   many times ``t``. (Step 2 counts by the smallest request of all the pods, which a few
+   small pods make loose.)
+
 When ``S`` must request something of some resource (a new NodeClaim is needed) and no
 launchable type with an allowed offering cheaper than ``C`` has an allocatable of every
-resource at least the larger of those lower bounds, no consolidation exists and the
-simulation is skipped.
+resource at least the largest of those lower bounds, no consolidation exists and the
+simulation is skipped. With every candidate spot and spot-to-spot consolidation off, a
+NodePool any new NodeClaim of which could launch as spot, whatever pods join it
+(``stop.every_claim_launches_as``, the solve's own stop rule taken over the whole pool),
+offers no replacement at all: the replacement would be rejected whatever its price.
 """
 
 from __future__ import annotations
@@ -57,6 +66,12 @@ from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF, Context, allowed_offerings
 from joiner.scheduling import NodePoolTemplate
+from joiner.scheduling.base import base_of
+from joiner.scheduling.placement import referenced_keys
+from joiner.scheduling.pool import prepare
+from joiner.scheduling.stop import every_claim_launches_as
+from joiner.state.cluster import Pod
+from joiner.state.snapshot import pod_requests
 
 #: A count no node reaches (a resource the pods do not request bounds nothing).
 _UNBOUNDED = 1 << 40
@@ -78,8 +93,11 @@ class Room:
         self._index = {e.name: i for i, e in enumerate(nodes)}
         self._available = [e.available for e in nodes]
         self._free: dict[str, np.ndarray] = {}
+        self._ctx = ctx
         self._templates = ctx.provisioner.templates()
         self._spot_to_spot = ctx.spot_to_spot
+        #: NodePools every new NodeClaim of which could launch as spot (``_spot_only``).
+        self._spot_pools: frozenset[str] | None = None
         self._cheaper: dict[frozenset[str], CheaperTypes] = {}
         self._taints = [e.taints for e in nodes]
         self._fits: dict[int, tuple[PodTemplate, np.ndarray, int]] = {}
@@ -123,9 +141,11 @@ class Room:
             if all_spot and not self._spot_to_spot
             else frozenset()
         )
+        spot_pools = self._spot_only() if exclude else frozenset()
         table = self._cheaper.get(exclude)
         if table is None:  # once per pass: its key alone walks every instance type
-            table = self._cheaper[exclude] = cheaper_types(self._templates, exclude)
+            templates = [t for t in self._templates if t.nodepool.name not in spot_pools]
+            table = self._cheaper[exclude] = cheaper_types(templates, exclude)
         if table.any_holds(need, sum(c.price_per_hour for c in cands)):
             return None
         nowhere = [
@@ -135,7 +155,7 @@ class Room:
             if not self._fits_elsewhere(p.template, own)
         ]
         price = sum(c.price_per_hour for c in cands)
-        why = (
+        needs = (
             f"its pods need at least {format_resources({k: v for k, v in need.items() if v})} "
             "on a new node"
             + (
@@ -144,11 +164,51 @@ class Room:
                 if nowhere
                 else " (the other nodes' free room cannot hold them all)"
             )
-            + f", and no instance type cheaper than ${price:.4f}/h holds that much"
         )
+        if spot_pools and len(spot_pools) == len(self._templates):
+            # As the solve's own stop (``stop.launches_as``) would say, with the detail.
+            return f"can't consolidate: {SPOT_TO_SPOT_OFF}, and {needs}, which could launch as spot"
+        why = f"{needs}, and no instance type cheaper than ${price:.4f}/h holds that much"
         return "can't replace with a cheaper node: " + (
             f"{SPOT_TO_SPOT_OFF}, and {why} other than as spot" if exclude else why
         )
+
+    def _spot_only(self) -> frozenset[str]:
+        """The NodePools any new NodeClaim of which could launch as spot whatever pods join
+        it (``stop.every_claim_launches_as``; once per pass): with spot-to-spot
+        consolidation off, such a NodeClaim holding a spot candidate's pods is rejected
+        whatever its price, so those pools offer no replacement. The label keys are those
+        of every live pod and CapacityBuffer pod (a superset of any simulation's pods) and of
+        the running pods' required anti-affinity. Empty when the scheduler's NodeClaims do
+        not start from every type (a packing policy), or when a DaemonSet requests a
+        resource no type of the pool has (its arrays would differ from the simulation's)."""
+        if self._spot_pools is not None:
+            return self._spot_pools
+        ctx = self._ctx
+        found: set[str] = set()
+        if ctx.scheduler.CLAIMS_START_WITH_EVERY_TYPE:
+            state = ctx.state
+            one_per_template: dict[int, Pod] = {}
+            buffer = ctx.provisioner.buffers
+            virtual = buffer.virtual_pods() if buffer is not None else []
+            for p in (*state.live_pods(), *virtual):
+                if not p.daemon:
+                    one_per_template.setdefault(id(p.template), p)
+            existing, bound = ctx.provisioner.base_snapshot()
+            keys = referenced_keys(pod_requests(state, one_per_template.values()), (), ()) | {
+                key for _node, key in base_of(existing, bound).anti_keys
+            }
+            daemonsets = tuple(state.daemonsets[k] for k in sorted(state.daemonsets))
+            wanted = {r for d in daemonsets for r, v in d.requests.items() if v > 0}
+            spot = frozenset({labels.CAPACITY_TYPE_SPOT})
+            for t in self._templates:
+                if t.remaining:
+                    continue  # limits: every_claim_launches_as answers False
+                pool = prepare(t.nodepool, t.instance_types, daemonsets, {})
+                if wanted <= set(pool.resources) and every_claim_launches_as(pool, spot, keys):
+                    found.add(t.nodepool.name)
+        self._spot_pools = frozenset(found)
+        return self._spot_pools
 
     def _new_claim_needs(self, cands: Sequence[Candidate], own: list[int]) -> dict[str, int] | None:
         """Per resource, a lower bound on what the pods of ``cands`` that the other
@@ -190,6 +250,20 @@ class Room:
             room -= int(per_node[own].sum())
             by_amount = sum(req.get(r, 0) * n for req, n in (*forced, *rest)) - room
             need[r] = max(by_count, by_amount, 0)
+        # Step 4, per template: a node holds at most ``min_r floor(F_r / t_r)`` pods that
+        # request at least ``t`` of every resource; the rest of them go to the new NodeClaim.
+        for t, _n in alike.values():
+            lows_t = tuple(sorted((r, v) for r, v in t.requests.items() if v > 0))
+            if not lows_t:
+                continue
+            big = sum(
+                n for u, n in alike.values() if all(u.requests.get(r, 0) >= v for r, v in lows_t)
+            )
+            count, total = self._counts(lows_t)
+            over = big - (total - int(count[own].sum()))
+            if over > 0:
+                for r, v in lows_t:
+                    need[r] = max(need[r], over * v)
         return need if any(need.values()) else None
 
     def _fits_elsewhere(self, t: PodTemplate, own: list[int]) -> bool:

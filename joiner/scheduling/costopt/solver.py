@@ -101,6 +101,9 @@ class CostOptimalScheduler(Scheduler):
     """``Scheduler`` with the cost-optimal packing (module docstring) for provisioning
     solves; ``mode="kube-scheduler"`` solves and ``feasible_nodes`` are the faithful ones."""
 
+    #: A planned NodeClaim starts from its planned type (``_CostSolve._new_claim_options``).
+    CLAIMS_START_WITH_EVERY_TYPE = False
+
     def solve(self, inp: SchedulingInput) -> SchedulingResult:
         """Place ``inp.pods`` at the lowest hourly price the solver finds; never a plan the
         faithful scheduler's predicates reject. Deterministic for equal inputs."""
