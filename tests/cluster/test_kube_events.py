@@ -256,6 +256,18 @@ def test_unconsolidatable_wording_for_each_consolidation_reason():
         "spot-to-spot consolidation is off (--feature-gates SpotToSpotConsolidation=true); "
         "spot nodes are only deleted, never replaced"
     ) == ("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
+    # The same reasons from a simulation stopped early and from the pre-check.
+    assert unconsolidatable_message(
+        "can't consolidate: spot-to-spot consolidation is off (--feature-gates "
+        "SpotToSpotConsolidation=true), and its pods need a new node, and it could launch as spot"
+    ) == ("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
+    assert unconsolidatable_message(
+        "spot-to-spot consolidation is off (--feature-gates SpotToSpotConsolidation=true): its "
+        "pods need at least cpu=2000m on a new node, which could launch as spot"
+    ) == ("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
+    assert unconsolidatable_message(
+        "can't consolidate: no instance type that fits its pods costs less than $0.1000/h"
+    ) == ("Can't replace with a cheaper node")
     # Budgets and consolidateAfter: Karpenter posts no Unconsolidatable for them.
     assert unconsolidatable_message("NodePool general budget is used up") is None
 

@@ -358,7 +358,7 @@ def test_spot_candidate_in_a_pool_that_only_launches_as_spot_is_hopeless(tmp_pat
     (c,) = [x for x in candidates if x.name == "c"]
     why = Room(ctx).hopeless(c)
     assert why == (
-        f"can't consolidate: {SPOT_TO_SPOT_OFF}, and its pods need at least cpu=2000m "
+        f"{SPOT_TO_SPOT_OFF}: its pods need at least cpu=2000m "
         "memory=2Gi pods=2 on a new node (2 pods fit no other node by free room and taints: "
         "default/c-0, default/c-1), which could launch as spot"
     )

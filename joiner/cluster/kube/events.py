@@ -52,7 +52,8 @@ NODE_DO_NOT_DISRUPT = "node has karpenter.sh/do-not-disrupt"
 #: Unconsolidatable message; a callable builds it from the match.
 _UNCONSOLIDATABLE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
     (
-        re.compile(r"^spot-to-spot consolidation is off"),
+        # Also a simulation stopped early (``scheduling.stop``) for that reason.
+        re.compile(r"^(?:can't consolidate: )?spot-to-spot consolidation is off"),
         lambda _m: (
             "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
         ),
@@ -64,7 +65,10 @@ _UNCONSOLIDATABLE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]],
             f"the current candidate to consolidate, got {m[2]}"
         ),
     ),
-    (re.compile(r"^can't replace with a cheaper"), lambda _m: "Can't replace with a cheaper node"),
+    (
+        re.compile(r"^can't replace with a cheaper|^can't consolidate: no instance type"),
+        lambda _m: "Can't replace with a cheaper node",
+    ),
     (
         re.compile(r"^its pods need (\d+) new nodes"),
         lambda m: f"Can't remove without creating {m[1]} candidates",

@@ -166,8 +166,8 @@ class Room:
             )
         )
         if spot_pools and len(spot_pools) == len(self._templates):
-            # As the solve's own stop (``stop.launches_as``) would say, with the detail.
-            return f"can't consolidate: {SPOT_TO_SPOT_OFF}, and {needs}, which could launch as spot"
+            # What the solve's own stop (``stop.launches_as``) decides, with the detail.
+            return f"{SPOT_TO_SPOT_OFF}: {needs}, which could launch as spot"
         why = f"{needs}, and no instance type cheaper than ${price:.4f}/h holds that much"
         return "can't replace with a cheaper node: " + (
             f"{SPOT_TO_SPOT_OFF}, and {why} other than as spot" if exclude else why
