@@ -150,15 +150,14 @@ def _stranded_cluster(tmp_path, candidate: str, capacity_type: str, cpu: str, to
 
 def test_pods_that_fit_no_other_node_must_fit_one_cheaper_type_together(tmp_path):
     # The tainted node has room (the summed-room test passes), but the pod does not
-    # tolerate its taint, so only a new node could take it; every type of the NodePool is
-    # offered as spot wherever it is offered, so that node could launch as spot, which
-    # spot-to-spot consolidation (off) rejects: the simulation is skipped.
+    # tolerate its taint, so only a new node could take it, and no instance type cheaper
+    # than the spot m5.large other than as spot holds 1 CPU: the simulation is skipped.
     ctx, c = _stranded_cluster(tmp_path, "m5.large", "spot", "1", tolerate=False)
     why = Room(ctx).hopeless(c)
     # The reason names the stranded pod and what the new node would need (the breaker saw a
     # bare "no cheaper type" hide the taint that kept the pod off every other node).
     assert why is not None and "1 pod fit no other node by free room and taints" in why
-    assert "default/c-1" in why and "cpu=1000m" in why and why.endswith("could launch as spot")
+    assert "default/c-1" in why and "cpu=1000m" in why and "other than as spot" in why
     got = m.consolidate(ctx, [c], m.SINGLE_NODE)
     assert isinstance(got, str) and "spot-to-spot consolidation is off" in got
 
@@ -351,16 +350,18 @@ def test_spot_candidate_in_a_pool_that_only_launches_as_spot_is_hopeless(tmp_pat
         ),
         node("c", "m5.2xlarge", capacity_type="spot"),
     ]
-    docs += [pod(f"c-{i}", "c", cpu="1", memory="1Gi") for i in range(2)]
+    # The pod fits no other node; an on-demand m5.large, cheaper than the spot m5.2xlarge,
+    # would hold it, but no NodeClaim of the pool could end up on-demand only.
+    docs += [pod("c-0", "c", cpu="1", memory="1Gi")]
     docs += [node("o", "m5.large"), pod("o-1", "o", cpu="1500m", memory="1Gi")]
     ctx, candidates = dry_run(tmp_path, *docs).controller.context(elapsed=True)
     assert not ctx.spot_to_spot
     (c,) = [x for x in candidates if x.name == "c"]
     why = Room(ctx).hopeless(c)
     assert why == (
-        f"{SPOT_TO_SPOT_OFF}: its pods need at least cpu=2000m "
-        "memory=2Gi pods=2 on a new node (2 pods fit no other node by free room and taints: "
-        "default/c-0, default/c-1), which could launch as spot"
+        f"{SPOT_TO_SPOT_OFF}: its pods need at least cpu=1000m memory=1Gi pods=1 on a new "
+        "node (1 pod fit no other node by free room and taints: default/c-0), which could "
+        "launch as spot"
     )
     got = m.consolidate(ctx, [c], m.SINGLE_NODE)
     assert got == (

@@ -98,7 +98,7 @@ class Room:
         self._spot_to_spot = ctx.spot_to_spot
         #: NodePools every new NodeClaim of which could launch as spot (``_spot_only``).
         self._spot_pools: frozenset[str] | None = None
-        self._cheaper: dict[frozenset[str], CheaperTypes] = {}
+        self._cheaper: dict[tuple[frozenset[str], frozenset[str]], CheaperTypes] = {}
         self._taints = [e.taints for e in nodes]
         self._fits: dict[int, tuple[PodTemplate, np.ndarray, int]] = {}
         self._count: dict[tuple[tuple[str, int], ...], tuple[np.ndarray, int]] = {}
@@ -141,20 +141,22 @@ class Room:
             if all_spot and not self._spot_to_spot
             else frozenset()
         )
-        spot_pools = self._spot_only() if exclude else frozenset()
-        table = self._cheaper.get(exclude)
-        if table is None:  # once per pass: its key alone walks every instance type
-            templates = [t for t in self._templates if t.nodepool.name not in spot_pools]
-            table = self._cheaper[exclude] = cheaper_types(templates, exclude)
-        if table.any_holds(need, sum(c.price_per_hour for c in cands)):
-            return None
+        price = sum(c.price_per_hour for c in cands)
+        spot_pools: frozenset[str] = frozenset()
+        if self._table(exclude, frozenset()).any_holds(need, price):
+            if not exclude:
+                return None
+            # Second stage (spot candidates, spot-to-spot off): pools whose every new
+            # NodeClaim could launch as spot offer no replacement.
+            spot_pools = self._spot_only()
+            if not spot_pools or self._table(exclude, spot_pools).any_holds(need, price):
+                return None
         nowhere = [
             f"{p.namespace}/{p.name}"
             for c in cands
             for p in c.pods
             if not self._fits_elsewhere(p.template, own)
         ]
-        price = sum(c.price_per_hour for c in cands)
         needs = (
             f"its pods need at least {format_resources({k: v for k, v in need.items() if v})} "
             "on a new node"
@@ -172,6 +174,17 @@ class Room:
         return "can't replace with a cheaper node: " + (
             f"{SPOT_TO_SPOT_OFF}, and {why} other than as spot" if exclude else why
         )
+
+    def _table(self, exclude: frozenset[str], pools: frozenset[str]) -> CheaperTypes:
+        """``cheaper_types`` of this pass's templates but those of ``pools``, offerings of
+        ``exclude`` capacity types left out; once per pass (its key alone walks every
+        instance type)."""
+        key = (exclude, pools)
+        table = self._cheaper.get(key)
+        if table is None:
+            templates = [t for t in self._templates if t.nodepool.name not in pools]
+            table = self._cheaper[key] = cheaper_types(templates, exclude)
+        return table
 
     def _spot_only(self) -> frozenset[str]:
         """The NodePools any new NodeClaim of which could launch as spot whatever pods join
@@ -340,10 +353,12 @@ class CheaperTypes:
         return bool(mask.any())
 
 
-#: The last ``cheaper_types`` answer per excluded capacity types, by its templates' pools
-#: and instance-type identities (the types themselves are kept so the identities stay valid).
+#: The last ``cheaper_types`` answer per (excluded capacity types, NodePool names), by its
+#: templates' pools and instance-type identities (the types themselves are kept so the
+#: identities stay valid).
 _CHEAPER: dict[
-    frozenset[str], tuple[object, tuple[tuple[InstanceType, ...], ...], CheaperTypes]
+    tuple[frozenset[str], tuple[str, ...]],
+    tuple[object, tuple[tuple[InstanceType, ...], ...], CheaperTypes],
 ] = {}
 
 
@@ -354,7 +369,8 @@ def cheaper_types(
     ``exclude`` capacity types left out), ascending. Reused while the pools and the cloud's
     type objects are the same (the cloud hands out new objects when availability changes)."""
     key = tuple((t.nodepool, tuple(map(id, t.instance_types))) for t in templates)
-    hit = _CHEAPER.get(exclude)
+    slot = (exclude, tuple(t.nodepool.name for t in templates))
+    hit = _CHEAPER.get(slot)
     if hit is not None and hit[0] == key:
         return hit[2]
     rows: list[tuple[float, int, Resources]] = []
@@ -372,5 +388,7 @@ def cheaper_types(
                 rows.append((min(prices), len(rows), it.allocatable))
     rows.sort(key=lambda row: (row[0], row[1]))
     answer = CheaperTypes([r[0] for r in rows], [r[2] for r in rows])
-    _CHEAPER[exclude] = (key, tuple(t.instance_types for t in templates), answer)
+    if len(_CHEAPER) >= 64:
+        _CHEAPER.clear()
+    _CHEAPER[slot] = (key, tuple(t.instance_types for t in templates), answer)
     return answer
