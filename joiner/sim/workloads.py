@@ -170,6 +170,15 @@ class DeploymentController:
         self._do_not_disrupt_for_s = do_not_disrupt_for_s
         self._minute = 0
         self._floor = 0
+        #: Our pods not deleted yet, in creation order (None until first needed): seeded from
+        #: the cluster once, then kept from ``PodFactory``'s creations, the simulation's only
+        #: way pods come to be (so an eviction's ``replace`` need not walk every pod).
+        self._mine: list[Pod] | None = None
+        pods.on_created.append(self._created)
+
+    def _created(self, pod: Pod) -> None:
+        if self._mine is not None and pod.owner == self.key:
+            self._mine.append(pod)
 
     def start(self, duration_s: float) -> None:
         """Create the initial pods; with a trace, re-evaluate at every minute of the run
@@ -206,11 +215,11 @@ class DeploymentController:
     def _live(self) -> list[Pod]:
         # A ReplicaSet does not count terminating pods: an evicted pod shutting down is
         # replaced at once.
-        return [
-            p
-            for p in self._state.live_pods()
-            if p.owner == self.key and not p.daemon and p.terminating_until_s is None
-        ]
+        if self._mine is None:
+            self._mine = [p for p in self._state.live_pods() if p.owner == self.key]
+        else:
+            self._mine = [p for p in self._mine if p.deleted_at_s is None]
+        return [p for p in self._mine if not p.daemon and p.terminating_until_s is None]
 
     def replace(self, gone: Pod) -> Pod | None:
         """A pod of ours was evicted or lost: make its replacement if we are below the

@@ -3,7 +3,10 @@ hopeless never consolidates, and skipping those candidates leaves every decision
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -11,8 +14,11 @@ from joiner.api.featuregates import FeatureGates
 from joiner.controllers.disruption import methods as m
 from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF
 from joiner.controllers.disruption.room import Room
+from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.scenario import load_scenario
 from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pod
 
+REPO = Path(__file__).resolve().parents[2]
 TYPES = ["m5.large", "m5.xlarge", "m5.2xlarge", "c5.large", "c5.xlarge", "m5.4xlarge"]
 SHAPES = [("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("1500m", "3Gi"), ("2", "6Gi")]
 
@@ -368,3 +374,51 @@ def test_spot_candidate_in_a_pool_that_only_launches_as_spot_is_hopeless(tmp_pat
         f"can't consolidate: {SPOT_TO_SPOT_OFF}, and its pods need a new node, and it could "
         "launch as spot"
     )
+
+
+def test_a_broad_spot_run_decides_the_same_without_the_pre_check(tmp_path, monkeypatch):
+    """A whole run of the broad spot-and-on-demand example (spot-to-spot off), Joiner only,
+    its NodePool capped at 8 vCPUs and without limits (as case c of ``benchmarks/
+    realistic.py``: every on-demand-only type is then dominated by a spot one): the summary
+    is byte-identical with the pre-check (spot-only pools included) and with every candidate
+    simulated, and the run takes the spot-only stage."""
+    shutil.copytree(REPO / "examples" / "broad-bursty", tmp_path / "x")
+    pool = tmp_path / "x" / "nodepool.yaml"
+    text = pool.read_text()
+    text = text.replace('  limits:\n    cpu: "1000"\n', "").replace(
+        "        - {key: karpenter.sh/capacity-type",
+        '        - {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["9"]}\n'
+        "        - {key: karpenter.sh/capacity-type",
+    )
+    assert "limits" not in text and "instance-cpu" in text
+    pool.write_text(text)
+    scenario = tmp_path / "x" / "scenario.yaml"
+    scenario.write_text(
+        scenario.read_text().replace("compare: [joiner, cluster-autoscaler]", "compare: [joiner]")
+    )
+    stages: list[frozenset[str]] = []
+    spot_only = Room._spot_only
+
+    def counted(self):
+        got = spot_only(self)
+        stages.append(got)
+        return got
+
+    decided: list[str] = []
+    hopeless = Room.hopeless
+
+    def seen(self, c):
+        why = hopeless(self, c)
+        if why is not None and why.startswith(f"{SPOT_TO_SPOT_OFF}:"):
+            decided.append(why)
+        return why
+
+    monkeypatch.setattr(Room, "_spot_only", counted)
+    monkeypatch.setattr(Room, "hopeless", seen)
+    with_room = SimulationRuntime(load_scenario(scenario)).run().summary
+    assert any(stages) and decided  # the spot-only stage ran and skipped simulations
+    monkeypatch.setattr(Room, "hopeless", lambda self, c: None)
+    monkeypatch.setattr(Room, "stranded", lambda self, cands: False)
+    without = SimulationRuntime(load_scenario(scenario)).run().summary
+    assert json.dumps(with_room, sort_keys=True) == json.dumps(without, sort_keys=True)
+    assert with_room["disruptions"]["commands"]

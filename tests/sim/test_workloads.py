@@ -9,8 +9,11 @@ import pytest
 
 from joiner.api.errors import InputError
 from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.clock import SimClock
 from joiner.sim.scenario import load_scenario
-from joiner.sim.workloads import load_trace
+from joiner.sim.workloads import DeploymentController, PodFactory, load_trace
+from joiner.state.cluster import ClusterState
+from joiner.testing.builders import make_pod_template
 
 SEED = Path(__file__).resolve().parents[2] / "examples" / "seed-spot"
 
@@ -68,3 +71,33 @@ def test_unschedulable_pods_stay_pending_with_reason(tmp_path):
     assert reason["pods"] == 2 and "has room for cpu=64000m" in reason["reason"]
     # Censored waits: still pending at the end, counted with the wait so far.
     assert summary["pods"]["pendingSeconds"]["max"] == 600.0
+
+
+def test_a_deployment_counts_its_own_pods_created_before_and_after_it():
+    """The Deployment model's live count (``replace``, ``set_replicas``) follows its own pods
+    through creation, deletion and termination, whether they existed before it first looked
+    (a pod of the same owner made earlier) or were made after; other owners' pods never
+    count."""
+    state, clock = ClusterState(), SimClock()
+    pods = PodFactory(state, clock)
+    template = make_pod_template(500, 1 << 30)
+    early = pods.create("shop/web", template)  # before the controller first looks
+    pods.create("shop/other", template)
+    web = DeploymentController("shop/web", template, state, clock, pods, replicas=3)
+    web.start(3600.0)
+    mine = [p for p in state.pods.values() if p.owner == "shop/web"]
+    assert len(mine) == 3 and early in mine
+    # A deleted pod is replaced; a terminating one is replaced at once (a ReplicaSet does
+    # not count it); at the desired count, nothing more.
+    early.deleted_at_s = 1.0
+    state.pod_event(early, 1.0)
+    assert web.replace(early) is not None
+    second = mine[1]
+    second.terminating_until_s = 30.0
+    assert web.replace(second) is not None
+    assert web.replace(second) is None
+    live = [p for p in state.live_pods() if p.owner == "shop/web" and p.terminating_until_s is None]
+    assert len(live) == 3
+    web.set_replicas(1)
+    assert sum(1 for p in state.live_pods() if p.owner == "shop/web") == 2  # 1 + terminating
+    assert sum(1 for p in state.live_pods() if p.owner == "shop/other") == 1
