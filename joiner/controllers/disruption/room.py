@@ -124,11 +124,12 @@ class Room:
     def stranded(self, cands: Sequence[Candidate]) -> bool:
         """True when consolidating ``cands`` together (a multi-node command) provably fails
         (the module docstring's proof with ``C`` = ``cands``). Raises nothing."""
-        return self._hopeless(cands) is not None
+        return self._hopeless(cands, explain=False) is not None
 
-    def _hopeless(self, cands: Sequence[Candidate]) -> str | None:
+    def _hopeless(self, cands: Sequence[Candidate], *, explain: bool = True) -> str | None:
         """Why the pods of ``cands`` cannot move to the other nodes and one node cheaper than
-        all of them together, or None when they might."""
+        all of them together, or None when they might (without ``explain``, any non-empty
+        string: the caller only asks whether)."""
         if not any(c.pods for c in cands):
             return None
         own = [i for c in cands if (i := self._index.get(c.claim.name)) is not None]
@@ -151,6 +152,8 @@ class Room:
             spot_pools = self._spot_only()
             if not spot_pools or self._table(exclude, spot_pools).any_holds(need, price):
                 return None
+        if not explain:
+            return "hopeless"
         nowhere = [
             f"{p.namespace}/{p.name}"
             for c in cands
