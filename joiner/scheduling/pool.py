@@ -19,7 +19,7 @@ import numpy.typing as npt
 from joiner.api import labels
 from joiner.api.objects import HostPort, NodePool, PodTemplate, Taint
 from joiner.api.quantity import Resources
-from joiner.api.requirements import IN, Requirement, Requirements
+from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.daemonsets import host_ports_on_pool, overhead_by_type
 
@@ -27,6 +27,8 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 
+#: The key ``PreparedPool._offered_by`` holds once built (no zone is empty).
+_BUILT = ("", "")
 #: Requirement keys that select offerings (not instance types).
 _OFFERING_KEYS = (
     labels.ZONE,
@@ -56,6 +58,8 @@ class PreparedPool:
     _values: dict[str, BoolArray] = field(default_factory=dict)
     _domains: dict[str, frozenset[str]] = field(default_factory=dict)
     _offered: dict[tuple[str, frozenset[str] | None], BoolArray] = field(default_factory=dict)
+    #: ``_offered_table``'s answer, filled in place (so copies from ``prepare`` share it).
+    _offered_by: dict[tuple[str, str], BoolArray] = field(default_factory=dict)
     _signatures: dict[frozenset[str], IntArray] = field(default_factory=dict)
     #: ``stop.launches_as`` answers by (zones, capacity types, keys, options' bytes).
     dominance: dict[tuple[object, ...], bool] = field(default_factory=dict)
@@ -122,16 +126,43 @@ class PreparedPool:
 
     def offered_in(self, zone: str, capacity_types: frozenset[str] | None = None) -> BoolArray:
         """Types with an available offering in ``zone`` that the NodePool's requirements
-        allow, of one of ``capacity_types`` (None: of any), cached."""
+        allow, of one of ``capacity_types`` (None: of any), cached.
+
+        Built for every (zone, capacity type) in one walk over the offerings: an offering
+        is allowed under the requirements plus ``zone`` and ``capacity_types`` exactly when
+        the requirements allow it and its own zone and capacity type are those
+        (``Offering.compatible`` tests each key on its own)."""
         key = (zone, capacity_types)
         found = self._offered.get(key)
         if found is None:
-            reqs = self.nodepool.requirements.add(Requirement.in_(labels.ZONE, zone))
-            if capacity_types is not None:
-                reqs = reqs.add(Requirement.new(labels.CAPACITY_TYPE, IN, capacity_types))
-            found = np.isfinite(self.prices(reqs))
+            table = self._offered_table()
+            found = np.zeros(len(self.types), dtype=np.bool_)
+            for (z, ct), mask in table.items():
+                if (
+                    (z, ct) != _BUILT
+                    and z == zone
+                    and (capacity_types is None or ct in capacity_types)
+                ):
+                    found |= mask
             self._offered[key] = found
         return found
+
+    def _offered_table(self) -> dict[tuple[str, str], BoolArray]:
+        """Per (zone, capacity type), the types with an available offering there that the
+        NodePool's requirements allow (built once)."""
+        table = self._offered_by
+        if not table:
+            reqs = self.nodepool.requirements
+            table[_BUILT] = np.zeros(0, dtype=np.bool_)
+            n = len(self.types)
+            for i, it in enumerate(self.types):
+                for o in it.offerings:
+                    if o.available and o.compatible(reqs):
+                        mask = table.get((o.zone, o.capacity_type))
+                        if mask is None:
+                            mask = table[(o.zone, o.capacity_type)] = np.zeros(n, dtype=np.bool_)
+                        mask[i] = True
+        return table
 
     def signature(self, keys: frozenset[str]) -> IntArray:
         """Per type, a number equal for two types exactly when their labels on ``keys`` are

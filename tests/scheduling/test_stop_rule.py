@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from joiner.api import labels
@@ -283,3 +284,26 @@ def test_limits_or_pinning_keys_turn_the_pool_wide_answer_off():
     assert not every_claim_launches_as(
         prepare(make_nodepool(), types, (), {}), SPOT, keys | {labels.CAPACITY_TYPE}
     )
+
+
+def test_offered_in_is_the_prices_definition_zone_by_zone():
+    """``PreparedPool.offered_in`` (built for every zone and capacity type in one walk)
+    equals its definition: a finite price under the NodePool's requirements plus the zone
+    and capacity types, over random pools (some types on-demand or spot only, one to three
+    zones) and a zone none of them is in (the real catalog's pools run through the goldens
+    and the broad whole-run test of ``test_disruption_room``)."""
+    from joiner.api.requirements import IN
+    from joiner.api.requirements import Requirement as Req
+
+    def check(pool) -> None:
+        for z in [*sorted(pool.domains(labels.ZONE)), "us-west-2a"]:
+            for cts in (None, SPOT, frozenset({"on-demand"}), frozenset({"spot", "on-demand"})):
+                reqs = pool.nodepool.requirements.add(Req.in_(labels.ZONE, z))
+                if cts is not None:
+                    reqs = reqs.add(Req.new(labels.CAPACITY_TYPE, IN, cts))
+                want = np.isfinite(pool.prices(reqs))
+                assert (pool.offered_in(z, cts) == want).all(), (z, cts)
+
+    for seed in range(40):
+        types, _pods, _rng = _random_case(seed)
+        check(prepare(make_nodepool(), types, (), {}))
