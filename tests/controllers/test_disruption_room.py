@@ -11,12 +11,16 @@ from pathlib import Path
 import pytest
 
 from joiner.api.featuregates import FeatureGates
+from joiner.api.manifests import load_files
+from joiner.cloudprovider.catalog import Catalog
 from joiner.controllers.disruption import methods as m
 from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF
 from joiner.controllers.disruption.room import Room
+from joiner.operator.disrupt import DryRun
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import load_scenario
-from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pod
+from joiner.testing.builders import GIB, make_instance_type
+from tests.controllers.disruption_fixtures import AT, dry_run, node, nodepool, pod
 
 REPO = Path(__file__).resolve().parents[2]
 TYPES = ["m5.large", "m5.xlarge", "m5.2xlarge", "c5.large", "c5.xlarge", "m5.4xlarge"]
@@ -422,3 +426,82 @@ def test_a_broad_spot_run_decides_the_same_without_the_pre_check(tmp_path, monke
     without = SimulationRuntime(load_scenario(scenario)).run().summary
     assert json.dumps(with_room, sort_keys=True) == json.dumps(without, sort_keys=True)
     assert with_room["disruptions"]["commands"]
+
+
+#: A spot-and-on-demand NodePool on KWOK types, a spot candidate ``c`` of type ``big.x`` in
+#: zone a whose one pod selects zone a by zone ID (the breaker's case).
+TRUNCATION_DOCS = """
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
+  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: c
+  labels:
+    karpenter.sh/nodepool: general
+    karpenter.sh/capacity-type: spot
+    node.kubernetes.io/instance-type: big.x
+    topology.kubernetes.io/zone: us-east-1a
+    topology.k8s.aws/zone-id: use1-az1
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+spec: {providerID: "kwok://c"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: c-1, namespace: default}
+spec:
+  nodeName: c
+  nodeSelector: {topology.k8s.aws/zone-id: use1-az1}
+  containers: [{name: main, resources: {requests: {cpu: 100m, memory: 100Mi}}}]
+"""
+
+
+@pytest.mark.parametrize("cheap", [100, 650])
+def test_a_replacement_that_allows_spot_is_spot_to_spot_whatever_its_types(tmp_path, cheap):
+    """Karpenter ``computeConsolidation`` sends all-spot candidates down the spot-to-spot path
+    when the replacement's *requirements* allow spot, whatever its types are offered as.
+    Here the replacement's cheapest types are on-demand only; with more than 600 of them,
+    the cut to the 600 cheapest (``max_instance_types``) drops every spot-offered one. Joiner
+    used to replace the spot node with an on-demand one there, where Karpenter (and the
+    pre-check, and the solve's stop) reject it: spot-to-spot consolidation is off."""
+    a, b = "us-east-1a", "us-east-1b"
+    types = [
+        make_instance_type(
+            f"od.t{i:04d}",
+            cpu_m=1000,
+            memory=GIB,
+            prices={(a, "on-demand"): 0.01 + i * 1e-5, (b, "on-demand"): 0.01 + i * 1e-5},
+        )
+        for i in range(cheap)
+    ]
+    types += [
+        make_instance_type("dom.a", cpu_m=2000, memory=2 * GIB, prices={(a, "spot"): 0.5}),
+        make_instance_type("dom.b", cpu_m=2000, memory=2 * GIB, prices={(b, "spot"): 0.5}),
+        make_instance_type("big.x", cpu_m=4000, memory=4 * GIB, prices={(a, "spot"): 1.0}),
+    ]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(TRUNCATION_DOCS)
+    run = DryRun(
+        load_files([path]), Catalog.load(), "us-east-1", at=AT,
+        feature_gates=FeatureGates(), kwok_types=types,
+    )  # fmt: skip
+    ctx, candidates = run.controller.context(elapsed=True)
+    (c,) = [x for x in candidates if x.name == "c"]
+    got = m.consolidate(ctx, [c], m.SINGLE_NODE)
+    assert isinstance(got, str) and SPOT_TO_SPOT_OFF in got, got
+    why = Room(ctx).hopeless(c)
+    assert why is not None and why.startswith(SPOT_TO_SPOT_OFF)

@@ -19,9 +19,10 @@ its instance types can be cut to those whose *worst* launch price is strictly be
 candidates' summed price (minValues re-checked; the worst price is that of the capacity type
 a launch uses: reserved, then spot, then on-demand); a replacement that can take a reserved
 offering is pinned to reserved (Karpenter's scheduler pins it), else one allowing both spot
-and on-demand is pinned to spot. All-spot candidates with a spot-capable replacement take
-the spot-to-spot path, which needs the ``SpotToSpotConsolidation`` feature gate and, for a
-single node, at least 15 cheaper spot types (the launch list is cut to the 15 cheapest).
+and on-demand is pinned to spot. All-spot candidates whose replacement's requirements allow
+spot (whatever its types are offered as) take the spot-to-spot path, which needs the
+``SpotToSpotConsolidation`` feature gate and, for a single node, at least 15 cheaper spot
+types (the launch list is cut to the 15 cheapest).
 """
 
 from __future__ import annotations
@@ -194,7 +195,10 @@ def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> 
             Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
         )
     all_spot = all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
-    if all_spot and labels.CAPACITY_TYPE_SPOT in cts:
+    # Karpenter ``computeConsolidation``: the replacement's *requirements* allowing spot
+    # (``Requirements.Get(capacity-type).Has(spot)``) send all-spot candidates down the
+    # spot-to-spot path, whether or not any of its remaining types is offered as spot.
+    if all_spot and price_reqs.allows(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_SPOT):
         return _spot_to_spot(ctx, cands, new, candidate_price, method, sim)
     cheaper = [
         it
