@@ -13,6 +13,7 @@ import pytest
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import load_files
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cluster.kube.events import unconsolidatable_message
 from joiner.controllers.disruption import methods as m
 from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF
 from joiner.controllers.disruption.room import Room
@@ -505,3 +506,15 @@ def test_a_replacement_that_allows_spot_is_spot_to_spot_whatever_its_types(tmp_p
     assert isinstance(got, str) and SPOT_TO_SPOT_OFF in got, got
     why = Room(ctx).hopeless(c)
     assert why is not None and why.startswith(SPOT_TO_SPOT_OFF)
+    if cheap > 600:
+        # With the gate on, none of the 600 options is a cheaper spot type: Karpenter's
+        # "Can't replace with a cheaper node" comes before its 15-type rule.
+        run = DryRun(
+            load_files([path]), Catalog.load(), "us-east-1", at=AT,
+            feature_gates=FeatureGates(spot_to_spot_consolidation=True), kwok_types=types,
+        )  # fmt: skip
+        ctx, candidates = run.controller.context(elapsed=True)
+        (c,) = [x for x in candidates if x.name == "c"]
+        got = m.consolidate(ctx, [c], m.SINGLE_NODE)
+        assert got == "can't replace with a cheaper spot node"
+        assert unconsolidatable_message(got) == "Can't replace with a cheaper node"

@@ -249,6 +249,8 @@ def _spot_to_spot(
         if (p := worst_launch_price(it, reqs)) is not None and p < candidate_price
     ]
     cheaper.sort(key=lambda it: (worst_launch_price(it, reqs) or 0.0, it.name))
+    if not cheaper:  # Karpenter checks this before the 15-type rule: "Can't replace ..."
+        return "can't replace with a cheaper spot node"
     if len(cands) == 1:
         if len(cheaper) < MIN_SPOT_TO_SPOT_TYPES:
             return (
@@ -260,8 +262,6 @@ def _spot_to_spot(
             if r.min_values is not None:
                 keep = max(keep, r.min_values)
         cheaper = cheaper[:keep]
-    elif not cheaper:
-        return "can't replace with a cheaper spot node"
     short = min_values_short(cheaper, reqs)
     if short is not None:
         return f"can't replace with a cheaper spot node: {short}"
