@@ -189,6 +189,9 @@ class PodTemplate:
     priority_class: str | None = None
     #: ``PreemptLowerPriority`` or ``Never`` (None: not yet resolved, the former).
     preemption_policy: str | None = None
+    #: ``__hash__``'s value once computed (0: not yet); not an init field, so
+    #: ``dataclasses.replace`` starts afresh, and never pickled (a hash is per process).
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     @property
     def priority_value(self) -> int:
@@ -200,20 +203,35 @@ class PodTemplate:
         """kube-scheduler ``PodEligibleToPreemptOthers``: false for ``preemptionPolicy: Never``."""
         return self.preemption_policy != "Never"
 
+    def __getstate__(self) -> list[object]:
+        return [0 if f == "_hash" else getattr(self, f) for f in self.__dataclass_fields__]
+
+    def __setstate__(self, state: list[object]) -> None:
+        for f, value in zip(self.__dataclass_fields__, state, strict=True):
+            object.__setattr__(self, f, value)
+
     def __hash__(self) -> int:
-        return hash(
-            (
-                tuple(sorted(self.requests.items())),
-                self.node_selector,
-                self.required_affinity,
-                self.tolerations,
-                self.labels,
-                self.namespace,
-                self.spread,
-                self.pod_affinity,
-                self.pod_anti_affinity,
+        # Templates are immutable and hashed on every dict lookup: computed once.
+        if self._hash:
+            return self._hash
+        value = (
+            hash(
+                (
+                    tuple(sorted(self.requests.items())),
+                    self.node_selector,
+                    self.required_affinity,
+                    self.tolerations,
+                    self.labels,
+                    self.namespace,
+                    self.spread,
+                    self.pod_affinity,
+                    self.pod_anti_affinity,
+                )
             )
+            or 1
         )
+        object.__setattr__(self, "_hash", value)
+        return value
 
     def requirement_terms(self) -> tuple[Requirements, ...]:
         """The alternatives a node must satisfy one of: nodeSelector AND each affinity term."""

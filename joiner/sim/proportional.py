@@ -24,9 +24,7 @@ def cluster_size(state: ClusterState, *, include_unschedulable: bool) -> tuple[i
     """(nodes, cores) as CPA counts them (module docstring)."""
     nodes = 0
     millicores = 0
-    for node in state.nodes.values():
-        if node.deleted_at_s is not None:
-            continue
+    for node in state.live_nodes():
         if not include_unschedulable and any(
             t.key == labels.TAINT_UNSCHEDULABLE for t in node.taints
         ):

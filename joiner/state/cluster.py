@@ -16,6 +16,8 @@ from joiner.cloudprovider.types import Instance, InstanceType
 
 _revisions = itertools.count(1)
 _revision = 0
+#: Like ``_revision``, but changed only by NodeClaim and Node changes (not by pods).
+_node_revision = 0
 
 
 def revision() -> int:
@@ -28,6 +30,11 @@ def revision() -> int:
 def _bump() -> None:
     global _revision
     _revision = next(_revisions)
+
+
+def _bump_nodes() -> None:
+    global _revision, _node_revision
+    _revision = _node_revision = next(_revisions)
 
 
 _POD_TRACKED = frozenset(
@@ -128,7 +135,7 @@ class NodeClaim:
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
         if name in _CLAIM_TRACKED:
-            _bump()
+            _bump_nodes()
 
     #: The NodePool template fields it was launched from (``NodePool.drift_fields``), for
     #: drift; None when unknown (a node adopted from a running cluster).
@@ -191,7 +198,7 @@ class Node:
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
         if name in _NODE_TRACKED:
-            _bump()
+            _bump_nodes()
 
 
 @dataclass
@@ -219,6 +226,17 @@ class ClusterState:
     _pending: list[Pod] = field(default_factory=list, repr=False, compare=False)
     #: ``snapshot.ready_nodes``' per-node views, reused while a node is unchanged.
     node_views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: ``ready_nodes`` and ``live_nodeclaims`` answers by (node revision, dict size): the
+    #: dicts keep every object ever seen, so sorting them on each call grows with history.
+    _ready: tuple[tuple[int, int], list[Node]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    _claims: tuple[tuple[int, int], list[NodeClaim]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    _live_nodes: tuple[tuple[int, int], list[Node]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def _refresh(self) -> None:
         if self._live_rev == _revision and self._live_seen == len(self.pods):
@@ -284,16 +302,39 @@ class ClusterState:
         return total
 
     def live_nodeclaims(self) -> list[NodeClaim]:
-        """NodeClaims not deleted, by name."""
-        return [c for _, c in sorted(self.nodeclaims.items()) if c.deleted_at_s is None]
+        """NodeClaims not deleted, by name (a new list; the walk is redone only after a
+        NodeClaim or Node changed or was added)."""
+        key = (_node_revision, len(self.nodeclaims))
+        if self._claims is None or self._claims[0] != key:
+            self._claims = (
+                key,
+                [c for _, c in sorted(self.nodeclaims.items()) if c.deleted_at_s is None],
+            )
+        return list(self._claims[1])
+
+    def live_nodes(self) -> list[Node]:
+        """Nodes not deleted (marked for deletion included), in the order they were added
+        (a new list; the walk is redone only after a NodeClaim or Node changed or was
+        added)."""
+        key = (_node_revision, len(self.nodes))
+        if self._live_nodes is None or self._live_nodes[0] != key:
+            self._live_nodes = (key, [n for n in self.nodes.values() if n.deleted_at_s is None])
+        return list(self._live_nodes[1])
 
     def ready_nodes(self) -> list[Node]:
-        """Ready, undeleted, schedulable (not marked for deletion) nodes by name."""
-        return [
-            n
-            for _, n in sorted(self.nodes.items())
-            if n.ready and n.deleted_at_s is None and not n.deleting
-        ]
+        """Ready, undeleted, schedulable (not marked for deletion) nodes by name (a new
+        list; the walk is redone only after a NodeClaim or Node changed or was added)."""
+        key = (_node_revision, len(self.nodes))
+        if self._ready is None or self._ready[0] != key:
+            self._ready = (
+                key,
+                [
+                    n
+                    for _, n in sorted(self.nodes.items())
+                    if n.ready and n.deleted_at_s is None and not n.deleting
+                ],
+            )
+        return list(self._ready[1])
 
     def claim_of(self, node: Node) -> NodeClaim | None:
         """The node's NodeClaim, or None for static capacity (or a claim already gone)."""

@@ -16,9 +16,10 @@ def pod_requests(state: ClusterState, pods: Iterable[Pod]) -> tuple[PodRequest, 
     """``pods`` as scheduling requests, each with its volumes' node requirements: every
     solve over cluster pods (provisioning, kube-scheduler, interruption, disruption, the
     baseline) builds them here, so none forgets volume topology."""
-    return tuple(
-        PodRequest(p.uid, p.template, p.order, state.volume_terms.get(p.template, ())) for p in pods
-    )
+    terms = state.volume_terms
+    if not terms:
+        return tuple(PodRequest(p.uid, p.template, p.order) for p in pods)
+    return tuple(PodRequest(p.uid, p.template, p.order, terms.get(p.template, ())) for p in pods)
 
 
 def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]]:

@@ -140,8 +140,8 @@ def simulate(
     existing, bound = ctx.provisioner.base_snapshot()
     others = [
         p
-        for node in state.nodes.values()
-        if node.deleting and node.deleted_at_s is None and node.nodeclaim not in names
+        for node in state.live_nodes()
+        if node.deleting and node.nodeclaim not in names
         for p in state.pods_on(node.name)
         if not p.daemon and p.terminating_until_s is None
     ]

@@ -158,8 +158,8 @@ class DisruptionController:
         """Wake when a node's consolidateAfter or a budget window passes."""
         now_s = self._clock.now()
         wake: float | None = None
-        for node in self._state.nodes.values():
-            if node.deleted_at_s is not None or node.deleting:
+        for node in self._state.live_nodes():
+            if node.deleting:
                 continue
             claim = self._state.claim_of(node)
             pool = self._state.nodepools.get(claim.nodepool) if claim is not None else None

@@ -115,11 +115,7 @@ class HealthController:
         """One pass over the managed Nodes: repair those due, unless their NodePool has too
         many unhealthy Nodes; set a timer for the next one due."""
         now = self._clock.now()
-        nodes = [
-            n
-            for n in self._state.nodes.values()
-            if n.deleted_at_s is None and n.nodeclaim is not None
-        ]
+        nodes = [n for n in self._state.live_nodes() if n.nodeclaim is not None]
         pools: dict[str, list[Node]] = {}
         for n in nodes:
             claim = self._state.claim_of(n)

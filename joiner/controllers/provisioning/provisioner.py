@@ -111,8 +111,8 @@ class Provisioner:
         # before the drain finishes.
         moving = {
             p.uid: node.name
-            for node in self._state.nodes.values()
-            if node.deleting and node.deleted_at_s is None
+            for node in self._state.live_nodes()
+            if node.deleting
             for p in self._state.pods_on(node.name)
             # A pod shutting down after its eviction already has its replacement.
             if not p.daemon and p.terminating_until_s is None
@@ -292,13 +292,12 @@ class Provisioner:
         daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
         # Static capacity (nodes no NodePool manages) counts too: Karpenter's cluster state
         # holds every Node, and its scheduling simulation tries existing nodes first.
-        for name, static in sorted(self._state.nodes.items()):
-            gone = static.deleted_at_s is not None or static.deleting
-            if static.nodeclaim is None and static.ready and not gone:
+        for static in self._state.ready_nodes():
+            if static.nodeclaim is None:
                 out.append(
                     _existing(
-                        name, static.labels, static.taints, static.allocatable,
-                        self._state.pods_on(name), True, None, daemonsets, bound_pods,
+                        static.name, static.labels, static.taints, static.allocatable,
+                        self._state.pods_on(static.name), True, None, daemonsets, bound_pods,
                     )
                 )  # fmt: skip
         for claim in self._state.live_nodeclaims():
