@@ -3,7 +3,8 @@
 ``Scheduler.solve(SchedulingInput) -> SchedulingResult`` follows Karpenter's provisioning
 simulation (``pkg/controllers/provisioning/scheduling``): pods in queue order, each tried on
 existing and in-flight nodes, then on NodeClaims opened earlier in this solve, then on a new
-NodeClaim from each NodePool by weight. No I/O, no clock, no randomness.
+NodeClaim from each NodePool by weight. No I/O, no clock, no randomness; the one state a
+solve changes is the caller's ``SchedulingInput.first_fit`` (Cluster Autoscaler's hints).
 """
 
 from joiner.scheduling.placement import provisioning_order
@@ -11,6 +12,7 @@ from joiner.scheduling.scheduler import Scheduler
 from joiner.scheduling.types import (
     BoundPod,
     ExistingNode,
+    FirstFit,
     NewNodeClaim,
     NodePoolTemplate,
     PodRequest,
@@ -22,6 +24,7 @@ from joiner.scheduling.types import (
 __all__ = [
     "BoundPod",
     "ExistingNode",
+    "FirstFit",
     "NewNodeClaim",
     "NodePoolTemplate",
     "PodRequest",

@@ -4,7 +4,8 @@
 The predicates are kube-scheduler's Filter plugins as the scheduler's module docstring lists
 them (taints, node selection, resources, host ports, volume topology, spread and pod
 affinity); in ``kube-scheduler`` mode the nodes are tried in NodeResourcesFit LeastAllocated
-order (``noderesources/least_allocated.go``), else in the solve's try order (Karpenter's
+order (``noderesources/least_allocated.go``), or with ``SchedulingInput.first_fit`` as Cluster
+Autoscaler's fit check chooses (``_first_fit``), else in the solve's try order (Karpenter's
 ``scheduler.go`` tries existing nodes first, in order). Three things spare work without
 changing an answer:
 
@@ -34,7 +35,7 @@ from joiner.scheduling.placement import (
 from joiner.scheduling.pool import IntArray
 from joiner.scheduling.room import BoolArray, FreeRoom
 from joiner.scheduling.topology import Summary, Topology
-from joiner.scheduling.types import SchedulingInput
+from joiner.scheduling.types import FirstFit, SchedulingInput
 
 _NO_UNDEFINED: frozenset[str] = frozenset()
 #: ``OnExisting._static``'s marker for "not decided yet".
@@ -77,6 +78,8 @@ class OnExisting:
     #: tolerated, volume terms) -> the first term of the pod's node selection the node
     #: admits, None if its taints or labels refuse.
     _static: dict[tuple[object, ...], Requirements | None]
+    #: Node name -> position in ``existing``, made when a ``FirstFit`` hint is first read.
+    _rows: dict[str, int] | None = None
 
     def _summary(self, attempt: _Attempt, term: Requirements) -> Summary:
         found = attempt.summaries.get(term)
@@ -98,6 +101,11 @@ class OnExisting:
     def _try_existing(self, attempt: _Attempt) -> str | None:
         if not self.existing:
             return None
+        first_fit = self.inp.first_fit
+        if first_fit is not None:
+            hinted = self._try_hint(attempt, first_fit)
+            if hinted is not None:
+                return hinted
         t = attempt.pod.template
         dead = self._dead_for(attempt)
         # A node without room for the requests never takes the template in this solve
@@ -114,7 +122,11 @@ class OnExisting:
             rows = self._topology_filter(attempt, rows, memo)
             if rows.size == 0:
                 return None
-        if self.inp.mode == "kube-scheduler":
+        if first_fit is not None:
+            # CA's walk starts just after the node its previous search found.
+            start = first_fit.last_index % len(self.existing)
+            rows = np.concatenate((rows[rows >= start], rows[rows < start]))
+        elif self.inp.mode == "kube-scheduler":
             # Score only the nodes that may still take this template (LeastAllocated).
             ordered = self.room.least_allocated_order(rows, t.requests)
             if ordered is not None:
@@ -138,13 +150,42 @@ class OnExisting:
                 continue
             if not verdict:
                 continue
-            e.available = quantity.subtract(e.available, t.requests)
-            self.room.take(i, t.requests)
-            if t.host_ports:
-                e.ports = [*e.ports, *t.host_ports]
-            self.topology.record(t, dict(e.domains))
-            return e.node.name
+            if first_fit is not None:
+                first_fit.last_index = (i + 1) % len(self.existing)
+                first_fit.hints[attempt.pod.uid] = e.node.name
+            return self._take(i, e, attempt)
         return None
+
+    def _take(self, i: int, e: _Existing, attempt: _Attempt) -> str:
+        """Place ``attempt``'s pod on existing node ``i`` (``e``); returns its name."""
+        t = attempt.pod.template
+        e.available = quantity.subtract(e.available, t.requests)
+        self.room.take(i, t.requests)
+        if t.host_ports:
+            e.ports = [*e.ports, *t.host_ports]
+        self.topology.record(t, dict(e.domains))
+        return e.node.name
+
+    def _try_hint(self, attempt: _Attempt, first_fit: FirstFit) -> str | None:
+        """The pod's hinted node if it passes every filter now (CA
+        ``HintingSimulator.tryScheduleUsingHints``: no search, the start is not moved)."""
+        hint = first_fit.hint(attempt.pod.uid)
+        if hint is None:
+            return None
+        if self._rows is None:
+            self._rows = {self.existing.name(i): i for i in range(len(self.existing))}
+        i = self._rows.get(hint)
+        dead = self._dead_for(attempt)
+        if i is None or dead[i]:
+            return None
+        e = self.existing[i]
+        verdict = self._admits(e, attempt)
+        if verdict is None:
+            dead[i] = True
+        if not verdict:
+            return None
+        first_fit.hints[attempt.pod.uid] = e.node.name
+        return self._take(i, e, attempt)
 
     def _topology_filter(self, attempt: _Attempt, rows: IntArray, memo: _VerdictMemo) -> IntArray:
         """``rows`` without the nodes whose domains the pod's topology refuses, one verdict

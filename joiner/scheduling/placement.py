@@ -68,6 +68,10 @@ class _Nodes(Sequence[_Existing]):
     def __len__(self) -> int:
         return len(self._bases)
 
+    def name(self, i: int) -> str:
+        """Node ``i``'s name (without making its ``_Existing``)."""
+        return self._bases[i].node.name
+
     @overload
     def __getitem__(self, i: int) -> _Existing: ...
     @overload

@@ -115,6 +115,8 @@ class _Solve(OnExisting):
     SHARES_FAILURES = True
 
     def __init__(self, inp: SchedulingInput) -> None:
+        if inp.first_fit is not None and inp.mode != "kube-scheduler":
+            raise ValueError("SchedulingInput.first_fit needs mode='kube-scheduler'")
         self.inp = inp
         extra = sorted({k for p in inp.pods for k in p.template.requests})
         self.pools = [
@@ -197,6 +199,9 @@ class _Solve(OnExisting):
                 unschedulable.append((pod.uid, hit[1]))
                 continue
             prefs = _Prefs(pod.template, self.pns_exists and not kube)
+            if self.inp.first_fit is not None:
+                while prefs.relax():  # CA's fit check runs the filters alone
+                    pass
             while True:
                 self._reserved_failed = False
                 attempt = _Attempt(

@@ -109,6 +109,35 @@ class StopRule:
     rejected_capacity_types: frozenset[str] = frozenset()
 
 
+@dataclass
+class FirstFit:
+    """Cluster Autoscaler's choice of node when it checks which pending pods fit the nodes
+    it has or awaits (``FilterOutSchedulable``, through ``HintingSimulator.TrySchedulePods``):
+    a pod first tries the node it fitted last time (its hint), else the first node that
+    passes every filter, the walk starting just after the node the previous search found
+    (``SchedulerPluginRunner.RunFiltersUntilPassingNode``'s ``lastIndex``). Kept by the
+    caller across solves, as CA keeps its runner and hints across loops.
+
+    Attributes:
+        last_index: where the next search starts, a position in the solve's node order.
+        hints: pod uid -> node it was placed on since the last ``drop_old``.
+        old_hints: the hints set before the last ``drop_old`` (still read, as CA's are).
+    """
+
+    last_index: int = 0
+    hints: dict[str, str] = field(default_factory=dict)
+    old_hints: dict[str, str] = field(default_factory=dict)
+
+    def hint(self, uid: str) -> str | None:
+        """The node ``uid`` was last placed on, if still remembered (``Hints.Get``)."""
+        found = self.hints.get(uid)
+        return found if found is not None else self.old_hints.get(uid)
+
+    def drop_old(self) -> None:
+        """Forget hints not set since the previous call (``Hints.DropOld``, once a loop)."""
+        self.old_hints, self.hints = self.hints, {}
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulingInput:
     """Everything one solve reads."""
@@ -136,6 +165,10 @@ class SchedulingInput:
     #: candidate at a time) pass the same ``existing`` and ``bound_pods`` tuples each time,
     #: and what the solve derives from them is computed once (``scheduling.base``).
     exclude_nodes: frozenset[str] = frozenset()
+    #: ``kube-scheduler`` mode only: choose nodes as Cluster Autoscaler's fit check does
+    #: (``FirstFit``; filters only, no preference, first fit from a rotating start) instead
+    #: of by LeastAllocated; the solve updates it. None: kube-scheduler's choice.
+    first_fit: FirstFit | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,12 @@ timer is due:
    predicates); the expander picks one option and that group's desired capacity grows by the
    estimate; with ``--balance-similar-node-groups`` the estimate is split across the groups
    similar to the chosen one that could take the pods, smallest first (CA
-   ``nodegroupset.BalanceScaleUpBetweenGroups``).
+   ``nodegroupset.BalanceScaleUpBetweenGroups``). The fit check chooses nodes as CA's
+   ``FilterOutSchedulable`` does (``scheduling.FirstFit``): filters only, a pod's node from
+   the last check first (its hint), else the first node that passes, the walk starting just
+   after the node the previous search found. The walk is over the snapshot's order (Ready
+   nodes by name, then the upcoming ones, named per group and index so a hint to one
+   survives while it is upcoming) where CA walks its own snapshot's list.
 3. **Scale-down**, only when there was no scale-up in this scan. A Ready node whose
    ``max(cpu, memory)`` requests over allocatable (DaemonSet pods included) is under the
    threshold is *unneeded*; after ``scale_down_unneeded_time_s``, and not within the
@@ -52,6 +57,7 @@ from joiner.controllers.termination.controller import Terminator, cordon
 from joiner.scheduling import (
     BoundPod,
     ExistingNode,
+    FirstFit,
     Scheduler,
     SchedulingInput,
 )
@@ -113,6 +119,8 @@ class ClusterAutoscaler:
         self._removing: set[str] = set()
         self._scheduler = Scheduler()
         self._estimator = Estimator(self._scheduler)
+        #: The fit check's hints and rotating start, kept across scans as CA keeps them.
+        self._first_fit = FirstFit()
         self._last_scale_up_s = -math.inf
         self._last_delete_s = -math.inf
         self._last_failure_s = -math.inf
@@ -313,8 +321,10 @@ class ClusterAutoscaler:
                 bound_pods=tuple(scan.bound),
                 daemonsets=daemonsets,
                 mode="kube-scheduler",
+                first_fit=self._first_fit,
             )
         )
+        self._first_fit.drop_old()
         placed = {uid for uid, _ in fits.existing_placements}
         left = tuple(r for r in requests if r.uid not in placed)
         if not left:
