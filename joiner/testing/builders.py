@@ -15,7 +15,7 @@ from joiner.api.objects import (
 )
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType, Offering
-from joiner.scheduling.types import PodRequest
+from joiner.scheduling.types import ExistingNode, PodRequest
 
 GIB = quantity.GIB
 
@@ -36,6 +36,26 @@ def make_pod_template(
         node_selector=Requirements.from_labels(node_selector or {}),
         required_affinity=tuple(Requirements(term) for term in affinity),
         tolerations=tuple(tolerations),
+    )
+
+
+def make_existing_node(
+    name: str,
+    zone: str = "us-east-1a",
+    *,
+    cpu_m: int = 4000,
+    memory: int = 16 * GIB,
+    pods: int = 58,
+) -> ExistingNode:
+    """An initialized node of 4 CPU, 16 GiB and 58 pods allocatable in ``zone``, labelled
+    with its hostname and zone, with ``cpu_m``/``memory``/``pods`` of it free."""
+    return ExistingNode(
+        name=name,
+        labels=((labels.HOSTNAME, name), (labels.ZONE, zone)),
+        taints=(),
+        available={quantity.CPU: cpu_m, quantity.MEMORY: memory, quantity.PODS: pods},
+        initialized=True,
+        allocatable={quantity.CPU: 4000, quantity.MEMORY: 16 * GIB, quantity.PODS: 58},
     )
 
 

@@ -20,7 +20,13 @@ from joiner.scheduling import (
     SchedulingInput,
 )
 from joiner.scheduling.costopt.solver import CostOptimalScheduler
-from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
+from joiner.testing.builders import (
+    GIB,
+    make_existing_node,
+    make_instance_type,
+    make_nodepool,
+    make_pod_template,
+)
 
 #: A NodePool of one small type (2 CPU, 4 GiB), only in us-east-1a.
 SMALL = NodePoolTemplate(
@@ -34,14 +40,7 @@ def _unshared(pods: list[PodRequest]) -> tuple[PodRequest, ...]:
 
 
 def _node(name: str, zone: str, cpu: int, mem_gib: int) -> ExistingNode:
-    return ExistingNode(
-        name=name,
-        labels=((labels.HOSTNAME, name), (labels.ZONE, zone)),
-        taints=(),
-        available={"cpu": cpu, "memory": mem_gib * GIB, "pods": 20},
-        initialized=True,
-        allocatable={"cpu": 4000, "memory": 16 * GIB, "pods": 58},
-    )
+    return make_existing_node(name, zone, cpu_m=cpu, memory=mem_gib * GIB, pods=20)
 
 
 def _solve(pods, nodes, mode, pools=()):

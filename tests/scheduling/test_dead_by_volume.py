@@ -18,21 +18,20 @@ from joiner.scheduling import (
     Scheduler,
     SchedulingInput,
 )
-from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
+from joiner.testing.builders import (
+    GIB,
+    make_existing_node,
+    make_instance_type,
+    make_nodepool,
+    make_pod_template,
+)
 
 ZONE_B = (Requirements([Requirement.in_(labels.ZONE, "us-east-1b")]),)
 ZONE_A = (Requirements([Requirement.in_(labels.ZONE, "us-east-1a")]),)
 
 
 def _node(name: str, zone: str, cpu: int) -> ExistingNode:
-    return ExistingNode(
-        name=name,
-        labels=((labels.HOSTNAME, name), (labels.ZONE, zone)),
-        taints=(),
-        available={"cpu": cpu, "memory": 4 * GIB, "pods": 10},
-        initialized=True,
-        allocatable={"cpu": 4000, "memory": 16 * GIB, "pods": 58},
-    )
+    return make_existing_node(name, zone, cpu_m=cpu, memory=4 * GIB, pods=10)
 
 
 @pytest.mark.parametrize("mode", ["kube-scheduler", "provisioner"])

@@ -12,18 +12,11 @@ import pytest
 from joiner.api import labels
 from joiner.api.requirements import Requirement, Requirements
 from joiner.scheduling import ExistingNode, FirstFit, PodRequest, Scheduler, SchedulingInput
-from joiner.testing.builders import GIB, make_pod_template
+from joiner.testing.builders import make_existing_node, make_pod_template
 
 
 def _node(name: str, cpu: int = 4000, zone: str = "us-east-1a") -> ExistingNode:
-    return ExistingNode(
-        name=name,
-        labels=((labels.HOSTNAME, name), (labels.ZONE, zone)),
-        taints=(),
-        available={"cpu": cpu, "memory": 64 * GIB, "pods": 110},
-        initialized=True,
-        allocatable={"cpu": 4000, "memory": 64 * GIB, "pods": 110},
-    )
+    return make_existing_node(name, zone, cpu_m=cpu)
 
 
 def _solve(pods, nodes, first_fit: FirstFit | None):
