@@ -127,6 +127,8 @@ def _blocker(
                 'Pod has "karpenter.sh/do-not-disrupt" annotation '
                 f"(Pod={pod.namespace}/{pod.name})",
             )
+    if not state.pdbs:
+        return None
     for pod in pods:
         pdb = blocking(state, pod, allowed)
         if pdb is not None:

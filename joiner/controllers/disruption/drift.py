@@ -47,9 +47,25 @@ class TypesByName:
     def __call__(self, node_class: str) -> Mapping[str, InstanceType]:
         found = self._by_class.get(node_class)
         if found is None:
-            found = {t.name: t for t in self._types_of(node_class)}
-            self._by_class[node_class] = found
+            found = self._by_class[node_class] = _by_name(self._types_of(node_class))
         return found
+
+
+def _by_name(types: list[InstanceType]) -> dict[str, InstanceType]:
+    """``types`` by name, remembered per list object (the cloud hands out the same list
+    while its types and prices are unchanged, so passes in a row share the index)."""
+    hit = _BY_NAME.get(id(types))
+    if hit is not None and hit[0] is types and len(hit[1]) == len(types):
+        return hit[1]
+    found = {t.name: t for t in types}
+    if len(_BY_NAME) >= 64:
+        _BY_NAME.clear()
+    _BY_NAME[id(types)] = (types, found)
+    return found
+
+
+#: ``_by_name`` answers by list identity, with the list (kept alive so the id stays its own).
+_BY_NAME: dict[int, tuple[list[InstanceType], dict[str, InstanceType]]] = {}
 
 
 def _label_requirements(node: Node) -> Requirements:

@@ -100,9 +100,9 @@ class Room:
         self._spot_pools: frozenset[str] | None = None
         self._cheaper: dict[tuple[frozenset[str], frozenset[str]], CheaperTypes] = {}
         self._taints = [e.taints for e in nodes]
-        self._fits: dict[int, tuple[PodTemplate, np.ndarray, int]] = {}
-        self._count: dict[tuple[tuple[str, int], ...], tuple[np.ndarray, int]] = {}
-        self._rooms: dict[tuple[object, ...], tuple[np.ndarray, int]] = {}
+        self._fits: dict[int, tuple[PodTemplate, list[bool], int]] = {}
+        self._count: dict[tuple[tuple[str, int], ...], tuple[np.ndarray, list[int], int]] = {}
+        self._rooms: dict[tuple[object, ...], tuple[list[int], int]] = {}
 
     def _free_of(self, resource: str) -> np.ndarray:
         """Free ``resource`` per initialized node (never negative), int64."""
@@ -250,8 +250,8 @@ class Room:
             low = min(amounts, default=0)
             if low > 0:
                 lows.append((r, low))
-        count, total = self._counts(tuple(lows))
-        held = total - int(count[own].sum())
+        _count, count, total = self._counts(tuple(lows))
+        held = total - sum(count[i] for i in own)
         must = max(sum(n for _, n in rest) - held, 0)
         need: dict[str, int] = {}
         for r in resources:
@@ -263,7 +263,7 @@ class Room:
                 by_count += v * min(n, left)  # the ``must`` smallest requests of r
                 left -= n
             per_node, room = self._room(tuple(lows), r, high[r])
-            room -= int(per_node[own].sum())
+            room -= sum(per_node[i] for i in own)
             by_amount = sum(req.get(r, 0) * n for req, n in (*forced, *rest)) - room
             need[r] = max(by_count, by_amount, 0)
         # Step 4, per template: a node holds at most ``min_r floor(F_r / t_r)`` pods that
@@ -275,8 +275,8 @@ class Room:
             big = sum(
                 n for u, n in alike.values() if all(u.requests.get(r, 0) >= v for r, v in lows_t)
             )
-            count, total = self._counts(lows_t)
-            over = big - (total - int(count[own].sum()))
+            _count, count, total = self._counts(lows_t)
+            over = big - (total - sum(count[i] for i in own))
             if over > 0:
                 for r, v in lows_t:
                     need[r] = max(need[r], over * v)
@@ -295,32 +295,35 @@ class Room:
             for i in np.flatnonzero(mask).tolist():
                 if self._taints[i] and tolerates_all(t.tolerations, self._taints[i]) is not None:
                     mask[i] = False
-            hit = self._fits[id(t)] = (t, mask, int(mask.sum()))
-        _, mask, fitting = hit
-        return fitting - int(mask[own].sum()) > 0
+            hit = self._fits[id(t)] = (t, mask.tolist(), int(mask.sum()))
+        # Python lists and sums: ``own`` holds a node or a few, where numpy's per-call cost
+        # is most of the work.
+        _, fits, fitting = hit
+        return fitting - sum(fits[i] for i in own) > 0
 
-    def _counts(self, lows: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, int]:
+    def _counts(self, lows: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, list[int], int]:
         """Per initialized node, at most how many pods requesting at least ``lows`` it holds
-        (``_UNBOUNDED`` when ``lows`` is empty), and their sum; once per pass."""
+        (``_UNBOUNDED`` when ``lows`` is empty), as an array and as a list, and their sum;
+        once per pass."""
         hit = self._count.get(lows)
         if hit is None:
             count = np.full(len(self._available), _UNBOUNDED, dtype=np.int64)
             for r, low in lows:
                 count = np.minimum(count, self._free_of(r) // low)
-            hit = self._count[lows] = (count, int(count.sum()))
+            hit = self._count[lows] = (count, count.tolist(), int(count.sum()))
         return hit
 
-    def _room(self, lows: tuple[tuple[str, int], ...], r: str, high: int) -> tuple[np.ndarray, int]:
+    def _room(self, lows: tuple[tuple[str, int], ...], r: str, high: int) -> tuple[list[int], int]:
         """Per initialized node, at most how much of ``r`` it gives pods requesting at least
-        ``lows`` and at most ``high`` of ``r``, and the sum; once per pass."""
+        ``lows`` and at most ``high`` of ``r`` (a list), and the sum; once per pass."""
         key = (lows, r, high)
         hit = self._rooms.get(key)
         if hit is None:
-            count, _ = self._counts(lows)
+            count, _, _ = self._counts(lows)
             # In float64: ``count`` may be huge where a resource bounds nothing; the minimum
             # with the (exact, < 2**53) free amounts brings it back.
             per_node = np.minimum(self._free_of(r), count * float(high)).astype(np.int64)
-            hit = self._rooms[key] = (per_node, int(per_node.sum()))
+            hit = self._rooms[key] = (per_node.tolist(), int(per_node.sum()))
         return hit
 
 
