@@ -13,6 +13,7 @@ from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.reservations import reservation_labels
 from joiner.cloudprovider.types import Instance, InstanceType
+from joiner.state.registry import LiveNames, Registry
 
 _revisions = itertools.count(1)
 _revision = 0
@@ -206,8 +207,9 @@ class ClusterState:
     """All objects of one cluster, keyed by name/uid."""
 
     pods: dict[str, Pod] = field(default_factory=dict)
-    nodeclaims: dict[str, NodeClaim] = field(default_factory=dict)
-    nodes: dict[str, Node] = field(default_factory=dict)
+    #: Every NodeClaim and Node seen, deleted ones included (``registry``).
+    nodeclaims: Registry[NodeClaim] = field(default_factory=Registry)
+    nodes: Registry[Node] = field(default_factory=Registry)
     nodepools: dict[str, NodePool] = field(default_factory=dict)
     daemonsets: dict[str, PodTemplate] = field(default_factory=dict)
     #: Node requirements each pod template's volumes impose (alternatives; absent: none).
@@ -226,17 +228,19 @@ class ClusterState:
     _pending: list[Pod] = field(default_factory=list, repr=False, compare=False)
     #: ``snapshot.ready_nodes``' per-node views, reused while a node is unchanged.
     node_views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    #: ``ready_nodes`` and ``live_nodeclaims`` answers by (node revision, dict size): the
-    #: dicts keep every object ever seen, so sorting them on each call grows with history.
-    _ready: tuple[tuple[int, int], list[Node]] | None = field(
-        default=None, repr=False, compare=False
-    )
-    _claims: tuple[tuple[int, int], list[NodeClaim]] | None = field(
-        default=None, repr=False, compare=False
-    )
-    _live_nodes: tuple[tuple[int, int], list[Node]] | None = field(
-        default=None, repr=False, compare=False
-    )
+    #: The live NodeClaims' and Nodes' names, and what ``live_nodeclaims``,
+    #: ``live_nodes`` and ``ready_nodes`` derive from them (rebuilt when they may change).
+    _claim_names: LiveNames = field(default_factory=LiveNames, repr=False, compare=False)
+    _node_names: LiveNames = field(default_factory=LiveNames, repr=False, compare=False)
+    _claims: list[NodeClaim] = field(default_factory=list, repr=False, compare=False)
+    _live_nodes: list[Node] = field(default_factory=list, repr=False, compare=False)
+    _ready: list[Node] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.nodeclaims, Registry):
+            self.nodeclaims = Registry(self.nodeclaims)
+        if not isinstance(self.nodes, Registry):
+            self.nodes = Registry(self.nodes)
 
     def _refresh(self) -> None:
         if self._live_rev == _revision and self._live_seen == len(self.pods):
@@ -302,39 +306,33 @@ class ClusterState:
         return total
 
     def live_nodeclaims(self) -> list[NodeClaim]:
-        """NodeClaims not deleted, by name (a new list; the walk is redone only after a
-        NodeClaim or Node changed or was added)."""
-        key = (_node_revision, len(self.nodeclaims))
-        if self._claims is None or self._claims[0] != key:
-            self._claims = (
-                key,
-                [c for _, c in sorted(self.nodeclaims.items()) if c.deleted_at_s is None],
-            )
-        return list(self._claims[1])
+        """NodeClaims not deleted, by name (a new list; the live ones are tracked, not found
+        by walking every NodeClaim ever seen)."""
+        if self._claim_names.refresh(self.nodeclaims, _node_revision):
+            self._claims = [self.nodeclaims[k] for k in sorted(self._claim_names.names)]
+        return list(self._claims)
+
+    def _refresh_nodes(self) -> None:
+        if self._node_names.refresh(self.nodes, _node_revision):
+            names = self._node_names.names
+            self._live_nodes = [
+                self.nodes[k] for k in sorted(names, key=self.nodes.seq.__getitem__)
+            ]
+            self._ready = [
+                n for n in (self.nodes[k] for k in sorted(names)) if n.ready and not n.deleting
+            ]
 
     def live_nodes(self) -> list[Node]:
         """Nodes not deleted (marked for deletion included), in the order they were added
-        (a new list; the walk is redone only after a NodeClaim or Node changed or was
-        added)."""
-        key = (_node_revision, len(self.nodes))
-        if self._live_nodes is None or self._live_nodes[0] != key:
-            self._live_nodes = (key, [n for n in self.nodes.values() if n.deleted_at_s is None])
-        return list(self._live_nodes[1])
+        (a new list; tracked as ``live_nodeclaims``)."""
+        self._refresh_nodes()
+        return list(self._live_nodes)
 
     def ready_nodes(self) -> list[Node]:
-        """Ready, undeleted, schedulable (not marked for deletion) nodes by name (a new
-        list; the walk is redone only after a NodeClaim or Node changed or was added)."""
-        key = (_node_revision, len(self.nodes))
-        if self._ready is None or self._ready[0] != key:
-            self._ready = (
-                key,
-                [
-                    n
-                    for _, n in sorted(self.nodes.items())
-                    if n.ready and n.deleted_at_s is None and not n.deleting
-                ],
-            )
-        return list(self._ready[1])
+        """Ready, undeleted, schedulable (not marked for deletion) nodes by name (a new list;
+        tracked as ``live_nodeclaims``)."""
+        self._refresh_nodes()
+        return list(self._ready)
 
     def claim_of(self, node: Node) -> NodeClaim | None:
         """The node's NodeClaim, or None for static capacity (or a claim already gone)."""

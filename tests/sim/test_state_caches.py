@@ -12,6 +12,7 @@ from joiner.api import quantity
 from joiner.api.objects import Taint
 from joiner.api.requirements import Requirements
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
+from joiner.state.registry import Registry
 from joiner.testing.builders import make_pod_template
 
 CPU4 = {quantity.CPU: 4000, quantity.MEMORY: 16 * quantity.GIB, quantity.PODS: 110}
@@ -101,3 +102,41 @@ def test_a_template_hash_is_kept_but_never_copied():
         assert other == t
         assert other._hash == 0  # recomputed where it is used, never carried
         assert hash(other) == h
+
+
+def test_removed_and_rewritten_entries_are_seen():
+    # Tests and crash simulations remove entries; the API feed writes a new object under a
+    # known name. Neither changes a node's own fields, so only the registry's log shows it.
+    state = ClusterState()
+    for name in ("a", "b"):
+        state.nodes[name] = _node(name)
+    state.nodeclaims["x"] = _claim("x")
+    assert _names(state.ready_nodes()) == ["a", "b"]
+    assert _names(state.live_nodeclaims()) == ["x"]
+    del state.nodes["a"]
+    assert _names(state.ready_nodes()) == ["b"]
+    assert state.nodeclaims.pop("x").name == "x"
+    assert state.live_nodeclaims() == []
+    assert state.nodeclaims.pop("x", None) is None
+    replaced = _node("b")
+    state.nodes["b"] = replaced
+    assert state.ready_nodes()[0] is replaced
+    state.nodes["a"] = _node("a")  # back, now added last
+    assert _names(state.live_nodes()) == ["b", "a"]
+    state.nodes.update({"c": _node("c")})
+    state.nodes.setdefault("d", _node("d"))
+    assert _names(state.ready_nodes()) == ["a", "b", "c", "d"]
+    state.nodes.clear()
+    assert state.ready_nodes() == [] and state.live_nodes() == []
+
+
+def test_a_state_built_from_plain_dicts_and_pickled_keeps_working():
+    state = ClusterState(nodes={"a": _node("a")}, nodeclaims={"x": _claim("x")})
+    assert isinstance(state.nodes, Registry) and isinstance(state.nodeclaims, Registry)
+    assert _names(state.ready_nodes()) == ["a"]
+    copied = pickle.loads(pickle.dumps(state))
+    assert _names(copied.ready_nodes()) == ["a"]
+    copied.nodes["b"] = _node("b")
+    assert _names(copied.ready_nodes()) == ["a", "b"]
+    assert _names(state.ready_nodes()) == ["a"]
+    assert _names(copy.deepcopy(state).live_nodeclaims()) == ["x"]
