@@ -210,6 +210,10 @@ class SimulationRuntime:
         self.terminator.on_evicted.append(self._gone)
         self.kube_scheduler.on_bound.append(self._bound)
         self._retry_scheduled = False
+        #: Pod uid -> names of the NodeClaims nominated for it, from the NodeClaims'
+        #: log up to ``_nominated_seen`` (``_room_taken``).
+        self._nominated_in: dict[str, list[str]] = {}
+        self._nominated_seen = 0
         if self.joiner:
             self.kube_scheduler.on_unplaced.append(self._room_taken)
         workloads = WorkloadControllers(
@@ -434,14 +438,23 @@ class SimulationRuntime:
         require another provisioning loop"); here such a pod is retried as an unschedulable
         one (``_retry_later``). Without it the pod waited for the next pod event (523 s on
         examples/clinic-spikes with the cost-optimal repair on small launches)."""
-        waiting = {p.uid for p in pending}
-        for claim in self.state.nodeclaims.values():
-            if not waiting.intersection(claim.nominated):
-                continue
-            node = self.state.node_of_claim(claim)
-            if node is not None and node.ready:
-                self._retry_later(None)
-                return
+        claims = self.state.nodeclaims
+        # Index the NodeClaims written since the last call by the pods they were made for
+        # (``nominated`` is fixed at creation), rather than walk every NodeClaim ever seen.
+        for name in claims.log[self._nominated_seen :]:
+            claim = claims.get(name)
+            for uid in claim.nominated if claim is not None else ():
+                self._nominated_in.setdefault(uid, []).append(name)
+        self._nominated_seen = len(claims.log)
+        for p in pending:
+            for name in self._nominated_in.get(p.uid, ()):
+                claim = claims.get(name)
+                if claim is None or p.uid not in claim.nominated:
+                    continue  # removed, or a NodeClaim made anew under that name
+                node = self.state.node_of_claim(claim)
+                if node is not None and node.ready:
+                    self._retry_later(None)
+                    return
 
     def _retry_later(self, _uids: Any) -> None:
         if self._retry_scheduled:

@@ -19,6 +19,8 @@ _revisions = itertools.count(1)
 _revision = 0
 #: Like ``_revision``, but changed only by NodeClaim and Node changes (not by pods).
 _node_revision = 0
+#: Like ``_revision``, but changed only by pod changes (``ClusterState``'s pod caches).
+_pod_revision = 0
 
 
 def revision() -> int:
@@ -29,8 +31,8 @@ def revision() -> int:
 
 
 def _bump() -> None:
-    global _revision
-    _revision = next(_revisions)
+    global _revision, _pod_revision
+    _revision = _pod_revision = next(_revisions)
 
 
 def _bump_nodes() -> None:
@@ -220,7 +222,7 @@ class ClusterState:
     #: timestamp).
     generation: int = 0
 
-    # Caches over ``pods``, valid while ``revision()`` and ``len(pods)`` are unchanged.
+    # Caches over ``pods``, valid while the pod revision and ``len(pods)`` are unchanged.
     _live: list[Pod] = field(default_factory=list, repr=False, compare=False)
     _live_seen: int = field(default=0, repr=False, compare=False)
     _live_rev: int = field(default=-1, repr=False, compare=False)
@@ -243,7 +245,7 @@ class ClusterState:
             self.nodes = Registry(self.nodes)
 
     def _refresh(self) -> None:
-        if self._live_rev == _revision and self._live_seen == len(self.pods):
+        if self._live_rev == _pod_revision and self._live_seen == len(self.pods):
             return
         if self._live_seen > len(self.pods):  # pods were removed from the dict
             self._live, self._live_seen = [], 0
@@ -260,7 +262,7 @@ class ClusterState:
         for p in live:
             if p.node_name is not None:
                 by_node.setdefault(p.node_name, []).append(p)
-        self._live, self._live_seen, self._live_rev = live, len(self.pods), _revision
+        self._live, self._live_seen, self._live_rev = live, len(self.pods), _pod_revision
         self._by_node = by_node
         self._pending = [p for p in live if p.node_name is None and not p.daemon]
 
