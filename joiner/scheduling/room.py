@@ -60,24 +60,18 @@ class NodeArrays:
         names = [node.name for node in nodes]
         rank = np.empty(n, dtype=np.int64)
         rank[sorted(range(n), key=names.__getitem__)] = np.arange(n, dtype=np.int64)
-        totals = np.zeros((n, len(SCORED)), dtype=np.float64)
-        free: IntArray | None
-        try:
-            free = np.array(
-                [[node.available.get(r, 0) for r in cols] for node in nodes], dtype=np.int64
-            ).reshape(n, len(cols))
-            for i, node in enumerate(nodes):
-                alloc = node.allocatable or {}
-                for j, r in enumerate(SCORED):
-                    total = alloc.get(r, 0)
-                    if total >= _EXACT:
-                        raise OverflowError(r)
-                    totals[i, j] = max(total, 0)
+        rows = [_row(node, cols) for node in nodes]
+        totals = np.array([r[1] for r in rows], dtype=np.float64).reshape(n, len(SCORED))
+        free: IntArray | None = None
+        if not any(r[2] for r in rows):
+            try:
+                free = np.array([r[0] for r in rows], dtype=np.int64).reshape(n, len(cols))
+            except OverflowError:
+                free = None
+        if free is not None:
             scored = [cols.index(r) for r in SCORED]
             if n and (np.abs(free[:, scored]) >= _EXACT // 4).any():
-                raise OverflowError("free room")
-        except OverflowError:
-            free = None
+                free = None
         return NodeArrays(
             resources=cols,
             free=free,
@@ -85,6 +79,32 @@ class NodeArrays:
             scored_count=(totals > 0).sum(axis=1).astype(np.float64),
             name_rank=rank,
         )
+
+
+#: A node's ``NodeArrays`` row: free room per column, the scored allocatable (0 when
+#: unusable), whether an allocatable is too large for an exact score.
+_Row = tuple[list[int], list[int], bool]
+#: ``_row`` answers by (ExistingNode id, columns), with the node (kept alive so its id stays
+#: its own): snapshots reuse the ExistingNode of a node that did not change.
+_ROWS: dict[tuple[int, tuple[str, ...]], tuple[ExistingNode, _Row]] = {}
+_ROWS_MAX = 8192
+
+
+def _row(node: ExistingNode, cols: tuple[str, ...]) -> _Row:
+    hit = _ROWS.get((id(node), cols))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    alloc = node.allocatable or {}
+    totals = [alloc.get(r, 0) for r in SCORED]
+    row: _Row = (
+        [node.available.get(r, 0) for r in cols],
+        [max(t, 0) for t in totals],
+        any(t >= _EXACT for t in totals),
+    )
+    if len(_ROWS) >= _ROWS_MAX:
+        _ROWS.clear()
+    _ROWS[(id(node), cols)] = (node, row)
+    return row
 
 
 class FreeRoom:

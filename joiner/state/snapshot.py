@@ -27,26 +27,36 @@ def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]
     (they count in topology domains and hold host ports).
 
     A node's view is rebuilt only when something it is made of changed (the node object,
-    its labels, taints or allocatable, or the templates of the pods on it, by identity:
-    templates are immutable); otherwise the very same objects as last time are returned.
+    its labels, taints or allocatable, also when changed in place, or its pods' templates);
+    otherwise the very same objects as last time are returned.
     """
     existing: list[ExistingNode] = []
     bound: list[BoundPod] = []
     views = state.node_views
     fresh: dict[str, _View] = {}
     for n in state.ready_nodes():
-        pods = state.pods_on(n.name)
-        templates = tuple(p.template for p in pods)
-        key = node_key(n, templates)
+        templates = tuple(p.template for p in state.pods_on(n.name))
         view = views.get(n.name)
-        if view is None or view[0] != key:
+        # Dict and tuple equality, without building a key: equal templates give an equal
+        # view (it reads nothing else of them).
+        if (
+            view is None
+            or view[0] is not n
+            or view[3] != templates
+            or view[1] != n.labels
+            or view[2] != n.taints
+            or view[4] != n.allocatable
+        ):
             view = (
-                key,
+                n,
+                dict(n.labels),
+                n.taints,
                 templates,
+                dict(n.allocatable),
                 _node_view(n.name, n.labels, n.taints, n.allocatable, templates),
             )
         fresh[n.name] = view
-        node, node_pods = view[2]
+        node, node_pods = view[5]
         existing.append(node)
         bound.extend(node_pods)
     state.node_views = fresh
@@ -65,23 +75,15 @@ def bound_pod(node: str, template: PodTemplate) -> BoundPod:
     )
 
 
-def node_key(node: Node, templates: tuple[PodTemplate, ...]) -> tuple[object, ...]:
-    """Equal for two calls only if nothing a scheduling view of ``node`` is made of changed
-    in between: the node object, its labels (also when changed in place), taints and
-    allocatable, and the templates of its pods (by identity: templates are immutable; the
-    caller keeps ``templates`` alive while it keeps the key)."""
-    return (
-        id(node),
-        tuple(node.labels.items()),
-        node.taints,
-        tuple(node.allocatable.items()),
-        tuple(map(id, templates)),
-    )
-
-
-#: (key, the templates it holds alive so their ids stay unique, (node, its bound pods)).
+#: (node, copies of its labels, its taints, its pods' templates, a copy of its allocatable,
+#: (its ExistingNode, its bound pods)).
 _View = tuple[
-    tuple[object, ...], tuple[PodTemplate, ...], tuple[ExistingNode, tuple[BoundPod, ...]]
+    Node,
+    dict[str, str],
+    tuple[Taint, ...],
+    tuple[PodTemplate, ...],
+    quantity.Resources,
+    tuple[ExistingNode, tuple[BoundPod, ...]],
 ]
 
 

@@ -33,8 +33,8 @@ from joiner.scheduling import (
     SchedulingInput,
 )
 from joiner.scheduling.daemonsets import overhead_on_node
-from joiner.state.cluster import ClusterState, NodeClaim, Pod
-from joiner.state.snapshot import bound_pod, node_key, pod_requests
+from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
+from joiner.state.snapshot import bound_pod, pod_requests
 
 log = logging.getLogger(__name__)
 
@@ -290,6 +290,7 @@ class Provisioner:
         bound_pods: list[BoundPod] = []
         views: dict[str, _View] = {}
         daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
+        daemonsets_t = tuple(daemonsets)
         # Static capacity (nodes no NodePool manages) counts too: Karpenter's cluster state
         # holds every Node, and its scheduling simulation tries existing nodes first.
         for static in self._state.ready_nodes():
@@ -309,26 +310,36 @@ class Provisioner:
             if node is not None:
                 bound = self._state.pods_on(node.name)
                 initialized = claim.initialized_at_s is not None
-                # A node's entry is rebuilt only when something it is made of changed.
-                templates = tuple(p.template for p in bound)
-                key = (
-                    *node_key(node, templates),
+                # A node's entry is rebuilt only when something it is made of changed
+                # (equality, without building a key: equal templates give an equal entry).
+                made = (
+                    tuple(p.template for p in bound),
                     tuple(p.daemon for p in bound),
                     initialized,
                     claim.nodepool,
-                    tuple(map(id, daemonsets)),
+                    daemonsets_t,
                 )
                 view = self._views.get(claim.name)
-                if view is None or view[0] != key:
+                if (
+                    view is None
+                    or view[0] is not node
+                    or view[3] != made
+                    or view[1] != node.labels
+                    or view[2] != node.taints
+                    or view[4] != node.allocatable
+                ):
                     pods: list[BoundPod] = []
                     existing = _existing(
                         claim.name, dict(node.labels), node.taints, node.allocatable, bound,
                         initialized, claim.nodepool, daemonsets, pods,
                     )  # fmt: skip
-                    view = (key, (templates, tuple(daemonsets)), existing, tuple(pods))
+                    view = (
+                        node, dict(node.labels), node.taints, made, dict(node.allocatable),
+                        existing, tuple(pods),
+                    )  # fmt: skip
                 views[claim.name] = view
-                out.append(view[2])
-                bound_pods.extend(view[3])
+                out.append(view[5])
+                bound_pods.extend(view[6])
                 continue
             # In flight: the labels its requirements fix, its NodePool's taints, no pods.
             pool = self._state.nodepools[claim.nodepool]
@@ -371,10 +382,15 @@ class Provisioner:
         return out
 
 
-#: (key, the objects whose ids the key holds, kept alive; the node; its bound pods).
+#: (the node, copies of its labels, its taints, (its pods' templates, whether each is a
+#: DaemonSet pod, initialized, NodePool, DaemonSets), a copy of its allocatable; its entry,
+#: its bound pods).
 _View = tuple[
+    Node,
+    dict[str, str],
+    tuple[Taint, ...],
     tuple[object, ...],
-    tuple[object, ...],
+    quantity.Resources,
     ExistingNode,
     tuple[BoundPod, ...],
 ]
