@@ -5,6 +5,7 @@ check."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 from joiner.api import quantity
 from joiner.api.objects import PodTemplate, Taint
@@ -37,22 +38,9 @@ def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]
     for n in state.ready_nodes():
         templates = tuple(p.template for p in state.pods_on(n.name))
         view = views.get(n.name)
-        # Dict and tuple equality, without building a key: equal templates give an equal
-        # view (it reads nothing else of them).
-        if (
-            view is None
-            or view[0] is not n
-            or view[3] != templates
-            or view[1] != n.labels
-            or view[2] != n.taints
-            or view[4] != n.allocatable
-        ):
+        if view is None or not view_current(view, n, templates):
             view = (
-                n,
-                dict(n.labels),
-                n.taints,
-                templates,
-                dict(n.allocatable),
+                *view_basis(n, templates),
                 _node_view(n.name, n.labels, n.taints, n.allocatable, templates),
             )
         fresh[n.name] = view
@@ -61,6 +49,32 @@ def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]
         bound.extend(node_pods)
     state.node_views = fresh
     return existing, bound
+
+
+_Made = TypeVar("_Made")
+
+
+def view_basis(
+    node: Node, made: _Made
+) -> tuple[Node, dict[str, str], tuple[Taint, ...], _Made, quantity.Resources]:
+    """What a cached view of ``node`` is built from, to store as its first five entries:
+    the node, a copy of its labels, its taints, ``made`` (what else the view reads, such as
+    its pods' templates) and a copy of its allocatable."""
+    return node, dict(node.labels), node.taints, made, dict(node.allocatable)
+
+
+def view_current(view: tuple[object, ...], node: Node, made: object) -> bool:
+    """Whether a view whose first five entries are ``view_basis(...)`` is still right for
+    ``node`` and ``made``: the same node object with equal labels, taints and allocatable
+    (also when changed in place) and an equal ``made``, compared without building a key
+    (equal templates give an equal view: it reads nothing else of them)."""
+    return (
+        view[0] is node
+        and view[3] == made
+        and view[1] == node.labels
+        and view[2] == node.taints
+        and view[4] == node.allocatable
+    )
 
 
 def bound_pod(node: str, template: PodTemplate) -> BoundPod:

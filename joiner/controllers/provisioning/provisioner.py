@@ -34,7 +34,7 @@ from joiner.scheduling import (
 )
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
-from joiner.state.snapshot import bound_pod, pod_requests
+from joiner.state.snapshot import bound_pod, pod_requests, view_basis, view_current
 
 log = logging.getLogger(__name__)
 
@@ -320,23 +320,13 @@ class Provisioner:
                     daemonsets_t,
                 )
                 view = self._views.get(claim.name)
-                if (
-                    view is None
-                    or view[0] is not node
-                    or view[3] != made
-                    or view[1] != node.labels
-                    or view[2] != node.taints
-                    or view[4] != node.allocatable
-                ):
+                if view is None or not view_current(view, node, made):
                     pods: list[BoundPod] = []
                     existing = _existing(
                         claim.name, dict(node.labels), node.taints, node.allocatable, bound,
                         initialized, claim.nodepool, daemonsets, pods,
                     )  # fmt: skip
-                    view = (
-                        node, dict(node.labels), node.taints, made, dict(node.allocatable),
-                        existing, tuple(pods),
-                    )  # fmt: skip
+                    view = (*view_basis(node, made), existing, tuple(pods))
                 views[claim.name] = view
                 out.append(view[5])
                 bound_pods.extend(view[6])
