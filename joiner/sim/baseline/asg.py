@@ -22,7 +22,7 @@ from functools import partial
 from joiner.api import labels
 from joiner.api.clock import Clock
 from joiner.api.requirements import Requirement
-from joiner.cloudprovider.types import CloudProvider, CloudProviderError
+from joiner.cloudprovider.types import CloudProvider, CloudProviderError, InstanceType
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.termination.controller import Terminator, cordon
 from joiner.sim.baseline.groups import NodeGroup
@@ -78,6 +78,10 @@ class AutoScalingGroups:
         self.settings = settings
         self._owner: dict[str, NodeGroup] = {}
         self.stats = stats
+        #: Per group: (the cloud's type list, the group's type names, the group's types).
+        self._types: dict[
+            str, tuple[list[InstanceType], tuple[str, ...], tuple[InstanceType, ...]]
+        ] = {}
 
     def owner(self, claim_name: str) -> NodeGroup | None:
         """The group whose instance the NodeClaim ``claim_name`` is, or ``None``."""
@@ -173,11 +177,7 @@ class AutoScalingGroups:
         if zone is None:
             self._launch_failed(g, f"no available {ct} offering in {', '.join(g.zones)}")
             return
-        types = tuple(
-            it
-            for it in self._cloud.get_instance_types(g.pool.node_class_ref.name)
-            if it.name in g.spec.instance_types
-        )
+        types = self._group_types(g)
         reqs = g.pool.requirements.add(
             Requirement.in_(labels.INSTANCE_TYPE, *g.spec.instance_types),
             Requirement.in_(labels.CAPACITY_TYPE, ct),
@@ -215,14 +215,22 @@ class AutoScalingGroups:
         log.info("asg launch failed group=%s reason=%s", g.name, reason)
         self._clock.after(self._launch_delay(), lambda: self._launch(g), label="asg-launch")
 
+    def _group_types(self, g: NodeGroup) -> tuple[InstanceType, ...]:
+        """The cloud's current types that are among ``g``'s, in the cloud's order; found once
+        per group and type list (the cloud hands out the same list while its types and
+        prices are unchanged)."""
+        types = self._cloud.get_instance_types(g.pool.node_class_ref.name)
+        hit = self._types.get(g.name)
+        if hit is None or hit[0] is not types or hit[1] is not g.spec.instance_types:
+            names = frozenset(g.spec.instance_types)
+            hit = (types, g.spec.instance_types, tuple(it for it in types if it.name in names))
+            self._types[g.name] = hit
+        return hit[2]
+
     def _zone_for(self, g: NodeGroup, ct: str) -> str | None:
         """The zone with the fewest of the group's instances that has an available offering
         of ``ct`` for one of its types (ASG AZ balancing), ties by name."""
-        types = [
-            it
-            for it in self._cloud.get_instance_types(g.pool.node_class_ref.name)
-            if it.name in g.spec.instance_types
-        ]
+        types = self._group_types(g)
         counts: dict[str, int] = dict.fromkeys(g.zones, 0)
         for m in g.members:
             c = self._state.nodeclaims[m]
