@@ -18,9 +18,28 @@ def pod_requests(state: ClusterState, pods: Iterable[Pod]) -> tuple[PodRequest, 
     solve over cluster pods (provisioning, kube-scheduler, interruption, disruption, the
     baseline) builds them here, so none forgets volume topology."""
     terms = state.volume_terms
-    if not terms:
-        return tuple(PodRequest(p.uid, p.template, p.order) for p in pods)
-    return tuple(PodRequest(p.uid, p.template, p.order, terms.get(p.template, ())) for p in pods)
+    if len(_REQUESTS) > _REQUESTS_MAX:
+        _REQUESTS.clear()
+    out = []
+    for p in pods:
+        vt = terms.get(p.template, ()) if terms else ()
+        # A pod's request is the same object while its template and volume terms are:
+        # every pass asks again for every pending pod.
+        hit = _REQUESTS.get(id(p))
+        if (
+            hit is None
+            or hit[0] is not p
+            or hit[1].template is not p.template
+            or hit[1].volume_terms != vt
+        ):
+            hit = _REQUESTS[id(p)] = (p, PodRequest(p.uid, p.template, p.order, vt))
+        out.append(hit[1])
+    return tuple(out)
+
+
+#: ``pod_requests`` answers by Pod id, with the Pod (kept alive so the id stays its own).
+_REQUESTS: dict[int, tuple[Pod, PodRequest]] = {}
+_REQUESTS_MAX = 1 << 14
 
 
 def ready_nodes(state: ClusterState) -> tuple[list[ExistingNode], list[BoundPod]]:
