@@ -83,7 +83,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scheduling.py
 	$(BIN)/python benchmarks/packing.py
 	$(BIN)/python benchmarks/realistic.py --repeat 3 a b d
-	$(BIN)/python benchmarks/realistic.py c
+	$(BIN)/python benchmarks/realistic.py --repeat 3 c
 	$(BIN)/python benchmarks/sweep.py
 
 ## Rewrite tests/golden/*/summary.json from the examples (only when decisions are meant to

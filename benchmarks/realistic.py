@@ -26,7 +26,7 @@ and whether it was met. A case comparing both policies simulates its span once p
 target that the lowest of three meets: the first run after a change compiles the modules,
 and a shared machine's CPU time varies by up to a third from run to run.
 Usage: ``.venv/bin/python benchmarks/realistic.py [--repeat N] [--hours H] [--policy P]
-[--write DIR] [a b c d]`` (default: all four, once each; case c alone takes 3 to 7 CPU
+[--write DIR] [a b c d]`` (default: all four, once each; case c alone takes 1 to 4 CPU
 minutes, by machine; with N, the lowest CPU of N runs is reported, as contention only adds
 CPU time).
 ``--hours H`` shortens case c to its first H simulated hours and ``--policy P``
