@@ -444,6 +444,48 @@ def test_drift_pass_index_of_types_gives_the_plain_reasons(tmp_path):
     assert "c5.large is no longer offered" in reasons["gone"]
 
 
+def test_drift_pass_memo_follows_every_input(tmp_path):
+    """With a ``TypesByName`` (a pass), the checks before the cloud provider's are
+    remembered per NodeClaim; every input changed, in place or replaced, is seen on the next
+    pass: node labels and taints, the NodePool, the type list, the launch record."""
+    from dataclasses import replace
+
+    from joiner.api import labels
+    from joiner.api.objects import Taint
+    from joiner.controllers.disruption.drift import TypesByName, drift_reason
+
+    run = dry_run(tmp_path, nodepool(capacity_types="on-demand"), node("n", "m5.xlarge"))
+    ctx, candidates = run.controller.context()
+    (c,) = candidates
+    listed = ctx.types_of("default")
+
+    def check(types_of=None) -> str | None:
+        got = drift_reason(c.claim, c.node, c.pool, TypesByName(types_of or ctx.types_of))
+        assert got == drift_reason(c.claim, c.node, c.pool, types_of or ctx.types_of)
+        return got
+
+    assert check() is None and check() is None
+    c.node.labels[labels.CAPACITY_TYPE] = "spot"  # in place
+    assert "requirements no longer match" in (check() or "")
+    c.node.labels[labels.CAPACITY_TYPE] = "on-demand"
+    assert check() is None
+    # A type list without the node's type (a new list object).
+    assert "no longer offered" in (
+        check(lambda nc: [t for t in listed if t.name != "m5.xlarge"]) or ""
+    )
+    assert check(lambda nc: listed) is None
+    # The NodePool replaced by one with a template taint the node lacks (no launch record:
+    # the node's taints are compared).
+    old_pool, old_record = c.pool, c.claim.launched_from
+    c.claim.launched_from = None
+    c.pool = replace(old_pool, taints=(Taint("team", "a", "NoSchedule"),))
+    assert "taint" in (check() or "")
+    c.node.taints = (*c.node.taints, Taint("team", "a", "NoSchedule"))
+    assert check() is None
+    c.pool, c.claim.launched_from = old_pool, old_record
+    assert check() is None
+
+
 def test_replacement_that_can_take_a_reservation_is_pinned_to_reserved(tmp_path):
     """Reserved capacity is priced at on-demand / 10^7, so an on-demand node whose pods fit
     a type with a free reservation is replaced by a reserved node (Karpenter's scheduler

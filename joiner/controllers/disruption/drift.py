@@ -38,16 +38,23 @@ class TypesByName:
     disruption pass happens at one instant, so every candidate of the pass sees the same
     types (and the pass no longer re-indexes the whole catalog per candidate)."""
 
-    __slots__ = ("_by_class", "_types_of")
+    __slots__ = ("_by_class", "_lists", "_types_of")
 
     def __init__(self, types_of: TypesOf) -> None:
         self._types_of = types_of
         self._by_class: dict[str, dict[str, InstanceType]] = {}
+        self._lists: dict[str, list[InstanceType]] = {}
+
+    def source(self, node_class: str) -> list[InstanceType]:
+        """The list ``types_of`` gave for ``node_class`` (asked once per pass)."""
+        self(node_class)
+        return self._lists[node_class]
 
     def __call__(self, node_class: str) -> Mapping[str, InstanceType]:
         found = self._by_class.get(node_class)
         if found is None:
-            found = self._by_class[node_class] = _by_name(self._types_of(node_class))
+            types = self._lists[node_class] = self._types_of(node_class)
+            found = self._by_class[node_class] = _by_name(types)
         return found
 
 
@@ -96,8 +103,50 @@ def drift_reason(
     """Why ``node`` has drifted from ``pool``, or None when it has not.
 
     ``types_of`` gives a NodeClass's instance types; a ``TypesByName`` (one per pass) indexes
-    them once for every candidate of the pass.
+    them once for every candidate of the pass, and the checks before the cloud provider's
+    are then remembered per NodeClaim while everything they read is the same objects (the
+    NodeClaim's launch record and instance, the node, its labels and taints, the NodePool,
+    the type list): a disruption pass checks every candidate, and few change between passes.
     """
+    if isinstance(types_of, TypesByName):
+        types = types_of.source(claim.node_class)
+        read = (claim, claim.launched_from, claim.instance, node, pool, types)
+        hit = _STATIC.get(id(claim))
+        if (
+            hit is not None
+            and all(a is b for a, b in zip(hit[0], read, strict=True))
+            and hit[1] == node.labels
+            and hit[2] == node.taints
+        ):
+            reason = hit[3]
+        else:
+            reason = _static_reason(claim, node, pool, types_of)
+            if len(_STATIC) >= 8192:
+                _STATIC.clear()
+            _STATIC[id(claim)] = (read, dict(node.labels), node.taints, reason)
+    else:
+        reason = _static_reason(claim, node, pool, types_of)
+    if reason is not None or cloud_drift is None or claim.instance is None:
+        return reason
+    try:
+        found_drift = cloud_drift(claim.instance.provider_id)
+    except NodeClaimNotFoundError:
+        return None  # the instance is gone: termination, not drift, handles it
+    if found_drift:
+        return f"the cloud provider reports {found_drift} for NodeClass {claim.node_class}"
+    return None
+
+
+#: ``_static_reason`` answers by NodeClaim id: (the objects read, the NodeClaim first, kept
+#: alive so the id stays its own, compared by identity; a copy of the node's labels; its
+#: taints; the answer).
+_STATIC: dict[int, tuple[tuple[object, ...], dict[str, str], object, str | None]] = {}
+
+
+def _static_reason(
+    claim: NodeClaim, node: Node, pool: NodePool, types_of: TypesOf | TypesByName
+) -> str | None:
+    """``drift_reason`` before the cloud provider's check: a reason, or None."""
     current = pool.drift_fields()
     if claim.launched_from is not None:
         for key in sorted(current):
@@ -131,11 +180,4 @@ def drift_reason(
                 f"instance type {it_name} is no longer offered as {offering.capacity_type} in "
                 f"{offering.zone}"
             )
-        if cloud_drift is not None:
-            try:
-                found_drift = cloud_drift(claim.instance.provider_id)
-            except NodeClaimNotFoundError:
-                return None  # the instance is gone: termination, not drift, handles it
-            if found_drift:
-                return f"the cloud provider reports {found_drift} for NodeClass {claim.node_class}"
     return None
