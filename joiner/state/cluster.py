@@ -259,12 +259,19 @@ class ClusterState:
             ):
                 live.sort(key=lambda p: p.order)
         by_node: dict[str, list[Pod]] = {}
-        for p in live:
-            if p.node_name is not None:
-                by_node.setdefault(p.node_name, []).append(p)
+        pending: list[Pod] = []
+        for p in live:  # one walk for both (this runs after every pod change)
+            name = p.node_name
+            if name is None:
+                if not p.daemon:
+                    pending.append(p)
+            elif (on := by_node.get(name)) is None:
+                by_node[name] = [p]
+            else:
+                on.append(p)
         self._live, self._live_seen, self._live_rev = live, len(self.pods), _pod_revision
         self._by_node = by_node
-        self._pending = [p for p in live if p.node_name is None and not p.daemon]
+        self._pending = pending
 
     def change_key(self) -> tuple[int, ...]:
         """Equal between two calls only if no pod, node or NodeClaim was added, bound,
