@@ -286,6 +286,11 @@ class Requirements(Mapping[str, Requirement]):
         self._hash: int | None = None
         self._memo: dict[object, object] | None = None
 
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        # A copy (pickle, ``copy.deepcopy``) carries the requirements alone: the cached hash
+        # is of this process's string hashing, and the memo is rebuilt on demand.
+        return (None, {"_by_key": self._by_key, "_hash": None, "_memo": None})
+
     def memo(self) -> dict[object, object]:
         """A scratch dict for answers derived from this set alone (the set is immutable, so
         they never go stale): a caller keys its entries by a tuple whose first item names

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from joiner.api import quantity
+from joiner.api.quantity import Resources
 from joiner.scheduling.types import ExistingNode
 
 IntArray = npt.NDArray[np.int64]
@@ -85,15 +86,24 @@ class NodeArrays:
 #: unusable), whether an allocatable is too large for an exact score.
 _Row = tuple[list[int], list[int], bool]
 #: ``_row`` answers by (ExistingNode id, columns), with the node (kept alive so its id stays
-#: its own): snapshots reuse the ExistingNode of a node that did not change.
-_ROWS: dict[tuple[int, tuple[str, ...]], tuple[ExistingNode, _Row]] = {}
+#: its own) and copies of the resources read: snapshots reuse the ExistingNode of a node
+#: that did not change, and an answer is reused only while those are equal (a caller that
+#: changed the node's dicts in place gets a fresh row).
+_ROWS: dict[
+    tuple[int, tuple[str, ...]], tuple[ExistingNode, Resources, Resources | None, _Row]
+] = {}
 _ROWS_MAX = 8192
 
 
 def _row(node: ExistingNode, cols: tuple[str, ...]) -> _Row:
     hit = _ROWS.get((id(node), cols))
-    if hit is not None and hit[0] is node:
-        return hit[1]
+    if (
+        hit is not None
+        and hit[0] is node
+        and hit[1] == node.available
+        and hit[2] == node.allocatable
+    ):
+        return hit[3]
     alloc = node.allocatable or {}
     totals = [alloc.get(r, 0) for r in SCORED]
     row: _Row = (
@@ -103,7 +113,8 @@ def _row(node: ExistingNode, cols: tuple[str, ...]) -> _Row:
     )
     if len(_ROWS) >= _ROWS_MAX:
         _ROWS.clear()
-    _ROWS[(id(node), cols)] = (node, row)
+    kept_alloc = dict(node.allocatable) if node.allocatable is not None else None
+    _ROWS[(id(node), cols)] = (node, dict(node.available), kept_alloc, row)
     return row
 
 

@@ -21,6 +21,9 @@ _revision = 0
 _node_revision = 0
 #: Like ``_revision``, but changed only by pod changes (``ClusterState``'s pod caches).
 _pod_revision = 0
+#: How many times a pod's, NodeClaim's or node's ``deleted_at_s`` went back to None: the
+#: live-object caches follow additions and deletions, and rebuild in full when this moves.
+_undeletions = 0
 
 
 def revision() -> int:
@@ -40,6 +43,13 @@ def _bump_nodes() -> None:
     _revision = _node_revision = next(_revisions)
 
 
+def _note_set(obj: object, name: str, value: Any) -> None:
+    """Count an undeletion (``deleted_at_s`` from a time back to None) before it is set."""
+    global _undeletions
+    if name == "deleted_at_s" and value is None and obj.__dict__.get(name) is not None:
+        _undeletions += 1
+
+
 _POD_TRACKED = frozenset(
     {"node_name", "deleted_at_s", "terminating_until_s", "nominated_node_name"}
 )
@@ -47,6 +57,7 @@ _CLAIM_TRACKED = frozenset(
     {"instance", "node_name", "registered_at_s", "initialized_at_s", "deleted_at_s"}
 )
 _NODE_TRACKED = frozenset({"ready", "deleted_at_s", "deleting", "taints"})
+_REGISTRIES = frozenset({"pods", "nodes", "nodeclaims"})
 
 
 @dataclass
@@ -104,9 +115,12 @@ class Pod:
         return now_s < start + self.do_not_disrupt_for_s
 
     def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
         if name in _POD_TRACKED:
+            _note_set(self, name, value)
+            object.__setattr__(self, name, value)
             _bump()
+        else:
+            object.__setattr__(self, name, value)
 
 
 @dataclass
@@ -136,9 +150,12 @@ class NodeClaim:
     replaces: tuple[str, ...] = ()
 
     def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
         if name in _CLAIM_TRACKED:
+            _note_set(self, name, value)
+            object.__setattr__(self, name, value)
             _bump_nodes()
+        else:
+            object.__setattr__(self, name, value)
 
     #: The NodePool template fields it was launched from (``NodePool.drift_fields``), for
     #: drift; None when unknown (a node adopted from a running cluster).
@@ -199,16 +216,20 @@ class Node:
             self.conditions[type_] = NodeCondition(status, at_s)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
         if name in _NODE_TRACKED:
+            _note_set(self, name, value)
+            object.__setattr__(self, name, value)
             _bump_nodes()
+        else:
+            object.__setattr__(self, name, value)
 
 
 @dataclass
 class ClusterState:
     """All objects of one cluster, keyed by name/uid."""
 
-    pods: dict[str, Pod] = field(default_factory=dict)
+    #: Every pod seen, deleted ones included (``registry``).
+    pods: Registry[Pod] = field(default_factory=Registry)
     #: Every NodeClaim and Node seen, deleted ones included (``registry``).
     nodeclaims: Registry[NodeClaim] = field(default_factory=Registry)
     nodes: Registry[Node] = field(default_factory=Registry)
@@ -222,10 +243,13 @@ class ClusterState:
     #: timestamp).
     generation: int = 0
 
-    # Caches over ``pods``, valid while the pod revision and ``len(pods)`` are unchanged.
+    # Caches over ``pods``, valid while the pod revision and the pods' log are unchanged.
     _live: list[Pod] = field(default_factory=list, repr=False, compare=False)
+    #: How much of ``pods.log`` ``_live`` has read, and ``pods.changes`` then.
     _live_seen: int = field(default=0, repr=False, compare=False)
+    _live_changes: int = field(default=0, repr=False, compare=False)
     _live_rev: int = field(default=-1, repr=False, compare=False)
+    _live_undeletions: int = field(default=0, repr=False, compare=False)
     _by_node: dict[str, list[Pod]] = field(default_factory=dict, repr=False, compare=False)
     _pending: list[Pod] = field(default_factory=list, repr=False, compare=False)
     #: ``snapshot.ready_nodes``' per-node views, reused while a node is unchanged.
@@ -238,20 +262,45 @@ class ClusterState:
     _live_nodes: list[Node] = field(default_factory=list, repr=False, compare=False)
     _ready: list[Node] = field(default_factory=list, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.nodeclaims, Registry):
-            self.nodeclaims = Registry(self.nodeclaims)
-        if not isinstance(self.nodes, Registry):
-            self.nodes = Registry(self.nodes)
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``pods``, ``nodes`` and ``nodeclaims`` are always ``Registry``s (a plain dict given
+        # or assigned is copied into one), and the caches that read their logs start again.
+        if name in _REGISTRIES:
+            if not isinstance(value, Registry):
+                value = Registry(value)
+            if name == "pods":
+                object.__setattr__(self, "_live_changes", -1)
+            else:
+                fresh = "_node_names" if name == "nodes" else "_claim_names"
+                object.__setattr__(self, fresh, LiveNames())
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy (``copy.deepcopy``, pickle) drops the pod caches: they are keyed on this
+        # process's revision counter, which means nothing to another process (the live-name
+        # caches start afresh by themselves, ``LiveNames.__reduce__``).
+        state = dict(self.__dict__)
+        state.update(
+            _live=[], _live_seen=0, _live_changes=-1, _live_rev=-1, _by_node={}, _pending=[]
+        )
+        return state
 
     def _refresh(self) -> None:
-        if self._live_rev == _pod_revision and self._live_seen == len(self.pods):
+        pods = self.pods
+        log = pods.log
+        if self._live_rev == _pod_revision and self._live_seen == len(log):
             return
-        if self._live_seen > len(self.pods):  # pods were removed from the dict
-            self._live, self._live_seen = [], 0
+        if self._live_changes != pods.changes or self._live_undeletions != _undeletions:
+            # A pod was removed from the dict or written anew under its uid, or a deleted
+            # one was brought back: read them all again.
+            self._live, self._live_seen = [], len(log)
+            self._live_changes, self._live_undeletions = pods.changes, _undeletions
+            fresh = list(pods.values())
+        else:  # only first additions since: the log's new keys, each once
+            fresh = [pods[k] for k in log[self._live_seen :]]
+            self._live_seen = len(log)
         live = [p for p in self._live if p.deleted_at_s is None]
-        if self._live_seen < len(self.pods):
-            fresh = list(itertools.islice(self.pods.values(), self._live_seen, None))
+        if fresh:
             last = live[-1].order if live else -1
             live += [p for p in fresh if p.deleted_at_s is None]
             if any(p.order < last for p in fresh) or any(
@@ -269,7 +318,7 @@ class ClusterState:
                 by_node[name] = [p]
             else:
                 on.append(p)
-        self._live, self._live_seen, self._live_rev = live, len(self.pods), _pod_revision
+        self._live, self._live_rev = live, _pod_revision
         self._by_node = by_node
         self._pending = pending
 
@@ -317,12 +366,12 @@ class ClusterState:
     def live_nodeclaims(self) -> list[NodeClaim]:
         """NodeClaims not deleted, by name (a new list; the live ones are tracked, not found
         by walking every NodeClaim ever seen)."""
-        if self._claim_names.refresh(self.nodeclaims, _node_revision):
+        if self._claim_names.refresh(self.nodeclaims, _node_revision, _undeletions):
             self._claims = [self.nodeclaims[k] for k in sorted(self._claim_names.names)]
         return list(self._claims)
 
     def _refresh_nodes(self) -> None:
-        if self._node_names.refresh(self.nodes, _node_revision):
+        if self._node_names.refresh(self.nodes, _node_revision, _undeletions):
             names = self._node_names.names
             self._live_nodes = [
                 self.nodes[k] for k in sorted(names, key=self.nodes.seq.__getitem__)

@@ -1,5 +1,6 @@
-"""Name -> object dicts for ``ClusterState``'s NodeClaims and Nodes, and the names of the
-live ones kept without walking them.
+"""Name -> object dicts for ``ClusterState``'s pods, NodeClaims and Nodes, and the names of
+the live NodeClaims and Nodes kept without walking them (the pods' caches read the same log,
+``ClusterState._refresh``).
 
 A ``ClusterState`` keeps every NodeClaim and Node it has seen (a deleted one keeps its record
 for the summary and the timeline), so over a simulated week the dicts hold thousands of
@@ -7,8 +8,11 @@ objects of which a few hundred live, and a query that sorted the whole dict on e
 grew with the run's history. ``Registry`` is a dict that logs every key written (an object
 added, or made anew under a known name, as the API feed does when a deleted node's name
 comes back) or removed; ``LiveNames`` follows that log and the node revision to keep the
-names of the objects not deleted. Deletion is final: an object whose ``deleted_at_s`` was
-set is never brought back (a name that returns is a new object, which the log shows).
+names of the objects not deleted. An object whose ``deleted_at_s`` is set back to None (a
+test or a controller undoing a deletion) is in neither, so the state counts undeletions
+(``cluster._undeletions``) and a change of that count makes ``refresh`` walk the whole
+registry once. A copy (``copy.deepcopy``, pickle) of a ``LiveNames`` starts afresh, since
+the copied registry's log is rebuilt shorter.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ class Registry(dict[str, V]):
     go through the logged paths.
     """
 
-    __slots__ = ("_next", "log", "seq")
+    __slots__ = ("_next", "changes", "log", "seq")
 
     def __init__(self, items: Mapping[str, V] | Iterable[tuple[str, V]] = ()) -> None:
         super().__init__()
@@ -40,6 +44,9 @@ class Registry(dict[str, V]):
         self.log: list[str] = []
         #: Each present key's position among first additions.
         self.seq: dict[str, int] = {}
+        #: How many writes were not first additions (a known key written again, or removed):
+        #: while it stands still, every key the log gained is a new one, logged once.
+        self.changes = 0
         self._next = 0
         pairs = items.items() if isinstance(items, Mapping) else items
         for key, value in pairs:
@@ -49,12 +56,15 @@ class Registry(dict[str, V]):
         if key not in self:
             self.seq[key] = self._next
             self._next += 1
+        else:
+            self.changes += 1
         super().__setitem__(key, value)
         self.log.append(key)
 
     def __delitem__(self, key: str) -> None:
         super().__delitem__(key)
         del self.seq[key]
+        self.changes += 1
         self.log.append(key)
 
     def pop(self, key: str, *default: Any) -> Any:
@@ -100,22 +110,33 @@ class LiveNames:
     ``refresh`` from the keys logged since and the names already known, never by walking
     the whole registry."""
 
-    __slots__ = ("_pos", "_revision", "names")
+    __slots__ = ("_pos", "_revision", "_undeletions", "names")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
         self._pos = 0
         self._revision = -1
+        self._undeletions = 0
 
-    def refresh(self, registry: Registry[Any], revision: int) -> bool:
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy starts afresh: the copied registry's log is rebuilt (``Registry.__reduce__``)
+        # and no position in the old one means anything there.
+        return (LiveNames, ())
+
+    def refresh(self, registry: Registry[Any], revision: int, undeletions: int = 0) -> bool:
         """Bring ``names`` up to date; ``revision`` must change whenever an object's
-        ``deleted_at_s`` is set (``cluster._node_revision``). True when anything may have
-        changed since the last call (callers then rebuild what they derive), False when
-        neither the log nor the revision moved."""
+        ``deleted_at_s`` is set (``cluster._node_revision``), ``undeletions`` whenever one
+        is set back to None (then every key is looked at again). True when anything may
+        have changed since the last call (callers then rebuild what they derive), False
+        when neither the log nor the revision moved."""
         log = registry.log
         if self._pos == len(log) and self._revision == revision:
             return False
-        candidates = self.names.union(log[self._pos :])
+        if undeletions != self._undeletions:
+            self._undeletions = undeletions
+            candidates = set(registry)
+        else:
+            candidates = self.names.union(log[self._pos :])
         self.names = {
             k
             for k in candidates

@@ -233,3 +233,36 @@ def test_a_request_too_large_for_exact_arrays_is_scored_per_node(mode):
     assert "huge" not in dict(got.existing_placements)
     alone = Scheduler().solve(SchedulingInput(pods=pods[1:], existing=tuple(nodes), mode=mode))
     assert dict(got.existing_placements) == dict(alone.existing_placements)
+
+
+def test_a_node_whose_room_changed_in_place_is_read_again():
+    # The node rows are kept per ExistingNode object between solves; one whose dicts a
+    # caller changed in place (against the frozen contract, but a dict cannot refuse) must
+    # not be answered from the old row.
+    nodes = [
+        ExistingNode(
+            name=name,
+            labels=(),
+            taints=(),
+            available={"cpu": 4000, "memory": 16 * GIB, "pods": 20},
+            initialized=True,
+            allocatable={"cpu": 4000, "memory": 16 * GIB, "pods": 20},
+        )
+        for name in ("a", "b")
+    ]
+    pod = (PodRequest("p", make_pod_template(1000, GIB), 0),)
+
+    def solve() -> tuple[tuple[str, str], ...]:
+        return (
+            Scheduler()
+            .solve(SchedulingInput(pods=pod, existing=tuple(nodes), mode="kube-scheduler"))
+            .existing_placements
+        )
+
+    assert solve() == (("p", "a"),)
+    nodes[0].available["cpu"] = 500  # a no longer has room
+    assert solve() == (("p", "b"),)
+    nodes[0].available["cpu"] = 4000
+    nodes[1].allocatable["cpu"] = 64000  # b now scores as the emptier node
+    nodes[1].available["cpu"] = 60000
+    assert solve() == (("p", "b"),)

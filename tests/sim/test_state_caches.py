@@ -5,8 +5,13 @@ Node or NodeClaim changes or is added, and every such change shows in the next a
 from __future__ import annotations
 
 import copy
+import os
 import pickle
+import subprocess
+import sys
 from dataclasses import replace
+
+import pytest
 
 from joiner.api import quantity
 from joiner.api.objects import Taint
@@ -140,3 +145,121 @@ def test_a_state_built_from_plain_dicts_and_pickled_keeps_working():
     assert _names(copied.ready_nodes()) == ["a", "b"]
     assert _names(state.ready_nodes()) == ["a"]
     assert _names(copy.deepcopy(state).live_nodeclaims()) == ["x"]
+
+
+def _pickled(state: ClusterState) -> ClusterState:
+    return pickle.loads(pickle.dumps(state))
+
+
+@pytest.mark.parametrize("copier", [copy.deepcopy, _pickled], ids=["deepcopy", "pickle"])
+def test_a_copy_whose_registry_log_is_shorter_sees_new_nodes(copier):
+    # The copy's log is rebuilt with one entry per key; a live-name cache that kept the
+    # original's (longer) position would miss the nodes added after the copy.
+    state = ClusterState()
+    state.nodes["a"] = _node("a")
+    state.nodes["a"] = _node("a")  # written twice: the log is longer than the dict
+    state.nodeclaims["x"] = _claim("x")
+    state.nodeclaims["x"] = _claim("x")
+    state.pods["p"] = Pod("p", "default", "p", make_pod_template(100), "x", 0.0, 0)
+    assert _names(state.ready_nodes()) == ["a"] and _names(state.live_nodeclaims()) == ["x"]
+    assert [p.uid for p in state.pending_pods()] == ["p"]
+    copied = copier(state)
+    copied.nodes["b"] = _node("b")
+    copied.nodeclaims["y"] = _claim("y")
+    copied.pods["q"] = Pod("q", "default", "q", make_pod_template(100), "x", 0.0, 1)
+    assert _names(copied.ready_nodes()) == ["a", "b"]
+    assert _names(copied.live_nodes()) == ["a", "b"]
+    assert _names(copied.live_nodeclaims()) == ["x", "y"]
+    assert [p.uid for p in copied.pending_pods()] == ["p", "q"]
+    copied.pods["p"].node_name = "a"
+    assert [p.uid for p in copied.pods_on("a")] == ["p"]
+    # The original is untouched by all of it.
+    assert _names(state.ready_nodes()) == ["a"] and _names(state.live_nodeclaims()) == ["x"]
+    assert [p.uid for p in state.pending_pods()] == ["p"]
+
+
+def test_an_object_brought_back_from_deletion_is_live_again():
+    state = ClusterState()
+    for name in ("a", "b"):
+        state.nodes[name] = _node(name)
+        state.nodeclaims[name] = _claim(name)
+    for i in range(3):
+        state.pods[f"p{i}"] = Pod(f"p{i}", "default", f"p{i}", make_pod_template(100), "x", 0.0, i)
+    state.nodes["a"].deleted_at_s = 3.0
+    state.nodeclaims["a"].deleted_at_s = 3.0
+    state.pods["p1"].deleted_at_s = 3.0
+    assert _names(state.ready_nodes()) == ["b"] and _names(state.live_nodes()) == ["b"]
+    assert _names(state.live_nodeclaims()) == ["b"]
+    assert [p.uid for p in state.pending_pods()] == ["p0", "p2"]
+    state.nodes["a"].deleted_at_s = None
+    state.nodeclaims["a"].deleted_at_s = None
+    state.pods["p1"].deleted_at_s = None
+    assert _names(state.ready_nodes()) == ["a", "b"] and _names(state.live_nodes()) == ["a", "b"]
+    assert _names(state.live_nodeclaims()) == ["a", "b"]
+    assert [p.uid for p in state.pending_pods()] == ["p0", "p1", "p2"]
+    assert [p.uid for p in state.live_pods()] == ["p0", "p1", "p2"]
+
+
+def test_a_pickled_template_hashes_right_in_another_process():
+    # Requirements cache their hash, which comes from string hashing and so differs
+    # between processes; a pickle must not carry it (a sweep worker would then miss every
+    # cache keyed on the template's node selector).
+    t = make_pod_template(500, node_selector={"team": "web", "tier": "front"})
+    hash(t), hash(t.node_selector)  # the caches are filled before pickling
+    blob = pickle.dumps(t)
+    code = (
+        "import pickle, sys\n"
+        "from joiner.api.requirements import Requirements\n"
+        "t = pickle.loads(sys.stdin.buffer.read())\n"
+        "fresh = Requirements.from_labels({'team': 'web', 'tier': 'front'})\n"
+        "print(hash(t.node_selector) == hash(fresh), {fresh: 1}.get(t.node_selector))\n"
+    )
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            input=blob,
+            capture_output=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+        )
+        assert out.stdout.decode().split() == ["True", "1"]
+
+
+def test_pods_removed_or_written_anew_under_their_uid_are_seen():
+    def pod(uid: str, order: int) -> Pod:
+        return Pod(uid, "default", uid, make_pod_template(100), "x", 0.0, order)
+
+    state = ClusterState()
+    for i in range(3):
+        state.pods[f"p{i}"] = pod(f"p{i}", i)
+    assert [p.uid for p in state.pending_pods()] == ["p0", "p1", "p2"]
+    # One out and one in: the dict's length is unchanged.
+    del state.pods["p1"]
+    state.pods["p3"] = pod("p3", 3)
+    assert [p.uid for p in state.pending_pods()] == ["p0", "p2", "p3"]
+    # A uid written anew (a new object, now bound): the old object is gone from every answer.
+    state.pods["p0"] = replacement = pod("p0", 0)
+    replacement.node_name = "n"
+    assert [p.uid for p in state.pending_pods()] == ["p2", "p3"]
+    assert state.pods_on("n") == [replacement]
+    assert [p.uid for p in state.live_pods()] == ["p0", "p2", "p3"]
+    state.pods.pop("p2")
+    assert [p.uid for p in state.live_pods()] == ["p0", "p3"]
+
+
+def test_dicts_assigned_to_a_state_are_followed():
+    state = ClusterState()
+    state.nodes["a"] = _node("a")
+    state.nodeclaims["x"] = _claim("x")
+    state.pods["p"] = Pod("p", "default", "p", make_pod_template(100), "x", 0.0, 0)
+    assert _names(state.ready_nodes()) == ["a"] and _names(state.live_nodeclaims()) == ["x"]
+    assert [p.uid for p in state.pending_pods()] == ["p"]
+    # Plain dicts assigned over the registries (a shorter log than the one read so far).
+    state.nodes = {"b": _node("b"), "c": _node("c")}
+    state.nodeclaims = {"y": _claim("y")}
+    state.pods = {"q": Pod("q", "default", "q", make_pod_template(100), "x", 0.0, 1)}
+    assert isinstance(state.pods, Registry) and isinstance(state.nodes, Registry)
+    assert _names(state.ready_nodes()) == ["b", "c"] and _names(state.live_nodeclaims()) == ["y"]
+    assert [p.uid for p in state.pending_pods()] == ["q"]
+    state.nodes["d"] = _node("d")
+    assert _names(state.live_nodes()) == ["b", "c", "d"]
