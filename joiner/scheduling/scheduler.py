@@ -190,16 +190,35 @@ class _Solve(OnExisting):
         # alike pod fails the same way (kube-scheduler's queue retries a whole Deployment's
         # pending pods; each used to walk every node again). Only where an attempt depends
         # on nothing of the pod but those (``SHARES_FAILURES``).
+        # With ``first_fit`` (Cluster Autoscaler's fit check) a failure is final for every
+        # alike pod of the solve, placements or not: CA's ``HintingSimulator.trySchedule``
+        # skips a pod once a similar one failed (``SimilarPodsScheduling``, one per
+        # ``TrySchedulePods`` call); only the pod's hint is still tried
+        # (``tryScheduleUsingHints`` runs before that check).
+        first_fit = self.inp.first_fit
         failed: dict[tuple[int, tuple[Requirements, ...]], tuple[int, str]] = {}
         placed = 0
         for pod in queue:
             alike = (id(pod.template), pod.volume_terms)
             hit = failed.get(alike) if self.SHARES_FAILURES else None
-            if hit is not None and hit[0] == placed:
-                unschedulable.append((pod.uid, hit[1]))
+            if hit is not None and (hit[0] == placed or first_fit is not None):
+                hinted = None
+                if hit[0] != placed and first_fit is not None and self.existing:
+                    prefs = _Prefs(pod.template, pns_exists=False)
+                    while prefs.relax():
+                        pass
+                    attempt = _Attempt(
+                        pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), reasons=[]
+                    )
+                    hinted = self._try_hint(attempt, first_fit)
+                if hinted is None:
+                    unschedulable.append((pod.uid, hit[1]))
+                else:
+                    placements.append((pod.uid, hinted))
+                    placed += 1
                 continue
             prefs = _Prefs(pod.template, self.pns_exists and not kube)
-            if self.inp.first_fit is not None:
+            if first_fit is not None:
                 while prefs.relax():  # CA's fit check runs the filters alone
                     pass
             while True:

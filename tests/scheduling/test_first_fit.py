@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from joiner.api import labels
+from joiner.api.pods import PodAffinityTerm
 from joiner.api.requirements import Requirement, Requirements
 from joiner.scheduling import ExistingNode, FirstFit, PodRequest, Scheduler, SchedulingInput
 from joiner.testing.builders import make_existing_node, make_pod_template
@@ -83,6 +84,37 @@ def test_first_fit_needs_kube_scheduler_mode():
         Scheduler().solve(
             SchedulingInput(pods=(_pod("p"),), existing=(_node("n0"),), first_fit=FirstFit())
         )
+
+
+def _web_and_db():
+    """w-1 needs a db pod in its zone (none yet), db-1 is one, w-2 is w-1's alike."""
+    app = Requirements.from_labels({"app": "db"})
+    web = replace(make_pod_template(500), pod_affinity=(PodAffinityTerm(labels.ZONE, app),))
+    db = replace(make_pod_template(300), labels=(("app", "db"),))
+    return [PodRequest("w-1", web, 0), PodRequest("db-1", db, 1), PodRequest("w-2", web, 2)]
+
+
+def test_an_alike_pod_is_not_tried_again_after_a_failure_even_past_a_placement():
+    # CA's SimilarPodsScheduling: once w-1 failed, w-2 (same template) is skipped for the
+    # rest of the fit check, although db-1's placement would now let it fit.
+    pods, nodes = _web_and_db(), [_node("n0")]
+    ca = _solve(pods, nodes, FirstFit())
+    assert [u for u, _ in ca.unschedulable] == ["w-1", "w-2"]
+    assert ca.unschedulable[0][1] == ca.unschedulable[1][1]
+    assert ca.existing_placements == (("db-1", "n0"),)
+    # kube-scheduler's own choice tries w-2 again after the placement.
+    kube = _solve(pods, nodes, None)
+    assert [u for u, _ in kube.unschedulable] == ["w-1"]
+
+
+def test_an_alike_pod_still_tries_its_hint_after_a_failure():
+    # tryScheduleUsingHints runs before the similar-pods check: w-2's hint (n0) now passes.
+    pods, nodes = _web_and_db(), [_node("n0")]
+    ff = FirstFit(hints={"w-2": "n0"})
+    result = _solve(pods, nodes, ff)
+    assert [u for u, _ in result.unschedulable] == ["w-1"]
+    assert result.existing_placements == (("db-1", "n0"), ("w-2", "n0"))
+    assert ff.hints["w-2"] == "n0"
 
 
 def _reference(pods, free: list[int], ff_hints: dict[str, int], last: int):

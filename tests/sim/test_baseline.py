@@ -738,3 +738,17 @@ def test_a_node_group_whose_type_its_nodepool_excludes_estimates_nothing(tmp_pat
     summary = _ca(path).run().summary
     assert summary["nodes"]
     assert all(n["name"].startswith("inside-") for n in summary["nodes"])
+
+
+def test_hints_age_on_a_scan_without_pending_pods(tmp_path):
+    # CA drops old hints on every loop's FilterOutSchedulable, with or without unschedulable
+    # pods: two scans with nothing pending forget every hint.
+    rt = _ca(_write(tmp_path, workloads="    - {deployment: default/web, replicas: 1}"))
+    assert rt.autoscaler is not None
+    ff = rt.autoscaler._first_fit
+    assert rt.state.pending_pods() == []
+    ff.hints["gone"] = "n0"
+    rt.autoscaler._scale_up(0.0)
+    assert ff.hints == {} and ff.old_hints == {"gone": "n0"}
+    rt.autoscaler._scale_up(10.0)
+    assert ff.hint("gone") is None

@@ -16,7 +16,10 @@ timer is due:
    ``nodegroupset.BalanceScaleUpBetweenGroups``). The fit check chooses nodes as CA's
    ``FilterOutSchedulable`` does (``scheduling.FirstFit``): filters only, a pod's node from
    the last check first (its hint), else the first node that passes, the walk starting just
-   after the node the previous search found. The walk is over the snapshot's order (Ready
+   after the node the previous search found; once a pod fails, a pod alike to it (same
+   template) is not searched for again in that check, only its hint is tried (CA
+   ``SimilarPodsScheduling``); old hints drop after every scan that ran, pending pods or
+   not. The walk is over the snapshot's order (Ready
    nodes by name, then the upcoming ones, named per group and index so a hint to one
    survives while it is upcoming) where CA walks its own snapshot's list.
 3. **Scale-down**, only when there was no scale-up in this scan. A Ready node whose
@@ -309,6 +312,9 @@ class ClusterAutoscaler:
             and p.template.priority_value >= EXPENDABLE_PODS_PRIORITY_CUTOFF
         ]
         if not pending:
+            # CA's FilterOutSchedulable runs every loop and drops old hints even when no
+            # pod is unschedulable (``filterOutSchedulableByPacking``).
+            self._first_fit.drop_old()
             return False
         scan = self._snapshot()
         state = self._state
