@@ -27,6 +27,7 @@ from joiner.cli import (
     sweep,
 )
 from joiner.cli.common import JoinerGroup, Verbose, configure_logging, out
+from joiner.sim.gctuning import tune_for_simulation
 
 app = typer.Typer(
     cls=JoinerGroup,
@@ -74,9 +75,11 @@ def main() -> None:
     2-core machine. Joiner's arrays are small integer masks and sums that never call BLAS,
     so the command asks OpenBLAS for one thread (``OPENBLAS_NUM_THREADS``, read when numpy
     is first imported, which this module does not do: ``tests/cli/test_plan_imports.py``),
-    unless the environment already sets it.
+    unless the environment already sets it. The cyclic garbage collector runs with the
+    simulation's settings (``joiner.sim.gctuning``).
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    tune_for_simulation()
     app()
 
 

@@ -30,6 +30,7 @@ from multiprocessing.process import BaseProcess
 
 from joiner.operator.sweep.cell import CellOutcome, CellTask, run_cell
 from joiner.operator.sweep.spec import Bundle
+from joiner.sim.gctuning import tune_for_simulation
 
 #: ``on_dispatch(cell_id, worker_pid)``: called when a cell is handed to a worker.
 DispatchHook = Callable[[str, int], None]
@@ -49,6 +50,7 @@ def _worker_main(conn: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles Ctrl-C and stops us
     # As the CLI without -v: a cell's warnings are in its summary, not on the terminal.
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr, force=True)
+    tune_for_simulation()  # as the CLI's process runs its simulations
     bundles: dict[str, Bundle] = {}
     while True:
         try:
