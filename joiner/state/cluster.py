@@ -21,9 +21,11 @@ _revision = 0
 _node_revision = 0
 #: Like ``_revision``, but changed only by pod changes (``ClusterState``'s pod caches).
 _pod_revision = 0
-#: How many times a pod's, NodeClaim's or node's ``deleted_at_s`` went back to None: the
-#: live-object caches follow additions and deletions, and rebuild in full when this moves.
-_undeletions = 0
+#: How many changes the live-object caches cannot follow by themselves: a pod's,
+#: NodeClaim's or node's ``deleted_at_s`` back to None, or a pod's ``order`` or ``daemon``
+#: changed after it was made. The caches follow additions and deletions, and read every
+#: object again when this moves.
+_rereads = 0
 
 
 def revision() -> int:
@@ -44,15 +46,22 @@ def _bump_nodes() -> None:
 
 
 def _note_set(obj: object, name: str, value: Any) -> None:
-    """Count an undeletion (``deleted_at_s`` from a time back to None) before it is set."""
-    global _undeletions
-    if name == "deleted_at_s" and value is None and obj.__dict__.get(name) is not None:
-        _undeletions += 1
+    """Count, before it is set, a change the caches must read everything again for
+    (``_rereads``): an undeletion (``deleted_at_s`` from a time back to None), or a new
+    ``order`` or ``daemon`` for a pod already made."""
+    global _rereads
+    if name == "deleted_at_s":
+        if value is None and obj.__dict__.get(name) is not None:
+            _rereads += 1
+    elif name in _REREAD and name in obj.__dict__ and obj.__dict__[name] != value:
+        _rereads += 1
 
 
 _POD_TRACKED = frozenset(
-    {"node_name", "deleted_at_s", "terminating_until_s", "nominated_node_name"}
+    {"node_name", "deleted_at_s", "terminating_until_s", "nominated_node_name", "order", "daemon"}
 )
+#: Pod fields the caches read that are fixed when the pod is made (``_note_set``).
+_REREAD = frozenset({"order", "daemon"})
 _CLAIM_TRACKED = frozenset(
     {"instance", "node_name", "registered_at_s", "initialized_at_s", "deleted_at_s"}
 )
@@ -244,23 +253,27 @@ class ClusterState:
     generation: int = 0
 
     # Caches over ``pods``, valid while the pod revision and the pods' log are unchanged.
-    _live: list[Pod] = field(default_factory=list, repr=False, compare=False)
+    _live: list[Pod] = field(default_factory=list, init=False, repr=False, compare=False)
     #: How much of ``pods.log`` ``_live`` has read, and ``pods.changes`` then.
-    _live_seen: int = field(default=0, repr=False, compare=False)
-    _live_changes: int = field(default=0, repr=False, compare=False)
-    _live_rev: int = field(default=-1, repr=False, compare=False)
-    _live_undeletions: int = field(default=0, repr=False, compare=False)
-    _by_node: dict[str, list[Pod]] = field(default_factory=dict, repr=False, compare=False)
-    _pending: list[Pod] = field(default_factory=list, repr=False, compare=False)
+    _live_seen: int = field(default=0, init=False, repr=False, compare=False)
+    _live_changes: int = field(default=0, init=False, repr=False, compare=False)
+    _live_rev: int = field(default=-1, init=False, repr=False, compare=False)
+    _live_rereads: int = field(default=0, init=False, repr=False, compare=False)
+    _by_node: dict[str, list[Pod]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _pending: list[Pod] = field(default_factory=list, init=False, repr=False, compare=False)
     #: ``snapshot.ready_nodes``' per-node views, reused while a node is unchanged.
-    node_views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    node_views: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     #: The live NodeClaims' and Nodes' names, and what ``live_nodeclaims``,
     #: ``live_nodes`` and ``ready_nodes`` derive from them (rebuilt when they may change).
-    _claim_names: LiveNames = field(default_factory=LiveNames, repr=False, compare=False)
-    _node_names: LiveNames = field(default_factory=LiveNames, repr=False, compare=False)
-    _claims: list[NodeClaim] = field(default_factory=list, repr=False, compare=False)
-    _live_nodes: list[Node] = field(default_factory=list, repr=False, compare=False)
-    _ready: list[Node] = field(default_factory=list, repr=False, compare=False)
+    _claim_names: LiveNames = field(
+        default_factory=LiveNames, init=False, repr=False, compare=False
+    )
+    _node_names: LiveNames = field(default_factory=LiveNames, init=False, repr=False, compare=False)
+    _claims: list[NodeClaim] = field(default_factory=list, init=False, repr=False, compare=False)
+    _live_nodes: list[Node] = field(default_factory=list, init=False, repr=False, compare=False)
+    _ready: list[Node] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # ``pods``, ``nodes`` and ``nodeclaims`` are always ``Registry``s (a plain dict given
@@ -270,18 +283,30 @@ class ClusterState:
                 value = Registry(value)
             if name == "pods":
                 object.__setattr__(self, "_live_changes", -1)
+                object.__setattr__(self, "_live_rev", -1)
             else:
                 fresh = "_node_names" if name == "nodes" else "_claim_names"
                 object.__setattr__(self, fresh, LiveNames())
         object.__setattr__(self, name, value)
 
     def __getstate__(self) -> dict[str, Any]:
-        # A copy (``copy.deepcopy``, pickle) drops the pod caches: they are keyed on this
-        # process's revision counter, which means nothing to another process (the live-name
-        # caches start afresh by themselves, ``LiveNames.__reduce__``).
+        # A copy (``copy.copy``, ``copy.deepcopy``, pickle) starts every cache afresh: the
+        # pod caches are keyed on this process's revision counter, and a shallow copy would
+        # otherwise share the live-name trackers while keeping lists of its own.
         state = dict(self.__dict__)
         state.update(
-            _live=[], _live_seen=0, _live_changes=-1, _live_rev=-1, _by_node={}, _pending=[]
+            _live=[],
+            _live_seen=0,
+            _live_changes=-1,
+            _live_rev=-1,
+            _by_node={},
+            _pending=[],
+            node_views={},
+            _claim_names=LiveNames(),
+            _node_names=LiveNames(),
+            _claims=[],
+            _live_nodes=[],
+            _ready=[],
         )
         return state
 
@@ -290,11 +315,11 @@ class ClusterState:
         log = pods.log
         if self._live_rev == _pod_revision and self._live_seen == len(log):
             return
-        if self._live_changes != pods.changes or self._live_undeletions != _undeletions:
+        if self._live_changes != pods.changes or self._live_rereads != _rereads:
             # A pod was removed from the dict or written anew under its uid, or a deleted
             # one was brought back: read them all again.
             self._live, self._live_seen = [], len(log)
-            self._live_changes, self._live_undeletions = pods.changes, _undeletions
+            self._live_changes, self._live_rereads = pods.changes, _rereads
             fresh = list(pods.values())
         else:  # only first additions since: the log's new keys, each once
             fresh = [pods[k] for k in log[self._live_seen :]]
@@ -366,12 +391,12 @@ class ClusterState:
     def live_nodeclaims(self) -> list[NodeClaim]:
         """NodeClaims not deleted, by name (a new list; the live ones are tracked, not found
         by walking every NodeClaim ever seen)."""
-        if self._claim_names.refresh(self.nodeclaims, _node_revision, _undeletions):
+        if self._claim_names.refresh(self.nodeclaims, _node_revision, _rereads):
             self._claims = [self.nodeclaims[k] for k in sorted(self._claim_names.names)]
         return list(self._claims)
 
     def _refresh_nodes(self) -> None:
-        if self._node_names.refresh(self.nodes, _node_revision, _undeletions):
+        if self._node_names.refresh(self.nodes, _node_revision, _rereads):
             names = self._node_names.names
             self._live_nodes = [
                 self.nodes[k] for k in sorted(names, key=self.nodes.seq.__getitem__)

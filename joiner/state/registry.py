@@ -9,8 +9,8 @@ grew with the run's history. ``Registry`` is a dict that logs every key written 
 added, or made anew under a known name, as the API feed does when a deleted node's name
 comes back) or removed; ``LiveNames`` follows that log and the node revision to keep the
 names of the objects not deleted. An object whose ``deleted_at_s`` is set back to None (a
-test or a controller undoing a deletion) is in neither, so the state counts undeletions
-(``cluster._undeletions``) and a change of that count makes ``refresh`` walk the whole
+test or a controller undoing a deletion) is in neither, so the state counts such changes
+(``cluster._rereads``) and a change of that count makes ``refresh`` walk the whole
 registry once. A copy (``copy.deepcopy``, pickle) of a ``LiveNames`` starts afresh, since
 the copied registry's log is rebuilt shorter.
 """
@@ -77,6 +77,8 @@ class Registry(dict[str, V]):
         raise KeyError(key)
 
     def popitem(self) -> tuple[str, V]:
+        if not self:
+            raise KeyError("popitem(): registry is empty")
         key = next(reversed(self))
         value = self[key]
         del self[key]
@@ -110,30 +112,30 @@ class LiveNames:
     ``refresh`` from the keys logged since and the names already known, never by walking
     the whole registry."""
 
-    __slots__ = ("_pos", "_revision", "_undeletions", "names")
+    __slots__ = ("_pos", "_rereads", "_revision", "names")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
         self._pos = 0
         self._revision = -1
-        self._undeletions = 0
+        self._rereads = 0
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A copy starts afresh: the copied registry's log is rebuilt (``Registry.__reduce__``)
         # and no position in the old one means anything there.
         return (LiveNames, ())
 
-    def refresh(self, registry: Registry[Any], revision: int, undeletions: int = 0) -> bool:
+    def refresh(self, registry: Registry[Any], revision: int, rereads: int = 0) -> bool:
         """Bring ``names`` up to date; ``revision`` must change whenever an object's
-        ``deleted_at_s`` is set (``cluster._node_revision``), ``undeletions`` whenever one
+        ``deleted_at_s`` is set (``cluster._node_revision``), ``rereads`` whenever one
         is set back to None (then every key is looked at again). True when anything may
         have changed since the last call (callers then rebuild what they derive), False
         when neither the log nor the revision moved."""
         log = registry.log
         if self._pos == len(log) and self._revision == revision:
             return False
-        if undeletions != self._undeletions:
-            self._undeletions = undeletions
+        if rereads != self._rereads:
+            self._rereads = rereads
             candidates = set(registry)
         else:
             candidates = self.names.union(log[self._pos :])

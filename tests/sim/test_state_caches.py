@@ -5,6 +5,7 @@ Node or NodeClaim changes or is added, and every such change shows in the next a
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import pickle
 import subprocess
@@ -263,3 +264,54 @@ def test_dicts_assigned_to_a_state_are_followed():
     assert [p.uid for p in state.pending_pods()] == ["q"]
     state.nodes["d"] = _node("d")
     assert _names(state.live_nodes()) == ["b", "c", "d"]
+
+
+def test_reassigned_pods_with_a_log_as_long_are_seen():
+    # The breaker's case: nothing changed a pod between the last answer and the assignment,
+    # and the new registry's log is as long as the old one's.
+    state = ClusterState()
+    state.pods["a"] = Pod("a", "default", "a", make_pod_template(100), "x", 0.0, 0)
+    state.pending_pods()
+    state.pods = copy.deepcopy(state.pods)
+    assert state.pending_pods()[0] is state.pods["a"]
+    p1, p2 = (Pod(u, "default", u, make_pod_template(100), "x", 0.0, i) for i, u in enumerate("pq"))
+    state.live_pods()
+    state.pods = {"p": p1, "q": p2}
+    assert list(state.live_pods()) == [p1, p2]
+
+
+@pytest.mark.parametrize(
+    "copier",
+    [copy.copy, lambda s: dataclasses.replace(s, generation=1)],
+    ids=["copy", "replace"],
+)
+def test_a_shallow_copy_keeps_answers_of_its_own(copier):
+    state = ClusterState()
+    state.nodes["a"] = _node("a")
+    state.nodeclaims["x"] = _claim("x")
+    assert _names(state.live_nodes()) == ["a"] and _names(state.ready_nodes()) == ["a"]
+    assert _names(state.live_nodeclaims()) == ["x"]
+    other = copier(state)  # shares the dicts, not the caches
+    state.nodes["b"] = _node("b")
+    state.nodeclaims["y"] = _claim("y")
+    for s in (state, other):
+        assert _names(s.live_nodes()) == ["a", "b"] and _names(s.ready_nodes()) == ["a", "b"]
+        assert _names(s.live_nodeclaims()) == ["x", "y"]
+
+
+def test_an_empty_registry_pops_with_key_error():
+    with pytest.raises(KeyError):
+        Registry().popitem()
+
+
+def test_a_pod_s_order_or_daemon_changed_after_it_was_made_is_followed():
+    state = ClusterState()
+    a = state.pods["a"] = Pod("a", "default", "a", make_pod_template(100), "x", 0.0, 0)
+    b = state.pods["b"] = Pod("b", "default", "b", make_pod_template(100), "x", 0.0, 1)
+    assert list(state.live_pods()) == [a, b]
+    a.order = 5
+    assert list(state.live_pods()) == [b, a] and state.pending_pods() == [b, a]
+    b.daemon = True
+    assert state.pending_pods() == [a]
+    a.order = 5  # the same value: nothing to read again
+    assert list(state.live_pods()) == [b, a]
