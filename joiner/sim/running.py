@@ -20,7 +20,7 @@ from joiner.api import durations, labels
 from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.pods import selects
-from joiner.api.objects import ClusterNode, Taint
+from joiner.api.objects import ClusterNode, PodTemplate, Taint
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CloudProviderError, NodeClassNotReadyError
@@ -276,6 +276,11 @@ def adopt(
     workloads = [w for w in m.workloads if w.key in workload_keys]
     gated: list[str] = []
     moved: list[str] = []
+    # Running pods of one controller with equal specs share one template object, as the
+    # replicas a simulation creates do: what treats pods as alike goes by that object
+    # (Cluster Autoscaler's fit check skips a pod similar to one that failed, CA
+    # ``SimilarPodsScheduling``: same controller, equal labels and spec).
+    shared: dict[tuple[str, PodTemplate], PodTemplate] = {}
     for p in m.pods:
         if p.terminal or (p.node_name is None and not p.provisionable):
             if p.scheduling_gates and not p.terminal:
@@ -298,7 +303,8 @@ def adopt(
             key = f"{p.namespace}/{p.owner.split('/', 1)[1]}"
             daemon = key in ds_keys
             owner = key
-        pod = pods.create(owner or p.key, p.template, daemon=daemon, name=p.name)
+        template = shared.setdefault((owner or p.key, p.template), p.template)
+        pod = pods.create(owner or p.key, template, daemon=daemon, name=p.name)
         pod.do_not_disrupt, pod.do_not_disrupt_for_s = durations.do_not_disrupt(
             dict(p.annotations).get(labels.DO_NOT_DISRUPT)
         )
