@@ -49,11 +49,13 @@ def _note_set(obj: object, name: str, value: Any) -> None:
     """Count, before it is set, a change the caches must read everything again for
     (``_rereads``): an undeletion (``deleted_at_s`` from a time back to None), or a new
     ``order`` or ``daemon`` for a pod already made."""
+    # ``getattr``, not ``obj.__dict__``: reading ``__dict__`` makes CPython build a dict for
+    # the instance, and every attribute read of it is slower from then on.
     global _rereads
     if name == "deleted_at_s":
-        if value is None and obj.__dict__.get(name) is not None:
+        if value is None and getattr(obj, name, None) is not None:
             _rereads += 1
-    elif name in _REREAD and name in obj.__dict__ and obj.__dict__[name] != value:
+    elif name in _REREAD and getattr(obj, "_made", False) and getattr(obj, name) != value:
         _rereads += 1
 
 
@@ -107,6 +109,10 @@ class Pod:
     nominated_node_name: str | None = None
     #: The pod this one was preempted for (it is being deleted for that reason).
     preempted_by: str | None = None
+
+    def __post_init__(self) -> None:
+        # From here on, a new ``order`` or ``daemon`` is a change the caches must see.
+        object.__setattr__(self, "_made", True)
 
     @property
     def pending(self) -> bool:
