@@ -280,7 +280,11 @@ def adopt(
     # replicas a simulation creates do: what treats pods as alike goes by that object
     # (Cluster Autoscaler's fit check skips a pod similar to one that failed, CA
     # ``SimilarPodsScheduling``: same controller, equal labels and spec).
-    shared: dict[tuple[str, PodTemplate], PodTemplate] = {}
+    # A pod equal to its workload's template takes that very object, the one the
+    # controller creates new replicas from.
+    shared: dict[tuple[str, PodTemplate], PodTemplate] = {
+        (w.key, w.template): w.template for w in workloads
+    }
     for p in m.pods:
         if p.terminal or (p.node_name is None and not p.provisionable):
             if p.scheduling_gates and not p.terminal:

@@ -48,7 +48,8 @@ def _bump_nodes() -> None:
 def _note_set(obj: object, name: str, value: Any) -> None:
     """Count, before it is set, a change the caches must read everything again for
     (``_rereads``): an undeletion (``deleted_at_s`` from a time back to None), or a new
-    ``order`` or ``daemon`` for a pod already made."""
+    ``order`` or ``daemon`` for a pod already made (one whose ``__post_init__`` ran: a
+    Pod built without ``__init__``, or a subclass that skips it, must not change them)."""
     # ``getattr``, not ``obj.__dict__``: reading ``__dict__`` makes CPython build a dict for
     # the instance, and every attribute read of it is slower from then on.
     global _rereads

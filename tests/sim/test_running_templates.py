@@ -28,3 +28,6 @@ def test_running_replicas_of_one_controller_share_a_template():
         assert len(ids) == len({p.template for p in pods}), owner
     all_ids = [i for ids in by_owner.values() for i in ids]
     assert len(all_ids) == len(set(all_ids))
+    # The controller's new replicas take the same object when the spec is equal.
+    created = [p for p in rt.state.pods.values() if p.owner == "shop/web" and p not in web]
+    assert created and all(p.template is web[0].template for p in created)
