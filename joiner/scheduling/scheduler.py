@@ -204,9 +204,7 @@ class _Solve(OnExisting):
             if hit is not None and (hit[0] == placed or first_fit is not None):
                 hinted = None
                 if hit[0] != placed and first_fit is not None and self.existing:
-                    prefs = _Prefs(pod.template, pns_exists=False)
-                    while prefs.relax():
-                        pass
+                    prefs = self._prefs(pod, kube)
                     attempt = _Attempt(
                         pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), reasons=[]
                     )
@@ -217,10 +215,7 @@ class _Solve(OnExisting):
                     placements.append((pod.uid, hinted))
                     placed += 1
                 continue
-            prefs = _Prefs(pod.template, self.pns_exists and not kube)
-            if first_fit is not None:
-                while prefs.relax():  # CA's fit check runs the filters alone
-                    pass
+            prefs = self._prefs(pod, kube)
             while True:
                 self._reserved_failed = False
                 attempt = _Attempt(
@@ -244,6 +239,15 @@ class _Solve(OnExisting):
             existing_placements=tuple(placements),
             unschedulable=tuple(unschedulable),
         )
+
+    def _prefs(self, pod: PodRequest, kube: bool) -> _Prefs:
+        """``pod``'s preferences as the solve first tries them; with ``first_fit`` all
+        relaxed (CA's fit check runs the filters alone)."""
+        prefs = _Prefs(pod.template, self.pns_exists and not kube)
+        if self.inp.first_fit is not None:
+            while prefs.relax():
+                pass
+        return prefs
 
     # -- decisions a packing policy may change (joiner.scheduling.costopt) -------------------
     # The predicates stay in this class; these four choose among what they admit.

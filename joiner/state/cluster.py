@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from joiner.api import labels, quantity
@@ -301,20 +301,9 @@ class ClusterState:
         # pod caches are keyed on this process's revision counter, and a shallow copy would
         # otherwise share the live-name trackers while keeping lists of its own.
         state = dict(self.__dict__)
-        state.update(
-            _live=[],
-            _live_seen=0,
-            _live_changes=-1,
-            _live_rev=-1,
-            _by_node={},
-            _pending=[],
-            node_views={},
-            _claim_names=LiveNames(),
-            _node_names=LiveNames(),
-            _claims=[],
-            _live_nodes=[],
-            _ready=[],
-        )
+        for f in fields(self):
+            if not f.init:  # the caches: as a new state has them
+                state[f.name] = f.default if f.default_factory is MISSING else f.default_factory()
         return state
 
     def _refresh(self) -> None:
