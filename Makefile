@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo check test test-unit lint typecheck layers chart bench golden clean diff-karpenter
+.PHONY: demo check test test-unit lint typecheck layers chart bench golden clean diff-karpenter \
+	diff-autoscaler
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/joiner simulate examples/seed-spot/scenario.yaml
 
 ## Lint, type-check, layer-check and run the whole test suite.
-check: lint typecheck layers chart test diff-karpenter
+check: lint typecheck layers chart test diff-karpenter diff-autoscaler
 
 lint: $(STAMP)
 	$(BIN)/ruff check joiner tests tools benchmarks
@@ -68,6 +69,16 @@ test: $(STAMP)
 diff-karpenter: $(STAMP)
 	bash tools/kube-stack/build.sh
 	$(BIN)/python tests/fidelity/run.py --out joiner-out/fidelity $(if $(DOCS),--markdown docs/fidelity.md)
+
+## Joiner's Cluster Autoscaler baseline against the real Cluster Autoscaler 1.36.1 (kwok
+## provider, built from the upstream archive in ../shared/upstream on first use) on the test
+## stack, case by case (tests/autoscaler). Ends with "agreement: A/N cases (P%)".
+## DOCS=1 also rewrites the report section of docs/fidelity-autoscaler.md.
+diff-autoscaler: $(STAMP)
+	bash tools/kube-stack/build.sh
+	bash tools/kube-stack/build-autoscaler.sh
+	$(BIN)/python tests/autoscaler/run.py --out joiner-out/fidelity-autoscaler \
+	  $(if $(DOCS),--markdown docs/fidelity-autoscaler.md)
 
 ## Everything but the end-to-end tests (no Go needed).
 test-unit: $(STAMP)

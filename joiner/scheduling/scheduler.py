@@ -144,14 +144,16 @@ class _Solve(OnExisting):
         self._combos: dict[tuple[str, ...], IntArray] = {}
         self.room = FreeRoom(base.arrays(tuple(extra)), self._keep)
         self.claims: list[_Claim] = []
+        #: Excluded nodes that still count as topology domains (``keep_domains``).
+        gone = exclude - inp.keep_domains if inp.keep_domains else exclude
         universe, domain_taints, launchable = domain_universe(
             inp.pods,
             self.pools,
-            partial(base.domains, exclude=exclude),
+            partial(base.domains, exclude=gone),
             base.anti_keys,
             exclude,
         )
-        self.topology = Topology(universe, domain_taints, base.hosts(exclude), launchable)
+        self.topology = Topology(universe, domain_taints, base.hosts(gone), launchable)
         self.index = _ClaimIndex([k for k in self.topology.universe if k != labels.HOSTNAME])
         self.topology.register(p.template for p in inp.pods)
         # Running pods: alike ones (node, namespace, labels, anti-affinity) counted together,

@@ -165,6 +165,11 @@ class SchedulingInput:
     #: candidate at a time) pass the same ``existing`` and ``bound_pods`` tuples each time,
     #: and what the solve derives from them is computed once (``scheduling.base``).
     exclude_nodes: frozenset[str] = frozenset()
+    #: Of ``exclude_nodes``, the nodes that stay topology domains (with none of their pods
+    #: counted) though they take no pod: Cluster Autoscaler's drain simulation removes the
+    #: pods from the node it simulates removing and keeps the node in its snapshot, so a
+    #: hostname spread still counts it, at zero (``simulator.RemovalSimulator.findPlaceFor``).
+    keep_domains: frozenset[str] = frozenset()
     #: ``kube-scheduler`` mode only: choose nodes as Cluster Autoscaler's fit check does
     #: (``FirstFit``; filters only, no preference, first fit from a rotating start) instead
     #: of by LeastAllocated; the solve updates it. None: kube-scheduler's choice.

@@ -262,6 +262,9 @@ class ClusterAutoscalerSpec(_Strict):
     """Cluster Autoscaler flags (camelCase of the flag names) and its ASGs."""
 
     scanInterval: str = "10s"
+    newPodScaleUpDelay: str = Field(
+        default="0s", description="--new-pod-scale-up-delay: younger pods trigger no scale-up"
+    )
     expander: str = Field(
         default="priority,least-waste",
         description="random, most-pods, least-waste or priority, or a chain such as "
@@ -289,11 +292,36 @@ class ClusterAutoscalerSpec(_Strict):
     scaleDownUtilizationThreshold: float = Field(default=0.5, gt=0, le=1, allow_inf_nan=False)
     scaleDownUnneededTime: str = "10m"
     scaleDownDelayAfterAdd: str = "10m"
-    scaleDownDelayAfterDelete: str | None = Field(
-        default=None, description="defaults to scanInterval"
+    scaleDownDelayAfterDelete: str = Field(
+        default="0s", description="CA 1.36's default 0s (older CA: the scan interval)"
     )
     scaleDownDelayAfterFailure: str = "3m"
-    maxEmptyBulkDelete: StrictInt = Field(default=10, ge=1)
+    maxEmptyBulkDelete: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        description="removed from Cluster Autoscaler (1.3x): read as maxScaleDownParallelism, "
+        "with a warning",
+    )
+    maxScaleDownParallelism: StrictInt = Field(
+        default=10, ge=1, description="--max-scale-down-parallelism: nodes deleted at once"
+    )
+    maxDrainParallelism: StrictInt = Field(
+        default=1, ge=1, description="--max-drain-parallelism: non-empty nodes drained at once"
+    )
+    blockingSystemPodDisruptionTimeout: str = Field(
+        default="1h",
+        description="--blocking-system-pod-distruption-timeout: a kube-system pod without a PDB "
+        "blocks scale-down this long after its creation",
+    )
+    maxNodesTotal: StrictInt = Field(
+        default=0, ge=0, le=2**31 - 1, description="--max-nodes-total (0: no limit)"
+    )
+    coresTotal: str = Field(
+        default="0:320000", description="--cores-total <min>:<max> (cores of node capacity)"
+    )
+    memoryTotal: str = Field(
+        default="0:6400000", description="--memory-total <min>:<max> (GiB of node capacity)"
+    )
     asgLaunchDelay: LaunchDelaySpec = Field(default_factory=LaunchDelaySpec)
     capacityRebalance: bool = False
     nodeGroups: list[NodeGroupModel] = Field(

@@ -23,6 +23,7 @@ from joiner.api.objects import CronJob
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.types import SecurityGroup, Subnet
 from joiner.controllers.interruption.settings import REBALANCE_REPLACEMENT, InterruptionSettings
+from joiner.sim.baseline.limits import ClusterLimits, parse_min_max
 from joiner.sim.baseline.settings import (
     EXPANDERS,
     SPOT_FIRST_PRIORITIES,
@@ -202,7 +203,9 @@ def autoscaler_settings(
     if scan < 1:
         raise fail("scanInterval must be at least 1s", f"{base}.scanInterval")
     return AutoscalerSettings(
+        limits=_cluster_limits(ca, base, fail),
         scan_interval_s=scan,
+        new_pod_scale_up_delay_s=seconds(ca.newPodScaleUpDelay, f"{base}.newPodScaleUpDelay"),
         expander=chain,
         priorities=tuple(priorities),
         max_node_provision_time_s=seconds(ca.maxNodeProvisionTime, f"{base}.maxNodeProvisionTime"),
@@ -222,13 +225,17 @@ def autoscaler_settings(
         scale_down_delay_after_add_s=seconds(
             ca.scaleDownDelayAfterAdd, f"{base}.scaleDownDelayAfterAdd"
         ),
-        scale_down_delay_after_delete_s=None
-        if ca.scaleDownDelayAfterDelete is None
-        else seconds(ca.scaleDownDelayAfterDelete, f"{base}.scaleDownDelayAfterDelete"),
+        scale_down_delay_after_delete_s=seconds(
+            ca.scaleDownDelayAfterDelete, f"{base}.scaleDownDelayAfterDelete"
+        ),
         scale_down_delay_after_failure_s=seconds(
             ca.scaleDownDelayAfterFailure, f"{base}.scaleDownDelayAfterFailure"
         ),
-        max_empty_bulk_delete=ca.maxEmptyBulkDelete,
+        max_scale_down_parallelism=_parallelism(ca, manifests),
+        max_drain_parallelism=ca.maxDrainParallelism,
+        blocking_system_pod_disruption_timeout_s=seconds(
+            ca.blockingSystemPodDisruptionTimeout, f"{base}.blockingSystemPodDisruptionTimeout"
+        ),
         asg_launch_delay_min_s=delay_min,
         asg_launch_delay_max_s=delay_max,
         capacity_rebalance=ca.capacityRebalance,
@@ -239,6 +246,30 @@ def autoscaler_settings(
         skip_nodes_with_system_pods=ca.skipNodesWithSystemPods,
         skip_nodes_with_local_storage=ca.skipNodesWithLocalStorage,
     )
+
+
+def _parallelism(ca: Any, manifests: ManifestSet) -> int:
+    """``maxScaleDownParallelism``, or the removed ``maxEmptyBulkDelete`` read as it (with a
+    warning: Cluster Autoscaler 1.3x dropped ``--max-empty-bulk-delete``)."""
+    if ca.maxEmptyBulkDelete is None:
+        return int(ca.maxScaleDownParallelism)
+    manifests.warnings.append(
+        "spec.clusterAutoscaler.maxEmptyBulkDelete: Cluster Autoscaler no longer has "
+        "--max-empty-bulk-delete; read as maxScaleDownParallelism "
+        f"{ca.maxEmptyBulkDelete} (empty and drained nodes deleted at once)"
+    )
+    return int(ca.maxEmptyBulkDelete)
+
+
+def _cluster_limits(ca: Any, base: str, fail: Any) -> ClusterLimits:
+    """``maxNodesTotal``, ``coresTotal`` and ``memoryTotal`` as CA reads its flags."""
+    ranges = []
+    for name in ("coresTotal", "memoryTotal"):
+        try:
+            ranges.append(parse_min_max(getattr(ca, name)))
+        except ValueError as exc:
+            raise fail(str(exc), f"{base}.{name}") from exc
+    return ClusterLimits(max_nodes_total=ca.maxNodesTotal, cores=ranges[0], memory_gib=ranges[1])
 
 
 def interruption_settings(

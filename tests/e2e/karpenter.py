@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from kubestack import REPO_ROOT, KubeStack, KubeStackError, _free_port, _get, _tail
+from kubestack import (
+    REPO_ROOT,
+    KubeStack,
+    KubeStackError,
+    _free_port,
+    _get,
+    _tail,
+    print_bin_dir,
+    run_build_script,
+)
 
 BUILD_SCRIPT = REPO_ROOT / "tools" / "kube-stack" / "build-karpenter.sh"
 KARPENTER_GOMOD = REPO_ROOT / "tools" / "kube-stack" / "karpenter" / "go.mod"
@@ -59,12 +68,7 @@ def karpenter_paths() -> KarpenterPaths:
     Raises:
         KubeStackError: the script failed.
     """
-    proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), "--print-bin-dir"], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise KubeStackError(f"{BUILD_SCRIPT} --print-bin-dir failed: {proc.stderr.strip()}")
-    bin_dir = Path(proc.stdout.strip())
+    bin_dir = print_bin_dir(BUILD_SCRIPT)
     return KarpenterPaths(bin_dir / "karpenter", bin_dir.parent / "etc" / "karpenter-crds")
 
 
@@ -74,20 +78,7 @@ def build_karpenter(log_file: Path, timeout_s: float = 3600.0) -> KarpenterPaths
     Raises:
         KubeStackError: the build failed or timed out; the message has the log's tail.
     """
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    with log_file.open("wb") as out:
-        try:
-            proc = subprocess.run(
-                ["bash", str(BUILD_SCRIPT)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise KubeStackError(f"{BUILD_SCRIPT} timed out:\n{_tail(log_file)}") from exc
-    if proc.returncode != 0:
-        raise KubeStackError(f"{BUILD_SCRIPT} failed:\n{_tail(log_file)}")
+    run_build_script(BUILD_SCRIPT, log_file, timeout_s)
     paths = karpenter_paths()
     if missing := paths.missing():
         raise KubeStackError(f"{BUILD_SCRIPT} succeeded but {missing} are missing")

@@ -99,6 +99,47 @@ def stack_paths() -> StackPaths:
     return StackPaths(bin_dir=bin_dir, kwok_stages=bin_dir.parent / "etc" / "kwok-stages.yaml")
 
 
+def run_build_script(script: Path, log_file: Path, timeout_s: float) -> None:
+    """Run one of tools/kube-stack's build scripts with its output in ``log_file``.
+
+    Raises:
+        KubeStackError: it failed or did not finish in ``timeout_s``; the message has the
+            log's tail.
+    """
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("wb") as out:
+        try:
+            proc = subprocess.run(
+                ["bash", str(script)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise KubeStackError(
+                f"{script} did not finish in {timeout_s:.0f} s:\n{_tail(log_file)}"
+            ) from exc
+    if proc.returncode != 0:
+        raise KubeStackError(
+            f"{script} failed (exit {proc.returncode}); log {log_file}:\n{_tail(log_file)}"
+        )
+
+
+def print_bin_dir(script: Path) -> Path:
+    """The bin directory a build script writes to (its ``--print-bin-dir``; no build).
+
+    Raises:
+        KubeStackError: the script failed.
+    """
+    proc = subprocess.run(
+        ["bash", str(script), "--print-bin-dir"], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise KubeStackError(f"{script} --print-bin-dir failed: {proc.stderr.strip()}")
+    return Path(proc.stdout.strip())
+
+
 def build_stack(log_file: Path, timeout_s: float = 3600.0) -> StackPaths:
     """Run build.sh (a no-op taking about a second when the cache is warm).
 
@@ -111,24 +152,7 @@ def build_stack(log_file: Path, timeout_s: float = 3600.0) -> StackPaths:
     Raises:
         KubeStackError: the build failed or timed out; the message has the log's tail.
     """
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    with log_file.open("wb") as out:
-        try:
-            proc = subprocess.run(
-                ["bash", str(BUILD_SCRIPT)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise KubeStackError(
-                f"{BUILD_SCRIPT} did not finish in {timeout_s:.0f} s:\n{_tail(log_file)}"
-            ) from exc
-    if proc.returncode != 0:
-        raise KubeStackError(
-            f"{BUILD_SCRIPT} failed (exit {proc.returncode}); log {log_file}:\n{_tail(log_file)}"
-        )
+    run_build_script(BUILD_SCRIPT, log_file, timeout_s)
     paths = stack_paths()
     if missing := paths.missing():
         raise KubeStackError(f"{BUILD_SCRIPT} succeeded but {missing} are missing")

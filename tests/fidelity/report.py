@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import diffreport
 from harness import Result
 
 BEGIN = "<!-- fidelity-report:begin -->"
@@ -73,28 +74,17 @@ def markdown(doc: dict[str, Any]) -> str:
             f"| {r['case']} | {r['kind']} | {mark} | {_summary(r['karpenter'], r['kind'])} | "
             f"{_summary(r['joiner'], r['kind'])} | {r['seconds']:.0f} |"
         )
-    differing = [r for r in doc["results"] if not r["agree"]]
-    if differing:
-        lines += ["", "Differences:", ""]
-        lines += [f"- `{r['case']}`: {'; '.join(r['differences'])}" for r in differing]
-    features: dict[str, list[str]] = {}
-    for r in doc["results"]:
-        for f in r["features"]:
-            features.setdefault(f, []).append(r["case"])
-    lines += ["", "| feature | cases |", "| --- | --- |"]
-    lines += [f"| {f} | {', '.join(cs)} |" for f, cs in sorted(features.items())]
+    lines += diffreport.differences(doc["results"])
+    lines += diffreport.feature_table(doc["results"])
     lines += ["", headline(doc)]
     return "\n".join(lines) + "\n"
 
 
 def headline(doc: dict[str, Any]) -> str:
     """``agreement: A/N cases (P%)``."""
-    return f"agreement: {doc['agree']}/{doc['cases']} cases ({doc['agreementPercent']:.1f}%)"
+    return diffreport.headline(doc)
 
 
 def fidelity_page(md: str, page: Path = Path("docs/fidelity.md")) -> str:
     """docs/fidelity.md with the report between its markers replaced by ``md``."""
-    text = page.read_text() if page.is_file() else f"{BEGIN}\n{END}\n"
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    return f"{head}{BEGIN}\n{md}{END}{tail}"
+    return diffreport.splice(md, page, BEGIN, END)

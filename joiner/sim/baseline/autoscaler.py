@@ -66,10 +66,12 @@ from joiner.scheduling import (
 )
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.sim.baseline.asg import AutoscalerStats, AutoScalingGroups
-from joiner.sim.baseline.estimator import Estimator
+from joiner.sim.baseline.estimator import TEMPLATE_STATIC_PODS, Estimator
 from joiner.sim.baseline.expander import Expander, Option
 from joiner.sim.baseline.groups import NodeGroup
-from joiner.sim.baseline.scaledown import movable, utilisation
+from joiner.sim.baseline.limits import Usage, allowed_nodes, removal_allowed
+from joiner.sim.baseline.pending import all_new, old_enough
+from joiner.sim.baseline.scaledown import movable, unblocks_at, utilisation
 from joiner.sim.baseline.settings import AutoscalerSettings
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 from joiner.state.snapshot import pod_requests, ready_snapshot
@@ -90,6 +92,10 @@ class _Scan:
 
     existing: list[ExistingNode] = field(default_factory=list)
     bound: list[BoundPod] = field(default_factory=list)
+    #: Nodes, cores and memory of the Ready and upcoming nodes (the cluster-wide limits').
+    usage: Usage = field(default_factory=Usage)
+    #: Ready nodes (``--max-nodes-total`` stops every scale-up at this many).
+    ready: int = 0
 
 
 class ClusterAutoscaler:
@@ -120,6 +126,8 @@ class ClusterAutoscaler:
         )
         self._unneeded: dict[str, float] = {}
         self._removing: set[str] = set()
+        #: Of those, the ones drained (not empty when chosen): ``--max-drain-parallelism``.
+        self._draining: set[str] = set()
         self._scheduler = Scheduler()
         self._estimator = Estimator(self._scheduler)
         #: The fit check's hints and rotating start, kept across scans as CA keeps them.
@@ -270,7 +278,13 @@ class ClusterAutoscaler:
     def _snapshot(self) -> _Scan:
         existing, bound = ready_snapshot(self._state)  # cached while nothing changed
         scan = _Scan(existing=list(existing), bound=list(bound))
+        for node in self._state.ready_nodes():
+            scan.usage = scan.usage.plus(node.capacity)
+        scan.ready = scan.usage.nodes
+        # A template node carries the DaemonSet pods that would run on it and CA's static
+        # kube-proxy pod (``estimator.TEMPLATE_STATIC_PODS``).
         daemonsets = [self._state.daemonsets[k] for k in sorted(self._state.daemonsets)]
+        daemonsets += TEMPLATE_STATIC_PODS
         for g in self.groups:
             ready = sum(
                 1
@@ -280,6 +294,7 @@ class ClusterAutoscaler:
             upcoming = g.desired - ready
             if upcoming <= 0:
                 continue
+            scan.usage = scan.usage.plus(g.template.capacity, upcoming)
             node_labels = g.template_labels()
             taints = g.pool.taints
             alloc = g.template.allocatable
@@ -332,20 +347,38 @@ class ClusterAutoscaler:
         )
         self._first_fit.drop_old()
         placed = {uid for uid, _ in fits.existing_placements}
-        left = tuple(r for r in requests if r.uid not in placed)
-        if not left:
+        left = old_enough(
+            state,
+            tuple(r for r in requests if r.uid not in placed),
+            now,
+            self.settings.new_pod_scale_up_delay_s,
+            self._due,
+        )
+        limits = self.settings.limits
+        if not left or (limits.max_nodes_total and scan.ready >= limits.max_nodes_total):
             return False
+        if all_new(state, left, now):
+            # CA waits one loop for more pods, and removes nothing in it (``RunOnce``).
+            return True
         candidates = []
         for g in self.groups:
             if g.backoff_until_s > now:
                 self._due(g.backoff_until_s)
                 continue
-            if g.spec.max_size - g.desired > 0:
+            if g.spec.max_size - g.desired > 0 and allowed_nodes(
+                limits, scan.usage, g.template.capacity, 1
+            ):
                 candidates.append(g)
-        estimates = self._estimator.estimate(candidates, left, tuple(scan.bound), daemonsets)
+        estimates = self._estimator.estimate(
+            candidates, left, tuple(scan.bound), daemonsets + TEMPLATE_STATIC_PODS
+        )
         options: list[Option] = []
+        total_room = limits.max_nodes_total - scan.usage.nodes if limits.max_nodes_total else None
         for g in candidates:
-            claims = estimates[g.name].nodes[: g.spec.max_size - g.desired]
+            room = g.spec.max_size - g.desired
+            if total_room is not None:
+                room = min(room, total_room)
+            claims = estimates[g.name].nodes[:room]
             pods = tuple(uid for c in claims for uid in c)
             if pods:
                 options.append(Option(g, len(claims), pods))
@@ -355,6 +388,10 @@ class ClusterAutoscaler:
                     p.unschedulable_reason = "no node group can take this pod (Cluster Autoscaler)"
             return False
         best = self._expand(options)
+        capped = allowed_nodes(limits, scan.usage, best.group.template.capacity, best.nodes)
+        if capped <= 0:
+            return False
+        best = Option(best.group, capped, best.pods)
         self.stats.scale_ups += 1
         self.stats.nodes_requested += best.nodes
         self._last_scale_up_s = now
@@ -401,6 +438,7 @@ class ClusterAutoscaler:
         self._unneeded.pop(claim.node_name or claim.name, None)
         if claim.name in self._removing:
             self._removing.discard(claim.name)
+            self._draining.discard(claim.name)
             return
         self._asgs.replace_lost(g, claim)
         self.wake()
@@ -470,36 +508,61 @@ class ClusterAutoscaler:
             return
         candidates.sort(key=lambda c: (c[0], c[1]))
         shrink: dict[str, int] = {}
+        usage = [Usage()]
+        for n in self._state.ready_nodes():
+            usage[0] = usage[0].plus(n.capacity)
 
-        def room(g: NodeGroup) -> bool:
-            return g.desired - shrink.get(g.name, 0) > g.spec.min_size
+        def room(g: NodeGroup, node: Node) -> bool:
+            """The group stays at or above its minimum size, the cluster at or above the
+            cores and memory minimums (CA ``scaledown/resource``)."""
+            return g.desired - shrink.get(g.name, 0) > g.spec.min_size and removal_allowed(
+                self.settings.limits, usage[0], node.capacity
+            )
 
         empty = [c for c in candidates if not any(not p.daemon for p in c[4])]
+        drained = [c for c in candidates if c not in empty]
+        # CA ``budgets.ScaleDownBudgetProcessor.CropNodes``: deletions still in progress
+        # count against both budgets; empty nodes first, then drains from what is left.
+        parallelism = s.max_scale_down_parallelism - len(self._removing)
+        drains = s.max_drain_parallelism - len(self._removing & self._draining)
         removed = 0
         for _, m, node, g, _pods in empty:
-            if removed >= s.max_empty_bulk_delete:
+            if removed >= parallelism:
                 break
-            if not room(g):
+            if not room(g, node):
                 continue
+            usage[0] = usage[0].plus(node.capacity, -1)
             shrink[g.name] = shrink.get(g.name, 0) + 1
             self._remove(m, node, g, "empty")
             removed += 1
-        if removed:
-            self._due(now + s.delay_after_delete_s)  # the other candidates' turn
-            return
-        if any((n := self._node(c)) is not None and n.draining for c in self._removing):
-            return  # non-empty nodes go one at a time
-        for _, m, node, g, pods in candidates:
-            if not room(g):
-                continue
+        budget = min(parallelism - removed, drains)
+        chosen: set[str] = set()
+        for _, m, node, g, pods in drained:
+            if len(chosen) >= budget:
+                break
             workload = [p for p in pods if not p.daemon]
-            if movable(
-                node, workload, self._state, self.settings, self.replicated, self._scheduler
+            wake = unblocks_at(workload, self._state, s)
+            if wake is not None and wake >= now:  # CA: blocked until strictly after it
+                self._due(wake)
+            if room(g, node) and movable(
+                node,
+                workload,
+                self._state,
+                self.settings,
+                self.replicated,
+                self._scheduler,
+                now_s=now,
+                also_removed=frozenset(chosen),
             ):
+                usage[0] = usage[0].plus(node.capacity, -1)
+                shrink[g.name] = shrink.get(g.name, 0) + 1
+                chosen.add(node.name)
+                self._draining.add(m)
                 self._remove(
                     m, node, g, f"utilisation under {s.scale_down_utilization_threshold:g}"
                 )
-                return
+        if removed or chosen:
+            self._due(now + s.delay_after_delete_s)  # the other candidates' turn
 
     def _remove(self, claim_name: str, node: Node, g: NodeGroup, why: str) -> None:
         now = self._clock.now()

@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from joiner.api import labels
+from joiner.api import labels, quantity
 from joiner.api.objects import PodTemplate
+from joiner.api.pods import Toleration
 from joiner.scheduling import (
     BoundPod,
     NodePoolTemplate,
@@ -38,6 +39,22 @@ from joiner.scheduling import (
 from joiner.scheduling.placement import referenced_keys
 from joiner.scheduling.pool import prepare
 from joiner.sim.baseline.groups import NodeGroup
+
+#: CA's template node for a node group holds a kube-proxy static pod requesting 100m CPU
+#: (``cloudprovider.BuildKubeProxy``, ``KubeProxyCpuRequestMillis``; the AWS provider's
+#: ``AwsNodeGroup.TemplateNodeInfo`` and the kwok provider's add it alike). Real nodes of the
+#: group have no such pod, so CA's estimates (and its upcoming nodes) count 100m less room
+#: than the nodes it gets. Passed to the estimate as a DaemonSet that runs on every node.
+KUBE_PROXY_CPU_MILLIS = 100
+TEMPLATE_STATIC_PODS: tuple[PodTemplate, ...] = (
+    PodTemplate(
+        requests={quantity.CPU: KUBE_PROXY_CPU_MILLIS, quantity.PODS: 1},
+        tolerations=(Toleration(operator="Exists"),),
+        labels=(("component", "kube-proxy"), ("tier", "node")),
+        namespace="kube-system",
+        critical=True,
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)

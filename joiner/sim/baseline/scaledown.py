@@ -29,10 +29,16 @@ def utilisation(node: Node, pods: list[Pod]) -> float:
 
 
 def drain_blocker(
-    pod: Pod, state: ClusterState, settings: AutoscalerSettings, replicated: Callable[[Pod], bool]
+    pod: Pod,
+    state: ClusterState,
+    settings: AutoscalerSettings,
+    replicated: Callable[[Pod], bool],
+    now_s: float,
 ) -> str | None:
-    """Why CA's drain rules keep ``pod``'s node (``utils/drain.GetPodsForDeletionOnNodeDrain``),
-    or None."""
+    """Why CA's drain rules keep ``pod``'s node at ``now_s``, or None
+    (``simulator/drainability/rules``: safe-to-evict, replicated, system, not-safe-to-evict,
+    local storage; a kube-system pod without a PDB blocks only until
+    ``blocking_system_pod_disruption_timeout_s`` after its creation)."""
     t = pod.template
     if t.ca_safe_to_evict is False:
         return "safe-to-evict: false"
@@ -44,12 +50,30 @@ def drain_blocker(
     if (
         s.skip_nodes_with_system_pods
         and pod.namespace == "kube-system"
+        and now_s - pod.created_at_s <= s.blocking_system_pod_disruption_timeout_s
         and not any(selects(pdb, pod) for pdb in state.pdbs)
     ):
         return "kube-system pod without a PodDisruptionBudget"
     if s.skip_nodes_with_local_storage and t.local_volumes:
         return "local storage"
     return None
+
+
+def unblocks_at(pods: list[Pod], state: ClusterState, settings: AutoscalerSettings) -> float | None:
+    """When the first of ``pods`` that CA's system rule holds (a kube-system pod without a
+    PDB) stops holding its node: its creation plus the blocking system pod disruption
+    timeout; None when no pod is held by that rule. The scan loop wakes then, since nothing
+    else changes when a timeout runs out."""
+    if not settings.skip_nodes_with_system_pods:
+        return None
+    times = [
+        p.created_at_s + settings.blocking_system_pod_disruption_timeout_s
+        for p in pods
+        if p.namespace == "kube-system"
+        and not p.daemon
+        and not any(selects(pdb, p) for pdb in state.pdbs)
+    ]
+    return min(times) if times else None
 
 
 def movable(
@@ -59,10 +83,18 @@ def movable(
     settings: AutoscalerSettings,
     replicated: Callable[[Pod], bool],
     scheduler: Scheduler,
+    *,
+    now_s: float,
+    also_removed: frozenset[str] = frozenset(),
 ) -> bool:
-    """No pod is blocked by CA's drain rules (``drain_blocker``), the budgets allow the
-    evictions, and every pod fits on another Ready node (CA's drain simulation)."""
-    if any(drain_blocker(p, state, settings, replicated) is not None for p in pods):
+    """No pod is blocked by CA's drain rules at ``now_s`` (``drain_blocker``), the budgets
+    allow the evictions, and every pod fits on another Ready node, not one of
+    ``also_removed`` (nodes chosen for removal in the same loop), as CA's drain simulation
+    finds: the removed nodes take no pod but stay topology domains, at zero, so a pod under a
+    hostname spread cannot leave a node where the spread is already at its skew. The pods of
+    ``also_removed`` are not placed again here: with ``--max-drain-parallelism`` above 1
+    this can accept a node whose pods would only have fitted where the earlier one's went."""
+    if any(drain_blocker(p, state, settings, replicated, now_s) is not None for p in pods):
         return False
     budgets: dict[int, int] = {}
     for p in pods:
@@ -79,7 +111,8 @@ def movable(
             existing=existing,
             bound_pods=bound,
             mode="kube-scheduler",
-            exclude_nodes=frozenset({node.name}),
+            exclude_nodes=also_removed | {node.name},
+            keep_domains=also_removed | {node.name},
         )
     )
     return len(result.existing_placements) == len(pods)

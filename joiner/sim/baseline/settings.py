@@ -21,8 +21,10 @@ desired-capacity change to a running instance, on top of the node's boot (field-
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from joiner.sim.baseline.limits import ClusterLimits
 
 #: The expanders Joiner's baseline implements (CA ``--expander``; ``price`` is GCE-only).
 EXPANDERS = ("random", "most-pods", "least-waste", "priority")
@@ -94,6 +96,8 @@ class AutoscalerSettings:
     """
 
     scan_interval_s: float = 10.0
+    #: ``--new-pod-scale-up-delay``: pods younger than this trigger no scale-up.
+    new_pod_scale_up_delay_s: float = 0.0
     #: A chain such as ``("priority", "least-waste")``: each filters the options for the
     #: next, the last tie is broken by the seeded RNG (CA >= 1.23).
     expander: tuple[str, ...] = ("priority", "least-waste")
@@ -115,10 +119,19 @@ class AutoscalerSettings:
     scale_down_utilization_threshold: float = 0.5
     scale_down_unneeded_time_s: float = 600.0
     scale_down_delay_after_add_s: float = 600.0
-    #: None: the scan interval (CA's default).
-    scale_down_delay_after_delete_s: float | None = None
+    #: None: the scan interval (CA before 1.2x); CA 1.36's flag default is 0s.
+    scale_down_delay_after_delete_s: float | None = 0.0
     scale_down_delay_after_failure_s: float = 180.0
-    max_empty_bulk_delete: int = 10
+    #: ``--max-scale-down-parallelism``: nodes (empty and drained) deleted at once, those
+    #: still being deleted included (CA ``budgets.ScaleDownBudgetProcessor.CropNodes``).
+    max_scale_down_parallelism: int = 10
+    #: ``--max-drain-parallelism``: non-empty nodes drained at once.
+    max_drain_parallelism: int = 1
+    #: ``--blocking-system-pod-distruption-timeout``: a kube-system pod without a PDB blocks
+    #: its node's removal only this long after its creation (CA ``drainability/rules/system``).
+    blocking_system_pod_disruption_timeout_s: float = 3600.0
+    #: ``--max-nodes-total``, ``--cores-total``, ``--memory-total`` (``limits``).
+    limits: ClusterLimits = field(default_factory=ClusterLimits)
     #: ASG: from a desired-capacity change (or a lost instance) to the instance launching.
     asg_launch_delay_min_s: float = 60.0
     asg_launch_delay_max_s: float = 120.0
@@ -152,6 +165,7 @@ class AutoscalerSettings:
         """Every parameter as the report lists it (camelCase, units in names)."""
         return {
             "scanIntervalSeconds": self.scan_interval_s,
+            "newPodScaleUpDelaySeconds": self.new_pod_scale_up_delay_s,
             "expander": ",".join(self.expander),
             "priorities": {str(p): list(pats) for p, pats in sorted(self.priorities)},
             "estimator": "binpacking",
@@ -164,7 +178,12 @@ class AutoscalerSettings:
             "scaleDownDelayAfterAddSeconds": self.scale_down_delay_after_add_s,
             "scaleDownDelayAfterDeleteSeconds": self.delay_after_delete_s,
             "scaleDownDelayAfterFailureSeconds": self.scale_down_delay_after_failure_s,
-            "maxEmptyBulkDelete": self.max_empty_bulk_delete,
+            "maxScaleDownParallelism": self.max_scale_down_parallelism,
+            "maxDrainParallelism": self.max_drain_parallelism,
+            "blockingSystemPodDisruptionTimeoutSeconds": (
+                self.blocking_system_pod_disruption_timeout_s
+            ),
+            **self.limits.parameters(),
             "balanceSimilarNodeGroups": self.balance_similar_node_groups,
             "skipNodesWithSystemPods": self.skip_nodes_with_system_pods,
             "skipNodesWithLocalStorage": self.skip_nodes_with_local_storage,
