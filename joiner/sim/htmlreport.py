@@ -303,8 +303,25 @@ def ca_configuration(summary: Mapping[str, Any]) -> str | None:
         f"{p['scaleDownUtilizationThreshold']:g} utilisation for "
         f"{p['scaleDownUnneededTimeSeconds']:g} s"
         + (f", skipping nodes with {' or '.join(blockers)}" if blockers else "")
+        + _limits_text(p)
         + "."
     )
+
+
+def _limits_text(p: Mapping[str, Any]) -> str:
+    """The cluster-wide limits when any is set below CA's defaults (``, at most ...``)."""
+    parts = []
+    if p.get("maxNodesTotal"):
+        parts.append(f"{p['maxNodesTotal']} nodes")
+    for key, unit, default in (
+        ("coresTotal", "cores", "0:320000"),
+        ("memoryTotal", "GiB", "0:6400000"),
+    ):
+        value = p.get(key, default)
+        if value != default:
+            low, _, high = str(value).partition(":")
+            parts.append(f"{high} {unit}" + (f" (at least {low})" if low not in ("", "0") else ""))
+    return f", cluster limited to {', '.join(parts)}" if parts else ""
 
 
 def write_report(

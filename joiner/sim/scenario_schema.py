@@ -299,14 +299,21 @@ class ClusterAutoscalerSpec(_Strict):
     maxEmptyBulkDelete: StrictInt | None = Field(
         default=None,
         ge=1,
+        le=2**31 - 1,
         description="removed from Cluster Autoscaler (1.3x): read as maxScaleDownParallelism, "
         "with a warning",
     )
     maxScaleDownParallelism: StrictInt = Field(
-        default=10, ge=1, description="--max-scale-down-parallelism: nodes deleted at once"
+        default=10,
+        ge=1,
+        le=2**31 - 1,
+        description="--max-scale-down-parallelism: nodes deleted at once",
     )
     maxDrainParallelism: StrictInt = Field(
-        default=1, ge=1, description="--max-drain-parallelism: non-empty nodes drained at once"
+        default=1,
+        ge=1,
+        le=2**31 - 1,
+        description="--max-drain-parallelism: non-empty nodes drained at once",
     )
     blockingSystemPodDisruptionTimeout: str = Field(
         default="1h",

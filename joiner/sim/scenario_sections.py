@@ -202,7 +202,11 @@ def autoscaler_settings(
     scan = seconds(ca.scanInterval, f"{base}.scanInterval")
     if scan < 1:
         raise fail("scanInterval must be at least 1s", f"{base}.scanInterval")
-    return AutoscalerSettings(
+
+    def warn(message: str, field: str) -> None:
+        manifests.warnings.append(str(fail(message, field)))
+
+    settings = AutoscalerSettings(
         limits=_cluster_limits(ca, base, fail),
         scan_interval_s=scan,
         new_pod_scale_up_delay_s=seconds(ca.newPodScaleUpDelay, f"{base}.newPodScaleUpDelay"),
@@ -231,7 +235,7 @@ def autoscaler_settings(
         scale_down_delay_after_failure_s=seconds(
             ca.scaleDownDelayAfterFailure, f"{base}.scaleDownDelayAfterFailure"
         ),
-        max_scale_down_parallelism=_parallelism(ca, manifests),
+        max_scale_down_parallelism=_parallelism(ca, warn),
         max_drain_parallelism=ca.maxDrainParallelism,
         blocking_system_pod_disruption_timeout_s=seconds(
             ca.blockingSystemPodDisruptionTimeout, f"{base}.blockingSystemPodDisruptionTimeout"
@@ -246,19 +250,60 @@ def autoscaler_settings(
         skip_nodes_with_system_pods=ca.skipNodesWithSystemPods,
         skip_nodes_with_local_storage=ca.skipNodesWithLocalStorage,
     )
+    _warn_dead_settings(settings, seconds(spec.duration, "spec.duration"), warn)
+    return settings
 
 
-def _parallelism(ca: Any, manifests: ManifestSet) -> int:
-    """``maxScaleDownParallelism``, or the removed ``maxEmptyBulkDelete`` read as it (with a
-    warning: Cluster Autoscaler 1.3x dropped ``--max-empty-bulk-delete``)."""
+def _parallelism(ca: Any, warn: Any) -> int:
+    """``maxScaleDownParallelism``, or the removed ``maxEmptyBulkDelete`` read as it when
+    that is not set (with a warning either way: Cluster Autoscaler 1.3x dropped
+    ``--max-empty-bulk-delete``)."""
+    field = "spec.clusterAutoscaler.maxEmptyBulkDelete"
     if ca.maxEmptyBulkDelete is None:
         return int(ca.maxScaleDownParallelism)
-    manifests.warnings.append(
-        "spec.clusterAutoscaler.maxEmptyBulkDelete: Cluster Autoscaler no longer has "
-        "--max-empty-bulk-delete; read as maxScaleDownParallelism "
-        f"{ca.maxEmptyBulkDelete} (empty and drained nodes deleted at once)"
+    if "maxScaleDownParallelism" in ca.model_fields_set:
+        warn(
+            "Cluster Autoscaler no longer has --max-empty-bulk-delete; ignored, "
+            f"maxScaleDownParallelism {ca.maxScaleDownParallelism} is set",
+            field,
+        )
+        return int(ca.maxScaleDownParallelism)
+    warn(
+        "Cluster Autoscaler no longer has --max-empty-bulk-delete; read as "
+        f"maxScaleDownParallelism {ca.maxEmptyBulkDelete} (empty and drained nodes deleted "
+        "at once)",
+        field,
     )
     return int(ca.maxEmptyBulkDelete)
+
+
+def _warn_dead_settings(settings: AutoscalerSettings, duration_s: float, warn: Any) -> None:
+    """Warn about flags that leave the baseline unable to do what they are for within the
+    run: limits that admit no node, a minimum the cluster may never reach, a new-pod delay
+    as long as the run, group minimums above the node total."""
+    base = "spec.clusterAutoscaler"
+    lim = settings.limits
+    for field, (low, high) in (("coresTotal", lim.cores), ("memoryTotal", lim.memory_gib)):
+        if high == 0:
+            warn("a maximum of 0 lets Cluster Autoscaler add no node at all", f"{base}.{field}")
+        elif low > 0:
+            warn(
+                f"scale-down stops at the minimum {low}; Cluster Autoscaler never adds nodes "
+                "to reach it",
+                f"{base}.{field}",
+            )
+    if settings.new_pod_scale_up_delay_s >= duration_s:
+        warn(
+            "as long as the run: no pod is ever old enough to trigger a scale-up",
+            f"{base}.newPodScaleUpDelay",
+        )
+    minimums = sum(g.min_size for g in settings.node_groups)
+    if lim.max_nodes_total and minimums > lim.max_nodes_total:
+        warn(
+            f"the node groups' minSize add up to {minimums}, above maxNodesTotal "
+            f"{lim.max_nodes_total}: the ASGs start at their minimum regardless",
+            f"{base}.maxNodesTotal",
+        )
 
 
 def _cluster_limits(ca: Any, base: str, fail: Any) -> ClusterLimits:

@@ -212,6 +212,18 @@ def node_affinity(key: str, *values: str) -> Obj:
     }
 
 
+def prefer_node(key: str, *values: str) -> Obj:
+    """Preferred node affinity (weight 100) for ``key`` in ``values``."""
+    expr = {"key": key, "operator": "In", "values": list(values)}
+    return {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "preference": {"matchExpressions": [expr]}}
+            ]
+        }
+    }
+
+
 def merged_spec(base: Obj, extra: Obj) -> Obj:
     """``base`` with ``extra`` merged in: nodeSelector entries added, lists and other
     values replaced."""

@@ -24,6 +24,7 @@ from ca_casekit import (
     node_affinity,
     one_a_node,
     pdb,
+    prefer_node,
     spread,
     toleration,
 )
@@ -97,7 +98,9 @@ def _expanders() -> list[Case]:
             "priority-full-falls-back",
             ("expander:priority", "max-size"),
             [Group("small", "m5.large", max_size=2), BIG],
-            [deploy("web", 4, "1")],
+            # kube-scheduler fills the small nodes first however soon the big one is Ready
+            # (a preference, which Cluster Autoscaler's estimate ignores).
+            [deploy("web", 4, "1", spec={"affinity": prefer_node(IT, "m5.large")})],
             ca={"expander": "priority"},
             priorities={50: ["small"], 10: ["big"]},
         )

@@ -28,7 +28,7 @@ from typing import Any
 
 import ca_render as render
 import httpx2 as httpx
-from ca_casekit import CASE_LABEL, HOST, Case, Obj, group_name, namespace
+from ca_casekit import CASE_LABEL, Case, Obj, group_name, namespace
 from ca_cases import GROUP_TIES
 from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
@@ -228,12 +228,9 @@ class Cluster:
                 out[n.metadata.name] = group
         return out
 
-    def label_hostnames(self, cases: list[Case]) -> int:
-        """Give every node of ``cases`` that the provider made with
-        ``ca_render.HOSTNAME_TAINT`` its own ``kubernetes.io/hostname`` and remove the taint
-        (one update each, as the kubelet would have registered it), once the case's
-        DaemonSet pods are bound to it (a kubelet's DaemonSet pods come before other pods).
-        Returns how many nodes were updated."""
+    def lift_registration(self, cases: list[Case]) -> int:
+        """Remove ``ca_render.REGISTRATION_TAINT`` from each node of ``cases`` whose case's
+        DaemonSet pods are all bound to it. Returns how many nodes were updated."""
         by_case = {c.id: c for c in cases}
         bound = {
             (p["spec"].get("nodeName"), p["metadata"]["labels"].get("app"))
@@ -243,13 +240,12 @@ class Cluster:
         for n in self.client.list(Node):
             taints = n.spec.taints or []
             case = by_case.get((n.metadata.labels or {}).get(CASE_LABEL, ""))
-            if case is None or not any(t.key == render.HOSTNAME_TAINT for t in taints):
+            if case is None or not any(t.key == render.REGISTRATION_TAINT for t in taints):
                 continue
             daemons = [w.name for w in case.workloads if w.kind == "DaemonSet"]
             if any((n.metadata.name, d) not in bound for d in daemons):
                 continue
-            n.metadata.labels = {**(n.metadata.labels or {}), HOST: n.metadata.name}
-            n.spec.taints = [t for t in taints if t.key != render.HOSTNAME_TAINT]
+            n.spec.taints = [t for t in taints if t.key != render.REGISTRATION_TAINT]
             try:
                 self.client.replace(n)
             except ApiError as exc:
@@ -342,7 +338,8 @@ def settle(
     last = None
     since = t0
     while True:
-        cluster.label_hostnames(cases)
+        if any(w.kind == "DaemonSet" for c in cases for w in c.workloads):
+            cluster.lift_registration(cases)
         sig = _signature(cluster, cases)
         now = time.monotonic()
         names = {n for n, _ in sig[0]}

@@ -32,13 +32,61 @@ from ca_casekit import (
 )
 
 GROUP_ANNOTATION = "joiner.dev/node-group"
-#: The kwok provider makes each node as a copy of its template, hostname label included,
-#: where a real node's kubelet sets its own. Nodes are made with this startup taint
-#: (Cluster Autoscaler leaves ``startup-taint.cluster-autoscaler.kubernetes.io/`` taints out
-#: of its template nodes, ``taints.SanitizeTaints``, and counts the node as upcoming while
-#: it has it); the harness sets ``kubernetes.io/hostname`` to the node's name and removes the
-#: taint in one update (``ca_harness.Cluster.label_hostnames``).
-HOSTNAME_TAINT = "startup-taint.cluster-autoscaler.kubernetes.io/joiner-hostname"
+#: A kubelet's DaemonSet pods are bound before its node is Ready, ahead of other pods;
+#: kwok's nodes are Ready the moment the provider makes them. Nodes of a case with
+#: DaemonSets are made with this startup taint (Cluster Autoscaler leaves
+#: ``startup-taint.cluster-autoscaler.kubernetes.io/`` taints out of its template nodes,
+#: ``taints.SanitizeTaints``), which the DaemonSet pods tolerate; the harness lifts it once
+#: they are bound (``ca_harness.Cluster.lift_registration``).
+REGISTRATION_TAINT = "startup-taint.cluster-autoscaler.kubernetes.io/joiner-registering"
+#: The kwok provider makes each node as a copy of its template, ``kubernetes.io/hostname``
+#: label included, where a kubelet registers its own: every node of a group would be one
+#: hostname domain (hostname anti-affinity then never fits and CA scales up without end, as
+#: the provider's README warns). This MutatingAdmissionPolicy sets the label to the node's
+#: name as the provider creates it, so nodes are made as a kubelet registers them.
+HOSTNAME_POLICY: list[Obj] = [
+    {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "kwok-provider-node-hostname"},
+        "spec": {
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["nodes"],
+                    }
+                ]
+            },
+            "matchConditions": [
+                {
+                    "name": "made-by-the-kwok-provider",
+                    "expression": "has(object.metadata.annotations) && "
+                    "'cluster-autoscaler.kwok.nodegroup/name' in object.metadata.annotations",
+                }
+            ],
+            "failurePolicy": "Fail",
+            "reinvocationPolicy": "Never",
+            "mutations": [
+                {
+                    "patchType": "ApplyConfiguration",
+                    "applyConfiguration": {
+                        "expression": "Object{metadata: Object.metadata{labels: "
+                        '{"kubernetes.io/hostname": object.metadata.name}}}'
+                    },
+                }
+            ],
+        },
+    },
+    {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": "kwok-provider-node-hostname"},
+        "spec": {"policyName": "kwok-provider-node-hostname"},
+    },
+]
 MAX_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/max-count"
 MIN_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/min-count"
 #: Joiner's phases in virtual time: long enough for ASG launches, boots and every
@@ -105,11 +153,9 @@ def _workload(case: Case, w: Workload, replicas: int) -> list[Obj]:
         ]
     meta = {"name": w.name, "namespace": ns, "labels": {CASE_LABEL: case.id}}
     if w.kind == "DaemonSet":
-        # A kubelet's DaemonSet pods are bound before the node is Ready, ahead of other
-        # pods; they tolerate the harness's stand-in for registration (HOSTNAME_TAINT) and
-        # the harness lifts it once they are bound (``ca_harness.Cluster.label_hostnames``).
+        # Bound while the node is still registering (REGISTRATION_TAINT), as a kubelet's.
         tpl["spec"].setdefault("tolerations", []).append(
-            {"key": HOSTNAME_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+            {"key": REGISTRATION_TAINT, "operator": "Exists", "effect": "NoSchedule"}
         )
         spec: Obj = {"selector": selector, "template": tpl}
         return [{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta, "spec": spec}]
@@ -279,6 +325,9 @@ def kwok_template(case: Case, group: Any) -> Obj:
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
     }
+    taints = [{"key": k, "value": v, "effect": e} for k, v, e in pool.taints]
+    if any(w.kind == "DaemonSet" for w in case.workloads):
+        taints.append({"key": REGISTRATION_TAINT, "value": "true", "effect": "NoSchedule"})
     annotations = {
         GROUP_ANNOTATION: name,
         MIN_ANNOTATION: str(group.spec.min_size),
@@ -289,12 +338,7 @@ def kwok_template(case: Case, group: Any) -> Obj:
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels, "annotations": annotations},
-        "spec": {
-            "taints": [
-                *({"key": k, "value": v, "effect": e} for k, v, e in pool.taints),
-                {"key": HOSTNAME_TAINT, "value": "unset", "effect": "NoSchedule"},
-            ]
-        },
+        "spec": {"taints": taints},
         "status": {
             "capacity": {r: _quantity(r, v) for r, v in sorted(it.capacity.items())},
             "allocatable": {r: _quantity(r, v) for r, v in sorted(it.allocatable.items())},

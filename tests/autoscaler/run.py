@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, b in enumerate(harness.batches(selected, args.batch))
     ]
     with KubeStack(paths, keep=args.keep) as stack:
+        harness.Cluster(stack.kubeconfig).apply(render.HOSTNAME_POLICY)
         setup_s = time.monotonic() - t0
         run_stack(stack, binary, runs, out, max(1, args.parallel))
     for r in runs:

@@ -84,17 +84,21 @@ def test_kwok_templates_are_joiners_groups(tmp_path: Path):
     assert big["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "m5.2xlarge"
     assert big["metadata"]["labels"][CASE_LABEL] == case.id
     assert big["metadata"]["annotations"][ca_render.GROUP_ANNOTATION] == f"{case.id}-big"
-    startup = {"key": ca_render.HOSTNAME_TAINT, "value": "unset", "effect": "NoSchedule"}
-    assert big["spec"]["taints"] == [
-        {"key": "dedicated", "value": "batch", "effect": "NoSchedule"},
-        startup,
-    ]
+    assert big["spec"]["taints"] == [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]
     # Joiner's allocatable for m5.2xlarge on AL2023 (kube-reserved and eviction threshold)
     assert big["status"]["allocatable"]["cpu"] == "7910m"
     small = by_name[f"{case.id}-small"]
-    assert small["spec"]["taints"] == [startup]
-    # Cluster Autoscaler leaves startup taints out of its template nodes.
-    assert ca_render.HOSTNAME_TAINT.startswith("startup-taint.cluster-autoscaler.kubernetes.io/")
+    assert small["spec"]["taints"] == []
+    # Nodes of a case with DaemonSets register behind a startup taint, which Cluster
+    # Autoscaler leaves out of its template nodes and the DaemonSet pods tolerate.
+    ds_case = ca_cases.by_id(["daemonset-overhead"])[0]
+    (node,) = templates([ds_case], tmp_path)
+    assert node["spec"]["taints"] == [
+        {"key": ca_render.REGISTRATION_TAINT, "value": "true", "effect": "NoSchedule"}
+    ]
+    assert ca_render.REGISTRATION_TAINT.startswith(
+        "startup-taint.cluster-autoscaler.kubernetes.io/"
+    )
     # The provider's template list parses as one List of Nodes.
     listing = yaml.safe_load(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": nodes}))
     assert {i["kind"] for i in listing["items"]} == {"Node"}

@@ -257,9 +257,57 @@ def test_limits_arithmetic():
     assert allowed_nodes(limits, usage, {"cpu": 2000, "memory": 2**30}, 9) == 3
     assert allowed_nodes(limits, usage, {"cpu": 4000, "memory": 2**30}, 9) == 1
     assert parse_min_max("0:20") == (0, 20)
-    for bad in ("20", "a:b", "5:1", "-1:3"):
+    # Go's strconv reads ASCII digits only, within int64.
+    for bad in ("20", "a:b", "5:1", "-1:3", " 4 : 8 ", "0:8\n", "٤:٨", "0:８", "²:8", "+1:8"):
         with pytest.raises(ValueError):
             parse_min_max(bad)
+
+
+def test_a_limit_above_int64_is_refused():
+    with pytest.raises(ValueError, match="2\\^63-1"):
+        parse_min_max("0:99999999999999999999")
+
+
+@pytest.mark.parametrize(
+    ("flag", "reason"),
+    [
+        ("maxNodesTotal: 2", "cluster-wide limit reached (--max-nodes-total=2)"),
+        ('coresTotal: "0:4"', "cluster-wide limit reached (--cores-total=0:4)"),
+    ],
+)
+def test_pods_a_limit_keeps_pending_say_so(tmp_path, flag, reason):
+    """Every pod left pending by a cluster-wide limit has that reason, not 'no node group'."""
+    rt = _scenario(tmp_path, [("web", 5, "1")], ca=f"    {flag}")
+    summary = rt.run().summary
+    assert summary["pods"]["pending"] == 3
+    reasons = {r["reason"]: r["pods"] for r in summary["pods"]["unschedulableReasons"]}
+    assert reasons == {reason: 3}, reasons
+
+
+def test_explicit_parallelism_wins_over_the_removed_flag(tmp_path):
+    rt = _scenario(
+        tmp_path,
+        [("web", 1, "1")],
+        ca="    maxEmptyBulkDelete: 3\n    maxScaleDownParallelism: 7",
+    )
+    assert rt.autoscaler is not None
+    assert rt.autoscaler.settings.max_scale_down_parallelism == 7
+    (warning,) = [w for w in rt.warnings() if "maxEmptyBulkDelete" in w]
+    assert "s.yaml" in warning and "ignored" in warning
+
+
+@pytest.mark.parametrize(
+    ("flag", "words"),
+    [
+        ('coresTotal: "0:0"', "no node at all"),
+        ('memoryTotal: "0:0"', "no node at all"),
+        ('coresTotal: "100:200"', "never adds nodes"),
+        ("newPodScaleUpDelay: 20m", "ever old enough"),
+    ],
+)
+def test_settings_that_cannot_work_are_warned_about(tmp_path, flag, words):
+    rt = _scenario(tmp_path, [("web", 1, "1")], ca=f"    {flag}")
+    assert any(words in w and "spec.clusterAutoscaler" in w for w in rt.warnings()), rt.warnings()
 
 
 def test_a_bad_limit_names_its_field(tmp_path):
@@ -303,3 +351,14 @@ def test_young_pods_wait(tmp_path, flag, first_s):
     summary = rt.run().summary
     ups = [e["atSeconds"] for e in summary["timeline"] if e["kind"] == SCALE_UP]
     assert ups[0] == first_s
+
+
+def test_the_configuration_line_names_the_limits(tmp_path):
+    """The comparison's one-line CA configuration (table and HTML report) says when the
+    cluster is limited, so a cheap baseline that left pods pending is not read as a win."""
+    from joiner.sim.htmlreport import ca_configuration
+
+    rt = _scenario(tmp_path, [("web", 5, "1")], ca='    maxNodesTotal: 3\n    coresTotal: "2:40"')
+    line = ca_configuration(rt.run().summary)
+    assert line is not None
+    assert line.endswith(", cluster limited to 3 nodes, 40 cores (at least 2).")

@@ -61,6 +61,7 @@ from joiner.scheduling import (
     BoundPod,
     ExistingNode,
     FirstFit,
+    PodRequest,
     Scheduler,
     SchedulingInput,
 )
@@ -70,6 +71,7 @@ from joiner.sim.baseline.estimator import TEMPLATE_STATIC_PODS, Estimator
 from joiner.sim.baseline.expander import Expander, Option
 from joiner.sim.baseline.groups import NodeGroup
 from joiner.sim.baseline.limits import Usage, allowed_nodes, removal_allowed
+from joiner.sim.baseline.limits import describe as _limits_text
 from joiner.sim.baseline.pending import all_new, old_enough
 from joiner.sim.baseline.scaledown import movable, unblocks_at, utilisation
 from joiner.sim.baseline.settings import AutoscalerSettings
@@ -355,20 +357,26 @@ class ClusterAutoscaler:
             self._due,
         )
         limits = self.settings.limits
-        if not left or (limits.max_nodes_total and scan.ready >= limits.max_nodes_total):
+        if not left:
+            return False
+        if limits.max_nodes_total and scan.ready >= limits.max_nodes_total:
+            self._unschedulable(left, f"cluster-wide limit reached ({_limits_text(limits)})")
             return False
         if all_new(state, left, now):
             # CA waits one loop for more pods, and removes nothing in it (``RunOnce``).
             return True
         candidates = []
+        limited = False
         for g in self.groups:
             if g.backoff_until_s > now:
                 self._due(g.backoff_until_s)
                 continue
-            if g.spec.max_size - g.desired > 0 and allowed_nodes(
-                limits, scan.usage, g.template.capacity, 1
-            ):
+            if g.spec.max_size - g.desired <= 0:
+                continue
+            if allowed_nodes(limits, scan.usage, g.template.capacity, 1):
                 candidates.append(g)
+            else:
+                limited = True
         estimates = self._estimator.estimate(
             candidates, left, tuple(scan.bound), daemonsets + TEMPLATE_STATIC_PODS
         )
@@ -383,15 +391,23 @@ class ClusterAutoscaler:
             if pods:
                 options.append(Option(g, len(claims), pods))
         if not options:
-            for p in pending:
-                if p.uid not in placed and p.unschedulable_reason is None:
-                    p.unschedulable_reason = "no node group can take this pod (Cluster Autoscaler)"
+            self._unschedulable(
+                left,
+                f"cluster-wide limit reached ({_limits_text(limits)})"
+                if limited
+                else "no node group can take this pod (Cluster Autoscaler)",
+            )
             return False
         best = self._expand(options)
         capped = allowed_nodes(limits, scan.usage, best.group.template.capacity, best.nodes)
         if capped <= 0:
+            self._unschedulable(left, f"cluster-wide limit reached ({_limits_text(limits)})")
             return False
-        best = Option(best.group, capped, best.pods)
+        if capped < best.nodes:
+            # The pods the capped nodes take (CA keeps the option's pods; the timeline says
+            # how many the nodes asked for serve).
+            claims = estimates[best.group.name].nodes[:capped]
+            best = Option(best.group, capped, tuple(uid for c in claims for uid in c))
         self.stats.scale_ups += 1
         self.stats.nodes_requested += best.nodes
         self._last_scale_up_s = now
@@ -404,6 +420,14 @@ class ClusterAutoscaler:
             log.info("scale-up group=%s nodes=%d pods=%d", g.name, nodes, len(best.pods))
             self._set_desired(g, g.desired + nodes)
         return True
+
+    def _unschedulable(self, requests: Sequence[PodRequest], reason: str) -> None:
+        """Give each of these pods that has no reason yet ``reason`` (the summary's
+        unschedulable reasons)."""
+        for r in requests:
+            pod = self._state.pods[r.uid]
+            if pod.unschedulable_reason is None:
+                pod.unschedulable_reason = reason
 
     def _balance(self, best: Option, options: list[Option]) -> list[tuple[NodeGroup, int]]:
         return self._expander.balance(best, options)

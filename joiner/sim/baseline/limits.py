@@ -18,6 +18,7 @@ the minimums (``scaledown/resource``).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from joiner.api import quantity
@@ -61,23 +62,44 @@ class Usage:
         return Usage(self.nodes + count, self.cores + cores * count, self.memory + memory * count)
 
 
+def describe(limits: ClusterLimits) -> str:
+    """The limits in force as CA's flags, e.g. ``--max-nodes-total=3, --cores-total=0:6``."""
+    parts = []
+    if limits.max_nodes_total:
+        parts.append(f"--max-nodes-total={limits.max_nodes_total}")
+    if limits.cores != (0, DEFAULT_MAX_CORES):
+        parts.append(f"--cores-total={limits.cores[0]}:{limits.cores[1]}")
+    if limits.memory_gib != (0, DEFAULT_MAX_MEMORY_GIB):
+        parts.append(f"--memory-total={limits.memory_gib[0]}:{limits.memory_gib[1]}")
+    return ", ".join(parts) or "defaults"
+
+
 def node_size(capacity: Resources) -> tuple[int, int]:
     """(cores rounded up, memory bytes) of a node's capacity (``GetNodeCoresAndMemory``)."""
     return math.ceil(capacity.get(quantity.CPU, 0) / 1000), capacity.get(quantity.MEMORY, 0)
 
 
+#: The flags' values are Go ints (``strconv.Atoi`` of each side of ``<min>:<max>``).
+INT64_MAX = 2**63 - 1
+_MIN_MAX = re.compile(r"([0-9]+):([0-9]+)", re.ASCII)
+
+
 def parse_min_max(text: str) -> tuple[int, int]:
-    """``"<min>:<max>"`` as CA's ``--cores-total``/``--memory-total`` take it.
+    """``"<min>:<max>"`` as CA's ``--cores-total``/``--memory-total`` take it: two ASCII
+    decimal integers, each at most 2^63-1, min not above max (``config/flags``
+    ``parseMinMaxFlag``).
 
     Raises:
-        ValueError: not two non-negative integers, or min above max.
+        ValueError: anything else, with one message naming the value.
     """
-    parts = text.split(":")
-    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-        raise ValueError(f"{text!r} is not <min>:<max> (two non-negative integers)")
-    low, high = (int(p) for p in parts)
+    match = _MIN_MAX.fullmatch(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not <min>:<max> (two non-negative decimal integers)")
+    low, high = int(match.group(1)), int(match.group(2))
+    if high > INT64_MAX:
+        raise ValueError(f"{text!r}: {high} is above 2^63-1")
     if low > high:
-        raise ValueError(f"min {low} exceeds max {high}")
+        raise ValueError(f"{text!r}: min {low} exceeds max {high}")
     return low, high
 
 
