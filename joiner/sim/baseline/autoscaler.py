@@ -25,8 +25,9 @@ timer is due:
 3. **Scale-down**, only when there was no scale-up in this scan. A Ready node whose
    ``max(cpu, memory)`` requests over allocatable (DaemonSet pods included) is under the
    threshold is *unneeded*; after ``scale_down_unneeded_time_s``, and not within the
-   delays after an add, a delete or a failure, empty nodes are removed in bulk (up to
-   ``max_empty_bulk_delete``) and non-empty ones one at a time, when every pod is replicated,
+   delays after an add, a delete or a failure, up to ``max_scale_down_parallelism`` nodes are
+   removed at once, deletions in progress included, empty ones first and of the others up to
+   ``max_drain_parallelism`` (CA 1.36 ``budgets.CropNodes``), when every pod is replicated,
    fits elsewhere (simulated) and its PodDisruptionBudgets allow the eviction. A removed
    node is drained through the Eviction API and its group's desired capacity decremented.
    CA's drain rules (``utils/drain``, ``simulator/drain.go``) block a node with a pod
