@@ -278,11 +278,19 @@ class ClusterAutoscaler:
 
     # -- scale-up --------------------------------------------------------------------------
 
+    def _ready_usage(self) -> Usage:
+        """Nodes, cores and memory of the Ready nodes, for the cluster-wide limits; none
+        counted while the limits are CA's defaults (nothing to check them against)."""
+        usage = Usage()
+        if self.settings.limits.bounded:
+            for node in self._state.ready_nodes():
+                usage = usage.plus(node.capacity)
+        return usage
+
     def _snapshot(self) -> _Scan:
         existing, bound = ready_snapshot(self._state)  # cached while nothing changed
         scan = _Scan(existing=list(existing), bound=list(bound))
-        for node in self._state.ready_nodes():
-            scan.usage = scan.usage.plus(node.capacity)
+        scan.usage = self._ready_usage()
         scan.ready = scan.usage.nodes
         # A template node carries the DaemonSet pods that would run on it and CA's static
         # kube-proxy pod (``estimator.TEMPLATE_STATIC_PODS``).
@@ -297,7 +305,8 @@ class ClusterAutoscaler:
             upcoming = g.desired - ready
             if upcoming <= 0:
                 continue
-            scan.usage = scan.usage.plus(g.template.capacity, upcoming)
+            if self.settings.limits.bounded:
+                scan.usage = scan.usage.plus(g.template.capacity, upcoming)
             node_labels = g.template_labels()
             taints = g.pool.taints
             alloc = g.template.allocatable
@@ -533,9 +542,7 @@ class ClusterAutoscaler:
             return
         candidates.sort(key=lambda c: (c[0], c[1]))
         shrink: dict[str, int] = {}
-        usage = [Usage()]
-        for n in self._state.ready_nodes():
-            usage[0] = usage[0].plus(n.capacity)
+        usage = [self._ready_usage()]
 
         def room(g: NodeGroup, node: Node) -> bool:
             """The group stays at or above its minimum size, the cluster at or above the

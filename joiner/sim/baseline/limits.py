@@ -39,6 +39,12 @@ class ClusterLimits:
     cores: tuple[int, int] = (0, DEFAULT_MAX_CORES)
     memory_gib: tuple[int, int] = (0, DEFAULT_MAX_MEMORY_GIB)
 
+    @property
+    def bounded(self) -> bool:
+        """Whether any limit differs from CA's defaults (the defaults bind no real cluster,
+        so usage need not be counted for them)."""
+        return self != ClusterLimits()
+
     def parameters(self) -> dict[str, object]:
         """The report's form (flag names in camelCase)."""
         return {
@@ -119,6 +125,8 @@ def allowed_nodes(limits: ClusterLimits, usage: Usage, capacity: Resources, want
 
 def removal_allowed(limits: ClusterLimits, usage: Usage, capacity: Resources) -> bool:
     """Whether removing a node of ``capacity`` keeps the cluster at or above the minimums."""
+    if limits.cores[0] == 0 and limits.memory_gib[0] == 0:
+        return True
     cores, memory = node_size(capacity)
     return (
         usage.cores - cores >= limits.cores[0]
