@@ -12,9 +12,6 @@ Series are sampled every ``step_s`` = max(60 s, duration / 1500).
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from joiner.sim.pages import figure_png, png_data_uri, pyplot, render_page
 from joiner.sim.report import pod_waits
 from joiner.state.cluster import ClusterState
 
@@ -91,27 +89,9 @@ def _pending_series(state: ClusterState, ts: FloatArray) -> FloatArray:
     )
 
 
-def _pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend, imported on first use: only ``--report``
-    draws, and importing matplotlib costs most of a second of start-up."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-    _pyplot().close(fig)
-    return buf.getvalue()
-
-
 def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str, bytes]:
     """The four plots as PNG bytes, keyed by ``PLOTS`` name."""
-    plt = _pyplot()
+    plt = pyplot()
     ts = _times(duration_s)
     hours = ts / 3600.0
     out: dict[str, bytes] = {}
@@ -126,7 +106,7 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
     ax.set(xlabel="hours", ylabel="nodes", title="Nodes over time by capacity type")
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
-    out["nodes"] = _png(fig)
+    out["nodes"] = figure_png(fig)
 
     fig, ax = plt.subplots(figsize=(10, 4))
     for name, run in runs.items():
@@ -134,7 +114,7 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
     ax.set(xlabel="hours", ylabel="USD (cumulative)", title="Cost over time")
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
-    out["cost"] = _png(fig)
+    out["cost"] = figure_png(fig)
 
     fig, ax = plt.subplots(figsize=(10, 4))
     for name, run in runs.items():
@@ -144,7 +124,7 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
     ax.set(xlabel="hours", ylabel="pending pods", title="Pending pods over time")
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
-    out["pending"] = _png(fig)
+    out["pending"] = figure_png(fig)
 
     fig, ax = plt.subplots(figsize=(10, 4))
     for name, run in runs.items():
@@ -165,7 +145,7 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
     )
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
-    out["pending-cdf"] = _png(fig)
+    out["pending-cdf"] = figure_png(fig)
     out["spot-pools"] = _spot_pools_plot(runs)
     return out
 
@@ -183,7 +163,7 @@ def _spot_pools_plot(runs: Mapping[str, PolicyData]) -> bytes:
             pool = f"{e['instanceType']}/{e['zone']}"
             reclaimed.setdefault(name, {})[pool] = reclaimed.get(name, {}).get(pool, 0) + e["nodes"]
     pools = sorted({p for per in launched.values() for p in per})
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, max(2.5, 0.3 * len(pools) * max(1, len(runs)) + 1)))
     height = 0.8 / max(1, len(runs))
     y = np.arange(len(pools), dtype=np.float64)
@@ -210,7 +190,7 @@ def _spot_pools_plot(runs: Mapping[str, PolicyData]) -> bytes:
         ax.text(0.5, 0.5, "no Spot nodes", ha="center", va="center", transform=ax.transAxes)
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
-    return _png(fig)
+    return figure_png(fig)
 
 
 def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
@@ -252,16 +232,6 @@ def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[st
             lambda s: f"{s['pods']['scaleUpLatencySeconds']['p95']:.1f}",
         ),
     ]
-
-
-_SCRIPT = """
-window.addEventListener('load', function () {
-  var imgs = Array.prototype.slice.call(document.querySelectorAll('img.plot'));
-  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
-  document.body.setAttribute('data-plots-rendered', String(ok));
-  document.body.setAttribute('data-plots-expected', String(imgs.length));
-});
-"""
 
 
 def ca_configuration(summary: Mapping[str, Any]) -> str | None:
@@ -337,74 +307,29 @@ def write_report(
     for name, data in plots.items():
         (out_dir / f"{name}.png").write_bytes(data)
     summaries = {name: r.summary for name, r in runs.items()}
-    head = "".join(f"<th>{html.escape(n)}</th>" for n in summaries)
-    body = "".join(
-        "<tr><td>"
-        + html.escape(label)
-        + "</td>"
-        + "".join(f"<td>{html.escape(c)}</td>" for c in cells)
-        + "</tr>"
-        for label, cells in comparison_rows(summaries)
+    page = render_page(
+        "simulate.html.j2",
+        scenario=scenario,
+        hours=f"{duration_s / 3600:g}",
+        seed=summaries[next(iter(summaries))]["seed"],
+        price_notes=sorted(
+            {s["cost"]["priceNote"] for s in summaries.values() if s["cost"]["pricesEstimated"]}
+        ),
+        policies=list(summaries),
+        rows=comparison_rows(summaries),
+        ca_lines=[line for s in summaries.values() if (line := ca_configuration(s)) is not None],
+        plots=[(name, png_data_uri(data)) for name, data in plots.items()],
+        reclaims=[(n, _reclaim_rows(s)) for n, s in summaries.items()],
+        parameters=[(n, json.dumps(s["policy"], indent=2)) for n, s in summaries.items()],
     )
-    images = "".join(
-        f'<figure><img class="plot" alt="{name}" src="data:image/png;base64,'
-        f'{base64.b64encode(data).decode("ascii")}"></figure>'
-        for name, data in plots.items()
-    )
-    config = "".join(
-        f"<p>{html.escape(line)}</p>"
-        for s in summaries.values()
-        if (line := ca_configuration(s)) is not None
-    )
-    events = "".join(
-        f"<h3>{html.escape(n)}</h3>"
-        + (
-            "<table><tr><th>at (h)</th><th>pool</th><th>nodes reclaimed</th></tr>"
-            + "".join(
-                f"<tr><td>{e['atSeconds'] / 3600:.2f}</td>"
-                f"<td>{html.escape(e['instanceType'])}/{html.escape(e['zone'])}</td>"
-                f"<td>{e['nodes']}</td></tr>"
-                for e in s["interruptions"]["reclaimEvents"]
-            )
-            + "</table>"
-            if s["interruptions"]["reclaimEvents"]
-            else "<p>none</p>"
-        )
-        for n, s in summaries.items()
-    )
-    notes = sorted(
-        {s["cost"]["priceNote"] for s in summaries.values() if s["cost"]["pricesEstimated"]}
-    )
-    estimated = "".join(
-        f'<p class="estimated"><strong>Prices are estimated:</strong> {html.escape(x)}</p>'
-        for x in notes
-    )
-    params = "".join(
-        f"<h3>{html.escape(n)}</h3><pre>"
-        + html.escape(json.dumps(s["policy"], indent=2))
-        + "</pre>"
-        for n, s in summaries.items()
-    )
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>Joiner report: {html.escape(scenario)}</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; max-width: 1100px; }}
-table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ccc; padding: 4px 10px; }}
-td:not(:first-child) {{ text-align: right; }} img {{ max-width: 100%; }}
-pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}
-</style></head>
-<body>
-<h1>{html.escape(scenario)}</h1>
-<p>{duration_s / 3600:g} virtual hours, seed {summaries[next(iter(summaries))]["seed"]}.</p>
-{estimated}<table><tr><th></th>{head}</tr>{body}</table>
-{config}
-<h2>Plots</h2>{images}
-<h2>Spot reclaim events</h2>{events}
-<h2>Parameters</h2>{params}
-<script>{_SCRIPT}</script>
-</body></html>
-"""
     path = out_dir / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def _reclaim_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, int]]:
+    """One run's Spot reclaim events as table cells: (hours, ``type/zone`` pool, nodes)."""
+    return [
+        (f"{e['atSeconds'] / 3600:.2f}", f"{e['instanceType']}/{e['zone']}", e["nodes"])
+        for e in summary["interruptions"]["reclaimEvents"]
+    ]

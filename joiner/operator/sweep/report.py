@@ -19,9 +19,6 @@ OP one of ``<= < >= > ==``. Metrics: ``cost`` (USD), ``p95 pending`` (s,
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import operator
 import re
 from collections.abc import Callable, Sequence
@@ -31,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from joiner.api.errors import InputError
+from joiner.sim.pages import figure_png, png_data_uri, pyplot, render_page
 
 #: Metric keys of a row's ``metrics``, in report order, with their labels.
 METRICS = {
@@ -267,12 +265,7 @@ def recommend(rows: Sequence[dict[str, Any]], objective: Objective) -> Recommend
 def pareto_png(gs: Sequence[Group]) -> bytes:
     """The Pareto plot (median cost against median p95 pending, 5th-95th percentile bars,
     the front joined) as PNG bytes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, ax = pyplot().subplots(figsize=(8, 5.5))
     for g in gs:
         c, p = g.stats["cost"], g.stats["pendingP95Seconds"]
         if np.isnan(c.median) or np.isnan(p.median):
@@ -299,11 +292,8 @@ def pareto_png(gs: Sequence[Group]) -> bytes:
     ax.set_ylabel("p95 pod pending (s), median across seeds")
     ax.set_title("Cost against p95 pending (bars: 5th-95th percentile; blue: Pareto front)")
     ax.grid(True, alpha=0.3)
-    buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_png(fig)
 
 
 def _fmt(s: Stat, digits: int) -> str:
@@ -340,43 +330,12 @@ def render_html(
 ) -> str:
     """One self-contained page: the table, the Pareto plot (embedded PNG) and the
     recommendation with its NodePool YAML."""
-    e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in TABLE_HEADER)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in table_rows(gs)
+    return render_page(
+        "sweep.html.j2",
+        name=name,
+        header=TABLE_HEADER,
+        rows=table_rows(gs),
+        pareto_uri=png_data_uri(pareto_png(gs)),
+        objective=objective_text,
+        rec=rec,
     )
-    png = base64.b64encode(pareto_png(gs)).decode("ascii")
-    rec_html = ""
-    if rec is not None and objective_text is not None:
-        if rec.variant is None:
-            rec_html = (
-                f"<h2>Recommendation</h2><p>No variant meets <code>{e(objective_text)}</code>.</p>"
-            )
-        else:
-            rec_html = (
-                f"<h2>Recommendation</h2><p>For <code>{e(objective_text)}</code>: "
-                f"<b>{e(rec.variant)}</b> under <b>{e(rec.policy or '')}</b> "
-                f"(median {rec.value:g}).</p>"
-                f"<h3>Its NodePools</h3><pre>{e(rec.node_pools_yaml or '')}</pre>"
-            )
-        if rec.rejected:
-            rec_html += (
-                "<h3>Rejected</h3><ul>"
-                + "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in rec.rejected.items())
-                + "</ul>"
-            )
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>Joiner sweep {e(name)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
-td:first-child,th:first-child{{text-align:left}}pre{{background:#f6f6f6;padding:1em}}</style>
-</head><body>
-<h1>Sweep {e(name)}</h1>
-<p>Per variant, policy and interruption-rate multiplier: median [5th-95th percentile] across
-seeds.</p>
-<table><tr>{head}</tr>{body}</table>
-<h2>Cost against p95 pending</h2>
-<img alt="Pareto plot" src="data:image/png;base64,{png}">
-{rec_html}
-</body></html>
-"""
