@@ -4,8 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo check test test-unit lint typecheck layers chart bench golden clean diff-karpenter \
-	diff-autoscaler
+.PHONY: demo check test test-unit lint typecheck layers chart docs bench golden clean \
+	diff-karpenter diff-autoscaler
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/joiner simulate examples/seed-spot/scenario.yaml
 
-## Lint, type-check, layer-check and run the whole test suite.
-check: lint typecheck layers chart test diff-karpenter diff-autoscaler
+## Lint, type-check, layer-check, build the docs and run the whole test suite.
+check: lint typecheck layers chart docs test diff-karpenter diff-autoscaler
 
 lint: $(STAMP)
 	$(BIN)/ruff check joiner tests tools benchmarks
@@ -29,6 +29,11 @@ typecheck: $(STAMP)
 
 layers: $(STAMP)
 	$(BIN)/lint-imports
+
+## The documentation site (mkdocs.yml, pages under docs/) into joiner-out/site; strict, so a
+## broken link or anchor fails it.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir joiner-out/site
 
 ## Helm (built from Go modules on first use) lints and renders deploy/chart: the default
 ## (--cloud aws) and the simulated cloud.

@@ -36,7 +36,7 @@ def test_broad_has_fewer_large_reclaims_and_loses_no_more_pods(judged) -> None:
     assert broad["largestReclaim"] < narrow["largestReclaim"]
 
 
-def test_readme_shows_the_current_table(judged) -> None:
+def test_spot_guide_shows_the_current_table(judged) -> None:
     compare, narrow, broad = judged
-    readme = (REPO / "README.md").read_text()
-    assert compare.table(narrow, broad) in readme
+    guide = (REPO / "docs" / "guides" / "spot.md").read_text()
+    assert compare.table(narrow, broad) in guide
