@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -410,63 +411,86 @@ def _calibration_workload() -> float:
     return round(best, 3)
 
 
-def main(argv: list[str]) -> int:
+@dataclass
+class _Args:
+    """The command line: case names (none: every case) and what the flags ask."""
+
+    names: list[str] = field(default_factory=list)
     write_to: Path | None = None
-    overrides = False  # --hours or --policy: they apply to case c only
+    #: --hours or --policy was given: they apply to case c only.
+    overrides: bool = False
+
+
+def _apply_flag(flag: str, value: str) -> str | None:
+    """Apply ``--repeat``, ``--hours`` or ``--policy`` to the module's settings; the
+    message for a bad value or an unknown flag, or None."""
+    if flag == "--repeat":
+        if not value.isdigit() or int(value) < 1:
+            return f"--repeat {value}: a whole number of runs, at least 1"
+        REPEAT[0] = int(value)
+    elif flag == "--hours":
+        try:
+            hours = float(value)
+        except ValueError:
+            hours = math.nan
+        if not 0 < hours <= 168:
+            return f"--hours {value}: simulated hours of case c, over 0 and at most 168"
+        WEEK_HOURS[0] = hours
+    elif flag == "--policy":
+        if value not in ("joiner", "cluster-autoscaler"):
+            return f"--policy {value}: use joiner or cluster-autoscaler"
+        WEEK_POLICIES[0] = [value]
+    else:
+        return f"unknown flag {flag} (--help for usage)"
+    return None
+
+
+def _parse_args(argv: list[str]) -> _Args | str:
+    """The case names and flags of ``argv`` (flags may come before or after the names), or
+    the message for the first bad one."""
+    args = _Args()
+    while argv:
+        if not argv[0].startswith("--"):  # a case name
+            args.names.append(argv[0])
+            argv = argv[1:]
+            continue
+        if len(argv) < 2:
+            return f"{argv[0]} needs a value (--help for usage)"
+        flag, value, argv = argv[0], argv[1], argv[2:]
+        if flag == "--write":
+            args.write_to = Path(value)
+            continue
+        error = _apply_flag(flag, value)
+        if error is not None:
+            return error
+        args.overrides = args.overrides or flag in ("--hours", "--policy")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    """Run the cases the command line names (module docstring) and print the JSON report;
+    0, or 2 for a bad command line."""
     if argv == [CALIBRATE]:
         print(_calibration_workload())
         return 0
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0
-    names: list[str] = []
-    while argv:
-        if not argv[0].startswith("--"):  # a case name; flags may come before or after
-            names.append(argv[0])
-            argv = argv[1:]
-            continue
-        if len(argv) < 2:
-            print(f"{argv[0]} needs a value (--help for usage)", file=sys.stderr)
-            return 2
-        flag, value, argv = argv[0], argv[1], argv[2:]
-        if flag == "--repeat":
-            if not value.isdigit() or int(value) < 1:
-                print(f"--repeat {value}: a whole number of runs, at least 1", file=sys.stderr)
-                return 2
-            REPEAT[0] = int(value)
-        elif flag == "--hours":
-            try:
-                hours = float(value)
-            except ValueError:
-                hours = math.nan
-            if not 0 < hours <= 168:
-                print(f"--hours {value}: simulated hours of case c, over 0 and at most 168",
-                      file=sys.stderr)  # fmt: skip
-                return 2
-            WEEK_HOURS[0] = hours
-            overrides = True
-        elif flag == "--policy":
-            if value not in ("joiner", "cluster-autoscaler"):
-                print(f"--policy {value}: use joiner or cluster-autoscaler", file=sys.stderr)
-                return 2
-            WEEK_POLICIES[0] = [value]
-            overrides = True
-        elif flag == "--write":
-            write_to = Path(value)
-        else:
-            print(f"unknown flag {flag} (--help for usage)", file=sys.stderr)
-            return 2
-    if write_to is not None:
-        write_to.mkdir(parents=True, exist_ok=True)
-        write_case_c(write_to)
-        print(f"wrote case c's scenario to {write_to / 'scenario.yaml'}", file=sys.stderr)
+    args = _parse_args(argv)
+    if isinstance(args, str):
+        print(args, file=sys.stderr)
+        return 2
+    if args.write_to is not None:
+        args.write_to.mkdir(parents=True, exist_ok=True)
+        write_case_c(args.write_to)
+        print(f"wrote case c's scenario to {args.write_to / 'scenario.yaml'}", file=sys.stderr)
         return 0
-    names = names or list(CASES)
+    names = args.names or list(CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:
         print(f"unknown case(s) {unknown}; use {' '.join(CASES)}", file=sys.stderr)
         return 2
-    if overrides and "c" not in names:
+    if args.overrides and "c" not in names:
         print("--hours and --policy apply to case c only; add c", file=sys.stderr)
         return 2
     doc: dict[str, Any] = {

@@ -8,7 +8,7 @@ optionally with an exponent, then a suffix ``n``, ``u``, ``m``, ``k``..``E`` (po
 ``parse_quantity`` does. It is written here (a table and a regular expression) rather than
 imported from lightkube, whose ``lightkube.utils.quantity`` pulls the whole client (httpx
 and the generated models) into every command's start-up; lightkube stays in
-``joiner/cluster/kube`` (issue 16).
+``joiner/cluster/kube``.
 """
 
 from __future__ import annotations
@@ -79,6 +79,39 @@ def parse_quantity(text: str) -> Decimal:
 Resources = dict[str, int]
 
 
+def _decimal(value: object, field: str | None) -> Decimal:
+    """``value`` (a YAML number or a quantity string) as a bare decimal, before any range
+    check; ``n`` and ``u`` suffixes are kept exact, other strings go through
+    ``parse_quantity``.
+
+    Raises:
+        InputError: a bool, a non-ASCII string, a string that is not a quantity, or another type.
+    """
+    if isinstance(value, bool):
+        raise InputError(f"{value!r} is not a quantity", field=field)
+    if isinstance(value, str) and not value.isascii():
+        # Kubernetes' quantity grammar is ASCII; Python's Decimal would take "١٠" as 10.
+        raise InputError(
+            f"{value!r} is not a Kubernetes quantity: use ASCII digits (examples: 500m, 2, 4Gi)",
+            field=field,
+        )
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    if not isinstance(value, str):
+        raise InputError(f"{value!r} is not a quantity", field=field)
+    text = value.strip()
+    if _SMALL_SUFFIX.fullmatch(text):
+        # Nano and micro suffixes (Kubernetes accepts 500n, 100u) are kept exact.
+        return Decimal(text[:-1]) * (Decimal("1e-9") if text[-1] == "n" else Decimal("1e-6"))
+    try:
+        return parse_quantity(text)
+    except (ValueError, ArithmeticError) as exc:
+        raise InputError(
+            f"{value!r} is not a Kubernetes quantity (examples: 500m, 2, 4Gi, 100M)",
+            field=field,
+        ) from exc
+
+
 def parse(value: object, *, resource: str, field: str | None = None, whole: bool = False) -> int:
     """Parse one quantity into an integer in the resource's base unit.
 
@@ -90,31 +123,7 @@ def parse(value: object, *, resource: str, field: str | None = None, whole: bool
     Raises:
         InputError: the value is not a quantity, is negative, or (``whole``) is fractional.
     """
-    if isinstance(value, bool):
-        raise InputError(f"{value!r} is not a quantity", field=field)
-    if isinstance(value, str) and not value.isascii():
-        # Kubernetes' quantity grammar is ASCII; Python's Decimal would take "١٠" as 10.
-        raise InputError(
-            f"{value!r} is not a Kubernetes quantity: use ASCII digits (examples: 500m, 2, 4Gi)",
-            field=field,
-        )
-    if isinstance(value, int | float):
-        amount = Decimal(str(value))
-    elif isinstance(value, str) and _SMALL_SUFFIX.fullmatch(value.strip()):
-        # Nano and micro suffixes (Kubernetes accepts 500n, 100u) are kept exact.
-        text = value.strip()
-        amount = Decimal(text[:-1]) * (Decimal("1e-9") if text[-1] == "n" else Decimal("1e-6"))
-    elif isinstance(value, str):
-        try:
-            parsed = parse_quantity(value.strip())
-        except (ValueError, ArithmeticError) as exc:
-            raise InputError(
-                f"{value!r} is not a Kubernetes quantity (examples: 500m, 2, 4Gi, 100M)",
-                field=field,
-            ) from exc
-        amount = parsed
-    else:
-        raise InputError(f"{value!r} is not a quantity", field=field)
+    amount = _decimal(value, field)
     if not amount.is_finite():
         raise InputError(f"quantity {value!r} is not a finite number", field=field)
     if amount > MAX_QUANTITY:

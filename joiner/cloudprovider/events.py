@@ -53,14 +53,12 @@ def _need(doc: dict[str, Any], key: str, where: str) -> Any:
     return value
 
 
-def parse_message(raw: str | dict[str, Any], *, file: str | None = None) -> CloudEvent | None:
-    """Parse one EventBridge event (or an SQS message wrapping it in ``Body``).
-
-    Returns None for events Joiner ignores (unknown types, non-EC2 health events, states
-    that do not end an instance), as Karpenter does.
+def _decode(raw: str | dict[str, Any], file: str | None) -> Any:
+    """The EventBridge document of ``raw`` (JSON text or a parsed dict), unwrapped from an
+    SQS message's ``Body`` when it is one.
 
     Raises:
-        InputError: not JSON, or a known event type missing a field it needs.
+        InputError: not JSON, nested too deeply, or a value JSON cannot hold.
     """
     try:
         doc = json.loads(raw) if isinstance(raw, str) else raw
@@ -73,50 +71,92 @@ def parse_message(raw: str | dict[str, Any], *, file: str | None = None) -> Clou
         raise InputError("JSON is nested too deeply", file=file) from exc
     except ValueError as exc:
         raise InputError(f"JSON value cannot be read: {exc}", file=file) from exc
+    return doc
+
+
+def _ec2_event(detail_type: str, detail: dict[str, Any], event_id: str) -> CloudEvent | None:
+    """An ``aws.ec2`` event of a type Karpenter reads, or None (karpenter-provider-aws,
+    ``pkg/controllers/interruption/messages``: spotinterruption, rebalancerecommendation,
+    statechange).
+
+    Raises:
+        InputError: the detail lacks ``instance-id`` or ``state``.
+    """
+    if detail_type == "EC2 Spot Instance Interruption Warning":
+        return CloudEvent(
+            SPOT_INTERRUPTION,
+            (str(_need(detail, "instance-id", "detail.")),),
+            event_id,
+            action=str(detail.get("instance-action", "terminate")),
+        )
+    if detail_type == "EC2 Instance Rebalance Recommendation":
+        return CloudEvent(
+            REBALANCE_RECOMMENDATION, (str(_need(detail, "instance-id", "detail.")),), event_id
+        )
+    if detail_type == "EC2 Instance State-change Notification":
+        state = str(_need(detail, "state", "detail."))
+        if state not in ENDING_STATES:
+            return None
+        return CloudEvent(
+            STATE_CHANGE, (str(_need(detail, "instance-id", "detail.")),), event_id, state=state
+        )
+    return None
+
+
+def _health_event(detail: dict[str, Any], event_id: str) -> CloudEvent | None:
+    """An AWS Health event: a scheduled change of EC2 instances, or None for any other
+    service or category.
+
+    Raises:
+        InputError: a scheduled change lists no affected instance.
+    """
+    if detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange":
+        return None
+    entities = detail.get("affectedEntities") or []
+    ids = tuple(
+        e["entityValue"]
+        for e in entities
+        if isinstance(e, dict) and isinstance(e.get("entityValue"), str)
+    )
+    if not ids:
+        raise InputError(
+            "a scheduled change lists no affected instance", field="detail.affectedEntities"
+        )
+    return CloudEvent(SCHEDULED_CHANGE, ids, event_id)
+
+
+def _event(doc: dict[str, Any]) -> CloudEvent | None:
+    """The event an EventBridge document carries, or None for one Joiner ignores.
+
+    Raises:
+        InputError: a field the event needs is missing or malformed (not yet located).
+    """
+    detail_type = _need(doc, "detail-type", "")
+    source = _need(doc, "source", "")
+    detail = _need(doc, "detail", "")
+    if not isinstance(detail, dict):
+        raise InputError("'detail' must be an object", field="detail")
+    event_id = str(doc.get("id", ""))
+    if source == "aws.ec2":
+        return _ec2_event(detail_type, detail, event_id)
+    if source == "aws.health" and detail_type == "AWS Health Event":
+        return _health_event(detail, event_id)
+    return None
+
+
+def parse_message(raw: str | dict[str, Any], *, file: str | None = None) -> CloudEvent | None:
+    """Parse one EventBridge event (or an SQS message wrapping it in ``Body``).
+
+    Returns None for events Joiner ignores (unknown types, non-EC2 health events, states
+    that do not end an instance), as Karpenter does.
+
+    Raises:
+        InputError: not JSON, or a known event type missing a field it needs.
+    """
+    doc = _decode(raw, file)
     if not isinstance(doc, dict):
         raise InputError("an EventBridge message must be a JSON object", file=file)
     try:
-        detail_type = _need(doc, "detail-type", "")
-        source = _need(doc, "source", "")
-        detail = _need(doc, "detail", "")
-        if not isinstance(detail, dict):
-            raise InputError("'detail' must be an object", field="detail")
-        event_id = str(doc.get("id", ""))
-        if source == "aws.ec2" and detail_type == "EC2 Spot Instance Interruption Warning":
-            return CloudEvent(
-                SPOT_INTERRUPTION,
-                (str(_need(detail, "instance-id", "detail.")),),
-                event_id,
-                action=str(detail.get("instance-action", "terminate")),
-            )
-        if source == "aws.ec2" and detail_type == "EC2 Instance Rebalance Recommendation":
-            return CloudEvent(
-                REBALANCE_RECOMMENDATION, (str(_need(detail, "instance-id", "detail.")),), event_id
-            )
-        if source == "aws.ec2" and detail_type == "EC2 Instance State-change Notification":
-            state = str(_need(detail, "state", "detail."))
-            if state not in ENDING_STATES:
-                return None
-            return CloudEvent(
-                STATE_CHANGE, (str(_need(detail, "instance-id", "detail.")),), event_id, state=state
-            )
-        if source == "aws.health" and detail_type == "AWS Health Event":
-            if (
-                detail.get("service") != "EC2"
-                or detail.get("eventTypeCategory") != "scheduledChange"
-            ):
-                return None
-            entities = detail.get("affectedEntities") or []
-            ids = tuple(
-                e["entityValue"]
-                for e in entities
-                if isinstance(e, dict) and isinstance(e.get("entityValue"), str)
-            )
-            if not ids:
-                raise InputError(
-                    "a scheduled change lists no affected instance", field="detail.affectedEntities"
-                )
-            return CloudEvent(SCHEDULED_CHANGE, ids, event_id)
+        return _event(doc)
     except InputError as exc:
         raise exc.located(file=file) from exc
-    return None

@@ -295,6 +295,8 @@ def _not_modelled(doc: dict[str, Any], stops: list[Any], actions: dict[str, Acti
 
 
 def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
+    """The template's named targets, in name order; problems are added to ``p`` (a target
+    that is not an object is left out)."""
     out: dict[str, Target] = {}
     if not isinstance(raw, dict):
         p.add("targets", f"must map target names to targets, shaped {_TARGET_SHAPE}")
@@ -306,164 +308,134 @@ def _targets(raw: Any, p: _Problems) -> dict[str, Target]:
         )
         return out
     for name, t in sorted(raw.items()):
-        f = f"targets.{name}"
         if not isinstance(t, dict):
-            p.add(f, f"must be a target object, shaped {_TARGET_SHAPE}")
+            p.add(f"targets.{name}", f"must be a target object, shaped {_TARGET_SHAPE}")
             continue
-        for key in sorted(set(t) - TARGET_KEYS):
-            p.add(f"{f}.{key}", "unknown field")
-        rtype = t.get("resourceType")
-        if rtype not in RESOURCE_TYPES:
-            p.add(f"{f}.resourceType", f"{rtype!r} is not one of {', '.join(RESOURCE_TYPES)}")
-        arns = t.get("resourceArns") or []
-        tags = t.get("resourceTags") or {}
-        if not isinstance(arns, list) or not all(isinstance(a, str) for a in arns):
-            p.add(f"{f}.resourceArns", "must be a list of ARNs")
-            arns = []
-        for i, arn in enumerate(arns):
-            if not _ARN.match(arn):
-                p.add(f"{f}.resourceArns[{i}]", f"{arn!r} is not an EC2 or IAM ARN")
-        if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
-            p.add(f"{f}.resourceTags", "must map tag keys to string values")
-            tags = {}
-        tparams = t.get("parameters") or {}
-        if not isinstance(tparams, dict) or not all(isinstance(v, str) for v in tparams.values()):
-            p.add(f"{f}.parameters", "must map parameter names to strings")
-            tparams = {}
-        allowed = TARGET_PARAMETERS.get(str(rtype), ())
-        for key in sorted(set(tparams) - set(allowed)):
-            p.add(
-                f"{f}.parameters.{key}",
-                f"not a parameter of {rtype} targets"
-                + (f" (have: {', '.join(allowed)})" if allowed else ""),
-            )
-        if rtype == "aws:ec2:subnet" and tparams and "availabilityZoneIdentifier" not in tparams:
-            p.add(f"{f}.parameters", "needs availabilityZoneIdentifier")
-        if sum(map(bool, (arns, tags, tparams))) != 1:
-            p.add(f, "give exactly one of resourceArns, resourceTags or parameters")
-        mode = t.get("selectionMode")
-        m = _SELECTION.match(mode) if isinstance(mode, str) else None
-        selection = ("ALL", 0)
-        if m is None:
-            p.add(f"{f}.selectionMode", f"{mode!r} is not ALL, COUNT(n) or PERCENT(n)")
-        elif m.group(2) is not None:
-            selection = ("COUNT", int(m.group(2)))
-            if selection[1] < 1:
-                p.add(f"{f}.selectionMode", "COUNT(n) needs n >= 1")
-        elif m.group(3) is not None:
-            selection = ("PERCENT", int(m.group(3)))
-            if not 0 < selection[1] <= 100:
-                p.add(f"{f}.selectionMode", "PERCENT(n) needs 1 <= n <= 100")
-        filters = []
-        for i, flt in enumerate(t.get("filters") or []):
-            if (
-                not isinstance(flt, dict)
-                or not isinstance(flt.get("path"), str)
-                or not isinstance(flt.get("values"), list)
-            ):
-                p.add(f"{f}.filters[{i}]", "must be {path, values: [...]}")
-                continue
-            paths = SUBNET_FILTER_PATHS if rtype == "aws:ec2:subnet" else FILTER_PATHS
-            if flt["path"] not in paths:
-                p.add(
-                    f"{f}.filters[{i}].path",
-                    f"{flt['path']!r} is not supported for {rtype} targets "
-                    f"(Joiner filters on {', '.join(paths)})",
-                )
-                continue
-            filters.append((flt["path"], tuple(str(v) for v in flt["values"])))
-        if rtype == "aws:iam:role" and (tags or filters):
-            p.add(f, "aws:iam:role targets take resourceArns only")
-        out[name] = Target(
-            name,
-            str(rtype),
-            tuple(arns),
-            tuple(sorted(tags.items())),
-            tuple(filters),
-            selection,
-            tuple(sorted(tparams.items())),
-        )
+        out[name] = _target(name, t, p)
     return out
 
 
+def _target(name: str, t: dict[str, Any], p: _Problems) -> Target:
+    """One target object (FIS ``CreateExperimentTemplateTargetInput``); problems are added
+    to ``p`` and the faulty part is left empty."""
+    f = f"targets.{name}"
+    for key in sorted(set(t) - TARGET_KEYS):
+        p.add(f"{f}.{key}", "unknown field")
+    rtype = t.get("resourceType")
+    if rtype not in RESOURCE_TYPES:
+        p.add(f"{f}.resourceType", f"{rtype!r} is not one of {', '.join(RESOURCE_TYPES)}")
+    arns = _target_arns(t, f, p)
+    tags = t.get("resourceTags") or {}
+    if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
+        p.add(f"{f}.resourceTags", "must map tag keys to string values")
+        tags = {}
+    tparams = _target_parameters(t, f, rtype, p)
+    if sum(map(bool, (arns, tags, tparams))) != 1:
+        p.add(f, "give exactly one of resourceArns, resourceTags or parameters")
+    selection = _selection(t.get("selectionMode"), f, p)
+    filters = _filters(t, f, rtype, p)
+    if rtype == "aws:iam:role" and (tags or filters):
+        p.add(f, "aws:iam:role targets take resourceArns only")
+    return Target(
+        name,
+        str(rtype),
+        tuple(arns),
+        tuple(sorted(tags.items())),
+        tuple(filters),
+        selection,
+        tuple(sorted(tparams.items())),
+    )
+
+
+def _target_arns(t: dict[str, Any], f: str, p: _Problems) -> list[str]:
+    """The target's ``resourceArns`` (empty when not a list of strings); each must be an
+    EC2 or IAM ARN."""
+    arns = t.get("resourceArns") or []
+    if not isinstance(arns, list) or not all(isinstance(a, str) for a in arns):
+        p.add(f"{f}.resourceArns", "must be a list of ARNs")
+        arns = []
+    for i, arn in enumerate(arns):
+        if not _ARN.match(arn):
+            p.add(f"{f}.resourceArns[{i}]", f"{arn!r} is not an EC2 or IAM ARN")
+    return arns
+
+
+def _target_parameters(t: dict[str, Any], f: str, rtype: Any, p: _Problems) -> dict[str, str]:
+    """The target's ``parameters`` (empty when not a map of strings), checked against the
+    names ``TARGET_PARAMETERS`` allows for its resource type; a subnet target's need
+    ``availabilityZoneIdentifier``."""
+    tparams = t.get("parameters") or {}
+    if not isinstance(tparams, dict) or not all(isinstance(v, str) for v in tparams.values()):
+        p.add(f"{f}.parameters", "must map parameter names to strings")
+        tparams = {}
+    allowed = TARGET_PARAMETERS.get(str(rtype), ())
+    for key in sorted(set(tparams) - set(allowed)):
+        p.add(
+            f"{f}.parameters.{key}",
+            f"not a parameter of {rtype} targets"
+            + (f" (have: {', '.join(allowed)})" if allowed else ""),
+        )
+    if rtype == "aws:ec2:subnet" and tparams and "availabilityZoneIdentifier" not in tparams:
+        p.add(f"{f}.parameters", "needs availabilityZoneIdentifier")
+    return tparams
+
+
+def _selection(mode: Any, f: str, p: _Problems) -> tuple[str, int]:
+    """``selectionMode`` as ``("ALL", 0)``, ``("COUNT", n)`` or ``("PERCENT", n)``
+    (``ALL`` when it does not parse)."""
+    m = _SELECTION.match(mode) if isinstance(mode, str) else None
+    selection = ("ALL", 0)
+    if m is None:
+        p.add(f"{f}.selectionMode", f"{mode!r} is not ALL, COUNT(n) or PERCENT(n)")
+    elif m.group(2) is not None:
+        selection = ("COUNT", int(m.group(2)))
+        if selection[1] < 1:
+            p.add(f"{f}.selectionMode", "COUNT(n) needs n >= 1")
+    elif m.group(3) is not None:
+        selection = ("PERCENT", int(m.group(3)))
+        if not 0 < selection[1] <= 100:
+            p.add(f"{f}.selectionMode", "PERCENT(n) needs 1 <= n <= 100")
+    return selection
+
+
+def _filters(
+    t: dict[str, Any], f: str, rtype: Any, p: _Problems
+) -> list[tuple[str, tuple[str, ...]]]:
+    """The target's ``filters`` as ``(path, values)``, keeping those on a path Joiner
+    filters on (``SUBNET_FILTER_PATHS`` for subnets, else ``FILTER_PATHS``)."""
+    filters = []
+    for i, flt in enumerate(t.get("filters") or []):
+        if (
+            not isinstance(flt, dict)
+            or not isinstance(flt.get("path"), str)
+            or not isinstance(flt.get("values"), list)
+        ):
+            p.add(f"{f}.filters[{i}]", "must be {path, values: [...]}")
+            continue
+        paths = SUBNET_FILTER_PATHS if rtype == "aws:ec2:subnet" else FILTER_PATHS
+        if flt["path"] not in paths:
+            p.add(
+                f"{f}.filters[{i}].path",
+                f"{flt['path']!r} is not supported for {rtype} targets "
+                f"(Joiner filters on {', '.join(paths)})",
+            )
+            continue
+        filters.append((flt["path"], tuple(str(v) for v in flt["values"])))
+    return filters
+
+
 def _actions(raw: Any, targets: dict[str, Target], p: _Problems) -> dict[str, Action]:
+    """The template's named actions, in name order; problems are added to ``p`` (an action
+    that is not an object or whose ``actionId`` Joiner does not run is left out), and so is
+    a cycle of ``startAfter``."""
     out: dict[str, Action] = {}
     if not isinstance(raw, dict) or not raw:
         p.add("actions", "must map action names to at least one action")
         return out
     for name, a in sorted(raw.items()):
-        f = f"actions.{name}"
-        if not isinstance(a, dict):
-            p.add(f, "must be an action object")
-            continue
-        for key in sorted(set(a) - ACTION_KEYS):
-            p.add(f"{f}.{key}", "unknown field")
-        raw_id = a.get("actionId")
-        action_id = raw_id if isinstance(raw_id, str) else repr(raw_id)
-        spec = ACTIONS.get(action_id)
-        if spec is None:
-            p.add(
-                f"{f}.actionId",
-                f"{action_id!r} is not supported; Joiner runs: {', '.join(ACTIONS)}",
-            )
-            continue
-        params = a.get("parameters") or {}
-        if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
-            p.add(f"{f}.parameters", "must map parameter names to strings")
-            params = {}
-        for key in spec.required:
-            if key not in params:
-                p.add(f"{f}.parameters.{key}", "required parameter is missing")
-        for key in sorted(set(params) - set(spec.required) - set(spec.optional)):
-            p.add(f"{f}.parameters.{key}", f"not a parameter of {action_id}")
-        _check_params(action_id, params, f, p)
-        target_name: str | None = None
-        refs = a.get("targets") or {}
-        if not isinstance(refs, dict):
-            p.add(f"{f}.targets", "must map the target key to a target name")
-            refs = {}
-        for key, ref in refs.items():
-            if not isinstance(ref, str):
-                p.add(
-                    f"{f}.targets.{key}",
-                    "must name a top-level target (a string); target definitions belong under "
-                    "the template's targets",
-                )
-                continue
-            if key != spec.target_key:
-                p.add(f"{f}.targets.{key}", f"{action_id} takes target key {spec.target_key!r}")
-                continue
-            target = targets.get(ref)
-            if target is None:
-                p.add(
-                    f"{f}.targets.{key}",
-                    f"names target {ref!r}, which is not defined under targets; define it as "
-                    + _TARGET_SHAPE.replace("<name>", ref),
-                )
-                continue
-            if target.resource_type != spec.resource_type:
-                p.add(
-                    f"{f}.targets.{key}",
-                    f"target {ref!r} is {target.resource_type}; "
-                    f"{action_id} takes {spec.resource_type}",
-                )
-            target_name = ref
-        if (
-            spec.target_key is not None
-            and target_name is None
-            and not any(it.startswith(f"field {f}.targets") for it in p.items)
-        ):
-            p.add(f"{f}.targets", f"{action_id} needs targets.{spec.target_key}")
-        after = a.get("startAfter") or []
-        if not isinstance(after, list) or not all(isinstance(x, str) for x in after):
-            p.add(f"{f}.startAfter", "must be a list of action names")
-            after = []
-        for dep in after:
-            if dep not in raw:
-                p.add(f"{f}.startAfter", f"names action {dep!r}, which is not defined")
-        out[name] = Action(
-            name, action_id, tuple(sorted(params.items())), target_name, tuple(after)
-        )
+        action = _action(name, a, raw, targets, p)
+        if action is not None:
+            out[name] = action
     # Over every named action, valid or not: a cycle through an action that has another
     # problem is still a cycle (FIS rejects the template for both).
     _check_cycles(
@@ -476,6 +448,107 @@ def _actions(raw: Any, targets: dict[str, Target], p: _Problems) -> dict[str, Ac
         p,
     )
     return out
+
+
+def _action(
+    name: str, a: Any, raw: dict[str, Any], targets: dict[str, Target], p: _Problems
+) -> Action | None:
+    """One action object (FIS ``CreateExperimentTemplateActionInput``), or None when it is
+    not an object or its ``actionId`` is not one of ``ACTIONS``; ``raw`` holds every action,
+    for ``startAfter``."""
+    f = f"actions.{name}"
+    if not isinstance(a, dict):
+        p.add(f, "must be an action object")
+        return None
+    for key in sorted(set(a) - ACTION_KEYS):
+        p.add(f"{f}.{key}", "unknown field")
+    raw_id = a.get("actionId")
+    action_id = raw_id if isinstance(raw_id, str) else repr(raw_id)
+    spec = ACTIONS.get(action_id)
+    if spec is None:
+        p.add(
+            f"{f}.actionId",
+            f"{action_id!r} is not supported; Joiner runs: {', '.join(ACTIONS)}",
+        )
+        return None
+    params = _action_parameters(a, f, action_id, spec, p)
+    target_name = _action_target(a, f, action_id, spec, targets, p)
+    after = a.get("startAfter") or []
+    if not isinstance(after, list) or not all(isinstance(x, str) for x in after):
+        p.add(f"{f}.startAfter", "must be a list of action names")
+        after = []
+    for dep in after:
+        if dep not in raw:
+            p.add(f"{f}.startAfter", f"names action {dep!r}, which is not defined")
+    return Action(name, action_id, tuple(sorted(params.items())), target_name, tuple(after))
+
+
+def _action_parameters(
+    a: dict[str, Any], f: str, action_id: str, spec: ActionSpec, p: _Problems
+) -> dict[str, str]:
+    """The action's ``parameters`` (empty when not a map of strings): the required ones
+    present, no others than ``spec`` names, each value checked by ``_check_params``."""
+    params = a.get("parameters") or {}
+    if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
+        p.add(f"{f}.parameters", "must map parameter names to strings")
+        params = {}
+    for key in spec.required:
+        if key not in params:
+            p.add(f"{f}.parameters.{key}", "required parameter is missing")
+    for key in sorted(set(params) - set(spec.required) - set(spec.optional)):
+        p.add(f"{f}.parameters.{key}", f"not a parameter of {action_id}")
+    _check_params(action_id, params, f, p)
+    return params
+
+
+def _action_target(
+    a: dict[str, Any],
+    f: str,
+    action_id: str,
+    spec: ActionSpec,
+    targets: dict[str, Target],
+    p: _Problems,
+) -> str | None:
+    """The name of the target the action's ``targets`` names under ``spec.target_key``
+    (None when it names none that is defined); the target must be of ``spec``'s resource
+    type, and an action that needs a target and has no other target problem is told so."""
+    target_name: str | None = None
+    refs = a.get("targets") or {}
+    if not isinstance(refs, dict):
+        p.add(f"{f}.targets", "must map the target key to a target name")
+        refs = {}
+    for key, ref in refs.items():
+        if not isinstance(ref, str):
+            p.add(
+                f"{f}.targets.{key}",
+                "must name a top-level target (a string); target definitions belong under "
+                "the template's targets",
+            )
+            continue
+        if key != spec.target_key:
+            p.add(f"{f}.targets.{key}", f"{action_id} takes target key {spec.target_key!r}")
+            continue
+        target = targets.get(ref)
+        if target is None:
+            p.add(
+                f"{f}.targets.{key}",
+                f"names target {ref!r}, which is not defined under targets; define it as "
+                + _TARGET_SHAPE.replace("<name>", ref),
+            )
+            continue
+        if target.resource_type != spec.resource_type:
+            p.add(
+                f"{f}.targets.{key}",
+                f"target {ref!r} is {target.resource_type}; {action_id} takes {spec.resource_type}",
+            )
+        target_name = ref
+    if (
+        spec.target_key is not None
+        and target_name is None
+        and not any(it.startswith(f"field {f}.targets") for it in p.items)
+    ):
+        p.add(f"{f}.targets", f"{action_id} needs targets.{spec.target_key}")
+    return target_name
 
 
 def _check_params(action_id: str, params: dict[str, str], f: str, p: _Problems) -> None:

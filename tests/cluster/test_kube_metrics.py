@@ -1,4 +1,4 @@
-"""Karpenter v1's metric names and label sets on ``/metrics`` (issue 23), scraped over HTTP
+"""Karpenter v1's metric names and label sets on ``/metrics``, scraped over HTTP
 after driving the real code paths that count them."""
 
 from __future__ import annotations
@@ -87,8 +87,9 @@ class _FakeSQS:
         return {}
 
 
-def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
-    h = Harness()
+def _launched_claim(h: Harness, metrics: Metrics) -> NodeClaim:
+    """Sync a NodePool with limits and its NodeClass, start the feed and launch one
+    NodeClaim through the metered cloud provider."""
     pool_doc = copy.deepcopy(NODEPOOL)
     pool_doc["spec"]["limits"] = {"cpu": "100", "memory": "400Gi"}
     h.sync(kube.NODEPOOL, pool_doc)
@@ -96,7 +97,6 @@ def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
     for kind in (kube.NODECLAIM, kube.NODE, kube.POD, kube.DAEMONSET, kube.PDB):
         h.sync(kind)
     h.feed.start()
-    metrics = Metrics()
     metered: Any = MeteredCloudProvider(h.cloud, metrics, "simulated")
     it = metered.get_instance_types("nc")[0]
     claim = NodeClaim(
@@ -112,8 +112,12 @@ def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
     with controller("provisioner"):
         h.lifecycle.launch(claim)
     assert claim.instance is not None
+    return claim
 
-    # A cloud error counts with Karpenter's error label.
+
+def _count_cloud_error(metrics: Metrics) -> None:
+    """A cloud error counts with Karpenter's error label."""
+
     class _Full:
         def create(self, _request: object) -> None:
             raise InsufficientCapacityError("no capacity")
@@ -121,13 +125,16 @@ def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
     with controller("provisioner"), pytest.raises(InsufficientCapacityError):
         MeteredCloudProvider(_Full(), metrics, "simulated").create(None)
 
-    # The actuator's counters (NodeClaim/Node created and terminated).
+
+def _count_lifecycle(h: Harness, metrics: Metrics, claim: NodeClaim) -> None:
+    """The actuator's counters (NodeClaim/Node created and terminated)."""
     from joiner.cluster.kube.actuator import KubeActuator
 
     actuator = KubeActuator(
         None, h.state, h.feed, h.lifecycle, metrics, create_nodes=True, dry_run=True, report=None
     )
     assert actuator._created_reason(claim) == "provisioned"
+    assert claim.instance is not None
     zone = claim.instance.offering.zone
     metrics.nodeclaims_created.labels("provisioned", "pool", "false").inc()
     metrics.nodes_created.labels("pool", zone).inc()
@@ -135,7 +142,9 @@ def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
     metrics.nodes_terminated.labels("pool", zone).inc()
     metrics.scheduling_duration.labels(controller="provisioner").observe(0.01)
 
-    # Disruption: a command and its candidate's timeline record.
+
+def _count_disruption(h: Harness, metrics: Metrics, claim: NodeClaim) -> None:
+    """Disruption: a command and its candidate's timeline record."""
     wiring = MetricsWiring(metrics, h.state)
     wiring.command(
         SimpleNamespace(method="SingleNodeConsolidation", action="Replace", reason="Underutilized")
@@ -145,7 +154,9 @@ def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
     )
     wiring.refresh(synced=True)
 
-    # The interruption queue: received, deleted and time on the queue.
+
+def _count_interruption(metrics: Metrics) -> None:
+    """The interruption queue: received, deleted and time on the queue."""
     body = json.dumps(
         {
             "version": "0",
@@ -177,13 +188,29 @@ def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
     assert queue.poll_once() == 1
     assert sqs.deleted == ["r1"]
 
+
+def _scrape(metrics: Metrics) -> str:
+    """``/metrics`` as served over HTTP."""
     server = serve(0, metrics=metrics, ready=lambda: True, host="127.0.0.1")
     try:
         port = server.server_address[1]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-            scraped = resp.read().decode()
+            return str(resp.read().decode())
     finally:
         server.shutdown()
+
+
+def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
+    h = Harness()
+    metrics = Metrics()
+    claim = _launched_claim(h, metrics)
+    assert claim.instance is not None
+    it = claim.instance_type_options[0]
+    _count_cloud_error(metrics)
+    _count_lifecycle(h, metrics, claim)
+    _count_disruption(h, metrics, claim)
+    _count_interruption(metrics)
+    scraped = _scrape(metrics)
     seen = label_sets(scraped)
     for name, labels in KARPENTER.items():
         assert seen.get(name) == {frozenset(labels)}, (name, seen.get(name))

@@ -39,6 +39,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -470,6 +471,17 @@ def test_controller_on_aws_apis_end_to_end(
         kubelet.stop()  # Cluster.cleanup deletes its Nodes (they carry the NodePool label)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What the scenarios share: the account, the cluster, the fake kubelet, and how to
+    start (or restart) a controller pod of the chart by name."""
+
+    aws: MotoAccount
+    cluster: Cluster
+    kubelet: Kubelet
+    start: Callable[[str], ChartController]
+
+
 def _scenarios(
     aws: MotoAccount,
     admin: Client,
@@ -486,8 +498,18 @@ def _scenarios(
         ctl.wait_leading()
         return ctl
 
-    # 1. Pending pods -> CreateFleet -> Nodes register -> pods Running.
-    ctl = controller("joiner-aws-0")
+    run = _Run(aws, cluster, kubelet, controller)
+    ctl, first = _launch(run)
+    second = _terminated_outside(run, ctl, first)
+    ctl, third = _killed_in_create_fleet(run, ctl, second)
+    _spot_interruption(run, ctl, third)
+    kubelet.assert_ok()
+
+
+def _launch(run: _Run) -> tuple[ChartController, set[str]]:
+    """1. Pending pods -> CreateFleet -> Nodes register -> pods Running."""
+    aws, cluster, kubelet = run.aws, run.cluster, run.kubelet
+    ctl = run.start("joiner-aws-0")
     cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=2, cpu="1"))
     first = wait_for(
         "web on a moto instance",
@@ -502,8 +524,12 @@ def _scenarios(
     body = ctl.http("/metrics")[1]
     assert metric(body, "karpenter_nodeclaims_created_total") >= 1
     print(f"1. launched {instance['InstanceId']} ({instance['InstanceType']})")
+    return ctl, first
 
-    # 2. Terminated behind Joiner's back: the NodeClaim is collected, pods provisioned again.
+
+def _terminated_outside(run: _Run, ctl: ChartController, first: set[str]) -> set[str]:
+    """2. Terminated behind Joiner's back: the NodeClaim is collected, pods provisioned again."""
+    aws, cluster = run.aws, run.cluster
     aws.ec2.terminate_instances(InstanceIds=list(first))
     second = wait_for(
         "web on a new instance",
@@ -512,21 +538,27 @@ def _scenarios(
     )
     assert not _claims_by_instance(cluster).keys() & first
     assert _drift_decisions(ctl) == 0, ctl.tail()  # the instances match their NodeClass
-    gone_node = kubelet.registered[next(iter(first))]
+    gone_node = run.kubelet.registered[next(iter(first))]
     assert gone_node not in {n.metadata.name for n in cluster.nodes()}
     pods = cluster.running("web", 2)
     assert pods and all(p.spec.nodeName != gone_node for p in pods)
     print(f"2. {sorted(first)} terminated outside Joiner, replaced by {sorted(second)}")
+    return second
 
-    # 3. SIGKILL mid-launch: moto has carried out the CreateFleet, the controller never gets
-    # the answer. Restarted, it neither leaks that instance nor duplicates a NodeClaim.
+
+def _killed_in_create_fleet(
+    run: _Run, ctl: ChartController, second: set[str]
+) -> tuple[ChartController, set[str]]:
+    """3. SIGKILL mid-launch: moto has carried out the CreateFleet, the controller never gets
+    the answer. Restarted, it neither leaks that instance nor duplicates a NodeClaim."""
+    aws, cluster = run.aws, run.cluster
     aws.on_create_fleet = ctl.kill
     cluster.scale("web", 6)  # 4 more 1-CPU pods: at least one more 4-vCPU instance
     wait_for("the kill in CreateFleet", lambda: not ctl.alive() and aws.on_create_fleet is None)
     orphans = {i["InstanceId"] for i in aws.instances("pending", "running")} - second
     assert orphans and not orphans & set(_claims_by_instance(cluster)), orphans
     print(f"3. killed in CreateFleet: {sorted(orphans)} launched, no NodeClaim knows it")
-    ctl = controller("joiner-aws-0")  # the same pod name: a container restart
+    ctl = run.start("joiner-aws-0")  # the same pod name: a container restart
     third = wait_for("web settled after the restart", lambda: _settled(aws, cluster, "web", 6), 400)
     claims = _claims_by_instance(cluster)
     assert set(claims) == third and all(len(v) == 1 for v in claims.values()), claims
@@ -535,10 +567,14 @@ def _scenarios(
     gone = {i["InstanceId"] for i in aws.instances("shutting-down", "terminated")}
     assert orphans <= gone, (orphans, gone)
     print(f"   after the restart: orphans {sorted(orphans)} terminated; NodeClaims {claims}")
+    return ctl, third
 
-    # 4. A Spot interruption warning on the queue: a replacement, then the node drained.
+
+def _spot_interruption(run: _Run, ctl: ChartController, third: set[str]) -> None:
+    """4. A Spot interruption warning on the queue: a replacement, then the node drained."""
+    aws, cluster = run.aws, run.cluster
     victim = sorted(third)[0]
-    victim_node = kubelet.registered[victim]
+    victim_node = run.kubelet.registered[victim]
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps(_spot_warning(victim)))
 
     def replaced() -> object:
@@ -554,7 +590,6 @@ def _scenarios(
     assert metric(body, "karpenter_interruption_deleted_messages_total") >= 1
     assert _drift_decisions(ctl) == 0, ctl.tail()
     print(f"4. {victim} interrupted, instances now {sorted(fourth)}")
-    kubelet.assert_ok()
 
 
 def _drift_decisions(ctl: ControllerProcess) -> float:

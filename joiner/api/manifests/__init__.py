@@ -6,6 +6,7 @@ shapes at this edge only; the converters (``karpenter``, ``legacy``, ``core``) b
 domain values. Every error is an ``InputError`` naming file, object and field.
 """
 
-from joiner.api.manifests.loader import ManifestSet, load_documents, load_files, load_text
+from joiner.api.manifests.loader import load_documents, load_files, load_text
+from joiner.api.manifests.manifestset import ManifestSet
 
 __all__ = ["ManifestSet", "load_documents", "load_files", "load_text"]

@@ -17,9 +17,8 @@ reference does not resolve is skipped (its ``ReadyForProvisioning`` condition is
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import replace
+from typing import Any, Literal
 
 from pydantic import Field, StrictInt, model_validator
 
@@ -29,8 +28,9 @@ from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
 from joiner.api.manifests import pods
 
-if TYPE_CHECKING:
-    from joiner.api.manifests.loader import ManifestSet
+# CapacityBuffer is re-exported: callers name it with the module that builds it.
+from joiner.api.manifests.manifestset import CapacityBuffer as CapacityBuffer
+from joiner.api.manifests.manifestset import ManifestSet
 
 #: ``VirtualPodPriority``: the priority stamped on virtual buffer pods.
 VIRTUAL_POD_PRIORITY = -(2**31)
@@ -95,42 +95,6 @@ class PodTemplateModel(m.Model):
     template: PodTemplateBody
 
 
-@dataclass(frozen=True)
-class CapacityBuffer:
-    """A CapacityBuffer; ``template`` is None until resolved (or when it does not resolve)."""
-
-    namespace: str
-    name: str
-    source: o.Source
-    template_ref: str | None = None
-    #: ``Kind/namespace/name`` of ``scalableRef``.
-    scalable: str | None = None
-    replicas: int | None = None
-    percentage: int | None = None
-    limits: quantity.Resources | None = None
-    template: o.PodTemplate | None = None
-    #: The workload key (``namespace/name``) whose replica count ``percentage`` reads.
-    workload: str | None = field(default=None)
-
-    def desired(self, scalable_replicas: int) -> int:
-        """``computeReplicas`` (module docstring) for the workload's current replicas."""
-        candidates: list[int] = []
-        if self.percentage is not None and scalable_replicas > 0:
-            n = math.ceil(scalable_replicas * self.percentage / 100)
-            candidates.append(max(n, 1) if self.percentage > 0 else n)
-        if self.replicas is not None:
-            candidates.append(self.replicas)
-        if self.limits is not None and self.template is not None:
-            fits = [
-                self.limits[k] // v
-                for k, v in self.template.requests.items()
-                if k in self.limits and v > 0 and k != quantity.PODS
-            ]
-            if fits:
-                return min(min(fits), max(candidates)) if candidates else min(fits)
-        return max(candidates) if candidates else 0
-
-
 def capacity_buffer(model: CapacityBufferModel, file: str) -> CapacityBuffer:
     """The validated model as a domain value (its template resolved later by ``resolve``).
 
@@ -176,8 +140,6 @@ def pod_template(model: PodTemplateModel) -> tuple[str, o.PodTemplate]:
 def resolve(out: ManifestSet) -> None:
     """Give each buffer its pod shape; a buffer whose reference is missing draws a warning
     and stays unresolved (Karpenter: ``ReadyForProvisioning`` False, skipped)."""
-    from dataclasses import replace
-
     workloads = {f"{w.kind}/{w.key}": w for w in (*out.workloads, *out.owned_workloads)}
     resolved = []
     for b in out.capacitybuffers:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,64 +25,9 @@ from joiner.api.manifests import (
     unmodelled,
 )
 from joiner.api.manifests import models as m
+from joiner.api.manifests.manifestset import ManifestSet
 from joiner.api.manifests.yamlio import parse_documents, read_documents
 from joiner.api.validation import describe, field_path
-
-
-@dataclass
-class ManifestSet:
-    """Everything loaded from a set of manifest files, in file order, plus load warnings."""
-
-    nodepools: list[o.NodePool] = field(default_factory=list)
-    nodeclasses: list[o.NodeClass] = field(default_factory=list)
-    workloads: list[o.Workload] = field(default_factory=list)
-    cronjobs: list[o.CronJob] = field(default_factory=list)
-    daemonsets: list[o.DaemonSet] = field(default_factory=list)
-    pods: list[o.StandalonePod] = field(default_factory=list)
-    pdbs: list[o.PodDisruptionBudget] = field(default_factory=list)
-    nodes: list[o.ClusterNode] = field(default_factory=list)
-    pvcs: list[o.PersistentVolumeClaim] = field(default_factory=list)
-    pvs: list[o.PersistentVolume] = field(default_factory=list)
-    storageclasses: list[o.StorageClass] = field(default_factory=list)
-    namespaces: list[str] = field(default_factory=list)
-    runtimeclasses: list[runtimeclass.RuntimeClass] = field(default_factory=list)
-    priorityclasses: list[priority.PriorityClass] = field(default_factory=list)
-    #: ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers, and the ``v1`` PodTemplates
-    #: (``namespace/name``) they may name.
-    capacitybuffers: list[capacitybuffer.CapacityBuffer] = field(default_factory=list)
-    #: ``autoscaling/v2`` HorizontalPodAutoscalers (``joiner.sim.hpa`` runs them).
-    hpas: list[hpa.HorizontalPodAutoscaler] = field(default_factory=list)
-    #: cluster-proportional-autoscaler Deployments, and the ConfigMaps (``ns/name`` ->
-    #: data, file, object) they may read.
-    proportional: list[proportional.ProportionalAutoscaler] = field(default_factory=list)
-    configmaps: dict[str, tuple[dict[str, Any], str, str]] = field(default_factory=dict)
-    podtemplates: dict[str, o.PodTemplate] = field(default_factory=dict)
-    #: (pod field path, upstream effect) -> objects that set a field Joiner does not model.
-    unmodelled: dict[tuple[str, str], list[str]] = field(default_factory=dict)
-    #: ``karpenter.sh/v1`` NodeClaims of a cluster dump: launched or in-flight capacity.
-    nodeclaims: list[o.ClusterNodeClaim] = field(default_factory=list)
-    #: Objects of kinds Joiner does not model (``Kind/name``, file), for one grouped warning.
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    #: Owned workloads (a ReplicaSet of a Deployment, a Job of a CronJob): loaded for
-    #: reference, never run on their own, since their owner creates their pods.
-    owned_workloads: list[o.Workload] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def nodeclass(self, name: str) -> o.NodeClass | None:
-        """The NodeClass named ``name``, or None."""
-        return next((n for n in self.nodeclasses if n.name == name), None)
-
-    def deployment(self, key: str) -> o.Workload | None:
-        """The workload ``namespace/name`` (or ``name`` in ``default``), or None."""
-        if "/" not in key:
-            key = f"default/{key}"
-        return next((d for d in self.workloads if d.key == key), None)
-
-    @property
-    def deployments(self) -> list[o.Workload]:
-        """Every workload that runs pods (Deployments, StatefulSets, unowned ReplicaSets, Jobs)."""
-        return self.workloads
-
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -344,47 +289,104 @@ def _describe(doc: dict[str, Any]) -> str:
     return f"{kind}/{name}" if name else str(kind)
 
 
-def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
+def _load_list(doc: dict[str, Any], file: str, index: int, out: ManifestSet) -> None:
+    """Load each item of a ``v1`` List (``kubectl get -o yaml|json``); an error about an item
+    names ``document N items[i]``, not the List.
+
+    Raises:
+        InputError: ``items`` is not a list, or an item does not load.
+    """
     where = f"document {index + 1}"
-    if not isinstance(doc, dict):
-        raise InputError(f"is not a mapping (got {type(doc).__name__})", file=file, obj=where)
-    if doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
-        # kubectl get -o yaml|json: ``items`` may be empty, null or absent (no objects).
-        items = doc.get("items")
-        if items is None:
-            return
-        if not isinstance(items, list):
-            raise InputError(
-                f"must be a list of objects, not {type(items).__name__}",
-                file=file,
-                obj=f"{where} (kind: List)",
-                field="items",
-            )
-        for i, item in enumerate(items):
-            try:
-                _load_document(item, file, index, out)
-            except InputError as exc:
-                if exc.obj is None or exc.obj == where:  # name the item, not the List
-                    raise InputError(
-                        exc.detail, file=file, obj=f"{where} items[{i}]", field=exc.field
-                    ) from exc
-                raise
+    # ``items`` may be empty, null or absent (no objects).
+    items = doc.get("items")
+    if items is None:
         return
+    if not isinstance(items, list):
+        raise InputError(
+            f"must be a list of objects, not {type(items).__name__}",
+            file=file,
+            obj=f"{where} (kind: List)",
+            field="items",
+        )
+    for i, item in enumerate(items):
+        try:
+            _load_document(item, file, index, out)
+        except InputError as exc:
+            if exc.obj is None or exc.obj == where:  # name the item, not the List
+                raise InputError(
+                    exc.detail, file=file, obj=f"{where} items[{i}]", field=exc.field
+                ) from exc
+            raise
+
+
+def _check_type_fields(doc: dict[str, Any], file: str, where: str) -> None:
+    """Check that ``apiVersion`` and ``kind`` are present strings.
+
+    Raises:
+        InputError: either is not a string, or is missing or empty.
+    """
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     for fname, value in (("apiVersion", api_version), ("kind", kind)):
         if value is not None and not isinstance(value, str):
             raise InputError(
                 f"must be a string, got {type(value).__name__}", file=file, obj=where, field=fname
             )
-    obj = _describe(doc)
     if not api_version:
         raise InputError(
-            "required field is missing", file=file, obj=obj or where, field="apiVersion"
+            "required field is missing", file=file, obj=_describe(doc) or where, field="apiVersion"
         )
     if not kind:
         raise InputError("required field is missing", file=file, obj=where, field="kind")
-    handler = HANDLERS.get((str(api_version), str(kind)))
-    if kind == "Scenario" and str(api_version).startswith("joiner.dev/"):
+
+
+def _unread_error(api_version: str, kind: str, file: str, obj: str) -> InputError | None:
+    """The error for an ``apiVersion``/``kind`` no handler reads, or None when the object is
+    only skipped: a Karpenter group's unknown kind (with a "did you mean" hint), or an
+    unknown version of a Karpenter group or of a kind Joiner reads in another version."""
+    group = api_version.rpartition("/")[0]
+    known = sorted(v for v, k in HANDLERS if k == kind)
+    kinds_in_group = sorted({k for v, k in HANDLERS if v.startswith(group + "/")})
+    if group in _STRICT_GROUPS and kind not in {k for _, k in HANDLERS}:
+        close = difflib.get_close_matches(kind, kinds_in_group, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return InputError(
+            f"unknown kind {kind!r} in {group}{hint} (Joiner reads: {', '.join(kinds_in_group)})",
+            file=file,
+            obj=obj,
+            field="kind",
+        )
+    if group in _STRICT_GROUPS or known:
+        reads = ", ".join(
+            f"{v} {k}" for v, k in sorted(HANDLERS) if k == kind or v.startswith(group + "/")
+        )
+        return InputError(
+            f"unsupported apiVersion {api_version!r} for kind {kind!r}; Joiner reads: "
+            f"{reads or 'none of this group'}",
+            file=file,
+            obj=obj,
+            field="apiVersion",
+        )
+    return None
+
+
+def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
+    """Load one parsed document (a ``v1`` List item by item) into ``out``.
+
+    Raises:
+        InputError: the document is not a mapping, lacks ``apiVersion`` or ``kind``, is a
+            Scenario, is of a Karpenter kind or version Joiner does not read, or its handler
+            rejects it (located at ``file`` and the object).
+    """
+    where = f"document {index + 1}"
+    if not isinstance(doc, dict):
+        raise InputError(f"is not a mapping (got {type(doc).__name__})", file=file, obj=where)
+    if doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
+        _load_list(doc, file, index, out)
+        return
+    _check_type_fields(doc, file, where)
+    api_version, kind = str(doc["apiVersion"]), str(doc["kind"])
+    obj = _describe(doc)
+    if kind == "Scenario" and api_version.startswith("joiner.dev/"):
         raise InputError(
             "a Joiner Scenario cannot be mixed with manifests: give it on its own (it names "
             "its manifests under spec.manifests)",
@@ -392,34 +394,14 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
             obj=obj,
             field="kind",
         )
-    if (str(api_version), str(kind)) in _DERIVED:
+    if (api_version, kind) in _DERIVED:
         out.skipped.append((f"{obj} ({api_version})", file))
         return
+    handler = HANDLERS.get((api_version, kind))
     if handler is None:
-        group = str(api_version).rpartition("/")[0]
-        known = sorted(v for v, k in HANDLERS if k == kind)
-        kinds_in_group = sorted({k for v, k in HANDLERS if v.startswith(group + "/")})
-        if group in _STRICT_GROUPS and kind not in {k for _, k in HANDLERS}:
-            close = difflib.get_close_matches(str(kind), kinds_in_group, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InputError(
-                f"unknown kind {kind!r} in {group}{hint} (Joiner reads: "
-                f"{', '.join(kinds_in_group)})",
-                file=file,
-                obj=obj,
-                field="kind",
-            )
-        if group in _STRICT_GROUPS or known:
-            reads = ", ".join(
-                f"{v} {k}" for v, k in sorted(HANDLERS) if k == kind or v.startswith(group + "/")
-            )
-            raise InputError(
-                f"unsupported apiVersion {api_version!r} for kind {kind!r}; Joiner reads: "
-                f"{reads or 'none of this group'}",
-                file=file,
-                obj=obj,
-                field="apiVersion",
-            )
+        error = _unread_error(api_version, kind, file, obj)
+        if error is not None:
+            raise error
         out.skipped.append((obj, file))
         return
     try:

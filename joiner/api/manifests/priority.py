@@ -19,16 +19,14 @@ up to 1000000000 and may not be named ``system-*`` (``apis/scheduling/validation
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
-
-if TYPE_CHECKING:
-    from joiner.api.manifests.loader import ManifestSet
+from joiner.api.manifests.manifestset import ManifestSet, PriorityClass
 
 #: Built-in classes (``pkg/apis/scheduling`` ``SystemPriorityClasses``).
 SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
@@ -48,18 +46,6 @@ class PriorityClassModel(m.Strict):
     globalDefault: StrictBool = False
     preemptionPolicy: Literal["PreemptLowerPriority", "Never"] = PREEMPT_LOWER
     description: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class PriorityClass:
-    """A PriorityClass: ``value`` (higher is more important), whether it is the default for
-    pods naming none, and whether its pods may preempt."""
-
-    name: str
-    value: int
-    global_default: bool
-    preemption_policy: str
-    source: o.Source
 
 
 def is_builtin(doc: dict[str, Any]) -> bool:

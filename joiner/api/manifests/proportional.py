@@ -29,15 +29,18 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
 
-if TYPE_CHECKING:
-    from joiner.api.manifests.loader import ManifestSet
+# The values are re-exported: callers name them with the module that builds them.
+from joiner.api.manifests.manifestset import Ladder as Ladder
+from joiner.api.manifests.manifestset import Linear as Linear
+from joiner.api.manifests.manifestset import ManifestSet
+from joiner.api.manifests.manifestset import ProportionalAutoscaler as ProportionalAutoscaler
 
 IMAGE = "cluster-proportional-autoscaler"
 DEFAULT_POLL_S = 10.0
@@ -58,43 +61,6 @@ class ConfigMapModel(m.Model):
     kind: str
     metadata: m.Metadata
     data: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Linear:
-    """The ``linear`` parameters (module docstring)."""
-
-    cores_per_replica: float = 0.0
-    nodes_per_replica: float = 0.0
-    min: int = 1
-    max: int = 0
-    prevent_single_point_failure: bool = False
-    include_unschedulable_nodes: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Ladder:
-    """The ``ladder`` parameters: ``(threshold, replicas)`` steps, sorted."""
-
-    cores_to_replicas: tuple[tuple[int, int], ...] = ()
-    nodes_to_replicas: tuple[tuple[int, int], ...] = ()
-    include_unschedulable_nodes: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ProportionalAutoscaler:
-    """One CPA Deployment: what it scales, its ConfigMap, and the parameters in force
-    (``params`` None until ``resolve``, or when neither the ConfigMap nor
-    ``--default-params`` exists)."""
-
-    key: str
-    target_kind: str
-    target_key: str
-    configmap: str
-    default_params: str | None
-    poll_s: float
-    source: o.Source
-    params: Linear | Ladder | None = None
 
 
 def expected_replicas(params: Linear | Ladder, nodes: int, cores: int) -> int:

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from joiner.api import labels
 from joiner.api.errors import InputError
 from joiner.api.manifests import legacy
 from joiner.api.manifests import models as m
-from joiner.api.manifests.loader import load_files
+from joiner.api.manifests.loader import load_files, load_text
 from joiner.api.manifests.yamlio import read_documents
 from joiner.api.requirements import Requirement
 
@@ -223,51 +225,42 @@ def _ami_terms(selector: dict[str, str]) -> list[dict[str, Any]]:
     return [{"tags": dict(selector)}]
 
 
-def _nodeclass_doc(
-    name: str,
-    where: str,
-    spec: m.AWSNodeTemplateSpec | m.InlineProvider | m.V1Beta1EC2NodeClassSpec,
-    kubelet: dict[str, Any] | None,
-    out: Conversion,
+def _ami_spec(
+    family: str, ami_terms: list[dict[str, Any]], placeholders: list[str]
 ) -> dict[str, Any]:
-    placeholders: list[str] = []
-    if isinstance(spec, m.V1Beta1EC2NodeClassSpec):
-        family = spec.amiFamily
-        subnet_terms = [_dump(t) for t in spec.subnetSelectorTerms]
-        sg_terms = [_dump(t) for t in spec.securityGroupSelectorTerms]
-        ami_terms = [_dump(t) for t in spec.amiSelectorTerms]
-        role, profile = spec.role, spec.instanceProfile
-    else:
-        family = spec.amiFamily or "AL2"
-        subnet_terms = _flat_selector_terms(spec.subnetSelector)
-        sg_terms = _flat_selector_terms(spec.securityGroupSelector)
-        ami_terms = _ami_terms(spec.amiSelector) if spec.amiSelector else []
-        role, profile = None, spec.instanceProfile
-    out_spec: dict[str, Any] = {}
+    """``amiFamily`` and ``amiSelectorTerms`` of the v1 EC2NodeClass; with no AMI selector,
+    the family's ``@latest`` alias (the legacy behaviour), noted in ``placeholders``."""
     if ami_terms:
-        out_spec["amiFamily"] = "AL2" if family == "Ubuntu" else family
-        out_spec["amiSelectorTerms"] = ami_terms
-    else:
-        alias = f"{_FAMILY_ALIAS.get(family, 'al2')}@latest"
-        out_spec["amiSelectorTerms"] = [{"alias": alias}]
-        placeholders.append(
-            f"spec.amiSelectorTerms: {alias} keeps the legacy behaviour (the latest EKS-optimized "
-            f"{family} AMI); pin a version (e.g. {alias.split('@')[0]}@v20240807) for production"
-        )
-    if family == "Ubuntu":
-        out.warnings.append(f"{where}: amiFamily Ubuntu was dropped in v1; converted to AL2")
+        return {"amiFamily": "AL2" if family == "Ubuntu" else family, "amiSelectorTerms": ami_terms}
+    alias = f"{_FAMILY_ALIAS.get(family, 'al2')}@latest"
+    placeholders.append(
+        f"spec.amiSelectorTerms: {alias} keeps the legacy behaviour (the latest EKS-optimized "
+        f"{family} AMI); pin a version (e.g. {alias.split('@')[0]}@v20240807) for production"
+    )
+    return {"amiSelectorTerms": [{"alias": alias}]}
+
+
+def _identity_spec(
+    profile: str | None, role: str | None, placeholders: list[str]
+) -> dict[str, Any]:
+    """``instanceProfile`` or ``role`` of the v1 EC2NodeClass; with neither, a placeholder
+    role, noted in ``placeholders``."""
     if profile:
-        out_spec["instanceProfile"] = profile
-    elif role:
-        out_spec["role"] = role
-    else:
-        out_spec["role"] = PLACEHOLDER_ROLE
-        placeholders.append(
-            "spec.role: v1 needs the IAM role of your nodes (or an instanceProfile); the legacy "
-            "object relied on the global defaultInstanceProfile setting"
-        )
-    out_spec["subnetSelectorTerms"] = subnet_terms
-    out_spec["securityGroupSelectorTerms"] = sg_terms
+        return {"instanceProfile": profile}
+    if role:
+        return {"role": role}
+    placeholders.append(
+        "spec.role: v1 needs the IAM role of your nodes (or an instanceProfile); the legacy "
+        "object relied on the global defaultInstanceProfile setting"
+    )
+    return {"role": PLACEHOLDER_ROLE}
+
+
+def _carried_fields(
+    spec: m.AWSNodeTemplateSpec | m.InlineProvider | m.V1Beta1EC2NodeClassSpec,
+) -> dict[str, Any]:
+    """The fields v1 keeps as they are, for those ``spec`` sets."""
+    out_spec: dict[str, Any] = {}
     if spec.tags:
         out_spec["tags"] = dict(spec.tags)
     if spec.blockDeviceMappings:
@@ -284,6 +277,39 @@ def _nodeclass_doc(
         value = getattr(spec, key, None)
         if value is not None:
             out_spec[key] = value
+    return out_spec
+
+
+def _nodeclass_doc(
+    name: str,
+    where: str,
+    spec: m.AWSNodeTemplateSpec | m.InlineProvider | m.V1Beta1EC2NodeClassSpec,
+    kubelet: dict[str, Any] | None,
+    out: Conversion,
+) -> dict[str, Any]:
+    """The ``karpenter.k8s.aws/v1`` EC2NodeClass for a legacy or v1beta1 node class (``where``
+    names it in warnings); the values v1 requires and ``spec`` lacks are placeholders, listed
+    in the ``PLACEHOLDER_ANNOTATION`` annotation and in ``out.warnings``."""
+    placeholders: list[str] = []
+    if isinstance(spec, m.V1Beta1EC2NodeClassSpec):
+        family = spec.amiFamily
+        subnet_terms = [_dump(t) for t in spec.subnetSelectorTerms]
+        sg_terms = [_dump(t) for t in spec.securityGroupSelectorTerms]
+        ami_terms = [_dump(t) for t in spec.amiSelectorTerms]
+        role, profile = spec.role, spec.instanceProfile
+    else:
+        family = spec.amiFamily or "AL2"
+        subnet_terms = _flat_selector_terms(spec.subnetSelector)
+        sg_terms = _flat_selector_terms(spec.securityGroupSelector)
+        ami_terms = _ami_terms(spec.amiSelector) if spec.amiSelector else []
+        role, profile = None, spec.instanceProfile
+    out_spec = _ami_spec(family, ami_terms, placeholders)
+    if family == "Ubuntu":
+        out.warnings.append(f"{where}: amiFamily Ubuntu was dropped in v1; converted to AL2")
+    out_spec |= _identity_spec(profile, role, placeholders)
+    out_spec["subnetSelectorTerms"] = subnet_terms
+    out_spec["securityGroupSelectorTerms"] = sg_terms
+    out_spec |= _carried_fields(spec)
     if kubelet:
         out_spec["kubelet"] = kubelet
     metadata: dict[str, Any] = {"name": name}
@@ -299,24 +325,27 @@ def _nodeclass_doc(
     }
 
 
-def convert_files(paths: list[Path]) -> Conversion:
-    """Convert every document of ``paths`` (see the module docstring).
+_PROVISIONER = ("karpenter.sh/v1alpha5", "Provisioner")
+_NODEPOOL_V1BETA1 = ("karpenter.sh/v1beta1", "NodePool")
 
-    The input is first loaded with full validation, so bad input raises ``InputError`` and
-    nothing is printed.
-    """
-    manifests = load_files(paths)
-    out = Conversion(warnings=list(manifests.warnings))
-    # Pool-level kubelet settings by NodeClass name (v1 moved them to the NodeClass).
-    kubelets: dict[str, dict[str, Any]] = {}
+
+def _raw_documents(paths: list[Path]) -> list[tuple[str, Any]]:
+    """``(file, document)`` for every document of ``paths``, a ``List``'s items one by one."""
     raw: list[tuple[str, Any]] = []
     for path in paths:
         for doc in read_documents(path):
             items = doc["items"] if doc.get("kind") == "List" else [doc]
             raw.extend((str(path), d) for d in items)
+    return raw
+
+
+def _pool_kubelets(raw: list[tuple[str, Any]], out: Conversion) -> dict[str, dict[str, Any]]:
+    """Pool-level kubelet settings by NodeClass name (v1 moved them to the NodeClass); a
+    Provisioner's move is noted in ``out.warnings``."""
+    kubelets: dict[str, dict[str, Any]] = {}
     for file, doc in raw:
-        kind, version = doc.get("kind"), doc.get("apiVersion")
-        if (version, kind) == ("karpenter.sh/v1alpha5", "Provisioner"):
+        key = (doc.get("apiVersion"), doc.get("kind"))
+        if key == _PROVISIONER:
             p = m.Provisioner.model_validate(doc)
             k = _kubelet(p.spec.kubeletConfiguration)
             ref = p.spec.providerRef.name if p.spec.providerRef else p.metadata.name
@@ -326,72 +355,93 @@ def convert_files(paths: list[Path]) -> Conversion:
                     f"{file}: Provisioner/{p.metadata.name}: spec.kubeletConfiguration moved to "
                     f"the EC2NodeClass {ref!r} as spec.kubelet"
                 )
-        elif (version, kind) == ("karpenter.sh/v1beta1", "NodePool"):
+        elif key == _NODEPOOL_V1BETA1:
             np = m.V1Beta1NodePool.model_validate(doc)
             k = _kubelet(np.spec.template.spec.kubelet)
             if k:
                 kubelets[np.spec.template.spec.nodeClassRef.name] = k
-    # Pools without kubelet settings that share a NodeClass with one that has them inherit
-    # those settings in v1: say so.
+    return kubelets
+
+
+def _warn_shared_kubelets(
+    raw: list[tuple[str, Any]], kubelets: dict[str, dict[str, Any]], out: Conversion
+) -> None:
+    """Pools without kubelet settings that share a NodeClass with one that has them inherit
+    those settings in v1: say so."""
     for file, doc in raw:
-        kind, version = doc.get("kind"), doc.get("apiVersion")
-        if (version, kind) == ("karpenter.sh/v1alpha5", "Provisioner"):
+        key = (doc.get("apiVersion"), doc.get("kind"))
+        if key == _PROVISIONER:
             p = m.Provisioner.model_validate(doc)
             ref = p.spec.providerRef.name if p.spec.providerRef else p.metadata.name
-            if ref in kubelets and not _kubelet(p.spec.kubeletConfiguration):
-                out.warnings.append(
-                    f"{file}: Provisioner/{p.metadata.name}: shares EC2NodeClass {ref!r}, whose "
-                    "v1 kubelet settings now apply to its nodes too; give it its own NodeClass "
-                    "to keep the defaults"
-                )
-        elif (version, kind) == ("karpenter.sh/v1beta1", "NodePool"):
+            inherits = ref in kubelets and not _kubelet(p.spec.kubeletConfiguration)
+            what = f"Provisioner/{p.metadata.name}"
+        elif key == _NODEPOOL_V1BETA1:
             np = m.V1Beta1NodePool.model_validate(doc)
             ref = np.spec.template.spec.nodeClassRef.name
-            if ref in kubelets and not _kubelet(np.spec.template.spec.kubelet):
-                out.warnings.append(
-                    f"{file}: NodePool/{np.metadata.name}: shares EC2NodeClass {ref!r}, whose "
-                    "v1 kubelet settings now apply to its nodes too; give it its own NodeClass "
-                    "to keep the defaults"
-                )
-    for file, doc in raw:
-        kind, version = doc.get("kind"), doc.get("apiVersion")
-        key = (version, kind)
-        if key == ("karpenter.sh/v1alpha5", "Provisioner"):
-            p = m.Provisioner.model_validate(doc)
-            out.documents.append(provisioner_to_nodepool(p, file, out))
-            if p.spec.provider is not None:
-                name = p.metadata.name
-                out.documents.append(
-                    _nodeclass_doc(
-                        name,
-                        f"{file}: Provisioner/{name} spec.provider",
-                        p.spec.provider,
-                        kubelets.get(name),
-                        out,
-                    )
-                )
-        elif key == ("karpenter.sh/v1beta1", "NodePool"):
-            out.documents.append(
-                nodepool_v1beta1_to_v1(m.V1Beta1NodePool.model_validate(doc), file, out)
-            )
-        elif key == ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate"):
-            t = m.AWSNodeTemplate.model_validate(doc)
-            name = t.metadata.name
-            out.documents.append(
-                _nodeclass_doc(
-                    name, f"{file}: AWSNodeTemplate/{name}", t.spec, kubelets.get(name), out
-                )
-            )
-        elif key == ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"):
-            c = m.V1Beta1EC2NodeClass.model_validate(doc)
-            name = c.metadata.name
-            out.documents.append(
-                _nodeclass_doc(
-                    name, f"{file}: EC2NodeClass/{name}", c.spec, kubelets.get(name), out
-                )
-            )
+            inherits = ref in kubelets and not _kubelet(np.spec.template.spec.kubelet)
+            what = f"NodePool/{np.metadata.name}"
         else:
-            out.documents.append(doc)
+            continue
+        if inherits:
+            out.warnings.append(
+                f"{file}: {what}: shares EC2NodeClass {ref!r}, whose "
+                "v1 kubelet settings now apply to its nodes too; give it its own NodeClass "
+                "to keep the defaults"
+            )
+
+
+def _convert_document(
+    file: str, doc: Any, kubelets: dict[str, dict[str, Any]], out: Conversion
+) -> None:
+    """Append the v1 form of one document to ``out.documents`` (other kinds unchanged)."""
+    key = (doc.get("apiVersion"), doc.get("kind"))
+    if key == _PROVISIONER:
+        p = m.Provisioner.model_validate(doc)
+        out.documents.append(provisioner_to_nodepool(p, file, out))
+        if p.spec.provider is not None:
+            name = p.metadata.name
+            out.documents.append(
+                _nodeclass_doc(
+                    name,
+                    f"{file}: Provisioner/{name} spec.provider",
+                    p.spec.provider,
+                    kubelets.get(name),
+                    out,
+                )
+            )
+    elif key == _NODEPOOL_V1BETA1:
+        out.documents.append(
+            nodepool_v1beta1_to_v1(m.V1Beta1NodePool.model_validate(doc), file, out)
+        )
+    elif key == ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate"):
+        t = m.AWSNodeTemplate.model_validate(doc)
+        name = t.metadata.name
+        out.documents.append(
+            _nodeclass_doc(name, f"{file}: AWSNodeTemplate/{name}", t.spec, kubelets.get(name), out)
+        )
+    elif key == ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"):
+        c = m.V1Beta1EC2NodeClass.model_validate(doc)
+        name = c.metadata.name
+        out.documents.append(
+            _nodeclass_doc(name, f"{file}: EC2NodeClass/{name}", c.spec, kubelets.get(name), out)
+        )
+    else:
+        out.documents.append(doc)
+
+
+def convert_files(paths: list[Path]) -> Conversion:
+    """Convert every document of ``paths`` (see the module docstring).
+
+    The input is first loaded with full validation, so bad input raises ``InputError`` and
+    nothing is printed.
+    """
+    manifests = load_files(paths)
+    out = Conversion(warnings=list(manifests.warnings))
+    raw = _raw_documents(paths)
+    kubelets = _pool_kubelets(raw, out)
+    _warn_shared_kubelets(raw, kubelets, out)
+    for file, doc in raw:
+        _convert_document(file, doc, kubelets, out)
         _legacy_annotation_warnings(doc, file, out)
     return out
 
@@ -421,10 +471,6 @@ def _legacy_annotation_warnings(doc: dict[str, Any], file: str, out: Conversion)
 
 def check_reloads(documents: list[dict[str, Any]]) -> None:
     """Raise ``InputError`` unless the converted documents load back through Joiner."""
-    import yaml
-
-    from joiner.api.manifests.loader import load_text
-
     try:
         load_text(yaml.safe_dump_all(documents, sort_keys=False), "<converted>")
     except InputError as exc:  # pragma: no cover - a conversion bug, surfaced loudly

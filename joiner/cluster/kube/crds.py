@@ -40,6 +40,41 @@ _KEEP = ("minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems",
 _PRESERVE = {"x-kubernetes-preserve-unknown-fields": True}
 
 
+def _union(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """An ``anyOf`` node: its one non-null option, ``int-or-string``, or any value kept as
+    given; ``nullable`` when ``null`` is an option."""
+    options = [o for o in node["anyOf"] if o.get("type") != "null"]
+    nullable = len(options) < len(node["anyOf"])
+    union: dict[str, Any]
+    if len(options) == 1:
+        union = _structural(options[0], defs)
+    elif {o.get("type") for o in options} == {"integer", "string"}:
+        union = {"x-kubernetes-int-or-string": True}
+    else:
+        union = dict(_PRESERVE)
+    if nullable:
+        union["nullable"] = True
+    return union
+
+
+def _object_fields(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The ``properties``, ``required`` and ``additionalProperties`` of an object node; an
+    object with neither properties nor a value schema keeps unknown fields."""
+    out: dict[str, Any] = {}
+    props = node.get("properties")
+    if props:
+        out["properties"] = {k: _structural(v, defs) for k, v in props.items()}
+        required = [r for r in node.get("required", []) if r in props]
+        if required:
+            out["required"] = required
+    extra = node.get("additionalProperties")
+    if isinstance(extra, dict):
+        out["additionalProperties"] = _structural(extra, defs) if extra else dict(_PRESERVE)
+    elif not props:
+        out.update(_PRESERVE)
+    return out
+
+
 def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """One JSON Schema node (pydantic's output) as a structural OpenAPI v3 schema."""
     if "$ref" in node:
@@ -47,39 +82,17 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     if "allOf" in node and len(node["allOf"]) == 1:
         return _structural(node["allOf"][0], defs)
     if "anyOf" in node:
-        options = [o for o in node["anyOf"] if o.get("type") != "null"]
-        nullable = len(options) < len(node["anyOf"])
-        union: dict[str, Any]
-        if len(options) == 1:
-            union = _structural(options[0], defs)
-        elif {o.get("type") for o in options} == {"integer", "string"}:
-            union = {"x-kubernetes-int-or-string": True}
-        else:
-            union = dict(_PRESERVE)
-        if nullable:
-            union["nullable"] = True
-        return union
+        return _union(node, defs)
     if "const" in node:
         return {"type": "string", "enum": [node["const"]]}
     if "enum" in node:
         return {"type": "string", "enum": list(node["enum"])}
     kind = node.get("type")
-    out: dict[str, Any] = {}
     if kind is None:
         return dict(_PRESERVE)
-    out["type"] = kind
+    out: dict[str, Any] = {"type": kind}
     if kind == "object":
-        props = node.get("properties")
-        if props:
-            out["properties"] = {k: _structural(v, defs) for k, v in props.items()}
-            required = [r for r in node.get("required", []) if r in props]
-            if required:
-                out["required"] = required
-        extra = node.get("additionalProperties")
-        if isinstance(extra, dict):
-            out["additionalProperties"] = _structural(extra, defs) if extra else dict(_PRESERVE)
-        elif not props:
-            out.update(_PRESERVE)
+        out.update(_object_fields(node, defs))
     elif kind == "array":
         out["items"] = _structural(node.get("items", {}), defs)
     for key in _KEEP:

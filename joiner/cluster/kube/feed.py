@@ -46,7 +46,7 @@ from joiner.api import durations, labels
 from joiner.api.clock import Clock
 from joiner.api.errors import InputError
 from joiner.api.manifests import ManifestSet, load_documents
-from joiner.api.objects import Taint
+from joiner.api.objects import StandalonePod, Taint
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import CloudProviderError, Instance
 from joiner.cluster.kube.client import (
@@ -167,21 +167,7 @@ class ClusterFeed:
         controllers' thread."""
         cache = self.docs.setdefault(kind.kind, {})
         before = dict(cache)
-        changes: list[tuple[str, dict[str, Any]]] = []
-        if event == "SYNC":
-            fresh = {key_of(d): d for d in docs}
-            changes += [("DELETED", d) for k, d in cache.items() if k not in fresh]
-            changes += [("MODIFIED", d) for d in docs]
-            cache.clear()
-            cache.update(fresh)
-            self.synced.add(kind.kind)
-        else:
-            for d in docs:
-                if event == "DELETED":
-                    cache.pop(key_of(d), None)
-                else:
-                    cache[key_of(d)] = d
-                changes.append((event, d))
+        changes = self._update_cache(kind, event, docs, cache)
         if not self.started:
             return
         if kind.kind in CONFIG_KINDS:
@@ -195,11 +181,38 @@ class ClusterFeed:
                 self._node(ev, d)
         elif kind.kind == NODECLAIM.kind:
             for ev, d in changes:
-                claim = self._state.nodeclaims.get(str((d.get("metadata") or {}).get("name")))
-                deleting = ev == "DELETED" or (d.get("metadata") or {}).get("deletionTimestamp")
-                if deleting and claim is not None and claim.deleted_at_s is None:
-                    for deleted in self.on_claim_deleted:
-                        deleted(claim)
+                self._claim_object(ev, d)
+
+    def _update_cache(
+        self, kind: Kind, event: str, docs: list[dict[str, Any]], cache: dict[str, dict[str, Any]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Apply one delivery to the kind's ``cache``; returns the ``(event, document)``
+        changes it makes (a ``SYNC`` deletes what it no longer lists and modifies the rest)."""
+        changes: list[tuple[str, dict[str, Any]]] = []
+        if event == "SYNC":
+            fresh = {key_of(d): d for d in docs}
+            changes += [("DELETED", d) for k, d in cache.items() if k not in fresh]
+            changes += [("MODIFIED", d) for d in docs]
+            cache.clear()
+            cache.update(fresh)
+            self.synced.add(kind.kind)
+            return changes
+        for d in docs:
+            if event == "DELETED":
+                cache.pop(key_of(d), None)
+            else:
+                cache[key_of(d)] = d
+            changes.append((event, d))
+        return changes
+
+    def _claim_object(self, event: str, doc: dict[str, Any]) -> None:
+        """A NodeClaim object changed: a live claim whose object is deleted (or being
+        deleted) by someone else goes to ``on_claim_deleted``."""
+        claim = self._state.nodeclaims.get(str((doc.get("metadata") or {}).get("name")))
+        deleting = event == "DELETED" or (doc.get("metadata") or {}).get("deletionTimestamp")
+        if deleting and claim is not None and claim.deleted_at_s is None:
+            for deleted in self.on_claim_deleted:
+                deleted(claim)
 
     @staticmethod
     def _spec_changed(event: str, doc: dict[str, Any], before: dict[str, dict[str, Any]]) -> bool:
@@ -360,11 +373,13 @@ class ClusterFeed:
     # -- pods -----------------------------------------------------------------------------
 
     def _pod(self, event: str, doc: dict[str, Any]) -> None:
+        """Follow one Pod event: a new pending or bound pod joins the state, a bound one
+        is marked bound, a terminal, deleting or deleted one is gone, a running one is
+        reported once."""
         meta = doc.get("metadata") or {}
         uid = str(meta.get("uid"))
-        st = self._state
         now = self._clock.now()
-        existing = st.pods.get(uid)
+        existing = self._state.pods.get(uid)
         if event == "DELETED":
             if existing is not None and existing.deleted_at_s is None:
                 self._gone(existing, now)
@@ -378,47 +393,62 @@ class ClusterFeed:
             return
         p = loaded[0]
         if existing is None:
-            if p.terminal or p.deleting:
+            existing = self._new_pod(uid, p, now)
+            if existing is None:
                 return
-            if p.node_name is None and not p.provisionable:
-                return
-            kind, _, owner_name = (p.owner or "").partition("/")
-            pod = Pod(
-                uid=uid,
-                namespace=p.namespace,
-                name=p.name,
-                template=p.template,
-                owner=f"{kind}/{p.namespace}/{owner_name}" if kind else f"Pod/{p.key}",
-                created_at_s=now,
-                order=self._order,
-                daemon=kind == "DaemonSet",
-            )
-            self._order += 1
-            pod.do_not_disrupt, pod.do_not_disrupt_for_s = durations.do_not_disrupt(
-                dict(p.annotations).get(labels.DO_NOT_DISRUPT)
-            )
-            st.pods[uid] = pod
-            st.touch()
-            if p.node_name is None:
-                for listener in self.on_pending:
-                    listener(pod)
-            existing = pod
         if existing.deleted_at_s is not None:
             return  # deleted here (evicted): a stale event never brings it back
         if p.terminal or p.deleting:
             self._gone(existing, now)
             return
-        if p.node_name is not None and existing.node_name is None:
-            existing.node_name = p.node_name
-            existing.bound_at_s = now
-            existing.unschedulable_reason = None
-            st.pod_event(existing, now)
+        self._follow_pod(existing, uid, p, doc, now)
+
+    def _new_pod(self, uid: str, p: StandalonePod, now: float) -> Pod | None:
+        """Add a pod seen for the first time to the state (``on_pending`` when unbound), or
+        None for one the provisioner never counts (terminal, deleting, or unbound and not
+        provisionable)."""
+        if p.terminal or p.deleting:
+            return None
+        if p.node_name is None and not p.provisionable:
+            return None
+        kind, _, owner_name = (p.owner or "").partition("/")
+        pod = Pod(
+            uid=uid,
+            namespace=p.namespace,
+            name=p.name,
+            template=p.template,
+            owner=f"{kind}/{p.namespace}/{owner_name}" if kind else f"Pod/{p.key}",
+            created_at_s=now,
+            order=self._order,
+            daemon=kind == "DaemonSet",
+        )
+        self._order += 1
+        pod.do_not_disrupt, pod.do_not_disrupt_for_s = durations.do_not_disrupt(
+            dict(p.annotations).get(labels.DO_NOT_DISRUPT)
+        )
+        self._state.pods[uid] = pod
+        self._state.touch()
+        if p.node_name is None:
+            for listener in self.on_pending:
+                listener(pod)
+        return pod
+
+    def _follow_pod(
+        self, pod: Pod, uid: str, p: StandalonePod, doc: dict[str, Any], now: float
+    ) -> None:
+        """A live pod's binding (``on_bound``) and its first ``Running`` phase
+        (``on_running``)."""
+        if p.node_name is not None and pod.node_name is None:
+            pod.node_name = p.node_name
+            pod.bound_at_s = now
+            pod.unschedulable_reason = None
+            self._state.pod_event(pod, now)
             for listener in self.on_bound:
-                listener(existing)
+                listener(pod)
         if p.phase == "Running" and uid not in self._running:
             self._running.add(uid)
             for running in self.on_running:
-                running(existing, doc)
+                running(pod, doc)
 
     def _gone(self, pod: Pod, now: float) -> None:
         self._state.pod_event(pod, now)
@@ -466,43 +496,72 @@ class ClusterFeed:
         return node
 
     def _node(self, event: str, doc: dict[str, Any]) -> None:
+        """Follow one Node event: a deleted Node ends its claim and pods; a new one is
+        registered to its NodeClaim (or read as static capacity); then its taints,
+        conditions and readiness follow the API."""
         meta = doc.get("metadata") or {}
         name = str(meta.get("name"))
-        st = self._state
         now = self._clock.now()
-        node = st.nodes.get(name)
+        node = self._state.nodes.get(name)
         if event == "DELETED":
             if node is not None and node.deleted_at_s is None:
-                node.deleted_at_s = now
-                claim = st.claim_of(node)
-                if claim is not None and claim.deleted_at_s is None:
-                    claim.deleted_at_s = now
-                for pod in st.pods_on(name):
-                    self._gone(pod, now)
-                st.touch()
-                for gone in self.on_node_gone:
-                    gone(node)
+                self._node_deleted(node, name, now)
             return
         if node is None or node.deleted_at_s is not None:
-            claim = self.claim_by_provider((doc.get("spec") or {}).get("providerID"))
-            if claim is None and not (meta.get("labels") or {}).get(labels.NODEPOOL):
-                node = self._static_node(name, doc)
-            elif claim is None or claim.node_name is not None:
+            node = self._node_appeared(name, doc)
+            if node is None:
                 return
-            else:
-                node = self._lifecycle.register(claim, name)
-                st.touch()
-                for registered in self.on_registered:
-                    registered(claim)
-        claim = st.claim_of(node)
+        claim = self._state.claim_of(node)
         if claim is None:
             if node.nodeclaim is None:  # static capacity: follow the API
-                node.taints = _static_taints(doc)
-                node.deleting = bool(meta.get("deletionTimestamp"))
-                if node.ready != node_ready(doc):
-                    node.ready = node_ready(doc)
-                    st.touch()
+                self._follow_static_node(node, doc)
             return
+        self._follow_managed_node(node, claim, doc, now)
+
+    def _node_deleted(self, node: Node, name: str, now: float) -> None:
+        """A Node object is gone: its NodeClaim and its pods end with it (``on_node_gone``)."""
+        st = self._state
+        node.deleted_at_s = now
+        claim = st.claim_of(node)
+        if claim is not None and claim.deleted_at_s is None:
+            claim.deleted_at_s = now
+        for pod in st.pods_on(name):
+            self._gone(pod, now)
+        st.touch()
+        for gone in self.on_node_gone:
+            gone(node)
+
+    def _node_appeared(self, name: str, doc: dict[str, Any]) -> Node | None:
+        """A Node not (or no longer) in the state: registered to the live NodeClaim of its
+        provider id (``on_registered``), static capacity when no NodePool labels it, or
+        None when its claim already has a Node or it is a NodePool's node with no claim."""
+        meta = doc.get("metadata") or {}
+        claim = self.claim_by_provider((doc.get("spec") or {}).get("providerID"))
+        if claim is None and not (meta.get("labels") or {}).get(labels.NODEPOOL):
+            return self._static_node(name, doc)
+        if claim is None or claim.node_name is not None:
+            return None
+        node = self._lifecycle.register(claim, name)
+        self._state.touch()
+        for registered in self.on_registered:
+            registered(claim)
+        return node
+
+    def _follow_static_node(self, node: Node, doc: dict[str, Any]) -> None:
+        """A static Node's taints, deletion and readiness, as the API gives them."""
+        node.taints = _static_taints(doc)
+        node.deleting = bool((doc.get("metadata") or {}).get("deletionTimestamp"))
+        if node.ready != node_ready(doc):
+            node.ready = node_ready(doc)
+            self._state.touch()
+
+    def _follow_managed_node(
+        self, node: Node, claim: NodeClaim, doc: dict[str, Any], now: float
+    ) -> None:
+        """A NodeClaim's Node: the API's taints (keeping Joiner's own), a deletion by
+        someone else (``on_claim_deleted``), condition changes (``on_conditions``) and
+        readiness (initialization, ``on_ready``)."""
+        meta = doc.get("metadata") or {}
         node.taints = (
             *(t for t in api_taints(doc) if t.key not in MANAGED_TAINTS),
             *(t for t in node.taints if t.key == labels.TAINT_DISRUPTED),
@@ -523,12 +582,12 @@ class ClusterFeed:
         ready = node_ready(doc)
         if ready and claim.initialized_at_s is None:
             self._lifecycle.initialize(claim)
-            st.touch()
+            self._state.touch()
             for ready_listener in self.on_ready:
                 ready_listener(claim)
         elif claim.initialized_at_s is not None and node.ready != ready:
             node.ready = ready
-            st.touch()
+            self._state.touch()
 
 
 def _static_taints(doc: dict[str, Any]) -> tuple[Taint, ...]:
