@@ -16,13 +16,12 @@ to each other. Its callers supply only what differs between them:
   planning cloud; it uses the lifecycle, provisioner, terminator and disruption controller;
 * ``joiner plan`` (``operator/plan.py``) runs no controller: its one provisioning round
   solves with the provisioner's scheduler, from the same ``scheduling.costopt.scheduler_for``
-  (kept out of this module's imports, so a plan does not load the controllers).
+  (``plan.py`` does not import this module, so a plan does not load the controllers).
 
-Liveness and garbage collection act on what only a real cluster does (a node that never
-registers, an instance without a NodeClaim); the simulated kubelet and cloud do neither,
-so the simulation leaves them off (``Options.registration_timeout_s`` and
-``Options.garbage_collection`` None) and its decisions stay those of the controllers it
-shares with the live controller.
+Liveness and garbage collection act on what the simulation does not model (a node that
+never registers, an instance without a NodeClaim), so the simulation leaves them off
+(``Options.registration_timeout_s`` and ``Options.garbage_collection`` None), as it always
+has; every other controller and hook is shared with the live controller.
 """
 
 from __future__ import annotations
