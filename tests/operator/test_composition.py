@@ -137,3 +137,11 @@ def test_disrupt_takes_its_controllers_from_the_same_function(
     assert c.order() == [n for n in ORDER if n not in (*LIVE_ONLY, "health")]
     # Its clock never runs: no controller reacts to its launches but the caller's hook.
     assert len(c.lifecycle.launch_listeners) == 1
+
+
+def test_plan_solves_with_the_provisioners_scheduler() -> None:
+    """``joiner plan`` runs no controller; its round uses the function that gives the
+    provisioner its scheduler (without importing the controllers)."""
+    from joiner.operator import plan
+
+    assert plan.scheduler_for is composition.scheduler_for
