@@ -1,4 +1,4 @@
-"""Controller mode's composition root (``joiner run``): the simulation's controllers on a
+"""Controller mode's runtime (``joiner run``): the simulation's controllers on a
 real Kubernetes API server, on an asyncio loop with the wall clock.
 
 Reading this file shows the whole running system:
@@ -9,8 +9,10 @@ Reading this file shows the whole running system:
   EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets and PDBs; their deliveries are
   forwarded to the loop (``call_soon_threadsafe``), where ``ClusterFeed`` turns them into
   ``ClusterState``. Every controller runs on the loop's thread only.
-* The controllers are the simulation's: Batcher + Provisioner, Lifecycle, Terminator (with
-  the Eviction port), InterruptionController, DisruptionController, ExpirationController.
+* The controllers are the simulation's, from the same ``operator/composition.py``
+  ``new_controllers``: Lifecycle, Batcher + Provisioner, Terminator (with the Eviction
+  port), InterruptionController, DisruptionController, ExpirationController, and the two
+  only a real cluster needs, LivenessController and GarbageCollector.
 * After every loop turn that ran a controller or applied a delivery, ``KubeActuator.sync``
   writes what changed (NodeClaims, kwok Nodes, taints, deletions); a 5 s resync retries
   failed writes and re-triggers provisioning for pods still pending. What each event
@@ -63,18 +65,16 @@ from joiner.cluster.kube.informer import Informer
 from joiner.cluster.kube.leader import LeaderElector
 from joiner.cluster.kube.metrics import MeteredCloudProvider, Metrics, message_type, serve
 from joiner.cluster.kube.timeline import KubeTimeline
-from joiner.controllers.disruption import DisruptionController
-from joiner.controllers.expiration import ExpirationController
-from joiner.controllers.health.controller import HealthController
-from joiner.controllers.interruption.controller import InterruptionController
-from joiner.controllers.nodeclaim.garbagecollection import (
-    GarbageCollector,
-)
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
-from joiner.controllers.nodeclaim.liveness import LivenessController
-from joiner.controllers.provisioning.batcher import Batcher
-from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.controllers.termination.controller import Terminator
+from joiner.operator.composition import (
+    ControllerHost,
+    Evict,
+    GarbageCollection,
+    Hooks,
+    Options,
+    Ports,
+    new_controllers,
+)
 from joiner.operator.controller_reactions import RESYNC_S, ControllerReactions
 from joiner.operator.controller_settings import (
     ControllerSettings,
@@ -84,7 +84,6 @@ from joiner.operator.controller_settings import (
 )
 from joiner.operator.kube_metrics import MetricsWiring
 from joiner.operator.wallclock import WallClock
-from joiner.scheduling.costopt import scheduler_for
 from joiner.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)
@@ -102,7 +101,7 @@ WATCHED = (
 )
 
 
-class ControllerRuntime(ControllerReactions):
+class ControllerRuntime(ControllerReactions, ControllerHost):
     """``joiner run``: builds everything (module docstring) and runs until SIGTERM/SIGINT
     or a lost lease. One instance runs once."""
 
@@ -301,22 +300,6 @@ class ControllerRuntime(ControllerReactions):
         cloud: Any = MeteredCloudProvider(
             fenced(self.cloud, self.fence, CLOUD_WRITES), self.metrics, self.cloud_name
         )
-        self.lifecycle = Lifecycle(self.state, cloud, self.clock, s.region)
-        self.provisioner = Provisioner(
-            self.state,
-            cloud,
-            self.lifecycle,
-            self.clock,
-            random.Random(int.from_bytes(os.urandom(8), "big")),
-            scheduler=scheduler_for(s.packing),
-            on_unschedulable=self._retry_later,
-        )
-        self.batcher = Batcher(
-            self.clock,
-            self._provision,
-            idle_s=s.batchIdleSeconds,
-            max_s=s.batchMaxSeconds,
-        )
         writer = None if self.dry_run else fenced(self.client, self.fence, KUBE_WRITES)
         self.timeline = KubeTimeline(
             writer,
@@ -325,86 +308,44 @@ class ControllerRuntime(ControllerReactions):
             report=self._report,
             namespace=s.eventNamespace,
         )
-        self.feed = ClusterFeed(
-            self.state,
-            self.clock,
-            self.lifecycle,
-            self._adopt_instance,
-            source=f"kube:{self.kubeconfig or 'in-cluster'}",
-            wall_now=lambda: datetime.now(UTC),
-        )
-        self.actuator = KubeActuator(
-            writer,
-            self.state,
-            self.feed,
-            self.lifecycle,
-            self.metrics,
-            create_nodes=self.cloud_name == "simulated",
-            dry_run=self.dry_run,
-            report=self._report,
-        )
-        self.terminator = Terminator(
-            self.state, cloud, self.clock, self.timeline, evict=self.actuator.evict
-        )
-        self.interruption = InterruptionController(
-            self.state,
-            cloud,
-            self.clock,
-            self.timeline,
-            self.terminator,
-            self.batcher.trigger,
-            interruption_settings(self.settings, None),
-        )
-        self.disruption = DisruptionController(
-            self.state,
-            self.provisioner,
-            self.terminator,
-            self.cloud.get_instance_types,
-            self.clock,
-            self.timeline,
-            trigger=self.batcher.trigger,
-            spot_to_spot=s.spotToSpotConsolidation,
-            cloud_drift=self.cloud.is_drifted,
-            epoch=datetime.now(UTC),
-        )
-        self.expiration = ExpirationController(
-            self.state, self.terminator, self.clock, self.timeline, trigger=self.batcher.trigger
-        )
-        self.liveness = LivenessController(
-            self.state,
-            self.terminator,
-            self.clock,
-            self.timeline,
-            registration_timeout_s=s.registrationTimeoutSeconds,
-            trigger=self.batcher.trigger,
-        )
-        self.gc = GarbageCollector(
-            self.state,
-            cloud,
-            self.clock,
-            self.timeline,
-            interval_s=s.garbageCollectionIntervalSeconds,
-            instance_grace_s=s.orphanInstanceGraceSeconds,
-            trigger=self.batcher.trigger,
-        )
-        #: Node repair (Karpenter's ``NodeRepair`` feature gate, off by default).
-        self.health: HealthController | None = None
-        if s.nodeRepair:
-            self.health = HealthController(
+        built = new_controllers(
+            Ports(
                 self.state,
-                self.terminator,
+                cloud,
                 self.clock,
                 self.timeline,
-                repair_policies(s, None),
-                trigger=self.batcher.trigger,
-            )
-        # Event flow (as operator/wiring.py, with the API in place of the models).
-        self.lifecycle.launch_listeners.append(self.expiration.watch)
-        self.lifecycle.launch_listeners.append(self.liveness.watch)
-        self.lifecycle.launch_listeners.append(self._launched)
-        self.lifecycle.deleted_listeners.append(lambda _c: self.batcher.trigger())
-        self.terminator.on_evicted.append(lambda _p: self.disruption.kick())
-        self.terminator.on_terminated.append(lambda _n: self._changed())
+                s.region,
+                random.Random(int.from_bytes(os.urandom(8), "big")),
+                self.cloud.get_instance_types,
+                self.cloud.is_drifted,
+            ),
+            Options(
+                packing=s.packing,
+                interruption=interruption_settings(self.settings, None),
+                spot_to_spot=s.spotToSpotConsolidation,
+                epoch=datetime.now(UTC),
+                batch_idle_s=s.batchIdleSeconds,
+                batch_max_s=s.batchMaxSeconds,
+                #: Node repair (Karpenter's ``NodeRepair`` feature gate, off by default).
+                repair=repair_policies(s, None) if s.nodeRepair else None,
+                registration_timeout_s=s.registrationTimeoutSeconds,
+                garbage_collection=GarbageCollection(
+                    s.garbageCollectionIntervalSeconds, s.orphanInstanceGraceSeconds
+                ),
+            ),
+            Hooks(
+                flush=self._provision,
+                unschedulable=self._retry_later,
+                launched=self._launched,
+                changed=self._changed,
+                cluster=lambda lifecycle: self._cluster(writer, lifecycle),
+            ),
+        )
+        self.take(built)
+        assert built.liveness is not None and built.gc is not None
+        self.liveness = built.liveness
+        self.gc = built.gc
+        # Event flow (new_controllers hooks the controllers; here the API's feed).
         self.feed.on_config.append(self._config)
         self.feed.on_pending.append(lambda _p: self._pod_pending())
         self.feed.on_bound.append(lambda _p: self.disruption.kick())
@@ -423,6 +364,29 @@ class ControllerRuntime(ControllerReactions):
         self.wiring = MetricsWiring(self.metrics, self.state)
         self.timeline.listeners.append(self.wiring.timeline)
         self.disruption.command_listeners.append(self.wiring.command)
+
+    def _cluster(self, writer: Any, lifecycle: Lifecycle) -> Evict:
+        """The cluster adapter: the informers' feed into the state and the actuator that
+        writes it back (``writer`` None: a dry run); returns the Eviction port."""
+        self.feed = ClusterFeed(
+            self.state,
+            self.clock,
+            lifecycle,
+            self._adopt_instance,
+            source=f"kube:{self.kubeconfig or 'in-cluster'}",
+            wall_now=lambda: datetime.now(UTC),
+        )
+        self.actuator = KubeActuator(
+            writer,
+            self.state,
+            self.feed,
+            lifecycle,
+            self.metrics,
+            create_nodes=self.cloud_name == "simulated",
+            dry_run=self.dry_run,
+            report=self._report,
+        )
+        return self.actuator.evict
 
     async def _start_informers(
         self, loop: asyncio.AbstractEventLoop, stopped: asyncio.Event

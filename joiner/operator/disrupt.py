@@ -26,7 +26,6 @@ from datetime import datetime
 from joiner.api import labels
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet
-from joiner.api.manifests.pods import selects
 from joiner.api.outputs import (
     DisruptionPlan,
     PlannedDisruption,
@@ -42,12 +41,12 @@ from joiner.cloudprovider.types import (
     SecurityGroup,
     Subnet,
 )
-from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.disruption.command import Command
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.controllers.termination.controller import Terminator
-from joiner.operator.plan import _replica_names, planning_cloud
+from joiner.operator.composition import Hooks, Options, Ports, new_controllers
+from joiner.operator.plan import missing_replicas, planning_cloud
+from joiner.scheduling.costopt import KARPENTER
 from joiner.sim.clock import SimClock
 from joiner.sim.running import adopt, cluster_state
 from joiner.sim.timeline import SimTimeline
@@ -107,28 +106,35 @@ class DryRun:
         state, volume_warnings = cluster_state(m)
         self.state = state
         self.warnings += volume_warnings
-        self.lifecycle = Lifecycle(state, self.cloud, self.clock, region)
-        self.provisioner = Provisioner(
-            state, self.cloud, self.lifecycle, self.clock, random.Random(0)
+        built = new_controllers(
+            Ports(
+                state,
+                self.cloud,
+                self.clock,
+                SimTimeline(self.clock),
+                region,
+                random.Random(0),
+                self.cloud.get_instance_types,
+                self.cloud.is_drifted,
+            ),
+            Options(
+                packing=KARPENTER,
+                interruption=None,
+                spot_to_spot=gates.spot_to_spot_consolidation,
+                epoch=at,
+                event_flow=False,
+            ),
+            Hooks(),
         )
-        timeline = SimTimeline(self.clock)
-        terminator = Terminator(state, self.cloud, self.clock, timeline)
+        self.lifecycle = built.lifecycle
+        self.provisioner = built.provisioner
+        #: The disruption controller: its passes are computed, never executed.
+        self.controller = built.disruption
         self.pods = PodFactory(state, self.clock)
         adopted_warnings = adopt(m, state, self.cloud, self.pods, {w.key: w for w in m.workloads})
         self.warnings += [w for w in adopted_warnings if "it starts pending" not in w]
         self._settle_pods(at)
         _add_missing_replicas(m, self.pods)
-        self.controller = DisruptionController(
-            state,
-            self.provisioner,
-            terminator,
-            self.cloud.get_instance_types,
-            self.clock,
-            timeline,
-            spot_to_spot=gates.spot_to_spot_consolidation,
-            cloud_drift=self.cloud.is_drifted,
-            epoch=at,
-        )
 
     def _settle_pods(self, at: datetime) -> None:
         """Pods as they run at ``at``: started when their ``status.startTime`` says (a
@@ -254,17 +260,8 @@ def _cost(state: ClusterState) -> float:
 
 def _add_missing_replicas(m: ManifestSet, pods: PodFactory) -> None:
     """Pending pods for workload replicas not listed as Pods (as ``joiner plan`` adds them)."""
-    live = [p for p in m.pods if not p.terminal]
-    taken = {p.key for p in m.pods}
-    for w in m.workloads:
-        listed = sum(
-            1
-            for p in live
-            if p.namespace == w.namespace and selects(w.selector, dict(p.template.labels))
-        )
-        for name in _replica_names(w, w.replicas - listed, taken):
-            taken.add(name)
-            pods.create(w.key, w.template, name=name.split("/", 1)[1])
+    for w, name in missing_replicas(m):
+        pods.create(w.key, w.template, name=name.split("/", 1)[1])
 
 
 def _planned(command: Command) -> PlannedDisruption:

@@ -30,7 +30,15 @@ from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import KWOKNODECLASS_KIND
 from joiner.api.manifests.pods import selects
-from joiner.api.objects import ClusterNode, NodeClass, PodTemplate, SelectorTerm, Workload
+from joiner.api.objects import (
+    ClusterNode,
+    NodeClass,
+    NodePool,
+    PodTemplate,
+    SelectorTerm,
+    StandalonePod,
+    Workload,
+)
 from joiner.api.plan_output import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
@@ -41,7 +49,6 @@ from joiner.cloudprovider.simulated.provider import choose_offering
 from joiner.cloudprovider.simulated.vpc import status_vpc
 from joiner.cloudprovider.types import (
     CloudProviderError,
-    Instance,
     InstanceType,
     InsufficientCapacityError,
     Offering,
@@ -52,6 +59,7 @@ from joiner.operator.lint import lint_manifests
 from joiner.scheduling import (
     BoundPod,
     ExistingNode,
+    NewNodeClaim,
     NodePoolTemplate,
     PodRequest,
     SchedulingInput,
@@ -235,6 +243,337 @@ def _in_flight(
     return out
 
 
+def missing_replicas(m: ManifestSet) -> list[tuple[Workload, str]]:
+    """Each workload replica not listed as a Pod matching its selector in its namespace, with
+    its name (``<namespace>/<name>``, ``_replica_names``), in workload order. ``joiner plan``
+    and ``joiner disrupt`` add them as pending pods."""
+    live_pods = [p for p in m.pods if not p.terminal]
+    taken = {p.key for p in m.pods}
+    out: list[tuple[Workload, str]] = []
+    for w in m.workloads:
+        listed = sum(
+            1
+            for p in live_pods
+            if p.namespace == w.namespace and selects(w.selector, dict(p.template.labels))
+        )
+        for name in _replica_names(w, w.replicas - listed, taken):
+            taken.add(name)
+            out.append((w, name))
+    return out
+
+
+@dataclass
+class _Demand:
+    """What the cluster's pods ask for: pods to place (``pending``), each target node's
+    requests in use (``used``, of them DaemonSet pods' ``daemon_used``), pods pinned to a
+    node by name (``pinned``)."""
+
+    pending: list[_Pending]
+    used: dict[str, quantity.Resources]
+    daemon_used: dict[str, quantity.Resources]
+    pinned: list[Unschedulable]
+
+
+def _read_pods(
+    m: ManifestSet,
+    targets: dict[str, ClusterNode],
+    live_nodes: dict[str, ClusterNode],
+    warnings: list[str],
+) -> _Demand:
+    """The live pods read as the module docstring says (workload replicas not listed as Pods
+    are added by the caller)."""
+    demand = _Demand([], {name: {} for name in targets}, {name: {} for name in targets}, [])
+    ds_owners = {f"DaemonSet/{d.name}" for d in m.daemonsets}
+    for p in m.pods:
+        if p.terminal:
+            continue
+        if p.node_name is None:
+            _unbound(p, demand)
+        elif p.node_name in targets:
+            demand.used[p.node_name] = quantity.add(demand.used[p.node_name], p.template.requests)
+            if p.owner in ds_owners:
+                demand.daemon_used[p.node_name] = quantity.add(
+                    demand.daemon_used[p.node_name], p.template.requests
+                )
+        elif p.node_name in live_nodes and live_nodes[p.node_name].deleting:
+            # On a node being deleted: it must move, so it is demand (Karpenter).
+            if p.provisionable:
+                demand.pending.append(_Pending(p.key, p.key, p.template))
+        elif p.node_name not in live_nodes:
+            warnings.append(
+                f"{p.source.file}: {p.source.ref}: runs on node {p.node_name!r}, which is not in "
+                "the manifests; its usage is ignored"
+            )
+    return demand
+
+
+def _unbound(p: StandalonePod, demand: _Demand) -> None:
+    """A live pod without a node: pending if provisionable; pinned to a node by name (not a
+    DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it."""
+    if p.provisionable:
+        demand.pending.append(_Pending(p.key, p.key, p.template))
+    elif (
+        p.template.pinned
+        and not p.deleting
+        and (p.owner or "").split("/", 1)[0] not in ("DaemonSet", "Node")
+    ):
+        demand.pinned.append(
+            Unschedulable(
+                pod=p.key,
+                reason="pinned to a node by name (matchFields); Karpenter does not "
+                "provision for it",
+            )
+        )
+
+
+def _existing(
+    targets: dict[str, ClusterNode], demand: _Demand, daemonsets: list[PodTemplate]
+) -> list[ExistingNode]:
+    """The target nodes as the scheduler's existing nodes: room is allocatable less the
+    requests in use and the DaemonSet pods still to come."""
+    existing = []
+    for name in sorted(targets):
+        node = targets[name]
+        expected = overhead_on_node(dict(node.labels), node.taints, daemonsets)
+        daemon_used = demand.daemon_used[name]
+        to_come = {k: max(0, v - daemon_used.get(k, 0)) for k, v in expected.items()}
+        available = quantity.subtract(
+            quantity.subtract(dict(node.allocatable), demand.used[name]), to_come
+        )
+        existing.append(
+            ExistingNode(
+                name=name,
+                labels=node.labels,
+                taints=node.taints,
+                available=available,
+                initialized=True,
+                nodepool=node.nodepool,
+            )
+        )
+    return existing
+
+
+def _templates(
+    m: ManifestSet, cloud: SimulatedCloudProvider, in_flight: list[ExistingNode]
+) -> list[NodePoolTemplate]:
+    """Each NodePool (by name) with its instance types and what its limits leave: limits
+    less the capacity of its Nodes and of its in-flight NodeClaims."""
+    flying = {e.name for e in in_flight}
+    templates = []
+    for pool in sorted(m.nodepools, key=lambda p: p.name):
+        types = cloud.get_instance_types(pool.node_class_ref.name)
+        remaining: dict[str, int] = {}
+        if pool.limits:
+            usage: quantity.Resources = {}
+            capacities = [dict(n.capacity) for n in m.nodes if n.nodepool == pool.name] + [
+                dict(c.capacity)
+                for c in m.nodeclaims
+                if c.nodepool == pool.name and c.name in flying
+            ]
+            for capacity in capacities:
+                usage = quantity.add(usage, capacity)
+                usage["nodes"] = usage.get("nodes", 0) + 1
+            remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
+        templates.append(NodePoolTemplate(pool, tuple(types), tuple(sorted(remaining.items()))))
+    return templates
+
+
+def _requests(
+    pending: list[_Pending], m: ManifestSet
+) -> tuple[list[PodRequest], list[Unschedulable]]:
+    """The scheduler's pod requests (with their volumes' topology), and the pods whose
+    volumes are missing."""
+    requests: list[PodRequest] = []
+    missing: list[Unschedulable] = []
+    for i, pend in enumerate(pending):
+        try:
+            terms = volume_terms(pend.template, m.pvcs, m.pvs, m.storageclasses)
+        except MissingVolumeError as exc:
+            missing.append(Unschedulable(pod=pend.uid, reason=str(exc)))
+            continue
+        requests.append(PodRequest(pend.uid, pend.template, i, terms))
+    return requests, missing
+
+
+#: A launch's choice, cached by its instance types and offering requirements: the (type,
+#: offering) chosen, None (nothing available) or the error the choice raised.
+_Choice = tuple[InstanceType, Offering] | CloudProviderError | None
+
+
+class _Launcher:
+    """Launches the scheduler's new NodeClaims as the cloud would, without launching: names
+    them ``<pool>-<n>``, chooses each one's offering (identical NodeClaims, replicas of one
+    pod shape, launch the same way: chosen once) and labels it."""
+
+    def __init__(
+        self, pools: dict[str, NodePool], region: str, min_values_policy: str, kwok: bool
+    ) -> None:
+        self._pools = pools
+        self._region = region
+        self._min_values_policy = min_values_policy
+        self._kwok = kwok
+        self._counters: dict[str, int] = {}
+        self._choices: dict[tuple[object, ...], _Choice] = {}
+        self._capacity_types: dict[tuple[object, ...], list[str]] = {}
+
+    def launch(self, new: NewNodeClaim) -> PlannedNodeClaim | list[Unschedulable]:
+        """The planned NodeClaim, or its pods as unschedulable when no offering launches."""
+        pool = self._pools[new.nodepool]
+        self._counters[pool.name] = self._counters.get(pool.name, 0) + 1
+        name = f"{pool.name}-{self._counters[pool.name]}"
+        options = new.instance_types[:MAX_FLEET_TYPES]
+        names = tuple(it.name for it in options)
+        reqs = new.requirements.add(
+            Requirement.in_(labels.INSTANCE_TYPE, *names),
+            Requirement.in_(labels.CAPACITY_TYPE, *self._capacity_types_of(new, options)),
+        )
+        try:
+            choice = self._choose(
+                (names, *(reqs.get_or_exists(k) for k in _OFFER_KEYS)), options, reqs
+            )
+            if choice is None:
+                raise InsufficientCapacityError(f"no available offering for {name}")
+        except CloudProviderError as exc:
+            return [
+                Unschedulable(pod=uid, reason=f"NodePool {pool.name}: launch failed: {exc}")
+                for uid in new.pods
+            ]
+        it, offering = choice
+        return PlannedNodeClaim(
+            name=name,
+            nodePool=pool.name,
+            instanceTypes=list(names),
+            launch=Launch(
+                instanceType=it.name,
+                zone=offering.zone,
+                capacityType=offering.capacity_type,
+                pricePerHour=round(offering.price_per_hour, 6),
+            ),
+            labels=_claim_labels(it, offering, reqs, pool, self._region),
+            taints=[str(t) for t in (*pool.taints, *pool.startup_taints)],
+            pods=list(new.pods),
+        )
+
+    def _capacity_types_of(self, new: NewNodeClaim, options: Sequence[InstanceType]) -> list[str]:
+        """The capacity types ``options`` offer under ``new``'s requirements (cached)."""
+        key = (
+            tuple(it.name for it in options),
+            *(new.requirements.get_or_exists(k) for k in _OFFER_KEYS),
+        )
+        cts = self._capacity_types.get(key)
+        if cts is None:
+            cts = sorted(
+                {
+                    o.capacity_type
+                    for it in options
+                    for o in it.available_offerings(new.requirements)
+                }
+            )
+            self._capacity_types[key] = cts
+        return cts
+
+    def _choose(
+        self, key: tuple[object, ...], options: Sequence[InstanceType], reqs: Requirements
+    ) -> tuple[InstanceType, Offering] | None:
+        """The (type, offering) to launch, or None: Karpenter-kwok's choice for
+        KWOKNodeClasses, EC2 Fleet's otherwise (cached by ``key``).
+
+        Raises:
+            CloudProviderError: the choice failed (cached too).
+        """
+        if key in self._choices:
+            cached = self._choices[key]
+            if isinstance(cached, CloudProviderError):
+                raise cached
+            return cached
+        candidates = [
+            (it, o) for it in options for o in it.offerings if o.available and o.compatible(reqs)
+        ]
+        choice: tuple[InstanceType, Offering] | None = None
+        if self._kwok:
+            from joiner.cloudprovider.kwok import choose_kwok_offering
+
+            choice = choose_kwok_offering(options, reqs)
+        elif candidates:
+            try:
+                choice = choose_offering(
+                    candidates, reqs, min_values_policy=self._min_values_policy
+                )
+            except CloudProviderError as exc:
+                self._choices[key] = exc
+                raise
+        self._choices[key] = choice
+        return choice
+
+
+def _claim_labels(
+    it: InstanceType, offering: Offering, reqs: Requirements, pool: NodePool, region: str
+) -> dict[str, str]:
+    """A planned NodeClaim's labels, sorted: the instance type's single-valued requirements,
+    then the NodeClaim's requirements, the NodePool's labels, and the launch's own."""
+    claim_labels: dict[str, str] = {}
+    for label_key, req in it.requirements.items():
+        value = req.any()
+        if value is not None and not req.complement:
+            claim_labels[label_key] = value
+    claim_labels.update(reqs.labels())
+    claim_labels.update(pool.node_labels())
+    claim_labels.update(
+        {
+            labels.ZONE: offering.zone,
+            labels.ZONE_ID: offering.zone_id,
+            labels.CAPACITY_TYPE: offering.capacity_type,
+            **reservation_labels(offering),
+            labels.INSTANCE_TYPE: it.name,
+            labels.REGION: region,
+        }
+    )
+    return dict(sorted(claim_labels.items()))
+
+
+def _plan_warnings(
+    m: ManifestSet,
+    catalog: Catalog,
+    region: str,
+    subnets: Sequence[Subnet] | None,
+    security_groups: Sequence[SecurityGroup],
+    kwok_types: Sequence[InstanceType] | None,
+    reservations: Sequence[CapacityReservation],
+) -> list[str]:
+    """The load warnings, what a plan does not model, and ``joiner lint``'s findings."""
+    warnings = list(m.warnings)
+    if m.capacitybuffers:
+        warnings.append(
+            "not modelled: CapacityBuffer in joiner plan (the plan provisions for real pending "
+            "pods only; joiner simulate models buffers behind the capacityBuffer feature gate)"
+        )
+    warnings += [
+        str(w)
+        for w in lint_manifests(
+            m,
+            catalog,
+            region,
+            subnets=subnets,
+            security_groups=security_groups,
+            kwok_types=kwok_types,
+            reservations=reservations,
+        )
+    ]
+    return warnings
+
+
+def _one_zone_warning(claims: list[PlannedNodeClaim]) -> list[str]:
+    """A warning when several NodeClaims all launch in one zone (prices tie across zones)."""
+    zones = {c.launch.zone for c in claims}
+    if len(claims) > 1 and len(zones) == 1:
+        return [
+            f"all {len(claims)} NodeClaims launch in {next(iter(zones))}: spot prices here are "
+            "regional, so zones tie on price and the first allowed zone wins; add a zonal "
+            "topology spread to the workloads to spread their nodes across zones"
+        ]
+    return []
+
+
 def build_plan(
     m: ManifestSet,
     catalog: Catalog,
@@ -259,24 +598,9 @@ def build_plan(
     Raises:
         InputError: as ``planning_cloud``.
     """
-    warnings = list(m.warnings)
-    if m.capacitybuffers:
-        warnings.append(
-            "not modelled: CapacityBuffer in joiner plan (the plan provisions for real pending "
-            "pods only; joiner simulate models buffers behind the capacityBuffer feature gate)"
-        )
-    warnings += [
-        str(w)
-        for w in lint_manifests(
-            m,
-            catalog,
-            region,
-            subnets=subnets,
-            security_groups=security_groups,
-            kwok_types=kwok_types,
-            reservations=reservations,
-        )
-    ]
+    warnings = _plan_warnings(
+        m, catalog, region, subnets, security_groups, kwok_types, reservations
+    )
     cloud = planning_cloud(
         m,
         catalog,
@@ -288,101 +612,11 @@ def build_plan(
         reservations=reservations,
     )
     daemonsets = [d.template for d in m.daemonsets]
-    # planning_cloud raised unless the NodeClasses are all KWOKNodeClasses or all EC2 ones.
-    kwok = any(nc.source.kind == KWOKNODECLASS_KIND for nc in m.nodeclasses)
-    if kwok:
-        from joiner.cloudprovider.kwok import choose_kwok_offering
-
     live_nodes = {n.name: n for n in m.nodes}
     targets = {n.name: n for n in m.nodes if not n.deleting and not n.unschedulable}
-    pending: list[_Pending] = []
-    used: dict[str, quantity.Resources] = {name: {} for name in targets}
-    daemon_used: dict[str, quantity.Resources] = {name: {} for name in targets}
-    ds_owners = {f"DaemonSet/{d.name}" for d in m.daemonsets}
-    live_pods = [p for p in m.pods if not p.terminal]
-    pinned: list[Unschedulable] = []
-    for p in live_pods:
-        if p.node_name is None:
-            if p.provisionable:
-                pending.append(_Pending(p.key, p.key, p.template))
-            elif (
-                p.template.pinned
-                and not p.deleting
-                and (p.owner or "").split("/", 1)[0] not in ("DaemonSet", "Node")
-            ):
-                pinned.append(
-                    Unschedulable(
-                        pod=p.key,
-                        reason="pinned to a node by name (matchFields); Karpenter does not "
-                        "provision for it",
-                    )
-                )
-        elif p.node_name in targets:
-            used[p.node_name] = quantity.add(used[p.node_name], p.template.requests)
-            if p.owner in ds_owners:
-                daemon_used[p.node_name] = quantity.add(
-                    daemon_used[p.node_name], p.template.requests
-                )
-        elif p.node_name in live_nodes and live_nodes[p.node_name].deleting:
-            # On a node being deleted: it must move, so it is demand (Karpenter).
-            if p.provisionable:
-                pending.append(_Pending(p.key, p.key, p.template))
-        elif p.node_name not in live_nodes:
-            warnings.append(
-                f"{p.source.file}: {p.source.ref}: runs on node {p.node_name!r}, which is not in "
-                "the manifests; its usage is ignored"
-            )
-    taken = {p.key for p in m.pods}
-    for w in m.workloads:
-        listed = sum(
-            1
-            for p in live_pods
-            if p.namespace == w.namespace and selects(w.selector, dict(p.template.labels))
-        )
-        for name in _replica_names(w, w.replicas - listed, taken):
-            taken.add(name)
-            pending.append(_Pending(name, name, w.template))
-
-    existing = []
-    for name in sorted(targets):
-        node = targets[name]
-        node_labels = dict(node.labels)
-        expected = overhead_on_node(node_labels, node.taints, daemonsets)
-        to_come = {k: max(0, v - daemon_used[name].get(k, 0)) for k, v in expected.items()}
-        available = quantity.subtract(
-            quantity.subtract(dict(node.allocatable), used[name]), to_come
-        )
-        existing.append(
-            ExistingNode(
-                name=name,
-                labels=node.labels,
-                taints=node.taints,
-                available=available,
-                initialized=True,
-                nodepool=node.nodepool,
-            )
-        )
-
+    demand = _read_pods(m, targets, live_nodes, warnings)
+    demand.pending += [_Pending(name, name, w.template) for w, name in missing_replicas(m)]
     in_flight = _in_flight(m, live_nodes, daemonsets, warnings)
-    existing += in_flight
-
-    templates = []
-    for pool in sorted(m.nodepools, key=lambda p: p.name):
-        types = cloud.get_instance_types(pool.node_class_ref.name)
-        remaining: dict[str, int] = {}
-        if pool.limits:
-            usage: quantity.Resources = {}
-            for node in m.nodes:
-                if node.nodepool == pool.name:
-                    usage = quantity.add(usage, dict(node.capacity))
-                    usage["nodes"] = usage.get("nodes", 0) + 1
-            for claim in m.nodeclaims:
-                if claim.nodepool == pool.name and claim.name in {e.name for e in in_flight}:
-                    usage = quantity.add(usage, dict(claim.capacity))
-                    usage["nodes"] = usage.get("nodes", 0) + 1
-            remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
-        templates.append(NodePoolTemplate(pool, tuple(types), tuple(sorted(remaining.items()))))
-
     bound = tuple(
         BoundPod(
             node=p.node_name,
@@ -391,150 +625,40 @@ def build_plan(
             anti_affinity=p.template.pod_anti_affinity,
             host_ports=p.template.host_ports,
         )
-        for p in live_pods
-        if p.node_name in targets
+        for p in m.pods
+        if not p.terminal and p.node_name in targets
     )
-    requests: list[PodRequest] = []
-    missing: list[Unschedulable] = []
-    for i, pend in enumerate(pending):
-        try:
-            terms = volume_terms(pend.template, m.pvcs, m.pvs, m.storageclasses)
-        except MissingVolumeError as exc:
-            missing.append(Unschedulable(pod=pend.uid, reason=str(exc)))
-            continue
-        requests.append(PodRequest(pend.uid, pend.template, i, terms))
+    requests, missing = _requests(demand.pending, m)
     result = scheduler_for(packing).solve(
         SchedulingInput(
             pods=tuple(requests),
-            existing=tuple(existing),
-            nodepools=tuple(templates),
+            existing=(*_existing(targets, demand, daemonsets), *in_flight),
+            nodepools=tuple(_templates(m, cloud, in_flight)),
             daemonsets=tuple(daemonsets),
             bound_pods=bound,
             min_values_policy=min_values_policy,
         )
     )
-    pools = {p.name: p for p in m.nodepools}
+    # planning_cloud raised unless the NodeClasses are all KWOKNodeClasses or all EC2 ones.
+    kwok = any(nc.source.kind == KWOKNODECLASS_KIND for nc in m.nodeclasses)
+    launcher = _Launcher({p.name: p for p in m.nodepools}, region, min_values_policy, kwok)
     claims: list[PlannedNodeClaim] = []
     unschedulable = (
         missing
-        + pinned
+        + demand.pinned
         + [Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable]
     )
-    counters: dict[str, int] = {}
-    launches: dict[
-        tuple[object, ...], tuple[InstanceType, Offering] | CloudProviderError | None
-    ] = {}
-    capacity_types: dict[tuple[object, ...], list[str]] = {}
     for new in result.new_nodeclaims:
-        pool = pools[new.nodepool]
-        counters[pool.name] = counters.get(pool.name, 0) + 1
-        name = f"{pool.name}-{counters[pool.name]}"
-        options = new.instance_types[:MAX_FLEET_TYPES]
-        names = tuple(it.name for it in options)
-        ct_key = (names, *(new.requirements.get_or_exists(k) for k in _OFFER_KEYS))
-        cts = capacity_types.get(ct_key)
-        if cts is None:
-            cts = sorted(
-                {
-                    o.capacity_type
-                    for it in options
-                    for o in it.available_offerings(new.requirements)
-                }
-            )
-            capacity_types[ct_key] = cts
-        reqs = new.requirements.add(
-            Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in options]),
-            Requirement.in_(labels.CAPACITY_TYPE, *cts),
-        )
-        # Identical NodeClaims (replicas of one pod shape) launch the same way: choose once.
-        key = (names, *(reqs.get_or_exists(k) for k in _OFFER_KEYS))
-        try:
-            if key in launches:
-                cached = launches[key]
-                if isinstance(cached, CloudProviderError):
-                    raise cached
-                choice = cached
-            else:
-                candidates = [
-                    (it, o)
-                    for it in options
-                    for o in it.offerings
-                    if o.available and o.compatible(reqs)
-                ]
-                if kwok:
-                    choice = choose_kwok_offering(options, reqs)
-                elif candidates:
-                    try:
-                        choice = choose_offering(
-                            candidates, reqs, min_values_policy=min_values_policy
-                        )
-                    except CloudProviderError as exc:
-                        launches[key] = exc
-                        raise
-                else:
-                    choice = None
-                launches[key] = choice
-            if choice is None:
-                raise InsufficientCapacityError(f"no available offering for {name}")
-            inst = Instance(
-                provider_id=f"aws:///{choice[1].zone}/planned-{name}",
-                instance_id=f"planned-{name}",
-                instance_type=choice[0],
-                offering=choice[1],
-                subnet_id="",
-                launched_at_s=0.0,
-            )
-        except CloudProviderError as exc:
-            unschedulable += [
-                Unschedulable(pod=uid, reason=f"NodePool {pool.name}: launch failed: {exc}")
-                for uid in new.pods
-            ]
-            continue
-        claim_labels: dict[str, str] = {}
-        for label_key, req in inst.instance_type.requirements.items():
-            value = req.any()
-            if value is not None and not req.complement:
-                claim_labels[label_key] = value
-        claim_labels.update(reqs.labels())
-        claim_labels.update(pool.node_labels())
-        claim_labels.update(
-            {
-                labels.ZONE: inst.offering.zone,
-                labels.ZONE_ID: inst.offering.zone_id,
-                labels.CAPACITY_TYPE: inst.offering.capacity_type,
-                **reservation_labels(inst.offering),
-                labels.INSTANCE_TYPE: inst.instance_type.name,
-                labels.REGION: region,
-            }
-        )
-        claims.append(
-            PlannedNodeClaim(
-                name=name,
-                nodePool=pool.name,
-                instanceTypes=[it.name for it in options],
-                launch=Launch(
-                    instanceType=inst.instance_type.name,
-                    zone=inst.offering.zone,
-                    capacityType=inst.offering.capacity_type,
-                    pricePerHour=round(inst.offering.price_per_hour, 6),
-                ),
-                labels=dict(sorted(claim_labels.items())),
-                taints=[str(t) for t in (*pool.taints, *pool.startup_taints)],
-                pods=list(new.pods),
-            )
-        )
-    zones = {c.launch.zone for c in claims}
-    if len(claims) > 1 and len(zones) == 1:
-        warnings.append(
-            f"all {len(claims)} NodeClaims launch in {next(iter(zones))}: spot prices here are "
-            "regional, so zones tie on price and the first allowed zone wins; add a zonal "
-            "topology spread to the workloads to spread their nodes across zones"
-        )
+        launched = launcher.launch(new)
+        if isinstance(launched, PlannedNodeClaim):
+            claims.append(launched)
+        else:
+            unschedulable += launched
     return Plan(
         region=region,
         nodeClaims=claims,
         placements=[Placement(pod=u, node=n) for u, n in result.existing_placements],
         unschedulable=unschedulable,
         costPerHour=round(sum(c.launch.pricePerHour for c in claims), 6),
-        warnings=warnings,
+        warnings=warnings + _one_zone_warning(claims),
     )

@@ -1,23 +1,59 @@
 """What a simulation run reports besides its timeline: its warnings (load warnings, what the
 run does not model, dead configuration) and the summary's ``provisioning``, ``policy`` and
-``disruptions`` sections, read from ``operator/wiring.py``'s ``SimulationRuntime`` once the
-run has ended (warnings: before it starts)."""
+``disruptions`` sections, read from a run (``SimulationRun``: ``operator/wiring.py``'s
+``SimulationRuntime``) once it has ended (warnings: before it starts). It reads the run
+through that protocol, so it does not import ``wiring.py`` back."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from joiner.api.grouping import plural
 from joiner.cloudprovider.reservations import select, status_entry
 from joiner.operator.lint import lint_manifests
 from joiner.sim.report import joiner_parameters
 
-if TYPE_CHECKING:
-    from joiner.operator.wiring import SimulationRuntime
+if TYPE_CHECKING:  # the run's types only: ``joiner lint`` imports this module too
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.cloudprovider.simulated import SimulatedCloudProvider
+    from joiner.controllers.disruption import DisruptionController
+    from joiner.controllers.expiration import ExpirationController
+    from joiner.controllers.provisioning.batcher import Batcher
+    from joiner.controllers.provisioning.provisioner import Provisioner
+    from joiner.sim.baseline import ClusterAutoscaler
+    from joiner.sim.clock import SimClock
+    from joiner.sim.nodes import KubeletModel
     from joiner.sim.scenario import Scenario
+    from joiner.state.cluster import ClusterState
 
 
-def provisioning(rt: SimulationRuntime) -> dict[str, int]:
+class SimulationRun(Protocol):
+    """What this module reads of a run (``operator/wiring.py``'s ``SimulationRuntime``).
+
+    Attributes:
+        policy: the policy's name; ``joiner``: Joiner's controllers run (not the Cluster
+            Autoscaler baseline, whose ``autoscaler`` is then set); ``packing``: the
+            provisioner's packing; ``volume_warnings``: what reading volumes warned about.
+    """
+
+    policy: str
+    joiner: bool
+    packing: str
+    scenario: Scenario
+    catalog: Catalog
+    clock: SimClock
+    state: ClusterState
+    cloud: SimulatedCloudProvider
+    volume_warnings: list[str]
+    autoscaler: ClusterAutoscaler | None
+    provisioner: Provisioner
+    batcher: Batcher
+    kubelet: KubeletModel
+    disruption: DisruptionController
+    expiration: ExpirationController
+
+
+def provisioning(rt: SimulationRun) -> dict[str, int]:
     """The summary's ``provisioning`` section: passes, NodeClaims created, launch failures
     (the Cluster Autoscaler baseline's scans and launches in its run)."""
     if rt.autoscaler is not None:
@@ -34,7 +70,7 @@ def provisioning(rt: SimulationRuntime) -> dict[str, int]:
     }
 
 
-def policy(rt: SimulationRuntime, retry_s: float) -> dict[str, Any]:
+def policy(rt: SimulationRun, retry_s: float) -> dict[str, Any]:
     """The summary's ``policy`` section: the policy's name and parameters (``retry_s``: how
     long after a pass unschedulable pods are retried)."""
     boot = rt.kubelet.boot
@@ -70,10 +106,10 @@ def repair_tolerations_warning(scenario: Scenario, *, joiner: bool = True) -> st
     )
 
 
-def warnings(rt: SimulationRuntime) -> list[str]:
+def warnings(rt: SimulationRun) -> list[str]:
     """Load warnings, notes on what this run does not model, and dead configuration."""
     m = rt.scenario.manifests
-    out: list[str] = [*m.warnings, *rt._volume_warnings, *rt.scenario.interruption.warnings]
+    out: list[str] = [*m.warnings, *rt.volume_warnings, *rt.scenario.interruption.warnings]
     if m.capacitybuffers and not (rt.scenario.feature_gates.capacity_buffer and rt.joiner):
         names = ", ".join(b.source.ref for b in m.capacitybuffers[:3])
         out.append(
@@ -109,7 +145,7 @@ def warnings(rt: SimulationRuntime) -> list[str]:
     return out
 
 
-def disruptions(rt: SimulationRuntime) -> dict[str, Any]:
+def disruptions(rt: SimulationRun) -> dict[str, Any]:
     """The summary's ``disruptions`` section: commands by method, pods evicted, savings."""
     s = rt.disruption.stats
     return {
@@ -122,7 +158,7 @@ def disruptions(rt: SimulationRuntime) -> dict[str, Any]:
     }
 
 
-def capacity_reservations(rt: SimulationRuntime) -> list[dict[str, Any]]:
+def capacity_reservations(rt: SimulationRun) -> list[dict[str, Any]]:
     """Each reservation of the simulated account at the end of the run: the NodeClasses whose
     ``capacityReservationSelectorTerms`` select it (their ``status.capacityReservations``
     entry, in Karpenter-AWS's shape), its size, and how many instances ran in it at once

@@ -1,8 +1,10 @@
-"""The one composition root: reading this file shows the whole simulated system.
+"""The simulation's runtime: reading this file shows the whole simulated system.
 
 ``SimulationRuntime`` wires a scenario into: the virtual clock, cluster state, the simulated
-cloud, the NodeClaim lifecycle, the provisioner behind its batcher, the kube-scheduler and
-kubelet models, and the workload controllers; ``run`` advances virtual time to the end and
+cloud, the controllers (``operator/composition.py``'s ``new_controllers``: the NodeClaim
+lifecycle, the provisioner behind its batcher, termination, interruption, disruption,
+expiration, node repair), the kube-scheduler and kubelet models as its cluster adapter, and
+the workload controllers; ``run`` advances virtual time to the end and
 returns the summary.
 
 Event flow: pod created -> batcher trigger and kube-scheduler kick -> (batch window) ->
@@ -26,19 +28,13 @@ from joiner.cloudprovider.repair import AWS_REPAIR_POLICIES, with_tolerations
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.simulated.market import SpotMarket, market_seed
 from joiner.cloudprovider.types import Instance
-from joiner.controllers.disruption import DisruptionController
-from joiner.controllers.expiration import ExpirationController
-from joiner.controllers.health.controller import HealthController
-from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
-from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.buffers import Buffers
-from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.controllers.termination.controller import Terminator
 from joiner.controllers.termination.pdb import violated
 from joiner.faults.experiment import Experiment
 from joiner.faults.template import Template
 from joiner.operator import run_report
+from joiner.operator.composition import ControllerHost, Hooks, Options, Ports, new_controllers
 from joiner.operator.workload_wiring import WorkloadControllers
 from joiner.scheduling import costopt as packing_costopt
 from joiner.sim import windows
@@ -79,7 +75,7 @@ class RunResult:
     cloud: SimulatedCloudProvider
 
 
-class SimulationRuntime:
+class SimulationRuntime(ControllerHost):
     """Builds and runs one scenario in virtual time. One instance runs once.
 
     ``policy`` is ``joiner`` (Karpenter-style provisioning with the scenario's
@@ -112,7 +108,8 @@ class SimulationRuntime:
         self.rng_faults = random.Random(root.getrandbits(64))
         self.timeline = SimTimeline(self.clock)
         m = scenario.manifests
-        self.state, self._volume_warnings = cluster_state(m)
+        #: What reading the manifests' volumes warned about.
+        self.state, self.volume_warnings = cluster_state(m)
         self.cloud = SimulatedCloudProvider(
             self.catalog,
             scenario.region,
@@ -126,67 +123,44 @@ class SimulationRuntime:
             if scenario.feature_gates.reserved_capacity
             else (),
         )
-        self.lifecycle = Lifecycle(self.state, self.cloud, self.clock, scenario.region)
-        self.provisioner = Provisioner(
-            self.state,
-            self.cloud,
-            self.lifecycle,
-            self.clock,
-            self.rng_names,
-            scheduler=packing_costopt.scheduler_for(self.packing),
-            on_unschedulable=self._retry_later,
+        self.autoscaler: ClusterAutoscaler | None = None
+        self.take(
+            new_controllers(
+                Ports(
+                    self.state,
+                    self.cloud,
+                    self.clock,
+                    self.timeline,
+                    scenario.region,
+                    self.rng_names,
+                    self.cloud.get_instance_types,
+                    self.cloud.is_drifted,
+                ),
+                Options(
+                    packing=self.packing,
+                    interruption=scenario.interruption,
+                    spot_to_spot=scenario.feature_gates.spot_to_spot_consolidation,
+                    epoch=scenario.start_time,
+                    event_flow=self.joiner,
+                    #: Node repair (``NodeRepair`` gate, Joiner's policy only: CA has none).
+                    repair=with_tolerations(
+                        AWS_REPAIR_POLICIES, dict(scenario.repair_tolerations_s)
+                    )
+                    if scenario.feature_gates.node_repair and self.joiner
+                    else None,
+                ),
+                Hooks(
+                    flush=self._flush,
+                    unschedulable=self._retry_later,
+                    launched=self._launched,
+                    changed=self._changed,
+                    cluster=self._cluster,
+                ),
+            )
         )
         if scenario.feature_gates.capacity_buffer and self.joiner:
             self.provisioner.buffers = Buffers(m.capacitybuffers, self._live_replicas)
-        self.autoscaler: ClusterAutoscaler | None = None
-        self.batcher = Batcher(self.clock, self._flush)
-        self.kube_scheduler = KubeScheduler(
-            self.state, self.clock, preempt=lambda victim, by: self.terminator.preempt(victim, by)
-        )
-        self.pods = PodFactory(self.state, self.clock)
-        self.kubelet = KubeletModel(
-            self.state, self.clock, self.rng_boot, self.lifecycle, self.pods
-        )
-        self.terminator = Terminator(self.state, self.cloud, self.clock, self.timeline)
-        self.interruption = InterruptionController(
-            self.state,
-            self.cloud,
-            self.clock,
-            self.timeline,
-            self.terminator,
-            self.batcher.trigger,
-            scenario.interruption,
-        )
-        self.disruption = DisruptionController(
-            self.state,
-            self.provisioner,
-            self.terminator,
-            self.cloud.get_instance_types,
-            self.clock,
-            self.timeline,
-            trigger=self.batcher.trigger,
-            spot_to_spot=scenario.feature_gates.spot_to_spot_consolidation,
-            cloud_drift=self.cloud.is_drifted,
-            epoch=scenario.start_time,
-        )
-        self.expiration = ExpirationController(
-            self.state, self.terminator, self.clock, self.timeline, trigger=self.batcher.trigger
-        )
-        #: Node repair (``NodeRepair`` gate, Joiner's policy only: Cluster Autoscaler has none).
-        self.health: HealthController | None = None
-        if scenario.feature_gates.node_repair and self.joiner:
-            self.health = HealthController(
-                self.state,
-                self.terminator,
-                self.clock,
-                self.timeline,
-                with_tolerations(AWS_REPAIR_POLICIES, dict(scenario.repair_tolerations_s)),
-                trigger=self.batcher.trigger,
-            )
         if self.joiner:
-            self.lifecycle.launch_listeners.append(self.expiration.watch)
-            self.terminator.on_evicted.append(lambda _pod: self._kick_disruption())
-            self.terminator.on_terminated.append(lambda _node: self._changed())
             self.kube_scheduler.on_bound.append(lambda _pod: self._kick_disruption())
         if policy == CLUSTER_AUTOSCALER:
             self.autoscaler = build_autoscaler(
@@ -203,8 +177,6 @@ class SimulationRuntime:
             self.cloud.event_listeners.append(self.autoscaler.handle)
         self.pods.on_created.append(self._pod_created)
         self.kubelet.on_ready.append(self._node_ready)
-        self.lifecycle.deleted_listeners.append(lambda _claim: self.batcher.trigger())
-        self.lifecycle.launch_listeners.append(self._launched)
         self.cloud.event_listeners.append(self.interruption.handle)
         self.cloud.reclaim_listeners.append(self._reclaimed)
         self.terminator.on_evicted.append(self._gone)
@@ -231,6 +203,15 @@ class SimulationRuntime:
         self.experiments: list[tuple[float, Experiment]] = [
             (at, self._experiment(t)) for at, t in scenario.faults
         ]
+
+    def _cluster(self, lifecycle: Lifecycle) -> None:
+        """The cluster adapter: the kube-scheduler and kubelet models (the kubelet watches
+        launches before any controller does); the Terminator evicts by itself."""
+        self.kube_scheduler = KubeScheduler(
+            self.state, self.clock, preempt=lambda victim, by: self.terminator.preempt(victim, by)
+        )
+        self.pods = PodFactory(self.state, self.clock)
+        self.kubelet = KubeletModel(self.state, self.clock, self.rng_boot, lifecycle, self.pods)
 
     def _experiment(self, template: Template) -> Experiment:
         return Experiment(
@@ -487,34 +468,10 @@ class SimulationRuntime:
 
     def _run(self, progress: Callable[[float], None] | None) -> RunResult:
         warnings = self.warnings()
-        in_flight: list[NodeClaim] = []
-        warnings += adopt(
-            self.scenario.manifests,
-            self.state,
-            self.cloud,
-            self.pods,
-            self._by_owner,
-            on_in_flight=in_flight.append,
-        )
-        for claim in in_flight:  # launched before t=0: the kubelet model registers it
-            for listener in self.lifecycle.launch_listeners:
-                listener(claim)
-        for node in [n for _, n in sorted(self.state.nodes.items()) if n.deleting]:
-            # Being deleted in the dump: Karpenter's termination controller drains it.
-            self.clock.at(0.0, partial(self.terminator.drain, node, "deleting"), label="drain")
+        warnings += self._adopt_running()
         for w in warnings:
             log.warning("%s", w)
-        for d in self.deployments:
-            d.start(self.scenario.duration_s)
-        for h in self.hpas:
-            h.start(self.scenario.duration_s)
-        for cpa in self.workloads.proportional:
-            cpa.start(self.scenario.duration_s)
-        ScheduleRunner(self.scenario.schedules, self.clock, self._scheduled_minimum).start()
-        for j in self.jobs:
-            j.start()
-        for c in self.cronjobs:
-            c.start(self.scenario.duration_s)
+        self._start_workloads()
         if self.autoscaler is not None:
             self.autoscaler.start(self.scenario.duration_s)
         for at_s, event in self.scenario.events:
@@ -528,6 +485,45 @@ class SimulationRuntime:
             if self.health is not None:
                 self.health.start()
         self.clock.run_until(self.scenario.duration_s, progress=progress)
+        return RunResult(summary=self._summary(warnings), state=self.state, cloud=self.cloud)
+
+    def _adopt_running(self) -> list[str]:
+        """Start from the running cluster the manifests describe (``sim.running.adopt``);
+        returns its warnings."""
+        in_flight: list[NodeClaim] = []
+        warnings = adopt(
+            self.scenario.manifests,
+            self.state,
+            self.cloud,
+            self.pods,
+            self._by_owner,
+            on_in_flight=in_flight.append,
+        )
+        for claim in in_flight:  # launched before t=0: the kubelet model registers it
+            for listener in self.lifecycle.launch_listeners:
+                listener(claim)
+        for node in [n for _, n in sorted(self.state.nodes.items()) if n.deleting]:
+            # Being deleted in the dump: Karpenter's termination controller drains it.
+            self.clock.at(0.0, partial(self.terminator.drain, node, "deleting"), label="drain")
+        return warnings
+
+    def _start_workloads(self) -> None:
+        """Start the workload controllers and ``spec.schedules`` for the run's duration."""
+        duration_s = self.scenario.duration_s
+        for d in self.deployments:
+            d.start(duration_s)
+        for h in self.hpas:
+            h.start(duration_s)
+        for cpa in self.workloads.proportional:
+            cpa.start(duration_s)
+        ScheduleRunner(self.scenario.schedules, self.clock, self._scheduled_minimum).start()
+        for j in self.jobs:
+            j.start()
+        for c in self.cronjobs:
+            c.start(duration_s)
+
+    def _summary(self, warnings: list[str]) -> dict[str, Any]:
+        """The run's summary document (``sim.report.build_summary``), once it has ended."""
         summary = build_summary(
             name=self.scenario.name,
             region=self.scenario.region,
@@ -549,7 +545,7 @@ class SimulationRuntime:
             summary["windows"] = windows.summarize(
                 self.state, self.scenario.duration_s, self.scenario.windows
             )
-        return RunResult(summary=summary, state=self.state, cloud=self.cloud)
+        return summary
 
 
 class _SimTime(logging.Filter):

@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,6 +258,10 @@ def _validation_error(
     return InputError(msg, file=file, obj=obj, field=loc)
 
 
+#: Makes the error for a message and the field it is about (in the sweep file).
+_Fail = Callable[[str, str], InputError]
+
+
 def load_sweep(path: Path | str) -> SweepPlan:
     """Read and validate a sweep file, its scenario, every variant, and build the grid.
 
@@ -266,6 +270,44 @@ def load_sweep(path: Path | str) -> SweepPlan:
             problem names ``spec.variants[i]`` and quotes the scenario's error).
     """
     path = Path(path)
+    file = str(path)
+    doc, obj = _read_sweep(path)
+    spec = doc.spec
+
+    def fail(message: str, field: str) -> InputError:
+        return InputError(message, file=file, obj=obj, field=field)
+
+    scenario_path, base_doc = _base_scenario(path.parent / spec.scenario, fail)
+    seeds = _seeds(spec, fail)
+    multipliers = spec.interruptionRateMultipliers
+    _check_multipliers(multipliers, fail)
+    policies = _policies(spec, base_doc)
+    if len(set(policies)) != len(policies):
+        raise fail("each policy may be listed once", "spec.policies")
+    variants: dict[str, Variant] = {}
+    for i, v in enumerate(_variant_specs(spec, fail)):
+        variants[v.name] = _variant(
+            v, f"spec.variants[{i}]", scenario_path, base_doc, policies, max(multipliers), fail
+        )
+    grid = [
+        Cell(v, p, float(m), s)
+        for v in variants
+        for p in policies
+        for m in multipliers
+        for s in seeds
+    ]
+    if spec.sample is not None and spec.sample.count < len(grid):
+        picked = sorted(random.Random(spec.sample.seed).sample(range(len(grid)), spec.sample.count))
+        grid = [grid[i] for i in picked]
+    return SweepPlan(name=doc.metadata.name, file=file, variants=variants, cells=tuple(grid))
+
+
+def _read_sweep(path: Path) -> tuple[SweepFile, str]:
+    """The validated Sweep document and how errors name it (``Sweep/<name>``).
+
+    Raises:
+        InputError: not one Sweep document, or an invalid one.
+    """
     file = str(path)
     docs = read_documents(path)
     if len(docs) != 1 or not isinstance(docs[0], dict):
@@ -281,23 +323,32 @@ def load_sweep(path: Path | str) -> SweepPlan:
     meta = raw.get("metadata")
     obj = f"Sweep/{meta['name']}" if isinstance(meta, dict) and meta.get("name") else "Sweep"
     try:
-        doc = SweepFile.model_validate(raw)
+        return SweepFile.model_validate(raw), obj
     except ValidationError as exc:
         raise _validation_error(exc, file, obj, SweepFile) from exc
-    spec = doc.spec
 
-    def fail(message: str, field: str) -> InputError:
-        return InputError(message, file=file, obj=obj, field=field)
 
-    scenario_path = path.parent / spec.scenario
+def _base_scenario(scenario_path: Path, fail: _Fail) -> tuple[Path, dict[str, Any]]:
+    """``spec.scenario``'s path and its one Scenario document (unvalidated).
+
+    Raises:
+        InputError: the file is missing, or does not hold one document.
+    """
     if not scenario_path.is_file():
         what = "is a directory" if scenario_path.is_dir() else "does not exist"
         raise fail(f"scenario file {str(scenario_path)!r} {what}", "spec.scenario")
     base_docs = read_documents(scenario_path)
     if len(base_docs) != 1 or not isinstance(base_docs[0], dict):
         raise fail("the scenario file must hold one Scenario document", "spec.scenario")
-    base_doc: dict[str, Any] = base_docs[0]
+    return scenario_path, base_docs[0]
 
+
+def _seeds(spec: SweepSpec, fail: _Fail) -> list[int]:
+    """``spec.seeds`` as a list (a range expanded).
+
+    Raises:
+        InputError: none given, one out of [0, 2^63), or one listed twice.
+    """
     seeds = (
         list(range(spec.seeds.start, spec.seeds.start + spec.seeds.count))
         if isinstance(spec.seeds, SeedRange)
@@ -310,7 +361,11 @@ def load_sweep(path: Path | str) -> SweepPlan:
             raise fail(f"seed {s} is out of range [0, 2^63)", f"spec.seeds[{i}]")
     if len(set(seeds)) != len(seeds):
         raise fail("each seed may be listed once", "spec.seeds")
-    multipliers = spec.interruptionRateMultipliers
+    return seeds
+
+
+def _check_multipliers(multipliers: Sequence[float], fail: _Fail) -> None:
+    """Raises InputError for a multiplier out of [0, MAX_RATE_MULTIPLIER] or listed twice."""
     for i, m in enumerate(multipliers):
         if not 0 <= m <= MAX_RATE_MULTIPLIER:
             raise fail(
@@ -319,31 +374,20 @@ def load_sweep(path: Path | str) -> SweepPlan:
             )
     if len({f"{m:g}" for m in multipliers}) != len(multipliers):
         raise fail("each multiplier may be listed once", "spec.interruptionRateMultipliers")
-    policies = _policies(spec, base_doc)
-    if len(set(policies)) != len(policies):
-        raise fail("each policy may be listed once", "spec.policies")
+
+
+def _variant_specs(spec: SweepSpec, fail: _Fail) -> list[VariantSpec]:
+    """``spec.variants`` (one ``base`` variant when none).
+
+    Raises:
+        InputError: a variant's name listed twice.
+    """
     variant_specs = spec.variants or [VariantSpec(name="base")]
     names = [v.name for v in variant_specs]
     for i, name in enumerate(names):
         if names.index(name) != i:
             raise fail(f"variant {name!r} is listed twice", f"spec.variants[{i}].name")
-
-    variants: dict[str, Variant] = {}
-    for i, v in enumerate(variant_specs):
-        variants[v.name] = _variant(
-            v, f"spec.variants[{i}]", scenario_path, base_doc, policies, max(multipliers), fail
-        )
-    grid = [
-        Cell(v, p, float(m), s)
-        for v in variants
-        for p in policies
-        for m in multipliers
-        for s in seeds
-    ]
-    if spec.sample is not None and spec.sample.count < len(grid):
-        picked = sorted(random.Random(spec.sample.seed).sample(range(len(grid)), spec.sample.count))
-        grid = [grid[i] for i in picked]
-    return SweepPlan(name=doc.metadata.name, file=file, variants=variants, cells=tuple(grid))
+    return variant_specs
 
 
 def _policies(spec: SweepSpec, base_doc: dict[str, Any]) -> list[str]:
@@ -377,7 +421,7 @@ def _variant(
     base_doc: dict[str, Any],
     policies: list[str],
     max_multiplier: float,
-    fail: Any,
+    fail: _Fail,
 ) -> Variant:
     """Apply a variant's patches, bundle its files and load it once (see the module doc)."""
     doc = merge_patch(base_doc, v.scenario) if v.scenario is not None else dict(base_doc)
@@ -465,7 +509,7 @@ def _check_variant(
     doc: dict[str, Any],
     policies: list[str],
     max_multiplier: float,
-    fail: Any,
+    fail: _Fail,
 ) -> str:
     """Load the variant as a cell would (every policy, the largest multiplier) and return
     its NodePools as ``karpenter.sh/v1`` YAML.
