@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,6 +23,11 @@ from joiner.cli.common import (
     print_warnings,
     printable,
 )
+
+if TYPE_CHECKING:
+    from joiner.operator.compare import Comparison
+    from joiner.operator.wiring import SimulationRuntime
+    from joiner.sim.scenario import Scenario
 
 
 def simulate(
@@ -49,56 +54,21 @@ def simulate(
 ) -> None:
     """Run a scenario in virtual time and report nodes, cost and pod wait times; with
     spec.compare, under each policy, side by side."""
-    from joiner.api.featuregates import parse as parse_feature_gates
     from joiner.cli.progress import virtual_time_progress
-    from joiner.operator.compare import prepare_policies, run_policies
-    from joiner.sim.htmlreport import PolicyData, write_report
-    from joiner.sim.scenario import load_scenario
+    from joiner.operator.compare import run_policies
 
     if verbose:
         configure_logging(True)
-    try:
-        sc = load_scenario(scenario)
-        if feature_gates is not None:
-            sc = replace(
-                sc, feature_gates=parse_feature_gates(feature_gates, base=sc.feature_gates)
-            )
-        prepared = prepare_policies(sc)
-    except InputError as exc:
-        fail(exc)
+    sc, prepared = _load(scenario, feature_gates)
     target = out_dir if out_dir is not None else Path("joiner-out") / sc.name
     summary_path = target / "summary.json"
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        if summary_path.is_dir():
-            raise IsADirectoryError(f"{summary_path} is a directory")
-    except OSError as exc:
-        fail(InputError(f"cannot write the output directory: {exc}", field="--out"))
-    if report is not None:
-        try:
-            report.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            fail(InputError(f"cannot write the report directory: {exc}", field="--report"))
+    _make_output_dirs(target, summary_path, report)
     offsets = {p: i * sc.duration_s for i, p in enumerate(sc.policies)}
     with virtual_time_progress(
         sc.name, sc.duration_s * len(sc.policies), console=err, enabled=not quiet
     ) as update:
         result = run_policies(sc, prepared=prepared, progress=lambda p, t: update(offsets[p] + t))
-    try:
-        summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
-    except OSError as exc:
-        fail(InputError(f"cannot write {summary_path}: {exc}", field="--out"))
-    page = None
-    if report is not None:
-        try:
-            page = write_report(
-                report,
-                sc.name,
-                {n: PolicyData(r.summary, r.state) for n, r in result.runs.items()},
-                sc.duration_s,
-            )
-        except OSError as exc:
-            fail(InputError(f"cannot write the report: {exc}", field="--report"))
+    page = _write_outputs(sc, result, summary_path, report)
     if quiet:
         print_warnings(result.summary["warnings"], verbose=verbose)
         out.print(str(summary_path))
@@ -112,6 +82,66 @@ def simulate(
     out.print(f"\nsummary written to [bold]{summary_path}[/]")
     if page is not None:
         out.print(f"report written to [bold]{page}[/]")
+
+
+def _load(
+    scenario: Path, feature_gates: str | None
+) -> tuple[Scenario, list[tuple[str, SimulationRuntime]]]:
+    """The scenario (with ``--feature-gates`` over its own) and one runtime per policy;
+    exits with status 2 on an input error."""
+    from joiner.api.featuregates import parse as parse_feature_gates
+    from joiner.operator.compare import prepare_policies
+    from joiner.sim.scenario import load_scenario
+
+    try:
+        sc = load_scenario(scenario)
+        if feature_gates is not None:
+            sc = replace(
+                sc, feature_gates=parse_feature_gates(feature_gates, base=sc.feature_gates)
+            )
+        return sc, prepare_policies(sc)
+    except InputError as exc:
+        fail(exc)
+
+
+def _make_output_dirs(target: Path, summary_path: Path, report: Path | None) -> None:
+    """Create ``target`` (where ``summary_path`` goes) and the ``--report`` directory; exits
+    with status 2 when either cannot be written."""
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        if summary_path.is_dir():
+            raise IsADirectoryError(f"{summary_path} is a directory")
+    except OSError as exc:
+        fail(InputError(f"cannot write the output directory: {exc}", field="--out"))
+    if report is not None:
+        try:
+            report.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            fail(InputError(f"cannot write the report directory: {exc}", field="--report"))
+
+
+def _write_outputs(
+    sc: Scenario, result: Comparison, summary_path: Path, report: Path | None
+) -> Path | None:
+    """Write ``summary.json`` and, with ``--report``, the HTML report; the report page's
+    path, or None. Exits with status 2 when a file cannot be written."""
+    from joiner.sim.htmlreport import PolicyData, write_report
+
+    try:
+        summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        fail(InputError(f"cannot write {summary_path}: {exc}", field="--out"))
+    if report is None:
+        return None
+    try:
+        return write_report(
+            report,
+            sc.name,
+            {n: PolicyData(r.summary, r.state) for n, r in result.runs.items()},
+            sc.duration_s,
+        )
+    except OSError as exc:
+        fail(InputError(f"cannot write the report: {exc}", field="--report"))
 
 
 def _print_summary(s: dict[str, Any], verbose: bool) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from joiner.api import labels, quantity
+from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.scheduling.base import SolveBase
 from joiner.scheduling.placement import (
@@ -122,27 +123,7 @@ class OnExisting:
             rows = self._topology_filter(attempt, rows, memo)
             if rows.size == 0:
                 return None
-        if first_fit is not None:
-            # CA's walk starts just after the node its previous search found.
-            start = first_fit.last_index % len(self.existing)
-            rows = np.concatenate((rows[rows >= start], rows[rows < start]))
-        elif self.inp.mode == "kube-scheduler":
-            # Score only the nodes that may still take this template (LeastAllocated).
-            ordered = self.room.least_allocated_order(rows, t.requests)
-            if ordered is not None:
-                rows = ordered
-            else:
-                rows = np.array(
-                    sorted(
-                        rows.tolist(),
-                        key=lambda i: (
-                            -_least_allocated(self.existing[i], t.requests),
-                            self.existing[i].node.name,
-                        ),
-                    ),
-                    dtype=np.int64,
-                )
-        for i in rows.tolist():
+        for i in self._search_order(rows, t.requests, first_fit).tolist():
             e = self.existing[i]
             verdict = self._admits(e, attempt, memo)
             if verdict is None:
@@ -155,6 +136,34 @@ class OnExisting:
                 first_fit.hints[attempt.pod.uid] = e.node.name
             return self._take(i, e, attempt)
         return None
+
+    def _search_order(
+        self, rows: IntArray, requests: Resources, first_fit: FirstFit | None
+    ) -> IntArray:
+        """The order in which existing nodes ``rows`` are tried for a pod requesting
+        ``requests``: Cluster Autoscaler's walk from just after the node its previous search
+        found (``first_fit``); kube-scheduler's LeastAllocated score, best first (ties by
+        node name); else ``rows`` as given."""
+        if first_fit is not None:
+            # CA's walk starts just after the node its previous search found.
+            start = first_fit.last_index % len(self.existing)
+            return np.concatenate((rows[rows >= start], rows[rows < start]))
+        if self.inp.mode != "kube-scheduler":
+            return rows
+        # Score only the nodes that may still take this template (LeastAllocated).
+        ordered = self.room.least_allocated_order(rows, requests)
+        if ordered is not None:
+            return ordered
+        return np.array(
+            sorted(
+                rows.tolist(),
+                key=lambda i: (
+                    -_least_allocated(self.existing[i], requests),
+                    self.existing[i].node.name,
+                ),
+            ),
+            dtype=np.int64,
+        )
 
     def _take(self, i: int, e: _Existing, attempt: _Attempt) -> str:
         """Place ``attempt``'s pod on existing node ``i`` (``e``); returns its name."""

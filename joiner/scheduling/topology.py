@@ -237,6 +237,56 @@ class Summary:
             return False
         return all(sp.allows(d) for sp in self.spread.get(key, []))
 
+    def _host_ok(self, host: str, existing: bool) -> bool:
+        """May the pod go to host ``host`` (an existing node when ``existing``): the
+        per-host limits, hostname affinity and forbidden hostnames."""
+        for g, limit, low in self.host_max:
+            if g.counts.get(host, 0) > limit + (low if existing else 0):
+                return False
+        for _, present in self.affinity.get(labels.HOSTNAME, []):
+            if present and host not in present:
+                return False
+        return host not in self.forbidden.get(labels.HOSTNAME, ())
+
+    def _candidates(
+        self,
+        key: str,
+        claim_reqs: Requirements,
+        universe: dict[str, set[str]],
+        pending: Callable[[Group], int] | None,
+        decide: Mapping[str, Group] | None,
+    ) -> list[str]:
+        """The domains of ``key`` an undecided NodeClaim may be narrowed to (see
+        ``verdict``), the first spread group's (else the ``decide`` group's) least-loaded
+        first, ties by name."""
+        req = claim_reqs.get_or_exists(key)
+        spreads = self.spread.get(key, [])
+        candidates = []
+        for v in universe.get(key, set()):
+            if not req.has(v) or v in self.forbidden.get(key, ()):
+                continue
+            if any(
+                g.counts.get(v, 0) > 0 or (pending is not None and pending(g) > 0)
+                for g in self.anti.get(key, [])
+            ):
+                continue
+            if any(
+                present and v not in present and not (pending is not None and pending(g) > 0)
+                for g, present in self.affinity.get(key, [])
+            ):
+                continue
+            if not all(sp.allows(v, pending(sp.group) if pending else 0) for sp in spreads):
+                continue
+            candidates.append(v)
+        if spreads:
+            first = spreads[0].group.counts
+        elif decide and key in decide:
+            first = decide[key].counts
+        else:
+            first = {}
+        candidates.sort(key=lambda v: (first.get(v, 0), v))
+        return candidates
+
     def verdict(
         self,
         domain_of: dict[str, str | None],
@@ -262,19 +312,11 @@ class Summary:
         if self.trivial and not decide:
             return _OK
         host = domain_of.get(labels.HOSTNAME)
-        existing = claim_reqs is None
-        for g, limit, low in self.host_max:
-            if host is not None and g.counts.get(host, 0) > limit + (low if existing else 0):
-                return Verdict(False, _why(labels.HOSTNAME, self.active))
+        if host is not None and not self._host_ok(host, claim_reqs is None):
+            return Verdict(False, _why(labels.HOSTNAME, self.active))
         keys = set(self.spread) | set(self.affinity) | set(self.anti) | set(self.forbidden)
         keys |= set(decide or ())
         keys.discard(labels.HOSTNAME)
-        if host is not None:
-            for _, present in self.affinity.get(labels.HOSTNAME, []):
-                if present and host not in present:
-                    return Verdict(False, _why(labels.HOSTNAME, self.active))
-            if host in self.forbidden.get(labels.HOSTNAME, ()):
-                return Verdict(False, _why(labels.HOSTNAME, self.active))
         narrow: list[list[Requirement]] = []
         for key in sorted(keys):
             d = domain_of.get(key)
@@ -295,41 +337,22 @@ class Summary:
                 continue  # the node will not carry the key: anti-affinity cannot apply
             if pending_repels is not None and pending_repels(key):
                 return Verdict(False, _why(key, self.active))
-            req = claim_reqs.get_or_exists(key)
-            spreads = self.spread.get(key, [])
-            candidates = []
-            for v in universe.get(key, set()):
-                if not req.has(v) or v in self.forbidden.get(key, ()):
-                    continue
-                if any(
-                    g.counts.get(v, 0) > 0 or (pending is not None and pending(g) > 0)
-                    for g in self.anti.get(key, [])
-                ):
-                    continue
-                if any(
-                    present and v not in present and not (pending is not None and pending(g) > 0)
-                    for g, present in self.affinity.get(key, [])
-                ):
-                    continue
-                if not all(sp.allows(v, pending(sp.group) if pending else 0) for sp in spreads):
-                    continue
-                candidates.append(v)
+            candidates = self._candidates(key, claim_reqs, universe, pending, decide)
             if not candidates:
                 return Verdict(False, _why(key, self.active))
-            if spreads:
-                first = spreads[0].group.counts
-            elif decide and key in decide:
-                first = decide[key].counts
-            else:
-                first = {}
-            candidates.sort(key=lambda v: (first.get(v, 0), v))
             narrow.append([Requirement.in_(key, v) for v in candidates])
         if not narrow:
             return _OK
-        combos: list[tuple[Requirement, ...]] = [()]
-        for options in narrow:
-            combos = [(*c, o) for c in combos for o in options][:64]
-        return Verdict(True, narrowings=combos)
+        return Verdict(True, narrowings=_combos(narrow))
+
+
+def _combos(narrow: list[list[Requirement]]) -> list[tuple[Requirement, ...]]:
+    """One requirement per key from each of ``narrow``'s lists (key by key, each list's
+    order kept), at most the first 64 combinations."""
+    combos: list[tuple[Requirement, ...]] = [()]
+    for options in narrow:
+        combos = [(*c, o) for c in combos for o in options][:64]
+    return combos
 
 
 def _why(key: str, active: Active) -> str:

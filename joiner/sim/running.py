@@ -177,91 +177,30 @@ def adopt(
       part of the starting cluster go with their node.
     """
     warnings: list[str] = []
+    adopted = _adopt_nodes(m, state, cloud, warnings)
+    _adopt_in_flight(m, state, cloud, on_in_flight, warnings)
+    _adopt_pods(m, pods, workload_keys, adopted, warnings)
+    return warnings
+
+
+def _adopt_nodes(
+    m: ManifestSet, state: ClusterState, cloud: SimulatedCloudProvider, warnings: list[str]
+) -> set[str]:
+    """Create the manifests' Nodes (see ``adopt``); returns the names of those now in
+    ``state``, and appends a warning for each Node left out and one for static capacity."""
     adopted: set[str] = set()
     static: list[str] = []
     for n in m.nodes:
-        where = f"{n.source.ref} ({n.source.file})"
         if n.nodepool is None:
             state.nodes[n.name] = _static_node(n)
             adopted.add(n.name)
             static.append(n.name)
             continue
-        pool = state.nodepools.get(n.nodepool)
-        if pool is None:
-            warnings.append(
-                f"{where}: its NodePool {n.nodepool!r} is not in the manifests; not part of "
-                "the starting cluster"
-            )
-            continue
-        node_labels = dict(n.labels)
-        type_name = node_labels.get(labels.INSTANCE_TYPE)
-        zone = node_labels.get(labels.ZONE)
-        capacity_type = node_labels.get(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
-        try:
-            types = {t.name: t for t in cloud.get_instance_types(pool.node_class_ref.name)}
-        except NodeClassNotReadyError as exc:
-            warnings.append(f"{where}: {exc}; not part of the starting cluster")
-            continue
-        it = types.get(type_name or "")
-        if it is None or zone is None:
-            warnings.append(
-                f"{where}: instance type {type_name!r} in zone {zone!r} is not offered to "
-                f"NodePool {pool.name}; not part of the starting cluster"
-            )
-            continue
-        instance_id = (n.provider_id or "").rsplit("/", 1)[-1] or f"i-{n.name}"
-        if cloud.instance_by_id(instance_id) is not None:
-            warnings.append(
-                f"{where}: instance {instance_id} already backs another Node; not part of the "
-                "starting cluster"
-            )
-            continue
-        nc = m.nodeclass(pool.node_class_ref.name)
-        tags = (
-            *(nc.tags if nc is not None else ()),
-            ("karpenter.sh/nodepool", pool.name),
-            ("karpenter.sh/nodeclaim", n.name),
-        )
-        try:
-            instance = cloud.adopt(it, zone, capacity_type, instance_id, tags=tags)
-        except CloudProviderError as exc:
-            warnings.append(f"{where}: {exc}; not part of the starting cluster")
-            continue
-        node_labels.setdefault(labels.HOSTNAME, n.name)
-        node_labels.setdefault(labels.NODEPOOL, pool.name)
-        node_labels[labels.INITIALIZED] = "true"
-        claim = NodeClaim(
-            name=n.name,
-            nodepool=pool.name,
-            node_class=pool.node_class_ref.name,
-            requirements=Requirements.from_labels(
-                {k: node_labels[k] for k in (labels.INSTANCE_TYPE, labels.ZONE) if k in node_labels}
-                | {labels.CAPACITY_TYPE: capacity_type}
-            ),
-            requests={},
-            instance_type_options=(it,),
-            created_at_s=0.0,
-            instance=instance,
-            launched_at_s=0.0,
-            registered_at_s=0.0,
-            initialized_at_s=0.0,
-            node_name=n.name,
-        )
-        state.nodeclaims[claim.name] = claim
-        state.nodes[n.name] = Node(
-            name=n.name,
-            nodeclaim=claim.name,
-            labels=node_labels,
-            taints=_cordon_taint(n),
-            capacity=dict(n.capacity) or dict(it.capacity),
-            allocatable=dict(n.allocatable) or dict(it.allocatable),
-            created_at_s=0.0,
-            ready=True,
-            deleting=n.deleting,
-            do_not_disrupt=dict(n.annotations).get(labels.DO_NOT_DISRUPT) == "true",
-            scale_down_disabled=dict(n.annotations).get(labels.CA_SCALE_DOWN_DISABLED) == "true",
-        )
-        adopted.add(n.name)
+        problem = _adopt_node(n, n.nodepool, m, state, cloud)
+        if problem is None:
+            adopted.add(n.name)
+        else:
+            warnings.append(f"{n.source.ref} ({n.source.file}): {problem}")
     if static:
         warnings.append(
             grouped(
@@ -271,7 +210,99 @@ def adopt(
                 static,
             )
         )
-    _adopt_in_flight(m, state, cloud, on_in_flight, warnings)
+    return adopted
+
+
+def _adopt_node(
+    n: ClusterNode,
+    nodepool: str,
+    m: ManifestSet,
+    state: ClusterState,
+    cloud: SimulatedCloudProvider,
+) -> str | None:
+    """Adopt Node ``n`` of NodePool ``nodepool`` as a launched, initialized NodeClaim backed
+    by a simulated instance; None when done, else why it is not part of the starting cluster
+    (a warning without the Node's location)."""
+    pool = state.nodepools.get(nodepool)
+    if pool is None:
+        return (
+            f"its NodePool {nodepool!r} is not in the manifests; not part of the starting cluster"
+        )
+    node_labels = dict(n.labels)
+    type_name = node_labels.get(labels.INSTANCE_TYPE)
+    zone = node_labels.get(labels.ZONE)
+    capacity_type = node_labels.get(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
+    try:
+        types = {t.name: t for t in cloud.get_instance_types(pool.node_class_ref.name)}
+    except NodeClassNotReadyError as exc:
+        return f"{exc}; not part of the starting cluster"
+    it = types.get(type_name or "")
+    if it is None or zone is None:
+        return (
+            f"instance type {type_name!r} in zone {zone!r} is not offered to "
+            f"NodePool {pool.name}; not part of the starting cluster"
+        )
+    instance_id = (n.provider_id or "").rsplit("/", 1)[-1] or f"i-{n.name}"
+    if cloud.instance_by_id(instance_id) is not None:
+        return (
+            f"instance {instance_id} already backs another Node; not part of the starting cluster"
+        )
+    nc = m.nodeclass(pool.node_class_ref.name)
+    tags = (
+        *(nc.tags if nc is not None else ()),
+        ("karpenter.sh/nodepool", pool.name),
+        ("karpenter.sh/nodeclaim", n.name),
+    )
+    try:
+        instance = cloud.adopt(it, zone, capacity_type, instance_id, tags=tags)
+    except CloudProviderError as exc:
+        return f"{exc}; not part of the starting cluster"
+    node_labels.setdefault(labels.HOSTNAME, n.name)
+    node_labels.setdefault(labels.NODEPOOL, pool.name)
+    node_labels[labels.INITIALIZED] = "true"
+    claim = NodeClaim(
+        name=n.name,
+        nodepool=pool.name,
+        node_class=pool.node_class_ref.name,
+        requirements=Requirements.from_labels(
+            {k: node_labels[k] for k in (labels.INSTANCE_TYPE, labels.ZONE) if k in node_labels}
+            | {labels.CAPACITY_TYPE: capacity_type}
+        ),
+        requests={},
+        instance_type_options=(it,),
+        created_at_s=0.0,
+        instance=instance,
+        launched_at_s=0.0,
+        registered_at_s=0.0,
+        initialized_at_s=0.0,
+        node_name=n.name,
+    )
+    state.nodeclaims[claim.name] = claim
+    state.nodes[n.name] = Node(
+        name=n.name,
+        nodeclaim=claim.name,
+        labels=node_labels,
+        taints=_cordon_taint(n),
+        capacity=dict(n.capacity) or dict(it.capacity),
+        allocatable=dict(n.allocatable) or dict(it.allocatable),
+        created_at_s=0.0,
+        ready=True,
+        deleting=n.deleting,
+        do_not_disrupt=dict(n.annotations).get(labels.DO_NOT_DISRUPT) == "true",
+        scale_down_disabled=dict(n.annotations).get(labels.CA_SCALE_DOWN_DISABLED) == "true",
+    )
+    return None
+
+
+def _adopt_pods(
+    m: ManifestSet,
+    pods: PodFactory,
+    workload_keys: Mapping[str, object],
+    adopted: set[str],
+    warnings: list[str],
+) -> None:
+    """Create the manifests' live Pods (see ``adopt``), bound when their node is in
+    ``adopted``; appends warnings for gated pods and pods whose node was left out."""
     ds_keys = {f"{d.namespace}/{d.name}": d for d in m.daemonsets}
     workloads = [w for w in m.workloads if w.key in workload_keys]
     gated: list[str] = []
@@ -334,4 +365,3 @@ def adopt(
                 moved,
             )
         )
-    return warnings

@@ -8,7 +8,8 @@ names (paths relative to the scenario file) and the traces, and checks cross-ref
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
 from joiner.api.manifests.yamlio import read_documents, read_text
 from joiner.api.objects import CronJob
+from joiner.api.objects import Workload as ManifestWorkload
 from joiner.api.quantity import parse_quantity
 from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.catalog import Catalog
@@ -43,6 +45,7 @@ from joiner.sim.hpa import HpaRun, WorkloadInputs
 from joiner.sim.scenario_schema import (
     ScenarioFile,
     ScenarioSpec,
+    SubnetSpec,
     WorkloadSpec,
 )
 from joiner.sim.scenario_sections import (
@@ -157,11 +160,29 @@ def _scales(w: WorkloadSpec) -> bool:
     return any(x is not None for x in fields)
 
 
-def _trace(base: Path, name: str, file: str, obj: str, field: str) -> Trace:
+def _trace(
+    at: _At,
+    name: str,
+    field: str,
+    *,
+    target_per_replica: float = 1.0,
+    min_replicas: int = 0,
+    max_replicas: int = 1,
+) -> Trace:
+    """The trace file ``name`` (relative to the scenario), loaded.
+
+    Raises:
+        InputError: the trace's own error, as the Scenario's at ``field``.
+    """
     try:
-        return load_trace(base / name, target_per_replica=1.0, min_replicas=0, max_replicas=1)
+        return load_trace(
+            at.base / name,
+            target_per_replica=target_per_replica,
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+        )
     except InputError as exc:
-        raise InputError(f"{exc.file}: {exc.detail}", file=file, obj=obj, field=field) from exc
+        raise at.referenced(exc, field) from exc
 
 
 def _cpu_per_request(
@@ -193,6 +214,42 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
+@dataclass(frozen=True)
+class _At:
+    """Where a scenario's problems are reported (its ``file`` and ``Scenario/<name>`` object)
+    and the directory its paths are relative to (``base``)."""
+
+    file: str
+    obj: str
+    base: Path
+
+    def fail(self, message: str, field: str) -> InputError:
+        """An error at ``field`` of the Scenario."""
+        return InputError(message, file=self.file, obj=self.obj, field=field)
+
+    @contextmanager
+    def located(self) -> Iterator[None]:
+        """Fill the Scenario's file and object into an ``InputError`` raised inside."""
+        try:
+            yield
+        except InputError as exc:
+            raise exc.located(file=self.file, obj=self.obj) from exc
+
+    def referenced(self, exc: InputError, field: str) -> InputError:
+        """``exc``, raised reading a file the Scenario names at ``field``, as the Scenario's
+        error (the other file's name leads the message)."""
+        return InputError(f"{exc.file}: {exc.detail}", file=self.file, obj=self.obj, field=field)
+
+    def seconds(self, value: str, where: str) -> float:
+        """A required duration in seconds.
+
+        Raises:
+            InputError: not a duration (at ``where`` of the Scenario).
+        """
+        with self.located():
+            return durations.parse_required_seconds(value, field=where)
+
+
 def load_scenario(
     path: Path | str, catalog: Catalog | None = None, *, check_selectors: bool = True
 ) -> Scenario:
@@ -205,6 +262,82 @@ def load_scenario(
         InputError: naming the file, object and field of the first problem found.
     """
     path = Path(path)
+    doc = _read_scenario(path)
+    at = _At(str(path), f"Scenario/{doc.metadata.name}", path.parent)
+    spec = doc.spec
+    catalog = catalog or Catalog.load()
+    duration_s, start_time = _run_time(spec, catalog, at)
+    manifests = _manifests(spec, at)
+    with at.located():
+        region = cluster_region(manifests, catalog, spec.region, "spec.region")
+    zones = dict(catalog.zones(region))
+    subnets, groups = _vpc(spec, manifests, catalog, region, zones, at.fail)
+    reservations = _reservations(spec, zones, catalog, region, at.fail)
+    workloads, cron_runs = _workloads(spec, manifests, start_time, at)
+    schedules = scheduled.resolve(
+        spec.schedules,
+        manifests,
+        _hpa_ceilings(workloads),
+        start_time,
+        duration_s,
+        seconds=at.seconds,
+        fail=at.fail,
+        buffers_on=spec.settings.featureGates.capacityBuffer,
+    )
+    cronjobs = _cronjobs(manifests, cron_runs, start_time, duration_s)
+    if spec.compare is not None and len(set(spec.compare)) != len(spec.compare):
+        raise at.fail("each policy may be listed once", "spec.compare")
+    autoscaler = autoscaler_settings(spec, region, manifests, subnets, catalog, at.seconds, at.fail)
+    if check_selectors:
+        check_node_classes(manifests, subnets, groups)
+    interruption = interruption_settings(spec, at.base, at.file, at.obj)
+    events = _events(spec, at)
+    faults = _faults(spec, manifests, at)
+    with at.located():
+        market = _market(spec, catalog, region, zones, subnets, start_time, manifests, at.base)
+    windows = _windows(spec, start_time, duration_s, manifests, at)
+    return Scenario(
+        name=doc.metadata.name,
+        file=at.file,
+        region=region,
+        duration_s=duration_s,
+        seed=spec.seed,
+        manifests=manifests,
+        subnets=subnets,
+        security_groups=groups,
+        workloads=workloads,
+        hazard=_hazard(spec),
+        market=market,
+        interruption=interruption,
+        events=events,
+        faults=faults,
+        start_time=start_time,
+        feature_gates=FeatureGates(
+            spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation,
+            capacity_buffer=spec.settings.featureGates.capacityBuffer,
+            node_repair=spec.settings.featureGates.nodeRepair,
+            reserved_capacity=spec.settings.featureGates.reservedCapacity,
+        ),
+        repair_tolerations_s=_repair_tolerations(
+            spec.settings.nodeRepairTolerations, at.file, at.obj
+        ),
+        capacity_reservations=reservations,
+        cronjobs=cronjobs,
+        policies=tuple(spec.compare) if spec.compare else ("joiner",),
+        autoscaler=autoscaler,
+        packing=spec.settings.packing,
+        windows=windows,
+        schedules=schedules,
+    )
+
+
+def _read_scenario(path: Path) -> ScenarioFile:
+    """The one ``kind: Scenario`` document at ``path``, validated against the schema.
+
+    Raises:
+        InputError: not one document, not a mapping, another kind, or a schema violation
+            (naming the first failing field).
+    """
     file = str(path)
     docs = read_documents(path)
     if len(docs) != 1:
@@ -221,7 +354,7 @@ def load_scenario(
             field="kind",
         )
     try:
-        doc = ScenarioFile.model_validate(raw)
+        return ScenarioFile.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         msg = describe(err, ScenarioFile)
@@ -234,49 +367,65 @@ def load_scenario(
             obj=f"Scenario/{name}" if name else "Scenario",
             field=field_path(tuple(err["loc"])),
         ) from exc
-    obj = f"Scenario/{doc.metadata.name}"
-    spec = doc.spec
-    catalog = catalog or Catalog.load()
 
-    def fail(message: str, field: str) -> InputError:
-        return InputError(message, file=file, obj=obj, field=field)
 
+def _run_time(spec: ScenarioSpec, catalog: Catalog, at: _At) -> tuple[float, datetime]:
+    """The run's length in seconds and its UTC start (``spec.duration``, ``spec.startTime``),
+    after checking that a given ``spec.region`` is one the catalog knows.
+
+    Raises:
+        InputError: an unknown region, a bad duration (or one under 1s) or start time.
+    """
     if spec.region is not None and spec.region not in catalog.regions():
-        raise fail(
+        raise at.fail(
             f"unknown region {spec.region!r}; known: {', '.join(catalog.regions())}", "spec.region"
         )
-    try:
+    with at.located():
         duration_s = durations.parse_required_seconds(spec.duration, field="spec.duration")
-    except InputError as exc:
-        raise exc.located(file=file, obj=obj) from exc
     if duration_s < 1:
-        raise fail("duration must be at least 1s", "spec.duration")
-
-    try:
+        raise at.fail("duration must be at least 1s", "spec.duration")
+    with at.located():
         start_time = cron.check_instant(spec.startTime, field="spec.startTime")
-    except InputError as exc:
-        raise exc.located(file=file, obj=obj) from exc
+    return duration_s, start_time
 
-    base = path.parent
+
+def _manifests(spec: ScenarioSpec, at: _At) -> ManifestSet:
+    """The manifest files ``spec.manifests`` lists, loaded.
+
+    Raises:
+        InputError: a file listed twice, missing or a directory; or a manifest problem.
+    """
+    base = at.base
     seen_paths: dict[Path, int] = {}
     for i, m in enumerate(spec.manifests):
         resolved = (base / m).resolve()
         if resolved in seen_paths:
-            raise fail(
+            raise at.fail(
                 f"{m!r} is listed twice (also spec.manifests[{seen_paths[resolved]}])",
                 f"spec.manifests[{i}]",
             )
         seen_paths[resolved] = i
         if not (base / m).is_file():
             what = "is a directory" if (base / m).is_dir() else "does not exist"
-            raise fail(f"manifest file {str(base / m)!r} {what}", f"spec.manifests[{i}]")
-    manifests = load_files([base / m for m in spec.manifests])
-    try:
-        region = cluster_region(manifests, catalog, spec.region, "spec.region")
-    except InputError as exc:
-        raise exc.located(file=file, obj=obj) from exc
+            raise at.fail(f"manifest file {str(base / m)!r} {what}", f"spec.manifests[{i}]")
+    return load_files([base / m for m in spec.manifests])
 
-    zones = dict(catalog.zones(region))
+
+def _vpc(
+    spec: ScenarioSpec,
+    manifests: ManifestSet,
+    catalog: Catalog,
+    region: str,
+    zones: dict[str, str],
+    fail: Callable[[str, str], InputError],
+) -> tuple[tuple[Subnet, ...], tuple[SecurityGroup, ...]]:
+    """The simulated VPC's subnets and security groups: ``spec.cloud`` if it declares subnets,
+    else a dump's EC2NodeClass status (which then replaces ``manifests.nodeclasses``) or one
+    subnet per zone; the declared security groups come before those from the status.
+
+    Raises:
+        InputError: a declared subnet in a zone outside the region, or a repeated subnet id.
+    """
     status_groups: list[SecurityGroup] = []
     if spec.cloud.subnets is None:
         # A dump's EC2NodeClass status is the cluster's VPC; otherwise one subnet per zone.
@@ -287,33 +436,51 @@ def load_scenario(
             for z, zid in sorted(zones.items())
         )
     else:
-        out: list[Subnet] = []
-        seen: set[str] = set()
-        for i, s in enumerate(spec.cloud.subnets):
-            if s.zone not in zones:
-                raise fail(
-                    f"zone {s.zone!r} is not in region {region} "
-                    f"(zones: {', '.join(sorted(zones))})",
-                    f"spec.cloud.subnets[{i}].zone",
-                )
-            if s.id in seen:
-                raise fail(f"duplicate subnet id {s.id!r}", f"spec.cloud.subnets[{i}].id")
-            seen.add(s.id)
-            out.append(Subnet(s.id, s.zone, zones[s.zone], tuple(sorted(s.tags.items()))))
-        subnets = tuple(out)
+        subnets = _declared_subnets(spec.cloud.subnets, region, zones, fail)
     groups = tuple(
         SecurityGroup(g.id, g.name, tuple(sorted(g.tags.items())))
         for g in (spec.cloud.securityGroups or [])
     )
     groups += tuple(g for g in status_groups if g.id not in {d.id for d in groups})
-    reservations = _reservations(spec, zones, catalog, region, fail)
+    return subnets, groups
 
-    def seconds(value: str, where: str) -> float:
-        try:
-            return durations.parse_required_seconds(value, field=where)
-        except InputError as exc:
-            raise exc.located(file=file, obj=obj) from exc
 
+def _declared_subnets(
+    specs: list[SubnetSpec],
+    region: str,
+    zones: dict[str, str],
+    fail: Callable[[str, str], InputError],
+) -> tuple[Subnet, ...]:
+    """``spec.cloud.subnets`` as subnets (``zones`` maps the region's zone names to ids).
+
+    Raises:
+        InputError: a zone outside the region, or a repeated subnet id.
+    """
+    out: list[Subnet] = []
+    seen: set[str] = set()
+    for i, s in enumerate(specs):
+        if s.zone not in zones:
+            raise fail(
+                f"zone {s.zone!r} is not in region {region} (zones: {', '.join(sorted(zones))})",
+                f"spec.cloud.subnets[{i}].zone",
+            )
+        if s.id in seen:
+            raise fail(f"duplicate subnet id {s.id!r}", f"spec.cloud.subnets[{i}].id")
+        seen.add(s.id)
+        out.append(Subnet(s.id, s.zone, zones[s.zone], tuple(sorted(s.tags.items()))))
+    return tuple(out)
+
+
+def _workloads(
+    spec: ScenarioSpec, manifests: ManifestSet, start_time: datetime, at: _At
+) -> tuple[tuple[Workload, ...], dict[str, float]]:
+    """``spec.workloads`` resolved against the manifests (manifest HPAs applied, and the
+    workloads only they scale appended), and the CronJobs' given run times by key.
+
+    Raises:
+        InputError: the first bad entry (see ``_cron_run``, ``_deployment``, ``_job`` and
+            ``_scaled``), or a bad manifest HPA.
+    """
     workloads: list[Workload] = []
     inputs: dict[str, WorkloadInputs] = {}
     cron_runs: dict[str, float] = {}
@@ -321,89 +488,160 @@ def load_scenario(
     for i, w in enumerate(spec.workloads):
         field = f"spec.workloads[{i}]"
         if (w.deployment is None) == (w.cronJob is None):
-            raise fail("give exactly one of 'deployment' or 'cronJob'", field)
+            raise at.fail("give exactly one of 'deployment' or 'cronJob'", field)
         if w.cronJob is not None:
-            cj = find_cronjob(manifests.cronjobs, w.cronJob)
-            if cj is None:
-                have = ", ".join(c.key for c in manifests.cronjobs) or "none"
-                raise fail(
-                    f"CronJob {w.cronJob!r} is not in the manifests (have: {have})",
-                    f"{field}.cronJob",
-                )
-            if _scales(w):
-                raise fail("a CronJob takes only 'runFor'", field)
-            if w.runFor is None:
-                raise fail("give 'runFor': how long each of its pods runs", field)
-            if cj.key in cron_runs:
-                raise fail(f"{cj.key} is listed twice", f"{field}.cronJob")
-            cron_runs[cj.key] = positive_run_for(seconds(w.runFor, f"{field}.runFor"), fail, field)
+            key, run_for = _cron_run(w, w.cronJob, manifests, cron_runs, field, at)
+            cron_runs[key] = run_for
             continue
         assert w.deployment is not None
-        found = manifests.deployment(w.deployment)
-        if found is not None and found.key in listed:
-            raise fail(
-                f"{found.key} is already listed at spec.workloads[{listed[found.key]}]",
-                f"{field}.deployment",
-            )
-        if found is None:
-            have = ", ".join(d.key for d in manifests.deployments) or "none"
-            raise fail(
-                f"Deployment {w.deployment!r} is not in the manifests (have: {have})",
-                f"{field}.deployment",
-            )
+        found = _deployment(w.deployment, manifests, listed, field, at)
         listed[found.key] = i
         if found.kind == "Job" and w.runFor is not None:
-            if _scales(w):
-                raise fail("a Job run to completion takes only 'runFor'", field)
-            run_for = positive_run_for(seconds(w.runFor, f"{field}.runFor"), fail, field)
-            workloads.append(Workload(found.key, found.replicas, None, run_for_s=run_for))
+            workloads.append(_job(w, w.runFor, found, field, at))
             continue
-        if w.runFor is not None:
-            raise fail(f"'runFor' applies to Jobs and CronJobs, not a {found.kind}", field)
-        given = [k for k in ("replicas", "trace", "hpa", "traffic") if getattr(w, k) is not None]
-        if len(given) != 1:
-            raise fail("give exactly one of 'replicas', 'trace', 'hpa' or 'traffic'", field)
-        trace = None
-        hpa = None
-        traffic = None
-        if w.traffic is not None:
-            traffic = Traffic(
-                _trace(base, w.traffic.file, file, obj, f"{field}.traffic.file").values,
-                daily_multipliers(w.traffic.dailyMultipliers, seconds, fail, f"{field}.traffic"),
-                start_time.hour * 60 + start_time.minute,
-            )
-        source = w.trace or w.hpa
-        if source is not None:
-            where = "trace" if w.trace is not None else "hpa"
-            if source.min > source.max:
-                raise fail(f"min {source.min} exceeds max {source.max}", f"{field}.{where}")
-            try:
-                loaded = load_trace(
-                    base / source.file,
-                    target_per_replica=source.targetPerReplica,
-                    min_replicas=source.min,
-                    max_replicas=source.max,
-                )
-            except InputError as exc:
-                raise InputError(
-                    f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"{field}.{where}.file"
-                ) from exc
-            if w.hpa is not None:
-                hpa = hpa_settings(w.hpa, loaded, start_time, seconds, fail, f"{field}.hpa")
-            else:
-                trace = loaded
-        inputs[found.key] = WorkloadInputs(
-            i,
-            given[0],
-            hpa.traffic if hpa is not None else traffic,
-            _cpu_per_request(w.cpuPerRequest, fail, f"{field}.cpuPerRequest"),
-        )
-        replicas = found.replicas if w.traffic is not None else w.replicas or 0
-        workloads.append(Workload(found.key, replicas, trace, hpa=hpa))
+        workload, inputs[found.key] = _scaled(w, i, found, start_time, field, at)
+        workloads.append(workload)
     runs = manifest_hpa.resolve(
-        manifests.hpas, manifests.workloads, inputs, fail, manifests.warnings
+        manifests.hpas, manifests.workloads, inputs, at.fail, manifests.warnings
     )
-    workloads = [
+    return _with_manifest_hpas(workloads, runs, manifests), cron_runs
+
+
+def _cron_run(
+    w: WorkloadSpec,
+    name: str,
+    manifests: ManifestSet,
+    cron_runs: dict[str, float],
+    field: str,
+    at: _At,
+) -> tuple[str, float]:
+    """A ``cronJob`` entry: the CronJob's key and its pods' run time in seconds.
+
+    Raises:
+        InputError: the CronJob is not in the manifests or already listed, the entry gives
+            more than ``runFor`` or no ``runFor``, or ``runFor`` is not positive.
+    """
+    cj = find_cronjob(manifests.cronjobs, name)
+    if cj is None:
+        have = ", ".join(c.key for c in manifests.cronjobs) or "none"
+        raise at.fail(
+            f"CronJob {name!r} is not in the manifests (have: {have})", f"{field}.cronJob"
+        )
+    if _scales(w):
+        raise at.fail("a CronJob takes only 'runFor'", field)
+    if w.runFor is None:
+        raise at.fail("give 'runFor': how long each of its pods runs", field)
+    if cj.key in cron_runs:
+        raise at.fail(f"{cj.key} is listed twice", f"{field}.cronJob")
+    return cj.key, positive_run_for(at.seconds(w.runFor, f"{field}.runFor"), at.fail, field)
+
+
+def _deployment(
+    name: str, manifests: ManifestSet, listed: dict[str, int], field: str, at: _At
+) -> ManifestWorkload:
+    """The manifests' workload a ``deployment`` entry names.
+
+    Raises:
+        InputError: it is already listed (at ``listed[key]``) or not in the manifests.
+    """
+    found = manifests.deployment(name)
+    if found is not None and found.key in listed:
+        raise at.fail(
+            f"{found.key} is already listed at spec.workloads[{listed[found.key]}]",
+            f"{field}.deployment",
+        )
+    if found is None:
+        have = ", ".join(d.key for d in manifests.deployments) or "none"
+        raise at.fail(
+            f"Deployment {name!r} is not in the manifests (have: {have})", f"{field}.deployment"
+        )
+    return found
+
+
+def _job(w: WorkloadSpec, run_for: str, found: ManifestWorkload, field: str, at: _At) -> Workload:
+    """A Job run to completion: its pods run ``run_for``.
+
+    Raises:
+        InputError: the entry also scales it, or ``runFor`` is not a positive duration.
+    """
+    if _scales(w):
+        raise at.fail("a Job run to completion takes only 'runFor'", field)
+    run_for_s = positive_run_for(at.seconds(run_for, f"{field}.runFor"), at.fail, field)
+    return Workload(found.key, found.replicas, None, run_for_s=run_for_s)
+
+
+def _scaled(
+    w: WorkloadSpec,
+    index: int,
+    found: ManifestWorkload,
+    start_time: datetime,
+    field: str,
+    at: _At,
+) -> tuple[Workload, WorkloadInputs]:
+    """A workload with fixed ``replicas``, a ``trace``, an ``hpa`` shorthand or ``traffic``,
+    and what a manifest HPA of it would read (its traffic and CPU per request).
+
+    Raises:
+        InputError: ``runFor`` on a workload that is not a Job, not exactly one way to scale
+            it, or a bad trace, traffic, HPA or CPU quantity.
+    """
+    if w.runFor is not None:
+        raise at.fail(f"'runFor' applies to Jobs and CronJobs, not a {found.kind}", field)
+    given = [k for k in ("replicas", "trace", "hpa", "traffic") if getattr(w, k) is not None]
+    if len(given) != 1:
+        raise at.fail("give exactly one of 'replicas', 'trace', 'hpa' or 'traffic'", field)
+    traffic = None
+    if w.traffic is not None:
+        traffic = Traffic(
+            _trace(at, w.traffic.file, f"{field}.traffic.file").values,
+            daily_multipliers(w.traffic.dailyMultipliers, at.seconds, at.fail, f"{field}.traffic"),
+            start_time.hour * 60 + start_time.minute,
+        )
+    trace, hpa = _trace_or_hpa(w, start_time, field, at)
+    inputs = WorkloadInputs(
+        index,
+        given[0],
+        hpa.traffic if hpa is not None else traffic,
+        _cpu_per_request(w.cpuPerRequest, at.fail, f"{field}.cpuPerRequest"),
+    )
+    replicas = found.replicas if w.traffic is not None else w.replicas or 0
+    return Workload(found.key, replicas, trace, hpa=hpa), inputs
+
+
+def _trace_or_hpa(
+    w: WorkloadSpec, start_time: datetime, field: str, at: _At
+) -> tuple[Trace | None, Hpa | None]:
+    """The entry's ``trace`` or ``hpa`` shorthand loaded (at most one is given), else Nones.
+
+    Raises:
+        InputError: min above max, a bad trace file or bad HPA settings.
+    """
+    source = w.trace or w.hpa
+    if source is None:
+        return None, None
+    where = "trace" if w.trace is not None else "hpa"
+    if source.min > source.max:
+        raise at.fail(f"min {source.min} exceeds max {source.max}", f"{field}.{where}")
+    loaded = _trace(
+        at,
+        source.file,
+        f"{field}.{where}.file",
+        target_per_replica=source.targetPerReplica,
+        min_replicas=source.min,
+        max_replicas=source.max,
+    )
+    if w.hpa is not None:
+        return None, hpa_settings(w.hpa, loaded, start_time, at.seconds, at.fail, f"{field}.hpa")
+    return loaded, None
+
+
+def _with_manifest_hpas(
+    workloads: list[Workload], runs: dict[str, HpaRun], manifests: ManifestSet
+) -> tuple[Workload, ...]:
+    """``workloads`` with the manifest HPAs' runs (by workload key) in place of their own
+    scaling, then a workload for each HPA that scales one the scenario does not list."""
+    runs = dict(runs)
+    out = [
         replace(
             w,
             hpa=None,
@@ -416,28 +654,33 @@ def load_scenario(
         else w
         for w in workloads
     ]
-    workloads += [
+    out += [
         Workload(key, found_replicas(manifests, key), None, manifest_hpa=run)
         for key, run in runs.items()
     ]
+    return tuple(out)
 
+
+def _hpa_ceilings(workloads: tuple[Workload, ...]) -> dict[str, int]:
+    """The HPA ``maxReplicas`` (shorthand or manifest) of each HPA-scaled workload, by key."""
     ceilings = {w.deployment: w.hpa.trace.max_replicas for w in workloads if w.hpa is not None}
     ceilings |= {
         w.deployment: w.manifest_hpa.hpa.max_replicas
         for w in workloads
         if w.manifest_hpa is not None
     }
-    schedules = scheduled.resolve(
-        spec.schedules,
-        manifests,
-        ceilings,
-        start_time,
-        duration_s,
-        seconds=seconds,
-        fail=fail,
-        buffers_on=spec.settings.featureGates.capacityBuffer,
-    )
+    return ceilings
 
+
+def _cronjobs(
+    manifests: ManifestSet, cron_runs: dict[str, float], start_time: datetime, duration_s: float
+) -> tuple[CronJobRun, ...]:
+    """Every manifest CronJob with its fire times, its pods running the given time (by key)
+    or ``DEFAULT_JOB_RUN_S``.
+
+    Raises:
+        InputError: a schedule that is not a cron expression.
+    """
     cronjobs: list[CronJobRun] = []
     for cj in manifests.cronjobs:
         given_run = cron_runs.get(cj.key)
@@ -449,114 +692,119 @@ def load_scenario(
                 defaulted=given_run is None,
             )
         )
-    if spec.compare is not None and len(set(spec.compare)) != len(spec.compare):
-        raise fail("each policy may be listed once", "spec.compare")
-    autoscaler = autoscaler_settings(spec, region, manifests, subnets, catalog, seconds, fail)
+    return tuple(cronjobs)
 
-    if check_selectors:
-        check_node_classes(manifests, subnets, groups)
-    interruption = interruption_settings(spec, base, file, obj)
+
+def _events(spec: ScenarioSpec, at: _At) -> tuple[tuple[float, CloudEvent], ...]:
+    """``spec.events``: captured EventBridge messages, with their times in seconds.
+
+    Raises:
+        InputError: a bad time, an unreadable message, or one Joiner does not act on.
+    """
     events: list[tuple[float, CloudEvent]] = []
     for i, e in enumerate(spec.events):
+        with at.located():
+            t = durations.parse_required_seconds(e.at, field=f"spec.events[{i}].at")
         try:
-            at = durations.parse_required_seconds(e.at, field=f"spec.events[{i}].at")
+            text = read_text(at.base / e.file, what="event message")
+            event = parse_message(text, file=str(at.base / e.file))
         except InputError as exc:
-            raise exc.located(file=file, obj=obj) from exc
-        try:
-            text = read_text(base / e.file, what="event message")
-            event = parse_message(text, file=str(base / e.file))
-        except InputError as exc:
-            raise InputError(
-                f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"spec.events[{i}].file"
-            ) from exc
+            raise at.referenced(exc, f"spec.events[{i}].file") from exc
         if event is None:
-            raise fail(
+            raise at.fail(
                 "this EventBridge message is not one Joiner acts on (spot interruption, "
                 "rebalance recommendation, scheduled change, ending state change)",
                 f"spec.events[{i}].file",
             )
-        events.append((at, event))
+        events.append((t, event))
+    return tuple(events)
+
+
+def _faults(
+    spec: ScenarioSpec, manifests: ManifestSet, at: _At
+) -> tuple[tuple[float, Template], ...]:
+    """``spec.faults``: FIS experiment templates with their times in seconds (their warnings
+    go to ``manifests.warnings``).
+
+    Raises:
+        InputError: a bad time or template.
+    """
     faults: list[tuple[float, Template]] = []
     for i, fspec in enumerate(spec.faults):
+        with at.located():
+            t = durations.parse_required_seconds(fspec.at, field=f"spec.faults[{i}].at")
         try:
-            at = durations.parse_required_seconds(fspec.at, field=f"spec.faults[{i}].at")
+            template = load_template(at.base / fspec.template)
         except InputError as exc:
-            raise exc.located(file=file, obj=obj) from exc
-        try:
-            template = load_template(base / fspec.template)
-        except InputError as exc:
-            raise InputError(
-                f"{exc.file}: {exc.detail}", file=file, obj=obj, field=f"spec.faults[{i}].template"
-            ) from exc
-        faults.append((at, template))
+            raise at.referenced(exc, f"spec.faults[{i}].template") from exc
+        faults.append((t, template))
         manifests.warnings.extend(template.warnings)
+    return tuple(faults)
+
+
+def _market(
+    spec: ScenarioSpec,
+    catalog: Catalog,
+    region: str,
+    zones: dict[str, str],
+    subnets: tuple[Subnet, ...],
+    start_time: datetime,
+    manifests: ManifestSet,
+    base: Path,
+) -> MarketInputs:
+    """``spec.cloud.spotPriceHistory`` and ``spotPlacementScores`` mapped to pools.
+
+    Raises:
+        InputError: a bad price history or placement-score file (not yet located in the
+            Scenario).
+    """
     scores = spec.cloud.spotPlacementScores
     if isinstance(scores, str):
         score_files: list[tuple[str, list[str] | None]] = [(scores, None)]
     else:
         score_files = [(x.file, x.instanceTypes) for x in scores or []]
-    try:
-        market = market_inputs(
-            base,
-            price_history=spec.cloud.spotPriceHistory,
-            placement_scores=score_files,
-            region=region,
-            zones={**zones, **{s.zone: s.zone_id for s in subnets}},
-            start=start_time,
-            warnings=manifests.warnings,
-            offered_types=catalog.offered_types(region),
-            subnet_zones={s.zone for s in subnets},
-        )
-    except InputError as exc:
-        raise exc.located(file=file, obj=obj) from exc
-    try:
+    return market_inputs(
+        base,
+        price_history=spec.cloud.spotPriceHistory,
+        placement_scores=score_files,
+        region=region,
+        zones={**zones, **{s.zone: s.zone_id for s in subnets}},
+        start=start_time,
+        warnings=manifests.warnings,
+        offered_types=catalog.offered_types(region),
+        subnet_zones={s.zone for s in subnets},
+    )
+
+
+def _windows(
+    spec: ScenarioSpec, start_time: datetime, duration_s: float, manifests: ManifestSet, at: _At
+) -> tuple[Window, ...]:
+    """``spec.report.windows`` in run time, warning about those that never fall in the run.
+
+    Raises:
+        InputError: a bad window.
+    """
+    with at.located():
         windows = resolve(spec.report, start_time, duration_s)
         manifests.warnings.extend(
-            f"{file}: {obj}: field spec.report.windows[{i}]: window {w.name!r} never falls inside "
-            "the run (from its startTime, for its duration), so its figures count no pods"
+            f"{at.file}: {at.obj}: field spec.report.windows[{i}]: window {w.name!r} never "
+            "falls inside the run (from its startTime, for its duration), so its figures count "
+            "no pods"
             for i, w in enumerate(windows)
             if not w.intervals
         )
-    except InputError as exc:
-        raise exc.located(file=file, obj=obj) from exc
-    hazard = HazardModel(
+    return windows
+
+
+def _hazard(spec: ScenarioSpec) -> HazardModel:
+    """``spec.cloud``'s interruption rates as the simulated market's hazard model."""
+    return HazardModel(
         multiplier=spec.cloud.interruptionRateMultiplier,
         overrides=tuple(
             RateOverride(r.ratePerHour, r.instanceType, r.zone)
             for r in spec.cloud.interruptionRates
         ),
         rebalance_probability=spec.cloud.rebalanceProbability,
-    )
-    return Scenario(
-        name=doc.metadata.name,
-        file=file,
-        region=region,
-        duration_s=duration_s,
-        seed=spec.seed,
-        manifests=manifests,
-        subnets=subnets,
-        security_groups=groups,
-        workloads=tuple(workloads),
-        hazard=hazard,
-        market=market,
-        interruption=interruption,
-        events=tuple(events),
-        faults=tuple(faults),
-        start_time=start_time,
-        feature_gates=FeatureGates(
-            spot_to_spot_consolidation=spec.settings.featureGates.spotToSpotConsolidation,
-            capacity_buffer=spec.settings.featureGates.capacityBuffer,
-            node_repair=spec.settings.featureGates.nodeRepair,
-            reserved_capacity=spec.settings.featureGates.reservedCapacity,
-        ),
-        repair_tolerations_s=_repair_tolerations(spec.settings.nodeRepairTolerations, file, obj),
-        capacity_reservations=reservations,
-        cronjobs=tuple(cronjobs),
-        policies=tuple(spec.compare) if spec.compare else ("joiner",),
-        autoscaler=autoscaler,
-        packing=spec.settings.packing,
-        windows=windows,
-        schedules=schedules,
     )
 
 

@@ -30,7 +30,7 @@ from joiner.sim.baseline.settings import (
     AutoscalerSettings,
     NodeGroupSpec,
 )
-from joiner.sim.scenario_schema import DailyMultiplierSpec, HpaSpec, ScenarioSpec
+from joiner.sim.scenario_schema import DailyMultiplierSpec, HpaSpec, NodeGroupModel, ScenarioSpec
 from joiner.sim.workloads import DailyMultiplier, Hpa, Trace
 
 
@@ -133,68 +133,17 @@ def autoscaler_settings(
     seconds: Any,
     fail: Any,
 ) -> AutoscalerSettings:
+    """``spec.clusterAutoscaler``: the Cluster Autoscaler baseline's flags and node groups
+    (durations in seconds), warning in ``manifests.warnings`` about settings that do nothing.
+
+    Raises:
+        InputError: the first bad expander, priority, node group, duration or limit.
+    """
     ca = spec.clusterAutoscaler
     base = "spec.clusterAutoscaler"
-    chain = tuple(e.strip() for e in ca.expander.split(","))
-    for e in chain:
-        if e not in EXPANDERS:
-            raise fail(f"unknown expander {e!r}; known: {', '.join(EXPANDERS)}", f"{base}.expander")
-    priorities: list[tuple[int, tuple[str, ...]]] = []
-    for key, patterns in sorted(ca.priorities.items()):
-        if not key.lstrip("-").isdigit():
-            raise fail(f"priority {key!r} is not an integer", f"{base}.priorities")
-        for p in patterns:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise fail(f"bad regex {p!r}: {exc}", f"{base}.priorities[{key}]") from exc
-        priorities.append((int(key), tuple(patterns)))
-    if not priorities:
-        priorities = list(SPOT_FIRST_PRIORITIES)
-    zones = {s.zone for s in subnets}
-    offered = set(catalog.offered_types(region))
-    pools = {p.name for p in manifests.nodepools}
-    groups = []
-    seen: set[str] = set()
-    for i, g in enumerate(ca.nodeGroups):
-        where = f"{base}.nodeGroups[{i}]"
-        if g.name in seen:
-            raise fail(f"duplicate node group name {g.name!r}", f"{where}.name")
-        seen.add(g.name)
-        if g.nodePool not in pools:
-            raise fail(
-                f"NodePool {g.nodePool!r} is not in the manifests (have: "
-                f"{', '.join(sorted(pools)) or 'none'})",
-                f"{where}.nodePool",
-            )
-        for j, t in enumerate(g.instanceTypes):
-            if t not in offered:
-                raise fail(
-                    f"instance type {t!r} is not offered in {region}",
-                    f"{where}.instanceTypes[{j}]",
-                )
-        for j, z in enumerate(g.zones or []):
-            if z not in zones:
-                raise fail(
-                    f"zone {z!r} has no subnet (subnets' zones: {', '.join(sorted(zones))})",
-                    f"{where}.zones[{j}]",
-                )
-        if g.minSize > g.maxSize:
-            raise fail(f"minSize {g.minSize} exceeds maxSize {g.maxSize}", f"{where}.minSize")
-        groups.append(
-            NodeGroupSpec(
-                name=g.name,
-                nodepool=g.nodePool,
-                instance_types=tuple(g.instanceTypes),
-                on_demand_base=g.onDemandBaseCapacity,
-                on_demand_percentage=g.onDemandPercentageAboveBaseCapacity,
-                spot_allocation_strategy=g.spotAllocationStrategy,
-                on_demand_allocation_strategy=g.onDemandAllocationStrategy,
-                min_size=g.minSize,
-                max_size=g.maxSize,
-                zones=tuple(g.zones) if g.zones is not None else None,
-            )
-        )
+    chain = _expander_chain(ca.expander, fail)
+    priorities = _priorities(ca.priorities, fail)
+    groups = _node_groups(ca.nodeGroups, region, manifests, subnets, catalog, fail)
     delay_min = seconds(ca.asgLaunchDelay.min, f"{base}.asgLaunchDelay.min")
     delay_max = seconds(ca.asgLaunchDelay.max, f"{base}.asgLaunchDelay.max")
     if delay_min > delay_max:
@@ -211,7 +160,7 @@ def autoscaler_settings(
         scan_interval_s=scan,
         new_pod_scale_up_delay_s=seconds(ca.newPodScaleUpDelay, f"{base}.newPodScaleUpDelay"),
         expander=chain,
-        priorities=tuple(priorities),
+        priorities=priorities,
         max_node_provision_time_s=seconds(ca.maxNodeProvisionTime, f"{base}.maxNodeProvisionTime"),
         initial_node_group_backoff_s=seconds(
             ca.initialNodeGroupBackoffDuration, f"{base}.initialNodeGroupBackoffDuration"
@@ -243,7 +192,7 @@ def autoscaler_settings(
         asg_launch_delay_min_s=delay_min,
         asg_launch_delay_max_s=delay_max,
         capacity_rebalance=ca.capacityRebalance,
-        node_groups=tuple(groups),
+        node_groups=groups,
         derived_max_size=ca.derivedGroupMaxSize,
         derived_groups=ca.derivedGroups,
         balance_similar_node_groups=ca.balanceSimilarNodeGroups,
@@ -252,6 +201,121 @@ def autoscaler_settings(
     )
     _warn_dead_settings(settings, seconds(spec.duration, "spec.duration"), warn)
     return settings
+
+
+def _expander_chain(expander: str, fail: Any) -> tuple[str, ...]:
+    """``spec.clusterAutoscaler.expander`` (comma-separated, as CA's ``--expander``) as a chain.
+
+    Raises:
+        InputError: an expander Cluster Autoscaler does not have (via ``fail``).
+    """
+    chain = tuple(e.strip() for e in expander.split(","))
+    for e in chain:
+        if e not in EXPANDERS:
+            raise fail(
+                f"unknown expander {e!r}; known: {', '.join(EXPANDERS)}",
+                "spec.clusterAutoscaler.expander",
+            )
+    return chain
+
+
+def _priorities(raw: dict[str, list[str]], fail: Any) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """``spec.clusterAutoscaler.priorities`` (the priority expander's ConfigMap: priority to
+    node-group name regexes), sorted by key; Joiner's spot-first default when empty.
+
+    Raises:
+        InputError: a key that is not an integer or a pattern that is not a regex.
+    """
+    base = "spec.clusterAutoscaler"
+    priorities: list[tuple[int, tuple[str, ...]]] = []
+    for key, patterns in sorted(raw.items()):
+        if not key.lstrip("-").isdigit():
+            raise fail(f"priority {key!r} is not an integer", f"{base}.priorities")
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise fail(f"bad regex {p!r}: {exc}", f"{base}.priorities[{key}]") from exc
+        priorities.append((int(key), tuple(patterns)))
+    return tuple(priorities) if priorities else tuple(SPOT_FIRST_PRIORITIES)
+
+
+def _node_groups(
+    specs: list[NodeGroupModel],
+    region: str,
+    manifests: ManifestSet,
+    subnets: tuple[Subnet, ...],
+    catalog: Catalog,
+    fail: Any,
+) -> tuple[NodeGroupSpec, ...]:
+    """``spec.clusterAutoscaler.nodeGroups`` as node-group specs.
+
+    Raises:
+        InputError: a repeated name, a NodePool not in the manifests, an instance type the
+            region does not offer, a zone without a subnet, or ``minSize`` above ``maxSize``.
+    """
+    zones = {s.zone for s in subnets}
+    offered = set(catalog.offered_types(region))
+    pools = {p.name for p in manifests.nodepools}
+    groups = []
+    seen: set[str] = set()
+    for i, g in enumerate(specs):
+        where = f"spec.clusterAutoscaler.nodeGroups[{i}]"
+        if g.name in seen:
+            raise fail(f"duplicate node group name {g.name!r}", f"{where}.name")
+        seen.add(g.name)
+        _check_node_group(g, where, region, pools, offered, zones, fail)
+        groups.append(
+            NodeGroupSpec(
+                name=g.name,
+                nodepool=g.nodePool,
+                instance_types=tuple(g.instanceTypes),
+                on_demand_base=g.onDemandBaseCapacity,
+                on_demand_percentage=g.onDemandPercentageAboveBaseCapacity,
+                spot_allocation_strategy=g.spotAllocationStrategy,
+                on_demand_allocation_strategy=g.onDemandAllocationStrategy,
+                min_size=g.minSize,
+                max_size=g.maxSize,
+                zones=tuple(g.zones) if g.zones is not None else None,
+            )
+        )
+    return tuple(groups)
+
+
+def _check_node_group(
+    g: NodeGroupModel,
+    where: str,
+    region: str,
+    pools: set[str],
+    offered: set[str],
+    zones: set[str],
+    fail: Any,
+) -> None:
+    """One node group's references: its NodePool, instance types and zones, and its sizes.
+
+    Raises:
+        InputError: the first bad reference or size (via ``fail``, at ``where``).
+    """
+    if g.nodePool not in pools:
+        raise fail(
+            f"NodePool {g.nodePool!r} is not in the manifests (have: "
+            f"{', '.join(sorted(pools)) or 'none'})",
+            f"{where}.nodePool",
+        )
+    for j, t in enumerate(g.instanceTypes):
+        if t not in offered:
+            raise fail(
+                f"instance type {t!r} is not offered in {region}",
+                f"{where}.instanceTypes[{j}]",
+            )
+    for j, z in enumerate(g.zones or []):
+        if z not in zones:
+            raise fail(
+                f"zone {z!r} has no subnet (subnets' zones: {', '.join(sorted(zones))})",
+                f"{where}.zones[{j}]",
+            )
+    if g.minSize > g.maxSize:
+        raise fail(f"minSize {g.minSize} exceeds maxSize {g.maxSize}", f"{where}.minSize")
 
 
 def _parallelism(ca: Any, warn: Any) -> int:

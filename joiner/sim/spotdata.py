@@ -75,6 +75,36 @@ def _warn_unused(
         warnings.append(grouped(f"{path}: field {field}: {head}", unused))
 
 
+def _row_price(text: str, path: Path, field: str) -> float:
+    """A row's ``SpotPrice`` in USD per hour.
+
+    Raises:
+        InputError: not a positive finite number (at ``field`` of ``path``).
+    """
+    try:
+        price = float(text)
+    except ValueError:
+        price = math.nan
+    if not math.isfinite(price) or price <= 0:
+        raise InputError(f"{text!r} is not a positive price", file=str(path), field=field)
+    return price
+
+
+def _row_time(text: str, path: Path, field: str) -> datetime:
+    """A row's ``Timestamp``: ISO 8601 with a UTC offset (``Z`` accepted).
+
+    Raises:
+        InputError: not ISO 8601, or without an offset (at ``field`` of ``path``).
+    """
+    try:
+        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InputError(f"not an ISO 8601 time: {exc}", file=str(path), field=field) from exc
+    if at.tzinfo is None:
+        raise InputError("has no UTC offset", file=str(path), field=field)
+    return at
+
+
 def load_price_history(
     path: Path,
     *,
@@ -117,24 +147,8 @@ def load_price_history(
                 file=str(path),
                 field=f"{where}.AvailabilityZone",
             )
-        try:
-            price = float(row["SpotPrice"])
-        except ValueError:
-            price = math.nan
-        if not math.isfinite(price) or price <= 0:
-            raise InputError(
-                f"{row['SpotPrice']!r} is not a positive price",
-                file=str(path),
-                field=f"{where}.SpotPrice",
-            )
-        try:
-            at = datetime.fromisoformat(row["Timestamp"].replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise InputError(
-                f"not an ISO 8601 time: {exc}", file=str(path), field=f"{where}.Timestamp"
-            ) from exc
-        if at.tzinfo is None:
-            raise InputError("has no UTC offset", file=str(path), field=f"{where}.Timestamp")
+        price = _row_price(row["SpotPrice"], path, f"{where}.SpotPrice")
+        at = _row_time(row["Timestamp"], path, f"{where}.Timestamp")
         out.setdefault((row["InstanceType"], zone), []).append(
             ((at - start).total_seconds(), price)
         )

@@ -88,6 +88,19 @@ def _cheapest_all(b: Bins) -> IntArray:
     return out
 
 
+@dataclass
+class _Plan:
+    """The repair's working state, per bin: ``kind``, the type it launches; ``room``, that
+    type's net minus its load; ``full``, that type's net as floats; ``gone``, emptied; and
+    ``counts`` (bins x hostname groups), its capped pods per group. Updated in place."""
+
+    kind: IntArray
+    room: IntArray
+    full: FloatArray
+    counts: IntArray
+    gone: BoolArray
+
+
 def repair(b: Bins, n_groups: int) -> dict[int, int]:
     """Move pods out of wasteful bins (module docstring). Returns pod index -> new bin for
     every pod moved; ``b.pods`` and ``b.load`` are updated in place."""
@@ -97,77 +110,105 @@ def repair(b: Bins, n_groups: int) -> dict[int, int]:
     kind = _cheapest_all(b)
     if (kind < 0).any():
         return {}
-    room = b.net[kind] - b.load
-    counts = np.zeros((n, max(n_groups, 1)), dtype=np.int64)
-    for i, members in enumerate(b.pods):
-        for p in members:
-            if b.cap[p] > 0:
-                counts[i, b.group[p]] += 1
-    full = b.net[kind].astype(np.float64)
-    shares = -np.sort(-(b.load / np.maximum(full, 1.0)), axis=1)
+    plan = _Plan(
+        kind=kind,
+        room=b.net[kind] - b.load,
+        full=b.net[kind].astype(np.float64),
+        counts=_group_counts(b, n, n_groups),
+        gone=np.zeros(n, dtype=np.bool_),
+    )
+    shares = -np.sort(-(b.load / np.maximum(plan.full, 1.0)), axis=1)
     waste = 1.0 - shares[:, min(1, shares.shape[1] - 1)]
-    gone = np.zeros(n, dtype=np.bool_)
     moved: dict[int, int] = {}
     budget = max(BUDGET_MIN, int(BUDGET_SHARE * len(b.vector)))
     for a in np.lexsort((np.arange(n), -waste * b.price[kind])).tolist():
         if budget <= 0:
             break
-        if gone[a] or not b.pods[a]:
+        if plan.gone[a] or not b.pods[a]:
             continue
-        if _waste(b.load[a], full[a]) < MIN_WASTE:
+        if _waste(b.load[a], plan.full[a]) < MIN_WASTE:
             continue
-        trial: list[tuple[int, int]] = []
-        scale = np.maximum(full[a], 1.0)
         # Receivers: the NodeClaims with room for the smallest of its pods.
         budget -= 1
-        recv = np.flatnonzero(~gone & (room >= b.vector[b.pods[a]].min(axis=0)).all(axis=1))
+        recv = np.flatnonzero(
+            ~plan.gone & (plan.room >= b.vector[b.pods[a]].min(axis=0)).all(axis=1)
+        )
         recv = recv[recv != a]
         if recv.size == 0:
             continue
-        for p in sorted(b.pods[a], key=lambda q: -float((b.vector[q] / scale).sum())):
-            budget -= 1
-            vec = b.vector[p]
-            ok = (room[recv] >= vec).all(axis=1) & b.admits[p][b.top[recv]]
-            if b.cap[p] > 0:
-                ok &= counts[recv, b.group[p]] < b.cap[p]
-            if b.pod_zone[p] >= 0:
-                ok &= b.zone[recv] == b.pod_zone[p]
-            if not ok.any():
-                continue
-            fits = recv[ok]
-            left = ((room[fits] - vec) / np.maximum(full[fits], 1.0)).sum(axis=1)
-            to = int(fits[int(np.argmin(left))])
-            room[to] -= vec
-            if b.cap[p] > 0:
-                counts[to, b.group[p]] += 1
-            trial.append((p, to))
-        going = {q for q, _ in trial}
-        stay = [p for p in b.pods[a] if p not in going]
-        rest = b.load[a] - sum((b.vector[p] for p, _ in trial), np.zeros_like(b.load[a]))
-        after = cheapest(b, rest, int(b.top[a])) if stay else -1
-        saved = b.price[kind[a]] - (b.price[after] if stay else 0.0)
-        if trial and (not stay or (after >= 0 and saved > 1e-9)):
-            for p, to in trial:
-                b.pods[to].append(p)
-                b.load[to] += b.vector[p]
-                moved[p] = to
-            b.pods[a] = stay
-            b.load[a] = rest
-            if stay:
-                kind[a] = after
-                room[a] = b.net[after] - rest
-                full[a] = b.net[after]
-            else:
-                gone[a] = True
-            for p, _ in trial:
-                if b.cap[p] > 0:
-                    counts[a, b.group[p]] -= 1
-        else:
-            for p, to in trial:
-                room[to] += b.vector[p]
-                if b.cap[p] > 0:
-                    counts[to, b.group[p]] -= 1
+        budget -= len(b.pods[a])
+        _empty_or_shrink(b, plan, a, recv, moved)
     return moved
+
+
+def _group_counts(b: Bins, n: int, n_groups: int) -> IntArray:
+    """Per bin (of ``n``) and hostname group (of ``n_groups``), its pods under a cap."""
+    counts = np.zeros((n, max(n_groups, 1)), dtype=np.int64)
+    for i, members in enumerate(b.pods):
+        for p in members:
+            if b.cap[p] > 0:
+                counts[i, b.group[p]] += 1
+    return counts
+
+
+def _empty_or_shrink(b: Bins, plan: _Plan, a: int, recv: IntArray, moved: dict[int, int]) -> None:
+    """Offer bin ``a``'s pods to the receivers ``recv``; keep the moves (recorded in
+    ``moved``) when they empty ``a`` or let it launch a cheaper type, else undo them."""
+    trial = _offer(b, plan, a, recv)
+    going = {q for q, _ in trial}
+    stay = [p for p in b.pods[a] if p not in going]
+    rest = b.load[a] - sum((b.vector[p] for p, _ in trial), np.zeros_like(b.load[a]))
+    after = cheapest(b, rest, int(b.top[a])) if stay else -1
+    saved = b.price[plan.kind[a]] - (b.price[after] if stay else 0.0)
+    if trial and (not stay or (after >= 0 and saved > 1e-9)):
+        for p, to in trial:
+            b.pods[to].append(p)
+            b.load[to] += b.vector[p]
+            moved[p] = to
+        b.pods[a] = stay
+        b.load[a] = rest
+        if stay:
+            plan.kind[a] = after
+            plan.room[a] = b.net[after] - rest
+            plan.full[a] = b.net[after]
+        else:
+            plan.gone[a] = True
+        for p, _ in trial:
+            if b.cap[p] > 0:
+                plan.counts[a, b.group[p]] -= 1
+    else:
+        for p, to in trial:
+            plan.room[to] += b.vector[p]
+            if b.cap[p] > 0:
+                plan.counts[to, b.group[p]] -= 1
+
+
+def _offer(b: Bins, plan: _Plan, a: int, recv: IntArray) -> list[tuple[int, int]]:
+    """Give bin ``a``'s pods, the largest (relative to its type) first, each to the
+    receiver with the least room left after it among those that fit and admit it (hostname
+    cap, planned zone); takes the room and counts. Returns (pod, receiver) per pod given."""
+    room = plan.room
+    counts = plan.counts
+    full = plan.full
+    trial: list[tuple[int, int]] = []
+    scale = np.maximum(full[a], 1.0)
+    for p in sorted(b.pods[a], key=lambda q: -float((b.vector[q] / scale).sum())):
+        vec = b.vector[p]
+        ok = (room[recv] >= vec).all(axis=1) & b.admits[p][b.top[recv]]
+        if b.cap[p] > 0:
+            ok &= counts[recv, b.group[p]] < b.cap[p]
+        if b.pod_zone[p] >= 0:
+            ok &= b.zone[recv] == b.pod_zone[p]
+        if not ok.any():
+            continue
+        fits = recv[ok]
+        left = ((room[fits] - vec) / np.maximum(full[fits], 1.0)).sum(axis=1)
+        to = int(fits[int(np.argmin(left))])
+        room[to] -= vec
+        if b.cap[p] > 0:
+            counts[to, b.group[p]] += 1
+        trial.append((p, to))
+    return trial
 
 
 __all__ = ["Bins", "cheapest", "repair"]

@@ -120,6 +120,77 @@ class CostOptimalScheduler(Scheduler):
         return result
 
 
+def _group_rows(
+    classes: Sequence[_Class],
+    n_cols: int,
+    lp_columns: list[tuple[list[int], list[float]]],
+    lower: list[float],
+    upper: list[float],
+) -> dict[object, int]:
+    """Add the per-node cap rows (per hostname group, one per NodeClaim column, at most 0:
+    minus the cap on each column) to the LP's columns and row bounds; returns each group's
+    first row."""
+    groups = list(dict.fromkeys(c.group for c in classes if c.per_node is not None))
+    group_row = {g: len(lower) + k * n_cols for k, g in enumerate(groups)}
+    caps = {c.group: c.per_node for c in classes if c.per_node is not None}
+    for g in groups:
+        lower += [-INF] * n_cols
+        upper += [0.0] * n_cols
+        for k in range(n_cols):
+            lp_columns[k][0].append(group_row[g] + k)
+            lp_columns[k][1].append(-float(caps[g] or 1))
+    return group_row
+
+
+def _class_columns(
+    classes: Sequence[_Class],
+    columns: Sequence[tuple[int, int]],
+    scale: FloatArray,
+    class_row: int,
+    group_row: dict[object, int],
+    lp_columns: list[tuple[list[int], list[float]]],
+    cost: list[float],
+) -> list[tuple[int, int]]:
+    """Add one LP column (cost 0) per class and NodeClaim column of its pool whose type
+    admits it: its scaled requests on that column's capacity rows, 1 on the class's demand
+    row and on its group's cap row; returns (class index, column index) of each, in order."""
+    width = len(scale)
+    pairs: list[tuple[int, int]] = []
+    for ci, c in enumerate(classes):
+        vec = np.zeros(width)
+        vec[: len(c.vector)] = c.vector
+        vec /= scale
+        for k, (pi, ti) in enumerate(columns):
+            if pi != c.pool or not c.admits[ti]:
+                continue
+            rows = [k * width + r for r in range(width) if vec[r] > 0]
+            vals = [float(vec[r]) for r in range(width) if vec[r] > 0]
+            rows.append(class_row + ci)
+            vals.append(1.0)
+            if c.per_node is not None:
+                rows.append(group_row[c.group] + k)
+                vals.append(1.0)
+            pairs.append((ci, k))
+            lp_columns.append((rows, vals))
+            cost.append(0.0)
+    return pairs
+
+
+def _rounded(
+    classes: Sequence[_Class], pairs: Sequence[tuple[int, int]], x: FloatArray
+) -> dict[int, list[tuple[int, int]]]:
+    """Per NodeClaim column, ``(class index, pods)``: the LP's fractional assignment ``x``
+    (one value per pair) rounded per class by largest remainder to its pod count."""
+    per_class: dict[int, list[tuple[int, float]]] = {}
+    for (ci, k), v in zip(pairs, x, strict=True):
+        per_class.setdefault(ci, []).append((k, float(v)))
+    on_column: dict[int, list[tuple[int, int]]] = {}
+    for ci, c in enumerate(classes):
+        for k, count in prepack.largest_remainder(per_class.get(ci, []), len(c.pods)):
+            on_column.setdefault(k, []).append((ci, count))
+    return on_column
+
+
 def _code(names: list[str], zone: str | None) -> int:
     return -1 if zone is None else names.index(zone)
 
@@ -328,76 +399,66 @@ class _CostSolve(_Solve):
         return {pi: demand[pi] / n for pi, n in forced.items() if n > 0}
 
     def _solve_assignment(self, classes: list[_Class]) -> None:
+        """Plan each class's pods onto NodeClaims of candidate types by the assignment LP
+        (rows: per column and resource, capacity; per class, demand; per column and
+        hostname group, the per-node cap), rounded, dealt to zones and prepacked; then
+        repaired when there are at least ``REPAIR_FROM`` pods. When the LP is not solved
+        optimally nothing is planned (every pod follows Karpenter's rules)."""
         self._capped = any(c.per_node is not None for c in classes)
         candidates = self._candidates(classes)
         columns = [(pi, ti) for pi, types in candidates.items() for ti in types]
         self._columns = columns
-        col_of = {c: k for k, c in enumerate(columns)}
         width = max(len(p.resources) for p in self.pools)
+        scale = self._scale(columns, width)
+        n_cols = len(columns)
+        cost, lp_columns = self._node_columns(columns, width, scale)
+        lower = [-INF] * (n_cols * width)
+        upper = [0.0] * (n_cols * width)
+        class_row = len(lower)
+        lower += [float(len(c.pods)) for c in classes]
+        upper += [float(len(c.pods)) for c in classes]
+        group_row = _group_rows(classes, n_cols, lp_columns, lower, upper)
+        pairs = _class_columns(classes, columns, scale, class_row, group_row, lp_columns, cost)
+        sol = solve_lp(cost, lp_columns, lower, upper)
+        if not sol.optimal:
+            return  # every pod follows Karpenter's rules
+        on_column = _rounded(classes, pairs, sol.x[n_cols:])
+        roles = [(c.zone_role, c.zone_group, c.zones, len(c.pods)) for c in classes]
+        self._plan_bins(classes, zones.deal(roles, on_column))
+        if sum(len(c.pods) for c in classes) >= REPAIR_FROM:
+            self._repair(classes)
+
+    def _scale(self, columns: Sequence[tuple[int, int]], width: int) -> FloatArray:
+        """Per resource, the largest net capacity among the columns' types (at least 1):
+        the LP's rows are in these units."""
         scale = np.ones(width)
         for pi, ti in columns:
             net = self.pools[pi].net[ti].astype(np.float64)
             scale[: len(net)] = np.maximum(scale[: len(net)], net)
-        # Rows: per column and resource (capacity), per class (demand), per column and
-        # hostname group (per-node cap).
-        n_cols = len(columns)
+        return scale
+
+    def _node_columns(
+        self, columns: Sequence[tuple[int, int]], width: int, scale: FloatArray
+    ) -> tuple[list[float], list[tuple[list[int], list[float]]]]:
+        """The LP's NodeClaim columns (one per candidate type): cost, its price plus the
+        node penalty; entries, minus its scaled net capacity on its capacity rows."""
         cost: list[float] = []
         lp_columns: list[tuple[list[int], list[float]]] = []
-        lower: list[float] = []
-        upper: list[float] = []
-        for pi, ti in columns:
+        for k, (pi, ti) in enumerate(columns):
             pool = self.pools[pi]
             cost.append(float(pool.prices(pool.nodepool.requirements)[ti]) + self._node_penalty)
-            rows = [k * width + r for k, r in [(col_of[(pi, ti)], r) for r in range(width)]]
+            rows = [k * width + r for r in range(width)]
             net = np.zeros(width)
             net[: len(pool.resources)] = pool.net[ti]
             lp_columns.append((rows, list(-net / scale)))
-        lower += [-INF] * (n_cols * width)
-        upper += [0.0] * (n_cols * width)
-        class_row = len(lower)
-        lower += [float(len(c.pods)) for c in classes]
-        upper += [float(len(c.pods)) for c in classes]
-        groups = list(dict.fromkeys(c.group for c in classes if c.per_node is not None))
-        group_row = {g: len(lower) + k * n_cols for k, g in enumerate(groups)}
-        caps = {c.group: c.per_node for c in classes if c.per_node is not None}
-        for g in groups:
-            lower += [-INF] * n_cols
-            upper += [0.0] * n_cols
-            for k in range(n_cols):
-                lp_columns[k][0].append(group_row[g] + k)
-                lp_columns[k][1].append(-float(caps[g] or 1))
-        pairs: list[tuple[int, int]] = []
-        for ci, c in enumerate(classes):
-            vec = np.zeros(width)
-            vec[: len(c.vector)] = c.vector
-            vec /= scale
-            for k, (pi, ti) in enumerate(columns):
-                if pi != c.pool or not c.admits[ti]:
-                    continue
-                rows = [k * width + r for r in range(width) if vec[r] > 0]
-                vals = [float(vec[r]) for r in range(width) if vec[r] > 0]
-                rows.append(class_row + ci)
-                vals.append(1.0)
-                if c.per_node is not None:
-                    rows.append(group_row[c.group] + k)
-                    vals.append(1.0)
-                pairs.append((ci, k))
-                lp_columns.append((rows, vals))
-                cost.append(0.0)
-        sol = solve_lp(cost, lp_columns, lower, upper)
-        if not sol.optimal:
-            return  # every pod follows Karpenter's rules
-        x = sol.x[n_cols:]
-        per_class: dict[int, list[tuple[int, float]]] = {}
-        for (ci, k), v in zip(pairs, x, strict=True):
-            per_class.setdefault(ci, []).append((k, float(v)))
-        on_column: dict[int, list[tuple[int, int]]] = {}
-        for ci, c in enumerate(classes):
-            for k, count in prepack.largest_remainder(per_class.get(ci, []), len(c.pods)):
-                on_column.setdefault(k, []).append((ci, count))
+        return cost, lp_columns
+
+    def _plan_bins(
+        self, classes: Sequence[_Class], planned: dict[int, list[tuple[int, str | None, int]]]
+    ) -> None:
+        """Prepack each column's dealt counts (``planned``) into planned NodeClaims, and
+        record each pod's target, zone and spread."""
         members = {ci: iter(c.pods) for ci, c in enumerate(classes)}
-        roles = [(c.zone_role, c.zone_group, c.zones, len(c.pods)) for c in classes]
-        planned = zones.deal(roles, on_column)
         for k in sorted(planned):
             for content, zone in self._prepack(k, classes, planned[k]):
                 b = len(self._bins)
@@ -411,8 +472,6 @@ class _CostSolve(_Solve):
                         self._zone_of[pod.uid] = pod_zone
                         if c.zone_role == zones.SPREAD:
                             self._spread_of[pod.uid] = (c.zone_group, c.max_skew, c.zones)
-        if sum(len(c.pods) for c in classes) >= REPAIR_FROM:
-            self._repair(classes)
 
     def _repair(self, classes: Sequence[_Class]) -> None:
         """Empty or shrink wasteful planned NodeClaims (``repair``), per NodePool."""

@@ -149,35 +149,48 @@ def order(
     out = list(queue)
     for key, where in positions.items():
         g, max_skew, zones = groups[key]
-        counts = {z: g.counts.get(z, 0) for z in zones}
-        waiting: dict[str, deque[int]] = {z: deque() for z in zones}
-        for i in where:
-            z = zone_of[queue[i].uid]
-            if z in waiting:
-                waiting[z].append(i)
-        used: set[int] = set()
-        for slot in where:
-            low = min(counts.values(), default=0)
-            allowed = [z for z in zones if counts[z] + 1 - low <= max_skew]
-            for dq in waiting.values():
-                while dq and dq[0] in used:
-                    dq.popleft()
-            own = zone_of[queue[slot].uid]
-            if slot not in used and own in allowed:
-                pick = slot
-            else:
-                heads = [waiting[z][0] for z in allowed if waiting[z]]
-                if not heads:
-                    rest = [i for i in where if i not in used]
-                    pick = slot if slot not in used else rest[0]
-                else:
-                    pick = min(heads)
-            used.add(pick)
-            z = zone_of[queue[pick].uid]
-            if z in counts:
-                counts[z] += 1
-            out[slot] = queue[pick]
+        _reorder(queue, where, g, max_skew, zones, zone_of, out)
     return out
+
+
+def _reorder(
+    queue: list[PodRequest],
+    where: list[int],
+    g: Group,
+    max_skew: int,
+    zones: tuple[str, ...],
+    zone_of: dict[str, str],
+    out: list[PodRequest],
+) -> None:
+    """Fill ``out`` at spread group ``g``'s positions ``where`` in ``queue`` (see ``order``)."""
+    counts = {z: g.counts.get(z, 0) for z in zones}
+    waiting: dict[str, deque[int]] = {z: deque() for z in zones}
+    for i in where:
+        z = zone_of[queue[i].uid]
+        if z in waiting:
+            waiting[z].append(i)
+    used: set[int] = set()
+    for slot in where:
+        low = min(counts.values(), default=0)
+        allowed = [z for z in zones if counts[z] + 1 - low <= max_skew]
+        for dq in waiting.values():
+            while dq and dq[0] in used:
+                dq.popleft()
+        own = zone_of[queue[slot].uid]
+        if slot not in used and own in allowed:
+            pick = slot
+        else:
+            heads = [waiting[z][0] for z in allowed if waiting[z]]
+            if not heads:
+                rest = [i for i in where if i not in used]
+                pick = slot if slot not in used else rest[0]
+            else:
+                pick = min(heads)
+        used.add(pick)
+        z = zone_of[queue[pick].uid]
+        if z in counts:
+            counts[z] += 1
+        out[slot] = queue[pick]
 
 
 __all__ = [

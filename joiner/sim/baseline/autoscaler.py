@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,10 +68,10 @@ from joiner.scheduling import (
 )
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.sim.baseline.asg import AutoscalerStats, AutoScalingGroups
-from joiner.sim.baseline.estimator import TEMPLATE_STATIC_PODS, Estimator
+from joiner.sim.baseline.estimator import TEMPLATE_STATIC_PODS, Estimate, Estimator
 from joiner.sim.baseline.expander import Expander, Option
 from joiner.sim.baseline.groups import NodeGroup
-from joiner.sim.baseline.limits import Usage, allowed_nodes, removal_allowed
+from joiner.sim.baseline.limits import ClusterLimits, Usage, allowed_nodes, removal_allowed
 from joiner.sim.baseline.limits import describe as _limits_text
 from joiner.sim.baseline.pending import all_new, old_enough
 from joiner.sim.baseline.scaledown import movable, unblocks_at, utilisation
@@ -375,31 +375,11 @@ class ClusterAutoscaler:
         if all_new(state, left, now):
             # CA waits one loop for more pods, and removes nothing in it (``RunOnce``).
             return True
-        candidates = []
-        limited = False
-        for g in self.groups:
-            if g.backoff_until_s > now:
-                self._due(g.backoff_until_s)
-                continue
-            if g.spec.max_size - g.desired <= 0:
-                continue
-            if allowed_nodes(limits, scan.usage, g.template.capacity, 1):
-                candidates.append(g)
-            else:
-                limited = True
+        candidates, limited = self._scale_up_candidates(now, scan.usage)
         estimates = self._estimator.estimate(
             candidates, left, tuple(scan.bound), daemonsets + TEMPLATE_STATIC_PODS
         )
-        options: list[Option] = []
-        total_room = limits.max_nodes_total - scan.usage.nodes if limits.max_nodes_total else None
-        for g in candidates:
-            room = g.spec.max_size - g.desired
-            if total_room is not None:
-                room = min(room, total_room)
-            claims = estimates[g.name].nodes[:room]
-            pods = tuple(uid for c in claims for uid in c)
-            if pods:
-                options.append(Option(g, len(claims), pods))
+        options = _options(candidates, estimates, limits, scan.usage)
         if not options:
             self._unschedulable(
                 left,
@@ -430,6 +410,24 @@ class ClusterAutoscaler:
             log.info("scale-up group=%s nodes=%d pods=%d", g.name, nodes, len(best.pods))
             self._set_desired(g, g.desired + nodes)
         return True
+
+    def _scale_up_candidates(self, now: float, usage: Usage) -> tuple[list[NodeGroup], bool]:
+        """The groups a scale-up may grow: out of backoff (else a wake-up is due when it
+        ends), below their maximum size, with room for one node under the cluster-wide
+        limits; and whether a limit left some group out."""
+        candidates = []
+        limited = False
+        for g in self.groups:
+            if g.backoff_until_s > now:
+                self._due(g.backoff_until_s)
+                continue
+            if g.spec.max_size - g.desired <= 0:
+                continue
+            if allowed_nodes(self.settings.limits, usage, g.template.capacity, 1):
+                candidates.append(g)
+            else:
+                limited = True
+        return candidates, limited
 
     def _unschedulable(self, requests: Sequence[PodRequest], reason: str) -> None:
         """Give each of these pods that has no reason yet ``reason`` (the summary's
@@ -505,28 +503,7 @@ class ClusterAutoscaler:
 
     def _scale_down(self, now: float, *, allow_removal: bool) -> None:
         s = self.settings
-        candidates: list[tuple[float, str, Node, NodeGroup, list[Pod]]] = []
-        for g in self.groups:
-            for m in g.members:
-                node = self._node(m)
-                if (
-                    node is None
-                    or not node.ready
-                    or node.deleting
-                    or m in g.at_risk
-                    or node.scale_down_disabled
-                ):
-                    self._unneeded.pop(m, None)
-                    continue
-                pods = self._state.pods_on(node.name)
-                if utilisation(node, pods) >= s.scale_down_utilization_threshold:
-                    self._unneeded.pop(m, None)
-                    continue
-                since = self._unneeded.setdefault(m, now)
-                if now - since >= s.scale_down_unneeded_time_s:
-                    candidates.append((since, m, node, g, pods))
-                else:
-                    self._due(since + s.scale_down_unneeded_time_s)
+        candidates = self._scale_down_candidates(now)
         if not candidates:
             return
         if not allow_removal:
@@ -596,6 +573,38 @@ class ClusterAutoscaler:
         if removed or chosen:
             self._due(now + s.delay_after_delete_s)  # the other candidates' turn
 
+    def _scale_down_candidates(
+        self, now: float
+    ) -> list[tuple[float, str, Node, NodeGroup, list[Pod]]]:
+        """``(unneeded since, claim name, node, group, its pods)`` of each group member
+        unneeded for ``scaleDownUnneededTime``: Ready, not deleting, at risk or
+        scale-down-disabled, and under the utilisation threshold. Tracks when each became
+        unneeded (forgetting the others) and asks to be woken when the next one is due."""
+        s = self.settings
+        candidates: list[tuple[float, str, Node, NodeGroup, list[Pod]]] = []
+        for g in self.groups:
+            for m in g.members:
+                node = self._node(m)
+                if (
+                    node is None
+                    or not node.ready
+                    or node.deleting
+                    or m in g.at_risk
+                    or node.scale_down_disabled
+                ):
+                    self._unneeded.pop(m, None)
+                    continue
+                pods = self._state.pods_on(node.name)
+                if utilisation(node, pods) >= s.scale_down_utilization_threshold:
+                    self._unneeded.pop(m, None)
+                    continue
+                since = self._unneeded.setdefault(m, now)
+                if now - since >= s.scale_down_unneeded_time_s:
+                    candidates.append((since, m, node, g, pods))
+                else:
+                    self._due(since + s.scale_down_unneeded_time_s)
+        return candidates
+
     def _remove(self, claim_name: str, node: Node, g: NodeGroup, why: str) -> None:
         now = self._clock.now()
         self.stats.scale_downs += 1
@@ -607,3 +616,24 @@ class ClusterAutoscaler:
         node.deleting = True
         cordon(node)
         self._terminator.drain(node, "cluster-autoscaler scale-down")
+
+
+def _options(
+    candidates: list[NodeGroup],
+    estimates: Mapping[str, Estimate],
+    limits: ClusterLimits,
+    usage: Usage,
+) -> list[Option]:
+    """One expansion option per candidate group whose estimated nodes, capped by its room
+    under ``maxSize`` and the cluster's ``maxNodesTotal``, take some pods."""
+    options: list[Option] = []
+    total_room = limits.max_nodes_total - usage.nodes if limits.max_nodes_total else None
+    for g in candidates:
+        room = g.spec.max_size - g.desired
+        if total_room is not None:
+            room = min(room, total_room)
+        claims = estimates[g.name].nodes[:room]
+        pods = tuple(uid for c in claims for uid in c)
+        if pods:
+            options.append(Option(g, len(claims), pods))
+    return options
