@@ -53,7 +53,8 @@ KWOK_INSTANCE_MEMORY = KWOK_PREFIX + "instance-memory"
 CAPACITY_TYPE_SPOT = "spot"
 CAPACITY_TYPE_ON_DEMAND = "on-demand"
 CAPACITY_TYPE_RESERVED = "reserved"
-#: Launch precedence (aws-semantics §0.2): reserved beats spot beats on-demand.
+#: Launch precedence (karpenter-provider-aws ``pkg/providers/instance/instance.go``
+#: ``getCapacityType``): reserved beats spot beats on-demand.
 CAPACITY_TYPE_PRECEDENCE = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
 
 #: Labels every instance type defines; a requirement on one of them may be undefined on the

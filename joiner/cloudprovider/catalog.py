@@ -14,11 +14,13 @@ instances reclaimed per month).
 Price rules:
 
 * On-demand: the region's own table; a region without any table uses the us-east-1 table,
-  flagged as estimated (Karpenter's pricing provider does the same at start-up,
-  aws-semantics §1.4).
+  flagged as estimated (Karpenter's pricing provider does the same at start-up:
+  karpenter-provider-aws ``pkg/providers/pricing/pricing.go`` ``Reset``).
 * Spot: the Spot Advisor row for (region, type); a type without a row gets the median
   savings and median bucket of its family in that region (else of the whole region),
-  flagged as estimated. Spot price = on-demand x (1 - savings/100) (aws-semantics §6).
+  flagged as estimated. Spot price = on-demand x (1 - savings/100), Joiner's model: the AWS
+  Spot Instance Advisor gives savings against on-demand (its feed
+  ``spot-advisor-data.json``, https://aws.amazon.com/ec2/spot/instance-advisor/).
 """
 
 from __future__ import annotations

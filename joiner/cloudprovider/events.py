@@ -1,6 +1,7 @@
 """Cloud events that can end an instance, and the EventBridge messages that carry them.
 
-The kinds Karpenter's interruption controller reads from its SQS queue (aws-semantics §1.7):
+The kinds Karpenter's interruption controller reads from its SQS queue (karpenter-provider-aws
+``pkg/controllers/interruption/parser.go`` ``EventParser.Parse`` and ``messages/*/parser.go``):
 Spot Instance Interruption Warning, Instance Rebalance Recommendation, AWS Health scheduled
 change (service EC2, category scheduledChange), and instance state changes (stopping,
 stopped, shutting-down, terminated). ``parse_message`` accepts the EventBridge envelope as

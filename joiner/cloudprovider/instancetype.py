@@ -1,7 +1,8 @@
 """Build scheduler-facing ``InstanceType`` objects from the catalog, as Karpenter-AWS does.
 
 Every rule mirrors ``aws/karpenter-provider-aws`` ``pkg/providers/instancetype/types.go``
-(aws-semantics §1.3 and §1.5). Units: cpu in millicores; memory, ephemeral-storage in bytes;
+(``NewInstanceType``, ``computeCapacity``) and ``offering/base_resolver.go``
+(``ResolveOfferings``). Units: cpu in millicores; memory, ephemeral-storage in bytes;
 pods and extended resources as counts; prices in USD per hour.
 
 * Capacity: cpu = vCPU x 1000 m. Memory = (MiB, minus 64 MiB on arm64 for the CMA
@@ -363,7 +364,8 @@ def _offerings(
     zones: Sequence[tuple[str, str]],
     offered: frozenset[str],
 ) -> tuple[Offering, ...]:
-    """Every (zone, capacity type), ordered by zone then capacity type (aws-semantics §1.5).
+    """Every (zone, capacity type), ordered by zone then capacity type (karpenter-provider-aws
+    ``pkg/providers/instancetype/offering/base_resolver.go`` ``ResolveOfferings``).
 
     Unpriced offerings carry price 0.0 and are unavailable.
     """

@@ -137,8 +137,8 @@ class SecurityGroup:
     tags: tuple[tuple[str, str], ...] = ()
 
 
-#: EC2 Fleet's Spot allocation strategies Joiner models (aws-semantics §4); Karpenter asks for
-#: the first.
+#: EC2 Fleet's Spot allocation strategies Joiner models (Amazon EC2 API Reference,
+#: "SpotOptionsRequest" ``AllocationStrategy``); Karpenter asks for the first.
 SPOT_ALLOCATION_STRATEGIES = ("price-capacity-optimized", "capacity-optimized", "lowest-price")
 #: EC2 Fleet's on-demand allocation strategies; Karpenter asks for the first.
 ON_DEMAND_ALLOCATION_STRATEGIES = ("lowest-price", "prioritized")

@@ -1,6 +1,7 @@
 """AWS FIS experiment templates: parsing and validation, every problem reported at once.
 
-The schema is CreateExperimentTemplate's (aws-semantics §3.2): top-level named ``targets``
+The schema is CreateExperimentTemplate's (AWS FIS API Reference, "CreateExperimentTemplate"
+and "CreateExperimentTemplateTargetInput"): top-level named ``targets``
 (``resourceType``, ``resourceArns`` or ``resourceTags``, ``filters``, ``selectionMode``
 ``ALL`` | ``COUNT(n)`` | ``PERCENT(n)``, ``parameters``), named ``actions`` (``actionId``,
 ``parameters``, ``targets`` mapping the action's target key to a target name,

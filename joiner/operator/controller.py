@@ -483,7 +483,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self.clock.after(interval_s, collect, label="launch-template-gc")
 
     def _start_queue(self, url: str) -> None:
-        from joiner.cloudprovider.aws import Caller, InterruptionQueue, new_clients
+        from joiner.cloudprovider.aws import InterruptionQueue, new_clients
 
         loop = self.clock.loop
         clients = new_clients(self.settings.region, endpoint_url=self.settings.awsEndpointURL)
@@ -500,7 +500,6 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             clients.sqs,
             url,
             handle,
-            caller=Caller(time.sleep),
             sleep=time.sleep,
             wait_time_s=2,
             on_deleted=self.metrics.interruption_deleted.inc,

@@ -76,7 +76,8 @@ _OFFER_KEYS = (
     labels.CAPACITY_RESERVATION_ID,
 )
 
-#: CreateFleet takes at most this many instance types (aws-semantics §1.6).
+#: CreateFleet takes at most this many instance types (karpenter-provider-aws
+#: ``pkg/providers/instance/instance.go`` ``maxInstanceTypes``).
 MAX_FLEET_TYPES = 60
 _DEFAULT_SG = SecurityGroup("sg-joiner-default", "joiner-default")
 

@@ -66,7 +66,7 @@ class FakeClock:
 def shared_instance_types(moto_endpoint: str):
     """Instance types discovered from moto once per session (DescribeInstanceTypes over HTTP
     takes seconds; moto's type data does not change between resets)."""
-    from joiner.cloudprovider.aws.api import Caller, new_clients
+    from joiner.cloudprovider.aws.api import new_clients
     from joiner.cloudprovider.aws.instancetypes import InstanceTypeSource
     from joiner.cloudprovider.catalog import Catalog
 
@@ -74,7 +74,6 @@ def shared_instance_types(moto_endpoint: str):
     clock = FakeClock()
     source = InstanceTypeSource(
         clients.ec2,
-        Caller(clock.sleep),
         REGION,
         clock.now,
         packaged=Catalog.load(),
@@ -88,7 +87,7 @@ def shared_instance_types(moto_endpoint: str):
 def shared_prices(moto_endpoint: str):
     """Prices with one spot-history fetch from moto per session (moto's spot prices are a
     fixed 0.00001 for every offering, so they never change)."""
-    from joiner.cloudprovider.aws.api import Caller, new_clients
+    from joiner.cloudprovider.aws.api import new_clients
     from joiner.cloudprovider.aws.pricing import PriceSource
     from joiner.cloudprovider.catalog import Catalog
 
@@ -97,7 +96,6 @@ def shared_prices(moto_endpoint: str):
     source = PriceSource(
         clients.ec2,
         clients.pricing,
-        Caller(clock.sleep),
         REGION,
         clock.now,
         packaged=Catalog.load(),
@@ -217,7 +215,6 @@ class AWSWorld:
             ),
             node_classes if node_classes is not None else [self.node_class()],
             now=self.clock.now,
-            sleep=self.clock.sleep,
             instance_types=self.instance_types,
             prices=self.prices,
         )

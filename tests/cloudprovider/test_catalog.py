@@ -1,8 +1,10 @@
 """The packaged EC2 catalog and the Karpenter-style instance types built from it.
 
-Expected numbers come from aws-semantics §1.3 (worked allocatable table, AL2023 defaults),
-§1.4 (pricing fallback), §4/§6 (Spot Advisor rows and the spot price synthesis) and
-field-landscape §4 (interruption bucket -> hazard conversion).
+Expected numbers are Karpenter-AWS's formulas worked by hand with AL2023 defaults
+(karpenter-provider-aws ``pkg/providers/instancetype/types.go``: ``computeCapacity``,
+``ENILimitedPods``, ``kubeReservedResources``, ``evictionThreshold``), its pricing fallback
+(``pkg/providers/pricing/pricing.go`` ``Reset``), the AWS Spot Instance Advisor rows, and
+Joiner's spot price and interruption-hazard model (docs/spot-market.md).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def use1(catalog: Catalog) -> dict[str, InstanceType]:
     return _types(catalog)
 
 
-# -- allocatable (aws-semantics §1.3 worked table) ---------------------------------------
+# -- allocatable (Karpenter-AWS types.go formulas, worked by hand) -----------------------
 
 
 @pytest.mark.parametrize(

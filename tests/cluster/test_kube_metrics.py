@@ -16,7 +16,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from joiner.api import timeline as tl
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider import events as ce
-from joiner.cloudprovider.aws.api import Caller
 from joiner.cloudprovider.aws.queue import InterruptionQueue
 from joiner.cloudprovider.types import InsufficientCapacityError
 from joiner.cluster.kube import client as kube
@@ -179,7 +178,6 @@ def _count_interruption(metrics: Metrics) -> None:
         sqs,
         "url",
         handle,
-        caller=Caller(lambda _s: None),
         sleep=lambda _s: None,
         on_deleted=metrics.interruption_deleted.inc,
         on_queued_s=metrics.interruption_queue_duration.observe,

@@ -211,7 +211,9 @@ def awsnodetemplate(doc: m.AWSNodeTemplate, file: str) -> o.NodeClass:
 
 
 def _ami_selector(selector: dict[str, str]) -> tuple[o.AMISelectorTerm, ...]:
-    """A v1alpha1 flat ``amiSelector`` as v1 terms (aws-semantics §1.2): ``aws::ids`` one
+    """A v1alpha1 flat ``amiSelector`` as v1 terms (karpenter-provider-aws
+    ``pkg/utils/nodeclass/nodeclass.go`` ``NewAMISelectorTerms``, removed with v1alpha1 in
+    commit dafe148a3): ``aws::ids`` one
     term per id, ``aws::name`` with each of ``aws::owners``, else tags."""
     ids_key = next((k for k in ("aws-ids", "aws::ids") if k in selector), None)
     if ids_key is not None:

@@ -4,7 +4,7 @@ This package is the only place boto3/botocore are imported (an import-linter con
 enforces it). ``new_aws_provider`` is the constructor controller mode calls.
 """
 
-from joiner.cloudprovider.aws.api import AWSClients, AWSError, Caller, new_clients
+from joiner.cloudprovider.aws.api import AWSClients, AWSError, RetrySettings, new_clients
 from joiner.cloudprovider.aws.nodeclass import ClusterInfo
 from joiner.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings, new_aws_provider
 from joiner.cloudprovider.aws.queue import InterruptionQueue
@@ -14,9 +14,9 @@ __all__ = [
     "AWSCloudProvider",
     "AWSError",
     "AWSSettings",
-    "Caller",
     "ClusterInfo",
     "InterruptionQueue",
+    "RetrySettings",
     "new_aws_provider",
     "new_clients",
 ]

@@ -1,19 +1,32 @@
-"""boto3 clients and the one place AWS calls are retried.
+"""boto3 clients with botocore's retries, and AWS errors as ``AWSError``.
 
-``AWSClients`` holds the four clients the provider uses. ``Caller.call`` runs one operation,
-retrying throttling (and EC2's transient server errors) with exponential backoff: attempt n
-(from 0) waits ``base_delay_s * 2**n`` seconds, capped at ``max_delay_s``, through the
-injected ``sleep``, for at most ``max_attempts`` attempts in all. botocore's own retries are
-switched off in ``new_clients`` so that this is the only retry policy, and it is testable.
-Any other ``ClientError`` becomes an ``AWSError`` carrying the AWS error code.
+* **Retries are botocore's** (``RetrySettings``, ``new_clients``): every client is built
+  with ``botocore.config.Config(retries={"mode": ..., "total_max_attempts": ...})``. The
+  default is botocore's ``standard`` mode with 5 attempts in all (botocore's legacy default
+  is 5 too), which retries throttling (EC2's ``RequestLimitExceeded``, the JSON services'
+  ``ThrottlingException`` ...), transient errors (HTTP 500/502/503/504, ``RequestTimeout``,
+  connection errors) with exponential backoff and full jitter (a random delay up to
+  ``min(20 s, 2**(attempt - 1) s)``), under a retry quota. ``adaptive`` adds a client-side
+  rate limiter that slows every call once EC2 throttles. See botocore's "Retries" guide
+  (boto3 documentation, ``guide/retries.html``). Karpenter-AWS keeps the AWS SDK for Go
+  v2's default, its standard retryer with 3 attempts (karpenter-provider-aws
+  ``pkg/operator/operator.go`` ``NewOperator``: ``config.LoadDefaultConfig`` without retry
+  options).
+* **Errors** (``aws_errors``): a ``ClientError`` that botocore gives up on (not retryable, or
+  the attempts are spent) becomes an ``AWSError`` carrying the AWS error code, which the
+  provider branches on (``InvalidInstanceID.NotFound``, a missing launch template ...).
+* **Pagination** is botocore's: callers iterate ``client.get_paginator(name).paginate(...)``
+  inside ``aws_errors()``; each page request is retried on its own, as above.
+
+The clients are typed with the ``mypy_boto3_*`` stubs (imported only while type checking).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 import boto3
 from botocore.config import Config
@@ -27,27 +40,11 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_ssm import SSMClient
 
-log = logging.getLogger(__name__)
-
-#: Error codes AWS uses for "slow down" (EC2's RequestLimitExceeded, the JSON services'
-#: ThrottlingException, ...), retried with backoff.
-THROTTLING_CODES = frozenset(
-    {
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottled",
-        "RequestThrottledException",
-        "RequestLimitExceeded",
-        "TooManyRequestsException",
-        "SlowDown",
-        "EC2ThrottledException",
-    }
-)
-#: Server-side errors worth one more try.
-TRANSIENT_CODES = frozenset(
-    {"InternalError", "InternalFailure", "ServiceUnavailable", "Unavailable"}
-)
+RetryMode = Literal["standard", "adaptive", "legacy"]
+#: botocore's retry mode Joiner uses unless told otherwise.
+DEFAULT_RETRY_MODE: RetryMode = "standard"
+#: Attempts per request in all, the first included (the ``AWS_MAX_ATTEMPTS`` meaning).
+DEFAULT_MAX_ATTEMPTS = 5
 
 
 class AWSError(CloudProviderError):
@@ -64,6 +61,43 @@ def error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+@contextmanager
+def aws_errors() -> Iterator[None]:
+    """Turn a botocore ``ClientError`` raised in the block into an ``AWSError`` (operation
+    name, AWS error code and message); anything else passes through.
+
+    Raises:
+        AWSError: the block raised ``ClientError``.
+    """
+    try:
+        yield
+    except ClientError as exc:
+        message = str(exc.response.get("Error", {}).get("Message", ""))
+        raise AWSError(exc.operation_name, error_code(exc), message) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySettings:
+    """botocore's retry policy for every client (module docstring).
+
+    ``mode`` is ``standard``, ``adaptive`` (standard plus client-side rate limiting) or
+    ``legacy``; ``max_attempts`` counts every attempt of one request, the first included
+    (1: no retries).
+
+    Raises:
+        ValueError: ``max_attempts`` below 1 (from ``config``).
+    """
+
+    mode: RetryMode = DEFAULT_RETRY_MODE
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+
+    def config(self) -> Config:
+        """The ``botocore.config.Config`` carrying this policy."""
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
+        return Config(retries={"mode": self.mode, "total_max_attempts": self.max_attempts})
+
+
 @dataclass(frozen=True, slots=True)
 class AWSClients:
     """The boto3 clients the AWS provider uses (EC2, SSM and the Pricing API in its endpoint
@@ -76,8 +110,9 @@ class AWSClients:
 
 
 def pricing_region(region: str) -> str:
-    """The Pricing API endpoint region for ``region`` (Karpenter's pricing provider): us-east-1,
-    ap-south-1 for ``ap-*``, eu-central-1 for ``eu-*``, cn-northwest-1 for ``cn-*``."""
+    """The Pricing API endpoint region for ``region`` (karpenter-provider-aws
+    ``pkg/providers/pricing/pricing.go`` ``NewAPI``): us-east-1, ap-south-1 for ``ap-*``,
+    eu-central-1 for ``eu-*``, cn-northwest-1 for ``cn-*``."""
     if region.startswith("ap-"):
         return "ap-south-1"
     if region.startswith("eu-"):
@@ -92,13 +127,18 @@ def new_clients(
     *,
     session: boto3.Session | None = None,
     endpoint_url: str | None = None,
+    retries: RetrySettings | None = None,
 ) -> AWSClients:
-    """boto3 clients for ``region`` with botocore's retries off (``Caller`` retries).
+    """boto3 clients for ``region``, each with botocore's ``retries`` (default
+    ``RetrySettings()``: standard mode, 5 attempts).
 
     ``endpoint_url`` points every client at one endpoint (a moto server in tests).
+
+    Raises:
+        ValueError: ``retries.max_attempts`` below 1.
     """
     sess = session or boto3.Session()
-    config = Config(retries={"total_max_attempts": 1, "mode": "standard"})
+    config = (retries or RetrySettings()).config()
     return AWSClients(
         ec2=sess.client("ec2", region_name=region, config=config, endpoint_url=endpoint_url),
         ssm=sess.client("ssm", region_name=region, config=config, endpoint_url=endpoint_url),
@@ -110,69 +150,3 @@ def new_clients(
         ),
         sqs=sess.client("sqs", region_name=region, config=config, endpoint_url=endpoint_url),
     )
-
-
-class Caller:
-    """Runs AWS operations with the retry policy in the module docstring.
-
-    ``sleep`` takes seconds (``time.sleep`` in production, a recorder in tests).
-    """
-
-    def __init__(
-        self,
-        sleep: Callable[[float], None],
-        *,
-        max_attempts: int = 5,
-        base_delay_s: float = 0.5,
-        max_delay_s: float = 8.0,
-    ) -> None:
-        self._sleep = sleep
-        self.max_attempts = max_attempts
-        self.base_delay_s = base_delay_s
-        self.max_delay_s = max_delay_s
-
-    def call(self, client: Any, operation: str, **params: Any) -> dict[str, Any]:
-        """``client.<operation>(**params)`` with retries.
-
-        Raises:
-            AWSError: a non-retryable error, or a retryable one on the last attempt.
-        """
-        method = getattr(client, operation)
-        for attempt in range(self.max_attempts):
-            try:
-                result: dict[str, Any] = method(**params)
-                return result
-            except ClientError as exc:
-                code = error_code(exc)
-                retryable = code in THROTTLING_CODES or code in TRANSIENT_CODES
-                if not retryable or attempt == self.max_attempts - 1:
-                    message = str(exc.response.get("Error", {}).get("Message", ""))
-                    raise AWSError(operation, code, message) from exc
-                delay_s = min(self.max_delay_s, self.base_delay_s * 2**attempt)
-                log.warning(
-                    "aws %s: %s, retrying in %.1f s (attempt %d of %d)",
-                    operation,
-                    code,
-                    delay_s,
-                    attempt + 1,
-                    self.max_attempts,
-                )
-                self._sleep(delay_s)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def pages(
-        self, client: Any, operation: str, token_in: str, token_out: str, **params: Any
-    ) -> Iterator[dict[str, Any]]:
-        """Every page of a paginated operation, each fetched through ``call`` (so a throttled
-        page is retried, not the whole listing). ``token_in``/``token_out`` name the request
-        and response pagination fields (``NextToken`` for EC2)."""
-        token: str | None = None
-        while True:
-            page_params = dict(params)
-            if token:
-                page_params[token_in] = token
-            page = self.call(client, operation, **page_params)
-            yield page
-            token = page.get(token_out)
-            if not token:
-                return

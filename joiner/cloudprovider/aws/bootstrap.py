@@ -312,6 +312,55 @@ def eks_bootstrap(
     return ud.write_mime([*parts, ud.MIMEPart((("Content-Type", ud.SHELL_SCRIPT),), script)])
 
 
+#: The bootstrap command that RAIDs and binds the instance store (``instanceStorePolicy``).
+BOTTLEROCKET_RAID0_COMMAND: dict[str, Any] = {
+    "commands": [
+        ["apiclient", "ephemeral-storage", "init"],
+        ["apiclient", "ephemeral-storage", "bind", "--dirs", *BOTTLEROCKET_RAID0_DIRS],
+    ],
+    "mode": "always",
+    "essential": True,
+}
+
+
+def bottlerocket_kubelet(k: KubeletConfig) -> dict[str, Any]:
+    """The ``[settings.kubernetes]`` keys the kubelet block sets, only those it gives
+    (karpenter-provider-aws ``pkg/providers/amifamily/bootstrap/bottlerocket.go``
+    ``Bottlerocket.Script``): ``max-pods``, ``cluster-dns-ip`` (the first), the reserved and
+    eviction maps, the soft grace periods as Go durations, the image GC thresholds (as
+    strings) and ``cpu-cfs-quota-enforced``."""
+    out: dict[str, Any] = {}
+    if k.max_pods is not None:
+        out["max-pods"] = k.max_pods
+    if k.cluster_dns:
+        out["cluster-dns-ip"] = k.cluster_dns[0]
+    for key, pairs in (
+        ("system-reserved", k.system_reserved_text),
+        ("kube-reserved", k.kube_reserved_text),
+        ("eviction-hard", k.eviction_hard_text),
+        ("eviction-soft", k.eviction_soft),
+    ):
+        if pairs:
+            out[key] = dict(pairs)
+    if k.eviction_soft_grace_period_s:
+        out["eviction-soft-grace-period"] = {
+            s: go_duration(v) for s, v in k.eviction_soft_grace_period_s
+        }
+    for key, value in (
+        ("eviction-max-pod-grace-period", k.eviction_max_pod_grace_period_s),
+        ("image-gc-high-threshold-percent", _text(k.image_gc_high_threshold_percent)),
+        ("image-gc-low-threshold-percent", _text(k.image_gc_low_threshold_percent)),
+        ("cpu-cfs-quota-enforced", k.cpu_cfs_quota),
+    ):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _text(value: object | None) -> str | None:
+    return None if value is None else str(value)
+
+
 def bottlerocket(
     nc: NodeClass, cluster: Any, labels: Sequence[tuple[str, str]], taints: Sequence[Taint]
 ) -> str:
@@ -340,45 +389,14 @@ def bottlerocket(
     if cluster.ca_bundle:
         k8s["cluster-certificate"] = cluster.ca_bundle
     k8s["node-labels"] = {**dict(k8s.get("node-labels") or {}), **dict(labels)}
-    k = nc.kubelet
-    if k.max_pods is not None:
-        k8s["max-pods"] = k.max_pods
-    if k.cluster_dns:
-        k8s["cluster-dns-ip"] = k.cluster_dns[0]
-    for key, pairs in (
-        ("system-reserved", k.system_reserved_text),
-        ("kube-reserved", k.kube_reserved_text),
-        ("eviction-hard", k.eviction_hard_text),
-        ("eviction-soft", k.eviction_soft),
-    ):
-        if pairs:
-            k8s[key] = dict(pairs)
-    if k.eviction_soft_grace_period_s:
-        k8s["eviction-soft-grace-period"] = {
-            s: go_duration(v) for s, v in k.eviction_soft_grace_period_s
-        }
-    if k.eviction_max_pod_grace_period_s is not None:
-        k8s["eviction-max-pod-grace-period"] = k.eviction_max_pod_grace_period_s
-    if k.image_gc_high_threshold_percent is not None:
-        k8s["image-gc-high-threshold-percent"] = str(k.image_gc_high_threshold_percent)
-    if k.image_gc_low_threshold_percent is not None:
-        k8s["image-gc-low-threshold-percent"] = str(k.image_gc_low_threshold_percent)
-    if k.cpu_cfs_quota is not None:
-        k8s["cpu-cfs-quota-enforced"] = k.cpu_cfs_quota
+    k8s.update(bottlerocket_kubelet(nc.kubelet))
     node_taints: dict[str, list[str]] = {}
     for t in taints:
         node_taints.setdefault(t.key, []).append(f"{t.value or ''}:{t.effect}")
     k8s["node-taints"] = node_taints
     if nc.instance_store_policy == RAID0:
         commands = dict(settings.get("bootstrap-commands") or {})
-        commands["000-mount-instance-storage"] = {
-            "commands": [
-                ["apiclient", "ephemeral-storage", "init"],
-                ["apiclient", "ephemeral-storage", "bind", "--dirs", *BOTTLEROCKET_RAID0_DIRS],
-            ],
-            "mode": "always",
-            "essential": True,
-        }
+        commands["000-mount-instance-storage"] = BOTTLEROCKET_RAID0_COMMAND
         settings["bootstrap-commands"] = commands
     autoscaling = settings.get("autoscaling")
     if isinstance(autoscaling, dict) and "should-wait" in autoscaling:

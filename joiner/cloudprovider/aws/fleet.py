@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +118,7 @@ def fleet_request(
     return fleet
 
 
-def override_of(entry: dict[str, Any], zone_of_subnet: dict[str, str]) -> tuple[str, str, str]:
+def override_of(entry: Mapping[str, Any], zone_of_subnet: dict[str, str]) -> tuple[str, str, str]:
     """(instance type, zone, subnet id) of a fleet ``Errors[]`` or ``Instances[]`` entry."""
     override = (entry.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
     itype = str(entry.get("InstanceType") or override.get("InstanceType") or "")
@@ -138,7 +138,7 @@ class FleetErrors:
 
 
 def read_errors(
-    resp: dict[str, Any],
+    resp: Mapping[str, Any],
     chosen: Chosen,
     capacity_type: str,
     zone_of_subnet: dict[str, str],

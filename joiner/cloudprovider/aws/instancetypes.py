@@ -1,5 +1,6 @@
 """Instance types and zonal offerings from the EC2 API, as Karpenter's instance-type provider
-discovers them (aws-semantics §1.3).
+discovers them (karpenter-provider-aws ``pkg/providers/instancetype/instancetype.go``
+``UpdateInstanceTypes``, ``UpdateInstanceTypeOfferings``).
 
 DescribeInstanceTypes with ``supported-virtualization-type=hvm`` and
 ``processor-info.supported-architecture`` in {x86_64, arm64}, 100 per page;
@@ -19,10 +20,13 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from joiner.cloudprovider.aws.api import Caller
+from joiner.cloudprovider.aws.api import aws_errors
 from joiner.cloudprovider.catalog import Catalog, InstanceTypeInfo
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +148,7 @@ class InstanceTypeSource:
 
     def __init__(
         self,
-        ec2: Any,
-        caller: Caller,
+        ec2: EC2Client,
         region: str,
         now: Callable[[], float],
         *,
@@ -153,7 +156,6 @@ class InstanceTypeSource:
         refresh_interval_s: float = DEFAULT_REFRESH_INTERVAL_S,
     ) -> None:
         self._ec2 = ec2
-        self._caller = caller
         self.region = region
         self._now = now
         self._packaged = packaged
@@ -166,7 +168,8 @@ class InstanceTypeSource:
         """The current snapshot, fetched when missing or older than the refresh interval.
 
         Raises:
-            AWSError: a describe call failed (after retries) and there is no snapshot yet.
+            AWSError: a describe call failed (after botocore's retries) and there is no
+                snapshot yet.
         """
         now = self._now()
         current = self._current
@@ -191,34 +194,10 @@ class InstanceTypeSource:
         self._current = discovery
 
     def _fetch(self, now: float) -> Discovery:
-        infos: dict[str, InstanceTypeInfo] = {}
-        for page in self._caller.pages(
-            self._ec2,
-            "describe_instance_types",
-            "NextToken",
-            "NextToken",
-            Filters=[
-                {"Name": "supported-virtualization-type", "Values": ["hvm"]},
-                {"Name": "processor-info.supported-architecture", "Values": ["x86_64", "arm64"]},
-            ],
-            MaxResults=100,
-        ):
-            for desc in page.get("InstanceTypes", []):
-                info = info_from_description(desc, self._packaged)
-                if info.architectures:
-                    infos[info.name] = info
-        offered: dict[str, set[str]] = {}
-        for page in self._caller.pages(
-            self._ec2,
-            "describe_instance_type_offerings",
-            "NextToken",
-            "NextToken",
-            LocationType="availability-zone",
-            MaxResults=1000,
-        ):
-            for o in page.get("InstanceTypeOfferings", []):
-                offered.setdefault(str(o["InstanceType"]), set()).add(str(o["Location"]))
-        zones_resp = self._caller.call(self._ec2, "describe_availability_zones")
+        with aws_errors():
+            infos = self._infos()
+            offered = self._offered()
+            zones_resp = self._ec2.describe_availability_zones()
         zones = sorted(
             (str(z["ZoneName"]), str(z["ZoneId"]))
             for z in zones_resp.get("AvailabilityZones", [])
@@ -231,6 +210,32 @@ class InstanceTypeSource:
             offered={k: tuple(sorted(v)) for k, v in sorted(offered.items()) if k in infos},
             fetched_at_s=now,
         )
+
+    def _infos(self) -> dict[str, InstanceTypeInfo]:
+        """Every hvm x86_64/arm64 type DescribeInstanceTypes lists, over all its pages."""
+        infos: dict[str, InstanceTypeInfo] = {}
+        for page in self._ec2.get_paginator("describe_instance_types").paginate(
+            Filters=[
+                {"Name": "supported-virtualization-type", "Values": ["hvm"]},
+                {"Name": "processor-info.supported-architecture", "Values": ["x86_64", "arm64"]},
+            ],
+            PaginationConfig={"PageSize": 100},
+        ):
+            for desc in page.get("InstanceTypes", []):
+                info = info_from_description(desc, self._packaged)
+                if info.architectures:
+                    infos[info.name] = info
+        return infos
+
+    def _offered(self) -> dict[str, set[str]]:
+        """Type -> the zones DescribeInstanceTypeOfferings lists it in, over all its pages."""
+        offered: dict[str, set[str]] = {}
+        for page in self._ec2.get_paginator("describe_instance_type_offerings").paginate(
+            LocationType="availability-zone", PaginationConfig={"PageSize": 1000}
+        ):
+            for o in page.get("InstanceTypeOfferings", []):
+                offered.setdefault(str(o["InstanceType"]), set()).add(str(o["Location"]))
+        return offered
 
     def catalog(
         self,

@@ -30,14 +30,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from joiner.cloudprovider.aws.api import AWSError, Caller
+from joiner.cloudprovider.aws.api import AWSError, aws_errors
 from joiner.cloudprovider.launchtemplates import (
     LAUNCH_TEMPLATE_TTL_S,
     LaunchTemplateCache,
     template_hash,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_ec2.type_defs import FilterTypeDef, LaunchTemplateTypeDef
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +67,7 @@ def launch_template_name(data: dict[str, Any], tags: Sequence[tuple[str, str]] =
     return LAUNCH_TEMPLATE_PREFIX + template_hash(content)[:32]
 
 
-def _tag_map(lt: dict[str, Any]) -> dict[str, str]:
+def _tag_map(lt: LaunchTemplateTypeDef) -> dict[str, str]:
     return {str(t["Key"]): str(t["Value"]) for t in lt.get("Tags") or []}
 
 
@@ -77,15 +81,13 @@ class LaunchTemplates:
 
     def __init__(
         self,
-        ec2: Any,
-        caller: Caller,
+        ec2: EC2Client,
         cluster_name: str,
         now: Callable[[], float],
         *,
         ttl_s: float = LAUNCH_TEMPLATE_TTL_S,
     ) -> None:
         self._ec2 = ec2
-        self._caller = caller
         self.cluster_name = cluster_name
         self.cache = LaunchTemplateCache(now, ttl_s)
         self.created = 0
@@ -114,9 +116,8 @@ class LaunchTemplates:
         if self.cache.get(name) is not None:
             return name
         try:
-            resp = self._caller.call(
-                self._ec2, "describe_launch_templates", LaunchTemplateNames=[name]
-            )
+            with aws_errors():
+                resp = self._ec2.describe_launch_templates(LaunchTemplateNames=[name])
             found = resp.get("LaunchTemplates") or [{}]
             self.cache.put(name, str(found[0].get("LaunchTemplateId", "")), node_class)
             return name
@@ -135,8 +136,9 @@ class LaunchTemplates:
         }
         template_id = ""
         try:
-            resp = self._caller.call(self._ec2, "create_launch_template", **params)
-            template_id = str((resp.get("LaunchTemplate") or {}).get("LaunchTemplateId", ""))
+            with aws_errors():
+                created = self._ec2.create_launch_template(**params)
+            template_id = str((created.get("LaunchTemplate") or {}).get("LaunchTemplateId", ""))
             self.created += 1
             log.debug("created launch template %s (%s)", name, template_id)
         except AWSError as exc:
@@ -149,20 +151,22 @@ class LaunchTemplates:
         """Drop ``name`` from the cache without deleting it (it was deleted behind our back)."""
         self.cache.drop(name)
 
-    def _describe(self, filters: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for page in self._caller.pages(
-            self._ec2,
-            "describe_launch_templates",
-            "NextToken",
-            "NextToken",
-            Filters=filters,
-            MaxResults=DESCRIBE_PAGE_SIZE,
-        ):
-            out.extend(page.get("LaunchTemplates") or [])
+    def _describe(self, filters: list[FilterTypeDef]) -> list[LaunchTemplateTypeDef]:
+        """Every launch template ``filters`` select, over all DescribeLaunchTemplates pages.
+
+        Raises:
+            AWSError: a page failed after botocore's retries.
+        """
+        out: list[LaunchTemplateTypeDef] = []
+        paginator = self._ec2.get_paginator("describe_launch_templates")
+        with aws_errors():
+            for page in paginator.paginate(
+                Filters=filters, PaginationConfig={"PageSize": DESCRIBE_PAGE_SIZE}
+            ):
+                out.extend(page.get("LaunchTemplates") or [])
         return out
 
-    def _cluster_filter(self) -> dict[str, Any]:
+    def _cluster_filter(self) -> FilterTypeDef:
         return {"Name": f"tag:{EKS_CLUSTER_TAG}", "Values": [self.cluster_name]}
 
     def hydrate(self) -> int:
@@ -183,9 +187,12 @@ class LaunchTemplates:
         return len(found)
 
     def _delete(self, name: str, template_id: str) -> None:
-        params = {"LaunchTemplateId": template_id} if template_id else {"LaunchTemplateName": name}
         try:
-            self._caller.call(self._ec2, "delete_launch_template", **params)
+            with aws_errors():
+                if template_id:
+                    self._ec2.delete_launch_template(LaunchTemplateId=template_id)
+                else:
+                    self._ec2.delete_launch_template(LaunchTemplateName=name)
             self.deleted += 1
         except AWSError as exc:
             if not is_template_not_found(exc.code):

@@ -1,6 +1,8 @@
 """EC2NodeClass resolution and the launch templates Joiner manages.
 
-Resolution (Karpenter's subnet, security-group and AMI providers, aws-semantics §1.1):
+Resolution (Karpenter's subnet, security-group and AMI providers: karpenter-provider-aws
+``pkg/providers/subnet/subnet.go``, ``securitygroup/securitygroup.go`` and
+``amifamily/ami.go``, each ``List``):
 
 * Subnets by ``id`` or ``tags`` (``DescribeSubnets``; terms OR, tags in a term AND, a tag
   value ``*`` matches any value; a ``name`` term matches the ``Name`` tag). Launches use, per
@@ -30,15 +32,20 @@ import base64
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from joiner.api import labels
 from joiner.api.objects import AMISelectorTerm, BlockDevice, NodeClass, SelectorTerm
 from joiner.api.quantity import GIB
-from joiner.cloudprovider.aws.api import AWSError, Caller
+from joiner.cloudprovider.aws.api import AWSError, aws_errors
 from joiner.cloudprovider.aws.bootstrap import user_data
 from joiner.cloudprovider.instancetype import AWS_NEURON
 from joiner.cloudprovider.types import InstanceType, NodeClassNotReadyError, Subnet
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_ec2.type_defs import FilterTypeDef
+    from mypy_boto3_ssm import SSMClient
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +125,7 @@ class ResolvedNodeClass:
         return next((a for a in self.amis if a.serves(it)), None)
 
 
-def _tag_filters(tags: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+def _tag_filters(tags: Sequence[tuple[str, str]]) -> list[FilterTypeDef]:
     return [
         {"Name": "tag-key", "Values": [k]} if v == "*" else {"Name": f"tag:{k}", "Values": [v]}
         for k, v in tags
@@ -213,9 +220,8 @@ class NodeClassResolver:
 
     def __init__(
         self,
-        ec2: Any,
-        ssm: Any,
-        caller: Caller,
+        ec2: EC2Client,
+        ssm: SSMClient,
         cluster: ClusterInfo,
         now: Callable[[], float],
         *,
@@ -223,7 +229,6 @@ class NodeClassResolver:
     ) -> None:
         self._ec2 = ec2
         self._ssm = ssm
-        self._caller = caller
         self.cluster = cluster
         self._now = now
         self.ttl_s = ttl_s
@@ -266,16 +271,18 @@ class NodeClassResolver:
     def _subnets(self, terms: Sequence[SelectorTerm]) -> tuple[list[Subnet], dict[str, int]]:
         found: dict[str, Subnet] = {}
         free: dict[str, int] = {}
+        paginator = self._ec2.get_paginator("describe_subnets")
         for term in terms:
+            filters: list[FilterTypeDef]
             if term.id:
                 filters = [{"Name": "subnet-id", "Values": [term.id]}]
             elif term.name:
                 filters = [{"Name": "tag:Name", "Values": [term.name]}]
             else:
                 filters = _tag_filters(term.tags)
-            for page in self._caller.pages(
-                self._ec2, "describe_subnets", "NextToken", "NextToken", Filters=filters
-            ):
+            with aws_errors():
+                pages = list(paginator.paginate(Filters=filters))
+            for page in pages:
                 for s in page.get("Subnets", []):
                     if s.get("State", "available") != "available":
                         continue
@@ -292,17 +299,18 @@ class NodeClassResolver:
 
     def _security_groups(self, terms: Sequence[SelectorTerm]) -> list[str]:
         found: set[str] = set()
+        paginator = self._ec2.get_paginator("describe_security_groups")
         for term in terms:
+            filters: list[FilterTypeDef]
             if term.id:
                 filters = [{"Name": "group-id", "Values": [term.id]}]
             elif term.name:
                 filters = [{"Name": "group-name", "Values": [term.name]}]
             else:
                 filters = _tag_filters(term.tags)
-            for page in self._caller.pages(
-                self._ec2, "describe_security_groups", "NextToken", "NextToken", Filters=filters
-            ):
-                found.update(str(g["GroupId"]) for g in page.get("SecurityGroups", []))
+            with aws_errors():
+                for page in paginator.paginate(Filters=filters):
+                    found.update(str(g["GroupId"]) for g in page.get("SecurityGroups", []))
         return sorted(found)
 
     def _amis(self, nc: NodeClass) -> list[AMI]:
@@ -345,24 +353,36 @@ class NodeClassResolver:
 
     def _parameter(self, name: str) -> str | None:
         try:
-            resp = self._caller.call(self._ssm, "get_parameter", Name=name)
+            with aws_errors():
+                resp = self._ssm.get_parameter(Name=name)
         except AWSError as exc:
             if exc.code == "ParameterNotFound":
                 log.info("SSM parameter %s not found", name)
                 return None
             raise
-        return str(resp["Parameter"]["Value"])
+        return str(resp["Parameter"].get("Value", ""))
 
     def _describe_images(self, **params: Any) -> list[AMI]:
+        """The available x86_64/arm64 images DescribeImages returns for ``params``, over all
+        its pages (Karpenter-AWS ``DescribeImagesPaginator``); none for an unknown AMI id.
+
+        Raises:
+            AWSError: another error, after botocore's retries.
+        """
         try:
-            resp = self._caller.call(self._ec2, "describe_images", **params)
+            with aws_errors():
+                images = [
+                    img
+                    for page in self._ec2.get_paginator("describe_images").paginate(**params)
+                    for img in page.get("Images", [])
+                ]
         except AWSError as exc:
             if exc.code.startswith("InvalidAMIID"):
                 log.info("AMI lookup %s: %s", params, exc.code)
                 return []
             raise
         out = []
-        for img in resp.get("Images", []):
+        for img in images:
             arch = _KUBE_ARCH.get(str(img.get("Architecture", "")))
             if arch is None or img.get("State", "available") != "available":
                 continue
@@ -381,7 +401,9 @@ class NodeClassResolver:
 
 
 def default_block_devices(ami_family: str) -> tuple[BlockDevice, ...]:
-    """Karpenter's default volumes per AMI family (aws-semantics §1.1)."""
+    """Karpenter's default volumes per AMI family (karpenter-provider-aws
+    ``pkg/providers/amifamily/{al2023,bottlerocket,windows}.go``
+    ``DefaultBlockDeviceMappings``)."""
     if ami_family == "Bottlerocket":
         return (
             BlockDevice("/dev/xvda", volume_size_bytes=4 * GIB, volume_type="gp3", encrypted=True),

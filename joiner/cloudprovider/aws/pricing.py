@@ -1,4 +1,5 @@
-"""On-demand and spot prices, as Karpenter's pricing provider keeps them (aws-semantics §1.4).
+"""On-demand and spot prices, as Karpenter's pricing provider keeps them (karpenter-provider-aws
+``pkg/providers/pricing/pricing.go`` ``UpdateOnDemandPricing``, ``UpdateSpotPricing``).
 
 * On-demand: the packaged table for the region (or the us-east-1 table, flagged estimated,
   when the region has none), replaced type by type by a Pricing API ``GetProducts`` refresh:
@@ -19,12 +20,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from joiner.cloudprovider.aws.api import AWSError, Caller
+from joiner.cloudprovider.aws.api import AWSError, aws_errors
 from joiner.cloudprovider.catalog import Catalog
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_pricing import PricingClient
+    from mypy_boto3_pricing.type_defs import FilterTypeDef
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +39,7 @@ DEFAULT_PRICE_REFRESH_INTERVAL_S = 12 * 3600.0
 SPOT_PRODUCT_DESCRIPTIONS = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
 
 
-def _pricing_filters(region: str, tenancy: str, family: str) -> list[dict[str, str]]:
+def _pricing_filters(region: str, tenancy: str, family: str) -> list[FilterTypeDef]:
     fields = (
         ("regionCode", region),
         ("serviceCode", "AmazonEC2"),
@@ -70,9 +76,8 @@ class PriceSource:
 
     def __init__(
         self,
-        ec2: Any,
-        pricing: Any,
-        caller: Caller,
+        ec2: EC2Client,
+        pricing: PricingClient,
         region: str,
         now: Callable[[], float],
         *,
@@ -82,7 +87,6 @@ class PriceSource:
     ) -> None:
         self._ec2 = ec2
         self._pricing = pricing
-        self._caller = caller
         self.region = region
         self._now = now
         self._packaged = packaged
@@ -158,26 +162,24 @@ class PriceSource:
         """Fetch on-demand prices from the Pricing API now; returns the number of types priced.
 
         Raises:
-            AWSError: a GetProducts call failed after retries.
+            AWSError: a GetProducts page failed after botocore's retries.
         """
         found: dict[str, float] = {}
+        paginator = self._pricing.get_paginator("get_products")
         for tenancy, family in (
             ("Shared", "Compute Instance"),
             ("Dedicated", "Compute Instance (bare metal)"),
         ):
-            for page in self._caller.pages(
-                self._pricing,
-                "get_products",
-                "NextToken",
-                "NextToken",
-                ServiceCode="AmazonEC2",
-                Filters=_pricing_filters(self.region, tenancy, family),
-                MaxResults=100,
-            ):
-                for item in page.get("PriceList", []):
-                    parsed = parse_price_list_item(item)
-                    if parsed is not None:
-                        found.setdefault(parsed[0], parsed[1])
+            with aws_errors():
+                for page in paginator.paginate(
+                    ServiceCode="AmazonEC2",
+                    Filters=_pricing_filters(self.region, tenancy, family),
+                    PaginationConfig={"PageSize": 100},
+                ):
+                    for item in page.get("PriceList", []):
+                        parsed = parse_price_list_item(item)
+                        if parsed is not None:
+                            found.setdefault(parsed[0], parsed[1])
         if found:
             self._on_demand.update(found)
             self._on_demand_estimated = False
@@ -189,29 +191,30 @@ class PriceSource:
         pairs seen.
 
         Raises:
-            AWSError: a DescribeSpotPriceHistory call failed after retries.
+            AWSError: a DescribeSpotPriceHistory page failed after botocore's retries.
         """
         start = datetime.fromtimestamp(self._now(), UTC)
         seen = 0
-        for page in self._caller.pages(
-            self._ec2,
-            "describe_spot_price_history",
-            "NextToken",
-            "NextToken",
+        pages = self._ec2.get_paginator("describe_spot_price_history").paginate(
             ProductDescriptions=list(SPOT_PRODUCT_DESCRIPTIONS),
             StartTime=start,
-            MaxResults=1000,
-        ):
-            for row in page.get("SpotPriceHistory", []):
-                key = (str(row["InstanceType"]), str(row["AvailabilityZone"]))
-                stamp = row.get("Timestamp") or start
-                if isinstance(stamp, str):
-                    stamp = datetime.fromisoformat(stamp)
-                price = float(row["SpotPrice"])
-                old = self._spot.get(key)
-                if old is None or stamp >= old[0]:
-                    self._spot[key] = (stamp, price)
-                seen += 1
+            PaginationConfig={"PageSize": 1000},
+        )
+        with aws_errors():
+            for page in pages:
+                for row in page.get("SpotPriceHistory", []):
+                    self._merge_spot(row, start)
+                    seen += 1
         self._spot_at_s = self._now()
         self.version += 1
         return seen
+
+    def _merge_spot(self, row: Mapping[str, Any], start: datetime) -> None:
+        """Keep one ``SpotPriceHistory`` row when it is the newest for its (type, zone)."""
+        key = (str(row["InstanceType"]), str(row["AvailabilityZone"]))
+        stamp = row.get("Timestamp") or start
+        if isinstance(stamp, str):
+            stamp = datetime.fromisoformat(stamp)
+        old = self._spot.get(key)
+        if old is None or stamp >= old[0]:
+            self._spot[key] = (stamp, float(row["SpotPrice"]))

@@ -1,6 +1,7 @@
 """``AWSCloudProvider``: the CloudProvider port on real EC2, launching as Karpenter does.
 
-Launch (aws-semantics §1.6, Karpenter ``pkg/providers/instance``):
+Launch (karpenter-provider-aws ``pkg/providers/instance/instance.go`` ``Create``,
+``launchInstance``, ``getOverrides``):
 
 1. Candidates are the request's (instance type, offering) pairs that are available, allowed
    by the requirements and not in the unavailable-offerings cache; the shared launch rules
@@ -19,8 +20,11 @@ Launch (aws-semantics §1.6, Karpenter ``pkg/providers/instance``):
 4. ``CreateFleet`` ``Type=instant`` for capacity 1 (``fleet.fleet_request``).
 5. Each ``Errors[]`` entry with a capacity code marks (type, zone, capacity type) unavailable
    for 3 minutes (``fleet.read_errors``). No instance back: ``InsufficientCapacityError``
-   when any error was a capacity error, else ``CreateError`` with the first error's code. A
-   failing call (after throttling retries) raises ``CreateError`` with the AWS code.
+   when any error was a capacity error, else ``CreateError`` with the first error's code.
+   These per-instance errors are the fleet's answer, not a failed call, so botocore does not
+   retry them and neither does Joiner: the next provisioning pass launches again. A failing
+   call (after botocore's retries, ``api.RetrySettings``) raises ``CreateError`` with the
+   AWS code.
 
 Instances are tagged ``karpenter.sh/nodepool``, ``karpenter.sh/nodeclaim``,
 ``karpenter.k8s.aws/ec2nodeclass``, ``kubernetes.io/cluster/<cluster>=owned`` and
@@ -34,15 +38,25 @@ import builtins
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from joiner.api import labels
 from joiner.api.objects import NodeClass, Source
-from joiner.cloudprovider.aws.api import AWSClients, AWSError, Caller, new_clients
+from joiner.cloudprovider.aws.api import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_RETRY_MODE,
+    AWSClients,
+    AWSError,
+    RetryMode,
+    RetrySettings,
+    aws_errors,
+    new_clients,
+)
 from joiner.cloudprovider.aws.drift import instance_drift
 from joiner.cloudprovider.aws.fleet import (
+    FleetErrors,
     fleet_request,
     launch_template_configs,
     override_of,
@@ -81,7 +95,11 @@ from joiner.cloudprovider.types import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
     Offering,
+    Subnet,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2.type_defs import CreateFleetResultTypeDef
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +131,9 @@ class AWSSettings:
     """Settings of the AWS provider. Durations in seconds.
 
     ``pricing_api`` False keeps the packaged on-demand table (Karpenter's ``isolatedVPC``).
+    ``retry_mode`` and ``max_attempts`` (every attempt of one request, the first included)
+    are botocore's retry policy for the clients ``new_aws_provider`` builds
+    (``api.RetrySettings``).
     """
 
     region: str
@@ -125,15 +146,41 @@ class AWSSettings:
     pricing_api: bool = True
     #: The ReservedCapacity feature gate: capacity reservations become reserved offerings.
     reserved_capacity: bool = True
-    max_attempts: int = 5
-    base_delay_s: float = 0.5
+    retry_mode: RetryMode = DEFAULT_RETRY_MODE
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+
+
+@dataclass(slots=True)
+class _Launch:
+    """One CreateFleet launch being put together: the request, its NodeClass as resolved,
+    the capacity type and (type, offering) pairs chosen, the subnet of each zone, the
+    instance tags, and the launch templates it used (filled in as they are ensured)."""
+
+    request: LaunchRequest
+    node_class: NodeClass
+    resolved: ResolvedNodeClass
+    capacity_type: str
+    chosen: list[tuple[InstanceType, Offering]]
+    per_zone: dict[str, Subnet]
+    tags: tuple[tuple[str, str], ...]
+    templates: list[str] = field(default_factory=list)
+
+    @property
+    def zone_of_subnet(self) -> dict[str, str]:
+        """Subnet id -> zone, over the resolved subnets."""
+        return {s.id: s.zone for s in self.resolved.subnets}
+
+    def types(self) -> list[InstanceType]:
+        """The chosen instance types, each once, in the order chosen."""
+        return list({it.name: it for it, _ in self.chosen}.values())
 
 
 class AWSCloudProvider:
     """CloudProvider on EC2 through boto3 (module docstring: launch rules and tags).
 
-    ``now`` returns seconds since the Unix epoch and ``sleep`` waits seconds: both are
-    injected (``time.time``/``time.sleep`` in ``new_aws_provider``), so tests control time.
+    ``now`` returns seconds since the Unix epoch, injected (``time.time`` in
+    ``new_aws_provider``), so tests control time; retries and their waits are botocore's,
+    configured on ``clients``.
     ``instance_types`` and ``prices`` may be shared between providers of one region.
     """
 
@@ -144,7 +191,6 @@ class AWSCloudProvider:
         node_classes: Sequence[NodeClass],
         *,
         now: Callable[[], float],
-        sleep: Callable[[float], None],
         packaged: Catalog | None = None,
         instance_types: InstanceTypeSource | None = None,
         prices: PriceSource | None = None,
@@ -153,15 +199,11 @@ class AWSCloudProvider:
         self.settings = settings
         self.region = settings.region
         self._now = now
-        self.caller = Caller(
-            sleep, max_attempts=settings.max_attempts, base_delay_s=settings.base_delay_s
-        )
         packaged = packaged or Catalog.load()
         self._packaged = packaged
         self.node_classes = {n.name: n for n in node_classes}
         self.instance_types = instance_types or InstanceTypeSource(
             clients.ec2,
-            self.caller,
             settings.region,
             now,
             packaged=packaged,
@@ -170,7 +212,6 @@ class AWSCloudProvider:
         self.prices = prices or PriceSource(
             clients.ec2,
             clients.pricing,
-            self.caller,
             settings.region,
             now,
             packaged=packaged,
@@ -180,20 +221,18 @@ class AWSCloudProvider:
         self.resolver = NodeClassResolver(
             clients.ec2,
             clients.ssm,
-            self.caller,
             settings.cluster,
             now,
             ttl_s=settings.resolution_ttl_s,
         )
         self.launch_templates = LaunchTemplates(
             clients.ec2,
-            self.caller,
             settings.cluster.name,
             now,
             ttl_s=settings.launch_template_ttl_s,
         )
         self.unavailable = UnavailableOfferings(now)
-        self.reservations = ReservationSource(clients.ec2, self.caller, now)
+        self.reservations = ReservationSource(clients.ec2, now)
         self.inflight_ips = InflightIPs()
         self._catalog_key: tuple[float, int] | None = None
         self._catalog: Catalog | None = None
@@ -331,9 +370,48 @@ class AWSCloudProvider:
         """
         nc = self._node_class(request.node_class)
         resolved = self.resolver.resolve(nc)
+        candidates = launch_candidates(self._launchable(request, resolved), request.requirements)
+        capacity_type = choose_capacity_type(candidates, request.requirements)
+        if capacity_type is None:
+            raise InsufficientCapacityError(
+                f"no available offering for nodeclaim {request.nodeclaim_name} "
+                f"({len(request.instance_types)} instance types)"
+            )
+        chosen = [(it, o) for it, o in candidates if o.capacity_type == capacity_type]
+        types = list({it.name: it for it, _ in chosen}.values())
+        launch = _Launch(
+            request=request,
+            node_class=nc,
+            resolved=resolved,
+            capacity_type=capacity_type,
+            chosen=chosen,
+            per_zone=self.inflight_ips.zonal_subnets(resolved, types, capacity_type),
+            tags=self._tags(nc, request),
+        )
+        resp = self._create_fleet(launch)
+        errors = read_errors(
+            resp,
+            chosen,
+            capacity_type,
+            launch.zone_of_subnet,
+            self.unavailable,
+            self.settings.unavailable_offering_ttl_s,
+        )
+        self.reservations.availability.mark_unavailable(*errors.full_reservations)
+        instance = self._fleet_instance(launch, resp)
+        if instance is not None:
+            return instance
+        raise self._fleet_failure(launch, errors)
+
+    def _launchable(
+        self, request: LaunchRequest, resolved: ResolvedNodeClass
+    ) -> list[tuple[InstanceType, Offering]]:
+        """The request's (type, offering) pairs that are available, allowed by its
+        requirements, in a resolved zone, not in the unavailable-offerings cache, served by
+        an AMI, and (reserved) in a reservation Karpenter still counts as having room."""
         reqs = request.requirements
         zones = {s.zone for s in resolved.subnets}
-        candidates = [
+        return [
             (it, o)
             for it in request.instance_types
             for o in it.offerings
@@ -344,65 +422,61 @@ class AWSCloudProvider:
             and resolved.ami_for(it) is not None
             and (not o.reservation_id or self.reservations.availability.count(o.reservation_id))
         ]
-        candidates = launch_candidates(candidates, reqs)
-        capacity_type = choose_capacity_type(candidates, reqs)
-        if capacity_type is None:
-            raise InsufficientCapacityError(
-                f"no available offering for nodeclaim {request.nodeclaim_name} "
-                f"({len(request.instance_types)} instance types)"
-            )
-        chosen = [(it, o) for it, o in candidates if o.capacity_type == capacity_type]
-        by_name = {it.name: it for it, _ in chosen}
-        types = list(by_name.values())
-        per_zone = self.inflight_ips.zonal_subnets(resolved, types, capacity_type)
-        tags = self._tags(nc, request)
-        node_labels = ((NODEPOOL_TAG, request.nodepool),)
 
-        used: list[str] = []
+    def _create_fleet(self, launch: _Launch) -> CreateFleetResultTypeDef:
+        """Ensure the launch templates, send CreateFleet and give back the in-flight IPs of
+        the subnets it did not use.
+
+        Raises:
+            CreateError: a launch template could not be made, or CreateFleet failed.
+        """
+        nc, resolved = launch.node_class, launch.resolved
+        node_labels = ((NODEPOOL_TAG, launch.request.nodepool),)
 
         def template_for(ami: AMI, reservation_id: str = "") -> str:
             data = launch_template_data(nc, resolved, ami, self.settings.cluster, node_labels)
             if reservation_id:  # Karpenter-AWS: one template per targeted reservation
                 target = {"CapacityReservationId": reservation_id}
                 data["CapacityReservationSpecification"] = {"CapacityReservationTarget": target}
-            used.append(self.launch_templates.ensure(data, nc.name, nc.tags))
-            return used[-1]
+            launch.templates.append(self.launch_templates.ensure(data, nc.name, nc.tags))
+            return launch.templates[-1]
 
+        types, per_zone = launch.types(), launch.per_zone
         try:
-            configs = launch_template_configs(chosen, resolved, per_zone, template_for)
+            configs = launch_template_configs(launch.chosen, resolved, per_zone, template_for)
         except AWSError as exc:
-            self.inflight_ips.release(resolved, {}, None, types, per_zone, capacity_type)
+            self.inflight_ips.release(resolved, {}, None, types, per_zone, launch.capacity_type)
             raise CreateError(exc.code, f"launch template: {exc}") from exc
-        fleet = fleet_request(configs, capacity_type, tags)
+        fleet = fleet_request(configs, launch.capacity_type, launch.tags)
         self.last_fleet_request = fleet
         try:
-            resp = self.caller.call(self.clients.ec2, "create_fleet", **fleet)
+            with aws_errors():
+                resp = self.clients.ec2.create_fleet(**fleet)
         except AWSError as exc:
-            self.inflight_ips.release(resolved, fleet, None, types, per_zone, capacity_type)
-            self._invalidate_templates(used, [exc.code])
+            self.inflight_ips.release(resolved, fleet, None, types, per_zone, launch.capacity_type)
+            self._invalidate_templates(launch.templates, [exc.code])
             raise CreateError(exc.code, str(exc)) from exc
-        self.inflight_ips.release(resolved, fleet, resp, types, per_zone, capacity_type)
-        zone_of_subnet = {s.id: s.zone for s in resolved.subnets}
-        errors = read_errors(
-            resp,
-            chosen,
-            capacity_type,
-            zone_of_subnet,
-            self.unavailable,
-            self.settings.unavailable_offering_ttl_s,
-        )
-        ice, other = errors.ice, errors.other
-        self.reservations.availability.mark_unavailable(*errors.full_reservations)
+        self.inflight_ips.release(resolved, fleet, resp, types, per_zone, launch.capacity_type)
+        return resp
+
+    def _fleet_instance(self, launch: _Launch, resp: CreateFleetResultTypeDef) -> Instance | None:
+        """The instance CreateFleet launched, or None when it launched none.
+
+        Raises:
+            CreateError: it launched a type or zone that was not asked for (the instance is
+                terminated first, so none is left that nobody tracks).
+        """
         for got in resp.get("Instances", []):
             ids = got.get("InstanceIds") or []
             if not ids:
                 continue
-            itype, zone, subnet = override_of(got, zone_of_subnet)
-            found = by_name.get(itype)
-            offering = next((o for t, o in chosen if t.name == itype and o.zone == zone), None)
-            if found is None or offering is None:
-                # Never leave an instance nobody tracks: give it back before failing.
-                self.caller.call(self.clients.ec2, "terminate_instances", InstanceIds=list(ids))
+            itype, zone, subnet = override_of(got, launch.zone_of_subnet)
+            offering = next(
+                (o for t, o in launch.chosen if t.name == itype and o.zone == zone), None
+            )
+            if offering is None:
+                with aws_errors():
+                    self.clients.ec2.terminate_instances(InstanceIds=list(ids))
                 raise CreateError(
                     "UnexpectedInstance",
                     f"CreateFleet returned {itype} in {zone!r}, which was not requested",
@@ -412,26 +486,31 @@ class AWSCloudProvider:
             return Instance(
                 provider_id=provider_id(zone, iid),
                 instance_id=iid,
-                instance_type=found,
+                instance_type=next(t for t, o in launch.chosen if o is offering),
                 offering=offering,
-                subnet_id=subnet or per_zone[zone].id,
+                subnet_id=subnet or launch.per_zone[zone].id,
                 launched_at_s=self._now(),
-                tags=tags,
+                tags=launch.tags,
             )
-        if ice:
-            raise InsufficientCapacityError(
-                f"CreateFleet for nodeclaim {request.nodeclaim_name}: "
-                + ", ".join(sorted({f"{n}/{o.zone}" for n, o in ice}))
+        return None
+
+    def _fleet_failure(self, launch: _Launch, errors: FleetErrors) -> Exception:
+        """What a CreateFleet that launched nothing raises: ``InsufficientCapacityError``
+        when any error was a capacity error, else ``CreateError`` with the first code (a
+        missing launch template is forgotten so the next launch makes it again)."""
+        name = launch.request.nodeclaim_name
+        if errors.ice:
+            return InsufficientCapacityError(
+                f"CreateFleet for nodeclaim {name}: "
+                + ", ".join(sorted({f"{n}/{o.zone}" for n, o in errors.ice}))
                 + " have no capacity",
-                ice,
+                errors.ice,
             )
-        if other:
-            codes = sorted(set(other))
-            self._invalidate_templates(used, codes)
-            raise CreateError(
-                codes[0], f"CreateFleet for nodeclaim {request.nodeclaim_name} failed: {codes}"
-            )
-        raise CreateError("NoInstance", "CreateFleet returned neither instances nor errors")
+        if errors.other:
+            codes = sorted(set(errors.other))
+            self._invalidate_templates(launch.templates, codes)
+            return CreateError(codes[0], f"CreateFleet for nodeclaim {name} failed: {codes}")
+        return CreateError("NoInstance", "CreateFleet returned neither instances nor errors")
 
     def _invalidate_templates(self, names: Sequence[str], codes: Sequence[str]) -> None:
         """A launch that found its template gone forgets the templates it used, so the next
@@ -460,12 +539,16 @@ class AWSCloudProvider:
     # -- reading and deleting ---------------------------------------------------------------
 
     def _describe(self, **params: Any) -> list[dict[str, Any]]:
+        """Every instance DescribeInstances returns for ``params``, over all its pages.
+
+        Raises:
+            AWSError: a page failed after botocore's retries.
+        """
         out: list[dict[str, Any]] = []
-        for page in self.caller.pages(
-            self.clients.ec2, "describe_instances", "NextToken", "NextToken", **params
-        ):
-            for reservation in page.get("Reservations", []):
-                out.extend(reservation.get("Instances", []))
+        with aws_errors():
+            for page in self.clients.ec2.get_paginator("describe_instances").paginate(**params):
+                for reservation in page.get("Reservations", []):
+                    out.extend(dict(i) for i in reservation.get("Instances", []))
         return out
 
     def _instance(self, desc: dict[str, Any]) -> Instance:
@@ -563,7 +646,8 @@ class AWSCloudProvider:
         iid = instance_id_of(provider_id)
         live = self._live(iid)
         try:
-            self.caller.call(self.clients.ec2, "terminate_instances", InstanceIds=[iid])
+            with aws_errors():
+                self.clients.ec2.terminate_instances(InstanceIds=[iid])
             self.reservations.availability.mark_terminated(live.get("CapacityReservationId", ""))
         except AWSError as exc:
             if exc.code.startswith("InvalidInstanceID"):
@@ -613,6 +697,10 @@ def new_aws_provider(
 ) -> AWSCloudProvider:
     """The constructor controller mode (``joiner run --cloud aws``) calls: boto3 clients for
     ``settings.region`` from the default credential chain (or ``session``), the wall clock
-    and ``time.sleep``. The composition root is the only caller that reads real time."""
-    clients = new_clients(settings.region, session=session, endpoint_url=endpoint_url)
-    return AWSCloudProvider(clients, settings, node_classes, now=time.time, sleep=time.sleep)
+    and botocore's retries as ``settings.retry_mode`` and ``settings.max_attempts`` say. The
+    composition root is the only caller that reads real time."""
+    retries = RetrySettings(settings.retry_mode, settings.max_attempts)
+    clients = new_clients(
+        settings.region, session=session, endpoint_url=endpoint_url, retries=retries
+    )
+    return AWSCloudProvider(clients, settings, node_classes, now=time.time)

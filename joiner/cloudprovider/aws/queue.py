@@ -1,24 +1,34 @@
 """The interruption queue: EventBridge -> SQS -> ``CloudEvent`` -> a handler.
 
-As Karpenter's SQS provider (aws-semantics §1.7): ``ReceiveMessage`` long-polls up to 10
+As Karpenter's SQS provider (karpenter-provider-aws ``pkg/providers/sqs/sqs.go``
+``GetSQSMessages``): ``ReceiveMessage`` long-polls up to 10
 messages for ``wait_time_s`` (20 s) with a ``visibility_timeout_s`` (20 s); each body is
 parsed with ``events.parse_message`` and handed to the handler (the interruption
 controller's ``handle``), then deleted. A message that does not parse is logged and deleted;
 an event Joiner ignores (an unknown type, a non-EC2 health event, a ``running`` state) is
 deleted unhandled. When the handler raises, the error is logged and the message is left on
-the queue, so SQS delivers it again after the visibility timeout. A failed receive is logged
-and retried after ``error_backoff_s``. Nothing stops the loop but ``stop()``.
+the queue, so SQS delivers it again after the visibility timeout. Each call is retried by
+botocore (``api.RetrySettings`` on the client); a receive that still fails is logged and the
+loop waits ``error_backoff_s`` before the next one, because this loop has to outlive an SQS
+outage that botocore's few attempts cannot (Karpenter's interruption controller likewise
+returns the error and is reconciled again with backoff: karpenter-provider-aws
+``pkg/controllers/interruption/controller.go`` ``Reconcile``). Nothing stops the loop but
+``stop()``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from joiner.api.errors import InputError
-from joiner.cloudprovider.aws.api import AWSError, Caller
+from joiner.cloudprovider.aws.api import AWSError, aws_errors
 from joiner.cloudprovider.events import CloudEvent, parse_message
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 log = logging.getLogger(__name__)
 
@@ -28,17 +38,17 @@ EventHandler = Callable[[CloudEvent], None]
 class InterruptionQueue:
     """Polls one SQS queue and feeds its events to ``handler`` (module docstring).
 
+    ``sqs`` is the SQS client (or a fake with ``receive_message`` and ``delete_message``);
     ``sleep`` waits seconds (injected). Counters: ``handled``, ``ignored``, ``malformed``,
     ``failed`` (handler raised).
     """
 
     def __init__(
         self,
-        sqs: Any,
+        sqs: SQSClient,
         queue_url: str,
         handler: EventHandler,
         *,
-        caller: Caller,
         sleep: Callable[[float], None],
         wait_time_s: int = 20,
         visibility_timeout_s: int = 20,
@@ -51,7 +61,6 @@ class InterruptionQueue:
         self._sqs = sqs
         self.queue_url = queue_url
         self._handler = handler
-        self._caller = caller
         self._sleep = sleep
         self.wait_time_s = wait_time_s
         self.visibility_timeout_s = visibility_timeout_s
@@ -71,11 +80,10 @@ class InterruptionQueue:
     @classmethod
     def from_name(
         cls,
-        sqs: Any,
+        sqs: SQSClient,
         queue_name: str,
         handler: EventHandler,
         *,
-        caller: Caller,
         sleep: Callable[[float], None],
         **options: Any,
     ) -> InterruptionQueue:
@@ -85,31 +93,31 @@ class InterruptionQueue:
         Raises:
             AWSError: the queue does not exist or cannot be read.
         """
-        url = str(caller.call(sqs, "get_queue_url", QueueName=queue_name)["QueueUrl"])
-        return cls(sqs, url, handler, caller=caller, sleep=sleep, **options)
+        with aws_errors():
+            url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+        return cls(sqs, url, handler, sleep=sleep, **options)
 
     def poll_once(self) -> int:
         """One ``ReceiveMessage`` and the handling of what it returned; the number of
         messages received.
 
         Raises:
-            AWSError: ReceiveMessage failed after retries.
+            AWSError: ReceiveMessage failed after botocore's retries.
         """
-        resp = self._caller.call(
-            self._sqs,
-            "receive_message",
-            QueueUrl=self.queue_url,
-            MaxNumberOfMessages=self.max_messages,
-            WaitTimeSeconds=self.wait_time_s,
-            VisibilityTimeout=self.visibility_timeout_s,
-            AttributeNames=["SentTimestamp"],
-        )
+        with aws_errors():
+            resp = self._sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=self.max_messages,
+                WaitTimeSeconds=self.wait_time_s,
+                VisibilityTimeout=self.visibility_timeout_s,
+                AttributeNames=["SentTimestamp"],
+            )
         messages = resp.get("Messages", [])
         for message in messages:
             self._process(message)
         return len(messages)
 
-    def _process(self, message: dict[str, Any]) -> None:
+    def _process(self, message: MessageTypeDef) -> None:
         message_id = message.get("MessageId", "")
         try:
             event = parse_message(str(message.get("Body", "")))
@@ -139,14 +147,12 @@ class InterruptionQueue:
             self._on_queued_s(max(0.0, self._wall_now_s() - int(sent_ms) / 1000))
         self._delete(message)
 
-    def _delete(self, message: dict[str, Any]) -> None:
+    def _delete(self, message: MessageTypeDef) -> None:
         try:
-            self._caller.call(
-                self._sqs,
-                "delete_message",
-                QueueUrl=self.queue_url,
-                ReceiptHandle=message["ReceiptHandle"],
-            )
+            with aws_errors():
+                self._sqs.delete_message(
+                    QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
+                )
             if self._on_deleted is not None:
                 self._on_deleted()
         except AWSError as exc:

@@ -15,13 +15,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from joiner.api.objects import CapacityReservationSelectorTerm
-from joiner.cloudprovider.aws.api import AWSError, Caller
+from joiner.cloudprovider.aws.api import AWSError, aws_errors
 from joiner.cloudprovider.reservations import Availability, CapacityReservation, select
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
 
 #: How long one DescribeCapacityReservations answer is used (Karpenter polls every minute).
 RESERVATION_POLL_S = 60.0
@@ -46,7 +49,7 @@ def describe_params(term: CapacityReservationSelectorTerm) -> dict[str, Any]:
     return {"Filters": filters, "MaxResults": 1000}
 
 
-def from_description(desc: dict[str, Any]) -> CapacityReservation:
+def from_description(desc: Mapping[str, Any]) -> CapacityReservation:
     """One ``CapacityReservations[]`` entry as a ``CapacityReservation`` (end time in Unix
     seconds)."""
     end = desc.get("EndDate")
@@ -73,10 +76,9 @@ class ReservationSource:
     """
 
     def __init__(
-        self, ec2: Any, caller: Caller, now: Callable[[], float], poll_s: float = RESERVATION_POLL_S
+        self, ec2: EC2Client, now: Callable[[], float], poll_s: float = RESERVATION_POLL_S
     ) -> None:
         self._ec2 = ec2
-        self._caller = caller
         self._now = now
         self._poll_s = poll_s
         self._cache: dict[CapacityReservationSelectorTerm, tuple[float, list[CapacityReservation]]]
@@ -100,15 +102,11 @@ class ReservationSource:
 
     def _describe(self, term: CapacityReservationSelectorTerm) -> list[CapacityReservation]:
         out: list[CapacityReservation] = []
+        paginator = self._ec2.get_paginator("describe_capacity_reservations")
         try:
-            for page in self._caller.pages(
-                self._ec2,
-                "describe_capacity_reservations",
-                "NextToken",
-                "NextToken",
-                **describe_params(term),
-            ):
-                out.extend(from_description(d) for d in page.get("CapacityReservations", []))
+            with aws_errors():
+                for page in paginator.paginate(**describe_params(term)):
+                    out.extend(from_description(d) for d in page.get("CapacityReservations", []))
         except AWSError as exc:
             if term.id and "NotFound" in exc.code:
                 return []

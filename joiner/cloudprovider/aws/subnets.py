@@ -13,7 +13,7 @@ Karpenter-AWS's subnet provider does (``pkg/providers/subnet/subnet.go``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from joiner.api.quantity import PODS
@@ -70,7 +70,7 @@ class InflightIPs:
         self,
         resolved: ResolvedNodeClass,
         fleet_request: dict[str, Any],
-        fleet_response: dict[str, Any] | None,
+        fleet_response: Mapping[str, Any] | None,
         instance_types: Sequence[InstanceType],
         zonal: dict[str, Subnet],
         capacity_type: str,

@@ -1,7 +1,7 @@
 """EC2 Fleet's allocation strategies over capacity pools (one ``instant`` request, capacity 1).
 
 AWS documents the strategies in words only (EC2 User Guide, "Allocation strategies for Spot
-Instances" and "for On-Demand Instances"; aws-semantics §4); the exact scoring is not
+Instances" and "for On-Demand Instances"); the exact scoring is not
 public, so each is reproduced as its documented rule over the pools' price and capacity
 score (``market.SpotMarket``), ties broken by a seeded per-pool draw, never by name:
 

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 
 from joiner.cloudprovider.types import Offering
 
-#: AWS's Spot interruption notice (aws-semantics §4).
+#: AWS's Spot interruption notice (Amazon EC2 User Guide, "Spot Instance interruption
+#: notices": two minutes).
 NOTICE_S = 120.0
 #: Price steps of the modelled drift (spot prices move slowly since the 2017 pricing change).
 PRICE_EPOCH_S = 6 * 3600.0

@@ -1,6 +1,7 @@
 """A deterministic EC2 stand-in: subnets, security groups, instance types and launches.
 
-Launch follows Karpenter's CreateFleet request (aws-semantics §1.6) through the shared
+Launch follows Karpenter's CreateFleet request (karpenter-provider-aws
+``pkg/providers/instance/instance.go`` ``launchInstance``) through the shared
 launch rules (``launch.launch_candidates``: exotic and unwanted-Spot types dropped unless a
 requirement has ``minValues``, the list cut to the 60 types with the cheapest pools, which
 must still meet ``minValues``); then the capacity type is chosen (spot before on-demand when

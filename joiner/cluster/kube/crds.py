@@ -9,7 +9,9 @@ of scalars (Karpenter's ``expireAfter: 720h | Never`` or a number) becomes
 ``x-kubernetes-preserve-unknown-fields``, ``Any`` fields keep unknown fields, and pydantic's
 ``title``/``default``/``additionalProperties: false`` are dropped (the API server prunes
 unknown fields instead of forbidding them). Groups, kinds, scopes and names follow
-Karpenter's own CRDs (karpenter-semantics §1.4): all three are cluster-scoped, with the
+Karpenter's own CRDs (karpenter ``pkg/apis/crds/karpenter.sh_nodepools.yaml`` and
+``karpenter.sh_nodeclaims.yaml``, karpenter-provider-aws
+``pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml``): all three are cluster-scoped, with the
 status subresource.
 
 ``crd_documents()`` returns the three CRDs as dicts; ``deploy/crds/<CRD_FILES[kind]>`` hold

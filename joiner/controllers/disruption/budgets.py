@@ -1,7 +1,7 @@
 """Disruption budgets: how many of a NodePool's nodes may be disrupting at once, per reason.
 
 Matches Karpenter's ``BuildDisruptionBudgetMapping`` and ``NodePool.GetAllowedDisruptionsByReason``
-(karpenter-semantics §4.3):
+(karpenter ``pkg/controllers/disruption/helpers.go`` and ``pkg/apis/v1/nodepool.go``):
 
 1. A pool's nodes are its managed, initialized nodes that are not gone; those NotReady or
    marked for deletion count as already disrupting.

@@ -1,6 +1,7 @@
 """Disruption candidates: which nodes a method may disrupt, and why the others may not.
 
-Matches Karpenter's ``GetCandidates`` / ``NewCandidate`` (karpenter-semantics §4.2). A node is
+Matches Karpenter's ``GetCandidates`` / ``NewCandidate`` (karpenter
+``pkg/controllers/disruption/helpers.go`` and ``types.go``). A node is
 a candidate when its NodeClaim is launched, registered and initialized, it is not marked for
 deletion, it has no ``karpenter.sh/do-not-disrupt`` annotation, its NodePool exists, and
 (for *graceful* methods) every pod on it may be evicted now: none has an active

@@ -1,7 +1,8 @@
 """The disruption controller: one command per pass, validated, then orchestrated.
 
-Karpenter's ``disruption.Controller`` and orchestration queue (karpenter-semantics §4.1,
-§4.6 step 5, §4.10):
+Karpenter's ``disruption.Controller`` and orchestration queue (karpenter
+``pkg/controllers/disruption/controller.go`` ``Controller.Reconcile`` and ``disrupt``,
+``validation.go`` ``Validate``, ``queue.go`` ``Queue.StartCommand`` and ``Queue.Reconcile``):
 
 * A pass collects candidates, builds the budget mapping and tries the methods in order
   (``methods.ORDER``); the first command ends it. With no command the controller sleeps

@@ -1,6 +1,7 @@
 """Drift: a node no longer matches what its NodePool would launch now.
 
-Matches Karpenter's ``nodeclaim/disruption/drift.go`` (karpenter-semantics §4.5), in order:
+Matches Karpenter's ``nodeclaim/disruption/drift.go`` (karpenter
+``pkg/controllers/nodeclaim/disruption/drift.go`` ``Drift.isDrifted``), in order:
 
 * ``NodePoolDrifted``: a template field Karpenter hashes (labels, annotations, taints,
   startupTaints, nodeClassRef, expireAfter, terminationGracePeriod) differs from the value the

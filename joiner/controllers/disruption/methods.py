@@ -1,4 +1,7 @@
-"""The disruption methods and the consolidation decision (karpenter-semantics §4.4-§4.8).
+"""The disruption methods and the consolidation decision (karpenter
+``pkg/controllers/disruption/``: ``emptiness.go``, ``drift.go``, ``multinodeconsolidation.go``,
+``singlenodeconsolidation.go``, ``consolidation.go`` ``computeConsolidation`` and
+``computeSpotToSpotConsolidation``).
 
 Methods run in Karpenter's order, and the first to produce a command ends the pass:
 

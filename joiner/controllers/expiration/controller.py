@@ -1,7 +1,8 @@
 """Expiration: a NodeClaim past its NodePool's ``expireAfter`` is deleted.
 
-Matches Karpenter's ``nodeclaim/expiration`` (karpenter-semantics §4.1): expiration is not a
-disruption method. It ignores budgets, PodDisruptionBudgets and ``do-not-disrupt`` when it
+Matches Karpenter's ``nodeclaim/expiration`` (karpenter
+``pkg/controllers/nodeclaim/expiration/controller.go`` ``Controller.Reconcile``): expiration
+is not a disruption method. It ignores budgets, PodDisruptionBudgets and ``do-not-disrupt`` when it
 decides; the drain that follows still respects them, but only until the NodePool's
 ``terminationGracePeriod``, after which whatever remains is evicted. Pods on the expiring node
 are demand for the provisioner from the moment it is marked for deletion, so replacement

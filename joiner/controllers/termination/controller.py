@@ -1,7 +1,7 @@
 """The termination controller: drain a node through the Eviction API, then delete it.
 
-Karpenter ``node/termination`` (karpenter-semantics §4.11), simplified to what the simulation
-needs:
+Karpenter ``node/termination`` (karpenter ``pkg/controllers/node/termination/controller.go``
+``Controller.finalize``), simplified to what the simulation needs:
 
 1. The node is tainted ``karpenter.sh/disrupted:NoSchedule`` (by whoever asked).
 2. Pods are evicted in tiers: workload pods first, DaemonSet pods last (they go with the

@@ -15,7 +15,7 @@ from joiner.api import labels
 from joiner.api.manifests.userdata import mime_parts
 from joiner.api.objects import AMISelectorTerm, SelectorTerm
 from joiner.api.requirements import Requirement, Requirements
-from joiner.cloudprovider.aws import AWSError, Caller, InterruptionQueue
+from joiner.cloudprovider.aws import AWSError, InterruptionQueue
 from joiner.cloudprovider.events import SPOT_INTERRUPTION, STATE_CHANGE, CloudEvent
 from joiner.cloudprovider.types import (
     InsufficientCapacityError,
@@ -294,7 +294,6 @@ def test_eventbridge_to_sqs_to_handler_round_trip(aws_world):
         sqs,
         "test-cluster",
         got.append,
-        caller=Caller(aws_world.clock.sleep),
         sleep=aws_world.clock.sleep,
         wait_time_s=1,
     )
@@ -345,7 +344,6 @@ def test_malformed_and_ignored_messages_are_deleted_and_the_loop_goes_on(aws_wor
         sqs,
         url,
         got.append,
-        caller=Caller(aws_world.clock.sleep),
         sleep=aws_world.clock.sleep,
         wait_time_s=1,
     )
@@ -383,7 +381,6 @@ def test_handler_failure_leaves_the_message_for_redelivery(aws_world):
         sqs,
         url,
         flaky,
-        caller=Caller(aws_world.clock.sleep),
         sleep=aws_world.clock.sleep,
         wait_time_s=1,
         visibility_timeout_s=0,
@@ -402,7 +399,6 @@ def test_receive_failure_is_logged_and_retried(aws_world):
         sqs,
         aws_world.endpoint + "/123456789012/missing",
         lambda e: None,
-        caller=Caller(aws_world.clock.sleep, max_attempts=1),
         sleep=aws_world.clock.sleep,
         wait_time_s=1,
         error_backoff_s=7.0,

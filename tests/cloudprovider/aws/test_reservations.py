@@ -13,7 +13,6 @@ from botocore.stub import Stubber
 from joiner.api import labels
 from joiner.api.objects import CapacityReservationSelectorTerm as Term
 from joiner.api.requirements import Requirement, Requirements
-from joiner.cloudprovider.aws.api import Caller
 from joiner.cloudprovider.aws.fleet import read_errors
 from joiner.cloudprovider.aws.reservations import ReservationSource, describe_params
 from joiner.cloudprovider.launch import UnavailableOfferings
@@ -88,7 +87,7 @@ def test_source_pages_caches_a_minute_and_drops_expired_and_unknown():
         expected_params=describe_params(Term(id="cr-9")),
     )
     with stub:
-        source = ReservationSource(client, Caller(lambda s: None), lambda: now[0])
+        source = ReservationSource(client, lambda: now[0])
         found = source.selected([tag_term, Term(id="cr-9")])
         assert [r.id for r in found] == ["cr-1"]
         assert source.availability.counts() == {"cr-1": 2, "cr-0": 3}
@@ -105,7 +104,7 @@ def _source(count: int) -> tuple[ReservationSource, Stubber]:
         describe_params(Term(id="cr-0a1b2c")),
     )
     stub.activate()
-    return ReservationSource(client, Caller(lambda s: None), lambda: 1_800_000_000.0), stub
+    return ReservationSource(client, lambda: 1_800_000_000.0), stub
 
 
 def _world(aws_world, count: int):
@@ -237,7 +236,7 @@ def test_the_feature_gate_off_ignores_reservations(aws_world):
     provider = aws_world.provider([nc], reserved_capacity=False)
     client, stub = _stubbed()  # no response queued: a describe call would fail the test
     with stub:
-        provider.reservations = ReservationSource(client, Caller(lambda s: None), lambda: 0.0)
+        provider.reservations = ReservationSource(client, lambda: 0.0)
         types = provider.get_instance_types("default")
     assert not [o for t in types for o in t.offerings if o.capacity_type == "reserved"]
 

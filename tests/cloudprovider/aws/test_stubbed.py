@@ -37,13 +37,9 @@ START_S = 1_800_000_000.0
 class Clock:
     def __init__(self) -> None:
         self.now_s = START_S
-        self.sleeps: list[float] = []
 
     def now(self) -> float:
         return self.now_s
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
 
 
 def _discovery() -> Discovery:
@@ -111,7 +107,7 @@ class World:
             region=REGION, cluster=ClusterInfo("c", "https://api", "Q0E="), pricing_api=pricing_api
         )
         source = InstanceTypeSource(
-            self.clients.ec2, None, REGION, self.clock.now, refresh_interval_s=float("inf")
+            self.clients.ec2, REGION, self.clock.now, refresh_interval_s=float("inf")
         )
         source.prime(_discovery())
         self.provider = AWSCloudProvider(
@@ -119,7 +115,6 @@ class World:
             settings,
             [node_class],
             now=self.clock.now,
-            sleep=self.clock.sleep,
             instance_types=source,
         )
 
@@ -445,39 +440,20 @@ def test_other_fleet_errors_raise_create_error_with_the_code():
     assert w.provider.unavailable.active() == []
 
 
-def test_create_fleet_throttling_is_retried_with_backoff():
+def test_api_errors_botocore_gives_up_on_raise_create_error_with_the_code():
+    # Retries are botocore's (tests/cloudprovider/aws/test_api.py); the Stubber answers
+    # before them, so each stubbed error here is the final answer of one CreateFleet call.
     w = World()
     w.stub_resolution()
     w.stub_spot_prices(_spot_rows(["m5.large"]))
     request = w.request("nc-1", ("m5.large",))
     w.stub_new_launch_template()
-    for _ in range(2):
-        w.ec2.add_client_error("create_fleet", service_error_code="RequestLimitExceeded")
-    w.ec2.add_response(
-        "create_fleet", {"Instances": [_fleet_instance("m5.large", "us-east-1a", "subnet-a2")]}
-    )
-    inst = w.provider.create(request)
-    assert inst.instance_id == "i-0abc"
-    assert w.clock.sleeps == [0.5, 1.0]
-
-
-def test_throttling_that_never_ends_and_other_api_errors_raise_create_error():
-    w = World()
-    w.stub_resolution()
-    w.stub_spot_prices(_spot_rows(["m5.large"]))
-    request = w.request("nc-1", ("m5.large",))
-    w.stub_new_launch_template()
-    for _ in range(5):
-        w.ec2.add_client_error("create_fleet", service_error_code="RequestLimitExceeded")
-    with pytest.raises(CreateError) as err:
-        w.provider.create(request)
-    assert err.value.reason == "RequestLimitExceeded"
-    assert w.clock.sleeps == [0.5, 1.0, 2.0, 4.0]
-    w.ec2.add_client_error("create_fleet", service_error_code="UnauthorizedOperation")
-    with pytest.raises(CreateError) as err:
-        w.provider.create(request)
-    assert err.value.reason == "UnauthorizedOperation"
-    assert w.clock.sleeps == [0.5, 1.0, 2.0, 4.0]  # not retried
+    for code in ("RequestLimitExceeded", "UnauthorizedOperation"):
+        w.ec2.add_client_error("create_fleet", service_error_code=code)
+        with pytest.raises(CreateError) as err:
+            w.provider.create(request)
+        assert err.value.reason == code
+    w.ec2.assert_no_pending_responses()
 
 
 def test_spot_price_history_sets_per_zone_prices_newest_wins():
@@ -825,9 +801,7 @@ def test_instance_type_discovery_is_paginated_and_cached():
             ]
         },
     )
-    source = InstanceTypeSource(
-        w.clients.ec2, w.provider.caller, REGION, clock.now, packaged=Catalog.load()
-    )
+    source = InstanceTypeSource(w.clients.ec2, REGION, clock.now, packaged=Catalog.load())
     d = source.discovery()
     assert source.discovery() is d and source.fetches == 1  # cached within 5 minutes
     w.ec2.assert_no_pending_responses()
