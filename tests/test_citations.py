@@ -22,3 +22,15 @@ def test_no_module_cites_a_document_outside_the_repository():
         if any(name in line for name in UNREACHABLE)
     ]
     assert not found, "cite the upstream file and function instead:\n" + "\n".join(found)
+
+
+def test_no_doc_cites_a_document_outside_the_repository():
+    repo = Path(joiner.__file__).parent.parent
+    pages = [repo / "README.md", *sorted((repo / "docs").rglob("*.md"))]
+    found = [
+        f"{page.relative_to(repo)}:{number}: {line.strip()}"
+        for page in pages
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+        if any(name in line for name in UNREACHABLE)
+    ]
+    assert not found, "cite the upstream source instead:\n" + "\n".join(found)
