@@ -28,6 +28,7 @@ from joiner.cluster.kube.metrics import (
     serve,
     snake_case,
 )
+from joiner.controllers.disruption.verdicts import DisruptionMethod
 from joiner.operator.kube_metrics import MetricsWiring, disrupted_reason
 from joiner.state.cluster import NodeClaim
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness
@@ -137,9 +138,7 @@ def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
 
     # Disruption: a command and its candidate's timeline record.
     wiring = MetricsWiring(metrics, h.state)
-    wiring.command(
-        SimpleNamespace(method="SingleNodeConsolidation", action="Replace", reason="Underutilized")
-    )
+    wiring.command(SimpleNamespace(method=DisruptionMethod.SINGLE_NODE, action="Replace"))
     wiring.timeline(
         tl.DISRUPTION, claim.name, None, "SingleNodeConsolidation Replace (Underutilized)"
     )

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from joiner.api.objects import NodePool
 from joiner.cloudprovider.types import InstanceType
+from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
 from joiner.controllers.termination.pdb import allowed_by_budget, blocking
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 
@@ -145,7 +146,7 @@ class CandidateSet:
     """The candidates of one pass, and a reason for every managed node that is not one."""
 
     candidates: list[Candidate]
-    excluded: dict[str, str]
+    excluded: dict[str, Verdict]
 
 
 def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> CandidateSet:
@@ -154,7 +155,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
     ``elapsed`` treats ``consolidateAfter`` as passed (the dry run of a running cluster).
     """
     out: list[Candidate] = []
-    excluded: dict[str, str] = {}
+    excluded: dict[str, Verdict] = {}
     allowed = allowed_by_budget(state)
     for claim in state.live_nodeclaims():
         node = state.node_of_claim(claim)
@@ -163,16 +164,16 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
         name = node.name
         pool = state.nodepools.get(claim.nodepool)
         if pool is None:
-            excluded[name] = f"its NodePool {claim.nodepool} is not in the manifests"
+            excluded[name] = Verdict(VerdictKind.POOL_UNKNOWN, pool=claim.nodepool)
             continue
         if node.deleting:
-            excluded[name] = "already being deleted"
+            excluded[name] = Verdict(VerdictKind.BEING_DELETED)
             continue
         if claim.instance is None or claim.initialized_at_s is None or not node.ready:
-            excluded[name] = "not initialized yet"
+            excluded[name] = Verdict(VerdictKind.NOT_INITIALIZED)
             continue
         if node.do_not_disrupt:
-            excluded[name] = "node has karpenter.sh/do-not-disrupt"
+            excluded[name] = Verdict(VerdictKind.NODE_DO_NOT_DISRUPT)
             continue
         pods = [p for p in state.pods_on(name) if not p.daemon]
         cost = len(pods) * _lifetime_remaining(claim, pool, now_s)
