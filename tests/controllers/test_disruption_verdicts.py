@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from joiner.cluster.kube.events import unconsolidatable_message
+from joiner.cluster.kube.events import blocked_message, unconsolidatable_message
 from joiner.cluster.kube.metrics import Metrics
 from joiner.controllers.disruption import methods as m
 from joiner.controllers.disruption.command import Command
@@ -68,8 +68,12 @@ ENGLISH: list[tuple[Verdict, str]] = [
     (Verdict(VerdictKind.NOT_INITIALIZED), "not initialized yet"),
     (Verdict(VerdictKind.NODE_DO_NOT_DISRUPT), "node has karpenter.sh/do-not-disrupt"),
     (
-        Verdict(VerdictKind.BLOCKED, detail="pod default/db-0 has karpenter.sh/do-not-disrupt"),
+        Verdict(VerdictKind.POD_DO_NOT_DISRUPT, pod="default/db-0"),
         "pod default/db-0 has karpenter.sh/do-not-disrupt",
+    ),
+    (
+        Verdict(VerdictKind.PDB_BLOCKS, pdb="default/api", pod="default/api-0"),
+        "PDB default/api allows 0 disruptions (pod default/api-0)",
     ),
     (
         Verdict(VerdictKind.BUDGET, pool="p", reason=Reason.EMPTY),
@@ -215,6 +219,16 @@ def test_an_event_needs_no_english(monkeypatch: pytest.MonkeyPatch) -> None:
         "Can't replace with a cheaper node"
     )
     assert unconsolidatable_message(Verdict(VerdictKind.BUDGET, pool="p")) is None
+    assert blocked_message(Verdict(VerdictKind.PDB_BLOCKS, pdb="ns/b", pod="ns/p")) == (
+        "Pdb prevents pod evictions (PodDisruptionBudget=[ns/b])"
+    )
+    assert blocked_message(Verdict(VerdictKind.POD_DO_NOT_DISRUPT, pod="ns/p")) == (
+        'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=ns/p)'
+    )
+    assert blocked_message(Verdict(VerdictKind.NODE_DO_NOT_DISRUPT)) == (
+        'Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation'
+    )
+    assert blocked_message(Verdict(VerdictKind.TOO_MANY_NEW_NODES, count=2)) is None
 
 
 @pytest.mark.parametrize("meth", list(DisruptionMethod))

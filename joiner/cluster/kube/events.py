@@ -74,12 +74,33 @@ _UNCONSOLIDATABLE: dict[VerdictKind, Callable[[Verdict], str]] = {
 }
 
 
+#: Blocking verdicts -> Karpenter's DisruptionBlocked message: ``serrors.Wrap`` texts
+#: sentence-cased (``statenode.go`` ValidatePodsDisruptable, ``pretty.Sentence``) and the
+#: node annotation's (``state/statenode.go``).
+_BLOCKED: dict[VerdictKind, Callable[[Verdict], str]] = {
+    VerdictKind.POD_DO_NOT_DISRUPT: lambda v: (
+        f'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod={v.pod})'
+    ),
+    VerdictKind.PDB_BLOCKS: lambda v: f"Pdb prevents pod evictions (PodDisruptionBudget=[{v.pdb}])",
+    VerdictKind.NODE_DO_NOT_DISRUPT: lambda _v: (
+        'Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation'
+    ),
+}
+
+
 class EventSink(Protocol):
     """Where Events go: ``KubeTimeline.post`` (an ObjectReference dict, reason, message)."""
 
     def post(
         self, involved: dict[str, Any], reason: str, message: str, *, warning: bool = False
     ) -> None: ...
+
+
+def blocked_message(verdict: Verdict) -> str | None:
+    """Karpenter's DisruptionBlocked message for a verdict that blocks disruption (a pod's
+    or the node's do-not-disrupt annotation, a PDB), or None for any other verdict."""
+    build = _BLOCKED.get(verdict.kind)
+    return build(verdict) if build is not None else None
 
 
 def unconsolidatable_message(verdict: Verdict) -> str | None:
@@ -201,22 +222,17 @@ class KarpenterEvents:
         (the pass context's verdicts), ``candidates`` the pass's candidates."""
         by_name = {c.name: c for c in candidates}
         for c in candidates:
-            if c.blocked_event is not None:
-                self._on_node(c.name, c.claim.name, "DisruptionBlocked", c.blocked_event, DEDUPE_S)
+            blocked = blocked_message(c.blocked) if c.blocked is not None else None
+            if blocked is not None:
+                self._on_node(c.name, c.claim.name, "DisruptionBlocked", blocked, DEDUPE_S)
         for name, reason in sorted(reasons.items()):
             cand = by_name.get(name)
             if cand is None:
-                if reason.kind is VerdictKind.NODE_DO_NOT_DISRUPT:
+                blocked = blocked_message(reason)
+                if blocked is not None:
                     node = self._state.nodes.get(name)
                     claim = node.nodeclaim if node is not None else None
-                    self._on_node(
-                        name,
-                        claim,
-                        "DisruptionBlocked",
-                        'Disruption is blocked through the "karpenter.sh/do-not-disrupt" '
-                        "annotation",
-                        DEDUPE_S,
-                    )
+                    self._on_node(name, claim, "DisruptionBlocked", blocked, DEDUPE_S)
                 continue
             if cand.blocked is not None:
                 continue

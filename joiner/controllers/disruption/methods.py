@@ -312,9 +312,7 @@ def _underutilized(c: Candidate) -> Verdict | None:
         return Verdict(VerdictKind.WHEN_EMPTY, pool=c.pool.name)
     if not c.consolidatable:
         return Verdict(VerdictKind.NOT_CONSOLIDATABLE_YET, seconds=c.pool.consolidate_after_s)
-    if c.blocked is not None:
-        return Verdict(VerdictKind.BLOCKED, detail=c.blocked)
-    return None
+    return c.blocked
 
 
 def _budget(ctx: Context, pool: str, reason: Reason) -> Verdict:
@@ -381,7 +379,7 @@ def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
 def _drift_one(ctx: Context, c: Candidate) -> Command | Verdict:
     """The Drift command replacing the drifted candidate ``c``, or why there is none."""
     if c.blocked is not None and c.pool.termination_grace_period_s is None:
-        return Verdict(VerdictKind.BLOCKED, detail=c.blocked)
+        return c.blocked
     if ctx.budgets.left(c.pool.name, DRIFTED) < 1:
         return _budget(ctx, c.pool.name, DRIFTED)
     sim = simulate(ctx, [c])

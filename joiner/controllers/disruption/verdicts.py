@@ -117,8 +117,11 @@ class VerdictKind(StrEnum):
     NOT_INITIALIZED = "not-initialized"
     #: The node is annotated ``karpenter.sh/do-not-disrupt``.
     NODE_DO_NOT_DISRUPT = "node-do-not-disrupt"
-    #: ``detail``: what blocks a graceful method (a pod's do-not-disrupt, a PDB).
-    BLOCKED = "blocked"
+    #: ``pod`` (namespace/name): a pod annotated ``karpenter.sh/do-not-disrupt`` blocks a
+    #: graceful method.
+    POD_DO_NOT_DISRUPT = "pod-do-not-disrupt"
+    #: ``pdb``, ``pod`` (namespace/name each): the PDB allows no eviction of the pod.
+    PDB_BLOCKS = "pdb-blocks"
     # -- budgets ------------------------------------------------------------------------------
     #: ``pool``, ``reason``; ``detail``: the budgets holding the pool at 0, if any.
     BUDGET = "budget"
@@ -183,6 +186,7 @@ class Verdict:
     pool: str = ""
     node: str = ""
     pod: str = ""
+    pdb: str = ""
     detail: str = ""
     reason: str = ""
     count: int = 0
@@ -228,7 +232,8 @@ _RENDER: dict[VerdictKind, Callable[[Verdict], str]] = {
     VerdictKind.BEING_DELETED: lambda _v: "already being deleted",
     VerdictKind.NOT_INITIALIZED: lambda _v: "not initialized yet",
     VerdictKind.NODE_DO_NOT_DISRUPT: lambda _v: "node has karpenter.sh/do-not-disrupt",
-    VerdictKind.BLOCKED: lambda v: v.detail,
+    VerdictKind.POD_DO_NOT_DISRUPT: lambda v: f"pod {v.pod} has karpenter.sh/do-not-disrupt",
+    VerdictKind.PDB_BLOCKS: lambda v: f"PDB {v.pdb} allows 0 disruptions (pod {v.pod})",
     VerdictKind.BUDGET: _budget,
     VerdictKind.BUFFER_PODS: lambda v: f"Node {v.node} has buffer pods",
     VerdictKind.EMPTY_NOT_YET: lambda v: (
