@@ -11,7 +11,7 @@ import pytest
 
 from joiner.cluster.kube.events import KarpenterEvents, unconsolidatable_message
 from joiner.cluster.kube.timeline import KubeTimeline
-from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
+from joiner.controllers.disruption.verdicts import Reason, Verdict, VerdictKind
 from joiner.state.cluster import ClusterState
 from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pdb, pod
 
@@ -310,7 +310,7 @@ WORDING = [
     ),
     # Budgets and consolidateAfter: Karpenter posts no Unconsolidatable for them.
     (
-        Verdict(VerdictKind.BUDGET, pool="general", reason="Underutilized"),
+        Verdict(VerdictKind.BUDGET, pool="general", reason=Reason.UNDERUTILIZED),
         "NodePool general budget is used up",
         None,
     ),

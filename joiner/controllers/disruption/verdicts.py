@@ -188,7 +188,7 @@ class Verdict:
     pod: str = ""
     pdb: str = ""
     detail: str = ""
-    reason: str = ""
+    reason: Reason | None = None
     count: int = 0
     wanted: int = 0
     #: USD per hour.
