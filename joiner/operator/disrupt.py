@@ -42,6 +42,7 @@ from joiner.cloudprovider.types import (
     Subnet,
 )
 from joiner.controllers.disruption.command import Command
+from joiner.controllers.disruption.verdicts import Verdict
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.operator.composition import Hooks, Options, Ports, new_controllers
@@ -181,7 +182,7 @@ class DryRun:
         before = _cost(state)
         commands: list[PlannedDisruption] = []
         touched: set[str] = set()
-        reasons: dict[str, str] = {}
+        reasons: dict[str, Verdict] = {}
         for _ in range(MAX_COMMANDS):
             command, ctx = self.controller.compute(elapsed=True)
             reasons = ctx.reasons
@@ -200,7 +201,7 @@ class DryRun:
                 node=name,
                 reason="being deleted"
                 if state.nodes[name].deleting
-                else reasons.get(name, "no disruption method applies to it"),
+                else _message(reasons.get(name)),
             )
             for name in managed
             if name not in touched
@@ -264,10 +265,15 @@ def _add_missing_replicas(m: ManifestSet, pods: PodFactory) -> None:
         pods.create(w.key, w.template, name=name.split("/", 1)[1])
 
 
+def _message(verdict: Verdict | None) -> str:
+    """Why a managed node was left alone, in English."""
+    return verdict.message() if verdict is not None else "no disruption method applies to it"
+
+
 def _planned(command: Command) -> PlannedDisruption:
     return PlannedDisruption(
-        method=command.method,
-        reason=command.reason,
+        method=command.method.value,
+        reason=command.reason.value,
         candidates=command.names,
         replacements=[
             PlannedReplacement(

@@ -84,7 +84,7 @@ class MetricsWiring:
             ).inc()
 
     def command(self, cmd: Any) -> None:
-        self.metrics.disruption_decision(cmd.method, cmd.action, cmd.reason)
+        self.metrics.disruption_decision(cmd.method, cmd.action)
 
     def refresh(self, *, synced: bool) -> None:
         self.metrics.update_cluster_state(self._state, synced=synced)

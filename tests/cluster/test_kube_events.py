@@ -11,6 +11,7 @@ import pytest
 
 from joiner.cluster.kube.events import KarpenterEvents, unconsolidatable_message
 from joiner.cluster.kube.timeline import KubeTimeline
+from joiner.controllers.disruption.verdicts import Reason, Verdict, VerdictKind
 from joiner.state.cluster import ClusterState
 from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pdb, pod
 
@@ -236,40 +237,103 @@ def test_unconsolidatable_when_spot_to_spot_is_off_and_under_when_empty(tmp_path
     ) in _by_reason(sink, "Unconsolidatable")
 
 
-def test_unconsolidatable_wording_for_each_consolidation_reason():
-    assert unconsolidatable_message(
-        "can't replace with a cheaper node: no instance type that fits its pods costs less"
-    ) == ("Can't replace with a cheaper node")
-    assert unconsolidatable_message(
-        "spot-to-spot needs 15 cheaper instance types, 2 are allowed"
-    ) == (
+_SPOT_DISABLED = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+_CHEAPER = "Can't replace with a cheaper node"
+
+#: (verdict, Joiner's English for it, Karpenter's Unconsolidatable message or None).
+WORDING = [
+    (
+        Verdict(VerdictKind.NOT_CHEAPER, price=0.1),
+        "can't replace with a cheaper node: no instance type that fits its pods costs less "
+        "than $0.1000/h at worst",
+        _CHEAPER,
+    ),
+    (
+        Verdict(VerdictKind.SPOT_TO_SPOT_TOO_FEW, wanted=15, count=2),
+        "spot-to-spot needs 15 cheaper instance types, 2 are allowed",
         "SpotToSpotConsolidation requires 15 cheaper instance type options than the current "
-        "candidate to consolidate, got 2"
-    )
-    assert unconsolidatable_message(
-        "its pods need 2 new nodes; consolidation only replaces nodes with one"
-    ) == ("Can't remove without creating 2 candidates")
-    assert unconsolidatable_message("NodePool general has consolidateAfter: Never") == (
-        'NodePool "general" has consolidation disabled'
-    )
-    assert unconsolidatable_message(
+        "candidate to consolidate, got 2",
+    ),
+    (
+        Verdict(VerdictKind.TOO_MANY_NEW_NODES, count=2),
+        "its pods need 2 new nodes; consolidation only replaces nodes with one",
+        "Can't remove without creating 2 candidates",
+    ),
+    (
+        Verdict(VerdictKind.CONSOLIDATION_DISABLED, pool="general"),
+        "NodePool general has consolidateAfter: Never",
+        'NodePool "general" has consolidation disabled',
+    ),
+    (
+        Verdict(VerdictKind.WHEN_EMPTY, pool="general"),
+        "NodePool general consolidates only empty nodes (policy WhenEmpty)",
+        'NodePool "general" has consolidation policy WhenEmpty, but node is not empty',
+    ),
+    (
+        Verdict(VerdictKind.SPOT_TO_SPOT_OFF),
         "spot-to-spot consolidation is off (--feature-gates SpotToSpotConsolidation=true); "
-        "spot nodes are only deleted, never replaced"
-    ) == ("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
+        "spot nodes are only deleted, never replaced",
+        _SPOT_DISABLED,
+    ),
     # The same reasons from a simulation stopped early and from the pre-check.
-    assert unconsolidatable_message(
+    (
+        Verdict(
+            VerdictKind.STOPPED,
+            detail="its pods need a new node, and it could launch as spot",
+            spot_to_spot_off=True,
+        ),
         "can't consolidate: spot-to-spot consolidation is off (--feature-gates "
-        "SpotToSpotConsolidation=true), and its pods need a new node, and it could launch as spot"
-    ) == ("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
-    assert unconsolidatable_message(
+        "SpotToSpotConsolidation=true), and its pods need a new node, and it could launch as spot",
+        _SPOT_DISABLED,
+    ),
+    (
+        Verdict(
+            VerdictKind.SPOT_TO_SPOT_OFF_BECAUSE,
+            detail="its pods need at least cpu=2000m on a new node, which could launch as spot",
+        ),
         "spot-to-spot consolidation is off (--feature-gates SpotToSpotConsolidation=true): its "
-        "pods need at least cpu=2000m on a new node, which could launch as spot"
-    ) == ("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
-    assert unconsolidatable_message(
-        "can't consolidate: no instance type that fits its pods costs less than $0.1000/h"
-    ) == ("Can't replace with a cheaper node")
+        "pods need at least cpu=2000m on a new node, which could launch as spot",
+        _SPOT_DISABLED,
+    ),
+    (
+        Verdict(
+            VerdictKind.STOPPED_NOT_CHEAPER,
+            detail="no instance type that fits its pods costs less than $0.1000/h",
+        ),
+        "can't consolidate: no instance type that fits its pods costs less than $0.1000/h",
+        _CHEAPER,
+    ),
+    (
+        Verdict(VerdictKind.STOPPED, detail="its pods need more than one new node"),
+        "can't consolidate: its pods need more than one new node",
+        None,
+    ),
     # Budgets and consolidateAfter: Karpenter posts no Unconsolidatable for them.
-    assert unconsolidatable_message("NodePool general budget is used up") is None
+    (
+        Verdict(VerdictKind.BUDGET, pool="general", reason=Reason.UNDERUTILIZED),
+        "NodePool general budget is used up",
+        None,
+    ),
+    (
+        Verdict(VerdictKind.NOT_CONSOLIDATABLE_YET, seconds=600),
+        "consolidateAfter (10m) has not passed since its last pod change",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("verdict", "english", "event"), WORDING)
+def test_unconsolidatable_wording_for_each_consolidation_reason(verdict, english, event):
+    assert verdict.message() == english
+    assert unconsolidatable_message(verdict) == event
+
+
+@pytest.mark.parametrize(("verdict", "english", "event"), WORDING)
+def test_the_event_follows_the_kind_not_the_words(monkeypatch, verdict, english, event):
+    # Reword every verdict: the Event a verdict posts is chosen by its kind and fields.
+    monkeypatch.setattr(Verdict, "message", lambda self: "reworded")
+    assert verdict.message() == "reworded"
+    assert unconsolidatable_message(verdict) == event
 
 
 class FakeClient:

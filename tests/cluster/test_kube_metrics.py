@@ -27,6 +27,7 @@ from joiner.cluster.kube.metrics import (
     serve,
     snake_case,
 )
+from joiner.controllers.disruption.verdicts import DisruptionMethod
 from joiner.operator.kube_metrics import MetricsWiring, disrupted_reason
 from joiner.state.cluster import NodeClaim
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness
@@ -145,9 +146,7 @@ def _count_lifecycle(h: Harness, metrics: Metrics, claim: NodeClaim) -> None:
 def _count_disruption(h: Harness, metrics: Metrics, claim: NodeClaim) -> None:
     """Disruption: a command and its candidate's timeline record."""
     wiring = MetricsWiring(metrics, h.state)
-    wiring.command(
-        SimpleNamespace(method="SingleNodeConsolidation", action="Replace", reason="Underutilized")
-    )
+    wiring.command(SimpleNamespace(method=DisruptionMethod.SINGLE_NODE, action="Replace"))
     wiring.timeline(
         tl.DISRUPTION, claim.name, None, "SingleNodeConsolidation Replace (Underutilized)"
     )

@@ -282,7 +282,7 @@ def test_consolidate_after_not_elapsed_is_a_reason(tmp_path):
     run = dry_run(tmp_path, pool, node("big", "m5.4xlarge"), pod("web-1", "big"))
     command, ctx = run.controller.compute()  # at t=0, the adopted node's last event was t=0
     assert command is None
-    assert "consolidateAfter (10m) has not passed" in ctx.reasons["big"]
+    assert "consolidateAfter (10m) has not passed" in ctx.reasons["big"].message()
 
 
 def test_cloud_provider_drift_replaces_the_node(tmp_path):

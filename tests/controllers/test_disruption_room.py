@@ -15,8 +15,8 @@ from joiner.api.manifests import load_files
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cluster.kube.events import unconsolidatable_message
 from joiner.controllers.disruption import methods as m
-from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF
 from joiner.controllers.disruption.room import Room
+from joiner.controllers.disruption.verdicts import SPOT_TO_SPOT_OFF, Verdict, VerdictKind
 from joiner.operator.disrupt import DryRun
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import load_scenario
@@ -31,6 +31,11 @@ SHAPES = [("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("1500m", "3Gi"), ("
 #: A NoSchedule taint (``tainted``) and a pod toleration of it (``tolerating``).
 TAINT = "  taints: [{key: dedicated, value: batch, effect: NoSchedule}]\n"
 TOLERATION = "  tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]\n"
+
+
+def _message(verdict: Verdict | None) -> str | None:
+    """The verdict's English, or None."""
+    return verdict.message() if verdict is not None else None
 
 
 def tainted(doc: str) -> str:
@@ -82,7 +87,7 @@ def test_a_hopeless_candidate_never_consolidates(tmp_path, taints):
                 continue
             hopeless += 1
             got = m.consolidate(ctx, [c], m.SINGLE_NODE)
-            assert isinstance(got, str), f"seed {seed}: {c.name} is hopeless but got {got}"
+            assert isinstance(got, Verdict), f"seed {seed}: {c.name} is hopeless but got {got}"
     assert hopeless > 5  # the sweep exercises the rule
 
 
@@ -115,7 +120,7 @@ def test_fragmented_free_room_is_hopeless(tmp_path):
     ctx, candidates = run.controller.context(elapsed=True)
     (c,) = [x for x in candidates if x.name == "c"]
     assert Room(ctx).hopeless(c) is not None
-    assert isinstance(m.consolidate(ctx, [c], m.SINGLE_NODE), str)
+    assert isinstance(m.consolidate(ctx, [c], m.SINGLE_NODE), Verdict)
 
 
 def test_pods_of_one_size_counted_by_their_own_request(tmp_path):
@@ -137,9 +142,9 @@ def test_pods_of_one_size_counted_by_their_own_request(tmp_path):
     docs += [pod(f"c-{i}", "c", cpu="1", memory="1Gi") for i in range(3)]
     ctx, candidates = dry_run(tmp_path, *docs).controller.context(elapsed=True)
     (c,) = [x for x in candidates if x.name == "c"]
-    why = Room(ctx).hopeless(c)
+    why = _message(Room(ctx).hopeless(c))
     assert why is not None and "cpu=2000m" in why, why
-    assert isinstance(m.consolidate(ctx, [c], m.SINGLE_NODE), str)
+    assert isinstance(m.consolidate(ctx, [c], m.SINGLE_NODE), Verdict)
 
 
 def _stranded_cluster(tmp_path, candidate: str, capacity_type: str, cpu: str, tolerate: bool):
@@ -164,13 +169,13 @@ def test_pods_that_fit_no_other_node_must_fit_one_cheaper_type_together(tmp_path
     # tolerate its taint, so only a new node could take it, and no instance type cheaper
     # than the spot m5.large other than as spot holds 1 CPU: the simulation is skipped.
     ctx, c = _stranded_cluster(tmp_path, "m5.large", "spot", "1", tolerate=False)
-    why = Room(ctx).hopeless(c)
+    why = _message(Room(ctx).hopeless(c))
     # The reason names the stranded pod and what the new node would need (the breaker saw a
     # bare "no cheaper type" hide the taint that kept the pod off every other node).
     assert why is not None and "1 pod fit no other node by free room and taints" in why
     assert "default/c-1" in why and "cpu=1000m" in why and "other than as spot" in why
     got = m.consolidate(ctx, [c], m.SINGLE_NODE)
-    assert isinstance(got, str) and "spot-to-spot consolidation is off" in got
+    assert isinstance(got, Verdict) and "spot-to-spot consolidation is off" in got.message()
 
 
 def test_a_stranded_pod_that_a_cheaper_type_holds_is_simulated(tmp_path):
@@ -203,7 +208,7 @@ def test_a_stranded_group_never_consolidates(tmp_path, taints):
                 continue
             stranded += 1
             got = m.consolidate(ctx, cands[:k], m.MULTI_NODE)
-            assert isinstance(got, str), f"seed {seed}: {k} candidates stranded but got {got}"
+            assert isinstance(got, Verdict), f"seed {seed}: {k} candidates stranded but got {got}"
     assert stranded > 3  # the sweep exercises the rule
 
 
@@ -220,7 +225,7 @@ def test_two_stranded_pods_that_no_cheaper_type_holds_together(tmp_path):
     pair = [c for c in candidates if c.name in ("a", "b")]
     room = Room(ctx)
     assert room.stranded(pair)
-    assert isinstance(m.consolidate(ctx, pair, m.MULTI_NODE), str)
+    assert isinstance(m.consolidate(ctx, pair, m.MULTI_NODE), Verdict)
 
 
 def test_a_group_whose_pods_fit_elsewhere_is_simulated(tmp_path):
@@ -339,7 +344,7 @@ def test_hopeless_exactly_when_the_simulation_fails_here(tmp_path, case):
     decision = m.consolidate(ctx, [c], m.SINGLE_NODE)
     if want is None:
         assert hopeless is not None
-        assert isinstance(decision, str), decision
+        assert isinstance(decision, Verdict), decision
     else:
         assert hopeless is None
         assert isinstance(decision, m.Command), decision
@@ -368,14 +373,15 @@ def test_spot_candidate_in_a_pool_that_only_launches_as_spot_is_hopeless(tmp_pat
     ctx, candidates = dry_run(tmp_path, *docs).controller.context(elapsed=True)
     assert not ctx.spot_to_spot
     (c,) = [x for x in candidates if x.name == "c"]
-    why = Room(ctx).hopeless(c)
+    why = _message(Room(ctx).hopeless(c))
     assert why == (
         f"{SPOT_TO_SPOT_OFF}: its pods need at least cpu=1000m memory=1Gi pods=1 on a new "
         "node (1 pod fit no other node by free room and taints: default/c-0), which could "
         "launch as spot"
     )
     got = m.consolidate(ctx, [c], m.SINGLE_NODE)
-    assert got == (
+    assert isinstance(got, Verdict)
+    assert got.message() == (
         f"can't consolidate: {SPOT_TO_SPOT_OFF}, and its pods need a new node, and it could "
         "launch as spot"
     )
@@ -409,12 +415,12 @@ def test_a_broad_spot_run_decides_the_same_without_the_pre_check(tmp_path, monke
         stages.append(got)
         return got
 
-    decided: list[str] = []
+    decided: list[Verdict] = []
     hopeless = Room.hopeless
 
     def seen(self, c):
         why = hopeless(self, c)
-        if why is not None and why.startswith(f"{SPOT_TO_SPOT_OFF}:"):
+        if why is not None and why.kind is VerdictKind.SPOT_TO_SPOT_OFF_BECAUSE:
             decided.append(why)
         return why
 
@@ -503,8 +509,8 @@ def test_a_replacement_that_allows_spot_is_spot_to_spot_whatever_its_types(tmp_p
     ctx, candidates = run.controller.context(elapsed=True)
     (c,) = [x for x in candidates if x.name == "c"]
     got = m.consolidate(ctx, [c], m.SINGLE_NODE)
-    assert isinstance(got, str) and SPOT_TO_SPOT_OFF in got, got
-    why = Room(ctx).hopeless(c)
+    assert isinstance(got, Verdict) and SPOT_TO_SPOT_OFF in got.message(), got
+    why = _message(Room(ctx).hopeless(c))
     assert why is not None and why.startswith(SPOT_TO_SPOT_OFF)
     if cheap > 600:
         # With the gate on, none of the 600 options is a cheaper spot type: Karpenter's
@@ -516,5 +522,6 @@ def test_a_replacement_that_allows_spot_is_spot_to_spot_whatever_its_types(tmp_p
         ctx, candidates = run.controller.context(elapsed=True)
         (c,) = [x for x in candidates if x.name == "c"]
         got = m.consolidate(ctx, [c], m.SINGLE_NODE)
-        assert got == "can't replace with a cheaper spot node"
+        assert isinstance(got, Verdict)
+        assert got.message() == "can't replace with a cheaper spot node"
         assert unconsolidatable_message(got) == "Can't replace with a cheaper node"

@@ -33,11 +33,11 @@ on the injected clock (seconds).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from joiner.controllers.disruption.candidates import Candidate
+from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
 from joiner.state.cluster import ClusterState, NodeClaim
 
 #: Karpenter's recorder: ``defaultDedupeTimeout`` and Unconsolidatable's ``DedupeTimeout``.
@@ -46,42 +46,46 @@ UNCONSOLIDATABLE_DEDUPE_S = 900.0
 #: Karpenter's ``PodNominationRateLimiter`` (client-go ``NewTokenBucketRateLimiter(5, 10)``).
 NOMINATION_QPS = 5.0
 NOMINATION_BURST = 10
-NODE_DO_NOT_DISRUPT = "node has karpenter.sh/do-not-disrupt"
 
-#: Joiner's consolidation reasons (``controllers/disruption/methods.py``) -> Karpenter's
-#: Unconsolidatable message; a callable builds it from the match.
-_UNCONSOLIDATABLE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
-    (
-        # Also a simulation stopped early (``scheduling.stop``) for that reason.
-        re.compile(r"^(?:can't consolidate: )?spot-to-spot consolidation is off"),
-        lambda _m: (
-            "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
-        ),
-    ),
-    (
-        re.compile(r"^spot-to-spot needs (\d+) cheaper instance types, (\d+) are allowed"),
-        lambda m: (
-            f"SpotToSpotConsolidation requires {m[1]} cheaper instance type options than "
-            f"the current candidate to consolidate, got {m[2]}"
-        ),
-    ),
-    (
-        re.compile(r"^can't replace with a cheaper|^can't consolidate: no instance type"),
-        lambda _m: "Can't replace with a cheaper node",
-    ),
-    (
-        re.compile(r"^its pods need (\d+) new nodes"),
-        lambda m: f"Can't remove without creating {m[1]} candidates",
-    ),
-    (
-        re.compile(r"^NodePool (\S+) has consolidateAfter: Never"),
-        lambda m: f'NodePool "{m[1]}" has consolidation disabled',
-    ),
-    (
-        re.compile(r"^NodePool (\S+) consolidates only empty nodes"),
-        lambda m: f'NodePool "{m[1]}" has consolidation policy WhenEmpty, but node is not empty',
-    ),
+_CHEAPER = "Can't replace with a cheaper node"
+_SPOT_TO_SPOT_DISABLED = (
+    "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
 )
+
+#: Joiner's consolidation verdicts (``controllers/disruption/verdicts.py``) -> Karpenter's
+#: Unconsolidatable message (``disruption/consolidation.go``), built from the verdict's
+#: fields; a kind not listed posts no Event.
+_UNCONSOLIDATABLE: dict[VerdictKind, Callable[[Verdict], str]] = {
+    VerdictKind.SPOT_TO_SPOT_OFF: lambda _v: _SPOT_TO_SPOT_DISABLED,
+    VerdictKind.SPOT_TO_SPOT_OFF_BECAUSE: lambda _v: _SPOT_TO_SPOT_DISABLED,
+    VerdictKind.SPOT_TO_SPOT_TOO_FEW: lambda v: (
+        f"SpotToSpotConsolidation requires {v.wanted} cheaper instance type options than "
+        f"the current candidate to consolidate, got {v.count}"
+    ),
+    VerdictKind.NOT_CHEAPER: lambda _v: _CHEAPER,
+    VerdictKind.NOT_CHEAPER_BECAUSE: lambda _v: _CHEAPER,
+    VerdictKind.NOT_CHEAPER_SPOT: lambda _v: _CHEAPER,
+    VerdictKind.STOPPED_NOT_CHEAPER: lambda _v: _CHEAPER,
+    VerdictKind.TOO_MANY_NEW_NODES: lambda v: f"Can't remove without creating {v.count} candidates",
+    VerdictKind.CONSOLIDATION_DISABLED: lambda v: f'NodePool "{v.pool}" has consolidation disabled',
+    VerdictKind.WHEN_EMPTY: lambda v: (
+        f'NodePool "{v.pool}" has consolidation policy WhenEmpty, but node is not empty'
+    ),
+}
+
+
+#: Blocking verdicts -> Karpenter's DisruptionBlocked message: ``serrors.Wrap`` texts
+#: sentence-cased (``statenode.go`` ValidatePodsDisruptable, ``pretty.Sentence``) and the
+#: node annotation's (``state/statenode.go``).
+_BLOCKED: dict[VerdictKind, Callable[[Verdict], str]] = {
+    VerdictKind.POD_DO_NOT_DISRUPT: lambda v: (
+        f'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod={v.pod})'
+    ),
+    VerdictKind.PDB_BLOCKS: lambda v: f"Pdb prevents pod evictions (PodDisruptionBudget=[{v.pdb}])",
+    VerdictKind.NODE_DO_NOT_DISRUPT: lambda _v: (
+        'Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation'
+    ),
+}
 
 
 class EventSink(Protocol):
@@ -92,14 +96,22 @@ class EventSink(Protocol):
     ) -> None: ...
 
 
-def unconsolidatable_message(reason: str) -> str | None:
-    """Karpenter's Unconsolidatable message for Joiner's consolidation ``reason``, or None
-    when Karpenter posts no Event for it."""
-    for pattern, build in _UNCONSOLIDATABLE:
-        match = pattern.match(reason)
-        if match is not None:
-            return build(match)
-    return None
+def blocked_message(verdict: Verdict) -> str | None:
+    """Karpenter's DisruptionBlocked message for a verdict that blocks disruption (a pod's
+    or the node's do-not-disrupt annotation, a PDB), or None for any other verdict."""
+    build = _BLOCKED.get(verdict.kind)
+    return build(verdict) if build is not None else None
+
+
+def unconsolidatable_message(verdict: Verdict) -> str | None:
+    """Karpenter's Unconsolidatable message for Joiner's consolidation ``verdict``, or None
+    when Karpenter posts no Event for it. A simulation stopped because the replacement
+    could launch as spot with spot-to-spot off (``Verdict.spot_to_spot_off``) is Karpenter's
+    spot-to-spot message, whatever its kind."""
+    if verdict.spot_to_spot_off:
+        return _SPOT_TO_SPOT_DISABLED
+    build = _UNCONSOLIDATABLE.get(verdict.kind)
+    return build(verdict) if build is not None else None
 
 
 class TokenBucket:
@@ -205,27 +217,22 @@ class KarpenterEvents:
 
     # -- disruption ----------------------------------------------------------------------------
 
-    def disruption_pass(self, reasons: dict[str, str], candidates: list[Candidate]) -> None:
+    def disruption_pass(self, reasons: dict[str, Verdict], candidates: list[Candidate]) -> None:
         """DisruptionBlocked and Unconsolidatable from one pass: ``reasons`` by node name
-        (the pass context's), ``candidates`` the pass's candidates."""
+        (the pass context's verdicts), ``candidates`` the pass's candidates."""
         by_name = {c.name: c for c in candidates}
         for c in candidates:
-            if c.blocked_event is not None:
-                self._on_node(c.name, c.claim.name, "DisruptionBlocked", c.blocked_event, DEDUPE_S)
+            blocked = blocked_message(c.blocked) if c.blocked is not None else None
+            if blocked is not None:
+                self._on_node(c.name, c.claim.name, "DisruptionBlocked", blocked, DEDUPE_S)
         for name, reason in sorted(reasons.items()):
             cand = by_name.get(name)
             if cand is None:
-                if reason == NODE_DO_NOT_DISRUPT:
+                blocked = blocked_message(reason)
+                if blocked is not None:
                     node = self._state.nodes.get(name)
                     claim = node.nodeclaim if node is not None else None
-                    self._on_node(
-                        name,
-                        claim,
-                        "DisruptionBlocked",
-                        'Disruption is blocked through the "karpenter.sh/do-not-disrupt" '
-                        "annotation",
-                        DEDUPE_S,
-                    )
+                    self._on_node(name, claim, "DisruptionBlocked", blocked, DEDUPE_S)
                 continue
             if cand.blocked is not None:
                 continue

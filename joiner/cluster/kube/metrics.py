@@ -79,6 +79,7 @@ from joiner.cloudprovider.types import (
 )
 
 if TYPE_CHECKING:
+    from joiner.controllers.disruption.verdicts import DisruptionMethod
     from joiner.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)
@@ -92,14 +93,6 @@ DURATION_BUCKETS = (
 
 #: Karpenter's ``reason`` for NodeClaims the provisioner creates (``ProvisionedReason``).
 PROVISIONED = "provisioned"
-
-#: Joiner's disruption methods -> Karpenter's ``consolidation_type`` (``Method.ConsolidationType``).
-CONSOLIDATION_TYPE = {
-    "Emptiness": "empty",
-    "SingleNodeConsolidation": "single",
-    "MultiNodeConsolidation": "multi",
-    "Drift": "",
-}
 
 #: Joiner's cloud event kinds -> karpenter-provider-aws's message kinds (``messages.Kind``).
 _MESSAGE_TYPE = {
@@ -307,12 +300,14 @@ class Metrics:
             for res, amount in pool.limits:
                 self.nodepools_limit.labels(resource_type(res), name).set(gauge_value(res, amount))
 
-    def disruption_decision(self, method: str, action: str, reason: str) -> None:
-        """Count one disruption command (Karpenter ``DecisionsPerformedTotal``)."""
+    def disruption_decision(self, method: DisruptionMethod, action: str) -> None:
+        """Count one disruption command of ``method``, ``action`` ``Delete`` or ``Replace``
+        (Karpenter ``DecisionsPerformedTotal``: the reason and consolidation type are the
+        method's own, ``Method.Reason``/``ConsolidationType``)."""
         self.disruption_decisions.labels(
             decision=action.lower(),
-            reason=reason.lower(),
-            consolidation_type=CONSOLIDATION_TYPE.get(method, ""),
+            reason=method.reason.value.lower(),
+            consolidation_type=method.consolidation_type.value,
         ).inc()
 
 

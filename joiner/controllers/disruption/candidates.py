@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from joiner.api.objects import NodePool
 from joiner.cloudprovider.types import InstanceType
+from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
 from joiner.controllers.termination.pdb import allowed_by_budget, blocking
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 
@@ -37,9 +38,10 @@ class Candidate:
         price_per_hour: its offering's price, USD.
         disruption_cost: the sum of its pods' eviction costs scaled by lifetime left.
         consolidatable: ``consolidateAfter`` has passed since its last pod event.
-        blocked: why a graceful method may not disrupt it (an eventual one may), or None.
-        blocked_event: the same in Karpenter's words (its DisruptionBlocked Event message,
-            ``disruption/types.go`` NewCandidate from ``statenode.go`` ValidatePodsDisruptable).
+        blocked: why a graceful method may not disrupt it (an eventual one may), or None:
+            a ``POD_DO_NOT_DISRUPT`` or ``PDB_BLOCKS`` verdict (Karpenter's DisruptionBlocked
+            Event, ``disruption/types.go`` NewCandidate from ``statenode.go``
+            ValidatePodsDisruptable).
     """
 
     node: Node
@@ -49,9 +51,8 @@ class Candidate:
     price_per_hour: float
     disruption_cost: float
     consolidatable: bool
-    blocked: str | None = None
+    blocked: Verdict | None = None
     drifted: str | None = field(default=None)
-    blocked_event: str | None = None
 
     @property
     def name(self) -> str:
@@ -117,26 +118,22 @@ def consolidatable_at(node: Node, pool: NodePool) -> float | None:
 
 def _blocker(
     state: ClusterState, pods: list[Pod], now_s: float, allowed: list[int]
-) -> tuple[str, str] | None:
-    """(Joiner's reason, Karpenter's Event message) for the first pod that blocks a graceful
-    disruption, or None. Karpenter's messages are ``serrors.Wrap`` texts sentence-cased
-    (``statenode.go`` ValidatePodsDisruptable, ``pretty.Sentence``)."""
+) -> Verdict | None:
+    """Why the first pod that blocks a graceful disruption does (its do-not-disrupt
+    annotation, then a PDB allowing no eviction), or None (``statenode.go``
+    ValidatePodsDisruptable)."""
     for pod in pods:
         if pod.blocks_disruption(now_s):
-            return (
-                f"pod {pod.namespace}/{pod.name} has karpenter.sh/do-not-disrupt",
-                'Pod has "karpenter.sh/do-not-disrupt" annotation '
-                f"(Pod={pod.namespace}/{pod.name})",
-            )
+            return Verdict(VerdictKind.POD_DO_NOT_DISRUPT, pod=f"{pod.namespace}/{pod.name}")
     if not state.pdbs:
         return None
     for pod in pods:
         pdb = blocking(state, pod, allowed)
         if pdb is not None:
-            return (
-                f"PDB {pdb.namespace}/{pdb.name} allows 0 disruptions "
-                f"(pod {pod.namespace}/{pod.name})",
-                f"Pdb prevents pod evictions (PodDisruptionBudget=[{pdb.namespace}/{pdb.name}])",
+            return Verdict(
+                VerdictKind.PDB_BLOCKS,
+                pdb=f"{pdb.namespace}/{pdb.name}",
+                pod=f"{pod.namespace}/{pod.name}",
             )
     return None
 
@@ -146,7 +143,7 @@ class CandidateSet:
     """The candidates of one pass, and a reason for every managed node that is not one."""
 
     candidates: list[Candidate]
-    excluded: dict[str, str]
+    excluded: dict[str, Verdict]
 
 
 def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> CandidateSet:
@@ -155,7 +152,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
     ``elapsed`` treats ``consolidateAfter`` as passed (the dry run of a running cluster).
     """
     out: list[Candidate] = []
-    excluded: dict[str, str] = {}
+    excluded: dict[str, Verdict] = {}
     allowed = allowed_by_budget(state)
     for claim in state.live_nodeclaims():
         node = state.node_of_claim(claim)
@@ -164,20 +161,20 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
         name = node.name
         pool = state.nodepools.get(claim.nodepool)
         if pool is None:
-            excluded[name] = f"its NodePool {claim.nodepool} is not in the manifests"
+            excluded[name] = Verdict(VerdictKind.POOL_UNKNOWN, pool=claim.nodepool)
             continue
         if node.deleting:
-            excluded[name] = "already being deleted"
+            excluded[name] = Verdict(VerdictKind.BEING_DELETED)
             continue
         if claim.instance is None or claim.initialized_at_s is None or not node.ready:
-            excluded[name] = "not initialized yet"
+            excluded[name] = Verdict(VerdictKind.NOT_INITIALIZED)
             continue
         if node.do_not_disrupt:
-            excluded[name] = "node has karpenter.sh/do-not-disrupt"
+            excluded[name] = Verdict(VerdictKind.NODE_DO_NOT_DISRUPT)
             continue
         pods = [p for p in state.pods_on(name) if not p.daemon]
         cost = len(pods) * _lifetime_remaining(claim, pool, now_s)
-        blocker = _blocker(state, pods, now_s, allowed)
+        blocked = _blocker(state, pods, now_s, allowed)
         out.append(
             Candidate(
                 node=node,
@@ -187,8 +184,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
                 price_per_hour=claim.instance.offering.price_per_hour,
                 disruption_cost=cost,
                 consolidatable=consolidatable(node, pool, now_s, elapsed=elapsed),
-                blocked=blocker[0] if blocker else None,
-                blocked_event=blocker[1] if blocker else None,
+                blocked=blocked,
             )
         )
     return CandidateSet(out, excluded)

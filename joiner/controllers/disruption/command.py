@@ -18,6 +18,12 @@ from joiner.controllers.disruption.budgets import BudgetMapping
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf
 from joiner.controllers.disruption.memo import VerdictMemo
+from joiner.controllers.disruption.verdicts import (
+    DisruptionMethod,
+    Reason,
+    Verdict,
+    VerdictKind,
+)
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.scheduling import NewNodeClaim, Scheduler, SchedulingInput, StopRule
 from joiner.state.cluster import ClusterState
@@ -54,17 +60,22 @@ class Replacement:
 class Command:
     """One disruption decision: delete ``candidates``, launching ``replacements`` first.
 
-    ``savings_per_hour`` is the candidates' summed price minus the replacements' expected
-    price (negative for a drift replacement that costs more).
+    ``method`` is the method that made it (its traits give the reason, class and
+    consolidation type). ``savings_per_hour`` is the candidates' summed price minus the
+    replacements' expected price (negative for a drift replacement that costs more).
     """
 
-    method: str
-    reason: str
+    method: DisruptionMethod
     candidates: list[Candidate]
     replacements: list[Replacement] = field(default_factory=list)
     #: Where the simulation put the candidates' pods that fit existing nodes: (pod uid,
     #: NodeClaim name).
     placements: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def reason(self) -> Reason:
+        """The disruption reason: the method's (``Method.Reason``)."""
+        return self.method.reason
 
     @property
     def savings_per_hour(self) -> float:
@@ -99,7 +110,7 @@ class Context:
     #: The cloud provider's drift check (``CloudProvider.is_drifted``), if any.
     cloud_drift: CloudDrift | None = None
     #: Per node: the latest reason a method gave for not disrupting it (for ``disrupt``).
-    reasons: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, Verdict] = field(default_factory=dict)
     scheduler: Scheduler = field(default_factory=Scheduler)
     #: Consolidation failures of earlier passes in the same world (the controller's), if any.
     memo: VerdictMemo | None = None
@@ -114,14 +125,8 @@ class Simulation:
     one of them cannot move."""
 
     new_claims: tuple[NewNodeClaim, ...] = ()
-    failure: str | None = None
+    failure: Verdict | None = None
     placements: tuple[tuple[str, str], ...] = ()
-
-
-#: Why a spot node is not replaced by another spot node.
-SPOT_TO_SPOT_OFF = (
-    "spot-to-spot consolidation is off (--feature-gates SpotToSpotConsolidation=true)"
-)
 
 
 def simulate(
@@ -168,25 +173,25 @@ def simulate(
         )
     )
     if result.stopped is not None:
-        why = result.stopped
-        if (
-            stop is not None
-            and stop.rejected_capacity_types
-            and why.startswith(("no instance", "its pods need a new node,"))
-        ):
-            why = f"{SPOT_TO_SPOT_OFF}, and {why}"
-        return Simulation(failure=f"can't consolidate: {why}")
+        return Simulation(failure=_stopped(result.stopped, stop))
     for uid, reason in result.unschedulable:
         if uid in moving:
             pod = state.pods[uid]
-            return Simulation(failure=f"pod {pod.namespace}/{pod.name} fits nowhere else: {reason}")
+            return Simulation(
+                failure=Verdict(
+                    VerdictKind.POD_FITS_NOWHERE, pod=f"{pod.namespace}/{pod.name}", detail=reason
+                )
+            )
     initialized = {e.name: e.initialized for e in existing}
     for uid, node in result.existing_placements:
         if uid in moving and not initialized.get(node, True):
             pod = state.pods[uid]
             return Simulation(
-                failure=f"pod {pod.namespace}/{pod.name} would need node {node}, which is not "
-                "initialized yet"
+                failure=Verdict(
+                    VerdictKind.POD_NEEDS_UNINITIALIZED,
+                    pod=f"{pod.namespace}/{pod.name}",
+                    node=node,
+                )
             )
     fake = {p.uid for p in virtual}
     claims = tuple(
@@ -194,6 +199,21 @@ def simulate(
     )
     placed = tuple((u, n) for u, n in result.existing_placements if u in moving)
     return Simulation(new_claims=claims, placements=placed)
+
+
+def _stopped(why: str, stop: StopRule | None) -> Verdict:
+    """The verdict for a solve its ``StopRule`` stopped with ``why`` (``scheduling.stop``'s
+    message, which names its rule by its first words): the price rule's stop is a
+    no-cheaper-node verdict, and with spot rejected (spot-to-spot off) the price and
+    launch-as rules' stops are spot-to-spot ones."""
+    price_rule = why.startswith("no instance")
+    spot_off = bool(
+        stop is not None
+        and stop.rejected_capacity_types
+        and (price_rule or why.startswith("its pods need a new node,"))
+    )
+    kind = VerdictKind.STOPPED_NOT_CHEAPER if price_rule else VerdictKind.STOPPED
+    return Verdict(kind, detail=why, spot_to_spot_off=spot_off)
 
 
 def _stop_rule(ctx: Context, candidates: Sequence[Candidate], moving: set[str]) -> StopRule:

@@ -249,31 +249,12 @@ class DisruptionController:
         by_name = {c.name: c for c in candidates}
         now_cands = [by_name.get(c.name) for c in command.candidates]
         if command.method == m.EMPTINESS:
-            keep = []
-            for c in now_cands:
-                if c is None or not c.empty or not c.consolidatable:
-                    continue
-                if ctx.budgets.left(c.pool.name, m.EMPTY) < 1:
-                    continue
-                ctx.budgets.take(c.pool.name, m.EMPTY)
-                keep.append(c)
-            return Command(m.EMPTINESS, m.EMPTY, keep) if keep else None
+            return _still_empty(ctx, now_cands)
         valid = [c for c in now_cands if c is not None]
-        if len(valid) != len(now_cands):
+        if len(valid) != len(now_cands) or not _still_consolidatable(ctx, valid):
             return None
-        for c in valid:
-            if c.blocked is not None or not c.consolidatable or c.empty:
-                return None
-        per_pool: dict[str, int] = {}
-        for c in valid:
-            per_pool[c.pool.name] = per_pool.get(c.pool.name, 0) + 1
-        for pool, n in per_pool.items():
-            if ctx.budgets.left(pool, m.UNDERUTILIZED) < n:
-                return None
         again = m.consolidate(ctx, valid, command.method)
-        if not isinstance(again, Command):
-            return None
-        if again.action != command.action:
+        if not isinstance(again, Command) or again.action != command.action:
             return None
         if command.replacements:
             before = {it.name for it in command.replacements[0].instance_types}
@@ -289,7 +270,7 @@ class DisruptionController:
         now = self._clock.now()
         for c in command.candidates:
             cordon(c.node)
-            c.claim.disruption_reason = command.reason
+            c.claim.disruption_reason = command.reason.value
         claims: list[NodeClaim] = []
         names = tuple(command.names)
         for rep in command.replacements:
@@ -311,12 +292,13 @@ class DisruptionController:
                 detail=f"{command.method} {command.action} ({command.reason})"
                 + (f" -> {', '.join(x.name for x in claims)}" if claims else ""),
             )
-        self.stats.by_method[command.method] = self.stats.by_method.get(command.method, 0) + 1
+        method = command.method.value
+        self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
         self.stats.savings_per_hour += command.savings_per_hour
         self.stats.commands.append(
             {
                 "atSeconds": round(now, 3),
-                "method": command.method,
+                "method": method,
                 "action": command.action,
                 "nodes": list(names),
                 "replacements": [
@@ -377,6 +359,31 @@ class DisruptionController:
     def busy(self) -> bool:
         """A command is being validated or waits for its replacements."""
         return self._validating or bool(self._running)
+
+
+def _still_empty(ctx: Context, now_cands: list[Candidate | None]) -> Command | None:
+    """An emptiness command revalidated: the candidates (as they are now, None for one that
+    is gone) still empty, consolidatable and within the ``Empty`` budget."""
+    keep = []
+    for c in now_cands:
+        if c is None or not c.empty or not c.consolidatable:
+            continue
+        if ctx.budgets.left(c.pool.name, m.EMPTY) < 1:
+            continue
+        ctx.budgets.take(c.pool.name, m.EMPTY)
+        keep.append(c)
+    return Command(m.EMPTINESS, keep) if keep else None
+
+
+def _still_consolidatable(ctx: Context, cands: list[Candidate]) -> bool:
+    """Every candidate is still unblocked, consolidatable and not empty, and each pool's
+    ``Underutilized`` budget still allows its candidates."""
+    if any(c.blocked is not None or not c.consolidatable or c.empty for c in cands):
+        return False
+    per_pool: dict[str, int] = {}
+    for c in cands:
+        per_pool[c.pool.name] = per_pool.get(c.pool.name, 0) + 1
+    return all(ctx.budgets.left(pool, m.UNDERUTILIZED) >= n for pool, n in per_pool.items())
 
 
 def _first_command(ctx: Context, candidates: list[Candidate]) -> Command | None:

@@ -148,37 +148,54 @@ def _static_reason(
     claim: NodeClaim, node: Node, pool: NodePool, types_of: TypesOf | TypesByName
 ) -> str | None:
     """``drift_reason`` before the cloud provider's check: a reason, or None."""
-    current = pool.drift_fields()
-    if claim.launched_from is not None:
-        for key in sorted(current):
-            if claim.launched_from.get(key) != current[key]:
-                return f"NodePool {pool.name} spec.template {key} changed since launch"
-    else:
-        for key, value in pool.labels:
-            if node.labels.get(key) != value:
-                return f"NodePool {pool.name} template label {key}={value} is not on the node"
-        for taint in pool.taints:
-            if taint not in node.taints:
-                return f"NodePool {pool.name} template taint {taint} is not on the node"
+    reason = _template_drift(claim, node, pool)
+    if reason is not None:
+        return reason
     have = _label_requirements(node)
     conflict = have.compatible(pool.requirements, allow_undefined=WELL_KNOWN_LABELS)
     if conflict is not None:
         return f"NodePool {pool.name} requirements no longer match the node: {conflict}"
-    if claim.instance is not None:
-        it_name = claim.instance.instance_type.name
-        offering = claim.instance.offering
-        if isinstance(types_of, TypesByName):
-            found = types_of(claim.node_class).get(it_name)
-        else:
-            found = next((t for t in types_of(claim.node_class) if t.name == it_name), None)
-        if found is None:
-            return f"instance type {it_name} is no longer offered by NodeClass {claim.node_class}"
-        if not any(
-            o.zone == offering.zone and o.capacity_type == offering.capacity_type
-            for o in found.offerings
-        ):
-            return (
-                f"instance type {it_name} is no longer offered as {offering.capacity_type} in "
-                f"{offering.zone}"
-            )
+    return _offering_drift(claim, types_of)
+
+
+def _template_drift(claim: NodeClaim, node: Node, pool: NodePool) -> str | None:
+    """The NodePool template's drift (``drift.go`` ``NodePoolDrifted``): a field of the
+    spec it was launched from that changed, or, without that record, a template label or
+    taint the node lacks; None when there is none."""
+    if claim.launched_from is not None:
+        current = pool.drift_fields()
+        for key in sorted(current):
+            if claim.launched_from.get(key) != current[key]:
+                return f"NodePool {pool.name} spec.template {key} changed since launch"
+        return None
+    for key, value in pool.labels:
+        if node.labels.get(key) != value:
+            return f"NodePool {pool.name} template label {key}={value} is not on the node"
+    for taint in pool.taints:
+        if taint not in node.taints:
+            return f"NodePool {pool.name} template taint {taint} is not on the node"
+    return None
+
+
+def _offering_drift(claim: NodeClaim, types_of: TypesOf | TypesByName) -> str | None:
+    """The launched instance type no longer offered by its NodeClass, or no longer as its
+    capacity type in its zone (``drift.go`` ``InstanceTypeNotFound``); None when it is."""
+    if claim.instance is None:
+        return None
+    it_name = claim.instance.instance_type.name
+    offering = claim.instance.offering
+    if isinstance(types_of, TypesByName):
+        found = types_of(claim.node_class).get(it_name)
+    else:
+        found = next((t for t in types_of(claim.node_class) if t.name == it_name), None)
+    if found is None:
+        return f"instance type {it_name} is no longer offered by NodeClass {claim.node_class}"
+    if not any(
+        o.zone == offering.zone and o.capacity_type == offering.capacity_type
+        for o in found.offerings
+    ):
+        return (
+            f"instance type {it_name} is no longer offered as {offering.capacity_type} in "
+            f"{offering.zone}"
+        )
     return None

@@ -18,7 +18,7 @@ pre-check (``room.Room``) read, and how ``World`` tells that it is unchanged:
 * DaemonSets and CapacityBuffer virtual pods: by identity;
 * the spot-to-spot setting.
 
-Only failures are kept (a reason string): a command ends the pass and is validated by a fresh
+Only failures are kept (a ``Verdict``): a command ends the pass and is validated by a fresh
 simulation anyway. A candidate is named by its NodeClaim: its launched instance (whose
 offering gives its price and capacity type) and its pods are part of the world.
 """
@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from joiner.controllers.disruption.candidates import Candidate
+from joiner.controllers.disruption.verdicts import Verdict
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.state.cluster import ClusterState
 
@@ -80,7 +81,7 @@ class VerdictMemo:
     def __init__(self) -> None:
         self._world: World | None = None
         self._next: Callable[[], World] | None = None
-        self._failed: dict[tuple[str, ...], str] = {}
+        self._failed: dict[tuple[str, ...], Verdict] = {}
         self.hits = 0
 
     def begin(self, world: Callable[[], World]) -> None:
@@ -102,18 +103,20 @@ class VerdictMemo:
     def _key(method: str, cands: Sequence[Candidate]) -> tuple[str, ...]:
         return (method, *(c.claim.name for c in cands))
 
-    def verdict(self, method: str, cands: Sequence[Candidate], compute: Callable[[], T]) -> T | str:
+    def verdict(
+        self, method: str, cands: Sequence[Candidate], compute: Callable[[], T]
+    ) -> T | Verdict:
         """The failure kept for ``cands`` under ``method``, else ``compute()``, whose
-        failure (a reason string) is kept for later passes in the same world."""
+        failure (a ``Verdict``) is kept for later passes in the same world."""
         why = self.failed(method, cands)
         if why is not None:
             return why
         got = compute()
-        if isinstance(got, str):
+        if isinstance(got, Verdict):
             self.remember(method, cands, got)
         return got
 
-    def failed(self, method: str, cands: Sequence[Candidate]) -> str | None:
+    def failed(self, method: str, cands: Sequence[Candidate]) -> Verdict | None:
         """The reason an earlier pass in the same world gave for ``cands`` under ``method``,
         or None when it has none."""
         self._sync()
@@ -122,7 +125,7 @@ class VerdictMemo:
             self.hits += 1
         return why
 
-    def remember(self, method: str, cands: Sequence[Candidate], why: str) -> None:
+    def remember(self, method: str, cands: Sequence[Candidate], why: Verdict) -> None:
         """Keep the failure ``why`` for ``cands`` under ``method``."""
         self._sync()
         self._failed[self._key(method, cands)] = why

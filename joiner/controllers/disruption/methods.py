@@ -35,12 +35,10 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from joiner.api import labels
-from joiner.api.durations import format_seconds
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.command import (
-    SPOT_TO_SPOT_OFF,
     Command,
     Context,
     Replacement,
@@ -54,21 +52,27 @@ from joiner.controllers.disruption.command import (
 )
 from joiner.controllers.disruption.drift import TypesByName, drift_reason
 from joiner.controllers.disruption.room import Room
+from joiner.controllers.disruption.verdicts import (
+    DisruptionMethod,
+    Reason,
+    Verdict,
+    VerdictKind,
+)
 from joiner.scheduling import NewNodeClaim
 
-EMPTINESS = "Emptiness"
-DRIFT = "Drift"
-MULTI_NODE = "MultiNodeConsolidation"
-SINGLE_NODE = "SingleNodeConsolidation"
+EMPTINESS = DisruptionMethod.EMPTINESS
+DRIFT = DisruptionMethod.DRIFT
+MULTI_NODE = DisruptionMethod.MULTI_NODE
+SINGLE_NODE = DisruptionMethod.SINGLE_NODE
 #: A multi-node batch the room test proves cannot consolidate (``room.Room.stranded``).
-STRANDED = "the other nodes and one cheaper node cannot hold these nodes' pods"
-METHODS = (EMPTINESS, DRIFT, MULTI_NODE, SINGLE_NODE)
+STRANDED = Verdict(VerdictKind.STRANDED)
+METHODS = tuple(DisruptionMethod)
 
-EMPTY = "Empty"
-DRIFTED = "Drifted"
+EMPTY = Reason.EMPTY
+DRIFTED = Reason.DRIFTED
 
 log = logging.getLogger(__name__)
-UNDERUTILIZED = "Underutilized"
+UNDERUTILIZED = Reason.UNDERUTILIZED
 
 #: Karpenter ``MinInstanceTypesForSpotToSpotConsolidation``.
 MIN_SPOT_TO_SPOT_TYPES = 15
@@ -78,11 +82,11 @@ MAX_MULTI_NODE_CANDIDATES = 100
 
 def _replacement(
     new: NewNodeClaim, types: Sequence[InstanceType], cts: Sequence[str]
-) -> Replacement | str:
+) -> Replacement | Verdict:
     reqs = new.requirements.add(Requirement.in_(labels.CAPACITY_TYPE, *cts))
     launch = expected_launch(types, reqs)
     if launch is None:
-        return "no available offering for the replacement"
+        return Verdict(VerdictKind.NO_OFFERING)
     return Replacement(new, tuple(types), tuple(sorted(cts)), launch[0], launch[1])
 
 
@@ -112,7 +116,9 @@ def balanced_score(ctx: Context, command: Command) -> float:
     return (command.savings_per_hour / total_price) / (disruption / total_disruption)
 
 
-def consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> Command | str:
+def consolidate(
+    ctx: Context, candidates: Sequence[Candidate], method: DisruptionMethod
+) -> Command | Verdict:
     """Karpenter's ``computeConsolidation``: a Delete or many-to-one Replace command for
     ``candidates``, or the reason there is none. Under a ``Balanced`` policy the command
     must also score at least 1/``BALANCED_K`` (``balanced_score``)."""
@@ -122,9 +128,11 @@ def consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> C
     ):
         score = balanced_score(ctx, got)
         if score < 1 / BALANCED_K:
-            return (
-                f"Balanced policy: saving {got.savings_per_hour:.4f} $/h is not worth the "
-                f"disruption (score {score:.2f} < {1 / BALANCED_K:g})"
+            return Verdict(
+                VerdictKind.BALANCED,
+                price=got.savings_per_hour,
+                score=score,
+                threshold=1 / BALANCED_K,
             )
     return got
 
@@ -160,7 +168,9 @@ def _on_demand_base_short(
     return None
 
 
-def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> Command | str:
+def _consolidate(
+    ctx: Context, candidates: Sequence[Candidate], method: DisruptionMethod
+) -> Command | Verdict:
     sim = simulate(ctx, candidates, consolidating=True)
     if sim.failure is not None:
         return sim.failure
@@ -168,35 +178,56 @@ def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> 
     if not sim.new_claims:
         base = _on_demand_base_short(ctx, cands, None)
         if base is not None:
-            return (
-                f"NodePool {base}'s on-demand base ({labels.ON_DEMAND_BASE}) needs its "
-                "on-demand nodes; deleting them would leave fewer"
-            )
-        return Command(method, UNDERUTILIZED, cands, placements=sim.placements)
+            return Verdict(VerdictKind.ON_DEMAND_BASE_DELETE, pool=base)
+        return Command(method, cands, placements=sim.placements)
     if len(sim.new_claims) > 1:
-        return (
-            f"its pods need {len(sim.new_claims)} new nodes; consolidation only replaces "
-            "nodes with one"
-        )
+        return Verdict(VerdictKind.TOO_MANY_NEW_NODES, count=len(sim.new_claims))
+    return _replace(ctx, cands, sim, method)
+
+
+def _launch_requirements(
+    ctx: Context, cands: Sequence[Candidate], new: NewNodeClaim
+) -> tuple[set[str], Requirements] | Verdict:
+    """The capacity types the replacement ``new`` may launch as and the requirements it is
+    priced under (its launch's capacity types), or why no replacement keeps a NodePool's
+    on-demand base (then only an on-demand replacement in that pool would)."""
+    cts = capacity_types(new.instance_types, new.requirements)
+    base = _on_demand_base_short(ctx, cands, new.nodepool)
+    if base is None:
+        return cts, new.requirements
+    if labels.CAPACITY_TYPE_ON_DEMAND not in cts or _on_demand_base_short(
+        ctx, cands, new.nodepool, replacement_on_demand=True
+    ):
+        return Verdict(VerdictKind.ON_DEMAND_BASE_REPLACE, pool=base)
+    on_demand = Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
+    return {labels.CAPACITY_TYPE_ON_DEMAND}, new.requirements.add(on_demand)
+
+
+def _pinned(cheaper: Sequence[InstanceType], price_reqs: Requirements, cts: set[str]) -> list[str]:
+    """The capacity types a replacement launching as one of ``cheaper`` is pinned to."""
+    reserved = labels.CAPACITY_TYPE_RESERVED
+    if any(
+        o.capacity_type == reserved for it in cheaper for o in allowed_offerings(it, price_reqs)
+    ):
+        # Karpenter's scheduler pins a NodeClaim that took a reserved offering to reserved
+        # (FinalizeScheduling), so the replacement launches into the reservation.
+        return [reserved]
+    if {labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND} <= cts:
+        return [labels.CAPACITY_TYPE_SPOT]
+    return sorted(cts)
+
+
+def _replace(
+    ctx: Context, cands: list[Candidate], sim: Simulation, method: DisruptionMethod
+) -> Command | Verdict:
+    """The many-to-one Replace command for ``cands``, whose pods need the one new NodeClaim
+    of ``sim``, or why there is none (the price rule, minValues, spot-to-spot)."""
     new = sim.new_claims[0]
     candidate_price = sum(c.price_per_hour for c in cands)
-    cts = capacity_types(new.instance_types, new.requirements)
-    #: The requirements the replacement is priced under (its launch's capacity types).
-    price_reqs = new.requirements
-    base = _on_demand_base_short(ctx, cands, new.nodepool)
-    if base is not None:
-        # Only an on-demand replacement in that pool keeps the base.
-        if labels.CAPACITY_TYPE_ON_DEMAND not in cts or _on_demand_base_short(
-            ctx, cands, new.nodepool, replacement_on_demand=True
-        ):
-            return (
-                f"NodePool {base}'s on-demand base ({labels.ON_DEMAND_BASE}) needs its "
-                "on-demand nodes; the replacement could not be on-demand"
-            )
-        cts = {labels.CAPACITY_TYPE_ON_DEMAND}
-        price_reqs = price_reqs.add(
-            Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
-        )
+    launch = _launch_requirements(ctx, cands, new)
+    if isinstance(launch, Verdict):
+        return launch
+    cts, price_reqs = launch
     all_spot = all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in cands)
     # Karpenter ``computeConsolidation``: the replacement's *requirements* allowing spot
     # (``Requirements.Get(capacity-type).Has(spot)``) send all-spot candidates down the
@@ -211,28 +242,14 @@ def _consolidate(ctx: Context, candidates: Sequence[Candidate], method: str) -> 
     if method == MULTI_NODE:
         cheaper = _filter_out_same_type(cands, cheaper, price_reqs)
     if not cheaper:
-        return (
-            f"can't replace with a cheaper node: no instance type that fits its pods costs "
-            f"less than ${candidate_price:.4f}/h at worst"
-        )
+        return Verdict(VerdictKind.NOT_CHEAPER, price=candidate_price)
     short = min_values_short(cheaper, new.requirements)
     if short is not None:
-        return f"can't replace with a cheaper node: {short}"
-    reserved = labels.CAPACITY_TYPE_RESERVED
-    if any(
-        o.capacity_type == reserved for it in cheaper for o in allowed_offerings(it, price_reqs)
-    ):
-        # Karpenter's scheduler pins a NodeClaim that took a reserved offering to reserved
-        # (FinalizeScheduling), so the replacement launches into the reservation.
-        pinned = [reserved]
-    elif {labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND} <= cts:
-        pinned = [labels.CAPACITY_TYPE_SPOT]
-    else:
-        pinned = sorted(cts)
-    rep = _replacement(new, cheaper, pinned)
-    if isinstance(rep, str):
+        return Verdict(VerdictKind.NOT_CHEAPER_BECAUSE, detail=short)
+    rep = _replacement(new, cheaper, _pinned(cheaper, price_reqs, cts))
+    if isinstance(rep, Verdict):
         return rep
-    return Command(method, UNDERUTILIZED, cands, [rep], sim.placements)
+    return Command(method, cands, [rep], sim.placements)
 
 
 def _spot_to_spot(
@@ -240,11 +257,11 @@ def _spot_to_spot(
     cands: list[Candidate],
     new: NewNodeClaim,
     candidate_price: float,
-    method: str,
+    method: DisruptionMethod,
     sim: Simulation,
-) -> Command | str:
+) -> Command | Verdict:
     if not ctx.spot_to_spot:
-        return f"{SPOT_TO_SPOT_OFF}; spot nodes are only deleted, never replaced"
+        return Verdict(VerdictKind.SPOT_TO_SPOT_OFF)
     reqs = new.requirements.add(Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_SPOT))
     cheaper = [
         it
@@ -253,12 +270,11 @@ def _spot_to_spot(
     ]
     cheaper.sort(key=lambda it: (worst_launch_price(it, reqs) or 0.0, it.name))
     if not cheaper:  # Karpenter checks this before the 15-type rule: "Can't replace ..."
-        return "can't replace with a cheaper spot node"
+        return Verdict(VerdictKind.NOT_CHEAPER_SPOT)
     if len(cands) == 1:
         if len(cheaper) < MIN_SPOT_TO_SPOT_TYPES:
-            return (
-                f"spot-to-spot needs {MIN_SPOT_TO_SPOT_TYPES} cheaper instance types, "
-                f"{len(cheaper)} are allowed"
+            return Verdict(
+                VerdictKind.SPOT_TO_SPOT_TOO_FEW, wanted=MIN_SPOT_TO_SPOT_TYPES, count=len(cheaper)
             )
         keep = MIN_SPOT_TO_SPOT_TYPES
         for r in new.requirements.values():
@@ -267,11 +283,11 @@ def _spot_to_spot(
         cheaper = cheaper[:keep]
     short = min_values_short(cheaper, reqs)
     if short is not None:
-        return f"can't replace with a cheaper spot node: {short}"
+        return Verdict(VerdictKind.NOT_CHEAPER_SPOT, detail=short)
     rep = _replacement(new, cheaper, [labels.CAPACITY_TYPE_SPOT])
-    if isinstance(rep, str):
+    if isinstance(rep, Verdict):
         return rep
-    return Command(method, UNDERUTILIZED, cands, [rep], sim.placements)
+    return Command(method, cands, [rep], sim.placements)
 
 
 def _filter_out_same_type(
@@ -291,19 +307,34 @@ def _filter_out_same_type(
 # -- methods -------------------------------------------------------------------------------
 
 
-def _underutilized(c: Candidate) -> str | None:
+def _underutilized(c: Candidate) -> Verdict | None:
     """Why consolidation (not emptiness) may not take ``c`` (Karpenter ``ShouldDisrupt``)."""
     if c.pool.consolidate_after_s is None:
-        return f"NodePool {c.pool.name} has consolidateAfter: Never"
+        return Verdict(VerdictKind.CONSOLIDATION_DISABLED, pool=c.pool.name)
     if c.pool.consolidation_policy == "WhenEmpty":
-        return f"NodePool {c.pool.name} consolidates only empty nodes (policy WhenEmpty)"
+        return Verdict(VerdictKind.WHEN_EMPTY, pool=c.pool.name)
     if not c.consolidatable:
-        return (
-            f"consolidateAfter ({format_seconds(c.pool.consolidate_after_s)}) has not passed "
-            "since its last pod change"
-        )
-    if c.blocked is not None:
-        return c.blocked
+        return Verdict(VerdictKind.NOT_CONSOLIDATABLE_YET, seconds=c.pool.consolidate_after_s)
+    return c.blocked
+
+
+def _budget(ctx: Context, pool: str, reason: Reason) -> Verdict:
+    """Why ``pool``'s budget for ``reason`` stops a disruption: the budgets holding it at 0
+    (``BudgetMapping.limiting``), else its allowance used up in this pass."""
+    return Verdict(
+        VerdictKind.BUDGET,
+        pool=pool,
+        reason=reason,
+        detail=ctx.budgets.limiting.get((pool, reason), ""),
+    )
+
+
+def _not_empty_yet(c: Candidate) -> Verdict | None:
+    """Why emptiness may not take the empty candidate ``c`` yet, or None."""
+    if c.pool.consolidate_after_s is None:
+        return Verdict(VerdictKind.EMPTY_NEVER, pool=c.pool.name)
+    if not c.consolidatable:
+        return Verdict(VerdictKind.EMPTY_NOT_YET, seconds=c.pool.consolidate_after_s)
     return None
 
 
@@ -315,25 +346,18 @@ def emptiness(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         if not c.empty:
             continue
         if c.name in buffered or c.claim.name in buffered:  # Emptiness: HasBufferPods
-            ctx.reasons.setdefault(c.name, f"Node {c.name} has buffer pods")
+            ctx.reasons.setdefault(c.name, Verdict(VerdictKind.BUFFER_PODS, node=c.name))
             continue
-        if c.pool.consolidate_after_s is None or not c.consolidatable:
-            ctx.reasons.setdefault(
-                c.name,
-                f"empty, but consolidateAfter ({format_seconds(c.pool.consolidate_after_s)}) "
-                "has not passed"
-                if c.pool.consolidate_after_s is not None
-                else f"empty, but NodePool {c.pool.name} has consolidateAfter: Never",
-            )
+        not_yet = _not_empty_yet(c)
+        if not_yet is not None:
+            ctx.reasons.setdefault(c.name, not_yet)
             continue
         if ctx.budgets.left(c.pool.name, EMPTY) < 1:
-            ctx.reasons[c.name] = ctx.budgets.limiting.get(
-                (c.pool.name, EMPTY), f"NodePool {c.pool.name} budget allows 0 Empty disruptions"
-            )
+            ctx.reasons[c.name] = _budget(ctx, c.pool.name, EMPTY)
             continue
         ctx.budgets.take(c.pool.name, EMPTY)
         chosen.append(c)
-    return Command(EMPTINESS, EMPTY, chosen) if chosen else None
+    return Command(EMPTINESS, chosen) if chosen else None
 
 
 def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
@@ -346,34 +370,32 @@ def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
             drifted.append(c)
     drifted.sort(key=lambda c: (not c.empty, c.claim.created_at_s, c.name))
     for c in drifted:
-        if c.blocked is not None and c.pool.termination_grace_period_s is None:
-            ctx.reasons[c.name] = f"drifted ({c.drifted}), but {c.blocked}"
-            continue
-        if ctx.budgets.left(c.pool.name, DRIFTED) < 1:
-            ctx.reasons[c.name] = f"drifted ({c.drifted}), but " + ctx.budgets.limiting.get(
-                (c.pool.name, DRIFTED), f"NodePool {c.pool.name} budget allows 0 Drifted"
-            )
-            continue
-        sim = simulate(ctx, [c])
-        if sim.failure is not None:
-            ctx.reasons[c.name] = f"drifted ({c.drifted}), but {sim.failure}"
-            continue
-        reps: list[Replacement] = []
-        failed = None
-        for new in sim.new_claims:
-            cts = sorted(capacity_types(new.instance_types, new.requirements))
-            rep = _replacement(new, new.instance_types, cts)
-            if isinstance(rep, str):
-                failed = rep
-                break
-            reps.append(rep)
-        if failed is not None:
-            ctx.reasons[c.name] = f"drifted ({c.drifted}), but {failed}"
-            continue
-        ctx.budgets.take(c.pool.name, DRIFTED)
-        log.info("drifted node=%s nodeclaim=%s: %s", c.name, c.claim.name, c.drifted)
-        return Command(DRIFT, DRIFTED, [c], reps, sim.placements)
+        got = _drift_one(ctx, c)
+        if isinstance(got, Command):
+            ctx.budgets.take(c.pool.name, DRIFTED)
+            log.info("drifted node=%s nodeclaim=%s: %s", c.name, c.claim.name, c.drifted)
+            return got
+        ctx.reasons[c.name] = Verdict(VerdictKind.DRIFTED_BUT, detail=c.drifted or "", cause=got)
     return None
+
+
+def _drift_one(ctx: Context, c: Candidate) -> Command | Verdict:
+    """The Drift command replacing the drifted candidate ``c``, or why there is none."""
+    if c.blocked is not None and c.pool.termination_grace_period_s is None:
+        return c.blocked
+    if ctx.budgets.left(c.pool.name, DRIFTED) < 1:
+        return _budget(ctx, c.pool.name, DRIFTED)
+    sim = simulate(ctx, [c])
+    if sim.failure is not None:
+        return sim.failure
+    reps: list[Replacement] = []
+    for new in sim.new_claims:
+        cts = sorted(capacity_types(new.instance_types, new.requirements))
+        rep = _replacement(new, new.instance_types, cts)
+        if isinstance(rep, Verdict):
+            return rep
+        reps.append(rep)
+    return Command(DRIFT, [c], reps, sim.placements)
 
 
 def _consolidation_candidates(ctx: Context, candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -398,10 +420,7 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     for c in eligible:
         key = (c.pool.name, UNDERUTILIZED)
         if left.get(key, 0) < 1:
-            ctx.reasons.setdefault(
-                c.name,
-                ctx.budgets.limiting.get(key, f"NodePool {c.pool.name} budget is used up"),
-            )
+            ctx.reasons.setdefault(c.name, _budget(ctx, c.pool.name, UNDERUTILIZED))
             continue
         left[key] -= 1
         batch.append(c)
@@ -426,21 +445,24 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     return best
 
 
-def _try_batch(ctx: Context, room: Room, cands: Sequence[Candidate]) -> Command | str:
+def _try_batch(ctx: Context, room: Room, cands: Sequence[Candidate]) -> Command | Verdict:
     """A multi-node command for ``cands``, or why not; a batch the room test proves
     hopeless fails the simulation too (``room``), so it is not simulated."""
     return STRANDED if room.stranded(cands) else consolidate(ctx, cands, MULTI_NODE)
 
 
-def _try_single(ctx: Context, room: Room, c: Candidate) -> Command | str:
+def _try_single(ctx: Context, room: Room, c: Candidate) -> Command | Verdict:
     """A single-node command for ``c``, or why not (the room test first)."""
     hopeless = room.hopeless(c)
     return hopeless if hopeless is not None else consolidate(ctx, [c], SINGLE_NODE)
 
 
 def _memoized(
-    ctx: Context, method: str, cands: Sequence[Candidate], compute: Callable[[], Command | str]
-) -> Command | str:
+    ctx: Context,
+    method: DisruptionMethod,
+    cands: Sequence[Candidate],
+    compute: Callable[[], Command | Verdict],
+) -> Command | Verdict:
     """``compute()``, or the failure an earlier pass in the same world gave for ``cands``
     (``ctx.memo``, when the pass has one)."""
     if ctx.memo is None:
@@ -464,12 +486,7 @@ def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None
                 order.append(q.pop(0))
     for c in order:
         if ctx.budgets.left(c.pool.name, UNDERUTILIZED) < 1:
-            ctx.reasons.setdefault(
-                c.name,
-                ctx.budgets.limiting.get(
-                    (c.pool.name, UNDERUTILIZED), f"NodePool {c.pool.name} budget is used up"
-                ),
-            )
+            ctx.reasons.setdefault(c.name, _budget(ctx, c.pool.name, UNDERUTILIZED))
             continue
         assert room is not None
         got = _memoized(ctx, SINGLE_NODE, [c], partial(_try_single, ctx, room, c))
@@ -483,7 +500,7 @@ def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None
 Method = Callable[[Context, Sequence[Candidate]], Command | None]
 
 #: Karpenter's order; the first method that produces a command ends the pass.
-ORDER: tuple[tuple[str, Method], ...] = (
+ORDER: tuple[tuple[DisruptionMethod, Method], ...] = (
     (EMPTINESS, emptiness),
     (DRIFT, drift),
     (MULTI_NODE, multi_node),

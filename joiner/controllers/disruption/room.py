@@ -64,7 +64,8 @@ from joiner.api.pods import PodTemplate, tolerates_all
 from joiner.api.quantity import Resources, format_resources
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import Candidate
-from joiner.controllers.disruption.command import SPOT_TO_SPOT_OFF, Context, allowed_offerings
+from joiner.controllers.disruption.command import Context, allowed_offerings
+from joiner.controllers.disruption.verdicts import SPOT_TO_SPOT_OFF, Verdict, VerdictKind
 from joiner.scheduling import NodePoolTemplate
 from joiner.scheduling.base import base_of
 from joiner.scheduling.placement import referenced_keys
@@ -116,7 +117,7 @@ class Room:
             self._free[resource] = free
         return free
 
-    def hopeless(self, c: Candidate) -> str | None:
+    def hopeless(self, c: Candidate) -> Verdict | None:
         """Why ``c``'s pods cannot move anywhere cheaper (the module docstring's proof), or
         None when they might. Raises nothing."""
         return self._hopeless([c])
@@ -126,10 +127,10 @@ class Room:
         (the module docstring's proof with ``C`` = ``cands``). Raises nothing."""
         return self._hopeless(cands, explain=False) is not None
 
-    def _hopeless(self, cands: Sequence[Candidate], *, explain: bool = True) -> str | None:
+    def _hopeless(self, cands: Sequence[Candidate], *, explain: bool = True) -> Verdict | None:
         """Why the pods of ``cands`` cannot move to the other nodes and one node cheaper than
-        all of them together, or None when they might (without ``explain``, any non-empty
-        string: the caller only asks whether)."""
+        all of them together, or None when they might (without ``explain``, the
+        ``STRANDED`` verdict: the caller only asks whether)."""
         if not any(c.pods for c in cands):
             return None
         own = [i for c in cands if (i := self._index.get(c.claim.name)) is not None]
@@ -153,7 +154,7 @@ class Room:
             if not spot_pools or self._table(exclude, spot_pools).any_holds(need, price):
                 return None
         if not explain:
-            return "hopeless"
+            return Verdict(VerdictKind.STRANDED)
         nowhere = [
             f"{p.namespace}/{p.name}"
             for c in cands
@@ -172,10 +173,13 @@ class Room:
         )
         if spot_pools and len(spot_pools) == len(self._templates):
             # What the solve's own stop (``stop.launches_as``) decides, with the detail.
-            return f"{SPOT_TO_SPOT_OFF}: {needs}, which could launch as spot"
+            return Verdict(
+                VerdictKind.SPOT_TO_SPOT_OFF_BECAUSE, detail=f"{needs}, which could launch as spot"
+            )
         why = f"{needs}, and no instance type cheaper than ${price:.4f}/h holds that much"
-        return "can't replace with a cheaper node: " + (
-            f"{SPOT_TO_SPOT_OFF}, and {why} other than as spot" if exclude else why
+        return Verdict(
+            VerdictKind.NOT_CHEAPER_BECAUSE,
+            detail=f"{SPOT_TO_SPOT_OFF}, and {why} other than as spot" if exclude else why,
         )
 
     def _table(self, exclude: frozenset[str], pools: frozenset[str]) -> CheaperTypes:

@@ -90,60 +90,80 @@ class InterruptionController:
 
     def handle(self, event: CloudEvent) -> None:
         """React to one event, for every instance it names that Joiner manages."""
+        react = {
+            SPOT_INTERRUPTION: self._spot_interruption,
+            REBALANCE_RECOMMENDATION: self._rebalance,
+            SCHEDULED_CHANGE: self._scheduled_change,
+            STATE_CHANGE: self._state_change,
+        }.get(event.kind)
         for iid in event.instance_ids:
             claim = self._claim(iid)
             if claim is None:
                 log.info("event for unknown instance kind=%s instance=%s", event.kind, iid)
                 continue
             node = self._state.node_of_claim(claim)
-            name = node.name if node is not None else claim.name
             self.handled[event.kind] = self.handled.get(event.kind, 0) + 1
-            if event.kind == SPOT_INTERRUPTION:
-                self._timeline.record(
-                    timeline.NOTICE, node=name, detail=event.action or "terminate"
-                )
-                self._mark_pool(claim)
-                if node is None:
-                    # Not registered yet: no pod runs there; drop it so none will.
-                    self._terminator.delete_unregistered(claim, "spot interruption warning")
-                    self._trigger()
-                else:
-                    node.deadline_s = self._clock.now() + NOTICE_S
-                    if self.settings.spot_draining:
-                        self._drain_or_cordon(node, "spot interruption warning")
-            elif event.kind == REBALANCE_RECOMMENDATION:
-                self._timeline.record(timeline.REBALANCE, node=name)
-                if node is None or not self.settings.selects(node.labels):
-                    continue
-                if self.settings.rebalance_replacement:
-                    self._mark_pool(claim)
-                    self._disrupt(node, "rebalance recommendation", drain=False)
-                    self._awaiting.add(node.name)
-                    self.node_ready()
-                elif self.settings.rebalance_draining:
-                    self._drain_or_cordon(node, "rebalance recommendation")
-                elif self.settings.rebalance_monitoring and not self.settings.dry_run:
-                    self._cordon(node, "rebalance recommendation")
-            elif event.kind == SCHEDULED_CHANGE:
-                self._timeline.record(timeline.SCHEDULED_CHANGE, node=name)
-                if not self.settings.scheduled_draining:
-                    continue
-                if node is None:
-                    self._terminator.delete_unregistered(claim, "scheduled change")
-                    self._trigger()
-                else:
-                    self._drain_or_cordon(node, "scheduled change")
-            elif event.kind == STATE_CHANGE:
-                self._timeline.record(timeline.STATE_CHANGE, node=name, detail=event.state or "")
-                # stopping, stopped, shutting-down and terminated all delete the NodeClaim
-                # (Karpenter's interruption controller); for a terminated instance still
-                # held by a live NodeClaim (EC2 took it out of band) the drain's evictions
-                # let the workloads replace the pods, and the instance delete finds it gone.
-                if node is None:
-                    self._terminator.delete_unregistered(claim, f"instance {event.state}")
-                    self._trigger()
-                else:
-                    self._disrupt(node, f"instance {event.state}", drain=True)
+            if react is not None:
+                react(event, claim, node)
+
+    def _spot_interruption(self, event: CloudEvent, claim: NodeClaim, node: Node | None) -> None:
+        """Spot interruption warning: the offering is marked unavailable; the node gets its
+        deadline and is drained (``spot_draining``); a NodeClaim not registered yet is
+        deleted at once (no pod runs there)."""
+        name = node.name if node is not None else claim.name
+        self._timeline.record(timeline.NOTICE, node=name, detail=event.action or "terminate")
+        self._mark_pool(claim)
+        if node is None:
+            self._terminator.delete_unregistered(claim, "spot interruption warning")
+            self._trigger()
+            return
+        node.deadline_s = self._clock.now() + NOTICE_S
+        if self.settings.spot_draining:
+            self._drain_or_cordon(node, "spot interruption warning")
+
+    def _rebalance(self, _event: CloudEvent, claim: NodeClaim, node: Node | None) -> None:
+        """Rebalance recommendation, for a node the settings select: replace before break,
+        drain, or only cordon (monitoring), as the settings say."""
+        self._timeline.record(
+            timeline.REBALANCE, node=node.name if node is not None else claim.name
+        )
+        if node is None or not self.settings.selects(node.labels):
+            return
+        if self.settings.rebalance_replacement:
+            self._mark_pool(claim)
+            self._disrupt(node, "rebalance recommendation", drain=False)
+            self._awaiting.add(node.name)
+            self.node_ready()
+        elif self.settings.rebalance_draining:
+            self._drain_or_cordon(node, "rebalance recommendation")
+        elif self.settings.rebalance_monitoring and not self.settings.dry_run:
+            self._cordon(node, "rebalance recommendation")
+
+    def _scheduled_change(self, _event: CloudEvent, claim: NodeClaim, node: Node | None) -> None:
+        """Scheduled change (maintenance): drain under ``scheduled_draining``."""
+        self._timeline.record(
+            timeline.SCHEDULED_CHANGE, node=node.name if node is not None else claim.name
+        )
+        if not self.settings.scheduled_draining:
+            return
+        if node is None:
+            self._terminator.delete_unregistered(claim, "scheduled change")
+            self._trigger()
+        else:
+            self._drain_or_cordon(node, "scheduled change")
+
+    def _state_change(self, event: CloudEvent, claim: NodeClaim, node: Node | None) -> None:
+        """Instance state change: stopping, stopped, shutting-down and terminated all delete
+        the NodeClaim (Karpenter's interruption controller); for a terminated instance still
+        held by a live NodeClaim (EC2 took it out of band) the drain's evictions let the
+        workloads replace the pods, and the instance delete finds it gone."""
+        name = node.name if node is not None else claim.name
+        self._timeline.record(timeline.STATE_CHANGE, node=name, detail=event.state or "")
+        if node is None:
+            self._terminator.delete_unregistered(claim, f"instance {event.state}")
+            self._trigger()
+        else:
+            self._disrupt(node, f"instance {event.state}", drain=True)
 
     def _mark_pool(self, claim: NodeClaim) -> None:
         inst = claim.instance

@@ -104,6 +104,41 @@ class Provisioner:
         """One pass: solve for every pending pod, create and launch the new NodeClaims."""
         self.stats.passes += 1
         existing, bound = self.snapshot()
+        pending, moving = self._demand()
+        virtual = self.buffers.virtual_pods() if self.buffers is not None else []
+        pending = pending + virtual
+        if not pending:
+            return
+        templates = self.templates()
+        result = self._scheduler.solve(
+            SchedulingInput(
+                pods=pod_requests(self._state, pending),
+                existing=tuple(existing),
+                bound_pods=tuple(bound),
+                nodepools=tuple(templates),
+                daemonsets=tuple(self._state.daemonsets[k] for k in sorted(self._state.daemonsets)),
+            )
+        )
+        for p in pending:
+            p.unschedulable_reason = None
+        fake = {p.uid for p in virtual}
+        for uid, where in result.existing_placements:
+            if uid in self._state.pods:
+                for listener in self.nominated_listeners:
+                    listener(uid, where)
+        failed = self._record_unschedulable(result.unschedulable)
+        buffered = self._create_all(result.new_nodeclaims, moving, fake)
+        if self.buffers is not None:
+            # Nodes and NodeClaims holding virtual pods after this pass (HasBufferPods).
+            self.buffers.nodes = frozenset(
+                [n for u, n in result.existing_placements if u in fake] + buffered
+            )
+        if failed and self._on_unschedulable is not None:
+            self._on_unschedulable(failed)
+
+    def _demand(self) -> tuple[list[Pod], dict[str, str]]:
+        """The pods a pass provisions for, in order, and the node each one moves off (pod
+        uid -> node name) when it replaces a pod of a disrupted node."""
         # Karpenter ``pod.IsProvisionable``: a preemptor kube-scheduler nominated to a node
         # (``status.nominatedNodeName``) waits for its victims; it is not demand.
         pending = [p for p in self._state.pending_pods() if p.nominated_node_name is None]
@@ -128,40 +163,31 @@ class Provisioner:
                 node = self._state.nodes.get(old.node_name)
                 if node is not None and (node.deleting or node.deleted_at_s is not None):
                     moving.setdefault(p.uid, node.name)
-        virtual = self.buffers.virtual_pods() if self.buffers is not None else []
-        pending = pending + virtual
-        if not pending:
-            return
-        templates = self.templates()
-        result = self._scheduler.solve(
-            SchedulingInput(
-                pods=pod_requests(self._state, pending),
-                existing=tuple(existing),
-                bound_pods=tuple(bound),
-                nodepools=tuple(templates),
-                daemonsets=tuple(self._state.daemonsets[k] for k in sorted(self._state.daemonsets)),
-            )
-        )
-        for p in pending:
-            p.unschedulable_reason = None
-        fake = {p.uid for p in virtual}
-        for uid, where in result.existing_placements:
-            if uid in self._state.pods:
-                for listener in self.nominated_listeners:
-                    listener(uid, where)
+        return pending, moving
+
+    def _record_unschedulable(self, unschedulable: Sequence[tuple[str, str]]) -> list[str]:
+        """Record each unschedulable pod's reason (on the pod and in the stats); the uids of
+        the real pods among them (a CapacityBuffer's virtual pod is never reported)."""
         failed: list[str] = []
-        for uid, reason in result.unschedulable:
+        for uid, reason in unschedulable:
             if uid not in self._state.pods:
-                continue  # a CapacityBuffer's virtual pod: never reported
+                continue
             self._state.pods[uid].unschedulable_reason = reason
             self.stats.unschedulable[uid] = reason
             failed.append(uid)
             log.info("pod unschedulable pod=%s reason=%s", self._state.pods[uid].name, reason)
-        od_needed = self._on_demand_needed(result.new_nodeclaims)
+        return failed
+
+    def _create_all(
+        self, news: Sequence[NewNodeClaim], moving: dict[str, str], fake: set[str]
+    ) -> list[str]:
+        """Create and launch a NodeClaim for each of ``news``; the names of those holding a
+        CapacityBuffer virtual pod (uids ``fake``)."""
+        od_needed = self._on_demand_needed(news)
         # Replicas of one pod shape make identical NodeClaims: compute their offers once.
         capacity_types: dict[tuple[object, ...], list[str]] = {}
         buffered: list[str] = []
-        for new in result.new_nodeclaims:
+        for new in news:
             pool = self._state.nodepools[new.nodepool]
             ct_key = (
                 tuple(it.name for it in new.instance_types),
@@ -181,13 +207,7 @@ class Provisioner:
             )
             if fake.intersection(new.pods):
                 buffered.append(claim.name)
-        if self.buffers is not None:
-            # Nodes and NodeClaims holding virtual pods after this pass (HasBufferPods).
-            self.buffers.nodes = frozenset(
-                [n for u, n in result.existing_placements if u in fake] + buffered
-            )
-        if failed and self._on_unschedulable is not None:
-            self._on_unschedulable(failed)
+        return buffered
 
     def create_nodeclaim(
         self,
