@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from joiner.api.errors import InputError
@@ -24,6 +25,41 @@ STATE_CHANGE = "stateChange"
 
 #: State changes that end an instance (others, such as "running", are ignored).
 ENDING_STATES = ("stopping", "stopped", "shutting-down", "terminated")
+
+
+class MessageKind(StrEnum):
+    """karpenter-provider-aws's interruption message kinds (``pkg/controllers/interruption/
+    messages/types.go`` ``Kind``), which Karpenter's interruption controller uses as the
+    ``reason`` of ``karpenter_nodeclaims_disrupted_total`` when a message deletes a
+    NodeClaim."""
+
+    SPOT_INTERRUPTED = "spot_interrupted"
+    REBALANCE_RECOMMENDATION = "rebalance_recommendation"
+    SCHEDULED_CHANGE = "scheduled_change"
+    INSTANCE_STOPPED = "instance_stopped"
+    INSTANCE_TERMINATED = "instance_terminated"
+
+
+def message_kind(event: CloudEvent) -> MessageKind:
+    """The message kind of ``event``: a state change to ``stopping`` or ``stopped`` is
+    ``instance_stopped``, any other ending state ``instance_terminated``
+    (karpenter-provider-aws ``messages/statechange/model.go`` ``Message.Kind``).
+
+    Raises:
+        ValueError: for a kind this module does not define.
+    """
+    if event.kind == STATE_CHANGE:
+        if event.state in ("stopping", "stopped"):
+            return MessageKind.INSTANCE_STOPPED
+        return MessageKind.INSTANCE_TERMINATED
+    by_kind = {
+        SPOT_INTERRUPTION: MessageKind.SPOT_INTERRUPTED,
+        REBALANCE_RECOMMENDATION: MessageKind.REBALANCE_RECOMMENDATION,
+        SCHEDULED_CHANGE: MessageKind.SCHEDULED_CHANGE,
+    }
+    if event.kind not in by_kind:
+        raise ValueError(f"unknown cloud event kind {event.kind!r}")
+    return by_kind[event.kind]
 
 
 @dataclass(frozen=True, slots=True)

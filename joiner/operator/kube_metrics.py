@@ -13,36 +13,25 @@ from joiner.api import timeline as tl
 from joiner.cluster.kube.metrics import Metrics, snake_case
 
 if TYPE_CHECKING:
-    from joiner.state.cluster import ClusterState
-
-#: The interruption controller's cordon reasons -> karpenter-provider-aws's message kinds,
-#: which Karpenter uses as ``karpenter_nodeclaims_disrupted_total``'s ``reason`` when an
-#: interruption message deletes a NodeClaim.
-INTERRUPTION_REASONS = {
-    "spot interruption warning": "spot_interrupted",
-    "rebalance recommendation": "rebalance_recommendation",
-    "scheduled change": "scheduled_change",
-    "instance stopping": "instance_stopped",
-    "instance stopped": "instance_stopped",
-    "instance shutting-down": "instance_terminated",
-}
+    from joiner.state.cluster import ClusterState, NodeClaim
 
 
-def disrupted_reason(kind: str, detail: str) -> str | None:
-    """``karpenter_nodeclaims_disrupted_total``'s ``reason`` for one timeline record, or
-    None when the record is no disruption: a disruption command's candidate
-    (``"<method> <action> (<Reason>)..."``, the reason in snake case), an expiry
-    (``expired``), a node repair (``unhealthy``), an interruption's cordon (the message
-    kind)."""
+def disrupted_reason(kind: str, claim: NodeClaim) -> str | None:
+    """``karpenter_nodeclaims_disrupted_total``'s ``reason`` for a timeline record of
+    ``kind`` about ``claim``'s node, read from the NodeClaim's typed fields, or None when the
+    record is no disruption: a disruption command's candidate (its disruption reason in
+    snake case), an expiry (``expired``), a node repair (``unhealthy``), an interruption
+    that deletes the node (the message kind, karpenter-provider-aws
+    ``pkg/controllers/interruption/controller.go`` ``deleteNodeClaim``)."""
     if kind == tl.DISRUPTION:
-        start, end = detail.find("("), detail.find(")")
-        return snake_case(detail[start + 1 : end]) if 0 <= start < end else "unknown"
+        reason = claim.disruption_reason
+        return snake_case(reason) if reason else "unknown"
     if kind == tl.EXPIRED:
         return "expired"
     if kind == tl.UNHEALTHY:
         return "unhealthy"
-    if kind == tl.CORDON:
-        return INTERRUPTION_REASONS.get(detail)
+    if kind == tl.CORDON and claim.interruption is not None:
+        return claim.interruption.value
     return None
 
 
@@ -58,15 +47,17 @@ class MetricsWiring:
         self.metrics = metrics
         self._state = state
 
-    def timeline(self, kind: str, node: str | None, _pod: str | None, detail: str) -> None:
-        reason = disrupted_reason(kind, detail)
-        if reason is None or node is None:
+    def timeline(self, kind: str, node: str | None, _pod: str | None, _detail: str) -> None:
+        if node is None:
             return
         st_node = self._state.nodes.get(node)
         if kind == tl.CORDON and (st_node is None or not st_node.deleting):
             return  # a rebalance-monitoring cordon: no disruption
         claim = self._state.claim_of(st_node) if st_node else self._state.nodeclaims.get(node)
         if claim is None:
+            return
+        reason = disrupted_reason(kind, claim)
+        if reason is None:
             return
         offering = claim.instance.offering if claim.instance is not None else None
         capacity_type = offering.capacity_type if offering is not None else ""
@@ -77,7 +68,7 @@ class MetricsWiring:
             # Karpenter's health controller: by the condition (snake case) and the image;
             # Joiner's state does not keep the image id, so it is "".
             self.metrics.nodeclaims_unhealthy_disrupted.labels(
-                condition=snake_case(detail.split(" ", 1)[0]),
+                condition=snake_case(claim.repaired_condition or ""),
                 nodepool=claim.nodepool,
                 capacity_type=capacity_type,
                 image_id="",

@@ -105,7 +105,7 @@ class Scheduler:
         try:
             return _Solve(inp).run()
         except Stopped as stop:
-            return SchedulingResult(stopped=str(stop))
+            return SchedulingResult(stopped=str(stop), stopped_reason=stop.reason)
 
 
 class _Solve(OnExisting):

@@ -19,7 +19,7 @@ from joiner.api.requirements import NOT_IN, Requirement
 from joiner.scheduling.base import base_of
 from joiner.scheduling.placement import _Claim, referenced_keys
 from joiner.scheduling.pool import IntArray, PreparedPool
-from joiner.scheduling.types import PodRequest, SchedulingInput, StopRule
+from joiner.scheduling.types import PodRequest, SchedulingInput, StopReason, StopRule
 
 #: Keys whose narrowing could take a rejected capacity type away from a NodeClaim.
 _PINNING_KEYS = frozenset(
@@ -31,8 +31,13 @@ _RESERVED = frozenset({labels.CAPACITY_TYPE_RESERVED})
 
 
 class Stopped(Exception):
-    """Raised inside a solve when its ``StopRule`` has decided the caller's answer; the
-    message says why (it follows "can't consolidate: ")."""
+    """Raised inside a solve when its ``StopRule`` has decided the caller's answer:
+    ``reason`` is the rule, the message says why in English (it follows "can't
+    consolidate: ")."""
+
+    def __init__(self, reason: StopReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class StopCheck:
@@ -58,13 +63,16 @@ class StopCheck:
         if pod.uid in stop.pods:
             self._watched.add(claim.index)
             if len(self._watched) > 1:
-                raise Stopped("its pods need more than one new node")
+                raise Stopped(StopReason.MORE_THAN_ONE_NODE, "its pods need more than one new node")
         if stop.price_per_hour is None or claim.index not in self._watched:
             return
         rejected = stop.rejected_capacity_types
         if rejected and launches_as(claim, rejected, self.referenced()):
             other = ", ".join(sorted(rejected))
-            raise Stopped(f"its pods need a new node, and it could launch as {other}")
+            raise Stopped(
+                StopReason.REJECTED_CAPACITY_TYPE,
+                f"its pods need a new node, and it could launch as {other}",
+            )
         pool = claim.pool
         reqs = pool.nodepool.requirements
         if rejected:
@@ -73,8 +81,9 @@ class StopCheck:
         if floor >= stop.price_per_hour:
             other = ", ".join(sorted(rejected))
             raise Stopped(
+                StopReason.NOT_CHEAPER,
                 f"no instance type that fits its pods costs less than ${stop.price_per_hour:.4f}/h"
-                + (f" other than as {other}" if other else "")
+                + (f" other than as {other}" if other else ""),
             )
 
     def referenced(self) -> frozenset[str]:

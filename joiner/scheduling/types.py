@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from joiner.api.objects import HostPort, NodePool, PodAffinityTerm, PodTemplate, Taint
 from joiner.api.quantity import Resources
@@ -77,6 +78,17 @@ class NodePoolTemplate:
     nodepool: NodePool
     instance_types: tuple[InstanceType, ...]
     remaining: tuple[tuple[str, int], ...] = ()
+
+
+class StopReason(StrEnum):
+    """Which of a ``StopRule``'s rules stopped a solve (``scheduling.stop``)."""
+
+    #: The moving pods need more than one new NodeClaim.
+    MORE_THAN_ONE_NODE = "moreThanOneNode"
+    #: A new NodeClaim holding a moving pod could launch as a rejected capacity type.
+    REJECTED_CAPACITY_TYPE = "rejectedCapacityType"
+    #: No instance type of a new NodeClaim is cheaper than the candidates.
+    NOT_CHEAPER = "notCheaper"
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +217,8 @@ class SchedulingResult:
     #: Why the solve stopped early under ``SchedulingInput.stop`` (the other fields are then
     #: partial), or None when it ran to the end.
     stopped: str | None = None
+    #: The rule that stopped it (set with ``stopped``).
+    stopped_reason: StopReason | None = None
 
     def reason(self, uid: str) -> str | None:
         """Why ``uid`` could not be scheduled, or None."""

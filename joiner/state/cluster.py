@@ -11,6 +11,7 @@ from joiner.api import labels, quantity
 from joiner.api.objects import NodePool, PodDisruptionBudget, PodTemplate, Taint
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
+from joiner.cloudprovider.events import MessageKind
 from joiner.cloudprovider.reservations import reservation_labels
 from joiner.cloudprovider.types import Instance, InstanceType
 from joiner.state.registry import LiveNames, Registry
@@ -179,6 +180,11 @@ class NodeClaim:
     #: Why it is being disrupted (``Empty``, ``Drifted``, ``Underutilized``, ``Expired``,
     #: ``Interrupted``), once it is.
     disruption_reason: str | None = None
+    #: The interruption message that deletes it (its kind, as Karpenter's metrics name it),
+    #: once one does.
+    interruption: MessageKind | None = None
+    #: The node condition type whose node repair deletes it (``Ready``), once repair does.
+    repaired_condition: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

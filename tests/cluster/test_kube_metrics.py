@@ -147,9 +147,8 @@ def _count_disruption(h: Harness, metrics: Metrics, claim: NodeClaim) -> None:
     """Disruption: a command and its candidate's timeline record."""
     wiring = MetricsWiring(metrics, h.state)
     wiring.command(SimpleNamespace(method=DisruptionMethod.SINGLE_NODE, action="Replace"))
-    wiring.timeline(
-        tl.DISRUPTION, claim.name, None, "SingleNodeConsolidation Replace (Underutilized)"
-    )
+    claim.disruption_reason = "Underutilized"  # as DisruptionController.execute sets it
+    wiring.timeline(tl.DISRUPTION, claim.name, None, "reworded English is not read")
     wiring.refresh(synced=True)
 
 
@@ -262,19 +261,41 @@ def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
     assert samples[("karpenter_cloudprovider_duration_seconds_count", dur)] >= 1
 
 
+def _claim_for_reason(**fields: Any) -> NodeClaim:
+    claim = NodeClaim(
+        name="pool-abcde",
+        nodepool="pool",
+        node_class="nc",
+        requirements=Requirements([]),
+        requests={},
+        instance_type_options=(),
+        created_at_s=0.0,
+    )
+    for name, value in fields.items():
+        setattr(claim, name, value)
+    return claim
+
+
 @pytest.mark.parametrize(
-    ("kind", "detail", "want"),
+    ("kind", "fields", "want"),
     [
-        (tl.DISRUPTION, "Drift Replace (Drifted) -> pool-x", "drifted"),
-        (tl.DISRUPTION, "Emptiness Delete (Empty)", "empty"),
-        (tl.EXPIRED, "expireAfter 60s", "expired"),
-        (tl.CORDON, "spot interruption warning", "spot_interrupted"),
-        (tl.CORDON, "instance stopping", "instance_stopped"),
-        (tl.DRAINED, "", None),
+        (tl.DISRUPTION, {"disruption_reason": "Drifted"}, "drifted"),
+        (tl.DISRUPTION, {"disruption_reason": "Empty"}, "empty"),
+        (tl.DISRUPTION, {}, "unknown"),
+        (tl.EXPIRED, {"disruption_reason": "Expired"}, "expired"),
+        (tl.UNHEALTHY, {"disruption_reason": "Unhealthy"}, "unhealthy"),
+        (tl.CORDON, {"interruption": ce.MessageKind.SPOT_INTERRUPTED}, "spot_interrupted"),
+        (tl.CORDON, {"interruption": ce.MessageKind.INSTANCE_STOPPED}, "instance_stopped"),
+        (tl.CORDON, {}, None),
+        (tl.DRAINED, {"disruption_reason": "Drifted"}, None),
     ],
 )
-def test_disrupted_reason_is_karpenters(kind: str, detail: str, want: str | None) -> None:
-    assert disrupted_reason(kind, detail) == want
+def test_disrupted_reason_reads_the_claims_typed_fields(
+    kind: str, fields: dict[str, Any], want: str | None
+) -> None:
+    """The reason comes from the NodeClaim's typed fields, never from the timeline's English
+    detail, so rewording a message cannot change a metric."""
+    assert disrupted_reason(kind, _claim_for_reason(**fields)) == want
 
 
 def test_message_types_are_karpenter_provider_aws_kinds() -> None:

@@ -416,3 +416,19 @@ def test_pre_stop_and_grace_period_delay_the_drain_and_a_reclaim_cuts_them_short
     assert capped["pods"]["lost"] == 0
     evictions = [e for e in capped["timeline"] if e["kind"] == "eviction"]
     assert all(e["detail"] == "shutting down for 5 s" for e in evictions)
+
+
+def test_every_interruption_disruption_records_its_message_kind_on_the_nodeclaim(run):
+    """The interruption controller marks each NodeClaim it deletes with the typed message
+    kind (what ``karpenter_nodeclaims_disrupted_total`` reports), matching the cordon."""
+    rt, s = run
+    english = {
+        "spot interruption warning": "spot_interrupted",
+        "rebalance recommendation": "rebalance_recommendation",
+    }
+    cordoned = {e["node"]: e["detail"] for e in s["timeline"] if e["kind"] == "cordon"}
+    assert cordoned
+    by_node = {c.node_name: c for c in rt.state.nodeclaims.values() if c.node_name}
+    for node, detail in cordoned.items():
+        claim = by_node[node]
+        assert claim.interruption is not None and claim.interruption.value == english[detail]

@@ -80,6 +80,8 @@ def test_a_failed_condition_is_repaired_after_its_toleration(seed):
     assert repair["atSeconds"] == pytest.approx(1860.0)  # not before the toleration
     assert repair["detail"].startswith("KernelReady False for 60 s")
     assert rt.state.nodes[hit[0]].deleted_at_s == pytest.approx(1860.0)
+    claim = rt.state.claim_of(rt.state.nodes[hit[0]])
+    assert claim is not None and claim.repaired_condition == "KernelReady"  # typed, for metrics
     # Its pods were placed again: every node but the repaired one still runs, and a
     # replacement node was launched after the repair.
     later = [n for n in s["nodes"] if n["launchedAtSeconds"] > 1860.0]

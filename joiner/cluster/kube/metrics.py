@@ -95,25 +95,15 @@ DURATION_BUCKETS = (
 PROVISIONED = "provisioned"
 
 #: Joiner's cloud event kinds -> karpenter-provider-aws's message kinds (``messages.Kind``).
-_MESSAGE_TYPE = {
-    cloud_events.SPOT_INTERRUPTION: "spot_interrupted",
-    cloud_events.REBALANCE_RECOMMENDATION: "rebalance_recommendation",
-    cloud_events.SCHEDULED_CHANGE: "scheduled_change",
-}
-
 #: The calling controller, for the CloudProvider metrics' ``controller`` label (Karpenter
 #: reads it from the reconcile context, ``injection.GetControllerName``).
 _controller: contextvars.ContextVar[str] = contextvars.ContextVar("controller", default="")
 
 
 def message_type(event: cloud_events.CloudEvent) -> str:
-    """karpenter-provider-aws's ``message_type`` for a cloud event: a state change is
-    ``instance_stopped`` for stopping/stopped and ``instance_terminated`` otherwise."""
-    if event.kind == cloud_events.STATE_CHANGE:
-        return (
-            "instance_stopped" if event.state in ("stopping", "stopped") else "instance_terminated"
-        )
-    return _MESSAGE_TYPE.get(event.kind, event.kind)
+    """karpenter-provider-aws's ``message_type`` label for a cloud event: its message kind
+    (``cloud_events.message_kind``)."""
+    return cloud_events.message_kind(event).value
 
 
 def resource_type(name: str) -> str:

@@ -26,6 +26,7 @@ from joiner.controllers.disruption.verdicts import (
 )
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.scheduling import NewNodeClaim, Scheduler, SchedulingInput, StopRule
+from joiner.scheduling.types import SchedulingResult, StopReason
 from joiner.state.cluster import ClusterState
 from joiner.state.snapshot import pod_requests
 
@@ -173,7 +174,7 @@ def simulate(
         )
     )
     if result.stopped is not None:
-        return Simulation(failure=_stopped(result.stopped, stop))
+        return Simulation(failure=_stopped(result, stop))
     for uid, reason in result.unschedulable:
         if uid in moving:
             pod = state.pods[uid]
@@ -201,19 +202,20 @@ def simulate(
     return Simulation(new_claims=claims, placements=placed)
 
 
-def _stopped(why: str, stop: StopRule | None) -> Verdict:
-    """The verdict for a solve its ``StopRule`` stopped with ``why`` (``scheduling.stop``'s
-    message, which names its rule by its first words): the price rule's stop is a
-    no-cheaper-node verdict, and with spot rejected (spot-to-spot off) the price and
-    launch-as rules' stops are spot-to-spot ones."""
-    price_rule = why.startswith("no instance")
+def _stopped(result: SchedulingResult, stop: StopRule | None) -> Verdict:
+    """The verdict for a solve its ``StopRule`` stopped (``result.stopped_reason``, with
+    ``result.stopped`` the English): the price rule's stop is a no-cheaper-node verdict,
+    and with spot rejected (spot-to-spot off) the price and launch-as rules' stops are
+    spot-to-spot ones."""
+    reason = result.stopped_reason
+    price_rule = reason is StopReason.NOT_CHEAPER
     spot_off = bool(
         stop is not None
         and stop.rejected_capacity_types
-        and (price_rule or why.startswith("its pods need a new node,"))
+        and reason in (StopReason.NOT_CHEAPER, StopReason.REJECTED_CAPACITY_TYPE)
     )
     kind = VerdictKind.STOPPED_NOT_CHEAPER if price_rule else VerdictKind.STOPPED
-    return Verdict(kind, detail=why, spot_to_spot_off=spot_off)
+    return Verdict(kind, detail=result.stopped or "", spot_to_spot_off=spot_off)
 
 
 def _stop_rule(ctx: Context, candidates: Sequence[Candidate], moving: set[str]) -> StopRule:

@@ -163,6 +163,7 @@ class HealthController:
         self.repaired += 1
         self._blocked_noted.discard(node.name)
         claim.disruption_reason = UNHEALTHY_REASON
+        claim.repaired_condition = policy.condition_type
         cordon(node)
         node.deleting = True
         self._state.touch()

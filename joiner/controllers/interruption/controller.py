@@ -36,6 +36,8 @@ from joiner.cloudprovider.events import (
     SPOT_INTERRUPTION,
     STATE_CHANGE,
     CloudEvent,
+    MessageKind,
+    message_kind,
 )
 from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.controllers.termination.controller import DISRUPTED_TAINT, Terminator, cordon
@@ -119,9 +121,9 @@ class InterruptionController:
             return
         node.deadline_s = self._clock.now() + NOTICE_S
         if self.settings.spot_draining:
-            self._drain_or_cordon(node, "spot interruption warning")
+            self._drain_or_cordon(node, "spot interruption warning", message_kind(event))
 
-    def _rebalance(self, _event: CloudEvent, claim: NodeClaim, node: Node | None) -> None:
+    def _rebalance(self, event: CloudEvent, claim: NodeClaim, node: Node | None) -> None:
         """Rebalance recommendation, for a node the settings select: replace before break,
         drain, or only cordon (monitoring), as the settings say."""
         self._timeline.record(
@@ -131,15 +133,15 @@ class InterruptionController:
             return
         if self.settings.rebalance_replacement:
             self._mark_pool(claim)
-            self._disrupt(node, "rebalance recommendation", drain=False)
+            self._disrupt(node, "rebalance recommendation", message_kind(event), drain=False)
             self._awaiting.add(node.name)
             self.node_ready()
         elif self.settings.rebalance_draining:
-            self._drain_or_cordon(node, "rebalance recommendation")
+            self._drain_or_cordon(node, "rebalance recommendation", message_kind(event))
         elif self.settings.rebalance_monitoring and not self.settings.dry_run:
             self._cordon(node, "rebalance recommendation")
 
-    def _scheduled_change(self, _event: CloudEvent, claim: NodeClaim, node: Node | None) -> None:
+    def _scheduled_change(self, event: CloudEvent, claim: NodeClaim, node: Node | None) -> None:
         """Scheduled change (maintenance): drain under ``scheduled_draining``."""
         self._timeline.record(
             timeline.SCHEDULED_CHANGE, node=node.name if node is not None else claim.name
@@ -150,7 +152,7 @@ class InterruptionController:
             self._terminator.delete_unregistered(claim, "scheduled change")
             self._trigger()
         else:
-            self._drain_or_cordon(node, "scheduled change")
+            self._drain_or_cordon(node, "scheduled change", message_kind(event))
 
     def _state_change(self, event: CloudEvent, claim: NodeClaim, node: Node | None) -> None:
         """Instance state change: stopping, stopped, shutting-down and terminated all delete
@@ -163,7 +165,7 @@ class InterruptionController:
             self._terminator.delete_unregistered(claim, f"instance {event.state}")
             self._trigger()
         else:
-            self._disrupt(node, f"instance {event.state}", drain=True)
+            self._disrupt(node, f"instance {event.state}", message_kind(event), drain=True)
 
     def _mark_pool(self, claim: NodeClaim) -> None:
         inst = claim.instance
@@ -178,18 +180,24 @@ class InterruptionController:
             cordon(node)
             self._timeline.record(timeline.CORDON, node=node.name, detail=reason)
 
-    def _drain_or_cordon(self, node: Node, reason: str) -> None:
+    def _drain_or_cordon(self, node: Node, reason: str, kind: MessageKind) -> None:
         """Drain, or only cordon under NTH's ``cordonOnly``; nothing under ``dryRun``."""
         if self.settings.dry_run:
             return
         if self.settings.cordon_only:
             self._cordon(node, reason)
             return
-        self._disrupt(node, reason, drain=True)
+        self._disrupt(node, reason, kind, drain=True)
 
-    def _disrupt(self, node: Node, reason: str, *, drain: bool) -> None:
+    def _disrupt(self, node: Node, reason: str, kind: MessageKind, *, drain: bool) -> None:
+        """Cordon ``node`` and mark it (and its NodeClaim, with the message ``kind``) for
+        deletion; drain it when ``drain``. ``reason`` is the English for logs and the
+        timeline."""
         if not node.deleting:
             node.deleting = True
+            claim = self._state.claim_of(node)
+            if claim is not None:
+                claim.interruption = kind
             cordon(node)
             self._timeline.record(timeline.CORDON, node=node.name, detail=reason)
             self._trigger()
