@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from joiner.api.extras import require
 from joiner.sim.report import pod_waits
 from joiner.state.cluster import ClusterState
 
@@ -93,10 +94,12 @@ def _pending_series(state: ClusterState, ts: FloatArray) -> FloatArray:
 
 def _pyplot() -> Any:
     """matplotlib's pyplot on the Agg backend, imported on first use: only ``--report``
-    draws, and importing matplotlib costs most of a second of start-up."""
-    import matplotlib
+    draws, and importing matplotlib costs most of a second of start-up.
 
-    matplotlib.use("Agg")
+    Raises:
+        MissingExtraError: matplotlib (the ``report`` extra) is not installed.
+    """
+    require("matplotlib", "report", "The HTML report").use("Agg")
     import matplotlib.pyplot as plt
 
     return plt

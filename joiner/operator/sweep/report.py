@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from joiner.api.errors import InputError
+from joiner.api.extras import require
 
 #: Metric keys of a row's ``metrics``, in report order, with their labels.
 METRICS = {
@@ -266,10 +267,12 @@ def recommend(rows: Sequence[dict[str, Any]], objective: Objective) -> Recommend
 
 def pareto_png(gs: Sequence[Group]) -> bytes:
     """The Pareto plot (median cost against median p95 pending, 5th-95th percentile bars,
-    the front joined) as PNG bytes."""
-    import matplotlib
+    the front joined) as PNG bytes.
 
-    matplotlib.use("Agg")
+    Raises:
+        MissingExtraError: matplotlib (the ``report`` extra) is not installed.
+    """
+    require("matplotlib", "report", "The sweep report's Pareto plot").use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5.5))
