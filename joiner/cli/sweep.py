@@ -15,6 +15,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from joiner.api.errors import InputError
+from joiner.api.extras import require
 from joiner.cli.common import err, fail, out, print_table
 
 
@@ -153,6 +154,7 @@ def report(
     from joiner.operator.sweep.results import read_rows
 
     try:
+        require("matplotlib", "report", "joiner sweep report")  # its Pareto plot
         parsed = parse_objective(objective) if objective is not None else None
         rows = read_rows(results)
         if not rows:

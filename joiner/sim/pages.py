@@ -19,15 +19,20 @@ import io
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from joiner.api.extras import require
+
 if TYPE_CHECKING:
     import jinja2
 
 
 def pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend (no display needed), imported on first use."""
-    import matplotlib
+    """matplotlib's pyplot on the Agg backend (no display needed), imported on first use:
+    only the HTML pages draw, and importing matplotlib costs most of a second of start-up.
 
-    matplotlib.use("Agg")
+    Raises:
+        MissingExtraError: matplotlib (the ``report`` extra) is not installed.
+    """
+    require("matplotlib", "report", "The HTML report").use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
@@ -62,6 +67,12 @@ def _finalize(value: object) -> object:
 
 @cache
 def _environment() -> jinja2.Environment:
+    """The one Jinja2 environment of the HTML pages.
+
+    Raises:
+        MissingExtraError: Jinja2 (the ``report`` extra) is not installed.
+    """
+    require("jinja2", "report", "The HTML report")
     import jinja2
 
     return jinja2.Environment(

@@ -26,6 +26,7 @@ NOT_IMPORTED = (
     "email.parser",
     "tomllib",
     "matplotlib",
+    "highspy",
     "boto3",
     "lightkube",
 )

@@ -5,6 +5,7 @@ launch with the faithful scheduler's predicates; ``lower_bound`` (``lp``) is the
 any plan's cost is at least. ``scheduler_for`` maps a ``packing`` setting to its scheduler.
 """
 
+from joiner.api.extras import require
 from joiner.scheduling.costopt.lp import lower_bound
 from joiner.scheduling.costopt.solver import CostOptimalScheduler, plan_cost
 from joiner.scheduling.scheduler import Scheduler
@@ -18,12 +19,17 @@ PACKINGS = (KARPENTER, COST_OPTIMAL)
 def scheduler_for(packing: str) -> Scheduler:
     """The scheduler of a ``packing`` setting.
 
+    ``cost-optimal`` solves LPs with highspy (the ``lp`` extra); it is checked here, so a
+    missing solver stops a run before its first launch rather than at it.
+
     Raises:
         ValueError: ``packing`` is not one of ``PACKINGS`` (settings validate it first).
+        MissingExtraError: ``cost-optimal`` without highspy installed.
     """
     if packing == KARPENTER:
         return Scheduler()
     if packing == COST_OPTIMAL:
+        require("highspy", "lp", "packing: cost-optimal")
         return CostOptimalScheduler()
     raise ValueError(f"unknown packing {packing!r}; known: {', '.join(PACKINGS)}")
 

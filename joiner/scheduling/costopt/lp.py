@@ -18,13 +18,15 @@ HiGHS runs single-threaded with its default seed, so results are deterministic.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from joiner.api.extras import require
 from joiner.scheduling.pool import FloatArray, PreparedPool, prepare
 from joiner.scheduling.types import SchedulingInput
 
@@ -57,11 +59,11 @@ def solve_lp(
     side take ``highspy.kHighsInf`` (``INF``) or ``-INF``. Returns ``optimal=False`` (and
     zeros) when HiGHS does not report an optimum (infeasible or unbounded).
     """
-    import highspy
+    hs = _highspy()
 
     n = len(cost)
     m = len(row_lower)
-    lp = highspy.HighsLp()
+    lp = hs.HighsLp()
     lp.num_col_ = n
     lp.num_row_ = m
     lp.col_cost_ = np.asarray(cost, dtype=np.float64)
@@ -76,7 +78,7 @@ def solve_lp(
         index.extend(rows)
         value.extend(vals)
         starts[k + 1] = len(index)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.format_ = hs.MatrixFormat.kColwise
     lp.a_matrix_.start_ = starts
     lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
     lp.a_matrix_.value_ = np.asarray(value, dtype=np.float64)
@@ -85,7 +87,7 @@ def solve_lp(
     h.setOptionValue("threads", 1)
     h.passModel(lp)
     h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    if h.getModelStatus() != hs.HighsModelStatus.kOptimal:
         return LpSolution(np.zeros(n), 0.0, False)
     x = np.asarray(h.getSolution().col_value, dtype=np.float64)
     return LpSolution(x, float(h.getInfo().objective_function_value), True)
@@ -95,11 +97,20 @@ def _new_highs() -> highspy.Highs:
     """A HiGHS instance that prints nothing: ``highspy.Highs()`` (1.16) prints its banner
     on stdout from C++ as it wires Python callbacks, before any option can be set; the
     core class does not, and the callbacks are not used here."""
-    import highspy
-
-    core = getattr(highspy, "_core", None)
-    cls = getattr(core, "_Highs", None) or highspy.Highs
+    hs = _highspy()
+    core = getattr(hs, "_core", None)
+    cls: Callable[[], highspy.Highs] = getattr(core, "_Highs", None) or hs.Highs
     return cls()
+
+
+def _highspy() -> ModuleType:
+    """highspy, imported on first use: only ``packing: cost-optimal`` solves LPs, and the
+    ``lp`` extra brings it (``pip install 'joiner[lp]'``).
+
+    Raises:
+        MissingExtraError: highspy is not installed.
+    """
+    return require("highspy", "lp", "packing: cost-optimal")
 
 
 def prepared_pools(inp: SchedulingInput) -> list[PreparedPool]:
