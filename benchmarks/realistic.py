@@ -385,7 +385,7 @@ def calibration_cpu_s() -> float:
     simulation does), the lowest of three runs, in a child process of its own (in this one it
     would grow the benchmark, whose size is a floor of every child's measured peak memory).
     Machines sold as the same size differ by a factor of two or more in CPU seconds for the
-    same run, so a figure compares across machines only beside this one (the README quotes
+    same run, so a figure compares across machines only beside this one (docs/performance.md quotes
     it with its table)."""
     out = subprocess.run(
         [sys.executable, __file__, CALIBRATE], capture_output=True, text=True, check=True

@@ -4,7 +4,7 @@ Runs the example sweep (``examples/seed-spot/sweep.yaml``: 4 variants x 20 seeds
 scenario) on the local pool with 1 and 2 workers and on a private Ray with 2 CPUs (started
 on loopback by the benchmark, its start-up included), and prints cells per second for each,
 whether the three results files hold the same rows (sorted by cell id, timing fields
-stripped), and the recommendation of ``joiner sweep report --objective`` for the README's
+stripped), and the recommendation of ``joiner sweep report --objective`` for docs/guides/sweeps.md's
 objective. ``--seeds N`` runs fewer seeds per variant. Never asserted in tests.
 """
 

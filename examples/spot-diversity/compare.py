@@ -1,6 +1,6 @@
 """Judge spot-diversity over ten seeds: narrow.yaml against broad.yaml, sums across seeds.
 
-Run: .venv/bin/python examples/spot-diversity/compare.py  (prints the README's table)
+Run: .venv/bin/python examples/spot-diversity/compare.py  (prints docs/guides/spot.md's table)
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ ROWS = (
 
 
 def table(narrow: dict[str, Any], broad: dict[str, Any]) -> str:
-    """The README's markdown table."""
+    """docs/guides/spot.md's markdown table."""
     lines = ["| 10 seeds x 7 days, summed | narrow (seed Provisioner) | broad NodePool |"]
     lines.append("|---|---:|---:|")
     lines += [f"| {label} | {narrow[key]} | {broad[key]} |" for label, key in ROWS]

@@ -63,6 +63,8 @@ def simulate(
     target = out_dir if out_dir is not None else Path("joiner-out") / sc.name
     summary_path = target / "summary.json"
     _make_output_dirs(target, summary_path, report)
+    if report is not None:
+        _require_report_extra()
     offsets = {p: i * sc.duration_s for i, p in enumerate(sc.policies)}
     with virtual_time_progress(
         sc.name, sc.duration_s * len(sc.policies), console=err, enabled=not quiet
@@ -118,6 +120,18 @@ def _make_output_dirs(target: Path, summary_path: Path, report: Path | None) -> 
             report.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             fail(InputError(f"cannot write the report directory: {exc}", field="--report"))
+
+
+def _require_report_extra() -> None:
+    """Exit with status 2, naming ``joiner[report]``, when ``--report`` cannot be drawn
+    (matplotlib or Jinja2 missing): checked before the run, not after it."""
+    from joiner.api.extras import MissingExtraError, require
+
+    try:
+        for module in ("matplotlib", "jinja2"):
+            require(module, "report", "simulate --report")
+    except MissingExtraError as exc:
+        fail(exc)
 
 
 def _write_outputs(

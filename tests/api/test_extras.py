@@ -76,3 +76,22 @@ def test_sweep_report_without_matplotlib_exits_2_naming_the_report_extra(
     run = CliRunner().invoke(app, ["sweep", "report", str(results)])
     assert run.exit_code == 2
     assert "pip install 'joiner[report]'" in run.stderr
+
+
+def test_simulate_report_without_matplotlib_exits_2_before_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``simulate --report`` without the report extra stops before the simulation, names
+    the extra, and writes no summary."""
+    from typer.testing import CliRunner
+
+    from joiner.cli.main import app
+
+    _without(monkeypatch, "matplotlib")
+    scenario = Path(__file__).resolve().parents[2] / "examples" / "seed-spot" / "scenario.yaml"
+    out = tmp_path / "out"
+    args = ["simulate", str(scenario), "--out", str(out), "--report", str(tmp_path / "r")]
+    run = CliRunner().invoke(app, args)
+    assert run.exit_code == 2, run.output
+    assert "pip install 'joiner[report]'" in run.stderr
+    assert not (out / "summary.json").exists()

@@ -1,4 +1,4 @@
-"""The README's main job: the seed Spot example, end to end, and its reproducibility."""
+"""The main job (`make demo`): the seed Spot example, end to end, and its reproducibility."""
 
 from __future__ import annotations
 
