@@ -483,10 +483,14 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self.clock.after(interval_s, collect, label="launch-template-gc")
 
     def _start_queue(self, url: str) -> None:
-        from joiner.cloudprovider.aws import InterruptionQueue, new_clients
+        from joiner.cloudprovider.aws import InterruptionQueue, RetrySettings, new_clients
 
         loop = self.clock.loop
-        clients = new_clients(self.settings.region, endpoint_url=self.settings.awsEndpointURL)
+        clients = new_clients(
+            self.settings.region,
+            endpoint_url=self.settings.awsEndpointURL,
+            retries=RetrySettings(self.settings.awsRetryMode, self.settings.awsMaxAttempts),
+        )
 
         def handle(event: CloudEvent) -> None:
             # Raises while fenced: the message stays on the queue for the leader.

@@ -113,6 +113,12 @@ class ControllerSettings(_Settings):
     #: Karpenter-kwok's instance-types file: KWOKNodeClass NodePools launch from it, as
     #: Karpenter's kwok provider does (shadow mode beside Karpenter-kwok; docs/fidelity.md).
     kwokInstanceTypes: str | None = None
+    #: botocore's retry mode for every AWS client (``--cloud aws`` and the interruption
+    #: queue): ``standard`` (exponential backoff with jitter), ``adaptive`` (standard plus
+    #: client-side rate limiting) or ``legacy``.
+    awsRetryMode: Literal["standard", "adaptive", "legacy"] = "standard"
+    #: Every attempt of one AWS request, the first included (1: no retries).
+    awsMaxAttempts: int = Field(default=5, ge=1, le=20)
     leaderElection: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
 
 
@@ -234,6 +240,8 @@ def cloud_provider(
                 cluster=ClusterInfo(name=s.clusterName, endpoint=s.clusterEndpoint),
                 launch_template_ttl_s=s.launchTemplateTTLSeconds,
                 reserved_capacity=s.reservedCapacity,
+                retry_mode=s.awsRetryMode,
+                max_attempts=s.awsMaxAttempts,
             ),
             [],
             endpoint_url=s.awsEndpointURL,

@@ -441,3 +441,31 @@ def test_dry_run_eviction_follows_the_pdb_status_the_api_reports(
     # A pod no budget selects is evicted either way.
     assert actuator.evict(h.state.pods["u2"], forced=False)
     assert report[-1] == {"action": "evict", "pod": "ns/b", "forced": False}
+
+
+def test_settings_aws_retry_policy_reaches_the_provider(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``awsRetryMode``/``awsMaxAttempts`` become the AWS provider's botocore retry policy;
+    a mode botocore does not have, or 0 attempts, is an error naming the field."""
+    import joiner.cloudprovider.aws as aws
+    from joiner.operator.controller_settings import cloud_provider
+
+    assert (load_settings(None).awsRetryMode, load_settings(None).awsMaxAttempts) == (
+        "standard",
+        5,
+    )
+    good = tmp_path / "r.yaml"
+    good.write_text("awsRetryMode: adaptive\nawsMaxAttempts: 3\n")
+    seen: list[Any] = []
+    monkeypatch.setattr(aws, "new_aws_provider", lambda s, *_a, **_k: seen.append(s))
+    cloud_provider(load_settings(good), "aws", Any, Any)  # type: ignore[arg-type]
+    assert (seen[0].retry_mode, seen[0].max_attempts) == ("adaptive", 3)
+    for text, field in (
+        ("awsRetryMode: jittered\n", "awsRetryMode"),
+        ("awsMaxAttempts: 0\n", "awsMaxAttempts"),
+    ):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        with pytest.raises(InputError, match=field):
+            load_settings(bad)
