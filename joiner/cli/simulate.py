@@ -165,7 +165,7 @@ def _print_summary(s: dict[str, Any], verbose: bool) -> None:
         for n in s["nodes"]
     )
     print_table(
-        f"Nodes launched: {s['scenario']} ({s['region']}, seed {s['seed']})",
+        f"Nodes, at the start and launched: {s['scenario']} ({s['region']}, seed {s['seed']})",
         [
             ("NodePool", "left"),
             ("instance type", "left"),

@@ -132,8 +132,9 @@ class DryRun:
         #: The disruption controller: its passes are computed, never executed.
         self.controller = built.disruption
         self.pods = PodFactory(state, self.clock)
-        adopted_warnings = adopt(m, state, self.cloud, self.pods, {w.key: w for w in m.workloads})
-        self.warnings += [w for w in adopted_warnings if "it starts pending" not in w]
+        self.warnings += adopt(
+            m, state, self.cloud, self.pods, {w.key: w for w in m.workloads}, settles_pending=True
+        )
         self._settle_pods(at)
         _add_missing_replicas(m, self.pods)
 

@@ -28,6 +28,12 @@ from joiner.api import labels, quantity
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
+from joiner.api.manifests.cluster_notes import (
+    gated_pods,
+    gated_warning,
+    static_capacity_warning,
+    static_nodes,
+)
 from joiner.api.manifests.convert import KWOKNODECLASS_KIND
 from joiner.api.manifests.pods import selects
 from joiner.api.objects import (
@@ -541,8 +547,14 @@ def _plan_warnings(
     kwok_types: Sequence[InstanceType] | None,
     reservations: Sequence[CapacityReservation],
 ) -> list[str]:
-    """The load warnings, what a plan does not model, and ``joiner lint``'s findings."""
+    """The load warnings, the dump's static capacity and gated pods, what a plan does not
+    model, and ``joiner lint``'s findings."""
     warnings = list(m.warnings)
+    static, gated = static_nodes(m), gated_pods(m)
+    if static:
+        warnings.append(static_capacity_warning(static))
+    if gated:
+        warnings.append(gated_warning(gated))
     if m.capacitybuffers:
         warnings.append(
             "not modelled: CapacityBuffer in joiner plan (the plan provisions for real pending "

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from joiner.api import durations, labels
 from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
+from joiner.api.manifests.cluster_notes import gated_warning, static_capacity_warning
 from joiner.api.manifests.pods import selects
 from joiner.api.objects import ClusterNode, PodTemplate, Taint
 from joiner.api.requirements import Requirements
@@ -163,8 +164,12 @@ def adopt(
     workload_keys: Mapping[str, object],
     *,
     on_in_flight: Callable[[NodeClaim], None] | None = None,
+    settles_pending: bool = False,
 ) -> list[str]:
     """Create the running cluster's nodes and pods; returns warnings for what was skipped.
+
+    ``settles_pending``: the caller places the pods that would start pending before it
+    reads the cluster (``joiner disrupt``), so no warning says they start pending.
 
     * A Node of a NodePool in the manifests becomes a launched, initialized NodeClaim and
       its Node (marked deleting when the dump shows it being deleted: the caller drains it).
@@ -179,7 +184,15 @@ def adopt(
     warnings: list[str] = []
     adopted = _adopt_nodes(m, state, cloud, warnings)
     _adopt_in_flight(m, state, cloud, on_in_flight, warnings)
-    _adopt_pods(m, pods, workload_keys, adopted, warnings)
+    moved = _adopt_pods(m, pods, workload_keys, adopted, warnings)
+    if moved and not settles_pending:
+        warnings.append(
+            grouped(
+                f"{plural(len(moved), 'pod')} on nodes not part of the starting cluster "
+                "start pending",
+                moved,
+            )
+        )
     return warnings
 
 
@@ -202,14 +215,7 @@ def _adopt_nodes(
         else:
             warnings.append(f"{n.source.ref} ({n.source.file}): {problem}")
     if static:
-        warnings.append(
-            grouped(
-                f"{plural(len(static), 'node')} outside any NodePool "
-                f"{'is' if len(static) == 1 else 'are'} static capacity (their pods run there; "
-                "Joiner never launches, disrupts or prices them)",
-                static,
-            )
-        )
+        warnings.append(static_capacity_warning(static))
     return adopted
 
 
@@ -300,9 +306,10 @@ def _adopt_pods(
     workload_keys: Mapping[str, object],
     adopted: set[str],
     warnings: list[str],
-) -> None:
+) -> list[str]:
     """Create the manifests' live Pods (see ``adopt``), bound when their node is in
-    ``adopted``; appends warnings for gated pods and pods whose node was left out."""
+    ``adopted``; appends a warning for gated pods, and returns the pods (``key (node
+    name)``) whose node was left out: they start pending."""
     ds_keys = {f"{d.namespace}/{d.name}": d for d in m.daemonsets}
     workloads = [w for w in m.workloads if w.key in workload_keys]
     gated: list[str] = []
@@ -349,19 +356,5 @@ def _adopt_pods(
         elif p.node_name is not None:
             moved.append(f"{p.key} (node {p.node_name})")
     if gated:
-        warnings.append(
-            grouped(
-                f"{plural(len(gated), 'pod')} held by spec.schedulingGates "
-                f"{'is' if len(gated) == 1 else 'are'} left out: nothing schedules or "
-                "provisions for a pod until its gates are removed",
-                gated,
-            )
-        )
-    if moved:
-        warnings.append(
-            grouped(
-                f"{plural(len(moved), 'pod')} on nodes not part of the starting cluster "
-                "start pending",
-                moved,
-            )
-        )
+        warnings.append(gated_warning(gated))
+    return moved

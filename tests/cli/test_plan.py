@@ -260,3 +260,18 @@ def test_plan_packing_rejects_unknown_policies(tmp_path):
     result = _plan(tmp_path, PACKING, "--packing", "first-fit")
     assert result.exit_code == 2
     assert "first-fit" in result.output
+
+
+def test_plan_names_static_capacity_and_gated_pods_as_disrupt_and_simulate_do():
+    """A dump's Nodes outside any NodePool and its gated pods draw the same warnings in
+    ``plan`` as in ``disrupt`` and ``simulate`` (``api.manifests.cluster_notes``)."""
+    from typer.testing import CliRunner
+
+    from joiner.cli.main import app
+
+    dump = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "eks-cluster" / "dump.yaml"
+    result = CliRunner().invoke(app, ["plan", "-f", str(dump), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    warnings = json.loads(result.stdout)["warnings"]
+    assert any("outside any NodePool" in w and "static capacity" in w for w in warnings)
+    assert any("held by spec.schedulingGates" in w and "shop/canary-gated" in w for w in warnings)
