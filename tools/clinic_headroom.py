@@ -1,5 +1,5 @@
-"""Re-measure ``examples/clinic-headroom``: run every setting, print docs/guides/headroom.md's table and
-draw the booking rush's p95 pending against the extra cost per day.
+"""Re-measure ``examples/clinic-headroom``: run every setting, print docs/guides/headroom.md's
+table and draw the booking rush's p95 pending against the extra cost per day.
 
     .venv/bin/python tools/clinic_headroom.py [--out joiner-out/clinic-headroom-table]
 
@@ -90,7 +90,8 @@ def measure(out: Path) -> list[Row]:
 
 
 def table(rows: list[Row]) -> str:
-    """docs/guides/headroom.md's markdown table; the cheapest setting under the target is in bold."""
+    """docs/guides/headroom.md's markdown table; the cheapest setting under the target is in
+    bold."""
     ok = [r for r in rows if r.extra_per_day is not None and r.p95 < TARGET_P95_S]
     best = min(ok, key=lambda r: r.extra_per_day or 0.0).file if ok else None
     lines = [

@@ -123,7 +123,8 @@ class LeadTime(_Out):
 
 
 class ReclaimEventRecord(_Out):
-    """One capacity-pool event of the simulated Spot market that reclaimed instances Joiner launched."""
+    """One capacity-pool event of the simulated Spot market that reclaimed instances Joiner
+    launched."""
 
     atSeconds: float = Field(ge=0, description="The 2-minute notice")
     instanceType: str

@@ -248,7 +248,8 @@ def test_plan_packing_cost_optimal_keeps_karpenters_fewer_nodeclaims_on_small_la
 ):
     """120 pods: Karpenter's one c6a.48xlarge ($7.34/h) against three NodeClaims ($5.44/h);
     on a launch of up to 1,000 pods a cheaper plan with more NodeClaims is not taken (more
-    nodes to empty and consolidate later; docs/concepts/how-joiner-decides.md, "Packing"), so both plans are the same."""
+    nodes to empty and consolidate later; docs/concepts/how-joiner-decides.md, "Packing"), so
+    both plans are the same."""
     karpenter = json.loads(_plan(tmp_path, PACKING).stdout)
     cheap = json.loads(_plan(tmp_path, PACKING, "--packing", "cost-optimal").stdout)
     assert len(karpenter["nodeClaims"]) == 1

@@ -1,5 +1,5 @@
-"""``examples/clinic-spikes``: the comparison docs/guides/cluster-autoscaler.md quotes (Karpenter's packing, the
-cost-optimal packing and the Cluster Autoscaler baseline)."""
+"""``examples/clinic-spikes``: the comparison docs/guides/cluster-autoscaler.md quotes
+(Karpenter's packing, the cost-optimal packing and the Cluster Autoscaler baseline)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def test_cost_optimal_packing_saves_without_more_waiting_or_churn(summary):
 
     Each launch of up to ``COMPARE_UP_TO`` pods keeps the faithful plan unless the cheaper
     one is cheaper with no more NodeClaims; taking cheaper plans with more NodeClaims made
-    this day 1.3 % dearer ($19.98) with 197 commands (docs/concepts/how-joiner-decides.md, "Packing")."""
+    this day 1.3 % dearer ($19.98) with 197 commands (docs/concepts/how-joiner-decides.md,
+    "Packing")."""
     joiner = summary["policies"]["joiner"]
     cheap = summary["policies"]["cost-optimal"]
     assert list(summary["policies"]) == ["joiner", "cost-optimal", "cluster-autoscaler"]

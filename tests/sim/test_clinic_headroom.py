@@ -39,8 +39,8 @@ def test_headroom_cuts_the_rush_p95_under_5_s_at_a_price():
 
 
 def test_the_prescale_settings_raise_the_three_hpas_at_07_50_for_40_minutes():
-    # Their figures come from tools/clinic_headroom.py (the table in docs/guides/headroom.md); here only what they
-    # schedule, which is cheap to check.
+    # Their figures come from tools/clinic_headroom.py (the table in docs/guides/headroom.md);
+    # here only what they schedule, which is cheap to check.
     for name, api in (("prescale-150.yaml", 150), ("prescale-peak.yaml", 195)):
         sc = load_scenario(EXAMPLE / name)
         assert [(s.target, s.duration_s) for s in sc.schedules] == [
