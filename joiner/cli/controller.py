@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from enum import StrEnum
@@ -95,10 +96,15 @@ def run(
                 raise InputError(
                     f"cannot write the report: {exc.strerror or exc}", file=str(report)
                 ) from exc
+        loaded = load_settings(settings)
+        if cloud.value == "aws" or loaded.interruptionQueue:
+            # Before the lease: a missing aws extra is an input error at start-up
+            # (MissingExtraError naming joiner[aws]), not a crash once elected.
+            importlib.import_module("joiner.cloudprovider.aws")
         runtime = ControllerRuntime(
             kubeconfig,
             cloud=cloud.value,
-            settings=load_settings(settings),
+            settings=loaded,
             dry_run=dry_run,
             metrics_port=metrics_port,
             health_port=health_port,

@@ -155,6 +155,7 @@ def report(
 
     try:
         require("matplotlib", "report", "joiner sweep report")  # its Pareto plot
+        require("jinja2", "report", "joiner sweep report")  # its HTML page
         parsed = parse_objective(objective) if objective is not None else None
         rows = read_rows(results)
         if not rows:

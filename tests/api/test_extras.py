@@ -63,14 +63,15 @@ def test_the_aws_adapter_without_boto3_names_the_aws_extra(
         importlib.import_module("joiner.cloudprovider.aws")
 
 
-def test_sweep_report_without_matplotlib_exits_2_naming_the_report_extra(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("missing", ["matplotlib", "jinja2"])
+def test_sweep_report_without_the_report_extra_exits_2_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str
 ) -> None:
     from typer.testing import CliRunner
 
     from joiner.cli.main import app
 
-    _without(monkeypatch, "matplotlib")
+    _without(monkeypatch, missing)
     results = tmp_path / "results.jsonl"
     results.write_text("")
     run = CliRunner().invoke(app, ["sweep", "report", str(results)])
@@ -78,8 +79,9 @@ def test_sweep_report_without_matplotlib_exits_2_naming_the_report_extra(
     assert "pip install 'joiner[report]'" in run.stderr
 
 
-def test_simulate_report_without_matplotlib_exits_2_before_running(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("missing", ["matplotlib", "jinja2"])
+def test_simulate_report_without_the_report_extra_exits_2_before_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str
 ) -> None:
     """``simulate --report`` without the report extra stops before the simulation, names
     the extra, and writes no summary."""
@@ -87,7 +89,7 @@ def test_simulate_report_without_matplotlib_exits_2_before_running(
 
     from joiner.cli.main import app
 
-    _without(monkeypatch, "matplotlib")
+    _without(monkeypatch, missing)
     scenario = Path(__file__).resolve().parents[2] / "examples" / "seed-spot" / "scenario.yaml"
     out = tmp_path / "out"
     args = ["simulate", str(scenario), "--out", str(out), "--report", str(tmp_path / "r")]
@@ -95,3 +97,22 @@ def test_simulate_report_without_matplotlib_exits_2_before_running(
     assert run.exit_code == 2, run.output
     assert "pip install 'joiner[report]'" in run.stderr
     assert not (out / "summary.json").exists()
+
+
+def test_run_on_aws_without_boto3_exits_2_before_the_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``joiner run --cloud aws`` without the aws extra stops at start-up, naming it,
+    rather than waiting for the lease and failing once elected."""
+    from typer.testing import CliRunner
+
+    from joiner.cli.main import app
+
+    _without(monkeypatch, "boto3")
+    for name in [m for m in sys.modules if m.startswith("joiner.cloudprovider.aws")]:
+        monkeypatch.delitem(sys.modules, name)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    run = CliRunner().invoke(app, ["run", "--cloud", "aws", "--kubeconfig", str(kubeconfig)])
+    assert run.exit_code == 2, run.output
+    assert "pip install 'joiner[aws]'" in run.stderr
