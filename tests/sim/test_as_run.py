@@ -366,3 +366,18 @@ def test_as_run_alone_runs_no_simulation(tmp_path):
     result = run_policies(sc)
     assert result.runs == {} and result.summary["policy"]["name"] == "as-run"
     assert "policies" not in result.summary
+
+
+def test_peak_windows_count_the_recorded_pods_created_in_them(tmp_path):
+    pods = "app,early,60,70\napp,in-1,700,705\napp,in-2,800,900\napp,in-never,850,\n"
+    path = _scenario(
+        tmp_path,
+        "a,m5.large,on-demand,us-east-1a,,0,\n",
+        pods,
+        extra="  startTime: 2025-01-06T00:00:00Z\n"
+        "  report: {windows: [{name: rush, start: '00:10', duration: 10m}]}\n",
+    )
+    s = _as_run(path)
+    assert s["windows"] == {
+        "rush": {"pods": 2, "pendingSeconds": {"p50": 5.0, "p95": 100.0, "max": 100.0}}
+    }
