@@ -143,6 +143,9 @@ class Imported:
     pods: tuple[AsRunPod, ...]
     region: str | None
     warnings: HistoryWarnings = field(default_factory=HistoryWarnings)
+    #: ``spec.cloud`` subnets and security groups the EC2NodeClasses' selectors match, or
+    #: None (the simulation's default VPC).
+    cloud: Mapping[str, Any] | None = None
 
 
 def minutes_of(rng: QueryRange) -> int:
@@ -229,7 +232,71 @@ def translate(
         pods=h.pods(),
         region=region or region_of(nodes),
         warnings=warnings,
+        cloud=vpc_for(objects.manifests, sorted({n.zone for n in nodes if n.zone}), warnings),
     )
+
+
+def vpc_for(
+    manifests: ManifestSet, zones: Sequence[str], warnings: HistoryWarnings
+) -> dict[str, Any] | None:
+    """``spec.cloud.subnets`` and ``securityGroups`` that every EC2NodeClass selector term
+    matches: the subnets and groups of the NodeClass's ``status`` (the ones the cluster
+    resolved), else one subnet per zone the nodes ran in (counted in ``warnings``), each
+    carrying the tags (``*``: the value ``imported``) and ``Name`` its terms select by, and
+    a subnet or group for each term by id. None without NodeClasses or zones to place
+    subnets in."""
+    subnets: dict[str, dict[str, Any]] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for nc in manifests.nodeclasses:
+        if nc.source.kind != "EC2NodeClass":
+            continue
+        base = list(nc.status_subnets)
+        if not base and zones:
+            base = [(f"subnet-{z}", z) for z in zones]
+            warnings.add(
+                "EC2NodeClass without status.subnets",
+                nc.name,
+                "one subnet in each zone the nodes ran in",
+            )
+        if not base:
+            continue
+        for sid, zone in base:
+            subnets.setdefault(sid, {"id": sid, "zone": zone, "tags": {}})
+        _select(nc.subnet_selector_terms, [sid for sid, _ in base], subnets, base[0][1])
+        gbase = list(nc.status_security_groups) or [("sg-imported", "imported")]
+        for gid, name in gbase:
+            groups.setdefault(gid, {"id": gid, "name": name, "tags": {}})
+        _select(nc.security_group_selector_terms, [g for g, _ in gbase], groups, None)
+    if not subnets:
+        return None
+    return {
+        "subnets": [subnets[k] for k in sorted(subnets)],
+        "securityGroups": [groups[k] for k in sorted(groups)],
+    }
+
+
+def _select(
+    terms: Iterable[Any], base: Sequence[str], found: dict[str, dict[str, Any]], zone: str | None
+) -> None:
+    """Make every selector term match: an id term gets its own subnet (in ``zone``) or
+    group; a name or tags term tags the ``base`` ones."""
+    for t in terms:
+        if t.id:
+            entry: dict[str, Any] = {"id": t.id, "tags": {}}
+            if zone is None:
+                entry["name"] = t.id
+            else:
+                entry["zone"] = zone
+            found.setdefault(t.id, entry)
+            continue
+        for key in base:
+            item = found[key]
+            if t.name and zone is None:
+                item["name"] = t.name
+            elif t.name:
+                item["tags"]["Name"] = t.name
+            for k, v in t.tags:
+                item["tags"][k] = "imported" if v == "*" else v
 
 
 def _metric(promql: str) -> str:

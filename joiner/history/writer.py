@@ -107,6 +107,8 @@ def _scenario_yaml(imported: Imported, out: Path) -> str:
     spec["startTime"] = start.isoformat().replace("+00:00", "Z")
     spec["duration"] = _duration(rng.end_s - rng.start_s)
     spec["manifests"] = ["objects.yaml"]
+    if imported.cloud is not None:
+        spec["cloud"] = dict(imported.cloud)
     spec["compare"] = ["as-run", "joiner", "cluster-autoscaler"]
     spec["asRun"] = {"nodes": "as-run/nodes.csv", "pods": "as-run/pods.csv"}
     workloads: list[dict[str, Any]] = []
