@@ -196,12 +196,14 @@ def translate(
     *,
     region: str | None = None,
     progress: Callable[[str], None] | None = None,
+    warnings: HistoryWarnings | None = None,
 ) -> Imported:
     """Read every query of the catalog from ``source`` and translate the answers.
 
     ``source_name`` names the source in errors (the URL or the saved file). ``region``
     overrides the one derived from the nodes' zones. ``progress`` receives one line per
-    query read.
+    query read. ``warnings``: the collector to add to (the source's own, so one list
+    holds reading and translation); a new one when omitted.
 
     Raises:
         InputError: no query returned a single series (no kube-state-metrics history),
@@ -219,7 +221,7 @@ def translate(
             "is kube-state-metrics scraped by this Prometheus, and is the range right?",
             file=source_name,
         )
-    warnings = HistoryWarnings()
+    warnings = warnings if warnings is not None else HistoryWarnings()
     h = _History(answers, rng, objects.manifests, warnings)
     traces, skip_jobs = h.traces()
     nodes = h.nodes()
