@@ -170,10 +170,10 @@ def resample(
         return tuple(0.0 for _ in out)
     first, last = s.times_s[0], s.times_s[-1]
     if first - rng.start_s > gap_s:
-        warnings.add("series starting inside the range", subject, "0 before its first sample")
+        warnings.add("late series start", subject, "0 before its first sample")
     ended = rng.end_s - last > gap_s
     if ended:
-        warnings.add("series ending inside the range", subject, "0 after its last sample")
+        warnings.add("early series end", subject, "0 after its last sample")
     for a, b in zip(s.times_s, s.times_s[1:], strict=False):
         if b - a > max(gap_s, 60.0):
             warnings.add("scrape gap", subject, "the last value held through the gap")
@@ -256,7 +256,7 @@ def vpc_for(
         if not base and zones:
             base = [(f"subnet-{z}", z) for z in zones]
             warnings.add(
-                "EC2NodeClass without status.subnets",
+                "NodeClass VPC assumption",
                 nc.name,
                 "one subnet in each zone the nodes ran in",
             )
@@ -379,7 +379,7 @@ class _History:
             hpa = _key(s.labels, "horizontalpodautoscaler")
             if hpa not in targets:
                 self.w.add(
-                    "HPA without a known target",
+                    "untargeted HPA",
                     hpa,
                     "its target's own replica history replayed",
                 )
@@ -423,9 +423,9 @@ class _History:
         for (kind, key), tr in sorted(out.items()):
             if kinds.get(key) != kind:
                 self.w.add(
-                    "workload in the history without an object",
+                    "history-only workload",
                     f"{kind}/{key}",
-                    "left out: no pod template to replay (renamed or deleted)",
+                    "left out, no pod template to replay: renamed or deleted",
                 )
                 continue
             kept.append(tr)
@@ -452,13 +452,13 @@ class _History:
             if wl.kind == "Job":
                 self.dropped_jobs.add(wl.key)
                 self.w.add(
-                    "Job without a run in the range",
+                    "idle Job",
                     wl.key,
                     "left out of the objects",
                 )
                 continue
             self.w.add(
-                "workload without history",
+                "unrecorded workload",
                 f"{wl.kind}/{wl.key}",
                 "kept at the object's replicas for the whole range",
             )
@@ -481,13 +481,13 @@ class _History:
         for cron, times in sorted(runs.items()):
             if cron not in have:
                 self.w.add(
-                    "CronJob in the history without an object",
+                    "history-only CronJob",
                     cron,
                     "its runs left out: no pod template to replay",
                 )
             elif not times:
                 self.w.add(
-                    "CronJob without a completed run",
+                    "unmeasured CronJob",
                     cron,
                     "each run lasts the simulation's default run time",
                 )
@@ -562,9 +562,9 @@ class _History:
         for d in left_out:
             meta = d.get("metadata") or {}
             self.w.add(
-                "object of the cluster's current state left out",
+                "dropped current-state object",
                 f"{d.get('kind')}/{meta.get('name', '')}",
-                "the replay starts without them (HPAs replayed as their targets' replicas)",
+                "the replay starts without them; HPAs replayed as their targets' replicas",
             )
         return tuple(kept)
 
@@ -576,7 +576,7 @@ class _History:
         for pod, owner in sorted(self.pod_workloads().items()):
             if pod not in requests:
                 self.w.add(
-                    "pod without requests in the history",
+                    "request-less pod",
                     pod,
                     "its workload's requests taken from the object",
                 )
@@ -605,7 +605,7 @@ class _History:
         if abs(cpu_m - have_cpu) < 1 and abs(mem - have_mem) < 1:
             return doc
         self.w.add(
-            "workload whose requests changed",
+            "request change",
             f"{kind}/{key} (pod {pod})",
             "the requests of its latest pod in the history used",
         )
@@ -665,10 +665,10 @@ class _History:
         )
         if not found:
             self.w.add(
-                "node without an instance type",
+                "untyped node",
                 node,
-                "instance type left empty (kube-state-metrics' --metric-labels-allowlist "
-                "hides node.kubernetes.io/instance-type)",
+                "instance type left empty: kube-state-metrics' --metric-labels-allowlist "
+                "hides node.kubernetes.io/instance-type",
             )
         return found
 
@@ -679,7 +679,7 @@ class _History:
         eks = _label(labels, "eks.amazonaws.com/capacityType")
         if eks in _EKS_CAPACITY:
             return _EKS_CAPACITY[eks]
-        self.w.add("node without a capacity type", node, "capacity type left empty (unknown)")
+        self.w.add("capacity-unknown node", node, "capacity type left empty (unknown)")
         return ""
 
     def _zone(self, node: str, labels: Mapping[str, str], provider_id: str) -> str:
@@ -691,7 +691,7 @@ class _History:
         by_id = _PROVIDER_ZONE.match(provider_id)
         if by_id:
             return by_id.group(1)
-        self.w.add("node without a zone", node, "zone left empty")
+        self.w.add("zoneless node", node, "zone left empty")
         return ""
 
     def pods(self) -> tuple[AsRunPod, ...]:

@@ -62,7 +62,7 @@ def test_import_from_saved_responses_writes_a_scenario(tmp_path: Path) -> None:
     assert "4 workload traces, 2 as-run nodes, 2 pods" in out
     assert f"next: joiner simulate {tmp_path / 'week/scenario.yaml'}" in out.replace("\n", "")
     # The grouped warnings: one line per kind, with what was assumed.
-    assert "1 workload without history (kept at the object's replicas" in err
+    assert "1 unrecorded workload (kept at the object's replicas" in err
     assert "[19/19] node_created: 2 series" in err
 
 
