@@ -161,3 +161,8 @@ def test_refuses_a_non_empty_out_directory(tmp_path: Path) -> None:
         str(tmp_path / "week"),
     )
     assert code == 2 and "is not empty" in err
+
+
+def test_the_guide_lists_every_query_as_print_queries_prints_it() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs/guides/last-week.md").read_text()
+    assert render_queries() in guide
