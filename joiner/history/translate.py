@@ -477,6 +477,8 @@ class _History:
             else:
                 runs.setdefault(cron, [])
         have = {c.key for c in self.ms.cronjobs}
+        for key in sorted(have - set(runs)):
+            runs[key] = []
         out: dict[str, float] = {}
         for cron, times in sorted(runs.items()):
             if cron not in have:
@@ -489,7 +491,7 @@ class _History:
                 self.w.add(
                     "unmeasured CronJob",
                     cron,
-                    "each run lasts the simulation's default run time",
+                    "no run completed in the range: each run lasts the simulation's default",
                 )
             else:
                 out[cron] = max(1.0, round(statistics.median(times)))
@@ -664,6 +666,17 @@ class _History:
             labels, "beta.kubernetes.io/instance-type"
         )
         if not found:
+            dumped = next((n for n in self.ms.nodes if n.name == node), None)
+            found = (
+                dict(dumped.labels).get("node.kubernetes.io/instance-type", "") if dumped else ""
+            )
+            if found:
+                self.w.add(
+                    "node typed from the dump",
+                    node,
+                    "instance type taken from the dump's Node: the history hides it",
+                )
+                return found
             self.w.add(
                 "untyped node",
                 node,

@@ -372,3 +372,29 @@ def test_print_queries_lists_every_query_verbatim() -> None:
     for q in QUERIES:
         assert f"# {q.name}: {q.why}\n{q.promql}\n" in text
     assert "label_eks_amazonaws_com_capacity_type" in text
+
+
+def test_a_hidden_instance_type_is_taken_from_the_dumps_node(tmp_path: Path) -> None:
+    answers = _answers()
+    name = "ip-10-0-0-1.ec2.internal"
+    answers["node_info"].append(
+        flat({"node": name, "provider_id": "aws:///us-east-1a/i-0123"}, 1, 0, 7200)
+    )
+    objects = objects_from_files([_cluster(tmp_path)])
+    imported = translate(MemorySource(answers), "memory", RANGE, objects)
+    node = next(n for n in imported.nodes if n.node == name)
+    assert (node.instance_type, node.zone, node.capacity_type) == ("m5.large", "us-east-1a", "")
+    assert imported.warnings.subjects("node typed from the dump") == [name]
+    assert imported.warnings.subjects("untyped node") == ["b"]
+    assert imported.warnings.subjects("capacity-unknown node") == [name]
+
+
+def test_a_cronjob_without_a_completed_run_is_counted(tmp_path: Path) -> None:
+    answers = _answers()
+    answers["job_completion_time"] = [
+        s for s in answers["job_completion_time"] if s.labels["job_name"] == "backfill"
+    ]
+    objects = objects_from_files([_cluster(tmp_path)])
+    imported = translate(MemorySource(answers), "memory", RANGE, objects)
+    assert imported.cron_run_s == {}
+    assert imported.warnings.subjects("unmeasured CronJob") == ["batch/nightly"]
