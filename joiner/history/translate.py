@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_documents
@@ -160,32 +162,32 @@ def resample(
     samples, 0 before the first and after a last sample well before the end); scrape
     gaps, late starts and early ends are counted in ``warnings`` under ``subject``."""
     n = minutes_of(rng)
-    out = [math.nan] * n
-    gap_s = 2 * rng.step_s
-    for t, v in zip(s.times_s, s.values, strict=True):
-        m = int((t - rng.start_s) // 60)
-        if 0 <= m < n and not v <= out[m]:
-            out[m] = v
     if not s.times_s:
-        return tuple(0.0 for _ in out)
+        return (0.0,) * n
+    times = np.asarray(s.times_s, dtype=np.float64)
+    minute = np.floor((times - rng.start_s) / 60.0).astype(np.int64)
+    inside = (minute >= 0) & (minute < n)
+    out = np.full(n, np.nan)
+    np.fmax.at(out, minute[inside], np.asarray(s.values, dtype=np.float64)[inside])
     first, last = s.times_s[0], s.times_s[-1]
+    gap_s = 2 * rng.step_s
     if first - rng.start_s > gap_s:
         warnings.add("late series start", subject, "0 before its first sample")
     ended = rng.end_s - last > gap_s
     if ended:
         warnings.add("early series end", subject, "0 after its last sample")
-    for a, b in zip(s.times_s, s.times_s[1:], strict=False):
-        if b - a > max(gap_s, 60.0):
-            warnings.add("scrape gap", subject, "the last value held through the gap")
-    held = 0.0
-    for m in range(n):
-        minute_start = rng.start_s + 60.0 * m
-        if minute_start + 60.0 <= first or (ended and minute_start > last):
-            out[m] = 0.0
-        elif math.isnan(out[m]):
-            out[m] = held
-        held = out[m]
-    return tuple(out)
+    if np.any(np.diff(times) > max(gap_s, 60.0)):
+        warnings.add("scrape gap", subject, "the last value held through the gap")
+    # Hold each value through the minutes without a sample (a forward fill).
+    index = np.where(np.isnan(out), 0, np.arange(n))
+    np.maximum.accumulate(index, out=index)
+    out = out[index]
+    starts = rng.start_s + 60.0 * np.arange(n)
+    out[starts + 60.0 <= first] = 0.0
+    if ended:
+        out[starts > last] = 0.0
+    out[np.isnan(out)] = 0.0
+    return tuple(out.tolist())
 
 
 def translate(
