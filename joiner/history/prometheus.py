@@ -301,16 +301,16 @@ class PrometheusSource:
 
     def _save_index(self, name: str, promql: str, files: list[str]) -> None:
         assert self.save_dir is not None
-        self._saved[name] = {"promql": promql, "files": files}
-        index = {
-            "range": {
-                "start_s": self.window.start_s,
-                "end_s": self.window.end_s,
-                "step_s": self.window.step_s,
-            },
-            "queries": self._saved,
-        }
         path = self.save_dir / INDEX_FILE
+        window = {
+            "start_s": self.window.start_s,
+            "end_s": self.window.end_s,
+            "step_s": self.window.step_s,
+        }
+        if not self._saved:
+            self._saved = _earlier_queries(path, window)
+        self._saved[name] = {"promql": promql, "files": files}
+        index = {"range": window, "queries": self._saved}
         try:
             path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         except OSError as exc:
@@ -327,3 +327,23 @@ def _api_error(content: bytes) -> str:
     if isinstance(body, dict) and body.get("status") == "error":
         return f" ({body.get('errorType', 'error')}: {body.get('error', '')})"
     return ""
+
+
+def _earlier_queries(path: Path, window: dict[str, float]) -> dict[str, dict[str, Any]]:
+    """The queries an earlier save of the same range listed in ``path`` (else none).
+
+    A directory saved query by query (several imports of one range) keeps one index; an
+    index of another range is replaced, since its files answer another question.
+    """
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"cannot read the earlier index: {exc}", file=str(path), field="--save-responses"
+        ) from exc
+    if not isinstance(earlier, dict) or earlier.get("range") != window:
+        return {}
+    queries = earlier.get("queries")
+    return dict(queries) if isinstance(queries, dict) else {}
