@@ -224,6 +224,13 @@ def translate(
             file=source_name,
         )
     warnings = warnings if warnings is not None else HistoryWarnings()
+    if not objects.manifests.nodepools:
+        warnings.add(
+            "cluster without a NodePool",
+            objects.source,
+            "Joiner and the Cluster Autoscaler baseline have nothing to launch until the "
+            "NodePools and EC2NodeClasses you would deploy are added to objects.yaml",
+        )
     h = _History(answers, rng, objects.manifests, warnings)
     traces, skip_jobs = h.traces()
     nodes = h.nodes()

@@ -398,3 +398,10 @@ def test_a_cronjob_without_a_completed_run_is_counted(tmp_path: Path) -> None:
     imported = translate(MemorySource(answers), "memory", RANGE, objects)
     assert imported.cron_run_s == {}
     assert imported.warnings.subjects("unmeasured CronJob") == ["batch/nightly"]
+
+
+def test_a_dump_without_nodepools_is_counted(tmp_path: Path) -> None:
+    path = tmp_path / "apps.yaml"
+    path.write_text(CLUSTER.split("---\n", 2)[2])
+    imported = translate(MemorySource(_answers()), "memory", RANGE, objects_from_files([path]))
+    assert imported.warnings.subjects("cluster without a NodePool") == [str(path)]
