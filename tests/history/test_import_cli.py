@@ -250,3 +250,32 @@ def test_prometheus_import_saves_responses_that_import_the_same_offline(tmp_path
     for rel in live:
         a = (tmp_path / "live" / rel).read_text().replace("live", "offline")
         assert a == (tmp_path / "offline" / rel).read_text(), rel
+
+
+def test_the_imported_scenario_simulates_with_as_run_beside_both_policies(
+    tmp_path: Path,
+) -> None:
+    saved = _save(_answers(), tmp_path / "saved")
+    code, _, err = _run(
+        "--from-file",
+        str(saved),
+        "--start",
+        START,
+        "--end",
+        END,
+        "-f",
+        str(_cluster(tmp_path)),
+        "--out",
+        str(tmp_path / "week"),
+    )
+    assert code == 0, err
+    r = CliRunner().invoke(
+        app, ["simulate", str(tmp_path / "week/scenario.yaml"), "-q", "--out", str(tmp_path / "o")]
+    )
+    assert r.exit_code == 0, r.stderr
+    summary = json.loads(next((tmp_path / "o").rglob("summary.json")).read_text())
+    assert list(summary["policies"]) == ["as-run", "joiner", "cluster-autoscaler"]
+    as_run = summary["policies"]["as-run"]
+    # Node a: spot for the whole 2 h; node b: on-demand from 1200 s to 4800 s.
+    assert as_run["nodeHours"] == {"spot": 2.0, "onDemand": 1.0}
+    assert [n["name"] for n in as_run["nodes"]] == ["a", "b"]
