@@ -234,6 +234,7 @@ def translate(
     h = _History(answers, rng, objects.manifests, warnings)
     traces, skip_jobs = h.traces()
     nodes = h.nodes()
+    region = region or region_of(nodes)
     return Imported(
         range=rng,
         documents=h.documents(objects.documents, skip_jobs),
@@ -241,10 +242,23 @@ def translate(
         cron_run_s=h.cron_runs(),
         nodes=nodes,
         pods=h.pods(),
-        region=region or region_of(nodes),
+        region=region,
         warnings=warnings,
-        cloud=vpc_for(objects.manifests, sorted({n.zone for n in nodes if n.zone}), warnings),
+        cloud=vpc_for(objects.manifests, _zones(nodes, region), warnings),
     )
+
+
+def _zones(nodes: Iterable[AsRunNode], region: str | None) -> list[str]:
+    """The zones of ``region`` (None: us-east-1, the simulation's default) the nodes ran
+    in, else every zone of the region in the packaged catalog, sorted."""
+    from joiner.cloudprovider.catalog import Catalog
+
+    where = region or "us-east-1"
+    seen = sorted({n.zone for n in nodes if n.zone and region_of([n]) == where})
+    if seen:
+        return seen
+    catalog = Catalog.load()
+    return [z for z, _ in catalog.zones(where)] if where in catalog.regions() else []
 
 
 def vpc_for(
@@ -252,7 +266,7 @@ def vpc_for(
 ) -> dict[str, Any] | None:
     """``spec.cloud.subnets`` and ``securityGroups`` that every EC2NodeClass selector term
     matches: the subnets and groups of the NodeClass's ``status`` (the ones the cluster
-    resolved), else one subnet per zone the nodes ran in (counted in ``warnings``), each
+    resolved), else one subnet per zone of ``zones`` (counted in ``warnings``), each
     carrying the tags (``*``: the value ``imported``) and ``Name`` its terms select by, and
     a subnet or group for each term by id. None without NodeClasses or zones to place
     subnets in."""
@@ -267,7 +281,7 @@ def vpc_for(
             warnings.add(
                 "NodeClass VPC assumption",
                 nc.name,
-                "one subnet in each zone the nodes ran in",
+                "one subnet in each zone the nodes ran in (else each zone of the region)",
             )
         if not base:
             continue

@@ -405,3 +405,22 @@ def test_a_dump_without_nodepools_is_counted(tmp_path: Path) -> None:
     path.write_text(CLUSTER.split("---\n", 2)[2])
     imported = translate(MemorySource(_answers()), "memory", RANGE, objects_from_files([path]))
     assert imported.warnings.subjects("cluster without a NodePool") == [str(path)]
+
+
+def test_without_node_zones_the_vpc_spans_the_regions_zones(tmp_path: Path) -> None:
+    answers = _answers()
+    for key in ("node_info", "node_labels", "node_created"):
+        answers[key] = []
+    imported = translate(
+        MemorySource(answers),
+        "memory",
+        RANGE,
+        objects_from_files([_cluster(tmp_path)]),
+        region="eu-west-1",
+    )
+    assert imported.cloud is not None
+    assert [s["zone"] for s in imported.cloud["subnets"]] == [
+        "eu-west-1a",
+        "eu-west-1b",
+        "eu-west-1c",
+    ]
