@@ -665,9 +665,10 @@ class _History:
                     (provider or before[2]),
                 )
             seen[name] = (first, last, provider)
+        dumped = {n.name: dict(n.labels) for n in self.ms.nodes}
         out = []
         for name, (first, last, provider) in sorted(seen.items()):
-            node_labels = labels.get(name, {})
+            node_labels = self._node_labels(name, labels.get(name, {}), dumped.get(name, {}))
             start = created.get(name, first) - self.rng.start_s
             ended = self.rng.end_s - last > 2 * self.rng.step_s
             out.append(
@@ -684,22 +685,30 @@ class _History:
             )
         return tuple(out)
 
+    def _node_labels(
+        self, node: str, history: Mapping[str, str], dumped: Mapping[str, str]
+    ) -> dict[str, str]:
+        """``kube_node_labels``' labels of ``node``, with each label Joiner reads that the
+        history hides taken from the dump's Node of that name when it has it (counted)."""
+        merged = dict(history)
+        taken = False
+        for key, name in NODE_LABELS.items():
+            if not merged.get(name) and dumped.get(key):
+                merged[name] = dumped[key]
+                taken = True
+        if taken:
+            self.w.add(
+                "dump-labelled node",
+                node,
+                "labels the history hides taken from the dump's Node of that name",
+            )
+        return merged
+
     def _instance_type(self, node: str, labels: Mapping[str, str]) -> str:
         found = _label(labels, "node.kubernetes.io/instance-type") or _label(
             labels, "beta.kubernetes.io/instance-type"
         )
         if not found:
-            dumped = next((n for n in self.ms.nodes if n.name == node), None)
-            found = (
-                dict(dumped.labels).get("node.kubernetes.io/instance-type", "") if dumped else ""
-            )
-            if found:
-                self.w.add(
-                    "node typed from the dump",
-                    node,
-                    "instance type taken from the dump's Node: the history hides it",
-                )
-                return found
             self.w.add(
                 "untyped node",
                 node,

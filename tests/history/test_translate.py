@@ -384,7 +384,7 @@ def test_a_hidden_instance_type_is_taken_from_the_dumps_node(tmp_path: Path) -> 
     imported = translate(MemorySource(answers), "memory", RANGE, objects)
     node = next(n for n in imported.nodes if n.node == name)
     assert (node.instance_type, node.zone, node.capacity_type) == ("m5.large", "us-east-1a", "")
-    assert imported.warnings.subjects("node typed from the dump") == [name]
+    assert imported.warnings.subjects("dump-labelled node") == [name]
     assert imported.warnings.subjects("untyped node") == ["b"]
     assert imported.warnings.subjects("capacity-unknown node") == [name]
 
