@@ -33,6 +33,7 @@ import numpy as np
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_documents
+from joiner.api.manifests.loader import HANDLERS
 from joiner.api.manifests.manifestset import ManifestSet
 from joiner.api.manifests.yamlio import read_documents
 from joiner.history.queries import NODE_LABELS, QUERIES
@@ -569,9 +570,9 @@ class _History:
     def documents(
         self, documents: Sequence[dict[str, Any]], skip_jobs: set[str]
     ) -> tuple[dict[str, Any], ...]:
-        """The objects to simulate: the cluster's, without ``DROPPED_KINDS`` and Jobs that
-        did not run, with each workload's requests set to its latest pod's in the history
-        where they differ from the object's."""
+        """The objects to simulate: the cluster's, without ``DROPPED_KINDS``, kinds Joiner
+        does not read and Jobs that did not run, with each workload's requests set to its
+        latest pod's in the history where they differ from the object's."""
         latest = self._latest_requests()
         kept: list[dict[str, Any]] = []
         for doc in documents:
@@ -579,6 +580,13 @@ class _History:
             meta = doc.get("metadata") or {}
             key = f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
             if kind in DROPPED_KINDS or (kind == "Job" and key in skip_jobs):
+                continue
+            if (str(doc.get("apiVersion", "")), kind) not in HANDLERS:
+                self.w.add(
+                    "unmodelled object left out",
+                    f"{kind}/{meta.get('name', '')}",
+                    "not copied: Joiner does not read its kind (Secrets and the like stay out)",
+                )
                 continue
             if kind in (*SCALED_KINDS, "CronJob", "DaemonSet") and key in latest:
                 doc = self._with_requests(doc, kind, key, latest[key])

@@ -424,3 +424,15 @@ def test_without_node_zones_the_vpc_spans_the_regions_zones(tmp_path: Path) -> N
         "eu-west-1b",
         "eu-west-1c",
     ]
+
+
+def test_kinds_joiner_does_not_read_are_not_copied(tmp_path: Path) -> None:
+    path = _cluster(tmp_path)
+    path.write_text(
+        path.read_text()
+        + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: db-password, namespace: shop}\n"
+        + "data: {password: aHVudGVyMg==}\n"
+    )
+    imported = translate(MemorySource(_answers()), "memory", RANGE, objects_from_files([path]))
+    assert "Secret" not in {d["kind"] for d in imported.documents}
+    assert imported.warnings.subjects("unmodelled object left out") == ["Secret/db-password"]
