@@ -659,7 +659,12 @@ class _History:
 
     def nodes(self) -> tuple[AsRunNode, ...]:
         """The as-run nodes: every node ``kube_node_info`` shows in the range, by name."""
-        labels = {s.labels.get("node", ""): s.labels for s in self.a["node_labels"]}
+        # A node whose labels changed has one series per label set: the latest wins, each
+        # label taken from the latest series that has it.
+        labels: dict[str, dict[str, str]] = {}
+        for s in sorted(self.a["node_labels"], key=lambda s: s.times_s[-1]):
+            merged = labels.setdefault(s.labels.get("node", ""), {})
+            merged.update({k: v for k, v in s.labels.items() if v})
         created = {s.labels.get("node", ""): _last(s) for s in self.a["node_created"]}
         seen: dict[str, tuple[float, float, str]] = {}
         for s in self.a["node_info"]:

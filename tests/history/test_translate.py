@@ -436,3 +436,24 @@ def test_kinds_joiner_does_not_read_are_not_copied(tmp_path: Path) -> None:
     imported = translate(MemorySource(_answers()), "memory", RANGE, objects_from_files([path]))
     assert "Secret" not in {d["kind"] for d in imported.documents}
     assert imported.warnings.subjects("unmodelled object left out") == ["Secret/db-password"]
+
+
+def test_a_node_whose_labels_changed_takes_the_latest(tmp_path: Path) -> None:
+    answers = _answers()
+    # Registered without its capacity type, labelled a minute later: two series.
+    answers["node_labels"] = [
+        series(
+            {
+                "node": "a",
+                "label_karpenter_sh_capacity_type": "spot",
+                "label_node_kubernetes_io_instance_type": "m5.large",
+            },
+            [(60, 1), (7200, 1)],
+        ),
+        series({"node": "a", "label_node_kubernetes_io_instance_type": "m5.large"}, [(0, 1)]),
+    ]
+    imported = translate(
+        MemorySource(answers), "memory", RANGE, objects_from_files([_cluster(tmp_path)])
+    )
+    a = next(n for n in imported.nodes if n.node == "a")
+    assert (a.instance_type, a.capacity_type) == ("m5.large", "spot")
