@@ -218,7 +218,7 @@ def translate(
         if progress is not None:
             progress(f"[{i}/{len(QUERIES)}] {q.name}: {len(answers[q.name])} series")
     if not any(answers.values()):
-        wanted = sorted({_metric(q.promql) for q in QUERIES})
+        wanted = sorted({q.metric for q in QUERIES})
         raise InputError(
             f"no kube-state-metrics series in the range (looked for {', '.join(wanted)}); "
             "is kube-state-metrics scraped by this Prometheus, and is the range right?",
@@ -323,12 +323,6 @@ def _select(
                 item["tags"]["Name"] = t.name
             for k, v in t.tags:
                 item["tags"][k] = "imported" if v == "*" else v
-
-
-def _metric(promql: str) -> str:
-    """The kube-state-metrics metric a catalog query reads (the innermost name)."""
-    found: list[str] = re.findall(r"\b(kube_[a-z_]+)", promql)
-    return found[-1]
 
 
 def region_of(nodes: Iterable[AsRunNode]) -> str | None:

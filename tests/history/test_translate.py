@@ -457,3 +457,8 @@ def test_a_node_whose_labels_changed_takes_the_latest(tmp_path: Path) -> None:
     )
     a = next(n for n in imported.nodes if n.node == "a")
     assert (a.instance_type, a.capacity_type) == ("m5.large", "spot")
+
+
+def test_each_query_reads_the_metric_it_names() -> None:
+    for q in QUERIES:
+        assert f"({q.metric})" in q.promql or f"({q.metric}{{" in q.promql, q.name
