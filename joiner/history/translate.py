@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from joiner.api import objects as o
+from joiner.api import quantity
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_documents
 from joiner.api.manifests.loader import HANDLERS
@@ -818,9 +819,28 @@ def _patched(
             given = next((containers[n] for n in names if n in containers), None)
             if given is None:
                 continue
-            requests = c.setdefault("resources", {}).setdefault("requests", {})
+            resources = c.get("resources") or {}
+            requests = dict(resources.get("requests") or {})
+            # cpu and memory exactly as the history has them (absent there: no request).
+            requests.pop("cpu", None)
+            requests.pop("memory", None)
             if "cpu" in given:
                 requests["cpu"] = f"{round(given['cpu'] * 1000)}m"
             if "memory" in given:
                 requests["memory"] = str(round(given["memory"]))
+            c["resources"] = {**resources, "requests": requests}
+            if resources.get("limits"):
+                c["resources"]["limits"] = _raised(dict(resources["limits"]), requests)
     return new
+
+
+def _raised(limits: dict[str, Any], requests: Mapping[str, str]) -> dict[str, Any]:
+    """``limits`` with a cpu or memory limit below the new request raised to it (the
+    history's pod ran with both, so its limit was at least its request; a request above the
+    limit would not load)."""
+    for res in ("cpu", "memory"):
+        if res in limits and res in requests:
+            limit = quantity.parse(limits[res], resource=res)
+            if quantity.parse(requests[res], resource=res) > limit:
+                limits[res] = requests[res]
+    return limits

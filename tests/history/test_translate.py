@@ -272,9 +272,10 @@ def test_objects_are_copied_without_current_state_and_with_the_historys_requests
     assert ("Job", "old-migration") not in kinds
     assert ("Job", "backfill") in kinds and ("CronJob", "nightly") in kinds
     db = next(d for d in imported.documents if d["metadata"]["name"] == "db")
-    assert db["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
-        "cpu": "1500m",
-        "memory": str(2 * 2**30),
+    assert db["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1500m", "memory": str(2 * 2**30)},
+        # The cpu limit below the history's request is raised to it; memory's is kept.
+        "limits": {"cpu": "1500m", "memory": "4Gi"},
     }
     # web's pods (app 500m + sidecar 100m) match its template: left as it is.
     web = next(d for d in imported.documents if d["metadata"]["name"] == "web")
