@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -70,20 +71,20 @@ def join_chunks(
     come out of order (chunks given out of order, a hand-made file) go through
     ``clean.normalise``, which counts them.
     """
-    times: dict[tuple[tuple[str, str], ...], list[float]] = {}
-    values: dict[tuple[tuple[str, str], ...], list[float]] = {}
-    labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+    parts: dict[tuple[tuple[str, str], ...], list[Series]] = {}
     for chunk in chunks:
         for one in chunk:
-            key = _key(one.labels)
-            if key not in labels:
-                labels[key], times[key], values[key] = one.labels, [], []
-            times[key].extend(one.times_s)
-            values[key].extend(one.values)
+            parts.setdefault(_key(one.labels), []).append(one)
     joined = []
-    for key, series_labels in labels.items():
-        one = Series(series_labels, tuple(times[key]), tuple(values[key]))
-        joined.append(normalise(one, series_subject(name, series_labels), warnings))
+    for pieces in parts.values():
+        one = pieces[0]
+        if len(pieces) > 1:
+            one = Series(
+                one.labels,
+                tuple(chain.from_iterable(piece.times_s for piece in pieces)),
+                tuple(chain.from_iterable(piece.values for piece in pieces)),
+            )
+        joined.append(normalise(one, series_subject(name, one.labels), warnings))
     return joined
 
 
@@ -250,6 +251,13 @@ class FileSource:
                 "saved range shorter than asked",
                 f"{index.parent}: saved {start:g}..{end:g}",
                 "series have no samples outside the saved range",
+            )
+        step = saved.get("step_s")
+        if isinstance(step, int | float) and step != self.window.step_s:
+            self.warnings.add(
+                "saved step other than asked",
+                f"{index.parent}: saved every {step:g}s, asked every {self.window.step_s:g}s",
+                "used the saved samples at their own times",
             )
 
 

@@ -164,6 +164,12 @@ class PrometheusSource:
         """Close the HTTP connections."""
         self._client.close()
 
+    def __enter__(self) -> PrometheusSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def fetch(self, name: str, promql: str) -> list[Series]:
         """The series ``promql`` gives over the range, read in chunks and joined.
 
