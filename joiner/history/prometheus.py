@@ -105,7 +105,7 @@ def _read_secret(path: Path | str, flag: str) -> str:
 
 
 class PrometheusSource:
-    """A ``SeriesSource`` reading ``url``'s ``/api/v1/query_range`` over ``window``.
+    """A ``SeriesSource`` reading ``url``'s ``/api/v1/query_range`` over ``range``.
 
     ``url``: the Prometheus base URL (a path prefix such as ``/prometheus`` is kept).
     ``bearer_token_file``: a file whose (stripped) text is sent as ``Authorization:
@@ -122,7 +122,7 @@ class PrometheusSource:
     def __init__(
         self,
         url: str,
-        window: QueryRange,
+        range: QueryRange,  # the shared contract names it so; the attribute is .window
         *,
         bearer_token_file: Path | str | None = None,
         basic_auth: tuple[str, str] | None = None,
@@ -138,7 +138,7 @@ class PrometheusSource:
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.url = url.rstrip("/")
-        self.window = window
+        self.window = range
         self.attempts = attempts
         self.backoff_s = backoff_s
         self.warnings = warnings if warnings is not None else HistoryWarnings()
@@ -256,7 +256,12 @@ class PrometheusSource:
                 "Prometheus server's (not a UI or a login page)",
             )
         if status >= 400:
-            raise self._error(name, f"HTTP {status}{_api_error(response.content)}")
+            hint = (
+                "; ask for less (a larger --step or a shorter range)"
+                if status == 422
+                else "; check the query (--print-queries lists it)"
+            )
+            raise self._error(name, f"HTTP {status}{_api_error(response.content)}{hint}")
         return text
 
     def _unreachable(self, name: str, exc: Exception) -> InputError:

@@ -238,13 +238,13 @@ def _connect_error(cause: BaseException) -> httpx2.ConnectError:
                 400,
                 json={"status": "error", "errorType": "bad_data", "error": "parse error at char 5"},
             ),
-            "HTTP 400: Prometheus answered bad_data: parse error at char 5",
+            "HTTP 400: Prometheus answered bad_data: parse error at char 5; check the query",
         ),
         (
             lambda r: httpx2.Response(
                 422, json={"status": "error", "errorType": "execution", "error": "too many samples"}
             ),
-            "HTTP 422: Prometheus answered execution: too many samples",
+            "HTTP 422: Prometheus answered execution: too many samples; ask for less",
         ),
     ],
 )
