@@ -5,6 +5,10 @@
 - ``fill_gaps``: a missing step (a scrape gap, or a Prometheus outage) between two samples
   is held at the last value when the gap is at most ``hold_s`` long; a longer gap is left
   absent. Series that start or end inside the range are not gaps: they stay as they are.
+  A range query already carries a plain selector's last sample forward for the lookback
+  delta (5 minutes by default; prometheus/prometheus promql/engine.go), so a scrape gap
+  shows in its result only for what is left of it after that: a 10-minute scrape gap is
+  5 minutes of missing steps.
 - ``undo_resets`` / ``counter_increases``: a counter that drops (its process restarted)
   is read as having counted from 0 again, as PromQL does (prometheus/prometheus
   promql/functions.go, ``extrapolatedRate``: a sample below the previous one adds the
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import pairwise
+from operator import gt, lt
 
 from joiner.history.series import HistoryWarnings, QueryRange, Series
 
@@ -63,10 +67,10 @@ def normalise(series: Series, subject: str, warnings: HistoryWarnings) -> Series
     one "duplicate sample". Returns ``series`` itself when it is already clean.
     """
     times, values = series.times_s, series.values
-    ordered = all(a < b for a, b in pairwise(times))
+    ordered = all(map(lt, times, times[1:]))
     if ordered:
         return series
-    if any(a > b for a, b in pairwise(times)):
+    if any(map(gt, times, times[1:])):
         warnings.add("series with samples out of order", subject, "sorted them by time")
         order = sorted(range(len(times)), key=times.__getitem__)
         times = tuple(times[i] for i in order)

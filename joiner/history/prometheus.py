@@ -9,7 +9,8 @@ last step, so the joined result has every step of the range once. The chunks' se
 joined by their labels.
 
 Only GET requests are sent. Timeouts and answers 429/500/502/503/504 are retried a bounded
-number of times with doubling waits (the ``sleep`` is injected); every other failure is an
+number of times with doubling waits, or the server's ``Retry-After`` when longer (at most
+a minute; the ``sleep`` is injected); every other failure is an
 ``InputError`` naming the URL, the query name and what to check.
 """
 
@@ -27,13 +28,8 @@ import httpx2
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
-from joiner.history.files import (
-    INDEX_FILE,
-    join_chunks,
-    note_parsed,
-    parse_response,
-    response_file_name,
-)
+from joiner.history.files import INDEX_FILE, join_chunks, response_file_name
+from joiner.history.response import note_parsed, parse_text
 from joiner.history.series import HistoryWarnings, QueryRange, Series
 
 __all__ = ["MAX_POINTS", "PrometheusSource", "chunk_ranges"]
@@ -44,6 +40,9 @@ MAX_POINTS = 11_000
 
 #: Answers worth another try: rate limiting and the server side's transient failures.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+#: The longest ``Retry-After`` (in seconds) honoured between two tries.
+MAX_RETRY_AFTER_S = 60.0
 
 _PATH = "/api/v1/query_range"
 
@@ -110,7 +109,7 @@ def _read_secret(path: Path | str, flag: str) -> str:
 
 
 class PrometheusSource:
-    """A ``SeriesSource`` reading ``url``'s ``/api/v1/query_range`` over ``window``.
+    """A ``SeriesSource`` reading ``url``'s ``/api/v1/query_range`` over ``range``.
 
     ``url``: the Prometheus base URL (a path prefix such as ``/prometheus`` is kept).
     ``bearer_token_file``: a file whose (stripped) text is sent as ``Authorization:
@@ -127,7 +126,7 @@ class PrometheusSource:
     def __init__(
         self,
         url: str,
-        window: QueryRange,
+        range: QueryRange,  # the shared contract names it so; the attribute is .window
         *,
         bearer_token_file: Path | str | None = None,
         basic_auth: tuple[str, str] | None = None,
@@ -143,7 +142,7 @@ class PrometheusSource:
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.url = url.rstrip("/")
-        self.window = window
+        self.window = range
         self.attempts = attempts
         self.backoff_s = backoff_s
         self.warnings = warnings if warnings is not None else HistoryWarnings()
@@ -169,6 +168,12 @@ class PrometheusSource:
         """Close the HTTP connections."""
         self._client.close()
 
+    def __enter__(self) -> PrometheusSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def fetch(self, name: str, promql: str) -> list[Series]:
         """The series ``promql`` gives over the range, read in chunks and joined.
 
@@ -180,17 +185,20 @@ class PrometheusSource:
         results = []
         files = []
         for k, chunk in enumerate(chunks):
-            body, raw = self._get(name, promql, chunk)
-            parsed = parse_response(body, f"{self.url}{_PATH}: query {name}")
-            note_parsed(parsed, name, self.warnings)
-            results.append(parsed.series)
+            text, raw = self._get(name, promql, chunk)
             if self.save_dir is not None:
                 files.append(self._save(name, None if len(chunks) == 1 else k, raw))
+            del raw
+            parsed = parse_text(text, f"{self.url}{_PATH}: query {name}")
+            del text
+            note_parsed(parsed, name, self.warnings)
+            results.append(parsed.series)
         if self.save_dir is not None:
             self._save_index(name, promql, files)
         return join_chunks(results, name, self.warnings)
 
-    def _get(self, name: str, promql: str, chunk: QueryRange) -> tuple[Any, bytes]:
+    def _get(self, name: str, promql: str, chunk: QueryRange) -> tuple[str, bytes]:
+        """One chunk's answer: its text (checked to be a JSON object) and raw bytes."""
         params = {
             "query": promql,
             "start": f"{chunk.start_s:.3f}",
@@ -198,9 +206,10 @@ class PrometheusSource:
             "step": f"{chunk.step_s:.3f}",
         }
         failure = ""
+        asked_wait = 0.0
         for attempt in range(self.attempts):
             if attempt:
-                self._sleep(self.backoff_s * 2 ** (attempt - 1))
+                self._sleep(max(self.backoff_s * 2 ** (attempt - 1), asked_wait))
             try:
                 response = self._client.get(self.url + _PATH, params=params)
             except httpx2.TimeoutException as exc:
@@ -210,6 +219,7 @@ class PrometheusSource:
                 raise self._unreachable(name, exc) from exc
             if response.status_code in RETRY_STATUSES:
                 failure = f"HTTP {response.status_code}{_api_error(response.content)}"
+                asked_wait = _retry_after(response)
                 continue
             return self._decode(name, response), response.content
         raise self._error(
@@ -218,13 +228,21 @@ class PrometheusSource:
             "Prometheus is healthy, or ask for less (a larger --step, a shorter range)",
         )
 
-    def _decode(self, name: str, response: httpx2.Response) -> Any:
+    def _decode(self, name: str, response: httpx2.Response) -> str:
+        """The text of an answer that can be a range query's; else the error to raise."""
         status = response.status_code
         if status in (401, 403):
             raise self._error(
                 name,
                 f"HTTP {status}: the credentials were refused; check --bearer-token-file or "
                 "--basic-auth-user/--basic-auth-password-file",
+            )
+        if 300 <= status < 400:
+            where = response.headers.get("location", "elsewhere")
+            raise self._error(
+                name,
+                f"HTTP {status} redirects to {where}; give the URL Prometheus answers at "
+                "(a login proxy in front needs its own credentials)",
             )
         if status == 404:
             raise self._error(
@@ -233,23 +251,24 @@ class PrometheusSource:
                 "(with its path prefix, if any)",
             )
         try:
-            body = json.loads(response.content)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            text = response.content.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""
+        if not text.lstrip().startswith("{"):
             kind = response.headers.get("content-type", "no content type")
             raise self._error(
                 name,
                 f"HTTP {status} answered {kind}, not JSON; check that the URL is the "
                 "Prometheus server's (not a UI or a login page)",
-            ) from exc
-        if isinstance(body, dict) and body.get("status") == "error":
-            raise self._error(
-                name,
-                f"HTTP {status}: Prometheus answered {body.get('errorType', 'error')}: "
-                f"{body.get('error', '')}",
             )
         if status >= 400:
-            raise self._error(name, f"HTTP {status}; check the URL and the query")
-        return body
+            hint = (
+                "; ask for less (a larger --step or a shorter range)"
+                if status == 422
+                else "; check the query (--print-queries lists it)"
+            )
+            raise self._error(name, f"HTTP {status}{_api_error(response.content)}{hint}")
+        return text
 
     def _unreachable(self, name: str, exc: Exception) -> InputError:
         if _caused_by(exc, (ssl.SSLError,)):
@@ -319,13 +338,24 @@ class PrometheusSource:
             ) from exc
 
 
+def _retry_after(response: httpx2.Response) -> float:
+    """The wait a ``Retry-After: <seconds>`` header asks for, at most
+    ``MAX_RETRY_AFTER_S``; 0 without one (an HTTP date is not read: no wall clock here)."""
+    raw = response.headers.get("retry-after", "")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        return 0.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else 0.0
+
+
 def _api_error(content: bytes) -> str:
     try:
         body = json.loads(content)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return ""
     if isinstance(body, dict) and body.get("status") == "error":
-        return f" ({body.get('errorType', 'error')}: {body.get('error', '')})"
+        return f": Prometheus answered {body.get('errorType', 'error')}: {body.get('error', '')}"
     return ""
 
 
