@@ -25,6 +25,7 @@ import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -426,20 +427,18 @@ class _History:
         """Every replayable workload's trace (sorted by kind and key), and the Jobs left
         out of the objects (no run in the range)."""
         kinds = {w.key: w.kind for w in self.ms.workloads}
-        out: dict[tuple[str, str], WorkloadTrace] = {}
-        for (kind, key), s in sorted(self._replica_series().items()):
-            out[kind, key] = WorkloadTrace(kind, key, resample(s, self.rng, key, self.w))
-        for (kind, key), (hpa, s) in sorted(self._hpa_series().items()):
-            out[kind, key] = WorkloadTrace(kind, key, resample(s, self.rng, hpa, self.w), hpa)
+        hpas = self._hpa_series()
+        found: dict[tuple[str, str], Callable[[], WorkloadTrace]] = {}
+        for (kind, key), s in self._replica_series().items():
+            found[kind, key] = partial(self._trace, kind, key, None, s)
+        for (kind, key), (hpa, s) in hpas.items():
+            found[kind, key] = partial(self._trace, kind, key, hpa, s)
         owners = self._job_owners()
-        for key, (start, done, par) in sorted(self._jobs().items()):
-            if key in owners:
-                continue
-            wl = self.ms.deployment(key)
-            width = par if par is not None else (wl.replicas if wl is not None else 1)
-            out["Job", key] = WorkloadTrace("Job", key, self._job_values(start, done, width))
+        for key, (start, done, par) in self._jobs().items():
+            if key not in owners:
+                found["Job", key] = partial(self._job_trace, key, start, done, par)
         kept: list[WorkloadTrace] = []
-        for (kind, key), tr in sorted(out.items()):
+        for (kind, key), make in sorted(found.items()):
             if kinds.get(key) != kind:
                 self.w.add(
                     "history-only workload",
@@ -447,20 +446,29 @@ class _History:
                     "left out, no pod template to replay: renamed or deleted",
                 )
                 continue
-            kept.append(tr)
+            kept.append(make())
         self._objects_without_history({(t.kind, t.key) for t in kept})
         return tuple(kept), self.dropped_jobs
+
+    def _trace(self, kind: str, key: str, hpa: str | None, s: Series) -> WorkloadTrace:
+        """A replica series resampled (``hpa``: the HPA whose desired replicas it is)."""
+        return WorkloadTrace(kind, key, resample(s, self.rng, hpa or key, self.w), hpa)
+
+    def _job_trace(
+        self, key: str, start: float, done: float | None, par: float | None
+    ) -> WorkloadTrace:
+        """A Job run as a trace: its parallelism (else the object's) while it ran."""
+        wl = self.ms.deployment(key)
+        width = par if par is not None else (wl.replicas if wl is not None else 1)
+        return WorkloadTrace("Job", key, self._job_values(start, done, width))
 
     def _job_values(self, start: float, done: float | None, width: float) -> tuple[float, ...]:
         """A Job run as replicas per minute: ``width`` pods from its start to its completion
         (or the range's end), 0 otherwise."""
-        n = minutes_of(self.rng)
+        starts = self.rng.start_s + 60.0 * np.arange(minutes_of(self.rng))
         end = done if done is not None else math.inf
-        values = []
-        for m in range(n):
-            t0 = self.rng.start_s + 60.0 * m
-            values.append(width if start < t0 + 60.0 and end > t0 else 0.0)
-        return tuple(values)
+        running = (start < starts + 60.0) & (end > starts)
+        return tuple(np.where(running, float(width), 0.0).tolist())
 
     def _objects_without_history(self, replayed: set[tuple[str, str]]) -> None:
         """Warn for every workload object with no replica history; unowned Jobs without a

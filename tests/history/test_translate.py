@@ -256,7 +256,6 @@ def test_workloads_replay_their_recorded_replicas_per_minute(tmp_path: Path) -> 
 def test_renamed_deleted_and_silent_workloads_are_counted(tmp_path: Path) -> None:
     w = _imported(tmp_path).warnings
     assert w.subjects("history-only workload") == ["Deployment/shop/gone"]
-    assert w.subjects("early series end") == ["shop/gone"]
     assert w.subjects("unrecorded workload") == ["Deployment/shop/idle"]
     assert w.subjects("idle Job") == ["batch/old-migration"]
     assert w.subjects("request-less pod") == ["shop/loner-x"]
@@ -463,3 +462,14 @@ def test_a_node_whose_labels_changed_takes_the_latest(tmp_path: Path) -> None:
 def test_each_query_reads_the_metric_it_names() -> None:
     for q in QUERIES:
         assert f"({q.metric})" in q.promql or f"({q.metric}{{" in q.promql, q.name
+
+
+def test_resample_is_zero_after_a_series_ends_early_and_holds_through_gaps() -> None:
+    rng = QueryRange(T0, T0 + 600.0, 60.0)
+    w = HistoryWarnings()
+    # Samples at 0-120 s, a gap, 360 s, then nothing from 420 s: the object was deleted.
+    s = series({}, [(0, 2), (60, 2), (120, 5), (360, 1)])
+    assert resample(s, rng, "x", w) == (2.0, 2.0, 5.0, 5.0, 5.0, 5.0, 1.0, 0.0, 0.0, 0.0)
+    assert w.subjects("scrape gap") == ["x"]
+    assert w.subjects("early series end") == ["x"]
+    assert w.subjects("late series start") == []
