@@ -32,7 +32,8 @@ _DECODER = json.JSONDecoder()
 @dataclass(slots=True)
 class Parsed:
     """One response's series, the warnings Prometheus attached, and what was left out:
-    ``dropped_nan`` NaN samples (stale markers, NaN results) and ``histograms``
+    ``dropped_nan`` NaN and infinite samples (stale markers, NaN results, +Inf) and
+    ``histograms``
     native-histogram series (only float samples are read)."""
 
     series: list[Series] = field(default_factory=list)
@@ -54,7 +55,7 @@ def note_parsed(parsed: Parsed, name: str, warnings: HistoryWarnings) -> None:
     for note in parsed.prometheus_warnings:
         warnings.add("Prometheus warning", f"{name}: {note}", "used the result as returned")
     for _ in range(parsed.dropped_nan):
-        warnings.add("NaN sample", name, "left the sample out (no value at that step)")
+        warnings.add("NaN or infinite sample", name, "left the sample out (no value at that step)")
     for _ in range(parsed.histograms):
         warnings.add("native histogram series", name, "left it out (only float samples count)")
 
@@ -97,6 +98,17 @@ def _samples(raw: list[Any], where: str, field: str) -> tuple[tuple[float, ...],
         return _checked_samples(raw, where, field)
 
 
+def _check_times(times: tuple[float, ...], where: str, field: str) -> None:
+    """Raise ``InputError`` naming the first sample whose time is not a finite number
+    (Prometheus never returns one; a hand-edited file may)."""
+    if all(map(math.isfinite, times)):
+        return
+    k = next(i for i, t in enumerate(times) if not math.isfinite(t))
+    raise InputError(
+        f"time {times[k]!r} is not a finite unix time", file=where, field=f"{field}.values[{k}]"
+    )
+
+
 def _one_series(entry: object, where: str, index: int) -> tuple[Series | None, int, bool]:
     field = f"data.result[{index}]"
     if not isinstance(entry, dict):
@@ -117,8 +129,11 @@ def _one_series(entry: object, where: str, index: int) -> tuple[Series | None, i
     if not raw:
         return Series(labels, (), ()), 0, False
     times, values = _samples(raw, where, field)
-    if any(map(math.isnan, values)):
-        kept = [i for i, v in enumerate(values) if not math.isnan(v)]
+    _check_times(times, where, field)
+    if not all(map(math.isfinite, values)):
+        # NaN (stale markers, NaN results) and +Inf/-Inf (a division by zero, a
+        # hand-edited file) are no value at that step: neither is a count or a time.
+        kept = [i for i, v in enumerate(values) if math.isfinite(v)]
         dropped = len(values) - len(kept)
         times = tuple(times[i] for i in kept)
         values = tuple(values[i] for i in kept)
@@ -145,8 +160,8 @@ def _check_result_type(result_type: object, where: str) -> None:
 def parse_response(body: Any, where: str) -> Parsed:
     """Read one decoded response.
 
-    ``where`` names its origin (a file, or a URL and query) for messages. NaN samples are
-    dropped and counted, native-histogram series left out and counted. Raises
+    ``where`` names its origin (a file, or a URL and query) for messages. NaN and infinite
+    samples are dropped and counted, native-histogram series left out and counted. Raises
     ``InputError`` naming ``where`` and the field for ``status: error`` or a shape that is
     not a matrix.
     """

@@ -25,6 +25,7 @@ import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from joiner.api.errors import InputError
 from joiner.api.manifests import load_documents
 from joiner.api.manifests.loader import HANDLERS
 from joiner.api.manifests.manifestset import ManifestSet
+from joiner.api.manifests.models_base import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents
 from joiner.history.queries import NODE_LABELS, QUERIES
 from joiner.history.series import HistoryWarnings, QueryRange, Series, SeriesSource
@@ -193,6 +195,28 @@ def resample(
     return tuple(out.tolist())
 
 
+def check_replicas(traces: Iterable[WorkloadTrace], rng: QueryRange, source_name: str) -> None:
+    """Raise ``InputError`` for the first trace with a replica count that no cluster
+    records: below 0 or above ``MAX_REPLICAS`` (kube-state-metrics reports neither; a
+    hand-edited or corrupted history may). Names the source, the workload (and its HPA)
+    and the minute.
+    """
+    for tr in traces:
+        values = np.asarray(tr.values, dtype=np.float64)
+        bad = np.flatnonzero((values < 0) | (values > MAX_REPLICAS))
+        if not bad.size:
+            continue
+        minute = int(bad[0])
+        at = datetime.fromtimestamp(rng.start_s + 60.0 * minute, UTC).isoformat()
+        hpa = f" (HPA {tr.hpa})" if tr.hpa else ""
+        raise InputError(
+            f"{values[minute]:g} replicas at minute {minute} ({at.replace('+00:00', 'Z')}); "
+            f"a replica count is 0 to {MAX_REPLICAS}",
+            file=source_name,
+            field=f"{tr.kind}/{tr.key}{hpa}",
+        )
+
+
 def translate(
     source: SeriesSource,
     source_name: str,
@@ -212,7 +236,8 @@ def translate(
 
     Raises:
         InputError: no query returned a single series (no kube-state-metrics history),
-            naming the source and the series looked for; or the source's own errors.
+            naming the source and the series looked for; a replica count outside 0 to
+            ``MAX_REPLICAS`` (``check_replicas``); or the source's own errors.
     """
     answers: dict[str, list[Series]] = {}
     for i, q in enumerate(QUERIES, start=1):
@@ -236,6 +261,7 @@ def translate(
         )
     h = _History(answers, rng, objects.manifests, warnings)
     traces, skip_jobs = h.traces()
+    check_replicas(traces, rng, source_name)
     nodes = h.nodes()
     region = region or region_of(nodes)
     return Imported(

@@ -151,7 +151,7 @@ def test_nan_samples_and_histograms_are_left_out_and_counted(tmp_path: Path) -> 
     assert len(got) == 1
     assert got[0].times_s == (1000, 1120)
     assert not any(math.isnan(v) for v in got[0].values)
-    assert source.warnings.count("NaN sample") == 1
+    assert source.warnings.count("NaN or infinite sample") == 1
     assert source.warnings.count("native histogram series") == 1
     assert source.warnings.count("Prometheus warning") == 1
 
@@ -193,3 +193,23 @@ def test_whole_and_chunked_files_of_one_query_are_ambiguous(tmp_path: Path) -> N
     _write(tmp_path / "q.0.json", NODES)
     with pytest.raises(InputError, match="saved both whole and in chunks"):
         FileSource(tmp_path, WINDOW).fetch("q", "x")
+
+
+@pytest.mark.parametrize("value", ["+Inf", "-Inf", "Inf", "infinity", "NaN"])
+def test_infinite_and_nan_values_are_left_out_and_counted(tmp_path: Path, value: str) -> None:
+    # "+Inf" used to reach the writer and crash it (OverflowError converting to int).
+    _write(tmp_path / "q.json", _response(({"node": "a"}, [(1000, "1"), (1060, value)])))
+    source = FileSource(tmp_path, WINDOW)
+    got = source.fetch("q", "x")
+    assert got[0].times_s == (1000,) and got[0].values == (1.0,)
+    assert source.warnings.count("NaN or infinite sample") == 1
+
+
+@pytest.mark.parametrize("time", ["Inf", "-Inf", "NaN"])
+def test_a_time_that_is_not_finite_names_file_and_sample(tmp_path: Path, time: str) -> None:
+    body = _response(({"node": "a"}, [(1000, "1"), (1060, "2")]))
+    body["data"]["result"][0]["values"][1][0] = time
+    _write(tmp_path / "q.json", body)
+    with pytest.raises(InputError, match=r"not a finite unix time") as caught:
+        FileSource(tmp_path, WINDOW).fetch("q", "x")
+    assert "q.json" in str(caught.value) and "data.result[0].values[1]" in str(caught.value)

@@ -473,3 +473,22 @@ def test_resample_is_zero_after_a_series_ends_early_and_holds_through_gaps() -> 
     assert w.subjects("scrape gap") == ["x"]
     assert w.subjects("early series end") == ["x"]
     assert w.subjects("late series start") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "value"),
+    [("hpa_desired_replicas", -3.0), ("hpa_desired_replicas", 1e9), ("job_parallelism", 1e7)],
+)
+def test_replica_counts_below_0_or_above_max_name_the_workload(
+    tmp_path: Path, query: str, value: float
+) -> None:
+    # Used to be written into the trace as they were (-3, 1e300 as a 300-digit integer)
+    # and replayed silently.
+    answers = _answers()
+    first = answers[query][0]
+    values = list(first.values)
+    values[len(values) // 2] = value
+    answers[query][0] = Series(first.labels, first.times_s, tuple(values))
+    with pytest.raises(InputError, match="a replica count is 0 to 100000") as caught:
+        translate(MemorySource(answers), "saved", RANGE, objects_from_files([_cluster(tmp_path)]))
+    assert "saved" in str(caught.value) and f"{value:g} replicas" in str(caught.value)
