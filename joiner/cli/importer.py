@@ -130,7 +130,7 @@ def _source(
         save_dir=save,
         warnings=warnings,
     )
-    return source, prometheus
+    return source, source.shown
 
 
 def import_(

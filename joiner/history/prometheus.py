@@ -20,6 +20,7 @@ import json
 import socket
 import ssl
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from joiner.history.files import INDEX_FILE, join_chunks, response_file_name
 from joiner.history.response import note_parsed, parse_text
 from joiner.history.series import HistoryWarnings, QueryRange, Series
 
-__all__ = ["MAX_POINTS", "PrometheusSource", "chunk_ranges"]
+__all__ = ["MAX_POINTS", "PrometheusSource", "chunk_ranges", "redact_url"]
 
 #: Evaluation steps per request. prometheus/prometheus web/api/v1/api.go ``queryRange``
 #: refuses ``end.Sub(start)/step > 11000``; 11,000 steps span 10,999 intervals.
@@ -108,6 +109,21 @@ def _read_secret(path: Path | str, flag: str) -> str:
     return text
 
 
+def redact_url(url: str) -> str:
+    """``url`` as messages show it: a password in it (``http://user:secret@host``) as
+    ``***``, the query string and fragment (where a token may ride) left out. A URL that
+    does not parse is shown without anything before an ``@``."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]
+    except ValueError:
+        return url.rpartition("@")[2]
+    user = parts.netloc.rpartition("@")[0].partition(":")
+    if user[0] or user[1]:
+        host = f"{user[0]}{':***' if user[1] else ''}@{host}"
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 class PrometheusSource:
     """A ``SeriesSource`` reading ``url``'s ``/api/v1/query_range`` over ``range``.
 
@@ -142,6 +158,8 @@ class PrometheusSource:
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.url = url.rstrip("/")
+        #: The URL as messages show it (``redact_url``: no password, no query string).
+        self.shown = redact_url(self.url)
         self.window = range
         self.attempts = attempts
         self.backoff_s = backoff_s
@@ -189,7 +207,7 @@ class PrometheusSource:
             if self.save_dir is not None:
                 files.append(self._save(name, None if len(chunks) == 1 else k, raw))
             del raw
-            parsed = parse_text(text, f"{self.url}{_PATH}: query {name}")
+            parsed = parse_text(text, f"{self.shown}{_PATH}: query {name}")
             del text
             note_parsed(parsed, name, self.warnings)
             results.append(parsed.series)
@@ -238,7 +256,7 @@ class PrometheusSource:
                 "--basic-auth-user/--basic-auth-password-file",
             )
         if 300 <= status < 400:
-            where = response.headers.get("location", "elsewhere")
+            where = redact_url(response.headers.get("location", "elsewhere"))
             raise self._error(
                 name,
                 f"HTTP {status} redirects to {where}; give the URL Prometheus answers at "
@@ -285,11 +303,11 @@ class PrometheusSource:
         elif isinstance(exc, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
             what = "not a usable URL; give http(s)://host:port"
         else:
-            what = f"cannot connect ({type(exc).__name__}: {exc}); check the URL and the network"
+            what = f"cannot connect ({type(exc).__name__}); check the URL and the network"
         return self._error(name, what)
 
     def _error(self, name: str, message: str) -> InputError:
-        return InputError(message, file=self.url, obj=f"query {name}")
+        return InputError(message, file=self.shown, obj=f"query {name}")
 
     def _save(self, name: str, chunk: int | None, raw: bytes) -> str:
         assert self.save_dir is not None

@@ -247,3 +247,34 @@ def test_the_imported_scenario_simulates_with_as_run_beside_both_policies(
     # Node a: spot for the whole 2 h; node b: on-demand from 1200 s to 4800 s.
     assert as_run["nodeHours"] == {"spot": 2.0, "onDemand": 1.0}
     assert [n["name"] for n in as_run["nodes"]] == ["a", "b"]
+
+
+def test_a_password_or_token_in_the_url_is_never_echoed(tmp_path: Path) -> None:
+    # The URL's password and query string used to be printed in "reading ..." and in
+    # every error naming the URL. Port 1 on loopback refuses the connection.
+    url = "http://me:s3cret@127.0.0.1:1/prom?token=t0ken"
+    code, out, err = _run(
+        "--prometheus",
+        url,
+        "--start",
+        START,
+        "--end",
+        END,
+        "-f",
+        str(_cluster(tmp_path)),
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert code == 2
+    text = (out + err).replace("\n", "")
+    assert "s3cret" not in text and "t0ken" not in text
+    assert "http://me:***@127.0.0.1:1/prom" in text and "connection was refused" in text
+
+
+def test_redact_url_hides_passwords_and_query_strings() -> None:
+    from joiner.history.prometheus import redact_url
+
+    assert redact_url("https://u:p@h:9090/x?a=b#f") == "https://u:***@h:9090/x"
+    assert redact_url("https://u@h/") == "https://u@h/"
+    assert redact_url("http://h:9090") == "http://h:9090"
+    assert "pw" not in redact_url("http://u:pw@[::1")
