@@ -253,18 +253,8 @@ def test_a_password_or_token_in_the_url_is_never_echoed(tmp_path: Path) -> None:
     # The URL's password and query string used to be printed in "reading ..." and in
     # every error naming the URL. Port 1 on loopback refuses the connection.
     url = "http://me:s3cret@127.0.0.1:1/prom?token=t0ken"
-    code, out, err = _run(
-        "--prometheus",
-        url,
-        "--start",
-        START,
-        "--end",
-        END,
-        "-f",
-        str(_cluster(tmp_path)),
-        "--out",
-        str(tmp_path / "o"),
-    )
+    objects = ["-f", str(_cluster(tmp_path)), "--out", str(tmp_path / "o")]
+    code, out, err = _run("--prometheus", url, "--start", START, "--end", END, *objects)
     assert code == 2
     text = (out + err).replace("\n", "")
     assert "s3cret" not in text and "t0ken" not in text
