@@ -21,6 +21,7 @@ import functools
 import io
 import math
 import re
+import urllib.parse
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,11 +63,22 @@ def check_out_dir(out: Path, *, force: bool) -> None:
         )
 
 
+def file_part(name: str) -> str:
+    """``name`` as one path component: characters outside ``[A-Za-z0-9._-]`` (a ``/``,
+    a control character, non-ASCII) percent-encoded, and ``.``/``..``/empty spelled out,
+    so an object's name can neither leave the directory nor collide with another's."""
+    part = urllib.parse.quote(name, safe="")
+    if part in ("", ".", ".."):
+        return "%2E" * len(part) or "%00"
+    return part
+
+
 def trace_path(tr: WorkloadTrace) -> str:
     """The trace file of a workload, relative to the directory:
-    ``traces/<namespace>/<kind>.<name>.csv`` (names as the cluster has them)."""
+    ``traces/<namespace>/<kind>.<name>.csv`` (a Kubernetes name as it is; anything else
+    through ``file_part``)."""
     namespace, _, name = tr.key.partition("/")
-    return f"traces/{namespace}/{tr.kind.lower()}.{name}.csv"
+    return f"traces/{file_part(namespace)}/{tr.kind.lower()}.{file_part(name)}.csv"
 
 
 def scenario_name(out: Path) -> str:
@@ -92,12 +104,14 @@ def write_scenario(imported: Imported, out: Path, *, force: bool = False) -> Pat
         files[trace_path(tr)] = _trace_csv(tr.values)
     files["scenario.yaml"] = _scenario_yaml(imported, out)
     root = out.resolve()
-    for rel, text in sorted(files.items()):
-        path = (root / rel).resolve()
+    paths = {rel: (root / rel).resolve() for rel in files}
+    for rel, path in sorted(paths.items()):
+        # Every path checked before the first is written: no half-written directory.
         if not path.is_relative_to(root):
             raise InputError(f"refusing to write {rel!r} outside the directory", file=str(out))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="")
+    for rel, text in sorted(files.items()):
+        paths[rel].parent.mkdir(parents=True, exist_ok=True)
+        paths[rel].write_text(text, encoding="utf-8", newline="")
     return out / "scenario.yaml"
 
 

@@ -99,3 +99,44 @@ def test_refuses_a_non_empty_directory_without_force(tmp_path: Path) -> None:
     write_scenario(imported, out, force=True)
     assert (out / "keep.txt").read_text() == "mine"
     assert (out / "scenario.yaml").is_file()
+
+
+@pytest.mark.parametrize(
+    "name", ["../../../../../../etc/x", "..", "a/b", "esc\x1b[31mred", "caf\u00e9", "x.csv"]
+)
+def test_a_workload_name_stays_one_file_inside_the_directory(tmp_path: Path, name: str) -> None:
+    # A hand-edited dump's name used to become path components: "../../etc/x" wrote
+    # traces/shop/etc/x.csv, and a deeper one stopped halfway with files already written.
+    from joiner.history.translate import WorkloadTrace
+    from joiner.history.writer import trace_path
+
+    rel = trace_path(WorkloadTrace("Deployment", f"shop/{name}", (1.0,)))
+    parts = rel.split("/")
+    assert len(parts) == 3 and parts[:2] == ["traces", "shop"], rel
+    assert all(c.isascii() and (c.isalnum() or c in "._-%") for c in parts[2]), rel
+    assert not parts[2].startswith(".."), rel
+    other = trace_path(WorkloadTrace("Deployment", "shop/x", (1.0,)))
+    assert rel != other or name == "x"
+    odd = trace_path(WorkloadTrace("Deployment", f"{name}/web", (1.0,))).split("/")
+    assert len(odd) == 3 and odd[1] not in ("", ".", ".."), odd
+
+
+def test_an_odd_workload_name_writes_and_loads(tmp_path: Path) -> None:
+    dump = _cluster(tmp_path)
+    dump.write_text(
+        dump.read_text().replace(
+            "{name: web, namespace: shop}", "{name: 'a/../b', namespace: shop}", 1
+        )
+    )
+    answers = _answers()
+    answers["hpa_info"] = []
+    answers["hpa_desired_replicas"] = []
+    first = answers["deployment_replicas"][0]
+    answers["deployment_replicas"][0] = type(first)(
+        {"namespace": "shop", "deployment": "a/../b"}, first.times_s, first.values
+    )
+    imported = translate(MemorySource(answers), "memory", RANGE, objects_from_files([dump]))
+    path = write_scenario(imported, tmp_path / "week")
+    assert (tmp_path / "week/traces/shop/deployment.a%2F..%2Fb.csv").is_file()
+    assert sorted(p.name for p in (tmp_path / "week/traces").iterdir()) == ["batch", "shop"]
+    load_scenario(path, Catalog.load())
