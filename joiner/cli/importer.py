@@ -16,6 +16,15 @@ if TYPE_CHECKING:
     from joiner.history.translate import ClusterObjects
 
 
+#: The longest range ``joiner import`` reads: 90 days (the replay keeps a value per
+#: minute per workload; a century of minutes does not fit in memory).
+MAX_RANGE_S = 90 * 86400
+
+#: The most evaluation steps of a range (a week at 1s is 604,800; Prometheus is asked in
+#: chunks of 11,000).
+MAX_STEPS = 1_000_000
+
+
 def parse_time(value: str, option: str) -> float:
     """An RFC 3339 time (``2025-01-06T00:00:00Z``, an offset such as ``+02:00``) as unix
     seconds.
@@ -42,8 +51,9 @@ def query_range(start: str, end: str, step: str) -> QueryRange:
     """The range of ``--start``, ``--end`` and ``--step`` (a Go duration).
 
     Raises:
-        InputError: a bad time or duration, ``end`` not after ``start``, or ``step`` not
-            positive.
+        InputError: a bad time or duration, ``end`` not after ``start``, a range longer
+            than ``MAX_RANGE_S``, a ``step`` under a second, or more than ``MAX_STEPS``
+            steps.
     """
     from joiner.api.durations import parse_required_seconds
     from joiner.history.series import QueryRange
@@ -51,10 +61,23 @@ def query_range(start: str, end: str, step: str) -> QueryRange:
     start_s, end_s = parse_time(start, "--start"), parse_time(end, "--end")
     if end_s <= start_s:
         raise InputError(f"--end {end} is not after --start {start}", field="--end")
+    if end_s - start_s > MAX_RANGE_S:
+        raise InputError(
+            f"--start {start} to --end {end} is {(end_s - start_s) / 86400:,.0f} days; "
+            f"import at most {MAX_RANGE_S // 86400} days (a week is what the guide reads)",
+            field="--end",
+        )
     step_s = parse_required_seconds(step, field="--step")
-    if step_s <= 0:
-        raise InputError(f"--step {step} must be positive", field="--step")
-    return QueryRange(start_s, end_s, step_s)
+    if step_s < 1:
+        raise InputError(f"--step {step} is under a second; give 1s or more", field="--step")
+    rng = QueryRange(start_s, end_s, step_s)
+    if rng.steps() > MAX_STEPS:
+        raise InputError(
+            f"--step {step} makes {rng.steps():,} steps of the range; at most {MAX_STEPS:,} "
+            "(give a larger --step)",
+            field="--step",
+        )
+    return rng
 
 
 def _objects(files: list[Path], kubeconfig: Path | None, context: str | None) -> ClusterObjects:

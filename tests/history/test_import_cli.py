@@ -96,7 +96,20 @@ def test_unusable_options_exit_2(tmp_path: Path) -> None:
     prom = [*span, "--prometheus", "http://p:9090", "-f", dump, "--out", str(tmp_path / "p")]
     cases = [
         ([*files, "--start", END, "--end", START], "is not after --start"),
-        ([*files, *span, "--step", "0s"], "--step 0s must be positive"),
+        ([*files, *span, "--step", "0s"], "--step 0s is under a second"),
+        # Used to read as 0 and be called not positive.
+        ([*files, *span, "--step", "1ns"], "--step 1ns is under a second"),
+        # A long range used to run out of memory (MemoryError traceback).
+        (
+            [*files, "--start", "0001-01-01T00:00:00Z", "--end", "9999-12-31T23:59:59Z"],
+            "import at most 90 days",
+        ),
+        ([*files, "--start", START, "--end", "2025-04-06T00:00:01Z"], "import at most 90 days"),
+        ([*files, *span, "--step", "1ms"], "is under a second"),
+        (
+            [*files, "--start", START, "--end", "2025-02-06T00:00:00Z", "--step", "1s"],
+            "steps of the range; at most 1,000,000",
+        ),
         ([*files, "--start", "yesterday", "--end", END], "is not an RFC 3339 time"),
         ([*files, "--start", "2025-01-06T00:00:00", "--end", END], "needs a date, a time and"),
         ([*span, "-f", dump, "--out", "o"], "give exactly one of --prometheus URL or --from"),
