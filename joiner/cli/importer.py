@@ -225,6 +225,7 @@ def import_(
             region,
             force=force,
             verbose=verbose,
+            inputs=files or [],
         )
     except InputError as exc:
         fail(exc)
@@ -241,8 +242,10 @@ def _run(
     *,
     force: bool,
     verbose: bool,
+    inputs: list[Path],
 ) -> None:
-    """Read, translate, write; print the warnings and the next command.
+    """Read, translate, write (over none of ``inputs``, the ``-f`` files, nor the other
+    files read); print the warnings and the next command.
 
     Raises:
         InputError: from any step.
@@ -267,7 +270,8 @@ def _run(
         progress=lambda line: err.print(printable(line), highlight=False),
         warnings=warnings,
     )
-    path = write_scenario(imported, out_dir, force=force)
+    read = [*inputs, *(p for p in (sources[1], *auth) if isinstance(p, Path))]
+    path = write_scenario(imported, out_dir, force=force, inputs=read)
     print_warnings(objects.manifests.warnings, verbose=verbose)
     print_warnings(imported.warnings.render(), verbose=verbose)
     out.print(

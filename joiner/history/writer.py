@@ -22,6 +22,7 @@ import io
 import math
 import re
 import urllib.parse
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -88,11 +89,29 @@ def scenario_name(out: Path) -> str:
     return name or "imported"
 
 
-def write_scenario(imported: Imported, out: Path, *, force: bool = False) -> Path:
+def _check_not_inputs(paths: Iterable[tuple[str, Path]], inputs: Iterable[Path]) -> None:
+    """Raise ``InputError`` when a file to write is one of ``inputs`` or inside an input
+    directory (``--force`` into the directory holding the dump would overwrite it)."""
+    resolved = [(given, given.resolve()) for given in inputs if str(given) != "-"]
+    for rel, path in paths:
+        for given, inp in resolved:
+            clash = path.is_relative_to(inp) if inp.is_dir() else path == inp
+            if clash or (path.exists() and inp.exists() and path.samefile(inp)):
+                raise InputError(
+                    f"would write {rel} over or into the input {given}; give another --out",
+                    file=str(given),
+                    field="--out",
+                )
+
+
+def write_scenario(
+    imported: Imported, out: Path, *, force: bool = False, inputs: Iterable[Path] = ()
+) -> Path:
     """Write ``imported`` into ``out`` (module docstring) and return the Scenario's path.
+    ``inputs``: the files and directories read (nothing is written over or into them).
 
     Raises:
-        InputError: as ``check_out_dir``.
+        InputError: as ``check_out_dir``; a path outside ``out`` or over an input.
     """
     check_out_dir(out, force=force)
     files: dict[str, str] = {
@@ -109,6 +128,7 @@ def write_scenario(imported: Imported, out: Path, *, force: bool = False) -> Pat
         # Every path checked before the first is written: no half-written directory.
         if not path.is_relative_to(root):
             raise InputError(f"refusing to write {rel!r} outside the directory", file=str(out))
+    _check_not_inputs(sorted(paths.items()), inputs)
     for rel, text in sorted(files.items()):
         paths[rel].parent.mkdir(parents=True, exist_ok=True)
         paths[rel].write_text(text, encoding="utf-8", newline="")

@@ -281,3 +281,24 @@ def test_redact_url_hides_passwords_and_query_strings() -> None:
     assert redact_url("https://u@h/") == "https://u@h/"
     assert redact_url("http://h:9090") == "http://h:9090"
     assert "pw" not in redact_url("http://u:pw@[::1")
+
+
+def test_force_never_writes_over_or_into_an_input(tmp_path: Path) -> None:
+    # --force into the directory holding the dump as objects.yaml used to overwrite it;
+    # --from-file DIR/traces with --out DIR wrote traces into the saved responses.
+    out = tmp_path / "week"
+    saved = _save(_answers(), tmp_path / "saved")
+    out.mkdir()
+    dump = out / "objects.yaml"
+    dump.write_text(_cluster(tmp_path).read_text())
+    before = dump.read_bytes()
+    span = ["--start", START, "--end", END, "--force"]
+    code, _, err = _run("--from-file", str(saved), "-f", str(dump), "--out", str(out), *span)
+    assert code == 2 and "would write objects.yaml over or into the input" in err
+    assert dump.read_bytes() == before and sorted(p.name for p in out.iterdir()) == ["objects.yaml"]
+    inner = saved.rename(out / "traces")
+    code, _, err = _run(
+        "--from-file", str(inner), "-f", str(_cluster(tmp_path)), "--out", str(out), *span
+    )
+    assert code == 2 and "over or into the input" in err
+    assert not (out / "scenario.yaml").exists()
