@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import json
 import math
 import re
 import urllib.parse
@@ -174,9 +175,19 @@ def _scenario_yaml(imported: Imported, out: Path) -> str:
     }
     head = (
         f"# Imported by joiner import: {spec['startTime']} for {spec['duration']}.\n"
-        f"# Run: joiner simulate {out / 'scenario.yaml'}\n"
+        f"# Run: joiner simulate {_comment_path(out / 'scenario.yaml')}\n"
     )
     return head + yaml.safe_dump(doc, sort_keys=False)
+
+
+def _comment_path(path: Path) -> str:
+    """``path`` for a YAML comment: as it is when printable ASCII, else JSON-quoted with
+    ``\\u`` escapes (a newline in ``--out`` ended the comment and wrote YAML; a control or
+    a Unicode line-break character would too, or make the file unloadable)."""
+    text = str(path)
+    if text.isascii() and text.isprintable():
+        return text
+    return json.dumps(text)
 
 
 def _duration(seconds: float) -> str:

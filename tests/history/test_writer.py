@@ -140,3 +140,17 @@ def test_an_odd_workload_name_writes_and_loads(tmp_path: Path) -> None:
     assert (tmp_path / "week/traces/shop/deployment.a%2F..%2Fb.csv").is_file()
     assert sorted(p.name for p in (tmp_path / "week/traces").iterdir()) == ["batch", "shop"]
     load_scenario(path, Catalog.load())
+
+
+@pytest.mark.parametrize(
+    "odd", ["nl\nkind: Evil\n#", "esc\x1b[31m", "nel\x85x", "ls\u2028x", "tab\tx"]
+)
+def test_an_odd_out_directory_name_stays_in_the_comment(tmp_path: Path, odd: str) -> None:
+    # A newline in --out ended the "# Run:" comment and wrote YAML into the Scenario.
+    path = _write(tmp_path, tmp_path / odd)
+    text = path.read_text(encoding="utf-8")
+    assert text.isascii()
+    lines = text.splitlines()
+    assert lines[1].startswith("# Run: joiner simulate ") and lines[2].startswith("apiVersion:")
+    assert yaml.safe_load(text)["kind"] == "Scenario"
+    load_scenario(path, Catalog.load())
