@@ -168,6 +168,12 @@ class FileSource:
                 self._check_index_range(index, saved_range)
         elif self.path.is_file():
             self._bundle = _read_bundle(self.path)
+        elif self.path.exists():
+            raise InputError(
+                "not a regular file or directory (a FIFO or a device is not read: it could "
+                "block or never end)",
+                file=str(self.path),
+            )
         else:
             raise InputError(
                 "no such file or directory (--from-file takes a directory of saved "
@@ -210,6 +216,11 @@ class FileSource:
     def _files(self, name: str) -> list[Path]:
         whole = self.path / response_file_name(name)
         first = self.path / response_file_name(name, 0)
+        for path in (whole, first):
+            if path.exists() and not path.is_file():
+                raise InputError(
+                    "not a regular file (a FIFO, a device or a directory)", file=str(path)
+                )
         if whole.is_file() and first.is_file():
             raise InputError(
                 f"query {name} is saved both whole and in chunks ({first.name}): keep one",

@@ -213,3 +213,22 @@ def test_a_time_that_is_not_finite_names_file_and_sample(tmp_path: Path, time: s
     with pytest.raises(InputError, match=r"not a finite unix time") as caught:
         FileSource(tmp_path, WINDOW).fetch("q", "x")
     assert "q.json" in str(caught.value) and "data.result[0].values[1]" in str(caught.value)
+
+
+def test_a_fifo_or_directory_is_named_not_missing(tmp_path: Path) -> None:
+    # A FIFO given as --from-file was called "no such file or directory"; one saved as
+    # <name>.json, "no saved result". Neither is opened (reading a FIFO could block).
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file or directory"):
+        FileSource(fifo, WINDOW)
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    os.mkfifo(saved / "q.json")
+    (saved / "r.json").mkdir()
+    for name in ("q", "r"):
+        with pytest.raises(InputError, match="not a regular file") as caught:
+            FileSource(saved, WINDOW).fetch(name, "x")
+        assert f"{name}.json" in str(caught.value)
