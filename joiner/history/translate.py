@@ -40,6 +40,7 @@ from joiner.api.manifests.loader import HANDLERS
 from joiner.api.manifests.manifestset import ManifestSet
 from joiner.api.manifests.models_base import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents
+from joiner.history.clean import series_subject
 from joiner.history.queries import NODE_LABELS, QUERIES
 from joiner.history.series import HistoryWarnings, QueryRange, Series, SeriesSource
 
@@ -259,7 +260,7 @@ def translate(
             "Joiner and the Cluster Autoscaler baseline have nothing to launch until the "
             "NodePools and EC2NodeClasses you would deploy are added to objects.yaml",
         )
-    h = _History(answers, rng, objects.manifests, warnings)
+    h = _History(answers, rng, objects.manifests, warnings, source_name)
     traces, skip_jobs = h.traces()
     check_replicas(traces, rng, source_name)
     nodes = h.nodes()
@@ -374,6 +375,27 @@ def _last(s: Series) -> float:
     return s.values[-1]
 
 
+#: The largest request read (cores, bytes or units): 2^60, an exbibyte of memory; above
+#: it (or below 0) a request is corrupt, not a workload's.
+MAX_REQUEST = 2.0**60
+
+
+def _request(s: Series, query: str, source: str) -> float:
+    """A request series' latest value.
+
+    Raises:
+        InputError: below 0 or above ``MAX_REQUEST``, naming the source and the series.
+    """
+    value = _last(s)
+    if not 0 <= value <= MAX_REQUEST:
+        raise InputError(
+            f"request {value:g} is not 0 to {MAX_REQUEST:g} (cores, bytes or units)",
+            file=source,
+            field=series_subject(query, s.labels),
+        )
+    return value
+
+
 class _History:
     """The answers of one import, read per concern."""
 
@@ -383,8 +405,11 @@ class _History:
         rng: QueryRange,
         manifests: ManifestSet,
         warnings: HistoryWarnings,
+        source: str = "",
     ) -> None:
         self.a = answers
+        #: The source's name, for errors.
+        self.source = source
         self.rng = rng
         self.ms = manifests
         self.w = warnings
@@ -570,7 +595,8 @@ class _History:
                     kind = "sidecar" if (pod, container) in sidecars else "init"
                     container = f"{kind}:{container}"
                 seen, containers = out.get(pod, (-math.inf, {}))
-                containers.setdefault(container, {})[s.labels.get("resource", "")] = _last(s)
+                value = _request(s, query, self.source)
+                containers.setdefault(container, {})[s.labels.get("resource", "")] = value
                 out[pod] = (max(seen, s.times_s[-1]), containers)
         return out
 

@@ -492,3 +492,18 @@ def test_replica_counts_below_0_or_above_max_name_the_workload(
     with pytest.raises(InputError, match="a replica count is 0 to 100000") as caught:
         translate(MemorySource(answers), "saved", RANGE, objects_from_files([_cluster(tmp_path)]))
     assert "saved" in str(caught.value) and f"{value:g} replicas" in str(caught.value)
+
+
+@pytest.mark.parametrize("value", [-2.0, 1e30])
+def test_a_request_below_0_or_absurd_names_source_and_series(tmp_path: Path, value: float) -> None:
+    # Used to fail later as "quantity '-2000m' is negative" with no file, pod or container.
+    answers = _answers()
+    first = answers["pod_container_requests"][0]
+    answers["pod_container_requests"][0] = Series(
+        first.labels, first.times_s, (value,) * len(first.values)
+    )
+    with pytest.raises(InputError, match=r"request .* is not 0 to") as caught:
+        translate(MemorySource(answers), "saved", RANGE, objects_from_files([_cluster(tmp_path)]))
+    text = str(caught.value)
+    assert text.startswith("saved: ") and "pod_container_requests{" in text
+    assert f'pod="{first.labels["pod"]}"' in text
