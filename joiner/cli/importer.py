@@ -231,6 +231,24 @@ def import_(
         fail(exc)
 
 
+def _check_save_dir(save: Path, out_dir: Path) -> None:
+    """Refuse a ``--save-responses`` that is a file or overlaps ``--out`` (found before a
+    query is read, not after).
+
+    Raises:
+        InputError: naming ``--save-responses``.
+    """
+    if save.exists() and not save.is_dir():
+        raise InputError("is not a directory", file=str(save), field="--save-responses")
+    a, b = save.resolve(), out_dir.resolve()
+    if a.is_relative_to(b) or b.is_relative_to(a):
+        raise InputError(
+            f"overlaps --out {out_dir}; save the responses beside it (e.g. {b.name}-saved)",
+            file=str(save),
+            field="--save-responses",
+        )
+
+
 def _run(
     out_dir: Path,
     rng: QueryRange,
@@ -256,6 +274,8 @@ def _run(
     from joiner.history.writer import check_out_dir, write_scenario
 
     check_out_dir(out_dir, force=force)
+    if save is not None:
+        _check_save_dir(save, out_dir)
     if region is not None:
         check_region(region)
     warnings = HistoryWarnings()
