@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from joiner.cloudprovider.reservations import CapacityReservation
     from joiner.sim.scenario import Scenario
 
-err = Console(stderr=True)
-out = Console()
+# emoji=False: user text such as "root:x:0:0" must not print as "root❌0:0".
+err = Console(stderr=True, emoji=False)
+out = Console(emoji=False)
 
 EXIT_BAD_INPUT = 2
 

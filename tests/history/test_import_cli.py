@@ -307,3 +307,12 @@ def test_force_never_writes_over_or_into_an_input(tmp_path: Path) -> None:
     )
     assert code == 2 and "over or into the input" in err
     assert not (out / "scenario.yaml").exists()
+
+
+def test_colon_words_in_user_text_are_not_turned_into_emoji(tmp_path: Path) -> None:
+    # Rich replaced ":x:" in messages by an emoji: /etc/passwd's "root:x:0:0" read as
+    # "root❌0:0" in an error naming a bad header.
+    missing = str(tmp_path / "a:x:b:smile:.yaml")
+    span = ["--start", START, "--end", END, "--out", str(tmp_path / "o")]
+    code, _, err = _run("--from-file", "x", *span, "-f", missing)
+    assert code == 2 and "a:x:b:smile:.yaml" in err.replace("\n", "")
