@@ -239,6 +239,18 @@ class FileSource:
         while (part := self.path / response_file_name(name, k)).is_file():
             found.append(part)
             k += 1
+        later = sorted(
+            int(chunk)
+            for p in self.path.glob(f"{name}.*.json")
+            if (chunk := p.name[len(name) + 1 : -len(".json")]).isdigit() and int(chunk) > k
+        )
+        if later:
+            # Reading up to the gap would leave out every later chunk's samples unsaid.
+            raise InputError(
+                f"query {name}: chunk {k} is missing before chunk {later[0]}; save the "
+                "responses again, or renumber the chunks without a gap",
+                file=str(self.path / response_file_name(name, k)),
+            )
         return found
 
     def _bundle_responses(self, name: str) -> list[tuple[str, Any]]:

@@ -232,3 +232,14 @@ def test_a_fifo_or_directory_is_named_not_missing(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="not a regular file") as caught:
             FileSource(saved, WINDOW).fetch(name, "x")
         assert f"{name}.json" in str(caught.value)
+
+
+def test_a_gap_in_the_chunk_files_is_named(tmp_path: Path) -> None:
+    # q.0.json and q.2.json: chunk 2 used to be left out without a word.
+    _write(tmp_path / "q.0.json", _response(({"node": "a"}, [(1000, "1")])))
+    _write(tmp_path / "q.2.json", _response(({"node": "a"}, [(1120, "3")])))
+    with pytest.raises(InputError, match="chunk 1 is missing before chunk 2") as caught:
+        FileSource(tmp_path, WINDOW).fetch("q", "x")
+    assert "q.1.json" in str(caught.value)
+    _write(tmp_path / "q.1.json", _response(({"node": "a"}, [(1060, "2")])))
+    assert FileSource(tmp_path, WINDOW).fetch("q", "x")[0].values == (1.0, 2.0, 3.0)
