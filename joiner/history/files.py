@@ -263,6 +263,13 @@ class FileSource:
                 field=name,
             )
         entry = self._bundle[name]
+        if entry == []:
+            raise InputError(
+                "an empty list of chunk responses (a query with no series is a response "
+                "with an empty data.result)",
+                file=where,
+                field=name,
+            )
         if isinstance(entry, list):
             return [(f"{where}: {name}[{k}]", part) for k, part in enumerate(entry)]
         return [(f"{where}: {name}", entry)]

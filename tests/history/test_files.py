@@ -243,3 +243,11 @@ def test_a_gap_in_the_chunk_files_is_named(tmp_path: Path) -> None:
     assert "q.1.json" in str(caught.value)
     _write(tmp_path / "q.1.json", _response(({"node": "a"}, [(1060, "2")])))
     assert FileSource(tmp_path, WINDOW).fetch("q", "x")[0].values == (1.0, 2.0, 3.0)
+
+
+def test_an_empty_chunk_list_in_a_single_file_is_named(tmp_path: Path) -> None:
+    # {"q": []} used to read as a query without series.
+    _write(tmp_path / "all.json", {"q": []})
+    with pytest.raises(InputError, match="empty list of chunk responses") as caught:
+        FileSource(tmp_path / "all.json", WINDOW).fetch("q", "x")
+    assert "all.json" in str(caught.value) and "field q" in str(caught.value)
