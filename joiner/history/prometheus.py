@@ -88,7 +88,15 @@ def _caused_by(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bo
     return False
 
 
+def _check_regular(path: Path | str, flag: str) -> None:
+    """Raise ``InputError`` when ``path`` exists but is not a regular file (reading a FIFO
+    blocks until something writes to it; a directory is not a file)."""
+    if Path(path).exists() and not Path(path).is_file():
+        raise InputError("is not a regular file", file=str(path), field=flag)
+
+
 def _ssl_context(ca_file: Path | str) -> ssl.SSLContext:
+    _check_regular(ca_file, "--ca-file")
     try:
         return ssl.create_default_context(cafile=str(ca_file))
     except FileNotFoundError as exc:
@@ -100,12 +108,30 @@ def _ssl_context(ca_file: Path | str) -> ssl.SSLContext:
 
 
 def _read_secret(path: Path | str, flag: str) -> str:
+    """A bearer token file's token: its text stripped, printable ASCII without spaces
+    (what an ``Authorization`` header carries, RFC 6750 ``b64token``).
+
+    Raises:
+        InputError: unreadable, not UTF-8, empty, or with another character (named by
+            position, never echoed); not a regular file.
+    """
+    _check_regular(path, flag)
     try:
         text = Path(path).read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", file=str(path), field=flag) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file=str(path), field=flag) from exc
     if not text:
         raise InputError("is empty", file=str(path), field=flag)
+    bad = next((k for k, c in enumerate(text) if not 33 <= ord(c) <= 126), None)
+    if bad is not None:
+        raise InputError(
+            f"character {bad + 1} of the token is a space, a control character or not "
+            "ASCII; a bearer token is one line of printable ASCII",
+            file=str(path),
+            field=flag,
+        )
     return text
 
 

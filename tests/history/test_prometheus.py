@@ -428,3 +428,38 @@ def test_chunks_cover_every_step_once(
         (round(c.end_s * 1000) - round(c.start_s * 1000)) // step_ms + 1 <= max_points
         for c in chunks
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"abc\xff\n", "not UTF-8 text"),
+        ("tok\u00e9n".encode(), "character 4 of the token"),
+        (b"abc\ndef\n", "character 4 of the token"),
+        (b"ab\x00c", "character 3 of the token"),
+        (b"ab c", "character 3 of the token"),
+    ],
+)
+def test_a_token_no_header_can_carry_is_named_not_echoed(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    # Non-UTF-8 and non-ASCII tokens were tracebacks; an inner newline or NUL read as
+    # "cannot connect (LocalProtocolError)".
+    token = tmp_path / "token"
+    token.write_bytes(content)
+    with pytest.raises(InputError, match=message) as caught:
+        _source(FakePrometheus({}), QueryRange(0, 60, 60), bearer_token_file=token)
+    assert "field --bearer-token-file" in str(caught.value) and "def" not in str(caught.value)
+
+
+def test_a_fifo_or_directory_as_token_or_ca_file_is_named(tmp_path: Path) -> None:
+    # A FIFO as --bearer-token-file or --ca-file blocked the import forever.
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path):
+        with pytest.raises(InputError, match="--bearer-token-file: is not a regular file"):
+            _source(FakePrometheus({}), QueryRange(0, 60, 60), bearer_token_file=path)
+        with pytest.raises(InputError, match="--ca-file: is not a regular file"):
+            _source(FakePrometheus({}), QueryRange(0, 60, 60), ca_file=path)
