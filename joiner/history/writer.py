@@ -55,14 +55,19 @@ def check_out_dir(out: Path, *, force: bool) -> None:
     Raises:
         InputError: ``out`` is a file, or a non-empty directory without ``force``.
     """
-    if out.exists() and not out.is_dir():
-        raise InputError("is a file, not a directory", file=str(out), field="--out")
-    if out.is_dir() and any(out.iterdir()) and not force:
+    try:
+        if out.exists() and not out.is_dir():
+            raise InputError("is a file, not a directory", file=str(out), field="--out")
+        if out.is_dir() and any(out.iterdir()) and not force:
+            raise InputError(
+                "is not empty; give an empty or new directory, or --force to overwrite",
+                file=str(out),
+                field="--out",
+            )
+    except OSError as exc:  # a name too long, a directory that cannot be listed
         raise InputError(
-            "is not empty; give an empty or new directory, or --force to overwrite",
-            file=str(out),
-            field="--out",
-        )
+            f"cannot use: {exc.strerror or exc}", file=str(out), field="--out"
+        ) from exc
 
 
 def file_part(name: str) -> str:
@@ -131,8 +136,13 @@ def write_scenario(
             raise InputError(f"refusing to write {rel!r} outside the directory", file=str(out))
     _check_not_inputs(sorted(paths.items()), inputs)
     for rel, text in sorted(files.items()):
-        paths[rel].parent.mkdir(parents=True, exist_ok=True)
-        paths[rel].write_text(text, encoding="utf-8", newline="")
+        try:
+            paths[rel].parent.mkdir(parents=True, exist_ok=True)
+            paths[rel].write_text(text, encoding="utf-8", newline="")
+        except OSError as exc:
+            raise InputError(
+                f"cannot write {rel}: {exc.strerror or exc}", file=str(out), field="--out"
+            ) from exc
     return out / "scenario.yaml"
 
 

@@ -154,3 +154,19 @@ def test_an_odd_out_directory_name_stays_in_the_comment(tmp_path: Path, odd: str
     assert lines[1].startswith("# Run: joiner simulate ") and lines[2].startswith("apiVersion:")
     assert yaml.safe_load(text)["kind"] == "Scenario"
     load_scenario(path, Catalog.load())
+
+
+def test_an_out_that_cannot_be_written_is_an_input_error(tmp_path: Path) -> None:
+    # A name too long and a place where no directory can be made were tracebacks
+    # (OSError from the out-directory check or from the write).
+    from joiner.history.writer import check_out_dir
+
+    long = tmp_path / ("x" * 300)
+    with pytest.raises(InputError, match="field --out: cannot use"):
+        check_out_dir(long, force=False)
+    with pytest.raises(InputError, match="field --out: cannot use"):
+        _write(tmp_path, long / "week")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(InputError, match=r"field --out: cannot write as-run/nodes\.csv"):
+        _write(tmp_path, blocker / "week")
