@@ -229,6 +229,10 @@ def import_(
         )
     except InputError as exc:
         fail(exc)
+    except OSError as exc:
+        # A path given that the system refuses to look at (a name too long, a loop), met
+        # by a check before a more precise one could name its option.
+        fail(InputError(f"cannot use: {exc.strerror or exc}", file=str(exc.filename or "")))
 
 
 def _check_save_dir(save: Path, out_dir: Path) -> None:

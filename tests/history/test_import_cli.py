@@ -316,3 +316,20 @@ def test_colon_words_in_user_text_are_not_turned_into_emoji(tmp_path: Path) -> N
     span = ["--start", START, "--end", END, "--out", str(tmp_path / "o")]
     code, _, err = _run("--from-file", "x", *span, "-f", missing)
     assert code == 2 and "a:x:b:smile:.yaml" in err.replace("\n", "")
+
+
+def test_a_path_the_system_refuses_is_exit_2_naming_it(tmp_path: Path) -> None:
+    # A name too long as --from-file, --bearer-token-file, --ca-file or --save-responses
+    # was an OSError traceback (ENAMETOOLONG from a stat).
+    long = str(tmp_path / ("y" * 300))
+    span = ["--start", START, "--end", END, "-f", str(_cluster(tmp_path))]
+    prom = [*span, "--prometheus", "http://127.0.0.1:1", "--out", str(tmp_path / "o")]
+    for args in (
+        [*span, "--from-file", long, "--out", str(tmp_path / "o")],
+        [*prom, "--bearer-token-file", long],
+        [*prom, "--ca-file", long],
+        [*prom, "--save-responses", long],
+    ):
+        code, _, err = _run(*args)
+        assert code == 2, (args, err)
+        assert "cannot use: File name too long" in err.replace("\n", ""), err
