@@ -137,6 +137,8 @@ def _load_json(path: Path) -> Any:
         ) from exc
     except RecursionError as exc:
         raise InputError("malformed JSON: nested too deeply", file=str(path)) from exc
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise InputError(f"unreadable JSON: {exc}", file=str(path)) from exc
 
 
 class FileSource:

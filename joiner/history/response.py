@@ -214,6 +214,8 @@ class _Reader:
             raise self.malformed(exc.msg, exc.pos) from exc
         except RecursionError as exc:
             raise self.malformed("nested too deeply") from exc
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise self.malformed(str(exc)) from exc
         return value
 
     def is_next(self, char: str) -> bool:

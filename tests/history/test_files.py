@@ -251,3 +251,21 @@ def test_an_empty_chunk_list_in_a_single_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="empty list of chunk responses") as caught:
         FileSource(tmp_path / "all.json", WINDOW).fetch("q", "x")
     assert "all.json" in str(caught.value) and "field q" in str(caught.value)
+
+
+def test_an_integer_too_long_to_convert_is_malformed_json_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    # A 5,000-digit number raised Python's ValueError (int max str digits) unhandled,
+    # in a directory's response and in a single-file bundle alike.
+    huge = "9" * 5000
+    (tmp_path / "q.json").write_text(
+        '{"status": "success", "data": {"resultType": "matrix", "result": '
+        f'[{{"metric": {{}}, "values": [[{huge}, "1"]]}}]}}}}'
+    )
+    with pytest.raises(InputError, match=r"malformed JSON at line 1 .*4300 digits") as caught:
+        FileSource(tmp_path, WINDOW).fetch("q", "x")
+    assert "q.json" in str(caught.value)
+    (tmp_path / "all.json").write_text(f'{{"q": {huge}}}')
+    with pytest.raises(InputError, match=r"unreadable JSON: .*4300 digits"):
+        FileSource(tmp_path / "all.json", WINDOW)
