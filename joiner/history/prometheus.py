@@ -396,7 +396,7 @@ def _retry_after(response: httpx2.Response) -> float:
 def _api_error(content: bytes) -> str:
     try:
         body = json.loads(content)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep or too long
         return ""
     if isinstance(body, dict) and body.get("status") == "error":
         return f": Prometheus answered {body.get('errorType', 'error')}: {body.get('error', '')}"

@@ -463,3 +463,20 @@ def test_a_fifo_or_directory_as_token_or_ca_file_is_named(tmp_path: Path) -> Non
             _source(FakePrometheus({}), QueryRange(0, 60, 60), bearer_token_file=path)
         with pytest.raises(InputError, match="--ca-file: is not a regular file"):
             _source(FakePrometheus({}), QueryRange(0, 60, 60), ca_file=path)
+
+
+@pytest.mark.parametrize(
+    "body", [b'{"a": ' + b"[" * 100_000, b'{"a": ' + b"9" * 5000 + b"}", b"{\xff"]
+)
+@pytest.mark.parametrize("status", [400, 503])
+def test_an_error_body_that_does_not_decode_is_still_the_http_error(
+    body: bytes, status: int
+) -> None:
+    # A deeply nested or 5,000-digit error body was a RecursionError/ValueError traceback.
+    src = _source(
+        lambda _: httpx2.Response(status, content=body),
+        QueryRange(0, 60, 60),
+        attempts=1,
+    )
+    with pytest.raises(InputError, match=f"HTTP {status}"):
+        src.fetch("q", "up")
