@@ -12,6 +12,10 @@ Only GET requests are sent. Timeouts and answers 429/500/502/503/504 are retried
 number of times with doubling waits, or the server's ``Retry-After`` when longer (at most
 a minute; the ``sleep`` is injected); every other failure is an
 ``InputError`` naming the URL, the query name and what to check.
+
+An answer is read in pieces and bounded: more than ``max_response_bytes`` is an
+``InputError`` (ask for less), and one that trickles in past ``deadline_s`` in total
+(httpx's timeout bounds each read, not the whole answer) counts as a timeout.
 """
 
 from __future__ import annotations
@@ -44,6 +48,12 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 #: The longest ``Retry-After`` (in seconds) honoured between two tries.
 MAX_RETRY_AFTER_S = 60.0
+
+#: The largest answer read, in bytes. A week of 500 series at one minute is about 100 MB.
+MAX_RESPONSE_BYTES = 1 << 30
+
+#: The longest one answer may take to arrive in full, in seconds.
+RESPONSE_DEADLINE_S = 600.0
 
 _PATH = "/api/v1/query_range"
 
@@ -157,7 +167,9 @@ class PrometheusSource:
     ``bearer_token_file``: a file whose (stripped) text is sent as ``Authorization:
     Bearer``. ``basic_auth``: ``(user, password)`` for HTTP basic auth. ``ca_file``: PEM
     CA certificates that verify the server's TLS certificate (else the system's).
-    ``timeout_s``: per request. ``attempts``: tries per request (at least 1), waiting
+    ``timeout_s``: per read of the connection. ``max_response_bytes``,
+    ``deadline_s``: the largest answer and the longest one may take in full (``monotonic``
+    measures it; tests inject it). ``attempts``: tries per request (at least 1), waiting
     ``backoff_s``, then twice that, ... between them through ``sleep``. ``save_dir``:
     every raw response is written there in ``files.FileSource``'s layout, with a
     ``queries.json`` index. ``transport``: an httpx2 transport (tests pass
@@ -174,6 +186,9 @@ class PrometheusSource:
         basic_auth: tuple[str, str] | None = None,
         ca_file: Path | str | None = None,
         timeout_s: float = 60.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        deadline_s: float = RESPONSE_DEADLINE_S,
+        monotonic: Callable[[], float] = time.monotonic,
         attempts: int = 4,
         backoff_s: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
@@ -191,6 +206,9 @@ class PrometheusSource:
         self.backoff_s = backoff_s
         self.warnings = warnings if warnings is not None else HistoryWarnings()
         self._sleep = sleep
+        self.max_response_bytes = max_response_bytes
+        self.deadline_s = deadline_s
+        self._monotonic = monotonic
         self.save_dir = Path(save_dir) if save_dir is not None else None
         self._saved: dict[str, dict[str, Any]] = {}
         headers = {"Accept": "application/json"}
@@ -255,7 +273,7 @@ class PrometheusSource:
             if attempt:
                 self._sleep(max(self.backoff_s * 2 ** (attempt - 1), asked_wait))
             try:
-                response = self._client.get(self.url + _PATH, params=params)
+                response = self._read(name, params)
             except httpx2.TimeoutException as exc:
                 failure = f"timed out ({type(exc).__name__})"
                 continue
@@ -271,6 +289,29 @@ class PrometheusSource:
             f"gave up after {plural(self.attempts, 'try', 'tries')}: {failure}; check that "
             "Prometheus is healthy, or ask for less (a larger --step, a shorter range)",
         )
+
+    def _read(self, name: str, params: dict[str, str]) -> httpx2.Response:
+        """One GET, its body read in pieces up to ``max_response_bytes`` and ``deadline_s``.
+
+        Raises ``InputError`` for an answer over the size bound, and
+        ``httpx2.ReadTimeout`` (retried as a timeout) past the deadline.
+        """
+        deadline = self._monotonic() + self.deadline_s
+        body = bytearray()
+        with self._client.stream("GET", self.url + _PATH, params=params) as streamed:
+            for piece in streamed.iter_bytes():
+                body += piece
+                if len(body) > self.max_response_bytes:
+                    raise self._error(
+                        name,
+                        f"answered more than {self.max_response_bytes:,} bytes; ask for less "
+                        "(a larger --step or a shorter range)",
+                    )
+                if self._monotonic() > deadline:
+                    raise httpx2.ReadTimeout(f"the answer took over {self.deadline_s:g} s")
+            return httpx2.Response(
+                streamed.status_code, headers=streamed.headers, content=bytes(body)
+            )
 
     def _decode(self, name: str, response: httpx2.Response) -> str:
         """The text of an answer that can be a range query's; else the error to raise."""

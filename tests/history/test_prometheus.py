@@ -480,3 +480,44 @@ def test_an_error_body_that_does_not_decode_is_still_the_http_error(
     )
     with pytest.raises(InputError, match=f"HTTP {status}"):
         src.fetch("q", "up")
+
+
+def _ok_body(pieces: int) -> list[bytes]:
+    """A valid empty range answer, padded with spaces into ``pieces`` pieces."""
+    head = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
+    return [head] + [b" " * 1024] * (pieces - 1)
+
+
+def test_an_answer_over_the_size_bound_is_named_not_read_whole() -> None:
+    def huge(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=iter(_ok_body(100)))
+
+    src = _source(huge, QueryRange(0, 60, 60), max_response_bytes=10_000)
+    with pytest.raises(InputError, match=r"answered more than 10,000 bytes; ask for less"):
+        src.fetch("q", "up")
+    small = _source(huge, QueryRange(0, 60, 60), max_response_bytes=200_000)
+    assert small.fetch("q", "up") == []
+
+
+def test_an_answer_trickling_past_the_deadline_is_a_timeout_retried_then_given_up() -> None:
+    now = [0.0]
+
+    def tick() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    def trickle(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=iter(_ok_body(50)))
+
+    sleeps: list[float] = []
+    src = _source(
+        trickle,
+        QueryRange(0, 60, 60),
+        deadline_s=10.0,
+        monotonic=tick,
+        sleep=sleeps.append,
+        attempts=2,
+    )
+    with pytest.raises(InputError, match=r"gave up after 2 tries: timed out \(ReadTimeout\)"):
+        src.fetch("q", "up")
+    assert sleeps == [1.0]
