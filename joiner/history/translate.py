@@ -231,8 +231,10 @@ def translate(
         warnings.add(
             "cluster without a NodePool",
             objects.source,
-            "Joiner and the Cluster Autoscaler baseline have nothing to launch until the "
-            "NodePools and EC2NodeClasses you would deploy are added to objects.yaml",
+            "Joiner and the Cluster Autoscaler baseline have nothing to launch: add the "
+            "NodePools and EC2NodeClasses you would deploy to the dump (-f nodepools.yaml) "
+            "and import again (added to objects.yaml afterwards, an EC2NodeClass's subnets "
+            "are missing from spec.cloud)",
         )
     h = _History(answers, rng, objects.manifests, warnings)
     traces, skip_jobs = h.traces()

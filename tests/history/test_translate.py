@@ -405,6 +405,19 @@ def test_a_dump_without_nodepools_is_counted(tmp_path: Path) -> None:
     path.write_text(CLUSTER.split("---\n", 2)[2])
     imported = translate(MemorySource(_answers()), "memory", RANGE, objects_from_files([path]))
     assert imported.warnings.subjects("cluster without a NodePool") == [str(path)]
+    # Regression (user report): the warning said to add them to objects.yaml, where an
+    # EC2NodeClass's subnets are missing from spec.cloud; it says to re-import instead.
+    (line,) = [w for w in imported.warnings.render() if "without a NodePool" in w]
+    assert "to the dump (-f nodepools.yaml) and import again" in line
+    assert imported.cloud is None
+    # The same apps with the NodePools given as a second file: the VPC the selectors ask.
+    pools = tmp_path / "nodepools.yaml"
+    pools.write_text("---\n".join(CLUSTER.split("---\n", 2)[:2]))
+    objects = objects_from_files([path, pools])
+    again = translate(MemorySource(_answers()), "memory", RANGE, objects)
+    assert not again.warnings.subjects("cluster without a NodePool")
+    assert again.cloud is not None
+    assert {"karpenter.sh/discovery": "demo"} in [s["tags"] for s in again.cloud["subnets"]]
 
 
 def test_without_node_zones_the_vpc_spans_the_regions_zones(tmp_path: Path) -> None:
