@@ -642,12 +642,19 @@ class _History:
         have_mem = template.requests.get("memory", 0)
         if abs(cpu_m - have_cpu) < 1 and abs(mem - have_mem) < 1:
             return doc
+        new, added = _patched(doc, kind, containers)
+        old_text = quantity.format_resources({"cpu": have_cpu, "memory": have_mem})
+        new_text = quantity.format_resources({"cpu": round(cpu_m), "memory": round(mem)})
+        subject = f"{kind}/{key} (pod {pod}: {old_text} -> {new_text}"
+        if added:
+            subject += f"; containers not in the template added: {', '.join(added)}"
         self.w.add(
             "request change",
-            f"{kind}/{key} (pod {pod})",
-            "the requests of its latest pod in the history used",
+            subject + ")",
+            "the requests of its latest pod in the history used, containers the template "
+            "lacks (injected sidecars) added",
         )
-        return _patched(doc, kind, containers)
+        return new
 
     def _template(self, key: str, kind: str) -> o.PodTemplate | None:
         if kind == "CronJob":
@@ -814,34 +821,62 @@ def _pod_spec(doc: dict[str, Any], kind: str) -> dict[str, Any] | None:
 
 def _patched(
     doc: dict[str, Any], kind: str, containers: Mapping[str, Mapping[str, float]]
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[str]]:
     """A deep copy of ``doc`` whose containers (matched by name) request what
-    ``containers`` gives (cpu as millicores, memory as bytes)."""
+    ``containers`` gives (cpu as millicores, memory as bytes), and the history's containers
+    the template lacks (a webhook-injected sidecar such as Istio's or Linkerd's proxy)
+    added, so the pod requests what the history says (``pod_requests``): an app container
+    to ``containers``, a sidecar (``sidecar:``) as a restartable init container before the
+    others (every sidecar started before each regular init container, as ``pod_requests``
+    assumes), a regular init container (``init:``) after them. Returns the copy and the
+    added containers' history names (``doc`` itself and ``[]`` without a pod template)."""
     new = copy.deepcopy(doc)
     spec = _pod_spec(new, kind)
     if spec is None:
-        return doc
+        return doc, []
+    matched: set[str] = set()
     for field_name, prefixes in (("containers", ("",)), ("initContainers", ("init:", "sidecar:"))):
         for c in spec.get(field_name) or []:
             if not isinstance(c, dict):
                 continue
             names = [p + str(c.get("name")) for p in prefixes]
-            given = next((containers[n] for n in names if n in containers), None)
-            if given is None:
-                continue
-            resources = c.get("resources") or {}
-            requests = dict(resources.get("requests") or {})
-            # cpu and memory exactly as the history has them (absent there: no request).
-            requests.pop("cpu", None)
-            requests.pop("memory", None)
-            if "cpu" in given:
-                requests["cpu"] = f"{round(given['cpu'] * 1000)}m"
-            if "memory" in given:
-                requests["memory"] = str(round(given["memory"]))
-            c["resources"] = {**resources, "requests": requests}
-            if resources.get("limits"):
-                c["resources"]["limits"] = _raised(dict(resources["limits"]), requests)
-    return new
+            found = next((n for n in names if n in containers), None)
+            if found is not None:
+                matched.add(found)
+                _set_requests(c, containers[found])
+    added = [n for n in containers if n not in matched]
+    for name in added:
+        prefix, _, bare = name.rpartition(":")
+        c = {"name": bare, "image": "injected", "resources": {}}
+        _set_requests(c, containers[name])
+        if not prefix:
+            spec["containers"] = [*(spec.get("containers") or []), c]
+        elif prefix == "sidecar":
+            spec["initContainers"] = [{**c, "restartPolicy": "Always"}, *_inits(spec)]
+        else:
+            spec["initContainers"] = [*_inits(spec), c]
+    return new, added
+
+
+def _inits(spec: Mapping[str, Any]) -> list[Any]:
+    found = spec.get("initContainers")
+    return list(found) if isinstance(found, list) else []
+
+
+def _set_requests(c: dict[str, Any], given: Mapping[str, float]) -> None:
+    """Set container ``c``'s cpu and memory requests exactly as the history has them
+    (absent there: no request), raising a limit below a new request."""
+    resources = c.get("resources") or {}
+    requests = dict(resources.get("requests") or {})
+    requests.pop("cpu", None)
+    requests.pop("memory", None)
+    if "cpu" in given:
+        requests["cpu"] = f"{round(given['cpu'] * 1000)}m"
+    if "memory" in given:
+        requests["memory"] = str(round(given["memory"]))
+    c["resources"] = {**resources, "requests": requests}
+    if resources.get("limits"):
+        c["resources"]["limits"] = _raised(dict(resources["limits"]), requests)
 
 
 def _raised(limits: dict[str, Any], requests: Mapping[str, str]) -> dict[str, Any]:
