@@ -10,8 +10,9 @@ Resampling to minutes: minute ``m`` covers ``[start + 60 m, start + 60 (m + 1))`
 is the largest sample in it; a minute without a sample holds the previous one while the
 samples around it are at most two steps apart. A longer silence is a scrape gap (held,
 counted); before a series' first sample the value is 0 (the object did not exist yet) and
-after its last it is 0 when the series ends more than two steps before the range does (the
-object was deleted); both are counted.
+after its last it is 0 when the series is absent at the range's last step (the object was
+deleted; ``ended_before_end``); both are counted. An as-run node ends at its last sample by
+the same rule.
 
 Every case Joiner has to assume something about goes to ``HistoryWarnings`` with what was
 assumed; nothing is filled silently.
@@ -176,7 +177,7 @@ def resample(
     gap_s = 2 * rng.step_s
     if first - rng.start_s > gap_s:
         warnings.add("late series start", subject, "0 before its first sample")
-    ended = rng.end_s - last > gap_s
+    ended = ended_before_end(last, rng)
     if ended:
         warnings.add("early series end", subject, "0 after its last sample")
     if np.any(np.diff(times) > max(gap_s, 60.0)):
@@ -191,6 +192,19 @@ def resample(
         out[starts > last] = 0.0
     out[np.isnan(out)] = 0.0
     return tuple(out.tolist())
+
+
+def ended_before_end(last_s: float, rng: QueryRange) -> bool:
+    """Whether a series whose last sample is at ``last_s`` ended inside the range: it is
+    absent at the range's last evaluation time (``start + (steps - 1) * step``; half a
+    step of tolerance). A live Prometheus writes a staleness marker at the first scrape
+    that no longer exports a series (prometheus/prometheus scrape/scrape.go, staleness
+    handling), so a range query stops returning it at the next evaluation: a node deleted
+    before the last step is absent there. Backfilled data has no staleness markers: a
+    series stays visible for the lookback delta (5 minutes by default) after its last
+    sample, so an object deleted within the last 5 minutes reads as still present."""
+    last_step = rng.start_s + (rng.steps() - 1) * rng.step_s
+    return last_s < last_step - rng.step_s / 2
 
 
 def translate(
@@ -695,7 +709,7 @@ class _History:
         for name, (first, last, provider) in sorted(seen.items()):
             node_labels = self._node_labels(name, labels.get(name, {}), dumped.get(name, {}))
             start = created.get(name, first) - self.rng.start_s
-            ended = self.rng.end_s - last > 2 * self.rng.step_s
+            ended = ended_before_end(last, self.rng)
             out.append(
                 AsRunNode(
                     node=name,
