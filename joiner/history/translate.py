@@ -159,6 +159,19 @@ def minutes_of(rng: QueryRange) -> int:
     return max(1, math.ceil((rng.end_s - rng.start_s) / 60.0 - 1e-9))
 
 
+def ended_before_end(last_s: float, rng: QueryRange) -> bool:
+    """Whether a series whose last sample is at ``last_s`` ended inside the range: it is
+    absent at the range's last evaluation time (``start + (steps - 1) * step``; half a
+    step of tolerance). A live Prometheus writes a staleness marker at the first scrape
+    that no longer exports a series (prometheus/prometheus scrape/scrape.go, staleness
+    handling), so a range query stops returning it at the next evaluation: a node deleted
+    before the last step is absent there. Backfilled data has no staleness markers: a
+    series stays visible for the lookback delta (5 minutes by default) after its last
+    sample, so an object deleted within the last 5 minutes reads as still present."""
+    last_step = rng.start_s + (rng.steps() - 1) * rng.step_s
+    return last_s < last_step - rng.step_s / 2
+
+
 def resample(
     s: Series, rng: QueryRange, subject: str, warnings: HistoryWarnings
 ) -> tuple[float, ...]:
@@ -192,19 +205,6 @@ def resample(
         out[starts > last] = 0.0
     out[np.isnan(out)] = 0.0
     return tuple(out.tolist())
-
-
-def ended_before_end(last_s: float, rng: QueryRange) -> bool:
-    """Whether a series whose last sample is at ``last_s`` ended inside the range: it is
-    absent at the range's last evaluation time (``start + (steps - 1) * step``; half a
-    step of tolerance). A live Prometheus writes a staleness marker at the first scrape
-    that no longer exports a series (prometheus/prometheus scrape/scrape.go, staleness
-    handling), so a range query stops returning it at the next evaluation: a node deleted
-    before the last step is absent there. Backfilled data has no staleness markers: a
-    series stays visible for the lookback delta (5 minutes by default) after its last
-    sample, so an object deleted within the last 5 minutes reads as still present."""
-    last_step = rng.start_s + (rng.steps() - 1) * rng.step_s
-    return last_s < last_step - rng.step_s / 2
 
 
 def translate(
