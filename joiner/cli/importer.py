@@ -81,11 +81,13 @@ def query_range(start: str, end: str, step: str) -> QueryRange:
 
 
 def _objects(files: list[Path], kubeconfig: Path | None, context: str | None) -> ClusterObjects:
-    """The cluster's objects from ``-f`` dumps or a live cluster.
+    """The cluster's objects from ``-f`` dumps, a live cluster, or both (the live
+    cluster's objects, then the files': extra manifests such as the NodePools you would
+    deploy).
 
     Raises:
-        InputError: neither or both given, a file or object does not load, or the cluster
-            cannot be read.
+        InputError: neither given, a file or object does not load, or the cluster cannot
+            be read.
     """
     from joiner.history.translate import objects_from_documents, objects_from_files
 
@@ -95,13 +97,14 @@ def _objects(files: list[Path], kubeconfig: Path | None, context: str | None) ->
         if not files:
             raise InputError("give the cluster's objects with -f DUMP or --kubeconfig")
         return objects_from_files(files)
-    if files:
-        raise InputError("give either -f DUMP or --kubeconfig, not both", field="--kubeconfig")
     from joiner.cluster.kube import client as kube
 
     client = kube.connect(kubeconfig, context=context)
     docs, warnings = kube.list_documents(client, kube.IMPORT_KINDS)
-    found = objects_from_documents(docs, f"kube:{kubeconfig}")
+    name = ", ".join([f"kube:{kubeconfig}", *(str(p) for p in files)])
+    if files:
+        docs = [*docs, *objects_from_files(files).documents]
+    found = objects_from_documents(docs, name)
     found.manifests.warnings[:0] = warnings
     return found
 
@@ -177,7 +180,10 @@ def import_(
     files: Annotated[
         list[Path] | None,
         typer.Option(
-            "--file", "-f", help="The cluster's objects: kubectl get -o yaml dumps (repeat)."
+            "--file",
+            "-f",
+            help="The cluster's objects: kubectl get -o yaml dumps (repeat); with "
+            "--kubeconfig, extra manifests (e.g. the NodePools you would deploy).",
         ),
     ] = None,
     kubeconfig: Annotated[

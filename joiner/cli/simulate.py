@@ -176,6 +176,20 @@ def _report_data(result: Comparison) -> dict[str, PolicyData]:
     return out
 
 
+def duration_text(seconds: float) -> str:
+    """A duration as people read it: whole days, hours, minutes and seconds with the zero
+    ones left out (``2h``, ``2m39s``, ``7d``, ``1d2h30m``); under a second, ``0s``."""
+    total = round(seconds)
+    if total <= 0:
+        return "0s"
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, total = divmod(total, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts)
+
+
 def _print_summary(s: dict[str, Any], verbose: bool) -> None:
     print_warnings(s["warnings"], verbose=verbose)
     groups = Counter(
@@ -200,13 +214,12 @@ def _print_summary(s: dict[str, Any], verbose: bool) -> None:
     cost = s["cost"]
     pods = s["pods"]
     ps = pods["pendingSeconds"]
-    hours = s["durationSeconds"] / 3600
     if cost["pricesEstimated"]:
         from rich.markup import escape
 
         out.print(f"[bold yellow]prices are estimated:[/] {escape(cost['priceNote'])}")
     out.print(
-        f"cost over {hours:g} h: [bold]${cost['total']:.4f}[/]"
+        f"cost over {duration_text(s['durationSeconds'])}: [bold]${cost['total']:.4f}[/]"
         + ("*" if cost["pricesEstimated"] else "")
         + " "
         f"(all on-demand: ${cost['onDemandEquivalent']:.4f}, "
@@ -264,7 +277,9 @@ def _print_summary(s: dict[str, Any], verbose: bool) -> None:
 
 
 def _print_comparison(summaries: dict[str, dict[str, Any]], verbose: bool) -> None:
-    from joiner.sim.htmlreport import ca_configuration, comparison_rows
+    from rich.markup import escape
+
+    from joiner.sim.htmlreport import ca_configuration, comparison_notes, comparison_rows
 
     seen: set[str] = set()
     for s in summaries.values():
@@ -272,10 +287,18 @@ def _print_comparison(summaries: dict[str, dict[str, Any]], verbose: bool) -> No
         seen.update(s["warnings"])
     first = next(iter(summaries.values()))
     print_table(
-        f"{first['scenario']}: {first['durationSeconds'] / 3600:g} h, seed {first['seed']}",
+        f"{first['scenario']}: {duration_text(first['durationSeconds'])}, seed {first['seed']}",
         [("", "left"), *((name, "right") for name in summaries)],
         [[label, *cells] for label, cells in comparison_rows(summaries)],
     )
+    for note in comparison_notes(summaries):
+        out.print(f"[bold yellow]cost left partial:[/] {escape(note)}")
+    notes: dict[str, list[str]] = {}
+    for name, s in summaries.items():
+        if s["cost"]["pricesEstimated"]:
+            notes.setdefault(s["cost"]["priceNote"], []).append(name)
+    for note, names in notes.items():
+        out.print(f"[bold yellow]prices are estimated ({', '.join(names)}):[/] {escape(note)}")
     for s in summaries.values():
         line = ca_configuration(s)
         if line is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,8 @@ class FileSource:
     mapping query names to responses. ``range``: the range asked for (kept as ``.window``);
     samples outside it are left out (counted). ``warnings`` collects the messy cases (a new
     collector when omitted; read it as ``.warnings``). Raises ``InputError`` naming the
-    path when it does not exist or a single file is not a mapping of query names.
+    path when it does not exist or a single file is not a mapping of query names, and
+    naming the saved range (RFC 3339) when the index's range does not cover ``range``.
     """
 
     def __init__(
@@ -283,10 +285,15 @@ class FileSource:
         if not isinstance(start, int | float) or not isinstance(end, int | float):
             raise InputError("expected start_s and end_s numbers", file=str(index), field="range")
         if start > self.window.start_s or end < self.window.end_s:
-            self.warnings.add(
-                "saved range shorter than asked",
-                f"{index.parent}: saved {start:g}..{end:g}",
-                "series have no samples outside the saved range",
+            # Read on, the missing stretch would replay as every object gone (a fake
+            # scale-down to 0), so it is an error naming what the files do cover.
+            raise InputError(
+                f"the saved responses cover {_rfc3339(start)} to {_rfc3339(end)}, not the "
+                f"range asked for ({_rfc3339(self.window.start_s)} to "
+                f"{_rfc3339(self.window.end_s)}): give --start and --end within the saved "
+                "range, or save the responses again for this range",
+                file=str(index),
+                field="--start" if start > self.window.start_s else "--end",
             )
         step = saved.get("step_s")
         if isinstance(step, int | float) and step != self.window.step_s:
@@ -295,6 +302,12 @@ class FileSource:
                 f"{index.parent}: saved every {step:g}s, asked every {self.window.step_s:g}s",
                 "used the saved samples at their own times",
             )
+
+
+def _rfc3339(unix_s: float) -> str:
+    """Unix seconds as an RFC 3339 UTC time (``2025-01-06T00:00:00Z``), as --start and --end
+    take them."""
+    return datetime.fromtimestamp(unix_s, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _read_index(path: Path) -> tuple[dict[str, Any], object]:

@@ -10,8 +10,9 @@ Resampling to minutes: minute ``m`` covers ``[start + 60 m, start + 60 (m + 1))`
 is the largest sample in it; a minute without a sample holds the previous one while the
 samples around it are at most two steps apart. A longer silence is a scrape gap (held,
 counted); before a series' first sample the value is 0 (the object did not exist yet) and
-after its last it is 0 when the series ends more than two steps before the range does (the
-object was deleted); both are counted.
+after its last it is 0 when the series is absent at the range's last step (the object was
+deleted; ``ended_before_end``); both are counted. An as-run node ends at its last sample by
+the same rule.
 
 Every case Joiner has to assume something about goes to ``HistoryWarnings`` with what was
 assumed; nothing is filled silently.
@@ -161,6 +162,19 @@ def minutes_of(rng: QueryRange) -> int:
     return max(1, math.ceil((rng.end_s - rng.start_s) / 60.0 - 1e-9))
 
 
+def ended_before_end(last_s: float, rng: QueryRange) -> bool:
+    """Whether a series whose last sample is at ``last_s`` ended inside the range: it is
+    absent at the range's last evaluation time (``start + (steps - 1) * step``; half a
+    step of tolerance). A live Prometheus writes a staleness marker at the first scrape
+    that no longer exports a series (prometheus/prometheus scrape/scrape.go, staleness
+    handling), so a range query stops returning it at the next evaluation: a node deleted
+    before the last step is absent there. Backfilled data has no staleness markers: a
+    series stays visible for the lookback delta (5 minutes by default) after its last
+    sample, so an object deleted within the last 5 minutes reads as still present."""
+    last_step = rng.start_s + (rng.steps() - 1) * rng.step_s
+    return last_s < last_step - rng.step_s / 2
+
+
 def resample(
     s: Series, rng: QueryRange, subject: str, warnings: HistoryWarnings
 ) -> tuple[float, ...]:
@@ -179,7 +193,7 @@ def resample(
     gap_s = 2 * rng.step_s
     if first - rng.start_s > gap_s:
         warnings.add("late series start", subject, "0 before its first sample")
-    ended = rng.end_s - last > gap_s
+    ended = ended_before_end(last, rng)
     if ended:
         warnings.add("early series end", subject, "0 after its last sample")
     if np.any(np.diff(times) > max(gap_s, 60.0)):
@@ -257,8 +271,10 @@ def translate(
         warnings.add(
             "cluster without a NodePool",
             objects.source,
-            "Joiner and the Cluster Autoscaler baseline have nothing to launch until the "
-            "NodePools and EC2NodeClasses you would deploy are added to objects.yaml",
+            "Joiner and the Cluster Autoscaler baseline have nothing to launch: add the "
+            "NodePools and EC2NodeClasses you would deploy to the dump (-f nodepools.yaml) "
+            "and import again (added to objects.yaml afterwards, an EC2NodeClass's subnets "
+            "are missing from spec.cloud)",
         )
     h = _History(answers, rng, objects.manifests, warnings, source_name)
     traces, skip_jobs = h.traces()
@@ -692,12 +708,19 @@ class _History:
         have_mem = template.requests.get("memory", 0)
         if abs(cpu_m - have_cpu) < 1 and abs(mem - have_mem) < 1:
             return doc
+        new, added = _patched(doc, kind, containers)
+        old_text = quantity.format_resources({"cpu": have_cpu, "memory": have_mem})
+        new_text = quantity.format_resources({"cpu": round(cpu_m), "memory": round(mem)})
+        subject = f"{kind}/{key} (pod {pod}: {old_text} -> {new_text}"
+        if added:
+            subject += f"; containers not in the template added: {', '.join(added)}"
         self.w.add(
             "request change",
-            f"{kind}/{key} (pod {pod})",
-            "the requests of its latest pod in the history used",
+            subject + ")",
+            "the requests of its latest pod in the history used, containers the template "
+            "lacks (injected sidecars) added",
         )
-        return _patched(doc, kind, containers)
+        return new
 
     def _template(self, key: str, kind: str) -> o.PodTemplate | None:
         if kind == "CronJob":
@@ -738,7 +761,7 @@ class _History:
         for name, (first, last, provider) in sorted(seen.items()):
             node_labels = self._node_labels(name, labels.get(name, {}), dumped.get(name, {}))
             start = created.get(name, first) - self.rng.start_s
-            ended = self.rng.end_s - last > 2 * self.rng.step_s
+            ended = ended_before_end(last, self.rng)
             out.append(
                 AsRunNode(
                     node=name,
@@ -864,34 +887,62 @@ def _pod_spec(doc: dict[str, Any], kind: str) -> dict[str, Any] | None:
 
 def _patched(
     doc: dict[str, Any], kind: str, containers: Mapping[str, Mapping[str, float]]
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[str]]:
     """A deep copy of ``doc`` whose containers (matched by name) request what
-    ``containers`` gives (cpu as millicores, memory as bytes)."""
+    ``containers`` gives (cpu as millicores, memory as bytes), and the history's containers
+    the template lacks (a webhook-injected sidecar such as Istio's or Linkerd's proxy)
+    added, so the pod requests what the history says (``pod_requests``): an app container
+    to ``containers``, a sidecar (``sidecar:``) as a restartable init container before the
+    others (every sidecar started before each regular init container, as ``pod_requests``
+    assumes), a regular init container (``init:``) after them. Returns the copy and the
+    added containers' history names (``doc`` itself and ``[]`` without a pod template)."""
     new = copy.deepcopy(doc)
     spec = _pod_spec(new, kind)
     if spec is None:
-        return doc
+        return doc, []
+    matched: set[str] = set()
     for field_name, prefixes in (("containers", ("",)), ("initContainers", ("init:", "sidecar:"))):
         for c in spec.get(field_name) or []:
             if not isinstance(c, dict):
                 continue
             names = [p + str(c.get("name")) for p in prefixes]
-            given = next((containers[n] for n in names if n in containers), None)
-            if given is None:
-                continue
-            resources = c.get("resources") or {}
-            requests = dict(resources.get("requests") or {})
-            # cpu and memory exactly as the history has them (absent there: no request).
-            requests.pop("cpu", None)
-            requests.pop("memory", None)
-            if "cpu" in given:
-                requests["cpu"] = f"{round(given['cpu'] * 1000)}m"
-            if "memory" in given:
-                requests["memory"] = str(round(given["memory"]))
-            c["resources"] = {**resources, "requests": requests}
-            if resources.get("limits"):
-                c["resources"]["limits"] = _raised(dict(resources["limits"]), requests)
-    return new
+            found = next((n for n in names if n in containers), None)
+            if found is not None:
+                matched.add(found)
+                _set_requests(c, containers[found])
+    added = [n for n in containers if n not in matched]
+    for name in added:
+        prefix, _, bare = name.rpartition(":")
+        c = {"name": bare, "image": "injected", "resources": {}}
+        _set_requests(c, containers[name])
+        if not prefix:
+            spec["containers"] = [*(spec.get("containers") or []), c]
+        elif prefix == "sidecar":
+            spec["initContainers"] = [{**c, "restartPolicy": "Always"}, *_inits(spec)]
+        else:
+            spec["initContainers"] = [*_inits(spec), c]
+    return new, added
+
+
+def _inits(spec: Mapping[str, Any]) -> list[Any]:
+    found = spec.get("initContainers")
+    return list(found) if isinstance(found, list) else []
+
+
+def _set_requests(c: dict[str, Any], given: Mapping[str, float]) -> None:
+    """Set container ``c``'s cpu and memory requests exactly as the history has them
+    (absent there: no request), raising a limit below a new request."""
+    resources = c.get("resources") or {}
+    requests = dict(resources.get("requests") or {})
+    requests.pop("cpu", None)
+    requests.pop("memory", None)
+    if "cpu" in given:
+        requests["cpu"] = f"{round(given['cpu'] * 1000)}m"
+    if "memory" in given:
+        requests["memory"] = str(round(given["memory"]))
+    c["resources"] = {**resources, "requests": requests}
+    if resources.get("limits"):
+        c["resources"]["limits"] = _raised(dict(resources["limits"]), requests)
 
 
 def _raised(limits: dict[str, Any], requests: Mapping[str, str]) -> dict[str, Any]:

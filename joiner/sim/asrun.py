@@ -23,12 +23,13 @@ block (``policies["as-run"]``) has the shape of a simulated policy's run:
   is left out of the cost (its node-hours still count in ``nodeHours``), with a warning
   naming it and its node-hours. A node's ``pricePerHour`` is its cost over its hours (the
   mean price for a Spot node under a price history).
-* **pods**: from ``spec.asRun.pods`` when given: the pods created within ``[0, duration)``
-  and scheduled by the end give ``pendingSeconds`` (creation to scheduling); ``scheduled``
-  counts every pod scheduled by the end, ``pending`` those created in the range and not
-  scheduled by its end (still pending, or deleted while pending: the history cannot tell,
-  a warning says so). Without it the figures are zeros and a warning says that pending
-  time could not be derived.
+* **pods**: from ``spec.asRun.pods`` when given, only the pods created within
+  ``[0, duration)`` (the simulated policies start from an empty cluster: a pod created
+  before the range has no counterpart in their figures): those scheduled by the end give
+  ``pendingSeconds`` (creation to scheduling); ``scheduled`` counts those scheduled by the
+  end, ``pending`` those not scheduled by its end (still pending, or deleted while
+  pending: the history cannot tell, a warning says so). Without it the figures are zeros
+  and a warning says that pending time could not be derived.
 * **windows** (``spec.report.windows``, with ``pods``): per window, the pods created in it
   and scheduled by the end (pods.csv has no priority: every pod counts).
 * provisioning, interruptions and disruptions are zero or empty; the timeline has the
@@ -242,11 +243,12 @@ def _price_nodes(record: AsRunRecord, pricer: _Pricer, duration_s: float) -> _No
             acc.spot_hours += hours
         else:
             acc.on_demand_hours += hours
-        if not node.capacity_type:
-            acc.unknown_capacity.append((node.name, hours))
         if priced.price is None:
+            # Left out of the cost: not also "priced on-demand" for want of a capacity type.
             acc.unpriced.append((node.name, node.instance_type, hours))
             continue
+        if not node.capacity_type:
+            acc.unknown_capacity.append((node.name, hours))
         acc.total += priced.cost
         acc.on_demand_total += priced.on_demand_cost
     return acc
@@ -338,10 +340,12 @@ def _pods(
     never: list[str] = []
     scheduled = 0
     for p in pods or ():
-        done = p.scheduled_s is not None and p.scheduled_s <= duration_s
-        scheduled += done
+        # Only pods created within the range count: the simulated policies start from an
+        # empty cluster, so a pod created before it has no counterpart in their figures.
         if not 0 <= p.created_s < duration_s:
             continue
+        done = p.scheduled_s is not None and p.scheduled_s <= duration_s
+        scheduled += done
         if done:
             assert p.scheduled_s is not None
             waits.append(p.scheduled_s - p.created_s)
@@ -486,5 +490,5 @@ def as_run(scenario: Scenario, catalog: Catalog) -> AsRunResult:
     }
     if scenario.windows and record.pods is not None:
         summary["windows"] = _windows(record.pods, scenario.windows, duration)
-    spans = tuple((p.created_s, p.scheduled_s) for p in record.pods or ())
+    spans = tuple((p.created_s, p.scheduled_s) for p in record.pods or () if p.created_s >= 0)
     return AsRunResult(summary, spans, tuple(waits))

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from joiner.api.grouping import plural
 from joiner.sim.pages import figure_png, png_data_uri, pyplot, render_page
 from joiner.sim.report import pod_waits
 from joiner.state.cluster import ClusterState
@@ -241,7 +242,51 @@ _NOT_RECORDED = frozenset(
         "scale-up latency p95 (s)",
     }
 )
-_PENDING_ROWS = frozenset({"pod pending p50 (s)", "pod pending p95 (s)", "pod pending max (s)"})
+_PENDING_ROWS = frozenset(
+    {
+        "pods pending at the end",
+        "pod pending p50 (s)",
+        "pod pending p95 (s)",
+        "pod pending max (s)",
+    }
+)
+#: Marks a cost cell that leaves some nodes out (``comparison_notes`` says how many).
+PARTIAL = " (partial)"
+
+
+def unpriced_nodes(s: Mapping[str, Any]) -> tuple[int, float]:
+    """How many of a run's nodes are left out of its cost, and their node-hours: the as-run
+    record's nodes of an unknown or unpriced instance type (``joiner.sim.asrun``: no
+    on-demand price, ``onDemandPricePerHour`` 0); (0, 0.0) for a simulated run."""
+    if s.get("policy", {}).get("name") != "as-run":
+        return 0, 0.0
+    duration = float(s["durationSeconds"])
+    left_out = [n for n in s["nodes"] if not n["onDemandPricePerHour"]]
+    seconds = sum(
+        (duration if n["deletedAtSeconds"] is None else n["deletedAtSeconds"])
+        - n["launchedAtSeconds"]
+        for n in left_out
+    )
+    return len(left_out), seconds / 3600.0
+
+
+def comparison_notes(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Notes under the comparison table: the runs whose cost leaves nodes out (their cost
+    cells marked ``PARTIAL``), with how many node-hours are unpriced."""
+    notes = []
+    for name, s in summaries.items():
+        count, hours = unpriced_nodes(s)
+        if count:
+            notes.append(
+                f"{name}: {plural(count, 'node')} ({hours:.1f} node-hours) of an unknown or "
+                "unpriced instance type left out of the cost, so its cost is a lower bound "
+                "(see the warnings)"
+            )
+    return notes
+
+
+def _cost_cell(s: Mapping[str, Any], value: str) -> str:
+    return value + PARTIAL if unpriced_nodes(s)[0] else value
 
 
 def _derived(label: str, s: Mapping[str, Any]) -> bool:
@@ -274,14 +319,17 @@ def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[st
     if as_run is not None:
         base = _per_month(as_run)
         monthly = [
-            row(f"cost per month (USD, {month})", lambda s: f"{_per_month(s):,.2f}"),
+            row(
+                f"cost per month (USD, {month})",
+                lambda s: _cost_cell(s, f"{_per_month(s):,.2f}"),
+            ),
             row(
                 f"vs as-run per month (USD, {month})",
                 lambda s: "-" if s is as_run else f"{_per_month(s) - base:+,.2f}",
             ),
         ]
     return [
-        row("total cost (USD)", lambda s: f"{s['cost']['total']:.2f}"),
+        row("total cost (USD)", lambda s: _cost_cell(s, f"{s['cost']['total']:.2f}")),
         *monthly,
         row(
             "cost vs all-on-demand",
@@ -292,6 +340,7 @@ def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[st
         ),
         row("spot node-hours", lambda s: f"{s['nodeHours']['spot']:.1f}"),
         row("on-demand node-hours", lambda s: f"{s['nodeHours']['onDemand']:.1f}"),
+        row("pods pending at the end", lambda s: str(s["pods"]["pending"])),
         row("pod pending p50 (s)", lambda s: f"{s['pods']['pendingSeconds']['p50']:.1f}"),
         row("pod pending p95 (s)", lambda s: f"{s['pods']['pendingSeconds']['p95']:.1f}"),
         row("pod pending max (s)", lambda s: f"{s['pods']['pendingSeconds']['max']:.1f}"),
@@ -399,6 +448,7 @@ def write_report(
         ),
         policies=list(summaries),
         rows=comparison_rows(summaries),
+        notes=comparison_notes(summaries),
         ca_lines=[line for s in summaries.values() if (line := ca_configuration(s)) is not None],
         plots=[(name, png_data_uri(data)) for name, data in plots.items()],
         reclaims=[(n, _reclaim_rows(s)) for n, s in summaries.items() if n != "as-run"],

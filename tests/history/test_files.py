@@ -170,18 +170,33 @@ def test_samples_outside_the_range_are_trimmed_and_counted(tmp_path: Path) -> No
     assert source.warnings.count("saved series reaching outside the range") == 2
 
 
-def test_index_flags_other_promql_and_a_shorter_saved_range(tmp_path: Path) -> None:
+def test_a_range_beyond_the_saved_one_is_an_error_naming_both(tmp_path: Path) -> None:
+    """Regression (user report): an --end after the saved range was a warning ("saved
+    1.79634e+09..1.79635e+09") and the missing stretch replayed as a scale-down to 0."""
+    _write(tmp_path / "q.json", NODES)
+    _write(
+        tmp_path / "queries.json",
+        {"range": {"start_s": 1000, "end_s": 1180, "step_s": 30}, "queries": {}},
+    )
+    with pytest.raises(InputError) as caught:
+        FileSource(tmp_path, WINDOW)
+    assert caught.value.field == "--end"
+    text = str(caught.value)
+    assert "cover 1970-01-01T00:16:40Z to 1970-01-01T00:19:40Z" in text
+    assert "--start and --end within the saved range" in text
+
+
+def test_index_flags_other_promql_and_another_step(tmp_path: Path) -> None:
     _write(tmp_path / "q.json", NODES)
     _write(
         tmp_path / "queries.json",
         {
-            "range": {"start_s": 1060, "end_s": 1240, "step_s": 30},
+            "range": {"start_s": 900, "end_s": 1400, "step_s": 30},
             "queries": {"q": {"promql": "old", "files": ["q.json"]}},
         },
     )
     source = FileSource(tmp_path, WINDOW)
     source.fetch("q", "new")
-    assert source.warnings.count("saved range shorter than asked") == 1
     assert source.warnings.count("saved step other than asked") == 1
     assert source.warnings.count("saved query with other PromQL") == 1
     source.fetch("q", "old")

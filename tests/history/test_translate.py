@@ -12,6 +12,7 @@ from joiner.history.queries import QUERIES, render_queries
 from joiner.history.series import HistoryWarnings, QueryRange, Series
 from joiner.history.translate import (
     Imported,
+    objects_from_documents,
     objects_from_files,
     pod_requests,
     resample,
@@ -282,7 +283,67 @@ def test_objects_are_copied_without_current_state_and_with_the_historys_requests
         "cpu": "500m",
         "memory": "1Gi",
     }
-    assert imported.warnings.subjects("request change") == ["StatefulSet/shop/db (pod shop/db-0)"]
+    assert imported.warnings.subjects("request change") == [
+        "StatefulSet/shop/db (pod shop/db-0: cpu=1000m memory=2Gi -> cpu=1500m memory=2Gi)"
+    ]
+
+
+def _requests(pod: str, container: str, cpu: float, memory: float) -> list[Series]:
+    base = {"namespace": "shop", "pod": pod, "container": container}
+    return [
+        series({**base, "resource": "cpu"}, [(0, cpu)]),
+        series({**base, "resource": "memory"}, [(0, memory)]),
+    ]
+
+
+def test_containers_the_template_lacks_are_added_with_their_requests(tmp_path: Path) -> None:
+    """Regression (user report): webhook-injected containers (an Istio sidecar, a restartable
+    init container; a Linkerd proxy as an app container) are in the history but not in
+    today's template, and were dropped: the copy requested less than the pods did."""
+    answers = _answers()
+    answers["pod_container_requests"] += [
+        *_requests("loner-x", "loner", 0.25, 256 * MiB),
+        *_requests("loner-x", "linkerd-proxy", 0.1, 20 * MiB),
+    ]
+    answers["pod_init_container_requests"] += [
+        *_requests("loner-x", "istio-proxy", 0.2, 128 * MiB),
+        *_requests("loner-x", "istio-init", 0.05, 10 * MiB),
+    ]
+    answers["pod_init_container_info"].append(
+        series(
+            {
+                "namespace": "shop",
+                "pod": "loner-x",
+                "container": "istio-proxy",
+                "restart_policy": "Always",
+            },
+            [(0, 1)],
+        )
+    )
+    objects = objects_from_files([_cluster(tmp_path)])
+    imported = translate(MemorySource(answers), "memory", RANGE, objects)
+    loner = next(d for d in imported.documents if d["metadata"]["name"] == "loner")
+    spec = loner["spec"]["template"]["spec"]
+    assert [c["name"] for c in spec["containers"]] == ["loner", "linkerd-proxy"]
+    assert [(c["name"], c.get("restartPolicy")) for c in spec["initContainers"]] == [
+        ("istio-proxy", "Always"),
+        ("istio-init", None),
+    ]
+    assert spec["initContainers"][0]["resources"]["requests"] == {
+        "cpu": "200m",
+        "memory": str(128 * 2**20),
+    }
+    # The copy requests what the history's pod did: 250m + 100m + the 200m sidecar.
+    reloaded = objects_from_documents([loner], "copy").manifests.deployment("shop/loner")
+    assert reloaded is not None
+    assert reloaded.template.requests["cpu"] == 550
+    assert reloaded.template.requests["memory"] == (256 + 20 + 128) * 2**20
+    (subject,) = imported.warnings.subjects("request change")[1:]
+    assert subject == (
+        "ReplicaSet/shop/loner (pod shop/loner-x: cpu=250m memory=256Mi -> cpu=550m "
+        "memory=404Mi; containers not in the template added: linkerd-proxy, "
+        "sidecar:istio-proxy, init:istio-init)"
+    )
 
 
 def test_as_run_nodes_from_karpenter_and_eks_labels(tmp_path: Path) -> None:
@@ -405,6 +466,19 @@ def test_a_dump_without_nodepools_is_counted(tmp_path: Path) -> None:
     path.write_text(CLUSTER.split("---\n", 2)[2])
     imported = translate(MemorySource(_answers()), "memory", RANGE, objects_from_files([path]))
     assert imported.warnings.subjects("cluster without a NodePool") == [str(path)]
+    # Regression (user report): the warning said to add them to objects.yaml, where an
+    # EC2NodeClass's subnets are missing from spec.cloud; it says to re-import instead.
+    (line,) = [w for w in imported.warnings.render() if "without a NodePool" in w]
+    assert "to the dump (-f nodepools.yaml) and import again" in line
+    assert imported.cloud is None
+    # The same apps with the NodePools given as a second file: the VPC the selectors ask.
+    pools = tmp_path / "nodepools.yaml"
+    pools.write_text("---\n".join(CLUSTER.split("---\n", 2)[:2]))
+    objects = objects_from_files([path, pools])
+    again = translate(MemorySource(_answers()), "memory", RANGE, objects)
+    assert not again.warnings.subjects("cluster without a NodePool")
+    assert again.cloud is not None
+    assert {"karpenter.sh/discovery": "demo"} in [s["tags"] for s in again.cloud["subnets"]]
 
 
 def test_without_node_zones_the_vpc_spans_the_regions_zones(tmp_path: Path) -> None:

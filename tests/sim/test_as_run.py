@@ -18,7 +18,7 @@ from joiner.cli.main import app
 from joiner.cloudprovider.catalog import Catalog, spot_price
 from joiner.operator.compare import run_policies
 from joiner.sim.asrun import as_run
-from joiner.sim.htmlreport import comparison_rows
+from joiner.sim.htmlreport import comparison_notes, comparison_rows
 from joiner.sim.scenario import Scenario, load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -200,6 +200,39 @@ def test_unknown_instance_types_are_left_out_of_the_cost_and_named(tmp_path):
     assert s["policy"]["stats"]["nodesUnpriced"] == 2
 
 
+def test_an_unpriced_node_without_a_capacity_type_is_only_left_out(tmp_path):
+    """Regression (user report): a node of an unknown type without a capacity type drew both
+    "left out of the cost" and "no capacity type ... priced on-demand"."""
+    s = _as_run(_scenario(tmp_path, "x,,,us-east-1a,,0,1800\nu,c5.xlarge,,us-east-1a,,0,3600\n"))
+    (left_out,) = [w for w in s["warnings"] if "left out of the cost" in w]
+    assert "x (no instanceType, 0.5 h)" in left_out
+    (on_demand,) = [w for w in s["warnings"] if "without a capacity type" in w]
+    assert on_demand.endswith(": u") and "1.0 node-hours" in on_demand
+
+
+def test_the_table_marks_a_partial_cost_and_counts_pending_pods(tmp_path):
+    """Regression (user report): an as-run cost leaving unpriced nodes out, and pods left
+    pending by a policy, were invisible in the comparison table."""
+    path = _scenario(
+        tmp_path,
+        "a,c5.large,on-demand,us-east-1a,default,0,\nx,zz9.huge,on-demand,us-east-1a,,0,900\n",
+        "default,web-1,0,30\ndefault,web-2,10,\n",
+        compare="as-run, joiner",
+        duration="30m",
+    )
+    result = run_policies(load_scenario(path))
+    rows = dict(comparison_rows(result.summaries))
+    assert rows["total cost (USD)"][0].endswith(" (partial)")
+    assert not rows["total cost (USD)"][1].endswith(" (partial)")
+    assert rows["cost per month (USD, 720 h)"][0].endswith(" (partial)")
+    assert rows["pods pending at the end"][0] == "1"
+    assert rows["pods pending at the end"][1] == str(result.summaries["joiner"]["pods"]["pending"])
+    assert comparison_notes(result.summaries) == [
+        "as-run: 1 node (0.2 node-hours) of an unknown or unpriced instance type left out "
+        "of the cost, so its cost is a lower bound (see the warnings)"
+    ]
+
+
 def test_unknown_capacity_type_is_priced_on_demand_with_a_warning(tmp_path):
     s = _as_run(_scenario(tmp_path, "u,c5.xlarge,,us-east-1a,,0,3600\n"))
     assert s["cost"]["total"] == pytest.approx(_od("c5.xlarge"))
@@ -242,7 +275,9 @@ def test_pending_percentiles_come_from_the_pods_created_in_the_range(tmp_path):
     # Waits 10..100 (nearest rank): p50 50, p95 100, max 100. "before" was created before the
     # start and "after" scheduled after the end: neither counts; "waiting" is pending.
     assert ps == {"p50": 50.0, "p95": 100.0, "max": 100.0}
-    assert s["pods"]["scheduled"] == 11
+    # Regression (user report): "before" (created before the range) no longer counts among
+    # the pods that ran either: the simulated policies start from an empty cluster.
+    assert s["pods"]["scheduled"] == 10
     assert s["pods"]["pending"] == 2
     (warning,) = [w for w in s["warnings"] if "not scheduled by its end" in w]
     assert "2 pods" in warning and "app/waiting" in warning and "app/after" in warning
@@ -373,8 +408,16 @@ def test_simulate_prints_and_reports_the_three_rows(tmp_path):
         assert text in result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["policies"]["as-run"]["policy"]["name"] == "as-run"
+    # Regression (user report): the as-run Spot node priced at the packaged estimate is
+    # said on the terminal, not only in summary.json's priceNote.
+    assert "prices are estimated (as-run" in result.output
+    assert "packaged Spot estimate" in result.output
+    assert "pods pending at the end" in result.output
+    # Regression (user report): the header printed a short range as "0.0441667 h".
+    assert "seed-spot: 30m, seed 42" in result.output
     page = (report / "index.html").read_text()
     assert "<th>as-run</th><th>joiner</th><th>cluster-autoscaler</th>" in page
+    assert "<td>pods pending at the end</td>" in page
     assert "vs as-run per month (USD, 720 h)" in page and "720-hour month" in page
 
 
@@ -398,3 +441,13 @@ def test_peak_windows_count_the_recorded_pods_created_in_them(tmp_path):
     assert s["windows"] == {
         "rush": {"pods": 2, "pendingSeconds": {"p50": 5.0, "p95": 100.0, "max": 100.0}}
     }
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(159, "2m39s"), (1800, "30m"), (7200, "2h"), (604800, "7d"), (95400, "1d2h30m"), (0, "0s")],
+)
+def test_durations_print_readably(seconds, text):
+    from joiner.cli.simulate import duration_text
+
+    assert duration_text(seconds) == text

@@ -86,6 +86,7 @@ def _summary(policy: str) -> dict[str, object]:
         },
         "nodeHours": {"spot": 1.0, "onDemand": 1.8},
         "pods": {
+            "pending": 0,
             "pendingSeconds": {"p50": 1.0, "p95": 2.0, "max": 3.0},
             "scaleUpLatencySeconds": {"p50": 40.0, "p95": 60.0},
             "lost": 0,

@@ -271,7 +271,13 @@ def list_documents(
             warnings.append(f"{kind.api_version} {kind.kind} is not served by this cluster")
             continue
         except httpx.HTTPError as exc:
-            raise unreachable(exc) from exc
+            if not _crd_not_installed(exc, kind):
+                raise unreachable(exc) from exc
+            warnings.append(
+                f"{kind.api_version} {kind.kind} is not served by this cluster (its CRD is "
+                f"not installed): none read"
+            )
+            continue
         except KeyError as exc:
             # lightkube fails this way when an error response carries no Content-Type:
             # whatever answered is not a Kubernetes API server.
@@ -282,6 +288,22 @@ def list_documents(
             ) from exc
         docs.extend(as_document(o, kind) for o in found)
     return docs, warnings
+
+
+#: API groups of Karpenter's CRDs: a cluster without Karpenter answers their lists 404.
+_KARPENTER_GROUPS = frozenset({"karpenter.sh", "karpenter.k8s.aws", "karpenter.kwok.sh"})
+
+
+def _crd_not_installed(exc: httpx.HTTPError, kind: Kind) -> bool:
+    """Whether ``exc`` is the API server's 404 for a Karpenter kind whose CRD is not
+    installed. The API server answers a group it does not serve with a plain-text ``404
+    page not found`` (not a JSON Status), so lightkube raises ``httpx.HTTPStatusError``
+    rather than ``ApiError``."""
+    return (
+        isinstance(exc, httpx.HTTPStatusError)
+        and exc.response.status_code == 404
+        and kind.api_version.split("/")[0] in _KARPENTER_GROUPS
+    )
 
 
 #: The label every CRD Joiner ships carries (deploy/crds, the chart's crds/).
