@@ -104,7 +104,7 @@ class NodeHours(_Out):
 class SummaryPolicy(_Out):
     """Which provisioning policy ran, with every parameter it ran with."""
 
-    name: str = Field(pattern="^(joiner|cost-optimal|cluster-autoscaler)$")
+    name: str = Field(pattern="^(as-run|joiner|cost-optimal|cluster-autoscaler)$")
     parameters: dict[str, Any]
     stats: dict[str, int]
 
