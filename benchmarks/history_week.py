@@ -50,7 +50,11 @@ Usage: ``.venv/bin/python benchmarks/history_week.py [--days D] [--workloads W] 
 ``tools/kube-stack/build-prometheus.sh`` (``--bin DIR`` to use others). ``--generate-only DIR``
 writes ``DIR/series.om`` and ``DIR/dump.yaml`` and exits; ``--keep DIR`` keeps the TSDB, the
 dump and the imported Scenario there, and a later run with the same cluster options reuses
-that TSDB (the backfill of the week takes minutes).
+that TSDB (the backfill of the week takes minutes). ``--record DIR [--step S]`` records an
+import fixture from the real Prometheus instead (``record_fixture``: the dump, the raw
+responses of ``joiner import --save-responses`` at step S seconds, and ``import.json``);
+``tests/fixtures/history/day`` is ``--record tests/fixtures/history/day --seed 13 --workloads 20
+--nodes 6 --days 1 --step 300``.
 """
 
 from __future__ import annotations
@@ -1264,9 +1268,11 @@ def query_count(url: str, promql: str, at_s: int) -> float:
     return float(result[0]["value"][1]) if result else 0.0
 
 
-def run_import(url: str, cluster: Cluster, dump: Path, out: Path) -> dict[str, Any]:
-    """``joiner import --prometheus URL`` of the cluster's range, measured."""
-    cmd = [
+def import_command(
+    url: str, cluster: Cluster, dump: Path, out: Path, step_s: int = STEP_S
+) -> list[str]:
+    """The ``joiner import --prometheus URL`` command of the cluster's range."""
+    return [
         *realistic.JOINER,
         "import",
         "--prometheus",
@@ -1276,14 +1282,18 @@ def run_import(url: str, cluster: Cluster, dump: Path, out: Path) -> dict[str, A
         "--end",
         rfc3339(cluster.end_s),
         "--step",
-        f"{STEP_S}s",
+        f"{step_s}s",
         "-f",
         str(dump),
         "--out",
         str(out),
     ]
-    row = realistic.measure(cmd, REPO)
-    row["traceFiles"] = len(list((out / "traces").glob("*"))) if (out / "traces").is_dir() else 0
+
+
+def run_import(url: str, cluster: Cluster, dump: Path, out: Path) -> dict[str, Any]:
+    """``joiner import --prometheus URL`` of the cluster's range, measured."""
+    row = realistic.measure(import_command(url, cluster, dump, out), REPO)
+    row["traceFiles"] = len(list(out.rglob("traces/**/*.csv")))
     row["outputBytes"] = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     return row
 
@@ -1302,6 +1312,8 @@ class Options:
     bin: Path = DEFAULT_BIN
     keep: Path | None = None
     generate_only: Path | None = None
+    record: Path | None = None
+    step: int = STEP_S
 
 
 def parse_args(argv: list[str]) -> Options | str:
@@ -1315,6 +1327,8 @@ def parse_args(argv: list[str]) -> Options | str:
         "--bin": ("bin", Path),
         "--keep": ("keep", Path),
         "--generate-only": ("generate_only", Path),
+        "--record": ("record", Path),
+        "--step": ("step", int),
     }
     while argv:
         if argv[0] not in convert or len(argv) < 2:
@@ -1390,6 +1404,40 @@ def _echo(step: str, row: dict[str, Any]) -> None:
     print(f"{step}: {json.dumps(row)}", file=sys.stderr, flush=True)
 
 
+def record_fixture(opts: Options, work: Path, fixture: Path) -> None:
+    """Record an import fixture in ``fixture`` from the real Prometheus: the synthetic
+    cluster's dump (``dump.yaml``), every raw API response ``joiner import --save-responses``
+    writes (``responses/``, the layout ``--from-file`` reads) and the range
+    (``import.json``: start, end, step), the TSDB and the import's own output left in
+    ``work``.
+
+    Raises:
+        RuntimeError: promtool, prometheus or the import failed.
+    """
+    cluster = make_cluster(opts.seed, opts.workloads, opts.nodes, days=opts.days)
+    generate(cluster, work)
+    backfill(opts.bin / "promtool", work / "series.om", work / "tsdb")
+    if fixture.exists():
+        shutil.rmtree(fixture)
+    fixture.mkdir(parents=True)
+    shutil.copy(work / "dump.yaml", fixture / "dump.yaml")
+    with prometheus(opts.bin / "prometheus", work / "tsdb", work) as url:
+        cmd = import_command(url, cluster, fixture / "dump.yaml", work / "imported", opts.step)
+        cmd += ["--save-responses", str(fixture / "responses")]
+        realistic.measure(cmd, REPO)
+    spec = {
+        "start": rfc3339(cluster.start_s),
+        "end": rfc3339(cluster.end_s),
+        "step": f"{opts.step}s",
+        "recordedWith": (
+            "benchmarks/history_week.py --record DIR"
+            f" --seed {opts.seed} --workloads {opts.workloads} --nodes {opts.nodes}"
+            f" --days {opts.days:g} --step {opts.step}"
+        ),
+    }
+    (fixture / "import.json").write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     """Run the benchmark (module docstring) and print its JSON report; 0, or 2 for a bad
     command line or missing binaries."""
@@ -1411,6 +1459,10 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    if opts.record is not None:
+        with tempfile.TemporaryDirectory(prefix="joiner-history-record-") as tmp:
+            record_fixture(opts, Path(tmp), opts.record)
+        return 0
     if opts.keep is not None:
         opts.keep.mkdir(parents=True, exist_ok=True)
         doc = run(opts, opts.keep)
