@@ -67,6 +67,21 @@ def small() -> tuple[
     return cluster, series
 
 
+def test_parts_are_documents_that_together_hold_the_whole_history(small, tmp_path):
+    _, whole = small
+    seen = []
+    parts = hw.PartFiles(tmp_path, 300_000, seen.append)
+    hw.write_openmetrics(_small(), parts)
+    parts.close()
+    assert len(seen) > 3 and seen == parts.paths
+    merged: dict = {}
+    for path in seen:
+        for key, samples in _parse(path.read_text(encoding="utf-8")).items():
+            assert key not in merged  # a series is never split between parts
+            merged[key] = samples
+    assert merged == whole
+
+
 def test_the_same_seed_gives_the_same_history():
     a, b = io.StringIO(), io.StringIO()
     hw.write_openmetrics(_small(), a)
@@ -220,9 +235,14 @@ BIN = hw.DEFAULT_BIN
 )
 def test_the_real_prometheus_serves_the_backfilled_history(tmp_path):
     cluster = hw.make_cluster(seed=5, workloads=12, nodes=6, days=0.25)
-    hw.generate(cluster, tmp_path)
-    row = hw.backfill(BIN / "promtool", tmp_path / "series.om", tmp_path / "tsdb")
-    assert row["cpuSeconds"] > 0
+    hw.PART_BYTES, part_bytes = 4 << 20, hw.PART_BYTES  # several parts, overlapping blocks
+    try:
+        done = hw.generate_and_backfill(cluster, tmp_path, BIN / "promtool")
+    finally:
+        hw.PART_BYTES = part_bytes
+    assert done["generate"]["files"] > 2
+    assert done["backfill"]["cpuSeconds"] > 0
+    assert not list(tmp_path.glob("*.om"))  # each part deleted once backfilled
     at = cluster.start_s + 3 * 3600
     with hw.prometheus(BIN / "prometheus", tmp_path / "tsdb", tmp_path) as url:
         nodes = hw.query_count(url, "count(kube_node_info)", at)
