@@ -268,9 +268,9 @@ class PolicyRun(_Out):
 
 
 class SimulationSummary(PolicyRun):
-    """``summary.json`` written by ``joiner simulate``. With ``spec.compare``, Joiner's run
-    (or the first policy's, without Joiner) is the top level and ``policies`` holds every
-    policy's run."""
+    """``summary.json`` written by ``joiner simulate``. With ``spec.compare``, the first
+    simulated policy's run (the as-run record when nothing is simulated) is the top level and
+    ``policies`` holds every policy's block, the as-run record's included."""
 
     policies: dict[str, PolicyRun] | None = Field(
         default=None, description="spec.compare: each policy's run, keyed by policy name"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from joiner.api.errors import InputError
-from joiner.cli.common import ClusterFiles, RegionOption, Verbose, err, fail, out, printable
+from joiner.cli.common import Verbose, err, fail, out, printable
 
 if TYPE_CHECKING:
     from joiner.history.series import HistoryWarnings, QueryRange, SeriesSource
@@ -151,7 +151,12 @@ def import_(
             help="Saved query_range responses (a directory of <query>.json, or one file)."
         ),
     ] = None,
-    files: ClusterFiles = None,
+    files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--file", "-f", help="The cluster's objects: kubectl get -o yaml dumps (repeat)."
+        ),
+    ] = None,
     kubeconfig: Annotated[
         Path | None, typer.Option(help="Read the cluster's objects through this kubeconfig.")
     ] = None,
@@ -162,7 +167,10 @@ def import_(
         Path | None, typer.Option(help="Basic auth password file.")
     ] = None,
     ca_file: Annotated[Path | None, typer.Option(help="CA bundle for Prometheus' TLS.")] = None,
-    region: RegionOption = None,
+    region: Annotated[
+        str | None,
+        typer.Option(help="Region of the Scenario (default: the one the nodes' zones are in)."),
+    ] = None,
     print_queries: Annotated[
         bool, typer.Option("--print-queries", help="Print the PromQL Joiner runs and exit.")
     ] = False,
@@ -170,7 +178,7 @@ def import_(
         Path | None,
         typer.Option(help="Also save every raw response here, as --from-file reads them."),
     ] = None,
-    force: Annotated[bool, typer.Option(help="Write into a non-empty --out.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Write into a non-empty --out.")] = False,
     verbose: Verbose = False,
 ) -> None:
     """Import a cluster's history from Prometheus (kube-state-metrics series) and its

@@ -2,6 +2,6 @@
 
 ``series.py`` holds the shapes every reader and the translation share (``Series``,
 ``QueryRange``, ``SeriesSource``, ``HistoryWarnings``); ``prometheus.py`` reads the
-HTTP API, ``files.py`` reads saved responses, ``clean.py`` handles gaps, resets and
-duplicates.
+HTTP API, ``files.py`` reads saved responses, ``response.py`` reads one response of
+either, ``clean.py`` handles gaps, resets and duplicates.
 """

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import pairwise
+from operator import gt, lt
 
 from joiner.history.series import HistoryWarnings, QueryRange, Series
 
@@ -63,10 +63,10 @@ def normalise(series: Series, subject: str, warnings: HistoryWarnings) -> Series
     one "duplicate sample". Returns ``series`` itself when it is already clean.
     """
     times, values = series.times_s, series.values
-    ordered = all(a < b for a, b in pairwise(times))
+    ordered = all(map(lt, times, times[1:]))
     if ordered:
         return series
-    if any(a > b for a, b in pairwise(times)):
+    if any(map(gt, times, times[1:])):
         warnings.add("series with samples out of order", subject, "sorted them by time")
         order = sorted(range(len(times)), key=times.__getitem__)
         times = tuple(times[i] for i in order)

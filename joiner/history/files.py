@@ -17,23 +17,22 @@ either
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from joiner.api.errors import InputError
 from joiner.history.clean import normalise, series_subject
+from joiner.history.response import Parsed, note_parsed, parse_response, parse_text
 from joiner.history.series import HistoryWarnings, QueryRange, Series
 
 __all__ = [
     "INDEX_FILE",
     "FileSource",
-    "Parsed",
     "check_query_name",
     "join_chunks",
-    "parse_response",
     "response_file_name",
 ]
 
@@ -58,105 +57,6 @@ def response_file_name(name: str, chunk: int | None = None) -> str:
     return f"{name}.json" if chunk is None else f"{name}.{chunk}.json"
 
 
-@dataclass(frozen=True, slots=True)
-class Parsed:
-    """One response's series and the warnings Prometheus attached to it."""
-
-    series: list[Series]
-    prometheus_warnings: list[str]
-    dropped_nan: int
-    histograms: int
-
-
-def _float(raw: object, where: str, field: str) -> float:
-    if isinstance(raw, str | int | float) and not isinstance(raw, bool):
-        try:
-            return float(raw)
-        except ValueError:
-            pass
-    raise InputError(f"{raw!r} is not a number", file=where, field=field)
-
-
-def _one_series(entry: object, where: str, index: int) -> tuple[Series | None, int, bool]:
-    field = f"data.result[{index}]"
-    if not isinstance(entry, dict):
-        raise InputError("expected an object with metric and values", file=where, field=field)
-    metric = entry.get("metric", {})
-    if not isinstance(metric, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in metric.items()
-    ):
-        raise InputError("expected string labels", file=where, field=f"{field}.metric")
-    labels = {k: v for k, v in metric.items() if k != "__name__"}
-    raw = entry.get("values")
-    if raw is None:
-        if "histograms" in entry:
-            return None, 0, True
-        raise InputError("missing (an instant result? use query_range)", file=where, field=field)
-    if not isinstance(raw, list):
-        raise InputError("expected a list of [time, value]", file=where, field=f"{field}.values")
-    times: list[float] = []
-    values: list[float] = []
-    dropped = 0
-    for k, pair in enumerate(raw):
-        at = f"{field}.values[{k}]"
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise InputError("expected [time, value]", file=where, field=at)
-        value = _float(pair[1], where, at)
-        if math.isnan(value):
-            dropped += 1
-            continue
-        times.append(_float(pair[0], where, at))
-        values.append(value)
-    return Series(labels, tuple(times), tuple(values)), dropped, False
-
-
-def parse_response(body: Any, where: str) -> Parsed:
-    """Read one decoded ``/api/v1/query_range`` response.
-
-    ``body`` is the decoded JSON; ``where`` names its origin (a file, or a URL and query)
-    for messages. NaN samples (stale markers and NaN results) are dropped and counted;
-    native-histogram series are left out and counted. Raises ``InputError`` naming
-    ``where`` and the field for ``status: error`` or a shape that is not a matrix.
-    """
-    if not isinstance(body, dict) or "status" not in body:
-        raise InputError("not a Prometheus API response (no status field)", file=where)
-    if body["status"] != "success":
-        kind = body.get("errorType", "error")
-        raise InputError(f"Prometheus answered {kind}: {body.get('error', '')}", file=where)
-    data = body.get("data")
-    if not isinstance(data, dict):
-        raise InputError("missing", file=where, field="data")
-    if data.get("resultType") != "matrix":
-        raise InputError(
-            f"expected a range query's matrix, got {data.get('resultType')!r}",
-            file=where,
-            field="data.resultType",
-        )
-    result = data.get("result")
-    if not isinstance(result, list):
-        raise InputError("expected a list", file=where, field="data.result")
-    series: list[Series] = []
-    dropped = histograms = 0
-    for index, entry in enumerate(result):
-        one, nan, histogram = _one_series(entry, where, index)
-        dropped += nan
-        histograms += histogram
-        if one is not None:
-            series.append(one)
-    notes = body.get("warnings") or []
-    return Parsed(series, [str(n) for n in notes], dropped, histograms)
-
-
-def note_parsed(parsed: Parsed, name: str, warnings: HistoryWarnings) -> None:
-    """Count what ``parse_response`` left out or Prometheus warned about, under ``name``."""
-    for note in parsed.prometheus_warnings:
-        warnings.add("Prometheus warning", f"{name}: {note}", "used the result as returned")
-    for _ in range(parsed.dropped_nan):
-        warnings.add("NaN sample", name, "left the sample out (no value at that step)")
-    for _ in range(parsed.histograms):
-        warnings.add("native histogram series", name, "left it out (only float samples count)")
-
-
 def _key(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(labels.items()))
 
@@ -171,20 +71,20 @@ def join_chunks(
     come out of order (chunks given out of order, a hand-made file) go through
     ``clean.normalise``, which counts them.
     """
-    times: dict[tuple[tuple[str, str], ...], list[float]] = {}
-    values: dict[tuple[tuple[str, str], ...], list[float]] = {}
-    labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+    parts: dict[tuple[tuple[str, str], ...], list[Series]] = {}
     for chunk in chunks:
         for one in chunk:
-            key = _key(one.labels)
-            if key not in labels:
-                labels[key], times[key], values[key] = one.labels, [], []
-            times[key].extend(one.times_s)
-            values[key].extend(one.values)
+            parts.setdefault(_key(one.labels), []).append(one)
     joined = []
-    for key, series_labels in labels.items():
-        one = Series(series_labels, tuple(times[key]), tuple(values[key]))
-        joined.append(normalise(one, series_subject(name, series_labels), warnings))
+    for pieces in parts.values():
+        one = pieces[0]
+        if len(pieces) > 1:
+            one = Series(
+                one.labels,
+                tuple(chain.from_iterable(piece.times_s for piece in pieces)),
+                tuple(chain.from_iterable(piece.values for piece in pieces)),
+            )
+        joined.append(normalise(one, series_subject(name, one.labels), warnings))
     return joined
 
 
@@ -193,40 +93,39 @@ def trim(
 ) -> list[Series]:
     """Keep the samples inside ``window`` (both ends included); count the series trimmed.
 
-    A saved file may hold a longer range than the one asked for; the samples outside are
-    left out, and a series with none inside is dropped.
+    ``series`` must be normalised (ascending times). A saved file may hold a longer range
+    than the one asked for; the samples outside are left out, and a series with none
+    inside is dropped.
     """
     kept = []
     for one in series:
-        inside = [i for i, t in enumerate(one.times_s) if window.start_s <= t <= window.end_s]
-        if len(inside) != len(one.times_s):
-            warnings.add(
-                "saved series reaching outside the range",
-                series_subject(name, one.labels),
-                "left out its samples outside --start/--end",
-            )
-        if not inside:
-            continue
-        if len(inside) == len(one.times_s):
+        times = one.times_s
+        first = bisect_left(times, window.start_s)
+        last = bisect_right(times, window.end_s)
+        if first == 0 and last == len(times):
             kept.append(one)
             continue
-        kept.append(
-            Series(
-                one.labels,
-                tuple(one.times_s[i] for i in inside),
-                tuple(one.values[i] for i in inside),
-            )
+        warnings.add(
+            "saved series reaching outside the range",
+            series_subject(name, one.labels),
+            "left out its samples outside --start/--end",
         )
+        if first < last:
+            kept.append(Series(one.labels, times[first:last], one.values[first:last]))
     return kept
 
 
-def _load_json(path: Path) -> Any:
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", file=str(path)) from exc
+
+
+def _load_json(path: Path) -> Any:
+    text = _read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -288,16 +187,23 @@ class FileSource:
                 name,
                 "read the saved result as it is (save the responses again to refresh it)",
             )
-        chunks = []
-        for where, body in self._responses(name):
-            parsed = parse_response(body, where)
-            note_parsed(parsed, name, self.warnings)
-            chunks.append(parsed.series)
+        chunks = (self._noted(parsed, name) for parsed in self._responses(name))
         return trim(join_chunks(chunks, name, self.warnings), self.window, name, self.warnings)
 
-    def _responses(self, name: str) -> list[tuple[str, Any]]:
+    def _noted(self, parsed: Parsed, name: str) -> list[Series]:
+        note_parsed(parsed, name, self.warnings)
+        return parsed.series
+
+    def _responses(self, name: str) -> Iterator[Parsed]:
+        """Each saved response of ``name`` in time order, read one at a time."""
         if self._bundle is not None:
-            return self._bundle_responses(name)
+            for where, body in self._bundle_responses(name):
+                yield parse_response(body, where)
+            return
+        for part in self._files(name):
+            yield parse_text(_read_text(part), str(part))
+
+    def _files(self, name: str) -> list[Path]:
         whole = self.path / response_file_name(name)
         first = self.path / response_file_name(name, 0)
         if whole.is_file() and first.is_file():
@@ -306,7 +212,7 @@ class FileSource:
                 file=str(whole),
             )
         if whole.is_file():
-            return [(str(whole), _load_json(whole))]
+            return [whole]
         if not first.is_file():
             raise InputError(
                 f"no saved result for query {name} (nor {first.name} for a chunked range); "
@@ -316,7 +222,7 @@ class FileSource:
         found = []
         k = 0
         while (part := self.path / response_file_name(name, k)).is_file():
-            found.append((str(part), _load_json(part)))
+            found.append(part)
             k += 1
         return found
 
@@ -345,6 +251,13 @@ class FileSource:
                 "saved range shorter than asked",
                 f"{index.parent}: saved {start:g}..{end:g}",
                 "series have no samples outside the saved range",
+            )
+        step = saved.get("step_s")
+        if isinstance(step, int | float) and step != self.window.step_s:
+            self.warnings.add(
+                "saved step other than asked",
+                f"{index.parent}: saved every {step:g}s, asked every {self.window.step_s:g}s",
+                "used the saved samples at their own times",
             )
 
 

@@ -27,13 +27,8 @@ import httpx2
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
-from joiner.history.files import (
-    INDEX_FILE,
-    join_chunks,
-    note_parsed,
-    parse_response,
-    response_file_name,
-)
+from joiner.history.files import INDEX_FILE, join_chunks, response_file_name
+from joiner.history.response import note_parsed, parse_text
 from joiner.history.series import HistoryWarnings, QueryRange, Series
 
 __all__ = ["MAX_POINTS", "PrometheusSource", "chunk_ranges"]
@@ -169,6 +164,12 @@ class PrometheusSource:
         """Close the HTTP connections."""
         self._client.close()
 
+    def __enter__(self) -> PrometheusSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def fetch(self, name: str, promql: str) -> list[Series]:
         """The series ``promql`` gives over the range, read in chunks and joined.
 
@@ -180,17 +181,20 @@ class PrometheusSource:
         results = []
         files = []
         for k, chunk in enumerate(chunks):
-            body, raw = self._get(name, promql, chunk)
-            parsed = parse_response(body, f"{self.url}{_PATH}: query {name}")
-            note_parsed(parsed, name, self.warnings)
-            results.append(parsed.series)
+            text, raw = self._get(name, promql, chunk)
             if self.save_dir is not None:
                 files.append(self._save(name, None if len(chunks) == 1 else k, raw))
+            del raw
+            parsed = parse_text(text, f"{self.url}{_PATH}: query {name}")
+            del text
+            note_parsed(parsed, name, self.warnings)
+            results.append(parsed.series)
         if self.save_dir is not None:
             self._save_index(name, promql, files)
         return join_chunks(results, name, self.warnings)
 
-    def _get(self, name: str, promql: str, chunk: QueryRange) -> tuple[Any, bytes]:
+    def _get(self, name: str, promql: str, chunk: QueryRange) -> tuple[str, bytes]:
+        """One chunk's answer: its text (checked to be a JSON object) and raw bytes."""
         params = {
             "query": promql,
             "start": f"{chunk.start_s:.3f}",
@@ -218,13 +222,21 @@ class PrometheusSource:
             "Prometheus is healthy, or ask for less (a larger --step, a shorter range)",
         )
 
-    def _decode(self, name: str, response: httpx2.Response) -> Any:
+    def _decode(self, name: str, response: httpx2.Response) -> str:
+        """The text of an answer that can be a range query's; else the error to raise."""
         status = response.status_code
         if status in (401, 403):
             raise self._error(
                 name,
                 f"HTTP {status}: the credentials were refused; check --bearer-token-file or "
                 "--basic-auth-user/--basic-auth-password-file",
+            )
+        if 300 <= status < 400:
+            where = response.headers.get("location", "elsewhere")
+            raise self._error(
+                name,
+                f"HTTP {status} redirects to {where}; give the URL Prometheus answers at "
+                "(a login proxy in front needs its own credentials)",
             )
         if status == 404:
             raise self._error(
@@ -233,23 +245,19 @@ class PrometheusSource:
                 "(with its path prefix, if any)",
             )
         try:
-            body = json.loads(response.content)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            text = response.content.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""
+        if not text.lstrip().startswith("{"):
             kind = response.headers.get("content-type", "no content type")
             raise self._error(
                 name,
                 f"HTTP {status} answered {kind}, not JSON; check that the URL is the "
                 "Prometheus server's (not a UI or a login page)",
-            ) from exc
-        if isinstance(body, dict) and body.get("status") == "error":
-            raise self._error(
-                name,
-                f"HTTP {status}: Prometheus answered {body.get('errorType', 'error')}: "
-                f"{body.get('error', '')}",
             )
         if status >= 400:
-            raise self._error(name, f"HTTP {status}; check the URL and the query")
-        return body
+            raise self._error(name, f"HTTP {status}{_api_error(response.content)}")
+        return text
 
     def _unreachable(self, name: str, exc: Exception) -> InputError:
         if _caused_by(exc, (ssl.SSLError,)):
@@ -325,7 +333,7 @@ def _api_error(content: bytes) -> str:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return ""
     if isinstance(body, dict) and body.get("status") == "error":
-        return f" ({body.get('errorType', 'error')}: {body.get('error', '')})"
+        return f": Prometheus answered {body.get('errorType', 'error')}: {body.get('error', '')}"
     return ""
 
 

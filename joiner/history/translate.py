@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_documents
@@ -160,32 +162,32 @@ def resample(
     samples, 0 before the first and after a last sample well before the end); scrape
     gaps, late starts and early ends are counted in ``warnings`` under ``subject``."""
     n = minutes_of(rng)
-    out = [math.nan] * n
-    gap_s = 2 * rng.step_s
-    for t, v in zip(s.times_s, s.values, strict=True):
-        m = int((t - rng.start_s) // 60)
-        if 0 <= m < n and not v <= out[m]:
-            out[m] = v
     if not s.times_s:
-        return tuple(0.0 for _ in out)
+        return (0.0,) * n
+    times = np.asarray(s.times_s, dtype=np.float64)
+    minute = np.floor((times - rng.start_s) / 60.0).astype(np.int64)
+    inside = (minute >= 0) & (minute < n)
+    out = np.full(n, np.nan)
+    np.fmax.at(out, minute[inside], np.asarray(s.values, dtype=np.float64)[inside])
     first, last = s.times_s[0], s.times_s[-1]
+    gap_s = 2 * rng.step_s
     if first - rng.start_s > gap_s:
-        warnings.add("series starting inside the range", subject, "0 before its first sample")
+        warnings.add("late series start", subject, "0 before its first sample")
     ended = rng.end_s - last > gap_s
     if ended:
-        warnings.add("series ending inside the range", subject, "0 after its last sample")
-    for a, b in zip(s.times_s, s.times_s[1:], strict=False):
-        if b - a > max(gap_s, 60.0):
-            warnings.add("scrape gap", subject, "the last value held through the gap")
-    held = 0.0
-    for m in range(n):
-        minute_start = rng.start_s + 60.0 * m
-        if minute_start + 60.0 <= first or (ended and minute_start > last):
-            out[m] = 0.0
-        elif math.isnan(out[m]):
-            out[m] = held
-        held = out[m]
-    return tuple(out)
+        warnings.add("early series end", subject, "0 after its last sample")
+    if np.any(np.diff(times) > max(gap_s, 60.0)):
+        warnings.add("scrape gap", subject, "the last value held through the gap")
+    # Hold each value through the minutes without a sample (a forward fill).
+    index = np.where(np.isnan(out), 0, np.arange(n))
+    np.maximum.accumulate(index, out=index)
+    out = out[index]
+    starts = rng.start_s + 60.0 * np.arange(n)
+    out[starts + 60.0 <= first] = 0.0
+    if ended:
+        out[starts > last] = 0.0
+    out[np.isnan(out)] = 0.0
+    return tuple(out.tolist())
 
 
 def translate(
@@ -222,6 +224,13 @@ def translate(
             file=source_name,
         )
     warnings = warnings if warnings is not None else HistoryWarnings()
+    if not objects.manifests.nodepools:
+        warnings.add(
+            "cluster without a NodePool",
+            objects.source,
+            "Joiner and the Cluster Autoscaler baseline have nothing to launch until the "
+            "NodePools and EC2NodeClasses you would deploy are added to objects.yaml",
+        )
     h = _History(answers, rng, objects.manifests, warnings)
     traces, skip_jobs = h.traces()
     nodes = h.nodes()
@@ -256,7 +265,7 @@ def vpc_for(
         if not base and zones:
             base = [(f"subnet-{z}", z) for z in zones]
             warnings.add(
-                "EC2NodeClass without status.subnets",
+                "NodeClass VPC assumption",
                 nc.name,
                 "one subnet in each zone the nodes ran in",
             )
@@ -379,7 +388,7 @@ class _History:
             hpa = _key(s.labels, "horizontalpodautoscaler")
             if hpa not in targets:
                 self.w.add(
-                    "HPA without a known target",
+                    "untargeted HPA",
                     hpa,
                     "its target's own replica history replayed",
                 )
@@ -423,9 +432,9 @@ class _History:
         for (kind, key), tr in sorted(out.items()):
             if kinds.get(key) != kind:
                 self.w.add(
-                    "workload in the history without an object",
+                    "history-only workload",
                     f"{kind}/{key}",
-                    "left out: no pod template to replay (renamed or deleted)",
+                    "left out, no pod template to replay: renamed or deleted",
                 )
                 continue
             kept.append(tr)
@@ -452,13 +461,13 @@ class _History:
             if wl.kind == "Job":
                 self.dropped_jobs.add(wl.key)
                 self.w.add(
-                    "Job without a run in the range",
+                    "idle Job",
                     wl.key,
                     "left out of the objects",
                 )
                 continue
             self.w.add(
-                "workload without history",
+                "unrecorded workload",
                 f"{wl.kind}/{wl.key}",
                 "kept at the object's replicas for the whole range",
             )
@@ -477,19 +486,21 @@ class _History:
             else:
                 runs.setdefault(cron, [])
         have = {c.key for c in self.ms.cronjobs}
+        for key in sorted(have - set(runs)):
+            runs[key] = []
         out: dict[str, float] = {}
         for cron, times in sorted(runs.items()):
             if cron not in have:
                 self.w.add(
-                    "CronJob in the history without an object",
+                    "history-only CronJob",
                     cron,
                     "its runs left out: no pod template to replay",
                 )
             elif not times:
                 self.w.add(
-                    "CronJob without a completed run",
+                    "unmeasured CronJob",
                     cron,
-                    "each run lasts the simulation's default run time",
+                    "no run completed in the range: each run lasts the simulation's default",
                 )
             else:
                 out[cron] = max(1.0, round(statistics.median(times)))
@@ -562,9 +573,9 @@ class _History:
         for d in left_out:
             meta = d.get("metadata") or {}
             self.w.add(
-                "object of the cluster's current state left out",
+                "dropped current-state object",
                 f"{d.get('kind')}/{meta.get('name', '')}",
-                "the replay starts without them (HPAs replayed as their targets' replicas)",
+                "the replay starts without them; HPAs replayed as their targets' replicas",
             )
         return tuple(kept)
 
@@ -576,7 +587,7 @@ class _History:
         for pod, owner in sorted(self.pod_workloads().items()):
             if pod not in requests:
                 self.w.add(
-                    "pod without requests in the history",
+                    "request-less pod",
                     pod,
                     "its workload's requests taken from the object",
                 )
@@ -605,7 +616,7 @@ class _History:
         if abs(cpu_m - have_cpu) < 1 and abs(mem - have_mem) < 1:
             return doc
         self.w.add(
-            "workload whose requests changed",
+            "request change",
             f"{kind}/{key} (pod {pod})",
             "the requests of its latest pod in the history used",
         )
@@ -664,11 +675,22 @@ class _History:
             labels, "beta.kubernetes.io/instance-type"
         )
         if not found:
+            dumped = next((n for n in self.ms.nodes if n.name == node), None)
+            found = (
+                dict(dumped.labels).get("node.kubernetes.io/instance-type", "") if dumped else ""
+            )
+            if found:
+                self.w.add(
+                    "node typed from the dump",
+                    node,
+                    "instance type taken from the dump's Node: the history hides it",
+                )
+                return found
             self.w.add(
-                "node without an instance type",
+                "untyped node",
                 node,
-                "instance type left empty (kube-state-metrics' --metric-labels-allowlist "
-                "hides node.kubernetes.io/instance-type)",
+                "instance type left empty: kube-state-metrics' --metric-labels-allowlist "
+                "hides node.kubernetes.io/instance-type",
             )
         return found
 
@@ -679,7 +701,7 @@ class _History:
         eks = _label(labels, "eks.amazonaws.com/capacityType")
         if eks in _EKS_CAPACITY:
             return _EKS_CAPACITY[eks]
-        self.w.add("node without a capacity type", node, "capacity type left empty (unknown)")
+        self.w.add("capacity-unknown node", node, "capacity type left empty (unknown)")
         return ""
 
     def _zone(self, node: str, labels: Mapping[str, str], provider_id: str) -> str:
@@ -691,7 +713,7 @@ class _History:
         by_id = _PROVIDER_ZONE.match(provider_id)
         if by_id:
             return by_id.group(1)
-        self.w.add("node without a zone", node, "zone left empty")
+        self.w.add("zoneless node", node, "zone left empty")
         return ""
 
     def pods(self) -> tuple[AsRunPod, ...]:

@@ -74,12 +74,14 @@ class AsRunPod:
 @dataclass(frozen=True, slots=True)
 class AsRunRecord:
     """``spec.asRun`` loaded: the nodes in file order and the pods (None without
-    ``pods``), with the files they came from."""
+    ``pods``), with the files they came from (``named``: as the Scenario names them,
+    relative to it)."""
 
     nodes_file: str
     nodes: tuple[AsRunNode, ...]
     pods_file: str | None = None
     pods: tuple[AsRunPod, ...] | None = None
+    named: tuple[str, str | None] = ("", None)
 
 
 class _Rows:

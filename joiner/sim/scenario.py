@@ -359,17 +359,18 @@ def _as_run(spec: ScenarioSpec, at: _At, warnings: list[str]) -> AsRunRecord | N
             "so the recorded nodes are not read or priced"
         )
         return None
+    named = (spec.asRun.nodes, spec.asRun.pods)
     try:
-        nodes = load_nodes(at.base / spec.asRun.nodes)
+        nodes = load_nodes(at.base / named[0])
     except InputError as exc:
         raise at.referenced(exc, "spec.asRun.nodes") from exc
-    if spec.asRun.pods is None:
-        return AsRunRecord(str(at.base / spec.asRun.nodes), nodes)
+    if named[1] is None:
+        return AsRunRecord(str(at.base / named[0]), nodes, named=named)
     try:
-        pods = load_pods(at.base / spec.asRun.pods)
+        pods = load_pods(at.base / named[1])
     except InputError as exc:
         raise at.referenced(exc, "spec.asRun.pods") from exc
-    return AsRunRecord(str(at.base / spec.asRun.nodes), nodes, str(at.base / spec.asRun.pods), pods)
+    return AsRunRecord(str(at.base / named[0]), nodes, str(at.base / named[1]), pods, named)
 
 
 def _read_scenario(path: Path) -> ScenarioFile:

@@ -175,13 +175,14 @@ def test_index_flags_other_promql_and_a_shorter_saved_range(tmp_path: Path) -> N
     _write(
         tmp_path / "queries.json",
         {
-            "range": {"start_s": 1060, "end_s": 1240, "step_s": 60},
+            "range": {"start_s": 1060, "end_s": 1240, "step_s": 30},
             "queries": {"q": {"promql": "old", "files": ["q.json"]}},
         },
     )
     source = FileSource(tmp_path, WINDOW)
     source.fetch("q", "new")
     assert source.warnings.count("saved range shorter than asked") == 1
+    assert source.warnings.count("saved step other than asked") == 1
     assert source.warnings.count("saved query with other PromQL") == 1
     source.fetch("q", "old")
     assert source.warnings.count("saved query with other PromQL") == 1

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
+import urllib.parse
 from pathlib import Path
+from typing import ClassVar
 
 from typer.testing import CliRunner
 
@@ -62,7 +66,7 @@ def test_import_from_saved_responses_writes_a_scenario(tmp_path: Path) -> None:
     assert "4 workload traces, 2 as-run nodes, 2 pods" in out
     assert f"next: joiner simulate {tmp_path / 'week/scenario.yaml'}" in out.replace("\n", "")
     # The grouped warnings: one line per kind, with what was assumed.
-    assert "1 workload without history (kept at the object's replicas" in err
+    assert "1 unrecorded workload (kept at the object's replicas" in err
     assert "[19/19] node_created: 2 series" in err
 
 
@@ -161,3 +165,117 @@ def test_refuses_a_non_empty_out_directory(tmp_path: Path) -> None:
         str(tmp_path / "week"),
     )
     assert code == 2 and "is not empty" in err
+
+
+def test_the_guide_lists_every_query_as_print_queries_prints_it() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs/guides/last-week.md").read_text()
+    assert render_queries() in guide
+
+
+class _Prometheus(http.server.BaseHTTPRequestHandler):
+    """A loopback ``/api/v1/query_range`` answering the catalog's queries from
+    ``_answers()`` (every sample, whatever the range: the test's range is the answers')."""
+
+    answers: ClassVar[dict[str, list[Series]]] = {}
+    by_promql: ClassVar[dict[str, str]] = {q.promql: q.name for q in QUERIES}
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        name = self.by_promql[query["query"][0]]
+        result = [
+            {
+                "metric": dict(s.labels),
+                "values": [[t, repr(v)] for t, v in zip(s.times_s, s.values, strict=True)],
+            }
+            for s in self.answers.get(name, [])
+        ]
+        body = json.dumps(
+            {"status": "success", "data": {"resultType": "matrix", "result": result}}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def test_prometheus_import_saves_responses_that_import_the_same_offline(tmp_path: Path) -> None:
+    _Prometheus.answers = _answers()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Prometheus)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        dump = str(_cluster(tmp_path))
+        code, _, err = _run(
+            "--prometheus",
+            url,
+            "--start",
+            START,
+            "--end",
+            END,
+            "-f",
+            dump,
+            "--out",
+            str(tmp_path / "live"),
+            "--save-responses",
+            str(tmp_path / "saved"),
+        )
+        assert code == 0, err
+    finally:
+        server.shutdown()
+        thread.join()
+    code, _, err = _run(
+        "--from-file",
+        str(tmp_path / "saved"),
+        "--start",
+        START,
+        "--end",
+        END,
+        "-f",
+        dump,
+        "--out",
+        str(tmp_path / "offline"),
+    )
+    assert code == 0, err
+    live = sorted(p.relative_to(tmp_path / "live") for p in (tmp_path / "live").rglob("*.*"))
+    offline = sorted(
+        p.relative_to(tmp_path / "offline") for p in (tmp_path / "offline").rglob("*.*")
+    )
+    assert live == offline and len(live) == 8
+    for rel in live:
+        a = (tmp_path / "live" / rel).read_text().replace("live", "offline")
+        assert a == (tmp_path / "offline" / rel).read_text(), rel
+
+
+def test_the_imported_scenario_simulates_with_as_run_beside_both_policies(
+    tmp_path: Path,
+) -> None:
+    saved = _save(_answers(), tmp_path / "saved")
+    code, _, err = _run(
+        "--from-file",
+        str(saved),
+        "--start",
+        START,
+        "--end",
+        END,
+        "-f",
+        str(_cluster(tmp_path)),
+        "--out",
+        str(tmp_path / "week"),
+    )
+    assert code == 0, err
+    r = CliRunner().invoke(
+        app, ["simulate", str(tmp_path / "week/scenario.yaml"), "-q", "--out", str(tmp_path / "o")]
+    )
+    assert r.exit_code == 0, r.stderr
+    summary = json.loads(next((tmp_path / "o").rglob("summary.json")).read_text())
+    assert list(summary["policies"]) == ["as-run", "joiner", "cluster-autoscaler"]
+    as_run = summary["policies"]["as-run"]
+    # Node a: spot for the whole 2 h; node b: on-demand from 1200 s to 4800 s.
+    assert as_run["nodeHours"] == {"spot": 2.0, "onDemand": 1.0}
+    assert [n["name"] for n in as_run["nodes"]] == ["a", "b"]

@@ -226,6 +226,10 @@ def _connect_error(cause: BaseException) -> httpx2.ConnectError:
             "HTTP 404: no /api/v1/query_range here",
         ),
         (
+            lambda r: httpx2.Response(302, headers={"location": "https://sso.example/login"}),
+            "HTTP 302 redirects to https://sso.example/login",
+        ),
+        (
             lambda r: httpx2.Response(200, html="<html>Grafana</html>"),
             "HTTP 200 answered text/html; charset=utf-8, not JSON",
         ),
@@ -293,7 +297,8 @@ def test_retries_are_bounded_and_the_last_failure_is_named() -> None:
     sleeps: list[float] = []
     src = _source(down, QueryRange(0, 60, 60), sleep=sleeps.append, attempts=4, backoff_s=0.5)
     with pytest.raises(
-        InputError, match=r"query q: gave up after 4 tries: HTTP 503 \(unavailable: shutting down\)"
+        InputError,
+        match=r"query q: gave up after 4 tries: HTTP 503: Prometheus answered unavailable: shut",
     ):
         src.fetch("q", "up")
     assert len(calls) == 4

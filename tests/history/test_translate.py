@@ -255,11 +255,11 @@ def test_workloads_replay_their_recorded_replicas_per_minute(tmp_path: Path) -> 
 
 def test_renamed_deleted_and_silent_workloads_are_counted(tmp_path: Path) -> None:
     w = _imported(tmp_path).warnings
-    assert w.subjects("workload in the history without an object") == ["Deployment/shop/gone"]
-    assert w.subjects("series ending inside the range") == ["shop/gone"]
-    assert w.subjects("workload without history") == ["Deployment/shop/idle"]
-    assert w.subjects("Job without a run in the range") == ["batch/old-migration"]
-    assert w.subjects("pod without requests in the history") == ["shop/loner-x"]
+    assert w.subjects("history-only workload") == ["Deployment/shop/gone"]
+    assert w.subjects("early series end") == ["shop/gone"]
+    assert w.subjects("unrecorded workload") == ["Deployment/shop/idle"]
+    assert w.subjects("idle Job") == ["batch/old-migration"]
+    assert w.subjects("request-less pod") == ["shop/loner-x"]
 
 
 def test_objects_are_copied_without_current_state_and_with_the_historys_requests(
@@ -282,9 +282,7 @@ def test_objects_are_copied_without_current_state_and_with_the_historys_requests
         "cpu": "500m",
         "memory": "1Gi",
     }
-    assert imported.warnings.subjects("workload whose requests changed") == [
-        "StatefulSet/shop/db (pod shop/db-0)"
-    ]
+    assert imported.warnings.subjects("request change") == ["StatefulSet/shop/db (pod shop/db-0)"]
 
 
 def test_as_run_nodes_from_karpenter_and_eks_labels(tmp_path: Path) -> None:
@@ -307,7 +305,7 @@ def test_as_run_nodes_from_karpenter_and_eks_labels(tmp_path: Path) -> None:
         "ng-1",
     )
     assert (b.start_s, b.end_s) == (1200.0, 4800.0)
-    assert imported.warnings.subjects("node without an instance type") == ["b"]
+    assert imported.warnings.subjects("untyped node") == ["b"]
     assert imported.region == "us-east-1"
 
 
@@ -366,7 +364,7 @@ def test_resample_takes_the_max_in_a_minute_and_zero_before_a_late_start() -> No
         ],
     )
     assert resample(s, rng, "x", w) == (0.0, 0.0, 4.0, 3.0, 3.0)
-    assert w.subjects("series starting inside the range") == ["x"]
+    assert w.subjects("late series start") == ["x"]
 
 
 def test_print_queries_lists_every_query_verbatim() -> None:
@@ -374,3 +372,36 @@ def test_print_queries_lists_every_query_verbatim() -> None:
     for q in QUERIES:
         assert f"# {q.name}: {q.why}\n{q.promql}\n" in text
     assert "label_eks_amazonaws_com_capacity_type" in text
+
+
+def test_a_hidden_instance_type_is_taken_from_the_dumps_node(tmp_path: Path) -> None:
+    answers = _answers()
+    name = "ip-10-0-0-1.ec2.internal"
+    answers["node_info"].append(
+        flat({"node": name, "provider_id": "aws:///us-east-1a/i-0123"}, 1, 0, 7200)
+    )
+    objects = objects_from_files([_cluster(tmp_path)])
+    imported = translate(MemorySource(answers), "memory", RANGE, objects)
+    node = next(n for n in imported.nodes if n.node == name)
+    assert (node.instance_type, node.zone, node.capacity_type) == ("m5.large", "us-east-1a", "")
+    assert imported.warnings.subjects("node typed from the dump") == [name]
+    assert imported.warnings.subjects("untyped node") == ["b"]
+    assert imported.warnings.subjects("capacity-unknown node") == [name]
+
+
+def test_a_cronjob_without_a_completed_run_is_counted(tmp_path: Path) -> None:
+    answers = _answers()
+    answers["job_completion_time"] = [
+        s for s in answers["job_completion_time"] if s.labels["job_name"] == "backfill"
+    ]
+    objects = objects_from_files([_cluster(tmp_path)])
+    imported = translate(MemorySource(answers), "memory", RANGE, objects)
+    assert imported.cron_run_s == {}
+    assert imported.warnings.subjects("unmeasured CronJob") == ["batch/nightly"]
+
+
+def test_a_dump_without_nodepools_is_counted(tmp_path: Path) -> None:
+    path = tmp_path / "apps.yaml"
+    path.write_text(CLUSTER.split("---\n", 2)[2])
+    imported = translate(MemorySource(_answers()), "memory", RANGE, objects_from_files([path]))
+    assert imported.warnings.subjects("cluster without a NodePool") == [str(path)]
