@@ -35,6 +35,7 @@ ALLOWED: dict[str, str] = {
     "sim/scenario_sections.py": "validates the scenario's priority expander regexes",
     "sim/windows.py": "time-of-day windows in scenarios",
     "sim/workloads.py": "numbers in scenario workload fields",
+    "sim/asrun_files.py": "seconds in the as-run record's CSV cells",
 }
 
 

@@ -8,9 +8,12 @@ block (``policies["as-run"]``) has the shape of a simulated policy's run:
   ``endSeconds`` (null when the node still ran at the Scenario's end); no ``readyAtSeconds``
   nor fleet ``allocation`` (the history has neither). Nodes that start at or after the end
   are left out, with a warning.
-* **cost**: each node billed over its clipped lifetime. On-demand and reserved nodes (a
-  capacity reservation bills the on-demand rate whether used or not) at the packaged
-  on-demand price of their instance type in the Scenario's region. Spot nodes at the
+* **cost**: each node billed over its clipped lifetime. On-demand nodes at the packaged
+  on-demand price of their instance type in the Scenario's region. Reserved nodes as the
+  simulation prices reserved capacity (Karpenter-AWS's on-demand price / 10^7: already paid
+  for, the reservation's own bill is not in any summary), with a warning when the Scenario
+  declares no capacity reservation for their pool (the simulated policies then pay for that
+  capacity). Spot nodes at the
   Scenario's Spot price history (``spec.cloud.spotPriceHistory``) for their type and zone,
   integrated over their lifetime (the latest row at or before each instant; earlier instants
   the earliest row, as the simulated market reads it), else at the packaged Spot estimate
@@ -35,13 +38,14 @@ block (``policies["as-run"]``) has the shape of a simulated policy's run:
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from joiner.api import timeline as tl
 from joiner.api.grouping import grouped, plural
 from joiner.cloudprovider.catalog import Catalog, spot_price
+from joiner.cloudprovider.reservations import RESERVED_PRICE_DIVISOR
 from joiner.sim.asrun_files import AsRunNode, AsRunPod, AsRunRecord
 from joiner.sim.report import SCHEMA_VERSION, no_disruptions, percentile
 from joiner.sim.scenario import Scenario
@@ -101,17 +105,23 @@ def _integral(history: Sequence[tuple[float, float]], start: float, end: float) 
 
 class _Pricer:
     """Prices recorded nodes in one region (module docstring); collects which instance
-    types were priced at the packaged Spot estimate, and which Spot types had no estimate."""
+    types were priced at the packaged Spot estimate, which Spot types had no estimate, and
+    which reserved nodes have no reservation in the Scenario."""
 
     def __init__(
         self,
         catalog: Catalog,
         region: str,
         history: Mapping[tuple[str, str], tuple[tuple[float, float], ...]],
+        reserved_pools: Collection[tuple[str, str]] = (),
     ) -> None:
         self.catalog = catalog
         self.region = region
         self.history = history
+        #: (instance type, zone) of the Scenario's capacity reservations.
+        self.reserved_pools = frozenset(reserved_pools)
+        #: Reserved nodes in a pool the Scenario declares no reservation for.
+        self.undeclared: list[str] = []
         self.spot_estimated: set[str] = set()
         self.spot_unquoted: set[str] = set()
         self.notes: set[str] = set()
@@ -129,6 +139,11 @@ class _Pricer:
         if od.estimated:
             self.notes.add(od.note)
         od_cost = hours * od.price_per_hour
+        if node.capacity_type == "reserved":
+            price = od.price_per_hour / RESERVED_PRICE_DIVISOR
+            if (node.instance_type, node.zone) not in self.reserved_pools:
+                self.undeclared.append(node.name)
+            return _Priced(hours * price, od_cost, price, od.price_per_hour, od.estimated)
         if node.capacity_type != "spot":
             return _Priced(od_cost, od_cost, od.price_per_hour, od.price_per_hour, od.estimated)
         history = self.history.get((node.instance_type, node.zone))
@@ -166,9 +181,9 @@ class _Pricer:
 
 
 def _clipped(node: AsRunNode, duration_s: float) -> tuple[float, float] | None:
-    """The node's lifetime within ``[0, duration_s]``, or None when it starts at or after
-    the end (a zero-length node at 0 is kept)."""
-    if node.start_s >= duration_s and node.start_s > 0:
+    """The node's lifetime within ``[0, duration_s]`` (``duration_s`` > 0), or None when it
+    starts at or after the end."""
+    if node.start_s >= duration_s:
         return None
     end = duration_s if node.end_s is None else min(node.end_s, duration_s)
     return max(0.0, node.start_s), end
@@ -272,6 +287,22 @@ def _node_warnings(acc: _Nodes, file: str, region: str) -> list[str]:
             )
         )
     return out
+
+
+def _reserved_warnings(undeclared: Sequence[str], file: str) -> list[str]:
+    """The warning naming reserved nodes whose pool the Scenario reserves nothing in."""
+    if not undeclared:
+        return []
+    return [
+        grouped(
+            f"{file}: as-run: {plural(len(undeclared), 'reserved node')} "
+            f"{'is' if len(undeclared) == 1 else 'are'} priced as already paid for (as the "
+            "simulation prices reserved capacity), but spec.cloud.capacityReservations "
+            "declares no reservation in their pool, so the simulated policies pay for that "
+            "capacity; declare the reservations for a like-for-like comparison",
+            list(undeclared),
+        )
+    ]
 
 
 def _peak(nodes: Sequence[Mapping[str, Any]], duration_s: float) -> float:
@@ -384,8 +415,9 @@ def _policy(acc: _Nodes, record: AsRunRecord) -> dict[str, Any]:
         "parameters": {
             "nodes": record.named[0],
             "pods": record.named[1],
-            "pricing": "on-demand and reserved at the packaged on-demand price; spot at "
-            "spec.cloud.spotPriceHistory for the pool, else the packaged Spot estimate",
+            "pricing": "on-demand at the packaged on-demand price; reserved as already paid "
+            "for (on-demand / 10^7, as the simulation); spot at spec.cloud.spotPriceHistory "
+            "for the pool, else the packaged Spot estimate",
         },
         "stats": {
             "nodesRecorded": len(record.nodes),
@@ -406,7 +438,12 @@ def as_run(scenario: Scenario, catalog: Catalog) -> AsRunResult:
     if record is None:
         raise ValueError("the Scenario has no as-run record (spec.asRun)")
     duration = scenario.duration_s
-    pricer = _Pricer(catalog, scenario.region, scenario.market.prices)
+    pricer = _Pricer(
+        catalog,
+        scenario.region,
+        scenario.market.prices,
+        {(r.instance_type, r.zone) for r in scenario.capacity_reservations},
+    )
     acc = _price_nodes(record, pricer, duration)
     pods, waits, pod_warnings = _pods(record.pods, duration, record.pods_file)
     note = pricer.note()
@@ -443,7 +480,9 @@ def as_run(scenario: Scenario, catalog: Catalog) -> AsRunResult:
         },
         "disruptions": no_disruptions(),
         "timeline": _timeline(acc.nodes),
-        "warnings": _node_warnings(acc, record.nodes_file, scenario.region) + pod_warnings,
+        "warnings": _node_warnings(acc, record.nodes_file, scenario.region)
+        + _reserved_warnings(pricer.undeclared, record.nodes_file)
+        + pod_warnings,
     }
     if scenario.windows and record.pods is not None:
         summary["windows"] = _windows(record.pods, scenario.windows, duration)

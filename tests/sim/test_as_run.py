@@ -114,7 +114,8 @@ def test_on_demand_and_spot_without_a_history_are_priced_at_the_packaged_figures
     )
     spot = _spot_estimate("c5.xlarge")
     assert spot < _od("c5.xlarge")
-    assert s["cost"]["total"] == pytest.approx(_od("m5.large") * 1.5 + spot * 0.5, abs=1e-6)
+    # The reserved node counts as already paid for, as the simulation prices it.
+    assert s["cost"]["total"] == pytest.approx(_od("m5.large") + spot * 0.5, abs=1e-6)
     assert s["cost"]["onDemandEquivalent"] == pytest.approx(
         _od("m5.large") * 1.5 + _od("c5.xlarge") * 0.5, abs=1e-6
     )
@@ -129,6 +130,22 @@ def test_on_demand_and_spot_without_a_history_are_priced_at_the_packaged_figures
     assert s["policy"]["name"] == "as-run"
     assert s["provisioning"] == {"passes": 0, "nodeClaimsCreated": 0, "launchFailures": 0}
     assert s["interruptions"]["count"] == 0 and not s["disruptions"]["commands"]
+    assert by_name["r"]["pricePerHour"] == pytest.approx(_od("m5.large") / 1e7, abs=1e-6)
+    (warning,) = [w for w in s["warnings"] if "reserved node" in w]
+    assert "declares no reservation" in warning and warning.endswith(": r")
+
+
+def test_a_reserved_node_in_a_declared_reservation_draws_no_warning(tmp_path):
+    path = _scenario(tmp_path, "r,m5.large,reserved,us-east-1a,,0,\n")
+    reservation = (
+        "    capacityReservations:\n"
+        "      - {id: cr-0a1b, instanceType: m5.large, zone: us-east-1a, instanceCount: 1}\n"
+    )
+    path.write_text(path.read_text().replace("  cloud:\n", "  cloud:\n" + reservation, 1))
+    s = _as_run(path)
+    assert s["cost"]["total"] == pytest.approx(_od("m5.large") / 1e7, abs=1e-6)
+    assert s["cost"]["onDemandEquivalent"] == pytest.approx(_od("m5.large"))
+    assert not [w for w in s["warnings"] if "reserved" in w]
 
 
 def test_spot_nodes_follow_the_scenarios_price_history_over_their_lifetime(tmp_path):
