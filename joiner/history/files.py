@@ -1,4 +1,5 @@
-"""Saved range-query responses: their layout on disk, their parsing, and ``FileSource``.
+"""Saved range-query responses: their layout on disk and ``FileSource``, which reads them
+(each response through ``response.py``) and joins a query's chunks.
 
 A saved history is what ``/api/v1/query_range`` returned, byte for byte (prometheus/
 prometheus web/api/v1/api.go, ``queryRange``; the format is the HTTP API's "range
@@ -34,6 +35,7 @@ __all__ = [
     "check_query_name",
     "join_chunks",
     "response_file_name",
+    "trim",
 ]
 
 #: The index ``--save-responses`` writes beside the responses.
@@ -139,21 +141,21 @@ class FileSource:
     """Series read from saved ``/api/v1/query_range`` responses (see the module docstring).
 
     ``path``: a directory of ``<name>.json`` / ``<name>.<k>.json`` files or one JSON file
-    mapping query names to responses. ``window``: the range asked for; samples outside it
-    are left out (counted). ``warnings`` collects the messy cases (a new collector when
-    omitted; read it as ``.warnings``). Raises ``InputError`` naming the path when it does
-    not exist or a single file is not a mapping of query names.
+    mapping query names to responses. ``range``: the range asked for (kept as ``.window``);
+    samples outside it are left out (counted). ``warnings`` collects the messy cases (a new
+    collector when omitted; read it as ``.warnings``). Raises ``InputError`` naming the
+    path when it does not exist or a single file is not a mapping of query names.
     """
 
     def __init__(
         self,
         path: Path | str,
-        window: QueryRange,
+        range: QueryRange,  # the shared contract names it so; the attribute is .window
         *,
         warnings: HistoryWarnings | None = None,
     ) -> None:
         self.path = Path(path)
-        self.window = window
+        self.window = range
         self.warnings = warnings if warnings is not None else HistoryWarnings()
         self._bundle: dict[str, Any] | None = None
         self._queries: dict[str, Any] = {}

@@ -238,13 +238,13 @@ def _connect_error(cause: BaseException) -> httpx2.ConnectError:
                 400,
                 json={"status": "error", "errorType": "bad_data", "error": "parse error at char 5"},
             ),
-            "HTTP 400: Prometheus answered bad_data: parse error at char 5",
+            "HTTP 400: Prometheus answered bad_data: parse error at char 5; check the query",
         ),
         (
             lambda r: httpx2.Response(
                 422, json={"status": "error", "errorType": "execution", "error": "too many samples"}
             ),
-            "HTTP 422: Prometheus answered execution: too many samples",
+            "HTTP 422: Prometheus answered execution: too many samples; ask for less",
         ),
     ],
 )
@@ -383,3 +383,21 @@ def test_sources_saving_one_range_into_one_directory_share_the_index(tmp_path: P
     _source(fake, QueryRange(START, START + 1200, 60.0), save_dir=tmp_path).fetch("c", "up")
     index = json.loads((tmp_path / "queries.json").read_text())
     assert sorted(index["queries"]) == ["c"]
+
+
+def test_retry_after_is_honoured_up_to_a_minute() -> None:
+    fake = FakePrometheus({})
+    answers = iter(
+        [
+            httpx2.Response(429, headers={"retry-after": "7"}),
+            httpx2.Response(503, headers={"retry-after": "3600"}),
+            httpx2.Response(503, headers={"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+        ]
+    )
+
+    def limited(request: httpx2.Request) -> httpx2.Response:
+        return next(answers, None) or fake(request)
+
+    sleeps: list[float] = []
+    _source(limited, QueryRange(0, 60, 60), sleep=sleeps.append).fetch("q", "up")
+    assert sleeps == [7.0, 60.0, 4.0]
