@@ -135,6 +135,8 @@ def _load_json(path: Path) -> Any:
             f"malformed JSON at line {exc.lineno} column {exc.colno} (char {exc.pos}): {exc.msg}",
             file=str(path),
         ) from exc
+    except RecursionError as exc:
+        raise InputError("malformed JSON: nested too deeply", file=str(path)) from exc
 
 
 class FileSource:
