@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-from joinerctl import joiner, wait_for
+from joinerctl import NODECLASS, SPOT_OR_OD, deployment_doc, joiner, nodepool_doc, wait_for
 from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.resources.apps_v1 import Deployment
@@ -94,32 +94,6 @@ def node_doc(
     }
 
 
-def deployment_doc(name: str, namespace: str, replicas: int, cpu: str = "500m") -> dict[str, Any]:
-    """A Deployment of pause pods requesting ``cpu`` and 256Mi."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [
-                        {
-                            "name": "app",
-                            "image": "registry.invalid/pause:3.10",
-                            "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}},
-                        }
-                    ],
-                },
-            },
-        },
-    }
-
-
 def series(monitoring: MonitoringStack, expr: str) -> Callable[[], list[dict[str, Any]] | None]:
     """A probe for ``wait_for``: the instant query's result, None until the series exist."""
     return lambda: monitoring.query(expr) or None
@@ -137,7 +111,7 @@ def test_kube_state_metrics_series_reach_prometheus(
     }
     client.create(from_dict(node_doc(node, labels)))
     nodes.append(node)
-    client.create(from_dict(deployment_doc("web", namespace, 3)))
+    client.create(from_dict(deployment_doc("web", namespace, "default", 3, cpu="500m")))
 
     replicas = wait_for(
         "kube_deployment_spec_replicas of web in Prometheus",
@@ -200,47 +174,8 @@ KARPENTER_ON_DEMAND = {
     "karpenter.sh/nodepool": "general",
 }
 
-NODEPOOL = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodePool",
-    "metadata": {"name": "general"},
-    "spec": {
-        "template": {
-            "spec": {
-                "nodeClassRef": {
-                    "group": "karpenter.k8s.aws",
-                    "kind": "EC2NodeClass",
-                    "name": "default",
-                },
-                "requirements": [
-                    {
-                        "key": "karpenter.sh/capacity-type",
-                        "operator": "In",
-                        "values": ["spot", "on-demand"],
-                    },
-                    {
-                        "key": "karpenter.k8s.aws/instance-category",
-                        "operator": "In",
-                        "values": ["c", "m"],
-                    },
-                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                ],
-            }
-        },
-        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized"},
-    },
-}
-NODECLASS = {
-    "apiVersion": "karpenter.k8s.aws/v1",
-    "kind": "EC2NodeClass",
-    "metadata": {"name": "default"},
-    "spec": {
-        "role": "KarpenterNodeRole-e2e",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "e2e"}}],
-        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "e2e"}}],
-    },
-}
+#: The dump's NodePool (its EC2NodeClass is joinerctl's ``e2e``): spot or on-demand c and m.
+NODEPOOL = nodepool_doc("general", requirements=SPOT_OR_OD)
 
 
 def cronjob_doc(name: str, namespace: str) -> dict[str, Any]:
@@ -324,7 +259,8 @@ class Script:
         self.history.deleted[name] = time.time()
 
     def deployment(self, name: str, replicas: int) -> None:
-        self.client.create(from_dict(deployment_doc(name, self.namespace, replicas)))
+        doc = deployment_doc(name, self.namespace, "general", replicas, cpu="500m")
+        self.client.create(from_dict(doc))
         self.history.replicas[name] = [(time.time(), replicas)]
 
     def scale(self, name: str, replicas: int) -> None:
