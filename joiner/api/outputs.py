@@ -104,7 +104,7 @@ class NodeHours(_Out):
 class SummaryPolicy(_Out):
     """Which provisioning policy ran, with every parameter it ran with."""
 
-    name: str = Field(pattern="^(joiner|cost-optimal|cluster-autoscaler)$")
+    name: str = Field(pattern="^(as-run|joiner|cost-optimal|cluster-autoscaler)$")
     parameters: dict[str, Any]
     stats: dict[str, int]
 
@@ -268,9 +268,9 @@ class PolicyRun(_Out):
 
 
 class SimulationSummary(PolicyRun):
-    """``summary.json`` written by ``joiner simulate``. With ``spec.compare``, Joiner's run
-    (or the first policy's, without Joiner) is the top level and ``policies`` holds every
-    policy's run."""
+    """``summary.json`` written by ``joiner simulate``. With ``spec.compare``, the first
+    simulated policy's run (the as-run record when nothing is simulated) is the top level and
+    ``policies`` holds every policy's block, the as-run record's included."""
 
     policies: dict[str, PolicyRun] | None = Field(
         default=None, description="spec.compare: each policy's run, keyed by policy name"

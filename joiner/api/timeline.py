@@ -29,6 +29,9 @@ UNHEALTHY = "unhealthy"
 #: Node repair is blocked: too many of the NodePool's nodes are unhealthy (Karpenter's
 #: ``NodeRepairBlocked`` event).
 NODE_REPAIR_BLOCKED = "nodeRepairBlocked"
+#: A node of the as-run record started or ended (detail: ``instanceType/zone/capacityType``).
+NODE_STARTED = "nodeStarted"
+NODE_ENDED = "nodeEnded"
 
 
 class Timeline(Protocol):

@@ -2,8 +2,9 @@
 
 This module only assembles the application from one module per command group
 (``simulate``, ``schema``, ``plan``, ``advise``, ``disrupt``, ``manifests`` for convert and
-lint, ``chaos``, ``sweep``, ``controller`` for install-crds and run); each command imports the
-simulation, the cloud providers and heavy libraries inside its function, so
+lint, ``chaos``, ``sweep``, ``controller`` for install-crds and run, ``importer`` for
+import); each command imports the simulation, the cloud providers and heavy libraries
+inside its function, so
 ``joiner --version`` and ``--help`` import none of them.
 """
 
@@ -20,6 +21,7 @@ from joiner.cli import (
     chaos,
     controller,
     disrupt,
+    importer,
     manifests,
     plan,
     schema,
@@ -59,6 +61,7 @@ app.command()(schema.schema)
 app.command()(plan.plan)
 app.command()(advise.advise)
 app.command()(disrupt.disrupt)
+app.command("import")(importer.import_)
 app.command()(manifests.convert)
 app.command()(manifests.lint)
 app.add_typer(chaos.chaos, name="chaos")

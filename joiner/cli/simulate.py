@@ -27,6 +27,7 @@ from joiner.cli.common import (
 if TYPE_CHECKING:
     from joiner.operator.compare import Comparison
     from joiner.operator.wiring import SimulationRuntime
+    from joiner.sim.htmlreport import PolicyData
     from joiner.sim.scenario import Scenario
 
 
@@ -65,20 +66,26 @@ def simulate(
     _make_output_dirs(target, summary_path, report)
     if report is not None:
         _require_report_extra()
-    offsets = {p: i * sc.duration_s for i, p in enumerate(sc.policies)}
+    simulated = [p for p in sc.policies if p != "as-run"]  # the as-run record takes no time
+    offsets = {p: i * sc.duration_s for i, p in enumerate(simulated)}
     with virtual_time_progress(
-        sc.name, sc.duration_s * len(sc.policies), console=err, enabled=not quiet
+        sc.name, sc.duration_s * max(1, len(simulated)), console=err, enabled=not quiet
     ) as update:
         result = run_policies(sc, prepared=prepared, progress=lambda p, t: update(offsets[p] + t))
     page = _write_outputs(sc, result, summary_path, report)
     if quiet:
-        print_warnings(result.summary["warnings"], verbose=verbose)
+        warnings = result.summary["warnings"]
+        if result.as_run is not None:
+            warnings = warnings + [
+                w for w in result.as_run.summary["warnings"] if w not in warnings
+            ]
+        print_warnings(warnings, verbose=verbose)
         out.print(str(summary_path))
         if page is not None:
             out.print(str(page))
         return
-    if len(result.runs) > 1:
-        _print_comparison({n: r.summary for n, r in result.runs.items()}, verbose)
+    if len(result.summaries) > 1:
+        _print_comparison(result.summaries, verbose)
     else:
         _print_summary(result.summary, verbose)
     out.print(f"\nsummary written to [bold]{summary_path}[/]")
@@ -139,7 +146,7 @@ def _write_outputs(
 ) -> Path | None:
     """Write ``summary.json`` and, with ``--report``, the HTML report; the report page's
     path, or None. Exits with status 2 when a file cannot be written."""
-    from joiner.sim.htmlreport import PolicyData, write_report
+    from joiner.sim.htmlreport import write_report
 
     try:
         summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
@@ -148,14 +155,25 @@ def _write_outputs(
     if report is None:
         return None
     try:
-        return write_report(
-            report,
-            sc.name,
-            {n: PolicyData(r.summary, r.state) for n, r in result.runs.items()},
-            sc.duration_s,
-        )
+        return write_report(report, sc.name, _report_data(result), sc.duration_s)
     except OSError as exc:
         fail(InputError(f"cannot write the report: {exc}", field="--report"))
+
+
+def _report_data(result: Comparison) -> dict[str, PolicyData]:
+    """What the HTML report plots of each policy, in ``spec.compare`` order."""
+    from joiner.sim.htmlreport import PolicyData
+
+    out: dict[str, PolicyData] = {}
+    for name, summary in result.summaries.items():
+        run = result.runs.get(name)
+        if run is not None:
+            out[name] = PolicyData(summary, run.state)
+        elif result.as_run is not None:
+            out[name] = PolicyData(
+                summary, None, pod_spans=result.as_run.pod_spans, waits=result.as_run.waits
+            )
+    return out
 
 
 def _print_summary(s: dict[str, Any], verbose: bool) -> None:

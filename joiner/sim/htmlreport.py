@@ -6,6 +6,9 @@ type x zone; bars per policy, with the nodes each pool lost to reclaim events). 
 embedded as base64 data URIs, so the page needs no network and no other file. The page also
 holds the side-by-side table, whether prices are estimated and from where, each policy's
 Spot reclaim events, and every parameter each policy ran with (its summary's ``policy``).
+The as-run record (``joiner.sim.asrun``) has no state: its pending plots come from its pods'
+times, and the table marks what it does not record ``n/a``; with it, the table gives each
+policy's cost per 720-hour month and its difference from as-run's.
 
 Series are sampled every ``step_s`` = max(60 s, duration / 1500).
 """
@@ -30,15 +33,43 @@ FloatArray = npt.NDArray[np.float64]
 #: Plot file names, in page order.
 PLOTS = ("nodes", "cost", "pending", "pending-cdf", "spot-pools")
 
-_COLORS = {"joiner": "#1f77b4", "cost-optimal": "#2ca02c", "cluster-autoscaler": "#d62728"}
+_COLORS = {
+    "as-run": "#3f3f3f",
+    "joiner": "#1f77b4",
+    "cost-optimal": "#2ca02c",
+    "cluster-autoscaler": "#d62728",
+}
+
+#: Hours in the month the table's dollars-per-month difference uses (AWS's 720-hour month).
+HOURS_PER_MONTH = 720.0
 
 
 @dataclass(frozen=True)
 class PolicyData:
-    """What the report reads from one policy's run."""
+    """What the report reads from one policy's run: its summary and final state; for a
+    record without a state (the as-run row), its pods' (created, scheduled or None) seconds
+    and the pending seconds its summary's percentiles are computed from."""
 
     summary: Mapping[str, Any]
-    state: ClusterState
+    state: ClusterState | None
+    pod_spans: tuple[tuple[float, float | None], ...] = ()
+    waits: tuple[float, ...] = ()
+
+    def pod_waits(self, duration_s: float) -> list[float]:
+        """Seconds each pod waited (``report.pod_waits`` of the state, else ``waits``)."""
+        return pod_waits(self.state, duration_s) if self.state is not None else list(self.waits)
+
+    def pending_spans(self) -> list[tuple[float, float]]:
+        """Each workload pod's (created, no longer pending) seconds; inf while pending."""
+        if self.state is None:
+            return [(c, s if s is not None else np.inf) for c, s in self.pod_spans]
+        out = []
+        for p in self.state.pods.values():
+            if p.daemon:
+                continue
+            done = [x for x in (p.bound_at_s, p.deleted_at_s) if x is not None]
+            out.append((p.created_at_s, min(done) if done else np.inf))
+        return out
 
 
 def _times(duration_s: float) -> FloatArray:
@@ -71,20 +102,14 @@ def _cost_series(summary: Mapping[str, Any], ts: FloatArray) -> FloatArray:
     return out
 
 
-def _pending_series(state: ClusterState, ts: FloatArray) -> FloatArray:
-    starts = []
-    ends = []
-    for p in state.pods.values():
-        if p.daemon:
-            continue
-        starts.append(p.created_at_s)
-        done = [x for x in (p.bound_at_s, p.deleted_at_s) if x is not None]
-        ends.append(min(done) if done else np.inf)
-    if not starts:
+def _pending_series(run: PolicyData, ts: FloatArray) -> FloatArray:
+    spans = run.pending_spans()
+    if not spans:
         return np.zeros_like(ts)
+    starts = np.sort(np.array([a for a, _ in spans]))
+    ends = np.sort(np.array([b for _, b in spans]))
     return np.asarray(
-        np.searchsorted(np.sort(np.array(starts)), ts, side="right")
-        - np.searchsorted(np.sort(np.array(ends)), ts, side="right"),
+        np.searchsorted(starts, ts, side="right") - np.searchsorted(ends, ts, side="right"),
         dtype=np.float64,
     )
 
@@ -118,9 +143,7 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
 
     fig, ax = plt.subplots(figsize=(10, 4))
     for name, run in runs.items():
-        ax.step(
-            hours, _pending_series(run.state, ts), where="post", color=_COLORS.get(name), label=name
-        )
+        ax.step(hours, _pending_series(run, ts), where="post", color=_COLORS.get(name), label=name)
     ax.set(xlabel="hours", ylabel="pending pods", title="Pending pods over time")
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
@@ -128,7 +151,7 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
 
     fig, ax = plt.subplots(figsize=(10, 4))
     for name, run in runs.items():
-        waits = np.sort(np.array(pod_waits(run.state, duration_s)))
+        waits = np.sort(np.array(run.pod_waits(duration_s)))
         if waits.size:
             ax.step(
                 waits,
@@ -193,14 +216,61 @@ def _spot_pools_plot(runs: Mapping[str, PolicyData]) -> bytes:
     return figure_png(fig)
 
 
+#: Rows the as-run record does not derive (it re-decides nothing and sees no interruption,
+#: disruption or scale-up): shown as n/a in its column.
+_NOT_RECORDED = frozenset(
+    {
+        "pods lost",
+        "interruptions",
+        "disruption commands",
+        "Spot reclaim events",
+        "largest simultaneous reclaim (nodes)",
+        "scale-up latency p50 (s)",
+        "scale-up latency p95 (s)",
+    }
+)
+_PENDING_ROWS = frozenset({"pod pending p50 (s)", "pod pending p95 (s)", "pod pending max (s)"})
+
+
+def _derived(label: str, s: Mapping[str, Any]) -> bool:
+    """Whether row ``label`` has a figure in summary ``s``: every row of a simulated run;
+    of the as-run record, cost and node-hours, and pending time when it had pods."""
+    policy = s.get("policy", {})
+    if policy.get("name") != "as-run":
+        return True
+    if label in _PENDING_ROWS:
+        return policy.get("parameters", {}).get("pods") is not None
+    return label not in _NOT_RECORDED
+
+
+def _per_month(s: Mapping[str, Any]) -> float:
+    """The run's cost scaled to a ``HOURS_PER_MONTH`` month, USD."""
+    return float(s["cost"]["total"]) / float(s["durationSeconds"]) * 3600 * HOURS_PER_MONTH
+
+
 def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
-    """The side-by-side table: (metric, one cell per policy)."""
+    """The side-by-side table: (metric, one cell per policy). With ``as-run`` compared, the
+    cost per month (``HOURS_PER_MONTH`` hours) and each policy's difference from as-run's;
+    a figure the as-run record does not have is ``n/a``."""
 
     def row(label: str, fn: Any) -> tuple[str, list[str]]:
-        return label, [fn(s) for s in summaries.values()]
+        return label, [fn(s) if _derived(label, s) else "n/a" for s in summaries.values()]
 
+    month = f"{HOURS_PER_MONTH:g} h"
+    monthly: list[tuple[str, list[str]]] = []
+    as_run = summaries.get("as-run")
+    if as_run is not None:
+        base = _per_month(as_run)
+        monthly = [
+            row(f"cost per month (USD, {month})", lambda s: f"{_per_month(s):,.2f}"),
+            row(
+                f"vs as-run per month (USD, {month})",
+                lambda s: "-" if s is as_run else f"{_per_month(s) - base:+,.2f}",
+            ),
+        ]
     return [
         row("total cost (USD)", lambda s: f"{s['cost']['total']:.2f}"),
+        *monthly,
         row(
             "cost vs all-on-demand",
             lambda s: (
@@ -319,7 +389,9 @@ def write_report(
         rows=comparison_rows(summaries),
         ca_lines=[line for s in summaries.values() if (line := ca_configuration(s)) is not None],
         plots=[(name, png_data_uri(data)) for name, data in plots.items()],
-        reclaims=[(n, _reclaim_rows(s)) for n, s in summaries.items()],
+        reclaims=[(n, _reclaim_rows(s)) for n, s in summaries.items() if n != "as-run"],
+        as_run="as-run" in summaries,
+        month_hours=f"{HOURS_PER_MONTH:g}",
         parameters=[(n, json.dumps(s["policy"], indent=2)) for n, s in summaries.items()],
     )
     path = out_dir / "index.html"

@@ -162,15 +162,7 @@ def build_summary(
                 for e in reclaim_events
             ],
         },
-        "disruptions": disruptions
-        or {
-            "byMethod": {},
-            "podsEvicted": 0,
-            "savingsPerHour": 0.0,
-            "expired": 0,
-            "rejected": 0,
-            "commands": [],
-        },
+        "disruptions": disruptions or no_disruptions(),
         "timeline": [
             {
                 "atSeconds": _r(e.at_s, 3),
@@ -182,6 +174,18 @@ def build_summary(
             for e in timeline
         ],
         "warnings": warnings,
+    }
+
+
+def no_disruptions() -> dict[str, Any]:
+    """The ``disruptions`` section of a run that executed no disruption command."""
+    return {
+        "byMethod": {},
+        "podsEvicted": 0,
+        "savingsPerHour": 0.0,
+        "expired": 0,
+        "rejected": 0,
+        "commands": [],
     }
 
 

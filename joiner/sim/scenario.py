@@ -38,6 +38,7 @@ from joiner.controllers.interruption.settings import InterruptionSettings
 from joiner.faults.template import Template, load_template
 from joiner.sim import hpa as manifest_hpa
 from joiner.sim import schedules as scheduled
+from joiner.sim.asrun_files import AsRunRecord, load_nodes, load_pods
 from joiner.sim.baseline.settings import (
     AutoscalerSettings,
 )
@@ -134,6 +135,8 @@ class Scenario:
     schedules: tuple[ScheduledMinimum, ...] = ()
     #: ``spec.settings.nodeRepairTolerations`` in seconds, by condition type.
     repair_tolerations_s: tuple[tuple[str, float], ...] = ()
+    #: ``spec.asRun``: what the cluster really ran (``as-run`` in ``policies``).
+    as_run: AsRunRecord | None = None
 
 
 def _repair_tolerations(raw: dict[str, str], file: str, obj: str) -> tuple[tuple[str, float], ...]:
@@ -287,6 +290,7 @@ def load_scenario(
     cronjobs = _cronjobs(manifests, cron_runs, start_time, duration_s)
     if spec.compare is not None and len(set(spec.compare)) != len(spec.compare):
         raise at.fail("each policy may be listed once", "spec.compare")
+    as_run = _as_run(spec, at, manifests.warnings)
     autoscaler = autoscaler_settings(spec, region, manifests, subnets, catalog, at.seconds, at.fail)
     if check_selectors:
         check_node_classes(manifests, subnets, groups)
@@ -328,7 +332,45 @@ def load_scenario(
         packing=spec.settings.packing,
         windows=windows,
         schedules=schedules,
+        as_run=as_run,
     )
+
+
+def _as_run(spec: ScenarioSpec, at: _At, warnings: list[str]) -> AsRunRecord | None:
+    """``spec.asRun`` loaded when ``as-run`` is in ``spec.compare``; given without it, a
+    warning (the files are not read).
+
+    Raises:
+        InputError: ``as-run`` compared without ``spec.asRun``, or a bad nodes or pods file
+            (its file, line and column leading the message).
+    """
+    compared = spec.compare is not None and "as-run" in spec.compare
+    if spec.asRun is None:
+        if compared:
+            raise at.fail(
+                "as-run needs spec.asRun (the nodes.csv of what the cluster ran, written by "
+                "`joiner import`)",
+                "spec.compare",
+            )
+        return None
+    if not compared:
+        warnings.append(
+            f"{at.file}: {at.obj}: field spec.asRun: given but as-run is not in spec.compare, "
+            "so the recorded nodes are not read or priced"
+        )
+        return None
+    named = (spec.asRun.nodes, spec.asRun.pods)
+    try:
+        nodes = load_nodes(at.base / named[0])
+    except InputError as exc:
+        raise at.referenced(exc, "spec.asRun.nodes") from exc
+    if named[1] is None:
+        return AsRunRecord(str(at.base / named[0]), nodes, named=named)
+    try:
+        pods = load_pods(at.base / named[1])
+    except InputError as exc:
+        raise at.referenced(exc, "spec.asRun.pods") from exc
+    return AsRunRecord(str(at.base / named[0]), nodes, str(at.base / named[1]), pods, named)
 
 
 def _read_scenario(path: Path) -> ScenarioFile:

@@ -378,6 +378,25 @@ class SettingsSpec(_Strict):
     )
 
 
+class AsRunSpec(_Strict):
+    """What a cluster really ran over the Scenario's range (``spec.compare``'s ``as-run``):
+    CSV files relative to the scenario file. ``nodes``: header
+    ``node,instanceType,capacityType,zone,nodePool,startSeconds,endSeconds`` (seconds from the
+    Scenario's start; ``endSeconds`` empty: still running at the end; ``instanceType``,
+    ``zone``, ``nodePool`` may be empty; ``capacityType`` spot, on-demand, reserved or empty
+    for unknown). ``pods``: header ``namespace,pod,createdSeconds,scheduledSeconds``
+    (``scheduledSeconds`` empty: never scheduled in the range; negative seconds: before the
+    start)."""
+
+    nodes: str = Field(min_length=1, description="CSV of the nodes that ran (see above)")
+    pods: str | None = Field(
+        default=None,
+        min_length=1,
+        description="CSV of the pods' creation and scheduling times; absent: the as-run "
+        "pending time is not derived",
+    )
+
+
 class ScenarioSpec(_Strict):
     """What to simulate."""
 
@@ -410,12 +429,18 @@ class ScenarioSpec(_Strict):
     )
     events: list[EventSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
-    compare: list[Literal["joiner", "cost-optimal", "cluster-autoscaler"]] | None = Field(
+    compare: list[Literal["as-run", "joiner", "cost-optimal", "cluster-autoscaler"]] | None = Field(
         default=None,
         min_length=1,
         description="Run each policy on the same seed: joiner (with spec.settings.packing), "
-        "cost-optimal (joiner with packing cost-optimal), cluster-autoscaler; summary.json "
-        "keeps the first policy's run at the top level and every one under policies",
+        "cost-optimal (joiner with packing cost-optimal), cluster-autoscaler; as-run is the "
+        "record of spec.asRun priced, not a run; summary.json keeps the first policy's run at "
+        "the top level and every one under policies",
+    )
+    asRun: AsRunSpec | None = Field(
+        default=None,
+        description="The nodes (and pods) the cluster really ran over this range: required "
+        "with as-run in spec.compare",
     )
     clusterAutoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
     report: ReportSpec = Field(

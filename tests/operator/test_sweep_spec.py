@@ -182,3 +182,24 @@ def test_cli_bad_input_exits_2_and_runs_nothing(tmp_path, args, monkeypatch):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert not (tmp_path / "joiner-out").exists()
+
+
+def test_as_run_in_the_scenarios_compare_is_left_out_of_the_sweep(tmp_path):
+    """A sweep varies seeds and multipliers, which never change the as-run record: its
+    policies are the scenario's simulated ones and its cells carry no spec.asRun."""
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(EXAMPLE.parent, base)
+    text = (base / "scenario.yaml").read_text()
+    as_run = "  compare: [as-run, joiner, cluster-autoscaler]\n  asRun: {nodes: as-run/nodes.csv}\n"
+    (base / "scenario.yaml").write_text(text.replace("  seed: 42\n", "  seed: 42\n" + as_run))
+    path = small_sweep(tmp_path, variants=1)
+    doc = yaml.safe_load(path.read_text())
+    doc["spec"]["scenario"] = str(base / "scenario.yaml")
+    del doc["spec"]["policies"]  # the scenario's spec.compare then
+    path.write_text(yaml.safe_dump(doc))
+    plan = load_sweep(path)
+    assert {c.policy for c in plan.cells} == {"joiner", "cluster-autoscaler"}
+    sc = cell_scenario(plan.variants[plan.cells[0].variant], plan.cells[0])
+    assert "asRun" not in sc["spec"] and sc["spec"]["compare"] == [plan.cells[0].policy]

@@ -106,6 +106,7 @@ ITEMS: dict[str, Any] = {
     },
     # Inside the run (a window outside it resolves to nothing, with a warning).
     "report.windows": {"name": "rush", "start": "00:10", "duration": "10m"},
+    "asRun": {"nodes": "nodes.csv"},
 }
 
 
@@ -248,6 +249,8 @@ FIELDS: dict[str, Any] = {
     "report.windows[].name": "doors",
     "report.windows[].start": "00:20",
     "report.windows[].duration": "20m",
+    "asRun.nodes": "nodes2.csv",
+    "asRun.pods": "pods.csv",
 }
 
 
@@ -262,9 +265,16 @@ def _manifest_hpa(spec: dict[str, Any]) -> None:
     spec["workloads"] = [{"deployment": "default/web", "traffic": {"file": "traffic.csv"}}]
 
 
+def _as_run_compared(spec: dict[str, Any]) -> None:
+    """``spec.asRun`` is read only with ``as-run`` in ``spec.compare``."""
+    spec["compare"] = ["as-run", "joiner"]
+
+
 #: What a field needs in place before and after its mutation (beyond ``ITEMS``).
 PRE: dict[str, Any] = {
     "workloads[].runFor": _cron_first,
+    "asRun.nodes": _as_run_compared,
+    "asRun.pods": _as_run_compared,
     **{
         f: _manifest_hpa
         for f in FIELDS
@@ -300,6 +310,11 @@ def _files(tmp_path: Path) -> None:
     scores2 = json.loads(json.dumps(SCORES))
     scores2["SpotPlacementScores"][0]["Score"] = 9
     (tmp_path / "scores2.json").write_text(json.dumps(scores2))
+    header = "node,instanceType,capacityType,zone,nodePool,startSeconds,endSeconds\n"
+    (tmp_path / "nodes.csv").write_text(header + "a,c5.xlarge,spot,us-east-1a,,0,\n")
+    (tmp_path / "nodes2.csv").write_text(header + "a,c5.xlarge,on-demand,us-east-1a,,0,\n")
+    pods = "namespace,pod,createdSeconds,scheduledSeconds\ndefault,web-1,0,5\n"
+    (tmp_path / "pods.csv").write_text(pods)
 
 
 def _parents(spec: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:

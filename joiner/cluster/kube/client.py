@@ -23,7 +23,7 @@ from lightkube.core.resource import NamespacedResource, Resource
 from lightkube.generic_resource import create_global_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import DaemonSet, Deployment, ReplicaSet, StatefulSet
-from lightkube.resources.batch_v1 import Job
+from lightkube.resources.batch_v1 import CronJob, Job
 from lightkube.resources.core_v1 import (
     Node,
     PersistentVolume,
@@ -90,16 +90,24 @@ PLAN_KINDS = (
     # Workload templates name PriorityClasses; admission resolves them (api.manifests.priority).
     Kind(PriorityClass, "scheduling.k8s.io/v1", "PriorityClass"),
 )
+#: What ``joiner import --kubeconfig`` reads: the plan's kinds and the CronJobs whose runs
+#: the history replays.
+IMPORT_KINDS = (*PLAN_KINDS, Kind(CronJob, "batch/v1", "CronJob"))
 
 
 def connect(
-    kubeconfig: Path | str | None, *, timeout_s: float = 30.0, user_agent: str | None = None
+    kubeconfig: Path | str | None,
+    *,
+    timeout_s: float = 30.0,
+    user_agent: str | None = None,
+    context: str | None = None,
 ) -> Client:
     """A lightkube client for ``kubeconfig``'s current context; None: the in-cluster
     ServiceAccount (a pod's token and CA), else ``$KUBECONFIG`` or ``~/.kube/config``.
     Each request times out after ``timeout_s``; ``user_agent`` (such as
     ``joiner/0.1 (replica-a)``) is sent as ``User-Agent``, so the API server's audit log
-    tells replicas apart.
+    tells replicas apart. ``context`` names the kubeconfig context to use instead of the
+    current one.
 
     Raises:
         InputError: the file is missing or not a kubeconfig, or no configuration is found.
@@ -118,7 +126,7 @@ def connect(
             if len(docs) != 1 or not isinstance(docs[0], dict):
                 raise InputError("not a kubeconfig (one YAML mapping, kind: Config)", file=where)
             config = KubeConfig.from_dict(docs[0], fname=str(path))
-        single = config.get()
+        single = config.get(context_name=context)
         if single is None:
             raise InputError("no current context and none named", file=where)
     except InputError:
@@ -144,7 +152,11 @@ def connect(
             "as https://127.0.0.1:6443",
             file=where,
         )
-    client = Client(config=config, field_manager=FIELD_MANAGER, timeout=httpx.Timeout(timeout_s))
+    client = Client(
+        config=config if context is None else single,
+        field_manager=FIELD_MANAGER,
+        timeout=httpx.Timeout(timeout_s),
+    )
     if user_agent:
         # lightkube takes no headers; its httpx client (created eagerly) carries them.
         http = getattr(getattr(client, "_client", None), "_client", None)

@@ -48,6 +48,8 @@ from joiner.operator.sweep.patch import DocumentRef, describe, merge_patch, patc
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 POLICIES = ("joiner", "cost-optimal", "cluster-autoscaler")
+#: ``spec.compare``'s record of what the cluster ran: not a policy a sweep runs.
+AS_RUN = "as-run"
 #: The scenario file's own bound on ``spec.cloud.interruptionRateMultiplier``.
 MAX_RATE_MULTIPLIER = 1e5
 
@@ -126,7 +128,8 @@ class SweepSpec(_Strict):
     policies: list[Literal["joiner", "cost-optimal", "cluster-autoscaler"]] | None = Field(
         default=None,
         min_length=1,
-        description="absent: the scenario's spec.compare, or joiner",
+        description="absent: the scenario's spec.compare (without as-run, a record the "
+        "grid does not vary), or joiner",
     )
     sample: SampleSpec | None = None
 
@@ -229,9 +232,11 @@ class SweepPlan:
 
 def cell_scenario(variant: Variant, cell: Cell) -> dict[str, Any]:
     """The cell's scenario document: the variant's, with ``spec.seed``, ``spec.compare`` and
-    ``spec.cloud.interruptionRateMultiplier`` (the variant's times the cell's) set."""
+    ``spec.cloud.interruptionRateMultiplier`` (the variant's times the cell's) set, and
+    ``spec.asRun`` removed (a cell runs one simulated policy)."""
     doc: dict[str, Any] = merge_patch(
-        variant.scenario_doc, {"spec": {"seed": cell.seed, "compare": [cell.policy]}}
+        variant.scenario_doc,
+        {"spec": {"seed": cell.seed, "compare": [cell.policy], "asRun": None}},
     )
     cloud = doc["spec"].setdefault("cloud", {})
     cloud["interruptionRateMultiplier"] = (
@@ -391,11 +396,15 @@ def _variant_specs(spec: SweepSpec, fail: _Fail) -> list[VariantSpec]:
 
 
 def _policies(spec: SweepSpec, base_doc: dict[str, Any]) -> list[str]:
+    """The sweep's policies: ``spec.policies``, else the scenario's simulated ``spec.compare``
+    policies (``as-run`` is a record no seed or multiplier changes: it is left out), else
+    ``joiner``."""
     if spec.policies is not None:
         return list(spec.policies)
     compare = base_doc.get("spec", {}).get("compare") if isinstance(base_doc, dict) else None
-    if isinstance(compare, list) and compare and all(p in POLICIES for p in compare):
-        return [str(p) for p in compare]
+    if isinstance(compare, list) and compare and all(p in (*POLICIES, AS_RUN) for p in compare):
+        simulated = [str(p) for p in compare if p != AS_RUN]
+        return simulated or ["joiner"]
     return ["joiner"]
 
 
@@ -521,7 +530,7 @@ def _check_variant(
     from joiner.operator.compare import prepare_policies
     from joiner.sim.scenario import load_scenario
 
-    probe = merge_patch(doc, {"spec": {"compare": policies}})
+    probe = merge_patch(doc, {"spec": {"compare": policies, "asRun": None}})
     cloud = probe["spec"].setdefault("cloud", {})
     cloud["interruptionRateMultiplier"] = (
         float(cloud.get("interruptionRateMultiplier", 1.0)) * max_multiplier

@@ -1,0 +1,255 @@
+"""``joiner import``: a cluster's history from Prometheus as a Scenario directory."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from joiner.api.errors import InputError
+from joiner.cli.common import Verbose, err, fail, out, printable
+
+if TYPE_CHECKING:
+    from joiner.history.series import HistoryWarnings, QueryRange, SeriesSource
+    from joiner.history.translate import ClusterObjects
+
+
+def parse_time(value: str, option: str) -> float:
+    """An RFC 3339 time (``2025-01-06T00:00:00Z``, an offset such as ``+02:00``) as unix
+    seconds.
+
+    Raises:
+        InputError: not RFC 3339 or without a time zone, naming ``option``.
+    """
+    text = value.strip()
+    try:
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
+    except (ValueError, IndexError) as exc:
+        raise InputError(
+            f"{value!r} is not an RFC 3339 time such as 2025-01-06T00:00:00Z", field=option
+        ) from exc
+    if "T" not in text.upper() or when.tzinfo is None:
+        raise InputError(
+            f"{value!r} needs a date, a time and a zone (Z or +hh:mm), as RFC 3339 does",
+            field=option,
+        )
+    return when.astimezone(UTC).timestamp()
+
+
+def query_range(start: str, end: str, step: str) -> QueryRange:
+    """The range of ``--start``, ``--end`` and ``--step`` (a Go duration).
+
+    Raises:
+        InputError: a bad time or duration, ``end`` not after ``start``, or ``step`` not
+            positive.
+    """
+    from joiner.api.durations import parse_required_seconds
+    from joiner.history.series import QueryRange
+
+    start_s, end_s = parse_time(start, "--start"), parse_time(end, "--end")
+    if end_s <= start_s:
+        raise InputError(f"--end {end} is not after --start {start}", field="--end")
+    step_s = parse_required_seconds(step, field="--step")
+    if step_s <= 0:
+        raise InputError(f"--step {step} must be positive", field="--step")
+    return QueryRange(start_s, end_s, step_s)
+
+
+def _objects(files: list[Path], kubeconfig: Path | None, context: str | None) -> ClusterObjects:
+    """The cluster's objects from ``-f`` dumps or a live cluster.
+
+    Raises:
+        InputError: neither or both given, a file or object does not load, or the cluster
+            cannot be read.
+    """
+    from joiner.history.translate import objects_from_documents, objects_from_files
+
+    if kubeconfig is None:
+        if context is not None:
+            raise InputError("--context needs --kubeconfig", field="--context")
+        if not files:
+            raise InputError("give the cluster's objects with -f DUMP or --kubeconfig")
+        return objects_from_files(files)
+    if files:
+        raise InputError("give either -f DUMP or --kubeconfig, not both", field="--kubeconfig")
+    from joiner.cluster.kube import client as kube
+
+    client = kube.connect(kubeconfig, context=context)
+    docs, warnings = kube.list_documents(client, kube.IMPORT_KINDS)
+    found = objects_from_documents(docs, f"kube:{kubeconfig}")
+    found.manifests.warnings[:0] = warnings
+    return found
+
+
+def _source(
+    prometheus: str | None,
+    from_file: Path | None,
+    rng: QueryRange,
+    auth: tuple[Path | None, str | None, Path | None, Path | None],
+    save: Path | None,
+    warnings: HistoryWarnings,
+) -> tuple[SeriesSource, str]:
+    """The series source and its name for messages.
+
+    Raises:
+        InputError: neither or both sources, or auth options that do not go together.
+    """
+    token, user, password_file, ca = auth
+    if (prometheus is None) == (from_file is None):
+        raise InputError("give exactly one of --prometheus URL or --from-file PATH")
+    if (user is None) != (password_file is None):
+        raise InputError(
+            "--basic-auth-user and --basic-auth-password-file go together",
+            field="--basic-auth-user",
+        )
+    if from_file is not None:
+        if any(a is not None for a in auth) or save is not None:
+            raise InputError(
+                "auth, --ca-file and --save-responses apply to --prometheus only",
+                field="--from-file",
+            )
+        from joiner.history.files import FileSource
+
+        return FileSource(from_file, rng, warnings=warnings), str(from_file)
+    assert prometheus is not None
+    from joiner.history.prometheus import PrometheusSource
+
+    basic = None
+    if user is not None and password_file is not None:
+        from joiner.api.manifests.yamlio import read_text
+
+        basic = (user, read_text(password_file, what="password file").strip("\r\n"))
+    source = PrometheusSource(
+        prometheus,
+        rng,
+        bearer_token_file=token,
+        basic_auth=basic,
+        ca_file=ca,
+        save_dir=save,
+        warnings=warnings,
+    )
+    return source, prometheus
+
+
+def import_(
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Directory to write the Scenario into.")
+    ] = None,
+    start: Annotated[
+        str | None, typer.Option(help="Range start, RFC 3339 (2025-01-06T00:00:00Z).")
+    ] = None,
+    end: Annotated[str | None, typer.Option(help="Range end, RFC 3339.")] = None,
+    step: Annotated[str, typer.Option(help="Query resolution, a Go duration.")] = "60s",
+    prometheus: Annotated[
+        str | None, typer.Option(help="Prometheus base URL, e.g. http://prometheus:9090.")
+    ] = None,
+    from_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Saved query_range responses (a directory of <query>.json, or one file)."
+        ),
+    ] = None,
+    files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--file", "-f", help="The cluster's objects: kubectl get -o yaml dumps (repeat)."
+        ),
+    ] = None,
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="Read the cluster's objects through this kubeconfig.")
+    ] = None,
+    context: Annotated[str | None, typer.Option(help="The kubeconfig context to use.")] = None,
+    bearer_token_file: Annotated[Path | None, typer.Option(help="Bearer token file.")] = None,
+    basic_auth_user: Annotated[str | None, typer.Option(help="Basic auth user.")] = None,
+    basic_auth_password_file: Annotated[
+        Path | None, typer.Option(help="Basic auth password file.")
+    ] = None,
+    ca_file: Annotated[Path | None, typer.Option(help="CA bundle for Prometheus' TLS.")] = None,
+    region: Annotated[
+        str | None,
+        typer.Option(help="Region of the Scenario (default: the one the nodes' zones are in)."),
+    ] = None,
+    print_queries: Annotated[
+        bool, typer.Option("--print-queries", help="Print the PromQL Joiner runs and exit.")
+    ] = False,
+    save_responses: Annotated[
+        Path | None,
+        typer.Option(help="Also save every raw response here, as --from-file reads them."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Write into a non-empty --out.")] = False,
+    verbose: Verbose = False,
+) -> None:
+    """Import a cluster's history from Prometheus (kube-state-metrics series) and its
+    objects as a Scenario that replays it: per workload its replicas, and the nodes that
+    really ran (the as-run row). Exit 0 with the Scenario written, 2 on bad input."""
+    from joiner.history.queries import render_queries
+
+    if print_queries:
+        typer.echo(render_queries(), nl=False)
+        return
+    try:
+        if out_dir is None or start is None or end is None:
+            raise InputError("give --start, --end and --out (see --help)")
+        _run(
+            out_dir,
+            query_range(start, end, step),
+            (prometheus, from_file),
+            _objects(files or [], kubeconfig, context),
+            (bearer_token_file, basic_auth_user, basic_auth_password_file, ca_file),
+            save_responses,
+            region,
+            force=force,
+            verbose=verbose,
+        )
+    except InputError as exc:
+        fail(exc)
+
+
+def _run(
+    out_dir: Path,
+    rng: QueryRange,
+    sources: tuple[str | None, Path | None],
+    objects: ClusterObjects,
+    auth: tuple[Path | None, str | None, Path | None, Path | None],
+    save: Path | None,
+    region: str | None,
+    *,
+    force: bool,
+    verbose: bool,
+) -> None:
+    """Read, translate, write; print the warnings and the next command.
+
+    Raises:
+        InputError: from any step.
+    """
+    from joiner.cli.common import check_region, print_warnings
+    from joiner.history.series import HistoryWarnings
+    from joiner.history.translate import translate
+    from joiner.history.writer import check_out_dir, write_scenario
+
+    check_out_dir(out_dir, force=force)
+    if region is not None:
+        check_region(region)
+    warnings = HistoryWarnings()
+    source, name = _source(sources[0], sources[1], rng, auth, save, warnings)
+    err.print(f"reading {printable(name)} ...", highlight=False)
+    imported = translate(
+        source,
+        name,
+        rng,
+        objects,
+        region=region,
+        progress=lambda line: err.print(printable(line), highlight=False),
+        warnings=warnings,
+    )
+    path = write_scenario(imported, out_dir, force=force)
+    print_warnings(objects.manifests.warnings, verbose=verbose)
+    print_warnings(imported.warnings.render(), verbose=verbose)
+    out.print(
+        f"wrote {printable(str(path))}: {len(imported.traces)} workload traces, "
+        f"{len(imported.nodes)} as-run nodes, {len(imported.pods)} pods",
+        highlight=False,
+    )
+    out.print(f"next: joiner simulate {printable(str(path))}", highlight=False)

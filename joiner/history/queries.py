@@ -1,0 +1,156 @@
+"""The named PromQL queries ``joiner import`` runs against kube-state-metrics series.
+
+Every query aggregates (``max by (...)``) to the labels Joiner reads, so Prometheus returns
+one series per object rather than one per scrape target or per kube-state-metrics replica.
+Metric and label names are kube-state-metrics v2's (``docs/metrics/`` of
+kubernetes/kube-state-metrics); node labels arrive as ``label_<sanitised key>`` on
+``kube_node_labels`` only when kube-state-metrics runs with
+``--metric-labels-allowlist=nodes=[...]`` naming them.
+
+DaemonSets are not queried: the simulation derives a DaemonSet's pods per node from the
+object, so ``kube_daemonset_status_desired_number_scheduled`` adds nothing it can replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One named query: ``name`` is stable (file names of ``--save-responses``), ``promql``
+    is sent as is, ``why`` says what Joiner reads from it."""
+
+    name: str
+    promql: str
+    why: str
+
+
+#: The node labels Joiner reads (Kubernetes well-known, Karpenter's, EKS managed node
+#: groups'), as ``kube_node_labels`` names them: ``label_`` + the key with every character
+#: outside ``[a-zA-Z0-9_]`` replaced by ``_`` and camelCase turned to snake_case
+#: (kubernetes/kube-state-metrics internal/store/utils.go, ``labelName``).
+NODE_LABELS: dict[str, str] = {
+    "node.kubernetes.io/instance-type": "label_node_kubernetes_io_instance_type",
+    "beta.kubernetes.io/instance-type": "label_beta_kubernetes_io_instance_type",
+    "topology.kubernetes.io/zone": "label_topology_kubernetes_io_zone",
+    "failure-domain.beta.kubernetes.io/zone": "label_failure_domain_beta_kubernetes_io_zone",
+    "karpenter.sh/capacity-type": "label_karpenter_sh_capacity_type",
+    "karpenter.sh/nodepool": "label_karpenter_sh_nodepool",
+    "eks.amazonaws.com/capacityType": "label_eks_amazonaws_com_capacity_type",
+    "eks.amazonaws.com/nodegroup": "label_eks_amazonaws_com_nodegroup",
+}
+
+_NODE_LABEL_BY = ", ".join(["node", *NODE_LABELS.values()])
+
+#: Every query, in the order ``joiner import`` runs them (``--print-queries`` prints them).
+QUERIES: tuple[Query, ...] = (
+    Query(
+        "deployment_replicas",
+        "max by (namespace, deployment) (kube_deployment_spec_replicas)",
+        "a Deployment's desired replicas",
+    ),
+    Query(
+        "statefulset_replicas",
+        "max by (namespace, statefulset) (kube_statefulset_replicas)",
+        "a StatefulSet's desired replicas",
+    ),
+    Query(
+        "replicaset_replicas",
+        "max by (namespace, replicaset) (kube_replicaset_spec_replicas)",
+        "a ReplicaSet's desired replicas (used for ReplicaSets without an owner)",
+    ),
+    Query(
+        "replicaset_owner",
+        "max by (namespace, replicaset, owner_kind, owner_name) (kube_replicaset_owner)",
+        "which ReplicaSets a Deployment owns",
+    ),
+    Query(
+        "hpa_desired_replicas",
+        "max by (namespace, horizontalpodautoscaler) "
+        "(kube_horizontalpodautoscaler_status_desired_replicas)",
+        "an HPA's desired replicas, replayed as its target's replicas",
+    ),
+    Query(
+        "hpa_info",
+        "max by (namespace, horizontalpodautoscaler, scaletargetref_kind, "
+        "scaletargetref_name) (kube_horizontalpodautoscaler_info)",
+        "an HPA's scale target",
+    ),
+    Query(
+        "job_start_time",
+        "max by (namespace, job_name) (kube_job_status_start_time)",
+        "when a Job started (value: unix seconds)",
+    ),
+    Query(
+        "job_completion_time",
+        "max by (namespace, job_name) (kube_job_status_completion_time)",
+        "when a Job completed (value: unix seconds)",
+    ),
+    Query(
+        "job_parallelism",
+        "max by (namespace, job_name) (kube_job_spec_parallelism)",
+        "how many pods a Job runs at once",
+    ),
+    Query(
+        "job_owner",
+        "max by (namespace, job_name, owner_kind, owner_name) (kube_job_owner)",
+        "the CronJob that created a Job",
+    ),
+    Query(
+        "pod_container_requests",
+        "max by (namespace, pod, container, resource) "
+        '(kube_pod_container_resource_requests{resource=~"cpu|memory"})',
+        "each app container's requests (cores, bytes)",
+    ),
+    Query(
+        "pod_init_container_requests",
+        "max by (namespace, pod, container, resource) "
+        '(kube_pod_init_container_resource_requests{resource=~"cpu|memory"})',
+        "each init container's requests (cores, bytes)",
+    ),
+    Query(
+        "pod_init_container_info",
+        "max by (namespace, pod, container, restart_policy) (kube_pod_init_container_info)",
+        "which init containers are sidecars (restart_policy Always)",
+    ),
+    Query(
+        "pod_owner",
+        "max by (namespace, pod, owner_kind, owner_name) (kube_pod_owner)",
+        "the ReplicaSet, StatefulSet or Job that owns a pod",
+    ),
+    Query(
+        "pod_created",
+        "max by (namespace, pod) (kube_pod_created)",
+        "when a pod was created (value: unix seconds)",
+    ),
+    Query(
+        "pod_scheduled_time",
+        "max by (namespace, pod) (kube_pod_status_scheduled_time)",
+        "when a pod was bound to a node (value: unix seconds)",
+    ),
+    Query(
+        "node_info",
+        "max by (node, provider_id) (kube_node_info)",
+        "the nodes that ran (present while sampled) and their provider IDs",
+    ),
+    Query(
+        "node_labels",
+        f"max by ({_NODE_LABEL_BY}) (kube_node_labels)",
+        "a node's instance type, zone, capacity type and NodePool or node group",
+    ),
+    Query(
+        "node_created",
+        "max by (node) (kube_node_created)",
+        "when a node was created (value: unix seconds)",
+    ),
+)
+
+#: The queries by name.
+BY_NAME: dict[str, Query] = {q.name: q for q in QUERIES}
+
+
+def render_queries() -> str:
+    """The catalog as ``--print-queries`` prints it: per query a ``# name: why`` comment
+    line and the PromQL on the next, blank lines between."""
+    return "\n\n".join(f"# {q.name}: {q.why}\n{q.promql}" for q in QUERIES) + "\n"

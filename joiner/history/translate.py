@@ -1,0 +1,819 @@
+"""From kube-state-metrics series and the cluster's objects to an imported Scenario.
+
+``translate`` runs every query of ``joiner.history.queries`` through a ``SeriesSource`` and
+turns the answers into an ``Imported``: per workload its replica history per minute (a
+trace the Scenario replays with ``targetPerReplica: 1``), the CronJobs' observed run times,
+the objects to simulate (a copy of the cluster's, cleaned of its current state), and the
+as-run record (the nodes that really ran, the pods' creation and scheduling times).
+
+Resampling to minutes: minute ``m`` covers ``[start + 60 m, start + 60 (m + 1))``; its value
+is the largest sample in it; a minute without a sample holds the previous one while the
+samples around it are at most two steps apart. A longer silence is a scrape gap (held,
+counted); before a series' first sample the value is 0 (the object did not exist yet) and
+after its last it is 0 when the series ends more than two steps before the range does (the
+object was deleted); both are counted.
+
+Every case Joiner has to assume something about goes to ``HistoryWarnings`` with what was
+assumed; nothing is filled silently.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from joiner.api import objects as o
+from joiner.api.errors import InputError
+from joiner.api.manifests import load_documents
+from joiner.api.manifests.manifestset import ManifestSet
+from joiner.api.manifests.yamlio import read_documents
+from joiner.history.queries import NODE_LABELS, QUERIES
+from joiner.history.series import HistoryWarnings, QueryRange, Series, SeriesSource
+
+#: Kinds left out of the copied objects: the cluster's state at the time of the dump
+#: (nodes, NodeClaims, pods) is not the state at the start of the range, and an HPA's
+#: decisions are replayed as its target's replicas.
+DROPPED_KINDS = frozenset({"Node", "NodeClaim", "Pod", "HorizontalPodAutoscaler"})
+
+#: Workload kinds whose replica history is replayed.
+SCALED_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job")
+
+_PROVIDER_ZONE = re.compile(r"^aws:///([a-z0-9-]+)/")
+_EKS_CAPACITY = {"ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved"}
+_KARPENTER_CAPACITY = frozenset({"spot", "on-demand", "reserved"})
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterObjects:
+    """The cluster's objects: the raw documents (``kind: List`` flattened, in input order),
+    the loaded ``ManifestSet`` and where they came from (a file list or ``kube:<config>``)."""
+
+    documents: tuple[dict[str, Any], ...]
+    manifests: ManifestSet
+    source: str
+
+
+def objects_from_documents(docs: Iterable[Any], source: str) -> ClusterObjects:
+    """Load already-parsed documents (a live cluster's list) as ``ClusterObjects``.
+
+    Raises:
+        InputError: a document does not load (as ``joiner.api.manifests.load_documents``).
+    """
+    flat = _flatten(docs)
+    return ClusterObjects(tuple(flat), load_documents(flat, source), source)
+
+
+def objects_from_files(paths: Sequence[Path]) -> ClusterObjects:
+    """Load ``kubectl get -o yaml`` dumps (any number of files) as ``ClusterObjects``.
+
+    Raises:
+        InputError: a file is unreadable or an object does not load (named).
+    """
+    flat: list[dict[str, Any]] = []
+    for p in paths:
+        flat += _flatten(read_documents(p))
+    return objects_from_documents(flat, ", ".join(str(p) for p in paths))
+
+
+def _flatten(docs: Iterable[Any]) -> list[dict[str, Any]]:
+    """Documents with each ``kind: List`` replaced by its items (non-mappings kept as they
+    are, so the loader names them)."""
+    out: list[dict[str, Any]] = []
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
+            out += _flatten(d["items"])
+        elif d is not None:
+            out.append(d)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadTrace:
+    """One workload's replicas per minute: ``kind`` and ``key`` (``namespace/name``) of the
+    object, ``values[m]`` the replicas at minute ``m``; ``hpa`` names the HPA whose desired
+    replicas they are, if any."""
+
+    kind: str
+    key: str
+    values: tuple[float, ...]
+    hpa: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AsRunNode:
+    """One node that ran: seconds from the range's start (``end_s`` None: still running at
+    the end); empty strings where the history hid a field."""
+
+    node: str
+    instance_type: str
+    capacity_type: str
+    zone: str
+    node_pool: str
+    start_s: float
+    end_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AsRunPod:
+    """One pod's creation and scheduling, seconds from the range's start (negative: before
+    it); ``scheduled_s`` None: not scheduled within the range."""
+
+    namespace: str
+    pod: str
+    created_s: float
+    scheduled_s: float | None
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What ``translate`` made of a history: ready for ``joiner.history.writer``."""
+
+    range: QueryRange
+    documents: tuple[dict[str, Any], ...]
+    traces: tuple[WorkloadTrace, ...]
+    #: CronJob key -> its runs' median run time in seconds (runs seen completing).
+    cron_run_s: Mapping[str, float]
+    nodes: tuple[AsRunNode, ...]
+    pods: tuple[AsRunPod, ...]
+    region: str | None
+    warnings: HistoryWarnings = field(default_factory=HistoryWarnings)
+    #: ``spec.cloud`` subnets and security groups the EC2NodeClasses' selectors match, or
+    #: None (the simulation's default VPC).
+    cloud: Mapping[str, Any] | None = None
+
+
+def minutes_of(rng: QueryRange) -> int:
+    """How many whole or partial minutes the range covers (at least 1)."""
+    return max(1, math.ceil((rng.end_s - rng.start_s) / 60.0 - 1e-9))
+
+
+def resample(
+    s: Series, rng: QueryRange, subject: str, warnings: HistoryWarnings
+) -> tuple[float, ...]:
+    """The series per minute of ``rng`` (module docstring: max per minute, held between
+    samples, 0 before the first and after a last sample well before the end); scrape
+    gaps, late starts and early ends are counted in ``warnings`` under ``subject``."""
+    n = minutes_of(rng)
+    if not s.times_s:
+        return (0.0,) * n
+    times = np.asarray(s.times_s, dtype=np.float64)
+    minute = np.floor((times - rng.start_s) / 60.0).astype(np.int64)
+    inside = (minute >= 0) & (minute < n)
+    out = np.full(n, np.nan)
+    np.fmax.at(out, minute[inside], np.asarray(s.values, dtype=np.float64)[inside])
+    first, last = s.times_s[0], s.times_s[-1]
+    gap_s = 2 * rng.step_s
+    if first - rng.start_s > gap_s:
+        warnings.add("late series start", subject, "0 before its first sample")
+    ended = rng.end_s - last > gap_s
+    if ended:
+        warnings.add("early series end", subject, "0 after its last sample")
+    if np.any(np.diff(times) > max(gap_s, 60.0)):
+        warnings.add("scrape gap", subject, "the last value held through the gap")
+    # Hold each value through the minutes without a sample (a forward fill).
+    index = np.where(np.isnan(out), 0, np.arange(n))
+    np.maximum.accumulate(index, out=index)
+    out = out[index]
+    starts = rng.start_s + 60.0 * np.arange(n)
+    out[starts + 60.0 <= first] = 0.0
+    if ended:
+        out[starts > last] = 0.0
+    out[np.isnan(out)] = 0.0
+    return tuple(out.tolist())
+
+
+def translate(
+    source: SeriesSource,
+    source_name: str,
+    rng: QueryRange,
+    objects: ClusterObjects,
+    *,
+    region: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    warnings: HistoryWarnings | None = None,
+) -> Imported:
+    """Read every query of the catalog from ``source`` and translate the answers.
+
+    ``source_name`` names the source in errors (the URL or the saved file). ``region``
+    overrides the one derived from the nodes' zones. ``progress`` receives one line per
+    query read. ``warnings``: the collector to add to (the source's own, so one list
+    holds reading and translation); a new one when omitted.
+
+    Raises:
+        InputError: no query returned a single series (no kube-state-metrics history),
+            naming the source and the series looked for; or the source's own errors.
+    """
+    answers: dict[str, list[Series]] = {}
+    for i, q in enumerate(QUERIES, start=1):
+        answers[q.name] = source.fetch(q.name, q.promql)
+        if progress is not None:
+            progress(f"[{i}/{len(QUERIES)}] {q.name}: {len(answers[q.name])} series")
+    if not any(answers.values()):
+        wanted = sorted({_metric(q.promql) for q in QUERIES})
+        raise InputError(
+            f"no kube-state-metrics series in the range (looked for {', '.join(wanted)}); "
+            "is kube-state-metrics scraped by this Prometheus, and is the range right?",
+            file=source_name,
+        )
+    warnings = warnings if warnings is not None else HistoryWarnings()
+    if not objects.manifests.nodepools:
+        warnings.add(
+            "cluster without a NodePool",
+            objects.source,
+            "Joiner and the Cluster Autoscaler baseline have nothing to launch until the "
+            "NodePools and EC2NodeClasses you would deploy are added to objects.yaml",
+        )
+    h = _History(answers, rng, objects.manifests, warnings)
+    traces, skip_jobs = h.traces()
+    nodes = h.nodes()
+    region = region or region_of(nodes)
+    return Imported(
+        range=rng,
+        documents=h.documents(objects.documents, skip_jobs),
+        traces=traces,
+        cron_run_s=h.cron_runs(),
+        nodes=nodes,
+        pods=h.pods(),
+        region=region,
+        warnings=warnings,
+        cloud=vpc_for(objects.manifests, _zones(nodes, region), warnings),
+    )
+
+
+def _zones(nodes: Iterable[AsRunNode], region: str | None) -> list[str]:
+    """The zones of ``region`` (None: us-east-1, the simulation's default) the nodes ran
+    in, else every zone of the region in the packaged catalog, sorted."""
+    from joiner.cloudprovider.catalog import Catalog
+
+    where = region or "us-east-1"
+    seen = sorted({n.zone for n in nodes if n.zone and region_of([n]) == where})
+    if seen:
+        return seen
+    catalog = Catalog.load()
+    return [z for z, _ in catalog.zones(where)] if where in catalog.regions() else []
+
+
+def vpc_for(
+    manifests: ManifestSet, zones: Sequence[str], warnings: HistoryWarnings
+) -> dict[str, Any] | None:
+    """``spec.cloud.subnets`` and ``securityGroups`` that every EC2NodeClass selector term
+    matches: the subnets and groups of the NodeClass's ``status`` (the ones the cluster
+    resolved), else one subnet per zone of ``zones`` (counted in ``warnings``), each
+    carrying the tags (``*``: the value ``imported``) and ``Name`` its terms select by, and
+    a subnet or group for each term by id. None without NodeClasses or zones to place
+    subnets in."""
+    subnets: dict[str, dict[str, Any]] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for nc in manifests.nodeclasses:
+        if nc.source.kind != "EC2NodeClass":
+            continue
+        base = list(nc.status_subnets)
+        if not base and zones:
+            base = [(f"subnet-{z}", z) for z in zones]
+            warnings.add(
+                "NodeClass VPC assumption",
+                nc.name,
+                "one subnet in each zone the nodes ran in (else each zone of the region)",
+            )
+        if not base:
+            continue
+        for sid, zone in base:
+            subnets.setdefault(sid, {"id": sid, "zone": zone, "tags": {}})
+        _select(nc.subnet_selector_terms, [sid for sid, _ in base], subnets, base[0][1])
+        gbase = list(nc.status_security_groups) or [("sg-imported", "imported")]
+        for gid, name in gbase:
+            groups.setdefault(gid, {"id": gid, "name": name, "tags": {}})
+        _select(nc.security_group_selector_terms, [g for g, _ in gbase], groups, None)
+    if not subnets:
+        return None
+    return {
+        "subnets": [subnets[k] for k in sorted(subnets)],
+        "securityGroups": [groups[k] for k in sorted(groups)],
+    }
+
+
+def _select(
+    terms: Iterable[Any], base: Sequence[str], found: dict[str, dict[str, Any]], zone: str | None
+) -> None:
+    """Make every selector term match: an id term gets its own subnet (in ``zone``) or
+    group; a name or tags term tags the ``base`` ones."""
+    for t in terms:
+        if t.id:
+            entry: dict[str, Any] = {"id": t.id, "tags": {}}
+            if zone is None:
+                entry["name"] = t.id
+            else:
+                entry["zone"] = zone
+            found.setdefault(t.id, entry)
+            continue
+        for key in base:
+            item = found[key]
+            if t.name and zone is None:
+                item["name"] = t.name
+            elif t.name:
+                item["tags"]["Name"] = t.name
+            for k, v in t.tags:
+                item["tags"][k] = "imported" if v == "*" else v
+
+
+def _metric(promql: str) -> str:
+    """The kube-state-metrics metric a catalog query reads (the innermost name)."""
+    found: list[str] = re.findall(r"\b(kube_[a-z_]+)", promql)
+    return found[-1]
+
+
+def region_of(nodes: Iterable[AsRunNode]) -> str | None:
+    """The AWS region most nodes' zones are in (``us-east-1a`` -> ``us-east-1``; a tie goes
+    to the first in name order), or None without zones."""
+    counts: dict[str, int] = {}
+    for n in nodes:
+        found = re.match(r"^([a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9]+)", n.zone)
+        if found:
+            counts[found.group(1)] = counts.get(found.group(1), 0) + 1
+    if not counts:
+        return None
+    return min(counts, key=lambda r: (-counts[r], r))
+
+
+def _key(labels: Mapping[str, str], name_label: str) -> str:
+    return f"{labels.get('namespace', '')}/{labels.get(name_label, '')}"
+
+
+def _last(s: Series) -> float:
+    return s.values[-1]
+
+
+class _History:
+    """The answers of one import, read per concern."""
+
+    def __init__(
+        self,
+        answers: Mapping[str, list[Series]],
+        rng: QueryRange,
+        manifests: ManifestSet,
+        warnings: HistoryWarnings,
+    ) -> None:
+        self.a = answers
+        self.rng = rng
+        self.ms = manifests
+        self.w = warnings
+        self.dropped_jobs: set[str] = set()
+
+    # -- workloads ----------------------------------------------------------------------
+
+    def _replica_series(self) -> dict[tuple[str, str], Series]:
+        """(kind, key) -> the desired-replicas series of each Deployment, StatefulSet and
+        ReplicaSet without an owner."""
+        owned = {
+            _key(s.labels, "replicaset")
+            for s in self.a["replicaset_owner"]
+            if s.labels.get("owner_kind", "<none>") not in ("", "<none>")
+        }
+        out: dict[tuple[str, str], Series] = {}
+        for s in self.a["deployment_replicas"]:
+            out["Deployment", _key(s.labels, "deployment")] = s
+        for s in self.a["statefulset_replicas"]:
+            out["StatefulSet", _key(s.labels, "statefulset")] = s
+        for s in self.a["replicaset_replicas"]:
+            key = _key(s.labels, "replicaset")
+            if key not in owned:
+                out["ReplicaSet", key] = s
+        return out
+
+    def _hpa_series(self) -> dict[tuple[str, str], tuple[str, Series]]:
+        """(target kind, target key) -> (HPA key, its desired-replicas series)."""
+        targets = {
+            _key(s.labels, "horizontalpodautoscaler"): (
+                s.labels.get("scaletargetref_kind", ""),
+                f"{s.labels.get('namespace', '')}/{s.labels.get('scaletargetref_name', '')}",
+            )
+            for s in self.a["hpa_info"]
+        }
+        out: dict[tuple[str, str], tuple[str, Series]] = {}
+        for s in self.a["hpa_desired_replicas"]:
+            hpa = _key(s.labels, "horizontalpodautoscaler")
+            if hpa not in targets:
+                self.w.add(
+                    "untargeted HPA",
+                    hpa,
+                    "its target's own replica history replayed",
+                )
+                continue
+            out[targets[hpa]] = (hpa, s)
+        return out
+
+    def _jobs(self) -> dict[str, tuple[float, float | None, float | None]]:
+        """Job key -> (start, completion or None, parallelism or None), unix seconds."""
+        start = {_key(s.labels, "job_name"): _last(s) for s in self.a["job_start_time"]}
+        done = {_key(s.labels, "job_name"): _last(s) for s in self.a["job_completion_time"]}
+        par = {_key(s.labels, "job_name"): _last(s) for s in self.a["job_parallelism"]}
+        return {k: (t, done.get(k), par.get(k)) for k, t in start.items()}
+
+    def _job_owners(self) -> dict[str, str]:
+        """Job key -> the key of the CronJob that created it."""
+        return {
+            _key(s.labels, "job_name"): f"{s.labels.get('namespace', '')}/"
+            f"{s.labels.get('owner_name', '')}"
+            for s in self.a["job_owner"]
+            if s.labels.get("owner_kind") == "CronJob"
+        }
+
+    def traces(self) -> tuple[tuple[WorkloadTrace, ...], set[str]]:
+        """Every replayable workload's trace (sorted by kind and key), and the Jobs left
+        out of the objects (no run in the range)."""
+        kinds = {w.key: w.kind for w in self.ms.workloads}
+        out: dict[tuple[str, str], WorkloadTrace] = {}
+        for (kind, key), s in sorted(self._replica_series().items()):
+            out[kind, key] = WorkloadTrace(kind, key, resample(s, self.rng, key, self.w))
+        for (kind, key), (hpa, s) in sorted(self._hpa_series().items()):
+            out[kind, key] = WorkloadTrace(kind, key, resample(s, self.rng, hpa, self.w), hpa)
+        owners = self._job_owners()
+        for key, (start, done, par) in sorted(self._jobs().items()):
+            if key in owners:
+                continue
+            wl = self.ms.deployment(key)
+            width = par if par is not None else (wl.replicas if wl is not None else 1)
+            out["Job", key] = WorkloadTrace("Job", key, self._job_values(start, done, width))
+        kept: list[WorkloadTrace] = []
+        for (kind, key), tr in sorted(out.items()):
+            if kinds.get(key) != kind:
+                self.w.add(
+                    "history-only workload",
+                    f"{kind}/{key}",
+                    "left out, no pod template to replay: renamed or deleted",
+                )
+                continue
+            kept.append(tr)
+        self._objects_without_history({(t.kind, t.key) for t in kept})
+        return tuple(kept), self.dropped_jobs
+
+    def _job_values(self, start: float, done: float | None, width: float) -> tuple[float, ...]:
+        """A Job run as replicas per minute: ``width`` pods from its start to its completion
+        (or the range's end), 0 otherwise."""
+        n = minutes_of(self.rng)
+        end = done if done is not None else math.inf
+        values = []
+        for m in range(n):
+            t0 = self.rng.start_s + 60.0 * m
+            values.append(width if start < t0 + 60.0 and end > t0 else 0.0)
+        return tuple(values)
+
+    def _objects_without_history(self, replayed: set[tuple[str, str]]) -> None:
+        """Warn for every workload object with no replica history; unowned Jobs without a
+        run in the range are left out of the objects (they did not run)."""
+        for wl in sorted(self.ms.workloads, key=lambda w: (w.kind, w.key)):
+            if (wl.kind, wl.key) in replayed:
+                continue
+            if wl.kind == "Job":
+                self.dropped_jobs.add(wl.key)
+                self.w.add(
+                    "idle Job",
+                    wl.key,
+                    "left out of the objects",
+                )
+                continue
+            self.w.add(
+                "unrecorded workload",
+                f"{wl.kind}/{wl.key}",
+                "kept at the object's replicas for the whole range",
+            )
+
+    def cron_runs(self) -> dict[str, float]:
+        """CronJob key -> median run time (seconds) of its Jobs that completed, for the
+        CronJobs in the objects; runs of CronJobs without an object are counted."""
+        owners = self._job_owners()
+        runs: dict[str, list[float]] = {}
+        for key, (start, done, _par) in self._jobs().items():
+            cron = owners.get(key)
+            if cron is None:
+                continue
+            if done is not None and done > start:
+                runs.setdefault(cron, []).append(done - start)
+            else:
+                runs.setdefault(cron, [])
+        have = {c.key for c in self.ms.cronjobs}
+        for key in sorted(have - set(runs)):
+            runs[key] = []
+        out: dict[str, float] = {}
+        for cron, times in sorted(runs.items()):
+            if cron not in have:
+                self.w.add(
+                    "history-only CronJob",
+                    cron,
+                    "its runs left out: no pod template to replay",
+                )
+            elif not times:
+                self.w.add(
+                    "unmeasured CronJob",
+                    cron,
+                    "no run completed in the range: each run lasts the simulation's default",
+                )
+            else:
+                out[cron] = max(1.0, round(statistics.median(times)))
+        return out
+
+    # -- requests -----------------------------------------------------------------------
+
+    def pod_requests(self) -> dict[str, tuple[float, dict[str, dict[str, float]]]]:
+        """Pod key -> (time of its latest request sample, per-container requests
+        ``{container: {cpu: cores, memory: bytes}}``, init containers prefixed ``init:``
+        and sidecars ``sidecar:``)."""
+        sidecars = {
+            (_key(s.labels, "pod"), s.labels.get("container", ""))
+            for s in self.a["pod_init_container_info"]
+            if s.labels.get("restart_policy") == "Always"
+        }
+        out: dict[str, tuple[float, dict[str, dict[str, float]]]] = {}
+        for query, prefix in (("pod_container_requests", ""), ("pod_init_container_requests", "i")):
+            for s in self.a[query]:
+                pod = _key(s.labels, "pod")
+                container = s.labels.get("container", "")
+                if prefix:
+                    kind = "sidecar" if (pod, container) in sidecars else "init"
+                    container = f"{kind}:{container}"
+                seen, containers = out.get(pod, (-math.inf, {}))
+                containers.setdefault(container, {})[s.labels.get("resource", "")] = _last(s)
+                out[pod] = (max(seen, s.times_s[-1]), containers)
+        return out
+
+    def pod_workloads(self) -> dict[str, str]:
+        """Pod key -> the key of the workload that runs it (a ReplicaSet's Deployment, a
+        Job's CronJob), for pods with a known owner."""
+        rs_owner = {
+            _key(s.labels, "replicaset"): f"{s.labels.get('namespace', '')}/"
+            f"{s.labels.get('owner_name', '')}"
+            for s in self.a["replicaset_owner"]
+            if s.labels.get("owner_kind") == "Deployment"
+        }
+        job_owner = self._job_owners()
+        out: dict[str, str] = {}
+        for s in self.a["pod_owner"]:
+            kind = s.labels.get("owner_kind", "")
+            owner = f"{s.labels.get('namespace', '')}/{s.labels.get('owner_name', '')}"
+            if kind == "ReplicaSet":
+                out[_key(s.labels, "pod")] = rs_owner.get(owner, owner)
+            elif kind == "Job":
+                out[_key(s.labels, "pod")] = job_owner.get(owner, owner)
+            elif kind in ("StatefulSet", "DaemonSet"):
+                out[_key(s.labels, "pod")] = owner
+        return out
+
+    def documents(
+        self, documents: Sequence[dict[str, Any]], skip_jobs: set[str]
+    ) -> tuple[dict[str, Any], ...]:
+        """The objects to simulate: the cluster's, without ``DROPPED_KINDS`` and Jobs that
+        did not run, with each workload's requests set to its latest pod's in the history
+        where they differ from the object's."""
+        latest = self._latest_requests()
+        kept: list[dict[str, Any]] = []
+        for doc in documents:
+            kind = str(doc.get("kind", ""))
+            meta = doc.get("metadata") or {}
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+            if kind in DROPPED_KINDS or (kind == "Job" and key in skip_jobs):
+                continue
+            if kind in (*SCALED_KINDS, "CronJob", "DaemonSet") and key in latest:
+                doc = self._with_requests(doc, kind, key, latest[key])
+            kept.append(doc)
+        left_out = [d for d in documents if str(d.get("kind", "")) in DROPPED_KINDS]
+        for d in left_out:
+            meta = d.get("metadata") or {}
+            self.w.add(
+                "dropped current-state object",
+                f"{d.get('kind')}/{meta.get('name', '')}",
+                "the replay starts without them; HPAs replayed as their targets' replicas",
+            )
+        return tuple(kept)
+
+    def _latest_requests(self) -> dict[str, tuple[str, dict[str, dict[str, float]]]]:
+        """Workload key -> (its latest pod, that pod's per-container requests); pods without
+        any request series are counted."""
+        requests = self.pod_requests()
+        latest: dict[str, tuple[float, str]] = {}
+        for pod, owner in sorted(self.pod_workloads().items()):
+            if pod not in requests:
+                self.w.add(
+                    "request-less pod",
+                    pod,
+                    "its workload's requests taken from the object",
+                )
+                continue
+            seen = requests[pod][0]
+            if owner not in latest or seen >= latest[owner][0]:
+                latest[owner] = (seen, pod)
+        return {owner: (pod, requests[pod][1]) for owner, (_t, pod) in latest.items()}
+
+    def _with_requests(
+        self,
+        doc: dict[str, Any],
+        kind: str,
+        key: str,
+        latest: tuple[str, dict[str, dict[str, float]]],
+    ) -> dict[str, Any]:
+        """``doc`` with its pod template's container requests set to ``latest``'s when the
+        Kubernetes sum of the two differs (warned); else ``doc`` itself."""
+        pod, containers = latest
+        template = self._template(key, kind)
+        if template is None:
+            return doc
+        cpu_m, mem = pod_requests(containers)
+        have_cpu = template.requests.get("cpu", 0)
+        have_mem = template.requests.get("memory", 0)
+        if abs(cpu_m - have_cpu) < 1 and abs(mem - have_mem) < 1:
+            return doc
+        self.w.add(
+            "request change",
+            f"{kind}/{key} (pod {pod})",
+            "the requests of its latest pod in the history used",
+        )
+        return _patched(doc, kind, containers)
+
+    def _template(self, key: str, kind: str) -> o.PodTemplate | None:
+        if kind == "CronJob":
+            return next((c.template for c in self.ms.cronjobs if c.key == key), None)
+        if kind == "DaemonSet":
+            return next(
+                (d.template for d in self.ms.daemonsets if f"{d.namespace}/{d.name}" == key),
+                None,
+            )
+        found = self.ms.deployment(key)
+        return found.template if found is not None and found.kind == kind else None
+
+    # -- as-run -------------------------------------------------------------------------
+
+    def nodes(self) -> tuple[AsRunNode, ...]:
+        """The as-run nodes: every node ``kube_node_info`` shows in the range, by name."""
+        labels = {s.labels.get("node", ""): s.labels for s in self.a["node_labels"]}
+        created = {s.labels.get("node", ""): _last(s) for s in self.a["node_created"]}
+        seen: dict[str, tuple[float, float, str]] = {}
+        for s in self.a["node_info"]:
+            name = s.labels.get("node", "")
+            first, last, provider = s.times_s[0], s.times_s[-1], s.labels.get("provider_id", "")
+            if name in seen:  # a provider ID set after the node registered: two series
+                before = seen[name]
+                first, last, provider = (
+                    min(first, before[0]),
+                    max(last, before[1]),
+                    (provider or before[2]),
+                )
+            seen[name] = (first, last, provider)
+        dumped = {n.name: dict(n.labels) for n in self.ms.nodes}
+        out = []
+        for name, (first, last, provider) in sorted(seen.items()):
+            node_labels = self._node_labels(name, labels.get(name, {}), dumped.get(name, {}))
+            start = created.get(name, first) - self.rng.start_s
+            ended = self.rng.end_s - last > 2 * self.rng.step_s
+            out.append(
+                AsRunNode(
+                    node=name,
+                    instance_type=self._instance_type(name, node_labels),
+                    capacity_type=self._capacity_type(name, node_labels),
+                    zone=self._zone(name, node_labels, provider),
+                    node_pool=_label(node_labels, "karpenter.sh/nodepool")
+                    or _label(node_labels, "eks.amazonaws.com/nodegroup"),
+                    start_s=max(0.0, start),
+                    end_s=max(0.0, last - self.rng.start_s) if ended else None,
+                )
+            )
+        return tuple(out)
+
+    def _node_labels(
+        self, node: str, history: Mapping[str, str], dumped: Mapping[str, str]
+    ) -> dict[str, str]:
+        """``kube_node_labels``' labels of ``node``, with each label Joiner reads that the
+        history hides taken from the dump's Node of that name when it has it (counted)."""
+        merged = dict(history)
+        taken = False
+        for key, name in NODE_LABELS.items():
+            if not merged.get(name) and dumped.get(key):
+                merged[name] = dumped[key]
+                taken = True
+        if taken:
+            self.w.add(
+                "dump-labelled node",
+                node,
+                "labels the history hides taken from the dump's Node of that name",
+            )
+        return merged
+
+    def _instance_type(self, node: str, labels: Mapping[str, str]) -> str:
+        found = _label(labels, "node.kubernetes.io/instance-type") or _label(
+            labels, "beta.kubernetes.io/instance-type"
+        )
+        if not found:
+            self.w.add(
+                "untyped node",
+                node,
+                "instance type left empty: kube-state-metrics' --metric-labels-allowlist "
+                "hides node.kubernetes.io/instance-type",
+            )
+        return found
+
+    def _capacity_type(self, node: str, labels: Mapping[str, str]) -> str:
+        karpenter = _label(labels, "karpenter.sh/capacity-type")
+        if karpenter in _KARPENTER_CAPACITY:
+            return karpenter
+        eks = _label(labels, "eks.amazonaws.com/capacityType")
+        if eks in _EKS_CAPACITY:
+            return _EKS_CAPACITY[eks]
+        self.w.add("capacity-unknown node", node, "capacity type left empty (unknown)")
+        return ""
+
+    def _zone(self, node: str, labels: Mapping[str, str], provider_id: str) -> str:
+        found = _label(labels, "topology.kubernetes.io/zone") or _label(
+            labels, "failure-domain.beta.kubernetes.io/zone"
+        )
+        if found:
+            return found
+        by_id = _PROVIDER_ZONE.match(provider_id)
+        if by_id:
+            return by_id.group(1)
+        self.w.add("zoneless node", node, "zone left empty")
+        return ""
+
+    def pods(self) -> tuple[AsRunPod, ...]:
+        """The as-run pods: creation and scheduling times of every pod in the range."""
+        scheduled = {_key(s.labels, "pod"): _last(s) for s in self.a["pod_scheduled_time"]}
+        out = []
+        for s in self.a["pod_created"]:
+            key = _key(s.labels, "pod")
+            when = scheduled.get(key)
+            out.append(
+                AsRunPod(
+                    namespace=s.labels.get("namespace", ""),
+                    pod=s.labels.get("pod", ""),
+                    created_s=_last(s) - self.rng.start_s,
+                    scheduled_s=None if when is None else when - self.rng.start_s,
+                )
+            )
+        return tuple(sorted(out, key=lambda p: (p.namespace, p.pod)))
+
+
+def _label(labels: Mapping[str, str], key: str) -> str:
+    """A node label's value from ``kube_node_labels`` (``NODE_LABELS`` names), or ''."""
+    return labels.get(NODE_LABELS[key], "")
+
+
+def pod_requests(containers: Mapping[str, Mapping[str, float]]) -> tuple[float, float]:
+    """A pod's effective (cpu millicores, memory bytes) from per-container requests in cores
+    and bytes, as Kubernetes sums them (kubernetes/kubernetes
+    staging/src/k8s.io/component-helpers/resource/helpers.go, ``PodRequests``): the larger
+    of the app containers' sum plus every sidecar's and each regular init container's plus
+    the sidecars started before it. kube-state-metrics does not give the init containers'
+    order, so every sidecar is taken as started before each regular init container (the
+    larger figure when they are not).
+
+    ``containers`` keys: app containers by name, ``init:<name>`` and ``sidecar:<name>``.
+    """
+    totals = []
+    for res in ("cpu", "memory"):
+        app = sum(v.get(res, 0.0) for k, v in containers.items() if ":" not in k)
+        side = sum(v.get(res, 0.0) for k, v in containers.items() if k.startswith("sidecar:"))
+        init = max(
+            (v.get(res, 0.0) + side for k, v in containers.items() if k.startswith("init:")),
+            default=0.0,
+        )
+        totals.append(max(app + side, init))
+    return totals[0] * 1000.0, totals[1]
+
+
+def _pod_spec(doc: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    spec = doc.get("spec") or {}
+    if kind == "CronJob":
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    template = spec.get("template") or {}
+    found = template.get("spec")
+    return found if isinstance(found, dict) else None
+
+
+def _patched(
+    doc: dict[str, Any], kind: str, containers: Mapping[str, Mapping[str, float]]
+) -> dict[str, Any]:
+    """A deep copy of ``doc`` whose containers (matched by name) request what
+    ``containers`` gives (cpu as millicores, memory as bytes)."""
+    new = copy.deepcopy(doc)
+    spec = _pod_spec(new, kind)
+    if spec is None:
+        return doc
+    for field_name, prefixes in (("containers", ("",)), ("initContainers", ("init:", "sidecar:"))):
+        for c in spec.get(field_name) or []:
+            if not isinstance(c, dict):
+                continue
+            names = [p + str(c.get("name")) for p in prefixes]
+            given = next((containers[n] for n in names if n in containers), None)
+            if given is None:
+                continue
+            requests = c.setdefault("resources", {}).setdefault("requests", {})
+            if "cpu" in given:
+                requests["cpu"] = f"{round(given['cpu'] * 1000)}m"
+            if "memory" in given:
+                requests["memory"] = str(round(given["memory"]))
+    return new

@@ -1,0 +1,209 @@
+"""Writes an imported history as a Scenario directory.
+
+Layout (every path relative to the directory, every list sorted, so the same history
+always gives the same bytes)::
+
+    scenario.yaml            kind: Scenario; compare [as-run, joiner, cluster-autoscaler]
+    objects.yaml             the cluster's objects to simulate (a copy, cleaned)
+    traces/<ns>/<kind>.<name>.csv   replicas per minute (minute,value) per workload
+    as-run/nodes.csv         the nodes that really ran
+    as-run/pods.csv          the pods' creation and scheduling times
+
+Each trace replays as ``trace: {targetPerReplica: 1, min: 0, max: <its largest value>}``:
+the workload wants exactly the recorded replicas each minute (``joiner.sim.workloads``,
+``Trace.replicas_at``). Nothing is written outside the directory.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import math
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from joiner.api.errors import InputError
+from joiner.api.manifests.models_base import MAX_REPLICAS
+from joiner.history.translate import AsRunNode, AsRunPod, Imported, WorkloadTrace
+
+NODES_HEADER = (
+    "node",
+    "instanceType",
+    "capacityType",
+    "zone",
+    "nodePool",
+    "startSeconds",
+    "endSeconds",
+)
+PODS_HEADER = ("namespace", "pod", "createdSeconds", "scheduledSeconds")
+
+#: libyaml's emitter when PyYAML has it (the same YAML, several times faster).
+_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def check_out_dir(out: Path, *, force: bool) -> None:
+    """Refuse a directory that is not empty (unless ``force``) or a path that is a file.
+
+    Raises:
+        InputError: ``out`` is a file, or a non-empty directory without ``force``.
+    """
+    if out.exists() and not out.is_dir():
+        raise InputError("is a file, not a directory", file=str(out), field="--out")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise InputError(
+            "is not empty; give an empty or new directory, or --force to overwrite",
+            file=str(out),
+            field="--out",
+        )
+
+
+def trace_path(tr: WorkloadTrace) -> str:
+    """The trace file of a workload, relative to the directory:
+    ``traces/<namespace>/<kind>.<name>.csv`` (names as the cluster has them)."""
+    namespace, _, name = tr.key.partition("/")
+    return f"traces/{namespace}/{tr.kind.lower()}.{name}.csv"
+
+
+def scenario_name(out: Path) -> str:
+    """A metadata name from the directory's name (characters outside ``[A-Za-z0-9._-]``
+    become ``-``; at most 63), or ``imported``."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", out.resolve().name)[:63].lstrip("._-")
+    return name or "imported"
+
+
+def write_scenario(imported: Imported, out: Path, *, force: bool = False) -> Path:
+    """Write ``imported`` into ``out`` (module docstring) and return the Scenario's path.
+
+    Raises:
+        InputError: as ``check_out_dir``.
+    """
+    check_out_dir(out, force=force)
+    files: dict[str, str] = {
+        "objects.yaml": yaml.dump_all(list(imported.documents), Dumper=_DUMPER, sort_keys=True),
+        "as-run/nodes.csv": _csv(NODES_HEADER, [_node_row(n) for n in imported.nodes]),
+        "as-run/pods.csv": _csv(PODS_HEADER, [_pod_row(p) for p in imported.pods]),
+    }
+    for tr in imported.traces:
+        files[trace_path(tr)] = _trace_csv(tr.values)
+    files["scenario.yaml"] = _scenario_yaml(imported, out)
+    root = out.resolve()
+    for rel, text in sorted(files.items()):
+        path = (root / rel).resolve()
+        if not path.is_relative_to(root):
+            raise InputError(f"refusing to write {rel!r} outside the directory", file=str(out))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="")
+    return out / "scenario.yaml"
+
+
+def _scenario_yaml(imported: Imported, out: Path) -> str:
+    rng = imported.range
+    start = datetime.fromtimestamp(rng.start_s, UTC)
+    spec: dict[str, Any] = {}
+    if imported.region:
+        spec["region"] = imported.region
+    spec["startTime"] = start.isoformat().replace("+00:00", "Z")
+    spec["duration"] = _duration(rng.end_s - rng.start_s)
+    spec["manifests"] = ["objects.yaml"]
+    if imported.cloud is not None:
+        spec["cloud"] = dict(imported.cloud)
+    spec["compare"] = ["as-run", "joiner", "cluster-autoscaler"]
+    spec["asRun"] = {"nodes": "as-run/nodes.csv", "pods": "as-run/pods.csv"}
+    workloads: list[dict[str, Any]] = []
+    for tr in imported.traces:
+        top = max(tr.values, default=0.0)
+        workloads.append(
+            {
+                "deployment": tr.key,
+                "trace": {
+                    "file": trace_path(tr),
+                    "targetPerReplica": 1,
+                    "min": 0,
+                    "max": min(MAX_REPLICAS, max(1, math.ceil(top))),
+                },
+            }
+        )
+    for key, run_s in sorted(imported.cron_run_s.items()):
+        workloads.append({"cronJob": key, "runFor": f"{round(run_s)}s"})
+    if workloads:
+        spec["workloads"] = workloads
+    doc = {
+        "apiVersion": "joiner.dev/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": scenario_name(out)},
+        "spec": spec,
+    }
+    head = (
+        f"# Imported by joiner import: {spec['startTime']} for {spec['duration']}.\n"
+        f"# Run: joiner simulate {out / 'scenario.yaml'}\n"
+    )
+    return head + yaml.safe_dump(doc, sort_keys=False)
+
+
+def _duration(seconds: float) -> str:
+    """A Go duration for the range: whole hours, else whole minutes, else seconds."""
+    s = math.ceil(seconds - 1e-9)
+    if s % 3600 == 0:
+        return f"{s // 3600}h"
+    if s % 60 == 0:
+        return f"{s // 60}m"
+    return f"{s}s"
+
+
+def _num(v: float) -> str:
+    """A number as a CSV cell: an integer without ``.0``, else up to 3 decimals."""
+    if float(v).is_integer():
+        return str(int(v))
+    return f"{v:.3f}".rstrip("0").rstrip(".")
+
+
+def _trace_csv(values: tuple[float, ...]) -> str:
+    """``minute,value`` rows (a week is 10,080 of them: each distinct value is formatted
+    once)."""
+    text: dict[float, str] = {}
+    for v in set(values):
+        text[v] = _num(v)
+    cells = map(text.__getitem__, values)
+    rows = map(",".join, zip(_minutes(len(values)), cells, strict=False))
+    return "minute,value\n" + "\n".join(rows) + "\n"
+
+
+@functools.lru_cache(maxsize=4)
+def _minutes(n: int) -> tuple[str, ...]:
+    """``("0", "1", ..., str(n - 1))``, kept per ``n`` (every trace of an import has the
+    same length)."""
+    return tuple(str(m) for m in range(n))
+
+
+def _node_row(n: AsRunNode) -> list[str]:
+    return [
+        n.node,
+        n.instance_type,
+        n.capacity_type,
+        n.zone,
+        n.node_pool,
+        _num(n.start_s),
+        "" if n.end_s is None else _num(n.end_s),
+    ]
+
+
+def _pod_row(p: AsRunPod) -> list[str]:
+    return [
+        p.namespace,
+        p.pod,
+        _num(p.created_s),
+        "" if p.scheduled_s is None else _num(p.scheduled_s),
+    ]
+
+
+def _csv(header: tuple[str, ...], rows: list[list[str]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()

@@ -1,0 +1,281 @@
+"""``joiner import`` through the command line, reading saved responses (``--from-file``)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import urllib.parse
+from pathlib import Path
+from typing import ClassVar
+
+from typer.testing import CliRunner
+
+from joiner.cli.main import app
+from joiner.history.queries import QUERIES, render_queries
+from joiner.history.series import Series
+from tests.history.test_translate import _answers, _cluster
+
+START, END = "2025-01-06T00:00:00Z", "2025-01-06T02:00:00Z"
+
+
+def _save(answers: dict[str, list[Series]], where: Path) -> Path:
+    """Every catalog query's answer as the JSON ``/api/v1/query_range`` returns."""
+    where.mkdir()
+    for q in QUERIES:
+        result = [
+            {
+                "metric": dict(s.labels),
+                "values": [[t, repr(v)] for t, v in zip(s.times_s, s.values, strict=True)],
+            }
+            for s in answers.get(q.name, [])
+        ]
+        body = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+        (where / f"{q.name}.json").write_text(json.dumps(body))
+    return where
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(app, ["import", *args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_print_queries_prints_the_catalog_exactly() -> None:
+    code, out, _ = _run("--print-queries")
+    assert code == 0
+    assert out == render_queries()
+
+
+def test_import_from_saved_responses_writes_a_scenario(tmp_path: Path) -> None:
+    saved = _save(_answers(), tmp_path / "saved")
+    dump = _cluster(tmp_path)
+    code, out, err = _run(
+        "--from-file",
+        str(saved),
+        "--start",
+        START,
+        "--end",
+        END,
+        "-f",
+        str(dump),
+        "--out",
+        str(tmp_path / "week"),
+    )
+    assert code == 0, err
+    assert (tmp_path / "week/scenario.yaml").is_file()
+    assert "4 workload traces, 2 as-run nodes, 2 pods" in out
+    assert f"next: joiner simulate {tmp_path / 'week/scenario.yaml'}" in out.replace("\n", "")
+    # The grouped warnings: one line per kind, with what was assumed.
+    assert "1 unrecorded workload (kept at the object's replicas" in err
+    assert "[19/19] node_created: 2 series" in err
+
+
+def test_no_kube_state_metrics_series_exits_2(tmp_path: Path) -> None:
+    saved = _save({}, tmp_path / "saved")
+    code, _, err = _run(
+        "--from-file",
+        str(saved),
+        "--start",
+        START,
+        "--end",
+        END,
+        "-f",
+        str(_cluster(tmp_path)),
+        "--out",
+        str(tmp_path / "week"),
+    )
+    assert code == 2
+    assert "no kube-state-metrics series" in err and str(saved) in err.replace("\n", "")
+    assert not (tmp_path / "week").exists()
+
+
+def test_unusable_options_exit_2(tmp_path: Path) -> None:
+    dump = str(_cluster(tmp_path))
+    out = str(tmp_path / "o")
+    cases = [
+        (
+            ["--from-file", "x", "--start", END, "--end", START, "-f", dump, "--out", out],
+            "is not after --start",
+        ),
+        (
+            [
+                "--from-file",
+                "x",
+                "--start",
+                START,
+                "--end",
+                END,
+                "--step",
+                "0s",
+                "-f",
+                dump,
+                "--out",
+                out,
+            ],
+            "--step 0s must be positive",
+        ),
+        (
+            ["--from-file", "x", "--start", "yesterday", "--end", END, "-f", dump, "--out", out],
+            "is not an RFC 3339 time",
+        ),
+        (
+            [
+                "--from-file",
+                "x",
+                "--start",
+                "2025-01-06T00:00:00",
+                "--end",
+                END,
+                "-f",
+                dump,
+                "--out",
+                out,
+            ],
+            "needs a date, a time and a zone",
+        ),
+        (
+            ["--start", START, "--end", END, "-f", dump, "--out", out],
+            "give exactly one of --prometheus URL or --from-file PATH",
+        ),
+        (
+            ["--from-file", "x", "--start", START, "--end", END, "--out", out],
+            "give the cluster's objects with -f DUMP or --kubeconfig",
+        ),
+    ]
+    for args, message in cases:
+        code, _, err = _run(*args)
+        assert code == 2, args
+        assert message in err.replace("\n", ""), (args, err)
+
+
+def test_refuses_a_non_empty_out_directory(tmp_path: Path) -> None:
+    saved = _save(_answers(), tmp_path / "saved")
+    (tmp_path / "week").mkdir()
+    (tmp_path / "week/notes.txt").write_text("mine")
+    code, _, err = _run(
+        "--from-file",
+        str(saved),
+        "--start",
+        START,
+        "--end",
+        END,
+        "-f",
+        str(_cluster(tmp_path)),
+        "--out",
+        str(tmp_path / "week"),
+    )
+    assert code == 2 and "is not empty" in err
+
+
+def test_the_guide_lists_every_query_as_print_queries_prints_it() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs/guides/last-week.md").read_text()
+    assert render_queries() in guide
+
+
+class _Prometheus(http.server.BaseHTTPRequestHandler):
+    """A loopback ``/api/v1/query_range`` answering the catalog's queries from
+    ``_answers()`` (every sample, whatever the range: the test's range is the answers')."""
+
+    answers: ClassVar[dict[str, list[Series]]] = {}
+    by_promql: ClassVar[dict[str, str]] = {q.promql: q.name for q in QUERIES}
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        name = self.by_promql[query["query"][0]]
+        result = [
+            {
+                "metric": dict(s.labels),
+                "values": [[t, repr(v)] for t, v in zip(s.times_s, s.values, strict=True)],
+            }
+            for s in self.answers.get(name, [])
+        ]
+        body = json.dumps(
+            {"status": "success", "data": {"resultType": "matrix", "result": result}}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def test_prometheus_import_saves_responses_that_import_the_same_offline(tmp_path: Path) -> None:
+    _Prometheus.answers = _answers()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Prometheus)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        dump = str(_cluster(tmp_path))
+        code, _, err = _run(
+            "--prometheus",
+            url,
+            "--start",
+            START,
+            "--end",
+            END,
+            "-f",
+            dump,
+            "--out",
+            str(tmp_path / "live"),
+            "--save-responses",
+            str(tmp_path / "saved"),
+        )
+        assert code == 0, err
+    finally:
+        server.shutdown()
+        thread.join()
+    code, _, err = _run(
+        "--from-file",
+        str(tmp_path / "saved"),
+        "--start",
+        START,
+        "--end",
+        END,
+        "-f",
+        dump,
+        "--out",
+        str(tmp_path / "offline"),
+    )
+    assert code == 0, err
+    live = sorted(p.relative_to(tmp_path / "live") for p in (tmp_path / "live").rglob("*.*"))
+    offline = sorted(
+        p.relative_to(tmp_path / "offline") for p in (tmp_path / "offline").rglob("*.*")
+    )
+    assert live == offline and len(live) == 8
+    for rel in live:
+        a = (tmp_path / "live" / rel).read_text().replace("live", "offline")
+        assert a == (tmp_path / "offline" / rel).read_text(), rel
+
+
+def test_the_imported_scenario_simulates_with_as_run_beside_both_policies(
+    tmp_path: Path,
+) -> None:
+    saved = _save(_answers(), tmp_path / "saved")
+    code, _, err = _run(
+        "--from-file",
+        str(saved),
+        "--start",
+        START,
+        "--end",
+        END,
+        "-f",
+        str(_cluster(tmp_path)),
+        "--out",
+        str(tmp_path / "week"),
+    )
+    assert code == 0, err
+    r = CliRunner().invoke(
+        app, ["simulate", str(tmp_path / "week/scenario.yaml"), "-q", "--out", str(tmp_path / "o")]
+    )
+    assert r.exit_code == 0, r.stderr
+    summary = json.loads(next((tmp_path / "o").rglob("summary.json")).read_text())
+    assert list(summary["policies"]) == ["as-run", "joiner", "cluster-autoscaler"]
+    as_run = summary["policies"]["as-run"]
+    # Node a: spot for the whole 2 h; node b: on-demand from 1200 s to 4800 s.
+    assert as_run["nodeHours"] == {"spot": 2.0, "onDemand": 1.0}
+    assert [n["name"] for n in as_run["nodes"]] == ["a", "b"]

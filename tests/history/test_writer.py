@@ -1,0 +1,101 @@
+"""The imported Scenario directory: its files, determinism, and that it loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from joiner.api.errors import InputError
+from joiner.cloudprovider.catalog import Catalog
+from joiner.history.translate import objects_from_files, translate
+from joiner.history.writer import write_scenario
+from joiner.sim.scenario import load_scenario
+from tests.history.conftest import MemorySource
+from tests.history.test_translate import RANGE, _answers, _cluster
+
+
+def _write(tmp_path: Path, out: Path) -> Path:
+    objects = objects_from_files([_cluster(tmp_path)])
+    imported = translate(MemorySource(_answers()), "memory", RANGE, objects)
+    return write_scenario(imported, out)
+
+
+def test_written_scenario_loads_and_replays_the_history(tmp_path: Path) -> None:
+    path = _write(tmp_path, tmp_path / "week")
+    doc = yaml.safe_load(path.read_text())
+    spec = doc["spec"]
+    assert spec["compare"] == ["as-run", "joiner", "cluster-autoscaler"]
+    assert spec["asRun"] == {"nodes": "as-run/nodes.csv", "pods": "as-run/pods.csv"}
+    assert spec["startTime"] == "2025-01-06T00:00:00Z"
+    assert spec["duration"] == "2h"
+    assert spec["region"] == "us-east-1"
+    assert spec["manifests"] == ["objects.yaml"]
+    assert {
+        "deployment": "shop/web",
+        "trace": {
+            "file": "traces/shop/deployment.web.csv",
+            "targetPerReplica": 1,
+            "min": 0,
+            "max": 6,
+        },
+    } in spec["workloads"]
+    assert {"cronJob": "batch/nightly", "runFor": "300s"} in spec["workloads"]
+    trace = (tmp_path / "week/traces/shop/deployment.web.csv").read_text().splitlines()
+    assert trace[:2] == ["minute,value", "0,2"] and trace[61:] == ["60,6"] + [
+        f"{m},6" for m in range(61, 120)
+    ]
+    assert (tmp_path / "week/as-run/nodes.csv").read_text().splitlines() == [
+        "node,instanceType,capacityType,zone,nodePool,startSeconds,endSeconds",
+        "a,m5.large,spot,us-east-1a,default,0,",
+        "b,,on-demand,us-east-1b,ng-1,1200,4800",
+    ]
+    assert (tmp_path / "week/as-run/pods.csv").read_text().splitlines() == [
+        "namespace,pod,createdSeconds,scheduledSeconds",
+        "shop,loner-x,600,",
+        "shop,web-abc-1,-100,-90",
+    ]
+    # The EC2NodeClass selects subnets by tag and has no status: a subnet per zone the
+    # nodes ran in, tagged as it selects.
+    assert spec["cloud"]["subnets"] == [
+        {
+            "id": f"subnet-us-east-1{z}",
+            "zone": f"us-east-1{z}",
+            "tags": {"karpenter.sh/discovery": "demo"},
+        }
+        for z in "ab"
+    ]
+    sc = load_scenario(path, Catalog.load())
+    assert sc.duration_s == 7200.0
+    web = next(w for w in sc.workloads if w.deployment == "shop/web")
+    assert web.trace is not None and web.trace.replicas_at(0) == 2
+    assert web.trace.replicas_at(90) == 6
+    assert [c.cronjob.key for c in sc.cronjobs] == ["batch/nightly"]
+    assert sc.cronjobs[0].run_for_s == 300.0
+
+
+def test_output_is_deterministic(tmp_path: Path) -> None:
+    _write(tmp_path, tmp_path / "one")
+    _write(tmp_path, tmp_path / "two")
+    one = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*"))
+    two = sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*"))
+    assert one == two
+    for rel in one:
+        a, b = tmp_path / "one" / rel, tmp_path / "two" / rel
+        if a.is_file():
+            text = a.read_text().replace("/one/", "/two/").replace("name: one", "name: two")
+            assert text == b.read_text(), rel
+
+
+def test_refuses_a_non_empty_directory_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(InputError, match="is not empty"):
+        _write(tmp_path, out)
+    objects = objects_from_files([_cluster(tmp_path)])
+    imported = translate(MemorySource(_answers()), "memory", RANGE, objects)
+    write_scenario(imported, out, force=True)
+    assert (out / "keep.txt").read_text() == "mine"
+    assert (out / "scenario.yaml").is_file()
