@@ -40,20 +40,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in e2e_items:
             item.add_marker(skip)
         return
+    # Prepended, so that they win over a test's own (shorter) timeout marker.
     if stack_paths().missing():
         for item in e2e_items:
-            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S), append=False)
     # A test that builds Karpenter on first use (about 4 to 10 minutes cold on 2 cores) gets
     # the build's time too; ``make test`` builds it before the suite.
     needs_karpenter = [i for i in e2e_items if i.get_closest_marker("karpenter") is not None]
     if needs_karpenter and karpenter_paths().missing():
         for item in needs_karpenter:
-            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S), append=False)
     # Likewise Prometheus and kube-state-metrics (minutes cold); ``make test`` builds them.
     needs_monitoring = [i for i in e2e_items if i.get_closest_marker("monitoring") is not None]
     if needs_monitoring and monitoring_paths().missing():
         for item in needs_monitoring:
-            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S), append=False)
 
 
 @pytest.fixture(scope="session")
