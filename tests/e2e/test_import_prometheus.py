@@ -289,6 +289,7 @@ def play(script: Script) -> None:
     """The three minutes: scale-ups just after a minute starts and scale-downs well before
     one ends, so that every level is the largest of some minute of the imported trace."""
     ns = script.namespace
+    script.wait_until(0)
     script.node("spot-a", KARPENTER_SPOT)
     script.node("ng-b", EKS_ON_DEMAND)
     script.deployment("web", 2)
