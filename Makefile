@@ -59,6 +59,8 @@ test: $(STAMP)
 	bash tools/kube-stack/build.sh
 	bash tools/kube-stack/build-helm.sh
 	bash tools/kube-stack/build-karpenter.sh
+	bash tools/kube-stack/build-prometheus.sh
+	bash tools/kube-stack/build-ksm.sh
 	@mkdir -p joiner-out
 	JOINER_E2E=1 $(BIN)/pytest -p no:cacheprovider $(AWS_E2E) >$(AWS_E2E_LOG) 2>&1 & aws=$$!; \
 	trap 'kill $$aws 2>/dev/null' INT TERM; \
