@@ -29,12 +29,15 @@ ALLOWED: dict[str, str] = {
     "cloudprovider/catalog.py": "the bundled catalog's CSV rows, split by region",
     "cloudprovider/kwok.py": "KWOK instance type names",
     "faults/template.py": "AWS FIS experiment templates: role ARNs, target selection modes",
+    "history/translate.py": "zones and provider IDs of the cluster's nodes (Prometheus series)",
+    "history/writer.py": "the output directory's name, made a Scenario name",
     "operator/sweep/report.py": "a sweep's objective string written by the user",
     "sim/baseline/limits.py": "Cluster Autoscaler min:max node group flags",
     "sim/baseline/settings.py": "Cluster Autoscaler priority expander patterns (user regexes)",
     "sim/scenario_sections.py": "validates the scenario's priority expander regexes",
     "sim/windows.py": "time-of-day windows in scenarios",
     "sim/workloads.py": "numbers in scenario workload fields",
+    "sim/asrun_files.py": "seconds in the as-run record's CSV cells",
 }
 
 

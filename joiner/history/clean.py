@@ -5,6 +5,10 @@
 - ``fill_gaps``: a missing step (a scrape gap, or a Prometheus outage) between two samples
   is held at the last value when the gap is at most ``hold_s`` long; a longer gap is left
   absent. Series that start or end inside the range are not gaps: they stay as they are.
+  A range query already carries a plain selector's last sample forward for the lookback
+  delta (5 minutes by default; prometheus/prometheus promql/engine.go), so a scrape gap
+  shows in its result only for what is left of it after that: a 10-minute scrape gap is
+  5 minutes of missing steps.
 - ``undo_resets`` / ``counter_increases``: a counter that drops (its process restarted)
   is read as having counted from 0 again, as PromQL does (prometheus/prometheus
   promql/functions.go, ``extrapolatedRate``: a sample below the previous one adds the

@@ -1,4 +1,5 @@
-"""Saved range-query responses: their layout on disk, their parsing, and ``FileSource``.
+"""Saved range-query responses: their layout on disk and ``FileSource``, which reads them
+(each response through ``response.py``) and joins a query's chunks.
 
 A saved history is what ``/api/v1/query_range`` returned, byte for byte (prometheus/
 prometheus web/api/v1/api.go, ``queryRange``; the format is the HTTP API's "range
@@ -34,6 +35,7 @@ __all__ = [
     "check_query_name",
     "join_chunks",
     "response_file_name",
+    "trim",
 ]
 
 #: The index ``--save-responses`` writes beside the responses.
@@ -133,6 +135,8 @@ def _load_json(path: Path) -> Any:
             f"malformed JSON at line {exc.lineno} column {exc.colno} (char {exc.pos}): {exc.msg}",
             file=str(path),
         ) from exc
+    except RecursionError as exc:
+        raise InputError("malformed JSON: nested too deeply", file=str(path)) from exc
 
 
 class FileSource:

@@ -9,7 +9,8 @@ last step, so the joined result has every step of the range once. The chunks' se
 joined by their labels.
 
 Only GET requests are sent. Timeouts and answers 429/500/502/503/504 are retried a bounded
-number of times with doubling waits (the ``sleep`` is injected); every other failure is an
+number of times with doubling waits, or the server's ``Retry-After`` when longer (at most
+a minute; the ``sleep`` is injected); every other failure is an
 ``InputError`` naming the URL, the query name and what to check.
 """
 
@@ -39,6 +40,9 @@ MAX_POINTS = 11_000
 
 #: Answers worth another try: rate limiting and the server side's transient failures.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+#: The longest ``Retry-After`` (in seconds) honoured between two tries.
+MAX_RETRY_AFTER_S = 60.0
 
 _PATH = "/api/v1/query_range"
 
@@ -202,9 +206,10 @@ class PrometheusSource:
             "step": f"{chunk.step_s:.3f}",
         }
         failure = ""
+        asked_wait = 0.0
         for attempt in range(self.attempts):
             if attempt:
-                self._sleep(self.backoff_s * 2 ** (attempt - 1))
+                self._sleep(max(self.backoff_s * 2 ** (attempt - 1), asked_wait))
             try:
                 response = self._client.get(self.url + _PATH, params=params)
             except httpx2.TimeoutException as exc:
@@ -214,6 +219,7 @@ class PrometheusSource:
                 raise self._unreachable(name, exc) from exc
             if response.status_code in RETRY_STATUSES:
                 failure = f"HTTP {response.status_code}{_api_error(response.content)}"
+                asked_wait = _retry_after(response)
                 continue
             return self._decode(name, response), response.content
         raise self._error(
@@ -330,6 +336,17 @@ class PrometheusSource:
             raise InputError(
                 f"cannot write: {exc.strerror or exc}", file=str(path), field="--save-responses"
             ) from exc
+
+
+def _retry_after(response: httpx2.Response) -> float:
+    """The wait a ``Retry-After: <seconds>`` header asks for, at most
+    ``MAX_RETRY_AFTER_S``; 0 without one (an HTTP date is not read: no wall clock here)."""
+    raw = response.headers.get("retry-after", "")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        return 0.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else 0.0
 
 
 def _api_error(content: bytes) -> str:

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class Query:
     """One named query: ``name`` is stable (file names of ``--save-responses``), ``promql``
-    is sent as is, ``why`` says what Joiner reads from it."""
+    is sent as is, ``why`` says what Joiner reads from it; ``metric`` is the
+    kube-state-metrics series it reads (named when none answers)."""
 
     name: str
+    metric: str
     promql: str
     why: str
 
@@ -47,100 +49,119 @@ _NODE_LABEL_BY = ", ".join(["node", *NODE_LABELS.values()])
 QUERIES: tuple[Query, ...] = (
     Query(
         "deployment_replicas",
+        "kube_deployment_spec_replicas",
         "max by (namespace, deployment) (kube_deployment_spec_replicas)",
         "a Deployment's desired replicas",
     ),
     Query(
         "statefulset_replicas",
+        "kube_statefulset_replicas",
         "max by (namespace, statefulset) (kube_statefulset_replicas)",
         "a StatefulSet's desired replicas",
     ),
     Query(
         "replicaset_replicas",
+        "kube_replicaset_spec_replicas",
         "max by (namespace, replicaset) (kube_replicaset_spec_replicas)",
         "a ReplicaSet's desired replicas (used for ReplicaSets without an owner)",
     ),
     Query(
         "replicaset_owner",
+        "kube_replicaset_owner",
         "max by (namespace, replicaset, owner_kind, owner_name) (kube_replicaset_owner)",
         "which ReplicaSets a Deployment owns",
     ),
     Query(
         "hpa_desired_replicas",
+        "kube_horizontalpodautoscaler_status_desired_replicas",
         "max by (namespace, horizontalpodautoscaler) "
         "(kube_horizontalpodautoscaler_status_desired_replicas)",
         "an HPA's desired replicas, replayed as its target's replicas",
     ),
     Query(
         "hpa_info",
+        "kube_horizontalpodautoscaler_info",
         "max by (namespace, horizontalpodautoscaler, scaletargetref_kind, "
         "scaletargetref_name) (kube_horizontalpodautoscaler_info)",
         "an HPA's scale target",
     ),
     Query(
         "job_start_time",
+        "kube_job_status_start_time",
         "max by (namespace, job_name) (kube_job_status_start_time)",
         "when a Job started (value: unix seconds)",
     ),
     Query(
         "job_completion_time",
+        "kube_job_status_completion_time",
         "max by (namespace, job_name) (kube_job_status_completion_time)",
         "when a Job completed (value: unix seconds)",
     ),
     Query(
         "job_parallelism",
+        "kube_job_spec_parallelism",
         "max by (namespace, job_name) (kube_job_spec_parallelism)",
         "how many pods a Job runs at once",
     ),
     Query(
         "job_owner",
+        "kube_job_owner",
         "max by (namespace, job_name, owner_kind, owner_name) (kube_job_owner)",
         "the CronJob that created a Job",
     ),
     Query(
         "pod_container_requests",
+        "kube_pod_container_resource_requests",
         "max by (namespace, pod, container, resource) "
         '(kube_pod_container_resource_requests{resource=~"cpu|memory"})',
         "each app container's requests (cores, bytes)",
     ),
     Query(
         "pod_init_container_requests",
+        "kube_pod_init_container_resource_requests",
         "max by (namespace, pod, container, resource) "
         '(kube_pod_init_container_resource_requests{resource=~"cpu|memory"})',
         "each init container's requests (cores, bytes)",
     ),
     Query(
         "pod_init_container_info",
+        "kube_pod_init_container_info",
         "max by (namespace, pod, container, restart_policy) (kube_pod_init_container_info)",
         "which init containers are sidecars (restart_policy Always)",
     ),
     Query(
         "pod_owner",
+        "kube_pod_owner",
         "max by (namespace, pod, owner_kind, owner_name) (kube_pod_owner)",
         "the ReplicaSet, StatefulSet or Job that owns a pod",
     ),
     Query(
         "pod_created",
+        "kube_pod_created",
         "max by (namespace, pod) (kube_pod_created)",
         "when a pod was created (value: unix seconds)",
     ),
     Query(
         "pod_scheduled_time",
+        "kube_pod_status_scheduled_time",
         "max by (namespace, pod) (kube_pod_status_scheduled_time)",
         "when a pod was bound to a node (value: unix seconds)",
     ),
     Query(
         "node_info",
+        "kube_node_info",
         "max by (node, provider_id) (kube_node_info)",
         "the nodes that ran (present while sampled) and their provider IDs",
     ),
     Query(
         "node_labels",
+        "kube_node_labels",
         f"max by ({_NODE_LABEL_BY}) (kube_node_labels)",
         "a node's instance type, zone, capacity type and NodePool or node group",
     ),
     Query(
         "node_created",
+        "kube_node_created",
         "max by (node) (kube_node_created)",
         "when a node was created (value: unix seconds)",
     ),

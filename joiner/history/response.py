@@ -87,7 +87,7 @@ def _samples(raw: list[Any], where: str, field: str) -> tuple[tuple[float, ...],
     try:
         # The common case, at C speed: well-formed pairs; anything else goes through the
         # checking loop, which names the first bad sample.
-        if set(map(len, raw)) != {2}:
+        if set(map(type, raw)) != {list} or set(map(len, raw)) != {2}:
             raise TypeError
         time_column, value_column = zip(*raw, strict=True)
         if bool in set(map(type, time_column)) | set(map(type, value_column)):
@@ -197,6 +197,8 @@ class _Reader:
             value, self.pos = _DECODER.raw_decode(self.text, self.pos)
         except json.JSONDecodeError as exc:
             raise self.malformed(exc.msg, exc.pos) from exc
+        except RecursionError as exc:
+            raise self.malformed("nested too deeply") from exc
         return value
 
     def is_next(self, char: str) -> bool:
@@ -262,14 +264,17 @@ def _read_data(reader: _Reader, parsed: Parsed) -> tuple[object, bool]:
 def parse_text(text: str, where: str) -> Parsed:
     """Read one response from its JSON text, one series at a time (see the module doc).
 
-    Gives what ``parse_response(json.loads(text), where)`` gives, with the same errors,
-    and names the line, column and character of malformed JSON.
+    For well-formed JSON, gives what ``parse_response(json.loads(text), where)`` gives,
+    with the same errors. Malformed JSON is named by line, column and character; it is
+    read in document order, so a bad series before the bad syntax is named first.
     """
     reader = _Reader(text, where)
     parsed = Parsed()
     top: dict[str, object] = {}
     data: tuple[object, bool] | None = None
     if not reader.is_next("{"):
+        reader.value()  # malformed JSON is named as such
+        reader.end()
         raise InputError("not a Prometheus API response (no status field)", file=where)
     for key in reader.members():
         if key == "data" and reader.is_next("{"):

@@ -25,14 +25,17 @@ import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from joiner.api import objects as o
+from joiner.api import quantity
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_documents
+from joiner.api.manifests.loader import HANDLERS
 from joiner.api.manifests.manifestset import ManifestSet
 from joiner.api.manifests.yamlio import read_documents
 from joiner.history.queries import NODE_LABELS, QUERIES
@@ -217,7 +220,7 @@ def translate(
         if progress is not None:
             progress(f"[{i}/{len(QUERIES)}] {q.name}: {len(answers[q.name])} series")
     if not any(answers.values()):
-        wanted = sorted({_metric(q.promql) for q in QUERIES})
+        wanted = sorted({q.metric for q in QUERIES})
         raise InputError(
             f"no kube-state-metrics series in the range (looked for {', '.join(wanted)}); "
             "is kube-state-metrics scraped by this Prometheus, and is the range right?",
@@ -324,12 +327,6 @@ def _select(
                 item["tags"][k] = "imported" if v == "*" else v
 
 
-def _metric(promql: str) -> str:
-    """The kube-state-metrics metric a catalog query reads (the innermost name)."""
-    found: list[str] = re.findall(r"\b(kube_[a-z_]+)", promql)
-    return found[-1]
-
-
 def region_of(nodes: Iterable[AsRunNode]) -> str | None:
     """The AWS region most nodes' zones are in (``us-east-1a`` -> ``us-east-1``; a tie goes
     to the first in name order), or None without zones."""
@@ -430,20 +427,18 @@ class _History:
         """Every replayable workload's trace (sorted by kind and key), and the Jobs left
         out of the objects (no run in the range)."""
         kinds = {w.key: w.kind for w in self.ms.workloads}
-        out: dict[tuple[str, str], WorkloadTrace] = {}
-        for (kind, key), s in sorted(self._replica_series().items()):
-            out[kind, key] = WorkloadTrace(kind, key, resample(s, self.rng, key, self.w))
-        for (kind, key), (hpa, s) in sorted(self._hpa_series().items()):
-            out[kind, key] = WorkloadTrace(kind, key, resample(s, self.rng, hpa, self.w), hpa)
+        hpas = self._hpa_series()
+        found: dict[tuple[str, str], Callable[[], WorkloadTrace]] = {}
+        for (kind, key), s in self._replica_series().items():
+            found[kind, key] = partial(self._trace, kind, key, None, s)
+        for (kind, key), (hpa, s) in hpas.items():
+            found[kind, key] = partial(self._trace, kind, key, hpa, s)
         owners = self._job_owners()
-        for key, (start, done, par) in sorted(self._jobs().items()):
-            if key in owners:
-                continue
-            wl = self.ms.deployment(key)
-            width = par if par is not None else (wl.replicas if wl is not None else 1)
-            out["Job", key] = WorkloadTrace("Job", key, self._job_values(start, done, width))
+        for key, (start, done, par) in self._jobs().items():
+            if key not in owners:
+                found["Job", key] = partial(self._job_trace, key, start, done, par)
         kept: list[WorkloadTrace] = []
-        for (kind, key), tr in sorted(out.items()):
+        for (kind, key), make in sorted(found.items()):
             if kinds.get(key) != kind:
                 self.w.add(
                     "history-only workload",
@@ -451,20 +446,29 @@ class _History:
                     "left out, no pod template to replay: renamed or deleted",
                 )
                 continue
-            kept.append(tr)
+            kept.append(make())
         self._objects_without_history({(t.kind, t.key) for t in kept})
         return tuple(kept), self.dropped_jobs
+
+    def _trace(self, kind: str, key: str, hpa: str | None, s: Series) -> WorkloadTrace:
+        """A replica series resampled (``hpa``: the HPA whose desired replicas it is)."""
+        return WorkloadTrace(kind, key, resample(s, self.rng, hpa or key, self.w), hpa)
+
+    def _job_trace(
+        self, key: str, start: float, done: float | None, par: float | None
+    ) -> WorkloadTrace:
+        """A Job run as a trace: its parallelism (else the object's) while it ran."""
+        wl = self.ms.deployment(key)
+        width = par if par is not None else (wl.replicas if wl is not None else 1)
+        return WorkloadTrace("Job", key, self._job_values(start, done, width))
 
     def _job_values(self, start: float, done: float | None, width: float) -> tuple[float, ...]:
         """A Job run as replicas per minute: ``width`` pods from its start to its completion
         (or the range's end), 0 otherwise."""
-        n = minutes_of(self.rng)
+        starts = self.rng.start_s + 60.0 * np.arange(minutes_of(self.rng))
         end = done if done is not None else math.inf
-        values = []
-        for m in range(n):
-            t0 = self.rng.start_s + 60.0 * m
-            values.append(width if start < t0 + 60.0 and end > t0 else 0.0)
-        return tuple(values)
+        running = (start < starts + 60.0) & (end > starts)
+        return tuple(np.where(running, float(width), 0.0).tolist())
 
     def _objects_without_history(self, replayed: set[tuple[str, str]]) -> None:
         """Warn for every workload object with no replica history; unowned Jobs without a
@@ -569,9 +573,9 @@ class _History:
     def documents(
         self, documents: Sequence[dict[str, Any]], skip_jobs: set[str]
     ) -> tuple[dict[str, Any], ...]:
-        """The objects to simulate: the cluster's, without ``DROPPED_KINDS`` and Jobs that
-        did not run, with each workload's requests set to its latest pod's in the history
-        where they differ from the object's."""
+        """The objects to simulate: the cluster's, without ``DROPPED_KINDS``, kinds Joiner
+        does not read and Jobs that did not run, with each workload's requests set to its
+        latest pod's in the history where they differ from the object's."""
         latest = self._latest_requests()
         kept: list[dict[str, Any]] = []
         for doc in documents:
@@ -579,6 +583,13 @@ class _History:
             meta = doc.get("metadata") or {}
             key = f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
             if kind in DROPPED_KINDS or (kind == "Job" and key in skip_jobs):
+                continue
+            if (str(doc.get("apiVersion", "")), kind) not in HANDLERS:
+                self.w.add(
+                    "unmodelled object left out",
+                    f"{kind}/{meta.get('name', '')}",
+                    "not copied: Joiner does not read its kind (Secrets and the like stay out)",
+                )
                 continue
             if kind in (*SCALED_KINDS, "CronJob", "DaemonSet") and key in latest:
                 doc = self._with_requests(doc, kind, key, latest[key])
@@ -651,7 +662,12 @@ class _History:
 
     def nodes(self) -> tuple[AsRunNode, ...]:
         """The as-run nodes: every node ``kube_node_info`` shows in the range, by name."""
-        labels = {s.labels.get("node", ""): s.labels for s in self.a["node_labels"]}
+        # A node whose labels changed has one series per label set: the latest wins, each
+        # label taken from the latest series that has it.
+        labels: dict[str, dict[str, str]] = {}
+        for s in sorted(self.a["node_labels"], key=lambda s: s.times_s[-1]):
+            merged = labels.setdefault(s.labels.get("node", ""), {})
+            merged.update({k: v for k, v in s.labels.items() if v})
         created = {s.labels.get("node", ""): _last(s) for s in self.a["node_created"]}
         seen: dict[str, tuple[float, float, str]] = {}
         for s in self.a["node_info"]:
@@ -811,9 +827,28 @@ def _patched(
             given = next((containers[n] for n in names if n in containers), None)
             if given is None:
                 continue
-            requests = c.setdefault("resources", {}).setdefault("requests", {})
+            resources = c.get("resources") or {}
+            requests = dict(resources.get("requests") or {})
+            # cpu and memory exactly as the history has them (absent there: no request).
+            requests.pop("cpu", None)
+            requests.pop("memory", None)
             if "cpu" in given:
                 requests["cpu"] = f"{round(given['cpu'] * 1000)}m"
             if "memory" in given:
                 requests["memory"] = str(round(given["memory"]))
+            c["resources"] = {**resources, "requests": requests}
+            if resources.get("limits"):
+                c["resources"]["limits"] = _raised(dict(resources["limits"]), requests)
     return new
+
+
+def _raised(limits: dict[str, Any], requests: Mapping[str, str]) -> dict[str, Any]:
+    """``limits`` with a cpu or memory limit below the new request raised to it (the
+    history's pod ran with both, so its limit was at least its request; a request above the
+    limit would not load)."""
+    for res in ("cpu", "memory"):
+        if res in limits and res in requests:
+            limit = quantity.parse(limits[res], resource=res)
+            if quantity.parse(requests[res], resource=res) > limit:
+                limits[res] = requests[res]
+    return limits

@@ -181,9 +181,9 @@ class _Pricer:
 
 
 def _clipped(node: AsRunNode, duration_s: float) -> tuple[float, float] | None:
-    """The node's lifetime within ``[0, duration_s]``, or None when it starts at or after
-    the end (a zero-length node at 0 is kept)."""
-    if node.start_s >= duration_s and node.start_s > 0:
+    """The node's lifetime within ``[0, duration_s]`` (``duration_s`` > 0), or None when it
+    starts at or after the end."""
+    if node.start_s >= duration_s:
         return None
     end = duration_s if node.end_s is None else min(node.end_s, duration_s)
     return max(0.0, node.start_s), end

@@ -40,6 +40,10 @@ _COLORS = {
     "cluster-autoscaler": "#d62728",
 }
 
+#: Line style per capacity type in the nodes plot ("": unknown, as the as-run record may
+#: have it).
+_CAPACITY_STYLES = (("spot", "-"), ("on-demand", "--"), ("reserved", ":"), ("", "-."))
+
 #: Hours in the month the table's dollars-per-month difference uses (AWS's 720-hour month).
 HOURS_PER_MONTH = 720.0
 
@@ -54,6 +58,11 @@ class PolicyData:
     state: ClusterState | None
     pod_spans: tuple[tuple[float, float | None], ...] = ()
     waits: tuple[float, ...] = ()
+
+    @property
+    def has_pods(self) -> bool:
+        """Whether pending pods can be plotted: a run's state, or a record with pods."""
+        return self.state is not None or bool(self.pod_spans)
 
     def pod_waits(self, duration_s: float) -> list[float]:
         """Seconds each pod waited (``report.pod_waits`` of the state, else ``waits``)."""
@@ -124,10 +133,11 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
     fig, ax = plt.subplots(figsize=(10, 4))
     for name, run in runs.items():
         color = _COLORS.get(name)
-        for ct, style in (("spot", "-"), ("on-demand", "--")):
+        for ct, style in _CAPACITY_STYLES:
             series = _nodes_series(run.summary, ts, ct)
             if series.any():
-                ax.step(hours, series, style, where="post", color=color, label=f"{name} {ct}")
+                label = f"{name} {ct or 'unknown capacity type'}"
+                ax.step(hours, series, style, where="post", color=color, label=label)
     ax.set(xlabel="hours", ylabel="nodes", title="Nodes over time by capacity type")
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
@@ -143,6 +153,8 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
 
     fig, ax = plt.subplots(figsize=(10, 4))
     for name, run in runs.items():
+        if not run.has_pods:
+            continue
         ax.step(hours, _pending_series(run, ts), where="post", color=_COLORS.get(name), label=name)
     ax.set(xlabel="hours", ylabel="pending pods", title="Pending pods over time")
     ax.legend(loc="upper left")

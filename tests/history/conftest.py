@@ -95,7 +95,7 @@ items:
         containers:
           - name: db
             image: db:1
-            resources: {requests: {cpu: "1", memory: 2Gi}}
+            resources: {requests: {cpu: "1", memory: 2Gi}, limits: {cpu: "1", memory: 4Gi}}
 - apiVersion: apps/v1
   kind: ReplicaSet
   metadata: {name: loner, namespace: shop}

@@ -91,56 +91,24 @@ def test_no_kube_state_metrics_series_exits_2(tmp_path: Path) -> None:
 
 def test_unusable_options_exit_2(tmp_path: Path) -> None:
     dump = str(_cluster(tmp_path))
-    out = str(tmp_path / "o")
+    files = ["--from-file", "x", "-f", dump, "--out", str(tmp_path / "o")]
+    span = ["--start", START, "--end", END]
+    prom = [*span, "--prometheus", "http://p:9090", "-f", dump, "--out", str(tmp_path / "p")]
     cases = [
+        ([*files, "--start", END, "--end", START], "is not after --start"),
+        ([*files, *span, "--step", "0s"], "--step 0s must be positive"),
+        ([*files, "--start", "yesterday", "--end", END], "is not an RFC 3339 time"),
+        ([*files, "--start", "2025-01-06T00:00:00", "--end", END], "needs a date, a time and"),
+        ([*span, "-f", dump, "--out", "o"], "give exactly one of --prometheus URL or --from"),
+        ([*span, "--from-file", "x", "--out", "o"], "give the cluster's objects with -f DUMP"),
+        ([*files, *span, "--prometheus", "http://p:9090"], "give exactly one of --prometheus"),
         (
-            ["--from-file", "x", "--start", END, "--end", START, "-f", dump, "--out", out],
-            "is not after --start",
+            [*prom, "--basic-auth-user", "me"],
+            "--basic-auth-user and --basic-auth-password-file go together",
         ),
-        (
-            [
-                "--from-file",
-                "x",
-                "--start",
-                START,
-                "--end",
-                END,
-                "--step",
-                "0s",
-                "-f",
-                dump,
-                "--out",
-                out,
-            ],
-            "--step 0s must be positive",
-        ),
-        (
-            ["--from-file", "x", "--start", "yesterday", "--end", END, "-f", dump, "--out", out],
-            "is not an RFC 3339 time",
-        ),
-        (
-            [
-                "--from-file",
-                "x",
-                "--start",
-                "2025-01-06T00:00:00",
-                "--end",
-                END,
-                "-f",
-                dump,
-                "--out",
-                out,
-            ],
-            "needs a date, a time and a zone",
-        ),
-        (
-            ["--start", START, "--end", END, "-f", dump, "--out", out],
-            "give exactly one of --prometheus URL or --from-file PATH",
-        ),
-        (
-            ["--from-file", "x", "--start", START, "--end", END, "--out", out],
-            "give the cluster's objects with -f DUMP or --kubeconfig",
-        ),
+        ([*files, *span, "--save-responses", "s"], "apply to --prometheus only"),
+        ([*files, *span, "--region", "mars-1"], "unknown region 'mars-1'"),
+        ([*files, *span, "--context", "c"], "--context needs --kubeconfig"),
     ]
     for args, message in cases:
         code, _, err = _run(*args)

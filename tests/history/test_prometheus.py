@@ -18,6 +18,8 @@ from pathlib import Path
 import certifi
 import httpx2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from joiner.api.errors import InputError
 from joiner.history.files import FileSource
@@ -383,3 +385,46 @@ def test_sources_saving_one_range_into_one_directory_share_the_index(tmp_path: P
     _source(fake, QueryRange(START, START + 1200, 60.0), save_dir=tmp_path).fetch("c", "up")
     index = json.loads((tmp_path / "queries.json").read_text())
     assert sorted(index["queries"]) == ["c"]
+
+
+def test_retry_after_is_honoured_up_to_a_minute() -> None:
+    fake = FakePrometheus({})
+    answers = iter(
+        [
+            httpx2.Response(429, headers={"retry-after": "7"}),
+            httpx2.Response(503, headers={"retry-after": "3600"}),
+            httpx2.Response(503, headers={"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+        ]
+    )
+
+    def limited(request: httpx2.Request) -> httpx2.Response:
+        return next(answers, None) or fake(request)
+
+    sleeps: list[float] = []
+    _source(limited, QueryRange(0, 60, 60), sleep=sleeps.append).fetch("q", "up")
+    assert sleeps == [7.0, 60.0, 4.0]
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(
+    start_ms=st.integers(min_value=0, max_value=2_000_000_000_000),
+    length_ms=st.integers(min_value=0, max_value=100_000),
+    step_ms=st.integers(min_value=10, max_value=100_000),
+    max_points=st.integers(min_value=1, max_value=50),
+)
+def test_chunks_cover_every_step_once(
+    start_ms: int, length_ms: int, step_ms: int, max_points: int
+) -> None:
+    window = QueryRange(start_ms / 1000, (start_ms + length_ms) / 1000, step_ms / 1000)
+    steps = length_ms // step_ms + 1
+    chunks = chunk_ranges(window, max_points)
+    seen = [
+        round(c.start_s * 1000) + k * step_ms
+        for c in chunks
+        for k in range((round(c.end_s * 1000) - round(c.start_s * 1000)) // step_ms + 1)
+    ]
+    assert seen == [start_ms + k * step_ms for k in range(steps)]
+    assert all(
+        (round(c.end_s * 1000) - round(c.start_s * 1000)) // step_ms + 1 <= max_points
+        for c in chunks
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from joiner.api.errors import InputError
 from joiner.history.response import parse_response, parse_text
@@ -122,3 +124,47 @@ def test_malformed_text_names_line_and_column(text: str, where: str) -> None:
         match="f.json: malformed JSON at " + where.replace("(", r"\(").replace(")", r"\)"),
     ):
         parse_text(text, "f.json")
+
+
+def test_a_pair_that_is_not_a_list_is_named() -> None:
+    body = {
+        "status": "success",
+        "data": {"resultType": "matrix", "result": [{"values": [[1, "2"], "34"]}]},
+    }
+    for read in (lambda: parse_text(json.dumps(body), "f"), lambda: parse_response(body, "f")):
+        with pytest.raises(InputError, match=r"values\[1\]: expected \[time, value\]"):
+            read()
+
+
+def test_deep_nesting_is_an_input_error() -> None:
+    text = '{"status": "success", "data": {"resultType": "matrix", "result": [' + "[" * 100_000
+    with pytest.raises(InputError, match="nested too deeply"):
+        parse_text(text, "f")
+
+
+_VALID = json.dumps(MATRIX)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    cut=st.integers(min_value=0, max_value=len(_VALID)),
+    at=st.integers(min_value=0, max_value=len(_VALID) - 1),
+    char=st.sampled_from(list('{}[],:"0a- \\n')),
+)
+def test_corrupted_text_reads_as_decoding_it_whole_does(cut: int, at: int, char: str) -> None:
+    for text in (_VALID[:cut], _VALID[:at] + char + _VALID[at + 1 :]):
+        try:
+            body = json.loads(text)
+        except json.JSONDecodeError:
+            # Read in document order: a bad series before the bad syntax is named first.
+            with pytest.raises(InputError):
+                parse_text(text, "f")
+            continue
+        try:
+            expected = parse_response(body, "f")
+        except InputError as exc:
+            with pytest.raises(InputError) as caught:
+                parse_text(text, "f")
+            assert str(caught.value) == str(exc)
+            continue
+        assert parse_text(text, "f") == expected

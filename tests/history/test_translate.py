@@ -256,7 +256,6 @@ def test_workloads_replay_their_recorded_replicas_per_minute(tmp_path: Path) -> 
 def test_renamed_deleted_and_silent_workloads_are_counted(tmp_path: Path) -> None:
     w = _imported(tmp_path).warnings
     assert w.subjects("history-only workload") == ["Deployment/shop/gone"]
-    assert w.subjects("early series end") == ["shop/gone"]
     assert w.subjects("unrecorded workload") == ["Deployment/shop/idle"]
     assert w.subjects("idle Job") == ["batch/old-migration"]
     assert w.subjects("request-less pod") == ["shop/loner-x"]
@@ -272,9 +271,10 @@ def test_objects_are_copied_without_current_state_and_with_the_historys_requests
     assert ("Job", "old-migration") not in kinds
     assert ("Job", "backfill") in kinds and ("CronJob", "nightly") in kinds
     db = next(d for d in imported.documents if d["metadata"]["name"] == "db")
-    assert db["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
-        "cpu": "1500m",
-        "memory": str(2 * 2**30),
+    assert db["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1500m", "memory": str(2 * 2**30)},
+        # The cpu limit below the history's request is raised to it; memory's is kept.
+        "limits": {"cpu": "1500m", "memory": "4Gi"},
     }
     # web's pods (app 500m + sidecar 100m) match its template: left as it is.
     web = next(d for d in imported.documents if d["metadata"]["name"] == "web")
@@ -424,3 +424,52 @@ def test_without_node_zones_the_vpc_spans_the_regions_zones(tmp_path: Path) -> N
         "eu-west-1b",
         "eu-west-1c",
     ]
+
+
+def test_kinds_joiner_does_not_read_are_not_copied(tmp_path: Path) -> None:
+    path = _cluster(tmp_path)
+    path.write_text(
+        path.read_text()
+        + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: db-password, namespace: shop}\n"
+        + "data: {password: aHVudGVyMg==}\n"
+    )
+    imported = translate(MemorySource(_answers()), "memory", RANGE, objects_from_files([path]))
+    assert "Secret" not in {d["kind"] for d in imported.documents}
+    assert imported.warnings.subjects("unmodelled object left out") == ["Secret/db-password"]
+
+
+def test_a_node_whose_labels_changed_takes_the_latest(tmp_path: Path) -> None:
+    answers = _answers()
+    # Registered without its capacity type, labelled a minute later: two series.
+    answers["node_labels"] = [
+        series(
+            {
+                "node": "a",
+                "label_karpenter_sh_capacity_type": "spot",
+                "label_node_kubernetes_io_instance_type": "m5.large",
+            },
+            [(60, 1), (7200, 1)],
+        ),
+        series({"node": "a", "label_node_kubernetes_io_instance_type": "m5.large"}, [(0, 1)]),
+    ]
+    imported = translate(
+        MemorySource(answers), "memory", RANGE, objects_from_files([_cluster(tmp_path)])
+    )
+    a = next(n for n in imported.nodes if n.node == "a")
+    assert (a.instance_type, a.capacity_type) == ("m5.large", "spot")
+
+
+def test_each_query_reads_the_metric_it_names() -> None:
+    for q in QUERIES:
+        assert f"({q.metric})" in q.promql or f"({q.metric}{{" in q.promql, q.name
+
+
+def test_resample_is_zero_after_a_series_ends_early_and_holds_through_gaps() -> None:
+    rng = QueryRange(T0, T0 + 600.0, 60.0)
+    w = HistoryWarnings()
+    # Samples at 0-120 s, a gap, 360 s, then nothing from 420 s: the object was deleted.
+    s = series({}, [(0, 2), (60, 2), (120, 5), (360, 1)])
+    assert resample(s, rng, "x", w) == (2.0, 2.0, 5.0, 5.0, 5.0, 5.0, 1.0, 0.0, 0.0, 0.0)
+    assert w.subjects("scrape gap") == ["x"]
+    assert w.subjects("early series end") == ["x"]
+    assert w.subjects("late series start") == []
