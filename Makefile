@@ -59,6 +59,8 @@ test: $(STAMP)
 	bash tools/kube-stack/build.sh
 	bash tools/kube-stack/build-helm.sh
 	bash tools/kube-stack/build-karpenter.sh
+	bash tools/kube-stack/build-prometheus.sh
+	bash tools/kube-stack/build-ksm.sh
 	@mkdir -p joiner-out
 	JOINER_E2E=1 $(BIN)/pytest -p no:cacheprovider $(AWS_E2E) >$(AWS_E2E_LOG) 2>&1 & aws=$$!; \
 	trap 'kill $$aws 2>/dev/null' INT TERM; \
@@ -92,8 +94,10 @@ test-unit: $(STAMP)
 ## Benchmarks print JSON: the simulation, the scheduling ladder (1 to 20,000 pods), each
 ## packing policy's cost against the LP lower bound, the realistic cases on broad NodePools
 ## in CPU seconds (1 h of bursts under both policies, 24 h of GPU serving, 7 days of about
-## 300 nodes under both policies, start-up), then the example sweep (80 cells) on 1 and 2
-## local workers and on Ray with 2 CPUs.
+## 300 nodes under both policies, start-up), the example sweep (80 cells) on 1 and 2
+## local workers and on Ray with 2 CPUs, then joiner import of a synthetic week (500
+## workloads, 300 nodes) backfilled into the real Prometheus (built from Go modules on first
+## use) and the simulation of what it imports (as-run, Joiner, Cluster Autoscaler).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/scheduling.py
@@ -101,6 +105,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/realistic.py --repeat 3 a b d
 	$(BIN)/python benchmarks/realistic.py --repeat 3 c
 	$(BIN)/python benchmarks/sweep.py
+	bash tools/kube-stack/build-prometheus.sh
+	$(BIN)/python benchmarks/history_week.py
 
 ## Rewrite tests/golden/*/summary.json from the examples (only when decisions are meant to
 ## change; say which and why in the commit message). tests/sim/test_golden.py compares them.

@@ -20,6 +20,7 @@ from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
+from promstack import MonitoringStack, build_monitoring, monitoring_paths
 
 E2E_ENABLED = os.environ.get("JOINER_E2E") == "1"
 # pytest-timeout counts fixture set-up, and the first e2e test's set-up may build the stack.
@@ -39,15 +40,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in e2e_items:
             item.add_marker(skip)
         return
+    # Prepended, so that they win over a test's own (shorter) timeout marker.
     if stack_paths().missing():
         for item in e2e_items:
-            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S), append=False)
     # A test that builds Karpenter on first use (about 4 to 10 minutes cold on 2 cores) gets
     # the build's time too; ``make test`` builds it before the suite.
     needs_karpenter = [i for i in e2e_items if i.get_closest_marker("karpenter") is not None]
     if needs_karpenter and karpenter_paths().missing():
         for item in needs_karpenter:
-            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S), append=False)
+    # Likewise Prometheus and kube-state-metrics (minutes cold); ``make test`` builds them.
+    needs_monitoring = [i for i in e2e_items if i.get_closest_marker("monitoring") is not None]
+    if needs_monitoring and monitoring_paths().missing():
+        for item in needs_monitoring:
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S), append=False)
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +76,26 @@ def kube_stack() -> Iterator[KubeStack]:
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="session")
+def monitoring(kube_stack: KubeStack) -> Iterator[MonitoringStack]:
+    """kube-state-metrics watching the stack and Prometheus scraping it every 2 s (see
+    tests/e2e/promstack.py). Builds both first when they are missing; started on first use
+    and stopped at the end of the session. ``JOINER_E2E_KEEP=1`` keeps the TSDB and logs.
+
+    Raises:
+        KubeStackError: the build or the start-up failed.
+    """
+    paths = monitoring_paths()
+    if paths.missing():
+        paths = build_monitoring(kube_stack.paths.bin_dir.parent, timeout_s=BUILD_TIMEOUT_S - 60)
+    monitoring = MonitoringStack(kube_stack, paths, keep=os.environ.get("JOINER_E2E_KEEP") == "1")
+    monitoring.start()
+    try:
+        yield monitoring
+    finally:
+        monitoring.stop()
 
 
 @pytest.fixture(scope="session")
