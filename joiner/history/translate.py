@@ -42,7 +42,7 @@ from joiner.api.manifests.manifestset import ManifestSet
 from joiner.api.manifests.models_base import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents
 from joiner.history.clean import series_subject
-from joiner.history.queries import NODE_LABELS, QUERIES
+from joiner.history.queries import NODE_LABELS, QUERIES, query_step
 from joiner.history.series import HistoryWarnings, QueryRange, Series, SeriesSource
 
 #: Kinds left out of the copied objects: the cluster's state at the time of the dump
@@ -256,7 +256,7 @@ def translate(
     """
     answers: dict[str, list[Series]] = {}
     for i, q in enumerate(QUERIES, start=1):
-        answers[q.name] = source.fetch(q.name, q.promql)
+        answers[q.name] = source.fetch(q.name, q.promql, query_step(q, rng))
         if progress is not None:
             progress(f"[{i}/{len(QUERIES)}] {q.name}: {len(answers[q.name])} series")
     if not any(answers.values()):
