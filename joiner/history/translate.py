@@ -831,10 +831,17 @@ class _History:
         return ""
 
     def pods(self) -> tuple[AsRunPod, ...]:
-        """The as-run pods: creation and scheduling times of every pod in the range."""
+        """The as-run pods: creation and scheduling times of every pod in the range.
+
+        A pod seen only at the range's start is left out: there ``pod_created``'s
+        ``last_over_time`` window reaches back an hour (``queries.PER_OBJECT_STEP_S``), to
+        pods that ended before the range; a pod running after the start has a sample in
+        the window of the next evaluation too."""
         scheduled = {_key(s.labels, "pod"): _last(s) for s in self.a["pod_scheduled_time"]}
         out = []
         for s in self.a["pod_created"]:
+            if s.times_s[-1] <= self.rng.start_s:
+                continue
             key = _key(s.labels, "pod")
             when = scheduled.get(key)
             out.append(

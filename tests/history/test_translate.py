@@ -179,7 +179,8 @@ def _answers() -> dict[str, list[Series]]:
             ),
         ],
         "pod_created": [
-            series({"namespace": "shop", "pod": "web-abc-1"}, [(0, T0 - 100)]),
+            # Running at the start and after: seen at the start and the next hour.
+            series({"namespace": "shop", "pod": "web-abc-1"}, [(0, T0 - 100), (3600, T0 - 100)]),
             series({"namespace": "shop", "pod": "loner-x"}, [(600, T0 + 600)]),
         ],
         "pod_scheduled_time": [
