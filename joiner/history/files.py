@@ -10,7 +10,8 @@ either
 - a directory holding one file per query name, ``<name>.json``, or, for a range that was
   read in chunks (``prometheus.chunk_ranges``), ``<name>.0.json``, ``<name>.1.json``, ...
   in time order; an optional ``queries.json`` index (written by ``--save-responses``)
-  records each query's PromQL, its files and the range they were read for; or
+  records each query's PromQL, its files and step (a per-pod query's coarse one,
+  ``queries.query_step``) and the range they were read for; or
 - a single JSON file mapping each query name to its response, or to a list of chunk
   responses in time order.
 """
@@ -185,11 +186,12 @@ class FileSource:
                 file=str(self.path),
             )
 
-    def fetch(self, name: str, promql: str) -> list[Series]:
+    def fetch(self, name: str, promql: str, step_s: float | None = None) -> list[Series]:
         """The saved series of query ``name``, joined across chunks and trimmed to the range.
 
-        ``promql`` is compared with the index's, when there is one; a difference is counted
-        (the saved answer is used as it is). Raises ``InputError`` naming the file expected
+        ``promql`` and ``step_s`` (the range's when ``None``) are compared with the index's,
+        when there is one; a difference is counted (the saved answer is used as it is, its
+        samples at their own times). Raises ``InputError`` naming the file expected
         and the query when the query was not saved, or naming the file, field or position
         when a response is malformed.
         """
@@ -201,8 +203,19 @@ class FileSource:
                 name,
                 "read the saved result as it is (save the responses again to refresh it)",
             )
+        self._check_step(name, saved, self.window.step_s if step_s is None else step_s)
         chunks = (self._noted(parsed, name) for parsed in self._responses(name))
         return trim(join_chunks(chunks, name, self.warnings), self.window, name, self.warnings)
+
+    def _check_step(self, name: str, saved: object, step_s: float) -> None:
+        """Count a query saved (per the index) at another step than ``step_s``."""
+        at = saved.get("step_s") if isinstance(saved, dict) else None
+        if isinstance(at, int | float) and at != step_s:
+            self.warnings.add(
+                "saved step other than asked",
+                f"query {name}: saved every {at:g}s, asked every {step_s:g}s",
+                "used the saved samples at their own times",
+            )
 
     def _noted(self, parsed: Parsed, name: str) -> list[Series]:
         note_parsed(parsed, name, self.warnings)

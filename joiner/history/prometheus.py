@@ -172,7 +172,8 @@ class PrometheusSource:
     measures it; tests inject it). ``attempts``: tries per request (at least 1), waiting
     ``backoff_s``, then twice that, ... between them through ``sleep``. ``save_dir``:
     every raw response is written there in ``files.FileSource``'s layout, with a
-    ``queries.json`` index. ``transport``: an httpx2 transport (tests pass
+    ``queries.json`` index (each query's PromQL, files and step). ``transport``: an
+    httpx2 transport (tests pass
     ``httpx2.MockTransport``). ``warnings``: the collector for messy cases (``.warnings``).
     Raises ``InputError`` for an unreadable token, password or CA file.
     """
@@ -211,7 +212,9 @@ class PrometheusSource:
         self._monotonic = monotonic
         self.save_dir = Path(save_dir) if save_dir is not None else None
         self._saved: dict[str, dict[str, Any]] = {}
-        headers = {"Accept": "application/json"}
+        # Uncompressed: the installed httpx2 (2.17.0) fails to inflate a gzip answer read
+        # in pieces ("incorrect header check"), and the size bound is on the bytes read.
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
         if bearer_token_file is not None:
             token = _read_secret(bearer_token_file, "--bearer-token-file")
             headers["Authorization"] = f"Bearer {token}"
@@ -236,14 +239,16 @@ class PrometheusSource:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def fetch(self, name: str, promql: str) -> list[Series]:
-        """The series ``promql`` gives over the range, read in chunks and joined.
+    def fetch(self, name: str, promql: str, step_s: float | None = None) -> list[Series]:
+        """The series ``promql`` gives over the range at ``step_s`` (the range's when
+        ``None``), read in chunks and joined.
 
         Raises ``InputError`` naming the URL and ``name`` when Prometheus cannot be
         reached, refuses the credentials, answers something other than a range query's
         JSON, or reports an error.
         """
-        chunks = chunk_ranges(self.window)
+        step_s = self.window.step_s if step_s is None else step_s
+        chunks = chunk_ranges(QueryRange(self.window.start_s, self.window.end_s, step_s))
         results = []
         files = []
         for k, chunk in enumerate(chunks):
@@ -256,7 +261,7 @@ class PrometheusSource:
             note_parsed(parsed, name, self.warnings)
             results.append(parsed.series)
         if self.save_dir is not None:
-            self._save_index(name, promql, files)
+            self._save_index(name, promql, files, step_s)
         return join_chunks(results, name, self.warnings)
 
     def _get(self, name: str, promql: str, chunk: QueryRange) -> tuple[str, bytes]:
@@ -403,7 +408,7 @@ class PrometheusSource:
             part.unlink()
             k += 1
 
-    def _save_index(self, name: str, promql: str, files: list[str]) -> None:
+    def _save_index(self, name: str, promql: str, files: list[str], step_s: float) -> None:
         assert self.save_dir is not None
         path = self.save_dir / INDEX_FILE
         window = {
@@ -413,7 +418,7 @@ class PrometheusSource:
         }
         if not self._saved:
             self._saved = _earlier_queries(path, window)
-        self._saved[name] = {"promql": promql, "files": files}
+        self._saved[name] = {"promql": promql, "files": files, "step_s": step_s}
         index = {"range": window, "queries": self._saved}
         try:
             path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -7,6 +7,14 @@ kubernetes/kube-state-metrics); node labels arrive as ``label_<sanitised key>`` 
 ``kube_node_labels`` only when kube-state-metrics runs with
 ``--metric-labels-allowlist=nodes=[...]`` naming them.
 
+The per-pod queries (``step_s`` set) read values that never change during a pod's life
+(its requests, owner, creation and scheduling times), so they are asked at a coarse step
+(``query_step``: ``PER_OBJECT_STEP_S``, or the range when shorter) rather than the
+import's: ``last_over_time(<metric>[1h])`` gives, at each evaluation time, a series'
+latest sample of the hour before it (prometheus/prometheus promql/functions.go,
+``funcLastOverTime``), and with a window at least the step, a pod that lived for less than
+one step still has a sample in the window of the next evaluation.
+
 DaemonSets are not queried: the simulation derives a DaemonSet's pods per node from the
 object, so ``kube_daemonset_status_desired_number_scheduled`` adds nothing it can replay.
 """
@@ -15,17 +23,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from joiner.history.series import QueryRange
+
 
 @dataclass(frozen=True, slots=True)
 class Query:
     """One named query: ``name`` is stable (file names of ``--save-responses``), ``promql``
     is sent as is, ``why`` says what Joiner reads from it; ``metric`` is the
-    kube-state-metrics series it reads (named when none answers)."""
+    kube-state-metrics series it reads (named when none answers); ``step_s``, when set,
+    is the coarse step it is asked at (``query_step``), else the import's step."""
 
     name: str
     metric: str
     promql: str
     why: str
+    step_s: float | None = None
+
+
+#: The step of the per-pod queries: their PromQL's ``last_over_time`` window is as long.
+PER_OBJECT_STEP_S = 3600.0
+
+
+def query_step(query: Query, window: QueryRange) -> float:
+    """The step ``query`` is asked at over ``window``: the window's for a query without
+    its own; else the largest step up to the query's (``PER_OBJECT_STEP_S``, the
+    ``last_over_time`` window, or the range when shorter) that divides the range into whole
+    steps in milliseconds rounded down, so the last evaluation falls on the range's end
+    (within a millisecond per step) and no stretch goes unread."""
+    span_ms = round((window.end_s - window.start_s) * 1000)
+    if query.step_s is None or span_ms <= 0:
+        return window.step_s
+    own_ms = round(query.step_s * 1000)
+    steps = -(-span_ms // own_ms)
+    return (span_ms // steps) / 1000
 
 
 #: The node labels Joiner reads (Kubernetes well-known, Karpenter's, EKS managed node
@@ -112,40 +142,47 @@ QUERIES: tuple[Query, ...] = (
     Query(
         "pod_container_requests",
         "kube_pod_container_resource_requests",
-        "max by (namespace, pod, container, resource) "
-        '(kube_pod_container_resource_requests{resource=~"cpu|memory"})',
+        "max by (namespace, pod, container, resource) (last_over_time("
+        'kube_pod_container_resource_requests{resource=~"cpu|memory"}[1h]))',
         "each app container's requests (cores, bytes)",
+        PER_OBJECT_STEP_S,
     ),
     Query(
         "pod_init_container_requests",
         "kube_pod_init_container_resource_requests",
-        "max by (namespace, pod, container, resource) "
-        '(kube_pod_init_container_resource_requests{resource=~"cpu|memory"})',
+        "max by (namespace, pod, container, resource) (last_over_time("
+        'kube_pod_init_container_resource_requests{resource=~"cpu|memory"}[1h]))',
         "each init container's requests (cores, bytes)",
+        PER_OBJECT_STEP_S,
     ),
     Query(
         "pod_init_container_info",
         "kube_pod_init_container_info",
-        "max by (namespace, pod, container, restart_policy) (kube_pod_init_container_info)",
+        "max by (namespace, pod, container, restart_policy) "
+        "(last_over_time(kube_pod_init_container_info[1h]))",
         "which init containers are sidecars (restart_policy Always)",
+        PER_OBJECT_STEP_S,
     ),
     Query(
         "pod_owner",
         "kube_pod_owner",
-        "max by (namespace, pod, owner_kind, owner_name) (kube_pod_owner)",
+        "max by (namespace, pod, owner_kind, owner_name) (last_over_time(kube_pod_owner[1h]))",
         "the ReplicaSet, StatefulSet or Job that owns a pod",
+        PER_OBJECT_STEP_S,
     ),
     Query(
         "pod_created",
         "kube_pod_created",
-        "max by (namespace, pod) (kube_pod_created)",
+        "max by (namespace, pod) (last_over_time(kube_pod_created[1h]))",
         "when a pod was created (value: unix seconds)",
+        PER_OBJECT_STEP_S,
     ),
     Query(
         "pod_scheduled_time",
         "kube_pod_status_scheduled_time",
-        "max by (namespace, pod) (kube_pod_status_scheduled_time)",
+        "max by (namespace, pod) (last_over_time(kube_pod_status_scheduled_time[1h]))",
         "when a pod was bound to a node (value: unix seconds)",
+        PER_OBJECT_STEP_S,
     ),
     Query(
         "node_info",

@@ -56,13 +56,15 @@ class QueryRange:
 class SeriesSource(Protocol):
     """Where series come from: a live Prometheus or saved responses.
 
-    ``fetch(name, promql)`` runs ``promql`` over the source's ``QueryRange`` and returns
-    its series. ``name`` is a stable query name (used for saved files and messages).
+    ``fetch(name, promql, step_s)`` runs ``promql`` over the source's ``QueryRange`` at
+    ``step_s`` (the range's step when ``None``; ``queries.query_step`` gives a coarser one
+    for the per-pod queries) and returns its series. ``name`` is a stable query name (used
+    for saved files and messages).
     Raises ``InputError`` when the history cannot be read.
     """
 
-    def fetch(self, name: str, promql: str) -> list[Series]:
-        """The series ``promql`` gives over the source's range."""
+    def fetch(self, name: str, promql: str, step_s: float | None = None) -> list[Series]:
+        """The series ``promql`` gives over the source's range at ``step_s``."""
         ...
 
 

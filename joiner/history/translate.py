@@ -42,7 +42,7 @@ from joiner.api.manifests.manifestset import ManifestSet
 from joiner.api.manifests.models_base import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents
 from joiner.history.clean import series_subject
-from joiner.history.queries import NODE_LABELS, QUERIES
+from joiner.history.queries import NODE_LABELS, QUERIES, query_step
 from joiner.history.series import HistoryWarnings, QueryRange, Series, SeriesSource
 
 #: Kinds left out of the copied objects: the cluster's state at the time of the dump
@@ -256,7 +256,7 @@ def translate(
     """
     answers: dict[str, list[Series]] = {}
     for i, q in enumerate(QUERIES, start=1):
-        answers[q.name] = source.fetch(q.name, q.promql)
+        answers[q.name] = source.fetch(q.name, q.promql, query_step(q, rng))
         if progress is not None:
             progress(f"[{i}/{len(QUERIES)}] {q.name}: {len(answers[q.name])} series")
     if not any(answers.values()):
@@ -831,10 +831,17 @@ class _History:
         return ""
 
     def pods(self) -> tuple[AsRunPod, ...]:
-        """The as-run pods: creation and scheduling times of every pod in the range."""
+        """The as-run pods: creation and scheduling times of every pod in the range.
+
+        A pod seen only at the range's start is left out: there ``pod_created``'s
+        ``last_over_time`` window reaches back an hour (``queries.PER_OBJECT_STEP_S``), to
+        pods that ended before the range; a pod running after the start has a sample in
+        the window of the next evaluation too."""
         scheduled = {_key(s.labels, "pod"): _last(s) for s in self.a["pod_scheduled_time"]}
         out = []
         for s in self.a["pod_created"]:
+            if s.times_s[-1] <= self.rng.start_s:
+                continue
             key = _key(s.labels, "pod")
             when = scheduled.get(key)
             out.append(

@@ -20,9 +20,11 @@ class MemorySource:
         assert not unknown, unknown
         self.answers = answers
         self.asked: list[tuple[str, str]] = []
+        self.steps: dict[str, float | None] = {}
 
-    def fetch(self, name: str, promql: str) -> list[Series]:
+    def fetch(self, name: str, promql: str, step_s: float | None = None) -> list[Series]:
         self.asked.append((name, promql))
+        self.steps[name] = step_s
         return list(self.answers.get(name, []))
 
 

@@ -11,8 +11,9 @@ from typing import ClassVar
 
 from typer.testing import CliRunner
 
+from joiner.cli.importer import query_range
 from joiner.cli.main import app
-from joiner.history.queries import QUERIES, render_queries
+from joiner.history.queries import QUERIES, query_step, render_queries
 from joiner.history.series import Series
 from tests.history.test_translate import _answers, _cluster
 
@@ -164,11 +165,13 @@ class _Prometheus(http.server.BaseHTTPRequestHandler):
 
     answers: ClassVar[dict[str, list[Series]]] = {}
     by_promql: ClassVar[dict[str, str]] = {q.promql: q.name for q in QUERIES}
+    steps: ClassVar[dict[str, str]] = {}
 
     def do_GET(self) -> None:
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)
         name = self.by_promql[query["query"][0]]
+        self.steps[name] = query["step"][0]
         result = [
             {
                 "metric": dict(s.labels),
@@ -228,6 +231,13 @@ def test_prometheus_import_saves_responses_that_import_the_same_offline(tmp_path
         str(tmp_path / "offline"),
     )
     assert code == 0, err
+    assert "saved step other than asked" not in err
+    # The per-pod queries were asked and saved at their coarse step, the others at --step.
+    index = json.loads((tmp_path / "saved" / "queries.json").read_text())["queries"]
+    for q in QUERIES:
+        want = query_step(q, query_range(START, END, "60s"))
+        assert float(_Prometheus.steps[q.name]) == index[q.name]["step_s"] == want, q.name
+    assert index["pod_created"]["step_s"] > 60.0
     live = sorted(p.relative_to(tmp_path / "live") for p in (tmp_path / "live").rglob("*.*"))
     offline = sorted(
         p.relative_to(tmp_path / "offline") for p in (tmp_path / "offline").rglob("*.*")

@@ -343,6 +343,7 @@ def test_saved_responses_load_back_equal_to_the_live_result(tmp_path: Path) -> N
     assert index["queries"]["nodes"] == {
         "promql": "kube_node_info",
         "files": ["nodes.0.json", "nodes.1.json"],
+        "step_s": window.step_s,
     }
     offline = FileSource(tmp_path / "saved", window)
     assert offline.fetch("nodes", "kube_node_info") == live_nodes

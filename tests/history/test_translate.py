@@ -179,7 +179,8 @@ def _answers() -> dict[str, list[Series]]:
             ),
         ],
         "pod_created": [
-            series({"namespace": "shop", "pod": "web-abc-1"}, [(0, T0 - 100)]),
+            # Running at the start and after: seen at the start and the next hour.
+            series({"namespace": "shop", "pod": "web-abc-1"}, [(0, T0 - 100), (3600, T0 - 100)]),
             series({"namespace": "shop", "pod": "loner-x"}, [(600, T0 + 600)]),
         ],
         "pod_scheduled_time": [
@@ -535,7 +536,7 @@ def test_a_node_whose_labels_changed_takes_the_latest(tmp_path: Path) -> None:
 
 def test_each_query_reads_the_metric_it_names() -> None:
     for q in QUERIES:
-        assert f"({q.metric})" in q.promql or f"({q.metric}{{" in q.promql, q.name
+        assert any(f"({q.metric}{end}" in q.promql for end in (")", "{", "[")), q.name
 
 
 def test_resample_is_zero_after_a_series_ends_early_and_holds_through_gaps() -> None:
