@@ -44,6 +44,7 @@ from joiner.api.manifests.yamlio import read_documents
 from joiner.history.clean import series_subject
 from joiner.history.queries import NODE_LABELS, QUERIES, query_step
 from joiner.history.series import HistoryWarnings, QueryRange, Series, SeriesSource
+from joiner.sim.asrun_files import AsRunNode, AsRunPod
 
 #: Kinds left out of the copied objects: the cluster's state at the time of the dump
 #: (nodes, NodeClaims, pods) is not the state at the start of the range, and an HPA's
@@ -112,31 +113,6 @@ class WorkloadTrace:
     key: str
     values: tuple[float, ...]
     hpa: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AsRunNode:
-    """One node that ran: seconds from the range's start (``end_s`` None: still running at
-    the end); empty strings where the history hid a field."""
-
-    node: str
-    instance_type: str
-    capacity_type: str
-    zone: str
-    node_pool: str
-    start_s: float
-    end_s: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class AsRunPod:
-    """One pod's creation and scheduling, seconds from the range's start (negative: before
-    it); ``scheduled_s`` None: not scheduled within the range."""
-
-    namespace: str
-    pod: str
-    created_s: float
-    scheduled_s: float | None
 
 
 @dataclass(frozen=True)

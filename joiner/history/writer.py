@@ -32,18 +32,8 @@ import yaml
 
 from joiner.api.errors import InputError
 from joiner.api.manifests.models_base import MAX_REPLICAS
-from joiner.history.translate import AsRunNode, AsRunPod, Imported, WorkloadTrace
-
-NODES_HEADER = (
-    "node",
-    "instanceType",
-    "capacityType",
-    "zone",
-    "nodePool",
-    "startSeconds",
-    "endSeconds",
-)
-PODS_HEADER = ("namespace", "pod", "createdSeconds", "scheduledSeconds")
+from joiner.history.translate import Imported, WorkloadTrace
+from joiner.sim.asrun_files import NODES_HEADER, PODS_HEADER, AsRunNode, AsRunPod
 
 #: libyaml's emitter when PyYAML has it (the same YAML, several times faster).
 _DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

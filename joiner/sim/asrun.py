@@ -143,7 +143,7 @@ class _Pricer:
         if node.capacity_type == "reserved":
             price = od.price_per_hour / RESERVED_PRICE_DIVISOR
             if (node.instance_type, node.zone) not in self.reserved_pools:
-                self.undeclared.append(node.name)
+                self.undeclared.append(node.node)
             return _Priced(hours * price, od_cost, price, od.price_per_hour, od.estimated)
         if node.capacity_type != "spot":
             return _Priced(od_cost, od_cost, od.price_per_hour, od.price_per_hour, od.estimated)
@@ -212,7 +212,7 @@ def _node_entry(
 ) -> dict[str, Any]:
     """One ``SummaryNode`` of the record."""
     return {
-        "name": node.name,
+        "name": node.node,
         "instanceType": node.instance_type,
         "zone": node.zone,
         "capacityType": node.capacity_type,
@@ -233,7 +233,7 @@ def _price_nodes(record: AsRunRecord, pricer: _Pricer, duration_s: float) -> _No
     for node in record.nodes:
         span = _clipped(node, duration_s)
         if span is None:
-            acc.after_end.append(node.name)
+            acc.after_end.append(node.node)
             continue
         start, end = span
         hours = (end - start) / 3600.0
@@ -245,10 +245,10 @@ def _price_nodes(record: AsRunRecord, pricer: _Pricer, duration_s: float) -> _No
             acc.on_demand_hours += hours
         if priced.price is None:
             # Left out of the cost: not also "priced on-demand" for want of a capacity type.
-            acc.unpriced.append((node.name, node.instance_type, hours))
+            acc.unpriced.append((node.node, node.instance_type, hours))
             continue
         if not node.capacity_type:
-            acc.unknown_capacity.append((node.name, hours))
+            acc.unknown_capacity.append((node.node, hours))
         acc.total += priced.cost
         acc.on_demand_total += priced.on_demand_cost
     return acc
@@ -350,7 +350,7 @@ def _pods(
             assert p.scheduled_s is not None
             waits.append(p.scheduled_s - p.created_s)
         else:
-            never.append(f"{p.namespace}/{p.name}")
+            never.append(f"{p.namespace}/{p.pod}")
     if pods is None:
         warnings.append(
             "as-run: pending time could not be derived: spec.asRun.pods is not given (the "

@@ -51,7 +51,7 @@ class AsRunNode:
     """One node the cluster ran: seconds from the Scenario's start; ``end_s`` None while it
     still ran at the end of the range; empty strings where the history did not say."""
 
-    name: str
+    node: str
     instance_type: str
     capacity_type: str
     zone: str
@@ -66,7 +66,7 @@ class AsRunPod:
     never within the range), in seconds from the Scenario's start."""
 
     namespace: str
-    name: str
+    pod: str
     created_s: float
     scheduled_s: float | None
 
