@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from joiner.api.errors import InputError
+from joiner.api.inputfiles import check_not_input
 from joiner.cli.common import check_port, configure_logging, fail, out
 
 
@@ -90,6 +91,11 @@ def run(
     try:
         report_file = None
         if report is not None:
+            check_not_input(
+                report,
+                field="--report",
+                inputs=[p for p in (kubeconfig, settings) if p is not None],
+            )
             try:
                 report_file = report.open("a", encoding="utf-8")
             except OSError as exc:

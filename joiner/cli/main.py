@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from joiner import __version__
+from joiner.api.inputfiles import start_recording
 from joiner.cli import (
     advise,
     chaos,
@@ -54,6 +55,7 @@ def _root(
     ] = False,
 ) -> None:
     configure_logging(verbose)
+    start_recording()  # every file the command reads, so no output is written over one
 
 
 app.command()(simulate.simulate)

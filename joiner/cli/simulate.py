@@ -12,6 +12,7 @@ import typer
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
+from joiner.api.inputfiles import check_not_input
 from joiner.cli.common import (
     FeatureGatesOption,
     Verbose,
@@ -149,13 +150,18 @@ def _write_outputs(
     from joiner.sim.htmlreport import write_report
 
     try:
+        check_not_input(summary_path, field="--out")
         summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
+    except InputError as exc:
+        fail(exc)
     except OSError as exc:
         fail(InputError(f"cannot write {summary_path}: {exc}", field="--out"))
     if report is None:
         return None
     try:
         return write_report(report, sc.name, _report_data(result), sc.duration_s)
+    except InputError as exc:
+        fail(exc)
     except OSError as exc:
         fail(InputError(f"cannot write the report: {exc}", field="--report"))
 

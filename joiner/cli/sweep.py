@@ -16,6 +16,8 @@ from typer.core import TyperGroup
 
 from joiner.api.errors import InputError
 from joiner.api.extras import require
+from joiner.api.grouping import plural
+from joiner.api.inputfiles import check_not_input
 from joiner.cli.common import err, fail, out, print_table
 
 
@@ -90,6 +92,11 @@ def run(
     except InputError as exc:
         fail(exc)
     target = results if results is not None else Path("joiner-out") / plan.name / "results.jsonl"
+    try:
+        # The sweep and every file it names were read by load_sweep: none may be replaced.
+        check_not_input(target, field="--results", inputs=[sweep_file])
+    except InputError as exc:
+        fail(exc)
     backend: Backend
     if ray is None:
         backend, name = LocalPool(n, retries=retries), "local"
@@ -111,6 +118,12 @@ def run(
             )
         except InputError as exc:
             fail(exc)
+    if outcome.altered:
+        err.print(
+            f"[bold yellow]warning:[/] {plural(outcome.altered, 'row')} of the results did not "
+            "match their summary digest or held a metric that is not a finite number: "
+            "their cells were run again"
+        )
     if not quiet:
         out.print(
             f"{outcome.ran} cells run, {outcome.skipped} already in the results, "
@@ -171,6 +184,10 @@ def report(
         [list(row) for row in table_rows(gs)],
     )
     target = html_out if html_out is not None else results.with_suffix(".html")
+    try:
+        check_not_input(target, field="--html", inputs=[results])
+    except InputError as exc:
+        fail(exc)
     try:
         target.write_text(render_html(name, gs, objective, rec), encoding="utf-8")
     except OSError as exc:

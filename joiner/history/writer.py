@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from joiner.api.errors import InputError
+from joiner.api.inputfiles import check_not_input
 from joiner.api.manifests.models_base import MAX_REPLICAS
 from joiner.history.translate import Imported, WorkloadTrace
 from joiner.sim.asrun_files import NODES_HEADER, PODS_HEADER, AsRunNode, AsRunPod
@@ -90,6 +91,7 @@ def _check_not_inputs(paths: Iterable[tuple[str, Path]], inputs: Iterable[Path])
     directory (``--force`` into the directory holding the dump would overwrite it)."""
     resolved = [(given, given.resolve()) for given in inputs if str(given) != "-"]
     for rel, path in paths:
+        check_not_input(path, field="--out")  # any file the command read
         for given, inp in resolved:
             clash = path.is_relative_to(inp) if inp.is_dir() else path == inp
             if clash or (path.exists() and inp.exists() and path.samefile(inp)):

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from joiner.api.grouping import plural
+from joiner.api.inputfiles import check_not_input
 from joiner.sim.pages import figure_png, png_data_uri, pyplot, render_page
 from joiner.sim.report import pod_waits
 from joiner.state.cluster import ClusterState
@@ -432,9 +433,13 @@ def write_report(
 
     Raises:
         OSError: the directory cannot be created or written.
+        InputError: a file it would write is an input of the command (``api.inputfiles``).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = render_plots(runs, duration_s)
+    path = out_dir / "index.html"
+    for target in [path, *(out_dir / f"{name}.png" for name in plots)]:
+        check_not_input(target, field="--report")
     for name, data in plots.items():
         (out_dir / f"{name}.png").write_bytes(data)
     summaries = {name: r.summary for name, r in runs.items()}
@@ -456,7 +461,6 @@ def write_report(
         month_hours=f"{HOURS_PER_MONTH:g}",
         parameters=[(n, json.dumps(s["policy"], indent=2)) for n, s in summaries.items()],
     )
-    path = out_dir / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
 

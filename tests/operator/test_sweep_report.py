@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
+import hashlib
+import math
+
 import pytest
 
 from joiner.api.errors import InputError
+from joiner.operator.sweep.cell import summary_text
 from joiner.operator.sweep.report import groups, parse_objective, recommend
+from joiner.operator.sweep.results import metrics, row_problem
+
+
+def _summary(cost, p95, lost, reclaims):
+    """The parts of a summary.json the sweep's metrics come from."""
+    return {
+        "cost": {"total": cost},
+        "pods": {"pendingSeconds": {"p95": p95}, "lost": lost},
+        "interruptions": {"byKind": {"notice": reclaims}},
+    }
 
 
 def _row(variant, seed, cost, p95, lost=0, reclaims=0, policy="joiner", failed=False):
+    summary = None if failed else _summary(cost, p95, lost, reclaims)
     return {
         "cellId": f"{variant}/{policy}/x1/seed-{seed}",
         "variant": variant,
         "policy": policy,
         "interruptionRateMultiplier": 1.0,
         "seed": seed,
-        "metrics": None
-        if failed
-        else {"cost": cost, "pendingP95Seconds": p95, "podsLost": lost, "reclaims": reclaims},
+        "metrics": None if summary is None else metrics(summary),
+        "summary": summary,
+        "summaryDigest": None
+        if summary is None
+        else hashlib.sha256(summary_text(summary).encode()).hexdigest(),
+        "error": "input error: boom" if failed else None,
         "nodePoolsYaml": f"kind: NodePool\nmetadata: {{name: {variant}}}\n",
     }
 
@@ -68,3 +86,31 @@ def test_recommendation_needs_every_seed_to_meet_the_constraints():
     assert "failed" in rec.rejected["broken / joiner"]
     none = recommend(rows, parse_objective("minimise cost subject to cost < 0"))
     assert none.variant is None and len(none.rejected) == 4
+
+
+def test_an_edited_row_is_neither_reported_nor_recommended():
+    """A row whose metrics were edited after the run (a negative cost), or whose summary no
+    longer matches its digest, counts as failed: its variant cannot be recommended."""
+    edited = [_row("cheap", s, cost=10.0, p95=5.0) for s in range(1, 4)]
+    edited[1]["metrics"] = {**edited[1]["metrics"], "cost": -1000.0}
+    honest = [_row("honest", s, cost=20.0, p95=5.0) for s in range(1, 4)]
+    assert row_problem(edited[1]) == "its metrics are not those of its summary"
+    resummarised = _row("cheap", 9, cost=10.0, p95=5.0)
+    resummarised["summary"]["cost"]["total"] = -1000.0
+    resummarised["metrics"] = metrics(resummarised["summary"])
+    assert row_problem(resummarised) == "its summary does not match its summaryDigest"
+    gs = {g.variant: g for g in groups(edited + honest)}
+    assert (gs["cheap"].seeds, gs["cheap"].failed) == (2, 1)
+    assert gs["cheap"].stats["cost"].median == 10.0
+    rec = recommend(edited + honest, parse_objective("minimise cost"))
+    assert rec.variant == "honest"
+    assert rec.rejected["cheap / joiner"].startswith("1 cells failed")
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, None])
+def test_a_cost_that_is_not_a_finite_number_is_never_recommended(bad):
+    rows = [_row("nan", 1, cost=bad, p95=5.0), _row("ok", 1, cost=50.0, p95=5.0)]
+    assert "not a finite number" in (row_problem(rows[0]) or "")
+    rec = recommend(rows, parse_objective("minimise cost"))
+    assert rec.variant == "ok"
+    assert math.isnan(next(g for g in groups(rows) if g.variant == "nan").stats["cost"].median)

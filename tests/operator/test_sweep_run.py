@@ -152,6 +152,29 @@ def test_resume_refuses_results_of_other_inputs(tmp_path):
         run_sweep(load_sweep(sweep), out, LocalPool(1), "local")
 
 
+def test_resume_runs_again_a_row_whose_summary_or_metrics_were_edited(tmp_path):
+    """--resume verifies each row's summary against its digest and its metrics against its
+    summary: an edited row is run again (and counted), never kept."""
+    sweep = small_sweep(tmp_path, seeds=2, variants=1)
+    out = tmp_path / "r.jsonl"
+    plan = load_sweep(sweep)
+    run_sweep(plan, out, LocalPool(1), "local")
+    lines = out.read_text().splitlines()
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    first["metrics"]["cost"] = -5.0  # the report would average a negative cost in
+    second["summary"]["cost"]["total"] = float("nan")
+    second["metrics"] = None
+    out.write_text("\n".join(json.dumps(r) for r in (first, second)) + "\n")
+    result = run_sweep(plan, out, LocalPool(1), "local", resume=True)
+    assert (result.altered, result.ran, result.skipped) == (2, 2, 0)
+    final = {r["cellId"]: r for r in read_rows(out)}
+    assert final[first["cellId"]]["metrics"]["cost"] > 0
+    assert all(
+        r["summaryDigest"] == hashlib.sha256(summary_text(r["summary"]).encode()).hexdigest()
+        for r in final.values()
+    )
+
+
 @pytest.mark.timeout(300)
 def test_cli_runs_and_reports_with_an_objective(tmp_path):
     sweep = small_sweep(tmp_path, seeds=2, variants=2)

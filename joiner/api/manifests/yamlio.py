@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from joiner.api.errors import InputError
+from joiner.api.inputfiles import note_read
 
 #: No real manifest or scenario is this large; a bigger input is a mistake (or /dev/zero).
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -104,8 +105,10 @@ _STDIN: dict[str, bytes] = {}
 MAX_EXPANDED_NODES = 2_000_000
 
 
-def read_text(path: Path, *, what: str = "file") -> str:
-    """Read a UTF-8 text file of at most ``MAX_FILE_BYTES``; ``-`` is standard input.
+def read_text(path: Path, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
+    """Read a UTF-8 text file of at most ``max_bytes`` (``MAX_FILE_BYTES`` unless the kind
+    of file needs more); ``-`` is standard input. The one reader of input files: the file is
+    noted as the command's input (``api.inputfiles``), so no output is written over it.
 
     Raises:
         InputError: missing, a directory, a FIFO, socket or device, unreadable, too large,
@@ -116,7 +119,7 @@ def read_text(path: Path, *, what: str = "file") -> str:
         if name == STDIN:
             name = "<stdin>"
             if STDIN not in _STDIN:  # read once: a command may look at its input twice
-                _STDIN[STDIN] = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+                _STDIN[STDIN] = sys.stdin.buffer.read(max_bytes + 1)
             data = _STDIN[STDIN]
         else:
             if path.is_dir():
@@ -135,13 +138,14 @@ def read_text(path: Path, *, what: str = "file") -> str:
                     file=name,
                 )
             with path.open("rb") as handle:
-                data = handle.read(MAX_FILE_BYTES + 1)
+                data = handle.read(max_bytes + 1)
+            note_read(path)
     except FileNotFoundError as exc:
         raise InputError(f"{what} not found", file=name) from exc
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror or exc}", file=name) from exc
-    if len(data) > MAX_FILE_BYTES:
-        raise InputError(f"{what} is larger than {MAX_FILE_BYTES // 2**20} MiB", file=name)
+    if len(data) > max_bytes:
+        raise InputError(f"{what} is larger than {max_bytes // 2**20} MiB", file=name)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

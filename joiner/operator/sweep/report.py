@@ -1,6 +1,8 @@
 """``joiner sweep report``: statistics per variant, the Pareto plot and the recommendation.
 
-1. Read the results rows (the last row of each cell counts; failed cells are counted apart).
+1. Read the results rows (the last row of each cell counts; failed cells are counted apart,
+   and so is a row whose summary does not match its digest or whose metrics are not finite
+   numbers: ``results.usable``).
 2. Group them by (variant, policy, multiplier) and compute, across seeds, the median and the
    5th and 95th percentiles (numpy's linear interpolation) of cost, p95 pending, pods lost
    and reclaims.
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from joiner.api.errors import InputError
+from joiner.operator.sweep.results import usable
 from joiner.sim.pages import figure_png, png_data_uri, pyplot, render_page
 
 #: Metric keys of a row's ``metrics``, in report order, with their labels.
@@ -195,7 +198,7 @@ def groups(rows: Sequence[dict[str, Any]]) -> list[Group]:
         order.setdefault((r["variant"], r["policy"], r["interruptionRateMultiplier"]), len(order))
     out = []
     for key in sorted(keyed, key=lambda k: order[k]):
-        good = [r for r in keyed[key] if r.get("metrics") is not None]
+        good = [r for r in keyed[key] if usable(r)]
         stats = {m: _stat([float(r["metrics"][m]) for r in good]) for m in METRICS}
         out.append(Group(*key, len(good), len(keyed[key]) - len(good), stats, False))
     front = _pareto([(g.stats["cost"].median, g.stats["pendingP95Seconds"].median) for g in out])
@@ -230,7 +233,7 @@ def recommend(rows: Sequence[dict[str, Any]], objective: Objective) -> Recommend
     feasible: list[tuple[float, str, str, str | None]] = []
     for (variant, policy), cells in sorted(choices.items()):
         name = f"{variant} / {policy}"
-        failed = [r["cellId"] for r in cells if r.get("metrics") is None]
+        failed = [r["cellId"] for r in cells if not usable(r)]
         if failed:
             rejected[name] = f"{len(failed)} cells failed (e.g. {failed[0]})"
             continue

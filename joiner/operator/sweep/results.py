@@ -17,18 +17,28 @@ drops (with failed rows) before running the missing cells.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from joiner.api.errors import InputError
+from joiner.api.manifests.yamlio import read_text
+from joiner.operator.sweep.cell import summary_text
 from joiner.operator.sweep.pool import Finished
 from joiner.operator.sweep.spec import SweepPlan
 
 #: Fields of a row that depend on where and when it ran (the rest is reproducible).
 TIMING_FIELD = "run"
+
+#: A results file holds a whole summary per cell: thousands of cells reach hundreds of MiB.
+MAX_RESULTS_BYTES = 1024 * 1024 * 1024
+
+#: The figures of ``metrics``, each a finite number in a usable row.
+METRIC_NAMES = ("cost", "pendingP95Seconds", "podsLost", "reclaims")
 
 
 def metrics(summary: dict[str, Any]) -> dict[str, Any]:
@@ -77,6 +87,7 @@ class Existing:
 
     rows: dict[str, dict[str, Any]]
     dropped: int
+    altered: int = 0
 
 
 def read_rows(path: Path, *, tolerate_partial_tail: bool = False) -> list[dict[str, Any]]:
@@ -86,10 +97,18 @@ def read_rows(path: Path, *, tolerate_partial_tail: bool = False) -> list[dict[s
         InputError: the file cannot be read, or a line is not a JSON object (a partial last
             line is skipped when ``tolerate_partial_tail``).
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read the results: {exc.strerror or exc}", file=str(path)) from exc
+    text = read_text(path, what="results file", max_bytes=MAX_RESULTS_BYTES)
+    return parse_rows(text, path, tolerate_partial_tail=tolerate_partial_tail)
+
+
+def parse_rows(
+    text: str, path: Path, *, tolerate_partial_tail: bool = False
+) -> list[dict[str, Any]]:
+    """The rows of a results file's text (see ``read_rows``; ``path`` names it in errors).
+
+    Raises:
+        InputError: a line is not a JSON object with a cellId, or nests too deeply.
+    """
     lines = text.split("\n")
     rows = []
     for i, line in enumerate(lines):
@@ -102,14 +121,20 @@ def read_rows(path: Path, *, tolerate_partial_tail: bool = False) -> list[dict[s
             if last and tolerate_partial_tail:
                 continue
             raise InputError(f"line {i + 1} is not JSON: {exc.msg}", file=str(path)) from exc
+        except RecursionError as exc:
+            raise InputError(f"line {i + 1} nests too deeply", file=str(path)) from exc
         if not isinstance(row, dict) or not isinstance(row.get("cellId"), str):
             raise InputError(f"line {i + 1} is not a sweep results row", file=str(path))
+        _check_row_fields(row, i + 1, path)
         rows.append(row)
     return rows
 
 
 def existing_rows(path: Path, plan: SweepPlan) -> Existing:
-    """The rows ``--resume`` keeps: complete, error-free rows of this sweep's cells.
+    """The rows ``--resume`` keeps: complete, error-free rows of this sweep's cells whose
+    summary matches its digest and whose metrics are those of the summary, all finite
+    (``row_problem``); the others are run again and counted in ``Existing.dropped``
+    (``Existing.altered`` of them for a digest or metrics that do not match).
 
     Raises:
         InputError: a row belongs to another sweep (a cell this sweep does not have, or one
@@ -119,8 +144,10 @@ def existing_rows(path: Path, plan: SweepPlan) -> Existing:
         return Existing({}, 0)
     cells = {c.cell_id: c for c in plan.cells}
     keep: dict[str, dict[str, Any]] = {}
-    rows = read_rows(path, tolerate_partial_tail=True)
-    lines = sum(1 for line in path.read_text(encoding="utf-8").split("\n") if line.strip())
+    text = read_text(path, what="results file", max_bytes=MAX_RESULTS_BYTES)
+    rows = parse_rows(text, path, tolerate_partial_tail=True)
+    lines = sum(1 for line in text.split("\n") if line.strip())
+    altered = 0
     for row in rows:
         cid = row["cellId"]
         cell = cells.get(cid)
@@ -136,9 +163,69 @@ def existing_rows(path: Path, plan: SweepPlan) -> Existing:
                 "changed since); write to a new results file",
                 file=str(path),
             )
-        if row.get("error") is None and row.get("summary") is not None:
-            keep[cid] = row
-    return Existing(keep, lines - len(keep))
+        if row.get("error") is not None or row.get("summary") is None:
+            continue
+        if row_problem(row) is not None:
+            altered += 1
+            continue
+        keep[cid] = row
+    return Existing(keep, lines - len(keep), altered)
+
+
+#: The fields every row has, with the JSON types they hold (``build_row``).
+_ROW_FIELDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("variant", str),
+    ("policy", str),
+    ("interruptionRateMultiplier", (int, float)),
+    ("seed", int),
+)
+
+
+def _check_row_fields(row: dict[str, Any], line: int, path: Path) -> None:
+    """Raise ``InputError`` naming the line and field when a row lacks one of
+    ``_ROW_FIELDS`` or holds another type there."""
+    for name, kind in _ROW_FIELDS:
+        value = row.get(name)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise InputError(
+                f"line {line} ({row['cellId'][:80]!r}) has {name} {value!r:.80}, not a "
+                f"{'number' if name != 'variant' and name != 'policy' else 'string'}",
+                file=str(path),
+                field=name,
+            )
+
+
+def usable(row: dict[str, Any]) -> bool:
+    """True when a row's figures may be reported and recommended: it ran without error and
+    ``row_problem`` finds nothing wrong with it."""
+    return row.get("error") is None and row_problem(row) is None
+
+
+def row_problem(row: dict[str, Any]) -> str | None:
+    """Why a row's figures cannot be used, or None: its summary does not match its
+    ``summaryDigest`` (the SHA-256 of the ``summary.json`` text the cell wrote), its
+    ``metrics`` are not those of its summary, or a metric is missing, NaN or infinite."""
+    summary = row.get("summary")
+    if not isinstance(summary, dict):
+        return "it has no summary"
+    text = summary_text(summary)
+    if hashlib.sha256(text.encode("utf-8")).hexdigest() != row.get("summaryDigest"):
+        return "its summary does not match its summaryDigest"
+    try:
+        derived = metrics(summary)
+    except (KeyError, TypeError, AttributeError):
+        return "its summary lacks the metrics"
+    if row.get("metrics") != derived:
+        return "its metrics are not those of its summary"
+    for name in METRIC_NAMES:
+        value = derived.get(name)
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+        ):
+            return f"its metric {name} is {value!r}, not a finite number"
+    return None
 
 
 class ResultsWriter:

@@ -38,6 +38,8 @@ class SweepRun:
     ran: int
     failed: tuple[str, ...]
     results: Path
+    #: Rows ``--resume`` ran again because their summary or metrics had been altered.
+    altered: int = 0
 
 
 def tasks_for(plan: SweepPlan, skip: set[str] | None = None) -> list[CellTask]:
@@ -74,10 +76,12 @@ def run_sweep(
         raise InputError("the results path is a directory", file=str(results), field="--results")
     keep: dict[str, dict[str, object]] = {}
     rewrite = overwrite
+    altered = 0
     if resume:
         existing = existing_rows(results, plan)
         keep = dict(existing.rows)
         rewrite = existing.dropped > 0
+        altered = existing.altered
     elif results.exists() and results.stat().st_size > 0 and not overwrite:
         raise InputError(
             "the results file exists; give --resume to run only the missing cells, or --overwrite",
@@ -102,4 +106,4 @@ def run_sweep(
                 on_row(row)
     finally:
         writer.close()
-    return SweepRun(len(plan.cells), len(keep), ran, tuple(failed), results)
+    return SweepRun(len(plan.cells), len(keep), ran, tuple(failed), results, altered)
