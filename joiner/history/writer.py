@@ -91,7 +91,6 @@ def _check_not_inputs(paths: Iterable[tuple[str, Path]], inputs: Iterable[Path])
     directory (``--force`` into the directory holding the dump would overwrite it)."""
     resolved = [(given, given.resolve()) for given in inputs if str(given) != "-"]
     for rel, path in paths:
-        check_not_input(path, field="--out")  # any file the command read
         for given, inp in resolved:
             clash = path.is_relative_to(inp) if inp.is_dir() else path == inp
             if clash or (path.exists() and inp.exists() and path.samefile(inp)):
@@ -100,6 +99,7 @@ def _check_not_inputs(paths: Iterable[tuple[str, Path]], inputs: Iterable[Path])
                     file=str(given),
                     field="--out",
                 )
+        check_not_input(path, field="--out")  # any other file the command read
 
 
 def write_scenario(
