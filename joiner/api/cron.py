@@ -1,6 +1,10 @@
-"""Cron schedules as Kubernetes and Karpenter read them (robfig/cron's standard parser):
+"""Cron schedules as Kubernetes and Karpenter read them (robfig/cron v3's ``ParseStandard``):
 five fields (minute, hour, day of month, month, day of week) or a macro such as ``@daily``,
-in UTC. croniter does the arithmetic; this module rejects what robfig/cron would not parse
+in UTC; a CronJob may also say ``@every <Go duration>`` (robfig/cron ``parseDescriptor``;
+Karpenter's NodePool CRD pattern allows only the other macros in a budget's schedule).
+A ``TZ=``/``CRON_TZ=`` prefix is refused as the API server refuses it in a new CronJob
+(kubernetes pkg/apis/batch/validation ``validateScheduleFormat``: use ``spec.timeZone``).
+croniter does the arithmetic; this module rejects what robfig/cron would not parse
 (``L``, ``W``, ``#``, croniter's random ``R``/``H``, a sixth seconds field) and schedules
 that can never fire (``0 0 30 2 *``), so a bad schedule is an input error, not a crash.
 croniter is imported by ``check_schedule`` alone: the manifest loader imports this module,
@@ -13,8 +17,11 @@ import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from joiner.api import durations
 from joiner.api.errors import InputError
 
+#: robfig/cron's constant-delay descriptor, with its one space.
+EVERY = "@every "
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 _FIELD = re.compile(r"[0-9A-Za-z*?/,#-]+", re.ASCII)
 _UNSUPPORTED = re.compile(r"(?:^|[^A-Za-z])(?:L|W|R|H)(?:$|[^A-Za-z])|#|[0-9]L|L[0-9]|[0-9]W")
@@ -22,21 +29,32 @@ _UNSUPPORTED = re.compile(r"(?:^|[^A-Za-z])(?:L|W|R|H)(?:$|[^A-Za-z])|#|[0-9]L|L
 MIN_YEAR, MAX_YEAR = 1971, 9000
 
 
-def check_schedule(text: str, *, field: str) -> str:
-    """Return the schedule stripped, or raise.
+def check_schedule(text: str, *, field: str, every: bool = False) -> str:
+    """Return the schedule stripped, or raise. ``every``: ``@every <duration>`` is allowed
+    (a CronJob's schedule).
 
     Raises:
-        InputError: not five fields or a macro, a construct robfig/cron does not support, or
-            a schedule that never fires; ``field`` names where it came from.
+        InputError: not five fields or a macro, a construct robfig/cron does not support, a
+            time zone prefix, or a schedule that never fires; ``field`` names where it came
+            from.
     """
     from croniter import CroniterBadDateError, croniter
 
     value = text.strip()
     fields = value.split()
+    if "TZ" in value:
+        raise InputError(
+            f"{text!r}: cannot use TZ or CRON_TZ in the schedule; use spec.timeZone instead",
+            field=field,
+        )
+    if every and value.startswith(EVERY):
+        every_seconds(value, field=field)
+        return value
     if value.startswith("@"):
         if value not in _MACROS:
+            macros = [*_MACROS, "@every <duration>"] if every else _MACROS
             raise InputError(
-                f"{text!r} is not a supported macro ({', '.join(_MACROS)})", field=field
+                f"{text!r} is not a supported macro ({', '.join(macros)})", field=field
             )
     elif len(fields) != 5 or not all(_FIELD.fullmatch(f) for f in fields):
         raise InputError(
@@ -57,6 +75,25 @@ def check_schedule(text: str, *, field: str) -> str:
     except CroniterBadDateError as exc:
         raise InputError(f"{text!r} never fires (no such date)", field=field) from exc
     return value
+
+
+def every_seconds(value: str, *, field: str = "spec.schedule") -> int | None:
+    """The delay of an ``@every <duration>`` schedule in whole seconds, None for another
+    schedule. As robfig/cron ``Every``: a delay under one second is one second, and
+    fractions of a second are dropped (``@every 90.5s`` fires every 90 s).
+
+    Raises:
+        InputError: the text after ``@every`` is not a Go duration.
+    """
+    if not value.startswith(EVERY):
+        return None
+    text = value[len(EVERY) :]
+    if text.startswith("-"):  # time.ParseDuration takes a sign; Every makes it one second
+        durations.parse_seconds(text[1:], field=field)
+        return 1
+    seconds = durations.parse_seconds(text, field=field)
+    assert seconds is not None  # Never is not allowed here
+    return max(1, int(seconds))
 
 
 def check_time_zone(name: str | None, *, field: str) -> str | None:

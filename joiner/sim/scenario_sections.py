@@ -5,6 +5,7 @@ NodeClass selector checks against the simulated VPC. ``load_scenario`` calls the
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,6 +47,14 @@ class FireTimes:
     duration_s: float
 
     def __iter__(self) -> Iterator[float]:
+        delay_s = cron.every_seconds(self.schedule)
+        if delay_s is not None:
+            # robfig/cron ConstantDelaySchedule: each fire ``delay_s`` after the previous,
+            # the first after the CronJob's creation (the run's start here).
+            yield from itertools.takewhile(
+                lambda at: at <= self.duration_s, itertools.count(float(delay_s), float(delay_s))
+            )
+            return
         it = croniter(self.schedule, self.local_start - timedelta(microseconds=1))
         while True:
             at = (it.get_next(datetime) - self.start).total_seconds()
@@ -67,7 +76,7 @@ def fire_times(cj: CronJob, start: datetime, duration_s: float) -> FireTimes:
         InputError: the schedule is not a cron expression (naming the CronJob's field).
     """
     try:
-        text = cron.check_schedule(cj.schedule, field="spec.schedule")
+        text = cron.check_schedule(cj.schedule, field="spec.schedule", every=True)
     except InputError as exc:
         raise exc.located(file=cj.source.file, obj=cj.source.ref) from exc
     local = start.astimezone(ZoneInfo(cj.time_zone)) if cj.time_zone else start

@@ -202,3 +202,55 @@ def test_hpa_workload_in_a_scenario(tmp_path):
     # Scale-down to 1 after the 5-minute window that follows the drop at minute 10.
     gone = sorted(p.deleted_at_s for p in web if p.deleted_at_s is not None)
     assert gone and min(gone) >= 15 * 60.0
+
+
+@pytest.mark.parametrize(
+    ("every", "fires"),
+    [
+        ("5h", (18000.0, 36000.0, 54000.0, 72000.0, 90000.0)),
+        ("9h30m", (34200.0, 68400.0)),
+        ("90000.5s", (90000.0,)),  # robfig/cron Every: fractions of a second dropped
+    ],
+)
+def test_cronjob_every_fires_after_each_delay(tmp_path, every, fires):
+    """``@every <duration>`` is a CronJob schedule the CronJob controller accepts (robfig/cron
+    ConstantDelaySchedule): the first fire one delay after the start, then every delay."""
+    path = _cron(tmp_path)
+    (tmp_path / "app.yaml").write_text(
+        APP + CRONJOB.replace("POLICY", "Allow").replace("0 2 * * *", f"@every {every}")
+    )
+    (run,) = load_scenario(path).cronjobs
+    assert tuple(run.fire_times_s) == fires
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ("@every 5 minutes", "is not a Go duration"),
+        ("TZ=Europe/Paris 0 2 * * *", "use spec.timeZone"),
+        ("CRON_TZ=UTC 0 2 * * *", "use spec.timeZone"),
+        ("@every5m", "is not a supported macro"),
+    ],
+)
+def test_cronjob_schedule_is_checked_alike_by_lint_plan_and_simulate(tmp_path, schedule, message):
+    """A CronJob's schedule is checked when the manifests load, so every command that reads
+    them gives the same located error (lint once accepted what simulate refused)."""
+    from typer.testing import CliRunner
+
+    from joiner.cli.main import app
+
+    path = _cron(tmp_path)
+    (tmp_path / "app.yaml").write_text(
+        APP + CRONJOB.replace("POLICY", "Allow").replace("0 2 * * *", schedule)
+    )
+    app_yaml = str(tmp_path / "app.yaml")
+    commands = (
+        ["lint", app_yaml],
+        ["plan", "-f", app_yaml],
+        ["simulate", str(path), "--out", str(tmp_path / "o")],
+    )
+    for args in commands:
+        result = CliRunner().invoke(app, args, catch_exceptions=False)
+        assert result.exit_code == 2, (args, result.output)
+        flat = " ".join(result.output.split())
+        assert message in flat and "CronJob/nightly" in flat and "spec.schedule" in flat

@@ -311,7 +311,7 @@ def cronjob(doc: m.CronJob, file: str) -> o.CronJob:
     return o.CronJob(
         namespace=ns,
         name=doc.metadata.name,
-        schedule=doc.spec.schedule,
+        schedule=cron.check_schedule(doc.spec.schedule, field="spec.schedule", every=True),
         template=pod_template(
             tmpl.spec,
             tmpl.metadata.labels,
