@@ -26,11 +26,13 @@ _READ: ContextVar[dict[_FileId, str] | None] = ContextVar("joiner_inputs_read", 
 
 
 @contextmanager
-def recording() -> Iterator[None]:
-    """Note every file read through the one reader until the block ends."""
-    token = _READ.set({})
+def recording() -> Iterator[dict[tuple[int, int], str]]:
+    """Note every file read through the one reader until the block ends; yields the files
+    read so far, by (device, inode), each with the path it was first read by."""
+    seen: dict[_FileId, str] = {}
+    token = _READ.set(seen)
     try:
-        yield
+        yield seen
     finally:
         _READ.reset(token)
 

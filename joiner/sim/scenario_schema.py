@@ -5,14 +5,27 @@ Schema is ``docs/schemas/scenario.schema.json`` (``joiner schema``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.controllers.disruption.controller import DEFAULT_EPOCH
 from joiner.sim.windows import ReportSpec
+
+
+class _FileReference:
+    """Marks a field whose value is a file path relative to the scenario file (``FILE``):
+    ``referenced_files`` collects them, so a sweep cell ships every file the run reads."""
+
+    def __repr__(self) -> str:
+        return "FILE"
+
+
+#: The marker of a field naming a file (``Annotated[str, FILE]``).
+FILE = _FileReference()
 
 
 class _Strict(BaseModel):
@@ -67,21 +80,21 @@ class EventSpec(_Strict):
     """A captured EventBridge message (JSON file) delivered at ``at``."""
 
     at: str = Field(description="Go duration from the start of the run")
-    file: str = Field(min_length=1)
+    file: Annotated[str, FILE] = Field(min_length=1)
 
 
 class FaultSpec(_Strict):
     """An AWS FIS experiment template (JSON) started at ``at``."""
 
     at: str = Field(description="Go duration from the start of the run")
-    template: str = Field(min_length=1)
+    template: Annotated[str, FILE] = Field(min_length=1)
 
 
 class PlacementScoresSpec(_Strict):
     """One ``aws ec2 get-spot-placement-scores --single-availability-zone`` output (JSON) and
     the instance types of its request (the output does not repeat them)."""
 
-    file: str = Field(min_length=1)
+    file: Annotated[str, FILE] = Field(min_length=1)
     instanceTypes: list[str] | None = Field(
         default=None,
         min_length=1,
@@ -124,13 +137,13 @@ class CloudSpec(_Strict):
         description="Share of Spot pool reclaim events preceded by a rebalance recommendation "
         "(to every instance in the pool)",
     )
-    spotPriceHistory: str | None = Field(
+    spotPriceHistory: Annotated[str | None, FILE] = Field(
         default=None,
         min_length=1,
         description="`aws ec2 describe-spot-price-history` output (JSON); its Linux/UNIX rows "
         "price their pools as given (the latest row at or before each instant)",
     )
-    spotPlacementScores: str | list[PlacementScoresSpec] | None = Field(
+    spotPlacementScores: Annotated[str | list[PlacementScoresSpec] | None, FILE] = Field(
         default=None,
         description="`aws ec2 get-spot-placement-scores --single-availability-zone` output "
         "(JSON), or a list of {file, instanceTypes}: each zone's score is the base capacity "
@@ -141,7 +154,7 @@ class CloudSpec(_Strict):
 class TraceSpec(_Strict):
     """Replicas follow ``ceil(value / targetPerReplica)`` clamped to [min, max]."""
 
-    file: str = Field(min_length=1, description="CSV with header minute,value")
+    file: Annotated[str, FILE] = Field(min_length=1, description="CSV with header minute,value")
     targetPerReplica: float = Field(gt=0, allow_inf_nan=False)
     min: StrictInt = Field(default=0, ge=0, le=MAX_REPLICAS)
     max: StrictInt = Field(default=1000, ge=0, le=MAX_REPLICAS)
@@ -159,7 +172,9 @@ class DailyMultiplierSpec(_Strict):
 class HpaSpec(_Strict):
     """A HorizontalPodAutoscaler on a request-rate trace (AverageValue target)."""
 
-    file: str = Field(min_length=1, description="CSV with header minute,value (requests)")
+    file: Annotated[str, FILE] = Field(
+        min_length=1, description="CSV with header minute,value (requests)"
+    )
     targetPerReplica: float = Field(gt=0, allow_inf_nan=False)
     min: StrictInt = Field(default=1, ge=0, le=MAX_REPLICAS)
     max: StrictInt = Field(default=1000, ge=0, le=MAX_REPLICAS)
@@ -172,7 +187,9 @@ class HpaSpec(_Strict):
 class TrafficSpec(_Strict):
     """A workload's request rate, the metric of the manifests' HorizontalPodAutoscaler for it."""
 
-    file: str = Field(min_length=1, description="CSV with header minute,value (requests)")
+    file: Annotated[str, FILE] = Field(
+        min_length=1, description="CSV with header minute,value (requests)"
+    )
     dailyMultipliers: list[DailyMultiplierSpec] = Field(default_factory=list)
 
 
@@ -388,8 +405,10 @@ class AsRunSpec(_Strict):
     (``scheduledSeconds`` empty: never scheduled in the range; negative seconds: before the
     start)."""
 
-    nodes: str = Field(min_length=1, description="CSV of the nodes that ran (see above)")
-    pods: str | None = Field(
+    nodes: Annotated[str, FILE] = Field(
+        min_length=1, description="CSV of the nodes that ran (see above)"
+    )
+    pods: Annotated[str | None, FILE] = Field(
         default=None,
         min_length=1,
         description="CSV of the pods' creation and scheduling times; absent: the as-run "
@@ -414,7 +433,9 @@ class ScenarioSpec(_Strict):
         "disruption budget schedules are cron times in UTC",
     )
     settings: SettingsSpec = Field(default_factory=SettingsSpec)
-    manifests: list[str] = Field(min_length=1, description="Paths relative to this file")
+    manifests: Annotated[list[str], FILE] = Field(
+        min_length=1, description="Paths relative to this file"
+    )
     cloud: CloudSpec = Field(default_factory=CloudSpec)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
     schedules: list[ScheduleSpec] = Field(
@@ -461,3 +482,31 @@ class ScenarioFile(_Strict):
     kind: Literal["Scenario"]
     metadata: ScenarioMetadata
     spec: ScenarioSpec
+
+
+def referenced_files(model: BaseModel) -> Iterator[str]:
+    """Every file path a validated Scenario (or part of one) names: the values of the fields
+    marked ``FILE``, at any depth, in field order; plus ``spec.interruption``'s ``file`` (a
+    values file, when the section is not inline values)."""
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        if FILE in info.metadata:
+            if isinstance(value, str):
+                yield value
+            elif isinstance(value, list):
+                yield from (v for v in value if isinstance(v, str))
+        if (
+            name == "interruption"
+            and isinstance(value, dict)
+            and isinstance(value.get("file"), str)
+        ):
+            yield value["file"]
+        yield from _nested_files(value)
+
+
+def _nested_files(value: Any) -> Iterator[str]:
+    if isinstance(value, BaseModel):
+        yield from referenced_files(value)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _nested_files(v)

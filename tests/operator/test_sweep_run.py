@@ -224,3 +224,40 @@ def test_cli_runs_and_reports_with_an_objective(tmp_path):
         timeout=120,
     )
     assert impossible.returncode == 1 and "no variant meets" in impossible.stderr
+
+
+def test_a_cell_ships_every_file_its_scenario_names(tmp_path):
+    """A Spot price history (and any other file the scenario names) travels with each cell:
+    it once failed with "not found" in every cell though ``simulate`` ran the scenario."""
+    import shutil
+
+    import yaml
+
+    seed = tmp_path / "seed"
+    shutil.copytree(REPO / "examples" / "seed-spot", seed)
+    (seed / "data").mkdir()
+    history = {
+        "SpotPriceHistory": [
+            {
+                "AvailabilityZone": "us-east-1a",
+                "InstanceType": "c5.xlarge",
+                "ProductDescription": "Linux/UNIX",
+                "SpotPrice": "0.0123",
+                "Timestamp": "2025-01-05T00:00:00+00:00",
+            }
+        ]
+    }
+    (seed / "data" / "prices.json").write_text(json.dumps(history))
+    doc = yaml.safe_load((seed / "scenario.yaml").read_text())
+    doc["spec"].setdefault("cloud", {})["spotPriceHistory"] = "data/prices.json"
+    doc["spec"]["duration"] = "10m"
+    (seed / "scenario.yaml").write_text(yaml.safe_dump(doc))
+    sweep = yaml.safe_load((seed / "sweep.yaml").read_text())
+    sweep["spec"]["seeds"] = {"start": 1, "count": 1}
+    sweep["spec"]["variants"] = sweep["spec"]["variants"][:1]
+    (seed / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    plan = load_sweep(seed / "sweep.yaml")
+    files = dict(plan.variants["as-published"].bundle.files)
+    assert files["data/prices.json"] == (seed / "data" / "prices.json").read_text()
+    result = run_sweep(plan, tmp_path / "r.jsonl", LocalPool(1), "local")
+    assert result.failed == () and result.ran == 1

@@ -13,6 +13,7 @@ differ.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +23,10 @@ import pytest
 import yaml
 
 from joiner.api.errors import InputError
+from joiner.api.inputfiles import recording
 from joiner.controllers.interruption import settings as nth
 from joiner.sim.scenario import load_scenario
-from joiner.sim.scenario_schema import ScenarioSpec
+from joiner.sim.scenario_schema import ScenarioFile, ScenarioSpec, referenced_files
 from tests.cli.test_schema_walk_karpenter import walk
 from tests.sim.step_scenario import CRONJOB
 from tests.sim.test_capacity_buffer import BUFFER
@@ -340,9 +342,16 @@ def _parents(spec: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
 
 
 def _load(tmp_path: Path, doc: dict[str, Any]) -> str:
+    """The loaded Scenario's repr; asserts that every file the load read is the scenario or
+    one ``referenced_files`` names (what a sweep cell ships with it)."""
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=True))
-    return repr(load_scenario(path))
+    with recording() as read:
+        loaded = repr(load_scenario(path))
+    named = {os.path.realpath(tmp_path / f) for f in referenced_files(ScenarioFile(**doc))}
+    unnamed = {os.path.realpath(p) for p in read.values()} - named - {os.path.realpath(path)}
+    assert not unnamed, f"read but not a FILE field of the schema: {sorted(unnamed)}"
+    return loaded
 
 
 @pytest.mark.parametrize("field", sorted(FIELDS))

@@ -6,8 +6,10 @@
 1. Read the base scenario document (``spec.scenario``, relative to the sweep file).
 2. For each variant (none given: one variant ``base`` with no patch), merge its patch into
    the scenario document and into the manifest documents it addresses (``kind``, ``name``,
-   ``namespace``), then collect every file the patched scenario reads (manifests, traces,
-   HPA traces, NTH values, events, FIS templates) into a ``Bundle``: the files' text by path
+   ``namespace``), then collect every file the patched scenario names (each field the
+   schema marks as a file, ``scenario_schema.referenced_files``: manifests, traces, traffic,
+   price histories, placement scores, as-run records, NTH values, events, FIS templates)
+   into a ``Bundle``: the files' text by path
    relative to their common directory. A cell ships its bundle, so it reads nothing from
    the machine it runs on and gives the same summary on any worker.
 3. Load every variant once, as ``joiner simulate`` would (under every policy and the
@@ -409,18 +411,11 @@ def _policies(spec: SweepSpec, base_doc: dict[str, Any]) -> list[str]:
 
 
 def _referenced_files(doc: dict[str, Any]) -> list[str]:
-    """Every file a (validated) scenario document names, relative to the scenario."""
-    from joiner.sim.scenario_schema import ScenarioFile
+    """Every file a (validated) scenario document names, relative to the scenario
+    (``scenario_schema.referenced_files``: each field marked as a file)."""
+    from joiner.sim.scenario_schema import ScenarioFile, referenced_files
 
-    spec = ScenarioFile.model_validate(doc).spec
-    files = list(spec.manifests)
-    for w in spec.workloads:
-        files += [s.file for s in (w.trace, w.hpa) if s is not None]
-    if spec.interruption is not None and isinstance(spec.interruption.get("file"), str):
-        files.append(spec.interruption["file"])
-    files += [e.file for e in spec.events]
-    files += [f.template for f in spec.faults]
-    return files
+    return list(referenced_files(ScenarioFile.model_validate(doc)))
 
 
 def _variant(
