@@ -114,3 +114,29 @@ def test_a_cost_that_is_not_a_finite_number_is_never_recommended(bad):
     rec = recommend(rows, parse_objective("minimise cost"))
     assert rec.variant == "ok"
     assert math.isnan(next(g for g in groups(rows) if g.variant == "nan").stats["cost"].median)
+
+
+def test_the_pareto_front_matches_the_definition_on_ties_and_nan():
+    """The O(n log n) front equals the definition's O(n^2) check on points with repeated
+    coordinates, exact duplicates (neither dominates the other) and NaN (never on it)."""
+    import random
+
+    from joiner.operator.sweep.report import _pareto
+
+    rng = random.Random(7)
+    for _ in range(200):
+        points = [
+            (float(rng.randint(0, 5)), float(rng.randint(0, 5))) for _ in range(rng.randint(0, 12))
+        ]
+        points += [(math.nan, 1.0)] * rng.randint(0, 1)
+        valid = [not (math.isnan(x) or math.isnan(y)) for x, y in points]
+        expected = {
+            i
+            for i, (x, y) in enumerate(points)
+            if valid[i]
+            and not any(
+                valid[j] and x2 <= x and y2 <= y and (x2 < x or y2 < y)
+                for j, (x2, y2) in enumerate(points)
+            )
+        }
+        assert _pareto(points) == expected, points

@@ -87,6 +87,26 @@ def test_sample_draws_a_seeded_subset_in_grid_order(tmp_path):
     assert a == [c for c in full if c in set(a)]
 
 
+def test_a_huge_grid_is_sampled_without_being_built(tmp_path):
+    """900 multipliers x a million seeds is 9e8 cells: two are drawn by index (the grid is
+    never built), the same two every time, in grid order; without a sample such a grid is an
+    input error naming spec.sample."""
+    path = small_sweep(tmp_path, seeds=1, variants=1)
+    doc = yaml.safe_load(path.read_text())
+    doc["spec"]["seeds"] = {"start": 0, "count": 1_000_000}
+    doc["spec"]["interruptionRateMultipliers"] = [1 + i / 100 for i in range(900)]
+    doc["spec"]["sample"] = {"count": 2, "seed": 5}
+    path.write_text(yaml.safe_dump(doc))
+    cells = load_sweep(path).cells
+    assert len(cells) == 2 and cells == load_sweep(path).cells
+    key = [(c.rate_multiplier, c.seed) for c in cells]
+    assert key == sorted(key)
+    del doc["spec"]["sample"]
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match=r"900,000,000 cells.*spec\.sample"):
+        load_sweep(path)
+
+
 def _bad(tmp_path: Path, edit) -> InputError:
     path = small_sweep(tmp_path)
     doc = yaml.safe_load(path.read_text())

@@ -21,6 +21,8 @@ OP one of ``<= < >= > ==``. Metrics: ``cost`` (USD), ``p95 pending`` (s,
 
 from __future__ import annotations
 
+import itertools
+import math
 import operator
 import re
 from collections.abc import Callable, Sequence
@@ -209,18 +211,21 @@ def groups(rows: Sequence[dict[str, Any]]) -> list[Group]:
 
 
 def _pareto(points: list[tuple[float, float]]) -> set[int]:
-    """Indices of the points no other point dominates (both coordinates minimised)."""
-    front = set()
-    for i, (x, y) in enumerate(points):
-        if np.isnan(x) or np.isnan(y):
-            continue
-        dominated = any(
-            (x2 <= x and y2 <= y and (x2 < x or y2 < y))
-            for j, (x2, y2) in enumerate(points)
-            if j != i and not (np.isnan(x2) or np.isnan(y2))
-        )
-        if not dominated:
-            front.add(i)
+    """Indices of the points no other point dominates (both coordinates minimised: at least
+    as good on both and better on one); NaN points are never on the front. O(n log n): in
+    order of x, a point is on the front when it has the least y of its x and that y is below
+    every y at a smaller x (equal points do not dominate each other)."""
+    valid = sorted(
+        (x, y, i) for i, (x, y) in enumerate(points) if not (math.isnan(x) or math.isnan(y))
+    )
+    front: set[int] = set()
+    best_y = math.inf
+    for _, same_x in itertools.groupby(valid, key=lambda t: t[0]):
+        group = list(same_x)
+        least = group[0][1]
+        if least < best_y:
+            front.update(i for _, y, i in group if y == least)
+            best_y = least
     return front
 
 

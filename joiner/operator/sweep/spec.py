@@ -8,7 +8,8 @@
    the scenario document and into the manifest documents it addresses (``kind``, ``name``,
    ``namespace``), then collect every file the patched scenario names (each field the
    schema marks as a file, ``scenario_schema.referenced_files``: manifests, traces, traffic,
-   price histories, placement scores, as-run records, NTH values, events, FIS templates)
+   price histories, placement scores, NTH values, events, FIS templates; not the as-run
+   record, which no cell runs)
    into a ``Bundle``: the files' text by path
    relative to their common directory. A cell ships its bundle, so it reads nothing from
    the machine it runs on and gives the same summary on any worker.
@@ -22,9 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,17 +298,54 @@ def load_sweep(path: Path | str) -> SweepPlan:
         variants[v.name] = _variant(
             v, f"spec.variants[{i}]", scenario_path, base_doc, policies, max(multipliers), fail
         )
-    grid = [
-        Cell(v, p, float(m), s)
-        for v in variants
-        for p in policies
-        for m in multipliers
-        for s in seeds
-    ]
-    if spec.sample is not None and spec.sample.count < len(grid):
-        picked = sorted(random.Random(spec.sample.seed).sample(range(len(grid)), spec.sample.count))
-        grid = [grid[i] for i in picked]
-    return SweepPlan(name=doc.metadata.name, file=file, variants=variants, cells=tuple(grid))
+    axes = (list(variants), policies, [float(m) for m in multipliers], seeds)
+    cells = _grid(axes, spec.sample, fail)
+    return SweepPlan(name=doc.metadata.name, file=file, variants=variants, cells=cells)
+
+
+#: The most cells a sweep may run (after ``sample``): far beyond a night on a Ray cluster, and
+#: a grid larger than this is never built whole.
+MAX_CELLS = 1_000_000
+
+
+def _grid(
+    axes: tuple[list[str], list[str], list[float], list[int]],
+    sample: SampleSpec | None,
+    fail: _Fail,
+) -> tuple[Cell, ...]:
+    """The cells in grid order (variants x policies x multipliers x seeds), or the
+    ``sample`` of them, drawn by index without building the grid (``random.Random.sample``
+    over a ``range``, the indices sorted; a cell is its index in mixed radix).
+
+    Raises:
+        InputError: more than ``MAX_CELLS`` cells would run.
+    """
+    total = math.prod(len(a) for a in axes)
+    if sample is not None and sample.count < total:
+        if sample.count > MAX_CELLS:
+            raise fail(f"at most {MAX_CELLS:,} cells may be drawn", "spec.sample.count")
+        indices: Iterable[int] = sorted(
+            random.Random(sample.seed).sample(range(total), sample.count)
+        )
+    elif total > MAX_CELLS:
+        raise fail(
+            f"the grid has {total:,} cells, more than {MAX_CELLS:,}; draw some of them with "
+            "spec.sample",
+            "spec",
+        )
+    else:
+        indices = range(total)
+    return tuple(_cell(axes, i) for i in indices)
+
+
+def _cell(axes: tuple[list[str], list[str], list[float], list[int]], index: int) -> Cell:
+    """The cell at ``index`` in grid order (the last axis varies fastest)."""
+    picks: list[Any] = []
+    for axis in reversed(axes):
+        index, at = divmod(index, len(axis))
+        picks.append(axis[at])
+    v, p, m, s = reversed(picks)
+    return Cell(v, p, m, s)
 
 
 def _read_sweep(path: Path) -> tuple[SweepFile, str]:
@@ -415,7 +454,10 @@ def _referenced_files(doc: dict[str, Any]) -> list[str]:
     (``scenario_schema.referenced_files``: each field marked as a file)."""
     from joiner.sim.scenario_schema import ScenarioFile, referenced_files
 
-    return list(referenced_files(ScenarioFile.model_validate(doc)))
+    scenario = ScenarioFile.model_validate(doc)
+    # A cell carries no spec.asRun (the record does not vary), so its files stay behind.
+    as_run = set(referenced_files(scenario.spec.asRun)) if scenario.spec.asRun else set()
+    return [f for f in referenced_files(scenario) if f not in as_run]
 
 
 def _variant(
