@@ -25,7 +25,6 @@ first zone by name (cases that compare zones avoid such ties).
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Sequence
@@ -47,6 +46,8 @@ from pydantic import (
 from joiner.api import labels, resourcenames
 from joiner.api.clock import Clock
 from joiner.api.errors import InputError
+from joiner.api.jsontext import parse_json
+from joiner.api.manifests.yamlio import read_text
 from joiner.api.objects import NodeClass
 from joiner.api.quantity import Resources, parse_resources, subtract
 from joiner.api.requirements import Requirement, Requirements
@@ -201,12 +202,8 @@ def load_instance_types(path: Path) -> list[InstanceType]:
             instance type and the field (``[2].offerings[0].Price``) are named.
     """
     file = str(path)
-    try:
-        raw = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise InputError("instance-types file not found", file=file) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc}", file=file) from exc
+    what = "instance-types file"
+    raw = parse_json(read_text(path, what=what), what=what, file=file)
     if not isinstance(raw, list):
         raise InputError("expected a JSON list of instance types", file=file)
     try:

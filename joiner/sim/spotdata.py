@@ -21,7 +21,6 @@ one warning per file naming them.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
@@ -30,6 +29,7 @@ from typing import Any
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
+from joiner.api.jsontext import parse_json
 from joiner.api.manifests.yamlio import read_text
 from joiner.cloudprovider.simulated.market import MarketInputs, Pool
 
@@ -38,11 +38,7 @@ LINUX_PRODUCTS = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
 
 
 def _load_json(path: Path, what: str) -> Any:
-    text = read_text(path, what=what)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc}", file=str(path)) from exc
+    return parse_json(read_text(path, what=what), what=what, file=str(path))
 
 
 def _list_of(doc: Any, key: str, path: Path, command: str) -> list[Any]:

@@ -148,7 +148,7 @@ def test_malformed_placement_scores_name_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir(exist_ok=True)
     path = _scenario(tmp_path, history, _scores(5, 5))
     (tmp_path / "scores.json").write_text("{not json")
-    with pytest.raises(InputError, match="not JSON"):
+    with pytest.raises(InputError, match="not valid JSON: line 1, column 2"):
         load_scenario(path)
     # A missing file is named, at the scenario field that names it.
     path.write_text(path.read_text().replace("history.json", "nope.json"))

@@ -34,6 +34,7 @@ from typing import Any
 
 from joiner.api import objects as o
 from joiner.api.errors import InputError
+from joiner.api.jsontext import parse_json
 from joiner.api.manifests import models as m
 
 # The values are re-exported: callers name them with the module that builds them.
@@ -97,10 +98,7 @@ def parse_params(text: str, key: str, field: str) -> Linear | Ladder:
         InputError: not JSON, unknown or wrongly typed fields, or values CPA refuses
             (naming ``field``).
     """
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{key} parameters are not JSON: {exc.msg}", field=field) from exc
+    raw = parse_json(text, what=f"{key} parameters", field=field)
     if not isinstance(raw, dict):
         raise InputError(f"{key} parameters must be a JSON object", field=field)
     if key == "ladder":
@@ -231,10 +229,9 @@ def resolve(out: ManifestSet) -> None:
             (data, file, obj), field = found, "data"
         elif cpa.default_params is not None:
             file, obj, field = cpa.source.file, cpa.source.ref, "--default-params"
-            try:
-                parsed = json.loads(cpa.default_params)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not JSON: {exc.msg}", file=file, obj=obj, field=field) from exc
+            parsed = parse_json(
+                cpa.default_params, what="the parameters", file=file, obj=obj, field=field
+            )
             if not isinstance(parsed, dict):
                 raise InputError("must be a JSON object", file=file, obj=obj, field=field)
             data = {k: json.dumps(v) for k, v in parsed.items()}

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from joiner.api import jsontext
 from joiner.api.errors import InputError
 
 #: Karpenter's boundary for the archives it writes (``mime.go`` ``boundary``).
@@ -118,12 +119,7 @@ def parse_toml(text: str, *, field: str = "spec.userData") -> dict[str, Any]:
     Raises:
         InputError: not valid TOML (the parser's message, with line and column).
     """
-    import tomllib
-
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"Bottlerocket user data is not valid TOML: {exc}", field=field) from exc
+    return jsontext.parse_toml(text, what="Bottlerocket user data", field=field)
 
 
 def check(ami_family: str, text: str | None, *, field: str = "spec.userData") -> None:
