@@ -57,13 +57,22 @@ def fire_times(
     Raises:
         InputError: not a cron schedule (naming ``field``).
     """
+    from croniter import croniter
+
     text = cron.check_schedule(schedule, field=field)
-    return FireTimes(text, start, start - timedelta(seconds=duration_s), run_s)
+    # Of the windows opened before the run, only the last fire's can matter (the windows of
+    # one schedule merge, ``ScheduleRunner``), so iteration starts there: at most one fire
+    # before run time 0, however long ``duration_s`` is.
+    last = croniter(text, start).get_prev(datetime)
+    first = last if last > start - timedelta(seconds=duration_s) else start
+    return FireTimes(text, start, first, run_s)
 
 
 class ScheduleRunner:
     """Plays the schedules on the clock; ``apply(kind, target, minimum)`` sets a target's
-    minimum (0: none)."""
+    minimum (0: none). A schedule's overlapping windows merge into one (each fire while it
+    is open extends it), so open windows and clock events stay one per schedule however
+    often it fires or however long its duration."""
 
     def __init__(
         self,
@@ -75,27 +84,42 @@ class ScheduleRunner:
         self._clock = clock
         self._apply = apply
         self._open: dict[tuple[str, str], list[int]] = {}
+        #: Per schedule (its index), when its open window closes.
+        self._until: dict[int, float] = {}
 
     def start(self) -> None:
         """Schedule every window's opening (lazily: one pending fire per schedule)."""
-        for s in self._schedules:
-            self._next(s, iter(s.fire_times))
+        for i, s in enumerate(self._schedules):
+            self._next(i, iter(s.fire_times))
 
-    def _next(self, s: ScheduledMinimum, times: Iterator[float]) -> None:
+    def _next(self, i: int, times: Iterator[float]) -> None:
+        s = self._schedules[i]
         for at in times:
             if at + s.duration_s <= 0:
                 continue  # closed before the run began
-            self._clock.at(max(at, 0.0), partial(self._open_window, s, at, times), label="schedule")
+            self._clock.at(max(at, 0.0), partial(self._fire, i, at, times), label="schedule")
             return
 
-    def _open_window(self, s: ScheduledMinimum, at: float, times: Iterator[float]) -> None:
-        key = (s.kind, s.target)
-        self._open.setdefault(key, []).append(s.min_replicas)
-        self._apply(s.kind, s.target, max(self._open[key]))
-        self._clock.at(at + s.duration_s, partial(self._close, s), label="schedule-end")
-        self._next(s, times)
+    def _fire(self, i: int, at: float, times: Iterator[float]) -> None:
+        s = self._schedules[i]
+        until = at + s.duration_s
+        if i in self._until:  # still open: the window now lasts until this fire's end
+            self._until[i] = max(self._until[i], until)
+        else:
+            self._until[i] = until
+            key = (s.kind, s.target)
+            self._open.setdefault(key, []).append(s.min_replicas)
+            self._apply(s.kind, s.target, max(self._open[key]))
+            self._clock.at(until, partial(self._close, i), label="schedule-end")
+        self._next(i, times)
 
-    def _close(self, s: ScheduledMinimum) -> None:
+    def _close(self, i: int) -> None:
+        until = self._until[i]
+        if until > self._clock.now():  # extended since this close was set
+            self._clock.at(until, partial(self._close, i), label="schedule-end")
+            return
+        del self._until[i]
+        s = self._schedules[i]
         key = (s.kind, s.target)
         self._open[key].remove(s.min_replicas)
         self._apply(s.kind, s.target, max(self._open[key], default=0))

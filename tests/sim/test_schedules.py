@@ -109,6 +109,42 @@ def test_overlapping_windows_take_the_highest_minimum():
     assert seen == [(0.0, 5), (300.0, 8), (360.0, 5), (600.0, 0), (3600.0, 5)]
 
 
+def test_a_schedules_own_windows_merge_and_a_huge_duration_is_one_window():
+    """Every minute for 12 minutes: the windows of one schedule merge into one (one apply
+    when it opens, one when it closes); a window of a million hours opened before the run
+    is in force from 0 without walking the fires since (it never ran to an end)."""
+    start = datetime(2025, 1, 6, tzinfo=UTC)
+    every_minute = ScheduledMinimum(
+        "workload",
+        "default/web",
+        "* 0 * * *",
+        4,
+        720.0,
+        fire_times("* 0 * * *", start, 720.0, 7200.0, field="a"),
+    )
+    clock = SimClock()
+    seen: list[tuple[float, int]] = []
+    ScheduleRunner((every_minute,), clock, lambda _k, _t, n: seen.append((clock.now(), n))).start()
+    clock.run_until(7200.0)
+    assert seen == [(0.0, 4), (3540.0 + 720.0, 0)]
+    huge = 1e6 * 3600.0
+    forever = ScheduledMinimum(
+        "workload",
+        "default/web",
+        "* * * * *",
+        9,
+        huge,
+        fire_times("* * * * *", start, huge, 7200.0, field="b"),
+    )
+    assert next(iter(forever.fire_times)) == -60.0  # only the last fire before the start
+    clock = SimClock()
+    seen = []
+    ScheduleRunner((forever,), clock, lambda _k, _t, n: seen.append((clock.now(), n))).start()
+    clock.run_until(7200.0)
+    assert seen == [(0.0, 9)]
+    assert clock.events_run < 200
+
+
 def test_a_buffer_floor_raises_its_virtual_pods():
     m = load_text(BUFFER)
     buffers = Buffers(m.capacitybuffers, lambda _k: 0)

@@ -47,6 +47,8 @@ from joiner.cloudprovider.types import Offering
 NOTICE_S = 120.0
 #: Price steps of the modelled drift (spot prices move slowly since the 2017 pricing change).
 PRICE_EPOCH_S = 6 * 3600.0
+#: Price factors kept for reuse (pool x epoch); a run of any length stays within it.
+FACTOR_CACHE_SIZE = 100_000
 #: Log-normal spread of a type's Spot price across zones around the regional price.
 ZONE_PRICE_SIGMA = 0.08
 #: AR(1) coefficient and innovation of the log-price drift per epoch (stationary sd ~0.069).
@@ -171,6 +173,11 @@ def _unit(seed: int, *keys: object) -> float:
     return (n + 0.5) / 2.0**64
 
 
+def _time_of(row: tuple[float, float]) -> float:
+    """A price history row's time (seconds from the run start)."""
+    return row[0]
+
+
 class SpotMarket:
     """Every Spot pool's price, capacity score and crunch events (module docstring).
 
@@ -189,10 +196,14 @@ class SpotMarket:
         self.inputs = inputs or MarketInputs()
         self._events: dict[Pool, list[PoolEvent]] = {}
         self._clock_h: dict[Pool, float] = {}
-        self._drift: dict[Pool, list[float]] = {}
+        #: Per pool, the last price epoch its drift was computed for and the drift there (the
+        #: AR(1) walk is computed forward from it; an earlier epoch walks again from 0), so
+        #: memory does not grow with the run's length.
+        self._drift: dict[Pool, tuple[int, float]] = {}
         #: Per pool, its fixed log price offset (``ZONE_PRICE_SIGMA`` x a normal draw).
         self._zone_factor: dict[Pool, float] = {}
-        #: Per (pool, price epoch), its price factor ``exp(_log_factor)`` (fixed once drawn).
+        #: Per (pool, price epoch), its price factor ``exp(_log_factor)`` (fixed once drawn);
+        #: emptied when it holds ``FACTOR_CACHE_SIZE`` entries (any entry can be drawn again).
         self._factor: dict[tuple[Pool, int], float] = {}
 
     # -- price ----------------------------------------------------------------------------
@@ -201,29 +212,31 @@ class SpotMarket:
         """The pool's Spot price per hour at ``at_s`` and whether it is the user's (True)."""
         history = self.inputs.prices.get(pool)
         if history:
-            i = bisect_right([t for t, _ in history], at_s) - 1
+            i = bisect_right(history, at_s, key=_time_of) - 1
             return history[max(i, 0)][1], True
         epoch = max(0, int(at_s // PRICE_EPOCH_S))
         key = (pool, epoch)
         factor = self._factor.get(key)
         if factor is None:
+            if len(self._factor) >= FACTOR_CACHE_SIZE:
+                self._factor.clear()
             factor = self._factor[key] = math.exp(self._log_factor(pool, epoch))
         return regional_price * factor, False
 
     def _log_factor(self, pool: Pool, epoch: int) -> float:
-        drift = self._drift.get(pool)
-        if drift is None:
-            drift = [0.0]
-            self._drift[pool] = drift
-        while len(drift) <= epoch:
-            k = len(drift)
+        k, drift = self._drift.get(pool, (0, 0.0))
+        if k > epoch:  # an epoch before the last one asked: walk again from the start
+            k, drift = 0, 0.0
+        while k < epoch:
+            k += 1
             eps = _NORMAL.inv_cdf(_unit(self.seed, *pool, "drift", k))
-            drift.append(DRIFT_RHO * drift[-1] + DRIFT_SIGMA * eps)
+            drift = DRIFT_RHO * drift + DRIFT_SIGMA * eps
+        self._drift[pool] = (k, drift)
         zone = self._zone_factor.get(pool)
         if zone is None:  # fixed per pool: drawn once
             zone = ZONE_PRICE_SIGMA * _NORMAL.inv_cdf(_unit(self.seed, *pool, "zone"))
             self._zone_factor[pool] = zone
-        return zone + drift[epoch]
+        return zone + drift
 
     # -- capacity -------------------------------------------------------------------------
 
