@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import short_form
+from joiner.cli.safeconsole import CleanFormatter, safe_console, show_warnings_on
 
 if TYPE_CHECKING:
     from joiner.api.manifests import ManifestSet
@@ -28,9 +29,9 @@ if TYPE_CHECKING:
     from joiner.cloudprovider.reservations import CapacityReservation
     from joiner.sim.scenario import Scenario
 
-# emoji=False: user text such as "root:x:0:0" must not print as "root❌0:0".
-err = Console(stderr=True, emoji=False)
-out = Console(emoji=False)
+# No escape sequence or emoji from user text reaches the terminal (cli.safeconsole).
+err = safe_console(stderr=True)
+out = safe_console()
 
 EXIT_BAD_INPUT = 2
 
@@ -51,12 +52,12 @@ def fail(exc: InputError) -> NoReturn:
 
 def configure_logging(verbose: bool) -> None:
     """INFO-level controller logs on stderr with ``-v``, errors only otherwise."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(CleanFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
-        level=logging.INFO if verbose else logging.ERROR,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-        force=True,
+        level=logging.INFO if verbose else logging.ERROR, handlers=[handler], force=True
     )
+    show_warnings_on(err)
 
 
 def check_region(region: str) -> None:
