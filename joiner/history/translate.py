@@ -186,6 +186,46 @@ def resample(
     return tuple(out.tolist())
 
 
+#: The queries whose series the translation reads only at their ends: their labels, their
+#: first and last sample times and their last value (a Job's start time, a node's life, a
+#: pod's requests). Every other query's series (the replica counts resampled per minute,
+#: and any query not listed) is kept whole.
+ENDS_ONLY = frozenset(
+    {
+        "replicaset_owner",
+        "hpa_info",
+        "job_start_time",
+        "job_completion_time",
+        "job_parallelism",
+        "job_owner",
+        "pod_container_requests",
+        "pod_init_container_requests",
+        "pod_init_container_info",
+        "pod_owner",
+        "pod_created",
+        "pod_scheduled_time",
+        "node_info",
+        "node_labels",
+        "node_created",
+    }
+)
+
+
+def kept_samples(name: str, series: list[Series]) -> list[Series]:
+    """What the translation keeps of query ``name``'s ``series``: for an ``ENDS_ONLY``
+    query each series' first and last samples (a series of one or two samples as it is),
+    else ``series`` itself. A week at one minute is 10,080 samples a series; the ends are
+    all ``_History`` reads of these, so the import holds two."""
+    if name not in ENDS_ONLY:
+        return series
+    return [
+        s
+        if len(s.times_s) <= 2
+        else Series(s.labels, (s.times_s[0], s.times_s[-1]), (s.values[0], s.values[-1]))
+        for s in series
+    ]
+
+
 def check_replicas(traces: Iterable[WorkloadTrace], rng: QueryRange, source_name: str) -> None:
     """Raise ``InputError`` for the first trace with a replica count that no cluster
     records: below 0 or above ``MAX_REPLICAS`` (kube-state-metrics reports neither; a
@@ -232,7 +272,7 @@ def translate(
     """
     answers: dict[str, list[Series]] = {}
     for i, q in enumerate(QUERIES, start=1):
-        answers[q.name] = source.fetch(q.name, q.promql, query_step(q, rng))
+        answers[q.name] = kept_samples(q.name, source.fetch(q.name, q.promql, query_step(q, rng)))
         if progress is not None:
             progress(f"[{i}/{len(QUERIES)}] {q.name}: {len(answers[q.name])} series")
     if not any(answers.values()):

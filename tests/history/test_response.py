@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -168,3 +169,31 @@ def test_corrupted_text_reads_as_decoding_it_whole_does(cut: int, at: int, char:
             assert str(caught.value) == str(exc)
             continue
         assert parse_text(text, "f") == expected
+
+
+def test_equal_samples_share_one_float() -> None:
+    body = {
+        "status": "success",
+        "data": {
+            "resultType": "matrix",
+            "result": [
+                {"metric": {"pod": "a"}, "values": [[60, "2"], [120, "2"]]},
+                {"metric": {"pod": "b"}, "values": [[60, "2"], [120, "5"]]},
+            ],
+        },
+    }
+    for parsed in (parse_text(json.dumps(body), "f"), parse_response(body, "f")):
+        a, b = parsed.series
+        assert a.times_s == b.times_s == (60.0, 120.0) and b.values == (2.0, 5.0)
+        assert a.times_s[0] is b.times_s[0] and a.values[0] is a.values[1] is b.values[0]
+
+
+def test_a_negative_zero_keeps_its_sign_beside_a_zero() -> None:
+    # 0 and -0.0 are equal keys: shared, the second would read as the first's +0.0.
+    body = {
+        "status": "success",
+        "data": {"resultType": "matrix", "result": [{"values": [[1, 0], [2, -0.0]]}]},
+    }
+    for parsed in (parse_text(json.dumps(body), "f"), parse_response(body, "f")):
+        (one,) = parsed.series
+        assert [math.copysign(1.0, v) for v in one.values] == [1.0, -1.0]

@@ -11,7 +11,9 @@ from joiner.api.errors import InputError
 from joiner.history.queries import QUERIES, render_queries
 from joiner.history.series import HistoryWarnings, QueryRange, Series
 from joiner.history.translate import (
+    ENDS_ONLY,
     Imported,
+    kept_samples,
     objects_from_documents,
     objects_from_files,
     pod_requests,
@@ -582,3 +584,42 @@ def test_a_request_below_0_or_absurd_names_source_and_series(tmp_path: Path, val
     text = str(caught.value)
     assert text.startswith("saved: ") and "pod_container_requests{" in text
     assert f'pod="{first.labels["pod"]}"' in text
+
+
+def _padded(answers: dict[str, list[Series]]) -> dict[str, list[Series]]:
+    """``answers`` with two samples put before every series of an ``ENDS_ONLY`` query: its
+    first value a minute earlier, then an odd value, so each has a sample inside."""
+    out = dict(answers)
+    for name in ENDS_ONLY & set(answers):
+        out[name] = [
+            Series(
+                s.labels,
+                (s.times_s[0] - 60.0, s.times_s[0] - 30.0, *s.times_s),
+                (s.values[0], 7777.0, *s.values),
+            )
+            for s in answers[name]
+        ]
+    return out
+
+
+def test_keeping_only_the_ends_of_the_ends_only_queries_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = _padded(_answers())
+    assert all(len(s.times_s) > 2 for q in ENDS_ONLY for s in answers[q])
+    objects = objects_from_files([_cluster(tmp_path)])
+    reduced = translate(MemorySource(answers), "memory", RANGE, objects)
+    monkeypatch.setattr("joiner.history.translate.ENDS_ONLY", frozenset())
+    whole = translate(MemorySource(answers), "memory", RANGE, objects)
+    for name in ("documents", "traces", "cron_run_s", "nodes", "pods", "region", "cloud"):
+        assert getattr(reduced, name) == getattr(whole, name), name
+    assert reduced.warnings.render() == whole.warnings.render()
+
+
+def test_kept_samples_are_the_first_and_last_of_an_ends_only_query() -> None:
+    s = series({"node": "a"}, [(0, 1), (60, 2), (120, 3), (180, 4)])
+    (ends,) = kept_samples("node_info", [s])
+    assert ends == Series({"node": "a"}, (T0, T0 + 180), (1.0, 4.0))
+    short = series({"node": "b"}, [(0, 1), (60, 2)])
+    assert kept_samples("node_info", [short])[0] is short
+    assert kept_samples("deployment_replicas", [s])[0] is s
