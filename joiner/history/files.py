@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from joiner.api.errors import InputError
+from joiner.api.manifests.yamlio import read_text
 from joiner.history.clean import normalise, series_subject
 from joiner.history.response import Parsed, note_parsed, parse_response, parse_text
 from joiner.history.series import HistoryWarnings, QueryRange, Series
@@ -44,6 +45,11 @@ __all__ = [
 INDEX_FILE = "queries.json"
 
 _HINT = "`joiner import --print-queries` lists each query's name and PromQL"
+
+
+#: The largest answer read, live or saved, in bytes. A week of 500 series at one minute is
+#: about 100 MB.
+MAX_RESPONSE_BYTES = 1 << 30
 
 
 def check_query_name(name: str) -> None:
@@ -120,12 +126,9 @@ def trim(
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", file=str(path)) from exc
+    """A saved response's text, through the one reader, capped as a live answer is
+    (``MAX_RESPONSE_BYTES``)."""
+    return read_text(path, what="saved response", max_bytes=MAX_RESPONSE_BYTES)
 
 
 def _load_json(path: Path) -> Any:

@@ -33,7 +33,13 @@ import httpx2
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
-from joiner.history.files import INDEX_FILE, join_chunks, response_file_name
+from joiner.api.inputfiles import check_not_input
+from joiner.history.files import (
+    INDEX_FILE,
+    MAX_RESPONSE_BYTES,
+    join_chunks,
+    response_file_name,
+)
 from joiner.history.response import note_parsed, parse_text
 from joiner.history.series import HistoryWarnings, QueryRange, Series
 
@@ -48,9 +54,6 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 #: The longest ``Retry-After`` (in seconds) honoured between two tries.
 MAX_RETRY_AFTER_S = 60.0
-
-#: The largest answer read, in bytes. A week of 500 series at one minute is about 100 MB.
-MAX_RESPONSE_BYTES = 1 << 30
 
 #: The longest one answer may take to arrive in full, in seconds.
 RESPONSE_DEADLINE_S = 600.0
@@ -384,6 +387,7 @@ class PrometheusSource:
     def _save(self, name: str, chunk: int | None, raw: bytes) -> str:
         assert self.save_dir is not None
         file_name = response_file_name(name, chunk)
+        check_not_input(self.save_dir / file_name, field="--save-responses")
         try:
             self.save_dir.mkdir(parents=True, exist_ok=True)
             if chunk in (None, 0):
@@ -401,10 +405,13 @@ class PrometheusSource:
         """Remove an earlier save of ``name`` in the other layout (whole or chunked)."""
         assert self.save_dir is not None
         if not whole:
-            (self.save_dir / response_file_name(name)).unlink(missing_ok=True)
+            stale = self.save_dir / response_file_name(name)
+            check_not_input(stale, field="--save-responses")
+            stale.unlink(missing_ok=True)
             return
         k = 0
         while (part := self.save_dir / response_file_name(name, k)).is_file():
+            check_not_input(part, field="--save-responses")
             part.unlink()
             k += 1
 
@@ -420,6 +427,7 @@ class PrometheusSource:
             self._saved = _earlier_queries(path, window)
         self._saved[name] = {"promql": promql, "files": files, "step_s": step_s}
         index = {"range": window, "queries": self._saved}
+        check_not_input(path, field="--save-responses")
         try:
             path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         except OSError as exc:
