@@ -173,6 +173,8 @@ class _Solve(OnExisting):
         self._dead: dict[DeadKey, BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
         self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
+        #: Per template (by id: the pods hold them for the solve), ``_headroom_need``.
+        self._needs: dict[int, IntArray] = {}
         #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
         #: tolerated, volume terms) -> the first term
         #: of the pod's node selection the node admits, None if its taints or labels refuse.
@@ -286,7 +288,7 @@ class _Solve(OnExisting):
         # A NodeClaim with less headroom than the pod requests on cpu, memory or pods fails
         # ``_add`` on resources whatever else it checks (requests only grow and options only
         # narrow, so it stays so); its reasons would go to ``scratch``, unread.
-        mask &= (index.headroom[:n] >= _headroom_need(attempt.pod.template)).all(axis=1)
+        mask &= (index.headroom[:n] >= self._headroom_need(attempt.pod.template)).all(axis=1)
         # Pre-filter on topology with the first term's summary (exact checks follow in _add).
         summary = self._summary(attempt, attempt.terms[0])
         if summary.fail is not None:
@@ -325,6 +327,13 @@ class _Solve(OnExisting):
             if outcome is None:
                 dead[i] = True
         return False
+
+    def _headroom_need(self, t: PodTemplate) -> IntArray:
+        """``_headroom_need(t)``, once per template."""
+        found = self._needs.get(id(t))
+        if found is None:
+            found = self._needs[id(t)] = _headroom_need(t)
+        return found
 
     def _try_new_claim(self, attempt: _Attempt) -> bool:
         for pool in self.pools:
