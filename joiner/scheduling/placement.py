@@ -27,7 +27,7 @@ from joiner.api.objects import (
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
 from joiner.scheduling.base import NodeBase
-from joiner.scheduling.pool import IntArray, PreparedPool
+from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool
 from joiner.scheduling.topology import Active, Summary
 from joiner.scheduling.types import BoundPod, ExistingNode, NodePoolTemplate, PodRequest
 
@@ -105,6 +105,10 @@ class _ClaimIndex:
         self.host: dict[int, IntArray] = {}
         #: ``existing.DeadKey`` -> the NodeClaims that can never take such a pod.
         self.dead: dict[tuple[object, ...], npt.NDArray[np.bool_]] = {}
+        #: Per NodeClaim, its headroom on ``HEADROOM`` (cpu, memory, pods): the most any of
+        #: its options offers after DaemonSet overhead, less its pods' requests. A pod
+        #: requesting more of one of them fits none of its options (set at every commit).
+        self.headroom = np.zeros((self.capacity, len(HEADROOM)), dtype=np.int64)
 
     def _grow(self) -> None:
         old = self.capacity
@@ -119,6 +123,9 @@ class _ClaimIndex:
         self.codes = {k: widen(v, -1) for k, v in self.codes.items()}
         self.host = {k: widen(v, 0) for k, v in self.host.items()}
         self.dead = {k: widen(v, False) for k, v in self.dead.items()}
+        headroom = np.zeros((self.capacity, len(HEADROOM)), dtype=np.int64)
+        headroom[:old] = self.headroom
+        self.headroom = headroom
 
     def append(self) -> None:
         if self.n == self.capacity:

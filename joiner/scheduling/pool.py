@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from joiner.api import labels
+from joiner.api import labels, quantity
 from joiner.api.objects import HostPort, NodePool, PodTemplate, Taint
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirement, Requirements
@@ -26,6 +26,10 @@ from joiner.scheduling.daemonsets import host_ports_on_pool, overhead_by_type
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
+
+#: Resources every prepared pool has (``_prepare``): a NodeClaim's headroom on them is an
+#: array over all NodeClaims of a solve (``placement._ClaimIndex.headroom``).
+HEADROOM = (quantity.CPU, quantity.MEMORY, quantity.PODS)
 
 #: The key ``PreparedPool._offered_by`` holds once built (no zone is empty).
 _BUILT = ("", "")
@@ -228,6 +232,8 @@ class PreparedPool:
 
     def __post_init__(self) -> None:
         self._index = {r: i for i, r in enumerate(self.resources)}
+        #: The columns of ``HEADROOM`` in ``resources``.
+        self.headroom_columns = np.array([self._index[r] for r in HEADROOM], dtype=np.int64)
 
 
 #: Prepared pools by (NodePool, instance-type identities, DaemonSets, extra resources), with
@@ -301,9 +307,7 @@ def _prepare(
     ]
     overhead = overhead_by_type(nodepool, types, daemonsets)
     names = sorted(
-        {k for it in types for k in it.allocatable}
-        | set(extra_resources)
-        | {"cpu", "memory", "pods"}
+        {k for it in types for k in it.allocatable} | set(extra_resources) | set(HEADROOM)
     )
     index = {r: i for i, r in enumerate(names)}
     net = np.zeros((len(types), len(names)), dtype=np.int64)

@@ -26,7 +26,9 @@ taints are tolerated.
 
 Speed: identical replicas share one ``PodTemplate``; a target that failed a template for a
 reason that can only get worse (resources, requirements, taints, ports, anti-affinity on its
-own hostname) is never tried again for it; instance-type filtering is numpy (``pool``).
+own hostname) is never tried again for it; NodeClaims whose best option has less cpu,
+memory or pods left than a pod requests are not tried for it (``_ClaimIndex.headroom``);
+instance-type filtering is numpy (``pool``).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from joiner.scheduling.placement import (
     domain_universe,
     order_by_weight,
 )
-from joiner.scheduling.pool import IntArray, PreparedPool, prepare
+from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool, prepare
 from joiner.scheduling.reservations import Reservations
 from joiner.scheduling.room import BoolArray, FreeRoom
 from joiner.scheduling.stop import StopCheck, Stopped
@@ -171,6 +173,8 @@ class _Solve(OnExisting):
         self._dead: dict[DeadKey, BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
         self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
+        #: Per template (by id: the pods hold them for the solve), ``_headroom_need``.
+        self._needs: dict[int, IntArray] = {}
         #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
         #: tolerated, volume terms) -> the first term
         #: of the pod's node selection the node admits, None if its taints or labels refuse.
@@ -281,6 +285,10 @@ class _Solve(OnExisting):
             return False
         dead = index.dead_mask(dead_key(attempt))
         mask = ~dead[:n]
+        # A NodeClaim with less headroom than the pod requests on cpu, memory or pods fails
+        # ``_add`` on resources whatever else it checks (requests only grow and options only
+        # narrow, so it stays so); its reasons would go to ``scratch``, unread.
+        mask &= (index.headroom[:n] >= self._headroom_need(attempt.pod.template)).all(axis=1)
         # Pre-filter on topology with the first term's summary (exact checks follow in _add).
         summary = self._summary(attempt, attempt.terms[0])
         if summary.fail is not None:
@@ -319,6 +327,13 @@ class _Solve(OnExisting):
             if outcome is None:
                 dead[i] = True
         return False
+
+    def _headroom_need(self, t: PodTemplate) -> IntArray:
+        """``_headroom_need(t)``, once per template."""
+        found = self._needs.get(id(t))
+        if found is None:
+            found = self._needs[id(t)] = _headroom_need(t)
+        return found
 
     def _try_new_claim(self, attempt: _Attempt) -> bool:
         for pool in self.pools:
@@ -506,6 +521,8 @@ class _Solve(OnExisting):
         self.topology.record(t, domains)
         index = self.index
         index.pods[claim.index] = len(claim.pods)
+        columns = claim.pool.headroom_columns
+        index.headroom[claim.index] = claim.pool.net[cand][:, columns].max(axis=0) - need[columns]
         index.set_domains(claim.index, final)
         for g in self.topology.groups_matching(t):
             if g.key == labels.HOSTNAME:
@@ -533,6 +550,12 @@ class _Solve(OnExisting):
             pods=tuple(claim.pods),
             requests=requests,
         )
+
+
+def _headroom_need(t: PodTemplate) -> IntArray:
+    """``t``'s requests on ``pool.HEADROOM`` (as ``PreparedPool.vector`` counts them: only
+    positive ones)."""
+    return np.array([max(t.requests.get(r, 0), 0) for r in HEADROOM], dtype=np.int64)
 
 
 __all__ = ["InstanceType", "Scheduler"]

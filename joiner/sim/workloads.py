@@ -93,6 +93,18 @@ def load_trace(
         InputError: missing file, wrong header, or a bad row (named by line number).
     """
     text = read_text(path, what="trace")
+    values = _clean_values(text)
+    if values is None:
+        values = _values_by_row(text, path)
+    return Trace(values, target_per_replica, min_replicas, max_replicas, str(path))
+
+
+def _values_by_row(text: str, path: Path) -> tuple[float, ...]:
+    """The values of trace ``text`` (read from ``path``), read as CSV row by row.
+
+    Raises:
+        InputError: wrong header or a bad row (named by line number), or no rows.
+    """
     values: list[float] = []
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
@@ -138,7 +150,44 @@ def load_trace(
         raise InputError(f"not a CSV file: {exc}", file=str(path)) from exc
     if not values:
         raise InputError("trace has no rows", file=str(path))
-    return Trace(tuple(values), target_per_replica, min_replicas, max_replicas, str(path))
+    return tuple(values)
+
+
+#: A trace in its plain form: the header, then rows ``<minute>,<value>`` each ending in a
+#: newline (the last may not), no spaces, quotes or blank lines. What this admits, the
+#: ``csv`` reading of ``_values_by_row`` reads alike, row for row. ``_NUMBER`` with
+#: possessive quantifiers: each is followed by a character it cannot take, so they match
+#: the same text, without keeping places to backtrack to.
+_CLEAN = re.compile(
+    r"minute,value\n"
+    r"(?:[0-9]{1,9},[0-9]++(?:\.[0-9]*+)?+(?:[eE][+-]?[0-9]++)?+\n)*+"
+    rf"(?:[0-9]{{1,9}},{_NUMBER.pattern})?",
+    re.ASCII,
+)
+#: ``str(m)`` for m = 0, 1, ... (grown as traces need).
+_MINUTES: list[str] = []
+
+
+def _clean_values(text: str) -> tuple[float, ...] | None:
+    """The values of a trace in its plain form (``_CLEAN``) whose minutes are written 0, 1,
+    ... (no leading zeros) and whose values are finite, with at least one row; None for any
+    other text (then ``_values_by_row`` reads it and names the first bad line). One pattern
+    match, one comparison and one conversion over the whole text instead of checks per row."""
+    if not _CLEAN.fullmatch(text):
+        return None
+    body = text[len("minute,value\n") :].removesuffix("\n")
+    if not body:
+        return None
+    cells = body.replace("\n", ",").split(",")
+    rows = len(cells) // 2
+    if len(_MINUTES) < rows:
+        _MINUTES.extend(str(m) for m in range(len(_MINUTES), rows))
+    if cells[0::2] != _MINUTES[:rows]:
+        return None
+    values = tuple(map(float, cells[1::2]))
+    if math.inf in values:  # a number beyond float's range
+        return None
+    return values
 
 
 class DeploymentController:
