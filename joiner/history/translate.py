@@ -44,6 +44,7 @@ from joiner.api.manifests.yamlio import read_documents
 from joiner.history.clean import series_subject
 from joiner.history.queries import NODE_LABELS, QUERIES, query_step
 from joiner.history.series import HistoryWarnings, QueryRange, Series, SeriesSource
+from joiner.history.start import StartNode, start_objects
 from joiner.sim.asrun_files import AsRunNode, AsRunPod
 
 #: Kinds left out of the copied objects: the cluster's state at the time of the dump
@@ -131,6 +132,9 @@ class Imported:
     #: ``spec.cloud`` subnets and security groups the EC2NodeClasses' selectors match, or
     #: None (the simulation's default VPC).
     cloud: Mapping[str, Any] | None = None
+    #: The cluster at the range's start (``joiner.history.start``): v1 Nodes then Pods;
+    #: empty for an empty start.
+    start: tuple[dict[str, Any], ...] = ()
 
 
 def minutes_of(rng: QueryRange) -> int:
@@ -217,13 +221,15 @@ def translate(
     region: str | None = None,
     progress: Callable[[str], None] | None = None,
     warnings: HistoryWarnings | None = None,
+    empty_start: bool = False,
 ) -> Imported:
     """Read every query of the catalog from ``source`` and translate the answers.
 
     ``source_name`` names the source in errors (the URL or the saved file). ``region``
     overrides the one derived from the nodes' zones. ``progress`` receives one line per
     query read. ``warnings``: the collector to add to (the source's own, so one list
-    holds reading and translation); a new one when omitted.
+    holds reading and translation); a new one when omitted. ``empty_start``: leave the
+    cluster at the start (``Imported.start``) empty, as before it was read.
 
     Raises:
         InputError: no query returned a single series (no kube-state-metrics history),
@@ -257,9 +263,10 @@ def translate(
     check_replicas(traces, rng, source_name)
     nodes = h.nodes()
     region = region or region_of(nodes)
+    documents = h.documents(objects.documents, skip_jobs)
     return Imported(
         range=rng,
-        documents=h.documents(objects.documents, skip_jobs),
+        documents=documents,
         traces=traces,
         cron_run_s=h.cron_runs(),
         nodes=nodes,
@@ -267,6 +274,7 @@ def translate(
         region=region,
         warnings=warnings,
         cloud=vpc_for(objects.manifests, _zones(nodes, region), warnings),
+        start=() if empty_start else h.start(documents, region),
     )
 
 
@@ -406,6 +414,8 @@ class _History:
         self.ms = manifests
         self.w = warnings
         self.dropped_jobs: set[str] = set()
+        #: The as-run nodes with their labels and provider IDs (filled by ``nodes``).
+        self.start_nodes: list[StartNode] = []
 
     # -- workloads ----------------------------------------------------------------------
 
@@ -735,9 +745,17 @@ class _History:
         dumped = {n.name: dict(n.labels) for n in self.ms.nodes}
         out = []
         for name, (first, last, provider) in sorted(seen.items()):
+            ended = ended_before_end(last, self.rng)
+            if ended and last <= self.rng.start_s:
+                self.w.add(
+                    "gone-at-start node",
+                    name,
+                    "left out: seen only at the range's first evaluation (deleted before "
+                    "the start, or within a step of it)",
+                )
+                continue
             node_labels = self._node_labels(name, labels.get(name, {}), dumped.get(name, {}))
             start = created.get(name, first) - self.rng.start_s
-            ended = ended_before_end(last, self.rng)
             out.append(
                 AsRunNode(
                     node=name,
@@ -750,7 +768,19 @@ class _History:
                     end_s=max(0.0, last - self.rng.start_s) if ended else None,
                 )
             )
+            kube_labels = {k: node_labels[n] for k, n in NODE_LABELS.items() if node_labels.get(n)}
+            self.start_nodes.append(StartNode(out[-1], kube_labels, provider))
         return tuple(out)
+
+    def start(
+        self, documents: Sequence[Mapping[str, Any]], region: str | None
+    ) -> tuple[dict[str, Any], ...]:
+        """The cluster at the range's start (``joiner.history.start``), after ``nodes``."""
+        kinds = {_key(s.labels, "pod"): s.labels.get("owner_kind", "") for s in self.a["pod_owner"]}
+        owners = {pod: (kinds.get(pod, ""), key) for pod, key in self.pod_workloads().items()}
+        return start_objects(
+            self.start_nodes, self.a["pod_node"], owners, documents, self.rng, region, self.w
+        )
 
     def _node_labels(
         self, node: str, history: Mapping[str, str], dumped: Mapping[str, str]
