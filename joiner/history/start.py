@@ -7,14 +7,15 @@
 * **Nodes**: the as-run nodes alive at the start (created at or before it, not gone by it)
   of a NodePool the objects hold (``karpenter.sh/nodepool``). Each is written with the
   labels the history gives it (instance type, zone, capacity type, NodePool,
-  ``kubernetes.io/hostname``, the region, the architecture and OS of its instance type)
-  and its provider ID, and becomes an adopted NodeClaim of its NodePool, sized as the
-  simulation sizes its instance type. Other nodes (an EKS managed node group's, a
-  self-managed one, a NodePool the objects lack) are left out (counted): the simulation
-  would keep them as static capacity that neither Joiner nor the Cluster Autoscaler
-  baseline launches, removes or prices, while the as-run row prices them; left out, their
-  pods start pending and every row pays for the capacity that runs them. A node whose
-  instance type the packaged catalog does not know is left out too (counted).
+  ``kubernetes.io/hostname``, the region, the architecture and OS of its instance type),
+  its NodePool's template labels and taints (a node it launched has them; without them
+  the node reads as drifted) and its provider ID, and becomes an adopted NodeClaim of its
+  NodePool, sized as the simulation sizes its instance type. Other nodes (an EKS managed
+  node group's, a self-managed one, a NodePool the objects lack) are left out (counted):
+  the simulation would keep them as static capacity that neither Joiner nor the Cluster
+  Autoscaler baseline launches, removes or prices, while the as-run row prices them; left
+  out, their pods start pending and every row pays for the capacity that runs them. A
+  node whose instance type the packaged catalog does not know is left out too (counted).
 * **Pods**: the pods ``kube_pod_info`` shows running at the start (query ``pod_node``,
   asked hourly with ``last_over_time``: a pod with a sample at the range's first
   evaluation and at a later one lived across the start; one seen only at the first had
@@ -96,7 +97,7 @@ def start_objects(
     ``warnings``.
     """
     pools = {
-        str((d.get("metadata") or {}).get("name", ""))
+        str((d.get("metadata") or {}).get("name", "")): _template(d)
         for d in documents
         if d.get("kind") in ("NodePool", "Provisioner")
     }
@@ -108,11 +109,32 @@ def start_objects(
 # -- nodes ----------------------------------------------------------------------------
 
 
+def _template(pool: Mapping[str, Any]) -> tuple[dict[str, str], list[Any]]:
+    """The labels and taints a NodePool (or a legacy Provisioner) puts on its nodes
+    (``spec.template.metadata.labels``, ``spec.template.spec.taints``), which a node it
+    launched carries: without them the node reads as drifted."""
+    spec = pool.get("spec") or {}
+    if pool.get("kind") == "NodePool":
+        template = spec.get("template") or {}
+        found_labels = (template.get("metadata") or {}).get("labels")
+        taints = (template.get("spec") or {}).get("taints")
+    else:
+        found_labels, taints = spec.get("labels"), spec.get("taints")
+    return (
+        {str(k): str(v) for k, v in (found_labels or {}).items()},
+        [copy.deepcopy(t) for t in taints or []],
+    )
+
+
 def _node_documents(
-    nodes: Sequence[StartNode], pools: set[str], region: str, warnings: HistoryWarnings
+    nodes: Sequence[StartNode],
+    pools: Mapping[str, tuple[dict[str, str], list[Any]]],
+    region: str,
+    warnings: HistoryWarnings,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
-    """The Nodes at the start of the NodePools ``pools``, and each one's allocatable (cpu
-    millicores, memory bytes, pods) as the catalog sizes it."""
+    """The Nodes at the start of the NodePools ``pools`` (name -> template labels and
+    taints), and each one's allocatable (cpu millicores, memory bytes, pods) as the
+    catalog sizes it."""
     from joiner.cloudprovider.catalog import Catalog
     from joiner.cloudprovider.instancetype import build_instance_type
 
@@ -142,7 +164,8 @@ def _node_documents(
             )
             continue
         info = catalog.info(rec.instance_type)
-        node_labels = {k: v for k, v in n.labels.items() if v}
+        pool_labels, taints = pools[pool]
+        node_labels = {**pool_labels, **{k: v for k, v in n.labels.items() if v}}
         node_labels[wk.INSTANCE_TYPE] = rec.instance_type
         node_labels[wk.HOSTNAME] = rec.node
         node_labels.setdefault(wk.ARCH, info.architecture)
@@ -158,6 +181,8 @@ def _node_documents(
             "metadata": {"name": rec.node, "labels": dict(sorted(node_labels.items()))},
             "spec": {"providerID": n.provider_id} if n.provider_id else {},
         }
+        if taints:
+            doc["spec"]["taints"] = taints
         it = build_instance_type(catalog, info, region, [])
         room[rec.node] = {k: it.allocatable.get(k, 0) for k in _FITTED}
         out.append(doc)

@@ -283,3 +283,19 @@ def test_the_start_is_the_same_bytes_every_time(tmp_path: Path) -> None:
         path = write_scenario(_imported(tmp_path / run), tmp_path / f"out{run}")
         written.append((path.parent / "start.yaml").read_bytes())
     assert written[0] == written[1]
+
+
+def test_a_nodepool_node_carries_its_template_labels_and_taints(tmp_path: Path) -> None:
+    # Without them the adopted node would read as drifted (``drift._template_drift``).
+    cluster = CLUSTER.replace(
+        "  template:\n    spec:\n",
+        "  template:\n    metadata: {labels: {team: web}}\n    spec:\n"
+        "      taints: [{key: dedicated, value: web, effect: NoSchedule}]\n",
+        1,
+    )
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(cluster)
+    imported = translate(MemorySource(_answers()), "memory", RANGE, objects_from_files([dump]))
+    a = _by_kind(imported, "Node")["a"]
+    assert a["metadata"]["labels"]["team"] == "web"
+    assert a["spec"]["taints"] == [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}]
