@@ -3,8 +3,9 @@
 ``translate`` runs every query of ``joiner.history.queries`` through a ``SeriesSource`` and
 turns the answers into an ``Imported``: per workload its replica history per minute (a
 trace the Scenario replays with ``targetPerReplica: 1``), the CronJobs' observed run times,
-the objects to simulate (a copy of the cluster's, cleaned of its current state), and the
-as-run record (the nodes that really ran, the pods' creation and scheduling times).
+the objects to simulate (a copy of the cluster's, cleaned of its current state), the
+as-run record (the nodes that really ran, the pods' creation and scheduling times) and
+the cluster at the range's start (``joiner.history.start``).
 
 Resampling to minutes: minute ``m`` covers ``[start + 60 m, start + 60 (m + 1))``; its value
 is the largest sample in it; a minute without a sample holds the previous one while the
@@ -48,8 +49,9 @@ from joiner.history.start import StartNode, start_objects
 from joiner.sim.asrun_files import AsRunNode, AsRunPod
 
 #: Kinds left out of the copied objects: the cluster's state at the time of the dump
-#: (nodes, NodeClaims, pods) is not the state at the start of the range, and an HPA's
-#: decisions are replayed as its target's replicas.
+#: (nodes, NodeClaims, pods) is not the state at the start of the range (which
+#: ``joiner.history.start`` reads from the history), and an HPA's decisions are replayed
+#: as its target's replicas.
 DROPPED_KINDS = frozenset({"Node", "NodeClaim", "Pod", "HorizontalPodAutoscaler"})
 
 #: Workload kinds whose replica history is replayed.
@@ -654,7 +656,8 @@ class _History:
             self.w.add(
                 "dropped current-state object",
                 f"{d.get('kind')}/{meta.get('name', '')}",
-                "the replay starts without them; HPAs replayed as their targets' replicas",
+                "the dump's state is today's, not the range's start (start.yaml holds the "
+                "history's); HPAs replayed as their targets' replicas",
             )
         return tuple(kept)
 
