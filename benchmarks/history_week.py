@@ -826,8 +826,9 @@ def write_job_series(cluster: Cluster, w: OpenMetricsWriter) -> None:
 
 
 def write_pod_series(cluster: Cluster, w: OpenMetricsWriter) -> None:
-    """``kube_pod_owner``, ``kube_pod_created``, ``kube_pod_status_scheduled_time`` (from
-    scheduling) and ``kube_pod_container_resource_requests`` (cpu in cores, memory in bytes;
+    """``kube_pod_owner``, ``kube_pod_created``, ``kube_pod_status_scheduled_time`` and
+    ``kube_pod_info`` (its ``node``; both from scheduling) and
+    ``kube_pod_container_resource_requests`` (cpu in cores, memory in bytes;
     the ``node`` label once scheduled), and for pods with a sidecar its
     ``kube_pod_init_container_info`` (``restart_policy="Always"``) and
     ``kube_pod_init_container_resource_requests``. ``kube_pod_status_phase`` (five series
@@ -852,6 +853,10 @@ def write_pod_series(cluster: Cluster, w: OpenMetricsWriter) -> None:
     for p in pods:
         grid = _grid(cluster, p.scheduled_s, p.end_s)
         w.constant("kube_pod_status_scheduled_time", _labels(**ident(p)), p.scheduled_s, grid)
+    w.family("kube_pod_info")
+    for p in pods:
+        grid = _grid(cluster, p.scheduled_s, p.end_s)
+        w.constant("kube_pod_info", _labels(**ident(p), node=p.node), 1, grid)
     w.family("kube_pod_container_resource_requests")
     for p in pods:
         grid = _grid(cluster, p.scheduled_s, p.end_s)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -208,6 +209,14 @@ def import_(
         typer.Option(help="Also save every raw response here, as --from-file reads them."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Write into a non-empty --out.")] = False,
+    empty_start: Annotated[
+        bool,
+        typer.Option(
+            "--empty-start",
+            help="Start every simulated policy from an empty cluster, not from the nodes "
+            "and pods the history shows running at --start (start.yaml).",
+        ),
+    ] = False,
     verbose: Verbose = False,
 ) -> None:
     """Import a cluster's history from Prometheus (kube-state-metrics series) and its
@@ -232,6 +241,7 @@ def import_(
             force=force,
             verbose=verbose,
             inputs=files or [],
+            empty_start=empty_start,
         )
     except InputError as exc:
         fail(exc)
@@ -271,9 +281,11 @@ def _run(
     force: bool,
     verbose: bool,
     inputs: list[Path],
+    empty_start: bool = False,
 ) -> None:
     """Read, translate, write (over none of ``inputs``, the ``-f`` files, nor the other
-    files read); print the warnings and the next command.
+    files read); print the warnings and the next command. ``empty_start``: no
+    ``start.yaml`` (``translate``'s).
 
     Raises:
         InputError: from any step.
@@ -299,6 +311,7 @@ def _run(
         region=region,
         progress=lambda line: err.print(printable(line), highlight=False),
         warnings=warnings,
+        empty_start=empty_start,
     )
     read = [*inputs, *(p for p in (sources[1], *auth) if isinstance(p, Path))]
     path = write_scenario(imported, out_dir, force=force, inputs=read)
@@ -306,7 +319,23 @@ def _run(
     print_warnings(imported.warnings.render(), verbose=verbose)
     out.print(
         f"wrote {printable(str(path))}: {len(imported.traces)} workload traces, "
-        f"{len(imported.nodes)} as-run nodes, {len(imported.pods)} pods",
+        f"{len(imported.nodes)} as-run nodes, {len(imported.pods)} pods; "
+        f"{_start_text(imported.start)}",
         highlight=False,
     )
     out.print(f"next: joiner simulate {printable(str(path))}", highlight=False)
+
+
+def _start_text(start: Sequence[Mapping[str, Any]]) -> str:
+    """What ``start.yaml`` holds, for the closing line."""
+    from joiner.api.grouping import plural
+
+    if not start:
+        return "an empty cluster at the start"
+    nodes = sum(1 for d in start if d.get("kind") == "Node")
+    pods = [d for d in start if d.get("kind") == "Pod"]
+    bound = sum(1 for d in pods if (d.get("spec") or {}).get("nodeName"))
+    return (
+        f"at the start {plural(nodes, 'node')} and {plural(len(pods), 'pod')} "
+        f"({bound} bound) in start.yaml"
+    )

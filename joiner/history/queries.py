@@ -185,6 +185,13 @@ QUERIES: tuple[Query, ...] = (
         PER_OBJECT_STEP_S,
     ),
     Query(
+        "pod_node",
+        "kube_pod_info",
+        "max by (namespace, pod, node) (last_over_time(kube_pod_info[1h]))",
+        "the node a pod ran on (empty while pending): the pods running at the start",
+        PER_OBJECT_STEP_S,
+    ),
+    Query(
         "node_info",
         "kube_node_info",
         "max by (node, provider_id) (kube_node_info)",

@@ -3,8 +3,9 @@
 ``translate`` runs every query of ``joiner.history.queries`` through a ``SeriesSource`` and
 turns the answers into an ``Imported``: per workload its replica history per minute (a
 trace the Scenario replays with ``targetPerReplica: 1``), the CronJobs' observed run times,
-the objects to simulate (a copy of the cluster's, cleaned of its current state), and the
-as-run record (the nodes that really ran, the pods' creation and scheduling times).
+the objects to simulate (a copy of the cluster's, cleaned of its current state), the
+as-run record (the nodes that really ran, the pods' creation and scheduling times) and
+the cluster at the range's start (``joiner.history.start``).
 
 Resampling to minutes: minute ``m`` covers ``[start + 60 m, start + 60 (m + 1))``; its value
 is the largest sample in it; a minute without a sample holds the previous one while the
@@ -44,11 +45,13 @@ from joiner.api.manifests.yamlio import read_documents
 from joiner.history.clean import series_subject
 from joiner.history.queries import NODE_LABELS, QUERIES, query_step
 from joiner.history.series import HistoryWarnings, QueryRange, Series, SeriesSource
+from joiner.history.start import StartNode, start_objects
 from joiner.sim.asrun_files import AsRunNode, AsRunPod
 
 #: Kinds left out of the copied objects: the cluster's state at the time of the dump
-#: (nodes, NodeClaims, pods) is not the state at the start of the range, and an HPA's
-#: decisions are replayed as its target's replicas.
+#: (nodes, NodeClaims, pods) is not the state at the start of the range (which
+#: ``joiner.history.start`` reads from the history), and an HPA's decisions are replayed
+#: as its target's replicas.
 DROPPED_KINDS = frozenset({"Node", "NodeClaim", "Pod", "HorizontalPodAutoscaler"})
 
 #: Workload kinds whose replica history is replayed.
@@ -131,6 +134,9 @@ class Imported:
     #: ``spec.cloud`` subnets and security groups the EC2NodeClasses' selectors match, or
     #: None (the simulation's default VPC).
     cloud: Mapping[str, Any] | None = None
+    #: The cluster at the range's start (``joiner.history.start``): v1 Nodes then Pods;
+    #: empty for an empty start.
+    start: tuple[dict[str, Any], ...] = ()
 
 
 def minutes_of(rng: QueryRange) -> int:
@@ -257,13 +263,15 @@ def translate(
     region: str | None = None,
     progress: Callable[[str], None] | None = None,
     warnings: HistoryWarnings | None = None,
+    empty_start: bool = False,
 ) -> Imported:
     """Read every query of the catalog from ``source`` and translate the answers.
 
     ``source_name`` names the source in errors (the URL or the saved file). ``region``
     overrides the one derived from the nodes' zones. ``progress`` receives one line per
     query read. ``warnings``: the collector to add to (the source's own, so one list
-    holds reading and translation); a new one when omitted.
+    holds reading and translation); a new one when omitted. ``empty_start``: leave the
+    cluster at the start (``Imported.start``) empty, as before it was read.
 
     Raises:
         InputError: no query returned a single series (no kube-state-metrics history),
@@ -297,9 +305,10 @@ def translate(
     check_replicas(traces, rng, source_name)
     nodes = h.nodes()
     region = region or region_of(nodes)
+    documents = h.documents(objects.documents, skip_jobs)
     return Imported(
         range=rng,
-        documents=h.documents(objects.documents, skip_jobs),
+        documents=documents,
         traces=traces,
         cron_run_s=h.cron_runs(),
         nodes=nodes,
@@ -307,6 +316,7 @@ def translate(
         region=region,
         warnings=warnings,
         cloud=vpc_for(objects.manifests, _zones(nodes, region), warnings),
+        start=() if empty_start else h.start(documents, region),
     )
 
 
@@ -446,6 +456,8 @@ class _History:
         self.ms = manifests
         self.w = warnings
         self.dropped_jobs: set[str] = set()
+        #: The as-run nodes with their labels and provider IDs (filled by ``nodes``).
+        self.start_nodes: list[StartNode] = []
 
     # -- workloads ----------------------------------------------------------------------
 
@@ -684,7 +696,8 @@ class _History:
             self.w.add(
                 "dropped current-state object",
                 f"{d.get('kind')}/{meta.get('name', '')}",
-                "the replay starts without them; HPAs replayed as their targets' replicas",
+                "the dump's state is today's, not the range's start (start.yaml holds the "
+                "history's); HPAs replayed as their targets' replicas",
             )
         return tuple(kept)
 
@@ -775,9 +788,17 @@ class _History:
         dumped = {n.name: dict(n.labels) for n in self.ms.nodes}
         out = []
         for name, (first, last, provider) in sorted(seen.items()):
+            ended = ended_before_end(last, self.rng)
+            if ended and last <= self.rng.start_s:
+                self.w.add(
+                    "gone-at-start node",
+                    name,
+                    "left out: seen only at the range's first evaluation (deleted before "
+                    "the start, or within a step of it)",
+                )
+                continue
             node_labels = self._node_labels(name, labels.get(name, {}), dumped.get(name, {}))
             start = created.get(name, first) - self.rng.start_s
-            ended = ended_before_end(last, self.rng)
             out.append(
                 AsRunNode(
                     node=name,
@@ -790,7 +811,19 @@ class _History:
                     end_s=max(0.0, last - self.rng.start_s) if ended else None,
                 )
             )
+            kube_labels = {k: node_labels[n] for k, n in NODE_LABELS.items() if node_labels.get(n)}
+            self.start_nodes.append(StartNode(out[-1], kube_labels, provider))
         return tuple(out)
+
+    def start(
+        self, documents: Sequence[Mapping[str, Any]], region: str | None
+    ) -> tuple[dict[str, Any], ...]:
+        """The cluster at the range's start (``joiner.history.start``), after ``nodes``."""
+        kinds = {_key(s.labels, "pod"): s.labels.get("owner_kind", "") for s in self.a["pod_owner"]}
+        owners = {pod: (kinds.get(pod, ""), key) for pod, key in self.pod_workloads().items()}
+        return start_objects(
+            self.start_nodes, self.a["pod_node"], owners, documents, self.rng, region, self.w
+        )
 
     def _node_labels(
         self, node: str, history: Mapping[str, str], dumped: Mapping[str, str]

@@ -5,6 +5,7 @@ always gives the same bytes)::
 
     scenario.yaml            kind: Scenario; compare [as-run, joiner, cluster-autoscaler]
     objects.yaml             the cluster's objects to simulate (a copy, cleaned)
+    start.yaml               the cluster at the start: its Nodes and Pods (none: not written)
     traces/<ns>/<kind>.<name>.csv   replicas per minute (minute,value) per workload
     as-run/nodes.csv         the nodes that really ran
     as-run/pods.csv          the pods' creation and scheduling times
@@ -117,6 +118,8 @@ def write_scenario(
         "as-run/nodes.csv": _csv(NODES_HEADER, [_node_row(n) for n in imported.nodes]),
         "as-run/pods.csv": _csv(PODS_HEADER, [_pod_row(p) for p in imported.pods]),
     }
+    if imported.start:
+        files["start.yaml"] = yaml.dump_all(list(imported.start), Dumper=_DUMPER, sort_keys=True)
     for tr in imported.traces:
         files[trace_path(tr)] = _trace_csv(tr.values)
     files["scenario.yaml"] = _scenario_yaml(imported, out)
@@ -146,7 +149,7 @@ def _scenario_yaml(imported: Imported, out: Path) -> str:
         spec["region"] = imported.region
     spec["startTime"] = start.isoformat().replace("+00:00", "Z")
     spec["duration"] = _duration(rng.end_s - rng.start_s)
-    spec["manifests"] = ["objects.yaml"]
+    spec["manifests"] = ["objects.yaml", "start.yaml"] if imported.start else ["objects.yaml"]
     if imported.cloud is not None:
         spec["cloud"] = dict(imported.cloud)
     spec["compare"] = ["as-run", "joiner", "cluster-autoscaler"]

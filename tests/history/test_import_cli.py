@@ -68,7 +68,7 @@ def test_import_from_saved_responses_writes_a_scenario(tmp_path: Path) -> None:
     assert f"next: joiner simulate {tmp_path / 'week/scenario.yaml'}" in out.replace("\n", "")
     # The grouped warnings: one line per kind, with what was assumed.
     assert "1 unrecorded workload (kept at the object's replicas" in err
-    assert "[19/19] node_created: 2 series" in err
+    assert "[20/20] node_created: 2 series" in err
 
 
 def test_no_kube_state_metrics_series_exits_2(tmp_path: Path) -> None:
@@ -242,7 +242,7 @@ def test_prometheus_import_saves_responses_that_import_the_same_offline(tmp_path
     offline = sorted(
         p.relative_to(tmp_path / "offline") for p in (tmp_path / "offline").rglob("*.*")
     )
-    assert live == offline and len(live) == 8
+    assert live == offline and len(live) == 9  # start.yaml among them
     for rel in live:
         a = (tmp_path / "live" / rel).read_text().replace("live", "offline")
         assert a == (tmp_path / "offline" / rel).read_text(), rel
@@ -343,3 +343,19 @@ def test_a_path_the_system_refuses_is_exit_2_naming_it(tmp_path: Path) -> None:
         code, _, err = _run(*args)
         assert code == 2, (args, err)
         assert "cannot use: File name too long" in err.replace("\n", ""), err
+
+
+def test_empty_start_writes_no_start_yaml(tmp_path: Path) -> None:
+    saved = _save(_answers(), tmp_path / "saved")
+    args = ["--from-file", str(saved), "--start", START, "--end", END]
+    args += ["-f", str(_cluster(tmp_path))]
+    code, out, err = _run(*args, "--out", str(tmp_path / "started"))
+    assert code == 0, err
+    assert (tmp_path / "started/start.yaml").is_file()
+    assert "at the start 1 node and" in out.replace("\n", " ")
+    code, out, err = _run(*args, "--empty-start", "--out", str(tmp_path / "empty"))
+    assert code == 0, err
+    assert not (tmp_path / "empty/start.yaml").exists()
+    assert "an empty cluster at the start" in out.replace("\n", " ")
+    scenario = (tmp_path / "empty/scenario.yaml").read_text()
+    assert "start.yaml" not in scenario

@@ -80,6 +80,7 @@ def test_every_per_pod_query_looks_back_at_least_its_step() -> None:
         "pod_owner",
         "pod_created",
         "pod_scheduled_time",
+        "pod_node",
     }
     for q in coarse:
         assert q.promql.count("last_over_time(") == 1, q.name

@@ -31,7 +31,8 @@ def test_written_scenario_loads_and_replays_the_history(tmp_path: Path) -> None:
     assert spec["startTime"] == "2025-01-06T00:00:00Z"
     assert spec["duration"] == "2h"
     assert spec["region"] == "us-east-1"
-    assert spec["manifests"] == ["objects.yaml"]
+    # The cluster at the start (node "a", running from before the range) after the objects.
+    assert spec["manifests"] == ["objects.yaml", "start.yaml"]
     assert {
         "deployment": "shop/web",
         "trace": {

@@ -762,3 +762,73 @@ def test_hints_age_on_a_scan_without_pending_pods(tmp_path):
     assert ff.hints == {} and ff.old_hints == {"gone": "n0"}
     rt.autoscaler._scale_up(10.0)
     assert ff.hint("gone") is None
+
+
+RUNNING = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: busy
+  labels:
+    karpenter.sh/nodepool: general
+    karpenter.sh/capacity-type: spot
+    node.kubernetes.io/instance-type: c5.xlarge
+    topology.kubernetes.io/zone: us-east-1a
+spec: {providerID: "aws:///us-east-1a/i-busy"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: idle
+  labels:
+    karpenter.sh/nodepool: general
+    karpenter.sh/capacity-type: on-demand
+    node.kubernetes.io/instance-type: m5.xlarge
+    topology.kubernetes.io/zone: us-east-1b
+spec: {providerID: "aws:///us-east-1b/i-idle"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: group-node
+  labels:
+    eks.amazonaws.com/nodegroup: system
+    node.kubernetes.io/instance-type: m5.large
+    topology.kubernetes.io/zone: us-east-1a
+status:
+  capacity: {cpu: "2", memory: 8Gi, pods: "29"}
+  allocatable: {cpu: 1930m, memory: 7Gi, pods: "29"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: default, labels: {app: web}}
+spec:
+  nodeName: busy
+  containers: [{name: w, image: w, resources: {requests: {cpu: "3", memory: 1Gi}}}]
+status: {phase: Running}
+"""
+
+
+def test_running_nodepool_nodes_join_their_groups_and_an_idle_one_is_scaled_down(tmp_path):
+    # A cluster running before the simulation (an imported history's start): the busy spot
+    # node and the idle on-demand node are members of the groups that could have launched
+    # them, so CA counts them and removes the idle one; the node group's node is static.
+    path = _write(
+        tmp_path, workloads="    - deployment: default/web\n      replicas: 1", duration="30m"
+    )
+    (tmp_path / "running.yaml").write_text(RUNNING)
+    text = path.read_text().replace("[np.yaml, app.yaml]", "[np.yaml, app.yaml, running.yaml]")
+    path.write_text(text)
+    rt = _ca(path)
+    summary = rt.run().summary
+    ca = rt.autoscaler
+    assert ca is not None
+    downs = [e["node"] for e in summary["timeline"] if e["kind"] == SCALE_DOWN]
+    assert downs == ["idle"]
+    # The busy node stays a member of the spot group (the idle one left its group).
+    members = {m: g.name for g in ca.groups for m in g.members}
+    assert members == {"busy": "general-amd64-4cpu-8gib-spot"}
+    assert rt.state.nodes["group-node"].nodeclaim is None
+    assert not rt.state.nodes["group-node"].deleting
+    # The one replica stayed where it ran: no scale-up for it.
+    assert summary["policy"]["stats"]["scaleUps"] == 0

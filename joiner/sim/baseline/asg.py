@@ -110,6 +110,14 @@ class AutoScalingGroups:
             g.launching += 1
             self._clock.after(self._launch_delay(), partial(self._launch, g), label="asg-launch")
 
+    def adopt(self, g: NodeGroup, claim: NodeClaim) -> None:
+        """``claim``, running before the simulation started, is an instance of ``g``: a
+        member, counted in its desired capacity (an ASG's desired capacity counts its
+        running instances)."""
+        g.members.append(claim.name)
+        g.desired = min(g.spec.max_size, g.desired + 1)
+        self._owner[claim.name] = g
+
     def forget(self, g: NodeGroup, claim_name: str) -> None:
         """``claim_name`` is no longer an instance of ``g``."""
         if claim_name in g.members:

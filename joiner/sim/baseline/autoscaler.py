@@ -185,12 +185,55 @@ class ClusterAutoscaler:
     # -- the loop --------------------------------------------------------------------------
 
     def start(self, end_s: float) -> None:
-        """Schedule scans from t=0 to ``end_s``; groups below ``min_size`` grow at once."""
+        """Schedule scans from t=0 to ``end_s``; groups below ``min_size`` grow at once.
+        The NodeClaims running at the start (``sim.running.adopt``) join their groups
+        first (``adopt_running``)."""
         self._end_s = end_s
+        for name in self.adopt_running():
+            log.info("running nodeclaim outside every node group claim=%s", name)
         for g in self.groups:
             if g.desired < g.spec.min_size:
                 self._set_desired(g, g.spec.min_size)
         self._clock.after(0.0, self._tick, label="ca-scan")
+
+    def adopt_running(self) -> list[str]:
+        """Make each live NodeClaim no group owns (adopted from the running cluster) a member
+        of the group that would have launched it: the group of its NodePool whose
+        instance types include its type, whose zones include its zone and whose capacity
+        type may be its (a group with a spot share for spot, one with an on-demand share or
+        base otherwise; the first such group in CA's order: spot groups first), so CA
+        counts it and can scale it down, as CA does with
+        an ASG's running instances. Returns the claims no group fits (they stay, outside
+        CA's groups, as static capacity does)."""
+        left: list[str] = []
+        for claim in sorted(self._state.live_nodeclaims(), key=lambda c: c.name):
+            if self._asgs.owner(claim.name) is not None or claim.instance is None:
+                continue
+            g = self._group_of(claim)
+            if g is None:
+                left.append(claim.name)
+            else:
+                self._asgs.adopt(g, claim)
+        return left
+
+    def _group_of(self, claim: NodeClaim) -> NodeGroup | None:
+        """The first group that could have launched ``claim``'s instance (``adopt_running``)."""
+        assert claim.instance is not None
+        offering = claim.instance.offering
+        spot = offering.capacity_type == "spot"
+        for g in self.groups:
+            if (
+                g.pool.name == claim.nodepool
+                and claim.instance.instance_type.name in g.spec.instance_types
+                and offering.zone in g.zones
+                and (
+                    g.spec.on_demand_percentage < 100
+                    if spot
+                    else g.spec.on_demand_percentage > 0 or g.spec.on_demand_base > 0
+                )
+            ):
+                return g
+        return None
 
     def wake(self) -> None:
         """Something changed (a pod became pending, a node went away): scan at the next tick."""
