@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from joiner.api.decimals import ascii_decimal
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
 from joiner.api.jsontext import parse_json
@@ -77,12 +78,13 @@ def _row_price(text: str, path: Path, field: str) -> float:
     Raises:
         InputError: not a positive finite number (at ``field`` of ``path``).
     """
-    try:
-        price = float(text)
-    except ValueError:
-        price = math.nan
-    if not math.isfinite(price) or price <= 0:
-        raise InputError(f"{text!r} is not a positive price", file=str(path), field=field)
+    price = ascii_decimal(text)
+    if price is None or not math.isfinite(price) or price <= 0:
+        raise InputError(
+            f"{text!r} is not a positive price (an ASCII decimal such as 0.0346)",
+            file=str(path),
+            field=field,
+        )
     return price
 
 

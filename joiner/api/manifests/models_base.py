@@ -85,6 +85,10 @@ Labels = dict[LabelKey, LabelValue]
 
 #: Kubernetes caps replica counts at int32; Joiner simulates at most this many pods per workload.
 MAX_REPLICAS = 100_000
+#: The largest ``format: int32`` and ``format: int64`` values an OpenAPI schema admits (the API
+#: server refuses a larger integer in such a field).
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
 class Model(BaseModel):

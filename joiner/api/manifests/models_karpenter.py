@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool, StrictInt
 
 from joiner.api.manifests.models_base import (
+    INT32_MAX,
+    INT64_MAX,
     Duration,
     Labels,
     Metadata,
@@ -81,7 +83,8 @@ class NodePoolSpec(Strict):
     disruption: Disruption = Field(default_factory=Disruption)
     limits: dict[str, Scalar] = Field(default_factory=dict)
     weight: StrictInt | None = Field(default=None, ge=1, le=100)
-    replicas: Any = None
+    #: A static NodePool's node count (karpenter.sh/v1 NodePool CRD: int64, minimum 0).
+    replicas: StrictInt | None = Field(default=None, ge=0, le=INT64_MAX)
 
 
 class NodePool(Model):
@@ -135,8 +138,8 @@ class NodeClaim(Model):
 
 
 class Kubelet(Strict):
-    maxPods: StrictInt | None = Field(default=None, ge=1)
-    podsPerCore: StrictInt | None = Field(default=None, ge=0)
+    maxPods: StrictInt | None = Field(default=None, ge=1, le=INT32_MAX)
+    podsPerCore: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
     systemReserved: dict[str, Scalar] = Field(default_factory=dict)
     kubeReserved: dict[str, Scalar] = Field(default_factory=dict)
     evictionHard: dict[str, str] = Field(default_factory=dict)

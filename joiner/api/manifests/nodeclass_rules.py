@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 
 from joiner.api import durations, quantity
 from joiner.api import objects as o
+from joiner.api.decimals import ascii_decimal
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
 
@@ -208,10 +209,9 @@ def _reserved(raw: Mapping[str, object], field: str) -> tuple[tuple[str, int], .
 def _threshold(value: str, field: str) -> tuple[int | None, float | None]:
     text = value.strip()
     if text.endswith("%"):
-        try:
-            pct = float(text[:-1])
-        except ValueError as exc:
-            raise InputError(f"{value!r} is not a percentage", field=field) from exc
+        pct = ascii_decimal(text[:-1])
+        if pct is None:
+            raise InputError(f"{value!r} is not a percentage", field=field)
         if not 0 <= pct <= 100:
             raise InputError(f"{value!r} must be a percentage from 0% to 100%", field=field)
         return None, pct

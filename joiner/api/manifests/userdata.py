@@ -24,6 +24,11 @@ from typing import Any
 from joiner.api import jsontext
 from joiner.api.errors import InputError
 
+#: EC2's user data limit: "User data is limited to 16 KB, in raw form, before it is
+#: base64-encoded" (Amazon EC2 User Guide, "Run commands when you launch an EC2 instance with
+#: user data input").
+MAX_USER_DATA_BYTES = 16 * 1024
+
 #: Karpenter's boundary for the archives it writes (``mime.go`` ``boundary``).
 BOUNDARY = "//"
 SHELL_SCRIPT = 'text/x-shellscript; charset="us-ascii"'
@@ -126,10 +131,18 @@ def check(ami_family: str, text: str | None, *, field: str = "spec.userData") ->
     """Reject user data Karpenter-AWS could not merge for ``ami_family`` (module docstring).
 
     Raises:
-        InputError: malformed MIME (AL2, AL2023) or TOML (Bottlerocket).
+        InputError: larger than EC2 takes (``MAX_USER_DATA_BYTES``), or malformed MIME
+            (AL2, AL2023) or TOML (Bottlerocket).
     """
     if not text:
         return
+    size = len(text.encode("utf-8"))
+    if size > MAX_USER_DATA_BYTES:
+        raise InputError(
+            f"user data is {size:,} bytes; EC2 takes at most {MAX_USER_DATA_BYTES:,} "
+            "(16 KB before base64 encoding), and Karpenter adds its bootstrap to it",
+            field=field,
+        )
     if ami_family == "Bottlerocket":
         parse_toml(text, field=field)
     elif ami_family in ("AL2", "AL2023") and is_mime(text):
