@@ -69,3 +69,11 @@ def test_plain_ascii_decimals_are_read(text):
 @pytest.mark.parametrize("text", ["0_05", "０.０５", "٠.٥", " 0.5", "inf", "nan", "0x1p-2", ""])
 def test_other_decimals_are_not(text):
     assert ascii_decimal(text) is None
+
+
+def test_a_buffer_percentage_beyond_int32_is_refused():
+    from tests.sim.test_capacity_buffer import PERCENT_OF_WEB
+
+    with pytest.raises(InputError) as info:
+        load_text(PERCENT_OF_WEB.replace("percentage: 15", f"percentage: {2**31}"))
+    assert "spec.percentage" in str(info.value)

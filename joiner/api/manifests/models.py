@@ -12,6 +12,8 @@ in ``models_karpenter``, the core Kubernetes kinds in ``models_core``.
 from __future__ import annotations
 
 from joiner.api.manifests.models_base import (
+    INT32_MAX,
+    INT64_MAX,
     MAX_REPLICAS,
     Labels,
     Metadata,
@@ -124,6 +126,8 @@ from joiner.api.manifests.models_karpenter import (
 
 __all__ = [
     "EBS",
+    "INT32_MAX",
+    "INT64_MAX",
     "MAX_REPLICAS",
     "AMISelectorTerm",
     "AWSNodeTemplate",
