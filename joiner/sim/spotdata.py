@@ -22,6 +22,7 @@ one warning per file naming them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +35,10 @@ from joiner.api.manifests.yamlio import read_text
 from joiner.cloudprovider.simulated.market import MarketInputs, Pool
 
 #: ProductDescription values Karpenter reads prices from.
+#: A ``SpotPrice`` as the EC2 API writes it: ASCII decimal digits with an optional fraction
+#: ("0.031600"; DescribeSpotPriceHistory's ``SpotPrice`` is a string). ``float`` alone also
+#: reads non-ASCII digits ("٠.٠٤"), underscores ("0.0_42"), exponents and "inf".
+SPOT_PRICE = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 LINUX_PRODUCTS = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
 
 
@@ -75,14 +80,16 @@ def _row_price(text: str, path: Path, field: str) -> float:
     """A row's ``SpotPrice`` in USD per hour.
 
     Raises:
-        InputError: not a positive finite number (at ``field`` of ``path``).
+        InputError: not an ASCII decimal (``SPOT_PRICE``) above zero (at ``field`` of
+            ``path``).
     """
-    try:
-        price = float(text)
-    except ValueError:
-        price = math.nan
+    price = float(text) if SPOT_PRICE.fullmatch(text) else math.nan
     if not math.isfinite(price) or price <= 0:
-        raise InputError(f"{text!r} is not a positive price", file=str(path), field=field)
+        raise InputError(
+            f"{text!r} is not a positive price (an ASCII decimal such as 0.0316)",
+            file=str(path),
+            field=field,
+        )
     return price
 
 
