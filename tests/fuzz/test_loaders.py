@@ -112,6 +112,19 @@ def test_scenario_loader(example: str, tmp_path_factory: pytest.TempPathFactory)
     run()
 
 
+@settings(FUZZ, max_examples=10)
+@given(data=st.data())
+def test_scenario_lint(data: st.DataObject, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``lint SCENARIO`` on a mutated Scenario: exit 0, 1 or 2, never a traceback."""
+    base = tmp_path_factory.mktemp("lint-scenario")
+    for f in (EXAMPLES / "spot-interruptions").iterdir():
+        shutil.copy(f, base / f.name)
+    scenario = _docs(EXAMPLES / "spot-interruptions" / "scenario.yaml")[0]
+    target = base / "fuzz-scenario.yaml"
+    write(target, deepen(yaml.safe_dump(mutate(scenario, data), allow_unicode=True)))
+    invoke(["lint", str(target)])
+
+
 @FUZZ
 @given(data=st.data())
 def test_fis_template_loader(data: st.DataObject) -> None:
