@@ -405,7 +405,11 @@ def _filters(
     """The target's ``filters`` as ``(path, values)``, keeping those on a path Joiner
     filters on (``SUBNET_FILTER_PATHS`` for subnets, else ``FILTER_PATHS``)."""
     filters = []
-    for i, flt in enumerate(t.get("filters") or []):
+    raw = t.get("filters") or []
+    if not isinstance(raw, list):
+        p.add(f"{f}.filters", "must be a list of {path, values: [...]}")
+        raw = []
+    for i, flt in enumerate(raw):
         if (
             not isinstance(flt, dict)
             or not isinstance(flt.get("path"), str)

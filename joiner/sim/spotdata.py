@@ -76,7 +76,8 @@ def _row_price(text: str, path: Path, field: str) -> float:
     """A row's ``SpotPrice`` in USD per hour.
 
     Raises:
-        InputError: not a positive finite number (at ``field`` of ``path``).
+        InputError: not an ASCII decimal (``api.decimals``) above zero (at ``field`` of
+            ``path``).
     """
     price = ascii_decimal(text)
     if price is None or not math.isfinite(price) or price <= 0:

@@ -127,12 +127,31 @@ def parse_toml(text: str, *, field: str = "spec.userData") -> dict[str, Any]:
     return jsontext.parse_toml(text, what="Bottlerocket user data", field=field)
 
 
+def reads_as_node_config(text: str, *, field: str = "spec.userData") -> bool:
+    """Whether AL2023 user data that is not MIME reads as one YAML mapping (or no document):
+    Karpenter-AWS passes such text as an ``application/node.eks.aws`` NodeConfig part and
+    anything else as a shell script (``bootstrap.py``).
+
+    Raises:
+        InputError: YAML nested too deeply to read (a ``RecursionError`` otherwise).
+    """
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    except RecursionError as exc:
+        raise InputError("AL2023 user data is YAML nested too deeply", field=field) from exc
+    return loaded is None or isinstance(loaded, dict)
+
+
 def check(ami_family: str, text: str | None, *, field: str = "spec.userData") -> None:
     """Reject user data Karpenter-AWS could not merge for ``ami_family`` (module docstring).
 
     Raises:
-        InputError: larger than EC2 takes (``MAX_USER_DATA_BYTES``), or malformed MIME
-            (AL2, AL2023) or TOML (Bottlerocket).
+        InputError: larger than EC2 takes (``MAX_USER_DATA_BYTES``), malformed MIME (AL2,
+            AL2023), TOML (Bottlerocket), or AL2023 YAML nested too deeply to read.
     """
     if not text:
         return
@@ -147,3 +166,5 @@ def check(ami_family: str, text: str | None, *, field: str = "spec.userData") ->
         parse_toml(text, field=field)
     elif ami_family in ("AL2", "AL2023") and is_mime(text):
         mime_parts(text, field=field)
+    elif ami_family == "AL2023":
+        reads_as_node_config(text, field=field)

@@ -226,11 +226,10 @@ def _nodeadm_user_parts(nc: NodeClass) -> list[ud.MIMEPart]:
             raise _invalid(nc, exc) from exc
         return [ud.MIMEPart((("Content-Type", p.content_type),), p.body) for p in parts]
     try:
-        loaded = yaml.safe_load(text)
-        content_type = ud.NODE_CONFIG if loaded is None or isinstance(loaded, dict) else None
-    except yaml.YAMLError:
-        content_type = None
-    return [ud.MIMEPart((("Content-Type", content_type or ud.SHELL_SCRIPT),), text)]
+        content_type = ud.NODE_CONFIG if ud.reads_as_node_config(text) else ud.SHELL_SCRIPT
+    except InputError as exc:
+        raise _invalid(nc, exc) from exc
+    return [ud.MIMEPart((("Content-Type", content_type),), text)]
 
 
 def nodeadm(
@@ -241,7 +240,7 @@ def nodeadm(
     ``cluster`` is a ``ClusterInfo`` (name, endpoint, base64 CA, service CIDR).
 
     Raises:
-        InputError: the NodeClass's user data is malformed MIME.
+        InputError: the NodeClass's user data is malformed MIME or YAML nested too deeply.
     """
     config = kubelet_configuration(nc.kubelet)
     config["registerWithTaints"] = [
@@ -279,7 +278,7 @@ def eks_bootstrap(
     """AL2 user data (module docstring): the user's parts, then ``bootstrap.sh``.
 
     Raises:
-        InputError: the NodeClass's user data is malformed MIME.
+        InputError: the NodeClass's user data is malformed MIME or YAML nested too deeply.
     """
     k = nc.kubelet
     lines = [
