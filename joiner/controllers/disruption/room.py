@@ -52,7 +52,7 @@ offers no replacement at all: the replacement would be rejected whatever its pri
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -270,21 +270,47 @@ class Room:
             room -= sum(per_node[i] for i in own)
             by_amount = sum(req.get(r, 0) * n for req, n in (*forced, *rest)) - room
             need[r] = max(by_count, by_amount, 0)
-        # Step 4, per template: a node holds at most ``min_r floor(F_r / t_r)`` pods that
-        # request at least ``t`` of every resource; the rest of them go to the new NodeClaim.
-        for t, _n in alike.values():
-            lows_t = tuple(sorted((r, v) for r, v in t.requests.items() if v > 0))
-            if not lows_t:
-                continue
-            big = sum(
-                n for u, n in alike.values() if all(u.requests.get(r, 0) >= v for r, v in lows_t)
-            )
-            _count, count, total = self._counts(lows_t)
-            over = big - (total - sum(count[i] for i in own))
-            if over > 0:
-                for r, v in lows_t:
-                    need[r] = max(need[r], over * v)
+        self._per_template_needs(alike.values(), own, need)
         return need if any(need.values()) else None
+
+    def _per_template_needs(
+        self,
+        alike: Iterable[tuple[PodTemplate, int]],
+        own: list[int],
+        need: dict[str, int],
+    ) -> None:
+        """Step 4 of the module docstring, raising ``need`` in place: a node outside
+        ``own`` holds at most ``min_r floor(F_r / t_r)`` pods that request at least ``t`` of
+        every resource (``t``: the positive requests of one of the pods' templates); the
+        rest of those go to the new NodeClaim. ``alike``: (template, pod count) pairs.
+
+        Templates with the same positive requests give the same bound, so they count
+        together; which request vectors dominate which is one numpy comparison (``big``: per
+        vector, the pods requesting at least as much of each of its resources)."""
+        counts: dict[tuple[tuple[str, int], ...], int] = {}
+        for t, n in alike:
+            key = tuple(sorted((r, v) for r, v in t.requests.items() if v > 0))
+            if key:
+                counts[key] = counts.get(key, 0) + n
+        if not counts:
+            return
+        keys = list(counts)
+        names = sorted({r for key in keys for r, _ in key})
+        column = {r: j for j, r in enumerate(names)}
+        amounts = np.zeros((len(keys), len(names)), dtype=np.int64)
+        for i, key in enumerate(keys):
+            for r, v in key:
+                amounts[i, column[r]] = v
+        # A zero amount (a resource the vector does not request) bounds nothing.
+        floor = np.where(amounts > 0, amounts, np.iinfo(np.int64).min)
+        dominates = (amounts[None, :, :] >= floor[:, None, :]).all(axis=2)
+        big = dominates.astype(np.int64) @ np.fromiter(counts.values(), np.int64, len(keys))
+        for key, over_all in zip(keys, big.tolist(), strict=True):
+            _count, count, total = self._counts(key)
+            over = over_all - (total - sum(count[i] for i in own))
+            if over > 0:
+                for r, v in key:
+                    need[r] = max(need[r], over * v)
 
     def _fits_elsewhere(self, t: PodTemplate, own: list[int]) -> bool:
         """Some initialized node not in ``own`` has free room for ``t``'s requests and no

@@ -42,6 +42,45 @@ def _members(state: ClusterState, pdb: PodDisruptionBudget) -> list[Pod]:
     return [p for p in state.live_pods() if p.terminating_until_s is None and selects(pdb, p)]
 
 
+def _members_of_all(state: ClusterState) -> list[list[Pod]]:
+    """``_members`` of every budget in ``state.pdbs`` (same order), from one walk over the
+    live pods: each pod is matched only against the budgets of its namespace."""
+    members: list[list[Pod]] = [[] for _ in state.pdbs]
+    by_namespace: dict[str, list[int]] = {}
+    for i, pdb in enumerate(state.pdbs):
+        by_namespace.setdefault(pdb.namespace, []).append(i)
+    if not by_namespace:
+        return members
+    # Which budgets select a pod depends on its namespace and its template's labels only;
+    # the templates live as long as this walk, so their ids key it.
+    selecting: dict[tuple[str, int], list[int]] = {}
+    for p in state.live_pods():
+        if p.terminating_until_s is not None or p.daemon:
+            continue
+        key = (p.namespace, id(p.template))
+        found = selecting.get(key)
+        if found is None:
+            found = selecting[key] = [
+                i
+                for i in by_namespace.get(p.namespace, ())
+                if _matches(state.pdbs[i].selector, p.template.labels)
+            ]
+        for i in found:
+            members[i].append(p)
+    return members
+
+
+def _allowed(state: ClusterState, pdb: PodDisruptionBudget, pods: list[Pod]) -> int:
+    """``disruptions_allowed`` for ``pdb`` whose members are ``pods``."""
+    expected = len(pods)
+    healthy = _healthy(state, pods)
+    if pdb.min_available is not None:
+        return healthy - _scale(pdb.min_available, expected)
+    if pdb.max_unavailable is not None:
+        return _scale(pdb.max_unavailable, expected) - (expected - healthy)
+    return expected  # a budget with neither field blocks nothing
+
+
 def _healthy(state: ClusterState, pods: list[Pod]) -> int:
     count = 0
     for p in pods:
@@ -60,20 +99,16 @@ def _healthy(state: ClusterState, pods: list[Pod]) -> int:
 
 def disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
     """How many of the budget's pods may be evicted now (may be negative)."""
-    pods = _members(state, pdb)
-    expected = len(pods)
-    healthy = _healthy(state, pods)
-    if pdb.min_available is not None:
-        return healthy - _scale(pdb.min_available, expected)
-    if pdb.max_unavailable is not None:
-        return _scale(pdb.max_unavailable, expected) - (expected - healthy)
-    return expected  # a budget with neither field blocks nothing
+    return _allowed(state, pdb, _members(state, pdb))
 
 
 def allowed_by_budget(state: ClusterState) -> list[int]:
     """``disruptions_allowed`` of every budget in ``state.pdbs`` (same order), computed once
     for callers that check many pods against an unchanged cluster."""
-    return [disruptions_allowed(state, pdb) for pdb in state.pdbs]
+    return [
+        _allowed(state, pdb, pods)
+        for pdb, pods in zip(state.pdbs, _members_of_all(state), strict=True)
+    ]
 
 
 def blocking(
@@ -84,7 +119,8 @@ def blocking(
     ``allowed`` is ``allowed_by_budget(state)`` when the caller already has it.
     """
     for i, pdb in enumerate(state.pdbs):
-        if not selects(pdb, pod):
+        # The namespace first: most budgets are another namespace's.
+        if pdb.namespace != pod.namespace or not selects(pdb, pod):
             continue
         left = allowed[i] if allowed is not None else disruptions_allowed(state, pdb)
         if left < 1:
@@ -95,5 +131,7 @@ def blocking(
 def violated(state: ClusterState) -> list[PodDisruptionBudget]:
     """Budgets whose healthy count is below what they require right now."""
     return [
-        pdb for pdb in state.pdbs if _members(state, pdb) and disruptions_allowed(state, pdb) < 0
+        pdb
+        for pdb, pods in zip(state.pdbs, _members_of_all(state), strict=True)
+        if pods and _allowed(state, pdb, pods) < 0
     ]
