@@ -76,6 +76,8 @@ from joiner.state.snapshot import pod_requests
 
 #: A count no node reaches (a resource the pods do not request bounds nothing).
 _UNBOUNDED = 1 << 40
+#: Requests from this much up are compared one template at a time (beyond int64's range).
+_HUGE = 1 << 62
 
 
 class Room:
@@ -102,6 +104,9 @@ class Room:
         self._cheaper: dict[tuple[frozenset[str], frozenset[str]], CheaperTypes] = {}
         self._taints = [e.taints for e in nodes]
         self._fits: dict[int, tuple[PodTemplate, list[bool], int]] = {}
+        self._room_rows: tuple[dict[int, tuple[PodTemplate, int]], npt.NDArray[np.bool_]] | None = (
+            None
+        )
         self._count: dict[tuple[tuple[str, int], ...], tuple[np.ndarray, list[int], int]] = {}
         self._rooms: dict[tuple[object, ...], tuple[list[int], int]] = {}
 
@@ -318,10 +323,7 @@ class Room:
         those; PreferNoSchedule ones it does); per template, once per pass."""
         hit = self._fits.get(id(t))
         if hit is None or hit[0] is not t:
-            mask = np.ones(len(self._available), dtype=bool)
-            for r, v in t.requests.items():
-                if v > 0:
-                    mask &= self._free_of(r) >= v
+            mask = self._room_for(t)
             for i in np.flatnonzero(mask).tolist():
                 if self._taints[i] and tolerates_all(t.tolerations, self._taints[i]) is not None:
                     mask[i] = False
@@ -330,6 +332,53 @@ class Room:
         # is most of the work.
         _, fits, fitting = hit
         return fitting - sum(fits[i] for i in own) > 0
+
+    def _room_for(self, t: PodTemplate) -> npt.NDArray[np.bool_]:
+        """Per initialized node, whether its free room holds ``t``'s positive requests (a
+        new array). The first call answers for every live pod's template at once (one
+        numpy comparison; a pass asks about most of them), later ones read that table."""
+        if self._room_rows is None:
+            self._room_rows = self._room_table()
+        rows, table = self._room_rows
+        row = rows.get(id(t))
+        if row is not None and row[0] is t:
+            known: npt.NDArray[np.bool_] = table[row[1]].copy()
+            return known
+        mask = np.ones(len(self._available), dtype=bool)
+        for r, v in t.requests.items():
+            if v > 0:
+                mask &= self._free_of(r) >= v
+        return mask
+
+    def _room_table(
+        self,
+    ) -> tuple[dict[int, tuple[PodTemplate, int]], npt.NDArray[np.bool_]]:
+        """``_room_for`` of every live non-DaemonSet pod's template (those requesting less
+        than ``_HUGE`` of everything): their rows by template id, and the table
+        (templates x initialized nodes)."""
+        templates: dict[int, PodTemplate] = {}
+        for p in self._ctx.state.live_pods():
+            t = p.template
+            if (
+                not p.daemon
+                and id(t) not in templates
+                and max(t.requests.values(), default=0) < _HUGE
+            ):
+                templates[id(t)] = t
+        names = sorted({r for t in templates.values() for r, v in t.requests.items() if v > 0})
+        # A resource a template does not request (or requests zero of) bounds nothing.
+        floor = np.full((len(templates), len(names)), np.iinfo(np.int64).min, dtype=np.int64)
+        for i, t in enumerate(templates.values()):
+            for j, r in enumerate(names):
+                v = t.requests.get(r, 0)
+                if v > 0:
+                    floor[i, j] = v
+        free = np.empty((len(self._available), len(names)), dtype=np.int64)
+        for j, r in enumerate(names):
+            free[:, j] = self._free_of(r)
+        table: npt.NDArray[np.bool_] = np.all(free[None, :, :] >= floor[:, None, :], axis=2)
+        rows = {key: (t, i) for i, (key, t) in enumerate(templates.items())}
+        return rows, table
 
     def _counts(self, lows: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, list[int], int]:
         """Per initialized node, at most how many pods requesting at least ``lows`` it holds

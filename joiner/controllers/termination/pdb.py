@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 from joiner.api.objects import PodDisruptionBudget
+from joiner.api.pods import PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.state.cluster import ClusterState, Pod
 
@@ -42,32 +44,75 @@ def _members(state: ClusterState, pdb: PodDisruptionBudget) -> list[Pod]:
     return [p for p in state.live_pods() if p.terminating_until_s is None and selects(pdb, p)]
 
 
-def _members_of_all(state: ClusterState) -> list[list[Pod]]:
-    """``_members`` of every budget in ``state.pdbs`` (same order), from one walk over the
-    live pods: each pod is matched only against the budgets of its namespace."""
-    members: list[list[Pod]] = [[] for _ in state.pdbs]
-    by_namespace: dict[str, list[int]] = {}
-    for i, pdb in enumerate(state.pdbs):
-        by_namespace.setdefault(pdb.namespace, []).append(i)
-    if not by_namespace:
-        return members
-    # Which budgets select a pod depends on its namespace and its template's labels only;
-    # the templates live as long as this walk, so their ids key it.
-    selecting: dict[tuple[str, int], list[int]] = {}
-    for p in state.live_pods():
-        if p.terminating_until_s is not None or p.daemon:
-            continue
-        key = (p.namespace, id(p.template))
-        found = selecting.get(key)
-        if found is None:
-            found = selecting[key] = [
+class _Selection:
+    """Which budgets of ``pdbs`` select a pod, by index: it depends on the pod's namespace
+    and its template's labels only, so it is worked out once per template (the template
+    is kept with the answer, so its id stays valid) and only against its namespace's
+    budgets."""
+
+    def __init__(self, pdbs: list[PodDisruptionBudget]) -> None:
+        self._pdbs = pdbs
+        self._by_namespace: dict[str, list[int]] = {}
+        for i, pdb in enumerate(pdbs):
+            self._by_namespace.setdefault(pdb.namespace, []).append(i)
+        self._seen: dict[tuple[str, int], tuple[PodTemplate, list[int]]] = {}
+
+    def of(self, pod: Pod) -> list[int]:
+        """The indexes (ascending) of the budgets that select ``pod`` (``selects``)."""
+        if pod.daemon:
+            return []
+        t = pod.template
+        key = (pod.namespace, id(t))
+        hit = self._seen.get(key)
+        if hit is None or hit[0] is not t:
+            found = [
                 i
-                for i in by_namespace.get(p.namespace, ())
-                if _matches(state.pdbs[i].selector, p.template.labels)
+                for i in self._by_namespace.get(pod.namespace, ())
+                if _matches(self._pdbs[i].selector, t.labels)
             ]
-        for i in found:
-            members[i].append(p)
+            hit = self._seen[key] = (t, found)
+        return hit[1]
+
+
+def _members_of_all(state: ClusterState, selection: _Selection) -> list[list[Pod]]:
+    """``_members`` of every budget in ``state.pdbs`` (same order), from one walk over the
+    live pods."""
+    members: list[list[Pod]] = [[] for _ in state.pdbs]
+    if not state.pdbs:
+        return members
+    for p in state.live_pods():
+        if p.terminating_until_s is None:
+            for i in selection.of(p):
+                members[i].append(p)
     return members
+
+
+@dataclass
+class Budgets:
+    """Every budget of a cluster that does not change while this is used: how many
+    disruptions each allows (``disruptions_allowed``, in ``state.pdbs`` order) and which
+    select a pod."""
+
+    pdbs: list[PodDisruptionBudget]
+    allowed: list[int]
+    _selection: _Selection
+
+    def blocking(self, pod: Pod) -> PodDisruptionBudget | None:
+        """The first budget that forbids evicting ``pod`` now, or None (``blocking``)."""
+        for i in self._selection.of(pod):
+            if self.allowed[i] < 1:
+                return self.pdbs[i]
+        return None
+
+
+def budgets(state: ClusterState) -> Budgets:
+    """The cluster's budgets as they are now, from one walk over its live pods."""
+    selection = _Selection(state.pdbs)
+    allowed = [
+        _allowed(state, pdb, pods)
+        for pdb, pods in zip(state.pdbs, _members_of_all(state, selection), strict=True)
+    ]
+    return Budgets(state.pdbs, allowed, selection)
 
 
 def _allowed(state: ClusterState, pdb: PodDisruptionBudget, pods: list[Pod]) -> int:
@@ -105,10 +150,7 @@ def disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
 def allowed_by_budget(state: ClusterState) -> list[int]:
     """``disruptions_allowed`` of every budget in ``state.pdbs`` (same order), computed once
     for callers that check many pods against an unchanged cluster."""
-    return [
-        _allowed(state, pdb, pods)
-        for pdb, pods in zip(state.pdbs, _members_of_all(state), strict=True)
-    ]
+    return budgets(state).allowed
 
 
 def blocking(
@@ -132,6 +174,8 @@ def violated(state: ClusterState) -> list[PodDisruptionBudget]:
     """Budgets whose healthy count is below what they require right now."""
     return [
         pdb
-        for pdb, pods in zip(state.pdbs, _members_of_all(state), strict=True)
+        for pdb, pods in zip(
+            state.pdbs, _members_of_all(state, _Selection(state.pdbs)), strict=True
+        )
         if pods and _allowed(state, pdb, pods) < 0
     ]
