@@ -103,6 +103,8 @@ class Room:
         self._spot_pools: frozenset[str] | None = None
         self._cheaper: dict[tuple[frozenset[str], frozenset[str]], CheaperTypes] = {}
         self._taints = [e.taints for e in nodes]
+        #: The nodes with a taint, by index.
+        self._tainted = [i for i, taints in enumerate(self._taints) if taints]
         self._fits: dict[int, tuple[PodTemplate, list[bool], int]] = {}
         self._room_rows: tuple[dict[int, tuple[PodTemplate, int]], npt.NDArray[np.bool_]] | None = (
             None
@@ -324,8 +326,8 @@ class Room:
         hit = self._fits.get(id(t))
         if hit is None or hit[0] is not t:
             mask = self._room_for(t)
-            for i in np.flatnonzero(mask).tolist():
-                if self._taints[i] and tolerates_all(t.tolerations, self._taints[i]) is not None:
+            for i in self._tainted:
+                if mask[i] and tolerates_all(t.tolerations, self._taints[i]) is not None:
                     mask[i] = False
             hit = self._fits[id(t)] = (t, mask.tolist(), int(mask.sum()))
         # Python lists and sums: ``own`` holds a node or a few, where numpy's per-call cost
