@@ -91,8 +91,9 @@ class Room:
     """
 
     def __init__(self, ctx: Context) -> None:
-        existing, _ = ctx.provisioner.snapshot()
-        nodes = [e for e in existing if e.initialized]
+        #: The provisioner's snapshot this was built from (``base_snapshot``).
+        self.snapshot = ctx.provisioner.base_snapshot()[0]
+        nodes = [e for e in self.snapshot if e.initialized]
         self._index = {e.name: i for i, e in enumerate(nodes)}
         self._available = [e.available for e in nodes]
         self._free: dict[str, np.ndarray] = {}

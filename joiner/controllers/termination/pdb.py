@@ -51,7 +51,7 @@ class _Selection:
     budgets."""
 
     def __init__(self, pdbs: list[PodDisruptionBudget]) -> None:
-        self._pdbs = pdbs
+        self._pdbs = tuple(pdbs)
         self._by_namespace: dict[str, list[int]] = {}
         for i, pdb in enumerate(pdbs):
             self._by_namespace.setdefault(pdb.namespace, []).append(i)
@@ -70,8 +70,31 @@ class _Selection:
                 for i in self._by_namespace.get(pod.namespace, ())
                 if _matches(self._pdbs[i].selector, t.labels)
             ]
+            if len(self._seen) >= _SEEN_MAX:
+                self._seen.clear()
             hit = self._seen[key] = (t, found)
         return hit[1]
+
+    def of_budgets(self, pdbs: list[PodDisruptionBudget]) -> bool:
+        """This answers for ``pdbs``: the very same budgets, in the same order."""
+        return len(pdbs) == len(self._pdbs) and all(
+            a is b for a, b in zip(pdbs, self._pdbs, strict=True)
+        )
+
+
+#: At most this many templates' answers are kept by a ``_Selection``.
+_SEEN_MAX = 1 << 16
+#: The last ``_selection`` (its answers hold while the budgets are the same objects).
+_LAST: list[_Selection] = []
+
+
+def _selection(pdbs: list[PodDisruptionBudget]) -> _Selection:
+    """Which budgets of ``pdbs`` select a pod: the last answer while the budgets are the
+    same objects (a budget's selector never changes in place), else a new one."""
+    if _LAST and _LAST[0].of_budgets(pdbs):
+        return _LAST[0]
+    _LAST[:] = [_Selection(pdbs)]
+    return _LAST[0]
 
 
 def _members_of_all(state: ClusterState, selection: _Selection) -> list[list[Pod]]:
@@ -107,7 +130,7 @@ class Budgets:
 
 def budgets(state: ClusterState) -> Budgets:
     """The cluster's budgets as they are now, from one walk over its live pods."""
-    selection = _Selection(state.pdbs)
+    selection = _selection(state.pdbs)
     allowed = [
         _allowed(state, pdb, pods)
         for pdb, pods in zip(state.pdbs, _members_of_all(state, selection), strict=True)
@@ -175,7 +198,7 @@ def violated(state: ClusterState) -> list[PodDisruptionBudget]:
     return [
         pdb
         for pdb, pods in zip(
-            state.pdbs, _members_of_all(state, _Selection(state.pdbs)), strict=True
+            state.pdbs, _members_of_all(state, _selection(state.pdbs)), strict=True
         )
         if pods and _allowed(state, pdb, pods) < 0
     ]
