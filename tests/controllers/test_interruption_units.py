@@ -12,7 +12,12 @@ from joiner.api.objects import PodDisruptionBudget, Source
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider import events
 from joiner.controllers.interruption.settings import InterruptionSettings
-from joiner.controllers.termination.pdb import disruptions_allowed
+from joiner.controllers.termination.pdb import (
+    allowed_by_budget,
+    blocking,
+    disruptions_allowed,
+    violated,
+)
 from joiner.state.cluster import ClusterState, Node, Pod
 from joiner.testing.builders import make_pod_template
 
@@ -175,3 +180,43 @@ def test_controller_settings_take_nth_values_and_rebalance_replacement(tmp_path)
         load_settings(path)
     default = interruption_settings(load_settings(None), None)
     assert not default.rebalance_replacement and not default.rebalance_draining
+
+
+def test_pdb_budgets_of_several_namespaces_count_only_their_own_pods():
+    """``allowed_by_budget`` and ``violated`` walk the pods once for every budget; each
+    budget still counts only its namespace's pods its selector matches (terminating and
+    DaemonSet pods left out), as ``disruptions_allowed`` does one budget at a time."""
+    from dataclasses import replace
+
+    state = ClusterState()
+    state.nodes["n"] = Node("n", "c", {}, (), {}, {}, 0.0, ready=True)
+    base = make_pod_template()
+    order = 0
+    for ns, app, count in [("shop", "web", 4), ("shop", "db", 2), ("blog", "web", 3)]:
+        tmpl = replace(base, labels=(("app", app),), namespace=ns)
+        for i in range(count):
+            uid = f"{ns}-{app}-{i}"
+            state.pods[uid] = Pod(uid, ns, uid, tmpl, f"{ns}/{app}", 0.0, order, node_name="n")
+            order += 1
+    state.pods["shop-web-0"].terminating_until_s = 30.0
+    daemon = replace(base, labels=(("app", "web"),), namespace="shop")
+    state.pods["ds"] = Pod("ds", "shop", "ds", daemon, "shop/ds", 0.0, order, "n", daemon=True)
+
+    def budget(ns, app, **fields):
+        selector = Requirements.from_labels({"app": app})
+        source = Source("f", "PodDisruptionBudget", f"{ns}-{app}")
+        return PodDisruptionBudget(ns, f"{ns}-{app}", selector, source, **fields)
+
+    state.pdbs = [
+        budget("shop", "web", min_available=2),  # 3 members (one terminating), 1 allowed
+        budget("blog", "web", min_available=4),  # 3 members: violated
+        budget("shop", "db", max_unavailable=1),  # 2 members, 1 allowed
+        budget("news", "web", min_available=1),  # no members: -1, but not violated
+    ]
+    assert allowed_by_budget(state) == [1, -1, 1, -1]
+    assert allowed_by_budget(state) == [disruptions_allowed(state, b) for b in state.pdbs]
+    assert [b.name for b in violated(state)] == ["blog-web"]
+    allowed = allowed_by_budget(state)
+    assert blocking(state, state.pods["blog-web-1"], allowed) is state.pdbs[1]
+    assert blocking(state, state.pods["shop-web-1"], allowed) is None
+    assert blocking(state, state.pods["ds"], allowed) is None

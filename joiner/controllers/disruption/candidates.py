@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from joiner.api.objects import NodePool
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
-from joiner.controllers.termination.pdb import allowed_by_budget, blocking
+from joiner.controllers.termination.pdb import Budgets, budgets
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 
 
@@ -116,19 +116,17 @@ def consolidatable_at(node: Node, pool: NodePool) -> float | None:
     return since + pool.consolidate_after_s
 
 
-def _blocker(
-    state: ClusterState, pods: list[Pod], now_s: float, allowed: list[int]
-) -> Verdict | None:
+def _blocker(state: ClusterState, pods: list[Pod], now_s: float, pdbs: Budgets) -> Verdict | None:
     """Why the first pod that blocks a graceful disruption does (its do-not-disrupt
     annotation, then a PDB allowing no eviction), or None (``statenode.go``
-    ValidatePodsDisruptable)."""
+    ValidatePodsDisruptable). ``pdbs``: the cluster's budgets now."""
     for pod in pods:
         if pod.blocks_disruption(now_s):
             return Verdict(VerdictKind.POD_DO_NOT_DISRUPT, pod=f"{pod.namespace}/{pod.name}")
     if not state.pdbs:
         return None
     for pod in pods:
-        pdb = blocking(state, pod, allowed)
+        pdb = pdbs.blocking(pod)
         if pdb is not None:
             return Verdict(
                 VerdictKind.PDB_BLOCKS,
@@ -153,7 +151,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
     """
     out: list[Candidate] = []
     excluded: dict[str, Verdict] = {}
-    allowed = allowed_by_budget(state)
+    pdbs = budgets(state)
     for claim in state.live_nodeclaims():
         node = state.node_of_claim(claim)
         if node is None:
@@ -174,7 +172,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
             continue
         pods = [p for p in state.pods_on(name) if not p.daemon]
         cost = len(pods) * _lifetime_remaining(claim, pool, now_s)
-        blocked = _blocker(state, pods, now_s, allowed)
+        blocked = _blocker(state, pods, now_s, pdbs)
         out.append(
             Candidate(
                 node=node,

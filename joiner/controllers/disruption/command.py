@@ -115,6 +115,8 @@ class Context:
     scheduler: Scheduler = field(default_factory=Scheduler)
     #: Consolidation failures of earlier passes in the same world (the controller's), if any.
     memo: VerdictMemo | None = None
+    #: The pass's ``room.Room`` once a method has built it (``methods.room_of``).
+    room: object | None = None
 
 
 # -- scheduling simulation -----------------------------------------------------------------

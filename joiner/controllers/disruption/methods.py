@@ -428,7 +428,7 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     if len(batch) < 2:
         return None
     best: Command | None = None
-    room = Room(ctx)
+    room = room_of(ctx)
     lo, hi = 1, len(batch) - 1
     while lo <= hi:
         mid = (lo + hi) // 2
@@ -443,6 +443,18 @@ def multi_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         for c in best.candidates:
             ctx.budgets.take(c.pool.name, UNDERUTILIZED)
     return best
+
+
+def room_of(ctx: Context) -> Room:
+    """The pass's ``Room``: built by the first method that asks, shared by the next ones
+    while the provisioner's snapshot is the very same (nothing a pass does before its
+    command changes the cluster; the check only guards that)."""
+    snapshot = ctx.provisioner.base_snapshot()[0]
+    if isinstance(ctx.room, Room) and ctx.room.snapshot is snapshot:
+        return ctx.room
+    room = Room(ctx)
+    ctx.room = room
+    return room
 
 
 def _try_batch(ctx: Context, room: Room, cands: Sequence[Candidate]) -> Command | Verdict:
@@ -474,7 +486,7 @@ def single_node(ctx: Context, candidates: Sequence[Candidate]) -> Command | None
     """The first candidate (savings ratio order, round-robin across pools) that
     consolidates on its own."""
     eligible = _consolidation_candidates(ctx, candidates)
-    room = Room(ctx) if eligible else None
+    room = room_of(ctx) if eligible else None
     by_pool: dict[str, list[Candidate]] = {}
     for c in eligible:
         by_pool.setdefault(c.pool.name, []).append(c)

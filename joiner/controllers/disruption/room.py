@@ -52,7 +52,7 @@ offers no replacement at all: the replacement would be rejected whatever its pri
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,6 +76,8 @@ from joiner.state.snapshot import pod_requests
 
 #: A count no node reaches (a resource the pods do not request bounds nothing).
 _UNBOUNDED = 1 << 40
+#: Requests from this much up are compared one template at a time (beyond int64's range).
+_HUGE = 1 << 62
 
 
 class Room:
@@ -89,8 +91,9 @@ class Room:
     """
 
     def __init__(self, ctx: Context) -> None:
-        existing, _ = ctx.provisioner.snapshot()
-        nodes = [e for e in existing if e.initialized]
+        #: The provisioner's snapshot this was built from (``base_snapshot``).
+        self.snapshot = ctx.provisioner.base_snapshot()[0]
+        nodes = [e for e in self.snapshot if e.initialized]
         self._index = {e.name: i for i, e in enumerate(nodes)}
         self._available = [e.available for e in nodes]
         self._free: dict[str, np.ndarray] = {}
@@ -101,7 +104,12 @@ class Room:
         self._spot_pools: frozenset[str] | None = None
         self._cheaper: dict[tuple[frozenset[str], frozenset[str]], CheaperTypes] = {}
         self._taints = [e.taints for e in nodes]
+        #: The nodes with a taint, by index.
+        self._tainted = [i for i, taints in enumerate(self._taints) if taints]
         self._fits: dict[int, tuple[PodTemplate, list[bool], int]] = {}
+        self._room_rows: tuple[dict[int, tuple[PodTemplate, int]], npt.NDArray[np.bool_]] | None = (
+            None
+        )
         self._count: dict[tuple[tuple[str, int], ...], tuple[np.ndarray, list[int], int]] = {}
         self._rooms: dict[tuple[object, ...], tuple[list[int], int]] = {}
 
@@ -270,21 +278,47 @@ class Room:
             room -= sum(per_node[i] for i in own)
             by_amount = sum(req.get(r, 0) * n for req, n in (*forced, *rest)) - room
             need[r] = max(by_count, by_amount, 0)
-        # Step 4, per template: a node holds at most ``min_r floor(F_r / t_r)`` pods that
-        # request at least ``t`` of every resource; the rest of them go to the new NodeClaim.
-        for t, _n in alike.values():
-            lows_t = tuple(sorted((r, v) for r, v in t.requests.items() if v > 0))
-            if not lows_t:
-                continue
-            big = sum(
-                n for u, n in alike.values() if all(u.requests.get(r, 0) >= v for r, v in lows_t)
-            )
-            _count, count, total = self._counts(lows_t)
-            over = big - (total - sum(count[i] for i in own))
-            if over > 0:
-                for r, v in lows_t:
-                    need[r] = max(need[r], over * v)
+        self._per_template_needs(alike.values(), own, need)
         return need if any(need.values()) else None
+
+    def _per_template_needs(
+        self,
+        alike: Iterable[tuple[PodTemplate, int]],
+        own: list[int],
+        need: dict[str, int],
+    ) -> None:
+        """Step 4 of the module docstring, raising ``need`` in place: a node outside
+        ``own`` holds at most ``min_r floor(F_r / t_r)`` pods that request at least ``t`` of
+        every resource (``t``: the positive requests of one of the pods' templates); the
+        rest of those go to the new NodeClaim. ``alike``: (template, pod count) pairs.
+
+        Templates with the same positive requests give the same bound, so they count
+        together; which request vectors dominate which is one numpy comparison (``big``: per
+        vector, the pods requesting at least as much of each of its resources)."""
+        counts: dict[tuple[tuple[str, int], ...], int] = {}
+        for t, n in alike:
+            key = tuple(sorted((r, v) for r, v in t.requests.items() if v > 0))
+            if key:
+                counts[key] = counts.get(key, 0) + n
+        if not counts:
+            return
+        keys = list(counts)
+        names = sorted({r for key in keys for r, _ in key})
+        column = {r: j for j, r in enumerate(names)}
+        amounts = np.zeros((len(keys), len(names)), dtype=np.int64)
+        for i, key in enumerate(keys):
+            for r, v in key:
+                amounts[i, column[r]] = v
+        # A zero amount (a resource the vector does not request) bounds nothing.
+        floor = np.where(amounts > 0, amounts, np.iinfo(np.int64).min)
+        dominates = (amounts[None, :, :] >= floor[:, None, :]).all(axis=2)
+        big = dominates.astype(np.int64) @ np.fromiter(counts.values(), np.int64, len(keys))
+        for key, over_all in zip(keys, big.tolist(), strict=True):
+            _count, count, total = self._counts(key)
+            over = over_all - (total - sum(count[i] for i in own))
+            if over > 0:
+                for r, v in key:
+                    need[r] = max(need[r], over * v)
 
     def _fits_elsewhere(self, t: PodTemplate, own: list[int]) -> bool:
         """Some initialized node not in ``own`` has free room for ``t``'s requests and no
@@ -292,18 +326,62 @@ class Room:
         those; PreferNoSchedule ones it does); per template, once per pass."""
         hit = self._fits.get(id(t))
         if hit is None or hit[0] is not t:
-            mask = np.ones(len(self._available), dtype=bool)
-            for r, v in t.requests.items():
-                if v > 0:
-                    mask &= self._free_of(r) >= v
-            for i in np.flatnonzero(mask).tolist():
-                if self._taints[i] and tolerates_all(t.tolerations, self._taints[i]) is not None:
+            mask = self._room_for(t)
+            for i in self._tainted:
+                if mask[i] and tolerates_all(t.tolerations, self._taints[i]) is not None:
                     mask[i] = False
             hit = self._fits[id(t)] = (t, mask.tolist(), int(mask.sum()))
         # Python lists and sums: ``own`` holds a node or a few, where numpy's per-call cost
         # is most of the work.
         _, fits, fitting = hit
         return fitting - sum(fits[i] for i in own) > 0
+
+    def _room_for(self, t: PodTemplate) -> npt.NDArray[np.bool_]:
+        """Per initialized node, whether its free room holds ``t``'s positive requests (a
+        new array). The first call answers for every live pod's template at once (one
+        numpy comparison; a pass asks about most of them), later ones read that table."""
+        if self._room_rows is None:
+            self._room_rows = self._room_table()
+        rows, table = self._room_rows
+        row = rows.get(id(t))
+        if row is not None and row[0] is t:
+            known: npt.NDArray[np.bool_] = table[row[1]].copy()
+            return known
+        mask = np.ones(len(self._available), dtype=bool)
+        for r, v in t.requests.items():
+            if v > 0:
+                mask &= self._free_of(r) >= v
+        return mask
+
+    def _room_table(
+        self,
+    ) -> tuple[dict[int, tuple[PodTemplate, int]], npt.NDArray[np.bool_]]:
+        """``_room_for`` of every live non-DaemonSet pod's template (those requesting less
+        than ``_HUGE`` of everything): their rows by template id, and the table
+        (templates x initialized nodes)."""
+        templates: dict[int, PodTemplate] = {}
+        for p in self._ctx.state.live_pods():
+            t = p.template
+            if (
+                not p.daemon
+                and id(t) not in templates
+                and max(t.requests.values(), default=0) < _HUGE
+            ):
+                templates[id(t)] = t
+        names = sorted({r for t in templates.values() for r, v in t.requests.items() if v > 0})
+        # A resource a template does not request (or requests zero of) bounds nothing.
+        floor = np.full((len(templates), len(names)), np.iinfo(np.int64).min, dtype=np.int64)
+        for i, t in enumerate(templates.values()):
+            for j, r in enumerate(names):
+                v = t.requests.get(r, 0)
+                if v > 0:
+                    floor[i, j] = v
+        free = np.empty((len(self._available), len(names)), dtype=np.int64)
+        for j, r in enumerate(names):
+            free[:, j] = self._free_of(r)
+        table: npt.NDArray[np.bool_] = np.all(free[None, :, :] >= floor[:, None, :], axis=2)
+        rows = {key: (t, i) for i, (key, t) in enumerate(templates.items())}
+        return rows, table
 
     def _counts(self, lows: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, list[int], int]:
         """Per initialized node, at most how many pods requesting at least ``lows`` it holds

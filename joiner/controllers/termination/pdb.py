@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 from joiner.api.objects import PodDisruptionBudget
+from joiner.api.pods import PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.state.cluster import ClusterState, Pod
 
@@ -42,6 +44,111 @@ def _members(state: ClusterState, pdb: PodDisruptionBudget) -> list[Pod]:
     return [p for p in state.live_pods() if p.terminating_until_s is None and selects(pdb, p)]
 
 
+class _Selection:
+    """Which budgets of ``pdbs`` select a pod, by index: it depends on the pod's namespace
+    and its template's labels only, so it is worked out once per template (the template
+    is kept with the answer, so its id stays valid) and only against its namespace's
+    budgets."""
+
+    def __init__(self, pdbs: list[PodDisruptionBudget]) -> None:
+        self._pdbs = tuple(pdbs)
+        self._by_namespace: dict[str, list[int]] = {}
+        for i, pdb in enumerate(pdbs):
+            self._by_namespace.setdefault(pdb.namespace, []).append(i)
+        self._seen: dict[tuple[str, int], tuple[PodTemplate, list[int]]] = {}
+
+    def of(self, pod: Pod) -> list[int]:
+        """The indexes (ascending) of the budgets that select ``pod`` (``selects``)."""
+        if pod.daemon:
+            return []
+        t = pod.template
+        key = (pod.namespace, id(t))
+        hit = self._seen.get(key)
+        if hit is None or hit[0] is not t:
+            found = [
+                i
+                for i in self._by_namespace.get(pod.namespace, ())
+                if _matches(self._pdbs[i].selector, t.labels)
+            ]
+            if len(self._seen) >= _SEEN_MAX:
+                self._seen.clear()
+            hit = self._seen[key] = (t, found)
+        return hit[1]
+
+    def of_budgets(self, pdbs: list[PodDisruptionBudget]) -> bool:
+        """This answers for ``pdbs``: the very same budgets, in the same order."""
+        return len(pdbs) == len(self._pdbs) and all(
+            a is b for a, b in zip(pdbs, self._pdbs, strict=True)
+        )
+
+
+#: At most this many templates' answers are kept by a ``_Selection``.
+_SEEN_MAX = 1 << 16
+#: The last ``_selection`` (its answers hold while the budgets are the same objects).
+_LAST: list[_Selection] = []
+
+
+def _selection(pdbs: list[PodDisruptionBudget]) -> _Selection:
+    """Which budgets of ``pdbs`` select a pod: the last answer while the budgets are the
+    same objects (a budget's selector never changes in place), else a new one."""
+    if _LAST and _LAST[0].of_budgets(pdbs):
+        return _LAST[0]
+    _LAST[:] = [_Selection(pdbs)]
+    return _LAST[0]
+
+
+def _members_of_all(state: ClusterState, selection: _Selection) -> list[list[Pod]]:
+    """``_members`` of every budget in ``state.pdbs`` (same order), from one walk over the
+    live pods."""
+    members: list[list[Pod]] = [[] for _ in state.pdbs]
+    if not state.pdbs:
+        return members
+    for p in state.live_pods():
+        if p.terminating_until_s is None:
+            for i in selection.of(p):
+                members[i].append(p)
+    return members
+
+
+@dataclass
+class Budgets:
+    """Every budget of a cluster that does not change while this is used: how many
+    disruptions each allows (``disruptions_allowed``, in ``state.pdbs`` order) and which
+    select a pod."""
+
+    pdbs: list[PodDisruptionBudget]
+    allowed: list[int]
+    _selection: _Selection
+
+    def blocking(self, pod: Pod) -> PodDisruptionBudget | None:
+        """The first budget that forbids evicting ``pod`` now, or None (``blocking``)."""
+        for i in self._selection.of(pod):
+            if self.allowed[i] < 1:
+                return self.pdbs[i]
+        return None
+
+
+def budgets(state: ClusterState) -> Budgets:
+    """The cluster's budgets as they are now, from one walk over its live pods."""
+    selection = _selection(state.pdbs)
+    allowed = [
+        _allowed(state, pdb, pods)
+        for pdb, pods in zip(state.pdbs, _members_of_all(state, selection), strict=True)
+    ]
+    return Budgets(state.pdbs, allowed, selection)
+
+
+def _allowed(state: ClusterState, pdb: PodDisruptionBudget, pods: list[Pod]) -> int:
+    """``disruptions_allowed`` for ``pdb`` whose members are ``pods``."""
+    expected = len(pods)
+    healthy = _healthy(state, pods)
+    if pdb.min_available is not None:
+        return healthy - _scale(pdb.min_available, expected)
+    if pdb.max_unavailable is not None:
+        return _scale(pdb.max_unavailable, expected) - (expected - healthy)
+    return expected  # a budget with neither field blocks nothing
+
+
 def _healthy(state: ClusterState, pods: list[Pod]) -> int:
     count = 0
     for p in pods:
@@ -60,20 +167,13 @@ def _healthy(state: ClusterState, pods: list[Pod]) -> int:
 
 def disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
     """How many of the budget's pods may be evicted now (may be negative)."""
-    pods = _members(state, pdb)
-    expected = len(pods)
-    healthy = _healthy(state, pods)
-    if pdb.min_available is not None:
-        return healthy - _scale(pdb.min_available, expected)
-    if pdb.max_unavailable is not None:
-        return _scale(pdb.max_unavailable, expected) - (expected - healthy)
-    return expected  # a budget with neither field blocks nothing
+    return _allowed(state, pdb, _members(state, pdb))
 
 
 def allowed_by_budget(state: ClusterState) -> list[int]:
     """``disruptions_allowed`` of every budget in ``state.pdbs`` (same order), computed once
     for callers that check many pods against an unchanged cluster."""
-    return [disruptions_allowed(state, pdb) for pdb in state.pdbs]
+    return budgets(state).allowed
 
 
 def blocking(
@@ -84,7 +184,8 @@ def blocking(
     ``allowed`` is ``allowed_by_budget(state)`` when the caller already has it.
     """
     for i, pdb in enumerate(state.pdbs):
-        if not selects(pdb, pod):
+        # The namespace first: most budgets are another namespace's.
+        if pdb.namespace != pod.namespace or not selects(pdb, pod):
             continue
         left = allowed[i] if allowed is not None else disruptions_allowed(state, pdb)
         if left < 1:
@@ -95,5 +196,9 @@ def blocking(
 def violated(state: ClusterState) -> list[PodDisruptionBudget]:
     """Budgets whose healthy count is below what they require right now."""
     return [
-        pdb for pdb in state.pdbs if _members(state, pdb) and disruptions_allowed(state, pdb) < 0
+        pdb
+        for pdb, pods in zip(
+            state.pdbs, _members_of_all(state, _selection(state.pdbs)), strict=True
+        )
+        if pods and _allowed(state, pdb, pods) < 0
     ]
