@@ -219,6 +219,9 @@ class DeploymentController:
         self._do_not_disrupt_for_s = do_not_disrupt_for_s
         self._minute = 0
         self._floor = 0
+        #: The trace value ``desired`` read last and its replicas (``Trace.replicas_at``).
+        self._seen_value: float | None = None
+        self._seen_replicas = 0
         #: Our pods not deleted yet, in creation order (None until first needed): seeded from
         #: the cluster once, then kept from ``PodFactory``'s creations, the simulation's only
         #: way pods come to be (so an eviction's ``replace`` need not walk every pod).
@@ -246,9 +249,17 @@ class DeploymentController:
         self._schedule_next(minute + 1)
 
     def desired(self, minute: int) -> int:
-        """Desired replicas at ``minute`` (at least a scheduled minimum in force)."""
-        base = self._trace.replicas_at(minute) if self._trace is not None else self._fixed
-        return max(base, self._floor)
+        """Desired replicas at ``minute`` (at least a scheduled minimum in force). A trace's
+        replicas are a function of the minute's value alone, so the last value's replicas
+        serve while the value repeats (most minutes of a trace)."""
+        trace = self._trace
+        if trace is None:
+            return max(self._fixed, self._floor)
+        values = trace.values
+        value = values[min(minute, len(values) - 1)]
+        if value != self._seen_value:
+            self._seen_value, self._seen_replicas = value, trace.replicas_at(minute)
+        return max(self._seen_replicas, self._floor)
 
     def set_floor(self, minimum: int) -> None:
         """A scheduled minimum (``joiner.sim.schedules``; 0: none) for a workload no HPA

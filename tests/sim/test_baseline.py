@@ -11,9 +11,15 @@ from joiner.api.errors import InputError
 from joiner.cloudprovider.events import REBALANCE_RECOMMENDATION, CloudEvent
 from joiner.operator.compare import run_policies
 from joiner.operator.wiring import SimulationRuntime
-from joiner.sim.baseline.autoscaler import PROVISION_TIMEOUT, SCALE_DOWN, Option
+from joiner.sim.baseline.autoscaler import (
+    PROVISION_TIMEOUT,
+    SCALE_DOWN,
+    ClusterAutoscaler,
+    Option,
+)
 from joiner.sim.baseline.groups import NodeGroup
 from joiner.sim.baseline.limits import ClusterLimits
+from joiner.sim.baseline.scaledown import utilisation
 from joiner.sim.baseline.settings import AutoscalerSettings, NodeGroupSpec
 from joiner.sim.scenario import load_scenario
 from tests.manifests import ec2nodeclass
@@ -832,3 +838,33 @@ def test_running_nodepool_nodes_join_their_groups_and_an_idle_one_is_scaled_down
     assert not rt.state.nodes["group-node"].deleting
     # The one replica stayed where it ran: no scale-up for it.
     assert summary["policy"]["stats"]["scaleUps"] == 0
+
+
+def test_kept_utilisation_equals_the_plain_one_as_pods_come_and_go(tmp_path, monkeypatch):
+    # Pods scale 8 -> 1 -> 6 -> 2, so nodes fill, empty and refill between scans: every
+    # utilisation a scan reads (kept or recomputed) is the one computed afresh.
+    trace = tmp_path / "tr.csv"
+    values = [8] * 5 + [1] * 20 + [6] * 10 + [2] * 25
+    trace.write_text("minute,value\n" + "".join(f"{m},{v}\n" for m, v in enumerate(values)))
+    rt = _ca(
+        _write(
+            tmp_path,
+            workloads=f"    - deployment: default/web\n      trace: {{file: {trace}, "
+            "targetPerReplica: 1, min: 1, max: 8}",
+        )
+    )
+    kept = ClusterAutoscaler._utilisation
+    reads: list[tuple[bool, float]] = []
+
+    def checked(self: ClusterAutoscaler, node: Any, pods: list[Any]) -> float:
+        before = self._util.get(node.name)
+        value = kept(self, node, pods)
+        assert value == utilisation(node, list(pods))
+        reads.append((before is not None and self._util[node.name] is before, value))
+        return value
+
+    monkeypatch.setattr(ClusterAutoscaler, "_utilisation", checked)
+    rt.run()
+    assert any(hit for hit, _ in reads), "an unchanged node's utilisation is kept"
+    assert any(not hit for hit, _ in reads)
+    assert len({v for _, v in reads}) > 2, "utilisations change as pods come and go"

@@ -11,7 +11,7 @@ from joiner.api.errors import InputError
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.clock import SimClock
 from joiner.sim.scenario import load_scenario
-from joiner.sim.workloads import DeploymentController, PodFactory, load_trace
+from joiner.sim.workloads import DeploymentController, PodFactory, Trace, load_trace
 from joiner.state.cluster import ClusterState
 from joiner.testing.builders import make_pod_template
 
@@ -101,3 +101,25 @@ def test_a_deployment_counts_its_own_pods_created_before_and_after_it():
     web.set_replicas(1)
     assert sum(1 for p in state.live_pods() if p.owner == "shop/web") == 2  # 1 + terminating
     assert sum(1 for p in state.live_pods() if p.owner == "shop/other") == 1
+
+
+def test_a_deployment_desired_follows_its_trace_value_by_value():
+    """``desired`` keeps the replicas of the last value read while the value repeats: at
+    every minute, in order or not, and under a scheduled minimum, it is the trace's own
+    replicas (``Trace.replicas_at``) floored by the minimum."""
+    values = (0.0, 2.5, 2.5, 2.5, 7.0, 7.0, 100.0, 100.0, 0.4, 0.4, 3.0)
+    trace = Trace(values, target_per_replica=1.0, min_replicas=1, max_replicas=8, file="t.csv")
+    state, clock = ClusterState(), SimClock()
+    web = DeploymentController(
+        "shop/web",
+        make_pod_template(500, 1 << 30),
+        state,
+        clock,
+        PodFactory(state, clock),
+        trace=trace,
+    )
+    minutes = [*range(len(values) + 3), 5, 1, 6, 2, 2, 9, 0]
+    assert [web.desired(m) for m in minutes] == [trace.replicas_at(m) for m in minutes]
+    assert [web.desired(m) for m in range(4)] == [1, 3, 3, 3]
+    web.set_floor(4)
+    assert [web.desired(m) for m in minutes] == [max(trace.replicas_at(m), 4) for m in minutes]

@@ -53,6 +53,7 @@ from typing import Any
 
 from joiner.api import labels, quantity
 from joiner.api.clock import Clock
+from joiner.api.quantity import Resources
 from joiner.api.timeline import Timeline
 from joiner.cloudprovider.events import REBALANCE_RECOMMENDATION, CloudEvent
 from joiner.cloudprovider.types import CloudProvider
@@ -128,6 +129,10 @@ class ClusterAutoscaler:
             state, cloud, lifecycle, clock, rng, terminator, settings, self.stats
         )
         self._unneeded: dict[str, float] = {}
+        #: Each node's last utilisation with what it was computed from (the node, its
+        #: allocatable and its pods, compared by identity): a scan recomputes only the
+        #: nodes whose pods changed since.
+        self._util: dict[str, tuple[Node, Resources, list[Pod], float]] = {}
         self._removing: set[str] = set()
         #: Of those, the ones drained (not empty when chosen): ``--max-drain-parallelism``.
         self._draining: set[str] = set()
@@ -638,7 +643,7 @@ class ClusterAutoscaler:
                     self._unneeded.pop(m, None)
                     continue
                 pods = self._state.pods_on(node.name)
-                if utilisation(node, pods) >= s.scale_down_utilization_threshold:
+                if self._utilisation(node, pods) >= s.scale_down_utilization_threshold:
                     self._unneeded.pop(m, None)
                     continue
                 since = self._unneeded.setdefault(m, now)
@@ -647,6 +652,16 @@ class ClusterAutoscaler:
                 else:
                     self._due(since + s.scale_down_unneeded_time_s)
         return candidates
+
+    def _utilisation(self, node: Node, pods: list[Pod]) -> float:
+        """``scaledown.utilisation(node, pods)``, kept from the last scan while the node, its
+        allocatable and its pods (the same pods in the same order) are unchanged."""
+        hit = self._util.get(node.name)
+        if hit is not None and hit[0] is node and hit[1] is node.allocatable and hit[2] == pods:
+            return hit[3]
+        value = utilisation(node, pods)
+        self._util[node.name] = (node, node.allocatable, pods, value)
+        return value
 
     def _remove(self, claim_name: str, node: Node, g: NodeGroup, why: str) -> None:
         now = self._clock.now()
