@@ -236,14 +236,16 @@ def pod_waits(state: ClusterState, duration_s: float) -> list[float]:
 
 def scale_up_latencies(state: ClusterState) -> list[float]:
     """Pending-to-running seconds of the pods that waited for new capacity: bound to a node
-    whose NodeClaim was created after the pod (the scale-up latency a user sees)."""
+    whose NodeClaim was created after the pod (the scale-up latency a user sees). A pod
+    bound no later than its node's NodeClaim was created did not wait for it: the running
+    cluster a run starts from (its nodes and their pods, both at t=0) is left out."""
     created = {c.node_name: c.created_at_s for c in state.nodeclaims.values() if c.node_name}
     out = []
     for p in state.pods.values():
         if p.daemon or p.bound_at_s is None or p.node_name is None:
             continue
         made = created.get(p.node_name)
-        if made is not None and made >= p.created_at_s:
+        if made is not None and made >= p.created_at_s and p.bound_at_s > made:
             out.append(p.bound_at_s - p.created_at_s)
     return out
 

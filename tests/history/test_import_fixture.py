@@ -76,3 +76,26 @@ def test_the_golden_module_renders_the_same_summary(monkeypatch):
     assert "history-day" in golden.cases()
     expected = golden.golden_path("history-day").read_text(encoding="utf-8")
     assert golden.render("history-day") == expected
+
+
+def test_the_starting_cluster_is_not_a_scale_up(tmp_path, monkeypatch):
+    """Pods bound at t=0 to the nodes the run starts from did not wait for new capacity: cut
+    to 5 s (no node can boot), no policy reports a scale-up latency."""
+    import yaml
+
+    monkeypatch.chdir(golden.REPO)
+    spec = json.loads((FIXTURE / "import.json").read_text(encoding="utf-8"))
+    out = tmp_path / "imported"
+    assert _import(out, spec).exit_code == 0
+    scenario = yaml.safe_load((out / "scenario.yaml").read_text(encoding="utf-8"))
+    scenario["spec"]["duration"] = "5s"
+    scenario["spec"]["compare"] = ["joiner", "cluster-autoscaler"]
+    del scenario["spec"]["asRun"]
+    (out / "short.yaml").write_text(yaml.safe_dump(scenario), encoding="utf-8")
+    sim = tmp_path / "sim"
+    result = CliRunner().invoke(app, ["simulate", str(out / "short.yaml"), "-q", "--out", str(sim)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((sim / "summary.json").read_text(encoding="utf-8"))
+    for name, run in summary["policies"].items():
+        assert run["pods"]["scheduled"] > 0, name  # the starting pods are bound
+        assert run["pods"]["scaleUpLatencySeconds"]["pods"] == 0, name
