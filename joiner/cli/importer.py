@@ -42,7 +42,8 @@ def parse_time(value: str, option: str) -> float:
         ) from exc
     if "T" not in text.upper() or when.tzinfo is None:
         raise InputError(
-            f"{value!r} needs a date, a time and a zone (Z or +hh:mm), as RFC 3339 does",
+            f"{value!r} is not an RFC 3339 time: give a date, a time and a zone, e.g. "
+            "2026-11-23T00:00:00Z",
             field=option,
         )
     return when.astimezone(UTC).timestamp()
@@ -293,9 +294,11 @@ def _run(
     from joiner.cli.common import check_region, print_warnings
     from joiner.history.series import HistoryWarnings
     from joiner.history.translate import translate
-    from joiner.history.writer import check_out_dir, write_scenario
+    from joiner.history.writer import check_inputs_clear, check_out_dir, write_scenario
 
     check_out_dir(out_dir, force=force)
+    read = [*inputs, *(p for p in (sources[1], *auth) if isinstance(p, Path))]
+    check_inputs_clear(out_dir, read)
     if save is not None:
         _check_save_dir(save, out_dir)
     if region is not None:
@@ -313,7 +316,6 @@ def _run(
         warnings=warnings,
         empty_start=empty_start,
     )
-    read = [*inputs, *(p for p in (sources[1], *auth) if isinstance(p, Path))]
     path = write_scenario(imported, out_dir, force=force, inputs=read)
     print_warnings(objects.manifests.warnings, verbose=verbose)
     print_warnings(imported.warnings.render(), verbose=verbose)

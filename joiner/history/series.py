@@ -76,6 +76,17 @@ class _Kind:
     count: int = 0
 
 
+#: Kinds whose head noun is not their last word, with their plural (``plural`` adds an "s"
+#: to the last word otherwise).
+PLURAL_KINDS = {
+    "saved step other than asked": "saved steps other than asked",
+    "saved query with other PromQL": "saved queries with other PromQL",
+    "saved series reaching outside the range": "saved series reaching outside the range",
+    "series with samples out of order": "series with samples out of order",
+    "cluster without a NodePool": "clusters without a NodePool",
+}
+
+
 class HistoryWarnings:
     """Messy-history cases, grouped by kind: one warning per kind with a count.
 
@@ -132,7 +143,8 @@ class HistoryWarnings:
             shown = entry.subjects[:SHOWN]
             rest = len(entry.subjects) - len(shown)
             examples = ", ".join(shown) + (f" and {rest} more" if rest else "")
-            lines.append(f"{plural(entry.count, kind)} ({entry.assumed}): {examples}")
+            counted = plural(entry.count, kind, PLURAL_KINDS.get(kind))
+            lines.append(f"{counted} ({entry.assumed}): {examples}")
         return lines
 
     def __bool__(self) -> bool:

@@ -62,6 +62,31 @@ def check_out_dir(out: Path, *, force: bool) -> None:
         ) from exc
 
 
+#: What the writer writes whatever the history holds (traces go under ``traces/``).
+FIXED_FILES = ("scenario.yaml", "objects.yaml", "start.yaml", "as-run/nodes.csv", "as-run/pods.csv")
+
+
+def check_inputs_clear(out: Path, inputs: Iterable[Path]) -> None:
+    """Before anything is read: refuse an ``--out`` whose fixed files, or whose ``traces/``,
+    would be written over or into one of ``inputs`` (a directory of saved responses, a
+    dump), so a week's download is not wasted on a run that cannot write.
+
+    Raises:
+        InputError: as ``write_scenario`` would after the history was read.
+    """
+    root = out.resolve()
+    given = [p for p in inputs if str(p) != "-"]
+    _check_not_inputs([(rel, root / rel) for rel in FIXED_FILES], given)
+    traces = root / "traces"
+    for inp in given:
+        if inp.resolve().is_relative_to(traces):
+            raise InputError(
+                f"would write traces/ over or into the input {inp}; give another --out",
+                file=str(inp),
+                field="--out",
+            )
+
+
 def file_part(name: str) -> str:
     """``name`` as one path component: characters outside ``[A-Za-z0-9._-]`` (a ``/``,
     a control character, non-ASCII) percent-encoded, and ``.``/``..``/empty spelled out,

@@ -310,6 +310,7 @@ def test_force_never_writes_over_or_into_an_input(tmp_path: Path) -> None:
     span = ["--start", START, "--end", END, "--force"]
     code, _, err = _run("--from-file", str(saved), "-f", str(dump), "--out", str(out), *span)
     assert code == 2 and "would write objects.yaml over or into the input" in err
+    assert "[1/" not in err  # refused before any query was read
     assert dump.read_bytes() == before and sorted(p.name for p in out.iterdir()) == ["objects.yaml"]
     inner = saved.rename(out / "traces")
     code, _, err = _run(

@@ -37,3 +37,15 @@ def test_merge_adds_counts_and_new_subjects() -> None:
     assert a.count("gap") == 2
     assert a.kinds() == ["gap", "reset"]
     assert a.subjects("gap") == ["s1", "s2"]
+
+
+def test_kinds_whose_noun_is_not_last_have_their_own_plural():
+    """"2 saved step other than askeds" once; each such kind names its plural."""
+    from joiner.history.series import PLURAL_KINDS
+
+    for kind, many in PLURAL_KINDS.items():
+        w = HistoryWarnings()
+        w.add(kind, "a", "assumed")
+        w.add(kind, "b", "assumed")
+        (line,) = w.render()
+        assert line.startswith(f"2 {many} (assumed): a, b")
