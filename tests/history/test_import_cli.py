@@ -112,7 +112,10 @@ def test_unusable_options_exit_2(tmp_path: Path) -> None:
             "steps of the range; at most 1,000,000",
         ),
         ([*files, "--start", "yesterday", "--end", END], "is not an RFC 3339 time"),
-        ([*files, "--start", "2025-01-06T00:00:00", "--end", END], "needs a date, a time and"),
+        (
+            [*files, "--start", "2025-01-06T00:00:00", "--end", END],
+            "is not an RFC 3339 time: give a date, a time and",
+        ),
         ([*span, "-f", dump, "--out", "o"], "give exactly one of --prometheus URL or --from"),
         ([*span, "--from-file", "x", "--out", "o"], "give the cluster's objects with -f DUMP"),
         ([*files, *span, "--prometheus", "http://p:9090"], "give exactly one of --prometheus"),

@@ -40,7 +40,7 @@ def test_merge_adds_counts_and_new_subjects() -> None:
 
 
 def test_kinds_whose_noun_is_not_last_have_their_own_plural():
-    """"2 saved step other than askeds" once; each such kind names its plural."""
+    """ "2 saved step other than askeds" once; each such kind names its plural."""
     from joiner.history.series import PLURAL_KINDS
 
     for kind, many in PLURAL_KINDS.items():
