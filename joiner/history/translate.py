@@ -217,6 +217,24 @@ ENDS_ONLY = frozenset(
 )
 
 
+def with_samples(name: str, series: list[Series], warnings: HistoryWarnings) -> list[Series]:
+    """``series`` without the series that hold no sample, each counted in ``warnings``.
+
+    A series with ``"values": []``, or whose every sample was NaN or infinite (left out
+    by the readers), says nothing at any time: no count, no timestamp, no request. Every
+    reading of an answer may then assume at least one sample."""
+    kept = [s for s in series if s.times_s]
+    if len(kept) < len(series):
+        for s in series:
+            if not s.times_s:
+                warnings.add(
+                    "series without a sample",
+                    series_subject(name, s.labels),
+                    "left it out (no value at any step)",
+                )
+    return kept
+
+
 def kept_samples(name: str, series: list[Series]) -> list[Series]:
     """What the translation keeps of query ``name``'s ``series``: for an ``ENDS_ONLY``
     query each series' first and last samples (a series of one or two samples as it is),
@@ -278,9 +296,11 @@ def translate(
             naming the source and the series looked for; a replica count outside 0 to
             ``MAX_REPLICAS`` (``check_replicas``); or the source's own errors.
     """
+    warnings = warnings if warnings is not None else HistoryWarnings()
     answers: dict[str, list[Series]] = {}
     for i, q in enumerate(QUERIES, start=1):
-        answers[q.name] = kept_samples(q.name, source.fetch(q.name, q.promql, query_step(q, rng)))
+        fetched = source.fetch(q.name, q.promql, query_step(q, rng))
+        answers[q.name] = kept_samples(q.name, with_samples(q.name, fetched, warnings))
         if progress is not None:
             progress(f"[{i}/{len(QUERIES)}] {q.name}: {len(answers[q.name])} series")
     if not any(answers.values()):
@@ -290,7 +310,6 @@ def translate(
             "is kube-state-metrics scraped by this Prometheus, and is the range right?",
             file=source_name,
         )
-    warnings = warnings if warnings is not None else HistoryWarnings()
     if not objects.manifests.nodepools:
         warnings.add(
             "cluster without a NodePool",
