@@ -71,4 +71,25 @@ def test_a_series_left_without_a_sample_is_counted_not_a_crash(tmp_path, name, c
     result = _import(day, tmp_path / "out")
     assert result.exit_code == 0, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    assert "series without a sample" in result.output
+    assert "sample-less result" in result.output
+
+
+def _nodes_unnamed(doc: dict[str, Any]) -> None:
+    doc["data"]["result"][0]["metric"]["node"] = ""
+
+
+def test_a_node_series_without_a_node_name_is_counted_not_written(tmp_path):
+    # The import wrote an as-run row with an empty node name, which simulate then refused.
+    day = _copy(tmp_path)
+    for name in ("node_info", "node_labels", "node_created"):
+        _edit(day, name, _nodes_unnamed)
+    out = tmp_path / "out"
+    result = _import(day, out)
+    assert result.exit_code == 0, result.output
+    assert "nameless result" in result.output
+    rows = (out / "as-run" / "nodes.csv").read_text(encoding="utf-8").splitlines()[1:]
+    assert rows and all(not row.startswith(",") for row in rows)
+    sim = CliRunner().invoke(
+        app, ["simulate", str(out / "scenario.yaml"), "-q", "--out", str(tmp_path / "sim")]
+    )
+    assert sim.exit_code == 0, sim.output
