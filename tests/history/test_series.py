@@ -37,3 +37,24 @@ def test_merge_adds_counts_and_new_subjects() -> None:
     assert a.count("gap") == 2
     assert a.kinds() == ["gap", "reset"]
     assert a.subjects("gap") == ["s1", "s2"]
+
+
+def test_render_puts_each_kinds_head_noun_in_the_plural() -> None:
+    # "14 saved step other than askeds" and "2 cluster without a NodePools" read wrong.
+    w = HistoryWarnings()
+    for kind in (
+        "saved step other than asked",
+        "saved query with other PromQL",
+        "cluster without a NodePool",
+        "native histogram series",
+        "unmodelled object left out",
+    ):
+        w.add(kind, "a", "x")
+        w.add(kind, "b", "x")
+    assert [line.split(" (")[0] for line in w.render()] == [
+        "2 saved steps other than asked",
+        "2 saved queries with other PromQL",
+        "2 clusters without a NodePool",
+        "2 native histogram series",
+        "2 unmodelled objects left out",
+    ]
