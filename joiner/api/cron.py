@@ -83,6 +83,21 @@ def _int(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
 
 
+def _check_spaces(text: str, value: str, *, field: str, every: bool) -> None:
+    """Refuse the spaces robfig/cron refuses: around a macro, inside @every's duration."""
+    # robfig/cron matches a macro, and reads @every's duration, as written: " @daily",
+    # "@daily " and "@every  1h" are refused by the API server.
+    if value.startswith("@") and value != text:
+        raise InputError(
+            f"{text!r}: no spaces around a macro (robfig/cron reads it as written)", field=field
+        )
+    if every and value.startswith(EVERY) and any(c.isspace() for c in value[len(EVERY) :]):
+        raise InputError(
+            f"{value[len(EVERY) :]!r} is not a Go duration (no spaces: 90s, 10m, 1h30m)",
+            field=field,
+        )
+
+
 def check_schedule(text: str, *, field: str, every: bool = False) -> str:
     """Return the schedule stripped, or raise. ``every``: ``@every <duration>`` is allowed
     (a CronJob's schedule).
@@ -101,6 +116,7 @@ def check_schedule(text: str, *, field: str, every: bool = False) -> str:
             f"{text!r}: cannot use TZ or CRON_TZ in the schedule; use spec.timeZone instead",
             field=field,
         )
+    _check_spaces(text, value, field=field, every=every)
     if every and value.startswith(EVERY):
         every_seconds(value, field=field)
         return value

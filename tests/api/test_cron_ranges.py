@@ -51,3 +51,11 @@ def test_schedules_robfig_refuses_are_input_errors(schedule, words):
 )
 def test_schedules_robfig_reads_are_kept(schedule):
     assert check_schedule(schedule, field="spec.schedule", every=True) == schedule
+
+
+@pytest.mark.parametrize(
+    "schedule", ["@daily ", " @hourly", "@every  1h", "@every 1h ", "@every 1h\n"]
+)
+def test_spaces_around_a_macro_are_refused_as_robfig_refuses_them(schedule):
+    with pytest.raises(InputError, match="no spaces"):
+        check_schedule(schedule, field="spec.schedule", every=True)
