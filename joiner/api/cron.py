@@ -29,6 +29,75 @@ _UNSUPPORTED = re.compile(r"(?:^|[^A-Za-z])(?:L|W|R|H)(?:$|[^A-Za-z])|#|[0-9]L|L
 MIN_YEAR, MAX_YEAR = 1971, 9000
 
 
+_FIELD_NAMES = ("minute", "hour", "day of month", "month", "day of week")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+#: Each field's (minimum, maximum, names) as robfig/cron v3 bounds them (parser.go).
+_BOUNDS: tuple[tuple[int, int, dict[str, int]], ...] = (
+    (0, 59, {}),
+    (0, 23, {}),
+    (1, 31, {}),
+    (1, 12, {m: i for i, m in enumerate(_MONTHS, start=1)}),
+    (0, 6, {d: i for i, d in enumerate(_DAYS)}),
+)
+
+
+def _range_problem(part: str, low: int, high: int, names: dict[str, int]) -> str | None:
+    """Why robfig/cron's ``getRange`` refuses one field (each comma-separated range of
+    it), or None. croniter reads more than robfig: a reversed range (``5-1``, ``FRI-MON``)
+    as one that wraps around, a day of week 7 as Sunday; the API server refuses both."""
+    for expr in part.split(","):
+        problem = _expr_problem(expr, low, high, names)
+        if problem is not None:
+            return f"{expr!r} {problem}"
+    return None
+
+
+def _expr_problem(expr: str, low: int, high: int, names: dict[str, int]) -> str | None:
+    range_and_step = expr.split("/")
+    if len(range_and_step) > 2:
+        return "has too many slashes"
+    if len(range_and_step) == 2 and not _int(range_and_step[1]):
+        return "needs a positive step"
+    low_high = range_and_step[0].split("-")
+    if low_high[0] in ("*", "?"):
+        return None
+    if len(low_high) > 2:
+        return "has too many hyphens"
+    ends = [names[v.lower()] if v.lower() in names else _int(v) for v in low_high]
+    if None in ends:
+        return f"is not a number{' or a name' if names else ''}"
+    start, end = ends[0] or 0, ends[-1] or 0
+    if len(range_and_step) == 2 and len(low_high) == 1:
+        end = high
+    if start < low:
+        return f"starts below its minimum {low}"
+    if end > high:
+        return f"ends above its maximum {high}"
+    if start > end:
+        return "starts after it ends (a range does not wrap around)"
+    return None
+
+
+def _int(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _check_spaces(text: str, value: str, *, field: str, every: bool) -> None:
+    """Refuse the spaces robfig/cron refuses: around a macro, inside @every's duration."""
+    # robfig/cron matches a macro, and reads @every's duration, as written: " @daily",
+    # "@daily " and "@every  1h" are refused by the API server.
+    if value.startswith("@") and value != text:
+        raise InputError(
+            f"{text!r}: no spaces around a macro (robfig/cron reads it as written)", field=field
+        )
+    if every and value.startswith(EVERY) and any(c.isspace() for c in value[len(EVERY) :]):
+        raise InputError(
+            f"{value[len(EVERY) :]!r} is not a Go duration (no spaces: 90s, 10m, 1h30m)",
+            field=field,
+        )
+
+
 def check_schedule(text: str, *, field: str, every: bool = False) -> str:
     """Return the schedule stripped, or raise. ``every``: ``@every <duration>`` is allowed
     (a CronJob's schedule).
@@ -47,6 +116,7 @@ def check_schedule(text: str, *, field: str, every: bool = False) -> str:
             f"{text!r}: cannot use TZ or CRON_TZ in the schedule; use spec.timeZone instead",
             field=field,
         )
+    _check_spaces(text, value, field=field, every=every)
     if every and value.startswith(EVERY):
         every_seconds(value, field=field)
         return value
@@ -68,6 +138,13 @@ def check_schedule(text: str, *, field: str, every: bool = False) -> str:
             "not support",
             field=field,
         )
+    if not value.startswith("@"):
+        for name, part, bounds in zip(_FIELD_NAMES, fields, _BOUNDS, strict=True):
+            problem = _range_problem(part, *bounds)
+            if problem is not None:
+                raise InputError(
+                    f"{text!r} is not a valid cron schedule: {name} {problem}", field=field
+                )
     if not croniter.is_valid(value):
         raise InputError(f"{text!r} is not a valid cron schedule", field=field)
     try:

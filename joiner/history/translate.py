@@ -217,6 +217,61 @@ ENDS_ONLY = frozenset(
 )
 
 
+#: The labels that name the object a series is about (a pod's node is not one: a
+#: pending pod's is empty).
+_NAMING = frozenset(
+    {"namespace", "pod", "deployment", "statefulset", "replicaset", "job_name"}
+    | {"horizontalpodautoscaler"}
+)
+
+
+def _naming_labels(name: str, promql: str) -> tuple[str, ...]:
+    """The labels of query ``name`` (its PromQL's first ``by (...)``) that name its
+    object: each series must hold them, not empty."""
+    found = re.search(r"by \(([^)]*)\)", promql)
+    by = [label.strip() for label in found.group(1).split(",")] if found else []
+    return tuple(
+        label for label in by if label in _NAMING or (label == "node" and name.startswith("node_"))
+    )
+
+
+def with_names(
+    name: str, labels: Sequence[str], series: list[Series], warnings: HistoryWarnings
+) -> list[Series]:
+    """``series`` without the series that lack one of ``labels`` (or hold it empty), each
+    counted in ``warnings``: a node or pod without a name cannot be replayed, and the
+    files written would refuse it (an as-run row's node is never empty)."""
+    kept = []
+    for s in series:
+        if all(s.labels.get(label) for label in labels):
+            kept.append(s)
+        else:
+            warnings.add(
+                "nameless result",
+                series_subject(name, s.labels),
+                f"left it out (no {' or '.join(labels)} label to name what it is about)",
+            )
+    return kept
+
+
+def with_samples(name: str, series: list[Series], warnings: HistoryWarnings) -> list[Series]:
+    """``series`` without the series that hold no sample, each counted in ``warnings``.
+
+    A series with ``"values": []``, or whose every sample was NaN or infinite (left out
+    by the readers), says nothing at any time: no count, no timestamp, no request. Every
+    reading of an answer may then assume at least one sample."""
+    kept = [s for s in series if s.times_s]
+    if len(kept) < len(series):
+        for s in series:
+            if not s.times_s:
+                warnings.add(
+                    "sample-less result",
+                    series_subject(name, s.labels),
+                    "left it out (no value at any step)",
+                )
+    return kept
+
+
 def kept_samples(name: str, series: list[Series]) -> list[Series]:
     """What the translation keeps of query ``name``'s ``series``: for an ``ENDS_ONLY``
     query each series' first and last samples (a series of one or two samples as it is),
@@ -278,9 +333,12 @@ def translate(
             naming the source and the series looked for; a replica count outside 0 to
             ``MAX_REPLICAS`` (``check_replicas``); or the source's own errors.
     """
+    warnings = warnings if warnings is not None else HistoryWarnings()
     answers: dict[str, list[Series]] = {}
     for i, q in enumerate(QUERIES, start=1):
-        answers[q.name] = kept_samples(q.name, source.fetch(q.name, q.promql, query_step(q, rng)))
+        fetched = source.fetch(q.name, q.promql, query_step(q, rng))
+        named = with_names(q.name, _naming_labels(q.name, q.promql), fetched, warnings)
+        answers[q.name] = kept_samples(q.name, with_samples(q.name, named, warnings))
         if progress is not None:
             progress(f"[{i}/{len(QUERIES)}] {q.name}: {len(answers[q.name])} series")
     if not any(answers.values()):
@@ -290,7 +348,6 @@ def translate(
             "is kube-state-metrics scraped by this Prometheus, and is the range right?",
             file=source_name,
         )
-    warnings = warnings if warnings is not None else HistoryWarnings()
     if not objects.manifests.nodepools:
         warnings.add(
             "cluster without a NodePool",

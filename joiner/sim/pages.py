@@ -55,14 +55,23 @@ def png_data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+def printable(text: str) -> str:
+    """``text`` with each character that is neither printable nor a line break or a tab
+    (ESC, BEL, C1 controls, bidi overrides: what a name or label from the user's files
+    may hold) replaced by ``?``, as the terminal shows it (``joiner.cli.safeconsole``)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in text)
+
+
 def _finalize(value: object) -> object:
-    """Every ``{{ value }}`` of a template, escaped as :func:`html.escape` does (markup
-    already marked safe passes as it is)."""
+    """Every ``{{ value }}`` of a template, ``printable`` and escaped as
+    :func:`html.escape` does (markup already marked safe passes as it is)."""
     import markupsafe
 
     if isinstance(value, markupsafe.Markup):
         return value
-    return markupsafe.Markup(html.escape(str(value)))
+    return markupsafe.Markup(html.escape(printable(str(value))))
 
 
 @cache

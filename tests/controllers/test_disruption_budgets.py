@@ -162,6 +162,13 @@ def test_feature_gates():
         ("R R * * *", "L, W, #, R or H"),
         ("0 0 0 * * *", "five fields"),
         ("@every 5m", "macro"),
+        # robfig/cron refuses these; croniter read them (a wrapped range, 7 as Sunday).
+        ("5-1 * * * *", "does not wrap around"),
+        ("0 22 * * FRI-MON", "does not wrap around"),
+        ("0 0 * * 7", "maximum 6"),
+        ("0 24 * * *", "maximum 23"),
+        ("0 0 0 * *", "minimum 1"),
+        ("1-2-3 * * * *", "too many hyphens"),
     ],
 )
 def test_unsupported_or_impossible_schedules_are_input_errors(schedule, words):

@@ -22,7 +22,10 @@ from joiner.state.cluster import ClusterState
 from tests.operator.test_sweep_report import _row
 
 REPO = Path(__file__).resolve().parents[2]
-HOSTILE = "<script>alert('x\"y')</script>\x1b[31mred\x1b[0m & é"
+HOSTILE = "<script>alert('x\"y')</script>\x1b[31mred\x1b[0m & é\x07"
+#: HOSTILE as the pages show it: each control character (a parse error in HTML, and
+#: replayed by ``cat`` or ``less -R`` on the page) replaced by ``?``.
+SHOWN = HOSTILE.replace("\x1b", "?").replace("\x07", "?")
 
 
 class _Page(HTMLParser):
@@ -110,21 +113,22 @@ def test_simulate_page_structure_and_hostile_names(tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     page = _Page(text)
     assert text.startswith("<!DOCTYPE html>\n") and text.endswith("</body></html>\n")
-    assert page.text["title"] == ["Joiner report: scenario" + HOSTILE]
-    assert page.text["h1"] == ["scenario" + HOSTILE]
+    assert page.text["title"] == ["Joiner report: scenario" + SHOWN]
+    assert page.text["h1"] == ["scenario" + SHOWN]
     assert page.count("script") == 1 and "alert" not in page.text["script"][0]
     assert [a["alt"] for t, a in page.tags if t == "img"] == list(PLOTS)
     for name in PLOTS:
         src = next(a["src"] for t, a in page.tags if t == "img" and a["alt"] == name)
         assert src is not None and src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]) == (tmp_path / f"{name}.png").read_bytes()
-    assert "joiner" + HOSTILE in page.text["th"]
-    assert "m5.large" + HOSTILE + "/z" in page.text["td"]
+    assert "joiner" + SHOWN in page.text["th"]
+    assert "m5.large" + SHOWN + "/z" in page.text["td"]
     assert page.text["strong"] == ["Prices are estimated:"]
-    assert " estimated " + HOSTILE in page.text["p"]
+    assert " estimated " + SHOWN in page.text["p"]
     assert [json.loads(p)["parameters"]["note"] for p in page.text["pre"]] == [HOSTILE] * 2
-    # Escaped as html.escape spells it, terminal escapes passed through as text.
-    assert "&lt;script&gt;alert(&#x27;x&quot;y&#x27;)&lt;/script&gt;\x1b[31mred" in text
+    # Escaped as html.escape spells it; no control character reaches the page.
+    assert "&lt;script&gt;alert(&#x27;x&quot;y&#x27;)&lt;/script&gt;?[31mred" in text
+    assert "\x1b" not in text
 
 
 def test_sweep_page_structure_and_hostile_names() -> None:
@@ -136,16 +140,17 @@ def test_sweep_page_structure_and_hostile_names() -> None:
         "sweep" + HOSTILE, gs, objective, recommend(rows, parse_objective(objective))
     )
     page = _Page(text)
+    assert "\x1b" not in text and "\x07" not in text
     assert text.startswith("<!doctype html>\n") and text.endswith("</body></html>\n")
-    assert page.text["h1"] == ["Sweep sweep" + HOSTILE]
+    assert page.text["h1"] == ["Sweep sweep" + SHOWN]
     assert page.count("script") == 0
     assert page.count("tr") == 1 + len(gs) and page.count("th") == 10
-    assert page.text["td"][:2] == ["cheap" + HOSTILE, "p" + HOSTILE]
+    assert page.text["td"][:2] == ["cheap" + SHOWN, "p" + SHOWN]
     (img,) = [a for t, a in page.tags if t == "img"]
     assert (img["src"] or "").startswith("data:image/png;base64,iVBORw0KGgo")
     assert page.text["code"] == [objective]
-    assert page.text["b"] == ["cheap" + HOSTILE, "p" + HOSTILE]
-    assert page.text["pre"] == ["kind: NodePool\nmetadata: {name: cheap" + HOSTILE + "}\n"]
+    assert page.text["b"] == ["cheap" + SHOWN, "p" + SHOWN]
+    assert page.text["pre"] == ["kind: NodePool\nmetadata: {name: cheap" + SHOWN + "}\n"]
     assert page.text["li"] == [
         "slow / joiner: pendingP95Seconds <= 60 fails in slow/joiner/x1/seed-0 (90)"
     ]

@@ -101,6 +101,14 @@ def read_rows(path: Path, *, tolerate_partial_tail: bool = False) -> list[dict[s
     return parse_rows(text, path, tolerate_partial_tail=tolerate_partial_tail)
 
 
+def _cut_short_row(line: str) -> bool:
+    """Whether ``line`` may be a row whose write was cut short: it begins as every row
+    (a JSON object) does. Any other unparsable last line is not a row being written
+    (another file given as the results, NUL blocks), which ``--resume`` would otherwise
+    drop and write over."""
+    return line.startswith("{")
+
+
 def parse_rows(
     text: str, path: Path, *, tolerate_partial_tail: bool = False
 ) -> list[dict[str, Any]]:
@@ -118,7 +126,7 @@ def parse_rows(
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            if last and tolerate_partial_tail:
+            if last and tolerate_partial_tail and _cut_short_row(line):
                 continue
             raise InputError(f"line {i + 1} is not JSON: {exc.msg}", file=str(path)) from exc
         except RecursionError as exc:
