@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent / "joiner"
 #: Module (path under joiner/) -> what its regular expressions read.
 ALLOWED: dict[str, str] = {
     "api/cron.py": "budget schedules: cron fields from NodePool manifests",
+    "api/decimals.py": "Spot prices and kubelet percentages written in input files",
     "api/durations.py": "Go duration strings from manifests and scenarios",
     "api/manifests/convert.py": "NodePool budget nodes/duration fields from manifests",
     "api/manifests/models_base.py": "label values in manifests",

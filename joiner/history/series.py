@@ -10,7 +10,6 @@ renders one grouped warning per kind.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -77,23 +76,25 @@ class _Kind:
     count: int = 0
 
 
-#: What follows a kind's head noun: "cluster without a NodePool", "saved step other than
-#: asked"; the head noun is the word before the first of these (else the last word).
-_AFTER_HEAD = re.compile(r" (?:with|without|reaching|other than|left out)\b")
+#: Kinds whose head noun is not their last word, with their plural (``plural`` adds an "s"
+#: to the last word otherwise); a kind added with such a noun needs its entry here.
+PLURAL_KINDS = {
+    "saved step other than asked": "saved steps other than asked",
+    "saved query with other PromQL": "saved queries with other PromQL",
+    "saved series reaching outside the range": "saved series reaching outside the range",
+    "series with samples out of order": "series with samples out of order",
+    "cluster without a NodePool": "clusters without a NodePool",
+    "unmodelled object left out": "unmodelled objects left out",
+    "native histogram series": "native histogram series",
+}
 
 
 def _kind_plural(kind: str, count: int) -> str:
-    """``kind`` with its head noun in the plural when ``count`` is not 1: "clusters
-    without a NodePool", "saved queries with other PromQL", "series" as it is."""
+    """``kind`` for ``count`` subjects: as it is for one, else ``PLURAL_KINDS``' plural or
+    the kind with an "s"."""
     if count == 1:
         return kind
-    cut = _AFTER_HEAD.search(kind)
-    head, rest = (kind[: cut.start()], kind[cut.start() :]) if cut else (kind, "")
-    if head.endswith("series"):
-        return kind
-    if head.endswith("y") and not head.endswith(("ay", "ey", "oy", "uy")):
-        return head[:-1] + "ies" + rest
-    return head + "s" + rest
+    return PLURAL_KINDS.get(kind, kind + "s")
 
 
 class HistoryWarnings:
