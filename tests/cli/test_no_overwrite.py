@@ -4,7 +4,6 @@ left byte for byte as it was."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -13,8 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from joiner.cli.main import app
-from joiner.operator.sweep.cell import summary_text
-from tests.operator.sweeps import small_sweep
+from tests.operator.sweeps import results_row, small_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "seed-spot"
@@ -78,24 +76,7 @@ def test_sweep_results_over_the_sweep_or_its_scenario(tmp_path):
 
 
 def _results(path: Path) -> Path:
-    summary = {
-        "cost": {"total": 1.0},
-        "pods": {"pendingSeconds": {"p95": 2.0}, "lost": 0},
-        "interruptions": {"byKind": {}},
-    }
-    row = {
-        "cellId": "a/joiner/x1/seed-1",
-        "sweep": "s",
-        "variant": "a",
-        "policy": "joiner",
-        "interruptionRateMultiplier": 1.0,
-        "seed": 1,
-        "metrics": {"cost": 1.0, "pendingP95Seconds": 2.0, "podsLost": 0, "reclaims": 0},
-        "summary": summary,
-        "summaryDigest": hashlib.sha256(summary_text(summary).encode()).hexdigest(),
-        "error": None,
-    }
-    path.write_text(json.dumps(row) + "\n")
+    path.write_text(json.dumps(results_row()) + "\n")
     return path
 
 

@@ -4,7 +4,6 @@ message, a table cell, a recommended NodePool's YAML, a log line or a library's 
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import logging
@@ -17,7 +16,7 @@ from typer.testing import CliRunner
 from joiner.cli import common
 from joiner.cli.main import app
 from joiner.cli.safeconsole import CleanFormatter, _CleanHook, clean, safe_console
-from joiner.operator.sweep.cell import summary_text
+from tests.operator.sweeps import results_row
 
 HOSTILE = "web\x1b]0;pwned\x07\x1b[2J\u202e:smile:\x9b31m"
 CONTROL = ("\x1b", "\x07", "\u202e", "\x9b")
@@ -65,24 +64,7 @@ def test_log_lines_and_library_warnings_are_cleaned(capsys):
 
 
 def test_a_recommended_nodepool_yaml_is_cleaned(tmp_path: Path):
-    summary = {
-        "cost": {"total": 1.0},
-        "pods": {"pendingSeconds": {"p95": 2.0}, "lost": 0},
-        "interruptions": {"byKind": {}},
-    }
-    row = {
-        "cellId": "a/joiner/x1/seed-1",
-        "sweep": "s",
-        "variant": HOSTILE,
-        "policy": "joiner",
-        "interruptionRateMultiplier": 1.0,
-        "seed": 1,
-        "metrics": {"cost": 1.0, "pendingP95Seconds": 2.0, "podsLost": 0, "reclaims": 0},
-        "summary": summary,
-        "summaryDigest": hashlib.sha256(summary_text(summary).encode()).hexdigest(),
-        "error": None,
-        "nodePoolsYaml": f"kind: NodePool\nmetadata: {{name: '{HOSTILE}'}}\n",
-    }
+    row = results_row(HOSTILE, nodePoolsYaml=f"kind: NodePool\nmetadata: {{name: '{HOSTILE}'}}\n")
     results = tmp_path / "r.jsonl"
     results.write_text(json.dumps(row) + "\n")
     args = ["sweep", "report", str(results), "--html", str(tmp_path / "r.html")]

@@ -36,3 +36,30 @@ def rows(path: Path) -> list[dict[str, Any]]:
     for r in out:
         r.pop("run")
     return sorted(out, key=lambda r: r["cellId"])
+
+
+def results_row(variant: str = "a", **extra: Any) -> dict[str, Any]:
+    """A valid results row of one cell (cost 1, p95 pending 2 s) whose summary matches its
+    digest; ``extra`` replaces fields."""
+    import hashlib
+
+    from joiner.operator.sweep.cell import summary_text
+
+    summary = {
+        "cost": {"total": 1.0},
+        "pods": {"pendingSeconds": {"p95": 2.0}, "lost": 0},
+        "interruptions": {"byKind": {}},
+    }
+    row = {
+        "cellId": "a/joiner/x1/seed-1",
+        "sweep": "s",
+        "variant": variant,
+        "policy": "joiner",
+        "interruptionRateMultiplier": 1.0,
+        "seed": 1,
+        "metrics": {"cost": 1.0, "pendingP95Seconds": 2.0, "podsLost": 0, "reclaims": 0},
+        "summary": summary,
+        "summaryDigest": hashlib.sha256(summary_text(summary).encode()).hexdigest(),
+        "error": None,
+    }
+    return {**row, **extra}
