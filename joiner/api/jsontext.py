@@ -2,6 +2,9 @@
 syntax error (with line and column), nesting deeper than the parser can follow (the
 "billion brackets" file, a ``RecursionError`` otherwise), and values JSON cannot hold
 (integers of more than 4,300 digits). Every reader of a JSON or TOML input goes through it.
+
+And the JSON Joiner writes (``json_text``, ``escape_controls``): a string from an input
+keeps its value but no raw control character reaches the file or the terminal.
 """
 
 from __future__ import annotations
@@ -63,3 +66,31 @@ def parse_toml(
         raise InputError(
             f"{what} holds a value that cannot be read: {exc}", file=file, field=field
         ) from exc
+
+
+def _utf16(ch: str) -> tuple[int, ...]:
+    """``ch``'s UTF-16 code units (a surrogate pair above U+FFFF), as JSON escapes them."""
+    data = ch.encode("utf-16-be")
+    return tuple(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
+
+
+def escape_controls(text: str) -> str:
+    """JSON ``text`` with each non-printable character (DEL, C1 controls, bidirectional
+    overrides, line separators: RFC 8259 allows them raw inside strings) written as its
+    ``\\uXXXX`` escape. The value read back is the same; only strings can hold such a
+    character in JSON text, so nothing else changes."""
+    if text.isascii() and "\x7f" not in text:
+        return text
+    # Raw C0 controls in JSON text are its white space (strings escape theirs): kept.
+    table = {
+        ord(ch): "".join(f"\\u{unit:04x}" for unit in _utf16(ch))
+        for ch in set(text)
+        if not ch.isprintable() and ch not in "\n\r\t"
+    }
+    return text.translate(table) if table else text
+
+
+def json_text(value: Any, **dumps: Any) -> str:
+    """``json.dumps(value, **dumps)`` without a raw control character (``escape_controls``):
+    the text every JSON output file and document of Joiner is written as."""
+    return escape_controls(json.dumps(value, **dumps))

@@ -119,6 +119,26 @@ TERMINATION_FINALIZER = "karpenter.sh/termination"
 TAINT_DISRUPTED = "karpenter.sh/disrupted"
 #: What `kubectl cordon` (spec.unschedulable) means to kube-scheduler.
 TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+#: Taints a node carries while it starts (Karpenter ``scheduling.KnownEphemeralTaints``,
+#: pkg/scheduling/taints.go): (key, effect) pairs; and the key prefix of the Node
+#: Readiness Controller's (``KnownEphemeralTaintKeyPrefixes``).
+KNOWN_EPHEMERAL_TAINTS = frozenset(
+    {
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/unreachable", "NoSchedule"),
+        ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
+        (TAINT_UNREGISTERED, "NoExecute"),
+    }
+)
+EPHEMERAL_TAINT_KEY_PREFIXES = ("readiness.k8s.io/",)
+
+
+def known_ephemeral_taint(key: str, effect: str) -> bool:
+    """Whether a taint is one a node carries while it starts (``KNOWN_EPHEMERAL_TAINTS``
+    or a key under ``EPHEMERAL_TAINT_KEY_PREFIXES``; Karpenter
+    ``scheduling.IsKnownEphemeralTaint``, pkg/scheduling/taints.go)."""
+    return (key, effect) in KNOWN_EPHEMERAL_TAINTS or key.startswith(EPHEMERAL_TAINT_KEY_PREFIXES)
 
 
 def normalize_key(key: str) -> str:

@@ -321,3 +321,63 @@ class SpotAdvice(_Out):
     priceNote: str
     nodePools: list[NodePoolAdvice]
     warnings: list[str] = Field(default_factory=list)
+
+
+class SweepStat(_Out):
+    """One metric of a sweep group across its usable seeds (null when none is usable)."""
+
+    median: float | None
+    p5: float | None
+    p95: float | None
+
+
+class SweepGroup(_Out):
+    """One (variant, policy, interruption-rate multiplier) of a sweep."""
+
+    variant: str
+    policy: str
+    interruptionRateMultiplier: float
+    seeds: int = Field(ge=0, description="Cells whose figures are usable")
+    failed: int = Field(ge=0, description="Cells counted failed (see failures)")
+    metrics: dict[str, SweepStat] = Field(
+        description="cost (USD), pendingP95Seconds, podsLost, reclaims"
+    )
+    pareto: bool
+
+
+class SweepFailure(_Out):
+    """Failed cells that share one reason."""
+
+    reason: str = Field(
+        description="The error the cell ran into (a traceback's last line), or why its row "
+        "cannot be used (summary digest, metrics not finite numbers)"
+    )
+    count: int = Field(ge=1)
+    cells: list[str] = Field(description="Their cell ids, every one")
+
+
+class SweepRecommendation(_Out):
+    """The outcome of ``--objective``: the chosen variant and policy, or nulls."""
+
+    objective: str
+    variant: str | None
+    policy: str | None
+    value: float | None = Field(description="The chosen choice's median of the metric")
+    nodePoolsYaml: str | None
+    rejected: dict[str, str] = Field(description="Why each other choice was rejected")
+
+
+class SweepReport(_Out):
+    """``joiner sweep report -o json``: the statistics per group, the failed cells by
+    reason and, with ``--objective``, the recommendation."""
+
+    apiVersion: str = "joiner.dev/v1alpha1"
+    kind: str = "SweepReport"
+    sweep: str
+    groups: list[SweepGroup]
+    failures: list[SweepFailure] = Field(description="Largest group first")
+    recommendation: SweepRecommendation | None
+    html: str | None = Field(
+        description="Where the HTML report was written (null: none, for results read from "
+        "standard input without --html)"
+    )

@@ -1,22 +1,21 @@
 """Kubernetes resource quantities, converted once at the edge to integers.
 
 CPU is kept in millicores, every other resource (memory, ephemeral-storage, pods,
-extended resources) in its base unit (bytes, count). Parsing follows Kubernetes'
-``ParseQuantity`` (``k8s.io/apimachinery/pkg/api/resource/quantity.go``): a decimal number,
-optionally with an exponent, then a suffix ``n``, ``u``, ``m``, ``k``..``E`` (powers of
-1000) or ``Ki``..``Ei`` (powers of 1024), rounded up to a thousandth as lightkube's
-``parse_quantity`` does. It is written here (a table and a regular expression) rather than
-imported from lightkube, whose ``lightkube.utils.quantity`` pulls the whole client (httpx
-and the generated models) into every command's start-up; lightkube stays in
-``joiner/cluster/kube``.
-"""
+extended resources) in its base unit (bytes, count). Parsing follows apimachinery's
+``ParseQuantity`` (k8s.io/apimachinery pkg/api/resource/quantity.go): a decimal number,
+then a suffix ``n``, ``u``, ``m``, ``k``..``E`` (powers of 1000), ``Ki``..``Ei`` (powers
+of 1024) or a decimal exponent (``e3``, ``E9``, ``E+3``; ``E`` alone is Exa). It is
+written here (a table and a regular expression) rather than imported from lightkube, whose
+``lightkube.utils.quantity`` pulls the whole client (httpx and the generated models) into
+every command's start-up and, unlike apimachinery, refuses ``1E9`` and reads ``Z`` and
+``Y``; lightkube stays in ``joiner/cluster/kube``."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Mapping
-from decimal import ROUND_UP, Decimal
+from decimal import ROUND_UP, Decimal, localcontext
 
 from joiner.api import resourcenames
 from joiner.api.errors import InputError
@@ -36,41 +35,111 @@ MAX_QUANTITY = Decimal(2) ** 60
 #: scheduler forms stays within 64-bit integers (numpy arrays).
 MAX_AMOUNT = 1 << 60
 
-_SMALL_SUFFIX = re.compile(r"[0-9]+(?:\.[0-9]+)?[nu]", re.ASCII)
+#: A quantity as apimachinery's ``parseQuantityString`` (k8s.io/apimachinery
+#: pkg/api/resource/quantity.go) splits it: a sign, digits with an optional fraction (any
+#: part may be empty: ``"-"``, ``"."`` and ``"Gi"`` are all 0 there), then the suffix:
+#: letters of ``eEinumkKMGTP``, an optional sign and digits. What the suffix means is
+#: ``_suffix_multiplier``'s.
+_NUMBER = re.compile(r"([+-]?)(\d*)(?:[.](\d*))?([eEinumkKMGTP]*[+-]?\d*)", re.ASCII)
 
-#: A number (decimal, optional exponent) and the rest of the string (the suffix).
-_NUMBER = re.compile(r"([+-]?\d+(?:[.]\d*)?(?:e[+-]?\d+)?|[.]\d+(?:e[+-]?\d+)?)(.*)")
-
-#: Suffix -> multiplier: decimal SI (``m`` to ``Y``) and binary (``Ki`` to ``Yi``).
+#: Suffix -> multiplier, apimachinery's tables (pkg/api/resource/suffix.go, ``newSuffixer``):
+#: decimal SI (``n`` to ``E``) and binary (``Ki`` to ``Ei``).
 _MULTIPLIERS = {
     **{
         s: Decimal(10) ** e
         for s, e in zip(
-            ("m", "", "k", "M", "G", "T", "P", "E", "Z", "Y"), range(-3, 25, 3), strict=True
+            ("n", "u", "m", "", "k", "M", "G", "T", "P", "E"), range(-9, 19, 3), strict=True
         )
     },
     **{
         s: Decimal(1024) ** e
-        for s, e in zip(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"), range(1, 9), strict=True)
+        for s, e in zip(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), range(1, 7), strict=True)
     },
 }
+
+#: Binary suffixes (the amount is capped at 2^63-1, as ``ParseQuantity`` caps it).
+_BINARY = frozenset(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))
+_MAX_INT64 = Decimal((1 << 63) - 1)
+_NANO = Decimal("1e-9")
+
+
+def _digitless_reads(multiplier: Decimal, *, binary: bool) -> bool:
+    """Whether ``ParseQuantity``'s integer path (k8s.io/apimachinery
+    pkg/api/resource/quantity.go) takes a number with no digit (read as 0) under this
+    suffix: a decimal one of at least nano, a binary one up to Ti (its precision estimate
+    ``15 - 1 - exponent*3/10 - 1`` goes negative from Pi). Elsewhere its decimal path
+    parses the empty number and fails."""
+    return multiplier <= Decimal(1024) ** 4 if binary else multiplier >= _NANO
+
+
+#: A decimal exponent suffix, as ``suffixHandler.interpret`` reads one that is not in the
+#: tables: ``e`` or ``E`` and a (signed) integer. ``E`` alone is the Exa suffix.
+_EXPONENT = re.compile(r"[eE]([+-]?\d+)", re.ASCII)
+
+
+def _suffix_multiplier(suffix: str) -> Decimal:
+    """The multiplier of a quantity's suffix, as apimachinery's ``suffixHandler.interpret``
+    (k8s.io/apimachinery pkg/api/resource/suffix.go) reads it: the decimal and binary tables
+    first (so ``E`` is Exa and ``Ei`` exbi), then ``e``/``E`` and an integer as a power of 10
+    (``E9``, ``e+3``, ``E-3``).
+
+    Raises:
+        ValueError: any other suffix (``e`` alone, ``K``, ``Z``, ``Ee3``), or an exponent
+            beyond Decimal's range.
+    """
+    multiplier = _MULTIPLIERS.get(suffix)
+    if multiplier is not None:
+        return multiplier
+    exponent = _EXPONENT.fullmatch(suffix)
+    if exponent is None:
+        raise ValueError(f"invalid unit suffix {suffix!r}")
+    try:
+        return Decimal(1).scaleb(int(exponent.group(1)))
+    except ArithmeticError as exc:  # beyond Decimal's exponent range
+        raise ValueError(f"exponent out of range in {suffix!r}") from exc
+
+
+def exact_quantity(text: str) -> Decimal:
+    """A quantity string as a decimal (``"0.5Gi"`` -> 536870912, ``"1E9"`` -> 10^9,
+    ``"500n"`` -> 0.0000005), read as apimachinery's ``ParseQuantity``
+    (k8s.io/apimachinery pkg/api/resource/quantity.go) reads it: a non-zero amount rounded
+    up (away from zero) to a whole nano unit, a binary amount capped at 2^63-1, and a number
+    with no digit (``"-"``, ``"."``, ``"Gi"``) 0 where ParseQuantity's integer path takes it
+    and an error where its decimal path must parse it (``"Pi"``, ``"e-10"``).
+
+    Raises:
+        ValueError: not a number with a known suffix (the empty string included).
+    """
+    match = _NUMBER.fullmatch(text)
+    if not text or not match:
+        raise ValueError(f"invalid quantity {text!r}")
+    sign, whole, fraction, suffix = match.groups()
+    multiplier = _suffix_multiplier(suffix)
+    binary = suffix in _BINARY
+    if not whole and not fraction and not _digitless_reads(multiplier, binary=binary):
+        raise ValueError(f"invalid quantity {text!r}: no digits")
+    with localcontext() as ctx:
+        ctx.prec = 80  # exact for any amount Joiner can keep (at most 2^60 units)
+        try:
+            amount = Decimal(f"{sign}{whole or 0}.{fraction or 0}") * multiplier
+            if amount:
+                amount = amount.quantize(_NANO, rounding=ROUND_UP)
+        except ArithmeticError as exc:
+            raise ValueError("invalid numerical value") from exc
+    if binary and abs(amount) > _MAX_INT64:
+        amount = _MAX_INT64.copy_sign(amount)
+    return amount
 
 
 def parse_quantity(text: str) -> Decimal:
     """A quantity string as a bare decimal, rounded up to a thousandth (``"0.5Gi"`` ->
-    536870912, ``"100m"`` -> 0.1).
+    536870912, ``"100m"`` -> 0.1), as lightkube's ``parse_quantity`` rounds it.
 
     Raises:
-        ValueError: not a number with a known suffix.
+        ValueError: not a number with a known suffix (``exact_quantity``).
     """
-    match = _NUMBER.match(text)
-    if not match:
-        raise ValueError(f"invalid quantity {text!r}")
-    multiplier = _MULTIPLIERS.get(match.group(2))
-    if multiplier is None:
-        raise ValueError(f"invalid unit suffix {match.group(2)!r}")
     try:
-        return (Decimal(match.group(1)) * multiplier).quantize(Decimal("0.001"), rounding=ROUND_UP)
+        return exact_quantity(text).quantize(Decimal("0.001"), rounding=ROUND_UP)
     except ArithmeticError as exc:
         raise ValueError("invalid numerical value") from exc
 
@@ -81,8 +150,7 @@ Resources = dict[str, int]
 
 def _decimal(value: object, field: str | None) -> Decimal:
     """``value`` (a YAML number or a quantity string) as a bare decimal, before any range
-    check; ``n`` and ``u`` suffixes are kept exact, other strings go through
-    ``parse_quantity``.
+    check; strings go through ``exact_quantity``.
 
     Raises:
         InputError: a bool, a non-ASCII string, a string that is not a quantity, or another type.
@@ -99,13 +167,10 @@ def _decimal(value: object, field: str | None) -> Decimal:
         return Decimal(str(value))
     if not isinstance(value, str):
         raise InputError(f"{value!r} is not a quantity", field=field)
-    text = value.strip()
-    if _SMALL_SUFFIX.fullmatch(text):
-        # Nano and micro suffixes (Kubernetes accepts 500n, 100u) are kept exact.
-        return Decimal(text[:-1]) * (Decimal("1e-9") if text[-1] == "n" else Decimal("1e-6"))
     try:
-        return parse_quantity(text)
-    except (ValueError, ArithmeticError) as exc:
+        # apimachinery's Quantity.UnmarshalJSON trims surrounding space before parsing.
+        return exact_quantity(value.strip())
+    except ValueError as exc:
         raise InputError(
             f"{value!r} is not a Kubernetes quantity (examples: 500m, 2, 4Gi, 100M)",
             field=field,

@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
+from joiner.api.limits import MAX_REPLICAS
+
 _BRANCH_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
 
 _KIND = {
@@ -37,12 +39,14 @@ _KIND = {
 }
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """``repr(value)`` cut to 60 characters, for quoting a bad value in a message."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """What ``value`` is, in words (``a mapping``, ``a string``, ``int``)."""
     return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
         type(value), type(value).__name__
     )
@@ -55,19 +59,22 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in parts).replace(".[", "[")
 
 
-def model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The pydantic model found by following ``loc`` (field names; list indices skipped)."""
+def model_in(annotation: Any) -> type[BaseModel] | None:
+    """The first pydantic model inside a field's annotation (``list[Term] | None`` gives
+    ``Term``), or None."""
     from typing import get_args
 
-    def inner(annotation: Any) -> Any:
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            return annotation
-        for arg in get_args(annotation):
-            found = inner(arg)
-            if found is not None:
-                return found
-        return None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = model_in(arg)
+        if found is not None:
+            return found
+    return None
 
+
+def model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The pydantic model found by following ``loc`` (field names; list indices skipped)."""
     current: Any = model
     for part in loc:
         if isinstance(part, int):
@@ -77,8 +84,20 @@ def model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseMod
         info = current.model_fields.get(str(part))
         if info is None:
             return None
-        current = inner(info.annotation)
+        current = model_in(info.annotation)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _replica_limit(bound: object, value: object) -> str | None:
+    """The message for a count above ``MAX_REPLICAS`` (None when ``bound`` is another):
+    Joiner's simulation limit, not an API rule (the API server takes any int32)."""
+    if bound != MAX_REPLICAS:
+        return None
+    return (
+        f"{shown(value)} is above Joiner's simulation limit of {MAX_REPLICAS:,} pods per "
+        "workload (MAX_REPLICAS: not an API rule, the API server would take it; Joiner "
+        "does not simulate more)"
+    )
 
 
 def describe(err: ErrorDetails, model: type[BaseModel] | None = None) -> str:
@@ -101,18 +120,20 @@ def describe(err: ErrorDetails, model: type[BaseModel] | None = None) -> str:
     if kind in _KIND:
         if value is None:  # `key:` with nothing after it, or `key: null`
             return f"must be {_KIND[kind]}, not empty (null); give a value or leave the key out"
-        return f"must be {_KIND[kind]}, not {_type_name(value)} {_shown(value)}"
+        return f"must be {_KIND[kind]}, not {type_name(value)} {shown(value)}"
     if kind == "literal_error" or kind == "enum":
-        return f"must be one of {ctx.get('expected', '?')}, not {_shown(value)}"
+        return f"must be one of {ctx.get('expected', '?')}, not {shown(value)}"
     bounds = {
         "greater_than": ("greater than", "gt"),
         "greater_than_equal": ("at least", "ge"),
         "less_than": ("less than", "lt"),
         "less_than_equal": ("at most", "le"),
     }
+    if kind == "less_than_equal" and (limit := _replica_limit(ctx.get("le"), value)):
+        return limit
     if kind in bounds:
         words, key = bounds[kind]
-        return f"must be {words} {ctx.get(key)}, not {_shown(value)}"
+        return f"must be {words} {ctx.get(key)}, not {shown(value)}"
     if kind in ("too_short", "string_too_short"):
         least = ctx.get("min_length", 1)
         what = "characters" if kind == "string_too_short" else "items"
@@ -124,7 +145,7 @@ def describe(err: ErrorDetails, model: type[BaseModel] | None = None) -> str:
         error = ctx.get("error")
         return str(error) if error is not None else "invalid value"
     if kind == "union_tag_invalid" or kind == "union_tag_not_found":
-        return f"has an unknown type {_shown(value)}"
+        return f"has an unknown type {shown(value)}"
     msg = str(err.get("msg", "invalid value"))
     for prefix in ("Value error, ", "Assertion failed, "):
         msg = msg.removeprefix(prefix)

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from joiner.api.errors import InputError
+from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
     KubeconfigOption,
@@ -63,7 +64,7 @@ def advise(
             )
         )
     if output is TableOrJson.json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(escape_controls(result.model_dump_json(indent=2)) + "\n")
         return
     print_warnings(result.warnings)
     if result.priceEstimated:

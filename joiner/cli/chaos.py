@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +11,7 @@ from rich.markup import escape
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
+from joiner.api.jsontext import json_text
 from joiner.cli.common import OutputOption, TableOrJson, err, fail, out, printable
 
 chaos = typer.Typer(no_args_is_help=True, help="Fault injection with AWS FIS experiment templates.")
@@ -64,7 +64,7 @@ def chaos_run(
     for w in t.warnings:
         err.print(f"[yellow]warning:[/] {escape(w)}")
     if output is TableOrJson.json:
-        sys.stdout.write(json.dumps(verdict.body, indent=2) + "\n")
+        sys.stdout.write(json_text(verdict.body, indent=2) + "\n")
     else:
         b = verdict.body
         lead = b["replacementLeadTimeSeconds"]

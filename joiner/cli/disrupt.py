@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from joiner.api.errors import InputError
+from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
     FeatureGatesOption,
@@ -86,7 +87,7 @@ def disrupt(
     except InputError as exc:
         fail(exc)
     if output is TableOrJson.json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(escape_controls(result.model_dump_json(indent=2)) + "\n")
         return
     print_warnings(result.warnings, verbose=verbose)
     n = len(result.commands)

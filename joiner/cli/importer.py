@@ -253,14 +253,19 @@ def import_(
 
 
 def _check_save_dir(save: Path, out_dir: Path) -> None:
-    """Refuse a ``--save-responses`` that is a file or overlaps ``--out`` (found before a
+    """Refuse a ``--save-responses`` that is not a directory, holds a FIFO, a device or a
+    directory where a response or the index goes, or overlaps ``--out`` (found before a
     query is read, not after).
 
     Raises:
         InputError: naming ``--save-responses``.
     """
-    if save.exists() and not save.is_dir():
-        raise InputError("is not a directory", file=str(save), field="--save-responses")
+    from joiner.api.inputfiles import check_output_dir
+    from joiner.history.files import INDEX_FILE, response_file_name
+    from joiner.history.queries import QUERIES
+
+    names = [INDEX_FILE, *(response_file_name(q.name) for q in QUERIES)]
+    check_output_dir(save, field="--save-responses", files=names)
     a, b = save.resolve(), out_dir.resolve()
     if a.is_relative_to(b) or b.is_relative_to(a):
         raise InputError(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -12,6 +11,7 @@ import typer
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
+from joiner.api.jsontext import json_text
 from joiner.cli.common import (
     RegionOption,
     Verbose,
@@ -76,7 +76,7 @@ def convert(
             if len(conversion.documents) == 1
             else {"apiVersion": "v1", "kind": "List", "items": conversion.documents}
         )
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(json_text(doc, indent=2) + "\n")
     else:
         sys.stdout.write(_dump_yaml(conversion.documents))
     print_warnings([*conversion.warnings, *(str(f) for f in findings)])

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
+from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
     KubeconfigOption,
@@ -97,7 +98,7 @@ def plan(
     except InputError as exc:
         fail(exc)
     if output is TableOrJson.json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(escape_controls(result.model_dump_json(indent=2)) + "\n")
         return
     print_warnings(result.warnings, verbose=verbose)
     n = len(result.nodeClaims)

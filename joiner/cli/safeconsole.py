@@ -22,13 +22,13 @@ from rich.console import (
 )
 from rich.segment import Segment
 
+from joiner.api.printable import printable
+
 
 def clean(text: str) -> str:
     """``text`` with each character that is neither printable nor a line break or a tab
-    replaced by ``?``."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in text)
+    replaced by ``?`` (``joiner.api.printable``, the one cleaning every output shares)."""
+    return printable(text)
 
 
 class _Cleaned:

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from joiner.api.errors import InputError
+from joiner.api.inputfiles import check_output
 from joiner.cli.common import fail
 
 
@@ -21,6 +22,7 @@ class SchemaKind(StrEnum):
     advice = "advice"
     disruption = "disruption"
     sweep = "sweep"
+    sweep_report = "sweep-report"
     #: The same document, named after its command.
     disrupt = "disrupt"
 
@@ -29,7 +31,13 @@ def schema_text(kind: SchemaKind) -> str:
     """The JSON Schema of a Joiner input or output, as published in docs/."""
     from pydantic import BaseModel
 
-    from joiner.api.outputs import DisruptionPlan, Plan, SimulationSummary, SpotAdvice
+    from joiner.api.outputs import (
+        DisruptionPlan,
+        Plan,
+        SimulationSummary,
+        SpotAdvice,
+        SweepReport,
+    )
     from joiner.operator.sweep.spec import json_schema as sweep_schema
     from joiner.sim.scenario import json_schema
 
@@ -44,6 +52,7 @@ def schema_text(kind: SchemaKind) -> str:
             SchemaKind.advice: SpotAdvice,
             SchemaKind.disruption: DisruptionPlan,
             SchemaKind.disrupt: DisruptionPlan,
+            SchemaKind.sweep_report: SweepReport,
         }
         doc = models[kind].model_json_schema()
         doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -64,6 +73,9 @@ def schema(
         sys.stdout.write(text)
         return
     try:
+        check_output(output, field="--output")
         output.write_text(text, encoding="utf-8")
+    except InputError as exc:
+        fail(exc)
     except OSError as exc:
         fail(InputError(f"cannot write {output}: {exc}", field="--output"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +11,8 @@ import typer
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
-from joiner.api.inputfiles import check_not_input
+from joiner.api.inputfiles import check_output, check_output_dir
+from joiner.api.jsontext import json_text
 from joiner.cli.common import (
     FeatureGatesOption,
     Verbose,
@@ -116,11 +116,20 @@ def _load(
 
 def _make_output_dirs(target: Path, summary_path: Path, report: Path | None) -> None:
     """Create ``target`` (where ``summary_path`` goes) and the ``--report`` directory; exits
-    with status 2 when either cannot be written."""
+    with status 2 when either cannot be written, or when a file to write there is not a
+    regular file (a FIFO, a device, a directory) or is an input (``check_output_dir``):
+    before the run, not after it."""
+    from joiner.sim.htmlreport import PLOTS
+
+    try:
+        check_output_dir(target, field="--out", files=[summary_path.name])
+        if report is not None:
+            pages = ["index.html", *(f"{name}.png" for name in PLOTS)]
+            check_output_dir(report, field="--report", files=pages)
+    except InputError as exc:
+        fail(exc)
     try:
         target.mkdir(parents=True, exist_ok=True)
-        if summary_path.is_dir():
-            raise IsADirectoryError(f"{summary_path} is a directory")
     except OSError as exc:
         fail(InputError(f"cannot write the output directory: {exc}", field="--out"))
     if report is not None:
@@ -150,8 +159,8 @@ def _write_outputs(
     from joiner.sim.htmlreport import write_report
 
     try:
-        check_not_input(summary_path, field="--out")
-        summary_path.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
+        check_output(summary_path, field="--out")
+        summary_path.write_text(json_text(result.summary, indent=2) + "\n", encoding="utf-8")
     except InputError as exc:
         fail(exc)
     except OSError as exc:

@@ -17,8 +17,16 @@ from typer.core import TyperGroup
 from joiner.api.errors import InputError
 from joiner.api.extras import require
 from joiner.api.grouping import plural
-from joiner.api.inputfiles import check_not_input
-from joiner.cli.common import err, fail, out, print_table
+from joiner.api.inputfiles import check_output
+from joiner.cli.common import (
+    OutputOption,
+    TableOrJson,
+    err,
+    fail,
+    out,
+    print_table,
+    printable,
+)
 
 
 class _DefaultRun(TyperGroup):
@@ -94,7 +102,7 @@ def run(
     target = results if results is not None else Path("joiner-out") / plan.name / "results.jsonl"
     try:
         # The sweep and every file it names were read by load_sweep: none may be replaced.
-        check_not_input(target, field="--results", inputs=[sweep_file])
+        check_output(target, field="--results", inputs=[sweep_file])
     except InputError as exc:
         fail(exc)
     backend: Backend
@@ -138,10 +146,17 @@ def run(
 
 @sweep.command("report")
 def report(
-    results: Annotated[Path, typer.Argument(help="Results file of `joiner sweep`.")],
+    results: Annotated[
+        Path,
+        typer.Argument(help="Results file of `joiner sweep` (-: standard input)."),
+    ],
     html_out: Annotated[
         Path | None,
-        typer.Option("--html", help="HTML report path (default: RESULTS with .html)."),
+        typer.Option(
+            "--html",
+            help="HTML report path (default: RESULTS with .html; with RESULTS -, no HTML "
+            "unless --html is given). Missing parent directories are created.",
+        ),
     ] = None,
     objective: Annotated[
         str | None,
@@ -151,52 +166,121 @@ def report(
             "(constraints must hold in every seed).",
         ),
     ] = None,
+    output: OutputOption = TableOrJson.table,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Name every failed cell of each reason.")
+    ] = False,
 ) -> None:
     """Per variant: median and 5th-95th percentile across seeds of cost, p95 pending, pods
-    lost and reclaims; a Pareto plot; with --objective, the recommended variant and its
-    NodePool YAML. Exit 1 when no variant meets the objective."""
-    from joiner.operator.sweep.report import (
-        TABLE_HEADER,
-        Recommendation,
-        groups,
-        parse_objective,
-        recommend,
-        render_html,
-        table_rows,
-    )
-    from joiner.operator.sweep.results import read_rows
+    lost and reclaims; the failed cells by reason; a Pareto plot; with --objective, the
+    recommended variant and its NodePool YAML. The results must be of one sweep. Exit 1
+    when no variant meets the objective, 2 on bad input."""
+    from joiner.operator.sweep.report import Recommendation, failures, groups, recommend
+    from joiner.operator.sweep.results import one_sweep, read_rows
 
+    target = _report_target(results, html_out)
     try:
-        require("matplotlib", "report", "joiner sweep report")  # its Pareto plot
-        require("jinja2", "report", "joiner sweep report")  # its HTML page
-        parsed = parse_objective(objective) if objective is not None else None
+        parsed = _report_inputs(objective, target, results, default=html_out is None)
         rows = read_rows(results)
         if not rows:
             raise InputError("the results file holds no rows", file=str(results))
+        name = one_sweep(rows, results) or results.stem
     except InputError as exc:
         fail(exc)
-    gs = groups(rows)
+    gs, found = groups(rows), failures(rows)
     rec: Recommendation | None = recommend(rows, parsed) if parsed is not None else None
-    name = str(rows[0].get("sweep", results.stem))
+    if target is not None:
+        _write_report_page(target, name, gs, objective, rec, found)
+    if output is TableOrJson.json:
+        from joiner.api.jsontext import json_text
+        from joiner.operator.sweep.report import report_document
+
+        where = str(target) if target is not None else None
+        doc = report_document(name, gs, found, rec, objective, where)
+        typer.echo(json_text(doc, indent=2))
+    else:
+        _print_report(name, gs, found, verbose=verbose)
+        if rec is not None:
+            _print_recommendation(objective or "", rec)
+        if target is not None:
+            out.print(f"report written to [bold]{escape(str(target))}[/]")
+    if rec is not None and rec.variant is None:
+        raise typer.Exit(1)
+
+
+def _report_target(results: Path, html_out: Path | None) -> Path | None:
+    """The HTML page's path: ``--html``, else the results path with ``.html``; None (no
+    page) for results read from standard input (``-``) without ``--html``."""
+    if html_out is not None:
+        return html_out
+    if str(results) == "-":
+        return None
+    return results.with_suffix(".html")
+
+
+def _report_inputs(
+    objective: str | None, target: Path | None, results: Path, *, default: bool
+) -> Any:
+    """The parsed ``--objective`` (or None), after the extras and the HTML target (None:
+    none; ``default``: not chosen by ``--html``) were checked (before any work).
+
+    Raises:
+        InputError: a missing extra, a bad objective, or an unusable HTML path.
+    """
+    from joiner.operator.sweep.report import parse_objective
+
+    require("matplotlib", "report", "joiner sweep report")  # its Pareto plot
+    require("jinja2", "report", "joiner sweep report")  # its HTML page
+    parsed = parse_objective(objective) if objective is not None else None
+    if target is None:
+        return parsed
+    try:
+        check_output(target, field="--html", inputs=[results])
+    except InputError as exc:
+        if not default:
+            raise
+        raise InputError(
+            "is the default HTML path (the results' path with .html), and it "
+            f"{exc.detail.removesuffix('; choose another path')}; give --html PATH to write "
+            "the report elsewhere",
+            file=exc.file,
+        ) from exc
+    return parsed
+
+
+def _write_report_page(
+    target: Path, name: str, gs: Any, objective: str | None, rec: Any, found: Any
+) -> None:
+    """Write the HTML page, creating missing parent directories (as ``simulate --out``
+    does); exits with status 2, naming the path, when it cannot be written."""
+    from joiner.operator.sweep.report import render_html
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render_html(name, gs, objective, rec, found), encoding="utf-8")
+    except OSError as exc:
+        fail(
+            InputError(
+                f"cannot write the report: {exc.strerror or exc}",
+                file=str(target),
+                field="--html",
+            )
+        )
+
+
+def _print_report(name: str, gs: Any, found: Any, *, verbose: bool) -> None:
+    """The table, then one line per failure reason naming its cells (the first few
+    unless ``verbose``)."""
+    from joiner.api.grouping import SHOWN
+    from joiner.operator.sweep.report import TABLE_HEADER, failure_lines, table_rows
+
     print_table(
         f"Sweep {name}: median [5th-95th percentile] across seeds",
         [(h, "left" if h in ("variant", "policy") else "right") for h in TABLE_HEADER],
         [list(row) for row in table_rows(gs)],
     )
-    target = html_out if html_out is not None else results.with_suffix(".html")
-    try:
-        check_not_input(target, field="--html", inputs=[results])
-    except InputError as exc:
-        fail(exc)
-    try:
-        target.write_text(render_html(name, gs, objective, rec), encoding="utf-8")
-    except OSError as exc:
-        fail(InputError(f"cannot write the report: {exc.strerror or exc}", field="--html"))
-    if rec is not None:
-        _print_recommendation(objective or "", rec)
-    out.print(f"report written to [bold]{escape(str(target))}[/]")
-    if rec is not None and rec.variant is None:
-        raise typer.Exit(1)
+    for line in failure_lines(found, shown=None if verbose else SHOWN):
+        err.print(f"[bold red]failed:[/] {printable(line)}", highlight=False, soft_wrap=True)
 
 
 def _print_recommendation(objective: str, rec: Any) -> None:

@@ -33,7 +33,7 @@ import httpx2
 
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
-from joiner.api.inputfiles import check_not_input
+from joiner.api.inputfiles import check_not_input, check_output
 from joiner.history.files import (
     INDEX_FILE,
     MAX_RESPONSE_BYTES,
@@ -387,7 +387,7 @@ class PrometheusSource:
     def _save(self, name: str, chunk: int | None, raw: bytes) -> str:
         assert self.save_dir is not None
         file_name = response_file_name(name, chunk)
-        check_not_input(self.save_dir / file_name, field="--save-responses")
+        check_output(self.save_dir / file_name, field="--save-responses")
         try:
             self.save_dir.mkdir(parents=True, exist_ok=True)
             if chunk in (None, 0):
@@ -427,7 +427,7 @@ class PrometheusSource:
             self._saved = _earlier_queries(path, window)
         self._saved[name] = {"promql": promql, "files": files, "step_s": step_s}
         index = {"range": window, "queries": self._saved}
-        check_not_input(path, field="--save-responses")
+        check_output(path, field="--save-responses")
         try:
             path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         except OSError as exc:

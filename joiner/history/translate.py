@@ -41,6 +41,7 @@ from joiner.api.manifests import load_documents
 from joiner.api.manifests.loader import HANDLERS
 from joiner.api.manifests.manifestset import ManifestSet
 from joiner.api.manifests.models_base import MAX_REPLICAS
+from joiner.api.manifests.nulls import drop_nulls
 from joiner.api.manifests.yamlio import read_documents
 from joiner.history.clean import series_subject
 from joiner.history.queries import NODE_LABELS, QUERIES, query_step
@@ -102,7 +103,7 @@ def _flatten(docs: Iterable[Any]) -> list[dict[str, Any]]:
         if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
             out += _flatten(d["items"])
         elif d is not None:
-            out.append(d)
+            out.append(drop_nulls(d))  # a null reads as absent, as the loader reads it
     return out
 
 

@@ -17,9 +17,7 @@ the workload wants exactly the recorded replicas each minute (``joiner.sim.workl
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import json
 import math
 import re
@@ -32,7 +30,7 @@ from typing import Any
 import yaml
 
 from joiner.api.errors import InputError
-from joiner.api.inputfiles import check_not_input
+from joiner.api.inputfiles import check_output, check_output_dir
 from joiner.api.manifests.models_base import MAX_REPLICAS
 from joiner.history.translate import Imported, WorkloadTrace
 from joiner.sim.asrun_files import NODES_HEADER, PODS_HEADER, AsRunNode, AsRunPod
@@ -42,14 +40,15 @@ _DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def check_out_dir(out: Path, *, force: bool) -> None:
-    """Refuse a directory that is not empty (unless ``force``) or a path that is a file.
+    """Refuse a directory that is not empty (unless ``force``) or a path that is not a
+    directory (``check_output_dir``).
 
     Raises:
-        InputError: ``out`` is a file, or a non-empty directory without ``force``.
+        InputError: ``out`` is a file, a FIFO or a device, or a non-empty directory without
+            ``force``.
     """
+    check_output_dir(out, field="--out")
     try:
-        if out.exists() and not out.is_dir():
-            raise InputError("is a file, not a directory", file=str(out), field="--out")
         if out.is_dir() and any(out.iterdir()) and not force:
             raise InputError(
                 "is not empty; give an empty or new directory, or --force to overwrite",
@@ -125,7 +124,7 @@ def _check_not_inputs(paths: Iterable[tuple[str, Path]], inputs: Iterable[Path])
                     file=str(given),
                     field="--out",
                 )
-        check_not_input(path, field="--out")  # any other file the command read
+        check_output(path, field="--out")  # a FIFO, a device; any other file read
 
 
 def write_scenario(
@@ -277,8 +276,19 @@ def _pod_row(p: AsRunPod) -> list[str]:
 
 
 def _csv(header: tuple[str, ...], rows: list[list[str]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(rows)
-    return buf.getvalue()
+    """The CSV text of ``rows`` under ``header``, one ``\\n``-ended line per row, each cell
+    as ``csv_cell`` writes it: the file reads back (``joiner.sim.asrun_files``) to the
+    names and label values the cluster had, control characters included."""
+    lines = [",".join(map(csv_cell, row)) + "\n" for row in [list(header), *rows]]
+    return "".join(lines)
+
+
+def csv_cell(text: str) -> str:
+    """One CSV cell (RFC 4180): as it is when it is printable and holds no comma or quote;
+    else quoted (quotes doubled), so that a name holding a carriage return, a line break,
+    ESC or a separator stays one cell of one row (the csv module's writer left a lone
+    carriage return unquoted, and a reader took it for the end of the row). The reader
+    strips spaces and tabs around a cell, quoted or not."""
+    if text.isprintable() and not any(c in text for c in ',"'):
+        return text
+    return '"' + text.replace('"', '""') + '"'

@@ -224,6 +224,8 @@ def new_controllers(ports: Ports, options: Options, hooks: Hooks) -> Controllers
         ports.names,
         scheduler=scheduler_for(options.packing),
         on_unschedulable=hooks.unschedulable,
+        # Karpenter ``nominationWindow``: twice the batch's maximum, at least 10 s.
+        nomination_window_s=max(2 * options.batch_max_s, 10.0),
     )
     batcher = Batcher(clock, hooks.flush, idle_s=options.batch_idle_s, max_s=options.batch_max_s)
     evict = hooks.cluster(lifecycle)

@@ -31,7 +31,9 @@ Reading this file shows the whole running system:
   in the tests), polled in a thread.
 * ``--dry-run`` (shadow mode): the same informers and controllers, no Lease, and an
   actuator and Event recorder that write nothing but log and report each write they would
-  make (``--report FILE``: JSON lines).
+  make (``--report FILE``: JSON lines). With ``--cloud aws`` the provider reads EC2 and
+  plans launches without calling CreateFleet or any other write (its clients refuse them),
+  no launch template is collected, and interruption messages stay on the queue.
 
 Writes are made with lightkube's synchronous client on the loop's thread; each is one
 HTTP request to the API server, which is what bounds a turn's duration.
@@ -40,7 +42,6 @@ HTTP request to the API server, which is what bounds a turn's duration.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import random
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from joiner.api.errors import InputError
+from joiner.api.jsontext import json_text
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent
 from joiner.cluster.kube import client as kube
@@ -83,6 +85,7 @@ from joiner.operator.controller_settings import (
     repair_policies,
 )
 from joiner.operator.kube_metrics import MetricsWiring
+from joiner.operator.safety import check_simulated_cluster
 from joiner.operator.wallclock import WallClock
 from joiner.state.cluster import ClusterState
 
@@ -117,19 +120,10 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         report: TextIO | None = None,
         identity: str | None = None,
         unhealthy_after_s: float = API_UNREACHABLE_UNHEALTHY_S,
+        allow_simulated_nodes: bool = False,
     ) -> None:
         if cloud not in ("simulated", "aws"):
             raise InputError(f"unknown cloud {cloud!r}; use simulated or aws", field="--cloud")
-        if dry_run and cloud == "aws":
-            # The dry run holds back Kubernetes API writes; the controllers would still call
-            # EC2 (CreateFleet, TerminateInstances) through the cloud port. Refuse rather
-            # than launch real instances from shadow mode.
-            raise InputError(
-                "--dry-run cannot be combined with --cloud aws: shadow mode would still "
-                "launch and terminate EC2 instances; run the shadow with --cloud simulated "
-                "(it plans from the packaged instance types and prices)",
-                field="--dry-run",
-            )
         self.kubeconfig = kubeconfig
         self.cloud_name = cloud
         self.settings = settings or ControllerSettings()
@@ -141,6 +135,11 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             else WATCHED
         )
         self.dry_run = dry_run
+        #: ``--cloud simulated`` on a cluster with Nodes kwok does not manage: refused at
+        #: start (``operator/safety.py``) unless this is set or it is a dry run.
+        self.check_nodes = cloud == "simulated" and not dry_run and not allow_simulated_nodes
+        #: The start-up refusal ``run`` raises once stopped (None: none).
+        self.refusal: InputError | None = None
         self.metrics_port = metrics_port
         self.health_port = health_port
         self._report_file = report
@@ -151,6 +150,8 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self.fence = Fence(None)
         self.ready = False
         self.exit_code = 0
+        #: Why the process exits with ``exit_code`` 1 (logged once, at the end).
+        self._why = ""
         self._stop = threading.Event()
         self._sync_scheduled = False
         self.servers: list[Any] = []
@@ -159,7 +160,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
 
     def _report(self, entry: dict[str, Any]) -> None:
         if self._report_file is not None:
-            self._report_file.write(json.dumps(entry, sort_keys=True) + "\n")
+            self._report_file.write(json_text(entry, sort_keys=True) + "\n")
             self._report_file.flush()
 
     # -- entry point --------------------------------------------------------------------------
@@ -168,7 +169,8 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         """Run until stopped; returns the exit code (0 clean stop, 1 lost lease or fatal).
 
         Raises:
-            InputError: a port cannot be bound (named by its flag).
+            InputError: a port cannot be bound (named by its flag); ``--cloud simulated``
+                on a cluster whose Nodes kwok does not manage (``operator/safety.py``).
         """
         for port in sorted({p for p in (self.metrics_port, self.health_port) if p is not None}):
             try:
@@ -187,7 +189,10 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
                     f"cannot listen on port {port}: {exc.strerror or exc}", field=flag
                 ) from exc
             self.servers.append(server)
-        return asyncio.run(self._main())
+        code = asyncio.run(self._main())
+        if self.refusal is not None:
+            raise self.refusal
+        return code
 
     def _is_ready(self) -> bool:
         """``/readyz``: informers synced (a standby: waiting), and nothing refusing the
@@ -227,11 +232,13 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
                 lease_duration_s=le.leaseDurationSeconds,
                 renew_deadline_s=le.renewDeadlineSeconds,
                 retry_s=le.retryPeriodSeconds,
-                on_lost=lambda: self._call_soon(loop, self._lost, stopped),
+                on_lost=lambda: self._call_soon(
+                    loop, self._lost, stopped, "the lease is no longer held"
+                ),
                 reachability=self.reachability,
             )
             self.fence = Fence(
-                elector.may_write,
+                elector.write_allowed,
                 lambda _what: self._fenced(loop, stopped),
                 on_dropped=self.metrics.fenced_writes.inc,
             )
@@ -254,6 +261,10 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             elector.release()
         for server in self.servers:
             server.shutdown()
+        if self.exit_code != 0:
+            # The one line that says why the process ends (no traceback): a restart (the
+            # Deployment's) makes it a standby, or the leader again.
+            log.error("stopped leading: exiting with code %d (%s)", self.exit_code, self._why)
         return self.exit_code
 
     def _signalled(self, stopped: asyncio.Event) -> None:
@@ -265,8 +276,10 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
     def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
         loop.call_soon_threadsafe(fn, *args)
 
-    def _lost(self, stopped: asyncio.Event) -> None:
-        self.exit_code = 1
+    def _lost(self, stopped: asyncio.Event, why: str) -> None:
+        if self.exit_code == 0:
+            self.exit_code = 1
+            self._why = why
         self._stop.set()
         stopped.set()
 
@@ -275,7 +288,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self._stop.set()
         if self.elector is not None:
             self.elector.leader = False
-        self._call_soon(loop, self._lost, stopped)
+        self._call_soon(loop, self._lost, stopped, "a write was fenced")
 
     @property
     def user_agent(self) -> str:
@@ -295,12 +308,20 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         )
         self.state = ClusterState()
         self.catalog = Catalog.load()
-        self.cloud = cloud_provider(self.settings, self.cloud_name, self.clock, self.catalog)
+        self.cloud = cloud_provider(
+            self.settings, self.cloud_name, self.clock, self.catalog, dry_run=self.dry_run
+        )
         #: What the controllers get: the cloud with every write fenced, and metered.
         cloud: Any = MeteredCloudProvider(
             fenced(self.cloud, self.fence, CLOUD_WRITES), self.metrics, self.cloud_name
         )
-        writer = None if self.dry_run else fenced(self.client, self.fence, KUBE_WRITES)
+        # Writes: fenced first; a transient failure answers as a 503 refusal, which the
+        # actuator and the Event sink retry on their next pass (client.Answering).
+        writer = (
+            None
+            if self.dry_run
+            else fenced(kube.Answering(self.client, self.reachability), self.fence, KUBE_WRITES)
+        )
         self.timeline = KubeTimeline(
             writer,
             self.state,
@@ -322,12 +343,12 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             Options(
                 packing=s.packing,
                 interruption=interruption_settings(self.settings, None),
-                spot_to_spot=s.spotToSpotConsolidation,
+                spot_to_spot=s.featureGates.spotToSpotConsolidation,
                 epoch=datetime.now(UTC),
-                batch_idle_s=s.batchIdleSeconds,
-                batch_max_s=s.batchMaxSeconds,
+                batch_idle_s=s.batchIdleDuration,
+                batch_max_s=s.batchMaxDuration,
                 #: Node repair (Karpenter's ``NodeRepair`` feature gate, off by default).
-                repair=repair_policies(s, None) if s.nodeRepair else None,
+                repair=repair_policies(s, None) if s.featureGates.nodeRepair else None,
                 registration_timeout_s=s.registrationTimeoutSeconds,
                 garbage_collection=GarbageCollection(
                     s.garbageCollectionIntervalSeconds, s.orphanInstanceGraceSeconds
@@ -430,6 +451,12 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         if not synced.is_set():
             log.info("stopped before the informers synced")
             return False
+        if self.check_nodes:
+            try:
+                check_simulated_cluster(self.feed.of(kube.NODE).values())
+            except InputError as exc:
+                self.refusal = exc
+                return False
         self.clock.run(self._start_controllers, "start")
         self.ready = True
         return True
@@ -443,6 +470,10 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         for name in self.feed.deleting_claims:
             # Deleted while no controller ran: drain within PDBs now (the finalizer held it).
             self._claim_deleted(self.state.nodeclaims[name])
+        for name in self.feed.unclaimed_nodes:
+            # Its NodeClaim went while no controller ran: drained before the finalizer goes.
+            doc = self.feed.of(kube.NODE)[name]
+            self._unclaimed_node(self.state.nodes[name], str(doc["spec"]["providerID"]))
         self.gc.start()
         if self.health is not None:
             health = self.health
@@ -463,7 +494,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         expired ones every ``launchTemplateCleanupIntervalSeconds`` (Karpenter-AWS's
         ``hydrateCache`` and the cache janitor; ``cloudprovider/launchtemplates.py``)."""
         templates = getattr(self.cloud, "launch_templates", None)
-        if templates is None:
+        if templates is None or self.dry_run:
             return
         hydrate = getattr(templates, "hydrate", None)
         if hydrate is not None:
@@ -482,7 +513,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
 
         self.clock.after(interval_s, collect, label="launch-template-gc")
 
-    def _start_queue(self, url: str) -> None:
+    def _start_queue(self, queue: str) -> None:
         from joiner.cloudprovider.aws import InterruptionQueue, RetrySettings, new_clients
 
         loop = self.clock.loop
@@ -490,6 +521,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             self.settings.region,
             endpoint_url=self.settings.awsEndpointURL,
             retries=RetrySettings(self.settings.awsRetryMode, self.settings.awsMaxAttempts),
+            read_only=self.dry_run,
         )
 
         def handle(event: CloudEvent) -> None:
@@ -500,23 +532,27 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
                 self.clock.run, lambda: self.interruption.handle(event), "interruption"
             )
 
-        queue = InterruptionQueue(
+        # A URL, or a queue name as Karpenter's INTERRUPTION_QUEUE takes it (GetQueueUrl).
+        is_url = queue.startswith(("https://", "http://"))
+        new_queue: Any = InterruptionQueue if is_url else InterruptionQueue.from_name
+        poller = new_queue(
             clients.sqs,
-            url,
+            queue,
             handle,
             sleep=time.sleep,
             wait_time_s=2,
             on_deleted=self.metrics.interruption_deleted.inc,
             on_queued_s=self.metrics.interruption_queue_duration.observe,
             wall_now_s=time.time,
+            dry_run=self.dry_run,
         )
         threading.Thread(
-            target=queue.run,
+            target=poller.run,
             args=(lambda: self._stop.is_set() or self.fence.tripped,),
             name="interruption-queue",
             daemon=True,
         ).start()
-        log.info("polling interruption queue %s", url)
+        log.info("polling interruption queue %s", poller.queue_url)
 
 
 def install_crds(kubeconfig: Path) -> list[str]:

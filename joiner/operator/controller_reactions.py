@@ -8,7 +8,8 @@ controllers' listeners, as ``operator/wiring.py`` does for the simulation:
   provisioner (``_provision``, metered as Karpenter's scheduling duration); pods it cannot
   place are retried ``RETRY_UNSCHEDULABLE_S`` later;
 * a NodeClaim launched, registered or initialized posts Karpenter's Events; a NodeClaim
-  deleted by someone is drained (``_claim_deleted``), as Karpenter's finalizer does;
+  deleted by someone is drained (``_claim_deleted``), as Karpenter's finalizer does, and
+  so is a NodePool's Node whose NodeClaim was gone at start (``_unclaimed_node``);
 * configuration changes (NodePools, NodeClasses) reach the cloud provider (``_config``);
 * after every loop turn that changed something, ``_sync`` runs the actuator once; a
   ``RESYNC_S`` resync retries failed writes and re-triggers provisioning for pods still
@@ -30,7 +31,13 @@ from joiner.api import timeline as tl
 from joiner.api.manifests import ManifestSet
 from joiner.cloudprovider.kwok import KwokCloudProvider
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
-from joiner.cloudprovider.types import CloudProvider, CreateError, Instance
+from joiner.cloudprovider.types import (
+    CloudProvider,
+    CloudProviderError,
+    CreateError,
+    Instance,
+    NodeClaimNotFoundError,
+)
 from joiner.cluster.kube.actuator import KubeActuator
 from joiner.cluster.kube.events import KarpenterEvents
 from joiner.cluster.kube.feed import ClusterFeed
@@ -42,10 +49,10 @@ from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
-from joiner.controllers.termination.controller import Terminator, cordon
+from joiner.controllers.termination.controller import Terminator, cordon, lose
 from joiner.operator.kube_metrics import MetricsWiring
 from joiner.operator.wallclock import WallClock, _fit_node_classes
-from joiner.state.cluster import ClusterState, NodeClaim
+from joiner.state.cluster import ClusterState, Node, NodeClaim
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +181,35 @@ class ControllerReactions:
             node.deleting = True
             cordon(node)
             self.terminator.drain(node, "NodeClaim deleted")
+        self.batcher.trigger()
+
+    def _unclaimed_node(self, node: Node, provider_id: str) -> None:
+        """A NodePool's Node whose NodeClaim was gone at start (``feed.unclaimed_nodes``):
+        drained within its pods' PodDisruptionBudgets, after which the actuator releases
+        it. As Karpenter's node termination ``finalize`` with no NodeClaim (karpenter
+        ``pkg/controllers/node/termination/controller.go``), a Node not Ready whose
+        instance the cloud no longer has (``NodeClaimNotFoundError``) is let go at once:
+        nothing runs there to drain, its pods are lost and replaced."""
+        self.timeline.record("nodeClaimGone", node=node.name)
+        if not node.ready:
+            try:
+                self.cloud.get(provider_id)
+            except NodeClaimNotFoundError:
+                log.info("node %s: not Ready and its instance is gone; releasing it", node.name)
+                self._let_go(node)
+                return
+            except CloudProviderError as exc:
+                log.warning(
+                    "node %s: its instance %s: %s; draining it", node.name, provider_id, exc
+                )
+        node.deleting = True
+        self.terminator.drain(node, "NodeClaim gone")
+        self.batcher.trigger()
+
+    def _let_go(self, node: Node) -> None:
+        """``node`` ends with its pods lost (their replacements are provisioned)."""
+        lose(self.state, node, self.clock.now())
+        self.state.touch()
         self.batcher.trigger()
 
     def _node_gone(self) -> None:

@@ -13,8 +13,9 @@ negative (a pod created before the start); ``scheduledSeconds`` empty: never sch
 the range.
 
 Both are read as the trace files are (``joiner.sim.workloads.load_trace``): UTF-8 text
-through ``read_text``, the header exactly as above (cells stripped), blank lines skipped, and
-each bad row an ``InputError`` naming the file, the line and the column.
+through ``read_text``, the header exactly as above (cells stripped of spaces and tabs; a
+quoted cell may hold a comma, a line break or a control character), blank lines skipped,
+and each bad row an ``InputError`` naming the file, the line and the column.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ PODS_HEADER = ("namespace", "pod", "createdSeconds", "scheduledSeconds")
 #: ``capacityType`` values; the empty string is an unknown capacity type.
 CAPACITY_TYPES = ("spot", "on-demand", "reserved")
 
+#: What is stripped around a cell: spaces and tabs only, so a name ending in another
+#: character Python counts as white space (a separator control, NEL) reads back as written.
+_BLANKS = " \t"
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
@@ -114,7 +118,7 @@ class _Rows:
                     raise self.fail(
                         line, None, f"expected {len(self.header)} columns, got {len(row)}"
                     )
-                yield line, {k: c.strip() for k, c in zip(self.header, row, strict=True)}
+                yield line, {k: c.strip(_BLANKS) for k, c in zip(self.header, row, strict=True)}
         except csv.Error as exc:
             raise InputError(f"not a CSV file: {exc}", file=self.file) from exc
 

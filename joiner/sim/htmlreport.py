@@ -25,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from joiner.api.grouping import plural
-from joiner.api.inputfiles import check_not_input
-from joiner.sim.pages import figure_png, png_data_uri, pyplot, render_page
+from joiner.api.inputfiles import check_output
+from joiner.sim.pages import figure_png, plot_label, png_data_uri, pyplot, render_page
 from joiner.sim.report import pod_waits
 from joiner.state.cluster import ClusterState
 
@@ -125,6 +125,16 @@ def _pending_series(run: PolicyData, ts: FloatArray) -> FloatArray:
     )
 
 
+def _legend(ax: Any, loc: str, empty_text: str) -> None:
+    """Draw ``ax``'s legend at ``loc``, or, when nothing on it has a label (no policy drew
+    a line: a Scenario without pods or nodes), write ``empty_text`` in its middle instead:
+    matplotlib warns "No artists with labels found" for an empty legend."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc=loc)
+    else:
+        ax.text(0.5, 0.5, empty_text, ha="center", va="center", transform=ax.transAxes)
+
+
 def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str, bytes]:
     """The four plots as PNG bytes, keyed by ``PLOTS`` name."""
     plt = pyplot()
@@ -139,17 +149,19 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
             series = _nodes_series(run.summary, ts, ct)
             if series.any():
                 label = f"{name} {ct or 'unknown capacity type'}"
-                ax.step(hours, series, style, where="post", color=color, label=label)
+                ax.step(hours, series, style, where="post", color=color, label=plot_label(label))
     ax.set(xlabel="hours", ylabel="nodes", title="Nodes over time by capacity type")
-    ax.legend(loc="upper left")
+    _legend(ax, "upper left", "no nodes")
     ax.grid(alpha=0.3)
     out["nodes"] = figure_png(fig)
 
     fig, ax = plt.subplots(figsize=(10, 4))
     for name, run in runs.items():
-        ax.plot(hours, _cost_series(run.summary, ts), color=_COLORS.get(name), label=name)
+        ax.plot(
+            hours, _cost_series(run.summary, ts), color=_COLORS.get(name), label=plot_label(name)
+        )
     ax.set(xlabel="hours", ylabel="USD (cumulative)", title="Cost over time")
-    ax.legend(loc="upper left")
+    _legend(ax, "upper left", "no policies")
     ax.grid(alpha=0.3)
     out["cost"] = figure_png(fig)
 
@@ -157,9 +169,15 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
     for name, run in runs.items():
         if not run.has_pods:
             continue
-        ax.step(hours, _pending_series(run, ts), where="post", color=_COLORS.get(name), label=name)
+        ax.step(
+            hours,
+            _pending_series(run, ts),
+            where="post",
+            color=_COLORS.get(name),
+            label=plot_label(name),
+        )
     ax.set(xlabel="hours", ylabel="pending pods", title="Pending pods over time")
-    ax.legend(loc="upper left")
+    _legend(ax, "upper left", "no pods")
     ax.grid(alpha=0.3)
     out["pending"] = figure_png(fig)
 
@@ -172,7 +190,7 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
                 np.arange(1, waits.size + 1) / waits.size,
                 where="post",
                 color=_COLORS.get(name),
-                label=name,
+                label=plot_label(name),
             )
     ax.set(
         xlabel="pod pending seconds (creation to binding)",
@@ -180,11 +198,42 @@ def render_plots(runs: Mapping[str, PolicyData], duration_s: float) -> dict[str,
         title="CDF of pod pending time",
         xscale="symlog",
     )
-    ax.legend(loc="lower right")
+    _legend(ax, "lower right", "no pod was bound")
     ax.grid(alpha=0.3)
     out["pending-cdf"] = figure_png(fig)
     out["spot-pools"] = _spot_pools_plot(runs)
     return out
+
+
+#: The most Spot pools the pools plot draws a bar for; the rest are summed into one bar
+#: (an as-run record of 1,200 pools drew a PNG 108,000 pixels high).
+MAX_POOL_BARS = 40
+#: The name of the bar the pools past ``MAX_POOL_BARS`` are summed into.
+OTHER_POOLS = "other pools"
+
+
+def _shown_pools(
+    launched: dict[str, dict[str, int]], *, launched_or_lost: dict[str, dict[str, int]]
+) -> list[str]:
+    """The pools that get a bar, sorted: all when at most ``MAX_POOL_BARS``, else the
+    ``MAX_POOL_BARS - 1`` with the most nodes launched (all policies together; ties by
+    name), then ``OTHER_POOLS``; each policy's counts past them (launched and
+    ``launched_or_lost``: reclaimed) are moved into the ``OTHER_POOLS`` bar in place."""
+    totals: dict[str, int] = {}
+    for per in launched.values():
+        for pool, n in per.items():
+            totals[pool] = totals.get(pool, 0) + n
+    if len(totals) <= MAX_POOL_BARS:
+        return sorted(totals)
+    ranked = sorted(totals, key=lambda pool: (-totals[pool], pool))
+    kept = set(ranked[: MAX_POOL_BARS - 1])
+    for counts in (launched, launched_or_lost):
+        for name, per in counts.items():
+            rest = sum(n for pool, n in per.items() if pool not in kept)
+            counts[name] = {pool: n for pool, n in per.items() if pool in kept}
+            if rest:
+                counts[name][OTHER_POOLS] = rest
+    return [*sorted(kept), OTHER_POOLS]
 
 
 def _spot_pools_plot(runs: Mapping[str, PolicyData]) -> bytes:
@@ -199,7 +248,7 @@ def _spot_pools_plot(runs: Mapping[str, PolicyData]) -> bytes:
         for e in run.summary["interruptions"]["reclaimEvents"]:
             pool = f"{e['instanceType']}/{e['zone']}"
             reclaimed.setdefault(name, {})[pool] = reclaimed.get(name, {}).get(pool, 0) + e["nodes"]
-    pools = sorted({p for per in launched.values() for p in per})
+    pools = _shown_pools(launched, launched_or_lost=reclaimed)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, max(2.5, 0.3 * len(pools) * max(1, len(runs)) + 1)))
     height = 0.8 / max(1, len(runs))
@@ -208,7 +257,7 @@ def _spot_pools_plot(runs: Mapping[str, PolicyData]) -> bytes:
         color = _COLORS.get(name)
         counts = [launched.get(name, {}).get(p, 0) for p in pools]
         lost = [reclaimed.get(name, {}).get(p, 0) for p in pools]
-        ax.barh(y + i * height, counts, height, color=color, label=f"{name} launched")
+        ax.barh(y + i * height, counts, height, color=color, label=plot_label(f"{name} launched"))
         if any(lost):
             ax.barh(
                 y + i * height,
@@ -217,9 +266,9 @@ def _spot_pools_plot(runs: Mapping[str, PolicyData]) -> bytes:
                 color="none",
                 edgecolor="black",
                 hatch="//",
-                label=f"{name} reclaimed",
+                label=plot_label(f"{name} reclaimed"),
             )
-    ax.set_yticks(y + height * (len(runs) - 1) / 2, pools if pools else [])
+    ax.set_yticks(y + height * (len(runs) - 1) / 2, [plot_label(p) for p in pools])
     ax.set(xlabel="Spot nodes", title="Nodes by Spot pool (instance type / zone)")
     if pools:
         ax.legend(loc="lower right")
@@ -439,7 +488,7 @@ def write_report(
     plots = render_plots(runs, duration_s)
     path = out_dir / "index.html"
     for target in [path, *(out_dir / f"{name}.png" for name in plots)]:
-        check_not_input(target, field="--report")
+        check_output(target, field="--report")
     for name, data in plots.items():
         (out_dir / f"{name}.png").write_bytes(data)
     summaries = {name: r.summary for name, r in runs.items()}

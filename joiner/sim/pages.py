@@ -20,6 +20,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from joiner.api.extras import require
+from joiner.api.printable import printable
 
 if TYPE_CHECKING:
     import jinja2
@@ -32,10 +33,21 @@ def pyplot() -> Any:
     Raises:
         MissingExtraError: matplotlib (the ``report`` extra) is not installed.
     """
-    require("matplotlib", "report", "The HTML report").use("Agg")
+    matplotlib = require("matplotlib", "report", "The HTML report")
+    matplotlib.use("Agg")
+    # No text of a plot is mathtext: a name such as ``$\\frobnicate$`` is drawn as written,
+    # not parsed (an unknown command was a ValueError, a traceback).
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def plot_label(text: str) -> str:
+    """A name from an input as a plot's label, title, tick or legend entry: on one line,
+    each character that is not printable as ``?`` (``api.printable``), so matplotlib neither
+    draws a control character nor warns about its missing glyph."""
+    return printable(text, keep_newlines=False)
 
 
 def figure_png(fig: Any) -> bytes:
@@ -53,15 +65,6 @@ def figure_png(fig: Any) -> bytes:
 def png_data_uri(png: bytes) -> str:
     """A ``data:image/png;base64,...`` URI embedding ``png``: the page needs no other file."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
-def printable(text: str) -> str:
-    """``text`` with each character that is neither printable nor a line break or a tab
-    (ESC, BEL, C1 controls, bidi overrides: what a name or label from the user's files
-    may hold) replaced by ``?``, as the terminal shows it (``joiner.cli.safeconsole``)."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in text)
 
 
 def _finalize(value: object) -> object:

@@ -21,9 +21,11 @@ from joiner.api import cron, durations
 from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
+from joiner.api.manifests.models import MAX_REPLICAS
 from joiner.api.manifests.yamlio import read_documents, read_text
 from joiner.api.objects import CronJob
 from joiner.api.objects import Workload as ManifestWorkload
+from joiner.api.pods import Source
 from joiner.api.quantity import parse_quantity
 from joiner.api.validation import describe, field_path
 from joiner.cloudprovider.catalog import Catalog
@@ -411,12 +413,19 @@ def _read_scenario(path: Path) -> ScenarioFile:
         ) from exc
 
 
+#: The longest ``spec.duration``: a leap year. A run's work grows with its length (each
+#: workload's minutes, each HPA sync, each schedule window): a week takes tens of CPU minutes,
+#: and a century would never end.
+MAX_DURATION_S = 366 * 86400
+
+
 def _run_time(spec: ScenarioSpec, catalog: Catalog, at: _At) -> tuple[float, datetime]:
     """The run's length in seconds and its UTC start (``spec.duration``, ``spec.startTime``),
     after checking that a given ``spec.region`` is one the catalog knows.
 
     Raises:
-        InputError: an unknown region, a bad duration (or one under 1s) or start time.
+        InputError: an unknown region, a bad duration (under 1s, or over
+            ``MAX_DURATION_S``) or start time.
     """
     if spec.region is not None and spec.region not in catalog.regions():
         raise at.fail(
@@ -426,6 +435,12 @@ def _run_time(spec: ScenarioSpec, catalog: Catalog, at: _At) -> tuple[float, dat
         duration_s = durations.parse_required_seconds(spec.duration, field="spec.duration")
     if duration_s < 1:
         raise at.fail("duration must be at least 1s", "spec.duration")
+    if duration_s > MAX_DURATION_S:
+        raise at.fail(
+            f"{spec.duration} is {duration_s / 86400:,.0f} days; simulate at most "
+            f"{MAX_DURATION_S // 86400} days (8784h): the work of a run grows with its length",
+            "spec.duration",
+        )
     with at.located():
         start_time = cron.check_instant(spec.startTime, field="spec.startTime")
     return duration_s, start_time
@@ -561,7 +576,8 @@ def _cron_run(
 
     Raises:
         InputError: the CronJob is not in the manifests or already listed, the entry gives
-            more than ``runFor`` or no ``runFor``, or ``runFor`` is not positive.
+            more than ``runFor`` or no ``runFor``, ``runFor`` is not positive, or its Job
+            has more completions than ``MAX_REPLICAS``.
     """
     cj = find_cronjob(manifests.cronjobs, name)
     if cj is None:
@@ -575,6 +591,7 @@ def _cron_run(
         raise at.fail("give 'runFor': how long each of its pods runs", field)
     if cj.key in cron_runs:
         raise at.fail(f"{cj.key} is listed twice", f"{field}.cronJob")
+    _check_completions(cj.completions, cj.source, "spec.jobTemplate.spec.completions")
     return cj.key, positive_run_for(at.seconds(w.runFor, f"{field}.runFor"), at.fail, field)
 
 
@@ -600,14 +617,34 @@ def _deployment(
     return found
 
 
+def _check_completions(completions: int | None, source: Source, field: str) -> None:
+    """Refuse a Job (or a CronJob's Job) run to completion with more completions to go than
+    ``MAX_REPLICAS``: each completion is a pod created, run and ended, one after another
+    when ``parallelism`` is 1 (a billion completions of a 1ms pod ran without end).
+
+    Raises:
+        InputError: naming the manifest's file, the object, ``field`` and the limit.
+    """
+    if completions is not None and completions > MAX_REPLICAS:
+        raise InputError(
+            f"{completions:,} completions to run; Joiner runs a Job to at most "
+            f"{MAX_REPLICAS:,} completions (each is a pod created and run)",
+            file=source.file,
+            obj=f"{source.kind}/{source.name}",
+            field=field,
+        )
+
+
 def _job(w: WorkloadSpec, run_for: str, found: ManifestWorkload, field: str, at: _At) -> Workload:
     """A Job run to completion: its pods run ``run_for``.
 
     Raises:
-        InputError: the entry also scales it, or ``runFor`` is not a positive duration.
+        InputError: the entry also scales it, ``runFor`` is not a positive duration, or
+            the Job has more completions to go than ``MAX_REPLICAS``.
     """
     if _scales(w):
         raise at.fail("a Job run to completion takes only 'runFor'", field)
+    _check_completions(found.completions, found.source, "spec.completions")
     run_for_s = positive_run_for(at.seconds(run_for, f"{field}.runFor"), at.fail, field)
     return Workload(found.key, found.replicas, None, run_for_s=run_for_s)
 

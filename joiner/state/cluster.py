@@ -165,6 +165,10 @@ class NodeClaim:
     nominated: tuple[str, ...] = ()
     #: Nodes being disrupted whose pods this NodeClaim was launched for.
     replaces: tuple[str, ...] = ()
+    #: Until when (seconds) a provisioning pass last placed a pending pod on it, launched
+    #: or in flight (Karpenter ``StateNode.Nominate``): disruption leaves it alone until
+    #: then, the pods being on their way to it. None: never nominated.
+    nominated_until_s: float | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _CLAIM_TRACKED:

@@ -113,6 +113,7 @@ def test_run_on_aws_without_boto3_exits_2_before_the_lease(
         monkeypatch.delitem(sys.modules, name)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
-    run = CliRunner().invoke(app, ["run", "--cloud", "aws", "--kubeconfig", str(kubeconfig)])
+    args = ["run", "--cloud", "aws", "--cluster-name", "c", "--kubeconfig", str(kubeconfig)]
+    run = CliRunner().invoke(app, args)
     assert run.exit_code == 2, run.output
     assert "pip install 'joiner[aws]'" in run.stderr

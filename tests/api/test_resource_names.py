@@ -71,6 +71,7 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements: []
   limits: {cpu: "100", RESOURCE: "10"}
 ---
 apiVersion: karpenter.kwok.sh/v1alpha1

@@ -165,7 +165,9 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
   disruption:
+    consolidateAfter: 0s
     budgets:
       - nodes: "10"
 ---
@@ -350,10 +352,25 @@ def test_a_scenario_count_number_or_flag_of_the_wrong_type_is_an_input_error(tmp
 @pytest.mark.parametrize(
     ("line", "field", "words"),
     [
-        ("spotToSpotConsolidation: 'yes'", "spotToSpotConsolidation", "true or false"),
-        ("spotToSpotConsolidation: 1", "spotToSpotConsolidation", "true or false"),
-        ('spotToSpotConsolidation: "true"', "spotToSpotConsolidation", "true or false"),
-        ("batchMaxSeconds: '10'", "batchMaxSeconds", "a number"),
+        (
+            "featureGates: {spotToSpotConsolidation: 'yes'}",
+            "featureGates.spotToSpotConsolidation",
+            "true or false",
+        ),
+        ("featureGates: {nodeRepair: 1}", "featureGates.nodeRepair", "true or false"),
+        (
+            'featureGates: {spotToSpotConsolidation: "true"}',
+            "featureGates.spotToSpotConsolidation",
+            "true or false",
+        ),
+        ("featureGates: {nodeOverlay: true}", "featureGates.nodeOverlay", "=false only"),
+        ("batchMaxDuration: 10", "batchMaxDuration", "Go duration with a unit (such as 10s)"),
+        ("batchMaxDuration: 10x", "batchMaxDuration", "not a Go duration"),
+        ("batchMaxDuration: 0s", "batchMaxDuration", "greater than 0"),
+        ("logLevel: warn", "logLevel", "one of"),
+        # The deprecated spellings are checked as strictly.
+        ("spotToSpotConsolidation: 'yes'", "featureGates.spotToSpotConsolidation", "true or false"),
+        ("batchMaxSeconds: '10'", "batchMaxSeconds", "a finite number of seconds"),
         ("batchMaxSeconds: .inf", "batchMaxSeconds", "finite"),
         ("registrationTimeoutSeconds: .nan", "registrationTimeoutSeconds", "finite"),
         ("garbageCollectionIntervalSeconds: true", "garbageCollectionIntervalSeconds", "number"),
@@ -374,11 +391,12 @@ def test_a_controller_setting_of_the_wrong_type_is_an_input_error(tmp_path, line
 def test_controller_settings_of_the_right_types_load(tmp_path):
     path = tmp_path / "settings.yaml"
     path.write_text(
-        "spotToSpotConsolidation: true\nbatchMaxSeconds: 10\nbatchIdleSeconds: 0.5\n"
-        "leaderElection: {enabled: false, leaseDurationSeconds: 20}\n"
+        "featureGates: {spotToSpotConsolidation: true}\nbatchMaxDuration: 1m\n"
+        "batchIdleDuration: 500ms\nleaderElection: {enabled: false, leaseDurationSeconds: 20}\n"
     )
     s = load_settings(path)
-    assert s.spotToSpotConsolidation is True and s.batchMaxSeconds == 10.0
+    assert s.featureGates.spotToSpotConsolidation is True and s.batchMaxDuration == 60.0
+    assert s.batchIdleDuration == 0.5
     assert s.leaderElection.enabled is False and s.leaderElection.leaseDurationSeconds == 20.0
 
 

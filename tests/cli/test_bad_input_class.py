@@ -108,7 +108,7 @@ def test_settings_files_are_checked_like_manifests(tmp_path: Path) -> None:
     path.write_bytes(b"region: \xff\n")
     with pytest.raises(InputError, match="not UTF-8"):
         load_settings(path)
-    path.write_text("batchIdleSeconds: [1]\n")
+    path.write_text("batchIdleDuration: [1]\n")
     with pytest.raises(InputError, match="must be a number, not a list") as info:
         load_settings(path)
     assert "Input should" not in str(info.value)
@@ -116,7 +116,7 @@ def test_settings_files_are_checked_like_manifests(tmp_path: Path) -> None:
 
 def test_option_ranges_are_usage_errors() -> None:
     result = runner.invoke(app, ["run", "--metrics-port", "70000"])
-    flat = " ".join(result.output.split())
+    flat = " ".join(result.output.replace("│", " ").split())  # the error box's borders
     assert result.exit_code == 2 and "70000 is not a port" in flat and "Input should" not in flat
     result = runner.invoke(app, ["run", "--cloud", "gcp"])
     assert result.exit_code == 2

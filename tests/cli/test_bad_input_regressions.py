@@ -57,6 +57,15 @@ CASES: dict[str, tuple[list[Callable[[Path], None]], list[str]]] = {
         [_edit("deployment.yaml", "replicas: 20", "replicas: true")],
         ["Deployment/web", "spec.replicas"],
     ),
+    # Joiner's own limit (MAX_REPLICAS) read as an API rule: "must be at most 100000".
+    "replicas-over-the-simulation-limit": (
+        [_edit("deployment.yaml", "replicas: 20", "replicas: 150000")],
+        ["Deployment/web", "spec.replicas", "Joiner's simulation limit of 100,000", "not an API"],
+    ),
+    "scenario-replicas-over-the-simulation-limit": (
+        [_edit("scenario.yaml", "replicas: 20", "replicas: 150000")],
+        ["spec.workloads[0].replicas", "Joiner's simulation limit of 100,000"],
+    ),
     "replicas-huge": (
         [_edit("scenario.yaml", "replicas: 20", "replicas: 100000000000000000000")],
         ["spec.workloads[0].replicas"],
@@ -110,11 +119,18 @@ CASES: dict[str, tuple[list[Callable[[Path], None]], list[str]]] = {
         [_edit("deployment.yaml", "replicas: 20", 'replicas: "20"')],
         ["Deployment/web", "spec.replicas", "whole number, not a string"],
     ),
+    # `resources: null` is not bad input: the API server reads a null as absent
+    # (tests/api/test_nulls.py); the stray key left under the container is.
     "resources-null": (
         [_edit("deployment.yaml", "resources:", "resources: null\n          x:")],
-        ["containers[0].resources: must be a mapping (key: value), not empty (null)"],
+        ["spec.template.spec.containers[0].x: unknown field 'x'"],
     ),
     "duration-1ns": ([_edit("scenario.yaml", "duration: 2h", "duration: 1ns")], ["at least 1s"]),
+    # A century ran without end (its work grows with the length): at most a leap year.
+    "duration-century": (
+        [_edit("scenario.yaml", "duration: 2h", "duration: 876000h")],
+        ["spec.duration", "876000h is 36,500 days; simulate at most 366 days (8784h)"],
+    ),
     "deep-nesting": ([_write("deployment.yaml", "a: " + "[" * 2000)], ["deployment.yaml"]),
     "kind-not-string": (
         [_write("deployment.yaml", "apiVersion: v1\nkind: [1, 2]\nmetadata: {name: x}\n")],
@@ -207,3 +223,16 @@ def test_schema_to_unwritable_path(tmp_path):
     result = runner.invoke(app, ["schema", "-o", str(tmp_path / "missing" / "x.json")])
     assert result.exit_code == 2
     assert "--output" in result.output
+
+
+def test_a_job_of_a_billion_completions_names_the_field_and_the_limit():
+    # A Job of 1e9 completions of a 1ms pod ran without end: one pod after another.
+    from joiner.api.errors import InputError
+    from joiner.sim.scenario import load_scenario
+
+    corpus = Path(__file__).parents[1] / "fuzz" / "corpus" / "scenario"
+    with pytest.raises(InputError) as raised:
+        load_scenario(corpus / "refused-job-a-billion-completions.yaml")
+    assert raised.value.field == "spec.completions"
+    assert raised.value.file is not None and raised.value.file.endswith("completions.yaml")
+    assert "at most 100,000 completions" in str(raised.value)

@@ -185,7 +185,9 @@ def test_lint_self_defeating_disruption_settings(tmp_path):
         1,
     )
     short = short.replace(
-        "spec:\n  template:", 'spec:\n  disruption:\n    budgets: [{nodes: "0"}]\n  template:', 1
+        "spec:\n  template:",
+        'spec:\n  disruption:\n    consolidateAfter: 0s\n    budgets: [{nodes: "0"}]\n  template:',
+        1,
     )
     result = _lint_text(tmp_path, short)
     text = " ".join(result.stderr.split())

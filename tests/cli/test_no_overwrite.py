@@ -92,7 +92,8 @@ def test_sweep_report_over_its_results(tmp_path):
 def test_controller_report_over_its_kubeconfig(tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
-    args = ["run", "--kubeconfig", str(kubeconfig), "--dry-run", "--report", str(kubeconfig)]
+    args = ["run", "--kubeconfig", str(kubeconfig), "--cloud", "simulated", "--dry-run"]
+    args += ["--report", str(kubeconfig)]
     _refused(args, kubeconfig)
 
 
@@ -123,3 +124,16 @@ def test_import_out_over_its_dump(tmp_path):
     result = runner.invoke(app, args, catch_exceptions=False)
     assert result.exit_code == 2, result.output
     assert "objects.yaml" in result.output and dump.read_bytes() == before
+
+
+def test_import_save_responses_over_its_dump(tmp_path):
+    # The index of the saved responses is queries.json: a dump so named in the directory
+    # would be replaced by it. Refused before Prometheus is asked (nothing listens there).
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    dump = saved / "queries.json"
+    shutil.copy(REPO / "tests" / "fixtures" / "history" / "day" / "dump.yaml", dump)
+    args = ["import", "--prometheus", "http://127.0.0.1:9", "-f", str(dump)]
+    args += ["--start", "2026-11-23T00:00:00Z", "--end", "2026-11-23T01:00:00Z"]
+    out = _refused([*args, "--out", str(tmp_path / "out"), "--save-responses", str(saved)], dump)
+    assert "--save-responses" in out

@@ -72,3 +72,24 @@ def test_a_recommended_nodepool_yaml_is_cleaned(tmp_path: Path):
     assert result.exit_code == 0, result.output
     assert "kind: NodePool" in result.output
     _no_control(result.output)
+
+
+def test_a_name_is_never_mathtext_nor_a_missing_glyph_in_a_plot(tmp_path: Path):
+    # A variant named "$\frobnicate{x}$" ended `sweep report` in matplotlib's mathtext
+    # ValueError (a traceback); a control character in a label was drawn as a missing glyph.
+    mathtext = "$\\frobnicate{x}$"
+    rows = [
+        results_row(mathtext),
+        results_row(HOSTILE, cellId="b/joiner/x1/seed-1"),
+    ]
+    results = tmp_path / "r.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    html = tmp_path / "r.html"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(app, ["sweep", "report", str(results), "--html", str(html)])
+    assert result.exit_code == 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    _no_control(result.output)
+    _no_control(html.read_text(encoding="utf-8"))
+    assert not [w for w in caught if "Glyph" in str(w.message)], [str(w.message) for w in caught]

@@ -325,7 +325,8 @@ def test_nodepool_field_has_an_effect_or_warns(tmp_path, baseline, field):
     target = docs[2]["spec"]
     *parents, leaf = field.split(".")
     for p in parents:
-        target = target.setdefault(p, {})
+        # The CRD requires consolidateAfter once disruption is given (its default is 0s).
+        target = target.setdefault(p, {"consolidateAfter": "0s"} if p == "disruption" else {})
     if leaf == "requirements":
         value = target[leaf] + value
     target[leaf] = value

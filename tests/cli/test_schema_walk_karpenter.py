@@ -109,9 +109,13 @@ def _replace_term(key: str, term: dict[str, Any], **extra: Any) -> Callable[[dic
     return mutate
 
 
+#: An id of the kind each selector's CRD pattern admits (``subnet-...``, ``sg-...``).
+_IDS = {"subnetSelectorTerms": "subnet-0123", "securityGroupSelectorTerms": "sg-0123"}
+
+
 def _selector(key: str) -> dict[str, Mutation]:
     return {
-        f"{key}[].id": (_replace_term(key, {"id": "sg-0123"}), "model"),
+        f"{key}[].id": (_replace_term(key, {"id": _IDS[key]}), "model"),
         f"{key}[].name": ("named", "model"),
         f"{key}[].tags": ({"team": "a"}, "model"),
     }
@@ -174,7 +178,10 @@ EC2NODECLASS_V1: dict[str, Mutation] = {
     **AMI_TERMS,
     **_prefixed("kubelet.", KUBELET),
     "ipPrefixCount": (2, "warn"),
-    "networkInterfaces": ([{"networkCardIndex": 0, "deviceIndex": 0}], "warn"),
+    "networkInterfaces": (
+        [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}],
+        "warn",
+    ),
     "connectionTracking": ({"tcpEstablishedTimeout": 120}, "warn"),
     "cpuOptions": ({"coreCount": 2}, "warn"),
     "capacityReservationSelectorTerms[].id": (

@@ -107,14 +107,36 @@ def test_controller_mode_hydrates_once_then_collects_every_cleanup_interval():
         cloud=SimpleNamespace(launch_templates=Templates()),
         settings=ControllerSettings(launchTemplateCleanupIntervalSeconds=5),
         clock=clock,
+        dry_run=False,
     )
     ControllerRuntime._start_launch_template_gc(runtime)  # type: ignore[arg-type]
     clock.run_until(16.0)
     assert calls == [("hydrate", 0.0), ("collect", 5.0), ("collect", 10.0), ("collect", 15.0)]
+    # A dry run deletes no launch template: nothing is hydrated or collected.
+    touched: list[str] = []
+    dry = SimpleNamespace(
+        fence=runtime.fence,
+        cloud=SimpleNamespace(
+            launch_templates=SimpleNamespace(
+                hydrate=lambda: touched.append("hydrate"),
+                collect=lambda: touched.append("collect"),
+            )
+        ),
+        settings=runtime.settings,
+        clock=clock,
+        dry_run=True,
+    )
+    ControllerRuntime._start_launch_template_gc(dry)  # type: ignore[arg-type]
+    clock.run_until(40.0)
+    assert touched == []
     # A cloud without launch templates (kwok) is left alone.
     ControllerRuntime._start_launch_template_gc(  # type: ignore[arg-type]
         SimpleNamespace(  # no hydrate, no collect: nothing is scheduled
-            fence=runtime.fence, cloud=SimpleNamespace(), settings=runtime.settings, clock=clock
+            fence=runtime.fence,
+            cloud=SimpleNamespace(),
+            settings=runtime.settings,
+            clock=clock,
+            dry_run=False,
         )
     )
 
@@ -137,6 +159,7 @@ def test_a_paused_leader_deletes_no_launch_template():
         cloud=SimpleNamespace(launch_templates=templates),
         settings=ControllerSettings(launchTemplateCleanupIntervalSeconds=5),
         clock=clock,
+        dry_run=False,
     )
     ControllerRuntime._start_launch_template_gc(runtime)  # type: ignore[arg-type]
     with pytest.raises(LeaseLostError):

@@ -190,14 +190,24 @@ def test_dry_run_against_an_unreachable_server_logs_it_and_stops_on_sigterm(
 ) -> None:
     proc = subprocess.Popen(
         [
-            sys.executable, "-c", "from joiner.cli.main import main; main()", "run",
-            "--dry-run", "--kubeconfig", str(unreachable_kubeconfig),
-            "--metrics-port", "0", "--health-port", str(_closed_port()),
+            sys.executable,
+            "-c",
+            "from joiner.cli.main import main; main()",
+            "run",
+            "--dry-run",
+            "--cloud",
+            "simulated",
+            "--kubeconfig",
+            str(unreachable_kubeconfig),
+            "--metrics-port",
+            "0",
+            "--health-port",
+            str(_closed_port()),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-    )  # fmt: skip
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -225,15 +235,19 @@ def busy_port() -> Iterator[int]:
         yield int(s.getsockname()[1])
 
 
+def _run(kubeconfig: Path, *args: str) -> Any:
+    """``joiner run --kubeconfig K --cloud simulated ARGS...`` in-process."""
+    return CliRunner().invoke(
+        app, ["run", "--kubeconfig", str(kubeconfig), "--cloud", "simulated", *args]
+    )
+
+
 @pytest.mark.parametrize("flag", ["--metrics-port", "--health-port"])
 def test_a_port_in_use_is_an_error_naming_the_flag(
     unreachable_kubeconfig: Path, busy_port: int, flag: str
 ) -> None:
     other = "--health-port" if flag == "--metrics-port" else "--metrics-port"
-    result = CliRunner().invoke(
-        app,
-        ["run", "--kubeconfig", str(unreachable_kubeconfig), flag, str(busy_port), other, "0"],
-    )
+    result = _run(unreachable_kubeconfig, flag, str(busy_port), other, "0")
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert f"error: field {flag}: cannot listen on port {busy_port}" in result.output
@@ -245,25 +259,24 @@ def test_an_unknown_region_in_the_settings_is_an_error_naming_the_field(
 ) -> None:
     settings = tmp_path / "s.yaml"
     settings.write_text("region: mars-1\n")
-    result = CliRunner().invoke(
-        app, ["run", "--kubeconfig", str(unreachable_kubeconfig), "--settings", str(settings)]
-    )
+    result = _run(unreachable_kubeconfig, "--settings", str(settings))
     assert result.exit_code == 2, result.output
     assert "field region: unknown region 'mars-1'" in result.output
     assert str(settings) in result.output
 
 
-def test_dry_run_with_the_aws_cloud_is_refused_before_any_cloud_call(
-    unreachable_kubeconfig: Path,
-) -> None:
-    """Shadow mode holds back API writes only; with --cloud aws the provisioner would still
-    call CreateFleet, so the combination is an input error and nothing is built."""
-    result = CliRunner().invoke(
-        app,
-        ["run", "--kubeconfig", str(unreachable_kubeconfig), "--cloud", "aws", "--dry-run"],
-    )
-    assert result.exit_code == 2, result.output
-    assert "--dry-run cannot be combined with --cloud aws" in " ".join(result.output.split())
+def test_run_without_cloud_is_refused_before_connecting(unreachable_kubeconfig: Path) -> None:
+    """No default cloud: without --cloud, ``joiner run`` exits 2 naming the flag and both
+    choices, before it reads the settings or reaches the API server."""
+    for extra in ([], ["--dry-run"]):
+        result = CliRunner().invoke(
+            app, ["run", "--kubeconfig", str(unreachable_kubeconfig), *extra]
+        )
+        assert result.exit_code == 2, result.output
+        flat = " ".join(result.output.split())
+        assert "error: field --cloud: required: --cloud aws" in flat, flat
+        assert "--cloud simulated" in flat
+        assert "cannot reach" not in flat
 
 
 @pytest.mark.parametrize("command", ["plan", "disrupt", "install-crds"])

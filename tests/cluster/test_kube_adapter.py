@@ -456,7 +456,7 @@ def test_settings_aws_retry_policy_reaches_the_provider(
         5,
     )
     good = tmp_path / "r.yaml"
-    good.write_text("awsRetryMode: adaptive\nawsMaxAttempts: 3\n")
+    good.write_text("awsRetryMode: adaptive\nawsMaxAttempts: 3\nclusterName: c\n")
     seen: list[Any] = []
     monkeypatch.setattr(aws, "new_aws_provider", lambda s, *_a, **_k: seen.append(s))
     cloud_provider(load_settings(good), "aws", Any, Any)  # type: ignore[arg-type]

@@ -220,11 +220,11 @@ def test_the_gate_is_off_by_default_and_settable_where_karpenters_gates_are(tmp_
 
     assert parse("").node_repair is False
     assert parse("NodeRepair=true").node_repair is True
-    assert load_settings(None).nodeRepair is False
+    assert load_settings(None).featureGates.nodeRepair is False
     good = tmp_path / "s.yaml"
-    good.write_text("nodeRepair: true\nnodeRepairTolerationSeconds: {Ready: 5}\n")
+    good.write_text("featureGates: {nodeRepair: true}\nnodeRepairTolerationSeconds: {Ready: 5}\n")
     s = load_settings(good)
-    assert s.nodeRepair and repair_policies(s, None)[0].toleration_s == 5.0
+    assert s.featureGates.nodeRepair and repair_policies(s, None)[0].toleration_s == 5.0
     bad = tmp_path / "b.yaml"
     bad.write_text("nodeRepairTolerationSeconds: {Bogus: 5}\n")
     with pytest.raises(InputError, match=r"nodeRepairTolerationSeconds\.Bogus"):

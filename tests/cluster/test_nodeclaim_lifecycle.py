@@ -15,11 +15,13 @@ from joiner.cloudprovider.events import STATE_CHANGE, CloudEvent
 from joiner.cloudprovider.types import NodeClaimNotFoundError
 from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.actuator import KubeActuator
+from joiner.cluster.kube.feed import KWOK_ANNOTATION
 from joiner.cluster.kube.metrics import Metrics
 from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.nodeclaim.garbagecollection import GarbageCollector
 from joiner.controllers.nodeclaim.liveness import REGISTRATION_TIMEOUT_S, LivenessController
 from joiner.controllers.termination.controller import Terminator
+from joiner.operator.controller_reactions import ControllerReactions
 from joiner.state.cluster import NodeClaim
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc, _pod
 
@@ -381,3 +383,203 @@ def test_a_nodeclaim_deleted_while_no_controller_ran_is_adopted_for_a_drain() ->
     assert env.feed.deleting_claims == ["pool-gone"]
     assert env.feed.orphan_claims == []  # not deleted outright: drained first
     assert "pool-gone" in env.state.nodeclaims and adopted
+
+
+# -- Nodes whose NodeClaim went while no controller ran ---------------------------------------
+
+
+def _node(name: str, *, ready: bool = True, kwok: bool = True, **meta: Any) -> dict[str, Any]:
+    """A NodePool's Node (``pool``) with the provider id ``aws:///us-east-1a/i-<name>``."""
+    annotations = {KWOK_ANNOTATION: "fake"} if kwok else {}
+    return _doc(
+        kube.NODE,
+        {
+            "metadata": {
+                "name": name,
+                "labels": {labels.NODEPOOL: "pool", labels.INSTANCE_TYPE: "m5.large"},
+                "annotations": annotations,
+                **meta,
+            },
+            "spec": {"providerID": f"aws:///us-east-1a/i-{name}"},
+            "status": {
+                "capacity": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+                "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            },
+        },
+    )
+
+
+FIN = [labels.TERMINATION_FINALIZER]
+GONE_AT = "2026-01-01T00:00:00Z"
+
+
+def _unclaimed_env() -> Env:
+    env = Env(
+        nodes=(
+            _node("live", finalizers=FIN),  # NodeClaim deleted and released; Node left
+            _node("deleting", finalizers=FIN, deletionTimestamp=GONE_AT),
+            _node("bare"),  # a Joiner-made orphan without the finalizer
+            _node("foreign", kwok=False),  # nobody's finalizer, not Joiner's: left alone
+        )
+    )
+    env.sync(
+        kube.POD,
+        _pod("a", "u1", node="live"),
+        _pod("b", "u2", node="deleting"),
+        _pod("c", "u3", node="foreign"),
+    )
+    return env
+
+
+def test_a_nodepools_node_with_the_finalizer_and_no_nodeclaim_is_kept_for_a_drain() -> None:
+    env = _unclaimed_env()
+    env.feed.start()
+    assert env.feed.unclaimed_nodes == ["deleting", "live"]
+    assert env.feed.orphan_nodes == ["bare"]  # deleted at once, as before
+    for name in ("live", "deleting"):
+        node = env.state.nodes[name]
+        # No capacity (deleting), no NodeClaim, and its pods are there to be drained.
+        assert node.nodeclaim is None and node.deleting and node.deleted_at_s is None
+        assert [p.name for p in env.state.pods_on(name)] == ["a" if name == "live" else "b"]
+    assert "foreign" not in env.state.nodes and "bare" not in env.state.nodes
+    assert not env.state.ready_nodes()
+    # Later events about it do not undo the drain's cordon or its deletion.
+    env.terminator.drain(env.state.nodes["live"], "NodeClaim gone")
+    env.feed.deliver(kube.NODE, "MODIFIED", [_node("live", finalizers=FIN)])
+    assert env.state.nodes["live"].deleting
+
+
+def test_an_unclaimed_node_is_deleted_cordoned_drained_and_only_then_released() -> None:
+    env = _unclaimed_env()
+    env.feed.start()
+    api = FakeApi()
+    actuator = _actuator(env, api)
+    actuator.adopt()
+    # The live one is deleted (the finalizer holds it); the deleting one is left as it is.
+    assert ("delete", "Node", "live") in api.writes
+    assert ("delete", "Node", "deleting") not in api.writes
+    assert not [w for w in api.writes if w[0] == "patch"]  # nothing released yet
+    api.writes.clear()
+    live = env.state.nodes["live"]
+    pdb = _doc(
+        kube.PDB,
+        {
+            "metadata": {"name": "all", "namespace": "ns", "generation": 1},
+            "spec": {"maxUnavailable": 0, "selector": {}},
+        },
+    )
+    env.sync(kube.PDB, pdb)  # nothing may be evicted
+    env.terminator.drain(live, "NodeClaim gone")
+    actuator.sync()
+    # Cordoned while it drains; never released while its pod stays.
+    taints = [w for w in api.writes if w[:3] == ("patch", "Node", "live")]
+    assert taints and taints[0][3]["spec"]["taints"] == [
+        {"key": labels.TAINT_DISRUPTED, "value": "", "effect": "NoSchedule"}
+    ]
+    assert not [w for w in api.writes if "finalizers" in str(w)]
+    assert live.deleted_at_s is None and env.state.pods["u1"].deleted_at_s is None
+    env.sync(kube.PDB)  # the budget allows it now: the next retry evicts and finishes
+    env.clock.run_until(env.terminator.retry_s + 1)
+    assert live.deleted_at_s is not None and env.state.pods["u1"].deleted_at_s is not None
+    # The API still shows the pod there (the informer lags): evicted, not released.
+    api.writes.clear()
+    actuator.sync()
+    assert not [w for w in api.writes if "finalizers" in str(w)]
+    env.feed.deliver(kube.POD, "DELETED", [_pod("a", "u1", node="live")])
+    deleting_doc = _node("live", finalizers=FIN, deletionTimestamp=GONE_AT)
+    env.feed.deliver(kube.NODE, "MODIFIED", [deleting_doc])
+    api.writes.clear()
+    actuator.sync()
+    actuator.sync()
+    assert api.writes == [("patch", "Node", "live", {"metadata": {"finalizers": None}})]
+    assert (
+        actuator._metrics.registry.get_sample_value(
+            "karpenter_nodes_terminated_total", {"nodepool": "pool", "zone": ""}
+        )
+        == 1
+    )
+
+
+def test_a_deleting_node_whose_nodeclaim_exists_is_drained_after_the_pods_are_replayed() -> None:
+    claim_doc = _doc(
+        kube.NODECLAIM,
+        {
+            "metadata": {
+                "name": "pool-a",
+                "labels": {
+                    labels.NODEPOOL: "pool",
+                    labels.INSTANCE_TYPE: "m5.large",
+                    labels.ZONE: "us-east-1a",
+                    labels.CAPACITY_TYPE: "spot",
+                },
+                "finalizers": FIN,
+            },
+            "status": {"providerID": "aws:///us-east-1a/i-pool-a"},
+        },
+    )
+    env = Env(claim_doc, nodes=(_node("pool-a", finalizers=FIN, deletionTimestamp=GONE_AT),))
+    env.sync(kube.POD, _pod("a", "u1", node="pool-a"))
+
+    def adopt(*_args: str) -> Any:
+        types = {t.name: t for t in env.cloud.get_instance_types("nc")}
+        return env.cloud.adopt(types["m5.large"], "us-east-1a", "spot", "i-pool-a")
+
+    env.feed._adopt_instance = adopt
+    seen: list[list[str]] = []
+    env.feed.on_claim_deleted.append(
+        lambda c: seen.append([p.name for p in env.state.pods_on("pool-a")])
+    )
+    env.feed.start()
+    # Not drained during the start (it would see no pods and terminate at once): listed
+    # for the composition root, which drains it once the state is whole.
+    assert seen == [] and env.feed.deleting_claims == ["pool-a"]
+    assert env.state.nodes["pool-a"].deleting
+    assert [p.name for p in env.state.pods_on("pool-a")] == ["a"]
+    # After the start, the same event drains at once.
+    env.feed.deliver(
+        kube.NODE, "MODIFIED", [_node("pool-a", finalizers=FIN, deletionTimestamp=GONE_AT)]
+    )
+    assert seen == [["a"]]
+
+
+class _Batcher:
+    def __init__(self) -> None:
+        self.triggered = 0
+
+    def trigger(self) -> None:
+        self.triggered += 1
+
+
+def _reactions(env: Env) -> ControllerReactions:
+    r = ControllerReactions()
+    r.state, r.cloud, r.terminator = env.state, env.cloud, env.terminator
+    r.clock = env.clock  # type: ignore[assignment]
+    r.timeline = env.timeline  # type: ignore[assignment]
+    r.batcher = _Batcher()  # type: ignore[assignment]
+    return r
+
+
+def test_a_ready_unclaimed_node_is_drained_and_a_not_ready_one_whose_instance_is_gone_let_go() -> (
+    None
+):
+    env = Env(
+        nodes=(
+            _node("up", finalizers=FIN, deletionTimestamp=GONE_AT),
+            _node("down", ready=False, finalizers=FIN, deletionTimestamp=GONE_AT),
+        )
+    )
+    env.sync(kube.POD, _pod("a", "u1", node="up"), _pod("b", "u2", node="down"))
+    env.feed.start()
+    reactions = _reactions(env)
+    for name in env.feed.unclaimed_nodes:
+        reactions._unclaimed_node(env.state.nodes[name], f"aws:///us-east-1a/i-{name}")
+    up, down = env.state.nodes["up"], env.state.nodes["down"]
+    # Ready: its kubelet runs, so it is drained (here nothing blocks: at once).
+    assert up.draining and up.deleted_at_s is not None
+    assert env.state.pods["u1"].evicted and not env.state.pods["u1"].lost
+    assert "drainStarted" in env.timeline.kinds()
+    # Not Ready and the cloud has no such instance: nothing to drain, its pod is lost.
+    assert not down.draining and down.deleted_at_s is not None
+    assert env.state.pods["u2"].lost
+    assert reactions.batcher.triggered >= 2  # type: ignore[attr-defined]

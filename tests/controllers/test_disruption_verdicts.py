@@ -67,6 +67,7 @@ ENGLISH: list[tuple[Verdict, str]] = [
     (Verdict(VerdictKind.BEING_DELETED), "already being deleted"),
     (Verdict(VerdictKind.NOT_INITIALIZED), "not initialized yet"),
     (Verdict(VerdictKind.NODE_DO_NOT_DISRUPT), "node has karpenter.sh/do-not-disrupt"),
+    (Verdict(VerdictKind.NOMINATED), "nominated for a pending pod"),
     (
         Verdict(VerdictKind.POD_DO_NOT_DISRUPT, pod="default/db-0"),
         "pod default/db-0 has karpenter.sh/do-not-disrupt",

@@ -9,6 +9,7 @@ are deleted.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -18,6 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -121,6 +123,8 @@ class ControllerProcess:
             str(self.health_port),
             "--identity",
             self.name,
+            # Required: the stack's Nodes are kwok's, so the simulated cloud may run here.
+            *(() if "--cloud" in self.extra else ("--cloud", "simulated")),
             *self.extra,
         ]
         with self.log.open("ab") as log:
@@ -399,6 +403,18 @@ def joiner(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     )
 
 
+def lease(cluster: Cluster, duration_s: int, deadline_s: int, retry_s: int) -> dict[str, object]:
+    """``leaderElection`` settings: the Lease ``joiner`` in the test's namespace with these
+    lease duration, renew deadline and retry period (seconds)."""
+    return {
+        "namespace": cluster.name,
+        "name": "joiner",
+        "leaseDurationSeconds": duration_s,
+        "renewDeadlineSeconds": deadline_s,
+        "retryPeriodSeconds": retry_s,
+    }
+
+
 def settings(cluster: Cluster, **extra: object) -> dict[str, object]:
     """Settings with a fast Lease in the test's namespace."""
     return {
@@ -461,3 +477,18 @@ def start(
 ) -> ControllerProcess:
     """``launch`` then ``started``: returns once it is ready and, with ``leader``, leading."""
     return started(launch(controllers, kubeconfig, tmp_path, cluster, name, **kw), leader=leader)
+
+
+def audit_events(audit_log: Path, identity: str, since: datetime) -> list[dict[str, Any]]:
+    """The apiserver's audit events (``KubeStack.audit_log``, one write each) from the
+    replica ``identity`` (user agent ``joiner/<version> (<identity>)``) received at or
+    after ``since``."""
+    out = []
+    for line in audit_log.read_text().splitlines():
+        event = json.loads(line)
+        if not str(event.get("userAgent", "")).endswith(f"({identity})"):
+            continue
+        received = datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00"))
+        if received >= since:
+            out.append(event)
+    return out

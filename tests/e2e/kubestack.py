@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import os
 import secrets
 import shutil
@@ -28,6 +29,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -502,6 +504,24 @@ class KubeStack:
         url, ctx, headers = self._apiserver_ready
         self._wait(component, timeout_s, url, ctx=ctx, headers=headers)
         return time.monotonic() - stopped_at
+
+    @contextlib.contextmanager
+    def frozen(self, name: str) -> Iterator[None]:
+        """Stop the component ``name`` (SIGSTOP: its sockets stay open, nothing answers)
+        for the ``with`` block, then resume it (SIGCONT), also when the block raises.
+
+        Raises:
+            KubeStackError: no such component is running.
+        """
+        procs = [c.proc for c in self._components if c.name == name and c.proc is not None]
+        if not procs or procs[0].poll() is not None:
+            raise KubeStackError(f"{name} is not running")
+        proc = procs[0]
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            proc.send_signal(signal.SIGCONT)
 
     def _wait(
         self,

@@ -84,11 +84,13 @@ def test_chart_renders_aws_by_default_and_simulated_only_when_asked() -> None:
     assert sim[sim.index("--cloud") + 1] == "simulated"
     shadow = _container_args(render("cloud=simulated", "dryRun=true"))
     assert "--dry-run" in shadow
+    # A dry run on AWS is allowed: it makes no AWS call that writes.
+    aws_shadow = _container_args(render("settings.clusterName=c", "dryRun=true"))
+    assert "--dry-run" in aws_shadow and aws_shadow[aws_shadow.index("--cloud") + 1] == "aws"
     # AWS without a cluster name, or an unknown cloud, is refused with the value named.
     for bad, field in (
         ((), "settings.clusterName"),
         (("cloud=gcp",), "cloud"),
-        (("settings.clusterName=c", "dryRun=true"), "dryRun"),
     ):
         args = [str(_helm()), "template", "joiner", str(CHART)]
         for s in bad:
@@ -102,6 +104,132 @@ def test_chart_renders_aws_by_default_and_simulated_only_when_asked() -> None:
     )
     sa = next(d for d in docs if d["kind"] == "ServiceAccount")
     assert sa["metadata"]["annotations"] == {"eks.amazonaws.com/role-arn": irsa}
+
+
+#: A values file in the shape Karpenter's chart documents (charts/karpenter/values.yaml keys).
+KARPENTER_VALUES = """
+logLevel: debug
+additionalLabels: {team: platform}
+additionalAnnotations: {owner: sre}
+imagePullSecrets: [{name: regcred}]
+strategy: {rollingUpdate: {maxUnavailable: 1}}
+podDisruptionBudget: {name: karpenter, maxUnavailable: 1}
+podSecurityContext: {fsGroup: 65532, seccompProfile: {type: RuntimeDefault}}
+service: {annotations: {scrape: "yes"}}
+serviceMonitor:
+  enabled: true
+  additionalLabels: {release: prometheus}
+  endpointConfig: {interval: 30s}
+controller:
+  env:
+    - {name: HTTPS_PROXY, value: "http://proxy:3128"}
+  resources:
+    requests: {cpu: 500m, memory: 512Mi}
+    limits: {memory: 512Mi}
+settings:
+  batchMaxDuration: 20s
+  batchIdleDuration: 2s
+  clusterName: my-cluster
+  clusterEndpoint: https://ABC.gr7.us-east-1.eks.amazonaws.com
+  interruptionQueue: my-cluster
+  featureGates:
+    nodeRepair: true
+    nodeOverlay: false
+    reservedCapacity: false
+    spotToSpotConsolidation: true
+    staticCapacity: false
+    capacityBuffer: false
+"""
+
+
+def _by_kind(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["kind"]: d for d in docs}
+
+
+@pytest.mark.e2e
+def test_karpenter_shaped_values_render_and_their_settings_reach_the_controller(
+    tmp_path: Path,
+) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(KARPENTER_VALUES)
+    helm = str(_helm())
+    subprocess.run([helm, "lint", str(CHART), "-f", str(values)], check=True)
+    out = subprocess.run(
+        [helm, "template", "joiner", str(CHART), "-n", NAMESPACE, "-f", str(values)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    kinds = _by_kind(docs)
+    for doc in docs:  # additionalLabels/additionalAnnotations on every object
+        assert doc["metadata"]["labels"]["team"] == "platform", doc["kind"]
+        assert doc["metadata"]["annotations"]["owner"] == "sre", doc["kind"]
+    dep = kinds["Deployment"]
+    pod = dep["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert dep["spec"]["strategy"] == {"rollingUpdate": {"maxUnavailable": 1}}
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    # Helm merges the file's map over the chart's default (which also runs as non-root).
+    assert pod["securityContext"] == {
+        "fsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+    }
+    assert container["resources"]["requests"] == {"cpu": "500m", "memory": "512Mi"}
+    assert [c["whenUnsatisfiable"] for c in pod["topologySpreadConstraints"]] == ["DoNotSchedule"]
+    pdb = kinds["PodDisruptionBudget"]
+    assert (pdb["metadata"]["name"], pdb["spec"]["maxUnavailable"]) == ("karpenter", 1)
+    svc = kinds["Service"]
+    assert svc["spec"]["ports"] == [
+        {"name": "http-metrics", "protocol": "TCP", "port": 8080, "targetPort": "http-metrics"}
+    ]
+    assert svc["metadata"]["annotations"]["scrape"] == "yes"
+    assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+    monitor = kinds["ServiceMonitor"]
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert monitor["spec"]["endpoints"] == [
+        {"port": "http-metrics", "path": "/metrics", "interval": "30s"}
+    ]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    assert env["HTTPS_PROXY"] == "http://proxy:3128"  # controller.env
+    assert env["LOG_LEVEL"] == "debug" and env["BATCH_IDLE_DURATION"] == "2s"
+    # The settings reach the controller: its settings file and environment, as it reads them.
+    settings_file = tmp_path / "settings.yaml"
+    settings_file.write_text(kinds["ConfigMap"]["data"]["settings.yaml"])
+    s = load_settings(settings_file, env=env)
+    assert (s.batchIdleDuration, s.batchMaxDuration, s.logLevel) == (2.0, 20.0, "debug")
+    assert (s.clusterName, s.interruptionQueue) == ("my-cluster", "my-cluster")
+    assert s.clusterEndpoint == "https://ABC.gr7.us-east-1.eks.amazonaws.com"
+    gates = s.featureGates
+    assert gates.spotToSpotConsolidation and gates.nodeRepair and not gates.reservedCapacity
+
+
+@pytest.mark.e2e
+def test_chart_defaults_match_karpenters_and_renamed_keys_fail_naming_the_new_one() -> None:
+    docs = render("settings.clusterName=c")
+    kinds = _by_kind(docs)
+    assert "ServiceMonitor" not in kinds  # off unless asked
+    pod = kinds["Deployment"]["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["BATCH_IDLE_DURATION"] == "1s" and env["BATCH_MAX_DURATION"] == "10s"
+    assert env["FEATURE_GATES"] == (
+        "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,"
+        "NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
+    )
+    assert "INTERRUPTION_QUEUE" not in env and env["LOG_LEVEL"] == "info"
+    assert pod["topologySpreadConstraints"][0]["whenUnsatisfiable"] == "DoNotSchedule"
+    for old, new in (
+        ("settings.batchIdleSeconds=1", "settings.batchIdleDuration"),
+        ("settings.batchMaxSeconds=10", "settings.batchMaxDuration"),
+        ("settings.spotToSpotConsolidation=true", "settings.featureGates.spotToSpotConsolidation"),
+        ("batchIdleSeconds=1", "settings.batchIdleDuration"),
+    ):
+        args = [str(_helm()), "template", "joiner", str(CHART), "--set", "settings.clusterName=c"]
+        proc = subprocess.run([*args, "--set", old], capture_output=True, text=True)
+        assert proc.returncode != 0, old
+        assert f"renamed to {new}" in proc.stderr, proc.stderr
 
 
 @pytest.mark.e2e
@@ -137,11 +265,15 @@ def test_rendered_rbac_and_settings_apply_and_grant_only_what_joiner_needs(
             admin.apply(from_dict(doc), force=True)
             applied.append(doc["kind"])
     assert sorted(applied) == sorted(APPLIED_KINDS)
-    # The settings the chart renders are ones the controller accepts.
+    # The settings the chart renders (file and environment) are ones the controller accepts.
     cm = next(d for d in docs if d["kind"] == "ConfigMap")
     path = tmp_path / "settings.yaml"
     path.write_text(cm["data"]["settings.yaml"])
-    settings = load_settings(path)
+    container = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    settings = load_settings(path, env=env)
     assert settings.clusterName == "e2e"
     assert settings.interruptionQueue == "https://q.example/q"
     assert settings.leaderElection.namespace == NAMESPACE

@@ -496,3 +496,34 @@ def test_dry_run_writes_nothing_and_reports_the_plan(
         p for c in planned for p in c["pods"]
     )
     assert not cluster.nodeclaims() and not cluster.nodes()
+
+
+def test_simulated_cloud_refuses_a_cluster_with_nodes_kwok_does_not_manage(
+    kubeconfig: Path, tmp_path: Path, cluster: Cluster, controllers: list[ControllerProcess]
+) -> None:
+    """``--cloud simulated`` would add kwok Nodes to a real cluster: with a Node that has no
+    ``kwok.x-k8s.io/node: fake`` annotation it exits 2 naming the Node and the flag, having
+    written nothing; ``--allow-simulated-nodes`` lets it run, and a dry run is not refused."""
+    from joinerctl import launch
+
+    real = f"{cluster.name}-real"
+    cluster.client.create(Node(metadata=ObjectMeta(name=real, labels={"e2e": cluster.name})))
+    try:
+        refused = launch(controllers, kubeconfig, tmp_path, cluster, "joiner-refused")
+        code = wait_for("the refusal", lambda: None if refused.alive() else refused.proc, 60)
+        assert code.returncode == 2, refused.tail()
+        flat = " ".join(refused.tail().split())
+        assert "field --cloud: this cluster has 1 Node(s) not managed by kwok" in flat, flat
+        assert real in flat and "--allow-simulated-nodes" in flat
+        assert "Traceback" not in flat
+        for name, extra, leads in (
+            ("joiner-allowed", ("--allow-simulated-nodes",), True),
+            ("joiner-shadow", ("--dry-run",), False),  # no lease; ready once past the check
+        ):
+            proc = start(
+                controllers, kubeconfig, tmp_path, cluster, name, extra=extra, leader=leads
+            )
+            assert proc.alive(), proc.tail()
+            assert proc.stop() == 0, proc.tail()
+    finally:
+        cluster.client.delete(Node, real)

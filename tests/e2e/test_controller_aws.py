@@ -499,11 +499,41 @@ def _scenarios(
         return ctl
 
     run = _Run(aws, cluster, kubelet, controller)
+    _shadow(run, ChartController(tmp_path, "joiner-shadow", sa_kubeconfig, docs, aws.endpoint))
     ctl, first = _launch(run)
     second = _terminated_outside(run, ctl, first)
     ctl, third = _killed_in_create_fleet(run, ctl, second)
     _spot_interruption(run, ctl, third)
     kubelet.assert_ok()
+
+
+def _shadow(run: _Run, shadow: ChartController) -> None:
+    """0. ``--dry-run`` with the chart's ``--cloud aws``: it reads EC2 and reports the launch
+    for the pending pods, and writes nothing to AWS (no instance, no launch template)."""
+    aws, cluster = run.aws, run.cluster
+    report = shadow.log.with_name("shadow-report.jsonl")
+    shadow.chart_args += ["--dry-run", "--report", str(report)]
+    shadow.start()
+    try:
+        wait_for(
+            "the shadow ready", lambda: shadow.ready() or (not shadow.alive() and shadow.tail())
+        )
+        assert shadow.alive(), shadow.tail()
+        cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=2, cpu="1"))
+
+        def launches() -> list[dict[str, Any]] | None:
+            lines = report.read_text().splitlines() if report.exists() else []
+            found = [json.loads(line) for line in lines]
+            return [e for e in found if e["action"] == "launch"] or None
+
+        planned = wait_for("the shadow's launch report", launches, 300)
+        assert all(e["nodepool"] == cluster.name for e in planned), planned
+    finally:
+        assert shadow.stop() == 0, shadow.tail()
+    assert aws.instances("pending", "running") == []
+    assert aws.ec2.describe_launch_templates()["LaunchTemplates"] == []
+    assert "dry run: would launch" in shadow.tail(400)
+    print(f"0. the shadow planned {len(planned)} launch(es), wrote nothing to AWS")
 
 
 def _launch(run: _Run) -> tuple[ChartController, set[str]]:

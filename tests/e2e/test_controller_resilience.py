@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from datetime import UTC, datetime
@@ -21,8 +20,10 @@ from joinerctl import (
     Cluster,
     ControllerProcess,
     NodeClaimRes,
+    audit_events,
     deployment_doc,
     launch,
+    lease,
     metric,
     nodepool_doc,
     start,
@@ -32,16 +33,6 @@ from joinerctl import (
 from kubestack import KubeStack
 
 pytestmark = pytest.mark.e2e
-
-
-def _lease(cluster: Cluster, duration_s: int, deadline_s: int, retry_s: int) -> dict[str, object]:
-    return {
-        "namespace": cluster.name,
-        "name": "joiner",
-        "leaseDurationSeconds": duration_s,
-        "renewDeadlineSeconds": deadline_s,
-        "retryPeriodSeconds": retry_s,
-    }
 
 
 def test_an_api_server_restart_shorter_than_the_renew_deadline_is_ridden_out(
@@ -55,7 +46,7 @@ def test_an_api_server_restart_shorter_than_the_renew_deadline_is_ridden_out(
     # The restart below keeps the apiserver down 5 s; with its own start-up (about 5 s
     # more here) it is unavailable for about 10 s: a 20 s renew deadline covers it.
     ctl = start(
-        controllers, kubeconfig, tmp_path, cluster, leaderElection=_lease(cluster, 30, 20, 2)
+        controllers, kubeconfig, tmp_path, cluster, leaderElection=lease(cluster, 30, 20, 2)
     )
     cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=2, cpu="1500m"))
     wait_for("2 web pods running", lambda: cluster.running("web", 2), 120)
@@ -86,13 +77,8 @@ def _writes_by(audit_log: Path, identity: str, since: datetime) -> list[str]:
     concurrency doing its part of the fence (a leader paused between reading and writing
     its Lease sends a write the apiserver refuses; ``leader.py``), and nothing changed."""
     out = []
-    for line in audit_log.read_text().splitlines():
-        event = json.loads(line)
-        if not str(event.get("userAgent", "")).endswith(f"({identity})"):
-            continue
+    for event in audit_events(audit_log, identity, since):
         received = datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00"))
-        if received < since:
-            continue
         ref = event.get("objectRef") or {}
         code = (event.get("responseStatus") or {}).get("code")
         if ref.get("resource") == "leases" and code == 409:
@@ -116,10 +102,18 @@ def test_a_leader_paused_past_its_lease_writes_nothing_after_the_hand_over(
     controllers: list[ControllerProcess],
 ) -> None:
     cluster.apply(nodepool_doc(cluster.name, requirements=ON_DEMAND_4CPU))
-    lease = _lease(cluster, 4, 3, 1)
-    leader = start(controllers, kubeconfig, tmp_path, cluster, "joiner-0", leaderElection=lease)
+    short_lease = lease(cluster, 4, 3, 1)
+    leader = start(
+        controllers, kubeconfig, tmp_path, cluster, "joiner-0", leaderElection=short_lease
+    )
     standby = start(
-        controllers, kubeconfig, tmp_path, cluster, "joiner-1", leader=False, leaderElection=lease
+        controllers,
+        kubeconfig,
+        tmp_path,
+        cluster,
+        "joiner-1",
+        leader=False,
+        leaderElection=short_lease,
     )
     # One 3-CPU pod per c6a.xlarge: two nodes.
     cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=2, cpu="3"))
@@ -143,7 +137,7 @@ def test_a_leader_paused_past_its_lease_writes_nothing_after_the_hand_over(
                 tmp_path,
                 cluster,
                 f"joiner-{trial + 2}",
-                leaderElection=lease,
+                leaderElection=short_lease,
             )
             # Work the paused leader will see the moment it resumes: a NodeClaim deleted
             # (drain, Events, evictions, instance termination) and new demand.

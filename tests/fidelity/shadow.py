@@ -85,7 +85,7 @@ def main(out_file: str) -> int:
         before = _versions(cluster, crds)
         settings = work / "shadow-settings.yaml"
         settings.write_text(
-            yaml.safe_dump({"kwokInstanceTypes": str(types_file), "batchIdleSeconds": 1.0})
+            yaml.safe_dump({"kwokInstanceTypes": str(types_file), "batchIdleDuration": "1s"})
         )
         health = _free_port()
         joiner_log = (work / "joiner.log").open("wb")
@@ -99,6 +99,8 @@ def main(out_file: str) -> int:
                 str(stack.kubeconfig),
                 "--settings",
                 str(settings),
+                "--cloud",
+                "simulated",
                 "--dry-run",
                 "--report",
                 str(report_file),

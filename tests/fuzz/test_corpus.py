@@ -73,6 +73,7 @@ def _loader(kind: str, tmp: Path) -> Callable[[Path], object]:
         "as-run": _as_run,
         "trace": lambda p: load_trace(p, target_per_replica=10, min_replicas=1, max_replicas=10),
         "settings": load_settings,
+        "scenario": load_scenario,
         "events": lambda p: parse_message(p.read_text(), file=str(p)),
     }
     return loaders[kind]

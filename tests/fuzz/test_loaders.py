@@ -144,8 +144,8 @@ def test_nth_values_loader(data: st.DataObject) -> None:
 SETTINGS = {
     "region": "us-east-1",
     "clusterName": "demo",
-    "batchIdleSeconds": 1,
-    "batchMaxSeconds": 10,
+    "batchIdleDuration": "1s",
+    "batchMaxDuration": "10s",
     "leaderElection": {"leaseDurationSeconds": 15, "renewDeadlineSeconds": 10},
 }
 

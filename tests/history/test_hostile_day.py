@@ -93,3 +93,30 @@ def test_a_node_series_without_a_node_name_is_counted_not_written(tmp_path):
         app, ["simulate", str(out / "scenario.yaml"), "-q", "--out", str(tmp_path / "sim")]
     )
     assert sim.exit_code == 0, sim.output
+
+
+#: A node name holding what a terminal or a CSV reader acts on: ESC and a CSI, BEL, a
+#: carriage return alone, a line break, a comma and a quote, DEL, a C1 control, a Unicode
+#: line separator and a separator control at the end (white space to ``str.strip``).
+HOSTILE_NODE = 'ip-10-16-116-9\x1b[31mred\x07\rcr\n,"q\x7f\x9b\u2028x\x1f'
+
+
+def test_a_node_name_with_control_characters_stays_one_csv_cell(tmp_path):
+    # The csv module's writer left a lone carriage return unquoted: the as-run CSV then
+    # read back as two rows. The name must read back exactly, and reach no terminal raw.
+    from joiner.sim.asrun_files import load_nodes, load_pods
+    from tests.fuzz.harness import CONTROL
+
+    day = _copy(tmp_path)
+    for path in (day / "responses").glob("*.json"):
+        text = path.read_text(encoding="utf-8")
+        hostile = json.dumps(HOSTILE_NODE)[1:-1]
+        path.write_text(text.replace("ip-10-16-116-9.ec2.internal", hostile), encoding="utf-8")
+    out = tmp_path / "out"
+    result = _import(day, out, "--empty-start")
+    assert result.exit_code == 0, result.output
+    assert not CONTROL.search(result.output), result.output
+    nodes = load_nodes(out / "as-run" / "nodes.csv")
+    assert HOSTILE_NODE in [n.node for n in nodes]
+    assert len(nodes) == 9
+    assert len(load_pods(out / "as-run" / "pods.csv")) == 164

@@ -126,7 +126,7 @@ def test_unusable_options_exit_2(tmp_path: Path) -> None:
         ([*files, *span, "--save-responses", "s"], "apply to --prometheus only"),
         # Used to read every query, then fail "cannot write: File exists" or, saved
         # inside --out, "--out is not empty" with the responses left in it.
-        ([*prom, "--save-responses", dump], "field --save-responses: is not a directory"),
+        ([*prom, "--save-responses", dump], "field --save-responses: is a file, not a directory"),
         ([*prom, "--save-responses", str(tmp_path / "p/saved")], "overlaps --out"),
         ([*prom, "--save-responses", str(tmp_path)], "overlaps --out"),
         ([*files, *span, "--region", "mars-1"], "unknown region 'mars-1'"),

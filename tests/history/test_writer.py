@@ -122,7 +122,7 @@ def test_a_workload_name_stays_one_file_inside_the_directory(tmp_path: Path, nam
     assert len(odd) == 3 and odd[1] not in ("", ".", ".."), odd
 
 
-def test_an_odd_workload_name_writes_and_loads(tmp_path: Path) -> None:
+def test_a_workload_name_the_api_server_refuses_is_refused_at_import(tmp_path: Path) -> None:
     dump = _cluster(tmp_path)
     dump.write_text(
         dump.read_text().replace(
@@ -136,11 +136,12 @@ def test_an_odd_workload_name_writes_and_loads(tmp_path: Path) -> None:
     answers["deployment_replicas"][0] = type(first)(
         {"namespace": "shop", "deployment": "a/../b"}, first.times_s, first.values
     )
-    imported = translate(MemorySource(answers), "memory", RANGE, objects_from_files([dump]))
-    path = write_scenario(imported, tmp_path / "week")
-    assert (tmp_path / "week/traces/shop/deployment.a%2F..%2Fb.csv").is_file()
-    assert sorted(p.name for p in (tmp_path / "week/traces").iterdir()) == ["batch", "shop"]
-    load_scenario(path, Catalog.load())
+    # The API server never holds such a name (not a DNS-1123 subdomain), so the import
+    # refuses it, naming the field, before any trace file is written.
+    with pytest.raises(InputError) as info:
+        translate(MemorySource(answers), "memory", RANGE, objects_from_files([dump]))
+    assert info.value.field == "metadata.name"
+    assert not (tmp_path / "week").exists()
 
 
 @pytest.mark.parametrize(
@@ -171,3 +172,23 @@ def test_an_out_that_cannot_be_written_is_an_input_error(tmp_path: Path) -> None
     blocker.write_text("")
     with pytest.raises(InputError, match=r"field --out: cannot write as-run/nodes\.csv"):
         _write(tmp_path, blocker / "week")
+
+
+@pytest.mark.parametrize(
+    "name", ["cr\ralone", "lf\nx", 'q"uote', "com,ma", "esc\x1b[31m\x07", "del\x7f\x9b", "us\x1f"]
+)
+def test_as_run_names_read_back_exactly(tmp_path: Path, name: str) -> None:
+    # The csv module's writer left a lone carriage return unquoted, which the reader took
+    # for the end of a row; a trailing separator control was stripped as white space.
+    import dataclasses
+
+    from joiner.sim.asrun_files import AsRunNode, AsRunPod, load_nodes, load_pods
+
+    objects = objects_from_files([_cluster(tmp_path)])
+    imported = translate(MemorySource(_answers()), "memory", RANGE, objects)
+    node = AsRunNode(name, "m5.large", "spot", "us-east-1a", name, 0.0, 60.0)
+    pod = AsRunPod(name, name, 0.0, 1.0)
+    odd = dataclasses.replace(imported, nodes=(node,), pods=(pod,))
+    write_scenario(odd, tmp_path / "week")
+    assert load_nodes(tmp_path / "week/as-run/nodes.csv") == (node,)
+    assert load_pods(tmp_path / "week/as-run/pods.csv") == (pod,)

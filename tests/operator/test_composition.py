@@ -59,7 +59,7 @@ def _simulation() -> SimulationRuntime:
 def _live(loop: asyncio.AbstractEventLoop) -> ControllerRuntime:
     rt = ControllerRuntime(
         None,
-        settings=ControllerSettings(nodeRepair=True),
+        settings=ControllerSettings.model_validate({"featureGates": {"nodeRepair": True}}),
         dry_run=True,
         metrics_port=None,
         health_port=None,

@@ -261,3 +261,13 @@ def test_a_cell_ships_every_file_its_scenario_names(tmp_path):
     assert files["data/prices.json"] == (seed / "data" / "prices.json").read_text()
     result = run_sweep(plan, tmp_path / "r.jsonl", LocalPool(1), "local")
     assert result.failed == () and result.ran == 1
+
+
+def test_resume_refuses_results_of_another_sweep(tmp_path):
+    """The same cells and inputs under another sweep name are another sweep's results."""
+    sweep = small_sweep(tmp_path, seeds=1, variants=1)
+    out = tmp_path / "r.jsonl"
+    run_sweep(load_sweep(sweep), out, LocalPool(1), "local")
+    other = small_sweep(tmp_path, seeds=1, variants=1, name="other")
+    with pytest.raises(InputError, match="of sweep 'small', not 'other'"):
+        run_sweep(load_sweep(other), out, LocalPool(1), "local", resume=True)

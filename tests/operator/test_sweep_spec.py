@@ -223,3 +223,17 @@ def test_as_run_in_the_scenarios_compare_is_left_out_of_the_sweep(tmp_path):
     assert {c.policy for c in plan.cells} == {"joiner", "cluster-autoscaler"}
     sc = cell_scenario(plan.variants[plan.cells[0].variant], plan.cells[0])
     assert "asRun" not in sc["spec"] and sc["spec"]["compare"] == [plan.cells[0].policy]
+
+
+@pytest.mark.parametrize("where", ["variant", "sweep"])
+def test_a_bad_name_says_what_a_name_may_contain(tmp_path, where):
+    def edit(doc):
+        if where == "variant":
+            doc["spec"]["variants"][0]["name"] = "spot only!"
+        else:
+            doc["metadata"]["name"] = "-small"
+
+    e = _bad(tmp_path, edit)
+    assert e.field == ("spec.variants[0].name" if where == "variant" else "metadata.name")
+    assert "may contain letters, digits, '.', '_' and '-'" in str(e)
+    assert "String should match pattern" not in str(e)

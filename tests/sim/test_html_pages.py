@@ -171,3 +171,38 @@ def test_importing_the_report_modules_loads_neither_jinja2_nor_matplotlib() -> N
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_spot_pools_plot_draws_a_bounded_number_of_bars():
+    # An as-run record of 1,200 Spot pools drew a bar each: a PNG 108,000 pixels high.
+    from joiner.sim.htmlreport import MAX_POOL_BARS, OTHER_POOLS, _shown_pools
+
+    few = {"joiner": {"m5.large/us-east-1a": 2, "c5.large/us-east-1b": 1}}
+    assert _shown_pools(few, launched_or_lost={}) == sorted(few["joiner"])
+    launched = {
+        "as-run": {f"t{i:04d}.large/us-east-1a": 1 + (i == 7) for i in range(1200)},
+        "joiner": {"t0007.large/us-east-1a": 3, "t0500.large/us-east-1a": 1},
+    }
+    reclaimed = {"as-run": {"t1100.large/us-east-1a": 1, "t0007.large/us-east-1a": 1}}
+    pools = _shown_pools(launched, launched_or_lost=reclaimed)
+    assert len(pools) == MAX_POOL_BARS and pools[-1] == OTHER_POOLS
+    assert "t0007.large/us-east-1a" in pools  # the most launched (5 across policies)
+    assert sum(launched["as-run"].values()) == 1201  # nothing lost, only summed
+    assert launched["as-run"][OTHER_POOLS] == 1200 - (MAX_POOL_BARS - 1)
+    assert reclaimed["as-run"] == {OTHER_POOLS: 1, "t0007.large/us-east-1a": 1}
+
+
+def test_plots_of_a_run_without_pods_or_nodes_warn_nothing():
+    # A Scenario with no pods drew empty legends: matplotlib warned "No artists with labels
+    # found to put in legend" into the user's terminal.
+    import warnings
+
+    from joiner.sim.htmlreport import render_plots
+
+    summary = {"nodes": [], "durationSeconds": 3600.0, "interruptions": {"reclaimEvents": []}}
+    empty = PolicyData(summary=summary, state=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plots = render_plots({"as-run": empty}, 3600.0)
+    assert set(plots) >= {"nodes", "cost", "pending", "pending-cdf", "spot-pools"}
+    assert all(png.startswith(b"\x89PNG") for png in plots.values())

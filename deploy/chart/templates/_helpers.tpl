@@ -17,6 +17,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.additionalLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* additionalAnnotations as an indented annotations: block (nothing when empty). */}}
+{{- define "joiner.annotations" -}}
+{{- with .Values.additionalAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+{{- end }}
+{{- end -}}
+
+{{/* Karpenter's FEATURE_GATES value from settings.featureGates. */}}
+{{- define "joiner.featureGates" -}}
+{{- $g := .Values.settings.featureGates -}}
+{{- printf "NodeRepair=%v,ReservedCapacity=%v,SpotToSpotConsolidation=%v,NodeOverlay=%v,StaticCapacity=%v,CapacityBuffer=%v" $g.nodeRepair $g.reservedCapacity $g.spotToSpotConsolidation $g.nodeOverlay $g.staticCapacity $g.capacityBuffer -}}
 {{- end -}}
 
 {{- define "joiner.leaseNamespace" -}}

@@ -61,6 +61,7 @@ class CapacityBufferSpec(m.Strict):
         le=MAX_BUFFER_PODS,
         description=f"at most {MAX_BUFFER_PODS} (Joiner simulates each as a pod)",
     )
+    #: The vendored CRD's bounds (int32, minimum 0; ``tests/api/test_crd_contract.py``).
     percentage: StrictInt | None = Field(default=None, ge=0, le=m.INT32_MAX)
     limits: dict[str, Any] | None = None
     provisioningStrategy: str | None = None

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from joiner.api import corevalidation, k8snames, openapi
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
@@ -26,6 +27,7 @@ from joiner.api.manifests import (
 )
 from joiner.api.manifests import models as m
 from joiner.api.manifests.manifestset import ManifestSet
+from joiner.api.manifests.nulls import drop_nulls
 from joiner.api.manifests.yamlio import parse_documents, read_documents
 from joiner.api.validation import describe, field_path
 
@@ -369,6 +371,29 @@ def _unread_error(api_version: str, kind: str, file: str, obj: str) -> InputErro
     return None
 
 
+def _check_as_api_server(
+    doc: dict[str, Any], api_version: str, kind: str, file: str, obj: str, handler: _Handler
+) -> None:
+    """Check ``doc`` as the API server would before its model reads it: against the
+    vendored OpenAPI schema of its kind (``openapi``), apimachinery's name and label rules
+    (``k8snames``) and, for core, apps and batch kinds, the Go validation rules the schema
+    does not carry (``corevalidation``). When the model refuses the object too, its error is
+    raised instead: it says what to write in Joiner's words ("is not a Go duration") where
+    the schema can only quote a pattern.
+
+    Raises:
+        InputError: the object breaks a rule, naming the field, the rule and the limit.
+    """
+    try:
+        openapi.check(doc, api_version, kind, file, obj)
+        k8snames.check_object(doc, kind, file, obj)
+        if "/" not in api_version or api_version.startswith(("apps/", "batch/")):
+            corevalidation.check_object(doc, kind, file, obj)
+    except InputError:
+        handler(doc, file, obj, ManifestSet())  # raises the model's own error, if it has one
+        raise
+
+
 def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
     """Load one parsed document (a ``v1`` List item by item) into ``out``.
 
@@ -380,6 +405,7 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
     where = f"document {index + 1}"
     if not isinstance(doc, dict):
         raise InputError(f"is not a mapping (got {type(doc).__name__})", file=file, obj=where)
+    doc = drop_nulls(doc)  # a null reads as absent, as the API server reads it
     if doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
         _load_list(doc, file, index, out)
         return
@@ -405,6 +431,7 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
         out.skipped.append((obj, file))
         return
     try:
+        _check_as_api_server(doc, api_version, kind, file, obj, handler)
         handler(doc, file, obj, out)
     except InputError as exc:
         raise exc.located(file=file, obj=obj) from exc

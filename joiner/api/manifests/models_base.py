@@ -5,7 +5,6 @@ core kinds share (node selector requirements, taints, tolerations). Re-exported 
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,7 +19,9 @@ from pydantic import (
     StrictStr,
 )
 
-from joiner.api.resourcenames import qualified_name_problem
+from joiner.api.k8snames import label_key_error, label_value_error
+from joiner.api.limits import MAX_REPLICAS as MAX_REPLICAS
+from joiner.api.openapi import FORMAT_RANGES
 
 _CONFIG = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
@@ -51,25 +52,16 @@ Duration = Annotated[
 
 
 def _label_key(value: str) -> str:
-    problem = qualified_name_problem(value)
-    if problem is not None:
-        raise ValueError(
-            f"label key {value!r} is not a qualified name: it {problem} (the API server's "
-            "ValidateLabelName / IsQualifiedName; e.g. app, example.com/team)"
-        )
+    error = label_key_error(value)
+    if error is not None:
+        raise ValueError(error)
     return value
 
 
-_LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?", re.ASCII)
-
-
 def _label_value(value: str) -> str:
-    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
-        raise ValueError(
-            f"label value {value!r} is not valid: at most 63 letters, digits, '-', '_' and "
-            "'.', starting and ending with a letter or digit, or empty (the API server's "
-            "IsValidLabelValue)"
-        )
+    error = label_value_error(value)
+    if error is not None:
+        raise ValueError(error)
     return value
 
 
@@ -83,12 +75,10 @@ LabelValue = Annotated[str, AfterValidator(_label_value)]
 TolerationKey = Annotated[str, AfterValidator(lambda v: v and _label_key(v))]
 Labels = dict[LabelKey, LabelValue]
 
-#: Kubernetes caps replica counts at int32; Joiner simulates at most this many pods per workload.
-MAX_REPLICAS = 100_000
 #: The largest ``format: int32`` and ``format: int64`` values an OpenAPI schema admits (the API
 #: server refuses a larger integer in such a field).
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
+INT32_MAX = FORMAT_RANGES["int32"][1]
+INT64_MAX = FORMAT_RANGES["int64"][1]
 
 
 class Model(BaseModel):

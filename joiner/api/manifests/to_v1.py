@@ -28,6 +28,7 @@ from joiner.api.errors import InputError
 from joiner.api.manifests import legacy
 from joiner.api.manifests import models as m
 from joiner.api.manifests.loader import load_files, load_text
+from joiner.api.manifests.nulls import drop_nulls
 from joiner.api.manifests.yamlio import read_documents
 from joiner.api.requirements import Requirement
 
@@ -333,7 +334,7 @@ def _raw_documents(paths: list[Path]) -> list[tuple[str, Any]]:
     """``(file, document)`` for every document of ``paths``, a ``List``'s items one by one."""
     raw: list[tuple[str, Any]] = []
     for path in paths:
-        for doc in read_documents(path):
+        for doc in map(drop_nulls, read_documents(path)):  # a null reads as absent
             items = doc["items"] if doc.get("kind") == "List" else [doc]
             raw.extend((str(path), d) for d in items)
     return raw

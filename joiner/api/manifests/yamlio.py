@@ -98,11 +98,22 @@ _StrictLoader.yaml_implicit_resolvers = {
 #: A path of ``-`` means standard input, wherever a file is read.
 STDIN = "-"
 
-_STDIN: dict[str, bytes] = {}
+#: The standard input stream last read and its bytes: a command may look at its input
+#: twice, so a stream is read once; a new stream (another command in the same process, as
+#: a test runner's invocations are) is read afresh, never answered with the last one's.
+_STDIN_READ: list[tuple[object, bytes]] = []
 
 #: Nodes a document may have once its aliases are expanded: far above any real manifest,
 #: far below what would exhaust memory or time (a "billion laughs" document).
 MAX_EXPANDED_NODES = 2_000_000
+
+
+def _stdin_bytes(max_bytes: int) -> bytes:
+    """Standard input's bytes (at most ``max_bytes + 1``), read once per stream."""
+    stream = sys.stdin
+    if not _STDIN_READ or _STDIN_READ[0][0] is not stream:
+        _STDIN_READ[:] = [(stream, stream.buffer.read(max_bytes + 1))]
+    return _STDIN_READ[0][1]
 
 
 def read_text(path: Path, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -118,9 +129,7 @@ def read_text(path: Path, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES
     try:
         if name == STDIN:
             name = "<stdin>"
-            if STDIN not in _STDIN:  # read once: a command may look at its input twice
-                _STDIN[STDIN] = sys.stdin.buffer.read(max_bytes + 1)
-            data = _STDIN[STDIN]
+            data = _stdin_bytes(max_bytes)
         else:
             if path.is_dir():
                 raise InputError(f"{what} is a directory, not a file", file=name)

@@ -15,6 +15,12 @@
 * **Errors** (``aws_errors``): a ``ClientError`` that botocore gives up on (not retryable, or
   the attempts are spent) becomes an ``AWSError`` carrying the AWS error code, which the
   provider branches on (``InvalidInstanceID.NotFound``, a missing launch template ...).
+* **Dry runs are read-only** (``refuse_writes``, ``new_clients(read_only=True)``): a
+  client made for ``joiner run --dry-run`` refuses, before sending it, every operation whose
+  name does not start with ``Describe``, ``Get``, ``List`` or ``Receive`` (CreateFleet,
+  RunInstances, TerminateInstances, CreateLaunchTemplate, DeleteLaunchTemplate, CreateTags,
+  SQS DeleteMessage ...) by raising ``DryRunWriteError``. The provider plans instead of
+  calling them in a dry run; this is the net under it.
 * **Pagination** is botocore's: callers iterate ``client.get_paginator(name).paginate(...)``
   inside ``aws_errors()``; each page request is retried on its own, as above.
 
@@ -26,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
 from botocore.config import Config
@@ -54,6 +60,31 @@ class AWSError(CloudProviderError):
         super().__init__(f"{operation}: {code}: {message}")
         self.operation = operation
         self.code = code
+
+
+class DryRunWriteError(CloudProviderError):
+    """A dry run tried an AWS operation that is not a read; it was not sent.
+    ``operation`` is the API name (``CreateFleet``)."""
+
+    def __init__(self, operation: str) -> None:
+        super().__init__(f"{operation}: not sent: a dry run makes no AWS call that writes")
+        self.operation = operation
+
+
+#: Operation-name prefixes of the AWS calls a dry run may send (they only read).
+READ_ONLY_PREFIXES = ("Describe", "Get", "List", "Receive")
+
+
+def refuse_writes(client: Any) -> None:
+    """Make ``client`` (any boto3 client) raise ``DryRunWriteError`` before sending an
+    operation whose name does not start with one of ``READ_ONLY_PREFIXES`` (botocore's
+    ``before-call`` event, on this client's own event emitter only)."""
+
+    def check(model: Any, **_: Any) -> None:
+        if not str(model.name).startswith(READ_ONLY_PREFIXES):
+            raise DryRunWriteError(str(model.name))
+
+    client.meta.events.register("before-call", check)
 
 
 def error_code(exc: ClientError) -> str:
@@ -128,18 +159,21 @@ def new_clients(
     session: boto3.Session | None = None,
     endpoint_url: str | None = None,
     retries: RetrySettings | None = None,
+    read_only: bool = False,
 ) -> AWSClients:
     """boto3 clients for ``region``, each with botocore's ``retries`` (default
     ``RetrySettings()``: standard mode, 5 attempts).
 
-    ``endpoint_url`` points every client at one endpoint (a moto server in tests).
+    ``endpoint_url`` points every client at one endpoint (a moto server in tests);
+    ``read_only`` (a dry run) makes every client refuse the calls that write
+    (``refuse_writes``).
 
     Raises:
         ValueError: ``retries.max_attempts`` below 1.
     """
     sess = session or boto3.Session()
     config = (retries or RetrySettings()).config()
-    return AWSClients(
+    clients = AWSClients(
         ec2=sess.client("ec2", region_name=region, config=config, endpoint_url=endpoint_url),
         ssm=sess.client("ssm", region_name=region, config=config, endpoint_url=endpoint_url),
         pricing=sess.client(
@@ -150,3 +184,7 @@ def new_clients(
         ),
         sqs=sess.client("sqs", region_name=region, config=config, endpoint_url=endpoint_url),
     )
+    if read_only:
+        for client in (clients.ec2, clients.ssm, clients.pricing, clients.sqs):
+            refuse_writes(client)
+    return clients

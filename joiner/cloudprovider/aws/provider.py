@@ -30,6 +30,10 @@ Instances are tagged ``karpenter.sh/nodepool``, ``karpenter.sh/nodeclaim``,
 ``karpenter.k8s.aws/ec2nodeclass``, ``kubernetes.io/cluster/<cluster>=owned`` and
 ``eks:eks-cluster-name`` (Karpenter's tags), plus the NodeClass's ``tags``; ``list`` finds
 them by the NodePool tag key and the cluster tag.
+
+Dry run (``AWSSettings.dry_run``, ``joiner run --dry-run``): every read as above, no write;
+launches are planned, deletes remembered (``aws.dryrun``), NodeClasses that go keep their
+launch templates, and the clients refuse any write (``api.refuse_writes``).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from joiner.cloudprovider.aws.api import (
     new_clients,
 )
 from joiner.cloudprovider.aws.drift import instance_drift
+from joiner.cloudprovider.aws.dryrun import DryRunLedger
 from joiner.cloudprovider.aws.fleet import (
     FleetErrors,
     fleet_request,
@@ -148,6 +153,8 @@ class AWSSettings:
     reserved_capacity: bool = True
     retry_mode: RetryMode = DEFAULT_RETRY_MODE
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    #: Read only: plan launches and remember deletes instead of calling EC2 (``aws.dryrun``).
+    dry_run: bool = False
 
 
 @dataclass(slots=True)
@@ -238,6 +245,8 @@ class AWSCloudProvider:
         self._catalog: Catalog | None = None
         #: The last CreateFleet request sent (for logs and tests).
         self.last_fleet_request: dict[str, Any] | None = None
+        #: A dry run's planned and deleted instances (None: not a dry run).
+        self.dry_run = DryRunLedger() if settings.dry_run else None
 
     # -- NodeClasses and instance types -----------------------------------------------------
 
@@ -248,6 +257,9 @@ class AWSCloudProvider:
         templates are left to the cache's TTL or an operator."""
         new = {n.name: n for n in node_classes}
         for name in sorted(set(self.node_classes) - set(new)):
+            if self.dry_run is not None:
+                log.info("dry run: launch templates of EC2NodeClass %s not deleted", name)
+                continue
             try:
                 self.launch_templates.delete_all(name)
             except AWSError as exc:
@@ -388,6 +400,8 @@ class AWSCloudProvider:
             per_zone=self.inflight_ips.zonal_subnets(resolved, types, capacity_type),
             tags=self._tags(nc, request),
         )
+        if self.dry_run is not None:
+            return self._plan(launch)
         resp = self._create_fleet(launch)
         errors = read_errors(
             resp,
@@ -422,6 +436,32 @@ class AWSCloudProvider:
             and resolved.ami_for(it) is not None
             and (not o.reservation_id or self.reservations.availability.count(o.reservation_id))
         ]
+
+    def _plan(self, launch: _Launch) -> Instance:
+        """A dry run's launch: no launch template, no CreateFleet; the cheapest pool chosen
+        (``DryRunLedger.plan``), and the in-flight IP charge of the other subnets given back."""
+        assert self.dry_run is not None
+        subnets = {zone: s.id for zone, s in launch.per_zone.items()}
+        instance = self.dry_run.plan(
+            launch.request.nodeclaim_name,
+            launch.chosen,
+            subnets,
+            provider_id,
+            self._now(),
+            launch.tags,
+        )
+        offered = {
+            "LaunchTemplateConfigs": [{"Overrides": [{"SubnetId": s} for s in subnets.values()]}]
+        }
+        used = {
+            "Instances": [
+                {"LaunchTemplateAndOverrides": {"Overrides": {"SubnetId": instance.subnet_id}}}
+            ]
+        }
+        self.inflight_ips.release(
+            launch.resolved, offered, used, launch.types(), launch.per_zone, launch.capacity_type
+        )
+        return instance
 
     def _create_fleet(self, launch: _Launch) -> CreateFleetResultTypeDef:
         """Ensure the launch templates, send CreateFleet and give back the in-flight IPs of
@@ -618,6 +658,10 @@ class AWSCloudProvider:
             NodeClaimNotFoundError: unknown, shutting down or terminated.
             AWSError: DescribeInstances failed.
         """
+        if self.dry_run is not None:
+            planned = self.dry_run.get(provider_id, instance_id_of(provider_id))
+            if planned is not None:
+                return planned
         return self._instance(self._live(instance_id_of(provider_id)))
 
     def list(self) -> builtins.list[Instance]:
@@ -633,7 +677,10 @@ class AWSCloudProvider:
                 {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
             ]
         )
-        return sorted((self._instance(d) for d in found), key=lambda i: i.provider_id)
+        live = [self._instance(d) for d in found]
+        if self.dry_run is not None:
+            live = self.dry_run.visible(live)
+        return sorted(live, key=lambda i: i.provider_id)
 
     def delete(self, provider_id: str) -> None:
         """TerminateInstances. Raises ``NodeClaimNotFoundError`` when the instance is already
@@ -644,6 +691,9 @@ class AWSCloudProvider:
             AWSError: a call failed for another reason.
         """
         iid = instance_id_of(provider_id)
+        if self.dry_run is not None:
+            self._dry_delete(provider_id, iid)
+            return
         live = self._live(iid)
         try:
             with aws_errors():
@@ -653,6 +703,19 @@ class AWSCloudProvider:
             if exc.code.startswith("InvalidInstanceID"):
                 raise NodeClaimNotFoundError(iid) from exc
             raise
+
+    def _dry_delete(self, provider_id: str, iid: str) -> None:
+        """A dry run's delete: a planned instance is forgotten; a live one is remembered as
+        terminated, and TerminateInstances is not sent.
+
+        Raises:
+            NodeClaimNotFoundError: gone already (or deleted by this dry run before).
+        """
+        assert self.dry_run is not None
+        if self.dry_run.get(provider_id, iid) is None:
+            self._live(iid)
+        if not self.dry_run.delete(provider_id, iid):
+            log.info("dry run: would terminate %s (TerminateInstances not sent)", iid)
 
     # -- drift ------------------------------------------------------------------------------
 
@@ -669,6 +732,8 @@ class AWSCloudProvider:
             NodeClaimNotFoundError: the instance is gone.
             NodeClassNotReadyError: the NodeClass no longer resolves.
         """
+        if self.dry_run is not None and self.dry_run.get(provider_id, instance_id_of(provider_id)):
+            return ""  # planned by this dry run, from the NodeClass as it is
         desc = self._live(instance_id_of(provider_id))
         tag_map = {t["Key"]: t["Value"] for t in desc.get("Tags", [])}
         nc = self.node_classes.get(tag_map.get(NODECLASS_TAG, ""))
@@ -701,6 +766,10 @@ def new_aws_provider(
     composition root is the only caller that reads real time."""
     retries = RetrySettings(settings.retry_mode, settings.max_attempts)
     clients = new_clients(
-        settings.region, session=session, endpoint_url=endpoint_url, retries=retries
+        settings.region,
+        session=session,
+        endpoint_url=endpoint_url,
+        retries=retries,
+        read_only=settings.dry_run,
     )
     return AWSCloudProvider(clients, settings, node_classes, now=time.time)

@@ -39,8 +39,9 @@ class InterruptionQueue:
     """Polls one SQS queue and feeds its events to ``handler`` (module docstring).
 
     ``sqs`` is the SQS client (or a fake with ``receive_message`` and ``delete_message``);
-    ``sleep`` waits seconds (injected). Counters: ``handled``, ``ignored``, ``malformed``,
-    ``failed`` (handler raised).
+    ``sleep`` waits seconds (injected). ``dry_run``: no DeleteMessage; a message comes back
+    after its visibility timeout and is not handled twice (its id is remembered). Counters:
+    ``handled``, ``ignored``, ``malformed``, ``failed`` (handler raised).
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class InterruptionQueue:
         on_deleted: Callable[[], None] | None = None,
         on_queued_s: Callable[[float], None] | None = None,
         wall_now_s: Callable[[], float] | None = None,
+        dry_run: bool = False,
     ) -> None:
         self._sqs = sqs
         self.queue_url = queue_url
@@ -76,6 +78,9 @@ class InterruptionQueue:
         #: ``SentTimestamp`` to ``wall_now_s()``; Karpenter measures from the event's time).
         self._on_queued_s = on_queued_s
         self._wall_now_s = wall_now_s
+        self.dry_run = dry_run
+        #: A dry run's messages done with (by MessageId): left on the queue, not redone.
+        self._kept: set[str] = set()
 
     @classmethod
     def from_name(
@@ -119,6 +124,9 @@ class InterruptionQueue:
 
     def _process(self, message: MessageTypeDef) -> None:
         message_id = message.get("MessageId", "")
+        if message_id and message_id in self._kept:
+            log.debug("interruption queue: dry run: message %s seen before", message_id)
+            return
         try:
             event = parse_message(str(message.get("Body", "")))
         except InputError as exc:
@@ -148,6 +156,13 @@ class InterruptionQueue:
         self._delete(message)
 
     def _delete(self, message: MessageTypeDef) -> None:
+        if self.dry_run:
+            self._kept.add(message.get("MessageId", ""))
+            log.info(
+                "interruption queue: dry run: message %s left on the queue",
+                message.get("MessageId", ""),
+            )
+            return
         try:
             with aws_errors():
                 self._sqs.delete_message(

@@ -18,7 +18,10 @@ the API match, keyed on what it already wrote, so each write happens once:
   at creation, on the Node at creation or registration). The finalizer is what makes
   someone else's ``kubectl delete`` of either a drain, and not a loss: the object waits,
   with its ``deletionTimestamp``, until the drain and the instance's termination are done,
-  even across a controller restart.
+  even across a controller restart;
+* a NodePool's Node whose NodeClaim was gone at start (``feed.unclaimed_nodes``): deleted
+  at start if nobody has yet, cordoned while it drains, and released from the finalizer
+  once the drain has ended and the API shows no pod left on it.
 
 ``evict`` is the Terminator's Eviction port: a ``policy/v1`` Eviction; 429 (a PDB the API
 server computes disallows it) is a refusal the drain retries, never forced.
@@ -122,6 +125,8 @@ class KubeActuator:
         self._reported_taints: dict[str, frozenset[str]] = {}
         #: Nodes Joiner added its finalizer to (once each; the cache catches up later).
         self._finalized: set[str] = set()
+        #: Unclaimed Nodes released from the finalizer (``feed.unclaimed_nodes``).
+        self._released: set[str] = set()
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -145,7 +150,8 @@ class KubeActuator:
 
     def adopt(self) -> None:
         """After ``feed.start``: what already exists is written; orphans are deleted (a
-        NodeClaim never launched, a Joiner-made Node no NodeClaim owns)."""
+        NodeClaim never launched, a Joiner-made Node no NodeClaim owns) and so are the
+        unclaimed Nodes not yet deleting (their finalizer holds them for the drain)."""
         for claim in self._state.nodeclaims.values():
             self._claims_written.add(claim.name)
             if claim.name in self._feed.of(NODE):
@@ -160,6 +166,17 @@ class KubeActuator:
                 self._dry("delete", node=name, reason="orphan")
                 continue
             self._delete(Node, name, "orphan Node")
+        for name in self._feed.unclaimed_nodes:
+            if (self._feed.of(NODE).get(name, {}).get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            if self.dry_run:
+                self._dry("delete", node=name, reason="NodeClaim gone")
+                continue
+            try:
+                self._api().delete(Node, name)
+            except ApiError as exc:
+                if exc.status.code != 404:
+                    self._failed("delete unclaimed Node", name, exc)
 
     # -- the diff -------------------------------------------------------------------------
 
@@ -183,6 +200,49 @@ class KubeActuator:
             node = self._state.nodes[node_name]
             if node.deleted_at_s is None and node.nodeclaim is not None:
                 self._sync_node(node)
+        for node_name in self._feed.unclaimed_nodes:
+            node = self._state.nodes[node_name]
+            if node.deleted_at_s is None:
+                self._sync_node(node)
+            elif node_name not in self._released:
+                self._release_unclaimed(node_name)
+
+    def _release_unclaimed(self, node_name: str) -> None:
+        """An unclaimed Node's drain ended: its finalizer comes off, unless the API still
+        shows pods on it (bound after the drain's last look), which are evicted first."""
+        if self.dry_run:
+            self._dry("delete", node=node_name, reason="drained")
+            self._released.add(node_name)
+            return
+        if self._evict_left_over(node_name):
+            return
+        if self._delete(Node, node_name, "Node"):
+            self._released.add(node_name)
+            # Karpenter counts the Node terminated when its finalizer comes off
+            # (``node/termination`` ``removeFinalizer``), NodeClaim or not.
+            node_labels = self._state.nodes[node_name].labels
+            self._metrics.nodes_terminated.labels(
+                nodepool=node_labels.get(labels.NODEPOOL, ""),
+                zone=node_labels.get(labels.ZONE, ""),
+            ).inc()
+
+    def _evict_left_over(self, node_name: str) -> bool:
+        """Evict the pods the API still shows on a drained Node (True when there were any;
+        its deletion waits for the next sync).
+
+        The state lags the API: a pod bound after the drain's last look (before the taint
+        reached the scheduler) is evicted first. The node is tainted first, or the
+        scheduler binds the evicted pods' replacements right back to it (a node whose
+        instance is gone is still Ready until its heartbeat grace passes; no drain tainted
+        it)."""
+        still = self._pods_bound_to(node_name)
+        if not still:
+            return False
+        self._taint_disrupted(node_name)
+        log.info("node %s still runs %s; evicting them before it goes", node_name, still)
+        for ns, name in still:
+            self._post_eviction(ns, name)
+        return True
 
     def _claim_doc(self, claim: NodeClaim) -> dict[str, Any]:
         assert claim.instance is not None
@@ -387,17 +447,7 @@ class KubeActuator:
             return
         node_name = claim.node_name or (claim.name if claim.name in self._nodes_written else None)
         if node_name is not None:
-            still = self._pods_bound_to(node_name)
-            if still:
-                # The state lags the API: a pod bound after the drain's last look (before
-                # the taint reached the scheduler) is evicted first; deletion is retried.
-                # The node is tainted first, or the scheduler binds the evicted pods'
-                # replacements right back to it (a node whose instance is gone is still
-                # Ready until its heartbeat grace passes; no drain tainted it).
-                self._taint_disrupted(node_name)
-                log.info("node %s still runs %s; evicting before deleting it", node_name, still)
-                for ns, name in still:
-                    self._post_eviction(ns, name)
+            if self._evict_left_over(node_name):
                 return
             if not self._delete(Node, node_name, "Node"):
                 return

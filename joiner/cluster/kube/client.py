@@ -21,6 +21,7 @@ from lightkube import ALL_NS, Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.core.resource import NamespacedResource, Resource
 from lightkube.generic_resource import create_global_resource
+from lightkube.models.meta_v1 import Status
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import DaemonSet, Deployment, ReplicaSet, StatefulSet
 from lightkube.resources.batch_v1 import CronJob, Job
@@ -231,6 +232,73 @@ class ApiReachability:
         with self._lock:
             since = self.failing_since
         return since is None or self._now() - since < self.threshold_s
+
+
+#: Status codes of answers that waiting fixes: too many requests, and the server errors a
+#: restarting or overloaded API server gives (client-go's ``IsTooManyRequests``,
+#: ``IsServerTimeout``, ``IsServiceUnavailable``, ``IsInternalError`` family).
+RETRIABLE_CODES = frozenset({429, 500, 502, 503, 504})
+
+
+def garbled(exc: BaseException) -> bool:
+    """Whether ``exc`` is lightkube failing on an answer that is not the API's JSON: an
+    error response without ``Content-Type`` (lightkube's ``transform_exception`` raises
+    ``KeyError``) or a body it cannot decode (a watch line cut off by a restart). A
+    restarting API server (or a proxy in front of it) answers so; waiting fixes it."""
+    return isinstance(exc, KeyError | ValueError)
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether the request that raised ``exc`` may succeed if retried: a transport error
+    (connection refused or reset, timeout, TLS handshake cut short), a ``RETRIABLE_CODES``
+    answer (an ``ApiError`` or a non-JSON status), or a garbled answer (``garbled``)."""
+    if isinstance(exc, httpx.HTTPStatusError):  # ApiError is one too
+        code = exc.status.code if isinstance(exc, ApiError) else exc.response.status_code
+        return code in RETRIABLE_CODES
+    return isinstance(exc, httpx.HTTPError) or garbled(exc)
+
+
+def unavailable(exc: BaseException) -> ApiError:
+    """A transient failure (``transient``) that carries no Kubernetes Status, as an
+    ``ApiError`` with status 503 ``ServiceUnavailable`` naming the server and the cause,
+    so callers that handle refusals by status code handle it the same way."""
+    server = server_of(exc) if isinstance(exc, httpx.HTTPError) else "the API server"
+    message = f"no answer from {server}: {type(exc).__name__}: {exc}"
+    return ApiError(status=Status(code=503, reason="ServiceUnavailable", message=message))
+
+
+class Answering:
+    """A lightkube client whose calls raise ``ApiError`` for every failure a caller should
+    retry: a transient failure without a Kubernetes Status (``transient``) becomes a 503
+    ``ApiError`` (``unavailable``), and reaches ``reachability``. Callers that already
+    retry refused writes on their next pass (the actuator, the Event sink) thereby retry
+    connection errors too instead of raising them. Other exceptions pass unchanged."""
+
+    def __init__(self, client: Any, reachability: ApiReachability) -> None:
+        self._client = client
+        self._reachability = reachability
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                result = attr(*args, **kwargs)
+            except ApiError:
+                self._reachability.ok()  # the server answered
+                raise
+            except Exception as exc:
+                if not transient(exc):
+                    raise
+                if isinstance(exc, httpx.HTTPError):
+                    self._reachability.failed(exc)
+                raise unavailable(exc) from exc
+            self._reachability.ok()
+            return result
+
+        return call
 
 
 def namespace_arg(kind: Kind) -> dict[str, str]:

@@ -85,6 +85,8 @@ _BLOCKED: dict[VerdictKind, Callable[[Verdict], str]] = {
     VerdictKind.NODE_DO_NOT_DISRUPT: lambda _v: (
         'Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation'
     ),
+    # ``statenode.go`` ValidateNodeDisruptable's "state node is nominated for a pending pod".
+    VerdictKind.NOMINATED: lambda _v: "State node is nominated for a pending pod",
 }
 
 

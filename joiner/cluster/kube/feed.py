@@ -15,12 +15,15 @@ controllers share, through the same manifest loader as files
   event.
 * Nodes: a Node whose ``spec.providerID`` is a live NodeClaim's instance registers it
   (``Lifecycle.register``; the actuator then removes ``karpenter.sh/unregistered``), and its
-  Ready condition initializes it (``Lifecycle.initialize``). Taints other than the two
-  Joiner manages (``karpenter.sh/unregistered``, ``karpenter.sh/disrupted``) are taken from
-  the API; Joiner's own come from the state. A Node that disappears takes its NodeClaim
-  with it. A Node without the ``karpenter.sh/nodepool`` label and no NodeClaim (a managed
-  node group, self-managed or Fargate node) is static capacity: the provisioner counts it,
-  as Karpenter's cluster state counts every Node, and nothing drains or deletes it.
+  Ready condition, once the known ephemeral taints are gone too (``not-ready``,
+  ``unreachable``, ``karpenter.sh/unregistered``: ``labels.known_ephemeral_taint``, as
+  Karpenter's initialization requires), initializes it (``Lifecycle.initialize``). Taints
+  other than the two Joiner manages (``karpenter.sh/unregistered``,
+  ``karpenter.sh/disrupted``) are taken from the API; Joiner's own come from the state. A
+  Node that disappears takes its NodeClaim with it. A Node without the
+  ``karpenter.sh/nodepool`` label and no NodeClaim (a managed node group, self-managed or
+  Fargate node) is static capacity: the provisioner counts it, as Karpenter's cluster state
+  counts every Node, and nothing drains or deletes it.
 * NodeClaims: one deleted by someone else while live is reported (``on_claim_deleted``:
   the composition root drains and terminates it, as Karpenter's finalizer does). So is a
   live NodeClaim's Node that someone deletes (``kubectl delete node``): it keeps Joiner's
@@ -28,11 +31,24 @@ controllers share, through the same manifest loader as files
 
 ``start`` (after every informer's first list) re-builds the NodeClaims from the
 ``karpenter.sh/v1`` NodeClaim objects (a restart or a new leader), registers them with
-their Nodes, and lists orphans: NodeClaims never launched and Joiner-made Nodes no
-NodeClaim owns (``orphan_claims``, ``orphan_nodes``), which the actuator deletes. A
-launched NodeClaim deleted while no controller ran (it waits with its finalizer) is
-adopted like the others and listed in ``deleting_claims``: the composition root drains it
-within its PodDisruptionBudgets, as if the deletion had just been seen.
+their Nodes, and lists orphans: NodeClaims never launched and Joiner-made Nodes without
+Joiner's finalizer that no NodeClaim owns (``orphan_claims``, ``orphan_nodes``), which the
+actuator deletes. A launched NodeClaim deleted while no controller ran (it waits with its
+finalizer), or whose Node was, is adopted like the others and listed in
+``deleting_claims``: the composition root drains it within its PodDisruptionBudgets, as if
+the deletion had just been seen (once the pods are replayed, so the drain sees them).
+
+A NodePool's Node still holding ``karpenter.sh/termination`` whose NodeClaim is gone (it
+was deleted and released while no controller ran) is listed in ``unclaimed_nodes`` and
+kept in the state as a Node without a NodeClaim, ``deleting``: it is no capacity, its pods
+are demand, and the composition root drains it within their PodDisruptionBudgets before
+the actuator releases the finalizer. This is Karpenter's node termination controller
+with no NodeClaim (karpenter ``pkg/controllers/node/termination/controller.go``
+``Controller.finalize``: ``NodeClaimForNode`` not found is no error; taint, drain, then
+remove the finalizer); a Node not yet deleted is deleted first, as the AWS provider's
+instance garbage collection deletes the Node of an instance no NodeClaim owns
+(karpenter-provider-aws ``pkg/controllers/nodeclaim/garbagecollection/controller.go``
+``garbageCollect``).
 """
 
 from __future__ import annotations
@@ -143,8 +159,12 @@ class ClusterFeed:
         self._order = 0
         self.orphan_claims: list[str] = []
         self.orphan_nodes: list[str] = []
-        #: Launched NodeClaims found with a ``deletionTimestamp`` at ``start``.
+        #: Launched NodeClaims found with a ``deletionTimestamp`` (or whose Node had one)
+        #: at ``start``.
         self.deleting_claims: list[str] = []
+        #: NodePool Nodes with Joiner's finalizer whose NodeClaim is gone, at ``start``.
+        self.unclaimed_nodes: list[str] = []
+        self._replaying = False
         self.on_config: list[Callable[[ManifestSet], None]] = []
         self.on_pending: list[Callable[[Pod], None]] = []
         self.on_bound: list[Callable[[Pod], None]] = []
@@ -296,20 +316,36 @@ class ClusterFeed:
             self._adopt_claim(doc, now, wall, nodes_by_provider)
         owned = {c.instance.provider_id for c in self._state.nodeclaims.values() if c.instance}
         for pid, doc in sorted(nodes_by_provider.items()):
-            meta = doc.get("metadata") or {}
-            made_by_joiner = (meta.get("annotations") or {}).get(KWOK_ANNOTATION) and (
-                meta.get("labels") or {}
-            ).get(labels.NODEPOOL)
-            if pid not in owned and made_by_joiner:
-                self.orphan_nodes.append(str(meta.get("name")))
+            if pid not in owned:
+                self._unowned_node(doc)
         self.started = True
-        for doc in list(self.of(NODE).values()):
-            self._node("ADDED", doc)
-        for doc in sorted(
-            self.of(POD).values(),
-            key=lambda d: str((d.get("metadata") or {}).get("creationTimestamp") or ""),
-        ):
-            self._pod("ADDED", doc)
+        self._replaying = True
+        try:
+            for doc in list(self.of(NODE).values()):
+                self._node("ADDED", doc)
+            for doc in sorted(
+                self.of(POD).values(),
+                key=lambda d: str((d.get("metadata") or {}).get("creationTimestamp") or ""),
+            ):
+                self._pod("ADDED", doc)
+        finally:
+            self._replaying = False
+
+    def _unowned_node(self, doc: dict[str, Any]) -> None:
+        """A Node with a provider id no NodeClaim owns, at ``start``: a NodePool's Node with
+        Joiner's finalizer is kept for its drain (``unclaimed_nodes``, module docstring);
+        a Joiner-made one without it is an orphan, deleted at once; any other (a node
+        group's, or a kubelet's Node of a NodePool without the finalizer) is left alone."""
+        meta = doc.get("metadata") or {}
+        name = str(meta.get("name"))
+        if not (meta.get("labels") or {}).get(labels.NODEPOOL):
+            return
+        if labels.TERMINATION_FINALIZER in (meta.get("finalizers") or []):
+            log.info("node %s: its NodeClaim is gone; draining it before it goes", name)
+            self._static_node(name, doc).deleting = True
+            self.unclaimed_nodes.append(name)
+        elif (meta.get("annotations") or {}).get(KWOK_ANNOTATION):
+            self.orphan_nodes.append(name)
 
     def _adopt_claim(
         self,
@@ -507,6 +543,8 @@ class ClusterFeed:
             if node is not None and node.deleted_at_s is None:
                 self._node_deleted(node, name, now)
             return
+        if name in self.unclaimed_nodes:
+            return  # draining (module docstring): only its deletion is followed
         if node is None or node.deleted_at_s is not None:
             node = self._node_appeared(name, doc)
             if node is None:
@@ -568,9 +606,12 @@ class ClusterFeed:
         )
         if meta.get("deletionTimestamp") and claim.deleted_at_s is None and not node.draining:
             # Someone deleted the Node: drain it and terminate its NodeClaim (the finalizer
-            # holds the Node until then).
-            for deleted in self.on_claim_deleted:
-                deleted(claim)
+            # holds the Node until then). At start, once the pods are replayed.
+            if not self._replaying:
+                for deleted in self.on_claim_deleted:
+                    deleted(claim)
+            elif claim.name not in self.deleting_claims:
+                self.deleting_claims.append(claim.name)
             node.deleting = True
         conditions = node_conditions(doc, now, self._wall_now())
         if {k: c.status for k, c in conditions.items()} != {
@@ -580,7 +621,11 @@ class ClusterFeed:
             for changed in self.on_conditions:
                 changed(node)
         ready = node_ready(doc)
-        if ready and claim.initialized_at_s is None:
+        starting = any(labels.known_ephemeral_taint(t.key, t.effect) for t in api_taints(doc))
+        if ready and claim.initialized_at_s is None and not starting:
+            # Karpenter's initialization: Ready, and the known ephemeral taints gone (the
+            # node lifecycle controller's ``not-ready``, which stays while it cannot reach
+            # the API server): until then pods are placed on it as on a starting node.
             self._lifecycle.initialize(claim)
             self._state.touch()
             for ready_listener in self.on_ready:

@@ -14,7 +14,9 @@ error as it being unreachable (``ApiReachability``: logged once, and ``/healthz`
 
 This is client-go's reflector reduced to what Joiner needs (reference kube-test-stack.md
 §6): a watch that ends normally is resumed from the last resourceVersion seen; a 410 Gone
-(the version was compacted away) or any other error re-lists after ``retry_s``.
+(the version was compacted away) re-lists at once; any other error (a refusal, a
+transport error, an answer lightkube cannot read) re-lists after ``retry_s``, doubling
+after each failure in a row up to ``max_retry_s``. No error ends the thread.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Informer:
         stop: threading.Event,
         *,
         retry_s: float = 1.0,
+        max_retry_s: float = 4.0,
         server_timeout_s: int = 240,
         reachability: ApiReachability | None = None,
     ) -> None:
@@ -54,6 +57,7 @@ class Informer:
         self._deliver = deliver
         self._stop = stop
         self.retry_s = retry_s
+        self.max_retry_s = max_retry_s
         self.server_timeout_s = server_timeout_s
         self.relists = 0
         self._reachability = reachability or ApiReachability()
@@ -70,38 +74,61 @@ class Informer:
     def _run(self) -> None:
         client: Any = self._client_factory()
         first = True
+        failures = 0
         while not self._stop.is_set():
             try:
                 listing = client.list(self.kind.resource, **namespace_arg(self.kind))
                 docs = [as_document(o, self.kind) for o in listing]  # the request runs here
                 self._reachability.ok()
+                failures = 0
                 version = listing.resourceVersion
                 if not first:
                     self.relists += 1
                 first = False
                 self._deliver(self.kind, "SYNC", docs)
                 self._watch(client, version)
+                continue
             except ApiError as exc:
                 self._reachability.ok()  # the server answered
                 if exc.status.code == 410:
                     log.info("watch expired kind=%s: re-listing", self.kind.kind)
                     continue
+                failures += 1
                 log.warning(
-                    "list/watch failed kind=%s code=%s: %s; retrying in %.0f s",
+                    "list/watch failed kind=%s code=%s: %s; retrying in %.1f s",
                     self.kind.kind,
                     exc.status.code,
                     exc.status.message,
-                    self.retry_s,
+                    self.backoff_s(failures),
                 )
             except httpx.HTTPError as exc:
                 self._reachability.failed(exc)  # logged once there, as an ERROR
+                failures += 1
                 log.debug(
-                    "list/watch failed kind=%s: %s; retrying in %.0f s",
+                    "list/watch failed kind=%s: %s; retrying in %.1f s",
                     self.kind.kind,
                     exc,
-                    self.retry_s,
+                    self.backoff_s(failures),
                 )
-            self._stop.wait(self.retry_s)
+            except Exception as exc:
+                # An answer lightkube could not read (``client.garbled``: a restarting
+                # server's plain-text error, a watch line cut off) or a bug: the thread
+                # must not die, or the kind would never be watched again.
+                failures += 1
+                log.warning(
+                    "list/watch failed kind=%s: %s: %s; re-listing in %.1f s",
+                    self.kind.kind,
+                    type(exc).__name__,
+                    exc,
+                    self.backoff_s(failures),
+                )
+            self._stop.wait(self.backoff_s(failures))
+
+    def backoff_s(self, failures: int) -> float:
+        """Seconds to wait after ``failures`` failed attempts in a row: ``retry_s``,
+        doubling each time, at most ``max_retry_s`` (client-go's reflector backs off the
+        same way between failed lists)."""
+        return float(min(self.retry_s * 2 ** max(failures - 1, 0), self.max_retry_s))
 
     def _watch(self, client: Any, version: str) -> None:
         """Watch from ``version`` until stopped; raises ApiError (410 included) and

@@ -9,17 +9,23 @@ leaderelection does it:
   its last renewal (or finds another holder), it has lost the lease: ``on_lost`` runs
   (the composition root exits, as controller-runtime does, so a stale leader never acts).
 * A standby takes over at the earliest ``leaseDurationSeconds`` after the last renewal.
-* ``may_write()`` is the fence every write checks first (``fence.py``): this process led
-  at its last successful renewal, and less than ``renew_deadline_s`` has passed since that
-  renewal *started*, by this process's own monotonic clock. A process paused (SIGSTOP, a
-  long GC, a frozen VM) past its lease therefore fails the check the moment it resumes,
-  before its renewal thread has even noticed; the margin ``leaseDurationSeconds -
+* ``may_write()`` is the fence every write checks first (``fence.py``, through
+  ``write_allowed``, which waits for a renewal attempt in flight that would decide): this
+  process led at its last successful renewal, and less than ``renew_deadline_s`` has
+  passed since that renewal *started*, by this process's own monotonic clock. A process
+  paused (SIGSTOP, a long GC, a frozen VM) past its lease therefore fails the check the
+  moment it resumes, before its renewal thread has even noticed (an attempt it started
+  before the pause is too old to count); the margin ``leaseDurationSeconds -
   renewDeadlineSeconds`` covers a write already on the wire when the check passed.
   (client-go's ``LeaderElector.IsLeader`` answers from the last observed record instead,
   which is what lets a resumed leader act until its next renewal fails.)
 * An API server outage shorter than ``renew_deadline_s`` costs nothing: renewals fail,
-  are retried every ``retry_s``, and the first one that succeeds keeps the lease. Each
-  renewal attempt's requests time out after ``renew_deadline_s`` (the elector's client),
+  are retried every ``retry_s`` (and once more just before the deadline), and the first
+  one that succeeds keeps the lease; a write meanwhile waits for the attempt in flight
+  (``write_allowed``) instead of being refused. Lost is one ERROR line; the composition
+  root then exits with code 1, as Karpenter exits when client-go's leader election stops
+  leading. Each renewal attempt's requests time out after ``renew_deadline_s`` (the
+  elector's client),
   as client-go bounds ``tryAcquireOrRenew`` by the renew deadline.
 
 A refusal that waiting will not fix (the Lease's namespace does not exist, 403: no RBAC)
@@ -48,6 +54,10 @@ from lightkube.resources.coordination_v1 import Lease
 from joiner.cluster.kube.client import ApiReachability
 
 log = logging.getLogger(__name__)
+
+#: After a failed renewal, one more attempt starts this long before the renew deadline
+#: (seconds; a quarter of the retry period when that is shorter).
+FINAL_ATTEMPT_S = 0.25
 
 
 def _micro(t: datetime) -> str:
@@ -100,6 +110,10 @@ class LeaderElector:
         self.renewed_at: float | None = None
         #: Why the Lease cannot be taken (logged once), None when nothing stands in the way.
         self.problem: str | None = None
+        #: Start (monotonic) of the renewal attempt in flight, None between attempts;
+        #: guarded by ``_attempts``, which is notified when an attempt ends.
+        self._inflight: float | None = None
+        self._attempts = threading.Condition()
 
     def may_write(self) -> bool:
         """The fence (module docstring): True while this process leads and its last
@@ -111,12 +125,39 @@ class LeaderElector:
             and self._monotonic() - renewed < self.renew_deadline_s
         )
 
+    def write_allowed(self) -> bool:
+        """The fence's question: ``may_write``, except that while a renewal attempt is in
+        flight whose success would make it true (it started less than
+        ``renew_deadline_s`` ago), the answer waits for that attempt, at most until its
+        deadline. A renewal caught by a short outage (a request the API server answers
+        when it comes back) thus decides, and a write made meanwhile is neither refused
+        nor made on a lease not yet renewed. Blocks the caller for at most
+        ``renew_deadline_s``."""
+        if self.may_write():
+            return True
+        with self._attempts:
+            while self.leader and self._inflight is not None:
+                left = self._inflight + self.renew_deadline_s - self._monotonic()
+                if left <= 0:
+                    break
+                self._attempts.wait(left)
+        return self.may_write()
+
     def _attempt(self) -> bool:
-        """``try_acquire_or_renew``, recording when a successful attempt started."""
+        """``try_acquire_or_renew``, recording when a successful attempt started (and,
+        while it runs, that one is in flight: ``write_allowed``)."""
         started = self._monotonic()
-        ok = self.try_acquire_or_renew(deadline=started + self.renew_deadline_s)
-        if ok:
-            self.renewed_at = started
+        with self._attempts:
+            self._inflight = started
+        ok = False
+        try:
+            ok = self.try_acquire_or_renew(deadline=started + self.renew_deadline_s)
+        finally:
+            with self._attempts:
+                if ok:
+                    self.renewed_at = started
+                self._inflight = None
+                self._attempts.notify_all()
         return ok
 
     def try_acquire_or_renew(self, deadline: float | None = None) -> bool:
@@ -211,6 +252,10 @@ class LeaderElector:
             except httpx.HTTPError as exc:  # the API server is unreachable: keep trying
                 self._reachability.failed(exc)
                 log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+            except Exception as exc:  # an answer lightkube cannot read (client.garbled)
+                log.warning(
+                    "lease %s/%s: %s: %s", self.namespace, self.name, type(exc).__name__, exc
+                )
             stop.wait(self.retry_s)
         return False
 
@@ -246,42 +291,63 @@ class LeaderElector:
 
         Lost means: no renewal succeeded within ``renew_deadline_s`` of the start of the
         last successful one (client-go's ``renew``), or the Lease names another holder.
-        Any error is a failed attempt (an unexpected one is logged with its traceback), so
-        the thread never dies while the process believes it leads."""
+        Attempts are ``retry_s`` apart; after a failure the next one waits at most until
+        just before the deadline (``next_attempt_in``), so an outage shorter than the renew
+        deadline always meets one attempt after it ends. Any error is a failed attempt,
+        logged as a warning (no traceback), so the thread never dies while the process
+        believes it leads. Lost is logged once, as an ERROR; it is not reported when
+        ``stop`` was set meanwhile (the process is already stopping)."""
         if self.renewed_at is None:
             self.renewed_at = self._monotonic()
-        while not stop.wait(self.retry_s):
-            try:
-                ok = self._attempt()
-                self._reachability.ok()
-            except ApiError as exc:
-                self._reachability.ok()
-                log.warning("lease renewal failed: %s", exc.status.message)
-                ok = False
-            except httpx.HTTPError as exc:  # transport errors: keep trying until the deadline
-                self._reachability.failed(exc)
-                log.warning("lease renewal failed: %s", exc)
-                ok = False
-            except Exception:
-                log.exception("lease renewal failed")
-                ok = False
+        wait_s = self.retry_s
+        while not stop.wait(wait_s):
+            ok = self._renew_once()
             if ok:
+                wait_s = self.retry_s
                 continue
             assert self.renewed_at is not None
             expired = self._monotonic() - self.renewed_at >= self.renew_deadline_s
-            if expired or not self._holder_is_me():
-                self.leader = False
-                log.error(
-                    "lost the lease %s/%s (%s)",
-                    self.namespace,
-                    self.name,
-                    f"not renewed within {self.renew_deadline_s:g} s"
-                    if expired
-                    else "another holder",
-                )
-                if self._on_lost is not None:
-                    self._on_lost()
+            if not expired and self._holder_is_me():
+                wait_s = self.next_attempt_in()
+                continue
+            self.leader = False
+            if stop.is_set():
                 return
+            log.error(
+                "lost the lease %s/%s (%s)",
+                self.namespace,
+                self.name,
+                f"not renewed within {self.renew_deadline_s:g} s" if expired else "another holder",
+            )
+            if self._on_lost is not None:
+                self._on_lost()
+            return
+
+    def next_attempt_in(self) -> float:
+        """Seconds until the next renewal attempt after a failed one: ``retry_s``, or less
+        so that one attempt starts a margin before the renew deadline (``FINAL_ATTEMPT_S``,
+        at most a quarter of ``retry_s``); never less than that margin, so attempts never
+        follow each other without a pause."""
+        assert self.renewed_at is not None
+        margin = min(FINAL_ATTEMPT_S, self.retry_s / 4)
+        left = self.renewed_at + self.renew_deadline_s - self._monotonic()
+        return max(min(self.retry_s, left - margin), margin)
+
+    def _renew_once(self) -> bool:
+        """One renewal attempt; False (logged as a warning) on any failure."""
+        try:
+            ok = self._attempt()
+            self._reachability.ok()
+            return ok
+        except ApiError as exc:
+            self._reachability.ok()
+            log.warning("lease renewal failed: %s %s", exc.status.code, exc.status.message)
+        except httpx.HTTPError as exc:  # transport errors: keep trying until the deadline
+            self._reachability.failed(exc)
+            log.warning("lease renewal failed: %s", exc)
+        except Exception as exc:  # an answer lightkube cannot read (client.garbled)
+            log.warning("lease renewal failed: %s: %s", type(exc).__name__, exc)
+        return False
 
     def _holder_is_me(self) -> bool:
         try:
@@ -315,6 +381,10 @@ class LeaderElector:
                 self._client.replace(lease)
         except ApiError as exc:
             log.warning("lease release failed: %s", exc.status.message)
-        except httpx.HTTPError as exc:
-            log.warning("lease release failed (the standby waits for it to expire): %s", exc)
+        except Exception as exc:  # transport errors, or an answer lightkube cannot read
+            log.warning(
+                "lease release failed (the standby waits for it to expire): %s: %s",
+                type(exc).__name__,
+                exc,
+            )
         self.leader = False

@@ -75,8 +75,12 @@ class KubeTimeline:
             involved = {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name}
         elif node is not None:
             st_node = self._state.nodes.get(node)
-            claim = st_node.nodeclaim if st_node is not None and st_node.nodeclaim else node
-            involved = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim}
+            if st_node is not None and st_node.nodeclaim is None:
+                # A Node without a NodeClaim (its NodeClaim is gone): the Event is the Node's.
+                involved = {"apiVersion": "v1", "kind": "Node", "name": node}
+            else:
+                claim = st_node.nodeclaim if st_node is not None and st_node.nodeclaim else node
+                involved = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim}
         else:
             return
         reason = kind[:1].upper() + kind[1:]

@@ -170,6 +170,11 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
         if node.do_not_disrupt:
             excluded[name] = Verdict(VerdictKind.NODE_DO_NOT_DISRUPT)
             continue
+        if claim.nominated_until_s is not None and claim.nominated_until_s > now_s:
+            # Karpenter ``StateNode.ValidateNodeDisruptable``: pending pods are on their
+            # way to it (kube-scheduler has not bound them yet).
+            excluded[name] = Verdict(VerdictKind.NOMINATED)
+            continue
         pods = [p for p in state.pods_on(name) if not p.daemon]
         cost = len(pods) * _lifetime_remaining(claim, pool, now_s)
         blocked = _blocker(state, pods, now_s, pdbs)

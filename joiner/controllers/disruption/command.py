@@ -124,8 +124,8 @@ class Context:
 
 @dataclass(frozen=True)
 class Simulation:
-    """Rescheduling the candidates' pods: the new NodeClaims that hold any of them, or why
-    one of them cannot move."""
+    """Rescheduling the candidates' pods: the new NodeClaims the solve needs (for them, for
+    pending pods and for CapacityBuffer pods alike), or why one of them cannot move."""
 
     new_claims: tuple[NewNodeClaim, ...] = ()
     failure: Verdict | None = None
@@ -196,10 +196,11 @@ def simulate(
                     node=node,
                 )
             )
-    fake = {p.uid for p in virtual}
-    claims = tuple(
-        n for n in result.new_nodeclaims if any(u in moving or u in fake for u in n.pods)
-    )
+    # Every new NodeClaim counts, the pending pods' too (Karpenter's ``computeConsolidation``
+    # counts all of ``results.NewNodeClaims``): a pending pod that had room on a node the
+    # candidates' pods would take (nominated to it, kube-scheduler not having bound it yet)
+    # needs a NodeClaim after the command, which the command must pay for.
+    claims = tuple(result.new_nodeclaims)
     placed = tuple((u, n) for u, n in result.existing_placements if u in moving)
     return Simulation(new_claims=claims, placements=placed)
 

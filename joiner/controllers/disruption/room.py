@@ -60,7 +60,7 @@ import numpy.typing as npt
 
 from joiner.api import labels
 from joiner.api.grouping import plural
-from joiner.api.pods import PodTemplate, tolerates_all
+from joiner.api.pods import PodTemplate, Toleration, tolerates_all
 from joiner.api.quantity import Resources, format_resources
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import Candidate
@@ -71,7 +71,7 @@ from joiner.scheduling.base import base_of
 from joiner.scheduling.placement import referenced_keys
 from joiner.scheduling.pool import prepare
 from joiner.scheduling.stop import every_claim_launches_as
-from joiner.state.cluster import Pod
+from joiner.state.cluster import ClusterState, Pod
 from joiner.state.snapshot import pod_requests
 
 #: A count no node reaches (a resource the pods do not request bounds nothing).
@@ -107,6 +107,7 @@ class Room:
         #: The nodes with a taint, by index.
         self._tainted = [i for i, taints in enumerate(self._taints) if taints]
         self._fits: dict[int, tuple[PodTemplate, list[bool], int]] = {}
+        self._blocked: dict[int, tuple[tuple[Toleration, ...], list[int]]] = {}
         self._room_rows: tuple[dict[int, tuple[PodTemplate, int]], npt.NDArray[np.bool_]] | None = (
             None
         )
@@ -223,7 +224,7 @@ class Room:
                 if not p.daemon:
                     one_per_template.setdefault(id(p.template), p)
             existing, bound = ctx.provisioner.base_snapshot()
-            keys = referenced_keys(pod_requests(state, one_per_template.values()), (), ()) | {
+            keys = _pod_keys(state, list(one_per_template.values())) | {
                 key for _node, key in base_of(existing, bound).anti_keys
             }
             daemonsets = tuple(state.daemonsets[k] for k in sorted(state.daemonsets))
@@ -243,79 +244,40 @@ class Room:
         initialized nodes cannot hold request together (steps 1-3 of the module docstring);
         None when the bounds allow every pod a place on those nodes. ``own``: the candidates'
         own node indexes, left out of "the other nodes"."""
-        # Alike pods (replicas share their template's request object) counted together.
-        alike: dict[int, tuple[PodTemplate, int]] = {}
-        for c in cands:
-            for p in c.pods:
-                t = p.template
-                alike[id(t)] = (t, alike[id(t)][1] + 1 if id(t) in alike else 1)
-        resources = sorted({r for t, _ in alike.values() for r, v in t.requests.items() if v > 0})
-        forced: list[tuple[Resources, int]] = []
-        rest: list[tuple[Resources, int]] = []
-        for t, n in alike.values():
-            (rest if self._fits_elsewhere(t, own) else forced).append((t.requests, n))
-        high: dict[str, int] = {}
-        lows: list[tuple[str, int]] = []
-        for r in resources:
-            amounts = [req.get(r, 0) for req, _ in rest]
-            high[r] = max(amounts, default=0)
-            low = min(amounts, default=0)
-            if low > 0:
-                lows.append((r, low))
-        _count, count, total = self._counts(tuple(lows))
-        held = total - sum(count[i] for i in own)
-        must = max(sum(n for _, n in rest) - held, 0)
+        shape = shape_of(cands)
+        split = shape.split(tuple(self._fits_elsewhere(t, own) for t, _ in shape.alike))
+        _count, count, total = self._counts(split.lows)
+        held = total - _share(count, own)
+        must = max(split.rest_pods - held, 0)
         need: dict[str, int] = {}
-        for r in resources:
-            by_count = sum(req.get(r, 0) * n for req, n in forced)
+        for r, forced, whole, ordered, high in split.per_resource:
+            by_count = forced
             left = must
-            for v, n in sorted((req.get(r, 0), n) for req, n in rest):
+            for v, n in ordered:
                 if left <= 0:
                     break
                 by_count += v * min(n, left)  # the ``must`` smallest requests of r
                 left -= n
-            per_node, room = self._room(tuple(lows), r, high[r])
-            room -= sum(per_node[i] for i in own)
-            by_amount = sum(req.get(r, 0) * n for req, n in (*forced, *rest)) - room
-            need[r] = max(by_count, by_amount, 0)
-        self._per_template_needs(alike.values(), own, need)
+            per_node, room = self._room(split.lows, r, high)
+            room -= _share(per_node, own)
+            need[r] = max(by_count, whole - room, 0)
+        self._per_template_needs(shape.dominating, own, need)
         return need if any(need.values()) else None
 
     def _per_template_needs(
         self,
-        alike: Iterable[tuple[PodTemplate, int]],
+        dominating: Sequence[tuple[tuple[tuple[str, int], ...], int]],
         own: list[int],
         need: dict[str, int],
     ) -> None:
         """Step 4 of the module docstring, raising ``need`` in place: a node outside
         ``own`` holds at most ``min_r floor(F_r / t_r)`` pods that request at least ``t`` of
         every resource (``t``: the positive requests of one of the pods' templates); the
-        rest of those go to the new NodeClaim. ``alike``: (template, pod count) pairs.
-
-        Templates with the same positive requests give the same bound, so they count
-        together; which request vectors dominate which is one numpy comparison (``big``: per
-        vector, the pods requesting at least as much of each of its resources)."""
-        counts: dict[tuple[tuple[str, int], ...], int] = {}
-        for t, n in alike:
-            key = tuple(sorted((r, v) for r, v in t.requests.items() if v > 0))
-            if key:
-                counts[key] = counts.get(key, 0) + n
-        if not counts:
-            return
-        keys = list(counts)
-        names = sorted({r for key in keys for r, _ in key})
-        column = {r: j for j, r in enumerate(names)}
-        amounts = np.zeros((len(keys), len(names)), dtype=np.int64)
-        for i, key in enumerate(keys):
-            for r, v in key:
-                amounts[i, column[r]] = v
-        # A zero amount (a resource the vector does not request) bounds nothing.
-        floor = np.where(amounts > 0, amounts, np.iinfo(np.int64).min)
-        dominates = (amounts[None, :, :] >= floor[:, None, :]).all(axis=2)
-        big = dominates.astype(np.int64) @ np.fromiter(counts.values(), np.int64, len(keys))
-        for key, over_all in zip(keys, big.tolist(), strict=True):
+        rest of those go to the new NodeClaim. ``dominating``: per distinct ``t``, the
+        number of the pods requesting at least ``t`` (``Shape.dominating``)."""
+        for key, over_all in dominating:
             _count, count, total = self._counts(key)
-            over = over_all - (total - sum(count[i] for i in own))
+            over = over_all - (total - _share(count, own))
             if over > 0:
                 for r, v in key:
                     need[r] = max(need[r], over * v)
@@ -327,14 +289,25 @@ class Room:
         hit = self._fits.get(id(t))
         if hit is None or hit[0] is not t:
             mask = self._room_for(t)
-            for i in self._tainted:
-                if mask[i] and tolerates_all(t.tolerations, self._taints[i]) is not None:
-                    mask[i] = False
+            for i in self._untolerated(t.tolerations):
+                mask[i] = False
             hit = self._fits[id(t)] = (t, mask.tolist(), int(mask.sum()))
         # Python lists and sums: ``own`` holds a node or a few, where numpy's per-call cost
         # is most of the work.
         _, fits, fitting = hit
-        return fitting - sum(fits[i] for i in own) > 0
+        return fitting - _share(fits, own) > 0
+
+    def _untolerated(self, tolerations: tuple[Toleration, ...]) -> list[int]:
+        """The tainted nodes (indexes, ascending) with a NoSchedule or NoExecute taint
+        ``tolerations`` do not tolerate (``tolerates_all``); once per tolerations object
+        and pass (most templates share a few, the empty one above all)."""
+        hit = self._blocked.get(id(tolerations))
+        if hit is None or hit[0] is not tolerations:
+            found = [
+                i for i in self._tainted if tolerates_all(tolerations, self._taints[i]) is not None
+            ]
+            hit = self._blocked[id(tolerations)] = (tolerations, found)
+        return hit[1]
 
     def _room_for(self, t: PodTemplate) -> npt.NDArray[np.bool_]:
         """Per initialized node, whether its free room holds ``t``'s positive requests (a
@@ -407,6 +380,190 @@ class Room:
             per_node = np.minimum(self._free_of(r), count * float(high)).astype(np.int64)
             hit = self._rooms[key] = (per_node.tolist(), int(per_node.sum()))
         return hit
+
+
+def _share(values: list[int] | list[bool], own: list[int]) -> int:
+    """The sum of ``values`` at the indexes ``own`` (a candidate's own nodes: one for a
+    single-node candidate, read without a generator)."""
+    if len(own) == 1:
+        return int(values[own[0]])
+    return sum(int(values[i]) for i in own)
+
+
+#: ``_pod_keys``' last answer: the templates and volume terms it read, and the keys.
+_POD_KEYS: list[tuple[tuple[PodTemplate, ...], tuple[object, ...], frozenset[str]]] = []
+
+
+def _pod_keys(state: ClusterState, pods: list[Pod]) -> frozenset[str]:
+    """``referenced_keys`` of ``pods`` (one per template; no bound pods): a function of
+    their templates and those templates' volume terms alone, so the last answer serves
+    while the very same templates (by identity, in the same order) with equal volume terms
+    come back."""
+    templates = tuple(p.template for p in pods)
+    terms = state.volume_terms
+    volumes = tuple(terms.get(t, ()) for t in templates) if terms else ()
+    if _POD_KEYS:
+        kept, kept_volumes, keys = _POD_KEYS[0]
+        if (
+            len(kept) == len(templates)
+            and all(a is b for a, b in zip(kept, templates, strict=True))
+            and kept_volumes == volumes
+        ):
+            return keys
+    keys = referenced_keys(pod_requests(state, pods), (), ())
+    _POD_KEYS[:] = [(templates, volumes, keys)]
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What the room proof reads of a set of pods alone, whatever the cluster around them:
+    the same for the same pods (a pod's template never changes), so it is kept across
+    passes (``shape_of``).
+
+    Attributes:
+        pods: the pods, candidate by candidate, each in its candidate's order.
+        templates: each pod's template (held so the identities compared stay valid).
+        alike: (template, pod count) per distinct template object, by first appearance
+            (replicas share their template).
+        resources: the resources some pod requests a positive amount of, sorted.
+        dominating: step 4 of the module docstring: per distinct vector ``t`` of positive
+            requests (by first appearance), the number of the pods requesting at least
+            ``t`` of each of its resources; one numpy comparison of every vector with
+            every other.
+    """
+
+    pods: tuple[Pod, ...]
+    templates: tuple[PodTemplate, ...]
+    alike: tuple[tuple[PodTemplate, int], ...]
+    resources: tuple[str, ...]
+    dominating: tuple[tuple[tuple[tuple[str, int], ...], int], ...]
+    #: ``split``'s answers by ``fits``.
+    splits: dict[tuple[bool, ...], Split] = field(default_factory=dict)
+
+    def split(self, fits: tuple[bool, ...]) -> Split:
+        """The ``Split`` of these pods when the templates of ``alike`` fit some other node
+        as ``fits`` says (same order); once per distinct ``fits``."""
+        hit = self.splits.get(fits)
+        if hit is None:
+            hit = self.splits[fits] = _make_split(self.alike, self.resources, fits)
+        return hit
+
+    def holds(self, pods: Sequence[Pod]) -> bool:
+        """This is the shape of ``pods``: the very same pods with the same templates."""
+        return len(pods) == len(self.pods) and all(
+            p is q and p.template is t
+            for p, q, t in zip(pods, self.pods, self.templates, strict=True)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """Steps 1-3 of the module docstring for a ``Shape`` whose templates are split into
+    *forced* ones (they fit no other node: step 1) and the *rest*, as far as they depend on
+    the pods alone.
+
+    Attributes:
+        lows: per resource the rest request a positive amount of, the smallest such
+            request (step 2's per-node count), by resource name.
+        rest_pods: how many pods the rest are.
+        per_resource: per resource of the shape (sorted): the forced pods' total request
+            of it, all the pods' total, the rest's (request, pod count) pairs ascending,
+            and the rest's largest request of it.
+    """
+
+    lows: tuple[tuple[str, int], ...]
+    rest_pods: int
+    per_resource: tuple[tuple[str, int, int, tuple[tuple[int, int], ...], int], ...]
+
+
+def _make_split(
+    alike: Sequence[tuple[PodTemplate, int]], resources: Sequence[str], fits: tuple[bool, ...]
+) -> Split:
+    """``Shape.split`` worked out: ``alike`` (template, pod count) pairs, ``fits`` per pair."""
+    forced = [(t.requests, n) for (t, n), f in zip(alike, fits, strict=True) if not f]
+    rest = [(t.requests, n) for (t, n), f in zip(alike, fits, strict=True) if f]
+    lows: list[tuple[str, int]] = []
+    per_resource = []
+    for r in resources:
+        amounts = [req.get(r, 0) for req, _ in rest]
+        low = min(amounts, default=0)
+        if low > 0:
+            lows.append((r, low))
+        per_resource.append(
+            (
+                r,
+                sum(req.get(r, 0) * n for req, n in forced),
+                sum(req.get(r, 0) * n for req, n in (*forced, *rest)),
+                tuple(sorted((req.get(r, 0), n) for req, n in rest)),
+                max(amounts, default=0),
+            )
+        )
+    return Split(tuple(lows), sum(n for _, n in rest), tuple(per_resource))
+
+
+#: ``shape_of``'s last answer per candidate set (NodeClaim names).
+_SHAPES: dict[tuple[str, ...], Shape] = {}
+#: At most this many candidate sets' shapes are kept.
+_SHAPES_MAX = 1 << 12
+
+
+def shape_of(cands: Sequence[Candidate]) -> Shape:
+    """The ``Shape`` of the pods of ``cands``: the last one made for the same NodeClaims
+    while it ``holds`` for their pods now, else a new one."""
+    key = tuple(c.claim.name for c in cands)
+    pods = [p for c in cands for p in c.pods]
+    hit = _SHAPES.get(key)
+    if hit is not None and hit.holds(pods):
+        return hit
+    if len(_SHAPES) >= _SHAPES_MAX:
+        _SHAPES.clear()
+    shape = _SHAPES[key] = _make_shape(pods)
+    return shape
+
+
+def _make_shape(pods: list[Pod]) -> Shape:
+    """A new ``Shape`` of ``pods``."""
+    alike: dict[int, tuple[PodTemplate, int]] = {}
+    for p in pods:
+        t = p.template
+        alike[id(t)] = (t, alike[id(t)][1] + 1 if id(t) in alike else 1)
+    resources = sorted({r for t, _ in alike.values() for r, v in t.requests.items() if v > 0})
+    return Shape(
+        tuple(pods),
+        tuple(p.template for p in pods),
+        tuple(alike.values()),
+        tuple(resources),
+        _dominating(alike.values()),
+    )
+
+
+def _dominating(
+    alike: Iterable[tuple[PodTemplate, int]],
+) -> tuple[tuple[tuple[tuple[str, int], ...], int], ...]:
+    """``Shape.dominating`` of (template, pod count) pairs. Templates with the same positive
+    requests give the same bound, so they count together; which request vectors dominate
+    which is one numpy comparison (per vector, the pods requesting at least as much of each
+    of its resources)."""
+    counts: dict[tuple[tuple[str, int], ...], int] = {}
+    for t, n in alike:
+        key = tuple(sorted((r, v) for r, v in t.requests.items() if v > 0))
+        if key:
+            counts[key] = counts.get(key, 0) + n
+    if not counts:
+        return ()
+    keys = list(counts)
+    names = sorted({r for key in keys for r, _ in key})
+    column = {r: j for j, r in enumerate(names)}
+    amounts = np.zeros((len(keys), len(names)), dtype=np.int64)
+    for i, key in enumerate(keys):
+        for r, v in key:
+            amounts[i, column[r]] = v
+    # A zero amount (a resource the vector does not request) bounds nothing.
+    floor = np.where(amounts > 0, amounts, np.iinfo(np.int64).min)
+    dominates = (amounts[None, :, :] >= floor[:, None, :]).all(axis=2)
+    big = dominates.astype(np.int64) @ np.fromiter(counts.values(), np.int64, len(keys))
+    return tuple(zip(keys, big.tolist(), strict=True))
 
 
 @dataclass

@@ -117,6 +117,8 @@ class VerdictKind(StrEnum):
     NOT_INITIALIZED = "not-initialized"
     #: The node is annotated ``karpenter.sh/do-not-disrupt``.
     NODE_DO_NOT_DISRUPT = "node-do-not-disrupt"
+    #: A provisioning pass placed a pending pod on the node within the nomination window.
+    NOMINATED = "nominated"
     #: ``pod`` (namespace/name): a pod annotated ``karpenter.sh/do-not-disrupt`` blocks a
     #: graceful method.
     POD_DO_NOT_DISRUPT = "pod-do-not-disrupt"
@@ -232,6 +234,7 @@ _RENDER: dict[VerdictKind, Callable[[Verdict], str]] = {
     VerdictKind.BEING_DELETED: lambda _v: "already being deleted",
     VerdictKind.NOT_INITIALIZED: lambda _v: "not initialized yet",
     VerdictKind.NODE_DO_NOT_DISRUPT: lambda _v: "node has karpenter.sh/do-not-disrupt",
+    VerdictKind.NOMINATED: lambda _v: "nominated for a pending pod",
     VerdictKind.POD_DO_NOT_DISRUPT: lambda v: f"pod {v.pod} has karpenter.sh/do-not-disrupt",
     VerdictKind.PDB_BLOCKS: lambda v: f"PDB {v.pdb} allows 0 disruptions (pod {v.pod})",
     VerdictKind.BUDGET: _budget,

@@ -24,6 +24,7 @@ from joiner.api import timeline
 from joiner.api.clock import Clock
 from joiner.api.timeline import Timeline
 from joiner.cloudprovider.types import CloudProvider, CloudProviderError, NodeClaimNotFoundError
+from joiner.controllers.termination.controller import lose
 from joiner.state.cluster import ClusterState, NodeClaim
 
 log = logging.getLogger(__name__)
@@ -125,12 +126,7 @@ class GarbageCollector:
         log.warning("garbage collection: nodeclaim %s lost its instance; deleting it", claim.name)
         self.collected_claims += 1
         if node is not None and node.deleted_at_s is None:
-            for pod in self._state.pods_on(node.name):
-                if not pod.daemon:
-                    pod.lost = True
-                self._state.pod_event(pod, now)
-                pod.deleted_at_s = now
-            node.deleted_at_s = now
+            lose(self._state, node, now)
         claim.deleted_at_s = now
         self._timeline.record(INSTANCE_GONE, node=name, detail="instance no longer exists")
         self._timeline.record(timeline.TERMINATED, node=name, detail="instance gone")

@@ -70,8 +70,12 @@ class Provisioner:
         *,
         scheduler: Scheduler | None = None,
         on_unschedulable: Callable[[Sequence[str]], None] | None = None,
+        nomination_window_s: float = 20.0,
     ) -> None:
         self._state = state
+        #: How long a NodeClaim stays nominated after a pass placed a pod on it
+        #: (``NodeClaim.nominated_until_s``; Karpenter ``nominationWindow``).
+        self.nomination_window_s = nomination_window_s
         self._cloud = cloud
         self._lifecycle = lifecycle
         self._clock = clock
@@ -122,8 +126,13 @@ class Provisioner:
         for p in pending:
             p.unschedulable_reason = None
         fake = {p.uid for p in virtual}
+        until_s = self._clock.now() + self.nomination_window_s
         for uid, where in result.existing_placements:
             if uid in self._state.pods:
+                # Karpenter ``NominateNodeForPod``: real pods only (buffer pods never).
+                claim = self._state.nodeclaims.get(where)
+                if claim is not None:
+                    claim.nominated_until_s = until_s
                 for listener in self.nominated_listeners:
                     listener(uid, where)
         failed = self._record_unschedulable(result.unschedulable)
@@ -342,8 +351,9 @@ class Provisioner:
                 view = self._views.get(claim.name)
                 if view is None or not view_current(view, node, made):
                     pods: list[BoundPod] = []
+                    taints = node.taints if initialized else _lasting(node.taints)
                     existing = _existing(
-                        claim.name, dict(node.labels), node.taints, node.allocatable, bound,
+                        claim.name, dict(node.labels), taints, node.allocatable, bound,
                         initialized, claim.nodepool, daemonsets, pods,
                     )  # fmt: skip
                     view = (*view_basis(node, made), existing, tuple(pods))
@@ -436,6 +446,15 @@ def _existing(
         initialized=initialized,
         nodepool=nodepool,
     )
+
+
+def _lasting(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
+    """A managed node's taints that outlast its start-up: a node not initialized yet is
+    placed on without the known ephemeral ones (``labels.KNOWN_EPHEMERAL_TAINTS``: the
+    node lifecycle controller's ``not-ready``/``unreachable`` while it is not Ready yet, or
+    while the API server restarts), as Karpenter's ``StateNode.Taints`` drops them, so the
+    pods nominated to it launch nothing more."""
+    return tuple(t for t in taints if not labels.known_ephemeral_taint(t.key, t.effect))
 
 
 def _capacity_types(new: NewNodeClaim) -> list[str]:

@@ -52,6 +52,17 @@ def cordon(node: Node) -> None:
         node.taints = (*node.taints, DISRUPTED_TAINT)
 
 
+def lose(state: ClusterState, node: Node, now_s: float) -> None:
+    """``node`` ends at ``now_s`` without a drain (its instance is gone): its workload
+    pods are lost, its DaemonSet pods end with it."""
+    for pod in state.pods_on(node.name):
+        if not pod.daemon:
+            pod.lost = True
+        state.pod_event(pod, now_s)
+        pod.deleted_at_s = now_s
+    node.deleted_at_s = now_s
+
+
 class Terminator:
     """Drains and deletes nodes; ``drain`` is idempotent."""
 

@@ -97,17 +97,41 @@ def _selection(pdbs: list[PodDisruptionBudget]) -> _Selection:
     return _LAST[0]
 
 
-def _members_of_all(state: ClusterState, selection: _Selection) -> list[list[Pod]]:
-    """``_members`` of every budget in ``state.pdbs`` (same order), from one walk over the
-    live pods."""
-    members: list[list[Pod]] = [[] for _ in state.pdbs]
+def _tallies(state: ClusterState, selection: _Selection) -> tuple[list[int], list[int]]:
+    """Per budget in ``state.pdbs`` (same order), how many pods ``_members`` gives it
+    (``expected``) and how many of those ``_healthy`` counts, from one walk over the live
+    pods (each pod's budgets found once per template, each node's readiness once)."""
+    expected = [0] * len(state.pdbs)
+    healthy = [0] * len(state.pdbs)
     if not state.pdbs:
-        return members
+        return expected, healthy
+    nodes = state.nodes
+    ready: dict[str, bool] = {}
+    seen: dict[int, tuple[PodTemplate, str, list[int]]] = {}
     for p in state.live_pods():
-        if p.terminating_until_s is None:
-            for i in selection.of(p):
-                members[i].append(p)
-    return members
+        if p.terminating_until_s is not None or p.daemon:
+            continue
+        t = p.template
+        hit = seen.get(id(t))
+        if hit is None or hit[0] is not t or hit[1] != p.namespace:
+            hit = seen[id(t)] = (t, p.namespace, selection.of(p))
+        if not hit[2]:
+            continue
+        name = p.node_name
+        up = False
+        if name:
+            known = ready.get(name)
+            if known is None:
+                node = nodes.get(name)
+                known = ready[name] = bool(
+                    node is not None and node.ready and node.deleted_at_s is None
+                )
+            up = known
+        for i in hit[2]:
+            expected[i] += 1
+            if up:
+                healthy[i] += 1
+    return expected, healthy
 
 
 @dataclass
@@ -131,17 +155,21 @@ class Budgets:
 def budgets(state: ClusterState) -> Budgets:
     """The cluster's budgets as they are now, from one walk over its live pods."""
     selection = _selection(state.pdbs)
+    expected, healthy = _tallies(state, selection)
     allowed = [
-        _allowed(state, pdb, pods)
-        for pdb, pods in zip(state.pdbs, _members_of_all(state, selection), strict=True)
+        _allowed_of(pdb, n, up) for pdb, n, up in zip(state.pdbs, expected, healthy, strict=True)
     ]
     return Budgets(state.pdbs, allowed, selection)
 
 
 def _allowed(state: ClusterState, pdb: PodDisruptionBudget, pods: list[Pod]) -> int:
     """``disruptions_allowed`` for ``pdb`` whose members are ``pods``."""
-    expected = len(pods)
-    healthy = _healthy(state, pods)
+    return _allowed_of(pdb, len(pods), _healthy(state, pods))
+
+
+def _allowed_of(pdb: PodDisruptionBudget, expected: int, healthy: int) -> int:
+    """``disruptions_allowed`` for ``pdb`` with ``expected`` members, ``healthy`` of them
+    healthy."""
     if pdb.min_available is not None:
         return healthy - _scale(pdb.min_available, expected)
     if pdb.max_unavailable is not None:
@@ -195,10 +223,9 @@ def blocking(
 
 def violated(state: ClusterState) -> list[PodDisruptionBudget]:
     """Budgets whose healthy count is below what they require right now."""
+    expected, healthy = _tallies(state, _selection(state.pdbs))
     return [
         pdb
-        for pdb, pods in zip(
-            state.pdbs, _members_of_all(state, _selection(state.pdbs)), strict=True
-        )
-        if pods and _allowed(state, pdb, pods) < 0
+        for pdb, n, up in zip(state.pdbs, expected, healthy, strict=True)
+        if n and _allowed_of(pdb, n, up) < 0
     ]

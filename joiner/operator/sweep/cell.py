@@ -12,7 +12,6 @@ cell again); only the death of the worker process itself is left to the backend'
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import socket
 import time
@@ -20,6 +19,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from joiner.api.jsontext import json_text
 from joiner.operator.sweep.spec import Bundle, Cell, dump_scenario
 
 
@@ -46,7 +46,7 @@ class CellOutcome:
 
 def summary_text(summary: dict[str, Any]) -> str:
     """The exact text ``joiner simulate`` writes to ``summary.json``."""
-    return json.dumps(summary, indent=2) + "\n"
+    return json_text(summary, indent=2) + "\n"
 
 
 def run_cell(task: CellTask, bundle: Bundle) -> CellOutcome:

@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from joiner.api.errors import InputError
-from joiner.operator.sweep.results import usable
-from joiner.sim.pages import figure_png, png_data_uri, pyplot, render_page
+from joiner.api.grouping import plural
+from joiner.operator.sweep.results import failure, usable
+from joiner.sim.pages import figure_png, plot_label, png_data_uri, pyplot, render_page
 
 #: Metric keys of a row's ``metrics``, in report order, with their labels.
 METRICS = {
@@ -89,6 +90,40 @@ class Group:
     @property
     def label(self) -> str:
         return f"{self.variant} / {self.policy} / x{self.multiplier:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Failed cells that share one reason (``results.failure``), in cell-id order."""
+
+    reason: str
+    cells: tuple[str, ...]
+
+
+def failures(rows: Sequence[dict[str, Any]]) -> list[Failure]:
+    """The failed cells (the last row of each) grouped by reason: the largest group first,
+    then by reason."""
+    by_reason: dict[str, list[str]] = {}
+    for r in latest_rows(rows):
+        why = failure(r)
+        if why is not None:
+            by_reason.setdefault(why, []).append(r["cellId"])
+    found = [Failure(why, tuple(cells)) for why, cells in by_reason.items()]
+    return sorted(found, key=lambda f: (-len(f.cells), f.reason))
+
+
+def failure_lines(found: Sequence[Failure], *, shown: int | None = None) -> list[str]:
+    """One line per reason: ``N failed cells (reason): id, id, ...``, naming the first
+    ``shown`` cells and how many more (all when None)."""
+    lines = []
+    for f in found:
+        head = f"{plural(len(f.cells), 'failed cell')} ({f.reason})"
+        if shown is not None and len(f.cells) > shown:
+            more = len(f.cells) - shown
+            lines.append(f"{head}: {', '.join(f.cells[:shown])} and {more} more")
+        else:
+            lines.append(f"{head}: {', '.join(f.cells)}")
+    return lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,9 +273,10 @@ def recommend(rows: Sequence[dict[str, Any]], objective: Objective) -> Recommend
     feasible: list[tuple[float, str, str, str | None]] = []
     for (variant, policy), cells in sorted(choices.items()):
         name = f"{variant} / {policy}"
-        failed = [r["cellId"] for r in cells if not usable(r)]
+        failed = [(r["cellId"], why) for r in cells if (why := failure(r)) is not None]
         if failed:
-            rejected[name] = f"{len(failed)} cells failed (e.g. {failed[0]})"
+            first, why = failed[0]
+            rejected[name] = f"{plural(len(failed), 'cell')} failed (e.g. {first}: {why})"
             continue
         broken = next(
             (
@@ -270,26 +306,68 @@ def recommend(rows: Sequence[dict[str, Any]], objective: Objective) -> Recommend
     return Recommendation(variant, policy, value if objective.minimise else -value, pools, rejected)
 
 
+#: The most groups the Pareto plot names: every group when there are no more, else the
+#: first of the front by cost (each label is text matplotlib lays out one by one: 2,000
+#: groups took 40 CPU seconds, 20,000 ran for many minutes). The table names every group.
+MAX_PLOT_LABELS = 30
+
+
+def _errorbars(ax: Any, part: Sequence[Group], fmt: str, color: str) -> None:
+    """One errorbar call for ``part`` (median, 5th-95th percentile bars on both axes)."""
+    if not part:
+        return
+    c = np.array([[g.stats["cost"].median, g.stats["cost"].p5, g.stats["cost"].p95] for g in part])
+    p = np.array(
+        [
+            [
+                g.stats["pendingP95Seconds"].median,
+                g.stats["pendingP95Seconds"].p5,
+                g.stats["pendingP95Seconds"].p95,
+            ]
+            for g in part
+        ]
+    )
+    ax.errorbar(
+        c[:, 0],
+        p[:, 0],
+        xerr=[c[:, 0] - c[:, 1], c[:, 2] - c[:, 0]],
+        yerr=[p[:, 0] - p[:, 1], p[:, 2] - p[:, 0]],
+        fmt=fmt,
+        color=color,
+        capsize=3,
+        alpha=0.9,
+    )
+
+
+def plot_named(drawn: Sequence[Group]) -> list[Group]:
+    """The groups the Pareto plot names: all of ``drawn`` when at most ``MAX_PLOT_LABELS``,
+    else the first ``MAX_PLOT_LABELS`` of the front by median cost."""
+    if len(drawn) <= MAX_PLOT_LABELS:
+        return list(drawn)
+    on_front = sorted((g for g in drawn if g.pareto), key=lambda g: g.stats["cost"].median)
+    return on_front[:MAX_PLOT_LABELS]
+
+
 def pareto_png(gs: Sequence[Group]) -> bytes:
     """The Pareto plot (median cost against median p95 pending, 5th-95th percentile bars,
-    the front joined) as PNG bytes."""
+    the front joined) as PNG bytes; at most ``MAX_PLOT_LABELS`` groups are named. Drawn in
+    a few calls whatever the number of groups."""
     fig, ax = pyplot().subplots(figsize=(8, 5.5))
-    for g in gs:
-        c, p = g.stats["cost"], g.stats["pendingP95Seconds"]
-        if np.isnan(c.median) or np.isnan(p.median):
-            continue
-        ax.errorbar(
-            c.median,
-            p.median,
-            xerr=[[c.median - c.p5], [c.p95 - c.median]],
-            yerr=[[p.median - p.p5], [p.p95 - p.median]],
-            fmt="o" if g.pareto else "s",
-            color="#1f77b4" if g.pareto else "#999999",
-            capsize=3,
-            alpha=0.9,
-        )
+    drawn = [
+        g
+        for g in gs
+        if not (np.isnan(g.stats["cost"].median) or np.isnan(g.stats["pendingP95Seconds"].median))
+    ]
+    _errorbars(ax, [g for g in drawn if g.pareto], "o", "#1f77b4")
+    _errorbars(ax, [g for g in drawn if not g.pareto], "s", "#999999")
+    named = plot_named(drawn)
+    for g in named:
         ax.annotate(
-            g.label, (c.median, p.median), textcoords="offset points", xytext=(6, 6), fontsize=8
+            plot_label(g.label),
+            (g.stats["cost"].median, g.stats["pendingP95Seconds"].median),
+            textcoords="offset points",
+            xytext=(6, 6),
+            fontsize=8,
         )
     front = sorted(
         (g.stats["cost"].median, g.stats["pendingP95Seconds"].median) for g in gs if g.pareto
@@ -298,7 +376,10 @@ def pareto_png(gs: Sequence[Group]) -> bytes:
         ax.plot(*zip(*front, strict=True), color="#1f77b4", linestyle="--", linewidth=1)
     ax.set_xlabel("cost (USD), median across seeds")
     ax.set_ylabel("p95 pod pending (s), median across seeds")
-    ax.set_title("Cost against p95 pending (bars: 5th-95th percentile; blue: Pareto front)")
+    title = "Cost against p95 pending (bars: 5th-95th percentile; blue: Pareto front)"
+    if len(named) < len(drawn):
+        title += f"\n{len(named)} of {len(drawn)} groups named (the table lists all)"
+    ax.set_title(title)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return figure_png(fig)
@@ -330,20 +411,77 @@ def table_rows(gs: Sequence[Group]) -> list[list[str]]:
 TABLE_HEADER = ["variant", "policy", "rate", "seeds", "failed", *METRICS.values(), "Pareto"]
 
 
+#: How many failed cells of one reason the HTML page names (the JSON document names all).
+HTML_FAILED_SHOWN = 20
+
+
 def render_html(
     name: str,
     gs: Sequence[Group],
     objective_text: str | None,
     rec: Recommendation | None,
+    found: Sequence[Failure] = (),
 ) -> str:
-    """One self-contained page: the table, the Pareto plot (embedded PNG) and the
-    recommendation with its NodePool YAML."""
+    """One self-contained page: the table, the failed cells by reason, the Pareto plot
+    (embedded PNG) and the recommendation with its NodePool YAML."""
     return render_page(
         "sweep.html.j2",
         name=name,
         header=TABLE_HEADER,
         rows=table_rows(gs),
+        failures=failure_lines(found, shown=HTML_FAILED_SHOWN),
         pareto_uri=png_data_uri(pareto_png(gs)),
         objective=objective_text,
         rec=rec,
     )
+
+
+def _stat_doc(s: Stat) -> dict[str, float | None]:
+    def num(x: float) -> float | None:
+        return None if math.isnan(x) else x
+
+    return {"median": num(s.median), "p5": num(s.p5), "p95": num(s.p95)}
+
+
+def report_document(
+    name: str,
+    gs: Sequence[Group],
+    found: Sequence[Failure],
+    rec: Recommendation | None,
+    objective_text: str | None,
+    html: str | None,
+) -> dict[str, Any]:
+    """The ``-o json`` document (``api.outputs.SweepReport``) of a report; ``html`` is where
+    the page was written (None: no page, for results from standard input)."""
+    recommendation = None
+    if rec is not None:
+        recommendation = {
+            "objective": objective_text or "",
+            "variant": rec.variant,
+            "policy": rec.policy,
+            "value": rec.value,
+            "nodePoolsYaml": rec.node_pools_yaml,
+            "rejected": rec.rejected,
+        }
+    return {
+        "apiVersion": "joiner.dev/v1alpha1",
+        "kind": "SweepReport",
+        "sweep": name,
+        "groups": [
+            {
+                "variant": g.variant,
+                "policy": g.policy,
+                "interruptionRateMultiplier": g.multiplier,
+                "seeds": g.seeds,
+                "failed": g.failed,
+                "metrics": {m: _stat_doc(g.stats[m]) for m in METRICS},
+                "pareto": g.pareto,
+            }
+            for g in gs
+        ],
+        "failures": [
+            {"reason": f.reason, "count": len(f.cells), "cells": list(f.cells)} for f in found
+        ],
+        "recommendation": recommendation,
+        "html": html,
+    }

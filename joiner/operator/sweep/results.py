@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from joiner.api.errors import InputError
+from joiner.api.jsontext import json_text
 from joiner.api.manifests.yamlio import read_text
+from joiner.api.validation import shown
 from joiner.operator.sweep.cell import summary_text
 from joiner.operator.sweep.pool import Finished
 from joiner.operator.sweep.spec import SweepPlan
@@ -94,8 +96,9 @@ def read_rows(path: Path, *, tolerate_partial_tail: bool = False) -> list[dict[s
     """Every row of a results file, in file order.
 
     Raises:
-        InputError: the file cannot be read, or a line is not a JSON object (a partial last
-            line is skipped when ``tolerate_partial_tail``).
+        InputError: the file cannot be read, a line is not a JSON object (a partial last
+            line is skipped when ``tolerate_partial_tail``), or the rows are of more than
+            one sweep.
     """
     text = read_text(path, what="results file", max_bytes=MAX_RESULTS_BYTES)
     return parse_rows(text, path, tolerate_partial_tail=tolerate_partial_tail)
@@ -115,10 +118,12 @@ def parse_rows(
     """The rows of a results file's text (see ``read_rows``; ``path`` names it in errors).
 
     Raises:
-        InputError: a line is not a JSON object with a cellId, or nests too deeply.
+        InputError: a line is not a JSON object with a cellId, or nests too deeply; rows of
+            more than one sweep (``check_one_sweep``).
     """
     lines = text.split("\n")
     rows = []
+    sweeps: dict[object, list[int]] = {}
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -134,8 +139,44 @@ def parse_rows(
         if not isinstance(row, dict) or not isinstance(row.get("cellId"), str):
             raise InputError(f"line {i + 1} is not a sweep results row", file=str(path))
         _check_row_fields(row, i + 1, path)
+        sweeps.setdefault(_sweep_key(row.get("sweep")), []).append(i + 1)
         rows.append(row)
+    check_one_sweep(sweeps, path)
     return rows
+
+
+def _sweep_key(value: object) -> object:
+    """A row's ``sweep`` as a dictionary key (a malformed value by its text)."""
+    return value if value is None or isinstance(value, str) else repr(value)
+
+
+#: Lines named per sweep in the error for a mixed results file.
+_LINES_SHOWN = 5
+
+
+def check_one_sweep(sweeps: dict[object, list[int]], path: Path) -> None:
+    """Refuse a results file whose rows name more than one sweep (``sweep`` field; a row
+    without one counts as its own): a report of them would merge unrelated cells.
+
+    ``sweeps`` maps each ``sweep`` value to the (1-based) lines holding it.
+
+    Raises:
+        InputError: more than one sweep, naming each with its first lines.
+    """
+    if len(sweeps) <= 1:
+        return
+    parts = []
+    for name, lines in sweeps.items():
+        shown_lines = ", ".join(str(n) for n in lines[:_LINES_SHOWN])
+        more = f" and {len(lines) - _LINES_SHOWN} more" if len(lines) > _LINES_SHOWN else ""
+        word = "line" if len(lines) == 1 else "lines"
+        label = "no sweep name" if name is None else f"sweep {shown(name)}"
+        parts.append(f"{label} ({word} {shown_lines}{more})")
+    raise InputError(
+        f"holds rows of {len(sweeps)} sweeps: {'; '.join(parts)}; a results file holds one "
+        "sweep's rows: give each sweep its own file",
+        file=str(path),
+    )
 
 
 def existing_rows(path: Path, plan: SweepPlan) -> Existing:
@@ -145,8 +186,8 @@ def existing_rows(path: Path, plan: SweepPlan) -> Existing:
     (``Existing.altered`` of them for a digest or metrics that do not match).
 
     Raises:
-        InputError: a row belongs to another sweep (a cell this sweep does not have, or one
-            whose inputs changed since the row was written).
+        InputError: a row belongs to another sweep (another ``sweep`` name, a cell this
+            sweep does not have, or one whose inputs changed since the row was written).
     """
     if not path.exists():
         return Existing({}, 0)
@@ -158,6 +199,12 @@ def existing_rows(path: Path, plan: SweepPlan) -> Existing:
     altered = 0
     for row in rows:
         cid = row["cellId"]
+        if row.get("sweep") != plan.name:
+            raise InputError(
+                f"the results are of sweep {shown(row.get('sweep'))}, not {plan.name!r} "
+                f"(cell {cid!r}); write to a new results file",
+                file=str(path),
+            )
         cell = cells.get(cid)
         if cell is None:
             raise InputError(
@@ -189,6 +236,25 @@ _ROW_FIELDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
 )
 
 
+#: What each of ``_ROW_FIELDS`` must be, in words (default: a number).
+_ROW_FIELD_WORDS = {"variant": "string", "policy": "string", "seed": "whole number"}
+
+
+def one_sweep(rows: list[dict[str, Any]], path: Path) -> str | None:
+    """The name of the sweep of ``rows`` (None: the rows name none), all of one sweep.
+
+    Raises:
+        InputError: the rows are of more than one sweep (``check_one_sweep``; line numbers
+            are row numbers here).
+    """
+    sweeps: dict[object, list[int]] = {}
+    for n, row in enumerate(rows, 1):
+        sweeps.setdefault(_sweep_key(row.get("sweep")), []).append(n)
+    check_one_sweep(sweeps, path)
+    name = rows[0].get("sweep") if rows else None
+    return name if isinstance(name, str) else None
+
+
 def _check_row_fields(row: dict[str, Any], line: int, path: Path) -> None:
     """Raise ``InputError`` naming the line and field when a row lacks one of
     ``_ROW_FIELDS`` or holds another type there."""
@@ -197,7 +263,7 @@ def _check_row_fields(row: dict[str, Any], line: int, path: Path) -> None:
         if isinstance(value, bool) or not isinstance(value, kind):
             raise InputError(
                 f"line {line} ({row['cellId'][:80]!r}) has {name} {value!r:.80}, not a "
-                f"{'number' if name != 'variant' and name != 'policy' else 'string'}",
+                f"{_ROW_FIELD_WORDS.get(name, 'number')}",
                 file=str(path),
                 field=name,
             )
@@ -206,7 +272,27 @@ def _check_row_fields(row: dict[str, Any], line: int, path: Path) -> None:
 def usable(row: dict[str, Any]) -> bool:
     """True when a row's figures may be reported and recommended: it ran without error and
     ``row_problem`` finds nothing wrong with it."""
-    return row.get("error") is None and row_problem(row) is None
+    return failure(row) is None
+
+
+#: The longest reason ``failure`` gives (an error's last line may be a long message).
+MAX_REASON_CHARS = 300
+
+
+def failure(row: dict[str, Any]) -> str | None:
+    """Why a row's cell counts as failed, or None when its figures are usable: the error
+    its cell ran into (the last line of a traceback, or the input error), else what
+    ``row_problem`` finds; at most ``MAX_REASON_CHARS`` characters."""
+    error = row.get("error")
+    why: str | None
+    if error is not None:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        why = f"the cell failed: {lines[-1] if lines else 'an empty error'}"
+    else:
+        why = row_problem(row)
+    if why is not None and len(why) > MAX_REASON_CHARS:
+        return why[: MAX_REASON_CHARS - 3] + "..."
+    return why
 
 
 def row_problem(row: dict[str, Any]) -> str | None:
@@ -270,4 +356,4 @@ class ResultsWriter:
 
 
 def _line(row: dict[str, Any]) -> str:
-    return json.dumps(row, separators=(",", ":")) + "\n"
+    return json_text(row, separators=(",", ":")) + "\n"

@@ -47,10 +47,15 @@ from pydantic import (
 from joiner.api.errors import InputError
 from joiner.api.manifests.yamlio import parse_documents, read_documents, read_text
 from joiner.api.validation import describe as describe_error
-from joiner.api.validation import field_path
+from joiner.api.validation import field_path, shown
 from joiner.operator.sweep.patch import DocumentRef, describe, merge_patch, patch_documents
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+#: ``NAME_PATTERN`` in words (a name is part of cell ids and output paths).
+NAME_RULE = (
+    "a name may contain letters, digits, '.', '_' and '-', starting with a letter or digit "
+    "(e.g. 'spot-only'), at most 63 characters"
+)
 POLICIES = ("joiner", "cost-optimal", "cluster-autoscaler")
 #: ``spec.compare``'s record of what the cluster ran: not a policy a sweep runs.
 AS_RUN = "as-run"
@@ -264,6 +269,8 @@ def _validation_error(
     err = exc.errors()[0]
     loc = field_path(tuple(err["loc"]))
     msg = describe_error(err, model)
+    if err["type"] == "string_pattern_mismatch" and err["loc"][-1] == "name":
+        msg = f"{shown(err.get('input'))} is not a usable name: {NAME_RULE}"
     return InputError(msg, file=file, obj=obj, field=loc)
 
 

@@ -360,16 +360,22 @@ def test_malformed_and_ignored_messages_are_deleted_and_the_loop_goes_on(aws_wor
     assert _messages_left(sqs, url) == 0
 
 
+def _spot_warning(event_id: str, instance_id: str) -> str:
+    """An EventBridge Spot interruption warning as SQS delivers it (the message body)."""
+    return json.dumps(
+        {
+            "version": "0",
+            "id": event_id,
+            "source": "aws.ec2",
+            "detail-type": "EC2 Spot Instance Interruption Warning",
+            "detail": {"instance-id": instance_id, "instance-action": "terminate"},
+        }
+    )
+
+
 def test_handler_failure_leaves_the_message_for_redelivery(aws_world):
     sqs, url, _ = _queue_with_rules(aws_world)
-    body = {
-        "version": "0",
-        "id": "e-1",
-        "source": "aws.ec2",
-        "detail-type": "EC2 Spot Instance Interruption Warning",
-        "detail": {"instance-id": "i-9", "instance-action": "terminate"},
-    }
-    sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))
+    sqs.send_message(QueueUrl=url, MessageBody=_spot_warning("e-1", "i-9"))
     calls: list[CloudEvent] = []
 
     def flaky(event: CloudEvent) -> None:
@@ -391,6 +397,30 @@ def test_handler_failure_leaves_the_message_for_redelivery(aws_world):
     assert (queue.failed, queue.handled) == (1, 1)
     assert [e.event_id for e in calls] == ["e-1", "e-1"]
     assert _messages_left(sqs, url) == 0
+
+
+def test_a_dry_run_leaves_messages_on_the_queue_and_handles_each_once(aws_world):
+    """Shadow mode sends no DeleteMessage: the message comes back after its visibility
+    timeout (0 here) and is not handled again."""
+    sqs, url, _ = _queue_with_rules(aws_world)
+    sqs.send_message(QueueUrl=url, MessageBody=_spot_warning("e-2", "i-8"))
+    got: list[CloudEvent] = []
+    deleted: list[int] = []
+    queue = InterruptionQueue(
+        sqs,
+        url,
+        got.append,
+        sleep=aws_world.clock.sleep,
+        wait_time_s=1,
+        visibility_timeout_s=0,
+        on_deleted=lambda: deleted.append(1),
+        dry_run=True,
+    )
+    assert queue.poll_once() == 1
+    assert queue.poll_once() == 1  # received again: still on the queue
+    assert [e.event_id for e in got] == ["e-2"] and queue.handled == 1
+    assert deleted == []
+    assert _messages_left(sqs, url) == 1
 
 
 def test_receive_failure_is_logged_and_retried(aws_world):

@@ -249,6 +249,9 @@ def test_controller_settings_set_the_gate(monkeypatch):
         "joiner.cloudprovider.aws.new_aws_provider",
         lambda settings, *a, **k: seen.append(settings),
     )
-    for raw, want in (({}, True), ({"reservedCapacity": False}, False)):
+    for raw, want in (
+        ({"clusterName": "c"}, True),
+        ({"clusterName": "c", "featureGates": {"reservedCapacity": False}}, False),
+    ):
         cs.cloud_provider(cs.ControllerSettings.model_validate(raw), "aws", None, None)  # type: ignore[arg-type]
         assert seen.pop().reserved_capacity is want

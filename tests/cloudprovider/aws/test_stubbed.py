@@ -92,11 +92,18 @@ SUBNETS = [
 class World:
     """A provider on stubbed EC2, SSM and Pricing clients."""
 
-    def __init__(self, node_class: NodeClass = NC, pricing_api: bool = False) -> None:
+    def __init__(
+        self, node_class: NodeClass = NC, pricing_api: bool = False, dry_run: bool = False
+    ) -> None:
         session = boto3.Session(
             aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
         )
-        self.clients = new_clients(REGION, session=session)
+        self.clients = new_clients(REGION, session=session, read_only=dry_run)
+        #: Every EC2 operation the provider asked for, in order (stubbed or not).
+        self.ec2_calls: list[str] = []
+        self.clients.ec2.meta.events.register_first(
+            "before-parameter-build", lambda model, **_: self.ec2_calls.append(model.name)
+        )
         self.ec2 = Stubber(self.clients.ec2)
         self.ssm = Stubber(self.clients.ssm)
         self.pricing = Stubber(self.clients.pricing)
@@ -104,7 +111,10 @@ class World:
             s.activate()
         self.clock = Clock()
         settings = AWSSettings(
-            region=REGION, cluster=ClusterInfo("c", "https://api", "Q0E="), pricing_api=pricing_api
+            region=REGION,
+            cluster=ClusterInfo("c", "https://api", "Q0E="),
+            pricing_api=pricing_api,
+            dry_run=dry_run,
         )
         source = InstanceTypeSource(
             self.clients.ec2, REGION, self.clock.now, refresh_interval_s=float("inf")
