@@ -18,6 +18,7 @@ range in ``import.json``), with the temporary output directory's path written ``
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -115,11 +116,34 @@ def golden_path(example: str) -> Path:
     return GOLDEN / example / "summary.json"
 
 
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; ``--help`` prints the usage and an unknown option or case name exits 2
+    (argparse), so a mistyped flag never regenerates every golden summary."""
+    parser = argparse.ArgumentParser(
+        prog="python -m joiner.testing.golden",
+        description="Regenerate the golden summary.json of every case (or of the cases named); "
+        "with --check, only compare and exit 1 on a difference.",
+    )
+    parser.add_argument("--check", action="store_true", help="compare, write nothing")
+    parser.add_argument("names", nargs="*", metavar="CASE", help="cases (default: all)")
+    args = parser.parse_args(argv)
+    known = cases()
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        parser.error(f"unknown case {', '.join(unknown)}; cases: {', '.join(known)}")
+    args.names = args.names or known
+    return args
+
+
 def main(argv: list[str]) -> int:
     """Write (or with ``--check``, compare) every golden case's summary (``cases``); names
-    given as arguments limit it to those cases. Returns the exit code."""
-    check = "--check" in argv
-    names = [a for a in argv if not a.startswith("-")] or cases()
+    given as arguments limit it to those cases. Returns the exit code.
+
+    Raises:
+        SystemExit: 0 after ``--help``; 2 for an unknown option or case name.
+    """
+    args = _arguments(argv)
+    check, names = args.check, args.names
     os.chdir(REPO)
     differ = []
     for name in names:

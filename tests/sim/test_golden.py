@@ -63,3 +63,17 @@ def test_byte_identical_across_processes_and_hash_seeds(hash_seed):
         text=True,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--chek"], ["no-such-example"]])
+def test_golden_command_writes_nothing_on_help_or_a_mistake(argv, monkeypatch):
+    """``--help``, a mistyped option or an unknown case must stop before any summary is
+    rendered or written (``--help`` once regenerated every golden summary)."""
+
+    def refuse(name):
+        raise AssertionError(f"rendered {name}")
+
+    monkeypatch.setattr(golden, "render", refuse)
+    with pytest.raises(SystemExit) as stop:
+        golden.main(argv)
+    assert stop.value.code == (0 if argv == ["--help"] else 2)
