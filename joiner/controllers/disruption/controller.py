@@ -233,7 +233,8 @@ class DisruptionController:
         saw (candidates and the nodes candidate selection left out)."""
         assert self.history is not None
         seen = [c.name for c in candidates]
-        seen += sorted(n for n in ctx.reasons if n not in set(seen))
+        names = set(seen)
+        seen += sorted(n for n in ctx.reasons if n not in names)
         self.history.record_pass(ctx.now_s, ctx.reasons, ctx.reason_methods or {}, seen, command)
 
     def reconcile(self) -> Command | None:
