@@ -3,6 +3,9 @@ on a change, bounded per node, the method that gave each verdict, the command's 
 
 from __future__ import annotations
 
+import pytest
+
+from joiner.api.errors import InputError
 from joiner.controllers.disruption.history import (
     NOT_REACHED,
     Outcome,
@@ -49,7 +52,6 @@ def test_a_pdb_verdict_names_the_pdb_and_the_method_that_gave_it(tmp_path):
         pod("api-2", "big", app="api"),
         pdb("api", "api", min_available=2),
     )
-    run.controller.history = VerdictHistory()
     plan = run.plan(explain="big")
     assert plan.explain is not None
     (entry,) = plan.explain["big"].entries
@@ -134,6 +136,14 @@ def test_a_node_no_method_reached_without_a_command_has_no_method():
     assert got is not None
     (entry,) = got.entries
     assert entry.verdict == NOT_REACHED and entry.method is None
+
+
+def test_a_node_the_dry_run_leaves_alone_is_named_with_the_reason(tmp_path):
+    run = dry_run(
+        tmp_path, nodepool(), node("a", "m5.xlarge"), node("other", "m5.xlarge", pool="gone")
+    )
+    with pytest.raises(InputError, match="node other is not part of the dry run: its NodePool"):
+        run.plan(explain="other")
 
 
 def test_unknown_node_error_names_the_nodes_and_the_field():
