@@ -206,10 +206,12 @@ class VerdictEntry(_Out):
 
     atSeconds: float = Field(description="Run time of the pass, seconds")
     passNumber: int = Field(ge=1, description="The pass that recorded it, from 1")
-    outcome: str = Field(pattern="^(kept|chosen|disrupted)$")
+    outcome: str = Field(pattern="^(kept|chosen|disrupted|expired)$")
     method: str = Field(
-        pattern="^(Candidates|Emptiness|Drift|MultiNodeConsolidation|SingleNodeConsolidation)$",
-        description="The method that gave the verdict; Candidates for candidate selection",
+        pattern="^(Candidates|Emptiness|Drift|MultiNodeConsolidation|SingleNodeConsolidation"
+        "|Expiration)$",
+        description="The method that gave the verdict; Candidates for candidate selection, "
+        "Expiration for an expiry",
     )
     kind: str = Field(description="The verdict's kind (kept only; empty otherwise)")
     fields: dict[str, Any] = Field(

@@ -213,7 +213,13 @@ class SimulationRuntime(ControllerHost):
         of ``explain``, a node name or ``history.ALL_NODES``. Decisions do not change."""
         self.explain = explain
         if self.joiner:
-            self.disruption.history = VerdictHistory()
+            history = self.disruption.history = VerdictHistory()
+
+            def expired(_claim: NodeClaim, node: str | None) -> None:
+                if node is not None:
+                    history.record_expired(self.clock.now(), node)
+
+            self.expiration.expired_listeners.append(expired)
 
     def explained_nodes(self) -> list[str]:
         """The nodes whose verdicts the run recorded (none unless ``keep_verdicts``)."""

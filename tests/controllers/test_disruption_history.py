@@ -3,17 +3,24 @@ on a change, bounded per node, the method that gave each verdict, the command's 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from joiner.api.errors import InputError
 from joiner.controllers.disruption.history import (
+    ALL_NODES,
     NOT_REACHED,
     Outcome,
     VerdictHistory,
     unknown_node,
 )
 from joiner.controllers.disruption.verdicts import DisruptionMethod, Verdict, VerdictKind
+from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.scenario import load_scenario
 from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pdb, pod
+
+REPO = Path(__file__).resolve().parents[2]
 
 TEN_MINUTES = nodepool().replace("consolidateAfter: 0s", "consolidateAfter: 10m")
 
@@ -153,3 +160,24 @@ def test_unknown_node_error_names_the_nodes_and_the_field():
     assert "no node named 'nope'" in text and "n00, n01" in text and "n19" in text
     assert "n20" not in text and "and 5 more" in text and "--explain '*'" in text
     assert "saw any node" in str(unknown_node("nope", []))
+
+
+def test_an_expired_node_is_put_down_to_expiration_at_its_expiry(tmp_path):
+    src = REPO / "examples" / "nightly-consolidation"
+    pool = (src / "nodepool.yaml").read_text().replace("expireAfter: 720h", "expireAfter: 30m")
+    (tmp_path / "nodepool.yaml").write_text(pool)
+    (tmp_path / "app.yaml").write_text((src / "app.yaml").read_text())
+    (tmp_path / "traffic.csv").write_text("minute,value\n0,10\n")
+    text = (src / "scenario.yaml").read_text().replace("duration: 4h", "duration: 1h")
+    (tmp_path / "scenario.yaml").write_text(text)
+    runtime = SimulationRuntime(load_scenario(tmp_path / "scenario.yaml"))
+    runtime.keep_verdicts(ALL_NODES)
+    summary = runtime.run().summary
+    expired = {e["node"]: e["atSeconds"] for e in summary["timeline"] if e["kind"] == "expired"}
+    assert expired
+    for name, at_s in expired.items():
+        entries = summary["explain"][name]["entries"]
+        got = [e for e in entries if e["outcome"] == "expired"]
+        assert [(e["atSeconds"], e["method"]) for e in got] == [(at_s, "Expiration")]
+        after = entries[entries.index(got[0]) + 1 :]
+        assert all(e["kind"] == "being-deleted" for e in after)

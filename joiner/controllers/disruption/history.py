@@ -39,6 +39,8 @@ NAMES_LISTED = 20
 
 #: Where a verdict came from when no method gave it (``candidates.collect``).
 CANDIDATE_SELECTION = "Candidates"
+#: The ``method`` of an ``Outcome.EXPIRED`` entry.
+EXPIRATION = "Expiration"
 
 
 class Outcome(StrEnum):
@@ -51,6 +53,10 @@ class Outcome(StrEnum):
     CHOSEN = "chosen"
     #: A command taking it was executed (its replacements launched, the node tainted).
     DISRUPTED = "disrupted"
+    #: Its NodeClaim passed ``expireAfter`` and expiration deleted it: not a disruption
+    #: method, it heeds no budget (Karpenter ``nodeclaim/expiration/controller.go``
+    #: ``Controller.Reconcile``).
+    EXPIRED = "expired"
 
 
 @dataclass(frozen=True)
@@ -89,13 +95,18 @@ class HistoryEntry:
 
     @property
     def method_name(self) -> str:
-        """The method's name, or ``Candidates`` for candidate selection."""
+        """The method's name, ``Expiration`` for an expiry, or ``Candidates`` for candidate
+        selection."""
+        if self.outcome is Outcome.EXPIRED:
+            return EXPIRATION
         return self.method.value if self.method is not None else CANDIDATE_SELECTION
 
     def message(self) -> str:
         """The entry in English, for people."""
         if self.outcome is Outcome.KEPT:
             return self.verdict.message() if self.verdict is not None else ""
+        if self.outcome is Outcome.EXPIRED:
+            return "expired: expireAfter passed, so it is drained and deleted"
         verb = "chosen" if self.outcome is Outcome.CHOSEN else "disrupted"
         text = f"{verb}: {self.action}"
         if self.replacements:
@@ -220,6 +231,10 @@ class VerdictHistory:
                 if last.outcome is Outcome.CHOSEN and last.at_s == now_s:
                     got.entries.pop()
             self._add(name, entry)
+
+    def record_expired(self, now_s: float, node: str) -> None:
+        """Expiration started deleting ``node`` at ``now_s``."""
+        self._add(node, HistoryEntry(now_s, self.passes, Outcome.EXPIRED))
 
     def _command_entry(self, now_s: float, command: Command, outcome: Outcome) -> HistoryEntry:
         reps = tuple(
