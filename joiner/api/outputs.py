@@ -201,6 +201,34 @@ class Unconsolidatable(_Out):
     reason: str
 
 
+class VerdictEntry(_Out):
+    """One change of a node's disruption verdict (``controllers.disruption.history``)."""
+
+    atSeconds: float = Field(description="Run time of the pass, seconds")
+    passNumber: int = Field(ge=1, description="The pass that recorded it, from 1")
+    outcome: str = Field(pattern="^(kept|chosen|disrupted|expired)$")
+    method: str = Field(
+        pattern="^(Candidates|Emptiness|Drift|MultiNodeConsolidation|SingleNodeConsolidation"
+        "|Expiration)$",
+        description="The method that gave the verdict; Candidates for candidate selection, "
+        "Expiration for an expiry",
+    )
+    kind: str = Field(description="The verdict's kind (kept only; empty otherwise)")
+    fields: dict[str, Any] = Field(
+        description="The verdict's fields its kind sets (pdb, pod, pool, seconds, ...)"
+    )
+    action: str = Field(pattern="^(|Delete|Replace)$")
+    replacements: list[str] = Field(description="instanceType/zone/capacityType, expected")
+    message: str = Field(description="The entry in English")
+
+
+class NodeVerdictHistory(_Out):
+    """A node's verdict changes, oldest first (the most recent ones when ``omitted`` > 0)."""
+
+    omitted: int = Field(ge=0, description="Older changes dropped to bound memory")
+    entries: list[VerdictEntry]
+
+
 class DisruptionPlan(_Out):
     """``joiner disrupt -o json``: the commands successive disruption passes would take."""
 
@@ -213,6 +241,9 @@ class DisruptionPlan(_Out):
     costPerHourBefore: float = Field(ge=0)
     costPerHourAfter: float = Field(ge=0)
     warnings: list[str] = Field(default_factory=list)
+    explain: dict[str, NodeVerdictHistory] | None = Field(
+        default=None, description="--explain: the verdict history of the nodes asked for"
+    )
 
 
 class PeakWindow(_Out):
@@ -264,6 +295,9 @@ class PolicyRun(_Out):
     )
     capacityReservations: list[SummaryCapacityReservation] | None = Field(
         default=None, description="spec.cloud.capacityReservations and their use"
+    )
+    explain: dict[str, NodeVerdictHistory] | None = Field(
+        default=None, description="--explain: the verdict history of the nodes asked for"
     )
 
 

@@ -28,6 +28,7 @@ from joiner.cli.common import (
     region_of,
     scenario_region,
 )
+from joiner.cli.explain import ExplainOption, print_explain
 
 
 def disrupt(
@@ -43,6 +44,7 @@ def disrupt(
             help="UTC time the budgets' schedules are evaluated at (ISO 8601, default now)."
         ),
     ] = None,
+    explain: ExplainOption = None,
     verbose: Verbose = False,
 ) -> None:
     """Dry run of disruption on a running cluster: the commands successive passes would take
@@ -73,6 +75,7 @@ def disrupt(
                 security_groups=sc.security_groups,
                 feature_gates=gates or sc.feature_gates,
                 reservations=sc.capacity_reservations,
+                explain=explain,
             )
         else:
             manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
@@ -83,11 +86,14 @@ def disrupt(
                 at=when,
                 feature_gates=gates or FeatureGates(),
                 kwok_types=kwok_types(kwok_instance_types),
+                explain=explain,
             )
     except InputError as exc:
         fail(exc)
     if output is TableOrJson.json:
-        sys.stdout.write(escape_controls(result.model_dump_json(indent=2)) + "\n")
+        unasked = {"explain"} if result.explain is None else None
+        text = result.model_dump_json(indent=2, exclude=unasked)
+        sys.stdout.write(escape_controls(text) + "\n")
         return
     print_warnings(result.warnings, verbose=verbose)
     n = len(result.commands)
@@ -120,6 +126,8 @@ def disrupt(
         out.print("left alone:")
     for u in result.unconsolidatable:
         out.print(f"  {escape(u.node)}: {escape(u.reason)}", soft_wrap=True, highlight=False)
+    if result.explain is not None:
+        print_explain({n: h.model_dump() for n, h in result.explain.items()}, by_pass=True)
 
 
 def _parse_at(text: str | None) -> datetime:

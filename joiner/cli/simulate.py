@@ -24,6 +24,7 @@ from joiner.cli.common import (
     print_warnings,
     printable,
 )
+from joiner.cli.explain import ExplainOption, print_explain
 
 if TYPE_CHECKING:
     from joiner.operator.compare import Comparison
@@ -52,10 +53,12 @@ def simulate(
             help="Also write a self-contained HTML report with plots (and the PNGs) here.",
         ),
     ] = None,
+    explain: ExplainOption = None,
     verbose: Verbose = False,
 ) -> None:
     """Run a scenario in virtual time and report nodes, cost and pod wait times; with
-    spec.compare, under each policy, side by side."""
+    spec.compare, under each policy, side by side. With --explain NODE, summary.json's
+    ``explain`` and a table give NODE's disruption verdict history."""
     from joiner.cli.progress import virtual_time_progress
     from joiner.operator.compare import run_policies
 
@@ -67,6 +70,9 @@ def simulate(
     _make_output_dirs(target, summary_path, report)
     if report is not None:
         _require_report_extra()
+    if explain is not None:
+        for _name, runtime in prepared:
+            runtime.keep_verdicts(explain)
     simulated = [p for p in sc.policies if p != "as-run"]  # the as-run record takes no time
     offsets = {p: i * sc.duration_s for i, p in enumerate(simulated)}
     with virtual_time_progress(
@@ -74,6 +80,8 @@ def simulate(
     ) as update:
         result = run_policies(sc, prepared=prepared, progress=lambda p, t: update(offsets[p] + t))
     page = _write_outputs(sc, result, summary_path, report)
+    if explain is not None:
+        _check_explained(explain, prepared)
     if quiet:
         warnings = result.summary["warnings"]
         if result.as_run is not None:
@@ -89,9 +97,36 @@ def simulate(
         _print_comparison(result.summaries, verbose)
     else:
         _print_summary(result.summary, verbose)
+    if explain is not None:
+        _print_explained(result.summaries)
     out.print(f"\nsummary written to [bold]{summary_path}[/]")
     if page is not None:
         out.print(f"report written to [bold]{page}[/]")
+
+
+def _check_explained(explain: str, prepared: list[tuple[str, SimulationRuntime]]) -> None:
+    """Exit 2 (the outputs are written) when no run's disruption passes saw node ``explain``;
+    the error names the nodes the first run's passes saw."""
+    from joiner.controllers.disruption.history import ALL_NODES, unknown_node
+
+    if explain == ALL_NODES or not prepared:
+        return
+    if any(explain in runtime.explained_nodes() for _name, runtime in prepared):
+        return
+    fail(unknown_node(explain, prepared[0][1].explained_nodes()))
+
+
+def _print_explained(summaries: dict[str, dict[str, Any]]) -> None:
+    """The ``explain`` tables of each policy's run that has them (named when compared)."""
+    for name, summary in summaries.items():
+        explained = summary.get("explain")
+        if not explained:
+            continue
+        if len(summaries) > 1:
+            out.print(f"\n[bold]{name}[/]")
+        else:
+            out.print()
+        print_explain(explained)
 
 
 def _load(

@@ -24,10 +24,12 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from joiner.api import labels
+from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet
 from joiner.api.outputs import (
     DisruptionPlan,
+    NodeVerdictHistory,
     PlannedDisruption,
     PlannedReplacement,
     Unconsolidatable,
@@ -42,6 +44,7 @@ from joiner.cloudprovider.types import (
     Subnet,
 )
 from joiner.controllers.disruption.command import Command
+from joiner.controllers.disruption.history import ALL_NODES, VerdictHistory, unknown_node
 from joiner.controllers.disruption.verdicts import Verdict
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.provisioner import Provisioner
@@ -176,9 +179,16 @@ class DryRun:
             f"{self.region}"
         )
 
-    def plan(self) -> DisruptionPlan:
-        """Run passes until none produces a command; see the module docstring."""
+    def plan(self, explain: str | None = None) -> DisruptionPlan:
+        """Run passes until none produces a command; see the module docstring. ``explain``:
+        a node name (or ``history.ALL_NODES``) whose verdict history the plan carries.
+
+        Raises:
+            InputError: ``explain`` names no node of the dry run.
+        """
         state = self.state
+        history = VerdictHistory() if explain is not None else None
+        self.controller.history = history
         managed = sorted(n for n, node in state.nodes.items() if node.nodeclaim is not None)
         before = _cost(state)
         commands: list[PlannedDisruption] = []
@@ -192,6 +202,8 @@ class DryRun:
             commands.append(_planned(command))
             touched.update(command.names)
             _apply(command, state, self.provisioner, self.lifecycle, self.cloud, self.clock)
+            if history is not None:
+                history.record_command(self.clock.now(), command)
         unmanaged = [
             n.name
             for n in self.manifests.nodes
@@ -217,7 +229,29 @@ class DryRun:
             costPerHourBefore=round(before, 6),
             costPerHourAfter=round(_cost(state), 6),
             warnings=self.warnings,
+            explain=self._explain(history, explain)
+            if history is not None and explain is not None
+            else None,
         )
+
+    def _explain(self, history: VerdictHistory, name: str) -> dict[str, NodeVerdictHistory]:
+        """The verdict histories ``--explain name`` asks for.
+
+        Raises:
+            InputError: ``name`` is no node the passes saw (a Node of the manifests the dry
+                run leaves alone is named with the reason).
+        """
+        names = history.nodes() if name == ALL_NODES else [name]
+        if name != ALL_NODES and history.of(name) is None:
+            if any(n.name == name for n in self.manifests.nodes):
+                raise InputError(
+                    f"node {name} is not part of the dry run: {self._left_alone(name)}",
+                    field="--explain",
+                )
+            raise unknown_node(name, history.nodes())
+        return {
+            n: NodeVerdictHistory.model_validate(doc) for n, doc in history.to_json(names).items()
+        }
 
 
 def build_disruption_plan(
@@ -231,13 +265,16 @@ def build_disruption_plan(
     feature_gates: FeatureGates | None = None,
     kwok_types: Sequence[InstanceType] | None = None,
     reservations: Sequence[CapacityReservation] = (),
+    explain: str | None = None,
 ) -> DisruptionPlan:
     """The dry run; see the module docstring. ``at`` is a timezone-aware UTC instant.
     ``kwok_types``: Karpenter-kwok's instance types, for KWOKNodeClass NodePools.
     ``reservations``: capacity reservations replacements may launch into (a Scenario's).
+    ``explain``: a node (or ``history.ALL_NODES``) whose verdict history to include.
 
     Raises:
-        InputError: from reading the NodeClasses against the VPC.
+        InputError: from reading the NodeClasses against the VPC; ``explain`` names no node
+            of the dry run.
     """
     return DryRun(
         m,
@@ -249,7 +286,7 @@ def build_disruption_plan(
         feature_gates=feature_gates,
         kwok_types=kwok_types,
         reservations=reservations,
-    ).plan()
+    ).plan(explain)
 
 
 def _cost(state: ClusterState) -> float:

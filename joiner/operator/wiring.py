@@ -28,6 +28,7 @@ from joiner.cloudprovider.repair import AWS_REPAIR_POLICIES, with_tolerations
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.simulated.market import SpotMarket, market_seed
 from joiner.cloudprovider.types import Instance
+from joiner.controllers.disruption.history import ALL_NODES, VerdictHistory
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.buffers import Buffers
 from joiner.controllers.termination.pdb import violated
@@ -203,6 +204,35 @@ class SimulationRuntime(ControllerHost):
         self.experiments: list[tuple[float, Experiment]] = [
             (at, self._experiment(t)) for at, t in scenario.faults
         ]
+        #: ``--explain``'s node (``keep_verdicts``), or None.
+        self.explain: str | None = None
+
+    def keep_verdicts(self, explain: str) -> None:
+        """Record each node's disruption verdict changes over the run (Joiner's policies;
+        the baseline has no disruption controller); the summary's ``explain`` carries those
+        of ``explain``, a node name or ``history.ALL_NODES``. Decisions do not change."""
+        self.explain = explain
+        if self.joiner:
+            history = self.disruption.history = VerdictHistory()
+
+            def expired(_claim: NodeClaim, node: str | None) -> None:
+                if node is not None:
+                    history.record_expired(self.clock.now(), node)
+
+            self.expiration.expired_listeners.append(expired)
+
+    def explained_nodes(self) -> list[str]:
+        """The nodes whose verdicts the run recorded (none unless ``keep_verdicts``)."""
+        history = self.disruption.history if self.joiner else None
+        return history.nodes() if history is not None else []
+
+    def _explain(self) -> dict[str, Any] | None:
+        """The summary's ``explain``: the asked-for nodes' verdict histories, or None."""
+        history = self.disruption.history if self.joiner else None
+        if self.explain is None or history is None:
+            return None
+        names = history.nodes() if self.explain == ALL_NODES else [self.explain]
+        return dict(history.to_json(names))
 
     def _cluster(self, lifecycle: Lifecycle) -> None:
         """The cluster adapter: the kube-scheduler and kubelet models (the kubelet watches
@@ -545,6 +575,9 @@ class SimulationRuntime(ControllerHost):
             summary["windows"] = windows.summarize(
                 self.state, self.scenario.duration_s, self.scenario.windows
             )
+        explain = self._explain()
+        if explain is not None:
+            summary["explain"] = explain
         return summary
 
 

@@ -186,6 +186,10 @@ ENGLISH: list[tuple[Verdict, str]] = [
         ),
         "drifted (AMI changed), but NodePool p budget allows 0 Drifted",
     ),
+    (
+        Verdict(VerdictKind.NOT_REACHED),
+        "the pass's command was chosen before a method got to it",
+    ),
 ]
 
 

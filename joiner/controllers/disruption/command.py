@@ -112,6 +112,9 @@ class Context:
     cloud_drift: CloudDrift | None = None
     #: Per node: the latest reason a method gave for not disrupting it (for ``disrupt``).
     reasons: dict[str, Verdict] = field(default_factory=dict)
+    #: Per node: the method that gave its reason (none for candidate selection's); kept
+    #: only when asked for (a ``history.VerdictHistory`` listens), else None.
+    reason_methods: dict[str, DisruptionMethod] | None = None
     scheduler: Scheduler = field(default_factory=Scheduler)
     #: Consolidation failures of earlier passes in the same world (the controller's), if any.
     memo: VerdictMemo | None = None

@@ -35,7 +35,9 @@ from joiner.controllers.disruption.budgets import BudgetMapping, next_change
 from joiner.controllers.disruption.candidates import Candidate, collect, consolidatable_at
 from joiner.controllers.disruption.command import Command, Context, Replacement
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf
+from joiner.controllers.disruption.history import VerdictHistory
 from joiner.controllers.disruption.memo import VerdictMemo, World
+from joiner.controllers.disruption.verdicts import DisruptionMethod, Verdict
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import DISRUPTED_TAINT, Terminator, cordon
 from joiner.state.cluster import ClusterState, NodeClaim
@@ -122,6 +124,8 @@ class DisruptionController:
         self.passes = 0
         #: Consolidation failures kept while the world is unchanged (``memo``).
         self._memo = VerdictMemo()
+        #: Each node's verdict changes, when asked for (``--explain``); None records nothing.
+        self.history: VerdictHistory | None = None
 
     # -- scheduling of passes -------------------------------------------------------------
 
@@ -210,12 +214,28 @@ class DisruptionController:
     def compute(self, *, elapsed: bool = False) -> tuple[Command | None, Context]:
         """The first command the methods produce now, with the pass context (its
         ``reasons`` say why other nodes were left alone); ``pass_listeners`` hear of the
-        context and the candidates (controller mode's Events)."""
+        context and the candidates (controller mode's Events); ``history``, when set,
+        records every node's verdict."""
         ctx, candidates = self.context(elapsed=elapsed)
+        if self.history is not None:
+            ctx.reason_methods = {}
         command = _first_command(ctx, candidates)
         for listener in self.pass_listeners:
             listener(ctx, candidates)
+        if self.history is not None:
+            self._record_pass(ctx, candidates, command)
         return command, ctx
+
+    def _record_pass(
+        self, ctx: Context, candidates: list[Candidate], command: Command | None
+    ) -> None:
+        """The pass's verdicts into ``history``: every live node with a NodeClaim the pass
+        saw (candidates and the nodes candidate selection left out)."""
+        assert self.history is not None
+        seen = [c.name for c in candidates]
+        names = set(seen)
+        seen += sorted(n for n in ctx.reasons if n not in names)
+        self.history.record_pass(ctx.now_s, ctx.reasons, ctx.reason_methods or {}, seen, command)
 
     def reconcile(self) -> Command | None:
         """One pass: compute a command and validate (after the delay) or execute it."""
@@ -314,6 +334,8 @@ class DisruptionController:
             ",".join(names),
             command.savings_per_hour,
         )
+        if self.history is not None:
+            self.history.record_command(now, command)
         for listener in self.command_listeners:
             listener(command)
         self._state.touch()
@@ -387,12 +409,25 @@ def _still_consolidatable(ctx: Context, cands: list[Candidate]) -> bool:
 
 
 def _first_command(ctx: Context, candidates: list[Candidate]) -> Command | None:
-    """The first command the methods produce, in Karpenter's order (``m.ORDER``)."""
-    for _name, method in m.ORDER:
+    """The first command the methods produce, in Karpenter's order (``m.ORDER``; karpenter
+    ``controller.go`` ``Controller.disrupt``). With ``ctx.reason_methods`` set, each reason
+    a method gives or replaces is put down to that method."""
+    for name, method in m.ORDER:
+        before = dict(ctx.reasons) if ctx.reason_methods is not None else None
         command = method(ctx, candidates)
+        if before is not None:
+            _attribute(ctx, before, name)
         if command is not None:
             return command
     return None
+
+
+def _attribute(ctx: Context, before: dict[str, Verdict], method: DisruptionMethod) -> None:
+    """Put the reasons ``method`` set (new or replaced since ``before``) down to it."""
+    assert ctx.reason_methods is not None
+    for node, verdict in ctx.reasons.items():
+        if before.get(node) is not verdict:
+            ctx.reason_methods[node] = method
 
 
 def _launched(claim: NodeClaim, expected: Replacement) -> str:

@@ -177,6 +177,10 @@ class VerdictKind(StrEnum):
     # -- drift ------------------------------------------------------------------------------------
     #: ``detail``: the drift reason; ``cause``: why the drifted node was not replaced.
     DRIFTED_BUT = "drifted-but"
+    # -- the pass -------------------------------------------------------------------------------
+    #: An earlier command ended the pass before a method looked at the node (Karpenter
+    #: ``controller.go`` ``Controller.disrupt``: the first method with a command wins).
+    NOT_REACHED = "not-reached"
 
 
 @dataclass(frozen=True)
@@ -289,4 +293,5 @@ _RENDER: dict[VerdictKind, Callable[[Verdict], str]] = {
         "the other nodes and one cheaper node cannot hold these nodes' pods"
     ),
     VerdictKind.DRIFTED_BUT: _drifted_but,
+    VerdictKind.NOT_REACHED: lambda _v: "the pass's command was chosen before a method got to it",
 }

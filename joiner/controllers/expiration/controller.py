@@ -42,6 +42,9 @@ class ExpirationController:
         self._timeline = timeline_
         self._trigger = trigger
         self.expired = 0
+        #: Called with each NodeClaim whose deletion expiration started (and its Node's name,
+        #: None before it registered).
+        self.expired_listeners: list[Callable[[NodeClaim, str | None], None]] = []
 
     def watch(self, claim: NodeClaim) -> None:
         """Arm the expiry timer of ``claim`` (its NodePool's ``expireAfter`` from creation)."""
@@ -75,6 +78,8 @@ class ExpirationController:
             self.expired += 1
             claim.disruption_reason = "Expired"
             self._terminator.delete_unregistered(claim, "expired before it registered")
+            for listener in self.expired_listeners:
+                listener(claim, None)
             self._state.touch()
             if self._trigger is not None:
                 self._trigger()
@@ -90,6 +95,8 @@ class ExpirationController:
             timeline.EXPIRED, node=node.name, detail=f"expireAfter {pool.expire_after_s:g}s"
         )
         log.info("nodeclaim expired nodeclaim=%s", claim.name)
+        for listener in self.expired_listeners:
+            listener(claim, node.name)
         if self._trigger is not None:
             self._trigger()
         self._terminator.drain(node, "expired")

@@ -1,0 +1,136 @@
+"""``--explain NODE`` of ``joiner disrupt`` and ``joiner simulate``: the node's verdict
+history as a table and in the JSON documents (schema-valid), unknown nodes, determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+from typer.testing import CliRunner
+
+from joiner.cli.main import app
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "nightly-consolidation"
+DISRUPT = [
+    "disrupt",
+    "-f",
+    str(EXAMPLE / "running-cluster.yaml"),
+    "-f",
+    str(EXAMPLE / "nodepool.yaml"),
+    "--at",
+    "2025-01-07T21:00:00Z",
+]
+PDB_NODE = "ip-10-0-2-12.ec2.internal"
+runner = CliRunner()
+
+
+def _schema(name: str) -> dict[str, object]:
+    return json.loads((REPO / "docs" / "schemas" / f"{name}.schema.json").read_text())
+
+
+def test_disrupt_explain_shows_the_pdb_that_keeps_the_node():
+    result = runner.invoke(app, [*DISRUPT, "--explain", PDB_NODE])
+    assert result.exit_code == 0, result.output
+    table = result.stdout.split(f"{PDB_NODE}: disruption verdict changes", 1)[1]
+    assert "pdb-blocks" in table and "PDB shop/api allows 0 disruptions" in table
+    assert "MultiNodeConsolidation" in table
+
+
+def test_disrupt_json_carries_the_typed_history_and_matches_the_schema():
+    result = runner.invoke(app, [*DISRUPT, "--explain", PDB_NODE, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, _schema("disruption"))
+    assert list(doc["explain"]) == [PDB_NODE]
+    last = doc["explain"][PDB_NODE]["entries"][-1]
+    assert last["kind"] == "pdb-blocks" and last["fields"]["pdb"] == "shop/api"
+    assert last["outcome"] == "kept" and last["method"] == "MultiNodeConsolidation"
+
+
+def test_disrupt_json_without_explain_has_no_explain_key():
+    result = runner.invoke(app, [*DISRUPT, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert "explain" not in json.loads(result.stdout)
+
+
+def test_disrupt_explain_all_covers_every_managed_node():
+    result = runner.invoke(app, [*DISRUPT, "--explain", "*", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, _schema("disruption"))
+    touched = {n for c in doc["commands"] for n in c["candidates"]}
+    assert set(doc["explain"]) == touched | {u["node"] for u in doc["unconsolidatable"]}
+    for name in touched:
+        assert doc["explain"][name]["entries"][-1]["outcome"] == "disrupted"
+
+
+def test_disrupt_unknown_node_is_a_clear_error_naming_the_nodes():
+    result = runner.invoke(app, [*DISRUPT, "--explain", "ip-10-9-9-9.ec2.internal"])
+    assert result.exit_code == 2
+    assert "--explain" in result.output
+    assert "no node named 'ip-10-9-9-9.ec2.internal'" in result.output
+    assert PDB_NODE in result.output and "--explain '*'" in result.output
+
+
+def _simulate(out: Path, *extra: str):
+    return runner.invoke(
+        app,
+        ["simulate", str(EXAMPLE / "scenario.yaml"), "--out", str(out), *extra],
+        catch_exceptions=False,
+    )
+
+
+def _kept_then_consolidated(explain: dict[str, dict[str, list[dict[str, object]]]]) -> str:
+    """A node kept because consolidateAfter had not passed that a later command took."""
+    waiting = {"not-consolidatable-yet", "empty-not-yet"}
+    for name, history in sorted(explain.items()):
+        entries = history["entries"]
+        kinds = [e["kind"] or e["outcome"] for e in entries]
+        if "disrupted" in kinds and waiting & set(kinds[: kinds.index("disrupted")]):
+            return name
+    raise AssertionError("no node was kept for consolidateAfter and consolidated later")
+
+
+def test_simulate_history_shows_consolidate_after_then_the_command_with_their_times(tmp_path):
+    first = _simulate(tmp_path / "a", "-q", "--explain", "*")
+    assert first.exit_code == 0, first.output
+    text = (tmp_path / "a" / "summary.json").read_text()
+    summary = json.loads(text)
+    jsonschema.validate(summary, _schema("summary"))
+    name = _kept_then_consolidated(summary["explain"])
+    entries = summary["explain"][name]["entries"]
+    disrupted = next(e for e in entries if e["outcome"] == "disrupted")
+    waited = [
+        e
+        for e in entries
+        if e["kind"] in ("not-consolidatable-yet", "empty-not-yet")
+        and e["atSeconds"] < disrupted["atSeconds"]
+    ]
+    assert waited and waited[-1]["fields"] == {"seconds": 60.0}  # consolidateAfter: 1m
+    command = next(c for c in summary["disruptions"]["commands"] if name in c["nodes"])
+    assert disrupted["atSeconds"] == command["atSeconds"]
+    assert disrupted["method"] == command["method"] and disrupted["action"] == command["action"]
+    times = [e["atSeconds"] for e in entries]
+    assert times == sorted(times)
+    # The same seed gives the same history, byte for byte; asking changes no decision.
+    again = _simulate(tmp_path / "b", "-q", "--explain", "*")
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "b" / "summary.json").read_text() == text
+    plain = _simulate(tmp_path / "c", "-q")
+    assert plain.exit_code == 0, plain.output
+    summary.pop("explain")
+    assert json.loads((tmp_path / "c" / "summary.json").read_text()) == summary
+
+    table = _simulate(tmp_path / "d", "--explain", name)
+    assert table.exit_code == 0, table.output
+    shown = table.stdout.split(f"{name}: disruption verdict changes", 1)[1]
+    assert "consolidateAfter (1m) has not passed" in shown and "disrupted" in shown
+    assert list(json.loads((tmp_path / "d" / "summary.json").read_text())["explain"]) == [name]
+
+
+def test_simulate_unknown_node_exits_2_naming_the_nodes(tmp_path):
+    result = _simulate(tmp_path / "out", "-q", "--explain", "no-such-node")
+    assert result.exit_code == 2
+    assert "no node named 'no-such-node'" in result.output and "--explain '*'" in result.output
