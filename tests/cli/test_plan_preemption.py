@@ -242,3 +242,34 @@ def test_a_victim_without_a_controller_is_not_recreated(tmp_path):
     (pr,) = doc["preemptions"]
     assert pr["victims"] == pr["notRecreated"] == [PLACEHOLDER]
     assert doc["nodeClaims"] == []
+
+
+URGENT = """apiVersion: v1
+kind: Pod
+metadata:
+  name: urgent
+  namespace: shop
+  labels: {app: urgent}
+  ownerReferences:
+    - {apiVersion: apps/v1, kind: ReplicaSet, name: urgent-5d4c, controller: true, uid: d}
+spec:
+  priorityClassName: urgent
+  containers:
+    - name: urgent
+      resources: {requests: {cpu: "2", memory: 4Gi}}
+status:
+  phase: Pending
+"""
+
+
+def test_preempting_clears_lower_priority_nominations_on_that_node(tmp_path):
+    """prepareCandidate clears the nomination of lower-priority pods nominated to the
+    chosen node: the web pod, nominated there, is pending demand again."""
+    cls = PRIORITY_CLASS.format(name="urgent", value=1000, policy="PreemptLowerPriority")
+    text = _text(cls, URGENT, web_status="      nominatedNodeName: ip-10-0-0-1\n")
+    doc = _plan_json(tmp_path, text)
+    assert [(p["pod"], p["node"], p["victims"]) for p in doc["preemptions"]] == [
+        ("shop/urgent", "ip-10-0-0-1", [PLACEHOLDER])
+    ]
+    assert doc["nominated"] == []
+    assert _claimed(doc) == {PLACEHOLDER, WEB}
