@@ -178,11 +178,21 @@ class StandalonePod:
     #: ``spec.schedulingGates`` names: while any is set the scheduler does not consider the
     #: pod, and Karpenter does not provision for it.
     scheduling_gates: tuple[str, ...] = ()
+    #: ``status.nominatedNodeName``: kube-scheduler preempted pods on that node for this one,
+    #: which binds there once they are gone.
+    nominated_node_name: str | None = None
 
     @property
     def key(self) -> str:
         """``namespace/name``."""
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def preempting(self) -> bool:
+        """Pending and nominated to a node by kube-scheduler's preemption: Karpenter does not
+        provision for it (``pkg/utils/pod/scheduling.go`` ``IsPreempting``, part of
+        ``IsProvisionable``); it waits for its victims to go."""
+        return self.node_name is None and self.nominated_node_name is not None
 
     @property
     def terminal(self) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from joiner.api.plan_output import Launch as Launch
+from joiner.api.plan_output import Nominated as Nominated
 from joiner.api.plan_output import OutputModel as _Out
 from joiner.api.plan_output import Placement as Placement
 from joiner.api.plan_output import Plan as Plan
@@ -240,6 +241,10 @@ class DisruptionPlan(_Out):
     savingsPerHour: float = Field(description="Summed over the commands, USD")
     costPerHourBefore: float = Field(ge=0)
     costPerHourAfter: float = Field(ge=0)
+    nominated: list[Nominated] = Field(
+        default_factory=list,
+        description="Pending pods already nominated by preemption: not provisioned for",
+    )
     warnings: list[str] = Field(default_factory=list)
     explain: dict[str, NodeVerdictHistory] | None = Field(
         default=None, description="--explain: the verdict history of the nodes asked for"

@@ -1,7 +1,7 @@
 """The ``joiner plan -o json`` document (``docs/schemas/plan.schema.json``) and the base of
 every output model (``api.outputs`` holds the others and re-exports these).
 
-Its own module so that ``joiner plan`` builds only the five classes it writes, not the thirty
+Its own module so that ``joiner plan`` builds only the few classes it writes, not the thirty
 of the simulation summaries, disruption plans and advice (pydantic class creation is a
 measurable part of the command's start-up).
 """
@@ -53,6 +53,32 @@ class Unschedulable(OutputModel):
     reason: str
 
 
+class Nominated(OutputModel):
+    """A pending pod kube-scheduler already nominated to a node by preemption
+    (``status.nominatedNodeName``): it waits for its victims there, and Karpenter does not
+    provision for it (``pkg/utils/pod/scheduling.go`` ``IsProvisionable``)."""
+
+    pod: str = Field(description="namespace/name")
+    node: str = Field(description="status.nominatedNodeName")
+
+
+class Preemption(OutputModel):
+    """A pending pod that fits an existing node only once lower-priority pods there are
+    deleted: kube-scheduler's preemption nominates it to that node and deletes the victims."""
+
+    pod: str = Field(description="The preemptor, namespace/name")
+    node: str
+    victims: list[str] = Field(
+        min_length=1,
+        description="namespace/name, most important first; the replacements their "
+        "controllers create are pending pods of this plan",
+    )
+    notRecreated: list[str] = Field(
+        default_factory=list,
+        description="Victims without a controller: deleted, and no pod replaces them",
+    )
+
+
 class Plan(OutputModel):
     """``joiner plan -o json``: one provisioning round."""
 
@@ -62,5 +88,13 @@ class Plan(OutputModel):
     nodeClaims: list[PlannedNodeClaim]
     placements: list[Placement]
     unschedulable: list[Unschedulable]
+    preemptions: list[Preemption] = Field(
+        default_factory=list,
+        description="Pending pods placed on an existing node by preempting lower-priority pods",
+    )
+    nominated: list[Nominated] = Field(
+        default_factory=list,
+        description="Pending pods already nominated by preemption: not provisioned for",
+    )
     costPerHour: float = Field(ge=0, description="Sum of the new NodeClaims' launch prices")
     warnings: list[str] = Field(default_factory=list)

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from joiner.api.errors import InputError
+from joiner.api.grouping import plural
 from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
@@ -122,6 +123,12 @@ def disrupt(
         f"cost: [bold]${result.costPerHourBefore:.4f}/h -> ${result.costPerHourAfter:.4f}/h[/] "
         f"(saving ${result.savingsPerHour:.4f}/h)"
     )
+    if result.nominated:
+        out.print(
+            f"{plural(len(result.nominated), 'pending pod')} already nominated to a node by "
+            "preemption (status.nominatedNodeName): not provisioned for",
+            highlight=False,
+        )
     if result.unconsolidatable:
         out.print("left alone:")
     for u in result.unconsolidatable:

@@ -132,9 +132,28 @@ def plan(
     out.print(
         f"new capacity: [bold]${result.costPerHour:.4f}/h[/]; "
         f"{plural(len(result.placements), 'pod')} "
-        f"{'fits' if len(result.placements) == 1 else 'fit'} existing capacity; "
-        f"{len(result.unschedulable)} unschedulable"
+        f"{'fits' if len(result.placements) == 1 else 'fit'} existing capacity"
+        + (f", {len(result.preemptions)} by preemption" if result.preemptions else "")
+        + f"; {len(result.unschedulable)} unschedulable"
     )
+    for pr in result.preemptions:
+        gone = (
+            f" ({', '.join(pr.notRecreated)} not recreated: no controller)"
+            if pr.notRecreated
+            else ""
+        )
+        out.print(
+            f"preemption: {escape(pr.pod)} preempts {escape(', '.join(pr.victims))} on node "
+            f"{escape(pr.node)}{escape(gone)}",
+            soft_wrap=True,
+            highlight=False,
+        )
+    if result.nominated:
+        out.print(
+            f"{plural(len(result.nominated), 'pending pod')} already nominated to a node by "
+            "preemption (status.nominatedNodeName): not provisioned for",
+            highlight=False,
+        )
     grouped: dict[str, list[str]] = {}
     for u in result.unschedulable:
         grouped.setdefault(u.reason, []).append(u.pod)

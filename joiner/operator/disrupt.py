@@ -4,7 +4,9 @@ cluster, as a dry run.
 The cluster is read as ``joiner simulate`` starts from one (``sim.running.adopt``): Nodes of
 a NodePool with a known instance type, zone and capacity type are launched, initialized
 NodeClaims; Pods with ``spec.nodeName`` there are bound; other live Pods, and a workload's
-replicas not listed as Pods, are pending. ``consolidateAfter`` is treated as elapsed (unless
+replicas not listed as Pods, are pending; a pending Pod kube-scheduler nominated to a node
+by preemption (``status.nominatedNodeName``) is listed and no pass provisions for it
+(Karpenter ``IsProvisionable``). ``consolidateAfter`` is treated as elapsed (unless
 ``Never``). Each pass runs the disruption methods in Karpenter's order and the first command
 is applied as if it completed at once: replacements come up, the candidates' pods move where
 the simulation put them, the candidates go. Passes repeat until none produces a command;
@@ -30,6 +32,7 @@ from joiner.api.manifests import ManifestSet
 from joiner.api.outputs import (
     DisruptionPlan,
     NodeVerdictHistory,
+    Nominated,
     PlannedDisruption,
     PlannedReplacement,
     Unconsolidatable,
@@ -140,6 +143,12 @@ class DryRun:
         )
         self._settle_pods(at)
         _add_missing_replicas(m, self.pods)
+        #: Pending pods nominated to a node of the dry run by preemption: never demand.
+        self.nominated = [
+            Nominated(pod=f"{p.namespace}/{p.name}", node=p.nominated_node_name)
+            for p in state.pending_pods()
+            if p.nominated_node_name is not None
+        ]
 
     def _settle_pods(self, at: datetime) -> None:
         """Pods as they run at ``at``: started when their ``status.startTime`` says (a
@@ -228,6 +237,7 @@ class DryRun:
             savingsPerHour=round(sum(c.savingsPerHour for c in commands), 6),
             costPerHourBefore=round(before, 6),
             costPerHourAfter=round(_cost(state), 6),
+            nominated=self.nominated,
             warnings=self.warnings,
             explain=self._explain(history, explain)
             if history is not None and explain is not None

@@ -7,6 +7,12 @@ Cluster reading (the rules the interruption and disruption work builds on):
   requests of its Pods and of the DaemonSet pods still to come.
 * Pods with ``spec.nodeName`` are running there; Pods without it are pending. Pods on a node
   being deleted are demand, like pending pods (Karpenter pre-provisions for them).
+* A pending Pod with ``status.nominatedNodeName`` is not demand: kube-scheduler preempted
+  pods for it and it waits for them to go (Karpenter ``IsProvisionable``); it is listed.
+* A pending pod that fits no existing node may preempt lower-priority pods on one
+  (``plan_preemption``, kube-scheduler's ``DefaultPreemption``): it is placed there, and
+  its victims' replacements are demand in its place. One preemption pass runs, after a
+  first solve has shown which pods fit no existing node; the plan is then solved again.
 * A Deployment, ReplicaSet, StatefulSet or Job adds pending pods only for the replicas not
   already listed as Pods matching its selector in its namespace, named
   ``<namespace>/<workload>-<n>``.
@@ -23,6 +29,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from joiner.api import labels, quantity
 from joiner.api.errors import InputError
@@ -45,7 +52,14 @@ from joiner.api.objects import (
     StandalonePod,
     Workload,
 )
-from joiner.api.plan_output import Launch, Placement, Plan, PlannedNodeClaim, Unschedulable
+from joiner.api.plan_output import (
+    Launch,
+    Nominated,
+    Placement,
+    Plan,
+    PlannedNodeClaim,
+    Unschedulable,
+)
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.reservations import CapacityReservation, reservation_labels
@@ -69,11 +83,15 @@ from joiner.scheduling import (
     NodePoolTemplate,
     PodRequest,
     SchedulingInput,
+    SchedulingResult,
 )
 from joiner.scheduling.costopt import scheduler_for
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
+
+if TYPE_CHECKING:
+    from joiner.operator.plan_preemption import PreemptionRound
 
 _OFFER_KEYS = (
     labels.ZONE,
@@ -94,6 +112,9 @@ class _Pending:
     name: str
     template: PodTemplate
     volume_terms: tuple[Requirements, ...] = ()
+    #: Still running on a node being deleted: demand for Karpenter, but not a pod
+    #: kube-scheduler tries to place (or preempts for).
+    running: bool = False
 
 
 def planning_cloud(
@@ -273,12 +294,13 @@ def missing_replicas(m: ManifestSet) -> list[tuple[Workload, str]]:
 class _Demand:
     """What the cluster's pods ask for: pods to place (``pending``), each target node's
     requests in use (``used``, of them DaemonSet pods' ``daemon_used``), pods pinned to a
-    node by name (``pinned``)."""
+    node by name (``pinned``), pods already nominated by preemption (``nominated``)."""
 
     pending: list[_Pending]
     used: dict[str, quantity.Resources]
     daemon_used: dict[str, quantity.Resources]
     pinned: list[Unschedulable]
+    nominated: list[Nominated]
 
 
 def _read_pods(
@@ -289,7 +311,7 @@ def _read_pods(
 ) -> _Demand:
     """The live pods read as the module docstring says (workload replicas not listed as Pods
     are added by the caller)."""
-    demand = _Demand([], {name: {} for name in targets}, {name: {} for name in targets}, [])
+    demand = _Demand([], {name: {} for name in targets}, {name: {} for name in targets}, [], [])
     ds_owners = {f"DaemonSet/{d.name}" for d in m.daemonsets}
     for p in m.pods:
         if p.terminal:
@@ -305,7 +327,7 @@ def _read_pods(
         elif p.node_name in live_nodes and live_nodes[p.node_name].deleting:
             # On a node being deleted: it must move, so it is demand (Karpenter).
             if p.provisionable:
-                demand.pending.append(_Pending(p.key, p.key, p.template))
+                demand.pending.append(_Pending(p.key, p.key, p.template, running=True))
         elif p.node_name not in live_nodes:
             warnings.append(
                 f"{p.source.file}: {p.source.ref}: runs on node {p.node_name!r}, which is not in "
@@ -316,8 +338,12 @@ def _read_pods(
 
 def _unbound(p: StandalonePod, demand: _Demand) -> None:
     """A live pod without a node: pending if provisionable; pinned to a node by name (not a
-    DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it."""
-    if p.provisionable:
+    DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it;
+    nominated to a node by preemption: listed, not demand (Karpenter
+    ``pkg/utils/pod/scheduling.go`` ``IsProvisionable``, ``IsPreempting``)."""
+    if p.preempting and p.nominated_node_name is not None:
+        demand.nominated.append(Nominated(pod=p.key, node=p.nominated_node_name))
+    elif p.provisionable:
         demand.pending.append(_Pending(p.key, p.key, p.template))
     elif (
         p.template.pinned
@@ -341,12 +367,7 @@ def _existing(
     existing = []
     for name in sorted(targets):
         node = targets[name]
-        expected = overhead_on_node(dict(node.labels), node.taints, daemonsets)
-        daemon_used = demand.daemon_used[name]
-        to_come = {k: max(0, v - daemon_used.get(k, 0)) for k, v in expected.items()}
-        available = quantity.subtract(
-            quantity.subtract(dict(node.allocatable), demand.used[name]), to_come
-        )
+        available = quantity.subtract(_room(node, demand, daemonsets), demand.used[name])
         existing.append(
             ExistingNode(
                 name=name,
@@ -358,6 +379,14 @@ def _existing(
             )
         )
     return existing
+
+
+def _room(node: ClusterNode, demand: _Demand, daemonsets: list[PodTemplate]) -> quantity.Resources:
+    """A target node's allocatable less the requests of its DaemonSet pods still to come."""
+    expected = overhead_on_node(dict(node.labels), node.taints, daemonsets)
+    daemon_used = demand.daemon_used[node.name]
+    to_come = {k: max(0, v - daemon_used.get(k, 0)) for k, v in expected.items()}
+    return quantity.subtract(dict(node.allocatable), to_come)
 
 
 def _templates(
@@ -587,6 +616,84 @@ def _one_zone_warning(claims: list[PlannedNodeClaim]) -> list[str]:
     return []
 
 
+def _bound(
+    m: ManifestSet, targets: dict[str, ClusterNode], rnd: PreemptionRound | None
+) -> tuple[BoundPod, ...]:
+    """The pods running on target nodes, as a solve sees them: the dump's, less the
+    preemption victims, with the preemptors on their nodes."""
+    running = tuple(
+        BoundPod(
+            node=p.node_name,
+            namespace=p.namespace,
+            labels=p.template.labels,
+            anti_affinity=p.template.pod_anti_affinity,
+            host_ports=p.template.host_ports,
+        )
+        for p in m.pods
+        if not p.terminal and p.node_name in targets and (rnd is None or p.key not in rnd.victims)
+    )
+    if rnd is None:
+        return running
+    from joiner.state.snapshot import bound_pod
+
+    return running + tuple(bound_pod(node, t) for node, t in rnd.placed.values())
+
+
+def _preemption(
+    m: ManifestSet,
+    targets: dict[str, ClusterNode],
+    demand: _Demand,
+    daemonsets: list[PodTemplate],
+    result: SchedulingResult,
+) -> PreemptionRound | None:
+    """kube-scheduler's preemption (``plan_preemption``) for the pending pods the first
+    solve placed on no existing or in-flight node; None when none of them outranks a pod
+    running on a target node (the module and the simulation's preemption model are imported
+    only otherwise)."""
+    placed = {uid for uid, _ in result.existing_placements}
+    requests, _ = _requests(demand.pending, m)  # pods whose volumes are missing: none
+    running = {p.uid for p in demand.pending if p.running}
+    tried = [(r.uid, r.template) for r in requests if r.uid not in placed and r.uid not in running]
+    lowest = min(
+        (
+            p.template.priority_value
+            for p in m.pods
+            if not p.terminal
+            and p.node_name in targets
+            and not (p.owner or "").startswith("DaemonSet/")
+        ),
+        default=None,
+    )
+    if lowest is None or all(t.priority_value <= lowest for _, t in tried):
+        return None  # no pod tried outranks a pod running on a target node
+    from joiner.operator.plan_preemption import preempt
+
+    room = {name: _room(node, demand, daemonsets) for name, node in targets.items()}
+    terms = {r.template: r.volume_terms for r in requests if r.volume_terms}
+    return preempt(m, targets, room, tried, terms)
+
+
+def _after_preemption(demand: _Demand, rnd: PreemptionRound) -> _Demand:
+    """The demand once the preemptions are done: each preemptor holds room on its node, the
+    victims' room is free, and the replacements of victims with a controller (and pods
+    whose nomination a preemption cleared) are pending in the preemptors' place."""
+    used = {name: dict(r) for name, r in demand.used.items()}
+    for node, template in rnd.placed.values():
+        used[node] = quantity.add(used[node], template.requests)
+    for node, victim in rnd.victims.values():
+        used[node] = quantity.subtract(used[node], victim.template.requests)
+    pending = [p for p in demand.pending if p.uid not in rnd.placed]
+    pending += [
+        _Pending(key, key, victim.template)
+        for key, (_, victim) in rnd.victims.items()
+        if victim.owner is not None
+    ]
+    pending += [_Pending(key, key, template) for key, template in rnd.released]
+    released = {key for key, _ in rnd.released}
+    nominated = [n for n in demand.nominated if n.pod not in released]
+    return _Demand(pending, used, demand.daemon_used, demand.pinned, nominated)
+
+
 def build_plan(
     m: ManifestSet,
     catalog: Catalog,
@@ -630,28 +737,29 @@ def build_plan(
     demand = _read_pods(m, targets, live_nodes, warnings)
     demand.pending += [_Pending(name, name, w.template) for w, name in missing_replicas(m)]
     in_flight = _in_flight(m, live_nodes, daemonsets, warnings)
-    bound = tuple(
-        BoundPod(
-            node=p.node_name,
-            namespace=p.namespace,
-            labels=p.template.labels,
-            anti_affinity=p.template.pod_anti_affinity,
-            host_ports=p.template.host_ports,
+    nodepools = tuple(_templates(m, cloud, in_flight))
+
+    def solve(
+        d: _Demand, rnd: PreemptionRound | None
+    ) -> tuple[SchedulingResult, list[Unschedulable]]:
+        requests, missing = _requests(d.pending, m)
+        result = scheduler_for(packing).solve(
+            SchedulingInput(
+                pods=tuple(requests),
+                existing=(*_existing(targets, d, daemonsets), *in_flight),
+                nodepools=nodepools,
+                daemonsets=tuple(daemonsets),
+                bound_pods=_bound(m, targets, rnd),
+                min_values_policy=min_values_policy,
+            )
         )
-        for p in m.pods
-        if not p.terminal and p.node_name in targets
-    )
-    requests, missing = _requests(demand.pending, m)
-    result = scheduler_for(packing).solve(
-        SchedulingInput(
-            pods=tuple(requests),
-            existing=(*_existing(targets, demand, daemonsets), *in_flight),
-            nodepools=tuple(_templates(m, cloud, in_flight)),
-            daemonsets=tuple(daemonsets),
-            bound_pods=bound,
-            min_values_policy=min_values_policy,
-        )
-    )
+        return result, missing
+
+    result, missing = solve(demand, None)
+    rnd = _preemption(m, targets, demand, daemonsets, result)
+    if rnd is not None and rnd.preemptions:
+        demand = _after_preemption(demand, rnd)
+        result, missing = solve(demand, rnd)
     # planning_cloud raised unless the NodeClasses are all KWOKNodeClasses or all EC2 ones.
     kwok = any(nc.source.kind == KWOKNODECLASS_KIND for nc in m.nodeclasses)
     launcher = _Launcher({p.name: p for p in m.nodepools}, region, min_values_policy, kwok)
@@ -672,6 +780,8 @@ def build_plan(
         nodeClaims=claims,
         placements=[Placement(pod=u, node=n) for u, n in result.existing_placements],
         unschedulable=unschedulable,
+        preemptions=rnd.preemptions if rnd is not None else [],
+        nominated=demand.nominated,
         costPerHour=round(sum(c.launch.pricePerHour for c in claims), 6),
         warnings=warnings + _one_zone_warning(claims),
     )

@@ -8,7 +8,8 @@ of that NodePool, backed by an instance whose id is the last segment of ``spec.p
 A Node being deleted is adopted marked deleting (its pods are demand; the caller drains it).
 A NodeClaim launched but not registered is in-flight. A Pod with ``spec.nodeName`` on an
 adopted node is bound there at t=0; other live Pods start pending, except pods held by
-scheduling gates. A pod selected by a workload belongs to it, so the workload only creates
+scheduling gates; a pending Pod nominated (``status.nominatedNodeName``) to an adopted node
+keeps its nomination. A pod selected by a workload belongs to it, so the workload only creates
 the replicas that are missing. Finished pods are ignored.
 """
 
@@ -353,6 +354,10 @@ def _adopt_pods(
         if p.node_name in adopted:
             pod.node_name = p.node_name
             pod.bound_at_s = 0.0
+        elif p.preempting and p.nominated_node_name in adopted:
+            # kube-scheduler nominated it there by preemption: it waits for its victims, and
+            # Karpenter does not provision for it (``IsProvisionable``).
+            pod.nominated_node_name = p.nominated_node_name
         elif p.node_name is not None:
             moved.append(f"{p.key} (node {p.node_name})")
     if gated:

@@ -218,6 +218,9 @@ class PodStatus(Model):
     phase: str | None = None
     #: When the kubelet started it (a duration-valued do-not-disrupt counts from here).
     startTime: datetime | None = None
+    #: The node kube-scheduler preempted pods on for this pod; it binds there once they are
+    #: gone (Karpenter does not provision for it).
+    nominatedNodeName: StrictStr | None = None
 
 
 class Pod(Model):

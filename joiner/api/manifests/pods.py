@@ -358,6 +358,7 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
         if doc.status.startTime is None or doc.status.startTime.tzinfo is not None
         else doc.status.startTime.replace(tzinfo=UTC),
         scheduling_gates=tuple(g.name for g in doc.spec.schedulingGates),
+        nominated_node_name=doc.status.nominatedNodeName or None,
     )
 
 

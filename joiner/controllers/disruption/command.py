@@ -159,7 +159,9 @@ def simulate(
     buffer = ctx.provisioner.buffers
     virtual = buffer.virtual_pods() if buffer is not None else []
     pods = [
-        *state.pending_pods(),
+        # Karpenter ``GetPendingPods`` keeps provisionable pods only (``IsProvisionable``): a
+        # preemptor nominated to a node (``IsPreempting``) waits for its victims there.
+        *(p for p in state.pending_pods() if p.nominated_node_name is None),
         # SimulateScheduling's pending pods include CapacityBuffer virtual pods; a
         # replacement must hold them too, so their new NodeClaims count (below).
         *virtual,
