@@ -4,10 +4,12 @@ cluster, as a dry run.
 The cluster is read as ``joiner simulate`` starts from one (``sim.running.adopt``): Nodes of
 a NodePool with a known instance type, zone and capacity type are launched, initialized
 NodeClaims; Pods with ``spec.nodeName`` there are bound; other live Pods, and a workload's
-replicas not listed as Pods, are pending. ``consolidateAfter`` is treated as elapsed (unless
-``Never``). Each pass runs the disruption methods in Karpenter's order and the first command
-is applied as if it completed at once: replacements come up, the candidates' pods move where
-the simulation put them, the candidates go. Passes repeat until none produces a command;
+replicas not listed as Pods, are pending. ``consolidateAfter`` counts from the node's
+NodeClaim's ``status.lastPodEventTime`` (else its ``Initialized`` condition's transition time)
+at ``at``; when the dump has neither, it is treated as elapsed (unless ``Never``). Each
+pass runs the disruption methods in Karpenter's order and the first command is applied as
+if it completed at once: replacements come up, the candidates' pods move where the
+simulation put them, the candidates go. Passes repeat until none produces a command;
 every node no command touched is listed with the reason the last pass gave.
 
 Budget schedules are evaluated at ``at`` (UTC). Nodes that are not managed by a NodePool
@@ -26,6 +28,7 @@ from datetime import datetime
 from joiner.api import labels
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet
+from joiner.api.objects import ClusterNodeClaim
 from joiner.api.outputs import (
     DisruptionPlan,
     PlannedDisruption,
@@ -52,7 +55,7 @@ from joiner.sim.clock import SimClock
 from joiner.sim.running import adopt, cluster_state
 from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import PodFactory
-from joiner.state.cluster import ClusterState
+from joiner.state.cluster import ClusterState, Node
 
 #: Safety stop for the pass loop (each command removes or cheapens at least one node).
 MAX_COMMANDS = 1000
@@ -136,7 +139,39 @@ class DryRun:
             m, state, self.cloud, self.pods, {w.key: w for w in m.workloads}, settles_pending=True
         )
         self._settle_pods(at)
+        self._settle_nodes(at)
         _add_missing_replicas(m, self.pods)
+
+    def _settle_nodes(self, at: datetime) -> None:
+        """Each adopted node's last pod event at ``at``, from its NodeClaim in the dump, as
+        Karpenter's consolidation reads it (pkg/controllers/nodeclaim/disruption/
+        consolidation.go ``Consolidation.Reconcile``): ``status.lastPodEventTime``, else
+        the ``Initialized`` condition's transition time. A NodeClaim with neither whose
+        ``Consolidatable`` condition is False counts from ``at``; otherwise nothing is
+        known and ``consolidateAfter`` is taken as passed."""
+        for claim in self.manifests.nodeclaims:
+            node = self._adopted_node(claim)
+            if node is None:
+                continue
+            since = claim.last_pod_event_at or claim.initialized_at
+            if since is not None:
+                node.last_pod_event_s = (since - at).total_seconds()
+            elif claim.consolidatable == "False":
+                node.last_pod_event_s = 0.0
+
+    def _adopted_node(self, claim: ClusterNodeClaim) -> Node | None:
+        """The managed node adopted from ``claim``'s Node (by ``status.nodeName``, else by
+        provider id), or None."""
+        names = {n.name for n in self.manifests.nodes if n.name == claim.node_name} or {
+            n.name
+            for n in self.manifests.nodes
+            if claim.provider_id is not None and n.provider_id == claim.provider_id
+        }
+        for name in sorted(names):
+            node = self.state.nodes.get(name)
+            if node is not None and node.nodeclaim is not None:
+                return node
+        return None
 
     def _settle_pods(self, at: datetime) -> None:
         """Pods as they run at ``at``: started when their ``status.startTime`` says (a

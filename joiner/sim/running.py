@@ -5,7 +5,11 @@ A Node labelled ``karpenter.sh/nodepool`` (or the legacy provisioner-name) whose
 type, zone and capacity type are known becomes a launched, registered, initialized NodeClaim
 of that NodePool, backed by an instance whose id is the last segment of ``spec.providerID``
 (so captured EventBridge messages find it). A Node outside any NodePool is static capacity.
-A Node being deleted is adopted marked deleting (its pods are demand; the caller drains it).
+A Node being deleted (or whose NodeClaim is) is adopted marked deleting (its pods are
+demand; the caller drains it). A Node keeps its ``Ready`` condition (NotReady counts
+against its NodePool's disruption budgets, and nothing is placed on it), its other
+conditions, and the taints the node lifecycle controller keeps for them and for a cordon
+(``ClusterNode.scheduling_taints``); a Node without conditions is Ready.
 A NodeClaim launched but not registered is in-flight. A Pod with ``spec.nodeName`` on an
 adopted node is bound there at t=0; other live Pods start pending, except pods held by
 scheduling gates. A pod selected by a workload belongs to it, so the workload only creates
@@ -21,13 +25,13 @@ from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.cluster_notes import gated_warning, static_capacity_warning
 from joiner.api.manifests.pods import selects
-from joiner.api.objects import ClusterNode, PodTemplate, Taint
+from joiner.api.objects import ClusterNode, PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CloudProviderError, NodeClassNotReadyError
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.workloads import PodFactory
-from joiner.state.cluster import ClusterState, Node, NodeClaim
+from joiner.state.cluster import ClusterState, Node, NodeClaim, NodeCondition
 
 
 def cluster_state(m: ManifestSet) -> tuple[ClusterState, list[str]]:
@@ -52,28 +56,27 @@ def cluster_state(m: ManifestSet) -> tuple[ClusterState, list[str]]:
     return state, warnings
 
 
-def _cordon_taint(n: ClusterNode) -> tuple[Taint, ...]:
-    """A cordoned node (``spec.unschedulable``) as kube-scheduler sees it: tainted
-    ``node.kubernetes.io/unschedulable:NoSchedule``."""
-    if not n.unschedulable or any(t.key == labels.TAINT_UNSCHEDULABLE for t in n.taints):
-        return n.taints
-    return (*n.taints, Taint(labels.TAINT_UNSCHEDULABLE, "", "NoSchedule"))
+def _conditions(n: ClusterNode) -> dict[str, NodeCondition]:
+    """The dump's node conditions at t=0 (their transition times are not kept)."""
+    return {type_: NodeCondition(status, 0.0) for type_, status in n.conditions}
 
 
 def _static_node(n: ClusterNode) -> Node:
-    """A node no NodePool manages, as static capacity: Ready, never disrupted."""
+    """A node no NodePool manages, as static capacity: never disrupted; its readiness, cordon
+    and conditions' taints as the dump has them (``ClusterNode.scheduling_taints``)."""
     node_labels = dict(n.labels)
     node_labels.setdefault(labels.HOSTNAME, n.name)
     return Node(
         name=n.name,
         nodeclaim=None,
         labels=node_labels,
-        taints=_cordon_taint(n),
+        taints=n.scheduling_taints,
         capacity=dict(n.capacity),
         allocatable=dict(n.allocatable),
         created_at_s=0.0,
-        ready=True,
+        ready=n.ready,
         deleting=n.deleting,
+        conditions=_conditions(n),
     )
 
 
@@ -288,12 +291,13 @@ def _adopt_node(
         name=n.name,
         nodeclaim=claim.name,
         labels=node_labels,
-        taints=_cordon_taint(n),
+        taints=n.scheduling_taints,
         capacity=dict(n.capacity) or dict(it.capacity),
         allocatable=dict(n.allocatable) or dict(it.allocatable),
         created_at_s=0.0,
-        ready=True,
+        ready=n.ready,
         deleting=n.deleting,
+        conditions=_conditions(n),
         do_not_disrupt=dict(n.annotations).get(labels.DO_NOT_DISRUPT) == "true",
         scale_down_disabled=dict(n.annotations).get(labels.CA_SCALE_DOWN_DISABLED) == "true",
     )
