@@ -502,6 +502,12 @@ class SimulationRuntime(ControllerHost):
         for claim in in_flight:  # launched before t=0: the kubelet model registers it
             for listener in self.lifecycle.launch_listeners:
                 listener(claim)
+        for claim in self.state.live_nodeclaims():
+            node = self.state.node_of_claim(claim)
+            if claim.initialized_at_s is None and node is not None and node.ready:
+                # Ready but not initialized in the dump: its initialization completes at
+                # the start (a NotReady one waits, as Karpenter's initialization does).
+                self.clock.at(0.0, partial(self.kubelet.ready, claim), label="node-ready")
         for node in [n for _, n in sorted(self.state.nodes.items()) if n.deleting]:
             # Being deleted in the dump: Karpenter's termination controller drains it.
             self.clock.at(0.0, partial(self.terminator.drain, node, "deleting"), label="drain")

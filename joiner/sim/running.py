@@ -2,14 +2,15 @@
 ``joiner plan`` reads them.
 
 A Node labelled ``karpenter.sh/nodepool`` (or the legacy provisioner-name) whose instance
-type, zone and capacity type are known becomes a launched, registered, initialized NodeClaim
-of that NodePool, backed by an instance whose id is the last segment of ``spec.providerID``
-(so captured EventBridge messages find it). A Node outside any NodePool is static capacity.
-A Node being deleted (or whose NodeClaim is) is adopted marked deleting (its pods are
-demand; the caller drains it). A Node keeps its ``Ready`` condition (NotReady counts
-against its NodePool's disruption budgets, and nothing is placed on it), its other
-conditions, and the taints the node lifecycle controller keeps for them and for a cordon
-(``ClusterNode.scheduling_taints``); a Node without conditions is Ready.
+type, zone and capacity type are known becomes a launched, registered NodeClaim of that
+NodePool, initialized unless the dump holds its NodeClaim and the Node lacks
+``karpenter.sh/initialized`` (``_initialized``), backed by an instance whose id is the last
+segment of ``spec.providerID`` (so captured EventBridge messages find it). A Node outside
+any NodePool is static capacity. A Node being deleted (or whose NodeClaim is) is adopted
+marked deleting (its pods are demand; the caller drains it). A Node keeps its ``Ready``
+condition (NotReady counts against its NodePool's disruption budgets, and nothing is placed
+on it), its other conditions, and the taints the node lifecycle controller keeps for them
+and for a cordon (``ClusterNode.scheduling_taints``); a Node without conditions is Ready.
 A NodeClaim launched but not registered is in-flight. A Pod with ``spec.nodeName`` on an
 adopted node is bound there at t=0; other live Pods start pending, except pods held by
 scheduling gates. A pod selected by a workload belongs to it, so the workload only creates
@@ -174,8 +175,9 @@ def adopt(
     ``settles_pending``: the caller places the pods that would start pending before it
     reads the cluster (``joiner disrupt``), so no warning says they start pending.
 
-    * A Node of a NodePool in the manifests becomes a launched, initialized NodeClaim and
-      its Node (marked deleting when the dump shows it being deleted: the caller drains it).
+    * A Node of a NodePool in the manifests becomes a launched NodeClaim (initialized as
+      ``_initialized`` says) and its Node (marked deleting when the dump shows it being
+      deleted: the caller drains it).
     * A Node no NodePool manages (EKS managed node group, self-managed, Fargate) is static
       capacity (``Node.nodeclaim is None``), as Karpenter's cluster state counts every Node.
     * A NodeClaim launched but not registered is in-flight capacity; ``on_in_flight`` hears
@@ -222,6 +224,19 @@ def _adopt_nodes(
     return adopted
 
 
+def _initialized(n: ClusterNode, m: ManifestSet) -> bool:
+    """Whether Node ``n`` of a NodePool is initialized: with its NodeClaim in the dump
+    (by ``status.nodeName`` or provider ID), when it carries ``karpenter.sh/initialized:
+    "true"``, as Karpenter's cluster state reads it (``StateNode.Initialized``,
+    pkg/controllers/state/statenode.go); a Node whose NodeClaim is not in the manifests
+    (hand-written) is taken as initialized."""
+    has_claim = any(
+        c.node_name == n.name or (n.provider_id is not None and c.provider_id == n.provider_id)
+        for c in m.nodeclaims
+    )
+    return not has_claim or dict(n.labels).get(labels.INITIALIZED) == "true"
+
+
 def _adopt_node(
     n: ClusterNode,
     nodepool: str,
@@ -229,7 +244,7 @@ def _adopt_node(
     state: ClusterState,
     cloud: SimulatedCloudProvider,
 ) -> str | None:
-    """Adopt Node ``n`` of NodePool ``nodepool`` as a launched, initialized NodeClaim backed
+    """Adopt Node ``n`` of NodePool ``nodepool`` as a launched NodeClaim backed
     by a simulated instance; None when done, else why it is not part of the starting cluster
     (a warning without the Node's location)."""
     pool = state.nodepools.get(nodepool)
@@ -268,7 +283,9 @@ def _adopt_node(
         return f"{exc}; not part of the starting cluster"
     node_labels.setdefault(labels.HOSTNAME, n.name)
     node_labels.setdefault(labels.NODEPOOL, pool.name)
-    node_labels[labels.INITIALIZED] = "true"
+    initialized = _initialized(n, m)
+    if initialized:
+        node_labels[labels.INITIALIZED] = "true"
     claim = NodeClaim(
         name=n.name,
         nodepool=pool.name,
@@ -283,7 +300,7 @@ def _adopt_node(
         instance=instance,
         launched_at_s=0.0,
         registered_at_s=0.0,
-        initialized_at_s=0.0,
+        initialized_at_s=0.0 if initialized else None,
         node_name=n.name,
     )
     state.nodeclaims[claim.name] = claim

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 from joiner.api.manifests import load_text
 from joiner.cloudprovider.catalog import Catalog
-from joiner.operator.disrupt import build_disruption_plan
+from joiner.controllers.disruption.budgets import pool_counts
+from joiner.operator.disrupt import DryRun, build_disruption_plan
 from joiner.operator.plan import build_plan
 
 REGION = "us-east-1"
@@ -64,6 +65,9 @@ status:
 {status}
 """
 
+
+#: The label Karpenter puts on a Node it has initialized (a real dump's nodes have it).
+INITIALIZED = "    karpenter.sh/initialized: 'true'"
 
 NOT_READY = """
   conditions:
@@ -141,7 +145,8 @@ status:
   providerID: aws:///us-east-1a/i-gone
   nodeName: gone
 """
-    m = load_text(POOL + _node("gone") + _node("a") + _node("b") + claim)
+    gone = _node("gone", extra_meta=INITIALIZED)
+    m = load_text(POOL + gone + _node("a") + _node("b") + claim)
     assert [n.name for n in m.nodes if n.deleting] == ["gone"]
     plan = build_disruption_plan(m, Catalog.load(), REGION, at=AT)
     assert plan.commands == []
@@ -169,13 +174,14 @@ status:
   conditions:
     - {type: Initialized, status: "True", lastTransitionTime: "2025-01-01T00:00:00Z"}
 """
-    plan = _disrupt(_node("a") + claim)
+    node = _node("a", extra_meta=INITIALIZED)
+    plan = _disrupt(node + claim)
     assert plan.commands == []
     reason = {u.node: u.reason for u in plan.unconsolidatable}["a"]
     assert reason == "empty, but consolidateAfter (10m) has not passed"
     # The same NodeClaim with its last pod event 11 minutes before: consolidated.
     old = claim.replace("20:58:00Z", "20:49:00Z")
-    assert [c.candidates for c in _disrupt(_node("a") + old).commands] == [["a"]]
+    assert [c.candidates for c in _disrupt(node + old).commands] == [["a"]]
 
 
 def test_a_cordoned_node_is_not_a_target_for_pending_pods():
@@ -215,3 +221,50 @@ def test_unknown_ready_is_unreachable():
     (node,) = load_text(POOL + _node("lost", status=unknown)).nodes
     assert not node.ready
     assert [str(t) for t in node.scheduling_taints] == ["node.kubernetes.io/unreachable:NoSchedule"]
+
+
+def _claim_for(node: str) -> str:
+    """The dump's NodeClaim of Node ``node`` (Initialized long ago)."""
+    return f"""
+---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: web-{node}
+  labels: {{karpenter.sh/nodepool: web}}
+spec:
+  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+  requirements: [{{key: karpenter.sh/nodepool, operator: In, values: [web]}}]
+status:
+  providerID: aws:///us-east-1a/i-{node}
+  nodeName: {node}
+"""
+
+
+def test_a_node_not_yet_initialized_is_not_counted_by_the_budget():
+    """BuildDisruptionBudgetMapping skips managed nodes that are not initialized: a NotReady
+    node whose NodeClaim is in the dump and which lacks karpenter.sh/initialized uses none of
+    the budget, so another node may go; with the label it is counted."""
+    starting = _node("new", status=NOT_READY) + _claim_for("new")
+    dry = DryRun(
+        load_text(POOL + starting + _node("a") + _node("b")), Catalog.load(), REGION, at=AT
+    )
+    assert pool_counts(dry.state, "web") == (2, 0)
+    plan = dry.plan()
+    assert len(plan.commands) >= 1
+    assert {u.node: u.reason for u in plan.unconsolidatable}["new"] == "not initialized yet"
+    counted = _node("new", extra_meta=INITIALIZED, status=NOT_READY) + _claim_for("new")
+    dry = DryRun(load_text(POOL + counted + _node("a") + _node("b")), Catalog.load(), REGION, at=AT)
+    assert pool_counts(dry.state, "web") == (3, 1)
+    assert dry.plan().commands == []
+
+
+def test_the_start_state_keeps_readiness_conditions_and_cordons():
+    """The state simulate and disrupt start from: NotReady, its condition and its taint."""
+    text = _node("bad", status=NOT_READY) + _node("cordoned", spec="  unschedulable: true")
+    state = DryRun(load_text(POOL + text), Catalog.load(), REGION, at=AT).state
+    bad, cordoned = state.nodes["bad"], state.nodes["cordoned"]
+    assert not bad.ready and bad.conditions["Ready"].status == "False"
+    assert [str(t) for t in bad.taints] == ["node.kubernetes.io/not-ready:NoSchedule"]
+    assert cordoned.ready
+    assert [str(t) for t in cordoned.taints] == ["node.kubernetes.io/unschedulable:NoSchedule"]
