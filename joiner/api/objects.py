@@ -7,6 +7,7 @@ the simulation read only these. Scheduling-relevant pod facts live in the frozen
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -267,16 +268,26 @@ class ClusterNode:
         node_lifecycle_controller.go ``doNoScheduleTaintingPass``). The ``NoExecute``
         ``not-ready``/``unreachable`` taints are not added: admission gives every pod a
         toleration for them (``DefaultTolerationSeconds``)."""
-        keys = [labels.CONDITION_TAINTS.get(c) for c in self.conditions]
-        if self.unschedulable:
-            keys.append(labels.TAINT_UNSCHEDULABLE)
-        present = {(t.key, t.effect) for t in self.taints}
-        added = tuple(
-            Taint(key, "NoSchedule")
-            for key in dict.fromkeys(k for k in keys if k is not None)
-            if (key, "NoSchedule") not in present
-        )
-        return (*self.taints, *added)
+        return lifecycle_taints(self.taints, self.conditions, unschedulable=self.unschedulable)
+
+
+def lifecycle_taints(
+    taints: tuple[Taint, ...], conditions: Iterable[tuple[str, str]], *, unschedulable: bool
+) -> tuple[Taint, ...]:
+    """``taints`` plus the ``NoSchedule`` taints the node lifecycle controller keeps for a
+    Node's (condition type, status) pairs (``labels.CONDITION_TAINTS``) and for
+    ``spec.unschedulable``, those not already there, in that order (Kubernetes
+    pkg/controller/nodelifecycle/node_lifecycle_controller.go ``doNoScheduleTaintingPass``)."""
+    keys = [labels.CONDITION_TAINTS.get(c) for c in conditions]
+    if unschedulable:
+        keys.append(labels.TAINT_UNSCHEDULABLE)
+    present = {(t.key, t.effect) for t in taints}
+    added = tuple(
+        Taint(key, "NoSchedule")
+        for key in dict.fromkeys(k for k in keys if k is not None)
+        if (key, "NoSchedule") not in present
+    )
+    return (*taints, *added)
 
 
 @dataclass(frozen=True, slots=True)
