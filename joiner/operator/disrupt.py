@@ -28,7 +28,6 @@ from datetime import datetime
 from joiner.api import labels
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet
-from joiner.api.objects import ClusterNodeClaim
 from joiner.api.outputs import (
     DisruptionPlan,
     PlannedDisruption,
@@ -52,10 +51,10 @@ from joiner.operator.composition import Hooks, Options, Ports, new_controllers
 from joiner.operator.plan import missing_replicas, planning_cloud
 from joiner.scheduling.costopt import KARPENTER
 from joiner.sim.clock import SimClock
-from joiner.sim.running import adopt, cluster_state
+from joiner.sim.running import adopt, cluster_state, last_pod_events
 from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import PodFactory
-from joiner.state.cluster import ClusterState, Node
+from joiner.state.cluster import ClusterState
 
 #: Safety stop for the pass loop (each command removes or cheapens at least one node).
 MAX_COMMANDS = 1000
@@ -139,39 +138,8 @@ class DryRun:
             m, state, self.cloud, self.pods, {w.key: w for w in m.workloads}, settles_pending=True
         )
         self._settle_pods(at)
-        self._settle_nodes(at)
+        last_pod_events(m, state, at)
         _add_missing_replicas(m, self.pods)
-
-    def _settle_nodes(self, at: datetime) -> None:
-        """Each adopted node's last pod event at ``at``, from its NodeClaim in the dump, as
-        Karpenter's consolidation reads it (pkg/controllers/nodeclaim/disruption/
-        consolidation.go ``Consolidation.Reconcile``): ``status.lastPodEventTime``, else
-        the ``Initialized`` condition's transition time. A NodeClaim with neither whose
-        ``Consolidatable`` condition is False counts from ``at``; otherwise nothing is
-        known and ``consolidateAfter`` is taken as passed."""
-        for claim in self.manifests.nodeclaims:
-            node = self._adopted_node(claim)
-            if node is None:
-                continue
-            since = claim.last_pod_event_at or claim.initialized_at
-            if since is not None:
-                node.last_pod_event_s = (since - at).total_seconds()
-            elif claim.consolidatable == "False":
-                node.last_pod_event_s = 0.0
-
-    def _adopted_node(self, claim: ClusterNodeClaim) -> Node | None:
-        """The managed node adopted from ``claim``'s Node (by ``status.nodeName``, else by
-        provider id), or None."""
-        names = {n.name for n in self.manifests.nodes if n.name == claim.node_name} or {
-            n.name
-            for n in self.manifests.nodes
-            if claim.provider_id is not None and n.provider_id == claim.provider_id
-        }
-        for name in sorted(names):
-            node = self.state.nodes.get(name)
-            if node is not None and node.nodeclaim is not None:
-                return node
-        return None
 
     def _settle_pods(self, at: datetime) -> None:
         """Pods as they run at ``at``: started when their ``status.startTime`` says (a

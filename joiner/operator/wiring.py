@@ -49,7 +49,7 @@ from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary
-from joiner.sim.running import adopt, cluster_state
+from joiner.sim.running import adopt, cluster_state, last_pod_events
 from joiner.sim.scenario import Scenario
 from joiner.sim.schedules import ScheduleRunner
 from joiner.sim.timeline import SimTimeline
@@ -499,6 +499,8 @@ class SimulationRuntime(ControllerHost):
             self._by_owner,
             on_in_flight=in_flight.append,
         )
+        # consolidateAfter counts from the dump's last pod events, startTime being t=0.
+        last_pod_events(self.scenario.manifests, self.state, self.scenario.start_time)
         for claim in in_flight:  # launched before t=0: the kubelet model registers it
             for listener in self.lifecycle.launch_listeners:
                 listener(claim)

@@ -20,13 +20,14 @@ the replicas that are missing. Finished pods are ignored.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 
 from joiner.api import durations, labels
 from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.cluster_notes import gated_warning, static_capacity_warning
 from joiner.api.manifests.pods import selects
-from joiner.api.objects import ClusterNode, PodTemplate
+from joiner.api.objects import ClusterNode, ClusterNodeClaim, PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CloudProviderError, NodeClassNotReadyError
@@ -379,3 +380,34 @@ def _adopt_pods(
     if gated:
         warnings.append(gated_warning(gated))
     return moved
+
+
+def last_pod_events(m: ManifestSet, state: ClusterState, at: datetime) -> None:
+    """Set each adopted managed node's last pod event (``Node.last_pod_event_s``, run time 0
+    being ``at``) from its NodeClaim in the dump, as Karpenter's consolidation reads it
+    (pkg/controllers/nodeclaim/disruption/consolidation.go ``Consolidation.Reconcile``):
+    ``status.lastPodEventTime``, else the ``Initialized`` condition's transition time; a
+    NodeClaim with neither whose ``Consolidatable`` condition is False counts from ``at``.
+    A time after ``at`` counts from ``at``. Without any of these nothing is set (the
+    caller's default: from the node's adoption, or elapsed in ``joiner disrupt``)."""
+    for claim in m.nodeclaims:
+        node = _adopted_node(m, state, claim)
+        if node is None:
+            continue
+        since = claim.last_pod_event_at or claim.initialized_at
+        if since is not None:
+            node.last_pod_event_s = min((since - at).total_seconds(), 0.0)
+        elif claim.consolidatable == "False":
+            node.last_pod_event_s = 0.0
+
+
+def _adopted_node(m: ManifestSet, state: ClusterState, claim: ClusterNodeClaim) -> Node | None:
+    """The managed node adopted from ``claim``'s Node (by ``status.nodeName``, else by
+    provider id), or None."""
+    for n in m.nodes:
+        by_id = claim.provider_id is not None and n.provider_id == claim.provider_id
+        if n.name == claim.node_name or by_id:
+            node = state.nodes.get(n.name)
+            if node is not None and node.nodeclaim is not None:
+                return node
+    return None

@@ -5,6 +5,7 @@ dump shows pending is initialized at the start; a NotReady one waits."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from joiner.operator.wiring import SimulationRuntime
@@ -53,3 +54,15 @@ def test_a_not_ready_node_stays_not_ready_and_uninitialized_waits(tmp_path):
         p.name for p in state.pods_on(NODE) if p.bound_at_s is not None and p.bound_at_s > 0
     ]
     assert bound_after_start == []
+
+
+def test_consolidate_after_counts_from_the_dumps_last_pod_event(tmp_path):
+    """The NodeClaims' lastPodEventTime is 2026-11-02T09:14:07Z: with startTime 45m53s later,
+    run time 0 is that long after each node's last pod event; with the default startTime
+    (before the dump) it counts from the start, as for a node without one."""
+    sc = load_scenario(DUMP_DIR / "scenario.yaml")
+    later = replace(sc, duration_s=1.0, start_time=datetime(2026, 11, 2, 10, 0, tzinfo=UTC))
+    state = SimulationRuntime(later).run().state
+    assert state.nodes[NODE].last_pod_event_s == -2753.0
+    state = SimulationRuntime(replace(sc, duration_s=1.0)).run().state
+    assert state.nodes[NODE].last_pod_event_s == 0.0
