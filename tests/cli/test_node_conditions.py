@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
+from joiner.api.errors import InputError
 from joiner.api.manifests import load_text
 from joiner.cloudprovider.catalog import Catalog
 from joiner.controllers.disruption.budgets import pool_counts
@@ -268,3 +271,10 @@ def test_the_start_state_keeps_readiness_conditions_and_cordons():
     assert [str(t) for t in bad.taints] == ["node.kubernetes.io/not-ready:NoSchedule"]
     assert cordoned.ready
     assert [str(t) for t in cordoned.taints] == ["node.kubernetes.io/unschedulable:NoSchedule"]
+
+
+def test_a_bad_last_pod_event_time_names_the_file_object_and_field():
+    claim = _claim_for("a").replace("  nodeName: a\n", "  nodeName: a\n  lastPodEventTime: soon\n")
+    with pytest.raises(InputError) as err:
+        load_text(POOL + claim, "dump.yaml")
+    assert str(err.value).startswith("dump.yaml: NodeClaim/web-a: field status.lastPodEventTime:")
