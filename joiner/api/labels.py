@@ -119,14 +119,30 @@ TERMINATION_FINALIZER = "karpenter.sh/termination"
 TAINT_DISRUPTED = "karpenter.sh/disrupted"
 #: What `kubectl cordon` (spec.unschedulable) means to kube-scheduler.
 TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+#: The node lifecycle controller's taints for a Node whose ``Ready`` condition is False
+#: (``not-ready``) or Unknown (``unreachable``: the kubelet stopped posting status).
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+#: The ``NoSchedule`` taint key the node lifecycle controller keeps on a Node for each
+#: (condition type, status) (Kubernetes pkg/controller/nodelifecycle/
+#: node_lifecycle_controller.go ``nodeConditionToTaintKeyStatusMap``, applied by
+#: ``doNoScheduleTaintingPass``; ``spec.unschedulable`` adds ``TAINT_UNSCHEDULABLE``).
+CONDITION_TAINTS = {
+    ("Ready", "False"): TAINT_NOT_READY,
+    ("Ready", "Unknown"): TAINT_UNREACHABLE,
+    ("MemoryPressure", "True"): "node.kubernetes.io/memory-pressure",
+    ("DiskPressure", "True"): "node.kubernetes.io/disk-pressure",
+    ("NetworkUnavailable", "True"): "node.kubernetes.io/network-unavailable",
+    ("PIDPressure", "True"): "node.kubernetes.io/pid-pressure",
+}
 #: Taints a node carries while it starts (Karpenter ``scheduling.KnownEphemeralTaints``,
 #: pkg/scheduling/taints.go): (key, effect) pairs; and the key prefix of the Node
 #: Readiness Controller's (``KnownEphemeralTaintKeyPrefixes``).
 KNOWN_EPHEMERAL_TAINTS = frozenset(
     {
-        ("node.kubernetes.io/not-ready", "NoSchedule"),
-        ("node.kubernetes.io/not-ready", "NoExecute"),
-        ("node.kubernetes.io/unreachable", "NoSchedule"),
+        (TAINT_NOT_READY, "NoSchedule"),
+        (TAINT_NOT_READY, "NoExecute"),
+        (TAINT_UNREACHABLE, "NoSchedule"),
         ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
         (TAINT_UNREGISTERED, "NoExecute"),
     }

@@ -7,6 +7,7 @@ the simulation read only these. Scheduling-relevant pod facts live in the frozen
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -242,15 +243,61 @@ class ClusterNode:
     unschedulable: bool = False
     provider_id: str | None = None
     annotations: tuple[tuple[str, str], ...] = ()
-    #: Being deleted (``metadata.deletionTimestamp`` or the ``karpenter.sh/disrupted`` taint):
-    #: not a target, and its pods are demand for new capacity.
+    #: Being deleted (``metadata.deletionTimestamp``, the ``karpenter.sh/disrupted`` taint, or
+    #: its NodeClaim's ``deletionTimestamp``): not a target, and its pods are demand for new
+    #: capacity.
     deleting: bool = False
+    #: ``status.conditions`` as sorted (type, status) pairs. A Node without a ``Ready``
+    #: condition (a hand-written manifest) is taken as Ready: an initialized node always has
+    #: one, as Karpenter's initialization waits for ``Ready=True``.
+    conditions: tuple[tuple[str, str], ...] = ()
 
     @property
     def nodepool(self) -> str | None:
         """The managing NodePool (or legacy Provisioner), or None for unmanaged nodes."""
         d = dict(self.labels)
         return d.get(labels.NODEPOOL) or d.get(labels.LEGACY_PROVISIONER_NAME)
+
+    @property
+    def ready_status(self) -> str:
+        """The ``Ready`` condition's status (``True``, ``False``, ``Unknown``); ``True`` when
+        the Node has none (see ``conditions``)."""
+        return dict(self.conditions).get("Ready", "True")
+
+    @property
+    def ready(self) -> bool:
+        """Ready: Karpenter counts any other status as disrupting against the NodePool's
+        budgets (pkg/controllers/disruption/helpers.go ``BuildDisruptionBudgetMapping``)."""
+        return self.ready_status == "True"
+
+    @property
+    def scheduling_taints(self) -> tuple[Taint, ...]:
+        """``taints`` with the ``NoSchedule`` taints the node lifecycle controller keeps for
+        its conditions and a cordon, when the manifest lacks them: what kube-scheduler's
+        TaintToleration filter sees (Kubernetes pkg/controller/nodelifecycle/
+        node_lifecycle_controller.go ``doNoScheduleTaintingPass``). The ``NoExecute``
+        ``not-ready``/``unreachable`` taints are not added: admission gives every pod a
+        toleration for them (``DefaultTolerationSeconds``)."""
+        return lifecycle_taints(self.taints, self.conditions, unschedulable=self.unschedulable)
+
+
+def lifecycle_taints(
+    taints: tuple[Taint, ...], conditions: Iterable[tuple[str, str]], *, unschedulable: bool
+) -> tuple[Taint, ...]:
+    """``taints`` plus the ``NoSchedule`` taints the node lifecycle controller keeps for a
+    Node's (condition type, status) pairs (``labels.CONDITION_TAINTS``) and for
+    ``spec.unschedulable``, those not already there, in that order (Kubernetes
+    pkg/controller/nodelifecycle/node_lifecycle_controller.go ``doNoScheduleTaintingPass``)."""
+    keys = [labels.CONDITION_TAINTS.get(c) for c in conditions]
+    if unschedulable:
+        keys.append(labels.TAINT_UNSCHEDULABLE)
+    present = {(t.key, t.effect) for t in taints}
+    added = tuple(
+        Taint(key, "NoSchedule")
+        for key in dict.fromkeys(k for k in keys if k is not None)
+        if (key, "NoSchedule") not in present
+    )
+    return (*taints, *added)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +320,15 @@ class ClusterNodeClaim:
     source: Source
     provider_id: str | None = None
     node_name: str | None = None
+    #: ``metadata.deletionTimestamp`` is set, or its ``InstanceTerminating`` condition is
+    #: True (Karpenter ``StateNode.Deleted``, pkg/controllers/state/statenode.go).
     deleting: bool = False
+    #: ``status.lastPodEventTime`` (UTC), when set.
+    last_pod_event_at: datetime | None = None
+    #: The ``Initialized`` condition's ``lastTransitionTime`` (UTC) when it is True.
+    initialized_at: datetime | None = None
+    #: The ``Consolidatable`` condition's status (``True``/``False``), None when absent.
+    consolidatable: str | None = None
 
     @property
     def launched(self) -> bool:

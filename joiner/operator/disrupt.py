@@ -6,10 +6,12 @@ a NodePool with a known instance type, zone and capacity type are launched, init
 NodeClaims; Pods with ``spec.nodeName`` there are bound; other live Pods, and a workload's
 replicas not listed as Pods, are pending; a pending Pod kube-scheduler nominated to a node
 by preemption (``status.nominatedNodeName``) is listed and no pass provisions for it
-(Karpenter ``IsProvisionable``). ``consolidateAfter`` is treated as elapsed (unless
-``Never``). Each pass runs the disruption methods in Karpenter's order and the first command
-is applied as if it completed at once: replacements come up, the candidates' pods move where
-the simulation put them, the candidates go. Passes repeat until none produces a command;
+(Karpenter ``IsProvisionable``). ``consolidateAfter`` counts from the node's NodeClaim's
+``status.lastPodEventTime`` (else its ``Initialized`` condition's transition time) at ``at``;
+when the dump has neither, it is treated as elapsed (unless ``Never``). Each pass runs the
+disruption methods in Karpenter's order and the first command is applied as if it completed
+at once: replacements come up, the candidates' pods move where the simulation put them, the
+candidates go. Passes repeat until none produces a command;
 every node no command touched is listed with the reason the last pass gave.
 
 Budget schedules are evaluated at ``at`` (UTC). Nodes that are not managed by a NodePool
@@ -55,7 +57,7 @@ from joiner.operator.composition import Hooks, Options, Ports, new_controllers
 from joiner.operator.plan import missing_replicas, planning_cloud
 from joiner.scheduling.costopt import KARPENTER
 from joiner.sim.clock import SimClock
-from joiner.sim.running import adopt, cluster_state
+from joiner.sim.running import adopt, cluster_state, last_pod_events
 from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import PodFactory
 from joiner.state.cluster import ClusterState
@@ -142,6 +144,7 @@ class DryRun:
             m, state, self.cloud, self.pods, {w.key: w for w in m.workloads}, settles_pending=True
         )
         self._settle_pods(at)
+        last_pod_events(m, state, at)
         _add_missing_replicas(m, self.pods)
         #: Pending pods nominated to a node of the dry run by preemption: never demand.
         self.nominated = [

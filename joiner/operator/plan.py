@@ -2,9 +2,13 @@
 
 Cluster reading (the rules the interruption and disruption work builds on):
 
-* Nodes are targets unless cordoned or being deleted (``deletionTimestamp`` or the
-  ``karpenter.sh/disrupted`` taint). A node's free capacity is its allocatable minus the
-  requests of its Pods and of the DaemonSet pods still to come.
+* Nodes are targets unless being deleted (``deletionTimestamp``, the
+  ``karpenter.sh/disrupted`` taint, or their NodeClaim's deletion). A pod must tolerate a
+  node's taints, with those the node lifecycle controller keeps for a cordon
+  (``unschedulable``) and for a ``Ready`` condition that is False (``not-ready``) or
+  Unknown (``unreachable``) when the manifest lacks them (``ClusterNode.scheduling_taints``).
+  A node's free capacity is its allocatable minus the requests of its Pods and of the
+  DaemonSet pods still to come.
 * Pods with ``spec.nodeName`` are running there; Pods without it are pending. Pods on a node
   being deleted are demand, like pending pods (Karpenter pre-provisions for them).
 * A pending Pod with ``status.nominatedNodeName`` is not demand: kube-scheduler preempted
@@ -372,7 +376,7 @@ def _existing(
             ExistingNode(
                 name=name,
                 labels=node.labels,
-                taints=node.taints,
+                taints=node.scheduling_taints,
                 available=available,
                 initialized=True,
                 nodepool=node.nodepool,
@@ -383,6 +387,9 @@ def _existing(
 
 def _room(node: ClusterNode, demand: _Demand, daemonsets: list[PodTemplate]) -> quantity.Resources:
     """A target node's allocatable less the requests of its DaemonSet pods still to come."""
+    # The manifest's own taints: DaemonSet pods tolerate a cordon and node pressure
+    # (Kubernetes pkg/controller/daemon/util/daemonset_util.go
+    # AddOrUpdateDaemonPodTolerations), and a NotReady node's pods are already there.
     expected = overhead_on_node(dict(node.labels), node.taints, daemonsets)
     daemon_used = demand.daemon_used[node.name]
     to_come = {k: max(0, v - daemon_used.get(k, 0)) for k, v in expected.items()}
@@ -733,7 +740,7 @@ def build_plan(
     )
     daemonsets = [d.template for d in m.daemonsets]
     live_nodes = {n.name: n for n in m.nodes}
-    targets = {n.name: n for n in m.nodes if not n.deleting and not n.unschedulable}
+    targets = {n.name: n for n in m.nodes if not n.deleting}
     demand = _read_pods(m, targets, live_nodes, warnings)
     demand.pending += [_Pending(name, name, w.template) for w, name in missing_replicas(m)]
     in_flight = _in_flight(m, live_nodes, daemonsets, warnings)

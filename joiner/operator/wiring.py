@@ -50,7 +50,7 @@ from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
 from joiner.sim.report import build_summary
-from joiner.sim.running import adopt, cluster_state
+from joiner.sim.running import adopt, cluster_state, last_pod_events
 from joiner.sim.scenario import Scenario
 from joiner.sim.schedules import ScheduleRunner
 from joiner.sim.timeline import SimTimeline
@@ -529,9 +529,17 @@ class SimulationRuntime(ControllerHost):
             self._by_owner,
             on_in_flight=in_flight.append,
         )
+        # consolidateAfter counts from the dump's last pod events, startTime being t=0.
+        last_pod_events(self.scenario.manifests, self.state, self.scenario.start_time)
         for claim in in_flight:  # launched before t=0: the kubelet model registers it
             for listener in self.lifecycle.launch_listeners:
                 listener(claim)
+        for claim in self.state.live_nodeclaims():
+            node = self.state.node_of_claim(claim)
+            if claim.initialized_at_s is None and node is not None and node.ready:
+                # Ready but not initialized in the dump: its initialization completes at
+                # the start (a NotReady one waits, as Karpenter's initialization does).
+                self.clock.at(0.0, partial(self.kubelet.ready, claim), label="node-ready")
         for node in [n for _, n in sorted(self.state.nodes.items()) if n.deleting]:
             # Being deleted in the dump: Karpenter's termination controller drains it.
             self.clock.at(0.0, partial(self.terminator.drain, node, "deleting"), label="drain")

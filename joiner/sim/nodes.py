@@ -76,6 +76,11 @@ class KubeletModel:
             pod.node_name = node.name
             pod.bound_at_s = self._clock.now()
 
+    def ready(self, claim: NodeClaim) -> None:
+        """The registered node of ``claim`` turns Ready now and is initialized (a node of
+        the starting cluster whose initialization the dump shows pending)."""
+        self._ready(claim)
+
     def _ready(self, claim: NodeClaim) -> None:
         if claim.deleted_at_s is not None:
             return

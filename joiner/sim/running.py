@@ -2,10 +2,15 @@
 ``joiner plan`` reads them.
 
 A Node labelled ``karpenter.sh/nodepool`` (or the legacy provisioner-name) whose instance
-type, zone and capacity type are known becomes a launched, registered, initialized NodeClaim
-of that NodePool, backed by an instance whose id is the last segment of ``spec.providerID``
-(so captured EventBridge messages find it). A Node outside any NodePool is static capacity.
-A Node being deleted is adopted marked deleting (its pods are demand; the caller drains it).
+type, zone and capacity type are known becomes a launched, registered NodeClaim of that
+NodePool, initialized unless the dump holds its NodeClaim and the Node lacks
+``karpenter.sh/initialized`` (``_initialized``), backed by an instance whose id is the last
+segment of ``spec.providerID`` (so captured EventBridge messages find it). A Node outside
+any NodePool is static capacity. A Node being deleted (or whose NodeClaim is) is adopted
+marked deleting (its pods are demand; the caller drains it). A Node keeps its ``Ready``
+condition (NotReady counts against its NodePool's disruption budgets, and nothing is placed
+on it), its other conditions, and the taints the node lifecycle controller keeps for them
+and for a cordon (``ClusterNode.scheduling_taints``); a Node without conditions is Ready.
 A NodeClaim launched but not registered is in-flight. A Pod with ``spec.nodeName`` on an
 adopted node is bound there at t=0; other live Pods start pending, except pods held by
 scheduling gates; a pending Pod nominated (``status.nominatedNodeName``) to an adopted node
@@ -16,19 +21,20 @@ the replicas that are missing. Finished pods are ignored.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 
 from joiner.api import durations, labels
 from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.cluster_notes import gated_warning, static_capacity_warning
 from joiner.api.manifests.pods import selects
-from joiner.api.objects import ClusterNode, PodTemplate, Taint
+from joiner.api.objects import ClusterNode, ClusterNodeClaim, PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CloudProviderError, NodeClassNotReadyError
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.workloads import PodFactory
-from joiner.state.cluster import ClusterState, Node, NodeClaim
+from joiner.state.cluster import ClusterState, Node, NodeClaim, NodeCondition
 
 
 def cluster_state(m: ManifestSet) -> tuple[ClusterState, list[str]]:
@@ -53,28 +59,27 @@ def cluster_state(m: ManifestSet) -> tuple[ClusterState, list[str]]:
     return state, warnings
 
 
-def _cordon_taint(n: ClusterNode) -> tuple[Taint, ...]:
-    """A cordoned node (``spec.unschedulable``) as kube-scheduler sees it: tainted
-    ``node.kubernetes.io/unschedulable:NoSchedule``."""
-    if not n.unschedulable or any(t.key == labels.TAINT_UNSCHEDULABLE for t in n.taints):
-        return n.taints
-    return (*n.taints, Taint(labels.TAINT_UNSCHEDULABLE, "", "NoSchedule"))
+def _conditions(n: ClusterNode) -> dict[str, NodeCondition]:
+    """The dump's node conditions at t=0 (their transition times are not kept)."""
+    return {type_: NodeCondition(status, 0.0) for type_, status in n.conditions}
 
 
 def _static_node(n: ClusterNode) -> Node:
-    """A node no NodePool manages, as static capacity: Ready, never disrupted."""
+    """A node no NodePool manages, as static capacity: never disrupted; its readiness, cordon
+    and conditions' taints as the dump has them (``ClusterNode.scheduling_taints``)."""
     node_labels = dict(n.labels)
     node_labels.setdefault(labels.HOSTNAME, n.name)
     return Node(
         name=n.name,
         nodeclaim=None,
         labels=node_labels,
-        taints=_cordon_taint(n),
+        taints=n.scheduling_taints,
         capacity=dict(n.capacity),
         allocatable=dict(n.allocatable),
         created_at_s=0.0,
-        ready=True,
+        ready=n.ready,
         deleting=n.deleting,
+        conditions=_conditions(n),
     )
 
 
@@ -172,8 +177,9 @@ def adopt(
     ``settles_pending``: the caller places the pods that would start pending before it
     reads the cluster (``joiner disrupt``), so no warning says they start pending.
 
-    * A Node of a NodePool in the manifests becomes a launched, initialized NodeClaim and
-      its Node (marked deleting when the dump shows it being deleted: the caller drains it).
+    * A Node of a NodePool in the manifests becomes a launched NodeClaim (initialized as
+      ``_initialized`` says) and its Node (marked deleting when the dump shows it being
+      deleted: the caller drains it).
     * A Node no NodePool manages (EKS managed node group, self-managed, Fargate) is static
       capacity (``Node.nodeclaim is None``), as Karpenter's cluster state counts every Node.
     * A NodeClaim launched but not registered is in-flight capacity; ``on_in_flight`` hears
@@ -220,6 +226,19 @@ def _adopt_nodes(
     return adopted
 
 
+def _initialized(n: ClusterNode, m: ManifestSet) -> bool:
+    """Whether Node ``n`` of a NodePool is initialized: with its NodeClaim in the dump
+    (by ``status.nodeName`` or provider ID), when it carries ``karpenter.sh/initialized:
+    "true"``, as Karpenter's cluster state reads it (``StateNode.Initialized``,
+    pkg/controllers/state/statenode.go); a Node whose NodeClaim is not in the manifests
+    (hand-written) is taken as initialized."""
+    has_claim = any(
+        c.node_name == n.name or (n.provider_id is not None and c.provider_id == n.provider_id)
+        for c in m.nodeclaims
+    )
+    return not has_claim or dict(n.labels).get(labels.INITIALIZED) == "true"
+
+
 def _adopt_node(
     n: ClusterNode,
     nodepool: str,
@@ -227,7 +246,7 @@ def _adopt_node(
     state: ClusterState,
     cloud: SimulatedCloudProvider,
 ) -> str | None:
-    """Adopt Node ``n`` of NodePool ``nodepool`` as a launched, initialized NodeClaim backed
+    """Adopt Node ``n`` of NodePool ``nodepool`` as a launched NodeClaim backed
     by a simulated instance; None when done, else why it is not part of the starting cluster
     (a warning without the Node's location)."""
     pool = state.nodepools.get(nodepool)
@@ -266,7 +285,9 @@ def _adopt_node(
         return f"{exc}; not part of the starting cluster"
     node_labels.setdefault(labels.HOSTNAME, n.name)
     node_labels.setdefault(labels.NODEPOOL, pool.name)
-    node_labels[labels.INITIALIZED] = "true"
+    initialized = _initialized(n, m)
+    if initialized:
+        node_labels[labels.INITIALIZED] = "true"
     claim = NodeClaim(
         name=n.name,
         nodepool=pool.name,
@@ -281,7 +302,7 @@ def _adopt_node(
         instance=instance,
         launched_at_s=0.0,
         registered_at_s=0.0,
-        initialized_at_s=0.0,
+        initialized_at_s=0.0 if initialized else None,
         node_name=n.name,
     )
     state.nodeclaims[claim.name] = claim
@@ -289,12 +310,13 @@ def _adopt_node(
         name=n.name,
         nodeclaim=claim.name,
         labels=node_labels,
-        taints=_cordon_taint(n),
+        taints=n.scheduling_taints,
         capacity=dict(n.capacity) or dict(it.capacity),
         allocatable=dict(n.allocatable) or dict(it.allocatable),
         created_at_s=0.0,
-        ready=True,
+        ready=n.ready,
         deleting=n.deleting,
+        conditions=_conditions(n),
         do_not_disrupt=dict(n.annotations).get(labels.DO_NOT_DISRUPT) == "true",
         scale_down_disabled=dict(n.annotations).get(labels.CA_SCALE_DOWN_DISABLED) == "true",
     )
@@ -363,3 +385,34 @@ def _adopt_pods(
     if gated:
         warnings.append(gated_warning(gated))
     return moved
+
+
+def last_pod_events(m: ManifestSet, state: ClusterState, at: datetime) -> None:
+    """Set each adopted managed node's last pod event (``Node.last_pod_event_s``, run time 0
+    being ``at``) from its NodeClaim in the dump, as Karpenter's consolidation reads it
+    (pkg/controllers/nodeclaim/disruption/consolidation.go ``Consolidation.Reconcile``):
+    ``status.lastPodEventTime``, else the ``Initialized`` condition's transition time; a
+    NodeClaim with neither whose ``Consolidatable`` condition is False counts from ``at``.
+    A time after ``at`` counts from ``at``. Without any of these nothing is set (the
+    caller's default: from the node's adoption, or elapsed in ``joiner disrupt``)."""
+    for claim in m.nodeclaims:
+        node = _adopted_node(m, state, claim)
+        if node is None:
+            continue
+        since = claim.last_pod_event_at or claim.initialized_at
+        if since is not None:
+            node.last_pod_event_s = min((since - at).total_seconds(), 0.0)
+        elif claim.consolidatable == "False":
+            node.last_pod_event_s = 0.0
+
+
+def _adopted_node(m: ManifestSet, state: ClusterState, claim: ClusterNodeClaim) -> Node | None:
+    """The managed node adopted from ``claim``'s Node (by ``status.nodeName``, else by
+    provider id), or None."""
+    for n in m.nodes:
+        by_id = claim.provider_id is not None and n.provider_id == claim.provider_id
+        if n.name == claim.node_name or by_id:
+            node = state.nodes.get(n.name)
+            if node is not None and node.nodeclaim is not None:
+                return node
+    return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -520,9 +521,12 @@ def _nodeclass_status(raw: object) -> dict[str, Any]:
 
 
 def nodeclaim(doc: m.NodeClaim, file: str) -> o.ClusterNodeClaim:
-    """A ``karpenter.sh/v1`` NodeClaim from a dump: its labels, taints and resources."""
+    """A ``karpenter.sh/v1`` NodeClaim from a dump: its labels, taints and resources, its
+    deletion, and what its consolidation reads (``lastPodEventTime``, the ``Initialized``
+    and ``Consolidatable`` conditions)."""
     claim_labels = {labels.normalize_key(k): v for k, v in doc.metadata.labels.items()}
     status = doc.status
+    conditions = {c.type: (c.status, c.lastTransitionTime) for c in status.conditions}
     return o.ClusterNodeClaim(
         name=doc.metadata.name,
         nodepool=claim_labels.get(labels.NODEPOOL)
@@ -535,8 +539,21 @@ def nodeclaim(doc: m.NodeClaim, file: str) -> o.ClusterNodeClaim:
         source=o.Source(file, "NodeClaim", doc.metadata.name, doc.apiVersion),
         provider_id=status.providerID or None,
         node_name=status.nodeName or None,
-        deleting=doc.metadata.deletionTimestamp is not None,
+        deleting=doc.metadata.deletionTimestamp is not None
+        or conditions.get("InstanceTerminating", (None, None))[0] == "True",
+        last_pod_event_at=_utc(status.lastPodEventTime),
+        initialized_at=_utc(conditions["Initialized"][1])
+        if conditions.get("Initialized", (None, None))[0] == "True"
+        else None,
+        consolidatable=conditions.get("Consolidatable", (None, None))[0],
     )
+
+
+def _utc(at: datetime | None) -> datetime | None:
+    """A dump's timestamp as an aware UTC instant (one without a zone is UTC)."""
+    if at is None:
+        return None
+    return at.astimezone(UTC) if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _opt_bool(value: object) -> bool | None:

@@ -511,6 +511,21 @@ def _group_skipped(out: ManifestSet) -> None:
     out.skipped.clear()
 
 
+def _deleting_claims(out: ManifestSet) -> None:
+    """A Node whose NodeClaim is being deleted (its ``deletionTimestamp``, or
+    ``InstanceTerminating``) is being deleted too: Karpenter's cluster state reads a
+    managed node's deletion from its NodeClaim (``StateNode.Deleted``,
+    pkg/controllers/state/statenode.go), and its node termination follows."""
+    names = {c.node_name for c in out.nodeclaims if c.deleting and c.node_name}
+    providers = {c.provider_id for c in out.nodeclaims if c.deleting and c.provider_id}
+    out.nodes = [
+        replace(n, deleting=True)
+        if not n.deleting and (n.name in names or (n.provider_id and n.provider_id in providers))
+        else n
+        for n in out.nodes
+    ]
+
+
 def _check_references(out: ManifestSet) -> None:
     proportional.resolve(out)
     _group_skipped(out)
@@ -557,6 +572,7 @@ def _check_references(out: ManifestSet) -> None:
                 field="spec.template.spec.nodeClassRef.kind",
             )
     _merge_pool_kubelet(out)
+    _deleting_claims(out)
     runtimeclass.apply_all(out, out.runtimeclasses)
     out.warnings += unmodelled.grouped_warnings(out.unmodelled)
 

@@ -364,9 +364,15 @@ class NodeSpecModel(Model):
     providerID: str | None = None
 
 
+class NodeConditionModel(Model):
+    type: StrictStr
+    status: StrictStr
+
+
 class NodeStatus(Model):
     capacity: dict[str, Scalar] = Field(default_factory=dict)
     allocatable: dict[str, Scalar] = Field(default_factory=dict)
+    conditions: list[NodeConditionModel] = Field(default_factory=list)
 
 
 class Node(Model):

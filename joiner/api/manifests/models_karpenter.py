@@ -5,6 +5,7 @@ Re-exported by ``joiner.api.manifests.models``.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt
@@ -119,7 +120,7 @@ class Condition(Model):
     status: str
     reason: str | None = None
     message: str | None = None
-    lastTransitionTime: str | None = None
+    lastTransitionTime: datetime | None = None
 
 
 class NodeClaimStatus(Model):
@@ -129,7 +130,7 @@ class NodeClaimStatus(Model):
     capacity: dict[str, Scalar] = Field(default_factory=dict)
     allocatable: dict[str, Scalar] = Field(default_factory=dict)
     conditions: list[Condition] = Field(default_factory=list)
-    lastPodEventTime: str | None = None
+    lastPodEventTime: datetime | None = None
 
 
 class NodeClaim(Model):

@@ -397,7 +397,8 @@ def pdb(doc: m.PodDisruptionBudget, file: str) -> o.PodDisruptionBudget:
 
 
 def node(doc: m.Node, file: str) -> o.ClusterNode:
-    """A ``v1`` Node."""
+    """A ``v1`` Node; ``status.conditions`` are kept by type (see ``ClusterNode.conditions``
+    for a Node without them)."""
     node_labels = {labels.normalize_key(k): v for k, v in doc.metadata.labels.items()}
     return o.ClusterNode(
         name=doc.metadata.name,
@@ -413,6 +414,7 @@ def node(doc: m.Node, file: str) -> o.ClusterNode:
         annotations=tuple(sorted(doc.metadata.annotations.items())),
         deleting=doc.metadata.deletionTimestamp is not None
         or any(t.key == labels.TAINT_DISRUPTED for t in doc.spec.taints),
+        conditions=tuple(sorted({c.type: c.status for c in doc.status.conditions}.items())),
     )
 
 

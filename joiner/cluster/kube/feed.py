@@ -19,8 +19,10 @@ controllers share, through the same manifest loader as files
   ``unreachable``, ``karpenter.sh/unregistered``: ``labels.known_ephemeral_taint``, as
   Karpenter's initialization requires), initializes it (``Lifecycle.initialize``). Taints
   other than the two Joiner manages (``karpenter.sh/unregistered``,
-  ``karpenter.sh/disrupted``) are taken from the API; Joiner's own come from the state. A
-  Node that disappears takes its NodeClaim with it. A Node without the
+  ``karpenter.sh/disrupted``) are taken from the API, with the ``NoSchedule`` taints the
+  node lifecycle controller keeps for its conditions and a cordon where the API does not
+  show them yet (``_lifecycle_taints``); Joiner's own come from the state. A Node that
+  disappears takes its NodeClaim with it. A Node without the
   ``karpenter.sh/nodepool`` label and no NodeClaim (a managed node group, self-managed or
   Fargate node) is static capacity: the provisioner counts it, as Karpenter's cluster state
   counts every Node, and nothing drains or deletes it.
@@ -62,7 +64,7 @@ from joiner.api import durations, labels
 from joiner.api.clock import Clock
 from joiner.api.errors import InputError
 from joiner.api.manifests import ManifestSet, load_documents
-from joiner.api.objects import StandalonePod, Taint
+from joiner.api.objects import StandalonePod, Taint, lifecycle_taints
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import CloudProviderError, Instance
 from joiner.cluster.kube.client import (
@@ -600,9 +602,12 @@ class ClusterFeed:
         someone else (``on_claim_deleted``), condition changes (``on_conditions``) and
         readiness (initialization, ``on_ready``)."""
         meta = doc.get("metadata") or {}
-        node.taints = (
-            *(t for t in api_taints(doc) if t.key not in MANAGED_TAINTS),
-            *(t for t in node.taints if t.key == labels.TAINT_DISRUPTED),
+        node.taints = _lifecycle_taints(
+            doc,
+            (
+                *(t for t in api_taints(doc) if t.key not in MANAGED_TAINTS),
+                *(t for t in node.taints if t.key == labels.TAINT_DISRUPTED),
+            ),
         )
         if meta.get("deletionTimestamp") and claim.deleted_at_s is None and not node.draining:
             # Someone deleted the Node: drain it and terminate its NodeClaim (the finalizer
@@ -636,13 +641,21 @@ class ClusterFeed:
 
 
 def _static_taints(doc: dict[str, Any]) -> tuple[Taint, ...]:
-    """A static node's taints, a cordon (``spec.unschedulable``) as kube-scheduler sees it."""
-    taints = api_taints(doc)
-    if (doc.get("spec") or {}).get("unschedulable") and not any(
-        t.key == labels.TAINT_UNSCHEDULABLE for t in taints
-    ):
-        taints = (*taints, Taint(labels.TAINT_UNSCHEDULABLE, "", "NoSchedule"))
-    return taints
+    """A static node's taints as kube-scheduler sees them (``_lifecycle_taints``)."""
+    return _lifecycle_taints(doc, api_taints(doc))
+
+
+def _lifecycle_taints(doc: dict[str, Any], taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
+    """``taints`` with the ``NoSchedule`` taints the node lifecycle controller keeps for the
+    Node document's conditions (NotReady, unreachable, pressure) and a cordon
+    (``spec.unschedulable``), where the API has not shown them yet
+    (``objects.lifecycle_taints``)."""
+    conditions = [
+        (str(c.get("type")), str(c.get("status")))
+        for c in (doc.get("status") or {}).get("conditions") or []
+    ]
+    unschedulable = bool((doc.get("spec") or {}).get("unschedulable"))
+    return lifecycle_taints(taints, conditions, unschedulable=unschedulable)
 
 
 #: NodeClaim annotation: hash of the NodePool template fields it was launched from (drift

@@ -98,11 +98,13 @@ def _lifetime_remaining(claim: NodeClaim, pool: NodePool, now_s: float) -> float
 def consolidatable(node: Node, pool: NodePool, now_s: float, *, elapsed: bool = False) -> bool:
     """``consolidateAfter`` has passed since the node's last pod event (``Never``: never).
 
-    ``elapsed`` treats any finite ``consolidateAfter`` as passed (the dry run).
+    ``elapsed`` treats any finite ``consolidateAfter`` as passed for a node whose last pod
+    event is not known (the dry run of a dump without the NodeClaim's
+    ``status.lastPodEventTime``); a known one is still checked.
     """
     if pool.consolidate_after_s is None:
         return False
-    if elapsed:
+    if elapsed and node.last_pod_event_s is None:
         return True
     since = node.last_pod_event_s if node.last_pod_event_s is not None else node.created_at_s
     return now_s >= since + pool.consolidate_after_s
