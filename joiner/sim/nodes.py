@@ -4,7 +4,7 @@ A launched instance registers its node ``ready_delay_s - registration_lead_s`` a
 and turns Ready at ``ready_delay_s``, drawn uniformly from 25-45 s (the published 24-30 s
 Node-Ready breakdown for c6a.large plus image and user-data spread; field-landscape §4).
 DaemonSet pods are created and bound on each node that they tolerate and select when it
-registers; a template's ``karpenter.sh/do-not-disrupt`` annotation goes to its pods.
+registers; they take the template's ``karpenter.sh/do-not-disrupt`` (``PodFactory``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from joiner.api import durations
 from joiner.api.objects import tolerates_all
 from joiner.api.requirements import Requirements
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
@@ -74,9 +73,6 @@ class KubeletModel:
             ):
                 continue
             pod = self._pods.create(key, tmpl, daemon=True)
-            pod.do_not_disrupt, pod.do_not_disrupt_for_s = durations.do_not_disrupt(
-                tmpl.do_not_disrupt
-            )
             pod.node_name = node.name
             pod.bound_at_s = self._clock.now()
 

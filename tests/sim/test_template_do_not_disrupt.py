@@ -1,6 +1,7 @@
-"""A DaemonSet whose pod template carries ``karpenter.sh/do-not-disrupt`` gives it to the
-pods the simulation creates on each new node, and those pods block graceful disruption
-(Karpenter ``statenode.go`` ``ValidatePodsDisruptable`` checks DaemonSet pods too)."""
+"""A pod template's ``karpenter.sh/do-not-disrupt`` reaches the pods the simulation makes
+from it: a DaemonSet's pods on each new node, which then block graceful disruption
+(Karpenter ``statenode.go`` ``ValidatePodsDisruptable`` checks DaemonSet pods too), and a
+Job's pods."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from joiner.api.manifests import load_text
 from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.clock import SimClock
 from joiner.sim.scenario import load_scenario
+from joiner.sim.workloads import JobController, PodFactory
+from joiner.state.cluster import ClusterState
 from tests.sim.test_baseline import APP, NODECLASS
 
 NODEPOOL = """\
@@ -78,3 +83,32 @@ def test_daemonset_pods_do_not_disrupt_keeps_the_scaled_down_nodes(
     assert bool(s["disruptions"]["commands"]) is disrupted
     live = [n for n in s["nodes"] if n["deletedAtSeconds"] is None]
     assert (len(live) < len(s["nodes"])) is disrupted
+
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train, namespace: default}
+spec:
+  parallelism: 2
+  completions: 2
+  template:
+    metadata: {annotations: {karpenter.sh/do-not-disrupt: "45m"}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: t, image: t, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_a_jobs_pods_take_its_templates_do_not_disrupt():
+    """Every pod the simulation makes from a template carries the template's annotation
+    (Jobs and CronJobs too, not only Deployments)."""
+    (job,) = load_text(JOB, "job.yaml").workloads
+    state, clock = ClusterState(), SimClock()
+    factory = PodFactory(state, clock)
+    JobController(
+        job.key, job.template, state, clock, factory, parallelism=2, completions=2, run_for_s=60
+    ).start()
+    pods = list(state.pods.values())
+    assert len(pods) == 2
+    assert all((p.do_not_disrupt, p.do_not_disrupt_for_s) == (False, 2700.0) for p in pods)
