@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from joiner.api.objects import NodePool
+from joiner.api.pods import PodTemplate
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
 from joiner.controllers.termination.pdb import Budgets, budgets
@@ -132,9 +133,42 @@ def eviction_cost(pod: Pod) -> float:
 
 
 def reschedule_cost(pods: list[Pod]) -> float:
-    """1 plus the positive eviction costs of ``pods``, the pods that must move (Karpenter
-    ``types.go`` ``computeRescheduleDisruptionCost``)."""
-    return PER_NODE_BASE_COST + sum(max(0.0, eviction_cost(p)) for p in pods)
+    """1 plus the positive eviction costs of ``pods``, the pods that must move, added in
+    order (Karpenter ``types.go`` ``computeRescheduleDisruptionCost``)."""
+    cost = PER_NODE_BASE_COST
+    for p in pods:
+        cost += max(0.0, eviction_cost(p))
+    return cost
+
+
+class _Costs:
+    """Eviction costs of one pass, worked out once per pod template (a pod's cost depends
+    on its template only; replicas share one)."""
+
+    __slots__ = ("_by_template",)
+
+    def __init__(self) -> None:
+        # By ``id``: cheaper than the template's own hash; the template is kept with its
+        # cost so that its id cannot be reused while the pass runs.
+        self._by_template: dict[int, tuple[PodTemplate, float]] = {}
+
+    def of_node(self, on_node: list[Pod]) -> tuple[float, float]:
+        """``(ReschedulingCost of every pod on the node, reschedule cost of its pods that
+        must move)``: the sum of all eviction costs, and 1 plus the positive ones of the
+        pods that are not DaemonSet pods, each added in order as Karpenter does."""
+        total = 0.0
+        moving = PER_NODE_BASE_COST
+        for p in on_node:
+            known = self._by_template.get(id(p.template))
+            if known is not None and known[0] is p.template:
+                cost = known[1]
+            else:
+                cost = eviction_cost(p)
+                self._by_template[id(p.template)] = (p.template, cost)
+            total += cost
+            if not p.daemon and cost > 0.0:
+                moving += cost
+        return total, moving
 
 
 def _lifetime_remaining(claim: NodeClaim, pool: NodePool, now_s: float) -> float:
@@ -205,6 +239,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
     out: list[Candidate] = []
     excluded: dict[str, Verdict] = {}
     pdbs = budgets(state)
+    costs = _Costs()
     for claim in state.live_nodeclaims():
         node = state.node_of_claim(claim)
         if node is None:
@@ -231,8 +266,8 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
         on_node = state.pods_on(name)
         pods = [p for p in on_node if not p.daemon]
         # Karpenter ``types.go`` ``NewCandidate``: ``ReschedulingCost`` of all the node's
-        # pods x ``LifetimeRemaining``.
-        cost = sum(eviction_cost(p) for p in on_node) * _lifetime_remaining(claim, pool, now_s)
+        # pods x ``LifetimeRemaining``, and the reschedule cost of those that move.
+        total, moving = costs.of_node(on_node)
         blocked = _blocker(state, on_node, pods, now_s, pdbs)
         out.append(
             Candidate(
@@ -241,8 +276,8 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
                 pool=pool,
                 pods=pods,
                 price_per_hour=claim.instance.offering.price_per_hour,
-                disruption_cost=cost,
-                reschedule_cost=reschedule_cost(pods),
+                disruption_cost=total * _lifetime_remaining(claim, pool, now_s),
+                reschedule_cost=moving,
                 consolidatable=consolidatable(node, pool, now_s, elapsed=elapsed),
                 blocked=blocked,
             )
