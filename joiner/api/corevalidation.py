@@ -20,7 +20,11 @@ manifest (nulls already dropped) before its model reads it:
   ``IsValidPercent``), not both 0, and ``maxUnavailable`` at most 100% (apps
   ``ValidateRollingUpdateDeployment``, ``IsNotMoreThan100Percent``);
 - a CronJob's name is at most 52 characters, leaving room for the 11 its Jobs add (batch
-  ``ValidateCronJobCreate``).
+  ``ValidateCronJobCreate``);
+- a pod's (or pod template's) ``controller.kubernetes.io/pod-deletion-cost`` annotation is a
+  32-bit integer in decimal, without a plus sign or leading zeros (core
+  ``ValidatePodSpecificAnnotations``, core helper ``GetDeletionCostFromPodAnnotations``:
+  "must be a 32bit integer").
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 
 from joiner.api import k8snames
 from joiner.api.errors import InputError
+from joiner.api.labels import POD_DELETION_COST
 from joiner.api.quantity import exact_quantity
 from joiner.api.validation import shown
 
@@ -50,6 +55,8 @@ _POD_SPEC: dict[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 _RESTART_ALWAYS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"))
+#: The range of a 32-bit integer (Go ``strconv.ParseInt(value, 10, 32)``).
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _pod_spec(doc: dict[str, Any], kind: str) -> tuple[dict[str, Any], str] | None:
@@ -226,6 +233,49 @@ def _check_cronjob_name(doc: dict[str, Any]) -> None:
         )
 
 
+def pod_deletion_cost(value: str, field: str) -> int:
+    """A ``controller.kubernetes.io/pod-deletion-cost`` value as the API server reads it.
+
+    Kubernetes core helper ``GetDeletionCostFromPodAnnotations``: the first character is a
+    minus sign, a digit 1-9, or the whole value is ``0`` (``validFirstDigit``), then the
+    value is a base-10 32-bit integer (``strconv.ParseInt(value, 10, 32)``).
+
+    Returns:
+        The cost, in [-2147483648, 2147483647].
+
+    Raises:
+        InputError: anything else (core ``ValidatePodSpecificAnnotations``: "must be a
+            32bit integer"), naming ``field``.
+    """
+    digits = value[1:] if value.startswith("-") else value
+    first_ok = value.startswith("-") or value == "0" or value[:1] in tuple("123456789")
+    if first_ok and digits.isascii() and digits.isdigit():
+        cost = int(value)
+        if _INT32_MIN <= cost <= _INT32_MAX:
+            return cost
+    raise InputError(
+        f"{shown(value)} must be a 32bit integer (no plus sign or leading zeros), as the API "
+        "server requires of a pod's deletion cost",
+        field=field,
+    )
+
+
+def _check_deletion_cost(doc: dict[str, Any], kind: str) -> None:
+    """The pod's or its template's deletion cost is a 32-bit integer (``pod_deletion_cost``).
+
+    Raises:
+        InputError: it is not.
+    """
+    meta_path = (*_POD_SPEC[kind][:-1], "metadata")
+    node: Any = doc
+    for key in meta_path:
+        node = node.get(key) if isinstance(node, dict) else None
+    annotations = node.get("annotations") if isinstance(node, dict) else None
+    value = annotations.get(POD_DELETION_COST) if isinstance(annotations, dict) else None
+    if isinstance(value, str):  # a value that is not a string: the model names it
+        pod_deletion_cost(value, f"{'.'.join(meta_path)}.annotations.{POD_DELETION_COST}")
+
+
 def check_object(doc: dict[str, Any], kind: str, file: str, obj: str) -> None:
     """Apply the rules of the module docstring to ``doc`` of ``kind`` (core and workload
     kinds; any other kind passes).
@@ -242,6 +292,7 @@ def check_object(doc: dict[str, Any], kind: str, file: str, obj: str) -> None:
         if found is None:
             return
         spec, path = found
+        _check_deletion_cost(doc, kind)
         if kind in _RESTART_ALWAYS and spec.get("restartPolicy", "Always") != "Always":
             raise InputError(
                 f"restartPolicy {shown(spec['restartPolicy'])} is not supported: a {kind}'s "

@@ -108,6 +108,9 @@ NORMALIZED_LABELS = {
 
 # Annotations and taints.
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+#: A pod's deletion cost (``k8s.io/api`` core/v1 ``PodDeletionCost``): a 32-bit integer;
+#: Karpenter adds it, scaled, to the pod's eviction cost.
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 #: Cluster Autoscaler's node annotation: never scale this node down.
 CA_SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 #: Joiner's own NodePool annotation (Karpenter has no such setting): see NodePool.on_demand_base.

@@ -189,6 +189,12 @@ class PodTemplate:
     priority_class: str | None = None
     #: ``PreemptLowerPriority`` or ``Never`` (None: not yet resolved, the former).
     preemption_policy: str | None = None
+    #: ``controller.kubernetes.io/pod-deletion-cost``: a 32-bit integer (the API server
+    #: admits no other); None when absent. Karpenter's eviction cost reads it.
+    deletion_cost: int | None = None
+    #: ``karpenter.sh/do-not-disrupt`` as written on the pod (template); None when absent.
+    #: The pods made from the template take it (``api.durations.do_not_disrupt``).
+    do_not_disrupt: str | None = None
     #: ``__hash__``'s value once computed (0: not yet); not an init field, so
     #: ``dataclasses.replace`` starts afresh, and never pickled (a hash is per process).
     _hash: int = field(default=0, init=False, repr=False, compare=False)

@@ -4,7 +4,7 @@ A launched instance registers its node ``ready_delay_s - registration_lead_s`` a
 and turns Ready at ``ready_delay_s``, drawn uniformly from 25-45 s (the published 24-30 s
 Node-Ready breakdown for c6a.large plus image and user-data spread; field-landscape §4).
 DaemonSet pods are created and bound on each node that they tolerate and select when it
-registers.
+registers; they take the template's ``karpenter.sh/do-not-disrupt`` (``PodFactory``).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from joiner.api import durations
 from joiner.api.errors import InputError
 from joiner.api.manifests.yamlio import read_text
 from joiner.api.objects import CronJob, PodTemplate
@@ -42,7 +43,8 @@ class PodFactory:
         self, owner: str, template: PodTemplate, *, daemon: bool = False, name: str | None = None
     ) -> Pod:
         """Create one pod owned by ``owner`` (``namespace/name``), named ``name`` or
-        ``<owner name>-<n>``."""
+        ``<owner name>-<n>``; it takes its template's ``karpenter.sh/do-not-disrupt``
+        annotation, as every pod a controller makes from a template does."""
         self._count += 1
         namespace, _, owner_name = owner.partition("/")
         pod = Pod(
@@ -54,6 +56,9 @@ class PodFactory:
             created_at_s=self._clock.now(),
             order=self._count,
             daemon=daemon,
+        )
+        pod.do_not_disrupt, pod.do_not_disrupt_for_s = durations.do_not_disrupt(
+            template.do_not_disrupt
         )
         self._state.pods[pod.uid] = pod
         for listener in self.on_created:

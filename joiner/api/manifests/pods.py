@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC
 
-from joiner.api import cron, labels, quantity, resourcenames
+from joiner.api import corevalidation, cron, labels, quantity, resourcenames
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
@@ -46,6 +46,18 @@ def _local_volumes(spec: m.PodSpec, annotations: Mapping[str, str]) -> tuple[str
         if (v.hostPath is not None or (v.emptyDir is not None and v.emptyDir.medium != "Memory"))
         and v.name not in safe
     )
+
+
+def _deletion_cost(annotations: Mapping[str, str], field: str) -> int | None:
+    """The ``controller.kubernetes.io/pod-deletion-cost`` annotation, None when absent.
+
+    Raises:
+        InputError: not a 32-bit integer (``corevalidation.pod_deletion_cost``).
+    """
+    value = annotations.get(labels.POD_DELETION_COST)
+    if value is None:
+        return None
+    return corevalidation.pod_deletion_cost(value, f"{field}.{labels.POD_DELETION_COST}")
 
 
 def pod_template(
@@ -180,7 +192,16 @@ def pod_template(
         ),
         shutdown_s=termination.shutdown_seconds(spec, field),
         **priority.pod_fields(spec, field),
+        deletion_cost=_deletion_cost(annotations or {}, _annotations_field(field)),
+        do_not_disrupt=(annotations or {}).get(labels.DO_NOT_DISRUPT),
     )
+
+
+def _annotations_field(spec_field: str) -> str:
+    """Where the annotations of the pod spec at ``spec_field`` are: ``spec`` ->
+    ``metadata.annotations``, ``spec.template.spec`` -> ``spec.template.metadata.annotations``."""
+    head = spec_field.removesuffix("spec").removesuffix(".")
+    return f"{head}.metadata.annotations" if head else "metadata.annotations"
 
 
 def _affinity_term(
@@ -335,7 +356,11 @@ def daemonset(doc: m.DaemonSet, file: str) -> o.DaemonSet:
         namespace=ns,
         name=doc.metadata.name,
         template=pod_template(
-            doc.spec.template.spec, doc.spec.template.metadata.labels, "spec.template.spec", ns
+            doc.spec.template.spec,
+            doc.spec.template.metadata.labels,
+            "spec.template.spec",
+            ns,
+            doc.spec.template.metadata.annotations,
         ),
         source=o.Source(file, "DaemonSet", f"{ns}/{doc.metadata.name}", doc.apiVersion),
     )

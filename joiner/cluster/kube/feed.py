@@ -12,7 +12,8 @@ controllers share, through the same manifest loader as files
   yet placed, wait until they are bound), bound when ``spec.nodeName`` appears (the real
   kube-scheduler binds; Joiner never does), deleted when they finish, get a
   ``deletionTimestamp`` or disappear. A pod deleted in state is never resurrected by a stale
-  event.
+  event. Its ``karpenter.sh/do-not-disrupt`` and ``controller.kubernetes.io/pod-deletion-cost``
+  annotations follow the API (they may be set on a running pod).
 * Nodes: a Node whose ``spec.providerID`` is a live NodeClaim's instance registers it
   (``Lifecycle.register``; the actuator then removes ``karpenter.sh/unregistered``), and its
   Ready condition, once the known ephemeral taints are gone too (``not-ready``,
@@ -57,6 +58,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -474,8 +476,9 @@ class ClusterFeed:
     def _follow_pod(
         self, pod: Pod, uid: str, p: StandalonePod, doc: dict[str, Any], now: float
     ) -> None:
-        """A live pod's binding (``on_bound``) and its first ``Running`` phase
-        (``on_running``)."""
+        """A live pod's annotations (``_follow_annotations``), its binding (``on_bound``)
+        and its first ``Running`` phase (``on_running``)."""
+        self._follow_annotations(pod, p)
         if p.node_name is not None and pod.node_name is None:
             pod.node_name = p.node_name
             pod.bound_at_s = now
@@ -487,6 +490,20 @@ class ClusterFeed:
             self._running.add(uid)
             for running in self.on_running:
                 running(pod, doc)
+
+    def _follow_annotations(self, pod: Pod, p: StandalonePod) -> None:
+        """Take a running pod's ``karpenter.sh/do-not-disrupt`` and
+        ``controller.kubernetes.io/pod-deletion-cost`` as they are now: both may be set or
+        changed on a running pod, and Karpenter reads the pod as it is at each pass
+        (``statenode.go`` ``ValidatePodsDisruptable``, ``disruption.go`` ``EvictionCost``)."""
+        held = durations.do_not_disrupt(dict(p.annotations).get(labels.DO_NOT_DISRUPT))
+        if held != (pod.do_not_disrupt, pod.do_not_disrupt_for_s):
+            pod.do_not_disrupt, pod.do_not_disrupt_for_s = held
+            self._state.touch()
+        now = (p.template.deletion_cost, p.template.do_not_disrupt)
+        if now != (pod.template.deletion_cost, pod.template.do_not_disrupt):
+            pod.template = replace(pod.template, deletion_cost=now[0], do_not_disrupt=now[1])
+            self._state.touch()
 
     def _gone(self, pod: Pod, now: float) -> None:
         self._state.pod_event(pod, now)

@@ -9,10 +9,20 @@ deletion, it has no ``karpenter.sh/do-not-disrupt`` annotation, its NodePool exi
 *eventual*: a pool with a ``terminationGracePeriod`` lets blocked nodes be candidates, since
 the drain ends at that deadline anyway.
 
-Each candidate carries its price (its offering's), its disruption cost (Karpenter's
-``EvictionCost`` of 1 per pod, scaled by the fraction of its lifetime left before
-``expireAfter``) and its savings ratio, price / (1 + cost of rescheduling its pods), by which
-consolidation orders candidates.
+A pod's eviction cost is Karpenter's ``EvictionCost`` (karpenter
+``pkg/utils/disruption/disruption.go``): 1, plus its ``controller.kubernetes.io/pod-deletion-cost``
+divided by 2^27, plus its priority divided by 2^25, clamped to [-10, 10]. Each candidate
+carries its price (its offering's), its disruption cost (the eviction costs of all its pods,
+DaemonSet pods too, scaled by the fraction of its lifetime left before ``expireAfter``:
+``ReschedulingCost`` x ``LifetimeRemaining``), and its reschedule cost, 1 plus the positive
+eviction costs of the pods that must move (``types.go`` ``computeRescheduleDisruptionCost``).
+Consolidation orders candidates by savings ratio, price / reschedule cost (``SavingsRatio``),
+and a node is *empty* when its reschedule cost is at most 1 (``IsEmpty``): no pod, or pods
+whose eviction costs are all 0 or less, which Emptiness then deletes.
+
+Graceful methods may not take a node any of whose active pods, DaemonSet pods included, has
+``karpenter.sh/do-not-disrupt`` in force (``statenode.go`` ``ValidatePodsDisruptable``, pod
+utils ``IsDisruptable``).
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from joiner.api.objects import NodePool
+from joiner.api.pods import PodTemplate
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
 from joiner.controllers.termination.pdb import Budgets, budgets
@@ -36,7 +47,10 @@ class Candidate:
         pool: its NodePool.
         pods: the pods that must move (live, not DaemonSet pods), by creation order.
         price_per_hour: its offering's price, USD.
-        disruption_cost: the sum of its pods' eviction costs scaled by lifetime left.
+        disruption_cost: the sum of its pods' eviction costs (DaemonSet pods too) scaled by
+            the fraction of its lifetime left (Karpenter ``NewCandidate`` ``DisruptionCost``).
+        reschedule_cost: 1 plus the positive eviction costs of ``pods`` (Karpenter
+            ``RescheduleDisruptionCost``); at least 1.
         consolidatable: ``consolidateAfter`` has passed since its last pod event.
         blocked: why a graceful method may not disrupt it (an eventual one may), or None:
             a ``POD_DO_NOT_DISRUPT`` or ``PDB_BLOCKS`` verdict (Karpenter's DisruptionBlocked
@@ -50,6 +64,7 @@ class Candidate:
     pods: list[Pod]
     price_per_hour: float
     disruption_cost: float
+    reschedule_cost: float
     consolidatable: bool
     blocked: Verdict | None = None
     drifted: str | None = field(default=None)
@@ -79,13 +94,81 @@ class Candidate:
 
     @property
     def empty(self) -> bool:
-        """No pod has to move (Karpenter: reschedule cost <= 1)."""
-        return not self.pods
+        """No pod with a positive eviction cost has to move: the reschedule cost is at most 1
+        (Karpenter ``pkg/controllers/disruption/types.go`` ``IsEmpty``)."""
+        return self.reschedule_cost <= PER_NODE_BASE_COST
 
     @property
     def savings_ratio(self) -> float:
-        """Price per unit of disruption: higher goes first (Karpenter's ``SavingsRatio``)."""
-        return self.price_per_hour / (1.0 + len(self.pods))
+        """Price per unit of disruption, USD per hour: higher goes first (Karpenter
+        ``types.go`` ``SavingsRatio``: price / reschedule cost)."""
+        return self.price_per_hour / self.reschedule_cost
+
+
+#: Karpenter ``types.go`` ``PerNodeBaseDisruptionCost``: draining any node costs 1.
+PER_NODE_BASE_COST = 1.0
+#: ``EvictionCost`` divides a pod's deletion cost by 2^27 and its priority by 2^25.
+_DELETION_COST_SCALE = 2.0**27
+_PRIORITY_SCALE = 2.0**25
+#: ``EvictionCost`` clamps a pod's cost to [-10, 10].
+_EVICTION_COST_MIN, _EVICTION_COST_MAX = -10.0, 10.0
+
+
+def eviction_cost(pod: Pod) -> float:
+    """The cost of evicting ``pod`` (Karpenter ``pkg/utils/disruption/disruption.go``
+    ``EvictionCost``): 1, plus ``controller.kubernetes.io/pod-deletion-cost`` / 2^27, plus
+    the pod's priority / 2^25, clamped to [-10, 10]. A pod without either counts 1.
+
+    The API server admits only 32-bit integers as deletion costs
+    (``corevalidation.pod_deletion_cost``), so Karpenter's case of a value it cannot parse
+    (logged and left out) never arises here.
+    """
+    template = pod.template
+    cost = 1.0
+    if template.deletion_cost is not None:
+        cost += template.deletion_cost / _DELETION_COST_SCALE
+    if template.priority is not None:
+        cost += template.priority / _PRIORITY_SCALE
+    return min(_EVICTION_COST_MAX, max(_EVICTION_COST_MIN, cost))
+
+
+def reschedule_cost(pods: list[Pod]) -> float:
+    """1 plus the positive eviction costs of ``pods``, the pods that must move, added in
+    order (Karpenter ``types.go`` ``computeRescheduleDisruptionCost``)."""
+    cost = PER_NODE_BASE_COST
+    for p in pods:
+        cost += max(0.0, eviction_cost(p))
+    return cost
+
+
+class _Costs:
+    """Eviction costs of one pass, worked out once per pod template (a pod's cost depends
+    on its template only; replicas share one)."""
+
+    __slots__ = ("_by_template",)
+
+    def __init__(self) -> None:
+        # By ``id``: cheaper than the template's own hash; the template is kept with its
+        # cost so that its id cannot be reused while the pass runs.
+        self._by_template: dict[int, tuple[PodTemplate, float]] = {}
+
+    def of_node(self, on_node: list[Pod]) -> tuple[float, float]:
+        """``(ReschedulingCost of every pod on the node, reschedule cost of its pods that
+        must move)``: the sum of all eviction costs, and 1 plus the positive ones of the
+        pods that are not DaemonSet pods, each added in order as Karpenter does."""
+        total = 0.0
+        moving = PER_NODE_BASE_COST
+        for p in on_node:
+            known = self._by_template.get(id(p.template))
+            if known is not None and known[0] is p.template:
+                cost = known[1]
+            else:
+                cost = eviction_cost(p)
+                self._by_template[id(p.template)] = (p.template, cost)
+            total += cost
+            if not p.daemon and cost > 0.0:
+                moving += cost
+        return total, moving
 
 
 def _lifetime_remaining(claim: NodeClaim, pool: NodePool, now_s: float) -> float:
@@ -118,12 +201,16 @@ def consolidatable_at(node: Node, pool: NodePool) -> float | None:
     return since + pool.consolidate_after_s
 
 
-def _blocker(state: ClusterState, pods: list[Pod], now_s: float, pdbs: Budgets) -> Verdict | None:
-    """Why the first pod that blocks a graceful disruption does (its do-not-disrupt
-    annotation, then a PDB allowing no eviction), or None (``statenode.go``
-    ValidatePodsDisruptable). ``pdbs``: the cluster's budgets now."""
-    for pod in pods:
-        if pod.blocks_disruption(now_s):
+def _blocker(
+    state: ClusterState, on_node: list[Pod], pods: list[Pod], now_s: float, pdbs: Budgets
+) -> Verdict | None:
+    """Why the first pod that blocks a graceful disruption does, or None (Karpenter
+    ``statenode.go`` ``ValidatePodsDisruptable``): a pod of ``on_node`` (every pod on the
+    node, DaemonSet pods too) that is active (not shutting down) with do-not-disrupt in
+    force (pod utils ``IsDisruptable``), then a pod of ``pods`` (those that must move) that
+    a PDB allows no eviction. ``pdbs``: the cluster's budgets now."""
+    for pod in on_node:
+        if pod.terminating_until_s is None and pod.blocks_disruption(now_s):
             return Verdict(VerdictKind.POD_DO_NOT_DISRUPT, pod=f"{pod.namespace}/{pod.name}")
     if not state.pdbs:
         return None
@@ -154,6 +241,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
     out: list[Candidate] = []
     excluded: dict[str, Verdict] = {}
     pdbs = budgets(state)
+    costs = _Costs()
     for claim in state.live_nodeclaims():
         node = state.node_of_claim(claim)
         if node is None:
@@ -177,9 +265,12 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
             # way to it (kube-scheduler has not bound them yet).
             excluded[name] = Verdict(VerdictKind.NOMINATED)
             continue
-        pods = [p for p in state.pods_on(name) if not p.daemon]
-        cost = len(pods) * _lifetime_remaining(claim, pool, now_s)
-        blocked = _blocker(state, pods, now_s, pdbs)
+        on_node = state.pods_on(name)
+        pods = [p for p in on_node if not p.daemon]
+        # Karpenter ``types.go`` ``NewCandidate``: ``ReschedulingCost`` of all the node's
+        # pods x ``LifetimeRemaining``, and the reschedule cost of those that move.
+        total, moving = costs.of_node(on_node)
+        blocked = _blocker(state, on_node, pods, now_s, pdbs)
         out.append(
             Candidate(
                 node=node,
@@ -187,7 +278,8 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
                 pool=pool,
                 pods=pods,
                 price_per_hour=claim.instance.offering.price_per_hour,
-                disruption_cost=cost,
+                disruption_cost=total * _lifetime_remaining(claim, pool, now_s),
+                reschedule_cost=moving,
                 consolidatable=consolidatable(node, pool, now_s, elapsed=elapsed),
                 blocked=blocked,
             )

@@ -385,10 +385,10 @@ class DisruptionController:
 
 def _still_empty(ctx: Context, now_cands: list[Candidate | None]) -> Command | None:
     """An emptiness command revalidated: the candidates (as they are now, None for one that
-    is gone) still empty, consolidatable and within the ``Empty`` budget."""
+    is gone) still empty, consolidatable, not blocked and within the ``Empty`` budget."""
     keep = []
     for c in now_cands:
-        if c is None or not c.empty or not c.consolidatable:
+        if c is None or not c.empty or not c.consolidatable or c.blocked is not None:
             continue
         if ctx.budgets.left(c.pool.name, m.EMPTY) < 1:
             continue

@@ -37,7 +37,7 @@ from functools import partial
 from joiner.api import labels
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
-from joiner.controllers.disruption.candidates import Candidate
+from joiner.controllers.disruption.candidates import Candidate, reschedule_cost
 from joiner.controllers.disruption.command import (
     Command,
     Context,
@@ -100,7 +100,9 @@ BALANCED_K = 2.0
 def balanced_score(ctx: Context, command: Command) -> float:
     """Karpenter's Balanced consolidation score (``balanced.go``): the fraction of the
     NodePools' hourly price the command saves, divided by the fraction of their disruption
-    it causes (1 per node plus 1 per pod to move, over the pools' nodes and pods)."""
+    it causes: each node costs 1 plus the positive eviction costs of its pods that must move
+    (``RescheduleDisruptionCost`` for candidates, ``statenode.go`` ``DisruptionCost`` for
+    the others; ``candidates.reschedule_cost``), over the pools' nodes."""
     pools = {c.pool.name for c in command.candidates}
     total_price = 0.0
     total_disruption = 0.0
@@ -109,8 +111,10 @@ def balanced_score(ctx: Context, command: Command) -> float:
         if claim.nodepool not in pools or claim.instance is None or node is None:
             continue
         total_price += claim.instance.offering.price_per_hour
-        total_disruption += 1 + sum(1 for p in ctx.state.pods_on(node.name) if not p.daemon)
-    disruption = sum(1 + len(c.pods) for c in command.candidates)
+        total_disruption += reschedule_cost(
+            [p for p in ctx.state.pods_on(node.name) if not p.daemon]
+        )
+    disruption = sum(c.reschedule_cost for c in command.candidates)
     if total_price <= 0 or total_disruption <= 0 or disruption <= 0:
         return 0.0
     return (command.savings_per_hour / total_price) / (disruption / total_disruption)
@@ -330,7 +334,12 @@ def _budget(ctx: Context, pool: str, reason: Reason) -> Verdict:
 
 
 def _not_empty_yet(c: Candidate) -> Verdict | None:
-    """Why emptiness may not take the empty candidate ``c`` yet, or None."""
+    """Why emptiness may not take the empty candidate ``c`` yet, or None: a pod on it
+    blocks a graceful disruption (Karpenter ``NewCandidate`` leaves such a node out of the
+    graceful methods' candidates; an empty node may still carry DaemonSet pods and pods of
+    eviction cost 0 or less), or ``consolidateAfter`` has not passed."""
+    if c.blocked is not None:
+        return c.blocked
     if c.pool.consolidate_after_s is None:
         return Verdict(VerdictKind.EMPTY_NEVER, pool=c.pool.name)
     if not c.consolidatable:
@@ -368,7 +377,9 @@ def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         c.drifted = drift_reason(c.claim, c.node, c.pool, types, ctx.cloud_drift)
         if c.drifted is not None:
             drifted.append(c)
-    drifted.sort(key=lambda c: (not c.empty, c.claim.created_at_s, c.name))
+    # Karpenter ``drift.go`` ``ComputeCommands``: nodes with no reschedulable pod first
+    # (not ``IsEmpty``: a pod of eviction cost 0 or less still counts here).
+    drifted.sort(key=lambda c: (bool(c.pods), c.claim.created_at_s, c.name))
     for c in drifted:
         got = _drift_one(ctx, c)
         if isinstance(got, Command):
