@@ -2,12 +2,14 @@
 solve opens (``_Claim``, with ``_ClaimIndex``'s column arrays over them), the existing nodes
 (``_Existing``), one placement attempt (``_Attempt``) and what is still in force for a pod
 (``_Prefs``, relaxed in Karpenter's ``preferences.go`` order); the taint and host-port
-predicates; and the queue and NodePool orders (Karpenter ``queue.go``, kube-scheduler
-``PrioritySort``, Karpenter ``utils/nodepool.OrderByWeight``).
+predicates; the queue that tries failed pods again (``_Queue``, Karpenter ``queue.go``), and
+the queue and NodePool orders (Karpenter ``queue.go``, kube-scheduler ``PrioritySort``,
+Karpenter ``utils/nodepool.OrderByWeight``).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -283,6 +285,36 @@ def _least_allocated(e: _Existing, requests: Resources) -> float:
 def _queue_key(pod: PodRequest) -> tuple[int, int, int, str]:
     r = pod.template.requests
     return (-r.get(quantity.CPU, 0), -r.get(quantity.MEMORY, 0), pod.order, pod.uid)
+
+
+class _Queue:
+    """Karpenter's scheduling queue (``pkg/controllers/provisioning/scheduling/queue.go``
+    ``Queue``, driven by ``scheduler.go`` ``Scheduler.Solve``): ``pods`` in the order given
+    (``_queue_key`` or ``_fifo_key``), popped from the front; a pod that failed is pushed to
+    the back (``Queue.Push`` records the queue's length then), and ``pop`` returns None once
+    the queue is empty or the pod at its front was pushed when the queue was as long as it
+    is now (``Queue.Pop``): every pod left has failed since the last placement, so another
+    round could only fail the same way. A pod is keyed by its position in ``pods`` (Karpenter
+    keys by pod UID)."""
+
+    def __init__(self, pods: Sequence[PodRequest]) -> None:
+        self._pods: deque[tuple[int, PodRequest]] = deque(enumerate(pods))
+        #: Position in ``pods`` -> the queue's length right after the pod was pushed back.
+        self._last_len: dict[int, int] = {}
+
+    def pop(self) -> tuple[int, PodRequest] | None:
+        """The next pod and its position, or None when no progress is left to make."""
+        if not self._pods:
+            return None
+        key = self._pods[0][0]
+        if self._last_len.get(key) == len(self._pods):
+            return None
+        return self._pods.popleft()
+
+    def push(self, key: int, pod: PodRequest) -> None:
+        """Put ``pod`` (position ``key``), which failed, at the back to be tried again."""
+        self._pods.append((key, pod))
+        self._last_len[key] = len(self._pods)
 
 
 def provisioning_order(pods: Sequence[PodRequest]) -> list[PodRequest]:

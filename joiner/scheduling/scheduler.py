@@ -24,6 +24,12 @@ order (``preferences.go``): the heaviest preferred pod affinity, then pod anti-a
 preferred node affinity, then one ScheduleAnyway spread constraint, then PreferNoSchedule
 taints are tolerated.
 
+A pod that fits nowhere goes to the back of the queue with its preferences in force again and
+is tried again while other pods are being placed; the solve ends when a whole round of the
+pods left places none (Karpenter ``queue.go`` ``Queue``, ``scheduler.go`` ``Solve``). So a pod
+whose required pod affinity selects a pod later in the queue is placed in the same solve.
+``mode="kube-scheduler"`` tries each pod once.
+
 Speed: identical replicas share one ``PodTemplate``; a target that failed a template for a
 reason that can only get worse (resources, requirements, taints, ports, anti-affinity on its
 own hostname) is never tried again for it; NodeClaims whose best option has less cpu,
@@ -60,6 +66,7 @@ from joiner.scheduling.placement import (
     _Nodes,
     _ports_conflict,
     _Prefs,
+    _Queue,
     _queue_key,
     domain_universe,
     order_by_weight,
@@ -183,68 +190,95 @@ class _Solve(OnExisting):
         self.reservations = Reservations()
         #: The current attempt failed on reserved capacity (never relaxed, no fallback).
         self._reserved_failed = False
+        #: Pods placed on existing nodes (uid, node), and how many pods are placed so far.
+        self._placements: list[tuple[str, str]] = []
+        self._placed = 0
+        #: Per (template id, volume terms): ``_placed`` when an alike pod failed, and why.
+        self._failed: dict[tuple[int, tuple[Requirements, ...]], tuple[int, str]] = {}
 
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self) -> SchedulingResult:
-        placements: list[tuple[str, str]] = []
-        unschedulable: list[tuple[str, str]] = []
         kube = self.inp.mode == "kube-scheduler"
-        queue = self._queue()
-        # A pod that failed, by (template, volume terms): the placements made before it and
-        # its reason. Until the next placement the solve is in the very same state, so an
-        # alike pod fails the same way (kube-scheduler's queue retries a whole Deployment's
-        # pending pods; each used to walk every node again). Only where an attempt depends
-        # on nothing of the pod but those (``SHARES_FAILURES``).
-        # With ``first_fit`` (Cluster Autoscaler's fit check) a failure is final for every
-        # alike pod of the solve, placements or not: CA's ``HintingSimulator.trySchedule``
-        # skips a pod once a similar one failed (``SimilarPodsScheduling``, one per
-        # ``TrySchedulePods`` call); only the pod's hint is still tried
-        # (``tryScheduleUsingHints`` runs before that check).
-        first_fit = self.inp.first_fit
-        failed: dict[tuple[int, tuple[Requirements, ...]], tuple[int, str]] = {}
-        placed = 0
-        for pod in queue:
-            alike = (id(pod.template), pod.volume_terms)
-            hit = failed.get(alike) if self.SHARES_FAILURES else None
-            if hit is not None and (hit[0] == placed or first_fit is not None):
-                hinted = None
-                if hit[0] != placed and first_fit is not None and self.existing:
-                    prefs = self._prefs(pod, kube)
-                    attempt = _Attempt(
-                        pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), reasons=[]
-                    )
-                    hinted = self._try_hint(attempt, first_fit)
-                if hinted is None:
-                    unschedulable.append((pod.uid, hit[1]))
-                else:
-                    placements.append((pod.uid, hinted))
-                    placed += 1
+        # Karpenter ``scheduler.go`` ``Scheduler.Solve``: a pod that failed goes to the back
+        # of the queue (``queue.go`` ``Queue.Push``) and is tried again, its preferences in
+        # force again (``Solve`` relaxes a copy in ``trySchedule``), until a whole round of
+        # the pods left places none (``Queue.Pop``); its reason is its last failure's
+        # (``podErrors``). So a pod whose required pod-affinity partner comes later in the
+        # queue joins it in the same solve. kube-scheduler mode (and Cluster Autoscaler's
+        # fit check, ``first_fit``) goes through its pods once.
+        errors: dict[int, tuple[str, str]] = {}
+        queue = _Queue(self._queue())
+        while (item := queue.pop()) is not None:
+            key, pod = item
+            why = self._schedule(pod, kube)
+            if why is None:
+                errors.pop(key, None)
                 continue
-            prefs = self._prefs(pod, kube)
-            while True:
-                self._reserved_failed = False
-                attempt = _Attempt(
-                    pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), reasons=[]
-                )
-                node = self._try_existing(attempt)
-                if node is not None:
-                    placements.append((pod.uid, node))
-                    placed += 1
-                    break
-                if self._try_claims(attempt) or self._try_new_claim(attempt):
-                    placed += 1
-                    break
-                if self._reserved_failed or not prefs.relax():
-                    why = _explain(attempt.reasons, self.pools)
-                    unschedulable.append((pod.uid, why))
-                    failed[alike] = (placed, why)
-                    break
+            errors[key] = (pod.uid, why)  # in the order pods first failed
+            if not kube:
+                queue.push(key, pod)
         return SchedulingResult(
             new_nodeclaims=tuple(self._finish(c) for c in self.claims),
-            existing_placements=tuple(placements),
-            unschedulable=tuple(unschedulable),
+            existing_placements=tuple(self._placements),
+            unschedulable=tuple(errors.values()),
         )
+
+    def _schedule(self, pod: PodRequest, kube: bool) -> str | None:
+        """Place ``pod``, relaxing its preferences one by one (Karpenter ``scheduler.go``
+        ``trySchedule``; never past a reserved-capacity failure): None when placed, else why
+        it fits nowhere.
+
+        A pod that failed, by (template, volume terms), leaves the placements made before it
+        and its reason in ``_failed``. Until the next placement the solve is in the very same
+        state, so an alike pod fails the same way (kube-scheduler's queue retries a whole
+        Deployment's pending pods; each used to walk every node again). Only where an
+        attempt depends on nothing of the pod but those (``SHARES_FAILURES``). With
+        ``first_fit`` (Cluster Autoscaler's fit check) a failure is final for every alike
+        pod of the solve, placements or not: CA's ``HintingSimulator.trySchedule`` skips a
+        pod once a similar one failed (``SimilarPodsScheduling``, one per
+        ``TrySchedulePods`` call); only the pod's hint is still tried
+        (``tryScheduleUsingHints`` runs before that check)."""
+        alike = (id(pod.template), pod.volume_terms)
+        hit = self._failed.get(alike) if self.SHARES_FAILURES else None
+        if hit is not None and (hit[0] == self._placed or self.inp.first_fit is not None):
+            return self._failed_alike(pod, hit, kube)
+        prefs = self._prefs(pod, kube)
+        while True:
+            self._reserved_failed = False
+            attempt = _Attempt(
+                pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), reasons=[]
+            )
+            if self._place(attempt):
+                return None
+            if self._reserved_failed or not prefs.relax():
+                why = _explain(attempt.reasons, self.pools)
+                self._failed[alike] = (self._placed, why)
+                return why
+
+    def _place(self, attempt: _Attempt) -> bool:
+        """One try under ``attempt``'s preferences, in the three tiers' order."""
+        node = self._try_existing(attempt)
+        if node is not None:
+            self._placements.append((attempt.pod.uid, node))
+        elif not (self._try_claims(attempt) or self._try_new_claim(attempt)):
+            return False
+        self._placed += 1
+        return True
+
+    def _failed_alike(self, pod: PodRequest, hit: tuple[int, str], kube: bool) -> str | None:
+        """An alike pod's failure ``hit`` (placements before it, reason) taken for ``pod``;
+        with ``first_fit`` after later placements, ``pod``'s hint is still tried."""
+        first_fit = self.inp.first_fit
+        if hit[0] != self._placed and first_fit is not None and self.existing:
+            prefs = self._prefs(pod, kube)
+            attempt = _Attempt(pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), [])
+            hinted = self._try_hint(attempt, first_fit)
+            if hinted is not None:
+                self._placements.append((pod.uid, hinted))
+                self._placed += 1
+                return None
+        return hit[1]
 
     def _prefs(self, pod: PodRequest, kube: bool) -> _Prefs:
         """``pod``'s preferences as the solve first tries them; with ``first_fit`` all

@@ -34,6 +34,7 @@ from joiner.scheduling.costopt import solver as solver_module
 from joiner.scheduling.costopt.lp import assignment_bound
 from joiner.scheduling.costopt.solver import _CostSolve
 from joiner.scheduling.placement import _queue_key
+from joiner.scheduling.scheduler import _Solve
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
@@ -266,11 +267,27 @@ def _replay(inp: SchedulingInput, result, key=_queue_key) -> list[str]:
     return failed
 
 
+class _PlacedOrder(_Solve):
+    """Karpenter's solve, recording the order it places pods on NodeClaims: a pod that
+    failed is placed in a later round of the queue (``_Queue``), after pods behind it."""
+
+    def __init__(self, inp: SchedulingInput) -> None:
+        super().__init__(inp)
+        self.order: list[str] = []
+
+    def _commit(self, claim, pod, final, cand, need):  # type: ignore[no-untyped-def]
+        self.order.append(pod.uid)
+        super()._commit(claim, pod, final, cand, need)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inp=inputs())
 def test_replaying_random_plans_binds_every_placed_pod(inp):
-    result = Scheduler().solve(inp)
-    assert _replay(inp, result) == []
+    solve = _PlacedOrder(inp)
+    result = solve.run()
+    assert result == Scheduler().solve(inp)
+    position = {u: i for i, u in enumerate(solve.order)}
+    assert _replay(inp, result, key=lambda p: position[p.uid]) == []
 
 
 # -- packing: cost-optimal (joiner.scheduling.costopt) ----------------------------------
