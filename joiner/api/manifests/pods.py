@@ -179,6 +179,7 @@ def pod_template(
             (annotations or {}).get(CA_SAFE_TO_EVICT, "")
         ),
         shutdown_s=termination.shutdown_seconds(spec, field),
+        termination_grace_period_s=termination.grace_seconds(spec),
         **priority.pod_fields(spec, field),
     )
 
