@@ -10,6 +10,7 @@ from joiner.api import labels
 from joiner.api.requirements import Requirement
 from joiner.cloudprovider.instancetype import AWS_NEURON, NVIDIA_GPU
 from joiner.cloudprovider.launch import is_exotic
+from joiner.cloudprovider.reservations import CapacityReservation, with_reserved_offerings
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling import NodePoolTemplate, PodRequest, SchedulingInput
 from joiner.scheduling.costopt import CostOptimalScheduler, plan_cost
@@ -108,3 +109,29 @@ def test_a_gpu_pod_still_gets_a_gpu_type():
     assert [t.name for t in holder.instance_types] == ["g.12x"]
     others = [c for c in result.new_nodeclaims if "gpu-0" not in c.pods]
     assert others and not any(is_exotic(t) for c in others for t in c.instance_types)
+
+
+def test_a_reservation_of_an_exotic_type_is_still_launched_into():
+    """Karpenter-AWS filters reserved offerings before exotic types, so CPU pods do take a
+    reserved GPU type the NodePool may use (two slots: two NodeClaims, the rest waits for
+    the next pass, as Karpenter's strict reservation mode has it)."""
+    types = tuple(
+        with_reserved_offerings(
+            list(_catalog()),
+            [CapacityReservation("cr-1", "g.12x", "us-east-1a")],
+            {"us-east-1a": "use1-az1"},
+            {"cr-1": 2},
+        )
+    )
+    pool = make_nodepool(
+        requirements=[Requirement.in_(labels.CAPACITY_TYPE, "reserved", "on-demand")]
+    )
+    template = make_pod_template(1000, GIB)
+    pods = tuple(PodRequest(f"p{i:03d}", template, i) for i in range(100))
+    result = CostOptimalScheduler().solve(
+        SchedulingInput(pods=pods, nodepools=(NodePoolTemplate(pool, types),))
+    )
+    assert [c.instance_types[0].name for c in result.new_nodeclaims] == ["g.12x", "g.12x"]
+    for claim in result.new_nodeclaims:
+        capacity_type = claim.requirements.get(labels.CAPACITY_TYPE)
+        assert capacity_type is not None and capacity_type.values == {"reserved"}

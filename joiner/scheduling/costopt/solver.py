@@ -111,13 +111,27 @@ def _has_min_values(reqs: Requirements) -> bool:
     return any(r.min_values is not None for r in reqs.values())
 
 
+def _reserved(it: InstanceType, reqs: Requirements) -> bool:
+    """``it`` has an available reserved offering ``reqs`` allow (Karpenter-AWS
+    ``instancefilter.ReservedOfferingFilter`` then launches only such offerings, before the
+    exotic filter)."""
+    return any(
+        o.capacity_type == labels.CAPACITY_TYPE_RESERVED and o.available and o.compatible(reqs)
+        for o in it.offerings
+    )
+
+
 def _launched_type(claim: NewNodeClaim) -> InstanceType:
     """The option a launch picks on price: the cheapest (options are cheapest first) that
-    is not exotic, unless all are or a requirement has ``minValues`` (Karpenter-AWS
-    ``instancefilter.ExoticInstanceTypeFilter``)."""
-    if _has_min_values(claim.requirements):
+    is not exotic (or has a reserved offering, which Karpenter-AWS keeps), unless all are or
+    a requirement has ``minValues`` (Karpenter-AWS ``instancefilter.ExoticInstanceTypeFilter``)."""
+    reqs = claim.requirements
+    if _has_min_values(reqs):
         return claim.instance_types[0]
-    return next((t for t in claim.instance_types if not is_exotic(t)), claim.instance_types[0])
+    return next(
+        (t for t in claim.instance_types if not is_exotic(t) or _reserved(t, reqs)),
+        claim.instance_types[0],
+    )
 
 
 class CostOptimalScheduler(Scheduler):
@@ -361,15 +375,20 @@ class _CostSolve(_Solve):
 
     def _exotic(self, pi: int) -> BoolArray | None:
         """Per type of pool ``pi``: a metal size or GPU/accelerator capacity
-        (``launch.is_exotic``); None when the NodePool's requirements set ``minValues``,
-        for which Karpenter-AWS keeps exotic types (``ExoticInstanceTypeFilter``)."""
+        (``launch.is_exotic``) without a reserved offering the NodePool may use (Karpenter-AWS
+        filters reserved offerings first, so a reservation of such types is launched into);
+        None when the NodePool's requirements set ``minValues``, for which Karpenter-AWS
+        keeps exotic types (``ExoticInstanceTypeFilter``)."""
         if pi not in self._exotic_masks:
             pool = self.pools[pi]
+            reqs = pool.nodepool.requirements
             self._exotic_masks[pi] = (
                 None
-                if _has_min_values(pool.nodepool.requirements)
+                if _has_min_values(reqs)
                 else np.fromiter(
-                    (is_exotic(t) for t in pool.types), dtype=np.bool_, count=len(pool.types)
+                    (is_exotic(t) and not _reserved(t, reqs) for t in pool.types),
+                    dtype=np.bool_,
+                    count=len(pool.types),
                 )
             )
         return self._exotic_masks[pi]
