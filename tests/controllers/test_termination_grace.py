@@ -161,3 +161,24 @@ def test_controller_mode_deletes_each_pod_with_the_remaining_grace():
         (DEADLINE_S - 30, "g30", True, 30),
         (DEADLINE_S, "g0", True, 1),
     ]
+
+
+def test_a_forced_termination_during_the_drain_ends_it_now():
+    """Node repair terminates a node whose drain has a later deadline: what is left is
+    deleted now with no shutdown (the deadline is now), not given the time to the old one."""
+    state = _state({"g300": (300.0, 20.0)})
+    clock = SimClock()
+    records = Records(clock)
+    terminator = Terminator(state, None, clock, records)  # type: ignore[arg-type]
+    clock.run_until(START_S)
+    node = state.nodes["n1"]
+    node.deleting = True
+    terminator.drain(node, "test")
+    clock.run_until(START_S + 50)
+    terminator.force_terminate(node, "repair")
+    assert records.times(timeline.EVICTION) == {"shop/g300": START_S + 50}
+    assert state.pods["g300"].deleted_at_s == START_S + 50
+    assert state.pods["g300"].terminating_until_s is None
+    assert node.deleted_at_s == START_S + 50
+    clock.run_until(2 * DEADLINE_S)
+    assert records.times(timeline.EVICTION) == {"shop/g300": START_S + 50}

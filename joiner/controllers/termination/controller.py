@@ -160,6 +160,7 @@ class Terminator:
         node = self._state.nodes.get(node_name)
         if node is None or node.deleted_at_s is not None:
             return
+        self._deadline_s[node_name] = self._clock.now()  # a forced end is the deadline
         for pod in self._state.pods_on(node_name):
             if not pod.daemon and pod.terminating_until_s is None:
                 self._evict(pod, node_name, forced="terminationGracePeriod reached", grace_s=1)
