@@ -17,6 +17,10 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 NO_EXECUTE = "NoExecute"
 TAINT_EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 
+#: Kubernetes' default ``terminationGracePeriodSeconds`` (the API server sets it on every pod
+#: that leaves it unset).
+DEFAULT_TERMINATION_GRACE_PERIOD_S = 30.0
+
 
 @dataclass(frozen=True, slots=True)
 class Source:
@@ -182,6 +186,10 @@ class PodTemplate:
     #: Seconds from eviction until the pod is gone: its preStop hooks within
     #: ``terminationGracePeriodSeconds`` (``api.manifests.termination``).
     shutdown_s: float = 0.0
+    #: ``spec.terminationGracePeriodSeconds`` (the API server's default, 30, when unset):
+    #: a drain with a NodePool ``terminationGracePeriod`` deletes the pod this long before
+    #: the node's deadline (``controllers.termination``).
+    termination_grace_period_s: float = DEFAULT_TERMINATION_GRACE_PERIOD_S
     #: Pod priority (``spec.priority``, or its PriorityClass's value as admission sets it;
     #: ``api.manifests.priority``); None only before the loader resolved it (taken as 0).
     priority: int | None = None

@@ -65,8 +65,9 @@ ORDER = (
     "health",
 )
 
-#: The Eviction port the Terminator drains through (``Terminator``'s ``evict``).
-Evict = Callable[[Pod, bool], bool]
+#: The Eviction port the Terminator drains through (``Terminator``'s ``evict``): the pod,
+#: whether to delete it instead, and that deletion's grace period (seconds; None: the pod's).
+Evict = Callable[[Pod, bool, int | None], bool]
 
 
 class Cloud(CloudProvider, OfferingCache, Protocol):

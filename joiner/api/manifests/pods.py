@@ -191,6 +191,7 @@ def pod_template(
             (annotations or {}).get(CA_SAFE_TO_EVICT, "")
         ),
         shutdown_s=termination.shutdown_seconds(spec, field),
+        termination_grace_period_s=termination.grace_seconds(spec),
         **priority.pod_fields(spec, field),
         deletion_cost=_deletion_cost(annotations or {}, _annotations_field(field)),
         do_not_disrupt=(annotations or {}).get(labels.DO_NOT_DISRUPT),

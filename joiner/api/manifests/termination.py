@@ -17,9 +17,10 @@ from typing import Any
 
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
+from joiner.api.pods import DEFAULT_TERMINATION_GRACE_PERIOD_S
 
 #: Kubernetes' default ``terminationGracePeriodSeconds``.
-DEFAULT_GRACE_S = 30.0
+DEFAULT_GRACE_S = DEFAULT_TERMINATION_GRACE_PERIOD_S
 
 _SLEEP = re.compile(r"(?:^|[\s;&|])sleep\s+(\d+(?:\.\d+)?)")
 

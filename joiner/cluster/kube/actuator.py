@@ -555,10 +555,12 @@ class KubeActuator:
 
     # -- the Eviction port ----------------------------------------------------------------
 
-    def evict(self, pod: StatePod, forced: bool) -> bool:
-        """Evict ``pod`` through ``policy/v1`` Eviction (``forced``: delete it); False when
-        the API server refuses (429 from a PodDisruptionBudget, or another error, logged),
-        True when it is evicted or already gone (404)."""
+    def evict(self, pod: StatePod, forced: bool, grace_s: int | None = None) -> bool:
+        """Evict ``pod`` through ``policy/v1`` Eviction (``forced``: delete it, with
+        ``grace_s`` as the deletion's ``gracePeriodSeconds``, None: the pod's own, as
+        Karpenter's terminator ``DeleteExpiringPods`` does); False when the API server
+        refuses (429 from a PodDisruptionBudget, or another error, logged), True when it is
+        evicted or already gone (404)."""
         if self.dry_run:
             blocking = None if forced else self._blocking_pdb(pod)
             if blocking is not None:
@@ -569,14 +571,22 @@ class KubeActuator:
                 if self._report is not None:
                     self._report(entry)
                 return False
-            self._dry("evict", pod=f"{pod.namespace}/{pod.name}", forced=forced)
+            if forced and grace_s is not None:
+                self._dry(
+                    "evict",
+                    pod=f"{pod.namespace}/{pod.name}",
+                    forced=forced,
+                    gracePeriodSeconds=grace_s,
+                )
+            else:
+                self._dry("evict", pod=f"{pod.namespace}/{pod.name}", forced=forced)
             return True
         # The node's taint goes out before its first eviction, so the replacement pod the
         # workload's controller makes cannot be scheduled back onto it.
         node = self._state.nodes.get(pod.node_name or "")
         if node is not None and node.deleted_at_s is None:
             self._sync_node(node)
-        return self._post_eviction(pod.namespace, pod.name, forced=forced)
+        return self._post_eviction(pod.namespace, pod.name, forced=forced, grace_s=grace_s)
 
     def _blocking_pdb(self, pod: StatePod) -> str | None:
         """``namespace/name`` of a PodDisruptionBudget selecting ``pod`` whose status (as
@@ -595,10 +605,12 @@ class KubeActuator:
                 return f"PodDisruptionBudget {pdb.namespace}/{pdb.name} allows no disruption"
         return None
 
-    def _post_eviction(self, namespace: str, name: str, *, forced: bool = False) -> bool:
+    def _post_eviction(
+        self, namespace: str, name: str, *, forced: bool = False, grace_s: int | None = None
+    ) -> bool:
         try:
             if forced:
-                self._api().delete(Pod, name, namespace=namespace)
+                self._api().delete(Pod, name, namespace=namespace, grace_period=grace_s)
             else:
                 self._api().create(
                     Pod.Eviction(metadata=ObjectMeta(name=name, namespace=namespace)),

@@ -6,9 +6,15 @@ Karpenter ``node/termination`` (karpenter ``pkg/controllers/node/termination/con
 1. The node is tainted ``karpenter.sh/disrupted:NoSchedule`` (by whoever asked).
 2. Pods are evicted in tiers: workload pods first, DaemonSet pods last (they go with the
    node). An eviction a PodDisruptionBudget forbids is retried every ``retry_s``; a pod
-   annotated ``karpenter.sh/do-not-disrupt`` is waited for. Nothing is forced before the
-   node's deadline; at the deadline (a Spot reclaim) the cloud takes the node and whatever
-   still runs there is lost.
+   annotated ``karpenter.sh/do-not-disrupt`` is waited for. Without a NodePool
+   ``terminationGracePeriod`` nothing is forced; at a Spot reclaim the cloud takes the node
+   and whatever still runs there is lost. With one, the node's deadline is the drain's start
+   plus that period, and each pod still on the node is deleted (PDB and do-not-disrupt
+   bypassed) its own ``terminationGracePeriodSeconds`` before the deadline, at once when
+   that time has passed, with the deadline's remaining seconds (at least 1) as its grace:
+   Karpenter ``pkg/controllers/node/termination/terminator/terminator.go``
+   ``DeleteExpiringPods`` and ``podDeleteTimeWithGracePeriod``. At the deadline whatever is
+   left goes with the node.
 3. An evicted pod shuts down for ``PodTemplate.shutdown_s`` (its preStop hooks within
    ``terminationGracePeriodSeconds``; kubelet ``killContainer``) and is gone then; its
    controller makes the replacement at once (a ReplicaSet does not count terminating
@@ -25,12 +31,14 @@ eviction (a controller makes the replacement pod).
 succeeds); in controller mode it posts a ``policy/v1`` Eviction and returns False when the
 API server refuses it (429: a PodDisruptionBudget the cluster computes disallows it), in
 which case the pod stays and the drain retries, as Karpenter does. ``forced`` evictions
-(``terminationGracePeriod`` reached) delete the pod instead.
+(``terminationGracePeriod``) delete the pod instead, with ``grace_s`` as the deletion's
+``gracePeriodSeconds``.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 
 from joiner.api import labels, timeline
@@ -44,6 +52,17 @@ from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 log = logging.getLogger(__name__)
 
 DISRUPTED_TAINT = Taint(labels.TAINT_DISRUPTED, NO_SCHEDULE)
+
+#: Virtual-time slack when comparing a pod's deletion time with the clock's (timers add
+#: delays to the start, so a sum may differ from the deadline's difference in the last bit).
+_EPSILON_S = 1e-6
+
+
+def _eviction_detail(forced: str, shutdown_s: float) -> str:
+    """The timeline's detail of an eviction: why it was forced (empty: it was not), then
+    its shutdown (empty for a plain eviction without one)."""
+    stopping = f"shutting down for {shutdown_s:g} s" if shutdown_s > 0 else ""
+    return "; ".join(part for part in (forced, stopping) if part)
 
 
 def cordon(node: Node) -> None:
@@ -74,7 +93,7 @@ class Terminator:
         timeline_: Timeline,
         *,
         retry_s: float = 5.0,
-        evict: Callable[[Pod, bool], bool] | None = None,
+        evict: Callable[[Pod, bool, int | None], bool] | None = None,
     ) -> None:
         self._state = state
         self._evict_port = evict
@@ -85,12 +104,16 @@ class Terminator:
         self.on_evicted: list[Callable[[Pod], None]] = []
         self.on_terminated: list[Callable[[Node], None]] = []
         self._blocked_noted: set[str] = set()
+        #: Node name -> its drain's deadline (start plus the NodePool's
+        #: ``terminationGracePeriod``), seconds.
+        self._deadline_s: dict[str, float] = {}
 
     def drain(self, node: Node, reason: str) -> None:
         """Start draining ``node`` now (it must already be cordoned and marked deleting).
 
-        With the NodePool's ``terminationGracePeriod``, whatever still blocks the drain when
-        it runs out (a PDB, a do-not-disrupt pod) is evicted anyway, as Karpenter does.
+        With the NodePool's ``terminationGracePeriod``, each pod that still blocks the drain
+        (a PDB, do-not-disrupt) is deleted anyway its own ``terminationGracePeriodSeconds``
+        before the deadline that period sets (``_delete_expiring``), as Karpenter does.
         """
         if node.draining or node.deleted_at_s is not None:
             return
@@ -100,11 +123,23 @@ class Terminator:
         claim = self._state.claim_of(node)
         pool = self._state.nodepools.get(claim.nodepool) if claim is not None else None
         if pool is not None and pool.termination_grace_period_s is not None:
-            name = node.name
-            self._clock.after(
-                pool.termination_grace_period_s, lambda: self._force(name), label="drain-deadline"
-            )
+            self._set_deadline(node.name, pool.termination_grace_period_s)
         self._step(node.name)
+
+    def _set_deadline(self, node_name: str, period_s: float) -> None:
+        """The drain of ``node_name`` ends ``period_s`` (the NodePool's
+        ``terminationGracePeriod``) from now: the forced end then, and a turn at each pod's
+        own deletion time before it (``_delete_expiring``; times already past are the
+        drain's first step's)."""
+        self._deadline_s[node_name] = self._clock.now() + period_s
+        self._clock.after(period_s, lambda: self._force(node_name), label="drain-deadline")
+        pods = [p for p in self._state.pods_on(node_name) if not p.daemon]
+        delays = sorted({period_s - p.template.termination_grace_period_s for p in pods})
+        for delay in delays:
+            if 0 < delay < period_s:
+                self._clock.after(
+                    delay, lambda: self._delete_expiring(node_name), label="drain-pod-deadline"
+                )
 
     def force_terminate(self, node: Node, reason: str) -> None:
         """Terminate ``node`` now without draining: its pods are deleted whatever their
@@ -119,17 +154,51 @@ class Terminator:
         self._force(node.name)
 
     def _force(self, node_name: str) -> None:
+        """The deadline: pods not yet deleted are deleted (1 s of grace, Karpenter's floor)
+        and the node goes with whatever still runs there (pods shutting down are cut short
+        at the deadline, as their deletion's grace ends there)."""
         node = self._state.nodes.get(node_name)
         if node is None or node.deleted_at_s is not None:
             return
-        for pod in [p for p in self._state.pods_on(node_name) if not p.daemon]:
-            self._evict(pod, node_name, forced=True)
+        self._deadline_s[node_name] = self._clock.now()  # a forced end is the deadline
+        for pod in self._state.pods_on(node_name):
+            if not pod.daemon and pod.terminating_until_s is None:
+                self._evict(pod, node_name, forced="terminationGracePeriod reached", grace_s=1)
         self._terminate(node)
+
+    def _delete_expiring(self, node_name: str) -> None:
+        """Delete each pod on ``node_name`` whose time has come: its node's deadline minus
+        its ``terminationGracePeriodSeconds``, whatever its PodDisruptionBudgets or
+        ``do-not-disrupt`` say; its deletion's grace is the deadline's remaining whole
+        seconds, at least 1.
+
+        Karpenter ``pkg/controllers/node/termination/terminator/terminator.go``
+        ``DeleteExpiringPods`` (``podDeleteTimeWithGracePeriod``: deadline minus the pod's
+        grace period). A pod already shutting down is left alone: Karpenter deletes it again
+        only when its deletion ends after the deadline (``IsPodEligibleForForcedEviction``),
+        and here such a pod is cut short at the deadline anyway. DaemonSet pods go with the
+        node, as everywhere in this drain.
+        """
+        deadline = self._deadline_s.get(node_name)
+        node = self._state.nodes.get(node_name)
+        if deadline is None or node is None or node.deleted_at_s is not None:
+            return
+        now = self._clock.now()
+        remaining_s = deadline - now
+        grace_s = max(math.floor(remaining_s + _EPSILON_S), 1)
+        why = f"terminationGracePeriod: deleted {remaining_s:g} s before the node's deadline"
+        for pod in self._state.pods_on(node_name):
+            if pod.daemon or pod.terminating_until_s is not None:
+                continue
+            if remaining_s <= pod.template.termination_grace_period_s + _EPSILON_S:
+                self._evict(pod, node_name, forced=why, grace_s=grace_s)
 
     def _step(self, node_name: str) -> None:
         node = self._state.nodes.get(node_name)
         if node is None or node.deleted_at_s is not None:
             return
+        if node_name in self._deadline_s:
+            self._delete_expiring(node_name)  # Karpenter's Drain deletes these first
         running = [p for p in self._state.pods_on(node_name) if not p.daemon]
         stopping = [p for p in running if p.terminating_until_s is not None]
         workload = [p for p in running if p.terminating_until_s is None]
@@ -159,9 +228,14 @@ class Terminator:
             return
         self._terminate(node)
 
-    def _evict(self, pod: Pod, node_name: str, *, forced: bool = False) -> bool:
-        """Evict ``pod``; False when the Eviction port refused it (it stays, retried)."""
-        if self._evict_port is not None and not self._evict_port(pod, forced):
+    def _evict(
+        self, pod: Pod, node_name: str, *, forced: str = "", grace_s: int | None = None
+    ) -> bool:
+        """Evict ``pod``; ``forced`` (why, for the timeline): delete it instead, with
+        ``grace_s`` seconds of grace. False when the Eviction port refused it (it stays,
+        retried)."""
+        port = self._evict_port
+        if port is not None and not port(pod, bool(forced), grace_s):
             if pod.uid not in self._blocked_noted:
                 self._blocked_noted.add(pod.uid)
                 self._timeline.record(
@@ -171,14 +245,12 @@ class Terminator:
                     detail="refused by the API server",
                 )
             return False
-        shutdown = self._delete(pod, forced=forced)
+        shutdown = self._delete(pod, forced=bool(forced), grace_s=grace_s)
         self._timeline.record(
             timeline.EVICTION,
             node=node_name,
             pod=f"{pod.namespace}/{pod.name}",
-            detail="terminationGracePeriod reached"
-            if forced
-            else (f"shutting down for {shutdown:g} s" if shutdown > 0 else ""),
+            detail=_eviction_detail(forced, shutdown),
         )
         for listener in self.on_evicted:
             listener(pod)
@@ -202,11 +274,16 @@ class Terminator:
             listener(pod)
         return shutdown
 
-    def _delete(self, pod: Pod, *, forced: bool) -> float:
-        """Start the pod's graceful deletion (none when ``forced``); returns its shutdown."""
+    def _delete(self, pod: Pod, *, forced: bool, grace_s: int | None = None) -> float:
+        """Start the pod's graceful deletion; returns its shutdown, seconds: its own
+        (``PodTemplate.shutdown_s``), within ``grace_s`` when ``forced`` (at the deadline,
+        none: the node goes now)."""
         now = self._clock.now()
         pod.evicted = True
-        shutdown = 0.0 if forced else pod.template.shutdown_s
+        shutdown = pod.template.shutdown_s
+        if forced:
+            at_deadline = self._deadline_s.get(pod.node_name or "", now) <= now + _EPSILON_S
+            shutdown = 0.0 if at_deadline or grace_s is None else min(shutdown, float(grace_s))
         if shutdown > 0:
             pod.terminating_until_s = now + shutdown
             self._clock.after(shutdown, lambda: self._stopped(pod), label="pod-shutdown")
@@ -248,6 +325,7 @@ class Terminator:
         for pod in self._state.pods_on(node.name):
             pod.deleted_at_s = now  # DaemonSet pods go with their node
         node.deleted_at_s = now
+        self._deadline_s.pop(node.name, None)
         self._timeline.record(timeline.TERMINATED, node=node.name)
         for listener in self.on_terminated:
             listener(node)

@@ -3,7 +3,8 @@ NodeClaims that waste most of their type by moving their pods into room other pl
 NodeClaims have for free.
 
 Each planned NodeClaim launches the cheapest type of its NodePool, no dearer than its
-planned type, that holds its pods (``_CostSolve._new_claim_options``); what that type has
+planned type (and not exotic unless that is), that holds its pods
+(``_CostSolve._new_claim_options``); what that type has
 beyond the pods' requests (plus DaemonSet overhead, already out of ``net``) is paid for
 anyway. A planned NodeClaim that wastes much of its type (NodeClaims of one or two
 hostname-capped pods on small types, the tail of a type's pre-packing) gives its pods, the
@@ -41,7 +42,8 @@ class Bins:
     it may launch); ``load`` (bins x resources) its pods' requests; ``pods`` each bin's pod
     indices; ``zone`` each bin's zone code (-1: none). Per pod: ``vector`` (pods x
     resources), ``group`` and ``cap`` (hostname group and per-node cap, cap -1: none),
-    ``pod_zone`` (-1: any) and ``admits`` (pods x types).
+    ``pod_zone`` (-1: any) and ``admits`` (pods x types). ``exotic`` (per type, or None):
+    types a bin whose planned type is not exotic never launches (``solver._generic``).
     """
 
     net: IntArray
@@ -55,11 +57,15 @@ class Bins:
     cap: IntArray
     pod_zone: IntArray
     admits: BoolArray
+    exotic: BoolArray | None = None
 
 
 def cheapest(b: Bins, load: IntArray, top: int) -> int:
-    """The cheapest type no dearer than ``top`` that holds ``load``; -1 if none."""
+    """The cheapest type no dearer than ``top`` that holds ``load`` (and not exotic unless
+    ``top`` is); -1 if none."""
     ok = (b.net >= load).all(axis=1) & (b.price <= b.price[top]) & np.isfinite(b.price)
+    if b.exotic is not None and not b.exotic[top]:
+        ok &= ~b.exotic
     if not ok.any():
         return -1
     idx = np.flatnonzero(ok)
@@ -82,7 +88,10 @@ def _cheapest_all(b: Bins) -> IntArray:
     for start in range(0, len(b.load), 512):
         load = b.load[start : start + 512]
         fits = (b.net[order][None, :, :] >= load[:, None, :]).all(axis=2)
-        fits &= b.price[order][None, :] <= b.price[b.top[start : start + 512]][:, None]
+        top = b.top[start : start + 512]
+        fits &= b.price[order][None, :] <= b.price[top][:, None]
+        if b.exotic is not None:
+            fits &= ~b.exotic[order][None, :] | b.exotic[top][:, None]
         first = fits.argmax(axis=1)
         out[start : start + 512] = np.where(fits.any(axis=1), order[first], -1)
     return out

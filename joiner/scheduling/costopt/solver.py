@@ -12,6 +12,11 @@ predicates and changes only the choices among what they admit:
    instance type that admits it: taints, node selection with the NodePool's requirements and
    an available offering, resources plus DaemonSet overhead, limits, using the scheduler's
    own predicate functions. NodePool weight stays a priority; cost is minimised within it.
+   Exotic types (metal, GPU, accelerators) admit a class only when no other type does, and
+   a planned NodeClaim of another type never offers them (Karpenter-AWS
+   ``pkg/providers/instance/instance.go`` ``filterInstanceTypes``: its
+   ``ExoticInstanceTypeFilter`` drops them at launch while others remain, unless a
+   requirement has ``minValues``).
 3. An assignment LP (HiGHS) over (class, instance type): ``x[c, j]`` pods of class ``c`` on
    type ``j``, ``n[j]`` NodeClaims of type ``j``; minimise ``sum(price_j * n_j)`` subject to
    every class placed, each type's resources (allocatable minus DaemonSet overhead) covering
@@ -53,6 +58,8 @@ import numpy as np
 from joiner.api import labels
 from joiner.api.objects import PodTemplate
 from joiner.api.requirements import Requirement, Requirements
+from joiner.cloudprovider.launch import is_exotic
+from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.costopt import prepack, repair, zones
 from joiner.scheduling.costopt.lp import INF, solve_lp
 from joiner.scheduling.limits import within_limits
@@ -60,7 +67,7 @@ from joiner.scheduling.placement import _Attempt, _blocking_taint, _Claim, _Pref
 from joiner.scheduling.pool import BoolArray, FloatArray, IntArray, PreparedPool
 from joiner.scheduling.scheduler import Scheduler, _Solve
 from joiner.scheduling.topology import Group
-from joiner.scheduling.types import PodRequest, SchedulingInput, SchedulingResult
+from joiner.scheduling.types import NewNodeClaim, PodRequest, SchedulingInput, SchedulingResult
 
 #: Candidate instance types per class (cheapest per pod for that class alone).
 PER_CLASS = 4
@@ -88,13 +95,43 @@ REPAIR_FROM = COMPARE_UP_TO + 1
 
 def plan_cost(result: SchedulingResult) -> float:
     """Hourly price (USD) of ``result``'s new NodeClaims: each at its cheapest option's
-    cheapest available offering its requirements allow (what the cloud provider launches
-    when the offerings are available)."""
+    cheapest available offering its requirements allow, exotic options (metal, GPU,
+    accelerators) left out while others remain (what the cloud provider launches when the
+    offerings are available: Karpenter-AWS ``pkg/providers/instance/instance.go``
+    ``filterInstanceTypes`` with ``ExoticInstanceTypeFilter``)."""
     total = 0.0
     for c in result.new_nodeclaims:
         if c.instance_types:
-            total += c.instance_types[0].cheapest_price(c.requirements) or 0.0
+            total += _launched_type(c).cheapest_price(c.requirements) or 0.0
     return total
+
+
+def _has_min_values(reqs: Requirements) -> bool:
+    """Some requirement sets ``minValues`` (then Karpenter-AWS keeps exotic types)."""
+    return any(r.min_values is not None for r in reqs.values())
+
+
+def _reserved(it: InstanceType, reqs: Requirements) -> bool:
+    """``it`` has an available reserved offering ``reqs`` allow (Karpenter-AWS
+    ``instancefilter.ReservedOfferingFilter`` then launches only such offerings, before the
+    exotic filter)."""
+    return any(
+        o.capacity_type == labels.CAPACITY_TYPE_RESERVED and o.available and o.compatible(reqs)
+        for o in it.offerings
+    )
+
+
+def _launched_type(claim: NewNodeClaim) -> InstanceType:
+    """The option a launch picks on price: the cheapest (options are cheapest first) that
+    is not exotic (or has a reserved offering, which Karpenter-AWS keeps), unless all are or
+    a requirement has ``minValues`` (Karpenter-AWS ``instancefilter.ExoticInstanceTypeFilter``)."""
+    reqs = claim.requirements
+    if _has_min_values(reqs):
+        return claim.instance_types[0]
+    return next(
+        (t for t in claim.instance_types if not is_exotic(t) or _reserved(t, reqs)),
+        claim.instance_types[0],
+    )
 
 
 class CostOptimalScheduler(Scheduler):
@@ -255,6 +292,8 @@ class _CostSolve(_Solve):
         self._node_penalty = 0.0
         #: Per pool index, each type's price under the NodePool's requirements.
         self._prices = [p.prices(p.nodepool.requirements) for p in self.pools]
+        #: Per pool index, which types are exotic (``_exotic``), once asked.
+        self._exotic_masks: dict[int, BoolArray | None] = {}
         #: Per NodeClaim index: the NodeClaim, its option count, their largest net allocatable.
         self._top: dict[int, tuple[_Claim, int, IntArray]] = {}
         self._vectors: dict[tuple[int, int], IntArray | None] = {}
@@ -331,8 +370,40 @@ class _CostSolve(_Solve):
             within[within_limits(pool)] = True
             mask &= within & (pool.net >= vec).all(axis=1) & np.isfinite(pool.prices(reqs))
             if mask.any():
-                return i, vec, mask
+                return i, vec, self._generic(i, mask)
         return None
+
+    def _exotic(self, pi: int) -> BoolArray | None:
+        """Per type of pool ``pi``: a metal size or GPU/accelerator capacity
+        (``launch.is_exotic``) without a reserved offering the NodePool may use (Karpenter-AWS
+        filters reserved offerings first, so a reservation of such types is launched into);
+        None when the NodePool's requirements set ``minValues``, for which Karpenter-AWS
+        keeps exotic types (``ExoticInstanceTypeFilter``)."""
+        if pi not in self._exotic_masks:
+            pool = self.pools[pi]
+            reqs = pool.nodepool.requirements
+            self._exotic_masks[pi] = (
+                None
+                if _has_min_values(reqs)
+                else np.fromiter(
+                    (is_exotic(t) and not _reserved(t, reqs) for t in pool.types),
+                    dtype=np.bool_,
+                    count=len(pool.types),
+                )
+            )
+        return self._exotic_masks[pi]
+
+    def _generic(self, pi: int, admits: BoolArray) -> BoolArray:
+        """``admits`` (types of pool ``pi``) without the exotic ones, unless only those
+        admit: Karpenter-AWS launches metal, GPU and accelerator types only when nothing
+        else fits (``pkg/providers/instance/instance.go`` ``filterInstanceTypes``,
+        ``instancefilter.ExoticInstanceTypeFilter``), so the plan does not choose them for
+        pods that other types take (an inf2.48xlarge Spot NodeClaim for CPU pods)."""
+        exotic = self._exotic(pi)
+        if exotic is None:
+            return admits
+        generic = admits & ~exotic
+        return generic if generic.any() else admits
 
     def _assign(self, pods: list[PodRequest]) -> list[PodRequest]:
         """Give pods a target column (module docstring, steps 2-4); returns the queue."""
@@ -498,6 +569,7 @@ class _CostSolve(_Solve):
                 cap=np.array([c.per_node or -1 for c in cls], dtype=np.int64),
                 pod_zone=np.array([_code(names, self._zone_of.get(p.uid)) for p in pods]),
                 admits=np.array([c.admits for c in cls], dtype=np.bool_),
+                exotic=self._exotic(pi),
             )
             moved = repair.repair(found, len(groups))
             for j, b in enumerate(ids):
@@ -630,6 +702,10 @@ class _CostSolve(_Solve):
         options = within_limits(pool)
         price = self._prices[pi]
         cheaper: IntArray = options[price[options] <= price[ti]]
+        exotic = self._exotic(pi)
+        if exotic is not None and not exotic[ti]:
+            # A generic planned type: no exotic option, as the launch would drop them.
+            cheaper = cheaper[~exotic[cheaper]]
         return cheaper
 
     def _claim_order(self, attempt: _Attempt, candidates: IntArray) -> IntArray:
