@@ -247,14 +247,65 @@ def test_plan_packing_cost_optimal_keeps_karpenters_fewer_nodeclaims_on_small_la
     tmp_path,
 ):
     """120 pods: Karpenter's one c6a.48xlarge ($7.34/h) against three NodeClaims ($5.44/h);
-    on a launch of up to 1,000 pods a cheaper plan with more NodeClaims is not taken (more
-    nodes to empty and consolidate later; docs/concepts/how-joiner-decides.md, "Packing"), so
-    both plans are the same."""
+    on a launch of up to 1,000 pods a cheaper plan with more NodeClaims is not taken for a
+    saving under half (more nodes to empty and consolidate later;
+    docs/concepts/how-joiner-decides.md, "Packing"), so both plans are the same."""
     karpenter = json.loads(_plan(tmp_path, PACKING).stdout)
     cheap = json.loads(_plan(tmp_path, PACKING, "--packing", "cost-optimal").stdout)
     assert len(karpenter["nodeClaims"]) == 1
     assert cheap["costPerHour"] == karpenter["costPerHour"]
     assert cheap["nodeClaims"] == karpenter["nodeClaims"]
+
+
+GPU_SERVING = REPO / "examples" / "gpu-serving"
+
+
+def _gpu_burst(tmp_path: Path, replicas: int) -> Path:
+    """examples/gpu-serving with its diffusion Deployment (1 GPU, 3 vCPU, 12 GiB a pod) at
+    ``replicas``: the burst its HPA asks for when traffic jumps."""
+    for name in ("scenario.yaml", "nodepools.yaml", "traffic.csv"):
+        (tmp_path / name).write_text((GPU_SERVING / name).read_text())
+    app = (GPU_SERVING / "app.yaml").read_text()
+    head = "metadata: {name: diffusion, namespace: genai}\nspec:\n  replicas: 2\n"
+    assert head in app
+    (tmp_path / "app.yaml").write_text(app.replace(head, head.replace("2", str(replicas))))
+    return tmp_path / "scenario.yaml"
+
+
+def _gpu_claims(plan: dict) -> list[dict]:
+    return [c for c in plan["nodeClaims"] if c["nodePool"] == "gpu"]
+
+
+def test_plan_packing_cost_optimal_does_not_buy_a_metal_gpu_node_for_a_burst(tmp_path):
+    """Seven one-GPU pods of examples/gpu-serving: Karpenter packs them into one NodeClaim
+    whose options are the 8-GPU types (Karpenter ``Scheduler.addToInflightNode``; the AWS
+    provider's ``ExoticInstanceTypeFilter`` keeps metal because every option has a GPU) and
+    launches a Spot g4dn.metal; with SpotToSpotConsolidation off that node is never replaced
+    by a cheaper one, and over a 22 h day it was most of the cost. The cost-optimal packing
+    used to keep that plan (a cheaper plan with more NodeClaims was never taken on a small
+    launch); seven g4dn.xlarge cost about a third, so it now takes them."""
+    scenario = str(_gpu_burst(tmp_path, 7))
+    runs = {
+        p: runner.invoke(app, ["plan", "-f", scenario, "-o", "json", "--packing", p])
+        for p in ("karpenter", "cost-optimal")
+    }
+    for result in runs.values():
+        assert result.exit_code == 0, result.output
+    karpenter, cheap = (json.loads(runs[p].stdout) for p in ("karpenter", "cost-optimal"))
+    jsonschema.validate(cheap, SCHEMA)
+    (metal,) = _gpu_claims(karpenter)
+    assert metal["launch"]["instanceType"] == "g4dn.metal"
+    assert len(metal["pods"]) == 7
+    claims = _gpu_claims(cheap)
+    assert [c["launch"]["instanceType"] for c in claims] == ["g4dn.xlarge"] * 7
+    assert sorted(p for c in claims for p in c["pods"]) == sorted(metal["pods"])
+    assert not cheap["unschedulable"]
+
+    def gpu_price(plan: dict) -> float:
+        return sum(c["launch"]["pricePerHour"] for c in _gpu_claims(plan))
+
+    assert gpu_price(cheap) < 0.5 * gpu_price(karpenter)
+    assert cheap["costPerHour"] < 0.5 * karpenter["costPerHour"]
 
 
 def test_plan_packing_rejects_unknown_policies(tmp_path):
