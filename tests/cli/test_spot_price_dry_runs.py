@@ -305,3 +305,61 @@ def test_a_bad_history_file_is_an_input_error_naming_file_and_field(
     assert str(tmp_path / "h.json") in result.output
     assert "SpotPriceHistory[2].SpotPrice" in result.output
     assert "'cheap' is not a positive price" in result.output
+
+
+def test_a_scenario_history_is_read_at_plan_at_from_its_start(tmp_path: Path) -> None:
+    """``--at`` two hours after ``spec.startTime`` reads the row in force then (the
+    Scenario's history counts from its start)."""
+    history = _rows(CHEAP_C)
+    history["SpotPriceHistory"] += _rows(
+        {("c5.xlarge", "us-east-1c"): "0.0900", ("m5.xlarge", "us-east-1b"): "0.0150"},
+        at="2025-01-05T07:00:00Z",
+    )["SpotPriceHistory"]
+    path = str(_scenario(tmp_path, history))
+    assert _launch(_json(["plan", "-f", path]))[:2] == ("c5.xlarge", "us-east-1c")
+    doc = _json(["plan", "-f", path, "--at", "2025-01-05T08:00:00Z"])
+    assert _launch(doc) == ("m5.xlarge", "us-east-1b", pytest.approx(0.015))
+    assert doc["pricesAt"] == "2025-01-05T08:00:00Z"
+    doc = _json(["disrupt", "-f", path, "--at", "2025-01-05T08:00:00Z"])
+    assert (doc["priceSource"], doc["pricesAt"]) == ("spot-price-history", "2025-01-05T08:00:00Z")
+
+
+def test_plan_at_without_a_history_warns_that_it_has_no_effect(tmp_path: Path) -> None:
+    doc = _json(["plan", "-f", str(_scenario(tmp_path, None)), "--at", "2025-01-05T08:00:00Z"])
+    assert doc["priceSource"] == "regional"
+    assert any(w.startswith("--at has no effect") for w in doc["warnings"])
+
+
+def test_a_history_after_at_says_so_naming_at(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text(SPOT_POOL + "---\n" + APP)
+    (tmp_path / "h.json").write_text(json.dumps(_rows(CHEAP_C)))
+    args = [
+        "plan",
+        "-f",
+        str(tmp_path / "m.yaml"),
+        "--spot-price-history",
+        str(tmp_path / "h.json"),
+    ]
+    doc = _json([*args, "--at", "2025-01-04T22:00:00Z"])
+    (late,) = [w for w in doc["warnings"] if "after --at" in w]
+    assert late.startswith(f"{tmp_path / 'h.json'}: field SpotPriceHistory: the first row is 2.0 h")
+    assert _launch(doc)[:2] == ("c5.xlarge", "us-east-1c")  # the earliest row before it
+
+
+def test_a_history_with_kwok_instance_types_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "h.json").write_text(json.dumps(_rows(CHEAP_C)))
+    kwok = REPO / "tests" / "fixtures"
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "-f",
+            str(tmp_path / "h.json"),
+            "--kwok-instance-types",
+            str(kwok / "nope.json"),
+            "--spot-price-history",
+            str(tmp_path / "h.json"),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert "--spot-price-history" in result.output and "KWOKNodeClasses" in result.output
