@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from joiner.api.plan_output import PRICE_SOURCE_DESCRIPTION, PRICES_AT_DESCRIPTION, PriceSource
 from joiner.api.plan_output import Launch as Launch
 from joiner.api.plan_output import Nominated as Nominated
 from joiner.api.plan_output import OutputModel as _Out
@@ -241,6 +242,8 @@ class DisruptionPlan(_Out):
     savingsPerHour: float = Field(description="Summed over the commands, USD")
     costPerHourBefore: float = Field(ge=0)
     costPerHourAfter: float = Field(ge=0)
+    priceSource: PriceSource = Field(default="regional", description=PRICE_SOURCE_DESCRIPTION)
+    pricesAt: str | None = Field(default=None, description=PRICES_AT_DESCRIPTION)
     nominated: list[Nominated] = Field(
         default_factory=list,
         description="Pending pods already nominated by preemption: not provisioned for",

@@ -8,7 +8,21 @@ measurable part of the command's start-up).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
+
+#: Which Spot prices a dry run used: ``regional`` (the packaged regional estimate, one per
+#: instance type for every zone) or ``spot-price-history`` (per capacity pool, from a Spot
+#: price history, as ``joiner simulate`` prices them).
+PriceSource = Literal["regional", "spot-price-history"]
+
+PRICE_SOURCE_DESCRIPTION = (
+    "Spot prices used: regional (one estimate per instance type for every zone) or "
+    "spot-price-history (per instance type and zone, as joiner simulate prices them: the "
+    "history's rows, other pools by the simulated market)"
+)
+PRICES_AT_DESCRIPTION = "The UTC instant the Spot price history was read at (ISO 8601)"
 
 
 class OutputModel(BaseModel):
@@ -97,4 +111,6 @@ class Plan(OutputModel):
         description="Pending pods already nominated by preemption: not provisioned for",
     )
     costPerHour: float = Field(ge=0, description="Sum of the new NodeClaims' launch prices")
+    priceSource: PriceSource = Field(default="regional", description=PRICE_SOURCE_DESCRIPTION)
+    pricesAt: str | None = Field(default=None, description=PRICES_AT_DESCRIPTION)
     warnings: list[str] = Field(default_factory=list)

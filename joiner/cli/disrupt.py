@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -30,6 +30,16 @@ from joiner.cli.common import (
     scenario_region,
 )
 from joiner.cli.explain import ExplainOption, print_explain
+from joiner.cli.spotprices import (
+    SpotPriceHistoryOption,
+    check_not_kwok,
+    file_spot_prices,
+    parse_instant,
+    scenario_spot_prices,
+)
+
+if TYPE_CHECKING:
+    from joiner.api.outputs import DisruptionPlan
 
 
 def disrupt(
@@ -42,10 +52,12 @@ def disrupt(
     at: Annotated[
         str | None,
         typer.Option(
-            help="UTC time the budgets' schedules are evaluated at (ISO 8601, default now)."
+            help="UTC time the budgets' schedules are evaluated at and a Spot price history "
+            "is read at (ISO 8601, default now)."
         ),
     ] = None,
     explain: ExplainOption = None,
+    spot_price_history: SpotPriceHistoryOption = None,
     verbose: Verbose = False,
 ) -> None:
     """Dry run of disruption on a running cluster: the commands successive passes would take
@@ -63,8 +75,12 @@ def disrupt(
         gates = parse_feature_gates(feature_gates) if feature_gates is not None else None
         catalog = Catalog.load()
         files = files or []
+        check_not_kwok(spot_price_history, kwok_instance_types is not None)
         if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
             sc = load_scenario(files[0], catalog, check_selectors=False)
+            prices = scenario_spot_prices(
+                sc, catalog, spot_price_history, when, sc.manifests.warnings
+            )
             if feature_gates is not None:
                 gates = parse_feature_gates(feature_gates, base=sc.feature_gates)
             result = build_disruption_plan(
@@ -77,17 +93,23 @@ def disrupt(
                 feature_gates=gates or sc.feature_gates,
                 reservations=sc.capacity_reservations,
                 explain=explain,
+                spot_prices=prices,
             )
         else:
             manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
+            dry_region = region_of(manifests, region)
+            prices = file_spot_prices(
+                catalog, dry_region, spot_price_history, when, manifests.warnings
+            )
             result = build_disruption_plan(
                 manifests,
                 catalog,
-                region_of(manifests, region),
+                dry_region,
                 at=when,
                 feature_gates=gates or FeatureGates(),
                 kwok_types=kwok_types(kwok_instance_types),
                 explain=explain,
+                spot_prices=prices,
             )
     except InputError as exc:
         fail(exc)
@@ -96,7 +118,14 @@ def disrupt(
         text = result.model_dump_json(indent=2, exclude=unasked)
         sys.stdout.write(escape_controls(text) + "\n")
         return
+    _print_plan(result, verbose=verbose)
+
+
+def _print_plan(result: DisruptionPlan, *, verbose: bool) -> None:
+    """The human output of ``joiner disrupt``."""
     print_warnings(result.warnings, verbose=verbose)
+    if result.pricesAt is not None:
+        out.print(f"Spot prices: per instance type and zone, at {result.pricesAt}", highlight=False)
     n = len(result.commands)
     out.print(
         f"[bold]Disruption ({result.region}): {n} command{'s' if n != 1 else ''}[/]"
@@ -139,14 +168,6 @@ def disrupt(
 
 def _parse_at(text: str | None) -> datetime:
     """``--at`` as a UTC instant; now when absent (the CLI edge may read the wall clock)."""
-    from joiner.api import cron
-
     if text is None:
         return datetime.now(UTC)
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise InputError(
-            f"{text!r} is not an ISO 8601 time such as 2025-01-06T09:30:00Z", field="--at"
-        ) from exc
-    return cron.check_instant(value, field="--at")
+    return parse_instant(text, "--at")

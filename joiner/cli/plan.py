@@ -32,6 +32,13 @@ from joiner.cli.common import (
     scenario_region,
     scenario_reservations,
 )
+from joiner.cli.spotprices import (
+    SpotPriceHistoryOption,
+    check_not_kwok,
+    file_spot_prices,
+    parse_instant,
+    scenario_spot_prices,
+)
 
 
 class MinValuesPolicy(StrEnum):
@@ -61,6 +68,14 @@ def plan(
             "default: a scenario's spec.settings.packing, else karpenter.",
         ),
     ] = None,
+    spot_price_history: SpotPriceHistoryOption = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            help="UTC time the Spot price history is read at (ISO 8601); default: a "
+            "Scenario's spec.startTime, else the history's latest row.",
+        ),
+    ] = None,
     verbose: Verbose = False,
 ) -> None:
     """Dry run of one provisioning round: which NodeClaims would launch, where pending pods
@@ -71,10 +86,16 @@ def plan(
     catalog = Catalog.load()
     files = files or []
     try:
+        when = parse_instant(at, "--at") if at is not None else None
+        check_not_kwok(spot_price_history, kwok_instance_types is not None)
         if kubeconfig is None and len(files) == 1 and _is_scenario(files[0]):
             from joiner.sim.scenario import load_scenario
 
             sc = load_scenario(files[0], catalog, check_selectors=False)
+            prices = scenario_spot_prices(
+                sc, catalog, spot_price_history, when, sc.manifests.warnings
+            )
+            _warn_unused_at(when, prices, sc.manifests.warnings)
             result = build_plan(
                 sc.manifests,
                 catalog,
@@ -84,16 +105,23 @@ def plan(
                 reservations=scenario_reservations(sc),
                 min_values_policy=min_values_policy.value,
                 packing=packing.value if packing else sc.packing,
+                spot_prices=prices,
             )
         else:
             manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
+            plan_region = region_of(manifests, region)
+            prices = file_spot_prices(
+                catalog, plan_region, spot_price_history, when, manifests.warnings
+            )
+            _warn_unused_at(when, prices, manifests.warnings)
             result = build_plan(
                 manifests,
                 catalog,
-                region_of(manifests, region),
+                plan_region,
                 min_values_policy=min_values_policy.value,
                 kwok_types=kwok_types(kwok_instance_types),
                 packing=packing.value if packing else "karpenter",
+                spot_prices=prices,
             )
     except InputError as exc:
         fail(exc)
@@ -101,6 +129,8 @@ def plan(
         sys.stdout.write(escape_controls(result.model_dump_json(indent=2)) + "\n")
         return
     print_warnings(result.warnings, verbose=verbose)
+    if result.pricesAt is not None:
+        out.print(f"Spot prices: per instance type and zone, at {result.pricesAt}", highlight=False)
     n = len(result.nodeClaims)
     if n:
         columns = [
@@ -162,6 +192,15 @@ def plan(
         err.print(
             f"[bold yellow]unschedulable ({len(pods)}):[/] {escape(shown)}: {escape(reason)}",
             soft_wrap=True,
+        )
+
+
+def _warn_unused_at(when: object, prices: object, warnings: list[str]) -> None:
+    """``--at`` takes effect only with a Spot price history."""
+    if when is not None and prices is None:
+        warnings.append(
+            "--at has no effect: Spot prices are regional without a Spot price history "
+            "(--spot-price-history or a Scenario's spec.cloud.spotPriceHistory)"
         )
 
 

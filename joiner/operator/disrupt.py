@@ -54,7 +54,7 @@ from joiner.controllers.disruption.verdicts import Verdict
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.operator.composition import Hooks, Options, Ports, new_controllers
-from joiner.operator.plan import missing_replicas, planning_cloud
+from joiner.operator.plan import SpotPrices, missing_replicas, planning_cloud, price_fields
 from joiner.scheduling.costopt import KARPENTER
 from joiner.sim.clock import SimClock
 from joiner.sim.running import adopt, cluster_state, last_pod_events
@@ -86,8 +86,10 @@ class DryRun:
         feature_gates: FeatureGates | None = None,
         kwok_types: Sequence[InstanceType] | None = None,
         reservations: Sequence[CapacityReservation] = (),
+        spot_prices: SpotPrices | None = None,
     ) -> None:
         gates = feature_gates or FeatureGates()
+        self.spot_prices = spot_prices
         self.region = region
         self.manifests = m
         self.warnings = list(m.warnings)
@@ -109,8 +111,11 @@ class DryRun:
             security_groups,
             self.warnings,
             kwok_types,
+            market=spot_prices.market if spot_prices is not None else None,
             reservations=reservations if gates.reserved_capacity else (),
         )
+        if spot_prices is not None:
+            self.warnings += spot_prices.warnings()
         self.clock = SimClock()
         state, volume_warnings = cluster_state(m)
         self.state = state
@@ -240,6 +245,7 @@ class DryRun:
             savingsPerHour=round(sum(c.savingsPerHour for c in commands), 6),
             costPerHourBefore=round(before, 6),
             costPerHourAfter=round(_cost(state), 6),
+            **price_fields(self.spot_prices),
             nominated=self.nominated,
             warnings=self.warnings,
             explain=self._explain(history, explain)
@@ -279,8 +285,11 @@ def build_disruption_plan(
     kwok_types: Sequence[InstanceType] | None = None,
     reservations: Sequence[CapacityReservation] = (),
     explain: str | None = None,
+    spot_prices: SpotPrices | None = None,
 ) -> DisruptionPlan:
     """The dry run; see the module docstring. ``at`` is a timezone-aware UTC instant.
+    ``spot_prices``: per-pool Spot prices (``plan.SpotPrices``, read at ``at``) for the
+    running nodes and their replacements; None prices Spot regionally.
     ``kwok_types``: Karpenter-kwok's instance types, for KWOKNodeClass NodePools.
     ``reservations``: capacity reservations replacements may launch into (a Scenario's).
     ``explain``: a node (or ``history.ALL_NODES``) whose verdict history to include.
@@ -299,6 +308,7 @@ def build_disruption_plan(
         feature_gates=feature_gates,
         kwok_types=kwok_types,
         reservations=reservations,
+        spot_prices=spot_prices,
     ).plan(explain)
 
 

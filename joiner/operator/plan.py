@@ -33,6 +33,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from joiner.api import labels, quantity
@@ -108,6 +109,39 @@ _OFFER_KEYS = (
 #: ``pkg/providers/instance/instance.go`` ``maxInstanceTypes``).
 MAX_FLEET_TYPES = 60
 _DEFAULT_SG = SecurityGroup("sg-joiner-default", "joiner-default")
+
+
+@dataclass(frozen=True)
+class SpotPrices:
+    """Per-pool Spot prices for a dry run: ``joiner simulate``'s market read at one instant.
+
+    Karpenter prices each Spot offering per instance type and zone: the latest
+    DescribeSpotPriceHistory price in force for that pool (karpenter-provider-aws
+    ``pkg/providers/pricing/pricing.go`` ``UpdateSpotPricing``, ``SpotPrice``; read per
+    offering in ``pkg/providers/instancetype/offering/base_resolver.go``).
+
+    Attributes:
+        market: the simulated Spot market (``market.SpotMarket``) whose time 0 is ``at``:
+            a pool with price history rows costs its latest row at or before ``at`` (the
+            earliest row before the history starts), any other pool what the market model
+            gives it at the run start (the regional estimate times the pool's zone factor).
+        at: the UTC instant the prices are read at.
+        unmodelled_scores: the inputs had Spot placement scores, which a dry run does not
+            use (it launches into the lowest-priced pool).
+    """
+
+    market: SpotMarket
+    at: datetime
+    unmodelled_scores: bool = False
+
+    def warnings(self) -> list[str]:
+        """What the dry run does not model of these inputs."""
+        if not self.unmodelled_scores:
+            return []
+        return [
+            "not modelled: spec.cloud.spotPlacementScores in a dry run (NodeClaims launch "
+            "into the lowest-priced pool; joiner simulate's fleet weighs the scores too)"
+        ]
 
 
 @dataclass(frozen=True)
@@ -712,6 +746,7 @@ def build_plan(
     kwok_types: Sequence[InstanceType] | None = None,
     packing: str = "karpenter",
     reservations: Sequence[CapacityReservation] = (),
+    spot_prices: SpotPrices | None = None,
 ) -> Plan:
     """Plan one provisioning round; see the module docstring for how the cluster is read.
 
@@ -721,6 +756,8 @@ def build_plan(
 
     ``kwok_types`` are Karpenter-kwok's instance types (``cloudprovider.kwok``), used by the
     NodePools of KWOKNodeClasses, which then launch as Karpenter-kwok does (lowest price).
+
+    ``spot_prices``: per-pool Spot prices (``SpotPrices``); None prices Spot regionally.
 
     Raises:
         InputError: as ``planning_cloud``.
@@ -736,8 +773,11 @@ def build_plan(
         security_groups,
         warnings,
         kwok_types,
+        market=spot_prices.market if spot_prices is not None else None,
         reservations=reservations,
     )
+    if spot_prices is not None:
+        warnings += spot_prices.warnings()
     daemonsets = [d.template for d in m.daemonsets]
     live_nodes = {n.name: n for n in m.nodes}
     targets = {n.name: n for n in m.nodes if not n.deleting}
@@ -790,5 +830,16 @@ def build_plan(
         preemptions=rnd.preemptions if rnd is not None else [],
         nominated=demand.nominated,
         costPerHour=round(sum(c.launch.pricePerHour for c in claims), 6),
-        warnings=warnings + _one_zone_warning(claims),
+        **price_fields(spot_prices),
+        warnings=warnings + ([] if spot_prices is not None else _one_zone_warning(claims)),
     )
+
+
+def price_fields(spot_prices: SpotPrices | None) -> dict[str, str]:
+    """A dry run's ``priceSource`` and ``pricesAt`` output fields (none: regional)."""
+    if spot_prices is None:
+        return {}
+    return {
+        "priceSource": "spot-price-history",
+        "pricesAt": spot_prices.at.isoformat().replace("+00:00", "Z"),
+    }

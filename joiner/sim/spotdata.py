@@ -37,6 +37,9 @@ from joiner.cloudprovider.simulated.market import MarketInputs, Pool
 #: ProductDescription values Karpenter reads prices from.
 LINUX_PRODUCTS = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
 
+_Row = tuple[datetime, float]
+"""A price history row: its ``Timestamp`` and its ``SpotPrice`` (USD per hour)."""
+
 
 def _load_json(path: Path, what: str) -> Any:
     return parse_json(read_text(path, what=what), what=what, file=str(path))
@@ -104,22 +107,12 @@ def _row_time(text: str, path: Path, field: str) -> datetime:
     return at
 
 
-def load_price_history(
-    path: Path,
-    *,
-    zones: Sequence[str],
-    start: datetime,
-    warnings: list[str],
-    instance_types: Collection[str] | None = None,
-    subnet_zones: Collection[str] | None = None,
-) -> dict[Pool, tuple[tuple[float, float], ...]]:
-    """Per pool, ``(seconds from start, USD per hour)`` sorted by time (module docstring).
-    Rows for a type outside ``instance_types`` (the region's offered types) or a zone
-    outside ``subnet_zones`` draw one warning naming them (None: no check).
+def _history_rows(path: Path, zones: Sequence[str]) -> tuple[dict[Pool, list[_Row]], int]:
+    """The file's Linux rows per pool as ``(time, USD per hour)``, and how many rows of
+    other products were skipped.
 
     Raises:
-        InputError: not the CLI's JSON, a row missing a field or with a bad price, time or a
-            zone outside ``zones`` (naming ``SpotPriceHistory[i].<field>``), or no Linux row.
+        InputError: as ``load_price_history``.
     """
     rows = _list_of(
         _load_json(path, "spot price history"),
@@ -127,7 +120,7 @@ def load_price_history(
         path,
         "describe-spot-price-history",
     )
-    out: dict[Pool, list[tuple[float, float]]] = {}
+    out: dict[Pool, list[_Row]] = {}
     skipped = 0
     for i, row in enumerate(rows):
         where = f"SpotPriceHistory[{i}]"
@@ -148,15 +141,37 @@ def load_price_history(
             )
         price = _row_price(row["SpotPrice"], path, f"{where}.SpotPrice")
         at = _row_time(row["Timestamp"], path, f"{where}.Timestamp")
-        out.setdefault((row["InstanceType"], zone), []).append(
-            ((at - start).total_seconds(), price)
-        )
+        out.setdefault((row["InstanceType"], zone), []).append((at, price))
     if not out:
         raise InputError(
             f"no Linux/UNIX rows ({skipped} rows for other products)",
             file=str(path),
             field="SpotPriceHistory",
         )
+    return out, skipped
+
+
+def load_price_history(
+    path: Path,
+    *,
+    zones: Sequence[str],
+    start: datetime,
+    warnings: list[str],
+    instance_types: Collection[str] | None = None,
+    subnet_zones: Collection[str] | None = None,
+    start_field: str = "spec.startTime",
+) -> dict[Pool, tuple[tuple[float, float], ...]]:
+    """Per pool, ``(seconds from start, USD per hour)`` sorted by time (module docstring).
+    Rows for a type outside ``instance_types`` (the region's
+    offered types) or a zone outside ``subnet_zones`` draw one warning naming them (None:
+    no check); ``start_field`` names ``start`` in the warning for a history that begins
+    after it.
+
+    Raises:
+        InputError: not the CLI's JSON, a row missing a field or with a bad price, time or a
+            zone outside ``zones`` (naming ``SpotPriceHistory[i].<field>``), or no Linux row.
+    """
+    out, skipped = _history_rows(path, zones)
     if skipped:
         warnings.append(
             f"{path}: {plural(skipped, 'row')} for products other than Linux/UNIX "
@@ -178,14 +193,31 @@ def load_price_history(
         subnet_zones,
         warnings,
     )
-    first_s = min(t for series in out.values() for t, _ in series)
+    first_s = min((at - start).total_seconds() for series in out.values() for at, _ in series)
     if first_s > 0:
         warnings.append(
             f"{path}: field SpotPriceHistory: the first row is {first_s / 3600:.1f} h after "
-            "spec.startTime, so every instant before it uses that row's price; set "
-            "spec.startTime inside the history to replay it"
+            f"{start_field}, so every instant before it uses that row's price; set "
+            f"{start_field} inside the history to replay it"
         )
-    return {pool: tuple(sorted(series)) for pool, series in sorted(out.items())}
+    return {
+        pool: tuple(sorted(((at - start).total_seconds(), price) for at, price in series))
+        for pool, series in sorted(out.items())
+    }
+
+
+def _latest(rows: Mapping[Pool, Sequence[_Row]]) -> datetime:
+    return max(at for series in rows.values() for at, _ in series)
+
+
+def history_end(path: Path, *, zones: Sequence[str]) -> datetime:
+    """The latest row's time of a price history file (its "now": the instant a dry run
+    without another instant looks its prices up at).
+
+    Raises:
+        InputError: as ``load_price_history``.
+    """
+    return _latest(_history_rows(path, zones)[0])
 
 
 def load_placement_scores(

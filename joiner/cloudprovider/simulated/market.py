@@ -131,6 +131,17 @@ class MarketInputs:
     prices: Mapping[Pool, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     scores: Mapping[Pool, float] = field(default_factory=dict)
 
+    def from_offset(self, offset_s: float) -> MarketInputs:
+        """The same inputs with times counted from ``offset_s`` seconds after the run start
+        (a dry run at that instant prices its time 0 as the run would at ``offset_s``)."""
+        if not offset_s:
+            return self
+        prices = {
+            pool: tuple((t - offset_s, price) for t, price in rows)
+            for pool, rows in self.prices.items()
+        }
+        return MarketInputs(prices=prices, scores=self.scores)
+
 
 @dataclass(frozen=True, slots=True)
 class PoolEvent:
