@@ -12,19 +12,44 @@ nominated to a node by an earlier preemption are placed first; the room they wai
 reserved from the others (``addNominatedPods``). A pod that fits nowhere may preempt
 lower-priority pods (``sim.preemption``): ``preempt`` deletes each victim (its grace period
 runs) and the pass is repeated when the last victim is gone.
+
+A pass tries every pending pod; those it leaves pending wait in kube-scheduler's
+``unschedulablePods`` until a cluster event may make them schedulable (Kubernetes
+``pkg/scheduler/backend/queue/scheduling_queue.go``). Two such moves are modelled, besides
+a Ready node or a new pod kicking a pass: a pod bound by a pass that matches every required
+pod-affinity term of a pod left pending requeues it (``AssignedPodAdded``,
+``getUnschedulablePodsWithCrossTopologyTerm``, and the InterPodAffinity plugin's
+``isSchedulableAfterPodChange``), and pods left pending longer than five minutes are
+flushed back every 30 s (``flushUnschedulablePodsLeftover``). A requeued pod is tried in a
+pass at once: its backoff (``DefaultPodInitialBackoffDuration`` 1 s, doubling to
+``DefaultPodMaxBackoffDuration`` 10 s) does not hold it, since the active queue is empty
+once a pass ends and kube-scheduler then pops the backoff queue (``activeQueue.unlockedPop``,
+feature gate ``SchedulerPopFromBackoffQ``, on by default since 1.33).
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
 from joiner.api import quantity
 from joiner.api.clock import Clock
+from joiner.api.objects import PodTemplate
+from joiner.api.requirements import Requirements
 from joiner.scheduling import Scheduler, SchedulingInput
 from joiner.sim import preemption
 from joiner.state.cluster import ClusterState, Pod
 from joiner.state.snapshot import pod_requests, ready_snapshot
+
+#: How long a pod may stay unschedulable before it is tried again whatever happened, in
+#: seconds (Kubernetes ``pkg/scheduler/backend/queue/scheduling_queue.go``
+#: ``DefaultPodMaxInUnschedulablePodsDuration``).
+MAX_IN_UNSCHEDULABLE_S = 300.0
+#: The period of that check from the scheduler's start, in seconds (``PriorityQueue.Run``
+#: runs ``flushUnschedulablePodsLeftover`` every 30 s).
+FLUSH_UNSCHEDULABLE_EVERY_S = 30.0
 
 
 class KubeScheduler:
@@ -50,6 +75,11 @@ class KubeScheduler:
         self.on_unplaced: list[Callable[[list[Pod]], None]] = []
         #: Preemptions done: (preemptor uid, node, victim uids).
         self.preemptions: list[tuple[str, str, tuple[str, ...]]] = []
+        #: Pods bound by the running pass, in binding order.
+        self._bound: list[Pod] = []
+        #: When a pass last left pods pending (their last scheduling attempt), or None.
+        self._attempted_s: float | None = None
+        self._flush_armed = False
 
     def kick(self) -> None:
         """Request a binding pass at the current instant."""
@@ -59,12 +89,45 @@ class KubeScheduler:
 
     def _pass(self) -> None:
         self._scheduled = False
+        self._bound = []
         self._bind_pass()
-        if self.on_unplaced:
-            left = self._state.pending_pods()
-            if left:
-                for listener in self.on_unplaced:
-                    listener(left)
+        left = self._state.pending_pods()
+        if not left:
+            return
+        self._attempted_s = self._clock.now()
+        self._arm_flush()
+        if self._bound and _partner_bound(left, self._bound):
+            self.kick()
+        for listener in self.on_unplaced:
+            listener(left)
+
+    def _arm_flush(self) -> None:
+        """Check at the first flush tick (every ``FLUSH_UNSCHEDULABLE_EVERY_S`` from the
+        start) more than ``MAX_IN_UNSCHEDULABLE_S`` after the last attempt (Kubernetes
+        ``scheduling_queue.go`` ``flushUnschedulablePodsLeftover``: a pod moves once
+        ``now - Timestamp`` exceeds ``podMaxInUnschedulablePodsDuration``)."""
+        if self._flush_armed or self._attempted_s is None:
+            return
+        self._flush_armed = True
+        tick = math.floor(
+            (self._attempted_s + MAX_IN_UNSCHEDULABLE_S) / FLUSH_UNSCHEDULABLE_EVERY_S
+        )
+        self._clock.after(
+            max(0.0, (tick + 1) * FLUSH_UNSCHEDULABLE_EVERY_S - self._clock.now()),
+            self._flush,
+            label="kube-scheduler-flush",
+        )
+
+    def _flush(self) -> None:
+        """A flush tick: pods still pending since an attempt more than
+        ``MAX_IN_UNSCHEDULABLE_S`` ago are tried again; a later attempt re-arms the check."""
+        self._flush_armed = False
+        if self._attempted_s is None or not self._state.pending_pods():
+            return
+        if self._clock.now() - self._attempted_s > MAX_IN_UNSCHEDULABLE_S:
+            self.kick()
+        else:
+            self._arm_flush()
 
     def _bind_pass(self) -> None:
         pending = self._state.pending_pods()
@@ -140,6 +203,7 @@ class KubeScheduler:
             pod.nominated_node_name = None
             pod.unschedulable_reason = None
             state.pod_event(pod, now)
+            self._bound.append(pod)
             for listener in self.on_bound:
                 listener(pod)
         return {uid for uid, _ in result.unschedulable}
@@ -160,3 +224,35 @@ class KubeScheduler:
         # The preemptor is tried again once its victims are gone.
         self._clock.after(longest, self.kick, label="kube-scheduler-preemption")
         return True
+
+
+def _partner_bound(pending: list[Pod], bound: list[Pod]) -> bool:
+    """Some pod of ``bound`` matches every required pod-affinity term of some pod of
+    ``pending``, which kube-scheduler then moves out of its unschedulable pods (Kubernetes
+    ``pkg/scheduler/backend/queue/scheduling_queue.go`` ``AssignedPodAdded`` with
+    ``getUnschedulablePodsWithCrossTopologyTerm``; the InterPodAffinity plugin's
+    ``isSchedulableAfterPodChange`` queues it when the added pod matches all its terms,
+    ``podMatchesAllAffinityTerms``). Pods with such terms stand for pods that plugin
+    rejected (Joiner's solve does not say which filter failed). Replicas share a template,
+    so each distinct template is matched once."""
+    waiting = {p.template for p in pending if p.template.pod_affinity}
+    if not waiting:
+        return False
+    added = {b.template for b in bound}
+    return any(_matches_all(w, a) for w in waiting for a in added)
+
+
+def _matches_all(waiting: PodTemplate, added: PodTemplate) -> bool:
+    """A pod of ``added`` is in the scope of every required pod-affinity term of a pod of
+    ``waiting`` and selected by it."""
+    return all(
+        term.covers(waiting.namespace, added.namespace) and _selects(term.selector, added.labels)
+        for term in waiting.pod_affinity
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _selects(selector: Requirements, pod_labels: tuple[tuple[str, str], ...]) -> bool:
+    """Label-selector matching over a pod's labels (an empty selector matches all)."""
+    have = Requirements.from_label_items(tuple(sorted(pod_labels)))
+    return have.compatible(selector, allow_undefined=frozenset()) is None
