@@ -287,3 +287,40 @@ def test_interactive_commands_log_plain_text(tmp_path: Path) -> None:
     ), lines[:3]
     assert not any(x.lstrip().startswith("{") for x in result.output.splitlines())
     assert "NodePool" not in "".join(lines)  # the structured keys are JSON-only
+
+
+def test_a_crash_of_run_is_one_json_line_and_exit_1(unreachable_kubeconfig: Path) -> None:
+    """An exception nothing catches in ``joiner run`` (here the runtime itself fails) is
+    logged as one JSON line with ``error`` and ``stacktrace``, not a raw traceback."""
+    crash = (
+        "import joiner.operator.controller as c\n"
+        "def boom(self):\n"
+        "    raise RuntimeError('runtime broke')\n"
+        "c.ControllerRuntime.run = boom\n"
+        "from joiner.cli.main import main; main()\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            crash,
+            "run",
+            "--dry-run",
+            "--cloud",
+            "simulated",
+            "--kubeconfig",
+            str(unreachable_kubeconfig),
+            "--metrics-port",
+            "0",
+            "--health-port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1, proc.stderr
+    objs = [json.loads(line) for line in proc.stderr.splitlines()]
+    crashed = [o for o in objs if o.get("error") == "RuntimeError: runtime broke"]
+    assert len(crashed) == 1 and crashed[0]["level"] == "ERROR", proc.stderr
+    assert "in boom" in crashed[0]["stacktrace"]
