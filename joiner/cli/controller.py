@@ -14,7 +14,8 @@ import typer
 
 from joiner.api.errors import InputError
 from joiner.api.inputfiles import check_output
-from joiner.cli.common import check_port, configure_logging, fail, out
+from joiner.cli.common import check_port, fail, out
+from joiner.cli.logformat import LogFormat, configure_run_logging
 
 
 def install_crds(
@@ -154,6 +155,13 @@ def run(
             rich_help_panel=KARPENTER_PANEL,
         ),
     ] = False,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(
+            "--log-format",
+            help="json: one JSON object a line, with Karpenter's keys; text: plain lines.",
+        ),
+    ] = LogFormat.json,
 ) -> None:
     """Run as a controller on a real cluster: watch pending pods, launch NodeClaims (EC2
     instances with --cloud aws; else kwok Nodes with simulated capacity), drain through the
@@ -189,7 +197,7 @@ def run(
         )
     if report is not None and not dry_run:
         fail(InputError("--report records what a --dry-run would write; add --dry-run"))
-    configure_logging(True)
+    configure_run_logging(log_format)
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     try:
         report_file = None
@@ -206,7 +214,7 @@ def run(
                     f"cannot write the report: {exc.strerror or exc}", file=str(report)
                 ) from exc
         loaded = load_settings(settings, flags=flags, env=os.environ, cloud=cloud.value)
-        logging.getLogger().setLevel(LOG_LEVELS[loaded.logLevel])
+        configure_run_logging(log_format, level=LOG_LEVELS[loaded.logLevel])
         if cloud.value == "aws" or loaded.interruptionQueue:
             # Before the lease: a missing aws extra is an input error at start-up
             # (MissingExtraError naming joiner[aws]), not a crash once elected.

@@ -203,6 +203,8 @@ def test_dry_run_against_an_unreachable_server_logs_it_and_stops_on_sigterm(
             "0",
             "--health-port",
             str(_closed_port()),
+            "--log-format",
+            "text",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

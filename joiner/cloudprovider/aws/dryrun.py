@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from joiner.api.logkeys import log_keys
 from joiner.cloudprovider.types import (
     Allocation,
     Instance,
@@ -73,6 +74,7 @@ class DryRunLedger:
             it.name,
             offering.zone,
             nodeclaim,
+            extra=log_keys(NodeClaim=nodeclaim),
         )
         return instance
 

@@ -45,6 +45,7 @@ from lightkube.resources.core_v1 import Node, Pod
 from lightkube.types import PatchType
 
 from joiner.api import labels, quantity
+from joiner.api.logkeys import log_keys
 from joiner.api.objects import Taint
 from joiner.api.requirements import Requirements
 from joiner.cluster.kube.client import NODE, NODECLAIM, PDB, POD, NodeClaimResource
@@ -621,7 +622,13 @@ class KubeActuator:
             if exc.status.code == 404:
                 return True
             if exc.status.code == 429:
-                log.info("eviction refused pod=%s/%s: %s", namespace, name, exc.status.message)
+                log.info(
+                    "eviction refused pod=%s/%s: %s",
+                    namespace,
+                    name,
+                    exc.status.message,
+                    extra=log_keys(Pod=f"{namespace}/{name}"),
+                )
                 return False
             self._failed("evict", f"pod {namespace}/{name}", exc)
             return False

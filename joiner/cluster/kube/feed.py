@@ -65,6 +65,7 @@ from typing import Any
 from joiner.api import durations, labels
 from joiner.api.clock import Clock
 from joiner.api.errors import InputError
+from joiner.api.logkeys import log_keys
 from joiner.api.manifests import ManifestSet, load_documents
 from joiner.api.objects import StandalonePod, Taint, lifecycle_taints
 from joiner.api.requirements import Requirements
@@ -345,7 +346,11 @@ class ClusterFeed:
         if not (meta.get("labels") or {}).get(labels.NODEPOOL):
             return
         if labels.TERMINATION_FINALIZER in (meta.get("finalizers") or []):
-            log.info("node %s: its NodeClaim is gone; draining it before it goes", name)
+            log.info(
+                "node %s: its NodeClaim is gone; draining it before it goes",
+                name,
+                extra=log_keys(Node=name),
+            )
             self._static_node(name, doc).deleting = True
             self.unclaimed_nodes.append(name)
         elif (meta.get("annotations") or {}).get(KWOK_ANNOTATION):
@@ -371,6 +376,7 @@ class ClusterFeed:
                 "never launched"
                 if not provider_id
                 else f"NodePool {lab.get(labels.NODEPOOL)!r} does not exist",
+                extra=log_keys(NodeClaim=name),
             )
             self.orphan_claims.append(name)
             return
@@ -382,7 +388,13 @@ class ClusterFeed:
                 type_name, pool.node_class_ref.name, zone, ct, str(provider_id)
             )
         except CloudProviderError as exc:
-            log.warning("nodeclaim %s: its instance %s: %s; deleting it", name, provider_id, exc)
+            log.warning(
+                "nodeclaim %s: its instance %s: %s; deleting it",
+                name,
+                provider_id,
+                exc,
+                extra=log_keys(NodeClaim=name, NodePool=pool.name),
+            )
             self.orphan_claims.append(name)
             return
         created = parse_time(meta.get("creationTimestamp"))

@@ -22,6 +22,7 @@ from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Event
 
+from joiner.api.logkeys import log_keys
 from joiner.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)
@@ -56,11 +57,20 @@ class KubeTimeline:
         self.namespace = namespace
         self.listeners: list[Callable[[str, str | None, str | None, str], None]] = []
 
+    def _keys(self, node: str | None, pod: str | None) -> dict[str, dict[str, str]]:
+        """The log keys of a record: its pod, and its node with the node's NodeClaim (a
+        record of a NodeClaim that has no node names the NodeClaim)."""
+        st_node = self._state.nodes.get(node) if node is not None else None
+        if node is not None and st_node is None and node in self._state.nodeclaims:
+            return log_keys(NodeClaim=node, Pod=pod)
+        claim = st_node.nodeclaim if st_node is not None else None
+        return log_keys(Node=node, NodeClaim=claim, Pod=pod)
+
     def record(
         self, kind: str, *, node: str | None = None, pod: str | None = None, detail: str = ""
     ) -> None:
         """Log ``kind`` and post it as an Event (dry-run: report it instead)."""
-        log.info("%s node=%s pod=%s %s", kind, node, pod, detail)
+        log.info("%s node=%s pod=%s %s", kind, node, pod, detail, extra=self._keys(node, pod))
         for listener in self.listeners:
             listener(kind, node, pod, detail)
         if self.dry_run:

@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 
 from joiner.api import timeline
 from joiner.api.clock import Clock
+from joiner.api.logkeys import ref
 from joiner.api.timeline import Timeline
 from joiner.controllers.disruption import methods as m
 from joiner.controllers.disruption.budgets import BudgetMapping, next_change
@@ -333,6 +334,7 @@ class DisruptionController:
             command.action,
             ",".join(names),
             command.savings_per_hour,
+            extra=_disrupted_nodes(command),
         )
         if self.history is not None:
             self.history.record_command(now, command)
@@ -346,7 +348,12 @@ class DisruptionController:
 
     def _abort(self, command: Command, why: str) -> None:
         self.stats.rejected += 1
-        log.info("disruption command failed nodes=%s reason=%s", command.names, why)
+        log.info(
+            "disruption command failed nodes=%s reason=%s",
+            command.names,
+            why,
+            extra=_disrupted_nodes(command),
+        )
         for c in command.candidates:
             c.node.taints = tuple(t for t in c.node.taints if t != DISRUPTED_TAINT)
             c.node.deleting = False
@@ -439,3 +446,14 @@ def _launched(claim: NodeClaim, expected: Replacement) -> str:
     else:
         it, offering = expected.instance_type, expected.offering
     return f"{it.name}/{offering.zone}/{offering.capacity_type}"
+
+
+def _disrupted_nodes(command: Command) -> dict[str, list[dict[str, dict[str, str]]]]:
+    """The ``extra=`` of a command's log line: its candidates as Karpenter's
+    ``disrupted-nodes`` key lists them, each ``{"Node": ref, "NodeClaim": ref}`` (Karpenter
+    pkg/controllers/disruption/types.go ``Command.LogValues``)."""
+    return {
+        "disrupted-nodes": [
+            {"Node": ref(c.name), "NodeClaim": ref(c.claim.name)} for c in command.candidates
+        ]
+    }

@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from joiner.api import labels
+from joiner.api.logkeys import log_keys
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.controllers.disruption.candidates import Candidate, reschedule_cost
@@ -384,7 +385,13 @@ def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
         got = _drift_one(ctx, c)
         if isinstance(got, Command):
             ctx.budgets.take(c.pool.name, DRIFTED)
-            log.info("drifted node=%s nodeclaim=%s: %s", c.name, c.claim.name, c.drifted)
+            log.info(
+                "drifted node=%s nodeclaim=%s: %s",
+                c.name,
+                c.claim.name,
+                c.drifted,
+                extra=log_keys(NodeClaim=c.claim.name, NodePool=c.pool.name, Node=c.name),
+            )
             return got
         ctx.reasons[c.name] = Verdict(VerdictKind.DRIFTED_BUT, detail=c.drifted or "", cause=got)
     return None

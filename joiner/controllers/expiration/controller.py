@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from joiner.api import timeline
 from joiner.api.clock import Clock
+from joiner.api.logkeys import log_keys
 from joiner.api.timeline import Timeline
 from joiner.controllers.termination.controller import Terminator, cordon
 from joiner.state.cluster import ClusterState, NodeClaim
@@ -94,7 +95,11 @@ class ExpirationController:
         self._timeline.record(
             timeline.EXPIRED, node=node.name, detail=f"expireAfter {pool.expire_after_s:g}s"
         )
-        log.info("nodeclaim expired nodeclaim=%s", claim.name)
+        log.info(
+            "nodeclaim expired nodeclaim=%s",
+            claim.name,
+            extra=log_keys(NodeClaim=claim.name, NodePool=claim.nodepool, Node=node.name),
+        )
         for listener in self.expired_listeners:
             listener(claim, node.name)
         if self._trigger is not None:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 
 from joiner.api import timeline
 from joiner.api.clock import Clock
+from joiner.api.logkeys import log_keys
 from joiner.api.nodepools import percent_rounded_up
 from joiner.api.timeline import Timeline
 from joiner.cloudprovider.repair import RepairPolicy
@@ -178,6 +179,7 @@ class HealthController:
             node.name,
             claim.name,
             policy.condition_type,
+            extra=log_keys(NodeClaim=claim.name, NodePool=claim.nodepool, Node=node.name),
         )
         if self._trigger is not None:
             self._trigger()

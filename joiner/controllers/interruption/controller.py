@@ -29,6 +29,7 @@ from typing import Protocol
 
 from joiner.api import timeline
 from joiner.api.clock import Clock
+from joiner.api.logkeys import log_keys
 from joiner.api.timeline import Timeline
 from joiner.cloudprovider.events import (
     REBALANCE_RECOMMENDATION,
@@ -105,6 +106,19 @@ class InterruptionController:
                 continue
             node = self._state.node_of_claim(claim)
             self.handled[event.kind] = self.handled.get(event.kind, 0) + 1
+            # karpenter-provider-aws pkg/controllers/interruption/utils.go
+            # InterruptionHandler.handleNodeClaim (keys NodeClaim, Node)
+            log.info(
+                "interruption message kind=%s nodeclaim=%s instance=%s",
+                event.kind,
+                claim.name,
+                iid,
+                extra=log_keys(
+                    NodeClaim=claim.name,
+                    NodePool=claim.nodepool,
+                    Node=node.name if node is not None else None,
+                ),
+            )
             if react is not None:
                 react(event, claim, node)
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from joiner.api import timeline
 from joiner.api.clock import Clock
+from joiner.api.logkeys import log_keys
 from joiner.api.timeline import Timeline
 from joiner.cloudprovider.types import CloudProvider, CloudProviderError, NodeClaimNotFoundError
 from joiner.controllers.termination.controller import lose
@@ -123,7 +124,11 @@ class GarbageCollector:
     def _instance_gone(self, claim: NodeClaim, now: float) -> None:
         node = self._state.node_of_claim(claim)
         name = node.name if node is not None else claim.name
-        log.warning("garbage collection: nodeclaim %s lost its instance; deleting it", claim.name)
+        log.warning(
+            "garbage collection: nodeclaim %s lost its instance; deleting it",
+            claim.name,
+            extra=log_keys(NodeClaim=claim.name, Node=node.name if node is not None else None),
+        )
         self.collected_claims += 1
         if node is not None and node.deleted_at_s is None:
             lose(self._state, node, now)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from joiner.api import labels
 from joiner.api.clock import Clock
+from joiner.api.logkeys import log_keys
 from joiner.cloudprovider.types import (
     ON_DEMAND_ALLOCATION_STRATEGIES,
     SPOT_ALLOCATION_STRATEGIES,
@@ -89,6 +90,7 @@ class Lifecycle:
             instance.instance_type.name,
             instance.offering.zone,
             instance.offering.capacity_type,
+            extra=log_keys(NodeClaim=claim.name, NodePool=claim.nodepool),
         )
         for listener in self.launch_listeners:
             listener(claim)
@@ -115,6 +117,13 @@ class Lifecycle:
         self._state.nodes[node_name] = node
         claim.node_name = node_name
         claim.registered_at_s = self._clock.now()
+        # Karpenter pkg/controllers/nodeclaim/lifecycle/registration.go Registration.Reconcile
+        log.info(
+            "registered nodeclaim=%s node=%s",
+            claim.name,
+            node_name,
+            extra=log_keys(NodeClaim=claim.name, NodePool=claim.nodepool, Node=node_name),
+        )
         return node
 
     def initialize(self, claim: NodeClaim) -> None:
@@ -127,6 +136,13 @@ class Lifecycle:
         node.taints = tuple(t for t in node.taints if t not in pool.startup_taints)
         node.labels[labels.INITIALIZED] = "true"
         claim.initialized_at_s = self._clock.now()
+        # Karpenter pkg/controllers/nodeclaim/lifecycle/initialization.go Initialization.Reconcile
+        log.info(
+            "initialized nodeclaim=%s node=%s",
+            claim.name,
+            node.name,
+            extra=log_keys(NodeClaim=claim.name, NodePool=claim.nodepool, Node=node.name),
+        )
 
 
 __all__ = ["CloudProviderError", "Lifecycle"]

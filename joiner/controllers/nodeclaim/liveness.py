@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 
 from joiner.api.clock import Clock
+from joiner.api.logkeys import log_keys
 from joiner.api.timeline import Timeline
 from joiner.controllers.termination.controller import Terminator
 from joiner.state.cluster import ClusterState, NodeClaim
@@ -68,7 +69,12 @@ class LivenessController:
         if claim is None or claim.deleted_at_s is not None or claim.registered_at_s is not None:
             return False
         waited = self._clock.now() - claim.created_at_s
-        log.warning("nodeclaim %s did not register within %.0f s; deleting it", claim_name, waited)
+        log.warning(
+            "nodeclaim %s did not register within %.0f s; deleting it",
+            claim_name,
+            waited,
+            extra=log_keys(NodeClaim=claim_name, NodePool=claim.nodepool),
+        )
         self.timed_out += 1
         self._timeline.record(
             REGISTRATION_TIMEOUT,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from joiner.api import labels, quantity
 from joiner.api.clock import Clock
+from joiner.api.logkeys import log_keys
 from joiner.api.objects import PodTemplate, Taint
 from joiner.api.requirements import Requirement
 from joiner.cloudprovider.types import (
@@ -184,7 +185,13 @@ class Provisioner:
             self._state.pods[uid].unschedulable_reason = reason
             self.stats.unschedulable[uid] = reason
             failed.append(uid)
-            log.info("pod unschedulable pod=%s reason=%s", self._state.pods[uid].name, reason)
+            pod = self._state.pods[uid]
+            log.info(
+                "pod unschedulable pod=%s reason=%s",
+                pod.name,
+                reason,
+                extra=log_keys(Pod=f"{pod.namespace}/{pod.name}"),
+            )
         return failed
 
     def _create_all(
@@ -257,7 +264,12 @@ class Provisioner:
             self._lifecycle.launch(claim)
         except CloudProviderError as exc:
             self.stats.launch_failures += 1
-            log.warning("launch failed nodeclaim=%s error=%s", claim.name, exc)
+            log.warning(
+                "launch failed nodeclaim=%s error=%s",
+                claim.name,
+                exc,
+                extra=log_keys(NodeClaim=claim.name, NodePool=claim.nodepool),
+            )
         return claim
 
     def _on_demand_needed(self, new_claims: Sequence[NewNodeClaim]) -> dict[str, int]:
@@ -381,7 +393,12 @@ class Provisioner:
             try:
                 types = self._cloud.get_instance_types(pool.node_class_ref.name)
             except NodeClassNotReadyError as exc:
-                log.warning("nodepool skipped nodepool=%s reason=%s", name, exc)
+                log.warning(
+                    "nodepool skipped nodepool=%s reason=%s",
+                    name,
+                    exc,
+                    extra=log_keys(NodePool=name),
+                )
                 continue
             remaining: dict[str, int] = {}
             if pool.limits:

@@ -43,6 +43,7 @@ from collections.abc import Callable
 
 from joiner.api import labels, timeline
 from joiner.api.clock import Clock
+from joiner.api.logkeys import log_keys
 from joiner.api.objects import NO_SCHEDULE, Taint
 from joiner.api.timeline import Timeline
 from joiner.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
@@ -308,7 +309,11 @@ class Terminator:
             try:
                 self._cloud.delete(claim.instance.provider_id)
             except NodeClaimNotFoundError:
-                log.info("instance already gone nodeclaim=%s", claim.name)
+                log.info(
+                    "instance already gone nodeclaim=%s",
+                    claim.name,
+                    extra=log_keys(NodeClaim=claim.name),
+                )
         claim.deleted_at_s = self._clock.now()
         self._timeline.record(timeline.TERMINATED, node=claim.name, detail=reason)
 
@@ -320,7 +325,11 @@ class Terminator:
             try:
                 self._cloud.delete(claim.instance.provider_id)
             except NodeClaimNotFoundError:
-                log.info("instance already gone nodeclaim=%s", claim.name)
+                log.info(
+                    "instance already gone nodeclaim=%s",
+                    claim.name,
+                    extra=log_keys(NodeClaim=claim.name),
+                )
             claim.deleted_at_s = now
         for pod in self._state.pods_on(node.name):
             pod.deleted_at_s = now  # DaemonSet pods go with their node
