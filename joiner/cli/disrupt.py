@@ -14,6 +14,7 @@ from joiner.api.grouping import plural
 from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
+    ContextOption,
     FeatureGatesOption,
     KubeconfigOption,
     KwokTypesOption,
@@ -21,6 +22,7 @@ from joiner.cli.common import (
     RegionOption,
     TableOrJson,
     Verbose,
+    cluster_flag,
     cluster_manifests,
     fail,
     kwok_types,
@@ -35,6 +37,7 @@ from joiner.cli.explain import ExplainOption, print_explain
 def disrupt(
     files: ClusterFiles = None,
     kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     region: RegionOption = None,
     output: OutputOption = TableOrJson.table,
     kwok_instance_types: KwokTypesOption = None,
@@ -63,7 +66,8 @@ def disrupt(
         gates = parse_feature_gates(feature_gates) if feature_gates is not None else None
         catalog = Catalog.load()
         files = files or []
-        if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
+        live = cluster_flag(kubeconfig, context) is not None
+        if not live and len(files) == 1 and is_scenario_file(files[0]):
             sc = load_scenario(files[0], catalog, check_selectors=False)
             if feature_gates is not None:
                 gates = parse_feature_gates(feature_gates, base=sc.feature_gates)
@@ -79,7 +83,9 @@ def disrupt(
                 explain=explain,
             )
         else:
-            manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
+            manifests = cluster_manifests(
+                files, kubeconfig, context=context, kwok=kwok_instance_types is not None
+            )
             result = build_disruption_plan(
                 manifests,
                 catalog,

@@ -15,12 +15,15 @@ from joiner.api.grouping import plural
 from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
+    ContextOption,
     KubeconfigOption,
     KwokTypesOption,
+    NamespaceOption,
     OutputOption,
     RegionOption,
     TableOrJson,
     Verbose,
+    cluster_flag,
     cluster_manifests,
     err,
     fail,
@@ -47,6 +50,8 @@ class Packing(StrEnum):
 def plan(
     files: ClusterFiles = None,
     kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
     region: RegionOption = None,
     output: OutputOption = TableOrJson.table,
     kwok_instance_types: KwokTypesOption = None,
@@ -71,7 +76,8 @@ def plan(
     catalog = Catalog.load()
     files = files or []
     try:
-        if kubeconfig is None and len(files) == 1 and _is_scenario(files[0]):
+        live = cluster_flag(kubeconfig, context, namespace) is not None
+        if not live and len(files) == 1 and _is_scenario(files[0]):
             from joiner.sim.scenario import load_scenario
 
             sc = load_scenario(files[0], catalog, check_selectors=False)
@@ -86,7 +92,13 @@ def plan(
                 packing=packing.value if packing else sc.packing,
             )
         else:
-            manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
+            manifests = cluster_manifests(
+                files,
+                kubeconfig,
+                context=context,
+                namespace=namespace,
+                kwok=kwok_instance_types is not None,
+            )
             result = build_plan(
                 manifests,
                 catalog,
