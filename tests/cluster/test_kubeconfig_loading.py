@@ -60,6 +60,7 @@ def test_kubeconfig_lists_two_files_merged(
     first = _kubeconfig(tmp_path / "a.yaml", "a", current="a")
     (tmp_path / "sub").mkdir()
     second = _kubeconfig(tmp_path / "sub" / "b.yaml", "b", current="b", token_file="token")
+    (tmp_path / "sub" / "token").write_text("t-b")
     # The second file also defines a context "a" pointing elsewhere: the first file wins.
     second.write_text(second.read_text() + "- {name: a, context: {cluster: b, user: b}}\n")
     monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'missing.yaml'}:{second}")
@@ -172,6 +173,21 @@ def test_a_file_that_is_not_a_kubeconfig_names_file_and_field(
         load_config(path)
     assert exc.value.file == str(path)
     assert exc.value.field == field
+
+
+def test_a_missing_file_the_context_names_is_named(tmp_path: Path) -> None:
+    """lightkube failed on a missing CA with "[Errno 2] No such file or directory", naming
+    neither the file nor the field."""
+    path = tmp_path / "kc.yaml"
+    path.write_text(
+        "current-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://k', certificate-authority: ca.pem}}]\n"
+        "contexts: [{name: c, context: {cluster: k}}]\n"
+    )
+    with pytest.raises(InputError, match=f"{tmp_path / 'ca.pem'} does not exist") as exc:
+        kube.connect(path)
+    assert exc.value.file == str(path)
+    assert exc.value.field == "clusters[k].certificate-authority"
 
 
 def _options(command: click.Command) -> set[str]:

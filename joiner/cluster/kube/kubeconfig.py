@@ -88,9 +88,43 @@ def load_config(
         files = [_read(p) for p in _precedence() if p.exists()]
     if not files:
         if context is None and _in_cluster_possible(service_account_dir):
-            return LoadedConfig(_in_cluster(service_account_dir), "in-cluster")
-        raise NoKubeconfigError(_nothing_found(context, service_account_dir))
-    return _select(files, context)
+            loaded = LoadedConfig(_in_cluster(service_account_dir), "in-cluster")
+        else:
+            raise NoKubeconfigError(_nothing_found(context, service_account_dir))
+    else:
+        loaded = _select(files, context)
+    _check_files(loaded)
+    return loaded
+
+
+def _check_files(loaded: LoadedConfig) -> None:
+    """Refuse a context whose CA, client certificate or key, or token file does not exist
+    (lightkube would fail on it with an error naming neither the file nor the field).
+
+    Raises:
+        InputError: naming the missing file and the field that names it.
+    """
+    single = loaded.config
+    named = [
+        (
+            f"clusters[{single.context.cluster}].certificate-authority",
+            single.cluster.certificate_auth,
+        )
+    ]
+    if single.user is not None:
+        where = f"users[{single.context.user}]"
+        named += [
+            (f"{where}.client-certificate", single.user.client_cert),
+            (f"{where}.client-key", single.user.client_key),
+            (f"{where}.tokenFile", single.user.token_file),
+        ]
+    for field_name, value in named:
+        if value and not Path(value).is_file():
+            raise InputError(
+                f"context {single.context_name!r}: {value} does not exist or is not a file",
+                file=loaded.origin,
+                field=field_name,
+            )
 
 
 def _precedence() -> list[Path]:
