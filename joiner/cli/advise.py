@@ -11,7 +11,9 @@ from joiner.api.errors import InputError
 from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
+    ContextOption,
     KubeconfigOption,
+    NamespaceOption,
     OutputOption,
     RegionOption,
     TableOrJson,
@@ -27,6 +29,8 @@ from joiner.cli.common import (
 def advise(
     files: ClusterFiles = None,
     kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
     region: RegionOption = None,
     output: OutputOption = TableOrJson.table,
 ) -> None:
@@ -38,7 +42,9 @@ def advise(
 
     catalog = Catalog.load()
     try:
-        m, region, sc = scenario_or_cluster(files or [], kubeconfig, region, catalog)
+        m, region, sc = scenario_or_cluster(
+            files or [], (kubeconfig, context, namespace), region, catalog
+        )
         if sc is None:
             result = build_advice(m, catalog, region)
         else:

@@ -149,27 +149,49 @@ def print_table(
     console.print("\n".join(lines), highlight=False, soft_wrap=True)
 
 
+def cluster_flag(
+    kubeconfig: Path | None, context: str | None, namespace: str | None = None
+) -> str | None:
+    """The first cluster option given (``--kubeconfig``, ``--context``, ``--namespace``), or
+    None when none is."""
+    given = (("--kubeconfig", kubeconfig), ("--context", context), ("--namespace", namespace))
+    return next((flag for flag, value in given if value is not None), None)
+
+
 def cluster_manifests(
-    files: list[Path], kubeconfig: Path | None, *, kwok: bool = False
+    files: list[Path],
+    kubeconfig: Path | None,
+    *,
+    context: str | None = None,
+    namespace: str | None = None,
+    kwok: bool = False,
 ) -> ManifestSet:
-    """The manifests to plan over: the live cluster's (``--kubeconfig``) or the files'.
+    """The manifests to plan over: the files' (``-f``), else the live cluster's, found as
+    kubectl finds it (``--kubeconfig``, else ``$KUBECONFIG``, ``~/.kube/config``,
+    in-cluster; ``--context``; ``--namespace`` restricts the namespaced kinds read).
     ``kwok``: also read the cluster's KWOKNodeClasses (Karpenter-kwok).
 
     Raises:
-        InputError: neither or both given, a file or object does not load, or the cluster
+        InputError: files together with a cluster option, no files and no kubeconfig found
+            (the places tried are named), a file or object does not load, or the cluster
             cannot be read (the API error is named).
     """
     from joiner.api.manifests import load_files
 
-    if kubeconfig is None:
-        if not files:
-            raise InputError("give manifests with -f FILE or a cluster with --kubeconfig")
-        return load_files(files)
+    flag = cluster_flag(kubeconfig, context, namespace)
     if files:
-        raise InputError("give either -f FILE or --kubeconfig, not both", field="--kubeconfig")
+        if flag is not None:
+            raise InputError(f"give either -f FILE or {flag}, not both", field=flag)
+        return load_files(files)
+    from joiner.cluster.kube.kubeconfig import NoKubeconfigError
     from joiner.operator.live import read_cluster
 
-    return read_cluster(kubeconfig, kwok=kwok)
+    try:
+        return read_cluster(kubeconfig, context=context, namespace=namespace, kwok=kwok)
+    except NoKubeconfigError as exc:
+        if flag is not None:
+            raise
+        raise InputError(f"give manifests with -f FILE, or a cluster: {exc.detail}") from exc
 
 
 KwokTypesOption = Annotated[
@@ -254,11 +276,15 @@ def scenario_reservations(sc: Scenario) -> tuple[CapacityReservation, ...]:
 
 
 def scenario_or_cluster(
-    files: list[Path], kubeconfig: Path | None, region: str | None, catalog: Catalog
+    files: list[Path],
+    cluster: tuple[Path | None, str | None, str | None],
+    region: str | None,
+    catalog: Catalog,
 ) -> tuple[ManifestSet, str, Scenario | None]:
     """What ``advise`` reads: a Scenario alone (its manifests and region; selectors are not
     checked against its VPC) or manifests / a live cluster in ``region`` (``region_of``).
-    Returns (manifests, region, the scenario or None).
+    ``cluster``: ``--kubeconfig``, ``--context``, ``--namespace``. Returns (manifests,
+    region, the scenario or None).
 
     Raises:
         InputError: as ``cluster_manifests``, ``load_scenario`` and ``region_of``.
@@ -266,10 +292,11 @@ def scenario_or_cluster(
     from joiner.api.manifests.yamlio import is_scenario_file
     from joiner.sim.scenario import load_scenario
 
-    if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
+    kubeconfig, context, namespace = cluster
+    if cluster_flag(*cluster) is None and len(files) == 1 and is_scenario_file(files[0]):
         sc = load_scenario(files[0], catalog, check_selectors=False)
         return sc.manifests, scenario_region(sc, region), sc
-    m = cluster_manifests(files, kubeconfig)
+    m = cluster_manifests(files, kubeconfig, context=context, namespace=namespace)
     return m, region_of(m, region), None
 
 
@@ -303,7 +330,22 @@ ClusterFiles = Annotated[
 KubeconfigOption = Annotated[
     Path | None,
     typer.Option(
-        "--kubeconfig", help="Read a live cluster through this kubeconfig instead of files."
+        "--kubeconfig",
+        help="Read a live cluster through this kubeconfig instead of files (without -f, "
+        "as kubectl: $KUBECONFIG, else ~/.kube/config, else in-cluster).",
+    ),
+]
+ContextOption = Annotated[
+    str | None,
+    typer.Option("--context", help="The kubeconfig context to use (default: current-context)."),
+]
+NamespaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        help="Read the namespaced objects (pods, workloads, DaemonSets, PDBs, claims) of "
+        "this namespace only (default: all namespaces).",
     ),
 ]
 RegionOption = Annotated[

@@ -14,15 +14,20 @@ import typer
 
 from joiner.api.errors import InputError
 from joiner.api.inputfiles import check_output
-from joiner.cli.common import check_port, fail, out
+from joiner.cli.common import ContextOption, check_port, fail, out
 from joiner.cli.logformat import LogFormat, configure_run_logging
 
 
 def install_crds(
     kubeconfig: Annotated[
         Path | None,
-        typer.Option("--kubeconfig", help="Install the CRDs into the cluster of this kubeconfig."),
+        typer.Option(
+            "--kubeconfig",
+            help="Install the CRDs into the cluster of this kubeconfig (default, as kubectl: "
+            "$KUBECONFIG, else ~/.kube/config, else in-cluster).",
+        ),
     ] = None,
+    context: ContextOption = None,
     print_: Annotated[
         bool, typer.Option("--print", help="Print the CRDs as YAML instead of applying them.")
     ] = False,
@@ -35,11 +40,8 @@ def install_crds(
     if print_:
         sys.stdout.write(crds_yaml())
         return
-    if kubeconfig is None:
-        fail(InputError("give --kubeconfig PATH, or --print", field="--kubeconfig"))
-        return
     try:
-        for name in apply(kubeconfig):
+        for name in apply(kubeconfig, context):
             out.print(f"customresourcedefinition {name} applied")
     except InputError as exc:
         fail(exc)
@@ -73,8 +75,13 @@ class CloudChoice(StrEnum):
 def run(
     kubeconfig: Annotated[
         Path | None,
-        typer.Option("--kubeconfig", help="The cluster to manage (default: in-cluster)."),
+        typer.Option(
+            "--kubeconfig",
+            help="The cluster to manage (default, as kubectl: $KUBECONFIG, else "
+            "~/.kube/config, else in-cluster).",
+        ),
     ] = None,
+    context: ContextOption = None,
     cloud: Annotated[
         CloudChoice | None,
         typer.Option(
@@ -221,6 +228,7 @@ def run(
             importlib.import_module("joiner.cloudprovider.aws")
         runtime = ControllerRuntime(
             kubeconfig,
+            context=context,
             cloud=cloud.value,
             settings=loaded,
             dry_run=dry_run,

@@ -14,6 +14,7 @@ from joiner.api.grouping import plural
 from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
+    ContextOption,
     FeatureGatesOption,
     KubeconfigOption,
     KwokTypesOption,
@@ -21,6 +22,7 @@ from joiner.cli.common import (
     RegionOption,
     TableOrJson,
     Verbose,
+    cluster_flag,
     cluster_manifests,
     fail,
     kwok_types,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 def disrupt(
     files: ClusterFiles = None,
     kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     region: RegionOption = None,
     output: OutputOption = TableOrJson.table,
     kwok_instance_types: KwokTypesOption = None,
@@ -76,7 +79,8 @@ def disrupt(
         catalog = Catalog.load()
         files = files or []
         check_not_kwok(spot_price_history, kwok_instance_types is not None)
-        if kubeconfig is None and len(files) == 1 and is_scenario_file(files[0]):
+        live = cluster_flag(kubeconfig, context) is not None
+        if not live and len(files) == 1 and is_scenario_file(files[0]):
             sc = load_scenario(files[0], catalog, check_selectors=False)
             prices = scenario_spot_prices(
                 sc, catalog, spot_price_history, when, sc.manifests.warnings
@@ -96,7 +100,9 @@ def disrupt(
                 spot_prices=prices,
             )
         else:
-            manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
+            manifests = cluster_manifests(
+                files, kubeconfig, context=context, kwok=kwok_instance_types is not None
+            )
             dry_region = region_of(manifests, region)
             prices = file_spot_prices(
                 catalog, dry_region, spot_price_history, when, manifests.warnings

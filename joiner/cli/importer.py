@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from joiner.api.errors import InputError
-from joiner.cli.common import Verbose, err, fail, out, printable
+from joiner.cli.common import ContextOption, Verbose, err, fail, out, printable
 
 if TYPE_CHECKING:
     from joiner.history.series import HistoryWarnings, QueryRange, SeriesSource
@@ -85,25 +85,31 @@ def query_range(start: str, end: str, step: str) -> QueryRange:
 def _objects(files: list[Path], kubeconfig: Path | None, context: str | None) -> ClusterObjects:
     """The cluster's objects from ``-f`` dumps, a live cluster, or both (the live
     cluster's objects, then the files': extra manifests such as the NodePools you would
-    deploy).
+    deploy). The live cluster is read when ``--kubeconfig`` or ``--context`` is given, or
+    no ``-f``: found as kubectl finds it (``kube.connect``).
 
     Raises:
-        InputError: neither given, a file or object does not load, or the cluster cannot
-            be read.
+        InputError: no files and no kubeconfig found (the places tried are named), a file
+            or object does not load, or the cluster cannot be read.
     """
     from joiner.history.translate import objects_from_documents, objects_from_files
 
-    if kubeconfig is None:
-        if context is not None:
-            raise InputError("--context needs --kubeconfig", field="--context")
-        if not files:
-            raise InputError("give the cluster's objects with -f DUMP or --kubeconfig")
+    if kubeconfig is None and context is None and files:
         return objects_from_files(files)
     from joiner.cluster.kube import client as kube
+    from joiner.cluster.kube.kubeconfig import NoKubeconfigError
+    from joiner.operator.live import cluster_source
 
-    client = kube.connect(kubeconfig, context=context)
+    try:
+        client = kube.connect(kubeconfig, context=context)
+    except NoKubeconfigError as exc:
+        if kubeconfig is not None or context is not None:
+            raise
+        raise InputError(
+            f"give the cluster's objects with -f DUMP, or a cluster: {exc.detail}"
+        ) from exc
     docs, warnings = kube.list_documents(client, kube.IMPORT_KINDS)
-    name = ", ".join([f"kube:{kubeconfig}", *(str(p) for p in files)])
+    name = ", ".join([cluster_source(kubeconfig, context), *(str(p) for p in files)])
     if files:
         docs = [*docs, *objects_from_files(files).documents]
     found = objects_from_documents(docs, name)
@@ -189,9 +195,13 @@ def import_(
         ),
     ] = None,
     kubeconfig: Annotated[
-        Path | None, typer.Option(help="Read the cluster's objects through this kubeconfig.")
+        Path | None,
+        typer.Option(
+            help="Read the cluster's objects through this kubeconfig (without -f, as "
+            "kubectl: $KUBECONFIG, else ~/.kube/config, else in-cluster)."
+        ),
     ] = None,
-    context: Annotated[str | None, typer.Option(help="The kubeconfig context to use.")] = None,
+    context: ContextOption = None,
     bearer_token_file: Annotated[Path | None, typer.Option(help="Bearer token file.")] = None,
     basic_auth_user: Annotated[str | None, typer.Option(help="Basic auth user.")] = None,
     basic_auth_password_file: Annotated[

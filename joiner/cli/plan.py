@@ -15,12 +15,15 @@ from joiner.api.grouping import plural
 from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
+    ContextOption,
     KubeconfigOption,
     KwokTypesOption,
+    NamespaceOption,
     OutputOption,
     RegionOption,
     TableOrJson,
     Verbose,
+    cluster_flag,
     cluster_manifests,
     err,
     fail,
@@ -54,6 +57,8 @@ class Packing(StrEnum):
 def plan(
     files: ClusterFiles = None,
     kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    namespace: NamespaceOption = None,
     region: RegionOption = None,
     output: OutputOption = TableOrJson.table,
     kwok_instance_types: KwokTypesOption = None,
@@ -88,7 +93,8 @@ def plan(
     try:
         when = parse_instant(at, "--at") if at is not None else None
         check_not_kwok(spot_price_history, kwok_instance_types is not None)
-        if kubeconfig is None and len(files) == 1 and _is_scenario(files[0]):
+        live = cluster_flag(kubeconfig, context, namespace) is not None
+        if not live and len(files) == 1 and _is_scenario(files[0]):
             from joiner.sim.scenario import load_scenario
 
             sc = load_scenario(files[0], catalog, check_selectors=False)
@@ -108,7 +114,13 @@ def plan(
                 spot_prices=prices,
             )
         else:
-            manifests = cluster_manifests(files, kubeconfig, kwok=kwok_instance_types is not None)
+            manifests = cluster_manifests(
+                files,
+                kubeconfig,
+                context=context,
+                namespace=namespace,
+                kwok=kwok_instance_types is not None,
+            )
             plan_region = region_of(manifests, region)
             prices = file_spot_prices(
                 catalog, plan_region, spot_price_history, when, manifests.warnings

@@ -85,6 +85,7 @@ from joiner.operator.controller_settings import (
     repair_policies,
 )
 from joiner.operator.kube_metrics import MetricsWiring
+from joiner.operator.live import cluster_source
 from joiner.operator.safety import check_simulated_cluster
 from joiner.operator.wallclock import WallClock
 from joiner.state.cluster import ClusterState
@@ -112,6 +113,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self,
         kubeconfig: Path | None,
         *,
+        context: str | None = None,
         cloud: str = "simulated",
         settings: ControllerSettings | None = None,
         dry_run: bool = False,
@@ -125,6 +127,8 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         if cloud not in ("simulated", "aws"):
             raise InputError(f"unknown cloud {cloud!r}; use simulated or aws", field="--cloud")
         self.kubeconfig = kubeconfig
+        #: ``--context``: the kubeconfig context every client of this run uses.
+        self.context = context
         self.cloud_name = cloud
         self.settings = settings or ControllerSettings()
         #: What the informers list and watch: with kwokInstanceTypes KWOKNodeClasses instead
@@ -215,7 +219,9 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             target=lambda: (self._stop.wait(), loop.call_soon_threadsafe(stopped.set)),
             daemon=True,
         ).start()
-        self.client = kube.connect(self.kubeconfig, user_agent=self.user_agent)
+        self.client = kube.connect(
+            self.kubeconfig, context=self.context, user_agent=self.user_agent
+        )
         elector: LeaderElector | None = None
         le = self.settings.leaderElection
         if not self.dry_run and le.enabled:
@@ -223,6 +229,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
                 # Its own client: a renewal attempt times out at the renew deadline.
                 kube.connect(
                     self.kubeconfig,
+                    context=self.context,
                     timeout_s=le.renewDeadlineSeconds,
                     user_agent=self.user_agent,
                 ),
@@ -394,7 +401,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             self.clock,
             lifecycle,
             self._adopt_instance,
-            source=f"kube:{self.kubeconfig or 'in-cluster'}",
+            source=cluster_source(self.kubeconfig, self.context),
             wall_now=lambda: datetime.now(UTC),
         )
         self.actuator = KubeActuator(
@@ -434,7 +441,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
 
         self.informers = [
             Informer(
-                lambda: kube.connect(self.kubeconfig),
+                lambda: kube.connect(self.kubeconfig, context=self.context),
                 kind,
                 deliver,
                 self._stop,
@@ -555,10 +562,12 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         log.info("polling interruption queue %s", poller.queue_url)
 
 
-def install_crds(kubeconfig: Path) -> list[str]:
-    """Server-side apply the CRDs to the cluster; returns their names.
+def install_crds(kubeconfig: Path | None, context: str | None = None) -> list[str]:
+    """Server-side apply the CRDs to the cluster kubectl would talk to (``kube.connect``:
+    ``kubeconfig``, else ``$KUBECONFIG``, ``~/.kube/config``, in-cluster; ``context``);
+    returns their names.
 
     Raises:
-        InputError: the kubeconfig is unusable or the API server refused a CRD.
+        InputError: no kubeconfig found or it is unusable, or the API server refused a CRD.
     """
-    return kube.apply_crds(kube.connect(kubeconfig))
+    return kube.apply_crds(kube.connect(kubeconfig, context=context))

@@ -87,7 +87,7 @@ def test_kubeconfig_problems_name_the_kubeconfig(tmp_path: Path) -> None:
         "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: CTX\n"
     )
     for server, ctx, expected in (
-        ("https://127.0.0.1:1", "missing", "Context 'missing' not found (contexts: x)"),
+        ("https://127.0.0.1:1", "missing", "context 'missing' not found (contexts: x)"),
         ("not a url", "x", "is not an http(s) URL"),
     ):
         config.write_text(body.replace("SERVER", server).replace("CTX", ctx))

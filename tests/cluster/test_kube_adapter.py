@@ -320,13 +320,21 @@ def test_settings_packing_policy(tmp_path: Path) -> None:
         load_settings(bad)
 
 
-def test_cli_prints_crds_and_checks_cluster_input(tmp_path: Path) -> None:
+def test_cli_prints_crds_and_checks_cluster_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No kubeconfig anywhere kubectl looks, and not in a pod.
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     runner = CliRunner()
     printed = runner.invoke(app, ["install-crds", "--print"])
     assert printed.exit_code == 0
     kinds = [d["spec"]["names"]["kind"] for d in yaml.safe_load_all(printed.stdout) if d]
     assert kinds == ["NodePool", "NodeClaim", "EC2NodeClass"]
-    assert runner.invoke(app, ["plan"]).exit_code == 2
+    bare = runner.invoke(app, ["plan"])
+    assert bare.exit_code == 2
+    flat = " ".join(bare.output.split())
+    assert "give manifests with -f FILE, or a cluster: no kubeconfig found" in flat
     missing = runner.invoke(app, ["plan", "--kubeconfig", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "kubeconfig not found" in missing.output
     assert runner.invoke(app, ["install-crds"]).exit_code == 2

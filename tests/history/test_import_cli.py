@@ -9,6 +9,7 @@ import urllib.parse
 from pathlib import Path
 from typing import ClassVar
 
+import pytest
 from typer.testing import CliRunner
 
 from joiner.cli.importer import query_range
@@ -90,7 +91,10 @@ def test_no_kube_state_metrics_series_exits_2(tmp_path: Path) -> None:
     assert not (tmp_path / "week").exists()
 
 
-def test_unusable_options_exit_2(tmp_path: Path) -> None:
+def test_unusable_options_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No kubeconfig anywhere kubectl looks, and not in a pod.
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     dump = str(_cluster(tmp_path))
     files = ["--from-file", "x", "-f", dump, "--out", str(tmp_path / "o")]
     span = ["--start", START, "--end", END]
@@ -130,7 +134,8 @@ def test_unusable_options_exit_2(tmp_path: Path) -> None:
         ([*prom, "--save-responses", str(tmp_path / "p/saved")], "overlaps --out"),
         ([*prom, "--save-responses", str(tmp_path)], "overlaps --out"),
         ([*files, *span, "--region", "mars-1"], "unknown region 'mars-1'"),
-        ([*files, *span, "--context", "c"], "--context needs --kubeconfig"),
+        # --context reads the cluster kubectl finds (with -f: and the files), here none.
+        ([*files, *span, "--context", "c"], "no kubeconfig found; tried --kubeconfig"),
     ]
     for args, message in cases:
         code, _, err = _run(*args)

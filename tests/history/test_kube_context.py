@@ -34,7 +34,7 @@ def test_context_selects_the_server(tmp_path: Path) -> None:
     path.write_text(KUBECONFIG)
     assert _server(connect(path)) == "https://a.example:6443"
     assert _server(connect(path, context="b")) == "https://b.example:6443"
-    with pytest.raises(InputError, match=r"Context 'zz' not found \(contexts: a, b\)"):
+    with pytest.raises(InputError, match=r"context 'zz' not found \(contexts: a, b\)"):
         connect(path, context="zz")
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
-from lightkube import ALL_NS, Client, KubeConfig
-from lightkube.core.exceptions import ApiError
+from lightkube import ALL_NS, Client
+from lightkube.core.exceptions import ApiError, ConfigError
 from lightkube.core.resource import NamespacedResource, Resource
 from lightkube.generic_resource import create_global_resource
 from lightkube.models.meta_v1 import Status
@@ -37,6 +37,7 @@ from lightkube.resources.storage_v1 import StorageClass
 
 from joiner.api.errors import InputError
 from joiner.cluster.kube.crds import crd_documents
+from joiner.cluster.kube.kubeconfig import load_config
 
 log = logging.getLogger(__name__)
 
@@ -103,43 +104,21 @@ def connect(
     user_agent: str | None = None,
     context: str | None = None,
 ) -> Client:
-    """A lightkube client for ``kubeconfig``'s current context; None: the in-cluster
-    ServiceAccount (a pod's token and CA), else ``$KUBECONFIG`` or ``~/.kube/config``.
-    Each request times out after ``timeout_s``; ``user_agent`` (such as
-    ``joiner/0.1 (replica-a)``) is sent as ``User-Agent``, so the API server's audit log
-    tells replicas apart. ``context`` names the kubeconfig context to use instead of the
-    current one.
+    """A lightkube client for the cluster kubectl would talk to: the one composition point
+    of every command's cluster client. ``kubeconfig`` (``--kubeconfig``) if given, else
+    ``$KUBECONFIG``'s files merged, else ``~/.kube/config``, else the in-cluster
+    ServiceAccount (``kubeconfig.load_config``); ``context`` (``--context``) names the
+    context to use instead of the current one. Each request times out after ``timeout_s``;
+    ``user_agent`` (such as ``joiner/0.1 (replica-a)``) is sent as ``User-Agent``, so the
+    API server's audit log tells replicas apart.
 
     Raises:
-        InputError: the file is missing or not a kubeconfig, or no configuration is found.
+        InputError: no configuration found (the places tried are named), a file is missing
+            or not a kubeconfig, the context is unknown (the contexts are named), its
+            server is not an http(s) URL, or its credentials cannot be used.
     """
-    where = str(kubeconfig or "in-cluster")
-    config: KubeConfig | None = None
-    try:
-        if kubeconfig is None:
-            config = KubeConfig.from_env()
-        else:
-            from joiner.api.manifests.yamlio import parse_documents, read_text
-
-            path = Path(kubeconfig)
-            text = read_text(path, what="kubeconfig")
-            docs = parse_documents(text, where)
-            if len(docs) != 1 or not isinstance(docs[0], dict):
-                raise InputError("not a kubeconfig (one YAML mapping, kind: Config)", file=where)
-            config = KubeConfig.from_dict(docs[0], fname=str(path))
-        single = config.get(context_name=context)
-        if single is None:
-            raise InputError("no current context and none named", file=where)
-    except InputError:
-        raise
-    except Exception as exc:  # lightkube raises several types for a bad configuration
-        contexts = (
-            ", ".join(sorted(getattr(config, "contexts", {}) or {})) if "config" in dir() else ""
-        )
-        raise InputError(
-            f"not a usable kubeconfig: {exc}" + (f" (contexts: {contexts})" if contexts else ""),
-            file=where,
-        ) from exc
+    loaded = load_config(kubeconfig, context)
+    single, where = loaded.config, loaded.origin
     server = str(getattr(single.cluster, "server", "") or "")
     try:
         url = httpx.URL(server)
@@ -153,11 +132,15 @@ def connect(
             "as https://127.0.0.1:6443",
             file=where,
         )
-    client = Client(
-        config=config if context is None else single,
-        field_manager=FIELD_MANAGER,
-        timeout=httpx.Timeout(timeout_s),
-    )
+    try:
+        client = Client(
+            config=single, field_manager=FIELD_MANAGER, timeout=httpx.Timeout(timeout_s)
+        )
+    except (ConfigError, OSError, ValueError) as exc:  # a CA or key file, base64 data
+        raise InputError(
+            f"context {single.context_name!r}: its credentials cannot be used: {exc}",
+            file=where,
+        ) from exc
     if user_agent:
         # lightkube takes no headers; its httpx client (created eagerly) carries them.
         http = getattr(getattr(client, "_client", None), "_client", None)
@@ -301,10 +284,13 @@ class Answering:
         return call
 
 
-def namespace_arg(kind: Kind) -> dict[str, str]:
-    """``{"namespace": ALL_NS}`` for a namespaced kind (lists and watches span every
-    namespace; lightkube would default to the kubeconfig's), ``{}`` otherwise."""
-    return {"namespace": ALL_NS} if issubclass(kind.resource, NamespacedResource) else {}
+def namespace_arg(kind: Kind, namespace: str | None = None) -> dict[str, str]:
+    """``{"namespace": namespace}`` for a namespaced kind, ``ALL_NS`` when ``namespace`` is
+    None (lists and watches span every namespace; lightkube would default to the
+    kubeconfig's), ``{}`` for a cluster-scoped kind."""
+    if not issubclass(kind.resource, NamespacedResource):
+        return {}
+    return {"namespace": ALL_NS if namespace is None else namespace}
 
 
 def as_document(obj: Any, kind: Kind) -> dict[str, Any]:
@@ -316,10 +302,11 @@ def as_document(obj: Any, kind: Kind) -> dict[str, Any]:
 
 
 def list_documents(
-    client: Any, kinds: Iterable[Kind] = PLAN_KINDS
+    client: Any, kinds: Iterable[Kind] = PLAN_KINDS, *, namespace: str | None = None
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Every object of ``kinds`` in the cluster, as manifest documents, and warnings for
-    kinds that could not be listed (a CRD not installed: 404).
+    kinds that could not be listed (a CRD not installed: 404). ``namespace``: namespaced
+    kinds are listed in that namespace only (None: all); cluster-scoped ones in full.
 
     Raises:
         InputError: the API server refused a list (403: the credentials lack RBAC), naming
@@ -329,7 +316,7 @@ def list_documents(
     warnings: list[str] = []
     for kind in kinds:
         try:
-            found = list(client.list(kind.resource, **namespace_arg(kind)))
+            found = list(client.list(kind.resource, **namespace_arg(kind, namespace)))
         except ApiError as exc:
             if exc.status.code != 404:
                 raise InputError(

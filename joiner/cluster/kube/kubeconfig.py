@@ -1,0 +1,349 @@
+"""Finding the cluster as kubectl does: ``--kubeconfig`` if given, else the files
+``$KUBECONFIG`` lists (merged), else ``~/.kube/config``, else the in-cluster ServiceAccount;
+``--context`` picks a context of the merged configuration.
+
+The rules are client-go's (``tools/clientcmd/loader.go`` ``NewDefaultClientConfigLoadingRules``
+and ``ClientConfigLoadingRules.Load``; ``merged_client_builder.go``
+``DeferredLoadingClientConfig.ClientConfig`` for the in-cluster fallback). lightkube's
+``KubeConfig.from_env`` reads one file and tries the ServiceAccount first, so the list and
+its merge are done here; lightkube's models check each entry and its
+``KubeConfig.from_service_account`` reads the ServiceAccount.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lightkube import KubeConfig
+from lightkube.config.kubeconfig import SingleConfig, to_mapping
+from lightkube.config.models import Cluster, Context, User
+from lightkube.core.exceptions import ConfigError
+
+from joiner.api.errors import InputError
+
+#: Where a pod's ServiceAccount token, CA and namespace are mounted (client-go
+#: ``rest/config.go`` ``InClusterConfig``).
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+#: The kubeconfig's lists: (list key, entry key, lightkube model).
+_SECTIONS: tuple[tuple[str, str, type], ...] = (
+    ("clusters", "cluster", Cluster),
+    ("contexts", "context", Context),
+    ("users", "user", User),
+)
+
+
+class NoKubeconfigError(InputError):
+    """No kubeconfig file exists where kubectl looks and the process is not in a pod; the
+    message names every place tried."""
+
+
+@dataclass
+class _File:
+    """One kubeconfig file's entries by name (relative paths made absolute) and its
+    ``current-context`` ("" when unset)."""
+
+    path: Path
+    current_context: str = ""
+    entries: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {"clusters": {}, "contexts": {}, "users": {}}
+    )
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """The context chosen (a lightkube ``SingleConfig``) and where it came from: the files
+    read, joined by ``:``, or ``in-cluster``."""
+
+    config: SingleConfig
+    origin: str
+
+
+def load_config(
+    kubeconfig: Path | str | None,
+    context: str | None = None,
+    *,
+    service_account_dir: Path = SERVICE_ACCOUNT_DIR,
+) -> LoadedConfig:
+    """The configuration kubectl would use: ``kubeconfig`` alone if given (it must exist);
+    else the files ``$KUBECONFIG`` lists (``os.pathsep``-separated; missing ones skipped)
+    merged, the first file to name a cluster, context or user winning and
+    ``current-context`` from the first file that sets it; else ``$HOME/.kube/config``;
+    else, with no ``context`` asked for, the in-cluster ServiceAccount when
+    ``KUBERNETES_SERVICE_HOST``/``PORT`` are set and its token exists.
+
+    Raises:
+        NoKubeconfigError: none of those exists (every place tried is named).
+        InputError: a file is unreadable or not a kubeconfig (file and field named), the
+            context is unknown (the contexts that exist are named), or its cluster or user
+            is missing.
+    """
+    if kubeconfig is not None:
+        files = [_read(Path(kubeconfig))]
+    else:
+        files = [_read(p) for p in _precedence() if p.exists()]
+    if not files:
+        if context is None and _in_cluster_possible(service_account_dir):
+            loaded = LoadedConfig(_in_cluster(service_account_dir), "in-cluster")
+        else:
+            raise NoKubeconfigError(_nothing_found(context, service_account_dir))
+    else:
+        loaded = _select(files, context)
+    _check_files(loaded)
+    return loaded
+
+
+def _check_files(loaded: LoadedConfig) -> None:
+    """Refuse a context whose CA, client certificate or key, or token file does not exist
+    (lightkube would fail on it with an error naming neither the file nor the field).
+
+    Raises:
+        InputError: naming the missing file and the field that names it.
+    """
+    single = loaded.config
+    named = [
+        (
+            f"clusters[{single.context.cluster}].certificate-authority",
+            single.cluster.certificate_auth,
+        )
+    ]
+    if single.user is not None:
+        where = f"users[{single.context.user}]"
+        named += [
+            (f"{where}.client-certificate", single.user.client_cert),
+            (f"{where}.client-key", single.user.client_key),
+            (f"{where}.tokenFile", single.user.token_file),
+        ]
+    for field_name, value in named:
+        if value and not Path(value).is_file():
+            raise InputError(
+                f"context {single.context_name!r}: {value} does not exist or is not a file",
+                file=loaded.origin,
+                field=field_name,
+            )
+
+
+def _precedence() -> list[Path]:
+    """The files kubectl reads without ``--kubeconfig``: ``$KUBECONFIG``'s, each once, in
+    order (client-go ``tools/clientcmd/loader.go`` ``NewDefaultClientConfigLoadingRules``),
+    else ``~/.kube/config``."""
+    listed = os.environ.get("KUBECONFIG", "")
+    if listed:
+        return [Path(p) for p in dict.fromkeys(listed.split(os.pathsep)) if p]
+    return [Path.home() / ".kube" / "config"]
+
+
+def _read(path: Path) -> _File:
+    """One kubeconfig file, each entry checked against lightkube's models.
+
+    Raises:
+        InputError: unreadable, not YAML, or not a kubeconfig (file and field named).
+    """
+    from joiner.api.manifests.yamlio import parse_documents, read_text
+
+    name = str(path)
+    docs = parse_documents(read_text(path, what="kubeconfig"), name)
+    if not docs:
+        return _File(path)  # client-go reads an empty file as an empty configuration
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise InputError("not a kubeconfig (one YAML mapping, kind: Config)", file=name)
+    doc = docs[0]
+    if doc.get("kind", "Config") != "Config":
+        raise InputError(f"kind is {doc.get('kind')!r}, not Config", file=name, field="kind")
+    current = doc.get("current-context") or ""
+    if not isinstance(current, str):
+        raise InputError("must be a context name", file=name, field="current-context")
+    found = _File(path, current)
+    for key, entry_key, model in _SECTIONS:
+        for i, item in enumerate(_entries(doc, key, name)):
+            found.entries[key].setdefault(*_entry(item, f"{key}[{i}]", entry_key, model, path))
+    return found
+
+
+def _entries(doc: Mapping[str, Any], key: str, name: str) -> list[Any]:
+    """The list under ``key`` (absent or null: none).
+
+    Raises:
+        InputError: not a list.
+    """
+    items = doc.get(key)
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise InputError("must be a list", file=name, field=key)
+    return items
+
+
+def _entry(item: Any, where: str, key: str, model: type, path: Path) -> tuple[str, Any]:
+    """An entry (``{name: N, cluster: {...}}``) as its name and lightkube model, with
+    relative file paths made absolute against the file's directory (client-go
+    ``tools/clientcmd/loader.go`` ``ResolveLocalPaths``), so entries merged from several
+    files keep their own base.
+
+    Raises:
+        InputError: not a mapping, no name, or a body lightkube's model refuses.
+    """
+    name = str(path)
+    if not isinstance(item, dict):
+        raise InputError("must be a mapping with name and " + key, file=name, field=where)
+    entry_name = item.get("name")
+    if not isinstance(entry_name, str) or not entry_name:
+        raise InputError("must be a non-empty string", file=name, field=f"{where}.name")
+    body = item.get(key)
+    if not isinstance(body, dict):
+        raise InputError("must be a mapping", file=name, field=f"{where}.{key}")
+    try:
+        value = to_mapping([{"name": entry_name, key: body}], key, model)[entry_name]
+    except ValueError as exc:  # msgspec's ValidationError: a field of the wrong type
+        raise InputError(str(exc), file=name, field=f"{where}.{key}") from exc
+    _absolute(value, path.parent)
+    return entry_name, value
+
+
+def _absolute(value: Any, base: Path) -> None:
+    """Make ``value``'s file paths absolute against ``base``, in place (client-go
+    ``tools/clientcmd/loader.go`` ``GetClusterFileReferences``,
+    ``GetAuthInfoFileReferences``: a CA, a client certificate and key, a token file, and an
+    exec command that names a path)."""
+
+    def resolve(p: str | None) -> str | None:
+        return str(base.absolute() / p) if p and not Path(p).is_absolute() else p
+
+    if isinstance(value, Cluster):
+        value.certificate_auth = resolve(value.certificate_auth)
+    elif isinstance(value, User):
+        value.client_cert = resolve(value.client_cert)
+        value.client_key = resolve(value.client_key)
+        value.token_file = resolve(value.token_file)
+        if value.exec is not None and os.sep in value.exec.command:
+            value.exec.command = str(resolve(value.exec.command))
+
+
+def _select(files: list[_File], context: str | None) -> LoadedConfig:
+    """The merged files' context ``context`` (None: the current one) with its cluster and
+    user (client-go ``tools/clientcmd/loader.go`` ``ClientConfigLoadingRules.Load``: the
+    first file to set a map entry or ``current-context`` wins).
+
+    Raises:
+        InputError: no context chosen, an unknown context (those that exist are named), or
+            its cluster or user missing.
+    """
+    origin = ":".join(str(f.path) for f in files)
+    merged: dict[str, dict[str, Any]] = {key: {} for key, _, _ in _SECTIONS}
+    for f in files:
+        for key, entries in f.entries.items():
+            for name, value in entries.items():
+                merged[key].setdefault(name, value)
+    current = next((f.current_context for f in files if f.current_context), "")
+    name = context if context is not None else current
+    known = ", ".join(sorted(merged["contexts"])) or "none"
+    if not name:
+        raise InputError(
+            f"no current-context is set; give --context (contexts: {known})",
+            file=origin,
+            field="current-context",
+        )
+    ctx = merged["contexts"].get(name)
+    if ctx is None:
+        raise InputError(
+            f"context {name!r} not found (contexts: {known})",
+            file=origin,
+            field="--context" if context is not None else "current-context",
+        )
+    return LoadedConfig(_single(name, ctx, merged, origin), origin)
+
+
+def _single(name: str, ctx: Context, merged: dict[str, dict[str, Any]], origin: str) -> Any:
+    """Context ``name`` with its cluster and user, as lightkube's ``KubeConfig.get`` builds it.
+
+    Raises:
+        InputError: the context's cluster or user is not defined.
+    """
+    for key, ref in (("clusters", ctx.cluster), ("users", ctx.user)):
+        if ref and ref not in merged[key]:
+            known = ", ".join(sorted(merged[key])) or "none"
+            raise InputError(
+                f"context {name!r} names {key[:-1]} {ref!r}, which is not defined ({key}: {known})",
+                file=origin,
+                field=f"contexts[{name}].{key[:-1]}",
+            )
+    if not ctx.cluster:
+        raise InputError(
+            f"context {name!r} names no cluster", file=origin, field=f"contexts[{name}].cluster"
+        )
+    config = KubeConfig(
+        clusters=merged["clusters"],
+        contexts=merged["contexts"],
+        users=merged["users"],
+        current_context=name,
+    )
+    return config.get()
+
+
+def _in_cluster_possible(service_account_dir: Path) -> bool:
+    """Whether the process runs in a pod (client-go ``tools/clientcmd/client_config.go``
+    ``inClusterClientConfig.Possible``):
+    ``KUBERNETES_SERVICE_HOST`` and ``_PORT`` set and the ServiceAccount token a file."""
+    return (
+        bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+        and bool(os.environ.get("KUBERNETES_SERVICE_PORT"))
+        and (service_account_dir / "token").is_file()
+    )
+
+
+def _in_cluster(service_account_dir: Path) -> Any:
+    """The pod's ServiceAccount configuration (lightkube ``KubeConfig.from_service_account``;
+    a missing ``namespace`` file is no error, as in client-go ``rest/config.go``
+    ``InClusterConfig``:
+    Joiner names namespaces itself).
+
+    Raises:
+        InputError: the token cannot be read.
+    """
+    try:
+        return KubeConfig.from_service_account(service_account_dir).get()
+    except ConfigError:
+        if not (service_account_dir / "namespace").exists():
+            return _in_cluster_without_namespace(service_account_dir)
+        raise
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the ServiceAccount token: {exc.strerror or exc}",
+            file=str(service_account_dir / "token"),
+        ) from exc
+
+
+def _in_cluster_without_namespace(service_account_dir: Path) -> Any:
+    """``_in_cluster`` when the ServiceAccount has no ``namespace`` file."""
+    host = os.environ["KUBERNETES_SERVICE_HOST"]
+    port = os.environ["KUBERNETES_SERVICE_PORT"]
+    token_file = str(service_account_dir / "token")
+    cluster = Cluster(
+        server=f"https://{f'[{host}]' if ':' in host else host}:{port}",
+        certificate_auth=str(service_account_dir / "ca.crt"),
+    )
+    return KubeConfig.from_one(cluster=cluster, user=User(token_file=token_file)).get()
+
+
+def _nothing_found(context: str | None, service_account_dir: Path) -> str:
+    """The places tried, for ``NoKubeconfigError``."""
+    listed = os.environ.get("KUBECONFIG", "")
+    if listed:
+        files = ", ".join(str(p) for p in _precedence())
+        tried = ["--kubeconfig (not given)", f"$KUBECONFIG ({files}: none exists)"]
+    else:
+        home = Path.home() / ".kube" / "config"
+        tried = ["--kubeconfig (not given)", "$KUBECONFIG (unset)", f"{home} (does not exist)"]
+    if context is not None:
+        tried.append(f"in-cluster (has no contexts, and --context {context} was given)")
+    elif not (
+        os.environ.get("KUBERNETES_SERVICE_HOST") and os.environ.get("KUBERNETES_SERVICE_PORT")
+    ):
+        tried.append("in-cluster (KUBERNETES_SERVICE_HOST/PORT unset: not in a pod)")
+    else:
+        tried.append(f"in-cluster (no ServiceAccount token at {service_account_dir / 'token'})")
+    return "no kubeconfig found; tried " + ", ".join(tried)
