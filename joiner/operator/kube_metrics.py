@@ -13,7 +13,7 @@ from joiner.api import timeline as tl
 from joiner.cluster.kube.metrics import Metrics, snake_case
 
 if TYPE_CHECKING:
-    from joiner.state.cluster import ClusterState, NodeClaim
+    from joiner.state.cluster import ClusterState, Node, NodeClaim
 
 
 def disrupted_reason(kind: str, claim: NodeClaim) -> str | None:
@@ -51,6 +51,9 @@ class MetricsWiring:
         if node is None:
             return
         st_node = self._state.nodes.get(node)
+        if kind == tl.DRAINED:
+            self._drained(st_node)
+            return
         if kind == tl.CORDON and (st_node is None or not st_node.deleting):
             return  # a rebalance-monitoring cordon: no disruption
         claim = self._state.claim_of(st_node) if st_node else self._state.nodeclaims.get(node)
@@ -74,8 +77,21 @@ class MetricsWiring:
                 image_id="",
             ).inc()
 
+    def _drained(self, st_node: Node | None) -> None:
+        """A node's drain finished: Karpenter counts it only when the node has a NodeClaim
+        (Karpenter ``pkg/controllers/node/termination/controller.go`` ``finalize``,
+        ``NodesDrainedTotal``), by the node's NodePool."""
+        claim = self._state.claim_of(st_node) if st_node is not None else None
+        if claim is not None:
+            self.metrics.nodes_drained.labels(nodepool=claim.nodepool).inc()
+
     def command(self, cmd: Any) -> None:
+        """Count a disruption command: once, and once per distinct NodePool of its
+        candidates (Karpenter ``pkg/controllers/disruption/queue.go`` ``StartCommand``:
+        ``DecisionsPerformedTotal`` and ``NodepoolDecisionsPerformed``)."""
         self.metrics.disruption_decision(cmd.method, cmd.action)
+        for pool in dict.fromkeys(c.pool.name for c in cmd.candidates):
+            self.metrics.disruption_decision(cmd.method, cmd.action, nodepool=pool)
 
     def refresh(self, *, synced: bool) -> None:
         self.metrics.update_cluster_state(self._state, synced=synced)
