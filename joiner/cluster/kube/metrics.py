@@ -14,6 +14,8 @@ karpenter-provider-aws ``pkg/controllers/interruption/metrics.go`` (the SQS queu
 metric                                                 labels
 =====================================================  ==========================================
 karpenter_nodepools_usage, karpenter_nodepools_limit   resource_type, nodepool
+karpenter_nodepools_cost_total                         nodepool
+karpenter_cluster_utilization_percent                  resource_type
 karpenter_nodeclaims_created_total                     reason, nodepool, min_values_relaxed
 karpenter_nodeclaims_terminated_total                  nodepool, capacity_type, zone
 karpenter_nodeclaims_disrupted_total                   reason, nodepool, capacity_type
@@ -34,6 +36,10 @@ karpenter_interruption_deleted_messages_total          (none)
 karpenter_interruption_message_queue_duration_seconds  (none)
 karpenter_cloudprovider_duration_seconds               controller, method, provider
 karpenter_cloudprovider_errors_total                   controller, method, provider, error
+karpenter_cloudprovider_instance_type_cpu_cores,       instance_type
+karpenter_cloudprovider_instance_type_memory_bytes
+karpenter_cloudprovider_instance_type_offering_        instance_type, capacity_type, zone
+available, ..._offering_price_estimate
 =====================================================  ==========================================
 
 Histograms have Karpenter's buckets (``metrics.DurationBuckets()``, or client_golang's
@@ -65,7 +71,7 @@ import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -81,8 +87,10 @@ from prometheus_client import (
     generate_latest,
 )
 
+from joiner.api.labels import INSTANCE_CPU, INSTANCE_MEMORY
 from joiner.cloudprovider import events as cloud_events
 from joiner.cloudprovider.types import (
+    InstanceType,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
@@ -192,6 +200,18 @@ class Metrics:
             "A NodePool's spec.limits, by resource type (cpu in cores).",
             usage_labels,
         )
+        # Karpenter pkg/controllers/metrics/nodepool/controller.go ClusterCost.
+        self.nodepools_cost = self._gauge(
+            "karpenter_nodepools_cost_total",
+            "Summed hourly price of a NodePool's launched NodeClaims, USD per hour.",
+            ("nodepool",),
+        )
+        # Karpenter pkg/controllers/metrics/node/controller.go ClusterUtilization.
+        self.cluster_utilization = self._gauge(
+            "karpenter_cluster_utilization_percent",
+            "Pod requests as a percentage of the nodes' allocatable, by resource type.",
+            ("resource_type",),
+        )
         self._nodeclaim_metrics()
         self._node_metrics()
         self.pod_startup = self._summary(
@@ -215,6 +235,7 @@ class Metrics:
         )
         self._interruption_metrics()
         self._cloudprovider_metrics()
+        self._instance_type_metrics()
         self._joiner_metrics()
 
     def _nodeclaim_metrics(self) -> None:
@@ -301,6 +322,31 @@ class Metrics:
             (*labels, "error"),
         )
 
+    def _instance_type_metrics(self) -> None:
+        # karpenter-provider-aws pkg/providers/instancetype/metrics.go and
+        # pkg/controllers/metrics/metrics.go.
+        self.instance_type_cpu = self._gauge(
+            "karpenter_cloudprovider_instance_type_cpu_cores",
+            "vCPUs of an instance type.",
+            ("instance_type",),
+        )
+        self.instance_type_memory = self._gauge(
+            "karpenter_cloudprovider_instance_type_memory_bytes",
+            "Memory of an instance type, bytes.",
+            ("instance_type",),
+        )
+        offering = ("instance_type", "capacity_type", "zone")
+        self.offering_available = self._gauge(
+            "karpenter_cloudprovider_instance_type_offering_available",
+            "1 when an offering (instance type, capacity type, zone) is available, else 0.",
+            offering,
+        )
+        self.offering_price = self._gauge(
+            "karpenter_cloudprovider_instance_type_offering_price_estimate",
+            "An offering's estimated price, USD per hour.",
+            offering,
+        )
+
     def _joiner_metrics(self) -> None:
         self.leader = self._gauge("joiner_leader", "1 while this replica is the leader.")
         self.reconcile_errors = self._counter(
@@ -361,6 +407,60 @@ class Metrics:
                 self.nodepools_usage.labels(resource_type(res), name).set(gauge_value(res, amount))
             for res, amount in pool.limits:
                 self.nodepools_limit.labels(resource_type(res), name).set(gauge_value(res, amount))
+        self._update_cost(state)
+        self._update_utilization(state)
+
+    def _update_cost(self, state: ClusterState) -> None:
+        """Each NodePool's summed offering price of its launched, undeleted NodeClaims (Karpenter
+        ``pkg/state/cost/cost.go`` ``ClusterCost``, read by the nodepool metrics controller's
+        ``buildMetrics``); 0 for a NodePool with none."""
+        cost = dict.fromkeys(state.nodepools, 0.0)
+        for claim in state.live_nodeclaims():
+            if claim.instance is not None and claim.nodepool in cost:
+                cost[claim.nodepool] += claim.instance.offering.price_per_hour
+        self.nodepools_cost.clear()
+        for name, price_per_hour in sorted(cost.items()):
+            self.nodepools_cost.labels(nodepool=name).set(price_per_hour)
+
+    def _update_utilization(self, state: ClusterState) -> None:
+        """The undeleted nodes' summed pod requests over their summed allocatable, percent,
+        per resource with a non-zero allocatable (Karpenter
+        ``pkg/controllers/metrics/node/controller.go`` ``buildClusterUtilizationMetric``)."""
+        allocatable: dict[str, int] = {}
+        used: dict[str, int] = {}
+        for node in state.nodes.values():
+            if node.deleted_at_s is not None:
+                continue
+            for res, amount in node.allocatable.items():
+                allocatable[res] = allocatable.get(res, 0) + amount
+            for res, amount in state.requested_on(node.name).items():
+                used[res] = used.get(res, 0) + amount
+        self.cluster_utilization.clear()
+        for res, total in sorted(allocatable.items()):
+            if total:
+                percent = 100 * used.get(res, 0) / total
+                self.cluster_utilization.labels(resource_type=resource_type(res)).set(percent)
+
+    def instance_types(self, types: Iterable[InstanceType]) -> None:
+        """Set the instance type and offering gauges from a ``get_instance_types`` answer
+        (karpenter-provider-aws ``pkg/providers/instancetype/instancetype.go`` sets vCPUs and
+        memory from the EC2 description, here its ``instance-cpu``/``instance-memory`` labels,
+        MiB; a type without them is left out; ``pkg/controllers/metrics/controller.go``
+        sets availability, any available offering of the same dimensions counting, and price)."""
+        available: dict[tuple[str, str, str], bool] = {}
+        for it in types:
+            cpu, memory_mib = it.label(INSTANCE_CPU), it.label(INSTANCE_MEMORY)
+            if cpu is not None and memory_mib is not None:
+                self.instance_type_cpu.labels(instance_type=it.name).set(float(cpu))
+                self.instance_type_memory.labels(instance_type=it.name).set(
+                    float(memory_mib) * 1024 * 1024
+                )
+            for o in it.offerings:
+                key = (it.name, o.capacity_type, o.zone)
+                available[key] = available.get(key, False) or o.available
+                self.offering_price.labels(*key).set(o.price_per_hour)
+        for key, ok in available.items():
+            self.offering_available.labels(*key).set(1 if ok else 0)
 
     def disruption_decision(
         self, method: DisruptionMethod, action: str, *, nodepool: str | None = None
@@ -393,7 +493,8 @@ def _error_label(exc: BaseException) -> str:
 
 class MeteredCloudProvider:
     """A CloudProvider that times each call and counts its errors (Karpenter
-    ``cloudprovider/metrics.Decorate``); every other attribute is the wrapped provider's.
+    ``cloudprovider/metrics.Decorate``), and sets the instance type gauges from each new
+    ``get_instance_types`` answer; every other attribute is the wrapped provider's.
 
     ``provider`` is the ``provider`` label (``aws`` or ``simulated``).
     """
@@ -411,19 +512,21 @@ class MeteredCloudProvider:
         self._cloud = cloud
         self._metrics = metrics
         self._provider = provider
+        #: The last ``get_instance_types`` answer per arguments (``metrics.instance_types``).
+        self._types_seen: dict[tuple[Any, ...], Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._cloud, name)
         method = self._METHODS.get(name)
         if method is None:
             return target
-        metrics, provider = self._metrics, self._provider
+        metrics, provider, seen = self._metrics, self._provider, self._types_seen
 
         def metered(*args: Any, **kwargs: Any) -> Any:
             ctl = _controller.get()
             started = time.monotonic()
             try:
-                return target(*args, **kwargs)
+                result = target(*args, **kwargs)
             except Exception as exc:
                 metrics.cloudprovider_errors.labels(ctl, method, provider, _error_label(exc)).inc()
                 raise
@@ -431,6 +534,14 @@ class MeteredCloudProvider:
                 metrics.cloudprovider_duration.labels(ctl, method, provider).observe(
                     time.monotonic() - started
                 )
+            if method == "GetInstanceTypes":
+                key = (args, tuple(sorted(kwargs.items())))
+                # The provider returns the same list while nothing changed: set the
+                # gauges (a series per offering) only for a new answer.
+                if seen.get(key) is not result:
+                    seen[key] = result
+                    metrics.instance_types(result)
+            return result
 
         return metered
 
