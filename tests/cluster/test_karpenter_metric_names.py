@@ -116,6 +116,34 @@ def test_joiners_karpenter_names_are_all_karpenters(
     assert all(n.startswith(("karpenter_", "joiner_")) for n in specs)
 
 
+def _doc_rows() -> dict[str, str]:
+    """``docs/reference/metrics.md``'s table: metric name -> its row."""
+    rows = {}
+    for line in (ROOT / "docs" / "reference" / "metrics.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 4:
+            rows[cells[0].strip("`")] = line
+    return rows
+
+
+def test_the_metrics_page_lists_each_metric_as_exposed_or_not() -> None:
+    rows = _doc_rows()
+    specs = Metrics().specs
+    karpenter_named = {n for n in specs if n.startswith("karpenter_")}
+    assert sorted(set(rows) - karpenter_named - set(EXCLUDED)) == []
+    assert sorted(karpenter_named - set(rows)) == []
+    assert sorted(set(EXCLUDED) - set(rows)) == []
+    for name, row in rows.items():
+        assert ("| not exposed: " in row) == (name in EXCLUDED), row
+        assert ("| updated: " in row) == (name in specs), row
+
+
+def test_the_metrics_page_lists_every_karpenter_metric(
+    karpenter: dict[str, dict[str, Any]],
+) -> None:
+    assert sorted(set(karpenter) ^ set(_doc_rows())) == []
+
+
 def _touch_every_metric(metrics: Metrics) -> None:
     """Give each metric one sample (label values ``x``)."""
     for name, collector in metrics.collectors.items():
