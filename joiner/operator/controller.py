@@ -385,6 +385,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self.wiring = MetricsWiring(self.metrics, self.state)
         self.timeline.listeners.append(self.wiring.timeline)
         self.disruption.command_listeners.append(self.wiring.command)
+        self.disruption.pass_listeners.append(self.wiring.disruption_pass)
 
     def _cluster(self, writer: Any, lifecycle: Lifecycle) -> Evict:
         """The cluster adapter: the informers' feed into the state and the actuator that

@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from joiner.api import timeline as tl
 from joiner.cluster.kube.metrics import Metrics, snake_case
+from joiner.controllers.disruption import budgets
+from joiner.controllers.disruption.verdicts import Reason
 
 if TYPE_CHECKING:
+    from joiner.controllers.disruption.command import Context
     from joiner.state.cluster import ClusterState, Node, NodeClaim
 
 
@@ -39,7 +42,8 @@ class MetricsWiring:
     """Counts what Karpenter counts from ``state``'s changes into ``metrics``.
 
     ``timeline(kind, node, pod, detail)`` is a KubeTimeline listener;
-    ``command(cmd)`` a DisruptionController command listener; ``refresh(synced)`` sets the
+    ``command(cmd)`` a DisruptionController command listener, ``disruption_pass(ctx,
+    candidates)`` a pass listener; ``refresh(synced)`` sets the
     gauges (call on the loop thread).
     """
 
@@ -92,6 +96,20 @@ class MetricsWiring:
         self.metrics.disruption_decision(cmd.method, cmd.action)
         for pool in dict.fromkeys(c.pool.name for c in cmd.candidates):
             self.metrics.disruption_decision(cmd.method, cmd.action, nodepool=pool)
+
+    def disruption_pass(self, ctx: Context, _candidates: Any) -> None:
+        """A disruption pass's budgets, per NodePool and reason (Karpenter
+        ``pkg/controllers/disruption/helpers.go`` ``BuildDisruptionBudgetMapping``): what the
+        active budgets allow before subtracting, and the nodes already disrupting; the
+        reason as Karpenter's ``DisruptionReason``, not lower-cased. A DisruptionController
+        pass listener."""
+        for name, pool in sorted(ctx.state.nodepools.items()):
+            total, disrupting = budgets.pool_counts(ctx.state, name)
+            for reason in Reason:
+                allowed = budgets.allowed(pool, reason.value, total, ctx.now)
+                labels = {"nodepool": name, "reason": reason.value}
+                self.metrics.nodepools_allowed_disruptions.labels(**labels).set(allowed)
+                self.metrics.nodepools_nodes_consuming_budgets.labels(**labels).set(disrupting)
 
     def refresh(self, *, synced: bool) -> None:
         self.metrics.update_cluster_state(self._state, synced=synced)

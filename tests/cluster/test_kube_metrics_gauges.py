@@ -4,6 +4,9 @@ vCPUs/memory, offering availability and price."""
 
 from __future__ import annotations
 
+import copy
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ from joiner.api.labels import INSTANCE_CPU, INSTANCE_MEMORY
 from joiner.cloudprovider.types import InsufficientCapacityError
 from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.metrics import MeteredCloudProvider, Metrics
+from joiner.operator.kube_metrics import MetricsWiring
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc, _pod
 from tests.cluster.test_kube_metrics import _launched_claim
 
@@ -118,3 +122,29 @@ def test_a_failed_get_instance_types_sets_no_gauge() -> None:
     errors = {"controller": "", "method": "GetInstanceTypes", "provider": "simulated"}
     errors["error"] = "InsufficientCapacityError"
     assert metrics.registry.get_sample_value("karpenter_cloudprovider_errors_total", errors) == 1
+
+
+def test_disruption_budgets_per_nodepool_and_reason() -> None:
+    """Karpenter ``BuildDisruptionBudgetMapping``: the active budgets' allowance per reason
+    (the reason not lower-cased) and the nodes already disrupting."""
+    h = Harness()
+    pool_doc = copy.deepcopy(NODEPOOL)
+    pool_doc["spec"]["disruption"] = {
+        "consolidateAfter": "0s",
+        "budgets": [{"nodes": "5"}, {"nodes": "0", "reasons": ["Drifted"]}],
+    }
+    h.sync(kube.NODEPOOL, pool_doc)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    for kind in (kube.NODECLAIM, kube.NODE, kube.POD, kube.DAEMONSET, kube.PDB):
+        h.sync(kind)
+    h.feed.start()
+    metrics = Metrics()
+    ctx: Any = SimpleNamespace(state=h.state, now=datetime(2026, 1, 1, tzinfo=UTC))
+    MetricsWiring(metrics, h.state).disruption_pass(ctx, [])
+    value = metrics.registry.get_sample_value
+    allowed = "karpenter_nodepools_allowed_disruptions"
+    assert value(allowed, {"nodepool": "pool", "reason": "Empty"}) == 5
+    assert value(allowed, {"nodepool": "pool", "reason": "Drifted"}) == 0
+    assert value(allowed, {"nodepool": "pool", "reason": "Underutilized"}) == 5
+    consuming = "karpenter_nodepools_nodes_consuming_budgets"
+    assert value(consuming, {"nodepool": "pool", "reason": "Empty"}) == 0

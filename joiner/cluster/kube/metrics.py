@@ -16,6 +16,8 @@ metric                                                 labels
 karpenter_nodepools_usage, karpenter_nodepools_limit   resource_type, nodepool
 karpenter_nodepools_cost_total                         nodepool
 karpenter_cluster_utilization_percent                  resource_type
+karpenter_nodepools_allowed_disruptions,               nodepool, reason (``Empty``, ``Drifted``,
+karpenter_nodepools_nodes_consuming_budgets            ``Underutilized``: not lower-cased)
 karpenter_nodeclaims_created_total                     reason, nodepool, min_values_relaxed
 karpenter_nodeclaims_terminated_total                  nodepool, capacity_type, zone
 karpenter_nodeclaims_disrupted_total                   reason, nodepool, capacity_type
@@ -280,6 +282,19 @@ class Metrics:
             "karpenter_voluntary_disruption_decisions",
             "Disruption decisions, by decision, reason and consolidation type.",
             decision_labels,
+        )
+        budget_labels = ("nodepool", "reason")
+        # Karpenter pkg/controllers/disruption/metrics.go NodePoolAllowedDisruptions and
+        # NodePoolNodesConsumingBudgets.
+        self.nodepools_allowed_disruptions = self._gauge(
+            "karpenter_nodepools_allowed_disruptions",
+            "Nodes a NodePool's active budgets allow disrupting, by disruption reason.",
+            budget_labels,
+        )
+        self.nodepools_nodes_consuming_budgets = self._gauge(
+            "karpenter_nodepools_nodes_consuming_budgets",
+            "A NodePool's nodes counted as disrupting (not ready or marked for deletion).",
+            budget_labels,
         )
         # Karpenter pkg/controllers/disruption/metrics.go NodepoolDecisionsPerformed.
         self.disruption_decisions_by_nodepool = self._counter(

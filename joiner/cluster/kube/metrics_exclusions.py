@@ -38,10 +38,8 @@ EXCLUDED: dict[str, str] = {
     "karpenter_interruption_instance_status_unhealthy_total": NOT_YET_MEASURED,
     "karpenter_nodeclaims_instance_termination_duration_seconds": NOT_YET_MEASURED,
     "karpenter_nodeclaims_termination_duration_seconds": NOT_YET_MEASURED,
-    "karpenter_nodepools_allowed_disruptions": NOT_YET_MEASURED,
     "karpenter_nodepools_cost_tracker_errors_total": "Joiner keeps no separate cost tracker "
     "that can fail (Karpenter pkg/state/cost)",
-    "karpenter_nodepools_nodes_consuming_budgets": NOT_YET_MEASURED,
     "karpenter_nodes_allocatable": _NODE_LABELS,
     "karpenter_nodes_current_lifetime_seconds": _NODE_LABELS,
     "karpenter_nodes_lifetime_duration_seconds": NOT_YET_MEASURED,
