@@ -58,6 +58,9 @@ class MetricsWiring:
         if kind == tl.DRAINED:
             self._drained(st_node)
             return
+        if kind == tl.TERMINATED:
+            self._terminated(st_node)
+            return
         if kind == tl.CORDON and (st_node is None or not st_node.deleting):
             return  # a rebalance-monitoring cordon: no disruption
         claim = self._state.claim_of(st_node) if st_node else self._state.nodeclaims.get(node)
@@ -88,6 +91,16 @@ class MetricsWiring:
         claim = self._state.claim_of(st_node) if st_node is not None else None
         if claim is not None:
             self.metrics.nodes_drained.labels(nodepool=claim.nodepool).inc()
+
+    def _terminated(self, st_node: Node | None) -> None:
+        """A node with a NodeClaim terminated: its lifetime, creation to termination (Karpenter
+        ``pkg/controllers/node/termination/controller.go`` ``removeFinalizer``,
+        ``NodeLifetimeDurationSeconds``; Joiner's termination is its instance's deletion)."""
+        claim = self._state.claim_of(st_node) if st_node is not None else None
+        if st_node is None or claim is None or st_node.deleted_at_s is None:
+            return
+        lifetime_s = max(0.0, st_node.deleted_at_s - st_node.created_at_s)
+        self.metrics.nodes_lifetime.labels(nodepool=claim.nodepool).observe(lifetime_s)
 
     def command(self, cmd: Any) -> None:
         """Count a disruption command: once, and once per distinct NodePool of its

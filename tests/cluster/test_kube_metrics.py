@@ -376,3 +376,26 @@ def test_drained_nodes_count_by_nodepool_only_with_a_nodeclaim() -> None:
         if s.name == "karpenter_nodes_drained_total"
     ]
     assert drained == [({"nodepool": "pool"}, 1.0)]
+
+
+def test_a_terminated_nodes_lifetime_is_observed_by_nodepool() -> None:
+    """Karpenter ``NodeLifetimeDurationSeconds``: creation to termination, for a node with a
+    NodeClaim only; a record about a NodeClaim that never got a node observes nothing."""
+    state = Harness().state
+    claim = _claim_for_reason()
+    state.nodeclaims[claim.name] = claim
+    node = state.nodes["managed"] = _node("managed", claim.name)
+    node.created_at_s, node.deleted_at_s = 100.0, 100.0 + 2 * 3600
+    static = state.nodes["static"] = _node("static", None)
+    static.deleted_at_s = 50.0
+    metrics = Metrics()
+    wiring = MetricsWiring(metrics, state)
+    for name in ("managed", "static", claim.name):
+        wiring.timeline(tl.TERMINATED, name, None, "any detail")
+    value = metrics.registry.get_sample_value
+    name = "karpenter_nodes_lifetime_duration_seconds"
+    assert value(f"{name}_count", {"nodepool": "pool"}) == 1
+    assert value(f"{name}_sum", {"nodepool": "pool"}) == 7200
+    assert value(f"{name}_bucket", {"nodepool": "pool", "le": "3600.0"}) == 0
+    assert value(f"{name}_bucket", {"nodepool": "pool", "le": "7200.0"}) == 1
+    assert value(f"{name}_count", {"nodepool": ""}) is None

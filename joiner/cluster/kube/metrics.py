@@ -26,6 +26,7 @@ karpenter_nodeclaims_unhealthy_disrupted_total         condition, nodepool, capa
 karpenter_nodes_created_total                          nodepool, zone
 karpenter_nodes_terminated_total                       nodepool, zone
 karpenter_nodes_drained_total                          nodepool
+karpenter_nodes_lifetime_duration_seconds              nodepool
 karpenter_pods_startup_duration_seconds                (none; a summary)
 karpenter_scheduler_scheduling_duration_seconds        controller
 karpenter_voluntary_disruption_decisions_total         decision, reason, consolidation_type
@@ -115,6 +116,15 @@ DURATION_BUCKETS = (
     *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7),
     *(0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10),
     *(15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450, 600),
+)
+
+_HOUR_S, _DAY_S = 3600, 86400
+#: Karpenter ``pkg/controllers/node/termination/metrics.go`` ``NodeLifetimeDurationSeconds``
+#: buckets (seconds): 15 minutes to 30 days.
+LIFETIME_BUCKETS = (
+    *(900, 1800, 2700),
+    *(h * _HOUR_S for h in (1, 2, 4, 6, 8, 10, 12, 16, 20)),
+    *(d * _DAY_S for d in (1, 2, 3, 5, 10, 15, 20, 25, 30)),
 )
 
 #: client_golang's ``prometheus.DefBuckets`` (seconds): a Karpenter histogram declared without
@@ -274,6 +284,13 @@ class Metrics:
         # Karpenter pkg/controllers/node/termination/metrics.go NodesDrainedTotal.
         self.nodes_drained = self._counter(
             "karpenter_nodes_drained", "Nodes drained, by NodePool.", ("nodepool",)
+        )
+        # Karpenter pkg/controllers/node/termination/metrics.go NodeLifetimeDurationSeconds.
+        self.nodes_lifetime = self._histogram(
+            "karpenter_nodes_lifetime_duration_seconds",
+            "A node's lifetime from its creation to its termination, seconds, by NodePool.",
+            ("nodepool",),
+            LIFETIME_BUCKETS,
         )
 
     def _disruption_metrics(self) -> None:

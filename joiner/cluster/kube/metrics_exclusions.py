@@ -42,7 +42,6 @@ EXCLUDED: dict[str, str] = {
     "that can fail (Karpenter pkg/state/cost)",
     "karpenter_nodes_allocatable": _NODE_LABELS,
     "karpenter_nodes_current_lifetime_seconds": _NODE_LABELS,
-    "karpenter_nodes_lifetime_duration_seconds": NOT_YET_MEASURED,
     "karpenter_nodes_system_overhead": _NODE_LABELS,
     "karpenter_nodes_termination_duration_seconds": NOT_YET_MEASURED,
     "karpenter_nodes_total_daemon_limits": _NODE_LABELS,
