@@ -124,5 +124,13 @@ class MetricsWiring:
                 self.metrics.nodepools_allowed_disruptions.labels(**labels).set(allowed)
                 self.metrics.nodepools_nodes_consuming_budgets.labels(**labels).set(disrupting)
 
+    def provisioned(self) -> None:
+        """After a provisioning pass: the pending pods it left unschedulable (Karpenter
+        ``pkg/controllers/provisioning/provisioner.go`` ``Schedule`` sets
+        ``UnschedulablePodsCount`` from the pass's pod errors, controller ``provisioner``;
+        a pass with nothing to schedule leaves 0 here)."""
+        count = sum(1 for p in self._state.pending_pods() if p.unschedulable_reason is not None)
+        self.metrics.unschedulable_pods.labels(controller="provisioner").set(count)
+
     def refresh(self, *, synced: bool) -> None:
         self.metrics.update_cluster_state(self._state, synced=synced)

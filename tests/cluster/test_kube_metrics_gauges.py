@@ -5,6 +5,7 @@ vCPUs/memory, offering availability and price."""
 from __future__ import annotations
 
 import copy
+import random
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -15,6 +16,7 @@ from joiner.api.labels import INSTANCE_CPU, INSTANCE_MEMORY
 from joiner.cloudprovider.types import InsufficientCapacityError
 from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.metrics import MeteredCloudProvider, Metrics
+from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.operator.kube_metrics import MetricsWiring
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc, _pod
 from tests.cluster.test_kube_metrics import _launched_claim
@@ -148,3 +150,24 @@ def test_disruption_budgets_per_nodepool_and_reason() -> None:
     assert value(allowed, {"nodepool": "pool", "reason": "Underutilized"}) == 5
     consuming = "karpenter_nodepools_nodes_consuming_budgets"
     assert value(consuming, {"nodepool": "pool", "reason": "Empty"}) == 0
+
+
+def test_unschedulable_pods_after_a_provisioning_pass() -> None:
+    """Karpenter ``UnschedulablePodsCount``: the pending pods the pass could not schedule
+    (a pod asking 1000 cores), controller ``provisioner``; the schedulable one is not."""
+    h = Harness()
+    h.sync(kube.NODEPOOL, NODEPOOL)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    huge = _pod("huge", "u1")
+    huge["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
+    for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
+        h.sync(kind)
+    h.sync(kube.POD, huge, _pod("small", "u2"))
+    h.feed.start()
+    Provisioner(h.state, h.cloud, h.lifecycle, h.clock, random.Random(0)).reconcile()
+    assert len(h.state.nodeclaims) == 1  # for the small pod
+    metrics = Metrics()
+    MetricsWiring(metrics, h.state).provisioned()
+    value = metrics.registry.get_sample_value
+    name = "karpenter_scheduler_unschedulable_pods_count"
+    assert value(name, {"controller": "provisioner"}) == 1

@@ -29,6 +29,7 @@ karpenter_nodes_drained_total                          nodepool
 karpenter_nodes_lifetime_duration_seconds              nodepool
 karpenter_pods_startup_duration_seconds                (none; a summary)
 karpenter_scheduler_scheduling_duration_seconds        controller
+karpenter_scheduler_unschedulable_pods_count           controller
 karpenter_voluntary_disruption_decisions_total         decision, reason, consolidation_type
 karpenter_voluntary_disruption_decisions_by_nodepool_  nodepool, decision, reason,
 total                                                  consolidation_type
@@ -235,6 +236,12 @@ class Metrics:
             "Duration of one scheduling pass, seconds, by controller.",
             ("controller",),
             DURATION_BUCKETS,
+        )
+        # Karpenter pkg/controllers/provisioning/scheduling/metrics.go UnschedulablePodsCount.
+        self.unschedulable_pods = self._gauge(
+            "karpenter_scheduler_unschedulable_pods_count",
+            "Pending pods the last scheduling pass could not schedule, by controller.",
+            ("controller",),
         )
         self._disruption_metrics()
         self.cluster_state_node_count = self._gauge(

@@ -64,7 +64,6 @@ EXCLUDED: dict[str, str] = {
     "karpenter_scheduler_pending_pods_by_effective_zone_count": NOT_YET_MEASURED,
     "karpenter_scheduler_queue_depth": NOT_YET_MEASURED,
     "karpenter_scheduler_unfinished_work_seconds": NOT_YET_MEASURED,
-    "karpenter_scheduler_unschedulable_pods_count": NOT_YET_MEASURED,
     "karpenter_voluntary_disruption_consolidation_timeouts_total": NOT_YET_MEASURED,
     "karpenter_voluntary_disruption_decision_evaluation_duration_seconds": NOT_YET_MEASURED,
     "karpenter_voluntary_disruption_eligible_nodes": NOT_YET_MEASURED,
