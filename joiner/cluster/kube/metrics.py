@@ -28,6 +28,8 @@ karpenter_nodes_terminated_total                       nodepool, zone
 karpenter_nodes_drained_total                          nodepool
 karpenter_nodes_lifetime_duration_seconds              nodepool
 karpenter_pods_startup_duration_seconds                (none; a summary)
+karpenter_pods_eviction_requests_total                 code
+karpenter_pods_drained_total                           reason
 karpenter_scheduler_scheduling_duration_seconds        controller
 karpenter_scheduler_unschedulable_pods_count           controller
 karpenter_voluntary_disruption_decisions_total         decision, reason, consolidation_type
@@ -291,6 +293,18 @@ class Metrics:
         # Karpenter pkg/controllers/node/termination/metrics.go NodesDrainedTotal.
         self.nodes_drained = self._counter(
             "karpenter_nodes_drained", "Nodes drained, by NodePool.", ("nodepool",)
+        )
+        # Karpenter pkg/controllers/node/termination/terminator/metrics.go
+        # PodsEvictionRequestsTotal and PodsDrainedTotal.
+        self.eviction_requests = self._counter(
+            "karpenter_pods_eviction_requests",
+            "Eviction API requests, by the HTTP status code of the answer.",
+            ("code",),
+        )
+        self.pods_drained = self._counter(
+            "karpenter_pods_drained",
+            "Pods evicted while draining nodes, by the node's disruption reason.",
+            ("reason",),
         )
         # Karpenter pkg/controllers/node/termination/metrics.go NodeLifetimeDurationSeconds.
         self.nodes_lifetime = self._histogram(
