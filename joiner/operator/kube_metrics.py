@@ -16,7 +16,7 @@ from joiner.controllers.disruption.verdicts import Reason
 
 if TYPE_CHECKING:
     from joiner.controllers.disruption.command import Context
-    from joiner.state.cluster import ClusterState, Node, NodeClaim
+    from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 
 
 def disrupted_reason(kind: str, claim: NodeClaim) -> str | None:
@@ -50,6 +50,8 @@ class MetricsWiring:
     def __init__(self, metrics: Metrics, state: ClusterState) -> None:
         self.metrics = metrics
         self._state = state
+        #: Uids of the pods seen pending and not bound or gone since.
+        self._pending: set[str] = set()
 
     def timeline(self, kind: str, node: str | None, _pod: str | None, _detail: str) -> None:
         if node is None:
@@ -123,6 +125,25 @@ class MetricsWiring:
                 labels = {"nodepool": name, "reason": reason.value}
                 self.metrics.nodepools_allowed_disruptions.labels(**labels).set(allowed)
                 self.metrics.nodepools_nodes_consuming_budgets.labels(**labels).set(disrupting)
+
+    def pending(self, pod: Pod) -> None:
+        """A pod first seen unbound (a feed ``on_pending`` listener): ``bound`` times it."""
+        self._pending.add(pod.uid)
+
+    def gone(self, pod: Pod) -> None:
+        """A pod deleted (a feed ``on_pod_gone`` listener)."""
+        self._pending.discard(pod.uid)
+
+    def bound(self, pod: Pod) -> None:
+        """A pod seen pending was bound: the time from its creation, as the feed first saw
+        it, to its binding (Karpenter ``pkg/controllers/metrics/pod/controller.go``
+        ``PodBoundDurationSeconds``, from the pod's creation to its ``PodScheduled``
+        condition, for the pods it saw unscheduled). A feed ``on_bound`` listener; a pod
+        first seen bound is not timed."""
+        if pod.uid in self._pending and pod.bound_at_s is not None:
+            self._pending.discard(pod.uid)
+            bound_s = max(0.0, pod.bound_at_s - pod.created_at_s)
+            self.metrics.pod_bound_duration.observe(bound_s)
 
     def provisioned(self) -> None:
         """After a provisioning pass: the pending pods it left unschedulable (Karpenter

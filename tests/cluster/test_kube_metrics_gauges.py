@@ -171,3 +171,24 @@ def test_unschedulable_pods_after_a_provisioning_pass() -> None:
     value = metrics.registry.get_sample_value
     name = "karpenter_scheduler_unschedulable_pods_count"
     assert value(name, {"controller": "provisioner"}) == 1
+
+
+def test_a_pod_seen_pending_observes_its_time_to_binding() -> None:
+    """Karpenter ``PodBoundDurationSeconds``: creation (as the feed first saw the pod) to
+    binding, through the feed's ``on_bound``; a pod first seen bound observes nothing."""
+    h = Harness()
+    h.sync(kube.NODEPOOL, NODEPOOL)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
+        h.sync(kind)
+    h.sync(kube.POD, _pod("a", "u1"), _pod("b", "u2", node="n0"))
+    metrics = Metrics()
+    wiring = MetricsWiring(metrics, h.state)
+    h.feed.on_pending.append(wiring.pending)
+    h.feed.on_bound.append(wiring.bound)
+    h.feed.start()
+    h.clock.run_until(h.clock.now() + 7.5)
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1", node="n1")])
+    value = metrics.registry.get_sample_value
+    assert value("karpenter_pods_bound_duration_seconds_count", {}) == 1
+    assert value("karpenter_pods_bound_duration_seconds_sum", {}) == 7.5

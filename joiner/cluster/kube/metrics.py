@@ -28,6 +28,7 @@ karpenter_nodes_terminated_total                       nodepool, zone
 karpenter_nodes_drained_total                          nodepool
 karpenter_nodes_lifetime_duration_seconds              nodepool
 karpenter_pods_startup_duration_seconds                (none; a summary)
+karpenter_pods_bound_duration_seconds                  (none)
 karpenter_pods_eviction_requests_total                 code
 karpenter_pods_drained_total                           reason
 karpenter_scheduler_scheduling_duration_seconds        controller
@@ -232,6 +233,13 @@ class Metrics:
         self.pod_startup = self._summary(
             "karpenter_pods_startup_duration_seconds",
             "Time from a pod's creation until it runs, in seconds.",
+        )
+        # Karpenter pkg/controllers/metrics/pod/controller.go PodBoundDurationSeconds.
+        self.pod_bound_duration = self._histogram(
+            "karpenter_pods_bound_duration_seconds",
+            "Time from a pod's creation (as first seen) until it is bound to a node, seconds.",
+            (),
+            DURATION_BUCKETS,
         )
         self.scheduling_duration = self._histogram(
             "karpenter_scheduler_scheduling_duration_seconds",

@@ -48,7 +48,6 @@ EXCLUDED: dict[str, str] = {
     "karpenter_nodes_total_daemon_requests": _NODE_LABELS,
     "karpenter_nodes_total_pod_limits": _NODE_LABELS,
     "karpenter_nodes_total_pod_requests": _NODE_LABELS,
-    "karpenter_pods_bound_duration_seconds": NOT_YET_MEASURED,
     "karpenter_pods_provisioning_bound_duration_seconds": NOT_YET_MEASURED,
     "karpenter_pods_provisioning_scheduling_undecided_time_seconds": _POD_STATE,
     "karpenter_pods_provisioning_startup_duration_seconds": NOT_YET_MEASURED,
