@@ -392,6 +392,10 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self.wiring = MetricsWiring(self.metrics, self.state)
         self.timeline.listeners.append(self.wiring.timeline)
         self.disruption.command_listeners.append(self.wiring.command)
+        self.disruption.pass_listeners.append(self.wiring.disruption_pass)
+        self.feed.on_pending.append(self.wiring.pending)
+        self.feed.on_bound.append(self.wiring.bound)
+        self.feed.on_pod_gone.append(self.wiring.gone)
 
     def _cluster(self, writer: Any, lifecycle: Lifecycle) -> Evict:
         """The cluster adapter: the informers' feed into the state and the actuator that

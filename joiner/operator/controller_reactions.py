@@ -126,6 +126,7 @@ class ControllerReactions:
         self.metrics.scheduling_duration.labels(controller="provisioner").observe(
             time.monotonic() - started
         )
+        self.wiring.provisioned()
 
     def _retry_later(self, _uids: Any) -> None:
         self.clock.after(

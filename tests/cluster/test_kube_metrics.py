@@ -29,7 +29,7 @@ from joiner.cluster.kube.metrics import (
 )
 from joiner.controllers.disruption.verdicts import DisruptionMethod
 from joiner.operator.kube_metrics import MetricsWiring, disrupted_reason
-from joiner.state.cluster import NodeClaim
+from joiner.state.cluster import Node, NodeClaim
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness
 
 #: Karpenter v1.14.0's label names per metric (family name as the parser reports it:
@@ -44,6 +44,12 @@ KARPENTER = {
     "karpenter_nodes_terminated": {"nodepool", "zone"},
     "karpenter_scheduler_scheduling_duration_seconds": {"controller"},
     "karpenter_voluntary_disruption_decisions": {"decision", "reason", "consolidation_type"},
+    "karpenter_voluntary_disruption_decisions_by_nodepool": {
+        "nodepool",
+        "decision",
+        "reason",
+        "consolidation_type",
+    },
     "karpenter_cluster_state_node_count": set(),
     "karpenter_cluster_state_synced": set(),
     "karpenter_interruption_received_messages": {"message_type"},
@@ -146,7 +152,13 @@ def _count_lifecycle(h: Harness, metrics: Metrics, claim: NodeClaim) -> None:
 def _count_disruption(h: Harness, metrics: Metrics, claim: NodeClaim) -> None:
     """Disruption: a command and its candidate's timeline record."""
     wiring = MetricsWiring(metrics, h.state)
-    wiring.command(SimpleNamespace(method=DisruptionMethod.SINGLE_NODE, action="Replace"))
+    wiring.command(
+        SimpleNamespace(
+            method=DisruptionMethod.SINGLE_NODE,
+            action="Replace",
+            candidates=[SimpleNamespace(pool=SimpleNamespace(name="pool"))],
+        )
+    )
     claim.disruption_reason = "Underutilized"  # as DisruptionController.execute sets it
     wiring.timeline(tl.DISRUPTION, claim.name, None, "reworded English is not read")
     wiring.refresh(synced=True)
@@ -231,6 +243,8 @@ def test_scraped_metrics_carry_karpenters_names_and_label_sets() -> None:
     assert samples[("karpenter_cluster_state_synced", ())] == 1
     key = (("consolidation_type", "single"), ("decision", "replace"), ("reason", "underutilized"))
     assert samples[("karpenter_voluntary_disruption_decisions_total", key)] == 1
+    by_pool = tuple(sorted((("nodepool", "pool"), *key)))
+    assert samples[("karpenter_voluntary_disruption_decisions_by_nodepool_total", by_pool)] == 1
     key = (
         ("capacity_type", claim.instance.offering.capacity_type),
         ("nodepool", "pool"),
@@ -309,3 +323,79 @@ def test_message_types_are_karpenter_provider_aws_kinds() -> None:
     assert message_type(ev(ce.STATE_CHANGE, "shutting-down")) == "instance_terminated"
     assert snake_case("GarbageCollected") == "garbage_collected"
     assert dataclasses.is_dataclass(ce.CloudEvent)
+
+
+def _node(name: str, nodeclaim: str | None) -> Node:
+    return Node(
+        name=name,
+        nodeclaim=nodeclaim,
+        labels={},
+        taints=(),
+        capacity={},
+        allocatable={},
+        created_at_s=0.0,
+    )
+
+
+def test_a_command_counts_once_per_nodepool_of_its_candidates() -> None:
+    """Karpenter ``queue.go`` ``StartCommand``: the per-NodePool count is by distinct
+    NodePool of the candidates; the total once per command."""
+    metrics = Metrics()
+    wiring = MetricsWiring(metrics, Harness().state)
+    pools = ["a", "b", "a"]
+    cands = [SimpleNamespace(pool=SimpleNamespace(name=p)) for p in pools]
+    wiring.command(
+        SimpleNamespace(method=DisruptionMethod.MULTI_NODE, action="Delete", candidates=cands)
+    )
+    labels = {"decision": "delete", "reason": "underutilized", "consolidation_type": "multi"}
+    value = metrics.registry.get_sample_value
+    by_pool = "karpenter_voluntary_disruption_decisions_by_nodepool_total"
+    assert value(by_pool, {"nodepool": "a", **labels}) == 1
+    assert value(by_pool, {"nodepool": "b", **labels}) == 1
+    assert value("karpenter_voluntary_disruption_decisions_total", labels) == 1
+
+
+def test_drained_nodes_count_by_nodepool_only_with_a_nodeclaim() -> None:
+    """Karpenter's termination controller counts a drained node by its NodePool, and only a
+    node with a NodeClaim: a static node's drain is not counted."""
+    state = Harness().state
+    claim = _claim_for_reason()
+    state.nodeclaims[claim.name] = claim
+    state.nodes["managed"] = _node("managed", claim.name)
+    state.nodes["static"] = _node("static", None)
+    metrics = Metrics()
+    wiring = MetricsWiring(metrics, state)
+    wiring.timeline(tl.DRAINED, "managed", None, "any detail")
+    wiring.timeline(tl.DRAINED, "static", None, "any detail")
+    wiring.timeline(tl.DRAINED, "gone", None, "any detail")
+    scraped = metrics.exposition().decode()
+    drained = [
+        (s.labels, s.value)
+        for f in text_string_to_metric_families(scraped)
+        for s in f.samples
+        if s.name == "karpenter_nodes_drained_total"
+    ]
+    assert drained == [({"nodepool": "pool"}, 1.0)]
+
+
+def test_a_terminated_nodes_lifetime_is_observed_by_nodepool() -> None:
+    """Karpenter ``NodeLifetimeDurationSeconds``: creation to termination, for a node with a
+    NodeClaim only; a record about a NodeClaim that never got a node observes nothing."""
+    state = Harness().state
+    claim = _claim_for_reason()
+    state.nodeclaims[claim.name] = claim
+    node = state.nodes["managed"] = _node("managed", claim.name)
+    node.created_at_s, node.deleted_at_s = 100.0, 100.0 + 2 * 3600
+    static = state.nodes["static"] = _node("static", None)
+    static.deleted_at_s = 50.0
+    metrics = Metrics()
+    wiring = MetricsWiring(metrics, state)
+    for name in ("managed", "static", claim.name):
+        wiring.timeline(tl.TERMINATED, name, None, "any detail")
+    value = metrics.registry.get_sample_value
+    name = "karpenter_nodes_lifetime_duration_seconds"
+    assert value(f"{name}_count", {"nodepool": "pool"}) == 1
+    assert value(f"{name}_sum", {"nodepool": "pool"}) == 7200
+    assert value(f"{name}_bucket", {"nodepool": "pool", "le": "3600.0"}) == 0
+    assert value(f"{name}_bucket", {"nodepool": "pool", "le": "7200.0"}) == 1
+    assert value(f"{name}_count", {"nodepool": ""}) is None

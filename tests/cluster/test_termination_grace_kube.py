@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import Status
+
 from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.actuator import KubeActuator
 from joiner.cluster.kube.metrics import Metrics
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _pod
+from tests.cluster.test_kube_metrics import _claim_for_reason, _node
 
 
 class Client:
@@ -77,3 +81,46 @@ def test_dry_run_reports_the_deletions_grace():
     )
     assert actuator.evict(h.state.pods["u1"], True, 12)
     assert report == [{"action": "evict", "pod": "ns/a", "forced": True, "gracePeriodSeconds": 12}]
+
+
+class _RefusingClient(Client):
+    """Answers the Eviction of pod ``b`` with 429 (a PodDisruptionBudget)."""
+
+    def create(self, obj: Any, **kw: Any) -> None:
+        if kw["name"] == "b":
+            raise ApiError(status=Status(code=429, message="violates a PDB"))
+        super().create(obj, **kw)
+
+
+def test_evictions_count_by_status_code_and_drained_pods_by_disruption_reason():
+    """Karpenter's eviction queue: each Eviction request by its answer's code; each pod
+    evicted by its node's NodeClaim disruption reason, ``Forceful Termination`` without
+    one, ``""`` on a node without a NodeClaim; a forced deletion is no eviction."""
+    h = _harness()
+    metrics = Metrics()
+    actuator = KubeActuator(
+        _RefusingClient(),  # type: ignore[arg-type]
+        h.state,
+        h.feed,
+        h.lifecycle,
+        metrics,
+        create_nodes=True,
+        dry_run=False,
+    )
+    assert actuator.evict(h.state.pods["u1"], False)  # n1 has no NodeClaim
+    assert not actuator.evict(h.state.pods["u2"], False)
+    assert actuator.evict(h.state.pods["u1"], True, 5)
+    value = metrics.registry.get_sample_value
+    assert value("karpenter_pods_eviction_requests_total", {"code": "200"}) == 1
+    assert value("karpenter_pods_eviction_requests_total", {"code": "429"}) == 1
+    assert value("karpenter_pods_drained_total", {"reason": ""}) == 1
+    claim = _claim_for_reason(disruption_reason="Underutilized")
+    h.state.nodeclaims[claim.name] = claim
+    node = h.state.nodes["n1"] = _node("n1", claim.name)
+    node.deleted_at_s = 1.0  # no taint to sync before the eviction
+    assert actuator.evict(h.state.pods["u1"], False)
+    claim.disruption_reason = None
+    assert actuator.evict(h.state.pods["u1"], False)
+    assert value("karpenter_pods_drained_total", {"reason": "Underutilized"}) == 1
+    assert value("karpenter_pods_drained_total", {"reason": "Forceful Termination"}) == 1
+    assert value("karpenter_pods_eviction_requests_total", {"code": "200"}) == 3

@@ -242,7 +242,7 @@ class KubeActuator:
         self._taint_disrupted(node_name)
         log.info("node %s still runs %s; evicting them before it goes", node_name, still)
         for ns, name in still:
-            self._post_eviction(ns, name)
+            self._post_eviction(ns, name, node_name=node_name)
         return True
 
     def _claim_doc(self, claim: NodeClaim) -> dict[str, Any]:
@@ -587,7 +587,9 @@ class KubeActuator:
         node = self._state.nodes.get(pod.node_name or "")
         if node is not None and node.deleted_at_s is None:
             self._sync_node(node)
-        return self._post_eviction(pod.namespace, pod.name, forced=forced, grace_s=grace_s)
+        return self._post_eviction(
+            pod.namespace, pod.name, forced=forced, grace_s=grace_s, node_name=pod.node_name
+        )
 
     def _blocking_pdb(self, pod: StatePod) -> str | None:
         """``namespace/name`` of a PodDisruptionBudget selecting ``pod`` whose status (as
@@ -607,7 +609,13 @@ class KubeActuator:
         return None
 
     def _post_eviction(
-        self, namespace: str, name: str, *, forced: bool = False, grace_s: int | None = None
+        self,
+        namespace: str,
+        name: str,
+        *,
+        forced: bool = False,
+        grace_s: int | None = None,
+        node_name: str | None = None,
     ) -> bool:
         try:
             if forced:
@@ -619,6 +627,8 @@ class KubeActuator:
                     namespace=namespace,
                 )
         except ApiError as exc:
+            if not forced:
+                self._metrics.eviction_requests.labels(code=str(exc.status.code)).inc()
             if exc.status.code == 404:
                 return True
             if exc.status.code == 429:
@@ -632,4 +642,18 @@ class KubeActuator:
                 return False
             self._failed("evict", f"pod {namespace}/{name}", exc)
             return False
+        if not forced:
+            self._metrics.eviction_requests.labels(code="200").inc()
+            self._metrics.pods_drained.labels(reason=self._eviction_reason(node_name)).inc()
         return True
+
+    def _eviction_reason(self, node_name: str | None) -> str:
+        """``karpenter_pods_drained_total``'s ``reason``: the disruption reason of the pod's
+        node's NodeClaim, ``Forceful Termination`` without one, ``""`` for a node without a
+        NodeClaim (Karpenter ``pkg/controllers/node/termination/terminator/eviction.go``
+        ``evictionReason``)."""
+        node = self._state.nodes.get(node_name or "")
+        claim = self._state.claim_of(node) if node is not None else None
+        if claim is None:
+            return ""
+        return claim.disruption_reason or "Forceful Termination"
