@@ -73,3 +73,25 @@ def test_generated_report_markers_kept(page: str, marker: str) -> None:
     text = (DOCS / page).read_text()
     assert text.count(f"<!-- {marker}:begin -->") == 1
     assert text.count(f"<!-- {marker}:end -->") == 1
+
+
+def _clinic_headroom_rows(path: Path) -> list[str]:
+    return [
+        line
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| ") and ".yaml`)" in line
+    ]
+
+
+def test_the_clinic_headroom_table_is_the_same_everywhere() -> None:
+    """The table ``tools/clinic_headroom.py`` prints is copied into three pages; a re-run
+    that updates one must update all (one copy once kept figures two others had lost)."""
+    copies = [
+        DOCS / "headroom.md",
+        DOCS / "guides" / "headroom.md",
+        REPO / "examples" / "clinic-headroom" / "README.md",
+    ]
+    rows = {str(p.relative_to(REPO)): _clinic_headroom_rows(p) for p in copies}
+    first = next(iter(rows.values()))
+    assert len(first) == 8
+    assert all(r == first for r in rows.values()), rows
