@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx2 as httpx
 from lightkube import ALL_NS, Client
+from lightkube.config.client_adapter import ExecAuth
 from lightkube.core.exceptions import ApiError, ConfigError
 from lightkube.core.resource import NamespacedResource, Resource
 from lightkube.generic_resource import create_global_resource
@@ -37,7 +38,7 @@ from lightkube.resources.storage_v1 import StorageClass
 
 from joiner.api.errors import InputError
 from joiner.cluster.kube.crds import crd_documents
-from joiner.cluster.kube.kubeconfig import load_config
+from joiner.cluster.kube.kubeconfig import ExecCredentialAuth, load_config
 
 log = logging.getLogger(__name__)
 
@@ -141,12 +142,15 @@ def connect(
             f"context {single.context_name!r}: its credentials cannot be used: {exc}",
             file=where,
         ) from exc
+    # lightkube takes no headers and runs exec plugins without a time limit; its httpx
+    # client (created eagerly) carries the User-Agent and Joiner's exec authentication.
+    http = getattr(getattr(client, "_client", None), "_client", None)
+    if not isinstance(http, httpx.Client):
+        raise RuntimeError("lightkube's HTTP client is not where Joiner expects it")
     if user_agent:
-        # lightkube takes no headers; its httpx client (created eagerly) carries them.
-        http = getattr(getattr(client, "_client", None), "_client", None)
-        if not isinstance(http, httpx.Client):
-            raise RuntimeError("lightkube's HTTP client is not where Joiner expects it")
         http.headers["User-Agent"] = user_agent
+    if isinstance(http.auth, ExecAuth) and single.user is not None and single.user.exec:
+        http.auth = ExecCredentialAuth(single.user.exec, file=where, user=single.context.user or "")
     return client
 
 

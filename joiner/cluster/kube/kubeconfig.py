@@ -12,18 +12,23 @@ its merge are done here; lightkube's models check each entry and its
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+import signal
+import subprocess
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 from lightkube import KubeConfig
 from lightkube.config.kubeconfig import SingleConfig, to_mapping
-from lightkube.config.models import Cluster, Context, User
+from lightkube.config.models import Cluster, Context, User, UserExec
 from lightkube.core.exceptions import ConfigError
 
 from joiner.api.errors import InputError
+from joiner.api.printable import printable
 
 #: Where a pod's ServiceAccount token, CA and namespace are mounted (client-go
 #: ``rest/config.go`` ``InClusterConfig``).
@@ -347,3 +352,156 @@ def _nothing_found(context: str | None, service_account_dir: Path) -> str:
     else:
         tried.append(f"in-cluster (no ServiceAccount token at {service_account_dir / 'token'})")
     return "no kubeconfig found; tried " + ", ".join(tried)
+
+
+#: How long an exec credential plugin (``users[].user.exec``) may run, in seconds. client-go
+#: (``plugin/pkg/client/auth/exec/exec.go`` ``Authenticator.refreshCredsLocked``) waits for
+#: the plugin without a limit; Joiner stops it after this long so a stuck plugin (a login
+#: prompt with no terminal, an unreachable identity provider) fails the command instead of
+#: hanging it.
+EXEC_PLUGIN_TIMEOUT_S = 60.0
+
+#: The ExecCredential API versions client-go accepts (``plugin/pkg/client/auth/exec/exec.go``
+#: ``apiVersions``) plus v1alpha1, which lightkube still accepts.
+_EXEC_API_VERSIONS = frozenset(
+    f"client.authentication.k8s.io/{v}" for v in ("v1alpha1", "v1beta1", "v1")
+)
+
+
+class ExecCredentialAuth(httpx.Auth):
+    """Bearer-token authentication from a kubeconfig exec credential plugin, in place of
+    lightkube's ``ExecAuth`` (which waits for the plugin without a limit and lets its
+    failures out as tracebacks). The plugin runs before the first request and again when
+    the API server answers 401, as in lightkube and client-go
+    (``plugin/pkg/client/auth/exec/exec.go`` ``Authenticator.refreshCredsLocked``).
+
+    ``file`` and ``user`` name the kubeconfig and the user entry for messages; the plugin
+    is stopped after ``timeout_s`` seconds.
+
+    Raises (from a request):
+        InputError: the plugin could not be started, timed out, exited non-zero, or printed
+            something other than an ExecCredential with ``status.token``.
+    """
+
+    def __init__(
+        self,
+        exec_config: UserExec,
+        *,
+        file: str,
+        user: str,
+        timeout_s: float = EXEC_PLUGIN_TIMEOUT_S,
+    ) -> None:
+        self._exec = exec_config
+        self._file = file
+        self._field = f"users[{user}].user.exec"
+        self._timeout_s = timeout_s
+        self._bearer: str | None = None
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        """Send ``request`` with the cached token; run the plugin first when there is none
+        or the server answered 401."""
+        if self._bearer:
+            request.headers["Authorization"] = self._bearer
+            response = yield request
+            if response.status_code != 401:
+                return
+        self._bearer = f"Bearer {self.token()}"
+        request.headers["Authorization"] = self._bearer
+        yield request
+
+    def token(self) -> str:
+        """Run the plugin and return its ``status.token``.
+
+        Raises:
+            InputError: as for the class (file and field named).
+        """
+        return _token_of(self._run(), self._exec.apiVersion, self._error)
+
+    def _error(self, message: str) -> InputError:
+        return InputError(
+            f"the exec credential plugin {printable(self._exec.command)!r} {message}",
+            file=self._file,
+            field=self._field,
+        )
+
+    def _run(self) -> bytes:
+        """The plugin's stdout (client-go ``exec.go`` ``refreshCredsLocked``: the
+        environment plus ``env`` plus ``KUBERNETES_EXEC_INFO``, no stdin as with
+        ``interactiveMode: Never``)."""
+        api_version = self._exec.apiVersion
+        if api_version not in _EXEC_API_VERSIONS:
+            raise self._error(
+                f"has apiVersion {api_version!r}; expected one of "
+                + ", ".join(sorted(_EXEC_API_VERSIONS))
+            )
+        env = dict(os.environ)
+        env.update((v.name, v.value) for v in self._exec.env or [])
+        info = {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+        env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
+        command = [self._exec.command, *(self._exec.args or [])]
+        try:
+            return _run_bounded(command, env, self._timeout_s, self._error)
+        except OSError as exc:
+            raise self._error(f"could not be started: {exc.strerror or exc}") from exc
+
+
+def _run_bounded(command: list[str], env: dict[str, str], timeout_s: float, error: Any) -> bytes:
+    """``command``'s stdout; it runs in its own process group, killed whole after
+    ``timeout_s`` seconds (so a shell's children cannot keep the pipes open).
+
+    Raises:
+        OSError: the command cannot be started.
+        InputError: from ``error`` (a message to an ``InputError``): timed out or non-zero.
+    """
+    proc = subprocess.Popen(
+        command,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise error(f"did not finish within {timeout_s:g} s; it was stopped") from exc
+    if proc.returncode != 0:
+        lines = stderr.decode(errors="replace").strip().splitlines()
+        said = f": {printable(lines[0], keep_newlines=False)}" if lines else " (stderr empty)"
+        how = (
+            f"was killed by signal {-proc.returncode}"
+            if proc.returncode < 0
+            else (f"exited with code {proc.returncode}")
+        )
+        raise error(f"{how}{said}")
+    return stdout
+
+
+def _token_of(stdout: bytes, api_version: str, error: Any) -> str:
+    """``status.token`` of the ExecCredential the plugin printed (client-go ``exec.go``
+    ``refreshCredsLocked``: the same apiVersion, a ``status``, a token).
+
+    Raises:
+        InputError: from ``error``: not JSON, not an object, another apiVersion, no status,
+            or no token (client certificates from a plugin are not modelled).
+    """
+    text = stdout.decode(errors="replace").strip()
+    first = printable(text.splitlines()[0], keep_newlines=False)[:80] if text else ""
+    try:
+        cred = json.loads(text)
+    except ValueError as exc:
+        raise error(f"printed {first!r}, not an ExecCredential JSON object") from exc
+    if not isinstance(cred, dict):
+        raise error(f"printed a JSON {type(cred).__name__}, not an ExecCredential object")
+    if cred.get("apiVersion", api_version) != api_version:
+        got = printable(str(cred.get("apiVersion")), keep_newlines=False)
+        raise error(f"returned apiVersion {got!r}; the kubeconfig asks for {api_version!r}")
+    status = cred.get("status")
+    if not isinstance(status, dict):
+        raise error("returned an ExecCredential without a status object")
+    token = status.get("token")
+    if not isinstance(token, str) or not token:
+        raise error("returned no status.token (client certificates from a plugin are not modelled)")
+    return token
