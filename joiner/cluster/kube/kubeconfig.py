@@ -12,6 +12,8 @@ its merge are done here; lightkube's models check each entry and its
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import signal
@@ -62,10 +64,19 @@ class _File:
 @dataclass(frozen=True)
 class LoadedConfig:
     """The context chosen (a lightkube ``SingleConfig``) and where it came from: the files
-    read, joined by ``:``, or ``in-cluster``."""
+    read, joined by ``:``, or ``in-cluster``; ``found_by`` says how they were found
+    (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config`` or ``in-cluster``)."""
 
     config: SingleConfig
     origin: str
+    found_by: str = "--kubeconfig"
+
+    @property
+    def described(self) -> str:
+        """``origin`` with how it was found, for messages: ``/p/config (from $KUBECONFIG)``."""
+        if self.found_by == "in-cluster":
+            return "in-cluster ServiceAccount"
+        return f"{self.origin} (from {self.found_by})"
 
 
 def load_config(
@@ -88,18 +99,56 @@ def load_config(
             is missing.
     """
     if kubeconfig is not None:
-        files = [_read(Path(kubeconfig))]
+        files, found_by = [_read(Path(kubeconfig))], "--kubeconfig"
     else:
         files = [_read(p) for p in _precedence() if p.exists()]
+        found_by = "$KUBECONFIG" if os.environ.get("KUBECONFIG") else "~/.kube/config"
     if not files:
         if context is None and _in_cluster_possible(service_account_dir):
-            loaded = LoadedConfig(_in_cluster(service_account_dir), "in-cluster")
+            config = _in_cluster(service_account_dir)
+            loaded = LoadedConfig(config, "in-cluster", "in-cluster")
         else:
             raise NoKubeconfigError(_nothing_found(context, service_account_dir))
     else:
-        loaded = _select(files, context)
+        config, origin = _select(files, context)
+        loaded = LoadedConfig(config, origin, found_by)
     _check_files(loaded)
+    _check_data(loaded)
     return loaded
+
+
+def _check_data(loaded: LoadedConfig) -> None:
+    """Refuse a context whose ``certificate-authority-data``, ``client-certificate-data``
+    or ``client-key-data`` is not base64 (lightkube ``config/models.py`` ``FileStr``
+    decodes them with ``base64.b64decode``; its error names no field).
+
+    Raises:
+        InputError: naming the field that is not base64.
+    """
+    single = loaded.config
+    named = [
+        (
+            f"clusters[{single.context.cluster}].certificate-authority-data",
+            single.cluster.certificate_auth_data,
+        )
+    ]
+    if single.user is not None:
+        where = f"users[{single.context.user}]"
+        named += [
+            (f"{where}.client-certificate-data", single.user.client_cert_data),
+            (f"{where}.client-key-data", single.user.client_key_data),
+        ]
+    for field_name, value in named:
+        if not value:
+            continue
+        try:
+            base64.b64decode(value)
+        except binascii.Error as exc:
+            raise InputError(
+                f"context {single.context_name!r}: not base64-encoded PEM data ({exc})",
+                file=loaded.origin,
+                field=field_name,
+            ) from exc
 
 
 def _check_files(loaded: LoadedConfig) -> None:
@@ -228,10 +277,11 @@ def _absolute(value: Any, base: Path) -> None:
             value.exec.command = str(resolve(value.exec.command))
 
 
-def _select(files: list[_File], context: str | None) -> LoadedConfig:
+def _select(files: list[_File], context: str | None) -> tuple[SingleConfig, str]:
     """The merged files' context ``context`` (None: the current one) with its cluster and
-    user (client-go ``tools/clientcmd/loader.go`` ``ClientConfigLoadingRules.Load``: the
-    first file to set a map entry or ``current-context`` wins).
+    user, and the files' names joined by ``:`` (client-go ``tools/clientcmd/loader.go``
+    ``ClientConfigLoadingRules.Load``: the first file to set a map entry or
+    ``current-context`` wins).
 
     Raises:
         InputError: no context chosen, an unknown context (those that exist are named), or
@@ -259,7 +309,7 @@ def _select(files: list[_File], context: str | None) -> LoadedConfig:
             file=origin,
             field="--context" if context is not None else "current-context",
         )
-    return LoadedConfig(_single(name, ctx, merged, origin), origin)
+    return _single(name, ctx, merged, origin), origin
 
 
 def _single(name: str, ctx: Context, merged: dict[str, dict[str, Any]], origin: str) -> Any:
@@ -339,7 +389,8 @@ def _nothing_found(context: str | None, service_account_dir: Path) -> str:
     listed = os.environ.get("KUBECONFIG", "")
     if listed:
         files = ", ".join(str(p) for p in _precedence())
-        tried = ["--kubeconfig (not given)", f"$KUBECONFIG ({files}: none exists)"]
+        found = f"$KUBECONFIG ({files}: none exists)" if files else "$KUBECONFIG lists no file"
+        tried = ["--kubeconfig (not given)", found]
     else:
         home = Path.home() / ".kube" / "config"
         tried = ["--kubeconfig (not given)", "$KUBECONFIG (unset)", f"{home} (does not exist)"]
