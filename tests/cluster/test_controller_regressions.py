@@ -287,9 +287,11 @@ def test_an_unreachable_server_is_an_error_naming_it(
 ) -> None:
     result = CliRunner().invoke(app, [command, "--kubeconfig", str(unreachable_kubeconfig)])
     assert result.exit_code == 2, result.output
-    assert "error: field --kubeconfig: cannot reach the API server https://127.0.0.1:" in (
-        result.output
-    )
+    flat = " ".join(result.output.split())
+    assert (
+        f"error: {unreachable_kubeconfig} (from --kubeconfig): cannot reach the API server "
+        "https://127.0.0.1:" in flat
+    ), flat
     assert "Traceback" not in result.output
 
 

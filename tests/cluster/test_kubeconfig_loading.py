@@ -258,3 +258,65 @@ def test_files_and_a_cluster_option_together_are_refused(tmp_path: Path) -> None
         result = CliRunner().invoke(app, ["plan", "-f", str(dump), flag, value])
         assert result.exit_code == 2
         assert "not both" in result.output
+
+
+def test_a_kubeconfig_variable_listing_no_file_says_so(
+    tmp_path: Path, nowhere: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", ":::")
+    with pytest.raises(NoKubeconfigError) as exc:
+        load_config(None, service_account_dir=tmp_path / "sa")
+    assert "$KUBECONFIG lists no file" in str(exc.value)
+    assert "none exists" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        (
+            "cluster: {server: 'https://k:6443', certificate-authority-data: '!!!notbase64'}",
+            "clusters[k].certificate-authority-data",
+        ),
+        (
+            "user: {client-certificate-data: 'abcde', client-key-data: 'QQ=='}",
+            "users[u].client-certificate-data",
+        ),
+        (
+            "user: {client-certificate-data: 'QQ==', client-key-data: 'abcde'}",
+            "users[u].client-key-data",
+        ),
+    ],
+)
+def test_data_that_is_not_base64_names_its_field(tmp_path: Path, where: str, field: str) -> None:
+    cluster = where if where.startswith("cluster:") else "cluster: {server: 'https://k:6443'}"
+    user = where if where.startswith("user:") else "user: {token: t}"
+    path = tmp_path / "config"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters:\n- {{name: k, {cluster}}}\n"
+        f"users:\n- {{name: u, {user}}}\n"
+        "contexts:\n- {name: c, context: {cluster: k, user: u}}\n"
+    )
+    with pytest.raises(InputError, match="not base64") as exc:
+        load_config(path)
+    assert exc.value.file == str(path)
+    assert exc.value.field == field
+
+
+@pytest.mark.parametrize("found_by", ["$KUBECONFIG", "~/.kube/config", "--kubeconfig"])
+def test_an_unreachable_server_names_the_file_and_how_it_was_found(
+    tmp_path: Path, nowhere: Path, monkeypatch: pytest.MonkeyPatch, found_by: str
+) -> None:
+    if found_by == "~/.kube/config":
+        path = _home_config(nowhere, "c")
+    else:
+        path = _kubeconfig(tmp_path / "kc", "c", current="c")
+    path.write_text(path.read_text().replace("https://c.example:6443", "https://127.0.0.1:1"))
+    if found_by == "$KUBECONFIG":
+        monkeypatch.setenv("KUBECONFIG", str(path))
+    args = ["--kubeconfig", str(path)] if found_by == "--kubeconfig" else []
+    result = CliRunner().invoke(app, ["plan", *args])
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2, flat
+    assert f"error: {path} (from {found_by}): cannot reach the API server" in flat, flat
+    assert "field --kubeconfig" not in flat

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx2 as httpx
 from lightkube import ALL_NS, Client
+from lightkube.config.client_adapter import ExecAuth
 from lightkube.core.exceptions import ApiError, ConfigError
 from lightkube.core.resource import NamespacedResource, Resource
 from lightkube.generic_resource import create_global_resource
@@ -37,7 +39,7 @@ from lightkube.resources.storage_v1 import StorageClass
 
 from joiner.api.errors import InputError
 from joiner.cluster.kube.crds import crd_documents
-from joiner.cluster.kube.kubeconfig import load_config
+from joiner.cluster.kube.kubeconfig import ExecCredentialAuth, load_config
 
 log = logging.getLogger(__name__)
 
@@ -141,12 +143,16 @@ def connect(
             f"context {single.context_name!r}: its credentials cannot be used: {exc}",
             file=where,
         ) from exc
+    # lightkube takes no headers and runs exec plugins without a time limit; its httpx
+    # client (created eagerly) carries the User-Agent and Joiner's exec authentication.
+    http = getattr(getattr(client, "_client", None), "_client", None)
+    if not isinstance(http, httpx.Client):
+        raise RuntimeError("lightkube's HTTP client is not where Joiner expects it")
     if user_agent:
-        # lightkube takes no headers; its httpx client (created eagerly) carries them.
-        http = getattr(getattr(client, "_client", None), "_client", None)
-        if not isinstance(http, httpx.Client):
-            raise RuntimeError("lightkube's HTTP client is not where Joiner expects it")
         http.headers["User-Agent"] = user_agent
+    if isinstance(http.auth, ExecAuth) and single.user is not None and single.user.exec:
+        http.auth = ExecCredentialAuth(single.user.exec, file=where, user=single.context.user or "")
+    _SOURCES[client] = loaded.described
     return client
 
 
@@ -160,14 +166,36 @@ def server_of(exc: httpx.HTTPError) -> str:
     return f"{url.scheme}://{url.netloc.decode()}"
 
 
-def unreachable(exc: httpx.HTTPError, field: str = "--kubeconfig") -> InputError:
+#: Where each client ``connect`` built found its cluster (``LoadedConfig.described``).
+_SOURCES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def source_of(client: Any) -> str | None:
+    """Where ``client`` (from ``connect``) found its cluster, such as
+    ``/home/me/.kube/config (from $KUBECONFIG)``; None for a client built elsewhere."""
+    try:
+        return _SOURCES.get(client)
+    except TypeError:  # not weakly referenceable: not a client connect built
+        return None
+
+
+def unreachable(exc: httpx.HTTPError, client: Any = None) -> InputError:
     """An ``InputError`` naming the server a transport error could not reach (or that
-    answered with something other than the Kubernetes API's JSON)."""
+    answered with something other than the Kubernetes API's JSON), and the kubeconfig
+    ``client`` came from (``--kubeconfig`` when unknown)."""
+    where = _where(client)
     if isinstance(exc, httpx.HTTPStatusError):
         return InputError(
-            f"{server_of(exc)} did not answer as a Kubernetes API server: {exc}", field=field
+            f"{server_of(exc)} did not answer as a Kubernetes API server: {exc}", **where
         )
-    return InputError(f"cannot reach the API server {server_of(exc)}: {exc}", field=field)
+    return InputError(f"cannot reach the API server {server_of(exc)}: {exc}", **where)
+
+
+def _where(client: Any) -> dict[str, str]:
+    """``InputError`` location for ``client``: the kubeconfig it came from as ``file``, or
+    ``field --kubeconfig`` when that is unknown."""
+    source = source_of(client)
+    return {"file": source} if source else {"field": "--kubeconfig"}
 
 
 class ApiReachability:
@@ -327,7 +355,7 @@ def list_documents(
             continue
         except httpx.HTTPError as exc:
             if not _crd_not_installed(exc, kind):
-                raise unreachable(exc) from exc
+                raise unreachable(exc, client) from exc
             warnings.append(
                 f"{kind.api_version} {kind.kind} is not served by this cluster (its CRD is "
                 f"not installed): none read"
@@ -338,8 +366,8 @@ def list_documents(
             # whatever answered is not a Kubernetes API server.
             raise InputError(
                 f"listing {kind.api_version} {kind.kind} got an answer that is not from a "
-                f"Kubernetes API server (missing {exc}); check the server in --kubeconfig",
-                field="--kubeconfig",
+                f"Kubernetes API server (missing {exc}); check the kubeconfig's server",
+                **_where(client),
             ) from exc
         docs.extend(as_document(o, kind) for o in found)
     return docs, warnings
@@ -428,7 +456,7 @@ def apply_crds(client: Any) -> list[str]:
                 f"reading CustomResourceDefinition {name}: {exc.status.code} {exc.status.message}"
             ) from exc
         except httpx.HTTPError as exc:
-            raise unreachable(exc) from exc
+            raise unreachable(exc, client) from exc
         owner = foreign_owner(existing)
         if owner is not None:
             refused.append(f"{name} (managed by {owner})")
@@ -450,6 +478,6 @@ def apply_crds(client: Any) -> list[str]:
                 f"{exc.status.code} {exc.status.message}"
             ) from exc
         except httpx.HTTPError as exc:
-            raise unreachable(exc) from exc
+            raise unreachable(exc, client) from exc
         names.append(str(doc["metadata"]["name"]))
     return names

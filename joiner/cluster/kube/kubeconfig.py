@@ -12,18 +12,25 @@ its merge are done here; lightkube's models check each entry and its
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import os
-from collections.abc import Mapping
+import signal
+import subprocess
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 from lightkube import KubeConfig
 from lightkube.config.kubeconfig import SingleConfig, to_mapping
-from lightkube.config.models import Cluster, Context, User
+from lightkube.config.models import Cluster, Context, User, UserExec
 from lightkube.core.exceptions import ConfigError
 
 from joiner.api.errors import InputError
+from joiner.api.printable import printable
 
 #: Where a pod's ServiceAccount token, CA and namespace are mounted (client-go
 #: ``rest/config.go`` ``InClusterConfig``).
@@ -57,10 +64,19 @@ class _File:
 @dataclass(frozen=True)
 class LoadedConfig:
     """The context chosen (a lightkube ``SingleConfig``) and where it came from: the files
-    read, joined by ``:``, or ``in-cluster``."""
+    read, joined by ``:``, or ``in-cluster``; ``found_by`` says how they were found
+    (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config`` or ``in-cluster``)."""
 
     config: SingleConfig
     origin: str
+    found_by: str = "--kubeconfig"
+
+    @property
+    def described(self) -> str:
+        """``origin`` with how it was found, for messages: ``/p/config (from $KUBECONFIG)``."""
+        if self.found_by == "in-cluster":
+            return "in-cluster ServiceAccount"
+        return f"{self.origin} (from {self.found_by})"
 
 
 def load_config(
@@ -83,18 +99,56 @@ def load_config(
             is missing.
     """
     if kubeconfig is not None:
-        files = [_read(Path(kubeconfig))]
+        files, found_by = [_read(Path(kubeconfig))], "--kubeconfig"
     else:
         files = [_read(p) for p in _precedence() if p.exists()]
+        found_by = "$KUBECONFIG" if os.environ.get("KUBECONFIG") else "~/.kube/config"
     if not files:
         if context is None and _in_cluster_possible(service_account_dir):
-            loaded = LoadedConfig(_in_cluster(service_account_dir), "in-cluster")
+            config = _in_cluster(service_account_dir)
+            loaded = LoadedConfig(config, "in-cluster", "in-cluster")
         else:
             raise NoKubeconfigError(_nothing_found(context, service_account_dir))
     else:
-        loaded = _select(files, context)
+        config, origin = _select(files, context)
+        loaded = LoadedConfig(config, origin, found_by)
     _check_files(loaded)
+    _check_data(loaded)
     return loaded
+
+
+def _check_data(loaded: LoadedConfig) -> None:
+    """Refuse a context whose ``certificate-authority-data``, ``client-certificate-data``
+    or ``client-key-data`` is not base64 (lightkube ``config/models.py`` ``FileStr``
+    decodes them with ``base64.b64decode``; its error names no field).
+
+    Raises:
+        InputError: naming the field that is not base64.
+    """
+    single = loaded.config
+    named = [
+        (
+            f"clusters[{single.context.cluster}].certificate-authority-data",
+            single.cluster.certificate_auth_data,
+        )
+    ]
+    if single.user is not None:
+        where = f"users[{single.context.user}]"
+        named += [
+            (f"{where}.client-certificate-data", single.user.client_cert_data),
+            (f"{where}.client-key-data", single.user.client_key_data),
+        ]
+    for field_name, value in named:
+        if not value:
+            continue
+        try:
+            base64.b64decode(value)
+        except binascii.Error as exc:
+            raise InputError(
+                f"context {single.context_name!r}: not base64-encoded PEM data ({exc})",
+                file=loaded.origin,
+                field=field_name,
+            ) from exc
 
 
 def _check_files(loaded: LoadedConfig) -> None:
@@ -223,10 +277,11 @@ def _absolute(value: Any, base: Path) -> None:
             value.exec.command = str(resolve(value.exec.command))
 
 
-def _select(files: list[_File], context: str | None) -> LoadedConfig:
+def _select(files: list[_File], context: str | None) -> tuple[SingleConfig, str]:
     """The merged files' context ``context`` (None: the current one) with its cluster and
-    user (client-go ``tools/clientcmd/loader.go`` ``ClientConfigLoadingRules.Load``: the
-    first file to set a map entry or ``current-context`` wins).
+    user, and the files' names joined by ``:`` (client-go ``tools/clientcmd/loader.go``
+    ``ClientConfigLoadingRules.Load``: the first file to set a map entry or
+    ``current-context`` wins).
 
     Raises:
         InputError: no context chosen, an unknown context (those that exist are named), or
@@ -254,7 +309,7 @@ def _select(files: list[_File], context: str | None) -> LoadedConfig:
             file=origin,
             field="--context" if context is not None else "current-context",
         )
-    return LoadedConfig(_single(name, ctx, merged, origin), origin)
+    return _single(name, ctx, merged, origin), origin
 
 
 def _single(name: str, ctx: Context, merged: dict[str, dict[str, Any]], origin: str) -> Any:
@@ -334,7 +389,8 @@ def _nothing_found(context: str | None, service_account_dir: Path) -> str:
     listed = os.environ.get("KUBECONFIG", "")
     if listed:
         files = ", ".join(str(p) for p in _precedence())
-        tried = ["--kubeconfig (not given)", f"$KUBECONFIG ({files}: none exists)"]
+        found = f"$KUBECONFIG ({files}: none exists)" if files else "$KUBECONFIG lists no file"
+        tried = ["--kubeconfig (not given)", found]
     else:
         home = Path.home() / ".kube" / "config"
         tried = ["--kubeconfig (not given)", "$KUBECONFIG (unset)", f"{home} (does not exist)"]
@@ -347,3 +403,156 @@ def _nothing_found(context: str | None, service_account_dir: Path) -> str:
     else:
         tried.append(f"in-cluster (no ServiceAccount token at {service_account_dir / 'token'})")
     return "no kubeconfig found; tried " + ", ".join(tried)
+
+
+#: How long an exec credential plugin (``users[].user.exec``) may run, in seconds. client-go
+#: (``plugin/pkg/client/auth/exec/exec.go`` ``Authenticator.refreshCredsLocked``) waits for
+#: the plugin without a limit; Joiner stops it after this long so a stuck plugin (a login
+#: prompt with no terminal, an unreachable identity provider) fails the command instead of
+#: hanging it.
+EXEC_PLUGIN_TIMEOUT_S = 60.0
+
+#: The ExecCredential API versions client-go accepts (``plugin/pkg/client/auth/exec/exec.go``
+#: ``apiVersions``) plus v1alpha1, which lightkube still accepts.
+_EXEC_API_VERSIONS = frozenset(
+    f"client.authentication.k8s.io/{v}" for v in ("v1alpha1", "v1beta1", "v1")
+)
+
+
+class ExecCredentialAuth(httpx.Auth):
+    """Bearer-token authentication from a kubeconfig exec credential plugin, in place of
+    lightkube's ``ExecAuth`` (which waits for the plugin without a limit and lets its
+    failures out as tracebacks). The plugin runs before the first request and again when
+    the API server answers 401, as in lightkube and client-go
+    (``plugin/pkg/client/auth/exec/exec.go`` ``Authenticator.refreshCredsLocked``).
+
+    ``file`` and ``user`` name the kubeconfig and the user entry for messages; the plugin
+    is stopped after ``timeout_s`` seconds.
+
+    Raises (from a request):
+        InputError: the plugin could not be started, timed out, exited non-zero, or printed
+            something other than an ExecCredential with ``status.token``.
+    """
+
+    def __init__(
+        self,
+        exec_config: UserExec,
+        *,
+        file: str,
+        user: str,
+        timeout_s: float = EXEC_PLUGIN_TIMEOUT_S,
+    ) -> None:
+        self._exec = exec_config
+        self._file = file
+        self._field = f"users[{user}].user.exec"
+        self._timeout_s = timeout_s
+        self._bearer: str | None = None
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        """Send ``request`` with the cached token; run the plugin first when there is none
+        or the server answered 401."""
+        if self._bearer:
+            request.headers["Authorization"] = self._bearer
+            response = yield request
+            if response.status_code != 401:
+                return
+        self._bearer = f"Bearer {self.token()}"
+        request.headers["Authorization"] = self._bearer
+        yield request
+
+    def token(self) -> str:
+        """Run the plugin and return its ``status.token``.
+
+        Raises:
+            InputError: as for the class (file and field named).
+        """
+        return _token_of(self._run(), self._exec.apiVersion, self._error)
+
+    def _error(self, message: str) -> InputError:
+        return InputError(
+            f"the exec credential plugin {printable(self._exec.command)!r} {message}",
+            file=self._file,
+            field=self._field,
+        )
+
+    def _run(self) -> bytes:
+        """The plugin's stdout (client-go ``exec.go`` ``refreshCredsLocked``: the
+        environment plus ``env`` plus ``KUBERNETES_EXEC_INFO``, no stdin as with
+        ``interactiveMode: Never``)."""
+        api_version = self._exec.apiVersion
+        if api_version not in _EXEC_API_VERSIONS:
+            raise self._error(
+                f"has apiVersion {api_version!r}; expected one of "
+                + ", ".join(sorted(_EXEC_API_VERSIONS))
+            )
+        env = dict(os.environ)
+        env.update((v.name, v.value) for v in self._exec.env or [])
+        info = {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+        env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
+        command = [self._exec.command, *(self._exec.args or [])]
+        try:
+            return _run_bounded(command, env, self._timeout_s, self._error)
+        except OSError as exc:
+            raise self._error(f"could not be started: {exc.strerror or exc}") from exc
+
+
+def _run_bounded(command: list[str], env: dict[str, str], timeout_s: float, error: Any) -> bytes:
+    """``command``'s stdout; it runs in its own process group, killed whole after
+    ``timeout_s`` seconds (so a shell's children cannot keep the pipes open).
+
+    Raises:
+        OSError: the command cannot be started.
+        InputError: from ``error`` (a message to an ``InputError``): timed out or non-zero.
+    """
+    proc = subprocess.Popen(
+        command,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise error(f"did not finish within {timeout_s:g} s; it was stopped") from exc
+    if proc.returncode != 0:
+        lines = stderr.decode(errors="replace").strip().splitlines()
+        said = f": {printable(lines[0], keep_newlines=False)}" if lines else " (stderr empty)"
+        how = (
+            f"was killed by signal {-proc.returncode}"
+            if proc.returncode < 0
+            else (f"exited with code {proc.returncode}")
+        )
+        raise error(f"{how}{said}")
+    return stdout
+
+
+def _token_of(stdout: bytes, api_version: str, error: Any) -> str:
+    """``status.token`` of the ExecCredential the plugin printed (client-go ``exec.go``
+    ``refreshCredsLocked``: the same apiVersion, a ``status``, a token).
+
+    Raises:
+        InputError: from ``error``: not JSON, not an object, another apiVersion, no status,
+            or no token (client certificates from a plugin are not modelled).
+    """
+    text = stdout.decode(errors="replace").strip()
+    first = printable(text.splitlines()[0], keep_newlines=False)[:80] if text else ""
+    try:
+        cred = json.loads(text)
+    except ValueError as exc:
+        raise error(f"printed {first!r}, not an ExecCredential JSON object") from exc
+    if not isinstance(cred, dict):
+        raise error(f"printed a JSON {type(cred).__name__}, not an ExecCredential object")
+    if cred.get("apiVersion", api_version) != api_version:
+        got = printable(str(cred.get("apiVersion")), keep_newlines=False)
+        raise error(f"returned apiVersion {got!r}; the kubeconfig asks for {api_version!r}")
+    status = cred.get("status")
+    if not isinstance(status, dict):
+        raise error("returned an ExecCredential without a status object")
+    token = status.get("token")
+    if not isinstance(token, str) or not token:
+        raise error("returned no status.token (client certificates from a plugin are not modelled)")
+    return token
