@@ -415,7 +415,8 @@ def pdb(doc: m.PodDisruptionBudget, file: str) -> o.PodDisruptionBudget:
     return o.PodDisruptionBudget(
         namespace=ns,
         name=doc.metadata.name,
-        selector=label_selector(spec.selector, "spec.selector"),
+        # A nil selector selects nothing, an empty one everything (PodDisruptionBudget).
+        selector=None if spec.selector is None else label_selector(spec.selector, "spec.selector"),
         source=o.Source(file, "PodDisruptionBudget", f"{ns}/{doc.metadata.name}", doc.apiVersion),
         min_available=_int_or_percent(spec.minAvailable, "spec.minAvailable"),
         max_unavailable=_int_or_percent(spec.maxUnavailable, "spec.maxUnavailable"),
