@@ -16,7 +16,7 @@ from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
 from joiner.api.manifests import priority, termination
-from joiner.api.manifests.convert import requirements, resources, taints
+from joiner.api.manifests.convert import first_by_type, requirements, resources, taints
 from joiner.api.requirements import Requirement, Requirements
 
 
@@ -441,7 +441,7 @@ def node(doc: m.Node, file: str) -> o.ClusterNode:
         annotations=tuple(sorted(doc.metadata.annotations.items())),
         deleting=doc.metadata.deletionTimestamp is not None
         or any(t.key == labels.TAINT_DISRUPTED for t in doc.spec.taints),
-        conditions=tuple(sorted({c.type: c.status for c in doc.status.conditions}.items())),
+        conditions=tuple(sorted(first_by_type((c.type, c.status) for c in doc.status.conditions))),
     )
 
 
