@@ -128,11 +128,14 @@ def do_not_disrupt(value: str | None) -> tuple[bool, float | None]:
 
     Returns ``(always, for_s)``: ``"true"`` protects always; a Go duration (``"30m"``)
     protects that long after the pod starts running (Karpenter's rule); anything else,
-    including absence, protects nothing, as in Karpenter.
+    including absence, protects nothing, as in Karpenter. The value is compared as written
+    (no whitespace is stripped): ``"true "`` protects nothing (Karpenter
+    pkg/utils/pod/scheduling.go IsDoNotDisruptActive compares ``== "true"`` and hands the rest
+    to ``time.ParseDuration``, which accepts no spaces).
     """
     if value is None:
         return False, None
-    text = value.strip()
+    text = value
     if text == "true":
         return True, None
     if _GO_DURATION.fullmatch(text):

@@ -220,11 +220,14 @@ class StandalonePod:
 @dataclass(frozen=True, slots=True)
 class PodDisruptionBudget:
     """A ``policy/v1`` PodDisruptionBudget; ``min_available``/``max_unavailable`` are an int
-    or a percentage string such as ``"50%"``."""
+    or a percentage string such as ``"50%"``. ``selector`` is None when ``spec.selector`` is
+    absent or null: such a budget selects no pod, while an empty selector (``{}``) selects
+    every pod of its namespace (Karpenter pkg/utils/pdb/pdb.go newPdb, through
+    ``metav1.LabelSelectorAsSelector``: nil is Nothing, empty is Everything)."""
 
     namespace: str
     name: str
-    selector: Requirements
+    selector: Requirements | None
     source: Source
     min_available: int | str | None = None
     max_unavailable: int | str | None = None

@@ -13,7 +13,8 @@ and their exclusive forms, enum, pattern, min/maxLength, min/maxItems, min/maxPr
 required (a field with a ``default`` is never missing: the API server defaults first),
 ``x-kubernetes-int-or-string``) and stops at the first problem, as a sentence
 naming the field path, the rule and the limit. Not evaluated: CEL rules
-(``x-kubernetes-validations``), other string formats, unknown fields (the pydantic models
+(``x-kubernetes-validations``), string formats other than ``date-time`` (checked as
+``parse_date_time`` reads it), unknown fields (the pydantic models
 refuse those with a "did you mean"). A null value counts as absent, as the API server
 drops nulls before validating a custom resource.
 """
@@ -24,6 +25,7 @@ import gzip
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -47,6 +49,32 @@ _REF = "#/components/schemas/"
 
 #: Integer ranges of the OpenAPI formats (kube-openapi ``validate/formats``).
 FORMAT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+#: RFC 3339 as Go's ``time.RFC3339`` layout parses it (fraction optional, ``Z`` or ±hh:mm).
+_DATE_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def parse_date_time(value: object) -> datetime:
+    """An RFC 3339 date-time (``2025-01-07T21:00:00Z``) as an aware datetime, as the API
+    server reads one (k8s.io/apimachinery pkg/apis/meta/v1/time.go ``Time.UnmarshalJSON``:
+    a string in Go's ``time.RFC3339`` layout; OpenAPI ``format: date-time``).
+
+    Raises ValueError naming the value when it is not a string of that form or names no
+    real instant (month 13, offset +25:00)."""
+    example = "such as 2025-01-07T21:00:00Z"
+    if not isinstance(value, str):
+        raise ValueError(f"must be an RFC 3339 date-time string {example}, not {shown(value)}")
+    if _DATE_TIME.fullmatch(value) is None:
+        raise ValueError(f"{shown(value)} is not an RFC 3339 date-time {example}")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{shown(value)} is not a real instant (a field or the offset is out of range)"
+        ) from None
+
 
 _TYPE_WORDS = {
     "object": "a mapping (key: value)",
@@ -265,6 +293,11 @@ def _string_problem(value: str, schema: dict[str, Any], path: str) -> Problem | 
     pattern = schema.get("pattern")
     if pattern is not None and _pattern(pattern).search(value) is None:
         return Problem(path, f"{shown(value)} does not match the pattern {pattern}")
+    if schema.get("format") == "date-time":
+        try:
+            parse_date_time(value)
+        except ValueError as e:
+            return Problem(path, str(e))
     return None
 
 

@@ -13,6 +13,7 @@ from joiner.api.errors import InputError
 from joiner.api.grouping import plural
 from joiner.api.inputfiles import check_output, check_output_dir
 from joiner.api.jsontext import json_text
+from joiner.api.validation import shown
 from joiner.cli.common import (
     FeatureGatesOption,
     Verbose,
@@ -113,6 +114,16 @@ def _check_explained(explain: str, prepared: list[tuple[str, SimulationRuntime]]
         return
     if any(explain in runtime.explained_nodes() for _name, runtime in prepared):
         return
+    baseline = [n for n, r in prepared if not r.joiner and explain in r.node_names_seen()]
+    if baseline:
+        fail(
+            InputError(
+                f"node {shown(explain)} is a node of the {baseline[0]} run only: Cluster "
+                "Autoscaler's nodes have no disruption verdicts (its scale-down is not "
+                "Karpenter's disruption); name a node of a Joiner policy's run",
+                field="--explain",
+            )
+        )
     fail(unknown_node(explain, prepared[0][1].explained_nodes()))
 
 

@@ -46,6 +46,7 @@ from joiner.sim.baseline import (
     ClusterAutoscaler,
     build_autoscaler,
 )
+from joiner.sim.baseline.autoscaler import SCALE_UP
 from joiner.sim.clock import SimClock
 from joiner.sim.kube_scheduler import KubeScheduler
 from joiner.sim.nodes import KubeletModel
@@ -225,6 +226,14 @@ class SimulationRuntime(ControllerHost):
         """The nodes whose verdicts the run recorded (none unless ``keep_verdicts``)."""
         history = self.disruption.history if self.joiner else None
         return history.nodes() if history is not None else []
+
+    def node_names_seen(self) -> set[str]:
+        """Names of the nodes of this run: those in the cluster now and those its timeline
+        names (scaled down, interrupted, replaced), for either policy. A Cluster Autoscaler
+        scale-up entry names a node group, not a node, and is left out."""
+        return set(self.state.nodes) | {
+            e.node for e in self.timeline.entries if e.node and e.kind != SCALE_UP
+        }
 
     def _explain(self) -> dict[str, Any] | None:
         """The summary's ``explain``: the asked-for nodes' verdict histories, or None."""

@@ -153,7 +153,8 @@ def _violating(state: ClusterState, pods: list[Pod]) -> tuple[list[Pod], list[Po
     for p in pods:
         hit = False
         for i, pdb in enumerate(state.pdbs):
-            if len(pdb.selector) and selects(pdb, p):  # an empty selector matches nothing here
+            # A nil or empty selector matches nothing here.
+            if pdb.selector is not None and len(pdb.selector) and selects(pdb, p):
                 allowed[i] -= 1
                 hit = hit or allowed[i] < 0
         (violating if hit else fine).append(p)

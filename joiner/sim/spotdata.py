@@ -21,17 +21,17 @@ one warning per file naming them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from joiner.api.decimals import ascii_decimal
+from joiner.api.decimals import MAX_PRICE_PER_HOUR, MIN_PRICE_PER_HOUR, price_per_hour
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
 from joiner.api.jsontext import parse_json
 from joiner.api.manifests.yamlio import read_text
+from joiner.api.validation import shown
 from joiner.cloudprovider.simulated.market import MarketInputs, Pool
 
 #: ProductDescription values Karpenter reads prices from.
@@ -79,13 +79,15 @@ def _row_price(text: str, path: Path, field: str) -> float:
     """A row's ``SpotPrice`` in USD per hour.
 
     Raises:
-        InputError: not an ASCII decimal (``api.decimals``) above zero (at ``field`` of
-            ``path``).
+        InputError: not an ASCII decimal within ``api.decimals``' price range
+            (``MIN_PRICE_PER_HOUR``..``MAX_PRICE_PER_HOUR``, at ``field`` of ``path``).
     """
-    price = ascii_decimal(text)
-    if price is None or not math.isfinite(price) or price <= 0:
+    price = price_per_hour(text)
+    if price is None:
         raise InputError(
-            f"{text!r} is not a positive price (an ASCII decimal such as 0.0346)",
+            f"{text!r} is not a positive price in USD per hour (an ASCII decimal such as "
+            f"0.0346, from {MIN_PRICE_PER_HOUR:.5f} to {MAX_PRICE_PER_HOUR:,.0f}: no EC2 price "
+            "is outside that range)",
             file=str(path),
             field=field,
         )
@@ -96,12 +98,18 @@ def _row_time(text: str, path: Path, field: str) -> datetime:
     """A row's ``Timestamp``: ISO 8601 with a UTC offset (``Z`` accepted).
 
     Raises:
-        InputError: not ISO 8601, or without an offset (at ``field`` of ``path``).
+        InputError: not ISO 8601, a field or the UTC offset out of range (the offset must be
+            within 23:59 of UTC), or without an offset (at ``field`` of ``path``).
     """
     try:
         at = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InputError(f"not an ISO 8601 time: {exc}", file=str(path), field=field) from exc
+    except ValueError:
+        raise InputError(
+            f"{shown(text)} is not an ISO 8601 time such as 2025-01-07T21:00:00Z, or a field "
+            "of it or its UTC offset (at most 23:59 from UTC) is out of range",
+            file=str(path),
+            field=field,
+        ) from None
     if at.tzinfo is None:
         raise InputError("has no UTC offset", file=str(path), field=field)
     return at
@@ -151,6 +159,30 @@ def _history_rows(path: Path, zones: Sequence[str]) -> tuple[dict[Pool, list[_Ro
     return out, skipped
 
 
+def _warn_conflicts(path: Path, rows: Mapping[Pool, Sequence[_Row]], warnings: list[str]) -> None:
+    """One grouped warning naming each pool and instant that has rows of different prices
+    (the series sorts by time then price, so the highest of them is the one looked up)."""
+    conflicts: list[str] = []
+    for (itype, zone), series in sorted(rows.items()):
+        prices: dict[datetime, set[float]] = {}
+        for at, price in series:
+            prices.setdefault(at, set()).add(price)
+        conflicts += [
+            f"{itype} in {zone} at {at.isoformat()} ({' and '.join(f'{p:g}' for p in sorted(ps))})"
+            for at, ps in sorted(prices.items())
+            if len(ps) > 1
+        ]
+    if conflicts:
+        head = plural(len(conflicts), "pool instant")
+        warnings.append(
+            grouped(
+                f"{path}: field SpotPriceHistory: {head} with rows of different prices "
+                "(the highest is used)",
+                conflicts,
+            )
+        )
+
+
 def load_price_history(
     path: Path,
     *,
@@ -172,6 +204,7 @@ def load_price_history(
             zone outside ``zones`` (naming ``SpotPriceHistory[i].<field>``), or no Linux row.
     """
     out, skipped = _history_rows(path, zones)
+    _warn_conflicts(path, out, warnings)
     if skipped:
         warnings.append(
             f"{path}: {plural(skipped, 'row')} for products other than Linux/UNIX "

@@ -332,3 +332,13 @@ def test_the_refresh_tool_writes_exactly_the_vendored_files(tmp_path):
     assert written == vendored
     for name in written:
         assert (tmp_path / name).read_bytes() == (SCHEMAS / name).read_bytes(), name
+
+
+def test_date_time_format():
+    # metav1.Time: an RFC 3339 string (Go time.RFC3339), as the API server reads one.
+    schema = {"type": "string", "format": "date-time"}
+    for good in ("2025-01-07T21:00:00Z", "2025-01-07T21:00:00.123+05:30"):
+        assert _at(good, schema) is None
+    for bad in ("soon", "", "\x07", "2025-01-07", "2025-01-07 21:00:00Z", "2025-13-01T00:00:00Z"):
+        assert _at(bad, schema) is not None, bad
+    assert "out of range" in str(_at("2025-01-07T21:00:00+25:00", schema))

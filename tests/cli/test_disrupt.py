@@ -118,3 +118,62 @@ def test_pods_on_a_node_outside_the_dump_are_settled_not_reported_pending(tmp_pa
     assert result.exit_code == 0, result.output
     warnings = json.loads(result.stdout)["warnings"]
     assert not [w for w in warnings if "start pending" in w], warnings
+
+
+def _with_extra(tmp_path: Path, old: str, new: str, extra: str = "") -> str:
+    """The example cluster with ``old`` replaced by ``new`` and ``extra`` items appended."""
+    text = (EXAMPLE / "running-cluster.yaml").read_text()
+    assert old in text
+    out = tmp_path / "running-cluster.yaml"
+    out.write_text(text.replace(old, new).rstrip("\n") + "\n" + extra)
+    return str(out)
+
+
+def _left_alone(dump: str) -> dict[str, str]:
+    result = runner.invoke(app, ["disrupt", "-f", dump, *ARGS[3:], "-o", "json"])
+    assert result.exit_code == 0, result.output
+    return {u["node"]: u["reason"] for u in json.loads(result.stdout)["unconsolidatable"]}
+
+
+_PDB_ALL = """  - apiVersion: policy/v1
+    kind: PodDisruptionBudget
+    metadata: {{name: all, namespace: shop}}
+    spec: {{maxUnavailable: 0{selector}}}
+"""
+
+
+@pytest.mark.parametrize("selector", ["", ", selector: null"])
+def test_pdb_without_selector_selects_no_pod(tmp_path, selector):
+    # A nil PDB selector selects nothing (Karpenter pkg/utils/pdb newPdb through
+    # metav1.LabelSelectorAsSelector); it used to block every pod of its namespace.
+    dump = _with_extra(tmp_path, "shop", "shop", _PDB_ALL.format(selector=selector))
+    left = _left_alone(dump)
+    assert not any("PDB shop/all" in r for r in left.values()), left
+
+
+def test_pdb_with_empty_selector_selects_every_pod_of_its_namespace(tmp_path):
+    dump = _with_extra(tmp_path, "shop", "shop", _PDB_ALL.format(selector=", selector: {}"))
+    left = _left_alone(dump)
+    assert left["ip-10-0-1-10.ec2.internal"].startswith("PDB shop/all allows 0 disruptions")
+
+
+@pytest.mark.parametrize("value", ["true ", " true", "true\\n", "TRUE", " 30m"])
+def test_do_not_disrupt_is_compared_exactly(tmp_path, value):
+    # Karpenter pkg/utils/pod IsDoNotDisruptActive: == "true", else time.ParseDuration (no
+    # spaces); "true " used to be stripped and protect the node.
+    old = 'karpenter.sh/do-not-disrupt: "true"'
+    dump = _with_extra(tmp_path, old, f'karpenter.sh/do-not-disrupt: "{value}"')
+    left = _left_alone(dump)
+    assert (
+        "ip-10-0-1-11.ec2.internal" not in left
+        or "do-not-disrupt" not in (left["ip-10-0-1-11.ec2.internal"])
+    ), left
+
+
+def test_do_not_disrupt_reader_keeps_true_and_durations():
+    from joiner.api import durations
+
+    assert durations.do_not_disrupt("true") == (True, None)
+    assert durations.do_not_disrupt("30m") == (False, 1800.0)
+    assert durations.do_not_disrupt("true ") == (False, None)
+    assert durations.do_not_disrupt("30m ") == (False, None)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 from typer.testing import CliRunner
 
 from joiner.cli.main import app
@@ -134,3 +135,58 @@ def test_simulate_unknown_node_exits_2_naming_the_nodes(tmp_path):
     result = _simulate(tmp_path / "out", "-q", "--explain", "no-such-node")
     assert result.exit_code == 2
     assert "no node named 'no-such-node'" in result.output and "--explain '*'" in result.output
+
+
+class _Run:
+    """A policy's run as ``_check_explained`` reads it."""
+
+    def __init__(self, joiner: bool, explained: list[str], seen: set[str]) -> None:
+        self.joiner = joiner
+        self._explained = explained
+        self._seen = seen
+
+    def explained_nodes(self) -> list[str]:
+        return self._explained
+
+    def node_names_seen(self) -> set[str]:
+        return self._seen
+
+
+def test_simulate_explain_of_a_cluster_autoscaler_node_says_it_has_no_verdicts(capsys):
+    # A node of the cluster-autoscaler run of spec.compare used to draw "no node named".
+    import typer
+
+    from joiner.cli.simulate import _check_explained
+
+    prepared = [
+        ("joiner", _Run(True, ["karp-1"], {"karp-1"})),
+        ("cluster-autoscaler", _Run(False, [], {"ca-node-7"})),
+    ]
+    with pytest.raises(typer.Exit) as info:
+        _check_explained("ca-node-7", prepared)  # type: ignore[arg-type]
+    assert info.value.exit_code == 2
+    said = " ".join(capsys.readouterr().err.split())
+    assert "a node of the cluster-autoscaler run only" in said
+    assert "Cluster Autoscaler's nodes have no disruption verdicts" in said
+    assert "no node named" not in said
+    with pytest.raises(typer.Exit):
+        _check_explained("nowhere", prepared)  # type: ignore[arg-type]
+    assert "no node named 'nowhere'" in " ".join(capsys.readouterr().err.split())
+    _check_explained("karp-1", prepared)  # type: ignore[arg-type]
+
+
+def test_simulate_explain_names_a_cluster_autoscaler_node_of_spec_compare(tmp_path):
+    # The broad-bursty example compares Joiner with Cluster Autoscaler; --explain with a node
+    # only the Cluster Autoscaler run had used to say "no node named".
+    scenario = str(REPO / "examples" / "broad-bursty" / "scenario.yaml")
+    first = runner.invoke(app, ["simulate", scenario, "-q", "--out", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    timeline = summary["policies"]["cluster-autoscaler"]["timeline"]
+    node = next(e["node"] for e in timeline if e["kind"] == "scaleDown")
+    args = ["simulate", scenario, "-q", "--out", str(tmp_path / "b"), "--explain", node]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert f"node '{node}' is a node of the cluster-autoscaler run only" in said
+    assert "no node named" not in said

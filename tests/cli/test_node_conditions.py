@@ -278,3 +278,58 @@ def test_a_bad_last_pod_event_time_names_the_file_object_and_field():
     with pytest.raises(InputError) as err:
         load_text(POOL + claim, "dump.yaml")
     assert str(err.value).startswith("dump.yaml: NodeClaim/web-a: field status.lastPodEventTime:")
+
+
+@pytest.mark.parametrize(
+    "value", ["12345", "1.5", "true", '""', "'2025-01-07'", "'2025-01-07 21:00:00Z'"]
+)
+def test_a_last_pod_event_time_that_is_not_rfc3339_is_refused(value):
+    # metav1.Time reads only an RFC 3339 string; the integer 12345 used to be read as Unix time.
+    claim = _claim_for("a").replace(
+        "  nodeName: a\n", f"  nodeName: a\n  lastPodEventTime: {value}\n"
+    )
+    with pytest.raises(InputError) as err:
+        load_text(POOL + claim, "dump.yaml")
+    assert str(err.value).startswith("dump.yaml: NodeClaim/web-a: field status.lastPodEventTime:")
+    assert "RFC 3339" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "value", ["soon", '""', '"\\x07"', "0", "'2025-13-01T00:00:00Z'", "'2025-01-07T21:00:00+25:00'"]
+)
+def test_a_deletion_timestamp_that_is_not_rfc3339_is_refused(value):
+    # A garbage deletionTimestamp used to mark the Node as being deleted.
+    node = _node("n1", extra_meta=f"  deletionTimestamp: {value}")
+    with pytest.raises(InputError) as err:
+        load_text(POOL + node, "dump.yaml")
+    assert str(err.value).startswith("dump.yaml: Node/n1: field metadata.deletionTimestamp:")
+
+
+def test_a_real_deletion_timestamp_marks_the_node_deleting():
+    node = _node("n1", extra_meta="  deletionTimestamp: '2025-01-07T20:59:00.5+01:00'")
+    (n,) = load_text(POOL + node).nodes
+    assert n.deleting
+
+
+@pytest.mark.parametrize(("first", "second"), [("False", "True"), ("True", "False")])
+def test_a_duplicated_ready_condition_reads_as_its_first_entry(first, second):
+    # k8s.io/kubernetes pkg/api/v1/node GetNodeCondition returns the first match; the last
+    # used to win.
+    status = f"""
+  conditions:
+    - {{type: Ready, status: "{first}"}}
+    - {{type: Ready, status: "{second}"}}
+"""
+    (node,) = load_text(POOL + _node("dup", status=status)).nodes
+    assert node.ready is (first == "True")
+    plan = _plan(_node("dup", status=status) + PENDING)
+    assert [p.node for p in plan.placements] == (["dup"] if first == "True" else [])
+
+
+def test_a_duplicated_nodeclaim_condition_reads_as_its_first_entry():
+    conditions = """  conditions:
+    - {type: Initialized, status: "False"}
+    - {type: Initialized, status: "True", lastTransitionTime: "2025-01-01T00:00:00Z"}
+"""
+    (c,) = load_text(POOL + _claim_for("a") + conditions).nodeclaims
+    assert c.initialized_at is None

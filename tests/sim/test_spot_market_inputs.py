@@ -209,3 +209,58 @@ def test_rows_and_requests_that_can_never_apply_are_named_once_per_file(tmp_path
     # Rows and requests that all apply draw none.
     clean = load_scenario(_scenario(tmp_path, _history("0.05", "0.08"), _scores(8, 8)))
     assert [w for w in clean.manifests.warnings if "ignored:" in w] == []
+
+
+def _load(tmp_path: Path, history: Any, warnings: list[str] | None = None) -> Any:
+    from datetime import UTC, datetime
+
+    from joiner.sim.spotdata import load_price_history
+
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps(history))
+    return load_price_history(
+        path,
+        zones=["us-east-1a", "us-east-1b"],
+        start=datetime(2025, 1, 5, tzinfo=UTC),
+        warnings=[] if warnings is None else warnings,
+    )
+
+
+@pytest.mark.parametrize("price", ["1e308", "10000.01", "1e-320", "0.000009", "0", "-1"])
+def test_a_price_outside_the_range_of_ec2_prices_is_refused(tmp_path: Path, price: str) -> None:
+    # "1e308" used to be read and add up to $inf/h (JSON null); "1e-320" showed as $0.0000.
+    bad = _history("0.05", "0.08")
+    bad["SpotPriceHistory"][1]["SpotPrice"] = price
+    with pytest.raises(InputError) as info:
+        _load(tmp_path, bad)
+    assert info.value.field == "SpotPriceHistory[1].SpotPrice"
+    assert "from 0.00001 to 10,000" in str(info.value)
+
+
+def test_the_bounds_of_the_price_range_are_accepted(tmp_path: Path) -> None:
+    prices = _load(tmp_path, _history("0.00001", "10000"))
+    assert sorted(p for series in prices.values() for _, p in series) == [0.00001, 10000.0]
+
+
+def test_an_offset_out_of_range_says_so_without_python_text(tmp_path: Path) -> None:
+    bad = _history("0.05", "0.08")
+    bad["SpotPriceHistory"][0]["Timestamp"] = "2025-01-05T00:00:00+25:00"
+    with pytest.raises(InputError) as info:
+        _load(tmp_path, bad)
+    assert info.value.field == "SpotPriceHistory[0].Timestamp"
+    assert "UTC offset (at most 23:59 from UTC) is out of range" in str(info.value)
+    assert "timedelta" not in str(info.value)
+
+
+def test_rows_of_one_pool_and_instant_with_different_prices_are_named(tmp_path: Path) -> None:
+    history = _history("0.05", "0.08")
+    twin = dict(history["SpotPriceHistory"][0], SpotPrice="0.5")
+    history["SpotPriceHistory"].append(twin)
+    same = dict(history["SpotPriceHistory"][1])  # an exact duplicate is no conflict
+    history["SpotPriceHistory"].append(same)
+    warnings: list[str] = []
+    _load(tmp_path, history, warnings)
+    (w,) = [w for w in warnings if "different prices" in w]
+    zone = twin["AvailabilityZone"]
+    assert "1 pool instant with rows of different prices (the highest is used): " in w
+    assert f"in {zone} at " in w and "(0.05 and 0.5)" in w

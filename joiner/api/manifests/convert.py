@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -520,13 +520,29 @@ def _nodeclass_status(raw: object) -> dict[str, Any]:
     }
 
 
+_V = TypeVar("_V")
+
+
+def first_by_type(pairs: Iterable[tuple[str, _V]]) -> list[tuple[str, _V]]:
+    """(type, value) pairs of a ``status.conditions`` list, the first of each type kept: a
+    duplicated type reads as its first entry, as k8s.io/kubernetes pkg/api/v1/node/util.go
+    ``GetNodeCondition`` (and Karpenter's ``operatorpkg`` status lookups) return the first
+    match."""
+    out: dict[str, _V] = {}
+    for kind, value in pairs:
+        out.setdefault(kind, value)
+    return list(out.items())
+
+
 def nodeclaim(doc: m.NodeClaim, file: str) -> o.ClusterNodeClaim:
     """A ``karpenter.sh/v1`` NodeClaim from a dump: its labels, taints and resources, its
     deletion, and what its consolidation reads (``lastPodEventTime``, the ``Initialized``
     and ``Consolidatable`` conditions)."""
     claim_labels = {labels.normalize_key(k): v for k, v in doc.metadata.labels.items()}
     status = doc.status
-    conditions = {c.type: (c.status, c.lastTransitionTime) for c in status.conditions}
+    conditions = dict(
+        first_by_type((c.type, (c.status, c.lastTransitionTime)) for c in status.conditions)
+    )
     return o.ClusterNodeClaim(
         name=doc.metadata.name,
         nodepool=claim_labels.get(labels.NODEPOOL)

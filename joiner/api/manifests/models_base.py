@@ -5,6 +5,7 @@ core kinds share (node selector requirements, taints, tolerations). Re-exported 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -21,7 +22,7 @@ from pydantic import (
 
 from joiner.api.k8snames import label_key_error, label_value_error
 from joiner.api.limits import MAX_REPLICAS as MAX_REPLICAS
-from joiner.api.openapi import FORMAT_RANGES
+from joiner.api.openapi import FORMAT_RANGES, parse_date_time
 
 _CONFIG = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
@@ -108,13 +109,18 @@ class OwnerReference(Model):
     controller: StrictBool | None = None
 
 
+#: A ``metav1.Time`` field: an RFC 3339 string, refused otherwise (a number, ``soon``, an
+#: empty string), as the API server refuses it (``openapi.parse_date_time``).
+Rfc3339 = Annotated[datetime, BeforeValidator(parse_date_time)]
+
+
 class Metadata(Model):
     name: str = Field(min_length=1)
     namespace: str | None = None
     labels: Labels = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     ownerReferences: list[OwnerReference] = Field(default_factory=list)
-    deletionTimestamp: str | None = None
+    deletionTimestamp: Rfc3339 | None = None
 
 
 class TemplateMetadata(Model):

@@ -5,7 +5,6 @@ PodDisruptionBudgets, Nodes, volumes, Namespaces. Re-exported by
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
@@ -18,6 +17,7 @@ from joiner.api.manifests.models_base import (
     Metadata,
     Model,
     NodeSelectorRequirement,
+    Rfc3339,
     Scalar,
     Strict,
     Taint,
@@ -217,7 +217,7 @@ class PodTemplateSpec(Strict):
 class PodStatus(Model):
     phase: str | None = None
     #: When the kubelet started it (a duration-valued do-not-disrupt counts from here).
-    startTime: datetime | None = None
+    startTime: Rfc3339 | None = None
     #: The node kube-scheduler preempted pods on for this pod; it binds there once they are
     #: gone (Karpenter does not provision for it).
     nominatedNodeName: StrictStr | None = None

@@ -5,7 +5,6 @@ Re-exported by ``joiner.api.manifests.models``.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt
@@ -18,6 +17,7 @@ from joiner.api.manifests.models_base import (
     Metadata,
     Model,
     NodeSelectorRequirement,
+    Rfc3339,
     Scalar,
     Strict,
     Taint,
@@ -120,7 +120,7 @@ class Condition(Model):
     status: str
     reason: str | None = None
     message: str | None = None
-    lastTransitionTime: datetime | None = None
+    lastTransitionTime: Rfc3339 | None = None
 
 
 class NodeClaimStatus(Model):
@@ -130,7 +130,7 @@ class NodeClaimStatus(Model):
     capacity: dict[str, Scalar] = Field(default_factory=dict)
     allocatable: dict[str, Scalar] = Field(default_factory=dict)
     conditions: list[Condition] = Field(default_factory=list)
-    lastPodEventTime: datetime | None = None
+    lastPodEventTime: Rfc3339 | None = None
 
 
 class NodeClaim(Model):

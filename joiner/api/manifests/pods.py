@@ -16,7 +16,7 @@ from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
 from joiner.api.manifests import priority, termination
-from joiner.api.manifests.convert import requirements, resources, taints
+from joiner.api.manifests.convert import first_by_type, requirements, resources, taints
 from joiner.api.requirements import Requirement, Requirements
 
 
@@ -415,7 +415,8 @@ def pdb(doc: m.PodDisruptionBudget, file: str) -> o.PodDisruptionBudget:
     return o.PodDisruptionBudget(
         namespace=ns,
         name=doc.metadata.name,
-        selector=label_selector(spec.selector, "spec.selector"),
+        # A nil selector selects nothing, an empty one everything (PodDisruptionBudget).
+        selector=None if spec.selector is None else label_selector(spec.selector, "spec.selector"),
         source=o.Source(file, "PodDisruptionBudget", f"{ns}/{doc.metadata.name}", doc.apiVersion),
         min_available=_int_or_percent(spec.minAvailable, "spec.minAvailable"),
         max_unavailable=_int_or_percent(spec.maxUnavailable, "spec.maxUnavailable"),
@@ -440,7 +441,7 @@ def node(doc: m.Node, file: str) -> o.ClusterNode:
         annotations=tuple(sorted(doc.metadata.annotations.items())),
         deleting=doc.metadata.deletionTimestamp is not None
         or any(t.key == labels.TAINT_DISRUPTED for t in doc.spec.taints),
-        conditions=tuple(sorted({c.type: c.status for c in doc.status.conditions}.items())),
+        conditions=tuple(sorted(first_by_type((c.type, c.status) for c in doc.status.conditions))),
     )
 
 

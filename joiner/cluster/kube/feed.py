@@ -122,12 +122,13 @@ def node_ready(doc: dict[str, Any]) -> bool:
 def node_conditions(doc: dict[str, Any], now_s: float, wall: datetime) -> dict[str, NodeCondition]:
     """``status.conditions`` of a Node document by type: status and ``lastTransitionTime``
     on the controllers' clock (``now_s`` is ``wall``); a condition without a transition
-    time counts from now."""
+    time counts from now. A duplicated type reads as its first entry (k8s.io/kubernetes
+    pkg/api/v1/node/util.go GetNodeCondition)."""
     out: dict[str, NodeCondition] = {}
     for cond in (doc.get("status") or {}).get("conditions") or []:
         changed = parse_time(cond.get("lastTransitionTime"))
         age = max((wall - changed).total_seconds(), 0.0) if changed else 0.0
-        out[str(cond.get("type"))] = NodeCondition(str(cond.get("status")), now_s - age)
+        out.setdefault(str(cond.get("type")), NodeCondition(str(cond.get("status")), now_s - age))
     return out
 
 

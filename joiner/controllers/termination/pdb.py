@@ -27,8 +27,10 @@ def _scale(value: int | str, expected: int) -> int:
 
 
 def selects(pdb: PodDisruptionBudget, pod: Pod) -> bool:
-    """The budget covers ``pod`` (same namespace, selector matches its labels)."""
-    if pod.namespace != pdb.namespace or pod.daemon:
+    """The budget covers ``pod`` (same namespace, selector matches its labels). A budget
+    without a selector covers no pod (Karpenter pkg/utils/pdb/pdb.go newPdb:
+    ``metav1.LabelSelectorAsSelector(nil)`` is ``labels.Nothing()``)."""
+    if pdb.selector is None or pod.namespace != pdb.namespace or pod.daemon:
         return False
     return _matches(pdb.selector, pod.template.labels)
 
@@ -37,6 +39,11 @@ def selects(pdb: PodDisruptionBudget, pod: Pod) -> bool:
 def _matches(selector: Requirements, pod_labels: tuple[tuple[str, str], ...]) -> bool:
     have = Requirements.from_label_items(tuple(sorted(pod_labels)))
     return have.compatible(selector, allow_undefined=frozenset()) is None
+
+
+def _matches_opt(selector: Requirements | None, pod_labels: tuple[tuple[str, str], ...]) -> bool:
+    """``_matches``; a nil selector matches nothing."""
+    return selector is not None and _matches(selector, pod_labels)
 
 
 def _members(state: ClusterState, pdb: PodDisruptionBudget) -> list[Pod]:
@@ -68,7 +75,7 @@ class _Selection:
             found = [
                 i
                 for i in self._by_namespace.get(pod.namespace, ())
-                if _matches(self._pdbs[i].selector, t.labels)
+                if _matches_opt(self._pdbs[i].selector, t.labels)
             ]
             if len(self._seen) >= _SEEN_MAX:
                 self._seen.clear()
