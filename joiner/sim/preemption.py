@@ -142,11 +142,7 @@ class _View:
             ):
                 self.reserved.setdefault(p.nominated_node_name, []).append(p)
         t = preemptor.template
-        anti = any(
-            p.template.pod_anti_affinity
-            for p in state.live_pods()
-            if not p.daemon and p.node_name in self.nodes
-        )
+        anti, self.holders = self._scan()
         self.local = not (t.spread or t.pod_affinity or t.pod_anti_affinity or anti)
         #: Only the resources depend on the removed pods (module docstring).
         self.static = self.local and not t.host_ports
@@ -154,6 +150,21 @@ class _View:
         self.verdicts: Verdicts = {} if verdicts is None else verdicts
         self.request = pod_requests(state, [preemptor])
         self.scheduler = Scheduler()
+
+    def _scan(self) -> tuple[bool, set[str]]:
+        """One walk over the live pods: whether a pod on the nodes has required
+        anti-affinity, and the nodes with a pod of lower priority than the preemptor (the
+        only ones where preemption might help)."""
+        anti = False
+        holders: set[str] = set()
+        below = _priority(self.pod)
+        for p in self.state.live_pods():
+            if p.daemon or p.node_name not in self.nodes:
+                continue
+            anti = anti or bool(p.template.pod_anti_affinity)
+            if p.template.priority_value < below:
+                holders.add(p.node_name)
+        return anti, holders
 
     def fits(self, node: str, removed: frozenset[str]) -> bool:
         """The preemptor passes the filters on ``node`` without the ``removed`` pods."""
@@ -283,7 +294,9 @@ def _dry_run(view: _View) -> list[Candidate]:
     wanted = num_candidates(len(view.nodes))
     found: list[Candidate] = []
     clean = 0
-    for name in sorted(view.nodes):
+    for name in view.nodes:  # by name (``ready_nodes``)
+        if name not in view.holders:
+            continue  # nothing of lower priority to remove
         c = select_victims(view, name)
         if c is None or not c.victims:
             continue
