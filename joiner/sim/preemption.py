@@ -150,6 +150,8 @@ class _View:
         self.verdicts: Verdicts = {} if verdicts is None else verdicts
         self.request = pod_requests(state, [preemptor])
         self.scheduler = Scheduler()
+        #: Each PodDisruptionBudget's allowed disruptions (``allowed_by_budget``), once read.
+        self.allowed: list[int] | None = None
 
     def _scan(self) -> tuple[bool, set[str]]:
         """One walk over the live pods: whether a pod on the nodes has required
@@ -217,9 +219,12 @@ class _View:
         return bool(self.scheduler.feasible_nodes(inp, self.pod.uid))
 
 
-def _violating(state: ClusterState, pods: list[Pod]) -> tuple[list[Pod], list[Pod]]:
+def _violating(view: _View, pods: list[Pod]) -> tuple[list[Pod], list[Pod]]:
     """``filterPodsWithPDBViolation``: (violating, non-violating), each in input order."""
-    allowed = allowed_by_budget(state)
+    state = view.state
+    if view.allowed is None:  # the same for every node of one dry run
+        view.allowed = allowed_by_budget(state)
+    allowed = list(view.allowed)
     violating: list[Pod] = []
     fine: list[Pod] = []
     for p in pods:
@@ -241,7 +246,7 @@ def select_victims(view: _View, node: str) -> Candidate | None:
     if not view.fits(node, removed):
         return None
     lower.sort(key=_importance)
-    violating, fine = _violating(view.state, lower)
+    violating, fine = _violating(view, lower)
     victims: list[Pod] = []
     violations = 0
     for group, counts in ((violating, True), (fine, False)):
