@@ -149,10 +149,11 @@ def preempt(
     dump_nominated = {p.uid: p.nominated_node_name for p in state.pending_pods()}
     by_key = {p.key: p for p in m.pods}
     failed: set[int] = set()  # templates that found no candidate: identical pods find none
+    verdicts: preemption.Verdicts = {}  # the nodes and templates stay as they are meanwhile
     for pod in _add_pending(state, pending, len(m.pods)):
         if pod.template.priority_value <= lowest or id(pod.template) in failed:
             continue
-        candidate = preemption.find(state, pod)
+        candidate = preemption.find(state, pod, verdicts)
         if candidate is None:
             failed.add(id(pod.template))
             continue

@@ -10,7 +10,7 @@ import pytest
 from joiner.api import quantity
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_text
-from joiner.api.objects import PodDisruptionBudget, Source
+from joiner.api.objects import PodDisruptionBudget, Source, Taint
 from joiner.api.requirements import Requirements
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim import preemption
@@ -114,6 +114,53 @@ def test_ties_go_to_the_latest_started_victims_and_never_to_equal_priority():
     assert found is not None and found.node == "b"
     assert preemption.find(state, _preemptor(state, priority=-5)) is None
     assert preemption.find(state, _preemptor(state, policy="Never")) is None
+
+
+@pytest.mark.parametrize(
+    ("nodes", "wanted"), [(1, 1), (60, 60), (100, 100), (999, 100), (1000, 100), (2000, 200)]
+)
+def test_the_dry_run_looks_for_ten_percent_of_the_nodes_but_at_least_100(nodes, wanted):
+    assert preemption.num_candidates(nodes) == wanted
+
+
+def _many(count: int, better: str, app: str = "spare") -> ClusterState:
+    """``count`` nodes ``n000``... each with a priority -5 victim; ``better`` (last by name)
+    has a priority -10 victim, the best candidate of all."""
+    nodes = {f"n{i:03d}": (app, -5, 10.0) for i in range(count)}
+    nodes[better] = ("spare", -10, 10.0)
+    return _cluster(nodes)
+
+
+def test_the_dry_run_stops_after_100_candidates_from_the_first_node_by_name():
+    # 150 nodes: the best candidate is the 151st by name, past the 100 the dry run examines.
+    state = _many(150, "z-best")
+    found = preemption.find(state, _preemptor(state))
+    assert found is not None and found.node == "n000"
+    # With 100 nodes every node is examined, and the best one is found.
+    state = _many(99, "z-best")
+    found = preemption.find(state, _preemptor(state))
+    assert found is not None and found.node == "z-best"
+
+
+def test_the_dry_run_goes_on_until_a_candidate_without_pdb_violations():
+    # Every victim but the last node's is guarded: 150 violating candidates come first.
+    state = _many(150, "z-free", app="guarded")
+    _guard(state)
+    state.pdbs = [replace(state.pdbs[0], min_available=None, max_unavailable=0)]
+    found = preemption.find(state, _preemptor(state))
+    assert found is not None and (found.node, found.pdb_violations) == ("z-free", 0)
+
+
+def test_filter_verdicts_reused_across_calls_give_the_same_answers():
+    """A memo passed to several calls (as ``joiner plan`` does) changes no answer, on a node
+    whose taint refuses the pod too."""
+    state = _cluster({"a": ("spare", -5, 10.0), "b": ("spare", -10, 10.0)})
+    state.nodes["b"].taints = (Taint("k", "v", "NoSchedule"),)
+    memo: preemption.Verdicts = {}
+    for _ in range(2):
+        found = preemption.find(state, _preemptor(state), memo)
+        assert found is not None and found.node == "a"
+    assert memo  # filled by the first call
 
 
 def test_victims_are_reprieved_most_important_first():
