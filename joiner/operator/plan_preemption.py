@@ -22,13 +22,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from joiner.api import labels, quantity
+from joiner.api import quantity
 from joiner.api.manifests import ManifestSet
 from joiner.api.objects import ClusterNode, PodTemplate, StandalonePod
 from joiner.api.plan_output import Preemption
 from joiner.api.requirements import Requirements
 from joiner.sim import preemption
-from joiner.state.cluster import ClusterState, Node, Pod
+from joiner.sim.running import static_node
+from joiner.state.cluster import ClusterState, Pod
 
 
 @dataclass
@@ -55,21 +56,6 @@ def _start_s(p: StandalonePod) -> float:
     return p.started_at.timestamp() if p.started_at is not None else math.inf
 
 
-def _state_node(n: ClusterNode, room: quantity.Resources) -> Node:
-    node_labels = dict(n.labels)
-    node_labels.setdefault(labels.HOSTNAME, n.name)
-    return Node(
-        name=n.name,
-        nodeclaim=None,
-        labels=node_labels,
-        taints=n.taints,
-        capacity=dict(n.capacity),
-        allocatable=dict(room),
-        created_at_s=0.0,
-        ready=True,
-    )
-
-
 def _cluster(
     m: ManifestSet,
     targets: Mapping[str, ClusterNode],
@@ -82,7 +68,7 @@ def _cluster(
     state.pdbs = list(m.pdbs)
     state.volume_terms = dict(volume_terms)
     for name in sorted(targets):
-        state.nodes[name] = _state_node(targets[name], room[name])
+        state.nodes[name] = static_node(targets[name], room[name])
     for order, p in enumerate(m.pods):
         if p.terminal:
             continue

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from joiner.api import durations, labels
+from joiner.api import durations, labels, quantity
 from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.cluster_notes import gated_warning, static_capacity_warning
@@ -64,9 +64,12 @@ def _conditions(n: ClusterNode) -> dict[str, NodeCondition]:
     return {type_: NodeCondition(status, 0.0) for type_, status in n.conditions}
 
 
-def _static_node(n: ClusterNode) -> Node:
+def static_node(n: ClusterNode, allocatable: quantity.Resources | None = None) -> Node:
     """A node no NodePool manages, as static capacity: never disrupted; its readiness, cordon
-    and conditions' taints as the dump has them (``ClusterNode.scheduling_taints``)."""
+    and conditions' taints as the dump has them (``ClusterNode.scheduling_taints``).
+
+    ``allocatable``: the room to give it instead of the Node's own allocatable (a plan's
+    room left by DaemonSet pods still to come)."""
     node_labels = dict(n.labels)
     node_labels.setdefault(labels.HOSTNAME, n.name)
     return Node(
@@ -75,7 +78,7 @@ def _static_node(n: ClusterNode) -> Node:
         labels=node_labels,
         taints=n.scheduling_taints,
         capacity=dict(n.capacity),
-        allocatable=dict(n.allocatable),
+        allocatable=dict(n.allocatable if allocatable is None else allocatable),
         created_at_s=0.0,
         ready=n.ready,
         deleting=n.deleting,
@@ -212,7 +215,7 @@ def _adopt_nodes(
     static: list[str] = []
     for n in m.nodes:
         if n.nodepool is None:
-            state.nodes[n.name] = _static_node(n)
+            state.nodes[n.name] = static_node(n)
             adopted.add(n.name)
             static.append(n.name)
             continue

@@ -273,3 +273,18 @@ def test_preempting_clears_lower_priority_nominations_on_that_node(tmp_path):
     ]
     assert doc["nominated"] == []
     assert _claimed(doc) == {PLACEHOLDER, WEB}
+
+
+def test_a_cordoned_node_is_not_preempted_onto(tmp_path):
+    """kube-scheduler's filters run before preemption: a cordoned node (its
+    node.kubernetes.io/unschedulable taint) is no candidate, so the pending pod gets a new
+    NodeClaim and the placeholder keeps its node (the preemption dry run once took the
+    Node's own taints, not the ones its cordon implies)."""
+    text = DUMP.read_text().replace(
+        "      providerID: aws:///us-east-1a/i-0123456789abcdef0\n",
+        "      providerID: aws:///us-east-1a/i-0123456789abcdef0\n      unschedulable: true\n",
+    )
+    assert "unschedulable: true" in text
+    doc = _plan_json(tmp_path, text)
+    assert doc["preemptions"] == []
+    assert _claimed(doc) == {WEB}
