@@ -5,32 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from joiner.api.requirements import Requirement, Requirements
 from joiner.cluster.kube import client as kube
 from joiner.controllers.disruption.budgets import pool_counts
 from joiner.state.cluster import NodeClaim
-from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc
+from tests.cluster.test_kube_adapter import Harness, _doc
 
 
 def _initialized_node(h: Harness) -> tuple[NodeClaim, dict[str, Any]]:
     """A launched NodeClaim of pool ``pool`` whose Node registered Ready and initialized."""
-    h.sync(kube.NODEPOOL, NODEPOOL)
-    h.sync(kube.EC2NODECLASS, NODECLASS)
-    for kind in (kube.NODECLAIM, kube.NODE, kube.POD, kube.DAEMONSET, kube.PDB):
-        h.sync(kind)
-    h.feed.start()
-    it = h.cloud.get_instance_types("nc")[0]
-    claim = NodeClaim(
-        name="pool-abcde",
-        nodepool="pool",
-        node_class="nc",
-        requirements=Requirements([Requirement.in_("node.kubernetes.io/instance-type", it.name)]),
-        requests={},
-        instance_type_options=(it,),
-        created_at_s=0.0,
-    )
-    h.state.nodeclaims[claim.name] = claim
-    h.lifecycle.launch(claim)
+    claim = h.launched_claim()
     assert claim.instance is not None
     node = {
         "metadata": {"name": "pool-abcde"},

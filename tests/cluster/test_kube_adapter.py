@@ -193,6 +193,30 @@ class Harness:
     def sync(self, kind: kube.Kind, *docs: dict[str, Any]) -> None:
         self.feed.deliver(kind, "SYNC", list(docs))
 
+    def launched_claim(self) -> NodeClaim:
+        """Sync NodePool ``pool`` and its NodeClass, start the feed and launch NodeClaim
+        ``pool-abcde`` on the class's first instance type (its Node not yet registered)."""
+        self.sync(kube.NODEPOOL, NODEPOOL)
+        self.sync(kube.EC2NODECLASS, NODECLASS)
+        for kind in (kube.NODECLAIM, kube.NODE, kube.POD, kube.DAEMONSET, kube.PDB):
+            self.sync(kind)
+        self.feed.start()
+        it = self.cloud.get_instance_types("nc")[0]
+        claim = NodeClaim(
+            name="pool-abcde",
+            nodepool="pool",
+            node_class="nc",
+            requirements=Requirements(
+                [Requirement.in_("node.kubernetes.io/instance-type", it.name)]
+            ),
+            requests={},
+            instance_type_options=(it,),
+            created_at_s=0.0,
+        )
+        self.state.nodeclaims[claim.name] = claim
+        self.lifecycle.launch(claim)
+        return claim
+
 
 def test_feed_builds_state_binds_pods_and_never_resurrects_a_deleted_one() -> None:
     h = Harness()
@@ -219,23 +243,7 @@ def test_feed_builds_state_binds_pods_and_never_resurrects_a_deleted_one() -> No
 
 def test_feed_registers_and_initializes_a_nodeclaim_from_its_node() -> None:
     h = Harness()
-    h.sync(kube.NODEPOOL, NODEPOOL)
-    h.sync(kube.EC2NODECLASS, NODECLASS)
-    for kind in (kube.NODECLAIM, kube.NODE, kube.POD, kube.DAEMONSET, kube.PDB):
-        h.sync(kind)
-    h.feed.start()
-    it = h.cloud.get_instance_types("nc")[0]
-    claim = NodeClaim(
-        name="pool-abcde",
-        nodepool="pool",
-        node_class="nc",
-        requirements=Requirements([Requirement.in_("node.kubernetes.io/instance-type", it.name)]),
-        requests={},
-        instance_type_options=(it,),
-        created_at_s=0.0,
-    )
-    h.state.nodeclaims[claim.name] = claim
-    h.lifecycle.launch(claim)
+    claim = h.launched_claim()
     assert claim.instance is not None
     node = {
         "metadata": {"name": "pool-abcde"},

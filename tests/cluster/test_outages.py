@@ -314,28 +314,10 @@ def test_a_ready_node_still_tainted_not_ready_is_not_initialized_yet() -> None:
     Ready, and cannot while the API server restarts: Karpenter initializes a NodeClaim only
     once its Node is Ready *and* the known ephemeral taints are gone (initialization.go
     ``KnownEphemeralTaintsRemoved``), so meanwhile the node is placed on as a starting one."""
-    from joiner.api.requirements import Requirement, Requirements
-    from joiner.state.cluster import NodeClaim
-    from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc
+    from tests.cluster.test_kube_adapter import Harness, _doc
 
     h = Harness()
-    h.sync(kube.NODEPOOL, NODEPOOL)
-    h.sync(kube.EC2NODECLASS, NODECLASS)
-    for kind in (kube.NODECLAIM, kube.NODE, kube.POD, kube.DAEMONSET, kube.PDB):
-        h.sync(kind)
-    h.feed.start()
-    it = h.cloud.get_instance_types("nc")[0]
-    claim = NodeClaim(
-        name="pool-abcde",
-        nodepool="pool",
-        node_class="nc",
-        requirements=Requirements([Requirement.in_("node.kubernetes.io/instance-type", it.name)]),
-        requests={},
-        instance_type_options=(it,),
-        created_at_s=0.0,
-    )
-    h.state.nodeclaims[claim.name] = claim
-    h.lifecycle.launch(claim)
+    claim = h.launched_claim()
     assert claim.instance is not None
     node: dict[str, Any] = {
         "metadata": {"name": "pool-abcde"},
