@@ -117,6 +117,32 @@ def load_config(
     return loaded
 
 
+def _credential_fields(loaded: LoadedConfig, *, data: bool) -> list[tuple[str, str | None]]:
+    """The selected context's CA, client certificate and key as ``(field, value)``: their
+    ``-data`` forms if ``data``, else the file paths and the user's ``tokenFile``."""
+    single = loaded.config
+    suffix = "-data" if data else ""
+    cluster, user = single.cluster, single.user
+    named = [
+        (
+            f"clusters[{single.context.cluster}].certificate-authority{suffix}",
+            cluster.certificate_auth_data if data else cluster.certificate_auth,
+        )
+    ]
+    if user is not None:
+        where = f"users[{single.context.user}]"
+        named += [
+            (
+                f"{where}.client-certificate{suffix}",
+                user.client_cert_data if data else user.client_cert,
+            ),
+            (f"{where}.client-key{suffix}", user.client_key_data if data else user.client_key),
+        ]
+        if not data:
+            named.append((f"{where}.tokenFile", user.token_file))
+    return named
+
+
 def _check_data(loaded: LoadedConfig) -> None:
     """Refuse a context whose ``certificate-authority-data``, ``client-certificate-data``
     or ``client-key-data`` is not base64 (lightkube ``config/models.py`` ``FileStr``
@@ -125,27 +151,14 @@ def _check_data(loaded: LoadedConfig) -> None:
     Raises:
         InputError: naming the field that is not base64.
     """
-    single = loaded.config
-    named = [
-        (
-            f"clusters[{single.context.cluster}].certificate-authority-data",
-            single.cluster.certificate_auth_data,
-        )
-    ]
-    if single.user is not None:
-        where = f"users[{single.context.user}]"
-        named += [
-            (f"{where}.client-certificate-data", single.user.client_cert_data),
-            (f"{where}.client-key-data", single.user.client_key_data),
-        ]
-    for field_name, value in named:
+    for field_name, value in _credential_fields(loaded, data=True):
         if not value:
             continue
         try:
             base64.b64decode(value)
         except binascii.Error as exc:
             raise InputError(
-                f"context {single.context_name!r}: not base64-encoded PEM data ({exc})",
+                f"context {loaded.config.context_name!r}: not base64-encoded PEM data ({exc})",
                 file=loaded.origin,
                 field=field_name,
             ) from exc
@@ -158,24 +171,10 @@ def _check_files(loaded: LoadedConfig) -> None:
     Raises:
         InputError: naming the missing file and the field that names it.
     """
-    single = loaded.config
-    named = [
-        (
-            f"clusters[{single.context.cluster}].certificate-authority",
-            single.cluster.certificate_auth,
-        )
-    ]
-    if single.user is not None:
-        where = f"users[{single.context.user}]"
-        named += [
-            (f"{where}.client-certificate", single.user.client_cert),
-            (f"{where}.client-key", single.user.client_key),
-            (f"{where}.tokenFile", single.user.token_file),
-        ]
-    for field_name, value in named:
+    for field_name, value in _credential_fields(loaded, data=False):
         if value and not Path(value).is_file():
             raise InputError(
-                f"context {single.context_name!r}: {value} does not exist or is not a file",
+                f"context {loaded.config.context_name!r}: {value} does not exist or is not a file",
                 file=loaded.origin,
                 field=field_name,
             )
