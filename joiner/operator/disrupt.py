@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from joiner.api import labels
-from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet
 from joiner.api.outputs import (
@@ -49,8 +48,14 @@ from joiner.cloudprovider.types import (
     Subnet,
 )
 from joiner.controllers.disruption.command import Command
-from joiner.controllers.disruption.history import ALL_NODES, VerdictHistory, unknown_node
-from joiner.controllers.disruption.verdicts import Verdict
+from joiner.controllers.disruption.history import (
+    ALL_NODES,
+    HistoryEntry,
+    Outcome,
+    VerdictHistory,
+    unknown_node,
+)
+from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.operator.composition import Hooks, Options, Ports, new_controllers
@@ -177,23 +182,25 @@ class DryRun:
             if sp.started_at is not None and pod.node_name is not None:
                 pod.bound_at_s = (sp.started_at - at).total_seconds()
 
-    def _left_alone(self, name: str) -> str:
-        """Why a Node of the manifests is not part of the dry run."""
+    def _left_alone(self, name: str) -> Verdict:
+        """Why a Node of the manifests is not part of the dry run, as a candidate-selection
+        verdict (no NodePool label, its NodePool missing, or an offering it cannot price)."""
         n = next(x for x in self.manifests.nodes if x.name == name)
         node_labels = dict(n.labels)
         if n.nodepool is None:
-            return "not managed by a NodePool (no karpenter.sh/nodepool label)"
+            return Verdict(VerdictKind.NOT_MANAGED)
         if n.nodepool not in self.state.nodepools:
-            return f"its NodePool {n.nodepool} is not in the manifests"
+            return Verdict(VerdictKind.POOL_UNKNOWN, pool=n.nodepool)
         type_name = node_labels.get(labels.INSTANCE_TYPE)
         if type_name is None:
-            return f"node has no {labels.INSTANCE_TYPE} label"
+            return Verdict(VerdictKind.LABEL_MISSING, detail=labels.INSTANCE_TYPE)
         zone = node_labels.get(labels.ZONE)
         if zone is None:
-            return f"node has no {labels.ZONE} label"
-        return (
-            f"instance type {type_name} in {zone} is not offered to NodePool {n.nodepool} in "
-            f"{self.region}"
+            return Verdict(VerdictKind.LABEL_MISSING, detail=labels.ZONE)
+        return Verdict(
+            VerdictKind.OFFERING_UNKNOWN,
+            pool=n.nodepool,
+            detail=f"{type_name} in {zone}",
         )
 
     def plan(self, explain: str | None = None) -> DisruptionPlan:
@@ -221,11 +228,11 @@ class DryRun:
             _apply(command, state, self.provisioner, self.lifecycle, self.cloud, self.clock)
             if history is not None:
                 history.record_command(self.clock.now(), command)
-        unmanaged = [
-            n.name
-            for n in self.manifests.nodes
+        unmanaged = {
+            n.name: self._left_alone(n.name)
+            for n in sorted(self.manifests.nodes, key=lambda n: n.name)
             if n.name not in managed and not n.deleting and n.name not in touched
-        ]
+        }
         left = [
             Unconsolidatable(
                 node=name,
@@ -235,9 +242,7 @@ class DryRun:
             )
             for name in managed
             if name not in touched
-        ] + [
-            Unconsolidatable(node=name, reason=self._left_alone(name)) for name in sorted(unmanaged)
-        ]
+        ] + [Unconsolidatable(node=name, reason=v.message()) for name, v in unmanaged.items()]
         return DisruptionPlan(
             region=self.region,
             commands=commands,
@@ -248,29 +253,38 @@ class DryRun:
             **price_fields(self.spot_prices),
             nominated=self.nominated,
             warnings=self.warnings,
-            explain=self._explain(history, explain)
+            explain=self._explain(history, explain, unmanaged)
             if history is not None and explain is not None
             else None,
         )
 
-    def _explain(self, history: VerdictHistory, name: str) -> dict[str, NodeVerdictHistory]:
-        """The verdict histories ``--explain name`` asks for.
+    def _explain(
+        self, history: VerdictHistory, name: str, left_alone: dict[str, Verdict]
+    ) -> dict[str, NodeVerdictHistory]:
+        """The verdict histories ``--explain name`` asks for. A Node of the manifests no
+        pass saw (``left_alone``: name -> why; or being deleted) has one entry, candidate
+        selection's verdict at the first pass.
 
         Raises:
-            InputError: ``name`` is no node the passes saw (a Node of the manifests the dry
-                run leaves alone is named with the reason).
+            InputError: ``name`` is no node of the manifests.
         """
-        names = history.nodes() if name == ALL_NODES else [name]
-        if name != ALL_NODES and history.of(name) is None:
-            if any(n.name == name for n in self.manifests.nodes):
-                raise InputError(
-                    f"node {name} is not part of the dry run: {self._left_alone(name)}",
-                    field="--explain",
-                )
-            raise unknown_node(name, history.nodes())
-        return {
-            n: NodeVerdictHistory.model_validate(doc) for n, doc in history.to_json(names).items()
-        }
+        outside = dict(left_alone)
+        for n in self.manifests.nodes:  # an unmanaged Node being deleted: no pass saw it
+            if history.of(n.name) is None and n.name not in outside:
+                outside[n.name] = Verdict(VerdictKind.BEING_DELETED)
+        if name == ALL_NODES:
+            names, extra = history.nodes(), outside
+        elif history.of(name) is not None:
+            names, extra = [name], {}
+        elif name in outside:
+            names, extra = [], {name: outside[name]}
+        else:
+            raise unknown_node(name, [*history.nodes(), *outside])
+        docs = history.to_json(names)
+        for node, verdict in extra.items():
+            entry = HistoryEntry(at_s=0.0, pass_number=1, outcome=Outcome.KEPT, verdict=verdict)
+            docs[node] = {"omitted": 0, "entries": [entry.to_json()]}
+        return {n: NodeVerdictHistory.model_validate(docs[n]) for n in sorted(docs)}
 
 
 def build_disruption_plan(

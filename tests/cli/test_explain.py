@@ -190,3 +190,29 @@ def test_simulate_explain_names_a_cluster_autoscaler_node_of_spec_compare(tmp_pa
     said = " ".join(result.output.split())
     assert f"node '{node}' is a node of the cluster-autoscaler run only" in said
     assert "no node named" not in said
+
+
+EKS_DUMP = REPO / "tests" / "fixtures" / "eks-cluster" / "dump.yaml"
+
+
+def test_disrupt_explains_a_node_it_leaves_alone_instead_of_refusing():
+    """A Node outside every NodePool is listed as left alone; --explain gives that verdict
+    (candidate selection's, typed) and exits 0, in the table and in the JSON."""
+    node = "ip-192-168-12-34.ec2.internal"
+    result = runner.invoke(app, ["disrupt", "-f", str(EKS_DUMP), "--explain", node])
+    assert result.exit_code == 0, result.output
+    assert f"{node}: disruption verdict changes" in result.stdout
+    assert "not managed by a NodePool" in result.stdout.split("verdict changes", 1)[1]
+    doc = runner.invoke(app, ["disrupt", "-f", str(EKS_DUMP), "--explain", "*", "-o", "json"])
+    assert doc.exit_code == 0, doc.output
+    plan = json.loads(doc.stdout)
+    jsonschema.validate(plan, _schema("disruption"))
+    assert set(plan["explain"]) == {u["node"] for u in plan["unconsolidatable"]}
+    entry = plan["explain"][node]["entries"][0]
+    assert (entry["kind"], entry["method"], entry["outcome"]) == (
+        "not-managed",
+        "Candidates",
+        "kept",
+    )
+    left = {u["node"]: u["reason"] for u in plan["unconsolidatable"]}
+    assert entry["message"] == left[node]

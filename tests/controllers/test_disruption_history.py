@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from joiner.api.errors import InputError
 from joiner.controllers.disruption.history import (
     ALL_NODES,
     NOT_REACHED,
@@ -145,12 +142,18 @@ def test_a_node_no_method_reached_without_a_command_has_no_method():
     assert entry.verdict == NOT_REACHED and entry.method is None
 
 
-def test_a_node_the_dry_run_leaves_alone_is_named_with_the_reason(tmp_path):
+def test_a_node_the_dry_run_leaves_alone_is_explained_with_the_reason(tmp_path):
+    """Regression: --explain on a node the dry run lists as left alone was an error (exit 2);
+    it is candidate selection's typed verdict, as listed."""
     run = dry_run(
         tmp_path, nodepool(), node("a", "m5.xlarge"), node("other", "m5.xlarge", pool="gone")
     )
-    with pytest.raises(InputError, match="node other is not part of the dry run: its NodePool"):
-        run.plan(explain="other")
+    plan = run.plan(explain="other")
+    assert plan.explain is not None and list(plan.explain) == ["other"]
+    (entry,) = plan.explain["other"].entries
+    assert (entry.kind, entry.fields) == ("pool-unknown", {"pool": "gone"})
+    assert entry.message == "its NodePool gone is not in the manifests"
+    assert {u.node: u.reason for u in plan.unconsolidatable}["other"] == entry.message
 
 
 def test_unknown_node_error_names_the_nodes_and_the_field():

@@ -175,6 +175,18 @@ ENGLISH: list[tuple[Verdict, str]] = [
     ),
     (Verdict(VerdictKind.NO_OFFERING), "no available offering for the replacement"),
     (
+        Verdict(VerdictKind.NOT_MANAGED),
+        "not managed by a NodePool (no karpenter.sh/nodepool label)",
+    ),
+    (
+        Verdict(VerdictKind.LABEL_MISSING, detail="topology.kubernetes.io/zone"),
+        "node has no topology.kubernetes.io/zone label",
+    ),
+    (
+        Verdict(VerdictKind.OFFERING_UNKNOWN, pool="p", detail="zz9.mega in us-east-1a"),
+        "instance type zz9.mega in us-east-1a is not offered to NodePool p",
+    ),
+    (
         Verdict(VerdictKind.STRANDED),
         "the other nodes and one cheaper node cannot hold these nodes' pods",
     ),

@@ -260,7 +260,7 @@ def unknown_node(name: str, known: Iterable[str], *, field: str = "--explain") -
     more = len(names) - NAMES_LISTED
     tail = f" and {more} more" if more > 0 else ""
     return InputError(
-        f"no node named {name!r}; the nodes disruption passes saw are {shown}{tail} "
+        f"no node named {name!r}; the nodes it can explain are {shown}{tail} "
         f"(--explain '{ALL_NODES}' gives them all)",
         field=field,
     )

@@ -111,8 +111,16 @@ class VerdictKind(StrEnum):
     """Why a method left a node alone; the ``Verdict`` fields each kind reads are listed."""
 
     # -- candidate collection (candidates.collect) -----------------------------------------
+    #: The Node has no ``karpenter.sh/nodepool`` label: static capacity, never a candidate.
+    NOT_MANAGED = "not-managed"
     #: ``pool``: the node's NodePool is not in the manifests.
     POOL_UNKNOWN = "pool-unknown"
+    #: ``detail``: the well-known label (instance type, zone) the node lacks, so it cannot
+    #: be priced or replaced.
+    LABEL_MISSING = "label-missing"
+    #: ``pool``, ``detail`` (``<instance type> in <zone>``): its NodePool has no such
+    #: offering, so it cannot be priced or replaced.
+    OFFERING_UNKNOWN = "offering-unknown"
     BEING_DELETED = "being-deleted"
     NOT_INITIALIZED = "not-initialized"
     #: The node is annotated ``karpenter.sh/do-not-disrupt``.
@@ -234,7 +242,14 @@ def _drifted_but(v: Verdict) -> str:
 _OD_BASE = f"on-demand base ({labels.ON_DEMAND_BASE}) needs its on-demand nodes"
 
 _RENDER: dict[VerdictKind, Callable[[Verdict], str]] = {
+    VerdictKind.NOT_MANAGED: lambda _v: (
+        "not managed by a NodePool (no karpenter.sh/nodepool label)"
+    ),
     VerdictKind.POOL_UNKNOWN: lambda v: f"its NodePool {v.pool} is not in the manifests",
+    VerdictKind.LABEL_MISSING: lambda v: f"node has no {v.detail} label",
+    VerdictKind.OFFERING_UNKNOWN: lambda v: (
+        f"instance type {v.detail} is not offered to NodePool {v.pool}"
+    ),
     VerdictKind.BEING_DELETED: lambda _v: "already being deleted",
     VerdictKind.NOT_INITIALIZED: lambda _v: "not initialized yet",
     VerdictKind.NODE_DO_NOT_DISRUPT: lambda _v: "node has karpenter.sh/do-not-disrupt",
