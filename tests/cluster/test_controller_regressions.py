@@ -23,6 +23,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import Status
 from typer.testing import CliRunner
 
+from joiner.api.errors import InputError
 from joiner.cli.main import app
 from joiner.cluster.kube.client import ApiReachability
 from joiner.cluster.kube.crds import CRD_FILES, crd_documents
@@ -118,6 +119,42 @@ def test_missing_lease_namespace_is_one_error_naming_the_fix_and_recovers(
     assert not any(r.levelno == logging.WARNING for r in caplog.records)
     assert len(problems) == 4 and all(p is not None for p in problems)
     assert elector.problem is None and elector.leader  # created once the namespace exists
+
+
+class _FailingCredentials(_NoNamespace):
+    """A client whose kubeconfig exec plugin fails for the first ``failing_for`` requests
+    (an expired SSO login), then a Lease API with its namespace present."""
+
+    def __init__(self, failing_for: int) -> None:
+        super().__init__(missing_for=0)
+        self.failing_for = failing_for
+        self.calls = 0
+
+    def get(self, *a: Any, **kw: Any) -> Any:
+        self.calls += 1
+        if self.calls <= self.failing_for:
+            raise InputError(
+                "the exec credential plugin '/bin/false' exited with code 1",
+                file="kubeconfig",
+                field="users[u].user.exec",
+            )
+        return super().get(*a, **kw)
+
+
+def test_failing_credentials_are_one_error_not_a_warning_every_retry(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: an exec plugin that fails was a WARNING every retry period, forever; it
+    is one ERROR naming the kubeconfig field (``/readyz`` fails meanwhile), and the Lease
+    is taken once the credentials work again."""
+    elector = LeaderElector(_FailingCredentials(5), "joiner", "l", "me", retry_s=0.01)  # type: ignore[arg-type]
+    with caplog.at_level(logging.DEBUG, logger="joiner.cluster.kube.leader"):
+        assert elector.acquire(threading.Event())
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, errors
+    assert "users[u].user.exec" in errors[0] and "Fix the credentials" in errors[0]
+    assert not any(r.levelno == logging.WARNING for r in caplog.records)
+    assert elector.leader
 
 
 def test_readyz_fails_while_the_lease_namespace_is_missing() -> None:

@@ -28,8 +28,9 @@ leaderelection does it:
   elector's client),
   as client-go bounds ``tryAcquireOrRenew`` by the renew deadline.
 
-A refusal that waiting will not fix (the Lease's namespace does not exist, 403: no RBAC)
-is logged once as an ERROR saying how to fix it, and kept in ``problem`` (``/readyz``
+A refusal that waiting will not fix (the Lease's namespace does not exist, 403: no RBAC,
+credentials the kubeconfig cannot produce: an exec plugin that fails) is logged once as an
+ERROR saying how to fix it, and kept in ``problem`` (``/readyz``
 fails meanwhile); the candidate keeps retrying, so creating the namespace is enough.
 
 Times in the Lease are the wall clock (``MicroTime``, UTC); replicas compare them with
@@ -51,6 +52,7 @@ from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 
+from joiner.api.errors import InputError
 from joiner.cluster.kube.client import ApiReachability
 
 log = logging.getLogger(__name__)
@@ -252,6 +254,12 @@ class LeaderElector:
             except httpx.HTTPError as exc:  # the API server is unreachable: keep trying
                 self._reachability.failed(exc)
                 log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+            except InputError as exc:  # the kubeconfig's credentials (an exec plugin failed)
+                self._report(
+                    f"cannot ask for the Lease {self.namespace}/{self.name}: {exc}. "
+                    "Fix the credentials (a new login, for an exec plugin); retrying "
+                    f"every {self.retry_s:g} s."
+                )
             except Exception as exc:  # an answer lightkube cannot read (client.garbled)
                 log.warning(
                     "lease %s/%s: %s: %s", self.namespace, self.name, type(exc).__name__, exc
@@ -279,6 +287,11 @@ class LeaderElector:
         else:
             log.warning("lease %s/%s: %s", self.namespace, self.name, message)
             return
+        self._report(problem)
+
+    def _report(self, problem: str) -> None:
+        """A problem waiting will not fix by itself: logged once as an ERROR while it stays
+        the same (then at DEBUG), and kept in ``problem`` (``/readyz`` fails meanwhile)."""
         if problem != self.problem:
             log.error("%s", problem)
         else:
