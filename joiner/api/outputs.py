@@ -337,7 +337,10 @@ class NodePoolAdvice(_Out):
     name: str
     spotInstanceTypes: int = Field(ge=0, description="Types that can launch as Spot")
     spotPools: int = Field(ge=0, description="Spot pools (type x zone) it can use")
-    nodes: int = Field(ge=0, description="Nodes one provisioning round launches")
+    nodes: int = Field(
+        ge=0, description="Nodes it runs (runningNodes) plus those one provisioning round launches"
+    )
+    runningNodes: int = Field(default=0, ge=0, description="Nodes it already runs (a dump's)")
     spotNodes: int = Field(ge=0)
     pods: int = Field(ge=0)
     largestPoolShare: float = Field(ge=0, le=1, description="Largest share of nodes in one pool")

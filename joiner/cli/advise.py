@@ -86,7 +86,13 @@ def advise(
     rows: list[tuple[str, list[str]]] = [
         ("Spot instance types", [str(a.spotInstanceTypes) for a in result.nodePools]),
         ("Spot pools (type x zone)", [str(a.spotPools) for a in result.nodePools]),
-        ("nodes (Spot)", [f"{a.nodes} ({a.spotNodes})" for a in result.nodePools]),
+        (
+            "nodes: running + new (Spot)",
+            [
+                f"{a.runningNodes} + {a.nodes - a.runningNodes} ({a.spotNodes})"
+                for a in result.nodePools
+            ],
+        ),
         ("largest pool", [a.largestPool or "-" for a in result.nodePools]),
         ("share of nodes in it", [f"{a.largestPoolShare:.0%}" for a in result.nodePools]),
         (

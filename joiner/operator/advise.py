@@ -1,10 +1,14 @@
 """``joiner advise``: how risky is each NodePool's Spot setup, at the manifests' load.
 
-1. One provisioning round (``plan.build_plan``) sizes the NodeClaims the pending pods need.
-2. Each planned NodeClaim is launched, in order, through the simulated cloud with the Spot
-   market (``market.SpotMarket`` from the scenario's seed, knobs and real inputs): the fleet
-   request and price-capacity-optimized choice of a simulation, so our own nodes lower a
-   pool's capacity score and later NodeClaims spread as they would.
+1. The Nodes a NodePool already runs (a cluster dump's, by their ``karpenter.sh/nodepool``,
+   instance-type, zone and capacity-type labels) are taken over by the simulated cloud
+   with the Spot market (``market.SpotMarket`` from the scenario's seed, knobs and real
+   inputs), with the pods bound to them; a Node whose offering is unknown is left out
+   with a warning.
+2. One provisioning round (``plan.build_plan``) sizes the NodeClaims the pending pods need,
+   and each is launched, in order, through the same cloud: the fleet request and
+   price-capacity-optimized choice of a simulation, so our own nodes (running or new)
+   lower a pool's capacity score and later NodeClaims spread as they would.
 3. Per NodePool, from the market model's rates (expected values, not a sampled run):
    reclaims per month = sum over Spot nodes of the pool's per-instance hazard x 720 h; pods
    disrupted per month weight each node's reclaims by its pods; reclaim events per month =
@@ -22,11 +26,12 @@ from collections.abc import Sequence
 
 from joiner.api import labels
 from joiner.api.manifests import ManifestSet
-from joiner.api.objects import NodePool
+from joiner.api.objects import ClusterNode, NodePool
 from joiner.api.outputs import AdvicePool, NodePoolAdvice, SpotAdvice
 from joiner.api.requirements import Requirement
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.reservations import CapacityReservation
+from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.simulated.market import (
     HOURS_PER_MONTH,
     MEAN_SEVERITY,
@@ -90,7 +95,8 @@ def advise(
     )
     pools = {p.name: p for p in m.nodepools}
     launched: dict[str, list[tuple[Instance, int]]] = {name: [] for name in sorted(pools)}
-    estimated = False
+    running = _take_over_running(m, cloud, pools, launched, warnings)
+    estimated = any(i.offering.price_estimated for nodes in launched.values() for i, _ in nodes)
     for claim in plan.nodeClaims:
         pool = pools[claim.nodePool]
         types = {t.name: t for t in cloud.get_instance_types(pool.node_class_ref.name)}
@@ -117,7 +123,9 @@ def advise(
             offered = cloud.get_instance_types(pools[name].node_class_ref.name)
         except CloudProviderError:
             offered = []  # build_plan already warned about the NodeClass
-        out.append(_nodepool_advice(pools[name], launched[name], offered, market))
+        out.append(
+            _nodepool_advice(pools[name], launched[name], offered, market, running.get(name, 0))
+        )
     note = ""
     od = catalog.on_demand_price(region, "m5.large")
     if od is not None and od.estimated:
@@ -133,13 +141,64 @@ def advise(
     )
 
 
+def _take_over_running(
+    m: ManifestSet,
+    cloud: SimulatedCloudProvider,
+    pools: dict[str, NodePool],
+    nodes: dict[str, list[tuple[Instance, int]]],
+    warnings: list[str],
+) -> dict[str, int]:
+    """Adopt each Node of ``m`` a NodePool of ``pools`` manages into ``cloud`` (step 1 of
+    the module docstring), appending it with its pod count (bound, not terminal, not a
+    DaemonSet's) to ``nodes[pool]``; returns the running nodes per NodePool. A Node being
+    deleted is left out; one whose instance type, zone or offering is unknown is left out
+    with a warning."""
+    pods: dict[str, int] = {}
+    for p in m.pods:
+        daemon = p.owner is not None and p.owner.startswith("DaemonSet/")
+        if p.node_name is not None and not p.terminal and not daemon:
+            pods[p.node_name] = pods.get(p.node_name, 0) + 1
+    running: dict[str, int] = {}
+    for n in sorted(m.nodes, key=lambda n: n.name):
+        pool = pools.get(n.nodepool or "")
+        if pool is None or n.deleting:
+            continue
+        inst = _adopt(cloud, pool, n)
+        if isinstance(inst, str):
+            warnings.append(f"NodePool {pool.name}: running node {n.name} is left out: {inst}")
+            continue
+        nodes[pool.name].append((inst, pods.get(n.name, 0)))
+        running[pool.name] = running.get(pool.name, 0) + 1
+    return running
+
+
+def _adopt(cloud: SimulatedCloudProvider, pool: NodePool, n: ClusterNode) -> Instance | str:
+    """Node ``n`` of ``pool`` as an instance of ``cloud`` (from its instance-type, zone and
+    capacity-type labels; on-demand when it has none), or why it cannot be."""
+    node_labels = dict(n.labels)
+    type_name = node_labels.get(labels.INSTANCE_TYPE, "")
+    zone = node_labels.get(labels.ZONE, "")
+    capacity_type = node_labels.get(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
+    try:
+        types = {t.name: t for t in cloud.get_instance_types(pool.node_class_ref.name)}
+        it = types.get(type_name)
+        if it is None:
+            return f"instance type {type_name!r} is not offered to it"
+        instance_id = (n.provider_id or "").rsplit("/", 1)[-1] or f"i-{n.name}"
+        return cloud.adopt(it, zone, capacity_type, instance_id)
+    except CloudProviderError as exc:
+        return str(exc)
+
+
 def _nodepool_advice(
     pool: NodePool,
     nodes: list[tuple[Instance, int]],
     instance_types: list[InstanceType],
     market: SpotMarket,
+    running: int = 0,
 ) -> NodePoolAdvice:
-    """One NodePool's advice from its launched nodes (with their pod counts)."""
+    """One NodePool's advice from its nodes (with their pod counts): the ``running`` it
+    already has, then those one provisioning round launches."""
     name = pool.name
     spot_reqs = pool.requirements.add(
         Requirement.in_(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_SPOT)
@@ -212,6 +271,7 @@ def _nodepool_advice(
         spotInstanceTypes=len(spot_types),
         spotPools=len(spot_pools),
         nodes=total,
+        runningNodes=running,
         spotNodes=sum(1 for i, _ in nodes if i.offering.capacity_type == labels.CAPACITY_TYPE_SPOT),
         pods=sum(p for _, p in nodes),
         largestPoolShare=round(share, 4),
