@@ -106,21 +106,35 @@ def print_warnings(warnings: list[str], *, verbose: bool = False) -> None:
         err.print(f"[bold yellow]warning:[/] {printable(text)}", highlight=False, soft_wrap=True)
 
 
+#: The narrowest a prose last column (``print_table(prose_last=True)``) is wrapped to.
+PROSE_MIN_WIDTH = 30
+
+
 def print_table(
-    title: str, columns: list[tuple[str, str]], rows: list[list[str]], *, console: Console = out
+    title: str,
+    columns: list[tuple[str, str]],
+    rows: list[list[str]],
+    *,
+    console: Console = out,
+    prose_last: bool = False,
 ) -> None:
     """A table whose cells are never cut or folded, at any width.
 
     ``columns`` are (header, justify) pairs, ``rows`` plain text (escaped here, control
     characters replaced). When the table fits the console (80 columns when stdout is not a
     terminal) it is drawn with a header rule; otherwise each row is printed as a record of
-    ``header: value`` lines, so no name is ever broken in the middle.
+    ``header: value`` lines, so no name is ever broken in the middle. ``prose_last``: the
+    last column is sentences, which may wrap at spaces (to ``PROSE_MIN_WIDTH`` columns at
+    the narrowest), so the table stays a table where its other columns fit.
     """
     from rich import box
     from rich.table import Table
 
     cells = [[printable(c) for c in row] for row in rows]
     widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, (h, _) in enumerate(columns)]
+    if prose_last:
+        room = console.width - sum(widths[:-1]) - 2 * (len(columns) - 1)
+        widths[-1] = min(widths[-1], max(room, PROSE_MIN_WIDTH))
     if sum(widths) + 2 * (len(columns) - 1) <= console.width:
         table = Table(
             title=printable(title),
@@ -130,8 +144,15 @@ def print_table(
             padding=(0, 1),
             collapse_padding=True,
         )
-        for (header, justify), width in zip(columns, widths, strict=True):
-            table.add_column(header, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+        for i, ((header, justify), width) in enumerate(zip(columns, widths, strict=True)):
+            prose = prose_last and i == len(columns) - 1
+            table.add_column(
+                header,
+                justify=justify,  # type: ignore[arg-type]
+                no_wrap=not prose,
+                min_width=width,
+                max_width=width if prose else None,
+            )
         for row in cells:
             table.add_row(*row)
         console.print(table)

@@ -47,7 +47,10 @@ def print_explain(histories: Mapping[str, Mapping[str, Any]], *, by_pass: bool =
         title = f"{node}: disruption verdict changes"
         first = ("pass" if by_pass else "time", "right")
         print_table(
-            title, [first, ("method", "left"), ("verdict", "left"), ("reason", "left")], rows
+            title,
+            [first, ("method", "left"), ("verdict", "left"), ("reason", "left")],
+            rows,
+            prose_last=True,
         )
         if history["omitted"]:
             out.print(

@@ -38,3 +38,35 @@ def test_a_labelled_first_column_keeps_its_header_in_records():
         20, columns=[("variant", "left"), ("cost (USD)", "right")], rows=[["a" * 30, "1"]]
     )
     assert f"- variant: {'a' * 30}" in text.splitlines()
+
+
+def test_a_prose_last_column_wraps_so_the_table_stays_a_table():
+    """Regression: ``--explain``'s reason column pushed the table past 80 columns, so one
+    node's history printed as a table and the next as records; prose now wraps at spaces."""
+    reason = "NodePool default budget (nodes=10%) allows 0 more Underutilized disruptions"
+    columns = [("pass", "right"), ("method", "left"), ("reason", "left")]
+    buf = io.StringIO()
+    print_table(
+        "n1",
+        columns,
+        [["1", "MultiNodeConsolidation", reason]],
+        console=Console(file=buf, width=60),
+        prose_last=True,
+    )
+    text = buf.getvalue()
+    assert "- pass: 1" not in text and "MultiNodeConsolidation" in text
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= 60
+    words = " ".join(
+        line.split("MultiNodeConsolidation")[-1].strip() for line in text.splitlines()[3:]
+    )
+    assert " ".join(words.split()) == reason
+    # The other columns are never cut: too narrow for them, it is records again.
+    narrow = io.StringIO()
+    print_table(
+        "n1",
+        columns,
+        [["1", "M" * 50, reason]],
+        console=Console(file=narrow, width=60),
+        prose_last=True,
+    )
+    assert "- pass: 1" in narrow.getvalue()
