@@ -157,3 +157,16 @@ def test_a_claim_bound_after_the_pod_was_counted_narrows_its_zone() -> None:
     h.feed.deliver(kube.PV, "ADDED", [_doc(kube.PV, _pv("us-east-1b"))])
     h.feed.deliver(kube.PVC, "MODIFIED", [_doc(kube.PVC, _pvc(volume="pv-1"))])
     assert _launched_zones(h) == ["us-east-1b"]
+
+
+def test_a_pod_annotated_after_it_was_counted_keeps_its_volume_zone() -> None:
+    """An annotation the feed follows (pod-deletion-cost) gives the pod a new template: its
+    volume topology goes with it."""
+    h = _started((kube.PVC, _pvc(volume="pv-1")), (kube.PV, _pv("us-east-1c")))
+    h.feed.deliver(kube.POD, "ADDED", [_db_pod()])
+    before = h.state.pods["u1"].template
+    annotated = _db_pod()
+    annotated["metadata"]["annotations"] = {"controller.kubernetes.io/pod-deletion-cost": "5"}
+    h.feed.deliver(kube.POD, "MODIFIED", [annotated])
+    assert h.state.pods["u1"].template is not before
+    assert _launched_zones(h) == ["us-east-1c"]
