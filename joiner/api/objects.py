@@ -348,6 +348,8 @@ class PersistentVolumeClaim:
     source: Source
     storage_class: str | None = None
     volume_name: str | None = None
+    #: ``metadata.deletionTimestamp`` is set (a pod may not start using it).
+    deleting: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,6 +360,8 @@ class PersistentVolume:
     source: Source
     storage_class: str | None = None
     node_affinity: tuple[Requirements, ...] = ()
+    #: ``metadata.deletionTimestamp`` is set.
+    deleting: bool = False
 
 
 @dataclass(frozen=True, slots=True)

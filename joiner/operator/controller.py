@@ -6,7 +6,8 @@ Reading this file shows the whole running system:
 * ``WallClock`` implements the Clock port with ``loop.call_later``; time is seconds since
   the controller started (``time.monotonic``).
 * Informers (``cluster/kube/informer.py``, one thread per kind) list and watch NodePools,
-  EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets and PDBs; their deliveries are
+  EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets, PDBs, PersistentVolumeClaims,
+  PersistentVolumes and StorageClasses (volume topology, as ``joiner plan``); their deliveries are
   forwarded to the loop (``call_soon_threadsafe``), where ``ClusterFeed`` turns them into
   ``ClusterState``. Every controller runs on the loop's thread only.
 * The controllers are the simulation's, from the same ``operator/composition.py``
@@ -102,6 +103,9 @@ WATCHED = (
     kube.POD,
     kube.DAEMONSET,
     kube.PDB,
+    kube.PVC,
+    kube.PV,
+    kube.STORAGECLASS,
 )
 
 

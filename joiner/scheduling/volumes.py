@@ -6,11 +6,16 @@ restricts the node to those terms; an unbound claim whose StorageClass lists
 ``allowedTopologies`` restricts it to those. Several volumes combine as a cross product of
 their alternatives. These requirements go on the NodeClaim only, never into the pod's own
 affinity, so topology counting is unchanged.
+
+A pod whose claims cannot be used yet is no demand at all (``MissingVolumeError``): a claim
+or its bound volume missing or being deleted, or an unbound claim that names no
+StorageClass, names one that does not exist, or whose StorageClass binds ``Immediate``ly
+(the volume is made, in a zone of its own choosing, before the pod may schedule).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from joiner.api.objects import PersistentVolume, PersistentVolumeClaim, PodTemplate, StorageClass
 from joiner.api.requirements import Requirements
@@ -18,9 +23,14 @@ from joiner.api.requirements import Requirements
 #: Cap on the alternatives a pod's volumes may produce (a cross product can explode).
 MAX_ALTERNATIVES = 64
 
+#: ``StorageClass.volumeBindingMode`` that binds (and provisions) a claim on its creation.
+IMMEDIATE = "Immediate"
+
 
 class MissingVolumeError(Exception):
-    """A pod mounts a claim (or a bound volume) that does not exist: it cannot schedule."""
+    """A pod mounts a claim that cannot be used yet (missing, being deleted, or unbound and
+    not bindable when the pod schedules): the pod cannot schedule, and is not provisioned
+    for."""
 
 
 def volume_terms(
@@ -31,8 +41,14 @@ def volume_terms(
 ) -> tuple[Requirements, ...]:
     """The node requirements ``t``'s volumes impose, as alternatives; empty for none.
 
+    Karpenter ``pkg/controllers/provisioning/scheduling/volumetopology.go``
+    ``GetRequirements`` (the alternatives) and ``ValidatePersistentVolumeClaims`` (the
+    claims it refuses, which ``Provisioner.Validate`` drops from the pass).
+
     Raises:
-        MissingVolumeError: a claim, or the volume a claim is bound to, is missing.
+        MissingVolumeError: a claim, or the volume a claim is bound to, is missing or being
+            deleted; or an unbound claim names no StorageClass, a missing one, or one whose
+            ``volumeBindingMode`` is ``Immediate``.
     """
     if not t.volume_claims:
         return ()
@@ -44,17 +60,60 @@ def volume_terms(
         claim = claims.get((t.namespace, name))
         if claim is None:
             raise MissingVolumeError(f"PersistentVolumeClaim {t.namespace}/{name} does not exist")
-        alternatives: tuple[Requirements, ...] = ()
+        if claim.deleting:
+            raise MissingVolumeError(f"PersistentVolumeClaim {_key(claim)} is being deleted")
         if claim.volume_name:
-            volume = volumes.get(claim.volume_name)
-            if volume is None:
-                raise MissingVolumeError(
-                    f"PersistentVolumeClaim {t.namespace}/{name} is bound to PersistentVolume "
-                    f"{claim.volume_name}, which does not exist"
-                )
-            alternatives = volume.node_affinity
-        elif claim.storage_class and claim.storage_class in classes:
-            alternatives = classes[claim.storage_class].allowed_topologies
+            alternatives = _bound_terms(claim, volumes)
+        else:
+            alternatives = _unbound_terms(claim, classes)
         if alternatives:
             combos = [c.merge(a) for c in combos for a in alternatives][:MAX_ALTERNATIVES]
     return tuple(c for c in combos if c) or ()
+
+
+def _key(claim: PersistentVolumeClaim) -> str:
+    return f"{claim.namespace}/{claim.name}"
+
+
+def _bound_terms(
+    claim: PersistentVolumeClaim, volumes: Mapping[str, PersistentVolume]
+) -> tuple[Requirements, ...]:
+    """A bound claim's volume's node affinity (Karpenter ``validateVolume``: it must exist
+    and not be being deleted)."""
+    volume = volumes.get(claim.volume_name or "")
+    if volume is None:
+        raise MissingVolumeError(
+            f"PersistentVolumeClaim {_key(claim)} is bound to PersistentVolume "
+            f"{claim.volume_name}, which does not exist"
+        )
+    if volume.deleting:
+        raise MissingVolumeError(
+            f"PersistentVolumeClaim {_key(claim)} is bound to PersistentVolume "
+            f"{claim.volume_name}, which is being deleted"
+        )
+    return volume.node_affinity
+
+
+def _unbound_terms(
+    claim: PersistentVolumeClaim, classes: Mapping[str, StorageClass]
+) -> tuple[Requirements, ...]:
+    """An unbound claim's StorageClass's allowed topologies; the claim must name a
+    StorageClass that exists and waits for the first consumer (Karpenter
+    ``ValidatePersistentVolumeClaims``; kube-scheduler's VolumeBinding refuses an unbound
+    ``Immediate`` claim alike)."""
+    if not claim.storage_class:
+        raise MissingVolumeError(
+            f"PersistentVolumeClaim {_key(claim)} is not bound and names no StorageClass"
+        )
+    storage_class = classes.get(claim.storage_class)
+    if storage_class is None:
+        raise MissingVolumeError(
+            f"PersistentVolumeClaim {_key(claim)} names StorageClass {claim.storage_class}, "
+            "which does not exist"
+        )
+    if storage_class.volume_binding_mode == IMMEDIATE:
+        raise MissingVolumeError(
+            f"PersistentVolumeClaim {_key(claim)} is not bound yet and StorageClass "
+            f"{claim.storage_class} binds Immediate: the pod waits until it is bound"
+        )
+    return storage_class.allowed_topologies

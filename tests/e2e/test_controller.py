@@ -527,3 +527,91 @@ def test_simulated_cloud_refuses_a_cluster_with_nodes_kwok_does_not_manage(
             assert proc.stop() == 0, proc.tail()
     finally:
         cluster.client.delete(Node, real)
+
+
+def test_a_pod_on_a_zonal_volume_gets_a_node_in_the_volume_zone(
+    kubeconfig: Path, tmp_path: Path, cluster: Cluster, controllers: list[ControllerProcess]
+) -> None:
+    """A PersistentVolume pinned to one zone (node affinity), a claim bound to it and a
+    WaitForFirstConsumer StorageClass: the controller watches all three and launches the
+    pod's NodeClaim in the volume's zone, where kube-scheduler binds the pod."""
+    from joinerctl import NODEPOOL_LABEL
+    from lightkube.resources.core_v1 import PersistentVolume
+    from lightkube.resources.storage_v1 import StorageClass
+
+    zone = "us-east-1d"
+    name = cluster.name
+    cluster.apply(nodepool_doc(name, requirements=SPOT_OR_OD))
+    start(controllers, kubeconfig, tmp_path, cluster)
+    volume = {"storageClassName": name, "accessModes": ["ReadWriteOnce"]}
+    try:
+        cluster.apply(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {"name": name},
+                "provisioner": "kubernetes.io/no-provisioner",
+                "volumeBindingMode": "WaitForFirstConsumer",
+            }
+        )
+        term = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}
+        cluster.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": name},
+                "spec": {
+                    **volume,
+                    "capacity": {"storage": "1Gi"},
+                    "hostPath": {"path": f"/tmp/{name}"},
+                    "nodeAffinity": {
+                        "required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}
+                    },
+                },
+            }
+        )
+        cluster.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "data", "namespace": name},
+                "spec": {
+                    **volume,
+                    "volumeName": name,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        )
+        cluster.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "db", "namespace": name, "labels": {"app": "db"}},
+                "spec": {
+                    "nodeSelector": {NODEPOOL_LABEL: name},
+                    "terminationGracePeriodSeconds": 0,
+                    "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "registry.invalid/pause:3.10",
+                            "resources": {"requests": {"cpu": "1", "memory": "256Mi"}},
+                        }
+                    ],
+                },
+            }
+        )
+        (pod,) = wait_for("the db pod running", lambda: cluster.running("db", 1), 120)
+        claims, nodes = wait_for("NodeClaims and Nodes match", cluster.consistent, 60)
+        assert len(claims) == 1 and nodes == {pod.spec.nodeName}
+        (claim,) = cluster.nodeclaims()
+        assert claim.metadata.labels["topology.kubernetes.io/zone"] == zone
+        (node,) = cluster.nodes()
+        assert node.metadata.labels["topology.kubernetes.io/zone"] == zone
+    finally:
+        for res in (PersistentVolume, StorageClass):
+            try:
+                cluster.client.delete(res, name)
+            except ApiError as exc:
+                if exc.status.code != 404:
+                    raise

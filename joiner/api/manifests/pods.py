@@ -457,6 +457,7 @@ def pvc(doc: m.PersistentVolumeClaim, file: str) -> o.PersistentVolumeClaim:
         source=o.Source(file, "PersistentVolumeClaim", f"{ns}/{doc.metadata.name}", doc.apiVersion),
         storage_class=doc.spec.storageClassName,
         volume_name=doc.spec.volumeName,
+        deleting=doc.metadata.deletionTimestamp is not None,
     )
 
 
@@ -481,6 +482,7 @@ def pv(doc: m.PersistentVolume, file: str) -> o.PersistentVolume:
         source=o.Source(file, "PersistentVolume", doc.metadata.name, doc.apiVersion),
         storage_class=doc.spec.storageClassName,
         node_affinity=tuple(terms),
+        deleting=doc.metadata.deletionTimestamp is not None,
     )
 
 

@@ -76,6 +76,9 @@ POD = Kind(Pod, "v1", "Pod")
 NODE = Kind(Node, "v1", "Node")
 DAEMONSET = Kind(DaemonSet, "apps/v1", "DaemonSet")
 PDB = Kind(PodDisruptionBudget, "policy/v1", "PodDisruptionBudget")
+PVC = Kind(PersistentVolumeClaim, "v1", "PersistentVolumeClaim")
+PV = Kind(PersistentVolume, "v1", "PersistentVolume")
+STORAGECLASS = Kind(StorageClass, "storage.k8s.io/v1", "StorageClass")
 #: What ``joiner plan``/``disrupt --kubeconfig`` read (workloads add missing replicas).
 PLAN_KINDS = (
     NODEPOOL,
@@ -88,9 +91,9 @@ PLAN_KINDS = (
     Kind(Job, "batch/v1", "Job"),
     DAEMONSET,
     PDB,
-    Kind(PersistentVolumeClaim, "v1", "PersistentVolumeClaim"),
-    Kind(PersistentVolume, "v1", "PersistentVolume"),
-    Kind(StorageClass, "storage.k8s.io/v1", "StorageClass"),
+    PVC,
+    PV,
+    STORAGECLASS,
     # Workload templates name PriorityClasses; admission resolves them (api.manifests.priority).
     Kind(PriorityClass, "scheduling.k8s.io/v1", "PriorityClass"),
 )

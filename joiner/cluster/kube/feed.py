@@ -14,6 +14,13 @@ controllers share, through the same manifest loader as files
   ``deletionTimestamp`` or disappear. A pod deleted in state is never resurrected by a stale
   event. Its ``karpenter.sh/do-not-disrupt`` and ``controller.kubernetes.io/pod-deletion-cost``
   annotations follow the API (they may be set on a running pod).
+* PersistentVolumeClaims, PersistentVolumes and StorageClasses (``volumefeed.VolumeCache``):
+  each pod's volumes give its node requirements as ``joiner plan`` reads them
+  (``scheduling.volumes.volume_terms``), read again on every change of these kinds. An
+  unbound pod whose claims cannot be used yet (missing, being deleted, or unbound with an
+  ``Immediate`` StorageClass: Karpenter ``Provisioner.Validate`` ignores it) waits outside
+  the state and joins it (``on_pending``) once they can, after a volume or a pod change.
+  A pod already counted whose volume goes away keeps the topology it had.
 * Nodes: a Node whose ``spec.providerID`` is a live NodeClaim's instance registers it
   (``Lifecycle.register``; the actuator then removes ``karpenter.sh/unregistered``), and its
   Ready condition, once the known ephemeral taints are gone too (``not-ready``,
@@ -67,7 +74,7 @@ from joiner.api.clock import Clock
 from joiner.api.errors import InputError
 from joiner.api.logkeys import log_keys
 from joiner.api.manifests import ManifestSet, load_documents
-from joiner.api.objects import StandalonePod, Taint, lifecycle_taints
+from joiner.api.objects import PodTemplate, StandalonePod, Taint, lifecycle_taints
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import CloudProviderError, Instance
 from joiner.cluster.kube.client import (
@@ -81,7 +88,9 @@ from joiner.cluster.kube.client import (
     POD,
     Kind,
 )
+from joiner.cluster.kube.volumefeed import VOLUME_KINDS, VolumeCache
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.scheduling.volumes import MissingVolumeError
 from joiner.state.cluster import ClusterState, Node, NodeClaim, NodeCondition, Pod
 
 log = logging.getLogger(__name__)
@@ -184,6 +193,10 @@ class ClusterFeed:
         #: A live NodeClaim's object was deleted by someone else (``kubectl delete``).
         self.on_claim_deleted: list[Callable[[NodeClaim], None]] = []
         self._running: set[str] = set()
+        #: The cluster's claims, volumes and StorageClasses.
+        self.volumes = VolumeCache(source)
+        #: Unbound pods waiting for their volumes (uid -> their document and why).
+        self.held: dict[str, tuple[dict[str, Any], str]] = {}
 
     # -- the cache ----------------------------------------------------------------------
 
@@ -194,8 +207,18 @@ class ClusterFeed:
         cache = self.docs.setdefault(kind.kind, {})
         before = dict(cache)
         changes = self._update_cache(kind, event, docs, cache)
-        if not self.started:
-            return
+        if kind.kind in VOLUME_KINDS:
+            for ev, d in changes:
+                self.volumes.apply(kind.kind, ev, key_of(d), d)
+            if self.started and changes:
+                self._volumes_changed()
+        elif self.started:
+            self._apply(kind, changes, before)
+
+    def _apply(
+        self, kind: Kind, changes: list[tuple[str, dict[str, Any]]], before: dict[str, Any]
+    ) -> None:
+        """Apply one delivery's changes of ``kind`` (not a volume kind) to the state."""
         if kind.kind in CONFIG_KINDS:
             if any(self._spec_changed(ev, d, before) for ev, d in changes):
                 self.reload_config()
@@ -434,6 +457,7 @@ class ClusterFeed:
         now = self._clock.now()
         existing = self._state.pods.get(uid)
         if event == "DELETED":
+            self.held.pop(uid, None)
             if existing is not None and existing.deleted_at_s is None:
                 self._gone(existing, now)
             return
@@ -446,6 +470,8 @@ class ClusterFeed:
             return
         p = loaded[0]
         if existing is None:
+            if self._waits_for_volumes(uid, p, doc):
+                return
             existing = self._new_pod(uid, p, now)
             if existing is None:
                 return
@@ -480,6 +506,7 @@ class ClusterFeed:
             dict(p.annotations).get(labels.DO_NOT_DISRUPT)
         )
         self._state.pods[uid] = pod
+        self._note_volumes(pod.template)
         self._state.touch()
         if p.node_name is None:
             for listener in self.on_pending:
@@ -515,8 +542,66 @@ class ClusterFeed:
             self._state.touch()
         now = (p.template.deletion_cost, p.template.do_not_disrupt)
         if now != (pod.template.deletion_cost, pod.template.do_not_disrupt):
-            pod.template = replace(pod.template, deletion_cost=now[0], do_not_disrupt=now[1])
+            old = pod.template
+            pod.template = replace(old, deletion_cost=now[0], do_not_disrupt=now[1])
+            if old in self._state.volume_terms:
+                self._state.volume_terms[pod.template] = self._state.volume_terms[old]
             self._state.touch()
+
+    # -- volumes --------------------------------------------------------------------------
+
+    def _waits_for_volumes(self, uid: str, p: StandalonePod, doc: dict[str, Any]) -> bool:
+        """An unbound, provisionable pod whose claims cannot be used yet is held (``held``)
+        and not counted: Karpenter ``Provisioner.Validate`` ignores it
+        (``volumetopology.go`` ``ValidatePersistentVolumeClaims``). The reason is logged
+        when it changes."""
+        before = self.held.pop(uid, None)
+        if p.node_name is not None or p.terminal or not p.provisionable:
+            return False
+        try:
+            self.volumes.terms(p.template)
+        except MissingVolumeError as exc:
+            reason = str(exc)
+            if before is None or before[1] != reason:
+                log.info("ignoring pod %s: %s", p.key, reason, extra=log_keys(Pod=p.key))
+            self.held[uid] = (doc, reason)
+            return True
+        return False
+
+    def _note_volumes(self, t: PodTemplate) -> None:
+        """Record ``t``'s volume topology in the state; a bound pod's volume that cannot
+        be read leaves it without one."""
+        if not t.volume_claims or t in self._state.volume_terms:
+            return
+        try:
+            terms = self.volumes.terms(t)
+        except MissingVolumeError:
+            return
+        if terms:
+            self._state.volume_terms[t] = terms
+
+    def _volumes_changed(self) -> None:
+        """A claim, volume or StorageClass changed: every live pod's volume topology is
+        read again (a pod's volume that went away keeps what it had), then each held pod
+        is tried again and joins the state once its volumes can be used."""
+        st = self._state
+        kept = st.volume_terms
+        fresh: dict[PodTemplate, tuple[Requirements, ...]] = {}
+        for pod in st.live_pods():
+            t = pod.template
+            if not t.volume_claims or t in fresh:
+                continue
+            try:
+                terms = self.volumes.terms(t)
+            except MissingVolumeError:
+                terms = kept.get(t, ())
+            if terms:
+                fresh[t] = terms
+        if fresh != kept:
+            st.volume_terms = fresh
+            st.touch()
+        for doc, _ in list(self.held.values()):
+            self._pod("MODIFIED", doc)
 
     def _gone(self, pod: Pod, now: float) -> None:
         self._state.pod_event(pod, now)
