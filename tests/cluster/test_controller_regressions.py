@@ -116,7 +116,8 @@ def test_missing_lease_namespace_is_one_error_naming_the_fix_and_recovers(
     assert len(errors) == 1, errors
     assert "namespace 'joiner' does not exist" in errors[0]
     assert "kubectl create namespace joiner" in errors[0]
-    assert "deploy/" in errors[0] and "leaderElection.namespace" in errors[0]
+    assert "helm install joiner deploy/chart -n joiner --create-namespace" in errors[0]
+    assert "leaderElection.namespace" in errors[0]
     assert not any(r.levelno == logging.WARNING for r in caplog.records)
     assert len(problems) == 4 and all(p is not None for p in problems)
     assert elector.problem is None and elector.leader  # created once the namespace exists
