@@ -322,7 +322,7 @@ def test_install_crds_help_and_print_match_the_chart_and_karpenters_files() -> N
         head, _, body = (chart / name).read_text().partition("\n")
         src = sources[name]
         assert head == f"# Source: {src['module']} {src['version']} {src['path']}, unchanged."
-        assert body == (vendored / name).read_text(), name
+        assert body == (vendored / name).read_text(), f"{name}: rerun tools/refresh_schemas.py"
     assert sources["karpenter.sh_nodepools.yaml"]["module"] == "sigs.k8s.io/karpenter"
     assert sources["karpenter.k8s.aws_ec2nodeclasses.yaml"]["module"] == (
         "github.com/aws/karpenter-provider-aws"
