@@ -20,6 +20,10 @@ differential and end-to-end tests run:
   bytes).
 * ``sources.json`` records module, version and file of each; ``SOURCES.md`` says the same
   for people.
+* The Helm chart's ``deploy/chart/crds/`` (the CRDs ``joiner install-crds`` installs:
+  NodePool, NodeClaim, EC2NodeClass): each vendored file after one line naming its module,
+  version and path (``joiner.cluster.kube.crds.crd_file_text``; a test keeps them equal).
+  Written only when ``--out`` is the package's own directory.
 
 Modules are located with ``go mod download -json`` (a warm module cache needs no network).
 """
@@ -51,6 +55,14 @@ CRDS = (
     (KARPENTER, "pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml"),
     (KARPENTER, "kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml"),
     (KARPENTER_AWS, "pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml"),
+)
+
+#: The Helm chart's CRD directory and the vendored CRDs it holds (``joiner install-crds``).
+CHART_CRDS = ROOT / "deploy" / "chart" / "crds"
+INSTALLED = (
+    "karpenter.sh_nodepools.yaml",
+    "karpenter.sh_nodeclaims.yaml",
+    "karpenter.k8s.aws_ec2nodeclasses.yaml",
 )
 
 #: (apiVersion, kind, OpenAPI v3 file of k8s.io/kubernetes) of each core kind Joiner reads.
@@ -196,8 +208,17 @@ def core_schemas(spec_dir: Path) -> dict[str, Any]:
     return {"kinds": kinds, "schemas": kept}
 
 
+def write_chart_crds(out: Path, sources: list[dict[str, str]]) -> None:
+    """Write ``CHART_CRDS``: each of ``INSTALLED`` from ``out`` after its source line."""
+    for s in sources:
+        if s["file"] in INSTALLED:
+            header = f"# Source: {s['module']} {s['version']} {s['path']}, unchanged.\n"
+            (CHART_CRDS / s["file"]).write_text(header + (out / s["file"]).read_text())
+
+
 def main() -> None:
-    """Write the vendored schemas, ``sources.json`` and ``SOURCES.md`` to ``--out``."""
+    """Write the vendored schemas, ``sources.json`` and ``SOURCES.md`` to ``--out`` (and,
+    when that is the package's directory, the chart's CRDs)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -244,6 +265,8 @@ def main() -> None:
         f"| `{s['file']}` | `{s['module']}` | {s['version']} | {s['path']} |" for s in sources
     ]
     (out / "SOURCES.md").write_text("\n".join(lines) + "\n")
+    if out.resolve() == OUT.resolve():
+        write_chart_crds(out, sources)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ def install_crds(
         bool, typer.Option("--print", help="Print the CRDs as YAML instead of applying them.")
     ] = False,
 ) -> None:
-    """Install (server-side apply) the NodePool, NodeClaim and EC2NodeClass CRDs, whose
-    schemas are generated from Joiner's manifest models; or print them (deploy/crds/)."""
+    """Install (server-side apply) Karpenter's own NodePool, NodeClaim and EC2NodeClass
+    CRDs, at the version Joiner follows; or print them (the chart's crds/)."""
     from joiner.cluster.kube.crds import crds_yaml
     from joiner.operator.controller import install_crds as apply
 
@@ -41,8 +41,14 @@ def install_crds(
         sys.stdout.write(crds_yaml())
         return
     try:
-        for name in apply(kubeconfig, context):
-            out.print(f"customresourcedefinition {name} applied")
+        for name, applied in apply(kubeconfig, context):
+            if applied:
+                out.print(f"customresourcedefinition {name} applied")
+            else:
+                out.print(
+                    f"customresourcedefinition {name} unchanged: another installer's, "
+                    "identical to Joiner's"
+                )
     except InputError as exc:
         fail(exc)
 

@@ -570,10 +570,10 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         log.info("polling interruption queue %s", poller.queue_url)
 
 
-def install_crds(kubeconfig: Path | None, context: str | None = None) -> list[str]:
+def install_crds(kubeconfig: Path | None, context: str | None = None) -> list[tuple[str, bool]]:
     """Server-side apply the CRDs to the cluster kubectl would talk to (``kube.connect``:
     ``kubeconfig``, else ``$KUBECONFIG``, ``~/.kube/config``, in-cluster; ``context``);
-    returns their names.
+    returns each one's name and whether it was applied (``kube.apply_crds``).
 
     Raises:
         InputError: no kubeconfig found or it is unusable, or the API server refused a CRD.

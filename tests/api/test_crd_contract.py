@@ -124,8 +124,8 @@ def _bound_mismatches(schema: dict[str, Any], model: type[BaseModel], path: str)
     ],
 )
 def test_model_bounds_are_the_crds(kind, api_version, model):
-    """The models' bounds (which also write Joiner's own CRDs, ``joiner install-crds``) are
-    the vendored CRD's, so the two checks never disagree."""
+    """The models' bounds are the vendored CRD's (the ones ``joiner install-crds``
+    installs), so the two checks never disagree."""
     schema = openapi.schema_for(api_version, kind)
     assert schema is not None
     found = _bound_mismatches(schema.root["properties"]["spec"], model, "")

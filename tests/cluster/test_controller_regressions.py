@@ -1,10 +1,11 @@
 """Regressions from the controller-mode user trial: the Lease namespace missing, an
 unreachable API server (logged, /healthz, SIGTERM in --dry-run), errors that were
 tracebacks (ports in use, an unknown region, plan/disrupt against an unreachable server),
-and ``install-crds`` (help text, --print equal to deploy/crds/)."""
+and ``install-crds`` (help text, --print equal to the chart's crds/)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import socket
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import Status
 from typer.testing import CliRunner
@@ -115,7 +117,8 @@ def test_missing_lease_namespace_is_one_error_naming_the_fix_and_recovers(
     assert len(errors) == 1, errors
     assert "namespace 'joiner' does not exist" in errors[0]
     assert "kubectl create namespace joiner" in errors[0]
-    assert "deploy/" in errors[0] and "leaderElection.namespace" in errors[0]
+    assert "helm install joiner deploy/chart -n joiner --create-namespace" in errors[0]
+    assert "leaderElection.namespace" in errors[0]
     assert not any(r.levelno == logging.WARNING for r in caplog.records)
     assert len(problems) == 4 and all(p is not None for p in problems)
     assert elector.problem is None and elector.leader  # created once the namespace exists
@@ -335,7 +338,7 @@ def test_an_unreachable_server_is_an_error_naming_it(
 # -- 6. install-crds ------------------------------------------------------------------------
 
 
-def test_install_crds_help_and_print_match_deploy() -> None:
+def test_install_crds_help_and_print_match_the_chart_and_karpenters_files() -> None:
     runner = CliRunner()
     raw = runner.invoke(app, ["install-crds", "--help"]).output
     help_text = " ".join(raw.replace("│", " ").split())  # rich's box, folded lines joined
@@ -343,10 +346,28 @@ def test_install_crds_help_and_print_match_deploy() -> None:
     assert "Install the CRDs into the cluster of this kubeconfig" in help_text
     printed = runner.invoke(app, ["install-crds", "--print"])
     assert printed.exit_code == 0
-    # Byte for byte: each committed file after a document separator, in crd_documents order.
-    files = [CRD_FILES[d["spec"]["names"]["kind"]] for d in crd_documents()]
-    expected = "".join("---\n" + (REPO / "deploy" / "crds" / f).read_text() for f in files)
+    # Byte for byte: the chart's crds/ files, one after the other, NodePool first.
+    chart = REPO / "deploy" / "chart" / "crds"
+    assert sorted(p.name for p in chart.iterdir()) == sorted(CRD_FILES.values())
+    expected = "".join((chart / f).read_text() for f in CRD_FILES.values())
     assert printed.stdout == expected
+    # Each chart file is one line naming Karpenter's module, version and file, then the
+    # vendored file (tools/refresh_schemas.py copies it from that module), unchanged.
+    vendored = REPO / "joiner" / "api" / "schemas"
+    sources = {s["file"]: s for s in json.loads((vendored / "sources.json").read_text())}
+    for name in CRD_FILES.values():
+        head, _, body = (chart / name).read_text().partition("\n")
+        src = sources[name]
+        assert head == f"# Source: {src['module']} {src['version']} {src['path']}, unchanged."
+        assert body == (vendored / name).read_text(), f"{name}: rerun tools/refresh_schemas.py"
+    assert sources["karpenter.sh_nodepools.yaml"]["module"] == "sigs.k8s.io/karpenter"
+    assert sources["karpenter.k8s.aws_ec2nodeclasses.yaml"]["module"] == (
+        "github.com/aws/karpenter-provider-aws"
+    )
+    # What install-crds applies is those documents (plus its ownership label).
+    docs = [d for d in yaml.safe_load_all(printed.stdout) if d]
+    assert docs == crd_documents()
+    assert [d["spec"]["names"]["kind"] for d in docs] == list(CRD_FILES)
 
 
 def test_listing_from_something_that_is_not_an_api_server_is_a_located_error():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
 from typing import Any
 
@@ -11,7 +12,8 @@ from lightkube.models.meta_v1 import ManagedFieldsEntry, ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 from joiner.api.errors import InputError
-from joiner.cluster.kube.client import apply_crds, foreign_owner
+from joiner.cluster.kube.client import PART_OF_LABEL, apply_crds, foreign_owner, same_definition
+from joiner.cluster.kube.crds import crd_documents
 
 
 def _crd(name: str, **meta: Any) -> Any:
@@ -47,26 +49,64 @@ def test_owner_names() -> None:
     assert foreign_owner(ours) is None
 
 
-def test_crds_from_joiners_own_chart_are_accepted_others_from_helm_refused() -> None:
-    """Helm installs a chart's crds/ files as field manager ``helm`` with no release
-    annotations; Joiner's carry ``app.kubernetes.io/part-of: joiner`` and are its own."""
-    helm_fields = [ManagedFieldsEntry(manager="helm", operation="Update")]
-    chart = _crd(
-        "nodepools.karpenter.sh",
-        labels={"app.kubernetes.io/part-of": "joiner"},
-        managedFields=helm_fields,
+def _installed(doc: dict[str, Any], **meta: Any) -> Any:
+    """A CustomResourceDefinition as the API server returns it: ``doc``'s definition, with
+    the server's defaults and status, and the given metadata."""
+    crd = CustomResourceDefinition.from_dict(
+        {**doc, "spec": {**doc["spec"], "conversion": {"strategy": "None"}}}
     )
-    assert foreign_owner(chart) is None
+    crd.metadata = ObjectMeta(name=doc["metadata"]["name"], **meta)
+    return crd
+
+
+def test_crds_from_joiners_own_chart_are_left_as_they_are_others_from_helm_refused() -> None:
+    """Helm installs a chart's crds/ files as field manager ``helm`` with no release
+    annotations; Joiner's chart ships Karpenter's CRDs unchanged, so one that defines exactly
+    what Joiner would apply is left as it is; one of another Karpenter version is refused."""
+    helm_fields = [ManagedFieldsEntry(manager="helm", operation="Update")]
+    docs = {d["metadata"]["name"]: d for d in crd_documents()}
+    chart = _installed(docs["nodepools.karpenter.sh"], managedFields=helm_fields)
+    assert foreign_owner(chart) == "field manager helm"
+    assert same_definition(chart, docs["nodepools.karpenter.sh"])
     client = _FakeClient({"nodepools.karpenter.sh": chart})
-    assert len(apply_crds(client)) == 3
-    karpenters = _crd("nodepools.karpenter.sh", managedFields=helm_fields)
-    assert foreign_owner(karpenters) == "field manager helm"
+    assert apply_crds(client) == [
+        ("nodepools.karpenter.sh", False),
+        ("nodeclaims.karpenter.sh", True),
+        ("ec2nodeclasses.karpenter.k8s.aws", True),
+    ]
+    assert client.applied == ["nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"]
+    older = copy.deepcopy(docs["nodepools.karpenter.sh"])
+    older["spec"]["versions"][0]["additionalPrinterColumns"].pop()
+    karpenters = _installed(older, managedFields=helm_fields)
+    assert not same_definition(karpenters, docs["nodepools.karpenter.sh"])
+    refusing = _FakeClient({"nodepools.karpenter.sh": karpenters})
+    with pytest.raises(InputError, match=r"nodepools.karpenter.sh \(managed by field manager helm"):
+        apply_crds(refusing)
+    assert refusing.applied == []
+
+
+def test_a_helm_release_is_refused_even_when_identical_and_joiners_label_is_set() -> None:
+    doc = next(d for d in crd_documents() if d["metadata"]["name"] == "nodepools.karpenter.sh")
+    release = _installed(doc, annotations={"meta.helm.sh/release-name": "karpenter"})
+    with pytest.raises(InputError, match="Helm release karpenter"):
+        apply_crds(_FakeClient({"nodepools.karpenter.sh": release}))
+    # Joiner's label marks what it applied: the next install-crds recognises it as its own.
+    fresh = _FakeClient({})
+    apply_crds(fresh)
+    assert {c.metadata.labels[PART_OF_LABEL] for c in fresh.crds} == {"joiner"}
+    labelled = _installed(
+        doc,
+        labels={PART_OF_LABEL: "joiner"},
+        managedFields=[ManagedFieldsEntry(manager="helm", operation="Update")],
+    )
+    assert foreign_owner(labelled) is None
 
 
 class _FakeClient:
     def __init__(self, existing: dict[str, Any]) -> None:
         self.existing = existing
         self.applied: list[str] = []
+        self.crds: list[CustomResourceDefinition] = []
 
     def get(self, _kind: object, name: str) -> Any:
         if name not in self.existing:
@@ -78,6 +118,7 @@ class _FakeClient:
     def apply(self, crd: CustomResourceDefinition, **_kw: object) -> None:
         assert crd.metadata is not None
         self.applied.append(str(crd.metadata.name))
+        self.crds.append(crd)
 
 
 class _Response404:

@@ -1,7 +1,7 @@
 """The Helm chart (deploy/chart): Helm built from Go modules lints and renders it, the default
-renders ``--cloud aws``, the simulated cloud only when a value asks, its CRDs are Joiner's,
-and the rendered ServiceAccount, RBAC and settings apply to the test stack and grant what
-the controller needs and nothing more (issue 23)."""
+renders ``--cloud aws``, the simulated cloud only when a value asks, and the rendered
+ServiceAccount, RBAC and settings apply to the test stack and grant what the controller
+needs and nothing more (issue 23)."""
 
 from __future__ import annotations
 
@@ -58,18 +58,6 @@ def render(*sets: str, release: str = "joiner", namespace: str = NAMESPACE) -> l
 def _container_args(docs: list[dict[str, Any]]) -> list[str]:
     dep = next(d for d in docs if d["kind"] == "Deployment")
     return [str(a) for a in dep["spec"]["template"]["spec"]["containers"][0]["args"]]
-
-
-def test_chart_crds_are_joiners() -> None:
-    """deploy/chart/crds/ holds exactly deploy/crds/ (install-crds' output), so install-crds
-    recognises them by their app.kubernetes.io/part-of: joiner label."""
-    chart = sorted(p.name for p in (CHART / "crds").glob("*.yaml"))
-    raw = sorted(p.name for p in (REPO / "deploy" / "crds").glob("*.yaml"))
-    assert chart == raw
-    for name in chart:
-        text = (CHART / "crds" / name).read_text()
-        assert text == (REPO / "deploy" / "crds" / name).read_text(), name
-        assert yaml.safe_load(text)["metadata"]["labels"]["app.kubernetes.io/part-of"] == "joiner"
 
 
 @pytest.mark.e2e
@@ -293,3 +281,107 @@ def test_rendered_rbac_and_settings_apply_and_grant_only_what_joiner_needs(
     with pytest.raises(ApiError) as refused_lease:
         as_joiner.create(Lease(metadata=ObjectMeta(name="x", namespace="default")))
     assert refused_lease.value.status.code == 403
+
+
+#: The CRDs Joiner installs, by their vendored file: (group/version, plural, kind).
+INSTALLED = {
+    "karpenter.sh_nodepools.yaml": ("karpenter.sh/v1", "nodepools", "NodePool"),
+    "karpenter.sh_nodeclaims.yaml": ("karpenter.sh/v1", "nodeclaims", "NodeClaim"),
+    "karpenter.k8s.aws_ec2nodeclasses.yaml": (
+        "karpenter.k8s.aws/v1",
+        "ec2nodeclasses",
+        "EC2NodeClass",
+    ),
+}
+
+
+def _api(kubeconfig: Path) -> Any:
+    """An HTTP client (httpx, lightkube's transport) for the API server of ``kubeconfig``."""
+    from lightkube.config import client_adapter
+
+    return client_adapter.Client(
+        KubeConfig.from_file(kubeconfig).get(), client_adapter.ConnectionParams()
+    )
+
+
+@pytest.mark.e2e
+def test_kubectl_get_and_explain_show_karpenters_columns_and_descriptions(
+    admin: Client, kubeconfig: Path
+) -> None:
+    """With the CRDs ``joiner install-crds`` installed, the API server answers ``kubectl
+    get``'s Table request with Karpenter's printer columns and ``kubectl explain``'s OpenAPI
+    v3 request with Karpenter's field descriptions."""
+    http = _api(kubeconfig)
+    table = "application/json;as=Table;g=meta.k8s.io;v=v1"
+    schemas = REPO / "joiner" / "api" / "schemas"
+    for name, (group_version, plural, kind) in INSTALLED.items():
+        crd = yaml.safe_load((schemas / name).read_text())
+        columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+        resp = http.get(f"/apis/{group_version}/{plural}", headers={"Accept": table})
+        resp.raise_for_status()
+        body = resp.json()
+        assert body["kind"] == "Table", body
+        got = [(c["name"], c.get("priority", 0)) for c in body["columnDefinitions"]]
+        assert got == [("Name", 0)] + [(c["name"], c.get("priority", 0)) for c in columns], kind
+    resp = http.get("/apis/karpenter.sh/v1/nodepools", headers={"Accept": table})
+    default = [c["name"] for c in resp.json()["columnDefinitions"] if not c.get("priority")]
+    assert default == ["Name", "NodeClass", "Nodes", "Ready", "Age"]  # kubectl get nodepools
+    resp = http.get("/apis/karpenter.k8s.aws/v1/ec2nodeclasses", headers={"Accept": table})
+    rows = {r["cells"][0]: r["cells"] for r in resp.json()["rows"]}
+    assert "e2e" in rows  # the shared EC2NodeClass, as kubectl get lists it
+
+    for group_version, kind in (
+        ("karpenter.sh/v1", "NodePool"),
+        ("karpenter.sh/v1", "NodeClaim"),
+        ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+    ):
+        spec = _openapi_kind(http, group_version, kind)["properties"]["spec"]
+        assert spec.get("description"), kind  # kubectl explain <kind>.spec
+        fields = spec["properties"]
+        assert fields and all(f.get("description") for f in fields.values()), kind
+    pool = _openapi_kind(http, "karpenter.sh/v1", "NodePool")["properties"]["spec"]
+    policy = pool["properties"]["disruption"]["properties"]["consolidationPolicy"]
+    assert "consolidat" in policy["description"]
+
+    # Karpenter's CEL rules are enforced: a NodeClaim requiring the hostname is refused.
+    from joinerctl import NodeClaimRes
+
+    claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "cel-probe"},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "e2e"},
+            "requirements": [
+                {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["x"]}
+            ],
+        },
+    }
+    with pytest.raises(ApiError) as refused:
+        admin.create(NodeClaimRes.from_dict(claim), dry_run=True)
+    assert refused.value.status.code == 422
+    assert 'label "kubernetes.io/hostname" is restricted' in str(refused.value.status.message)
+    claim["spec"]["requirements"][0]["key"] = "topology.kubernetes.io/zone"
+    admin.create(NodeClaimRes.from_dict(claim), dry_run=True)  # the same claim otherwise
+
+
+def _openapi_kind(http: Any, group_version: str, kind: str) -> dict[str, Any]:
+    """The schema of ``kind`` in the API server's OpenAPI v3 document of ``group_version``,
+    once published (the API server builds a new CRD's document after it is served)."""
+    from joinerctl import wait_for
+
+    def published() -> dict[str, Any] | None:
+        resp = http.get(f"/openapi/v3/apis/{group_version}")
+        if resp.status_code in (404, 503) or (resp.is_success and not resp.content):
+            return None  # not published yet
+        resp.raise_for_status()
+        return next(
+            (
+                s
+                for s in resp.json()["components"]["schemas"].values()
+                if any(g["kind"] == kind for g in s.get("x-kubernetes-group-version-kind", []))
+            ),
+            None,
+        )
+
+    return wait_for(f"the OpenAPI v3 schema of {kind}", published, 60)

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from joinerctl import (
     ON_DEMAND_4CPU,
-    REPO,
     SPOT_4CPU,
     SPOT_OR_OD,
     Cluster,
@@ -34,7 +33,7 @@ from kubestack import NODE_MONITOR_GRACE_SECONDS, NODE_MONITOR_PERIOD_SECONDS
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Node, Pod, Secret
+from lightkube.resources.core_v1 import Namespace, Node, Pod, Secret
 from lightkube.types import PatchType
 
 pytestmark = pytest.mark.e2e
@@ -366,7 +365,7 @@ def test_leader_failover_and_restart_rebuild_state_without_duplicates_or_orphans
     assert not a2.leading() and _holder(cluster) == "joiner-b"
 
 
-def test_runs_with_the_deploy_service_account_and_nothing_more(
+def test_runs_with_the_charts_service_account_and_nothing_more(
     kubeconfig: Path,
     tmp_path: Path,
     admin: Client,
@@ -374,10 +373,16 @@ def test_runs_with_the_deploy_service_account_and_nothing_more(
     controllers: list[ControllerProcess],
 ) -> None:
     from joinerctl import service_account_token
-    from lightkube.codecs import load_all_yaml
+    from lightkube.codecs import from_dict
+    from test_chart import render
 
-    for obj in load_all_yaml((REPO / "deploy" / "rbac.yaml").read_text()):
-        admin.apply(obj, force=True)
+    # The chart's ServiceAccount and RBAC as `helm install joiner deploy/chart -n joiner`
+    # creates them (the chart is their only source).
+    admin.apply(Namespace(metadata=ObjectMeta(name="joiner")), force=True)
+    rbac = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+    for doc in render("cloud=simulated", namespace="joiner"):
+        if doc["kind"] in rbac:
+            admin.apply(from_dict(doc), force=True)
     token = service_account_token(admin, "joiner", "joiner")
     sa_kubeconfig = token_kubeconfig(kubeconfig, token, tmp_path / "joiner-sa.kubeconfig")
     as_joiner = Client(KubeConfig.from_file(sa_kubeconfig))

@@ -76,8 +76,8 @@ def test_the_version_has_one_source() -> None:
     assert dynamic == {"attr": "joiner.__version__"}
     chart = yaml.safe_load((REPO / "deploy" / "chart" / "Chart.yaml").read_text())
     assert chart["appVersion"] == joiner.__version__
-    deployment = (REPO / "deploy" / "deployment.yaml").read_text()
-    assert f"image: joiner:{joiner.__version__}\n" in deployment
+    values = yaml.safe_load((REPO / "deploy" / "chart" / "values.yaml").read_text())
+    assert values["image"]["tag"] == ""  # the image tag is the chart's appVersion
     dockerfile = (REPO / "deploy" / "Dockerfile").read_text()
     assert f"-t joiner:{joiner.__version__} " in dockerfile
 

@@ -84,8 +84,8 @@ class NodePoolSpec(Strict):
     disruption: Disruption = Field(default_factory=Disruption)
     limits: dict[str, Scalar] = Field(default_factory=dict)
     #: The bounds here are the vendored CRD's (``joiner.api.openapi`` checks them first;
-    #: ``tests/api/test_crd_contract.py`` keeps them equal): they also write Joiner's own
-    #: CRDs (``joiner install-crds``).
+    #: ``tests/api/test_crd_contract.py`` keeps them equal), which ``joiner install-crds``
+    #: installs.
     weight: StrictInt | None = Field(default=None, ge=1, le=100)
     #: A static NodePool's node count (karpenter.sh/v1 NodePool CRD: int64, minimum 0).
     replicas: StrictInt | None = Field(default=None, ge=0, le=INT64_MAX)

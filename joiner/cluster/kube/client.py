@@ -392,35 +392,48 @@ def _crd_not_installed(exc: httpx.HTTPError, kind: Kind) -> bool:
     )
 
 
-#: The label every CRD Joiner ships carries (deploy/crds, the chart's crds/).
+#: The label Joiner puts on every CRD it installs (``apply_crds``): the CRD is Joiner's own,
+#: whoever applies it next. The chart's ``crds/`` files are Karpenter's, unlabelled.
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 
 #: Field managers that are the API server's own bookkeeping, not an installer.
 _SERVER_MANAGERS = frozenset({"kube-apiserver", "kube-controller-manager"})
 
+#: The fields of a CRD's spec that define it (the API server defaults others, such as
+#: ``conversion``).
+_DEFINING = ("group", "names", "scope", "versions")
+
+
+def _helm_release(meta: Any) -> str | None:
+    """The Helm release that owns an object (the ``meta.helm.sh/release-name`` and
+    ``-namespace`` annotations Helm 3 sets), named, or None."""
+    annotations = dict(meta.annotations or {})
+    release = annotations.get("meta.helm.sh/release-name")
+    if not release:
+        return None
+    where = annotations.get("meta.helm.sh/release-namespace")
+    return f"Helm release {release}" + (f" in namespace {where}" if where else "")
+
 
 def foreign_owner(crd: Any) -> str | None:
     """Who else installed this CustomResourceDefinition, or None when only Joiner did.
 
-    Helm is named by its release (the ``meta.helm.sh/release-name`` and
-    ``-namespace`` annotations Helm 3 sets, or ``app.kubernetes.io/managed-by``); any other
-    installer by its field manager (``managedFields`` entries on the object itself, not its
-    status, from a manager other than ``joiner``).
+    Helm is named by its release (``_helm_release``, or ``app.kubernetes.io/managed-by``);
+    any other installer by its field manager (``managedFields`` entries on the object
+    itself, not its status, from a manager other than ``joiner``).
 
-    A CRD labelled ``app.kubernetes.io/part-of: joiner`` is Joiner's own, whoever applied
-    it: ``deploy/crds`` and the Helm chart's ``crds/`` carry that label, and Helm installs
-    ``crds/`` files as field manager ``helm`` without release annotations.
+    A CRD labelled ``app.kubernetes.io/part-of: joiner`` is Joiner's own, whoever applied it
+    since: ``apply_crds`` sets that label.
     """
     meta = crd.metadata
-    if dict(meta.labels or {}).get(PART_OF_LABEL) == FIELD_MANAGER:
+    labels = dict(meta.labels or {})
+    if labels.get(PART_OF_LABEL) == FIELD_MANAGER:
         return None
-    annotations = dict(meta.annotations or {})
-    managed_by = dict(meta.labels or {}).get("app.kubernetes.io/managed-by")
-    release = annotations.get("meta.helm.sh/release-name")
-    if release or (managed_by and managed_by != FIELD_MANAGER):
-        where = annotations.get("meta.helm.sh/release-namespace")
-        if release:
-            return f"Helm release {release}" + (f" in namespace {where}" if where else "")
+    release = _helm_release(meta)
+    if release:
+        return release
+    managed_by = labels.get("app.kubernetes.io/managed-by")
+    if managed_by and managed_by != FIELD_MANAGER:
         return f"{managed_by} (label app.kubernetes.io/managed-by)"
     others = sorted(
         {
@@ -435,33 +448,50 @@ def foreign_owner(crd: Any) -> str | None:
     return f"field manager {', '.join(others)}" if others else None
 
 
-def apply_crds(client: Any) -> list[str]:
-    """Server-side apply the three CRDs (``crds.crd_documents``), forcing ownership of the
-    fields Joiner owns; returns their names.
+def same_definition(crd: Any, doc: dict[str, Any]) -> bool:
+    """Whether the installed ``crd`` (a lightkube CustomResourceDefinition) defines what
+    ``doc`` (a CRD document) does: equal group, names, scope and versions (schemas,
+    printer columns, subresources)."""
+    installed = crd.spec.to_dict() if crd.spec is not None else {}
+    return all(installed.get(k) == doc["spec"].get(k) for k in _DEFINING)
 
-    A CRD that another manager installed (Helm's ``nodepools.karpenter.sh`` of a Karpenter
-    install, see ``foreign_owner``) is never overwritten: then nothing is applied at all.
+
+def _installed(client: Any, name: str) -> Any | None:
+    """The CustomResourceDefinition ``name`` as the API server has it, or None (404).
 
     Raises:
-        InputError: a CRD belongs to another manager (each named with its owner); the API
-            server refused one (named, with its message) or could not be reached (named).
+        InputError: the API server refused the read or could not be reached."""
+    try:
+        return client.get(CustomResourceDefinition, name)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return None
+        raise InputError(
+            f"reading CustomResourceDefinition {name}: {exc.status.code} {exc.status.message}"
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise unreachable(exc, client) from exc
+
+
+def _plan_crds(client: Any, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The documents of ``docs`` to apply: those not installed, or installed by Joiner.
+
+    One another installer put there is left as it is when it defines exactly what Joiner
+    ships (Karpenter's CRD at the same version: the chart's ``crds/``, as Helm installs them,
+    or Karpenter's own chart), unless a Helm release owns it.
+
+    Raises:
+        InputError: a CRD another manager installed differs from Joiner's, or a Helm
+            release owns it (each named with its owner).
     """
-    docs = crd_documents()
-    refused = []
+    todo, refused = [], []
     for doc in docs:
         name = str(doc["metadata"]["name"])
-        try:
-            existing = client.get(CustomResourceDefinition, name)
-        except ApiError as exc:
-            if exc.status.code == 404:
-                continue
-            raise InputError(
-                f"reading CustomResourceDefinition {name}: {exc.status.code} {exc.status.message}"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise unreachable(exc, client) from exc
-        owner = foreign_owner(existing)
-        if owner is not None:
+        existing = _installed(client, name)
+        owner = None if existing is None else foreign_owner(existing)
+        if existing is None or owner is None:
+            todo.append(doc)
+        elif _helm_release(existing.metadata) or not same_definition(existing, doc):
             refused.append(f"{name} (managed by {owner})")
     if refused:
         raise InputError(
@@ -470,8 +500,27 @@ def apply_crds(client: Any) -> list[str]:
             + ". Joiner never overwrites them; run Joiner beside that installation with "
             "`joiner run --dry-run`, or remove them first"
         )
-    names = []
-    for doc in docs:
+    return todo
+
+
+def apply_crds(client: Any) -> list[tuple[str, bool]]:
+    """Server-side apply the three CRDs (``crds.crd_documents``: Karpenter's own), labelled
+    ``app.kubernetes.io/part-of: joiner`` and forcing ownership of the fields Joiner owns;
+    returns each CRD's name and whether it was applied (False: another installer's,
+    identical, left as it is).
+
+    A CRD that another manager installed (Helm's ``nodepools.karpenter.sh`` of a Karpenter
+    install, see ``foreign_owner``) is never overwritten (``_plan_crds``): when one differs
+    from Joiner's, nothing is applied at all.
+
+    Raises:
+        InputError: a CRD belongs to another manager (each named with its owner); the API
+            server refused one (named, with its message) or could not be reached (named).
+    """
+    docs = crd_documents()
+    todo = _plan_crds(client, docs)
+    for doc in todo:
+        doc["metadata"].setdefault("labels", {})[PART_OF_LABEL] = FIELD_MANAGER
         crd = CustomResourceDefinition.from_dict(doc)
         try:
             client.apply(crd, field_manager=FIELD_MANAGER, force=True)
@@ -482,5 +531,4 @@ def apply_crds(client: Any) -> list[str]:
             ) from exc
         except httpx.HTTPError as exc:
             raise unreachable(exc, client) from exc
-        names.append(str(doc["metadata"]["name"]))
-    return names
+    return [(str(d["metadata"]["name"]), any(d is t for t in todo)) for d in docs]

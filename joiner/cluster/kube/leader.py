@@ -274,7 +274,8 @@ class LeaderElector:
             problem = (
                 f"cannot create the Lease {self.namespace}/{self.name}: namespace "
                 f"{self.namespace!r} does not exist ({message}). Create it (kubectl create "
-                f"namespace {self.namespace}), apply deploy/ (kubectl apply -k deploy/), or "
+                f"namespace {self.namespace}, or helm install joiner deploy/chart -n "
+                f"{self.namespace} --create-namespace), or "
                 "set leaderElection.namespace in the --settings file to an existing "
                 "namespace. Waiting for it."
             )
@@ -282,7 +283,7 @@ class LeaderElector:
             problem = (
                 f"the API server forbids the Lease {self.namespace}/{self.name}: {message}. "
                 "Grant get/create/update on coordination.k8s.io leases in that namespace "
-                "(deploy/rbac.yaml). Waiting."
+                "(the chart's Role, deploy/chart/templates/rbac.yaml). Waiting."
             )
         else:
             log.warning("lease %s/%s: %s", self.namespace, self.name, message)

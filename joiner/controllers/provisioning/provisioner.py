@@ -16,7 +16,7 @@ from joiner.api import labels, quantity
 from joiner.api.clock import Clock
 from joiner.api.logkeys import log_keys
 from joiner.api.objects import PodTemplate, Taint
-from joiner.api.requirements import Requirement
+from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import (
     CloudProvider,
     CloudProviderError,
@@ -46,6 +46,23 @@ _OFFER_KEYS = (
     labels.ZONE_ID,
     labels.CAPACITY_RESERVATION_ID,
 )
+
+
+#: Requirement keys that steer scheduling but that a NodeClaim never carries: the hostname
+#: (Karpenter pkg/controllers/provisioning/scheduling/nodeclaim.go
+#: ``NodeClaim.FinalizeScheduling`` deletes it) and the keys of the DaemonSet scheduling
+#: simulation (nodeclaimtemplate.go ``schedulingSimulationKeys``, filtered out by
+#: ``NodeClaimTemplate.ToNodeClaim``). Karpenter's NodeClaim CRD refuses each of them in
+#: ``spec.requirements`` (its ``x-kubernetes-validations`` on the key).
+SCHEDULING_ONLY_KEYS = frozenset({labels.HOSTNAME, labels.REGISTERED, labels.INITIALIZED})
+
+
+def nodeclaim_requirements(reqs: Requirements) -> Requirements:
+    """``reqs`` as a new NodeClaim's ``spec.requirements``: without the
+    ``SCHEDULING_ONLY_KEYS``."""
+    if not SCHEDULING_ONLY_KEYS.intersection(reqs):
+        return reqs
+    return Requirements(r for key, r in reqs.items() if key not in SCHEDULING_ONLY_KEYS)
 
 
 @dataclass
@@ -241,9 +258,11 @@ class Provisioner:
         """
         pool = self._state.nodepools[new.nodepool]
         options = tuple(instance_types) if instance_types is not None else new.instance_types
-        reqs = new.requirements.add(
-            Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in options]),
-            Requirement.in_(labels.CAPACITY_TYPE, *capacity_types),
+        reqs = nodeclaim_requirements(
+            new.requirements.add(
+                Requirement.in_(labels.INSTANCE_TYPE, *[it.name for it in options]),
+                Requirement.in_(labels.CAPACITY_TYPE, *capacity_types),
+            )
         )
         claim = NodeClaim(
             name=self._name(pool.name),
