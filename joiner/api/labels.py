@@ -94,6 +94,50 @@ WELL_KNOWN_LABELS = frozenset(
     }
 )
 
+#: Label domains Karpenter reserves: a pod that requires a label there (other than one of
+#: ``KARPENTER_WELL_KNOWN_LABELS``) is ignored by the provisioner (Karpenter
+#: pkg/apis/v1/labels.go ``RestrictedLabelDomains``, with karpenter-provider-aws
+#: pkg/apis/v1/labels.go's ``karpenter.k8s.aws``); a subdomain counts too.
+RESTRICTED_LABEL_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws")
+#: Labels Karpenter reserves outside those domains (``RestrictedLabels``).
+RESTRICTED_LABELS = frozenset({HOSTNAME})
+#: The labels a pod may require in a restricted domain: Karpenter's ``WellKnownLabels``
+#: with karpenter-provider-aws's additions (its ``init`` in pkg/apis/v1/labels.go), plus
+#: the legacy ``karpenter.sh/provisioner-name``, which Joiner's v1alpha5 Provisioners set.
+KARPENTER_WELL_KNOWN_LABELS = WELL_KNOWN_LABELS | frozenset(
+    {
+        LEGACY_PROVISIONER_NAME,
+        *(
+            AWS_PREFIX + name
+            for name in (
+                "capacity-reservation-interruptible",
+                "instance-encryption-in-transit-supported",
+                "instance-capability-flex",
+                "instance-cpu-sustained-clock-speed-mhz",
+                "instance-accelerator-name",
+                "instance-accelerator-manufacturer",
+                "instance-accelerator-count",
+                "instance-tenancy",
+                "placement-group-id",
+                "placement-group-partition",
+            )
+        ),
+    }
+)
+
+
+def restricted_label(key: str) -> bool:
+    """Karpenter refuses ``key`` in a pod's node requirements (Karpenter
+    pkg/apis/v1/labels.go ``IsRestrictedLabel``): not well known, and in a restricted
+    domain (the part before ``/``, or a subdomain of one) or a restricted label."""
+    if key in KARPENTER_WELL_KNOWN_LABELS:
+        return False
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    if any(domain == d or domain.endswith("." + d) for d in RESTRICTED_LABEL_DOMAINS):
+        return True
+    return key in RESTRICTED_LABELS
+
+
 #: Deprecated aliases rewritten to their stable names (Karpenter NormalizedLabels).
 NORMALIZED_LABELS = {
     "failure-domain.beta.kubernetes.io/zone": ZONE,

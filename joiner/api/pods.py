@@ -175,6 +175,10 @@ class PodTemplate:
     critical: bool = False
     #: Pinned to a node by name (``matchFields``, as DaemonSet pods are): never provisioned for.
     pinned: bool = False
+    #: Why Karpenter's provisioner ignores the pod (a restricted label it requires, or
+    #: ``karpenter.sh/nodepool DoesNotExist``: ``api.manifests.pods.karpenter_ignores``);
+    #: ``""`` when it provisions for it. kube-scheduler may still bind it to a node.
+    karpenter_ignores: str = ""
     #: ``spec.runtimeClassName`` whose RuntimeClass is still to be applied (overhead,
     #: scheduling); None once applied, or when ``spec.overhead`` shows admission already ran.
     runtime_class: str | None = None

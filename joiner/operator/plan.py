@@ -376,11 +376,20 @@ def _read_pods(
 
 def _unbound(p: StandalonePod, demand: _Demand) -> None:
     """A live pod without a node: pending if provisionable; pinned to a node by name (not a
-    DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it;
-    nominated to a node by preemption: listed, not demand (Karpenter
-    ``pkg/utils/pod/scheduling.go`` ``IsProvisionable``, ``IsPreempting``)."""
+    DaemonSet's or a static pod), or one Karpenter's ``Validate`` refuses (a restricted
+    label): unschedulable, as Karpenter does not provision for it; nominated to a node by
+    preemption: listed, not demand (Karpenter ``pkg/utils/pod/scheduling.go``
+    ``IsProvisionable``, ``IsPreempting``)."""
     if p.preempting and p.nominated_node_name is not None:
         demand.nominated.append(Nominated(pod=p.key, node=p.nominated_node_name))
+    elif p.provisionable and p.template.karpenter_ignores:
+        # Karpenter ``Provisioner.GetPendingPods``: ``Validate`` refuses it.
+        demand.pinned.append(
+            Unschedulable(
+                pod=p.key,
+                reason=f"Karpenter ignores the pod: {p.template.karpenter_ignores}",
+            )
+        )
     elif p.provisionable:
         demand.pending.append(_Pending(p.key, p.key, p.template))
     elif (

@@ -500,16 +500,29 @@ def _crd_accepts_requirement_key(key: str) -> bool:
 
 
 def test_a_new_nodeclaims_requirements_are_ones_karpenters_crd_accepts() -> None:
-    """Regression: a pod requiring ``kubernetes.io/hostname NotIn [...]`` and
-    ``karpenter.sh/initialized DoesNotExist`` put both keys into the NodeClaim's
+    """Regression: the scheduling-only keys (``kubernetes.io/hostname``,
+    ``karpenter.sh/registered``, ``karpenter.sh/initialized``) reached a NodeClaim's
     ``spec.requirements``, and the API server with Karpenter's NodeClaim CRD refused the
     create (label "kubernetes.io/hostname" is restricted; label domain "karpenter.sh" is
-    restricted). Karpenter drops them (``FinalizeScheduling``, ``ToNodeClaim``)."""
+    restricted). Karpenter drops them (``FinalizeScheduling``, ``ToNodeClaim``). A pod that
+    requires one of them itself is ignored altogether (``Provisioner.Validate``;
+    tests/scheduling/test_restricted_labels.py), so the one here requires a zone and the
+    drop is checked on ``nodeclaim_requirements``."""
     from joiner.api import openapi
+    from joiner.api.requirements import Requirement, Requirements
     from joiner.cluster.kube.actuator import KubeActuator
     from joiner.cluster.kube.metrics import Metrics
-    from joiner.controllers.provisioning.provisioner import Provisioner
+    from joiner.controllers.provisioning.provisioner import Provisioner, nodeclaim_requirements
 
+    scheduling = Requirements(
+        [
+            Requirement.new("kubernetes.io/hostname", "In", ["hostname-placeholder-0001"]),
+            Requirement.new("karpenter.sh/initialized", "DoesNotExist"),
+            Requirement.new("karpenter.sh/registered", "DoesNotExist"),
+            Requirement.new("topology.kubernetes.io/zone", "In", ["us-east-1a"]),
+        ]
+    )
+    assert list(nodeclaim_requirements(scheduling)) == ["topology.kubernetes.io/zone"]
     h = Harness()
     h.sync(kube.NODEPOOL, NODEPOOL)
     h.sync(kube.EC2NODECLASS, NODECLASS)
@@ -522,12 +535,6 @@ def test_a_new_nodeclaims_requirements_are_ones_karpenters_crd_accepts() -> None
                 "nodeSelectorTerms": [
                     {
                         "matchExpressions": [
-                            {
-                                "key": "kubernetes.io/hostname",
-                                "operator": "NotIn",
-                                "values": ["ip-10-0-0-1"],
-                            },
-                            {"key": "karpenter.sh/initialized", "operator": "DoesNotExist"},
                             {
                                 "key": "topology.kubernetes.io/zone",
                                 "operator": "In",

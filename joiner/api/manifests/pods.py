@@ -8,7 +8,7 @@ NodePools, node classes and NodeClaims are in ``convert``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC
 
 from joiner.api import corevalidation, cron, labels, quantity, resourcenames
@@ -17,7 +17,7 @@ from joiner.api.errors import InputError
 from joiner.api.manifests import models as m
 from joiner.api.manifests import priority, termination
 from joiner.api.manifests.convert import first_by_type, requirements, resources, taints
-from joiner.api.requirements import Requirement, Requirements
+from joiner.api.requirements import DOES_NOT_EXIST, Requirement, Requirements
 
 
 def _container_requests(c: m.Container, field: str) -> quantity.Resources:
@@ -181,6 +181,7 @@ def pod_template(
         host_ports=ports,
         critical=spec.priorityClassName in ("system-cluster-critical", "system-node-critical"),
         pinned=pinned,
+        karpenter_ignores=karpenter_ignores(selector, terms),
         volume_claims=tuple(
             v.persistentVolumeClaim.claimName for v in spec.volumes if v.persistentVolumeClaim
         ),
@@ -500,8 +501,26 @@ def storageclass(doc: m.StorageClass, file: str) -> o.StorageClass:
     )
 
 
-def is_restricted_label(key: str) -> bool:
-    """Karpenter rejects template labels under ``karpenter.sh/`` unless well-known, and hostname."""
-    if key == labels.HOSTNAME:
-        return True
-    return key.startswith("karpenter.sh/") and key not in labels.WELL_KNOWN_LABELS
+def karpenter_ignores(selector: Requirements, terms: Sequence[Requirements]) -> str:
+    """Why Karpenter's provisioner ignores a pod whose ``spec.nodeSelector`` and required
+    node-affinity terms give ``selector`` and ``terms``, or ``""`` when it provisions for it
+    (Karpenter pkg/controllers/provisioning/provisioner.go ``Validate``: the pod requires
+    ``karpenter.sh/nodepool DoesNotExist`` (``validateKarpenterManagedLabelCanExist``), or a
+    restricted label (``validateNodeSelector``, ``validateAffinity``, through
+    pkg/apis/v1/nodeclaim_validation.go ``ValidateRequirement`` and ``IsRestrictedLabel``)."""
+    for reqs in (selector, *terms):
+        nodepool = reqs.get(labels.NODEPOOL)
+        if nodepool is not None and nodepool.operator == DOES_NOT_EXIST:
+            return (
+                "configured to not run on a Karpenter provisioned node "
+                "(karpenter.sh/nodepool DoesNotExist)"
+            )
+    for reqs in (selector, *terms):
+        for key in reqs:
+            if labels.restricted_label(key):
+                return (
+                    f"label {key} is restricted: Karpenter does not provision for a pod that "
+                    "requires it (use a well-known label or a custom one outside karpenter.sh "
+                    "and karpenter.k8s.aws)"
+                )
+    return ""

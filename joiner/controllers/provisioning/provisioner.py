@@ -127,6 +127,16 @@ class Provisioner:
         self.stats.passes += 1
         existing, bound = self.snapshot()
         pending, moving = self._demand()
+        # Karpenter ``Provisioner.GetPendingPods``: a pod ``Validate`` refuses (a restricted
+        # label, ``karpenter.sh/nodepool DoesNotExist``) is ignored, its reason recorded.
+        ignored = [p for p in pending if p.template.karpenter_ignores]
+        if ignored:
+            pending = [p for p in pending if not p.template.karpenter_ignores]
+            failed = self._record_unschedulable(
+                [(p.uid, f"ignoring pod, {p.template.karpenter_ignores}") for p in ignored]
+            )
+            if self._on_unschedulable is not None:
+                self._on_unschedulable(failed)
         virtual = self.buffers.virtual_pods() if self.buffers is not None else []
         pending = pending + virtual
         if not pending:

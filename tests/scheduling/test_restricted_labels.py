@@ -1,0 +1,137 @@
+"""Pods Karpenter's provisioner ignores (Karpenter pkg/controllers/provisioning/
+provisioner.go ``Validate``): a required restricted label (``kubernetes.io/hostname``, a
+``karpenter.sh`` or ``karpenter.k8s.aws`` label that is not well known) or
+``karpenter.sh/nodepool DoesNotExist``. No NodeClaim is launched for them, in ``plan`` and
+in the simulation, and the reason is given."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from joiner.api import labels
+from joiner.cli.main import app
+from joiner.operator.wiring import SimulationRuntime
+from joiner.sim.scenario import load_scenario
+from tests.sim.test_baseline import NODECLASS
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("key", "restricted"),
+    [
+        ("kubernetes.io/hostname", True),
+        ("karpenter.sh/foo", True),
+        ("karpenter.sh/initialized", True),
+        ("team.karpenter.sh/x", True),
+        ("karpenter.k8s.aws/ec2nodeclass", True),
+        ("karpenter.sh/nodepool", False),
+        ("karpenter.sh/capacity-type", False),
+        ("karpenter.k8s.aws/instance-family", False),
+        ("karpenter.k8s.aws/instance-tenancy", False),
+        ("karpenter.sh/provisioner-name", False),
+        ("karpenter.shop/x", False),
+        ("example.com/team", False),
+    ],
+)
+def test_restricted_labels_are_karpenters(key: str, restricted: bool) -> None:
+    assert labels.restricted_label(key) is restricted
+
+
+NODEPOOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+"""
+
+
+def _pod(name: str, affinity: str) -> str:
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions: [{affinity}]
+  containers: [{{name: c, image: x, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+
+
+def test_plan_launches_nothing_for_pods_karpenter_ignores(tmp_path: Path) -> None:
+    """Regression: a pod requiring ``kubernetes.io/hostname NotIn`` (or another restricted
+    label with NotIn) got a NodeClaim, which Karpenter never makes (and whose requirement
+    the NodeClaim CRD would refuse); a plain pod beside them still gets one."""
+    docs = [
+        NODEPOOL,
+        NODECLASS,
+        _pod("host", "{key: kubernetes.io/hostname, operator: NotIn, values: [x]}"),
+        _pod("domain", "{key: karpenter.sh/foo, operator: NotIn, values: [x]}"),
+        _pod("offkarp", "{key: karpenter.sh/nodepool, operator: DoesNotExist}"),
+        _pod("plain", "{key: kubernetes.io/arch, operator: In, values: [amd64]}"),
+    ]
+    (tmp_path / "m.yaml").write_text("---\n".join(docs))
+    result = runner.invoke(app, ["plan", "-f", str(tmp_path / "m.yaml"), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    placed = [p for c in plan["nodeClaims"] for p in c["pods"]]
+    assert placed == ["default/plain"]
+    reasons = {u["pod"]: u["reason"] for u in plan["unschedulable"]}
+    assert "label kubernetes.io/hostname is restricted" in reasons["default/host"]
+    assert "label karpenter.sh/foo is restricted" in reasons["default/domain"]
+    assert "not to run on a Karpenter provisioned node" not in reasons["default/offkarp"]
+    assert "karpenter.sh/nodepool DoesNotExist" in reasons["default/offkarp"]
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: kubernetes.io/hostname, operator: NotIn, values: [x]}]
+      containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_the_simulation_provisions_nothing_for_ignored_pods(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text("---\n".join([NODEPOOL, NODECLASS, DEPLOYMENT]))
+    (tmp_path / "scenario.yaml").write_text(
+        """\
+apiVersion: joiner.dev/v1alpha1
+kind: Scenario
+metadata: {name: ignored}
+spec:
+  duration: 10m
+  seed: 1
+  manifests: [m.yaml]
+  cloud:
+    subnets: [{id: s-a, zone: us-east-1a, tags: {t: "1"}}]
+    securityGroups: [{id: sg, tags: {t: "1"}}]
+"""
+    )
+    summary = SimulationRuntime(load_scenario(tmp_path / "scenario.yaml")).run().summary
+    assert summary["nodes"] == [] or all(n["nodePool"] is None for n in summary["nodes"])
+    assert summary["pods"]["pending"] == 3
+    reasons = [r["reason"] for r in summary["pods"]["unschedulableReasons"]]
+    assert any("ignoring pod, label kubernetes.io/hostname is restricted" in r for r in reasons)
