@@ -81,3 +81,42 @@ def test_status_is_kept_for_the_resolution_ttl(aws_world):
     again = provider.node_class_status("default")
     assert again is not None and again.security_groups == ()
     assert again.conditions[ncs.SECURITY_GROUPS_READY].status == "False"
+
+
+def test_the_ec2nodeclass_status_patch_carries_what_aws_resolved(aws_world):
+    """From the provider's parts to the object's status (``cluster/kube/configstatus.py``),
+    in Karpenter-AWS's JSON shape; a NodePool of a NodeClass whose security groups match
+    nothing is not Ready, with the NodeClass's reason."""
+    from tests.cluster.test_config_status import FakeApi, _by_type, _started, _status_of, _writer
+    from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness
+
+    h = Harness()
+    api = FakeApi()
+    _started(h, NODEPOOL, classes=(NODECLASS,))
+    provider = aws_world.provider([aws_world.node_class("nc")])
+    writer = _writer(h, api, node_class_status=provider.node_class_status)
+    writer.sync()
+    nc = _status_of(api, "EC2NodeClass")
+    assert [s["id"] for s in nc["subnets"]] == sorted(aws_world.subnets.values())
+    assert all(set(s) == {"id", "zone", "zoneID"} for s in nc["subnets"])
+    assert nc["securityGroups"] == [{"id": aws_world.sg, "name": "nodes"}]
+    amd64 = next(a for a in nc["amis"] if a["id"] == aws_world.amis["x86_64"])
+    assert amd64["requirements"] == [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+    ]
+    assert nc["instanceProfile"] == "KarpenterNodeInstanceProfile"
+    assert _by_type(nc)["Ready"] == ("True", "Ready", "")
+    assert writer.pool_ready("pool")
+
+    none = aws_world.node_class(
+        "nc", security_group_selector_terms=(SelectorTerm(tags=(("no", "x"),)),)
+    )
+    provider = aws_world.provider([none])
+    writer = _writer(h, FakeApi(), node_class_status=provider.node_class_status)
+    assert not writer.pool_ready("pool")
+    pool = writer.nodepool_status(NODEPOOL)
+    assert _by_type(pool)["NodeClassReady"] == (
+        "False",
+        "UnhealthyDependents",
+        "SecurityGroupsReady=False, ValidationSucceeded=False",
+    )
