@@ -10,15 +10,14 @@ ec2nodeclass_status.go`` ``StatusConditions``). A part whose lookup failed sets 
 (the reconciler returns an error and the previous condition stays): here such a part is
 absent from ``NodeClassStatus.conditions`` and its field is None.
 
-A cloud provider that resolves NodeClasses offers ``node_class_status(name)``
-(``NodeClassStatusSource``); the Kubernetes adapter turns its answer into the object's
-status (``cluster/kube/configstatus.py``).
+A cloud provider that resolves NodeClasses offers ``node_class_status(name)`` (a
+``NodeClassStatus``, or None for a NodeClass it does not know); the Kubernetes adapter
+turns its answer into the object's status (``cluster/kube/configstatus.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 #: Condition types (karpenter-provider-aws ``pkg/apis/v1/ec2nodeclass_status.go``).
 SUBNETS_READY = "SubnetsReady"
@@ -84,15 +83,6 @@ class NodeClassStatus:
     amis: tuple[AMIStatus, ...] | None = None
     instance_profile: str | None = None
     conditions: dict[str, Condition] = field(default_factory=dict)
-
-
-class NodeClassStatusSource(Protocol):
-    """A cloud provider that reports NodeClass status."""
-
-    def node_class_status(self, name: str) -> NodeClassStatus | None:
-        """The NodeClass's status parts, or None when the cloud does not know it (not
-        loaded: its status is left alone)."""
-        ...
 
 
 def with_validation(conditions: dict[str, Condition]) -> dict[str, Condition]:
