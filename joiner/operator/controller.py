@@ -61,6 +61,7 @@ from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.events import CloudEvent
 from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.actuator import KubeActuator
+from joiner.cluster.kube.configstatus import ConfigStatus
 from joiner.cluster.kube.events import KarpenterEvents
 from joiner.cluster.kube.feed import ClusterFeed
 from joiner.cluster.kube.fence import CLOUD_WRITES, KUBE_WRITES, Fence, LeaseLostError, fenced
@@ -374,6 +375,8 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             ),
         )
         self.take(built)
+        # Karpenter's provisioner skips NodePools that are not Ready.
+        self.provisioner.pool_ready = self.config_status.pool_ready
         assert built.liveness is not None and built.gc is not None
         self.liveness = built.liveness
         self.gc = built.gc
@@ -421,6 +424,15 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             create_nodes=self.cloud_name == "simulated",
             dry_run=self.dry_run,
             report=self._report,
+        )
+        status_source = getattr(self.cloud, "node_class_status", None)
+        self.config_status = ConfigStatus(
+            writer,
+            self.state,
+            self.feed,
+            self.metrics,
+            node_class_status=status_source,
+            dry_run=self.dry_run,
         )
         return self.actuator.evict
 

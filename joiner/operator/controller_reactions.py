@@ -11,7 +11,8 @@ controllers' listeners, as ``operator/wiring.py`` does for the simulation:
   deleted by someone is drained (``_claim_deleted``), as Karpenter's finalizer does, and
   so is a NodePool's Node whose NodeClaim was gone at start (``_unclaimed_node``);
 * configuration changes (NodePools, NodeClasses) reach the cloud provider (``_config``);
-* after every loop turn that changed something, ``_sync`` runs the actuator once; a
+* after every loop turn that changed something, ``_sync`` runs the actuator once, then
+  the NodePool and EC2NodeClass status writer (``cluster/kube/configstatus.py``); a
   ``RESYNC_S`` resync retries failed writes and re-triggers provisioning for pods still
   pending;
 * an instance read back from the API at start-up is re-adopted by the cloud provider
@@ -39,6 +40,7 @@ from joiner.cloudprovider.types import (
     NodeClaimNotFoundError,
 )
 from joiner.cluster.kube.actuator import KubeActuator
+from joiner.cluster.kube.configstatus import ConfigStatus
 from joiner.cluster.kube.events import KarpenterEvents
 from joiner.cluster.kube.feed import ClusterFeed
 from joiner.cluster.kube.fence import Fence, LeaseLostError
@@ -72,6 +74,7 @@ class ControllerReactions:
     metrics: Metrics
     feed: ClusterFeed
     actuator: KubeActuator
+    config_status: ConfigStatus
     timeline: KubeTimeline
     events: KarpenterEvents
     wiring: MetricsWiring
@@ -106,6 +109,7 @@ class ControllerReactions:
             return
         try:
             self.actuator.sync()
+            self.config_status.sync()
             self.wiring.refresh(synced=True)
         except LeaseLostError:
             log.debug("actuator sync stopped by the fence")

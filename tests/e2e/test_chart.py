@@ -281,6 +281,7 @@ def test_rendered_rbac_and_settings_apply_and_grant_only_what_joiner_needs(
     with pytest.raises(ApiError) as refused_lease:
         as_joiner.create(Lease(metadata=ObjectMeta(name="x", namespace="default")))
     assert refused_lease.value.status.code == 403
+<<<<<<< HEAD
 
 
 #: The CRDs Joiner installs, by their vendored file: (group/version, plural, kind).
@@ -385,3 +386,30 @@ def _openapi_kind(http: Any, group_version: str, kind: str) -> dict[str, Any]:
         )
 
     return wait_for(f"the OpenAPI v3 schema of {kind}", published, 60)
+=======
+    # Status: it patches NodePool and EC2NodeClass status (as Karpenter writes it), never
+    # their spec, and does not update status wholesale.
+    assert _may(as_joiner, "patch", "karpenter.sh", "nodepools", "status")
+    assert _may(as_joiner, "patch", "karpenter.k8s.aws", "ec2nodeclasses", "status")
+    assert not _may(as_joiner, "patch", "karpenter.sh", "nodepools")
+    assert not _may(as_joiner, "patch", "karpenter.k8s.aws", "ec2nodeclasses")
+    assert not _may(as_joiner, "update", "karpenter.sh", "nodepools", "status")
+
+
+def _may(client: Client, verb: str, group: str, resource: str, subresource: str = "") -> bool:
+    """What the API server's authorizer answers a SelfSubjectAccessReview for ``client``."""
+    from lightkube.models.authorization_v1 import ResourceAttributes, SelfSubjectAccessReviewSpec
+    from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
+
+    review = client.create(
+        SelfSubjectAccessReview(
+            spec=SelfSubjectAccessReviewSpec(
+                resourceAttributes=ResourceAttributes(
+                    verb=verb, group=group, resource=resource, subresource=subresource or None
+                )
+            )
+        )
+    )
+    assert review.status is not None
+    return bool(review.status.allowed)
+>>>>>>> h-b

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from joinerctl import (
@@ -68,6 +69,7 @@ def test_pending_pods_get_nodeclaims_and_nodes_and_run(
         conditions = {c["type"]: c["status"] for c in claim["status"]["conditions"]}
         assert conditions["Launched"] == conditions["Initialized"] == "True"
         assert claim["status"]["nodeName"] in nodes
+    _assert_nodepool_status(cluster, claims)
 
     # Karpenter's Events: each condition's transition on each NodeClaim, Nominated on pods.
     posted = events(cluster.client, "default")
@@ -179,6 +181,38 @@ def test_scale_down_consolidates_through_evictions_within_a_pdb(
             namespace=cluster.name,
         )
     assert refused.value.status.code == 429
+
+
+def _assert_nodepool_status(cluster: Cluster, claims: set[str]) -> None:
+    """The NodePool's status as Karpenter writes it: its NodeClaims' capacity summed (with
+    ``nodes``), and ``Ready`` from ``ValidationSucceeded`` and ``NodeClassReady``."""
+    from joinerctl import EC2NodeClassRes, NodePoolRes
+
+    from joiner.api import quantity
+
+    def status() -> dict[str, Any] | None:
+        got = cluster.client.get(NodePoolRes, cluster.name).get("status") or {}
+        return got if got.get("nodes") == len(claims) else None
+
+    pool = wait_for(f"NodePool status counts {len(claims)} nodes", status, 60)
+    want: dict[str, int] = {}
+    for claim in cluster.nodeclaims():
+        capacity = claim["status"]["capacity"]
+        for name, text in capacity.items():
+            want[name] = want.get(name, 0) + quantity.parse(text, resource=name)
+    for name, total in want.items():
+        assert quantity.parse(pool["resources"][name], resource=name) == total, name
+    assert pool["resources"]["nodes"] == str(len(claims))
+    assert pool["resources"]["cpu"].isdigit()  # canonical: whole CPUs without "m"
+    conditions = {c["type"]: c for c in pool["conditions"]}
+    for kind in ("ValidationSucceeded", "NodeClassReady", "Ready"):
+        assert conditions[kind]["status"] == "True", conditions[kind]
+    assert conditions["Ready"]["reason"] == "Ready"
+    nodeclass = cluster.client.get(EC2NodeClassRes, "e2e")
+    assert pool["nodeClassObservedGeneration"] == nodeclass.metadata.generation
+    assert all(c["observedGeneration"] == 1 for c in conditions.values())
+    ready = {c["type"]: c["status"] for c in (nodeclass.get("status") or {})["conditions"]}
+    assert ready["Ready"] == ready["SubnetsReady"] == "True"
 
 
 def _all_older_than(cluster: Cluster, names: set[str], age_s: float) -> dict[str, Node] | None:

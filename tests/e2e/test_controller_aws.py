@@ -553,8 +553,45 @@ def _launch(run: _Run) -> tuple[ChartController, set[str]]:
     assert instance.get("InstanceLifecycle") == "spot"
     body = ctl.http("/metrics")[1]
     assert metric(body, "karpenter_nodeclaims_created_total") >= 1
+    _assert_nodeclass_status(aws, cluster)
     print(f"1. launched {instance['InstanceId']} ({instance['InstanceType']})")
     return ctl, first
+
+
+def _assert_nodeclass_status(aws: MotoAccount, cluster: Cluster) -> None:
+    """The EC2NodeClass's status as Karpenter-AWS writes it, from what Joiner resolved in
+    EC2: the tagged subnets and security group, the tagged AMI, the role as instance
+    profile, every part Ready."""
+    from joinerctl import EC2NodeClassRes
+
+    tagged = [{"Name": "tag:karpenter.sh/discovery", "Values": [CLUSTER]}]
+    subnets = {s["SubnetId"] for s in aws.ec2.describe_subnets(Filters=tagged)["Subnets"]}
+    groups = aws.ec2.describe_security_groups(Filters=tagged)["SecurityGroups"]
+
+    def written() -> dict[str, Any] | None:
+        got = cluster.client.get(EC2NodeClassRes, NODECLASS).get("status") or {}
+        return got if got.get("subnets") else None
+
+    status = wait_for("the EC2NodeClass status", written, 60)
+    assert {s["id"] for s in status["subnets"]} == subnets
+    assert status["securityGroups"] == [
+        {"id": g["GroupId"], "name": g["GroupName"]} for g in groups
+    ]
+    assert [a["id"] for a in status["amis"]] == [aws.ami]
+    assert status["instanceProfile"] == "KarpenterNodeRole-e2e-aws"
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions == dict.fromkeys(
+        (
+            "AMIsReady",
+            "SubnetsReady",
+            "SecurityGroupsReady",
+            "InstanceProfileReady",
+            "ValidationSucceeded",
+            "PlacementGroupReady",
+            "Ready",
+        ),
+        "True",
+    )
 
 
 def _terminated_outside(run: _Run, ctl: ChartController, first: set[str]) -> set[str]:

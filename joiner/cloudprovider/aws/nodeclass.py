@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from joiner.api import labels
 from joiner.api.objects import AMISelectorTerm, BlockDevice, NodeClass, SelectorTerm
 from joiner.api.quantity import GIB
+from joiner.cloudprovider import nodeclass_status as ncs
 from joiner.cloudprovider.aws.api import AWSError, aws_errors
 from joiner.cloudprovider.aws.bootstrap import user_data
 from joiner.cloudprovider.instancetype import AWS_NEURON
@@ -69,6 +70,18 @@ class ClusterInfo:
 
 #: AMI variants of the EKS-optimized aliases (Karpenter ``amifamily/ami.go`` ``Variant``).
 STANDARD, NVIDIA, NEURON = "standard", "nvidia", "neuron"
+#: Karpenter-AWS's ``instance-accelerator-count`` label (the Neuron variant's requirement).
+INSTANCE_ACCELERATOR_COUNT = labels.AWS_PREFIX + "instance-accelerator-count"
+#: Each variant's requirements beyond the architecture (karpenter-provider-aws
+#: ``pkg/providers/amifamily/types.go`` ``Variant.Requirements``).
+_VARIANT_REQUIREMENTS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
+    STANDARD: (
+        (INSTANCE_ACCELERATOR_COUNT, "DoesNotExist", ()),
+        (labels.INSTANCE_GPU_COUNT, "DoesNotExist", ()),
+    ),
+    NVIDIA: ((labels.INSTANCE_GPU_COUNT, "Exists", ()),),
+    NEURON: ((INSTANCE_ACCELERATOR_COUNT, "Exists", ()),),
+}
 
 
 def type_variant(it: InstanceType) -> str:
@@ -233,6 +246,7 @@ class NodeClassResolver:
         self._now = now
         self.ttl_s = ttl_s
         self._cache: dict[str, ResolvedNodeClass] = {}
+        self._status_cache: dict[str, tuple[NodeClass, float, ncs.NodeClassStatus]] = {}
 
     def resolve(self, nc: NodeClass, *, fresh: bool = False) -> ResolvedNodeClass:
         """The NodeClass's subnets, security groups and AMIs (cached ``ttl_s``; ``fresh``
@@ -268,6 +282,107 @@ class NodeClassResolver:
         self._cache[nc.name] = resolved
         return resolved
 
+    def status(self, nc: NodeClass) -> ncs.NodeClassStatus:
+        """The NodeClass's status parts (``nodeclass_status``), each looked up on its own as
+        Karpenter-AWS's reconcilers do; a part whose AWS lookup fails is left out (logged).
+        Kept ``ttl_s`` per NodeClass object."""
+        now = self._now()
+        cached = self._status_cache.get(nc.name)
+        if cached is not None and cached[0] == nc and now - cached[1] < self.ttl_s:
+            return cached[2]
+        conditions: dict[str, ncs.Condition] = {}
+        subnets = self._status_part(nc, "subnets", lambda: self._status_subnets(nc), conditions)
+        groups = self._status_part(
+            nc, "security groups", lambda: self._status_groups(nc), conditions
+        )
+        amis = self._status_part(nc, "AMIs", lambda: self._status_amis(nc), conditions)
+        profile = nc.instance_profile or nc.role
+        # Joiner launches with ``spec.instanceProfile``, or a profile named as the role; it
+        # creates none (Karpenter-AWS ``instanceprofile.go`` creates one for ``spec.role``).
+        conditions[ncs.INSTANCE_PROFILE_READY] = ncs.ready(ncs.INSTANCE_PROFILE_READY)
+        conditions[ncs.PLACEMENT_GROUP_READY] = ncs.ready(ncs.PLACEMENT_GROUP_READY)
+        out = ncs.NodeClassStatus(
+            subnets=subnets,
+            security_groups=groups,
+            amis=amis,
+            instance_profile=profile,
+            conditions=ncs.with_validation(conditions),
+        )
+        self._status_cache[nc.name] = (nc, now, out)
+        return out
+
+    @staticmethod
+    def _status_part(
+        nc: NodeClass,
+        what: str,
+        look_up: Callable[[], tuple[Any, str, ncs.Condition]],
+        conditions: dict[str, ncs.Condition],
+    ) -> Any:
+        """Run one part's lookup: its field (None when the lookup failed) and its condition
+        added to ``conditions``."""
+        try:
+            value, kind, condition = look_up()
+        except AWSError as exc:
+            log.warning("EC2NodeClass %s: looking up %s failed: %s", nc.name, what, exc)
+            return None
+        conditions[kind] = condition
+        return value
+
+    def _status_subnets(self, nc: NodeClass) -> tuple[Any, str, ncs.Condition]:
+        """karpenter-provider-aws ``pkg/controllers/nodeclass/subnet.go`` ``Subnet.Reconcile``:
+        most free addresses first, then by id."""
+        found, free = self._subnets(nc.subnet_selector_terms)
+        if not found:
+            return (
+                (),
+                ncs.SUBNETS_READY,
+                ncs.Condition(
+                    ncs.FALSE, "SubnetsNotFound", "SubnetSelector did not match any Subnets"
+                ),
+            )
+        ordered = sorted(found, key=lambda s: (-free.get(s.id, 0), s.id))
+        value = tuple((s.id, s.zone, s.zone_id) for s in ordered)
+        return value, ncs.SUBNETS_READY, ncs.ready(ncs.SUBNETS_READY)
+
+    def _status_groups(self, nc: NodeClass) -> tuple[Any, str, ncs.Condition]:
+        """karpenter-provider-aws ``securitygroup.go`` ``SecurityGroup.Reconcile``: by id."""
+        pairs = self._security_group_pairs(nc.security_group_selector_terms)
+        if not pairs and nc.security_group_selector_terms:
+            return (
+                (),
+                ncs.SECURITY_GROUPS_READY,
+                ncs.Condition(
+                    ncs.FALSE,
+                    "SecurityGroupsNotFound",
+                    "SecurityGroupSelector did not match any SecurityGroups",
+                ),
+            )
+        return tuple(pairs), ncs.SECURITY_GROUPS_READY, ncs.ready(ncs.SECURITY_GROUPS_READY)
+
+    def _status_amis(self, nc: NodeClass) -> tuple[Any, str, ncs.Condition]:
+        """karpenter-provider-aws ``ami.go`` ``AMI.Reconcile``: one entry per image and
+        variant, requirements sorted by key length, then key."""
+        try:
+            amis = self._amis(nc)
+        except NodeClassNotReadyError:
+            amis = []
+        if not amis:
+            return (
+                (),
+                ncs.AMIS_READY,
+                ncs.Condition(ncs.FALSE, "AMINotFound", "AMISelector did not match any AMIs"),
+            )
+        out = []
+        for a in amis:
+            for variant in a.variants or ("",):
+                reqs = (
+                    (labels.ARCH, "In", (a.architecture,)),
+                    *_VARIANT_REQUIREMENTS.get(variant, ()),
+                )
+                reqs = tuple(sorted(reqs, key=lambda r: (len(r[0]), r[0])))
+                out.append(ncs.AMIStatus(a.id, a.name, reqs))
+        return tuple(out), ncs.AMIS_READY, ncs.ready(ncs.AMIS_READY)
+
     def _subnets(self, terms: Sequence[SelectorTerm]) -> tuple[list[Subnet], dict[str, int]]:
         found: dict[str, Subnet] = {}
         free: dict[str, int] = {}
@@ -298,7 +413,11 @@ class NodeClassResolver:
         return [found[k] for k in sorted(found)], free
 
     def _security_groups(self, terms: Sequence[SelectorTerm]) -> list[str]:
-        found: set[str] = set()
+        return [group_id for group_id, _ in self._security_group_pairs(terms)]
+
+    def _security_group_pairs(self, terms: Sequence[SelectorTerm]) -> list[tuple[str, str]]:
+        """(id, name) of the groups any term selects, by id."""
+        found: dict[str, str] = {}
         paginator = self._ec2.get_paginator("describe_security_groups")
         for term in terms:
             filters: list[FilterTypeDef]
@@ -310,8 +429,9 @@ class NodeClassResolver:
                 filters = _tag_filters(term.tags)
             with aws_errors():
                 for page in paginator.paginate(Filters=filters):
-                    found.update(str(g["GroupId"]) for g in page.get("SecurityGroups", []))
-        return sorted(found)
+                    for g in page.get("SecurityGroups", []):
+                        found[str(g["GroupId"])] = str(g.get("GroupName", ""))
+        return sorted(found.items())
 
     def _amis(self, nc: NodeClass) -> list[AMI]:
         terms = nc.ami_selector_terms or (AMISelectorTerm(alias=f"{nc.ami_family.lower()}@latest"),)

@@ -90,6 +90,7 @@ from joiner.cloudprovider.launch import (
 )
 from joiner.cloudprovider.launchtemplates import LAUNCH_TEMPLATE_TTL_S
 from joiner.cloudprovider.nodeclass_drift import NODECLASS_HASH_TAG, nodeclass_hash
+from joiner.cloudprovider.nodeclass_status import NodeClassStatus
 from joiner.cloudprovider.reservations import reserved_like, with_reserved_offerings
 from joiner.cloudprovider.types import (
     CreateError,
@@ -279,6 +280,12 @@ class AWSCloudProvider:
             NodeClassNotReadyError: unknown NodeClass, or it selects nothing.
         """
         return self.resolver.resolve(self._node_class(node_class))
+
+    def node_class_status(self, name: str) -> NodeClassStatus | None:
+        """The NodeClass's status parts as resolved in EC2 and SSM
+        (``NodeClassResolver.status``), or None for a NodeClass not loaded."""
+        nc = self.node_classes.get(name)
+        return self.resolver.status(nc) if nc is not None else None
 
     def _api_catalog(self) -> Catalog:
         on_demand = self.prices.on_demand_prices()

@@ -26,6 +26,7 @@ from functools import partial
 from joiner.api import labels
 from joiner.api.clock import Clock
 from joiner.api.objects import NodeClass, SelectorTerm
+from joiner.cloudprovider import nodeclass_status as ncs
 from joiner.cloudprovider.catalog import Catalog, spot_price
 from joiner.cloudprovider.events import SPOT_INTERRUPTION, STATE_CHANGE, CloudEvent
 from joiner.cloudprovider.instancetype import build_instance_types
@@ -164,6 +165,26 @@ class SimulatedCloudProvider:
     def resolve_security_groups(self, node_class: NodeClass) -> list[SecurityGroup]:
         """Security groups any selector term matches (``selectors.resolve_security_groups``)."""
         return resolve_security_groups(self.security_groups, node_class)
+
+    def node_class_status(self, name: str) -> ncs.NodeClassStatus | None:
+        """Every part of a known NodeClass Ready, with a message saying so: the simulated
+        cloud resolves any NodeClass (selectors that match nothing get every zone), and has
+        no AWS subnet, security group, AMI or instance profile to report, so those status
+        fields are left as they are; ``spec.instanceProfile`` is reported as given. None
+        for a NodeClass it does not know."""
+        nc = self.node_classes.get(name)
+        if nc is None:
+            return None
+        note = "simulated cloud: resolved without AWS; no IDs to report"
+        parts = (
+            ncs.SUBNETS_READY,
+            ncs.SECURITY_GROUPS_READY,
+            ncs.AMIS_READY,
+            ncs.INSTANCE_PROFILE_READY,
+            ncs.PLACEMENT_GROUP_READY,
+        )
+        conditions = ncs.with_validation({kind: ncs.ready(kind, note) for kind in parts})
+        return ncs.NodeClassStatus(instance_profile=nc.instance_profile, conditions=conditions)
 
     def unresolved_terms(self, node_class: NodeClass) -> list[tuple[str, int, SelectorTerm]]:
         """Selector terms that match nothing: (field, index, term). Used to reject bad input."""

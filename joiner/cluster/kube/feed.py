@@ -7,7 +7,8 @@ controllers share, through the same manifest loader as files
 
 * NodePools, EC2NodeClasses, DaemonSets and PDBs: the whole configuration is re-loaded on
   any change (a document that does not load is skipped with a warning naming it; the
-  others still apply), then ``on_config`` hears of it.
+  others still apply; a skipped NodePool's error is kept in ``pool_errors`` for its
+  status), then ``on_config`` hears of it.
 * Pods: created on first sight (unbound non-provisionable pods, such as DaemonSet pods not
   yet placed, wait until they are bound), bound when ``spec.nodeName`` appears (the real
   kube-scheduler binds; Joiner never does), deleted when they finish, get a
@@ -179,6 +180,9 @@ class ClusterFeed:
         self.deleting_claims: list[str] = []
         #: NodePool Nodes with Joiner's finalizer whose NodeClaim is gone, at ``start``.
         self.unclaimed_nodes: list[str] = []
+        #: NodePools the last configuration load skipped, by name, with why (the NodePool
+        #: status's ``ValidationSucceeded`` and ``NodeClassReady``).
+        self.pool_errors: dict[str, InputError] = {}
         self._replaying = False
         self.on_config: list[Callable[[ManifestSet], None]] = []
         self.on_pending: list[Callable[[Pod], None]] = []
@@ -287,6 +291,7 @@ class ClusterFeed:
             *self.of(PDB).values(),
         ]
         pools = list(self.of(NODEPOOL).values())
+        self.pool_errors = {}
         try:
             ms = load_documents([*classes, *pools, *rest], self.source)
         except InputError as exc:
@@ -324,6 +329,7 @@ class ClusterFeed:
                 one = load_documents([*good_classes, doc], self.source)
             except InputError as exc:
                 log.warning("skipped NodePool %s: %s", key_of(doc), exc)
+                self.pool_errors[key_of(doc)] = exc
                 continue
             out.nodepools += one.nodepools
         return out

@@ -100,6 +100,9 @@ class Provisioner:
         self._rng = rng
         self._scheduler = scheduler or Scheduler()
         self._on_unschedulable = on_unschedulable
+        #: Whether a NodePool is Ready (controller mode: its status' ``Ready`` condition);
+        #: one that is not is skipped. None: every NodePool is.
+        self.pool_ready: Callable[[str], bool] | None = None
         self.stats = ProvisioningStats()
         self._snapshot: (
             tuple[tuple[int, ...], tuple[ExistingNode, ...], tuple[BoundPod, ...]] | None
@@ -419,6 +422,12 @@ class Provisioner:
         out = []
         for name in sorted(self._state.nodepools):
             pool = self._state.nodepools[name]
+            if self.pool_ready is not None and not self.pool_ready(name):
+                # Karpenter ``provisioner.go`` ``NewScheduler``: "ignoring nodepool, not ready".
+                log.warning(
+                    "ignoring nodepool, not ready nodepool=%s", name, extra=log_keys(NodePool=name)
+                )
+                continue
             try:
                 types = self._cloud.get_instance_types(pool.node_class_ref.name)
             except NodeClassNotReadyError as exc:
