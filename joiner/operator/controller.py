@@ -408,6 +408,9 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self.disruption.pass_listeners.append(
             lambda ctx, cands: ev.disruption_pass(ctx.reasons, cands)
         )
+        self.disruption.pass_listeners.append(
+            lambda ctx, _c: ev.budgets_blocked(ctx.budgets.blocked)
+        )
         self.disruption.waiting_listeners.append(ev.disruption_waiting)
         self.disruption.terminating_listeners.append(ev.disruption_terminating)
         self.terminator.deadline_listeners.append(

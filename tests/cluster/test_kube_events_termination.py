@@ -333,3 +333,34 @@ def test_wall_times_follow_the_clock(tmp_path):
     assert sink.of("TerminationGracePeriodExpiring") == [
         ("Node", "a", "All pods will be deleted by 2030-05-01T12:01:30Z", True)
     ]
+
+
+def test_a_budget_of_zero_blocks_disruption_on_the_nodepool_per_reason(tmp_path):
+    budgets = '    budgets:\n    - {nodes: "0", reasons: [Underutilized, Empty]}\n'
+    run = dry_run(
+        tmp_path,
+        nodepool(disruption=budgets),
+        nodepool("idle"),  # no nodes: nothing to block
+        node("a", "m5.4xlarge"),
+        pod("web-1", "a"),
+    )
+    sink, events = _events(run)
+    run.controller.pass_listeners.append(
+        lambda ctx, _c: events.budgets_blocked(ctx.budgets.blocked)
+    )
+    run.controller.compute(elapsed=True)
+    assert sink.of("DisruptionBlocked") == [
+        (
+            "NodePool",
+            "general",
+            f"No allowed disruptions for disruption reason {reason} due to blocking budget",
+            False,
+        )
+        for reason in ("Empty", "Underutilized")
+    ]
+    _advance(run, 59.0)
+    run.controller.compute(elapsed=True)
+    assert len(sink.of("DisruptionBlocked")) == 2  # 1 minute per NodePool and reason
+    _advance(run, 2.0)
+    run.controller.compute(elapsed=True)
+    assert len(sink.of("DisruptionBlocked")) == 4

@@ -17,6 +17,9 @@
   evictions (PodDisruptionBudget=[ns/name])``) or a node annotated do-not-disrupt
   (``Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation``)
   (``disruption/events/events.go`` Blocked, ``state/statenode.go``).
+  On a NodePool whose budgets allow no disruption for a reason: ``No allowed disruptions
+  for disruption reason <Reason> due to blocking budget`` (``disruption/helpers.go``
+  BuildDisruptionBudgetMapping), 1 minute per NodePool and reason.
 * **Unconsolidatable** (Node and NodeClaim, Normal): why consolidation leaves a candidate,
   for the reasons Karpenter words (``disruption/consolidation.go``: "Can't replace with a
   cheaper node", "SpotToSpotConsolidation is disabled, can't replace a spot node with a
@@ -81,7 +84,8 @@ UNCONSOLIDATABLE_DEDUPE_S = 900.0
 #: Karpenter's ``PodNominationRateLimiter`` (client-go ``NewTokenBucketRateLimiter(5, 10)``).
 NOMINATION_QPS = 5.0
 NOMINATION_BURST = 10
-#: ``PodFailedToScheduleEvent``'s and ``NoCompatibleInstanceTypes``' ``DedupeTimeout``.
+#: ``PodFailedToScheduleEvent``'s ``DedupeTimeout``; ``NoCompatibleInstanceTypes``' and
+#: ``NodePoolBlockedForDisruptionReason``'s.
 FAILED_SCHEDULING_DEDUPE_S = 300.0
 NO_COMPATIBLE_DEDUPE_S = 60.0
 #: ``lifecycle/launch.go`` truncateMessage: error text longer than this is cut.
@@ -297,6 +301,21 @@ class KarpenterEvents:
                 self._on_node(
                     name, cand.claim.name, "Unconsolidatable", message, UNCONSOLIDATABLE_DEDUPE_S
                 )
+
+    def budgets_blocked(self, blocked: set[tuple[str, str]]) -> None:
+        """DisruptionBlocked on each NodePool whose budgets allow no disruption for a reason
+        (``blocked``: (NodePool, reason) pairs, ``BudgetMapping.blocked``): ``No allowed
+        disruptions for disruption reason <reason> due to blocking budget``, 1 minute per
+        NodePool and reason (Karpenter ``disruption/events/events.go``
+        NodePoolBlockedForDisruptionReason)."""
+        for pool, reason in sorted(blocked):
+            self._post(
+                {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": pool},
+                "DisruptionBlocked",
+                f"No allowed disruptions for disruption reason {reason} due to blocking budget",
+                reason,
+                NO_COMPATIBLE_DEDUPE_S,
+            )
 
     def _on_node(
         self, node: str, claim: str | None, reason: str, message: str, dedupe_s: float
