@@ -7,7 +7,7 @@ controllers' typed listeners. The clusters are the disruption tests' manifests."
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lightkube.core.exceptions import ApiError
@@ -46,13 +46,9 @@ def _events(run: Any) -> tuple[Sink, KarpenterEvents]:
     """Events on the dry run's clock; the wall clock reads ``AT`` at clock 0."""
     sink = Sink()
     clock = run.clock
-    return sink, KarpenterEvents(sink, run.state, clock.now, lambda: AT + _since(clock))
-
-
-def _since(clock: Any) -> Any:
-    from datetime import timedelta
-
-    return timedelta(seconds=clock.now())
+    return sink, KarpenterEvents(
+        sink, run.state, clock.now, lambda: AT + timedelta(seconds=clock.now())
+    )
 
 
 def _pending(name: str, cpu: str = "500m") -> str:
@@ -364,3 +360,46 @@ def test_a_budget_of_zero_blocks_disruption_on_the_nodepool_per_reason(tmp_path)
     _advance(run, 2.0)
     run.controller.compute(elapsed=True)
     assert len(sink.of("DisruptionBlocked")) == 4
+
+
+class _NoWrites:
+    def create(self, obj: Any, **kw: Any) -> None:
+        raise AssertionError("shadow mode wrote an Event")
+
+
+def test_shadow_mode_reports_the_new_events_and_writes_none(tmp_path):
+    from joiner.cluster.kube.timeline import KubeTimeline
+
+    run = dry_run(tmp_path, nodepool(), node("a", "m5.xlarge"), pod("web-1", "a"))
+    reported: list[dict[str, Any]] = []
+    shadow = KubeTimeline(
+        _NoWrites(),  # type: ignore[arg-type]
+        run.state,
+        dry_run=True,
+        report=reported.append,
+    )
+    events = KarpenterEvents(shadow, run.state, run.clock.now, lambda: AT)
+    events.evicted("default", "web-1", "a")
+    events.drain_waiting(run.state.nodes["a"], 1)
+    assert [(r["action"], r["reason"], r["message"]) for r in reported] == [
+        ("event", "Evicted", "Evicted pod: Forceful Termination"),
+        ("event", "FailedDraining", "Failed to drain node, 1 pods are waiting to be evicted"),
+    ]
+
+
+def test_kube_timeline_writes_a_warning_as_such():
+    from joiner.cluster.kube.timeline import KubeTimeline
+    from joiner.state.cluster import ClusterState
+
+    created: list[Any] = []
+
+    class Client:
+        def create(self, obj: Any, namespace: str) -> None:
+            created.append(obj)
+
+    timeline = KubeTimeline(Client(), ClusterState(), dry_run=False)  # type: ignore[arg-type]
+    ref = {"apiVersion": "v1", "kind": "Node", "name": "a"}
+    timeline.post(ref, "FailedDraining", "Failed to drain node, x", warning=True)
+    assert [(e.reason, e.type, e.metadata.namespace) for e in created] == [
+        ("FailedDraining", "Warning", "default")
+    ]
