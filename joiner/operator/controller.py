@@ -389,13 +389,10 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self.feed.on_ready.append(self._node_ready)
         self.feed.on_node_gone.append(lambda _n: self._node_gone())
         self.feed.on_claim_deleted.append(self._claim_deleted)
-        self.events = KarpenterEvents(self.timeline, self.state, self.clock.now)
-        self.lifecycle.launch_listeners.append(self.events.nominated)
-        self.provisioner.nominated_listeners.append(self.events.nominated_existing)
-        self.feed.on_registered.append(lambda c: self.events.condition(c, "Registered"))
-        self.disruption.pass_listeners.append(
-            lambda ctx, cands: self.events.disruption_pass(ctx.reasons, cands)
+        self.events = KarpenterEvents(
+            self.timeline, self.state, self.clock.now, lambda: datetime.now(UTC)
         )
+        self._post_events()
         self.wiring = MetricsWiring(self.metrics, self.state)
         self.timeline.listeners.append(self.wiring.timeline)
         self.disruption.command_listeners.append(self.wiring.command)
@@ -403,6 +400,36 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self.feed.on_pending.append(self.wiring.pending)
         self.feed.on_bound.append(self.wiring.bound)
         self.feed.on_pod_gone.append(self.wiring.gone)
+
+    def _post_events(self) -> None:
+        """Karpenter's Events (``cluster/kube/events.py``) where each decision is made: the
+        provisioner's, the NodeClaim lifecycle's, the disruption orchestration's, the
+        termination controller's and the Eviction port's typed listeners."""
+        ev = self.events
+        self.lifecycle.launch_listeners.append(ev.nominated)
+        self.lifecycle.failed_listeners.append(ev.launch_failed)
+        self.provisioner.nominated_listeners.append(ev.nominated_existing)
+        self.provisioner.unschedulable_listeners.append(ev.failed_scheduling)
+        self.provisioner.incompatible_listeners.append(ev.no_compatible_instance_types)
+        self.feed.on_registered.append(lambda c: ev.condition(c, "Registered"))
+        self.disruption.pass_listeners.append(
+            lambda ctx, cands: ev.disruption_pass(ctx.reasons, cands)
+        )
+        self.disruption.pass_listeners.append(
+            lambda ctx, _c: ev.budgets_blocked(ctx.budgets.blocked)
+        )
+        self.disruption.waiting_listeners.append(ev.disruption_waiting)
+        self.disruption.terminating_listeners.append(ev.disruption_terminating)
+        self.terminator.deadline_listeners.append(
+            lambda node, deadline_s, first: ev.grace_period_expiring(node, deadline_s, claim=first)
+        )
+        self.terminator.forced_listeners.append(ev.disrupted)
+        self.terminator.pdb_listeners.append(
+            lambda node, pod: ev.eviction_refused(pod.namespace, pod.name, node)
+        )
+        self.terminator.waiting_listeners.append(ev.drain_waiting)
+        self.actuator.evicted_listeners.append(ev.evicted)
+        self.actuator.refused_listeners.append(ev.eviction_refused)
 
     def _cluster(self, writer: Any, lifecycle: Lifecycle) -> Evict:
         """The cluster adapter: the informers' feed into the state and the actuator that

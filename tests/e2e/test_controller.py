@@ -46,6 +46,8 @@ def test_pending_pods_get_nodeclaims_and_nodes_and_run(
     cluster.apply(nodepool_doc(cluster.name, requirements=SPOT_OR_OD))
     ctl = start(controllers, kubeconfig, tmp_path, cluster)
     cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=6))
+    # A pod no instance type can hold: Joiner's FailedScheduling (Karpenter's wording).
+    cluster.apply(deployment_doc("huge", cluster.name, cluster.name, replicas=1, cpu="500"))
 
     pods = wait_for("6 web pods running", lambda: cluster.running("web", 6), 120)
     claims, nodes = wait_for("NodeClaims and Nodes match", cluster.consistent, 60)
@@ -83,6 +85,21 @@ def test_pending_pods_get_nodeclaims_and_nodes_and_run(
     nominated = [e for e in events(cluster.client, cluster.name) if e.reason == "Nominated"]
     assert {e.involvedObject.name for e in nominated} == {p.metadata.name for p in pods}
     assert all(e.message.startswith("Pod should schedule on: nodeclaim/") for e in nominated)
+    failed = wait_for(
+        "Joiner's FailedScheduling on the huge pod",
+        lambda: (
+            [
+                e
+                for e in events(cluster.client, cluster.name)
+                if e.reason == "FailedScheduling" and e.source.component == "joiner"
+            ]
+            or None
+        ),
+        60,
+    )
+    assert {e.involvedObject.name.rsplit("-", 2)[0] for e in failed} == {"huge"}
+    assert all(e.type == "Warning" for e in failed)
+    assert all(e.message.startswith("Failed to schedule pod, ") for e in failed)
     status, body = ctl.http("/metrics")
     assert status == 200
     assert metric(body, "karpenter_nodeclaims_created_total") >= len(claims)
@@ -105,6 +122,9 @@ def test_pending_pods_get_nodeclaims_and_nodes_and_run(
     )
     pods = wait_for("6 web pods running again", lambda: cluster.running("web", 6), 120)
     assert victim_node not in {p.spec.nodeName for p in pods}
+    # Its pods were evicted, with no disruption reason: Karpenter's "Forceful Termination".
+    evicted = [e for e in events(cluster.client, cluster.name) if e.reason == "Evicted"]
+    assert evicted and {e.message for e in evicted} == {"Evicted pod: Forceful Termination"}
 
 
 def test_scale_down_consolidates_through_evictions_within_a_pdb(
@@ -160,6 +180,26 @@ def test_scale_down_consolidates_through_evictions_within_a_pdb(
     assert len(gone) == 1
     reasons = [(e.reason, e.involvedObject.name) for e in events(cluster.client, cluster.name)]
     assert any(r == "Eviction" for r, _ in reasons), reasons
+    # Karpenter's Events of the consolidation: the moved pod Evicted for Underutilized, the
+    # deleted Node and its NodeClaim DisruptionTerminating (cluster-scoped: eventNamespace).
+    evicted = [e.message for e in events(cluster.client, cluster.name) if e.reason == "Evicted"]
+    assert evicted and set(evicted) == {"Evicted pod: Underutilized"}, evicted
+    terminating = {
+        (e.involvedObject.kind, e.message)
+        for e in events(cluster.client, "default")
+        if e.reason == "DisruptionTerminating"
+        and (
+            e.involvedObject.name in gone
+            or (
+                e.involvedObject.kind == "NodeClaim"
+                and e.involvedObject.name.startswith(f"{cluster.name}-")
+            )
+        )
+    }
+    assert terminating == {
+        ("Node", "Disrupting Node: Underutilized"),
+        ("NodeClaim", "Disrupting NodeClaim: Underutilized"),
+    }, terminating
 
     # The PDB is the API server's: an eviction beyond it is refused (429) and the pods stay.
     cluster.apply(
@@ -181,6 +221,23 @@ def test_scale_down_consolidates_through_evictions_within_a_pdb(
             namespace=cluster.name,
         )
     assert refused.value.status.code == 429
+    # Joiner's disruption sees the same budget: the node left is DisruptionBlocked.
+    (left,) = remaining[1]
+    blocked = wait_for(
+        "DisruptionBlocked on the node left",
+        lambda: (
+            [
+                e
+                for e in events(cluster.client, "default")
+                if e.reason == "DisruptionBlocked" and e.involvedObject.name == left
+            ]
+            or None
+        ),
+        60,
+    )
+    assert {e.message for e in blocked} == {
+        f"Pdb prevents pod evictions (PodDisruptionBudget=[{cluster.name}/web])"
+    }
 
 
 def _assert_nodepool_status(cluster: Cluster, claims: set[str]) -> None:

@@ -35,7 +35,7 @@ In dry-run (shadow mode) nothing is written: every write is logged and handed to
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lightkube import Client
@@ -128,6 +128,11 @@ class KubeActuator:
         self._finalized: set[str] = set()
         #: Unclaimed Nodes released from the finalizer (``feed.unclaimed_nodes``).
         self._released: set[str] = set()
+        #: Called with (namespace, pod name, node name) when an Eviction is accepted
+        #: (``evicted_listeners``) or refused with 429, a PodDisruptionBudget
+        #: (``refused_listeners``); in dry-run, as the API server would answer.
+        self.evicted_listeners: list[Callable[[str, str, str | None], None]] = []
+        self.refused_listeners: list[Callable[[str, str, str | None], None]] = []
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -571,6 +576,7 @@ class KubeActuator:
                 log.info("dry-run: eviction of %s would be refused: %s", entry["pod"], blocking)
                 if self._report is not None:
                     self._report(entry)
+                self._tell(self.refused_listeners, pod.namespace, pod.name, pod.node_name)
                 return False
             if forced and grace_s is not None:
                 self._dry(
@@ -581,6 +587,8 @@ class KubeActuator:
                 )
             else:
                 self._dry("evict", pod=f"{pod.namespace}/{pod.name}", forced=forced)
+            if not forced:
+                self._tell(self.evicted_listeners, pod.namespace, pod.name, pod.node_name)
             return True
         # The node's taint goes out before its first eviction, so the replacement pod the
         # workload's controller makes cannot be scheduled back onto it.
@@ -639,13 +647,26 @@ class KubeActuator:
                     exc.status.message,
                     extra=log_keys(Pod=f"{namespace}/{name}"),
                 )
+                if not forced:
+                    self._tell(self.refused_listeners, namespace, name, node_name)
                 return False
             self._failed("evict", f"pod {namespace}/{name}", exc)
             return False
         if not forced:
             self._metrics.eviction_requests.labels(code="200").inc()
             self._metrics.pods_drained.labels(reason=self._eviction_reason(node_name)).inc()
+            self._tell(self.evicted_listeners, namespace, name, node_name)
         return True
+
+    @staticmethod
+    def _tell(
+        listeners: list[Callable[[str, str, str | None], None]],
+        namespace: str,
+        name: str,
+        node_name: str | None,
+    ) -> None:
+        for listener in listeners:
+            listener(namespace, name, node_name)
 
     def _eviction_reason(self, node_name: str | None) -> str:
         """``karpenter_pods_drained_total``'s ``reason``: the disruption reason of the pod's

@@ -17,6 +17,9 @@
   evictions (PodDisruptionBudget=[ns/name])``) or a node annotated do-not-disrupt
   (``Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation``)
   (``disruption/events/events.go`` Blocked, ``state/statenode.go``).
+  On a NodePool whose budgets allow no disruption for a reason: ``No allowed disruptions
+  for disruption reason <Reason> due to blocking budget`` (``disruption/helpers.go``
+  BuildDisruptionBudgetMapping), 1 minute per NodePool and reason.
 * **Unconsolidatable** (Node and NodeClaim, Normal): why consolidation leaves a candidate,
   for the reasons Karpenter words (``disruption/consolidation.go``: "Can't replace with a
   cheaper node", "SpotToSpotConsolidation is disabled, can't replace a spot node with a
@@ -26,19 +29,54 @@
   WhenEmpty, but node is not empty``). Joiner's other reasons (budgets, consolidateAfter,
   on-demand base) post no Event, as Karpenter posts none for them.
 
+* **FailedScheduling** (Pod, Warning): ``Failed to schedule pod, <why>`` for each pod a
+  provisioning pass could not place, ``why`` being the reason the scheduler computed
+  (``provisioning/scheduling/events.go`` PodFailedToScheduleEvent, ``scheduling/results.go``
+  Record); 5 minutes per pod.
+* **NoCompatibleInstanceTypes** (NodePool, Warning): ``NodePool requirements filtered out all
+  compatible available instance types`` (``... due to minValues incompatibility``) for a
+  NodePool whose requirements leave no instance type with an available offering
+  (``scheduling/scheduler.go`` NewScheduler); 1 minute per NodePool.
+* **InsufficientCapacityError** (NodeClaim, Warning): ``NodeClaim <name> event: <error>``
+  when the cloud provider's launch fails with its insufficient-capacity error, the error's
+  text cut at 300 characters (``nodeclaim/lifecycle/events.go``, ``launch.go``
+  launchNodeClaim, truncateMessage).
+* **DisruptionLaunching**, **DisruptionWaitingReadiness** (replacement NodeClaim, Normal):
+  ``Launching NodeClaim: <Reason>`` and, until it is initialized, ``Waiting on readiness to
+  continue disruption`` while a disruption command waits for its replacements;
+  **DisruptionTerminating** (candidate Node and NodeClaim, Normal): ``Disrupting Node:
+  <Reason>`` / ``Disrupting NodeClaim: <Reason>`` when the command deletes them
+  (``disruption/events/events.go``, ``disruption/queue.go`` waitOrTerminate).
+* **Evicted** (Pod, Normal): ``Evicted pod: <reason>``, the node's NodeClaim's disruption
+  reason or ``Forceful Termination``; **Disrupted** (Pod, Normal): a pod deleted to meet the
+  node's ``terminationGracePeriod`` deadline (``terminator/events/events.go`` EvictPod,
+  DisruptPodDelete; ``terminator/terminator.go`` DeleteExpiringPods).
+* **FailedDraining** (Node, Warning): ``Failed to drain node, evicting pod violates a PDB
+  (Pod=ns/name)`` when a PodDisruptionBudget refuses an eviction, ``Failed to drain node, N
+  pods are waiting to be evicted`` while the drain is not done (``terminator/eviction.go``
+  Reconcile, ``node/termination/controller.go`` awaitDrain); both share one 2-minute
+  deduplication per node.
+* **TerminationGracePeriodExpiring** (Node and NodeClaim, Warning): ``All pods will be
+  deleted by <RFC 3339 time>`` when a drain gets a ``terminationGracePeriod`` deadline
+  (``node/termination/controller.go`` nodeTerminationTime, ``nodeclaim/lifecycle/
+  controller.go`` annotateTerminationGracePeriodTerminationTime).
+
 Deduplication is Karpenter's recorder's (``events/recorder.go``): an Event with the same
 reason and object is not posted again within 2 minutes (Unconsolidatable: 15 minutes),
-on the injected clock (seconds).
+on the injected clock (seconds). Wall-clock times in messages are ``wall_now`` (UTC) moved
+by the clock's difference.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from joiner.cloudprovider.types import CloudProviderError, InsufficientCapacityError
 from joiner.controllers.disruption.candidates import Candidate
-from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
-from joiner.state.cluster import ClusterState, NodeClaim
+from joiner.controllers.disruption.verdicts import Reason, Verdict, VerdictKind
+from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 
 #: Karpenter's recorder: ``defaultDedupeTimeout`` and Unconsolidatable's ``DedupeTimeout``.
 DEDUPE_S = 120.0
@@ -46,6 +84,17 @@ UNCONSOLIDATABLE_DEDUPE_S = 900.0
 #: Karpenter's ``PodNominationRateLimiter`` (client-go ``NewTokenBucketRateLimiter(5, 10)``).
 NOMINATION_QPS = 5.0
 NOMINATION_BURST = 10
+#: ``PodFailedToScheduleEvent``'s ``DedupeTimeout``; ``NoCompatibleInstanceTypes``' and
+#: ``NodePoolBlockedForDisruptionReason``'s.
+FAILED_SCHEDULING_DEDUPE_S = 300.0
+NO_COMPATIBLE_DEDUPE_S = 60.0
+#: ``lifecycle/launch.go`` truncateMessage: error text longer than this is cut.
+ICE_MESSAGE_CHARS = 300
+#: Karpenter's eviction reason for a node without a disruption reason
+#: (``terminator/eviction.go`` evictionReason).
+FORCEFUL_TERMINATION = "Forceful Termination"
+
+_NO_COMPATIBLE = "NodePool requirements filtered out all compatible available instance types"
 
 _CHEAPER = "Can't replace with a cheaper node"
 _SPOT_TO_SPOT_DISABLED = (
@@ -143,10 +192,17 @@ class TokenBucket:
 class KarpenterEvents:
     """Posts the Events in the module docstring to ``sink``; ``now_s`` is the clock."""
 
-    def __init__(self, sink: EventSink, state: ClusterState, now_s: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        sink: EventSink,
+        state: ClusterState,
+        now_s: Callable[[], float],
+        wall_now: Callable[[], datetime] | None = None,
+    ) -> None:
         self._sink = sink
         self._state = state
         self._now_s = now_s
+        self._wall_now = wall_now or (lambda: datetime.fromtimestamp(0, UTC))
         self._posted: dict[tuple[str, str, str], float] = {}
         self._nominations = TokenBucket(NOMINATION_QPS, NOMINATION_BURST, now_s)
 
@@ -158,6 +214,8 @@ class KarpenterEvents:
         key: str,
         dedupe_s: float,
         limiter: TokenBucket | None = None,
+        *,
+        warning: bool = False,
     ) -> None:
         """Karpenter's recorder (``events/recorder.go`` publishEvent): deduplicated first
         (the entry is kept even when the limiter then drops the Event), then rate-limited."""
@@ -169,7 +227,7 @@ class KarpenterEvents:
         self._posted[k] = now
         if limiter is not None and not limiter.try_accept():
             return
-        self._sink.post(involved, reason, message)
+        self._sink.post(involved, reason, message, warning=warning)
 
     # -- provisioning and the NodeClaim lifecycle ---------------------------------------------
 
@@ -244,13 +302,208 @@ class KarpenterEvents:
                     name, cand.claim.name, "Unconsolidatable", message, UNCONSOLIDATABLE_DEDUPE_S
                 )
 
+    def budgets_blocked(self, blocked: set[tuple[str, str]]) -> None:
+        """DisruptionBlocked on each NodePool whose budgets allow no disruption for a reason
+        (``blocked``: (NodePool, reason) pairs, ``BudgetMapping.blocked``): ``No allowed
+        disruptions for disruption reason <reason> due to blocking budget``, 1 minute per
+        NodePool and reason (Karpenter ``disruption/events/events.go``
+        NodePoolBlockedForDisruptionReason)."""
+        for pool, reason in sorted(blocked):
+            self._post(
+                {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": pool},
+                "DisruptionBlocked",
+                f"No allowed disruptions for disruption reason {reason} due to blocking budget",
+                reason,
+                NO_COMPATIBLE_DEDUPE_S,
+            )
+
     def _on_node(
         self, node: str, claim: str | None, reason: str, message: str, dedupe_s: float
     ) -> None:
-        node_ref = {"apiVersion": "v1", "kind": "Node", "name": node}
-        self._post(node_ref, reason, message, "", dedupe_s)
+        self._post(_node_ref(node), reason, message, "", dedupe_s)
         if claim is not None:
             self._post(_nodeclaim_ref(claim), reason, message, "", dedupe_s)
+
+    def disruption_waiting(self, reason: Reason, replacements: list[NodeClaim]) -> None:
+        """A disruption command for ``reason`` waits on its ``replacements``: each one not
+        yet initialized gets DisruptionLaunching and DisruptionWaitingReadiness, as
+        Karpenter's orchestration queue posts them on each look (``disruption/queue.go``
+        waitOrTerminate; ``disruption/events/events.go`` Launching, WaitingOnReadiness)."""
+        for claim in replacements:
+            if claim.deleted_at_s is not None or claim.initialized_at_s is not None:
+                continue
+            self._post(
+                _nodeclaim_ref(claim.name),
+                "DisruptionLaunching",
+                f"Launching NodeClaim: {_title(reason.value)}",
+                reason.value,
+                DEDUPE_S,
+            )
+            self._post(
+                _nodeclaim_ref(claim.name),
+                "DisruptionWaitingReadiness",
+                "Waiting on readiness to continue disruption",
+                "",
+                DEDUPE_S,
+            )
+
+    def disruption_terminating(self, reason: Reason, node: str, claim: str) -> None:
+        """A disruption command for ``reason`` deletes candidate ``node`` and its NodeClaim
+        ``claim``: DisruptionTerminating on both (``disruption/events/events.go``
+        Terminating, deduplicated per object and reason)."""
+        title = _title(reason.value)
+        self._post(
+            _node_ref(node),
+            "DisruptionTerminating",
+            f"Disrupting Node: {title}",
+            reason.value,
+            DEDUPE_S,
+        )
+        self._post(
+            _nodeclaim_ref(claim),
+            "DisruptionTerminating",
+            f"Disrupting NodeClaim: {title}",
+            reason.value,
+            DEDUPE_S,
+        )
+
+    # -- provisioning failures -----------------------------------------------------------------
+
+    def failed_scheduling(self, uid: str, why: str) -> None:
+        """FailedScheduling (Warning) on pod ``uid``, which a provisioning pass could not
+        place; ``why`` is the reason the scheduler computed for it (Karpenter
+        ``scheduling/events.go`` PodFailedToScheduleEvent: 5 minutes per pod)."""
+        pod = self._state.pods.get(uid)
+        if pod is None:
+            return
+        self._post(
+            _pod_ref(pod),
+            "FailedScheduling",
+            f"Failed to schedule pod, {why}",
+            uid,
+            FAILED_SCHEDULING_DEDUPE_S,
+            warning=True,
+        )
+
+    def no_compatible_instance_types(self, nodepool: str, min_values: bool) -> None:
+        """NoCompatibleInstanceTypes (Warning) on NodePool ``nodepool``, whose requirements
+        leave no instance type (``min_values``: because of a ``minValues``); Karpenter
+        ``scheduling/events.go`` NoCompatibleInstanceTypes, 1 minute per NodePool."""
+        message = _NO_COMPATIBLE + (" due to minValues incompatibility" if min_values else "")
+        self._post(
+            {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": nodepool},
+            "NoCompatibleInstanceTypes",
+            message,
+            "",
+            NO_COMPATIBLE_DEDUPE_S,
+            warning=True,
+        )
+
+    def launch_failed(self, claim: NodeClaim, error: CloudProviderError) -> None:
+        """InsufficientCapacityError (Warning) on ``claim`` when its launch failed with the
+        cloud provider's ``InsufficientCapacityError``; other errors post nothing here
+        (Karpenter ``nodeclaim/lifecycle/launch.go`` launchNodeClaim,
+        ``lifecycle/events.go`` InsufficientCapacityErrorEvent)."""
+        if not isinstance(error, InsufficientCapacityError):
+            return
+        text = str(error)
+        if len(text) >= ICE_MESSAGE_CHARS:
+            text = text[:ICE_MESSAGE_CHARS] + "..."
+        self._post(
+            _nodeclaim_ref(claim.name),
+            "InsufficientCapacityError",
+            f"NodeClaim {claim.name} event: {text}",
+            "",
+            DEDUPE_S,
+            warning=True,
+        )
+
+    # -- termination ---------------------------------------------------------------------------
+
+    def evicted(self, namespace: str, name: str, node: str | None) -> None:
+        """Evicted on pod ``namespace/name``, evicted from ``node``: ``Evicted pod:`` and
+        the node's NodeClaim's disruption reason, ``Forceful Termination`` without one,
+        nothing for a node without a NodeClaim (Karpenter ``terminator/eviction.go``
+        Reconcile and evictionReason, ``terminator/events/events.go`` EvictPod)."""
+        st_node = self._state.nodes.get(node or "")
+        claim = self._state.claim_of(st_node) if st_node is not None else None
+        reason = "" if claim is None else claim.disruption_reason or FORCEFUL_TERMINATION
+        ref = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
+        self._post(ref, "Evicted", f"Evicted pod: {reason}", name, DEDUPE_S)
+
+    def eviction_refused(self, namespace: str, name: str, node: str | None) -> None:
+        """FailedDraining (Warning) on ``node``: a PodDisruptionBudget refused evicting pod
+        ``namespace/name`` (Karpenter ``terminator/eviction.go`` Reconcile on 429,
+        ``terminator/events/events.go`` NodeFailedToDrain)."""
+        if node is None:
+            return
+        self._failed_draining(node, f"evicting pod violates a PDB (Pod={namespace}/{name})")
+
+    def drain_waiting(self, node: Node, pods: int) -> None:
+        """FailedDraining (Warning) on ``node``, whose drain still waits on ``pods`` pods
+        (Karpenter ``node/termination/controller.go`` awaitDrain, ``terminator.go`` Drain's
+        NodeDrainError)."""
+        self._failed_draining(node.name, f"{pods} pods are waiting to be evicted")
+
+    def _failed_draining(self, node: str, error: str) -> None:
+        self._post(
+            _node_ref(node),
+            "FailedDraining",
+            f"Failed to drain node, {error}",
+            "",
+            DEDUPE_S,
+            warning=True,
+        )
+
+    def grace_period_expiring(self, node: Node, deadline_s: float, *, claim: bool) -> None:
+        """TerminationGracePeriodExpiring (Warning) on ``node`` (and, ``claim``, on its
+        NodeClaim): its pods are deleted by ``deadline_s`` (clock seconds), shown as RFC 3339
+        (Karpenter ``node/termination/controller.go`` nodeTerminationTime,
+        ``nodeclaim/lifecycle/controller.go`` annotateTerminationGracePeriodTerminationTime,
+        ``terminator/events/events.go``)."""
+        when = self._wall_at(deadline_s).strftime("%Y-%m-%dT%H:%M:%SZ")
+        message = f"All pods will be deleted by {when}"
+        reason = "TerminationGracePeriodExpiring"
+        self._post(_node_ref(node.name), reason, message, "", DEDUPE_S, warning=True)
+        if claim and node.nodeclaim is not None:
+            self._post(_nodeclaim_ref(node.nodeclaim), reason, message, "", DEDUPE_S, warning=True)
+
+    def disrupted(self, pod: Pod, grace_s: int, deadline_s: float) -> None:
+        """Disrupted on ``pod``, deleted with ``grace_s`` seconds of grace to meet its node's
+        ``terminationGracePeriod`` deadline ``deadline_s`` (clock seconds), bypassing its
+        PDB and do-not-disrupt (Karpenter ``terminator/terminator.go`` DeleteExpiringPods,
+        ``terminator/events/events.go`` DisruptPodDelete; the time as Go prints one)."""
+        when = self._wall_at(deadline_s).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+        own_s = round(pod.template.termination_grace_period_s)
+        self._post(
+            _pod_ref(pod),
+            "Disrupted",
+            f"Deleting the pod to accommodate the terminationTime {when} of the node. The pod "
+            f"was granted {grace_s} seconds of grace-period of its {own_s} "
+            "terminationGracePeriodSeconds. This bypasses the PDB of the pod and the "
+            "do-not-disrupt annotation.",
+            pod.name,
+            DEDUPE_S,
+        )
+
+    def _wall_at(self, at_s: float) -> datetime:
+        """The UTC wall time of clock instant ``at_s``, to the second."""
+        wall = self._wall_now() + timedelta(seconds=at_s - self._now_s())
+        return wall.replace(microsecond=0)
+
+
+def _title(word: str) -> str:
+    """golang.org/x/text ``cases.Title(language.Und, cases.NoLower)``: each word's first
+    letter upper-cased, the rest kept."""
+    return " ".join(w[:1].upper() + w[1:] for w in word.split(" "))
+
+
+def _pod_ref(pod: Pod) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
+
+
+def _node_ref(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "name": name}
 
 
 def _nodeclaim_ref(name: str) -> dict[str, Any]:

@@ -88,10 +88,14 @@ class BudgetMapping:
         remaining: ``{(pool, reason): nodes}``.
         limiting: ``{(pool, reason): budget description}`` for pools the budgets hold at 0,
             for messages.
+        blocked: ``(pool, reason)`` pairs whose active budgets allow no disruption at all
+            of a pool that has nodes (Karpenter ``disruption/helpers.go``
+            BuildDisruptionBudgetMapping's NodePool DisruptionBlocked Event).
     """
 
     remaining: dict[tuple[str, str], int] = field(default_factory=dict)
     limiting: dict[tuple[str, str], str] = field(default_factory=dict)
+    blocked: set[tuple[str, str]] = field(default_factory=set)
 
     @classmethod
     def build(cls, state: ClusterState, now: datetime) -> BudgetMapping:
@@ -100,7 +104,10 @@ class BudgetMapping:
         for name, pool in sorted(state.nodepools.items()):
             total, disrupting = pool_counts(state, name)
             for reason in ("Empty", "Drifted", "Underutilized"):
-                left = max(allowed(pool, reason, total, now) - disrupting, 0)
+                budget = allowed(pool, reason, total, now)
+                if total and budget == 0:
+                    out.blocked.add((name, reason))
+                left = max(budget - disrupting, 0)
                 out.remaining[(name, reason)] = left
                 if left == 0:
                     active = [

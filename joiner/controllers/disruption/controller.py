@@ -38,7 +38,7 @@ from joiner.controllers.disruption.command import Command, Context, Replacement
 from joiner.controllers.disruption.drift import CloudDrift, TypesOf
 from joiner.controllers.disruption.history import VerdictHistory
 from joiner.controllers.disruption.memo import VerdictMemo, World
-from joiner.controllers.disruption.verdicts import DisruptionMethod, Verdict
+from joiner.controllers.disruption.verdicts import DisruptionMethod, Reason, Verdict
 from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.termination.controller import DISRUPTED_TAINT, Terminator, cordon
 from joiner.state.cluster import ClusterState, NodeClaim
@@ -118,6 +118,13 @@ class DisruptionController:
         #: Called with each command once it is under way (its replacements launched).
         self.command_listeners: list[Callable[[Command], None]] = []
         self.pass_listeners: list[Callable[[Context, list[Candidate]], None]] = []
+        #: Called with a running command's reason and replacements each time the
+        #: orchestration looks at a command still waiting for them (Karpenter ``queue.go``
+        #: waitOrTerminate's look at each replacement).
+        self.waiting_listeners: list[Callable[[Reason, list[NodeClaim]], None]] = []
+        #: Called with a command's reason, a candidate's node and NodeClaim names when its
+        #: drain starts (Karpenter ``queue.go`` waitOrTerminate's NodeClaim delete).
+        self.terminating_listeners: list[Callable[[Reason, str, str], None]] = []
         self._running: list[_Running] = []
         self._validating = False
         self._pass_at: float | None = None
@@ -374,6 +381,9 @@ class DisruptionController:
             else:
                 still.append(run)
         self._running = still
+        for run in still:
+            for listener in self.waiting_listeners:
+                listener(run.command.reason, run.replacements)
         for run in failed:
             self._abort(run.command, "a replacement disappeared before it was initialized")
         for run in ready:
@@ -382,6 +392,8 @@ class DisruptionController:
                     self.stats.pods_evicted += sum(
                         1 for p in self._state.pods_on(c.name) if not p.daemon
                     )
+                    for terminating in self.terminating_listeners:
+                        terminating(run.command.reason, c.name, c.claim.name)
                     self._terminator.drain(c.node, f"disruption: {run.command.reason}")
 
     @property

@@ -45,6 +45,9 @@ class Lifecycle:
         self.region = region
         self.launch_listeners: list[LaunchListener] = []
         self.deleted_listeners: list[LaunchListener] = []
+        #: Called with the NodeClaim and the CloudProvider's typed error when a launch
+        #: fails (after ``deleted_listeners``).
+        self.failed_listeners: list[Callable[[NodeClaim, CloudProviderError], None]] = []
 
     def labels_for(self, claim: NodeClaim) -> dict[str, str]:
         """Labels the NodeClaim's node will carry (its instance must be resolved)."""
@@ -77,10 +80,12 @@ class Lifecycle:
         )
         try:
             instance = self._cloud.create(request)
-        except CloudProviderError:
+        except CloudProviderError as exc:
             claim.deleted_at_s = self._clock.now()
             for listener in self.deleted_listeners:
                 listener(claim)
+            for failed in self.failed_listeners:
+                failed(claim, exc)
             raise
         claim.instance = instance
         claim.launched_at_s = self._clock.now()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from joiner.api import labels, quantity
 from joiner.api.clock import Clock
 from joiner.api.logkeys import log_keys
+from joiner.api.nodepools import NodePool
 from joiner.api.objects import PodTemplate, Taint
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import (
@@ -118,6 +119,13 @@ class Provisioner:
         #: node's) for every pod a pass places on existing capacity, in flight or registered
         #: (Karpenter ``Results.Record``); virtual CapacityBuffer pods are not reported.
         self.nominated_listeners: list[Callable[[str, str], None]] = []
+        #: Called with (pod uid, why) for every real pod a pass could not place, ``why``
+        #: being the scheduler's reason (Karpenter ``Results.Record``'s pod errors).
+        self.unschedulable_listeners: list[Callable[[str, str], None]] = []
+        #: Called with (NodePool name, whether because of a ``minValues``) for every NodePool
+        #: whose requirements leave no instance type, in a pass with pods to place (Karpenter
+        #: ``scheduler.go`` NewScheduler's NoCompatibleInstanceTypes).
+        self.incompatible_listeners: list[Callable[[str, bool], None]] = []
 
     @property
     def scheduler(self) -> Scheduler:
@@ -145,6 +153,8 @@ class Provisioner:
         if not pending:
             return
         templates = self.templates()
+        if self.incompatible_listeners:
+            self._report_incompatible(templates)
         result = self._scheduler.solve(
             SchedulingInput(
                 pods=pod_requests(self._state, pending),
@@ -215,6 +225,8 @@ class Provisioner:
             self._state.pods[uid].unschedulable_reason = reason
             self.stats.unschedulable[uid] = reason
             failed.append(uid)
+            for listener in self.unschedulable_listeners:
+                listener(uid, reason)
             pod = self._state.pods[uid]
             log.info(
                 "pod unschedulable pod=%s reason=%s",
@@ -223,6 +235,15 @@ class Provisioner:
                 extra=log_keys(Pod=f"{pod.namespace}/{pod.name}"),
             )
         return failed
+
+    def _report_incompatible(self, templates: Sequence[NodePoolTemplate]) -> None:
+        """Tell ``incompatible_listeners`` of each NodePool in ``templates`` that can launch
+        nothing (``no_compatible_types``)."""
+        for t in templates:
+            min_values = no_compatible_types(t.nodepool, t.instance_types)
+            if min_values is not None:
+                for listener in self.incompatible_listeners:
+                    listener(t.nodepool.name, min_values)
 
     def _create_all(
         self, news: Sequence[NewNodeClaim], moving: dict[str, str], fake: set[str]
@@ -523,3 +544,33 @@ def _capacity_types(new: NewNodeClaim) -> list[str]:
         if every is not None and len(found) >= every:
             break
     return sorted(found)
+
+
+def no_compatible_types(pool: NodePool, types: Sequence[InstanceType]) -> bool | None:
+    """Whether ``pool``'s requirements filter out every instance type of ``types``: None
+    when some type is left, False when no type matches them with an available offering,
+    True when some do but too few values remain for a ``minValues`` (Karpenter
+    ``scheduling/scheduler.go`` NewScheduler, ``filterInstanceTypesByRequirements`` for an
+    empty pod, ``InstanceTypes.SatisfiesMinValues``; the ``Strict`` policy)."""
+    reqs = pool.requirements
+    if pool.own_label_conflict() is not None:
+        return False
+    left = [
+        it
+        for it in types
+        if it.requirements.intersects(reqs) is None and it.available_offerings(reqs)
+    ]
+    if not left:
+        return False
+    for key, r in reqs.items():
+        if r.min_values is None:
+            continue
+        values = {
+            v
+            for it in left
+            if (tr := it.requirements.get(key)) is not None and not tr.complement
+            for v in tr.values
+        }
+        if len(values) < r.min_values:
+            return True
+    return None

@@ -105,6 +105,17 @@ class Terminator:
         self.on_evicted: list[Callable[[Pod], None]] = []
         self.on_terminated: list[Callable[[Node], None]] = []
         self._blocked_noted: set[str] = set()
+        #: Typed facts for Karpenter's termination Events in controller mode:
+        #: (node, deadline s, whether the NodePool's ``terminationGracePeriod`` just set
+        #: it) at a drain with a deadline and at each later step of it;
+        self.deadline_listeners: list[Callable[[Node, float, bool], None]] = []
+        #: (pod, its deletion's grace s, the node's deadline s) for each pod deleted to meet
+        #: the deadline, PDB and do-not-disrupt bypassed;
+        self.forced_listeners: list[Callable[[Pod, int, float], None]] = []
+        #: (node name, pod) when a PodDisruptionBudget holds a pod's eviction back;
+        self.pdb_listeners: list[Callable[[str, Pod], None]] = []
+        #: (node, pods the drain still waits for) at each step that leaves the node.
+        self.waiting_listeners: list[Callable[[Node, int], None]] = []
         #: Node name -> its drain's deadline (start plus the NodePool's
         #: ``terminationGracePeriod``), seconds.
         self._deadline_s: dict[str, float] = {}
@@ -132,7 +143,11 @@ class Terminator:
         ``terminationGracePeriod``) from now: the forced end then, and a turn at each pod's
         own deletion time before it (``_delete_expiring``; times already past are the
         drain's first step's)."""
-        self._deadline_s[node_name] = self._clock.now() + period_s
+        deadline_s = self._deadline_s[node_name] = self._clock.now() + period_s
+        node = self._state.nodes.get(node_name)
+        for listener in self.deadline_listeners:
+            if node is not None:
+                listener(node, deadline_s, True)
         self._clock.after(period_s, lambda: self._force(node_name), label="drain-deadline")
         pods = [p for p in self._state.pods_on(node_name) if not p.daemon]
         delays = sorted({period_s - p.template.termination_grace_period_s for p in pods})
@@ -152,6 +167,8 @@ class Terminator:
         node.draining = True
         cordon(node)
         self._timeline.record(timeline.DRAIN_STARTED, node=node.name, detail=reason)
+        for listener in self.deadline_listeners:
+            listener(node, self._clock.now(), False)
         self._force(node.name)
 
     def _force(self, node_name: str) -> None:
@@ -199,6 +216,8 @@ class Terminator:
         if node is None or node.deleted_at_s is not None:
             return
         if node_name in self._deadline_s:
+            for on_deadline in self.deadline_listeners:
+                on_deadline(node, self._deadline_s[node_name], False)
             self._delete_expiring(node_name)  # Karpenter's Drain deletes these first
         running = [p for p in self._state.pods_on(node_name) if not p.daemon]
         stopping = [p for p in running if p.terminating_until_s is not None]
@@ -213,6 +232,8 @@ class Terminator:
             pdb = blocking(self._state, pod)
             if pdb is not None:
                 waiting = True
+                for listener in self.pdb_listeners:
+                    listener(node_name, pod)
                 if pod.uid not in self._blocked_noted:
                     self._blocked_noted.add(pod.uid)
                     self._timeline.record(
@@ -225,9 +246,25 @@ class Terminator:
             if not self._evict(pod, node_name):
                 waiting = True
         if waiting:
+            self._waiting(node)
             self._clock.after(self.retry_s, lambda: self._step(node_name), label="drain-retry")
             return
         self._terminate(node)
+
+    def _waiting(self, node: Node) -> None:
+        """Tell ``waiting_listeners`` how many pods ``node``'s drain still waits for: those
+        Karpenter's drain counts (``terminator.go`` Drain, ``IsWaitingEviction``): every
+        pod still there, shutting down or not, but DaemonSet pods that tolerate the
+        disrupted taint."""
+        if not self.waiting_listeners:
+            return
+        count = sum(
+            1
+            for p in self._state.pods_on(node.name)
+            if not p.daemon or not any(t.tolerates(DISRUPTED_TAINT) for t in p.template.tolerations)
+        )
+        for listener in self.waiting_listeners:
+            listener(node, count)
 
     def _evict(
         self, pod: Pod, node_name: str, *, forced: str = "", grace_s: int | None = None
@@ -246,6 +283,10 @@ class Terminator:
                     detail="refused by the API server",
                 )
             return False
+        if forced and grace_s is not None:
+            deadline_s = self._deadline_s.get(node_name, self._clock.now())
+            for on_forced in self.forced_listeners:
+                on_forced(pod, grace_s, deadline_s)
         shutdown = self._delete(pod, forced=bool(forced), grace_s=grace_s)
         self._timeline.record(
             timeline.EVICTION,
