@@ -281,7 +281,13 @@ def test_rendered_rbac_and_settings_apply_and_grant_only_what_joiner_needs(
     with pytest.raises(ApiError) as refused_lease:
         as_joiner.create(Lease(metadata=ObjectMeta(name="x", namespace="default")))
     assert refused_lease.value.status.code == 403
-<<<<<<< HEAD
+    # Status: it patches NodePool and EC2NodeClass status (as Karpenter writes it), never
+    # their spec, and does not update status wholesale.
+    assert _may(as_joiner, "patch", "karpenter.sh", "nodepools", "status")
+    assert _may(as_joiner, "patch", "karpenter.k8s.aws", "ec2nodeclasses", "status")
+    assert not _may(as_joiner, "patch", "karpenter.sh", "nodepools")
+    assert not _may(as_joiner, "patch", "karpenter.k8s.aws", "ec2nodeclasses")
+    assert not _may(as_joiner, "update", "karpenter.sh", "nodepools", "status")
 
 
 #: The CRDs Joiner installs, by their vendored file: (group/version, plural, kind).
@@ -386,14 +392,6 @@ def _openapi_kind(http: Any, group_version: str, kind: str) -> dict[str, Any]:
         )
 
     return wait_for(f"the OpenAPI v3 schema of {kind}", published, 60)
-=======
-    # Status: it patches NodePool and EC2NodeClass status (as Karpenter writes it), never
-    # their spec, and does not update status wholesale.
-    assert _may(as_joiner, "patch", "karpenter.sh", "nodepools", "status")
-    assert _may(as_joiner, "patch", "karpenter.k8s.aws", "ec2nodeclasses", "status")
-    assert not _may(as_joiner, "patch", "karpenter.sh", "nodepools")
-    assert not _may(as_joiner, "patch", "karpenter.k8s.aws", "ec2nodeclasses")
-    assert not _may(as_joiner, "update", "karpenter.sh", "nodepools", "status")
 
 
 def _may(client: Client, verb: str, group: str, resource: str, subresource: str = "") -> bool:
@@ -412,4 +410,3 @@ def _may(client: Client, verb: str, group: str, resource: str, subresource: str 
     )
     assert review.status is not None
     return bool(review.status.allowed)
->>>>>>> h-b
