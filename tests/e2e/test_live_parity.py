@@ -8,8 +8,8 @@ stopped reporting, one being deleted behind its termination finalizer), their No
 with status plus one launched whose Node has not registered, a Deployment with its
 ReplicaSet and pods (made by kube-controller-manager, bound by kube-scheduler), bare pods
 (priorities, pod-deletion-cost, do-not-disrupt), pending pods (one nominated, one with a
-zonal volume), a PodDisruptionBudget, PriorityClasses, a DaemonSet and a StorageClass,
-PersistentVolume and claim.
+zonal volume), a PodDisruptionBudget, PriorityClasses, a DaemonSet, a StatefulSet, a
+completed Job and a StorageClass, PersistentVolume and claim.
 
 The stack has no kubectl binary, so the dump is made as ``kubectl get KINDS -A -o yaml``
 makes it: one ``v1`` ``List`` of the kinds docs/guides/your-cluster.md names, each item the
@@ -37,6 +37,7 @@ from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import DaemonSet
+from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Namespace, Node, Pod
 from lightkube.types import PatchType
 
@@ -512,6 +513,35 @@ def build_workloads(client: Client, s: State) -> None:
     for doc in bare:
         create(from_dict(doc))
     build_volumes(client, s)
+    build_controllers(client, s)
+
+
+def build_controllers(client: Client, s: State) -> None:
+    """A StatefulSet of one replica and a Job that has run to completion (kwok finishes
+    Job pods), both on the general pool."""
+    spec = pod("x", s.ns, "100m", selector={POOL_LABEL: s.general})["spec"]
+    for kind, name, extra in (
+        ("StatefulSet", "store", {"serviceName": "store", "replicas": 1}),
+        ("Job", "migrate", {"backoffLimit": 0}),
+    ):
+        template_spec = {**spec, "restartPolicy": "Never"} if kind == "Job" else spec
+        body: dict[str, Any] = {
+            **extra,
+            "template": {"metadata": {"labels": {"app": name}}, "spec": template_spec},
+        }
+        if kind == "StatefulSet":
+            body["selector"] = {"matchLabels": {"app": name}}
+        api_version = "apps/v1" if kind == "StatefulSet" else "batch/v1"
+        client.create(
+            from_dict(
+                {
+                    "apiVersion": api_version,
+                    "kind": kind,
+                    "metadata": {"name": name, "namespace": s.ns},
+                    "spec": body,
+                }
+            )
+        )
 
 
 def build_volumes(client: Client, s: State) -> None:
@@ -578,14 +608,19 @@ def build_volumes(client: Client, s: State) -> None:
 
 
 def unsettled(client: Client, s: State, *, nominated: bool) -> str | None:
-    """What the controllers have not done yet, None when done: the Deployment's 4 pods run,
-    the DaemonSet's pods are ready, the pending pods were found unschedulable
-    (the nominated one keeps its nomination), and the kubelet-less Node is Unknown with
-    its unreachable taints (and no others)."""
+    """What the controllers have not done yet, None when done: the Deployment's 4 pods and
+    the StatefulSet's pod run, the Job completed, the DaemonSet's pods are ready, the
+    pending pods were found unschedulable (the nominated one keeps its nomination), and the
+    kubelet-less Node is Unknown with its unreachable taints (and no others)."""
     pods = {p.metadata.name: p for p in client.list(Pod, namespace=s.ns)}
     web = [p for n, p in pods.items() if n.startswith("web-")]
     if len(web) != 4 or not all(p.status.phase == "Running" for p in web):
         return f"web pods: {[(p.metadata.name, p.spec.nodeName, p.status.phase) for p in web]}"
+    if "store-0" not in pods or pods["store-0"].status.phase != "Running":
+        return "StatefulSet pod store-0 not running"
+    job = client.get(Job, "migrate", namespace=s.ns).status
+    if not job or job.succeeded != 1 or not job.completionTime:
+        return f"Job: {job}"
     ds = client.get(DaemonSet, "agent", namespace=s.ns).status
     # The daemon pod bound to the kubelet-less Node stays Pending (misscheduled once the
     # Node is tainted unreachable); the others run.
