@@ -17,8 +17,8 @@ def read_cluster(
     namespace: str | None = None,
     kwok: bool = False,
 ) -> ManifestSet:
-    """Every NodePool, EC2NodeClass, Node, Pod, workload, DaemonSet, PDB and volume object of
-    the cluster kubectl would talk to (``kube.connect``: ``kubeconfig``, else
+    """Every NodePool, EC2NodeClass, NodeClaim, Node, Pod, workload, DaemonSet, PDB and volume
+    object of the cluster kubectl would talk to (``kube.connect``: ``kubeconfig``, else
     ``$KUBECONFIG``, ``~/.kube/config``, in-cluster; ``context``), loaded as ``load_files``
     loads a dump of them (``kind`` of a CRD the cluster does not serve becomes a warning).
     ``namespace``: namespaced kinds of that namespace only, with a warning that the other

@@ -68,9 +68,10 @@ def test_a_cluster_without_karpenters_crds_has_none_of_their_kinds() -> None:
     nodepools"; a missing Karpenter CRD means none of that kind, in a warning."""
     docs, warnings = list_documents(_NoKarpenter(), IMPORT_KINDS)
     assert docs == []
-    assert len(warnings) == 2
+    assert len(warnings) == 3
     assert "karpenter.sh/v1 NodePool is not served by this cluster" in warnings[0]
     assert "karpenter.k8s.aws/v1 EC2NodeClass is not served" in warnings[1]
+    assert "karpenter.sh/v1 NodeClaim is not served" in warnings[2]
 
 
 def test_a_404_on_a_core_kind_is_still_an_error() -> None:

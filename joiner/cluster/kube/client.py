@@ -79,10 +79,15 @@ PDB = Kind(PodDisruptionBudget, "policy/v1", "PodDisruptionBudget")
 PVC = Kind(PersistentVolumeClaim, "v1", "PersistentVolumeClaim")
 PV = Kind(PersistentVolume, "v1", "PersistentVolume")
 STORAGECLASS = Kind(StorageClass, "storage.k8s.io/v1", "StorageClass")
-#: What ``joiner plan``/``disrupt --kubeconfig`` read (workloads add missing replicas).
+#: What ``joiner plan``/``disrupt``/``advise --kubeconfig`` read (workloads add missing
+#: replicas): the kinds docs/guides/your-cluster.md has a dump list, so a cluster read live
+#: and its dump give one answer. NodeClaims too: one launched whose Node has not registered
+#: holds its pods' room (Karpenter pkg/controllers/state/cluster.go UpdateNodeClaim tracks
+#: NodeClaims before their Nodes).
 PLAN_KINDS = (
     NODEPOOL,
     EC2NODECLASS,
+    NODECLAIM,
     Kind(Node, "v1", "Node"),
     POD,
     Kind(Deployment, "apps/v1", "Deployment"),
