@@ -90,7 +90,7 @@ from joiner.scheduling import (
     SchedulingInput,
     SchedulingResult,
 )
-from joiner.scheduling.costopt import scheduler_for
+from joiner.scheduling.costopt import KARPENTER, scheduler_for
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.clock import SimClock
@@ -376,20 +376,11 @@ def _read_pods(
 
 def _unbound(p: StandalonePod, demand: _Demand) -> None:
     """A live pod without a node: pending if provisionable; pinned to a node by name (not a
-    DaemonSet's or a static pod), or one Karpenter's ``Validate`` refuses (a restricted
-    label): unschedulable, as Karpenter does not provision for it; nominated to a node by
-    preemption: listed, not demand (Karpenter ``pkg/utils/pod/scheduling.go``
-    ``IsProvisionable``, ``IsPreempting``)."""
+    DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it;
+    nominated to a node by preemption: listed, not demand (Karpenter
+    ``pkg/utils/pod/scheduling.go`` ``IsProvisionable``, ``IsPreempting``)."""
     if p.preempting and p.nominated_node_name is not None:
         demand.nominated.append(Nominated(pod=p.key, node=p.nominated_node_name))
-    elif p.provisionable and p.template.karpenter_ignores:
-        # Karpenter ``Provisioner.GetPendingPods``: ``Validate`` refuses it.
-        demand.pinned.append(
-            Unschedulable(
-                pod=p.key,
-                reason=f"Karpenter ignores the pod: {p.template.karpenter_ignores}",
-            )
-        )
     elif p.provisionable:
         demand.pending.append(_Pending(p.key, p.key, p.template))
     elif (
@@ -744,6 +735,57 @@ def _after_preemption(demand: _Demand, rnd: PreemptionRound) -> _Demand:
     return _Demand(pending, used, demand.daemon_used, demand.pinned, nominated)
 
 
+@dataclass
+class _Ignored:
+    """Pods Karpenter ignores (``PodTemplate.karpenter_ignores``): those kube-scheduler binds
+    to an existing node (``placements``, pod -> node) and the rest (``unschedulable``)."""
+
+    placements: list[tuple[str, str]]
+    unschedulable: list[Unschedulable]
+
+
+def _bind_ignored(
+    demand: _Demand,
+    m: ManifestSet,
+    targets: dict[str, ClusterNode],
+    daemonsets: list[PodTemplate],
+) -> _Ignored:
+    """Take the pods Karpenter's provisioner ignores out of ``demand.pending`` (Karpenter
+    pkg/controllers/provisioning/provisioner.go ``GetPendingPods``: ``Validate`` refuses
+    them, so no NodeClaim is made for them) and place them as kube-scheduler would, on the
+    existing nodes only (no NodePool, no in-flight NodeClaim: it binds to Nodes), before
+    the provisioning round; their requests are added to ``demand.used``."""
+    ignored = [p for p in demand.pending if p.template.karpenter_ignores]
+    if not ignored:
+        return _Ignored([], [])
+    demand.pending = [p for p in demand.pending if not p.template.karpenter_ignores]
+    requests, missing = _requests(ignored, m)
+    result = scheduler_for(KARPENTER).solve(
+        SchedulingInput(
+            pods=tuple(requests),
+            existing=tuple(_existing(targets, demand, daemonsets)),
+            nodepools=(),
+            daemonsets=tuple(daemonsets),
+            bound_pods=_bound(m, targets, None),
+        )
+    )
+    by_uid = {p.uid: p for p in ignored}
+    for uid, node in result.existing_placements:
+        demand.used[node] = quantity.add(demand.used.get(node, {}), by_uid[uid].template.requests)
+    placed = {uid for uid, _ in result.existing_placements}
+    return _Ignored(
+        list(result.existing_placements),
+        missing
+        + [
+            Unschedulable(
+                pod=p.uid, reason=f"Karpenter ignores the pod: {p.template.karpenter_ignores}"
+            )
+            for p in ignored
+            if p.uid not in placed and p.uid not in {u.pod for u in missing}
+        ],
+    )
+
+
 def build_plan(
     m: ManifestSet,
     catalog: Catalog,
@@ -811,6 +853,7 @@ def build_plan(
         )
         return result, missing
 
+    ignored = _bind_ignored(demand, m, targets, daemonsets)
     result, missing = solve(demand, None)
     rnd = _preemption(m, targets, demand, daemonsets, result)
     if rnd is not None and rnd.preemptions:
@@ -823,6 +866,7 @@ def build_plan(
     unschedulable = (
         missing
         + demand.pinned
+        + ignored.unschedulable
         + [Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable]
     )
     for new in result.new_nodeclaims:
@@ -834,7 +878,9 @@ def build_plan(
     return Plan(
         region=region,
         nodeClaims=claims,
-        placements=[Placement(pod=u, node=n) for u, n in result.existing_placements],
+        placements=[
+            Placement(pod=u, node=n) for u, n in (*ignored.placements, *result.existing_placements)
+        ],
         unschedulable=unschedulable,
         preemptions=rnd.preemptions if rnd is not None else [],
         nominated=demand.nominated,

@@ -135,3 +135,60 @@ spec:
     assert summary["pods"]["pending"] == 3
     reasons = [r["reason"] for r in summary["pods"]["unschedulableReasons"]]
     assert any("ignoring pod, label kubernetes.io/hostname is restricted" in r for r in reasons)
+
+
+def test_plan_places_an_ignored_pod_on_an_existing_node_as_kube_scheduler_would() -> None:
+    """Regression (breaker): a pending pod pinned by hostname to an existing node with room
+    was reported unschedulable; Karpenter ignores it, but kube-scheduler binds it there, and
+    no NodeClaim is made."""
+    dump = Path(__file__).resolve().parents[1] / "fixtures" / "ignored-pods"
+    result = runner.invoke(
+        app, ["plan", "-f", str(dump / "hostname-pod-fits-existing.yaml"), "-o", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["nodeClaims"] == [] and plan["unschedulable"] == []
+    assert plan["placements"] == [{"pod": "t/pinned-0", "node": "ip-10-0-1-10"}]
+
+
+def test_only_the_first_required_term_and_the_heaviest_preference_say_nodepool_dne(
+    tmp_path: Path,
+) -> None:
+    """Karpenter builds the ``karpenter.sh/nodepool DoesNotExist`` check from the node
+    selector, the heaviest preferred term and the first required term only
+    (``NewPodRequirements``): DoesNotExist in a second required term is provisioned for;
+    in the heaviest preference, ignored."""
+    second = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: second, namespace: default}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
+        - matchExpressions: [{key: karpenter.sh/nodepool, operator: DoesNotExist}]
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+    preferred = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: preferred, namespace: default}
+spec:
+  affinity:
+    nodeAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 1
+        preference: {matchExpressions: [{key: kubernetes.io/arch, operator: In, values: [arm64]}]}
+      - weight: 50
+        preference: {matchExpressions: [{key: karpenter.sh/nodepool, operator: DoesNotExist}]}
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+    (tmp_path / "m.yaml").write_text("---\n".join([NODEPOOL, NODECLASS, second, preferred]))
+    result = runner.invoke(app, ["plan", "-f", str(tmp_path / "m.yaml"), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert [p for c in plan["nodeClaims"] for p in c["pods"]] == ["default/second"]
+    (left,) = plan["unschedulable"]
+    assert left["pod"] == "default/preferred" and "DoesNotExist" in left["reason"]

@@ -93,12 +93,19 @@ def pod_template(
     total[quantity.PODS] = 1
     selector = Requirements(Requirement.in_(k, v) for k, v in sorted(spec.nodeSelector.items()))
     terms: list[Requirements] = []
+    first_term: Requirements | None = None
     pinned = False
     na = spec.affinity.nodeAffinity if spec.affinity else None
     required = na.requiredDuringSchedulingIgnoredDuringExecution if na else None
     if required is not None:
         base = f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
         for i, term in enumerate(required.nodeSelectorTerms):
+            if i == 0 and not term.matchFields and term.matchExpressions:
+                first_term = Requirements(
+                    requirements(
+                        term.matchExpressions, f"{base}.nodeSelectorTerms[0].matchExpressions"
+                    )
+                )
             if term.matchFields:
                 # DaemonSet pods are pinned to their node this way; Karpenter does not
                 # provision for such pods, and kube-scheduler binds them by node name.
@@ -128,6 +135,7 @@ def pod_template(
                     ),
                 )
             )
+    preferred_sorted = tuple(sorted(preferred, key=lambda p: -p[0]))
     spread = []
     for i, tsc in enumerate(spec.topologySpreadConstraints):
         sel = label_selector(
@@ -172,7 +180,7 @@ def pod_template(
         ),
         labels=tuple(sorted(pod_labels.items())),
         namespace=namespace,
-        preferred_affinity=tuple(sorted(preferred, key=lambda p: -p[0])),
+        preferred_affinity=preferred_sorted,
         spread=tuple(spread),
         pod_affinity=_affinity_terms(pa, pod_labels, f"{base_aff}.podAffinity"),
         pod_anti_affinity=_affinity_terms(paa, pod_labels, f"{base_aff}.podAntiAffinity"),
@@ -181,7 +189,9 @@ def pod_template(
         host_ports=ports,
         critical=spec.priorityClassName in ("system-cluster-critical", "system-node-critical"),
         pinned=pinned,
-        karpenter_ignores=karpenter_ignores(selector, terms),
+        karpenter_ignores=karpenter_ignores(
+            selector, terms, first_term, preferred_sorted[0][1] if preferred_sorted else None
+        ),
         volume_claims=tuple(
             v.persistentVolumeClaim.claimName for v in spec.volumes if v.persistentVolumeClaim
         ),
@@ -501,20 +511,33 @@ def storageclass(doc: m.StorageClass, file: str) -> o.StorageClass:
     )
 
 
-def karpenter_ignores(selector: Requirements, terms: Sequence[Requirements]) -> str:
-    """Why Karpenter's provisioner ignores a pod whose ``spec.nodeSelector`` and required
-    node-affinity terms give ``selector`` and ``terms``, or ``""`` when it provisions for it
-    (Karpenter pkg/controllers/provisioning/provisioner.go ``Validate``: the pod requires
-    ``karpenter.sh/nodepool DoesNotExist`` (``validateKarpenterManagedLabelCanExist``), or a
-    restricted label (``validateNodeSelector``, ``validateAffinity``, through
-    pkg/apis/v1/nodeclaim_validation.go ``ValidateRequirement`` and ``IsRestrictedLabel``)."""
-    for reqs in (selector, *terms):
-        nodepool = reqs.get(labels.NODEPOOL)
-        if nodepool is not None and nodepool.operator == DOES_NOT_EXIST:
-            return (
-                "configured to not run on a Karpenter provisioned node "
-                "(karpenter.sh/nodepool DoesNotExist)"
-            )
+def karpenter_ignores(
+    selector: Requirements,
+    terms: Sequence[Requirements],
+    first_term: Requirements | None = None,
+    heaviest_preference: Requirements | None = None,
+) -> str:
+    """Why Karpenter's provisioner ignores a pod, or ``""`` when it provisions for it
+    (Karpenter pkg/controllers/provisioning/provisioner.go ``Validate``).
+
+    * ``validateKarpenterManagedLabelCanExist``: ``karpenter.sh/nodepool DoesNotExist`` in
+      the pod's requirements as ``NewPodRequirements`` (pkg/scheduling/requirements.go)
+      builds them: ``selector`` (``spec.nodeSelector``), the heaviest preferred node-affinity
+      term (``heaviest_preference``) and the first required term (``first_term``).
+    * ``validateNodeSelector``, ``validateAffinity``: a restricted label in ``selector`` or
+      in any required term (``terms``), through pkg/apis/v1/nodeclaim_validation.go
+      ``ValidateRequirement`` and labels.go ``IsRestrictedLabel``.
+    """
+    merged = selector
+    for extra in (heaviest_preference, first_term):
+        if extra is not None:
+            merged = merged.merge(extra)
+    nodepool = merged.get(labels.NODEPOOL)
+    if nodepool is not None and nodepool.operator == DOES_NOT_EXIST:
+        return (
+            "configured to not run on a Karpenter provisioned node "
+            "(karpenter.sh/nodepool DoesNotExist)"
+        )
     for reqs in (selector, *terms):
         for key in reqs:
             if labels.restricted_label(key):
