@@ -30,6 +30,9 @@ class Offering:
             let the reservation label be absent (Karpenter-AWS gives it ``DoesNotExist``).
         reservation_capacity: instances the reservation can still take (Karpenter's
             ``Offering.ReservationCapacity``; 0 for other capacity types).
+        catalog_price_per_hour: the price before a NodeOverlay changed ``price_per_hour``
+            (USD per hour; None when no overlay did): what the instance costs, while
+            ``price_per_hour`` is the price Karpenter's decisions see.
     """
 
     zone: str
@@ -41,6 +44,14 @@ class Offering:
     price_estimated: bool = False
     reservation_id: str = ""
     reservation_capacity: int = 0
+    catalog_price_per_hour: float | None = None
+
+    @property
+    def cost_per_hour(self) -> float:
+        """What the instance costs, USD per hour: the catalog's price, not an overlay's."""
+        if self.catalog_price_per_hour is not None:
+            return self.catalog_price_per_hour
+        return self.price_per_hour
 
     def compatible(self, reqs: Requirements) -> bool:
         """True when zone, zone id, capacity type and reservation id are allowed by

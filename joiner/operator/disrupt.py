@@ -38,7 +38,9 @@ from joiner.api.outputs import (
     PlannedReplacement,
     Unconsolidatable,
 )
+from joiner.api.overlays import gate_warnings
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.overlay import Overlays
 from joiner.cloudprovider.reservations import CapacityReservation
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import (
@@ -147,6 +149,11 @@ class DryRun:
         )
         self.lifecycle = built.lifecycle
         self.provisioner = built.provisioner
+        self.warnings += gate_warnings(m.nodeoverlays, gates.node_overlay)
+        if gates.node_overlay and m.nodeoverlays:
+            self.provisioner.overlays = Overlays(m.nodeoverlays)
+            self.provisioner.templates()  # resolves them, so conflicts are known now
+            self.warnings += self.provisioner.overlays.warnings()
         #: The disruption controller: its passes are computed, never executed.
         self.controller = built.disruption
         self.pods = PodFactory(state, self.clock)
