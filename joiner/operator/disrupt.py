@@ -158,7 +158,13 @@ class DryRun:
         self.controller = built.disruption
         self.pods = PodFactory(state, self.clock)
         self.warnings += adopt(
-            m, state, self.cloud, self.pods, {w.key: w for w in m.workloads}, settles_pending=True
+            m,
+            state,
+            self.cloud,
+            self.pods,
+            {w.key: w for w in m.workloads},
+            settles_pending=True,
+            pool_types=self.provisioner.overlaid_types(),
         )
         self._settle_pods(at)
         last_pod_events(m, state, at)
@@ -335,9 +341,7 @@ def build_disruption_plan(
 
 def _cost(state: ClusterState) -> float:
     return sum(
-        c.instance.offering.price_per_hour
-        for c in state.live_nodeclaims()
-        if c.instance is not None
+        c.instance.offering.cost_per_hour for c in state.live_nodeclaims() if c.instance is not None
     )
 
 
@@ -362,7 +366,7 @@ def _planned(command: Command) -> PlannedDisruption:
                 instanceType=r.instance_type.name,
                 zone=r.offering.zone,
                 capacityType=r.offering.capacity_type,
-                pricePerHour=round(r.price_per_hour, 6),
+                pricePerHour=round(r.offering.cost_per_hour, 6),
             )
             for r in command.replacements
         ],

@@ -546,6 +546,7 @@ class SimulationRuntime(ControllerHost):
             self.pods,
             self._by_owner,
             on_in_flight=in_flight.append,
+            pool_types=self.provisioner.overlaid_types(),
         )
         # consolidateAfter counts from the dump's last pod events, startTime being t=0.
         last_pod_events(self.scenario.manifests, self.state, self.scenario.start_time)

@@ -409,6 +409,13 @@ class Provisioner:
             listed = [(pool, types) for (pool, _), types in zip(listed, overlaid, strict=True)]
         return [self._template(pool, types) for pool, types in listed]
 
+    def overlaid_types(self) -> dict[str, tuple[InstanceType, ...]] | None:
+        """Each NodePool's instance types with the NodeOverlays applied, by pool name; None
+        when no overlays are in force."""
+        if self.overlays is None:
+            return None
+        return {t.nodepool.name: t.instance_types for t in self.templates()}
+
     def _template(self, pool: NodePool, types: list[InstanceType]) -> NodePoolTemplate:
         name = pool.name
         remaining: dict[str, int] = {}
