@@ -42,7 +42,13 @@ from joiner.api import labels
 from joiner.api.nodepools import NodePool
 from joiner.api.overlays import NodeOverlay
 from joiner.api.requirements import Requirements
-from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.cloudprovider.launch import MAX_LAUNCH_INSTANCE_TYPES
+from joiner.cloudprovider.types import InstanceType, Offering, order_by_price
+
+#: NodeClaim annotations saying an overlay changed the options' prices or capacities
+#: (Karpenter ``pkg/apis/v1alpha1/labels.go``).
+PRICE_OVERLAY_APPLIED = "karpenter.sh/price-overlay-applied"
+CAPACITY_OVERLAY_APPLIED = "karpenter.sh/capacity-overlay-applied"
 
 #: An offering within its type: (zone, capacity type, reservation id).
 OfferingKey = tuple[str, str, str]
@@ -177,7 +183,13 @@ def _apply_type(it: InstanceType, update: _TypeUpdate) -> InstanceType:
     allocatable = dict(it.allocatable) | {
         name: amount - it.overhead.get(name, 0) for name, amount in update.capacity.items()
     }
-    return replace(it, offerings=offerings, capacity=capacity, allocatable=allocatable)
+    return replace(
+        it,
+        offerings=offerings,
+        capacity=capacity,
+        allocatable=allocatable,
+        capacity_overlaid=True,
+    )
 
 
 class Overlays:
@@ -227,3 +239,17 @@ class Overlays:
             "not applied"
             for o in self.conflicting
         ]
+
+
+def overlay_annotations(types: Sequence[InstanceType], reqs: Requirements) -> dict[str, str]:
+    """The NodeClaim's overlay annotations (``"true"`` each) when an overlay changed the
+    price or the capacity of one of its cheapest ``MAX_LAUNCH_INSTANCE_TYPES`` options
+    under ``reqs`` (Karpenter ``pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go``
+    ``ToNodeClaim``)."""
+    kept = order_by_price(types, reqs)[:MAX_LAUNCH_INSTANCE_TYPES]
+    out: dict[str, str] = {}
+    if any(o.catalog_price_per_hour is not None for it in kept for o in it.offerings):
+        out[PRICE_OVERLAY_APPLIED] = "true"
+    if any(it.capacity_overlaid for it in kept):
+        out[CAPACITY_OVERLAY_APPLIED] = "true"
+    return out

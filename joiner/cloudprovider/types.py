@@ -94,6 +94,8 @@ class InstanceType:
         overhead: kube-reserved + system-reserved + eviction threshold.
         allocatable: capacity minus overhead; what pods can request.
         offerings: every (zone, capacity type), unavailable ones included.
+        capacity_overlaid: a NodeOverlay set some of ``capacity`` (Karpenter
+            ``InstanceType.IsCapacityOverlayApplied``).
     """
 
     name: str
@@ -102,6 +104,7 @@ class InstanceType:
     overhead: Resources
     allocatable: Resources
     offerings: tuple[Offering, ...]
+    capacity_overlaid: bool = False
 
     def available_offerings(self, reqs: Requirements | None = None) -> list[Offering]:
         """Available offerings, filtered by ``reqs`` when given."""

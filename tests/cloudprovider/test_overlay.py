@@ -9,7 +9,14 @@ import pytest
 from joiner.api import labels
 from joiner.api.manifests import load_text
 from joiner.api.requirements import Requirement, Requirements
-from joiner.cloudprovider.overlay import Overlays, adjusted_price, order_by_weight
+from joiner.cloudprovider.overlay import (
+    CAPACITY_OVERLAY_APPLIED,
+    PRICE_OVERLAY_APPLIED,
+    Overlays,
+    adjusted_price,
+    order_by_weight,
+    overlay_annotations,
+)
 from joiner.cloudprovider.types import InstanceType, Offering
 from tests.manifests import EC2NODECLASS
 
@@ -124,3 +131,13 @@ def test_an_unselected_type_is_returned_unchanged():
         )
     )
     assert [o.price_per_hour for o in it.offerings] == [0.04, 0.10]
+
+
+def test_a_nodeclaim_of_overlaid_types_carries_karpenter_s_annotations():
+    priced, _ = _overlaid(_overlay("p", '  price: "0.01"\n'))
+    sized, _ = _overlaid(_overlay("c", '  capacity: {example.com/fpga: "1"}\n'))
+    plain = _type("m5.large")
+    reqs = Requirements()
+    assert overlay_annotations([priced], reqs) == {PRICE_OVERLAY_APPLIED: "true"}
+    assert overlay_annotations([sized, plain], reqs) == {CAPACITY_OVERLAY_APPLIED: "true"}
+    assert overlay_annotations([plain], reqs) == {}
