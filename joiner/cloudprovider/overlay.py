@@ -202,6 +202,7 @@ class Overlays:
         self._updates: _Updates = {}
         self.conflicting: tuple[NodeOverlay, ...] = ()
         self._applied: dict[str, tuple[Sequence[InstanceType], list[InstanceType]]] = {}
+        self._reported: set[str] = set()
 
     def apply_all(
         self, pools: Sequence[tuple[NodePool, Sequence[InstanceType]]]
@@ -229,6 +230,13 @@ class Overlays:
         out = [_apply_type(it, updates[it.name]) if it.name in updates else it for it in types]
         self._applied[pool] = (types, out)
         return out
+
+    def unreported_warnings(self) -> list[str]:
+        """``warnings`` not returned by an earlier call of this method (controller mode
+        logs each conflict once, not on every evaluation)."""
+        fresh = [w for w in self.warnings() if w not in self._reported]
+        self._reported.update(fresh)
+        return fresh
 
     def warnings(self) -> list[str]:
         """One line per overlay left out for a conflict (Karpenter sets its

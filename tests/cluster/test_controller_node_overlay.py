@@ -72,3 +72,23 @@ def test_the_api_s_nodeoverlays_reach_the_provisioner() -> None:
         assert runtime.provisioner.overlays is None
     finally:
         loop.close()
+
+
+def test_a_conflicting_overlay_is_logged_once(caplog) -> None:
+    runtime = _runtime(True)
+    twin = {**OVERLAY, "metadata": {"name": "another", "generation": 1}}
+    loop = asyncio.new_event_loop()
+    try:
+        runtime._build(loop)
+        docs = {kube.NODEPOOL: [NODEPOOL], kube.EC2NODECLASS: [NODECLASS]}
+        docs[kube.NODEOVERLAY] = [OVERLAY, twin]
+        for kind in runtime.watched:
+            runtime.feed.deliver(kind, "SYNC", docs.get(kind, []))
+        runtime.feed.start()
+        runtime.provisioner.templates()
+        runtime.provisioner.templates()
+    finally:
+        loop.close()
+    conflicts = [r.getMessage() for r in caplog.records if "conflicts" in r.getMessage()]
+    # Same weight, same offerings: "spot-discount" (later name) applies, "another" is out.
+    assert len(conflicts) == 1 and "NodeOverlay/another" in conflicts[0]
