@@ -173,3 +173,25 @@ def test_bad_overlays_are_rejected_as_the_api_server_would(tmp_path):
     assert "spec.requirements[0].values" in empty_in and "must have a value defined" in empty_in
     weight = _rejected(tmp_path, M5 + "  weight: 0\n")
     assert "spec.weight" in weight
+    restricted = _rejected(
+        tmp_path, "  requirements: [{key: karpenter.sh/registered, operator: Exists}]\n"
+    )
+    assert "spec.requirements[0].key" in restricted and '"karpenter.sh" is restricted' in restricted
+    host = _rejected(
+        tmp_path, "  requirements: [{key: kubernetes.io/hostname, operator: In, values: [a]}]\n"
+    )
+    assert "spec.requirements[0].key" in host and "hostname" in host
+
+
+def test_an_overlay_may_select_its_nodepool_by_name(tmp_path):
+    by_pool = overlay(
+        "pool",
+        "  requirements:\n"
+        "    - {key: karpenter.sh/nodepool, operator: In, values: [general]}\n"
+        "    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}\n"
+        '  price: "0.01"\n',
+    )
+    gate = ("--feature-gates", "NodeOverlay=true")
+    assert _launched(_plan(tmp_path, by_pool, *gate)) == ["m5.large"]
+    other = by_pool.replace("values: [general]", "values: [batch]")
+    assert _launched(_plan(tmp_path, other, *gate)) == ["c5.large"]

@@ -5,7 +5,9 @@ server's checks.
 ``priceAdjustment`` patterns, ``weight`` 1-10000, the operator enum); this module applies
 its CEL rules (``x-kubernetes-validations``, Karpenter ``pkg/apis/v1alpha1/nodeoverlay.go``
 markers): ``price`` and ``priceAdjustment`` are exclusive; ``In`` and ``NotIn`` need values;
-``Gt``/``Lt``/``Gte``/``Lte`` need one non-negative integer; ``capacity`` may not name
+``Gt``/``Lt``/``Gte``/``Lte`` need one non-negative integer; a requirement's key may not be in
+the ``karpenter.sh`` domain (but ``karpenter.sh/capacity-type`` and ``karpenter.sh/nodepool``)
+nor ``kubernetes.io/hostname`` (the CRD's rules on ``key``); ``capacity`` may not name
 ``cpu``, ``memory``, ``ephemeral-storage`` or ``pods`` (also ``nodeoverlay_validation.go``
 ``validateCapacity``).
 """
@@ -26,6 +28,17 @@ from joiner.api.requirements import Requirement, Requirements
 #: change them.
 RESTRICTED_CAPACITY = ("cpu", "memory", "ephemeral-storage", "pods")
 _NUMERIC = ("Gt", "Lt", "Gte", "Lte")
+#: The ``karpenter.sh`` keys a requirement may name (the CRD's rule on ``key``).
+_KARPENTER_KEYS = ("karpenter.sh/capacity-type", "karpenter.sh/nodepool")
+
+
+def _key_problem(key: str) -> str | None:
+    """The CRD's CEL rules on a requirement's ``key``."""
+    if key not in _KARPENTER_KEYS and key.split("/", 1)[0].endswith("karpenter.sh"):
+        return 'label domain "karpenter.sh" is restricted'
+    if key == "kubernetes.io/hostname":
+        return 'label "kubernetes.io/hostname" is restricted'
+    return None
 
 
 class OverlayRequirement(m.Strict):
@@ -56,7 +69,10 @@ class NodeOverlayModel(m.Model):
 
 
 def _requirement(r: OverlayRequirement, field: str) -> Requirement:
-    """One requirement, with the CRD's CEL rules on its values."""
+    """One requirement, with the CRD's CEL rules on its key and values."""
+    problem = _key_problem(r.key)
+    if problem is not None:
+        raise InputError(f"{problem}: {r.key!r}", field=f"{field}.key")
     if r.operator in ("In", "NotIn") and not r.values:
         raise InputError(
             f"requirements with operator '{r.operator}' must have a value defined",
