@@ -249,11 +249,17 @@ class Overlays:
         ]
 
 
+def _overlaid(it: InstanceType) -> bool:
+    return it.capacity_overlaid or any(o.catalog_price_per_hour is not None for o in it.offerings)
+
+
 def overlay_annotations(types: Sequence[InstanceType], reqs: Requirements) -> dict[str, str]:
     """The NodeClaim's overlay annotations (``"true"`` each) when an overlay changed the
     price or the capacity of one of its cheapest ``MAX_LAUNCH_INSTANCE_TYPES`` options
     under ``reqs`` (Karpenter ``pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go``
     ``ToNodeClaim``)."""
+    if not any(_overlaid(it) for it in types):
+        return {}  # the common case, without ordering the options
     kept = order_by_price(types, reqs)[:MAX_LAUNCH_INSTANCE_TYPES]
     out: dict[str, str] = {}
     if any(o.catalog_price_per_hour is not None for it in kept for o in it.offerings):

@@ -166,7 +166,7 @@ class LaunchRequest:
     the pods); ``requirements`` narrows zone and capacity type. The allocation strategies are
     the fleet request's (Karpenter: ``price-capacity-optimized`` and ``lowest-price``; an
     ASG's MixedInstancesPolicy may set others; ``prioritized`` follows the order of
-    ``instance_types``).
+    ``instance_types``, or the offerings' prices with ``priority_by_price``).
     """
 
     nodeclaim_name: str
@@ -177,6 +177,9 @@ class LaunchRequest:
     tags: tuple[tuple[str, str], ...] = ()
     spot_allocation_strategy: str = SPOT_ALLOCATION_STRATEGIES[0]
     on_demand_allocation_strategy: str = ON_DEMAND_ALLOCATION_STRATEGIES[0]
+    #: Each override's priority is its offering's price (Karpenter-AWS when a NodeOverlay
+    #: priced an option), not the order of ``instance_types``.
+    priority_by_price: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,3 +56,28 @@ def test_a_capacity_overlay_gives_the_simulated_node_the_extended_resource(tmp_p
     assert node.allocatable["example.com/gpu"] == 4
     _, off = _run(tmp_path / "off", gate=False, app=GPU_APP)
     assert off["pods"]["scheduled"] == 0 and off["nodes"] == []
+
+
+def test_a_spot_launch_with_an_overlaid_price_asks_for_the_prioritized_strategy(tmp_path):
+    # Karpenter-AWS: capacity-optimized-prioritized, each override's priority its overlaid
+    # price; the instance is billed at its Spot pool's price, not the overlay's.
+    gates = "  settings:\n    featureGates: {nodeOverlay: true}\n"
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 1}",
+        extra_spec=gates,
+        duration="30m",
+        capacity="spot",
+        types="m5.xlarge",
+        app=APP + OVERLAYS,
+    )
+    rt = SimulationRuntime(load_scenario(path))
+    s = rt.run().summary
+    (claim,) = [c for c in rt.state.nodeclaims.values() if c.instance is not None]
+    assert claim.instance is not None and claim.instance.allocation is not None
+    assert claim.instance.allocation.strategy == "capacity-optimized-prioritized"
+    offering = claim.instance.offering
+    assert offering.price_per_hour == 0.01
+    (node,) = s["nodes"]
+    assert node["pricePerHour"] == round(offering.cost_per_hour, 6) > 0.02
+    assert node["allocation"]["pricePerHour"] == node["pricePerHour"]
