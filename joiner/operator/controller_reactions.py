@@ -129,6 +129,9 @@ class ControllerReactions:
             time.monotonic() - started
         )
         self.wiring.provisioned()
+        if self.provisioner.overlays is not None:  # no run summary here: the log says it
+            for warning in self.provisioner.overlays.unreported_warnings():
+                log.warning("%s", warning)
 
     def _retry_later(self, _uids: Any) -> None:
         self.clock.after(

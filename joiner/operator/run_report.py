@@ -119,6 +119,7 @@ def overlay_warnings(rt: SimulationRun) -> list[str]:
         ]
     overlays = rt.provisioner.overlays
     if overlays is not None:
+        rt.provisioner.overlaid_types()  # evaluates them: the conflicts are known
         return overlays.warnings()
     return gate_warnings(m.nodeoverlays, rt.scenario.feature_gates.node_overlay)
 

@@ -81,3 +81,22 @@ def test_a_spot_launch_with_an_overlaid_price_asks_for_the_prioritized_strategy(
     (node,) = s["nodes"]
     assert node["pricePerHour"] == round(offering.cost_per_hour, 6) > 0.02
     assert node["allocation"]["pricePerHour"] == node["pricePerHour"]
+
+
+def test_a_conflicting_overlay_is_named_in_the_summary_s_warnings(tmp_path):
+    twin = OVERLAYS.replace("name: m5-discount", "name: another").replace(
+        'price: "0.01"', 'price: "0.02"'
+    )
+    gates = "  settings:\n    featureGates: {nodeOverlay: true}\n"
+    path = _write(
+        tmp_path,
+        workloads="    - {deployment: default/web, replicas: 1}",
+        extra_spec=gates,
+        duration="10m",
+        capacity="on-demand",
+        app=APP + OVERLAYS + twin,
+    )
+    s = SimulationRuntime(load_scenario(path)).run().summary
+    conflicts = [w for w in s["warnings"] if "conflicts with another overlay" in w]
+    assert len(conflicts) == 1 and "NodeOverlay/another" in conflicts[0]
+    assert [n["instanceType"] for n in s["nodes"]] == ["m5.xlarge"]

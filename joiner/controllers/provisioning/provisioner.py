@@ -406,8 +406,6 @@ class Provisioner:
                 )
         if self.overlays is not None:
             overlaid = self.overlays.apply_all(listed)
-            for warning in self.overlays.unreported_warnings():
-                log.warning("%s", warning)
             listed = [(pool, types) for (pool, _), types in zip(listed, overlaid, strict=True)]
         return [self._template(pool, types) for pool, types in listed]
 
