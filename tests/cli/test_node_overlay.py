@@ -195,3 +195,12 @@ def test_an_overlay_may_select_its_nodepool_by_name(tmp_path):
     assert _launched(_plan(tmp_path, by_pool, *gate)) == ["m5.large"]
     other = by_pool.replace("values: [general]", "values: [batch]")
     assert _launched(_plan(tmp_path, other, *gate)) == ["c5.large"]
+
+
+def test_lint_names_an_overlay_the_gate_leaves_without_effect(tmp_path):
+    path = tmp_path / "cluster.yaml"
+    discount = overlay("discount", M5 + '  price: "0.01"\n')
+    path.write_text("\n" + EC2NODECLASS + POOL + web() + discount)
+    result = runner.invoke(app, ["lint", str(path)])
+    text = " ".join(result.output.split())
+    assert "NodeOverlay/discount: NodeOverlay is not modelled" in text
