@@ -192,6 +192,18 @@ def _apply_type(it: InstanceType, update: _TypeUpdate) -> InstanceType:
     )
 
 
+def _shape(pools: Sequence[tuple[NodePool, Sequence[InstanceType]]]) -> tuple[object, ...]:
+    """What overlay selection reads of ``pools``: each pool and its types' names,
+    requirements and offering keys."""
+    return tuple(
+        (
+            pool,
+            tuple((it.name, it.requirements, tuple(_key(o) for o in it.offerings)) for it in types),
+        )
+        for pool, types in pools
+    )
+
+
 class Overlays:
     """The NodeOverlays in force and their resolved updates (Karpenter's
     ``InstanceTypeStore``), evaluated again whenever the pools or their type lists change."""
@@ -199,6 +211,7 @@ class Overlays:
     def __init__(self, overlays: Sequence[NodeOverlay]) -> None:
         self.overlays = tuple(overlays)
         self._seen: list[tuple[NodePool, Sequence[InstanceType]]] = []
+        self._shape: tuple[object, ...] | None = None
         self._updates: _Updates = {}
         self.conflicting: tuple[NodeOverlay, ...] = ()
         self._applied: dict[str, tuple[Sequence[InstanceType], list[InstanceType]]] = {}
@@ -211,7 +224,13 @@ class Overlays:
         ``pkg/cloudprovider/overlay`` ``GetInstanceTypes``). A list handed in again (the same
         object) gives the same list back, so per-list caches downstream still hit."""
         if not self._same(pools):
-            self._updates, self.conflicting = resolve(self.overlays, pools)
+            # New lists (a Spot price epoch, an ICE mark) with the same pools, types and
+            # offerings select the same: what an overlay selects ignores prices and
+            # availability, so only a change of shape evaluates the overlays again.
+            shape = _shape(pools)
+            if shape != self._shape:
+                self._updates, self.conflicting = resolve(self.overlays, pools)
+                self._shape = shape
             self._seen = list(pools)
             self._applied.clear()
         return [self._apply(pool.name, types) for pool, types in pools]

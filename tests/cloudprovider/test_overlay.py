@@ -4,6 +4,8 @@ same-weight conflict, on instance types written by hand."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from joiner.api import labels
@@ -141,3 +143,18 @@ def test_a_nodeclaim_of_overlaid_types_carries_karpenter_s_annotations():
     assert overlay_annotations([priced], reqs) == {PRICE_OVERLAY_APPLIED: "true"}
     assert overlay_annotations([sized, plain], reqs) == {CAPACITY_OVERLAY_APPLIED: "true"}
     assert overlay_annotations([plain], reqs) == {}
+
+
+def test_a_repriced_list_gets_the_stored_adjustment_on_its_new_prices():
+    m = load_text(POOL + EC2NODECLASS + _overlay("half", '  priceAdjustment: "-50%"\n'))
+    store = Overlays(m.nodeoverlays)
+    pool = m.nodepools[0]
+    ((first,),) = store.apply_all([(pool, [_type("m5.large")])])
+    dearer = _type("m5.large")
+    dearer = replace(
+        dearer, offerings=tuple(replace(o, price_per_hour=1.0) for o in dearer.offerings)
+    )
+    ((again,),) = store.apply_all([(pool, [dearer])])
+    assert [o.price_per_hour for o in first.offerings] == [0.02, 0.05]
+    assert [o.price_per_hour for o in again.offerings] == [0.5, 0.5]
+    assert [o.cost_per_hour for o in again.offerings] == [1.0, 1.0]

@@ -4,6 +4,7 @@ with the gate on, and those the API holds reach the provisioner's instance types
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from joiner.api import labels
@@ -75,6 +76,7 @@ def test_the_api_s_nodeoverlays_reach_the_provisioner() -> None:
 
 
 def test_a_conflicting_overlay_is_logged_once(caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="joiner")
     runtime = _runtime(True)
     twin = {**OVERLAY, "metadata": {"name": "another", "generation": 1}}
     loop = asyncio.new_event_loop()
