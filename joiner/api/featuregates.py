@@ -8,6 +8,9 @@ tolerations are replaced (``controllers/health``).
 ``ReservedCapacity`` (on by default, as in Karpenter since the gate went Beta in v1.6): the
 on-demand capacity reservations an EC2NodeClass selects become ``reserved`` offerings that
 launch first (``cloudprovider.reservations``); off, they are ignored.
+``NodeOverlay`` (off by default, as in Karpenter, where it is alpha): NodeOverlays change
+the prices and extended-resource capacities of the instance types they select
+(``cloudprovider.overlay``); off, they are warned about and have no effect.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ KNOWN = {
     "CapacityBuffer": "capacityBuffer",
     "NodeRepair": "nodeRepair",
     "ReservedCapacity": "reservedCapacity",
+    "NodeOverlay": "nodeOverlay",
 }
 
 #: Go's ``strconv.ParseBool``: the only spellings it accepts, and what they mean.
@@ -39,6 +43,7 @@ class FeatureGates:
     capacity_buffer: bool = False
     node_repair: bool = False
     reserved_capacity: bool = True
+    node_overlay: bool = False
 
 
 def parse(
@@ -83,4 +88,5 @@ def parse(
         capacity_buffer=values.get("CapacityBuffer", was.capacity_buffer),
         node_repair=values.get("NodeRepair", was.node_repair),
         reserved_capacity=values.get("ReservedCapacity", was.reserved_capacity),
+        node_overlay=values.get("NodeOverlay", was.node_overlay),
     )

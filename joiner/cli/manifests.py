@@ -93,6 +93,7 @@ def lint(
     2 on bad input."""
     from joiner.api.manifests import load_files
     from joiner.api.manifests.yamlio import is_scenario_file
+    from joiner.api.overlays import gate_warnings
     from joiner.cloudprovider.catalog import Catalog
     from joiner.operator.lint import lint_manifests
     from joiner.operator.run_report import repair_tolerations_warning
@@ -103,6 +104,7 @@ def lint(
         if len(files) == 1 and is_scenario_file(files[0]):
             sc = load_scenario(files[0], catalog, check_selectors=False)
             warnings = list(sc.manifests.warnings)
+            warnings += gate_warnings(sc.manifests.nodeoverlays, sc.feature_gates.node_overlay)
             repair = repair_tolerations_warning(sc)
             if repair is not None:
                 warnings.append(repair)
@@ -123,6 +125,7 @@ def lint(
             classes, subnets, groups = status_vpc(manifests.nodeclasses, catalog, where)
             manifests.nodeclasses = classes
             warnings = list(manifests.warnings)
+            warnings += gate_warnings(manifests.nodeoverlays, enabled=False)
             findings = lint_manifests(
                 manifests, catalog, where, subnets=subnets or None, security_groups=groups
             )

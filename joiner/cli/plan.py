@@ -16,6 +16,7 @@ from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
     ContextOption,
+    FeatureGatesOption,
     KubeconfigOption,
     KwokTypesOption,
     NamespaceOption,
@@ -74,6 +75,7 @@ def plan(
         ),
     ] = None,
     spot_price_history: SpotPriceHistoryOption = None,
+    feature_gates: FeatureGatesOption = None,
     at: Annotated[
         str | None,
         typer.Option(
@@ -85,6 +87,7 @@ def plan(
 ) -> None:
     """Dry run of one provisioning round: which NodeClaims would launch, where pending pods
     fit, and which pods cannot be scheduled and why. Exit 0 with a plan, 2 on bad input."""
+    from joiner.api.featuregates import parse as parse_feature_gates
     from joiner.cloudprovider.catalog import Catalog
     from joiner.operator.plan import build_plan
 
@@ -92,6 +95,7 @@ def plan(
     files = files or []
     try:
         when = parse_instant(at, "--at") if at is not None else None
+        gates = parse_feature_gates(feature_gates) if feature_gates is not None else None
         check_not_kwok(spot_price_history, kwok_instance_types is not None)
         live = cluster_flag(kubeconfig, context, namespace) is not None
         if not live and len(files) == 1 and _is_scenario(files[0]):
@@ -102,6 +106,8 @@ def plan(
                 sc, catalog, spot_price_history, when, sc.manifests.warnings
             )
             _warn_unused_at(when, prices, sc.manifests.warnings)
+            if feature_gates is not None:
+                gates = parse_feature_gates(feature_gates, base=sc.feature_gates)
             result = build_plan(
                 sc.manifests,
                 catalog,
@@ -112,6 +118,7 @@ def plan(
                 min_values_policy=min_values_policy.value,
                 packing=packing.value if packing else sc.packing,
                 spot_prices=prices,
+                feature_gates=gates or sc.feature_gates,
             )
         else:
             manifests = cluster_manifests(
@@ -134,6 +141,7 @@ def plan(
                 kwok_types=kwok_types(kwok_instance_types),
                 packing=packing.value if packing else "karpenter",
                 spot_prices=prices,
+                feature_gates=gates,
             )
     except InputError as exc:
         fail(exc)

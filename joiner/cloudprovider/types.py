@@ -30,6 +30,9 @@ class Offering:
             let the reservation label be absent (Karpenter-AWS gives it ``DoesNotExist``).
         reservation_capacity: instances the reservation can still take (Karpenter's
             ``Offering.ReservationCapacity``; 0 for other capacity types).
+        catalog_price_per_hour: the price before a NodeOverlay changed ``price_per_hour``
+            (USD per hour; None when no overlay did): what the instance costs, while
+            ``price_per_hour`` is the price Karpenter's decisions see.
     """
 
     zone: str
@@ -41,6 +44,14 @@ class Offering:
     price_estimated: bool = False
     reservation_id: str = ""
     reservation_capacity: int = 0
+    catalog_price_per_hour: float | None = None
+
+    @property
+    def cost_per_hour(self) -> float:
+        """What the instance costs, USD per hour: the catalog's price, not an overlay's."""
+        if self.catalog_price_per_hour is not None:
+            return self.catalog_price_per_hour
+        return self.price_per_hour
 
     def compatible(self, reqs: Requirements) -> bool:
         """True when zone, zone id, capacity type and reservation id are allowed by
@@ -83,6 +94,8 @@ class InstanceType:
         overhead: kube-reserved + system-reserved + eviction threshold.
         allocatable: capacity minus overhead; what pods can request.
         offerings: every (zone, capacity type), unavailable ones included.
+        capacity_overlaid: a NodeOverlay set some of ``capacity`` (Karpenter
+            ``InstanceType.IsCapacityOverlayApplied``).
     """
 
     name: str
@@ -91,6 +104,7 @@ class InstanceType:
     overhead: Resources
     allocatable: Resources
     offerings: tuple[Offering, ...]
+    capacity_overlaid: bool = False
 
     def available_offerings(self, reqs: Requirements | None = None) -> list[Offering]:
         """Available offerings, filtered by ``reqs`` when given."""
@@ -152,7 +166,7 @@ class LaunchRequest:
     the pods); ``requirements`` narrows zone and capacity type. The allocation strategies are
     the fleet request's (Karpenter: ``price-capacity-optimized`` and ``lowest-price``; an
     ASG's MixedInstancesPolicy may set others; ``prioritized`` follows the order of
-    ``instance_types``).
+    ``instance_types``, or the offerings' prices with ``priority_by_price``).
     """
 
     nodeclaim_name: str
@@ -163,6 +177,9 @@ class LaunchRequest:
     tags: tuple[tuple[str, str], ...] = ()
     spot_allocation_strategy: str = SPOT_ALLOCATION_STRATEGIES[0]
     on_demand_allocation_strategy: str = ON_DEMAND_ALLOCATION_STRATEGIES[0]
+    #: Each override's priority is its offering's price (Karpenter-AWS when a NodeOverlay
+    #: priced an option), not the order of ``instance_types``.
+    priority_by_price: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ Reading this file shows the whole running system:
   the controller started (``time.monotonic``).
 * Informers (``cluster/kube/informer.py``, one thread per kind) list and watch NodePools,
   EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets, PDBs, PersistentVolumeClaims,
-  PersistentVolumes and StorageClasses (volume topology, as ``joiner plan``); their deliveries are
+  PersistentVolumes and StorageClasses (volume topology, as ``joiner plan``), and
+  NodeOverlays with the ``NodeOverlay`` gate on; their deliveries are
   forwarded to the loop (``call_soon_threadsafe``), where ``ClusterFeed`` turns them into
   ``ClusterState``. Every controller runs on the loop's thread only.
 * The controllers are the simulation's, from the same ``operator/composition.py``
@@ -143,6 +144,8 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             if self.settings.kwokInstanceTypes
             else WATCHED
         )
+        if self.settings.featureGates.nodeOverlay:  # as Karpenter: watched only when gated on
+            self.watched = (*self.watched, kube.NODEOVERLAY)
         self.dry_run = dry_run
         #: ``--cloud simulated`` on a cluster with Nodes kwok does not manage: refused at
         #: start (``operator/safety.py``) unless this is set or it is a dry run.

@@ -10,7 +10,8 @@ controllers' listeners, as ``operator/wiring.py`` does for the simulation:
 * a NodeClaim launched, registered or initialized posts Karpenter's Events; a NodeClaim
   deleted by someone is drained (``_claim_deleted``), as Karpenter's finalizer does, and
   so is a NodePool's Node whose NodeClaim was gone at start (``_unclaimed_node``);
-* configuration changes (NodePools, NodeClasses) reach the cloud provider (``_config``);
+* configuration changes (NodePools, NodeClasses) reach the cloud provider (``_config``),
+  and NodeOverlays the provisioner (``_overlays``);
 * after every loop turn that changed something, ``_sync`` runs the actuator once, then
   the NodePool and EC2NodeClass status writer (``cluster/kube/configstatus.py``); a
   ``RESYNC_S`` resync retries failed writes and re-triggers provisioning for pods still
@@ -31,6 +32,7 @@ from typing import Any
 from joiner.api import timeline as tl
 from joiner.api.manifests import ManifestSet
 from joiner.cloudprovider.kwok import KwokCloudProvider
+from joiner.cloudprovider.overlay import Overlays
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import (
     CloudProvider,
@@ -131,6 +133,9 @@ class ControllerReactions:
             time.monotonic() - started
         )
         self.wiring.provisioned()
+        if self.provisioner.overlays is not None:  # no run summary here: the log says it
+            for warning in self.provisioner.overlays.unreported_warnings():
+                log.warning("%s", warning)
 
     def _retry_later(self, _uids: Any) -> None:
         self.clock.after(
@@ -152,11 +157,19 @@ class ControllerReactions:
                 # A NodeClass is gone: its launch templates are deleted (a cloud write).
                 self.fence.check("delete the launch templates of a deleted EC2NodeClass")
             self.cloud.set_node_classes(list(ms.nodeclasses))  # type: ignore[attr-defined]
+        self._overlays(ms)
         for w in ms.warnings:
             log.info("%s", w)
         if self.feed.started:
             self.batcher.trigger()
             self.disruption.kick()
+
+    def _overlays(self, ms: ManifestSet) -> None:
+        """The NodeOverlays the API holds reach the provisioner (watched only with the
+        ``NodeOverlay`` gate on); they are evaluated again on the next pass, as Karpenter's
+        nodeoverlay controller re-evaluates on an overlay, NodePool or NodeClass change
+        (``pkg/controllers/nodeoverlay/controller.go`` ``Reconcile``)."""
+        self.provisioner.overlays = Overlays(ms.nodeoverlays) if ms.nodeoverlays else None
 
     def _changed(self) -> None:
         self.state.touch()

@@ -110,7 +110,8 @@ class FeatureGateSettings(_Settings):
     nodeRepair: bool = False
     #: The capacity reservations an EC2NodeClass selects launch first (``--cloud aws``).
     reservedCapacity: bool = True
-    nodeOverlay: Annotated[Literal[False], _gate_off("NodeOverlay")] = False
+    #: NodeOverlays are watched and applied to the instance types (``cloudprovider.overlay``).
+    nodeOverlay: bool = False
     staticCapacity: Annotated[Literal[False], _gate_off("StaticCapacity")] = False
     capacityBuffer: Annotated[Literal[False], _gate_off("CapacityBuffer")] = False
 

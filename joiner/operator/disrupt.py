@@ -38,7 +38,9 @@ from joiner.api.outputs import (
     PlannedReplacement,
     Unconsolidatable,
 )
+from joiner.api.overlays import gate_warnings
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.overlay import Overlays
 from joiner.cloudprovider.reservations import CapacityReservation
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import (
@@ -147,11 +149,22 @@ class DryRun:
         )
         self.lifecycle = built.lifecycle
         self.provisioner = built.provisioner
+        self.warnings += gate_warnings(m.nodeoverlays, gates.node_overlay)
+        if gates.node_overlay and m.nodeoverlays:
+            self.provisioner.overlays = Overlays(m.nodeoverlays)
+            self.provisioner.templates()  # resolves them, so conflicts are known now
+            self.warnings += self.provisioner.overlays.warnings()
         #: The disruption controller: its passes are computed, never executed.
         self.controller = built.disruption
         self.pods = PodFactory(state, self.clock)
         self.warnings += adopt(
-            m, state, self.cloud, self.pods, {w.key: w for w in m.workloads}, settles_pending=True
+            m,
+            state,
+            self.cloud,
+            self.pods,
+            {w.key: w for w in m.workloads},
+            settles_pending=True,
+            pool_types=self.provisioner.overlaid_types(),
         )
         self._settle_pods(at)
         last_pod_events(m, state, at)
@@ -328,9 +341,7 @@ def build_disruption_plan(
 
 def _cost(state: ClusterState) -> float:
     return sum(
-        c.instance.offering.price_per_hour
-        for c in state.live_nodeclaims()
-        if c.instance is not None
+        c.instance.offering.cost_per_hour for c in state.live_nodeclaims() if c.instance is not None
     )
 
 
@@ -355,7 +366,7 @@ def _planned(command: Command) -> PlannedDisruption:
                 instanceType=r.instance_type.name,
                 zone=r.offering.zone,
                 capacityType=r.offering.capacity_type,
-                pricePerHour=round(r.price_per_hour, 6),
+                pricePerHour=round(r.offering.cost_per_hour, 6),
             )
             for r in command.replacements
         ],

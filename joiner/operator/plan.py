@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from joiner.api import labels, quantity
 from joiner.api.errors import InputError
+from joiner.api.featuregates import FeatureGates
 from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.cluster_notes import (
@@ -57,6 +58,7 @@ from joiner.api.objects import (
     StandalonePod,
     Workload,
 )
+from joiner.api.overlays import gate_warnings
 from joiner.api.plan_output import (
     Launch,
     Nominated,
@@ -67,6 +69,7 @@ from joiner.api.plan_output import (
 )
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.overlay import Overlays
 from joiner.cloudprovider.reservations import CapacityReservation, reservation_labels
 from joiner.cloudprovider.simulated import SimulatedCloudProvider, default_subnets
 from joiner.cloudprovider.simulated.market import SpotMarket
@@ -431,28 +434,38 @@ def _room(node: ClusterNode, demand: _Demand, daemonsets: list[PodTemplate]) -> 
 
 
 def _templates(
-    m: ManifestSet, cloud: SimulatedCloudProvider, in_flight: list[ExistingNode]
+    m: ManifestSet,
+    cloud: SimulatedCloudProvider,
+    in_flight: list[ExistingNode],
+    overlays: Overlays | None = None,
 ) -> list[NodePoolTemplate]:
-    """Each NodePool (by name) with its instance types and what its limits leave: limits
-    less the capacity of its Nodes and of its in-flight NodeClaims."""
+    """Each NodePool (by name) with its instance types (NodeOverlays applied when
+    ``overlays`` is set) and what its limits leave: limits less the capacity of its Nodes and
+    of its in-flight NodeClaims."""
+    pools = sorted(m.nodepools, key=lambda p: p.name)
+    listed = [(pool, cloud.get_instance_types(pool.node_class_ref.name)) for pool in pools]
+    all_types = overlays.apply_all(listed) if overlays is not None else [t for _, t in listed]
+    return [
+        NodePoolTemplate(pool, tuple(types), _remaining(m, pool, in_flight))
+        for pool, types in zip(pools, all_types, strict=True)
+    ]
+
+
+def _remaining(
+    m: ManifestSet, pool: NodePool, in_flight: list[ExistingNode]
+) -> tuple[tuple[str, int], ...]:
+    """What ``pool``'s limits leave after its Nodes and in-flight NodeClaims."""
+    if not pool.limits:
+        return ()
     flying = {e.name for e in in_flight}
-    templates = []
-    for pool in sorted(m.nodepools, key=lambda p: p.name):
-        types = cloud.get_instance_types(pool.node_class_ref.name)
-        remaining: dict[str, int] = {}
-        if pool.limits:
-            usage: quantity.Resources = {}
-            capacities = [dict(n.capacity) for n in m.nodes if n.nodepool == pool.name] + [
-                dict(c.capacity)
-                for c in m.nodeclaims
-                if c.nodepool == pool.name and c.name in flying
-            ]
-            for capacity in capacities:
-                usage = quantity.add(usage, capacity)
-                usage["nodes"] = usage.get("nodes", 0) + 1
-            remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
-        templates.append(NodePoolTemplate(pool, tuple(types), tuple(sorted(remaining.items()))))
-    return templates
+    usage: quantity.Resources = {}
+    capacities = [dict(n.capacity) for n in m.nodes if n.nodepool == pool.name] + [
+        dict(c.capacity) for c in m.nodeclaims if c.nodepool == pool.name and c.name in flying
+    ]
+    for capacity in capacities:
+        usage = quantity.add(usage, capacity)
+        usage["nodes"] = usage.get("nodes", 0) + 1
+    return tuple(sorted({k: v - usage.get(k, 0) for k, v in pool.limits}.items()))
 
 
 def _requests(
@@ -524,7 +537,7 @@ class _Launcher:
                 instanceType=it.name,
                 zone=offering.zone,
                 capacityType=offering.capacity_type,
-                pricePerHour=round(offering.price_per_hour, 6),
+                pricePerHour=round(offering.cost_per_hour, 6),
             ),
             labels=_claim_labels(it, offering, reqs, pool, self._region),
             taints=[str(t) for t in (*pool.taints, *pool.startup_taints)],
@@ -798,6 +811,7 @@ def build_plan(
     packing: str = "karpenter",
     reservations: Sequence[CapacityReservation] = (),
     spot_prices: SpotPrices | None = None,
+    feature_gates: FeatureGates | None = None,
 ) -> Plan:
     """Plan one provisioning round; see the module docstring for how the cluster is read.
 
@@ -809,6 +823,10 @@ def build_plan(
     NodePools of KWOKNodeClasses, which then launch as Karpenter-kwok does (lowest price).
 
     ``spot_prices``: per-pool Spot prices (``SpotPrices``); None prices Spot regionally.
+
+    ``feature_gates``: with ``NodeOverlay`` on, the manifests' NodeOverlays change the
+    instance types' prices and capacities (``cloudprovider.overlay``); off, each is warned
+    about.
 
     Raises:
         InputError: as ``planning_cloud``.
@@ -835,7 +853,12 @@ def build_plan(
     demand = _read_pods(m, targets, live_nodes, warnings)
     demand.pending += [_Pending(name, name, w.template) for w, name in missing_replicas(m)]
     in_flight = _in_flight(m, live_nodes, daemonsets, warnings)
-    nodepools = tuple(_templates(m, cloud, in_flight))
+    gates = feature_gates or FeatureGates()
+    warnings += gate_warnings(m.nodeoverlays, gates.node_overlay)
+    overlays = Overlays(m.nodeoverlays) if gates.node_overlay and m.nodeoverlays else None
+    nodepools = tuple(_templates(m, cloud, in_flight, overlays))
+    if overlays is not None:
+        warnings += overlays.warnings()
 
     def solve(
         d: _Demand, rnd: PreemptionRound | None

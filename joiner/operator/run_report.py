@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from joiner.api.grouping import plural
+from joiner.api.overlays import gate_warnings
 from joiner.cloudprovider.reservations import select, status_entry
 from joiner.operator.lint import lint_manifests
 from joiner.sim.report import joiner_parameters
@@ -106,6 +107,23 @@ def repair_tolerations_warning(scenario: Scenario, *, joiner: bool = True) -> st
     )
 
 
+def overlay_warnings(rt: SimulationRun) -> list[str]:
+    """NodeOverlays without effect: all of them with the ``NodeOverlay`` gate off or under
+    the Cluster Autoscaler policy (which reads none); those left out for a conflict."""
+    m = rt.scenario.manifests
+    if not rt.joiner:
+        return [
+            f"{o.where}: NodeOverlay not modelled in this policy's run (Cluster Autoscaler "
+            "reads no NodeOverlays)"
+            for o in m.nodeoverlays
+        ]
+    overlays = rt.provisioner.overlays
+    if overlays is not None:
+        rt.provisioner.overlaid_types()  # evaluates them: the conflicts are known
+        return overlays.warnings()
+    return gate_warnings(m.nodeoverlays, rt.scenario.feature_gates.node_overlay)
+
+
 def warnings(rt: SimulationRun) -> list[str]:
     """Load warnings, notes on what this run does not model, and dead configuration."""
     m = rt.scenario.manifests
@@ -121,6 +139,7 @@ def warnings(rt: SimulationRun) -> list[str]:
                 "gate (spec.settings.featureGates.capacityBuffer: true)"
             )
         )
+    out += overlay_warnings(rt)
     repair = repair_tolerations_warning(rt.scenario, joiner=rt.joiner)
     if repair is not None:
         out.append(repair)

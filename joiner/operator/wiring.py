@@ -24,6 +24,7 @@ from typing import Any
 
 from joiner.api import durations, timeline
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.overlay import Overlays
 from joiner.cloudprovider.repair import AWS_REPAIR_POLICIES, with_tolerations
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.simulated.market import SpotMarket, market_seed
@@ -160,8 +161,7 @@ class SimulationRuntime(ControllerHost):
                 ),
             )
         )
-        if scenario.feature_gates.capacity_buffer and self.joiner:
-            self.provisioner.buffers = Buffers(m.capacitybuffers, self._live_replicas)
+        self._gated_inputs(scenario)
         if self.joiner:
             self.kube_scheduler.on_bound.append(lambda _pod: self._kick_disruption())
         if policy == CLUSTER_AUTOSCALER:
@@ -207,6 +207,15 @@ class SimulationRuntime(ControllerHost):
         ]
         #: ``--explain``'s node (``keep_verdicts``), or None.
         self.explain: str | None = None
+
+    def _gated_inputs(self, scenario: Scenario) -> None:
+        """The provisioner's inputs behind Karpenter feature gates (Joiner's policy only):
+        CapacityBuffers (``CapacityBuffer``) and NodeOverlays (``NodeOverlay``)."""
+        m = scenario.manifests
+        if scenario.feature_gates.capacity_buffer and self.joiner:
+            self.provisioner.buffers = Buffers(m.capacitybuffers, self._live_replicas)
+        if scenario.feature_gates.node_overlay and self.joiner and m.nodeoverlays:
+            self.provisioner.overlays = Overlays(m.nodeoverlays)
 
     def keep_verdicts(self, explain: str) -> None:
         """Record each node's disruption verdict changes over the run (Joiner's policies;
@@ -537,6 +546,7 @@ class SimulationRuntime(ControllerHost):
             self.pods,
             self._by_owner,
             on_in_flight=in_flight.append,
+            pool_types=self.provisioner.overlaid_types(),
         )
         # consolidateAfter counts from the dump's last pod events, startTime being t=0.
         last_pod_events(self.scenario.manifests, self.state, self.scenario.start_time)

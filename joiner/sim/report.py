@@ -68,7 +68,7 @@ def build_summary(
         start = claim.launched_at_s
         end = claim.deleted_at_s if claim.deleted_at_s is not None else duration_s
         hours = max(0.0, end - start) / 3600.0
-        price = inst.offering.price_per_hour
+        price = inst.offering.cost_per_hour
         od = catalog.on_demand_price(region, inst.instance_type.name)
         od_price = od.price_per_hour if od is not None else price
         total += hours * price

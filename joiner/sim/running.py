@@ -20,7 +20,7 @@ the replicas that are missing. Finished pods are ignored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from joiner.api import durations, labels, quantity
@@ -28,10 +28,11 @@ from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.cluster_notes import gated_warning, static_capacity_warning
 from joiner.api.manifests.pods import selects
+from joiner.api.nodepools import NodePool
 from joiner.api.objects import ClusterNode, ClusterNodeClaim, PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
-from joiner.cloudprovider.types import CloudProviderError, NodeClassNotReadyError
+from joiner.cloudprovider.types import CloudProviderError, InstanceType, NodeClassNotReadyError
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
 from joiner.sim.workloads import PodFactory
 from joiner.state.cluster import ClusterState, Node, NodeClaim, NodeCondition
@@ -86,12 +87,29 @@ def static_node(n: ClusterNode, allocatable: quantity.Resources | None = None) -
     )
 
 
+#: Each NodePool's instance types as the provisioner sees them (NodeOverlays applied).
+PoolTypes = Mapping[str, Sequence[InstanceType]]
+
+
+def _types_of(
+    cloud: SimulatedCloudProvider, pool: NodePool, pool_types: PoolTypes | None
+) -> dict[str, InstanceType]:
+    """``pool``'s instance types by name: from ``pool_types`` when it lists the pool, else
+    the cloud's (which raises ``NodeClassNotReadyError`` for a NodeClass that does not
+    resolve)."""
+    listed = pool_types.get(pool.name) if pool_types is not None else None
+    if listed is None:
+        listed = cloud.get_instance_types(pool.node_class_ref.name)
+    return {t.name: t for t in listed}
+
+
 def _adopt_in_flight(
     m: ManifestSet,
     state: ClusterState,
     cloud: SimulatedCloudProvider,
     on_in_flight: Callable[[NodeClaim], None] | None,
     warnings: list[str],
+    pool_types: PoolTypes | None = None,
 ) -> None:
     """NodeClaims launched whose Node has not registered: launched NodeClaims here too, so
     their pods' room is held and the kubelet model registers them."""
@@ -106,11 +124,7 @@ def _adopt_in_flight(
         zone = claim_labels.get(labels.ZONE)
         capacity_type = claim_labels.get(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
         try:
-            types = (
-                {t.name: t for t in cloud.get_instance_types(pool.node_class_ref.name)}
-                if pool is not None
-                else {}
-            )
+            types = _types_of(cloud, pool, pool_types) if pool is not None else {}
         except NodeClassNotReadyError:
             types = {}
         it = types.get(type_name or "")
@@ -174,11 +188,17 @@ def adopt(
     *,
     on_in_flight: Callable[[NodeClaim], None] | None = None,
     settles_pending: bool = False,
+    pool_types: PoolTypes | None = None,
 ) -> list[str]:
     """Create the running cluster's nodes and pods; returns warnings for what was skipped.
 
     ``settles_pending``: the caller places the pods that would start pending before it
     reads the cluster (``joiner disrupt``), so no warning says they start pending.
+
+    ``pool_types``: each NodePool's instance types as the provisioner sees them (with
+    NodeOverlays applied, so an adopted node carries its overlaid price and capacity, as
+    Karpenter's candidates read them from the decorated cloud provider); absent pools, or
+    None, read the cloud's.
 
     * A Node of a NodePool in the manifests becomes a launched NodeClaim (initialized as
       ``_initialized`` says) and its Node (marked deleting when the dump shows it being
@@ -192,8 +212,8 @@ def adopt(
       part of the starting cluster go with their node.
     """
     warnings: list[str] = []
-    adopted = _adopt_nodes(m, state, cloud, warnings)
-    _adopt_in_flight(m, state, cloud, on_in_flight, warnings)
+    adopted = _adopt_nodes(m, state, cloud, warnings, pool_types)
+    _adopt_in_flight(m, state, cloud, on_in_flight, warnings, pool_types)
     moved = _adopt_pods(m, pods, workload_keys, adopted, warnings)
     if moved and not settles_pending:
         warnings.append(
@@ -207,7 +227,11 @@ def adopt(
 
 
 def _adopt_nodes(
-    m: ManifestSet, state: ClusterState, cloud: SimulatedCloudProvider, warnings: list[str]
+    m: ManifestSet,
+    state: ClusterState,
+    cloud: SimulatedCloudProvider,
+    warnings: list[str],
+    pool_types: PoolTypes | None = None,
 ) -> set[str]:
     """Create the manifests' Nodes (see ``adopt``); returns the names of those now in
     ``state``, and appends a warning for each Node left out and one for static capacity."""
@@ -219,7 +243,7 @@ def _adopt_nodes(
             adopted.add(n.name)
             static.append(n.name)
             continue
-        problem = _adopt_node(n, n.nodepool, m, state, cloud)
+        problem = _adopt_node(n, n.nodepool, m, state, cloud, pool_types)
         if problem is None:
             adopted.add(n.name)
         else:
@@ -248,6 +272,7 @@ def _adopt_node(
     m: ManifestSet,
     state: ClusterState,
     cloud: SimulatedCloudProvider,
+    pool_types: PoolTypes | None = None,
 ) -> str | None:
     """Adopt Node ``n`` of NodePool ``nodepool`` as a launched NodeClaim backed
     by a simulated instance; None when done, else why it is not part of the starting cluster
@@ -262,7 +287,7 @@ def _adopt_node(
     zone = node_labels.get(labels.ZONE)
     capacity_type = node_labels.get(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
     try:
-        types = {t.name: t for t in cloud.get_instance_types(pool.node_class_ref.name)}
+        types = _types_of(cloud, pool, pool_types)
     except NodeClassNotReadyError as exc:
         return f"{exc}; not part of the starting cluster"
     it = types.get(type_name or "")

@@ -323,6 +323,7 @@ def load_scenario(
             capacity_buffer=spec.settings.featureGates.capacityBuffer,
             node_repair=spec.settings.featureGates.nodeRepair,
             reserved_capacity=spec.settings.featureGates.reservedCapacity,
+            node_overlay=spec.settings.featureGates.nodeOverlay,
         ),
         repair_tolerations_s=_repair_tolerations(
             spec.settings.nodeRepairTolerations, at.file, at.obj

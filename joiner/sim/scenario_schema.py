@@ -376,6 +376,11 @@ class FeatureGatesSpec(_Strict):
         description="Nodes unhealthy past their condition's toleration (Ready False/Unknown "
         "30m; the node monitoring agent's conditions) are replaced without draining",
     )
+    nodeOverlay: bool = Field(
+        default=False,
+        description="Karpenter applies NodeOverlay objects (karpenter.sh/v1alpha1): their "
+        "prices steer its choices and their capacities add extended resources",
+    )
 
 
 class SettingsSpec(_Strict):

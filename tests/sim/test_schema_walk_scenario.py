@@ -237,6 +237,7 @@ FIELDS: dict[str, Any] = {
     "clusterAutoscaler.derivedGroupMaxSize": 10,
     "settings.featureGates.capacityBuffer": True,
     "settings.featureGates.reservedCapacity": False,
+    "settings.featureGates.nodeOverlay": True,
     # The seed has one Deployment: naming another is an error (so the field is read).
     "schedules[].workload": Err("default/missing", "workload"),
     "schedules[].buffer": lambda s: s.update(

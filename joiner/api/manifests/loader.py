@@ -19,6 +19,7 @@ from joiner.api.manifests import (
     convert,
     hpa,
     legacy,
+    nodeoverlay,
     pods,
     priority,
     proportional,
@@ -69,13 +70,10 @@ def _nodepool(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> Non
 
 def _nodeoverlay(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     """``karpenter.sh/v1alpha1`` NodeOverlay (alpha, behind Karpenter's ``NodeOverlay``
-    feature gate): accepted and not modelled, with a warning naming what it would change."""
-    spec = doc.get("spec")
-    fields = sorted(spec) if isinstance(spec, dict) else []
-    out.warnings.append(
-        f"{file}: {obj}: NodeOverlay is not modelled ({', '.join('spec.' + f for f in fields)}"
-        " have no effect): instance-type prices and capacities stay as the catalog gives them"
-    )
+    feature gate): kept for ``cloudprovider.overlay``; with the gate off each is warned about
+    (``overlays.gate_warnings``) by the command that knows the gates."""
+    parsed = _validate(nodeoverlay.NodeOverlayModel, doc, file, obj)
+    out.nodeoverlays.append(nodeoverlay.node_overlay(parsed, file, obj))
 
 
 def _nodepool_v1beta1(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:

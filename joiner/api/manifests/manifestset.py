@@ -17,6 +17,7 @@ from typing import Any
 from joiner.api import objects as o
 from joiner.api import quantity
 from joiner.api.manifests import hpa, runtimeclass
+from joiner.api.overlays import NodeOverlay
 
 
 @dataclass
@@ -40,6 +41,8 @@ class ManifestSet:
     #: ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers, and the ``v1`` PodTemplates
     #: (``namespace/name``) they may name.
     capacitybuffers: list[CapacityBuffer] = field(default_factory=list)
+    #: ``karpenter.sh/v1alpha1`` NodeOverlays (``cloudprovider.overlay`` applies them).
+    nodeoverlays: list[NodeOverlay] = field(default_factory=list)
     #: ``autoscaling/v2`` HorizontalPodAutoscalers (``joiner.sim.hpa`` runs them).
     hpas: list[hpa.HorizontalPodAutoscaler] = field(default_factory=list)
     #: cluster-proportional-autoscaler Deployments, and the ConfigMaps (``ns/name`` ->

@@ -5,7 +5,8 @@
 * **Request**: ``Type=instant``, ``TotalTargetCapacity=1``, ``DefaultTargetCapacityType``
   spot or on-demand (``on-demand`` for a reserved launch too: an ODCR is on-demand
   capacity); ``SpotOptions.AllocationStrategy=price-capacity-optimized`` or
-  ``OnDemandOptions.AllocationStrategy=lowest-price``; one ``LaunchTemplateConfigs`` entry
+  ``OnDemandOptions.AllocationStrategy=lowest-price`` (``capacity-optimized-prioritized`` and
+  ``prioritized`` when a NodeOverlay priced an option); one ``LaunchTemplateConfigs`` entry
   per launch template (AMI; for a reserved launch, AMI x reservation, each template
   targeting its reservation and its overrides only that reservation's offerings), its
   overrides types x zones, each with ``InstanceType``, ``SubnetId``, ``AvailabilityZone``,
@@ -92,9 +93,14 @@ def launch_template_configs(
 
 
 def fleet_request(
-    configs: list[dict[str, Any]], capacity_type: str, tags: Sequence[tuple[str, str]]
+    configs: list[dict[str, Any]],
+    capacity_type: str,
+    tags: Sequence[tuple[str, str]],
+    prioritized: bool = False,
 ) -> dict[str, Any]:
-    """The CreateFleet parameters (module docstring)."""
+    """The CreateFleet parameters (module docstring). ``prioritized``: a NodeOverlay priced
+    an option, so the overrides' priorities (their prices) rank them
+    (karpenter-provider-aws ``pkg/providers/instance/types.go`` ``WithOverlay``)."""
     fleet: dict[str, Any] = {
         "Type": "instant",
         "LaunchTemplateConfigs": configs,
@@ -112,9 +118,11 @@ def fleet_request(
         ],
     }
     if capacity_type == labels.CAPACITY_TYPE_SPOT:
-        fleet["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        spot = "capacity-optimized-prioritized" if prioritized else "price-capacity-optimized"
+        fleet["SpotOptions"] = {"AllocationStrategy": spot}
     else:
-        fleet["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        on_demand = "prioritized" if prioritized else "lowest-price"
+        fleet["OnDemandOptions"] = {"AllocationStrategy": on_demand}
     return fleet
 
 

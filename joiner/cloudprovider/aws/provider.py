@@ -494,7 +494,9 @@ class AWSCloudProvider:
         except AWSError as exc:
             self.inflight_ips.release(resolved, {}, None, types, per_zone, launch.capacity_type)
             raise CreateError(exc.code, f"launch template: {exc}") from exc
-        fleet = fleet_request(configs, launch.capacity_type, launch.tags)
+        fleet = fleet_request(
+            configs, launch.capacity_type, launch.tags, launch.request.priority_by_price
+        )
         self.last_fleet_request = fleet
         try:
             with aws_errors():

@@ -10,7 +10,10 @@ score (``market.SpotMarket``), ties broken by a seeded per-pool draw, never by n
 * ``capacity-optimized``: the best capacity score, then the lowest price.
 * ``lowest-price``: the lowest price, then the best capacity score (on-demand's default).
 * ``prioritized`` (on-demand): the lowest override priority (Karpenter and an ASG's
-  MixedInstancesPolicy give the order of their list), then the lowest price.
+  MixedInstancesPolicy give the order of their list; Karpenter-AWS with a NodeOverlay's
+  price, the overlaid price), then the lowest price.
+* ``capacity-optimized-prioritized`` (Spot; Karpenter-AWS's choice when a NodeOverlay
+  priced an option): the best capacity score, then the lowest override priority.
 
 Without a Spot market, ``choose_offering`` is the fleet's choice: the lowest price.
 
@@ -43,7 +46,7 @@ class PoolQuote:
         instance_type / offering: the override (the offering names the zone).
         price_per_hour: the pool's price now, USD.
         capacity_score: 0 (dry) to 10; on-demand pools are never dry and score 10.
-        priority: the override's priority (lower first), for ``prioritized``.
+        priority: the override's priority (lower first), for the prioritized strategies.
         tiebreak: a seeded draw in (0, 1) ordering otherwise equal pools.
     """
 
@@ -51,7 +54,7 @@ class PoolQuote:
     offering: Offering
     price_per_hour: float
     capacity_score: float
-    priority: int
+    priority: float
     tiebreak: float
 
     @property
@@ -89,9 +92,12 @@ def _next(strategy: str, pools: Sequence[PoolQuote]) -> tuple[PoolQuote, str]:
     if strategy == "lowest-price":
         pick = min(pools, key=lambda q: (q.price_per_hour, -q.capacity_score, q.tiebreak))
         return pick, "lowest price"
+    if strategy == "capacity-optimized-prioritized":
+        pick = min(pools, key=lambda q: (-q.capacity_score, q.priority, q.tiebreak))
+        return pick, "best capacity score, then highest priority"
     if strategy == "prioritized":
         pick = min(pools, key=lambda q: (q.priority, q.price_per_hour, q.tiebreak))
-        return pick, f"highest priority (override {pick.priority + 1})"
+        return pick, f"highest priority (override priority {pick.priority:g})"
     raise ValueError(f"unknown allocation strategy {strategy!r}")
 
 

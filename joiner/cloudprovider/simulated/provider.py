@@ -425,14 +425,17 @@ class SimulatedCloudProvider:
                 found = pool_prices[key] = self._spot_price(it, o, now)
             return found
 
+        def ranked_price(it: InstanceType, o: Offering) -> float:
+            """The price the request ranks by: a Spot pool's price now, unless a NodeOverlay
+            priced the offering (Karpenter-AWS ranks by the overlaid price)."""
+            if o.capacity_type == labels.CAPACITY_TYPE_SPOT and o.catalog_price_per_hour is None:
+                return pool_price(it, o)
+            return o.price_per_hour
+
         kept = launch_candidates(
             [(it, o) for it, o in candidates if o.zone in zones],
             request.requirements,
-            price=lambda it, o: (
-                pool_price(it, o)
-                if o.capacity_type == labels.CAPACITY_TYPE_SPOT
-                else o.price_per_hour
-            ),
+            price=ranked_price,
         )
         capacity_type = choose_capacity_type(kept, request.requirements)
         if capacity_type is None:
@@ -442,9 +445,7 @@ class SimulatedCloudProvider:
             )
         spot = capacity_type == labels.CAPACITY_TYPE_SPOT
         priced = [
-            (it, o, pool_price(it, o) if spot else o.price_per_hour)
-            for it, o in kept
-            if o.capacity_type == capacity_type
+            (it, o, ranked_price(it, o)) for it, o in kept if o.capacity_type == capacity_type
         ]
         order = {it.name: i for i, it in enumerate(request.instance_types)}
         quotes = []
@@ -460,10 +461,14 @@ class SimulatedCloudProvider:
             quotes.append(
                 PoolQuote(
                     instance_type=it,
-                    offering=replace(o, price_per_hour=price),
+                    offering=_launched_offering(o, price, pool_price(it, o) if spot else None),
                     price_per_hour=price,
                     capacity_score=score,
-                    priority=order.get(it.name, len(order)),
+                    # Karpenter-AWS (pkg/providers/instance/instance.go getOverrides): with a
+                    # NodeOverlay's price, an override's priority is the overlaid price.
+                    priority=o.price_per_hour
+                    if request.priority_by_price
+                    else order.get(it.name, len(order)),
                     tiebreak=self.market.tiebreak(pool, capacity_type),
                 )
             )
@@ -482,7 +487,7 @@ class SimulatedCloudProvider:
         q = result.chosen
         allocation = Allocation(
             strategy=strategy,
-            price_per_hour=q.price_per_hour,
+            price_per_hour=q.offering.cost_per_hour,
             capacity_score=q.capacity_score if spot else None,
             pools=len(quotes),
             reason=result.reason,
@@ -630,6 +635,15 @@ class SimulatedCloudProvider:
     def list(self) -> list[Instance]:
         """Running instances by provider id."""
         return [self._instances[k] for k in sorted(self._instances)]
+
+
+def _launched_offering(o: Offering, price_per_hour: float, pool_price: float | None) -> Offering:
+    """The offering an instance launches with: priced as the request ranked it
+    (``price_per_hour``), and billed at the Spot pool's price now (``pool_price``, None for
+    other capacity types) when a NodeOverlay priced it differently."""
+    if o.catalog_price_per_hour is not None and pool_price is not None:
+        return replace(o, catalog_price_per_hour=pool_price)
+    return replace(o, price_per_hour=price_per_hour)
 
 
 def _repriced(o: Offering, price_per_hour: float) -> Offering:

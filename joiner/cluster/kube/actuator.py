@@ -48,6 +48,7 @@ from joiner.api import labels, quantity
 from joiner.api.logkeys import log_keys
 from joiner.api.objects import Taint
 from joiner.api.requirements import Requirements
+from joiner.cloudprovider.overlay import overlay_annotations
 from joiner.cluster.kube.client import NODE, NODECLAIM, PDB, POD, NodeClaimResource
 from joiner.cluster.kube.feed import (
     HASH_ANNOTATION,
@@ -255,7 +256,7 @@ class KubeActuator:
         pool = self._state.nodepools.get(claim.nodepool)
         node_labels = self._lifecycle.labels_for(claim) if pool is not None else {}
         node_labels[labels.NODEPOOL] = claim.nodepool
-        annotations = {}
+        annotations = overlay_annotations(claim.instance_type_options, claim.requirements)
         if claim.launched_from is not None:
             annotations[HASH_ANNOTATION] = pool_hash(claim.launched_from)
         ref = pool.node_class_ref if pool is not None else None

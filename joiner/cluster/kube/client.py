@@ -54,6 +54,9 @@ EC2NodeClassResource = create_global_resource(
 KWOKNodeClassResource = create_global_resource(
     "karpenter.kwok.sh", "v1alpha1", "KWOKNodeClass", "kwoknodeclasses"
 )
+NodeOverlayResource = create_global_resource(
+    "karpenter.sh", "v1alpha1", "NodeOverlay", "nodeoverlays"
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ EC2NODECLASS = Kind(EC2NodeClassResource, "karpenter.k8s.aws/v1", "EC2NodeClass"
 NODECLAIM = Kind(NodeClaimResource, "karpenter.sh/v1", "NodeClaim")
 #: Karpenter-kwok's NodeClass (read with ``--kwok-instance-types``).
 KWOKNODECLASS = Kind(KWOKNodeClassResource, "karpenter.kwok.sh/v1alpha1", "KWOKNodeClass")
+#: Karpenter's NodeOverlay (read with the ``NodeOverlay`` feature gate on).
+NODEOVERLAY = Kind(NodeOverlayResource, "karpenter.sh/v1alpha1", "NodeOverlay")
 POD = Kind(Pod, "v1", "Pod")
 NODE = Kind(Node, "v1", "Node")
 DAEMONSET = Kind(DaemonSet, "apps/v1", "DaemonSet")

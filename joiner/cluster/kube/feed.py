@@ -84,6 +84,7 @@ from joiner.cluster.kube.client import (
     KWOKNODECLASS,
     NODE,
     NODECLAIM,
+    NODEOVERLAY,
     NODEPOOL,
     PDB,
     POD,
@@ -100,7 +101,14 @@ log = logging.getLogger(__name__)
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 #: Taints Joiner owns on Nodes; all others belong to the API (kubelet, node controller).
 MANAGED_TAINTS = frozenset({labels.TAINT_UNREGISTERED, labels.TAINT_DISRUPTED})
-CONFIG_KINDS = ("NodePool", "EC2NodeClass", "KWOKNodeClass", "DaemonSet", "PodDisruptionBudget")
+CONFIG_KINDS = (
+    "NodePool",
+    "EC2NodeClass",
+    "KWOKNodeClass",
+    "DaemonSet",
+    "PodDisruptionBudget",
+    "NodeOverlay",
+)
 
 #: ``adopt_instance(instance_type, node_class, zone, capacity_type, provider_id)``: the
 #: cloud's instance behind an existing NodeClaim (raises ``CloudProviderError``).
@@ -284,11 +292,14 @@ class ClusterFeed:
     # -- configuration ------------------------------------------------------------------
 
     def reload_config(self) -> None:
-        """Re-load NodePools, NodeClasses, DaemonSets and PDBs into the state."""
+        """Re-load NodePools, NodeClasses, DaemonSets and PDBs into the state (and
+        NodeOverlays, when watched, into the ``ManifestSet`` the ``on_config`` listeners
+        get)."""
         classes = [*self.of(EC2NODECLASS).values(), *self.of(KWOKNODECLASS).values()]
         rest = [
             *self.of(DAEMONSET).values(),
             *self.of(PDB).values(),
+            *self.of(NODEOVERLAY).values(),
         ]
         pools = list(self.of(NODEPOOL).values())
         self.pool_errors = {}
@@ -324,6 +335,7 @@ class ClusterFeed:
             out.nodeclasses += one.nodeclasses
             out.daemonsets += one.daemonsets
             out.pdbs += one.pdbs
+            out.nodeoverlays += one.nodeoverlays
         for doc in pools:
             try:
                 one = load_documents([*good_classes, doc], self.source)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from joiner.api import labels
 from joiner.api.clock import Clock
 from joiner.api.logkeys import log_keys
+from joiner.cloudprovider.overlay import PRICE_OVERLAY_APPLIED, overlay_annotations
 from joiner.cloudprovider.types import (
     ON_DEMAND_ALLOCATION_STRATEGIES,
     SPOT_ALLOCATION_STRATEGIES,
@@ -68,6 +69,15 @@ class Lifecycle:
         if claim.instance is not None:
             return
         pool = self._state.nodepools[claim.nodepool]
+        # Karpenter-AWS (pkg/providers/instance/types.go CreateFleetInputBuilder.WithOverlay):
+        # a NodeClaim with the price-overlay annotation asks for the prioritized strategies,
+        # each override's priority being its overlaid price.
+        by_price = PRICE_OVERLAY_APPLIED in overlay_annotations(
+            claim.instance_type_options, claim.requirements
+        )
+        if by_price:
+            spot_allocation_strategy = "capacity-optimized-prioritized"
+            on_demand_allocation_strategy = "prioritized"
         request = LaunchRequest(
             nodeclaim_name=claim.name,
             nodepool=pool.name,
@@ -77,6 +87,7 @@ class Lifecycle:
             tags=(("karpenter.sh/nodeclaim", claim.name), ("karpenter.sh/nodepool", pool.name)),
             spot_allocation_strategy=spot_allocation_strategy,
             on_demand_allocation_strategy=on_demand_allocation_strategy,
+            priority_by_price=by_price,
         )
         try:
             instance = self._cloud.create(request)

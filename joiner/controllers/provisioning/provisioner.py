@@ -18,6 +18,7 @@ from joiner.api.logkeys import log_keys
 from joiner.api.nodepools import NodePool
 from joiner.api.objects import PodTemplate, Taint
 from joiner.api.requirements import Requirement, Requirements
+from joiner.cloudprovider.overlay import Overlays
 from joiner.cloudprovider.types import (
     CloudProvider,
     CloudProviderError,
@@ -115,6 +116,8 @@ class Provisioner:
         self._type_tuples: dict[str, tuple[list[InstanceType], tuple[InstanceType, ...]]] = {}
         #: CapacityBuffers (``CapacityBuffer`` feature gate), or None.
         self.buffers: Buffers | None = None
+        #: NodeOverlays applied to the instance types (Karpenter's ``NodeOverlay`` gate on).
+        self.overlays: Overlays | None = None
         #: Called with (pod uid, existing capacity's name: a NodeClaim's, or an unmanaged
         #: node's) for every pod a pass places on existing capacity, in flight or registered
         #: (Karpenter ``Results.Record``); virtual CapacityBuffer pods are not reported.
@@ -439,8 +442,9 @@ class Provisioner:
         return out, bound_pods
 
     def templates(self) -> list[NodePoolTemplate]:
-        """Each NodePool with its NodeClass's instance types and what its limits leave."""
-        out = []
+        """Each NodePool with its NodeClass's instance types (NodeOverlays applied, when
+        ``overlays`` is set) and what its limits leave."""
+        listed = []
         for name in sorted(self._state.nodepools):
             pool = self._state.nodepools[name]
             if self.pool_ready is not None and not self.pool_ready(name):
@@ -450,7 +454,7 @@ class Provisioner:
                 )
                 continue
             try:
-                types = self._cloud.get_instance_types(pool.node_class_ref.name)
+                listed.append((pool, self._cloud.get_instance_types(pool.node_class_ref.name)))
             except NodeClassNotReadyError as exc:
                 log.warning(
                     "nodepool skipped nodepool=%s reason=%s",
@@ -458,24 +462,34 @@ class Provisioner:
                     exc,
                     extra=log_keys(NodePool=name),
                 )
-                continue
-            remaining: dict[str, int] = {}
-            if pool.limits:
-                usage = self._state.nodepool_usage(name)
-                remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
-            held = self._type_tuples.get(name)
-            if held is None or held[0] is not types:
-                held = self._type_tuples[name] = (types, tuple(types))
-            out.append(
-                NodePoolTemplate(
-                    nodepool=pool,
-                    # The same tuple while the cloud's list is the same object, so solves
-                    # share the prepared pool without rebuilding its key.
-                    instance_types=held[1],
-                    remaining=tuple(sorted(remaining.items())),
-                )
-            )
-        return out
+        if self.overlays is not None:
+            overlaid = self.overlays.apply_all(listed)
+            listed = [(pool, types) for (pool, _), types in zip(listed, overlaid, strict=True)]
+        return [self._template(pool, types) for pool, types in listed]
+
+    def overlaid_types(self) -> dict[str, tuple[InstanceType, ...]] | None:
+        """Each NodePool's instance types with the NodeOverlays applied, by pool name; None
+        when no overlays are in force."""
+        if self.overlays is None:
+            return None
+        return {t.nodepool.name: t.instance_types for t in self.templates()}
+
+    def _template(self, pool: NodePool, types: list[InstanceType]) -> NodePoolTemplate:
+        name = pool.name
+        remaining: dict[str, int] = {}
+        if pool.limits:
+            usage = self._state.nodepool_usage(name)
+            remaining = {k: v - usage.get(k, 0) for k, v in pool.limits}
+        held = self._type_tuples.get(name)
+        if held is None or held[0] is not types:
+            held = self._type_tuples[name] = (types, tuple(types))
+        return NodePoolTemplate(
+            nodepool=pool,
+            # The same tuple while the cloud's list is the same object, so solves
+            # share the prepared pool without rebuilding its key.
+            instance_types=held[1],
+            remaining=tuple(sorted(remaining.items())),
+        )
 
 
 #: (the node, copies of its labels, its taints, (its pods' templates, whether each is a
