@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from joiner.api import labels
 from joiner.api.manifests import ManifestSet
-from joiner.api.objects import ClusterNode, NodePool
+from joiner.api.objects import NodePool
 from joiner.api.outputs import AdvicePool, NodePoolAdvice, SpotAdvice
 from joiner.api.requirements import Requirement
 from joiner.cloudprovider.catalog import Catalog
@@ -51,6 +51,9 @@ from joiner.cloudprovider.types import (
     Subnet,
 )
 from joiner.operator.plan import build_plan, planning_cloud
+from joiner.sim.clock import SimClock
+from joiner.sim.running import adopt, cluster_state
+from joiner.sim.workloads import PodFactory
 
 #: A pool holding this share of a NodePool's nodes or more, and at least
 #: ``CONCENTRATION_MIN_NODES`` of them, is flagged (one event could take several at once).
@@ -148,46 +151,35 @@ def _take_over_running(
     nodes: dict[str, list[tuple[Instance, int]]],
     warnings: list[str],
 ) -> dict[str, int]:
-    """Adopt each Node of ``m`` a NodePool of ``pools`` manages into ``cloud`` (step 1 of
-    the module docstring), appending it with its pod count (bound, not terminal, not a
-    DaemonSet's) to ``nodes[pool]``; returns the running nodes per NodePool. A Node being
-    deleted is left out; one whose instance type, zone or offering is unknown is left out
-    with a warning."""
-    pods: dict[str, int] = {}
-    for p in m.pods:
-        daemon = p.owner is not None and p.owner.startswith("DaemonSet/")
-        if p.node_name is not None and not p.terminal and not daemon:
-            pods[p.node_name] = pods.get(p.node_name, 0) + 1
+    """Adopt the running cluster into ``cloud`` as ``joiner disrupt`` does
+    (``sim.running.adopt``: a NodePool's Node becomes a running NodeClaim with the pods bound
+    to it; one whose labels or instance ID it cannot take is left out, with a warning
+    here), appending each with its pod count (not a DaemonSet's) to ``nodes[pool]``, Nodes
+    being deleted aside; returns the running nodes per NodePool."""
+    state, _ = cluster_state(m)  # its volume warnings are build_plan's too
+    left_out: dict[str, str] = {}
+    # adopt's other warnings (static capacity, gated pods) are build_plan's too.
+    adopt(
+        m,
+        state,
+        cloud,
+        PodFactory(state, SimClock()),
+        {w.key: w for w in m.workloads},
+        settles_pending=True,
+        left_out=left_out,
+    )
+    for name, why in sorted(left_out.items()):
+        warnings.append(f"running node {name} is left out: {why}")
     running: dict[str, int] = {}
-    for n in sorted(m.nodes, key=lambda n: n.name):
-        pool = pools.get(n.nodepool or "")
-        if pool is None or n.deleting:
+    for name in sorted(state.nodeclaims):
+        claim = state.nodeclaims[name]
+        node = state.nodes.get(claim.node_name or "")
+        if claim.instance is None or node is None or node.deleting or claim.nodepool not in pools:
             continue
-        inst = _adopt(cloud, pool, n)
-        if isinstance(inst, str):
-            warnings.append(f"NodePool {pool.name}: running node {n.name} is left out: {inst}")
-            continue
-        nodes[pool.name].append((inst, pods.get(n.name, 0)))
-        running[pool.name] = running.get(pool.name, 0) + 1
+        pods = sum(1 for p in state.pods_on(node.name) if not p.daemon)
+        nodes[claim.nodepool].append((claim.instance, pods))
+        running[claim.nodepool] = running.get(claim.nodepool, 0) + 1
     return running
-
-
-def _adopt(cloud: SimulatedCloudProvider, pool: NodePool, n: ClusterNode) -> Instance | str:
-    """Node ``n`` of ``pool`` as an instance of ``cloud`` (from its instance-type, zone and
-    capacity-type labels; on-demand when it has none), or why it cannot be."""
-    node_labels = dict(n.labels)
-    type_name = node_labels.get(labels.INSTANCE_TYPE, "")
-    zone = node_labels.get(labels.ZONE, "")
-    capacity_type = node_labels.get(labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)
-    try:
-        types = {t.name: t for t in cloud.get_instance_types(pool.node_class_ref.name)}
-        it = types.get(type_name)
-        if it is None:
-            return f"instance type {type_name!r} is not offered to it"
-        instance_id = (n.provider_id or "").rsplit("/", 1)[-1] or f"i-{n.name}"
-        return cloud.adopt(it, zone, capacity_type, instance_id)
-    except CloudProviderError as exc:
-        return str(exc)
 
 
 def _nodepool_advice(

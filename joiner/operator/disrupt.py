@@ -44,6 +44,7 @@ from joiner.cloudprovider.overlay import Overlays
 from joiner.cloudprovider.reservations import CapacityReservation
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import (
+    CloudProviderError,
     InstanceType,
     NodeClaimNotFoundError,
     SecurityGroup,
@@ -157,6 +158,8 @@ class DryRun:
         #: The disruption controller: its passes are computed, never executed.
         self.controller = built.disruption
         self.pods = PodFactory(state, self.clock)
+        #: The NodePools' Nodes the starting cluster leaves out, and why (``adopt``).
+        self.left_out: dict[str, str] = {}
         self.warnings += adopt(
             m,
             state,
@@ -165,6 +168,7 @@ class DryRun:
             {w.key: w for w in m.workloads},
             settles_pending=True,
             pool_types=self.provisioner.overlaid_types(),
+            left_out=self.left_out,
         )
         self._settle_pods(at)
         last_pod_events(m, state, at)
@@ -195,6 +199,15 @@ class DryRun:
             if sp.started_at is not None and pod.node_name is not None:
                 pod.bound_at_s = (sp.started_at - at).total_seconds()
 
+    def _offered(self, nodepool: str, type_name: str) -> bool:
+        """Whether ``nodepool``'s NodeClass offers instance type ``type_name`` here."""
+        pool = self.state.nodepools[nodepool]
+        try:
+            types = self.cloud.get_instance_types(pool.node_class_ref.name)
+        except CloudProviderError:
+            return False
+        return any(t.name == type_name for t in types)
+
     def _left_alone(self, name: str) -> Verdict:
         """Why a Node of the manifests is not part of the dry run, as a candidate-selection
         verdict (no NodePool label, its NodePool missing, or an offering it cannot price)."""
@@ -210,6 +223,9 @@ class DryRun:
         zone = node_labels.get(labels.ZONE)
         if zone is None:
             return Verdict(VerdictKind.LABEL_MISSING, detail=labels.ZONE)
+        if name in self.left_out and self._offered(n.nodepool, type_name):
+            # adopting it failed otherwise (its capacity type, its instance ID, ...)
+            return Verdict(VerdictKind.NOT_ADOPTED, detail=self.left_out[name])
         return Verdict(
             VerdictKind.OFFERING_UNKNOWN,
             pool=n.nodepool,

@@ -189,8 +189,12 @@ def adopt(
     on_in_flight: Callable[[NodeClaim], None] | None = None,
     settles_pending: bool = False,
     pool_types: PoolTypes | None = None,
+    left_out: dict[str, str] | None = None,
 ) -> list[str]:
     """Create the running cluster's nodes and pods; returns warnings for what was skipped.
+
+    ``left_out``: filled with each NodePool's Node left out of the starting cluster and
+    why (the warning's text, without the Node's location).
 
     ``settles_pending``: the caller places the pods that would start pending before it
     reads the cluster (``joiner disrupt``), so no warning says they start pending.
@@ -212,7 +216,7 @@ def adopt(
       part of the starting cluster go with their node.
     """
     warnings: list[str] = []
-    adopted = _adopt_nodes(m, state, cloud, warnings, pool_types)
+    adopted = _adopt_nodes(m, state, cloud, warnings, pool_types, left_out)
     _adopt_in_flight(m, state, cloud, on_in_flight, warnings, pool_types)
     moved = _adopt_pods(m, pods, workload_keys, adopted, warnings)
     if moved and not settles_pending:
@@ -232,9 +236,11 @@ def _adopt_nodes(
     cloud: SimulatedCloudProvider,
     warnings: list[str],
     pool_types: PoolTypes | None = None,
+    left_out: dict[str, str] | None = None,
 ) -> set[str]:
     """Create the manifests' Nodes (see ``adopt``); returns the names of those now in
-    ``state``, and appends a warning for each Node left out and one for static capacity."""
+    ``state``, and appends a warning for each Node left out (recorded in ``left_out`` too,
+    when given) and one for static capacity."""
     adopted: set[str] = set()
     static: list[str] = []
     for n in m.nodes:
@@ -248,6 +254,8 @@ def _adopt_nodes(
             adopted.add(n.name)
         else:
             warnings.append(f"{n.source.ref} ({n.source.file}): {problem}")
+            if left_out is not None:
+                left_out[n.name] = problem
     if static:
         warnings.append(static_capacity_warning(static))
     return adopted
@@ -290,11 +298,19 @@ def _adopt_node(
         types = _types_of(cloud, pool, pool_types)
     except NodeClassNotReadyError as exc:
         return f"{exc}; not part of the starting cluster"
+    missing = [k for k, v in ((labels.INSTANCE_TYPE, type_name), (labels.ZONE, zone)) if not v]
+    if missing:
+        return f"it has no {' or '.join(missing)} label; not part of the starting cluster"
     it = types.get(type_name or "")
     if it is None or zone is None:
         return (
             f"instance type {type_name!r} in zone {zone!r} is not offered to "
             f"NodePool {pool.name}; not part of the starting cluster"
+        )
+    if capacity_type not in labels.CAPACITY_TYPE_PRECEDENCE:
+        return (
+            f"its {labels.CAPACITY_TYPE} label {capacity_type!r} is none of "
+            f"{', '.join(labels.CAPACITY_TYPE_PRECEDENCE)}; not part of the starting cluster"
         )
     instance_id = (n.provider_id or "").rsplit("/", 1)[-1] or f"i-{n.name}"
     if cloud.instance_by_id(instance_id) is not None:

@@ -187,6 +187,10 @@ ENGLISH: list[tuple[Verdict, str]] = [
         "instance type zz9.mega in us-east-1a is not offered to NodePool p",
     ),
     (
+        Verdict(VerdictKind.NOT_ADOPTED, detail="instance i-1 already backs another Node"),
+        "instance i-1 already backs another Node",
+    ),
+    (
         Verdict(VerdictKind.STRANDED),
         "the other nodes and one cheaper node cannot hold these nodes' pods",
     ),

@@ -121,6 +121,9 @@ class VerdictKind(StrEnum):
     #: ``pool``, ``detail`` (``<instance type> in <zone>``): its NodePool has no such
     #: offering, so it cannot be priced or replaced.
     OFFERING_UNKNOWN = "offering-unknown"
+    #: ``detail``: why the dry run could not take the Node over as a running NodeClaim (its
+    #: capacity type has no offering there, its instance backs another Node, ...).
+    NOT_ADOPTED = "not-adopted"
     BEING_DELETED = "being-deleted"
     NOT_INITIALIZED = "not-initialized"
     #: The node is annotated ``karpenter.sh/do-not-disrupt``.
@@ -250,6 +253,7 @@ _RENDER: dict[VerdictKind, Callable[[Verdict], str]] = {
     VerdictKind.OFFERING_UNKNOWN: lambda v: (
         f"instance type {v.detail} is not offered to NodePool {v.pool}"
     ),
+    VerdictKind.NOT_ADOPTED: lambda v: v.detail,
     VerdictKind.BEING_DELETED: lambda _v: "already being deleted",
     VerdictKind.NOT_INITIALIZED: lambda _v: "not initialized yet",
     VerdictKind.NODE_DO_NOT_DISRUPT: lambda _v: "node has karpenter.sh/do-not-disrupt",
