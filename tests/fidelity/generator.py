@@ -21,8 +21,9 @@ compare deterministically:
   ``NewScheduler``).
 
 Disruption cases follow the shapes of disruption_cases.py (one node that shrinks, nodes
-that empty, three nodes that merge, a NodePool that drifts) with random sizes, capacity
-types, policies, budgets, PDBs and do-not-disrupt annotations.
+that empty, three nodes that merge, a NodePool that drifts, two nodes ordered by their
+pods' eviction cost) with random sizes, capacity types, policies, budgets, PDBs,
+do-not-disrupt annotations, deletion costs and priorities.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ from typing import Any
 from casekit import (
     ARCH,
     CT,
+    DELETION_COST,
     HOST,
     IT,
+    SOFT_TAINT,
     TAINT,
     TOLERATE,
     ZONE,
@@ -50,13 +53,13 @@ from casekit import (
     pod,
     pods,
     pool,
+    priority_class,
     req,
     spread,
 )
 from catalog import TYPES, ZONES
 
 KWOK_CPU = "karpenter.kwok.sh/instance-cpu"
-SOFT_TAINT = {"key": "preferred", "value": "no", "effect": "PreferNoSchedule"}
 #: CPU requests of the pod groups (distinct per case: the queue order is then fixed)
 CPUS = ("100m", "250m", "400m", "600m", "900m", "1200m", "1700m", "2500m", "3500m")
 MEMORIES = ("128Mi", "512Mi", "1Gi", "3Gi")
@@ -123,6 +126,8 @@ def _pool_requirements(d: _Draft) -> list[Obj]:
     elif d.chance(0.2):
         d.arm = True
         reqs.append(req(ARCH, "In", "amd64", "arm64"))
+    if reqs:
+        d.features.add("NodePool requirements")
     return reqs
 
 
@@ -231,6 +236,10 @@ def _spread(d: _Draft, app: str) -> Obj:
     return spread(HOST, app, skew=d.rng.choice((1, 2)))
 
 
+def _required(kind: str, term: Obj) -> Obj:
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
 def _anti_affinity(d: _Draft, app: str) -> Obj:
     d.features.add("pod anti-affinity")
     key = d.rng.choice((HOST, ZONE))
@@ -239,17 +248,13 @@ def _anti_affinity(d: _Draft, app: str) -> Obj:
     if d.chance(0.3):
         preferred = [{"weight": 100, "podAffinityTerm": affinity_term(key, app)}]
         return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
-    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        affinity_term(key, app)
-    ]}}  # fmt: skip
+    return _required("podAntiAffinity", affinity_term(key, app))
 
 
 def _pod_affinity(d: _Draft, anchor: str) -> Obj:
     d.features.add("pod affinity")
     key = d.rng.choice((HOST, ZONE))
-    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        affinity_term(key, anchor)
-    ]}}  # fmt: skip
+    return _required("podAffinity", affinity_term(key, anchor))
 
 
 def _group_spec(d: _Draft, app: str, anchors: list[str]) -> dict[str, Any]:
@@ -447,9 +452,38 @@ def _drift(rng: random.Random, case_id: str) -> Case:
     )
 
 
+def _order(rng: random.Random, case_id: str) -> Case:
+    """Two equal nodes each left with one pod that fits beside the other's: which goes is
+    decided by the pods' eviction cost (deletion cost or priority; Karpenter ``EvictionCost``,
+    pkg/utils/disruption/disruption.go, in the candidates' savings ratio)."""
+    od = req(CT, "In", "on-demand")
+    big = pods("big", 2, cpu="1500m", host_ports=[7000])
+    dear: dict[str, Any] = {}
+    classes: list[Obj] = []
+    if rng.random() < 0.5:
+        feature = "disruption: deletion cost"
+        dear["annotations"] = {DELETION_COST: str(rng.choice((1000, 10**6, 10**9)))}
+    else:
+        feature = "disruption: priority"
+        classes.append(priority_class(f"{case_id}-high", rng.choice((10**6, 10**8))))
+        dear["priorityClassName"] = classes[0]["metadata"]["name"]
+    small = rng.choice(("200m", "300m"))
+    return Case(
+        case_id,
+        ("disruption: single-node consolidation", feature),
+        {"default": pool(req(IT, "In", "c-2x", "c-4x"), od)},
+        before=[*big, deployment("dear", 1, cpu=small, **dear), deployment("cheap", 1, cpu=small)],
+        priority_classes=classes,
+        kind="disrupt",
+        change=Change(
+            delete_pods=("big-0", "big-1"), pool_patch={"default": {"disruption": dict(_ON)}}
+        ),
+    )
+
+
 def disruption_case(rng: random.Random, case_id: str) -> Case:
-    """One random disruption case of one of four shapes (module docstring)."""
-    shape = rng.choice((_shrink, _shrink, _emptiness, _merge, _drift))
+    """One random disruption case of one of five shapes (module docstring)."""
+    shape = rng.choice((_shrink, _shrink, _emptiness, _merge, _drift, _order))
     return shape(rng, case_id)
 
 

@@ -322,7 +322,7 @@ def snapshot(cluster: Cluster, case: Case, with_pods: bool = True) -> Snapshot:
     docs += [render.strip(n) for n in cluster.nodes(case)]
     if with_pods:
         docs += [render.strip(p) for p in cluster.pods(render.namespace(case))]
-    kept = ("DaemonSet", "PodDisruptionBudget")
+    kept = ("DaemonSet", "PodDisruptionBudget", "PriorityClass")
     docs += [d for d in render.base_objects(case) if d["kind"] in kept]
     docs += [d for d in render.before_pods(case) if d["kind"] == "Deployment"]
     claims = _claims_of(case, cluster.nodeclaims())

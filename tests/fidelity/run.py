@@ -97,8 +97,8 @@ def _freeze(cluster: harness.Cluster, case: corpus.Case) -> None:
     for current in cluster.nodepools(case):
         spec = render.merge(current["spec"], frozen)
         name = current["metadata"]["name"]
-        cluster.apply([{**{k: current[k] for k in ("apiVersion", "kind")}, "spec": spec,
-                        "metadata": {"name": name}}])  # fmt: skip
+        kind = {k: current[k] for k in ("apiVersion", "kind")}
+        cluster.apply([{**kind, "metadata": {"name": name}, "spec": spec}])
 
 
 def _settle(cluster: harness.Cluster, batch: list[corpus.Case], quiet_s: float) -> float:
