@@ -235,16 +235,15 @@ def _select(args: argparse.Namespace) -> tuple[list[corpus.Case], list[corpus.Ca
 def _run_all(
     cluster: harness.Cluster,
     selected: list[corpus.Case],
-    generated: set[str],
     types: list,
     out: Path,
     karpenter: Karpenter,
     batch_size: int,
 ) -> list[harness.Result]:
     results: list[harness.Result] = []
+    # fixed cases first; generated ones fill the last shared batch (each case is fenced)
     prov = [c for c in selected if c.kind == "provision"]
-    fixed = _batches([c for c in prov if c.id not in generated], batch_size)
-    for batch in fixed + _batches([c for c in prov if c.id in generated], batch_size):
+    for batch in _batches(prov, batch_size):
         print(f"provisioning: {', '.join(c.id for c in batch)}", flush=True)
         try:
             results += run_provisioning(cluster, batch, types, out)
@@ -286,9 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster.apply([render.KWOK_NODECLASS])
         with Karpenter(stack, kpaths, types_file, log=out / "karpenter.log") as karpenter:
             setup_s = time.monotonic() - t0
-            results = _run_all(
-                cluster, fixed + generated, gen_ids, types, out, karpenter, args.batch
-            )
+            results = _run_all(cluster, fixed + generated, types, out, karpenter, args.batch)
     order = {c.id: i for i, c in enumerate(corpus.CASES + generated)}
     results.sort(key=lambda r: order[r.case.id])
     doc = report.as_json(
