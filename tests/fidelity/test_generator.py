@@ -148,3 +148,54 @@ def test_the_report_keeps_the_fixed_headline_last() -> None:
     assert lines[-1] == "agreement: 3/3 cases (100.0%)"
     assert "generated agreement: 1/2 cases (50.0%), seed 11" in lines
     assert report.generated_headline(report.as_json(fixed, "v", 1.0, 1.0)) == ""
+
+
+class _Recorder:
+    """A stand-in for harness.Cluster that records what run.py applies and deletes."""
+
+    def __init__(self, pools: list[cases.Obj]) -> None:
+        self.pools = pools
+        self.applied: list[cases.Obj] = []
+        self.deleted: list[str] = []
+
+    def nodepools(self, case: cases.Case) -> list[cases.Obj]:
+        return self.pools
+
+    def apply(self, docs: list[cases.Obj]) -> None:
+        self.applied += docs
+
+    def delete_case(self, case: cases.Case) -> None:
+        self.deleted.append(case.id)
+
+    def wait_claims_gone(self, batch: list[cases.Case]) -> float:
+        return 0.0
+
+
+def test_a_judged_disruption_case_is_frozen_and_a_batch_is_deleted() -> None:
+    """Isolation (docs/fidelity.md): once judged, a disruption case's NodePools get budget
+    0 and consolidateAfter Never, their template untouched (no drift); a provisioning
+    batch's cases are deleted before the next batch."""
+    import run
+
+    [case] = cases.by_id(["emptiness"])
+    live = [d for d in render.base_objects(case) if d["kind"] == "NodePool"]
+    cluster = _Recorder(live)
+    run._freeze(cluster, case)  # type: ignore[arg-type]
+    [frozen] = cluster.applied
+    assert frozen["metadata"] == {"name": "emptiness-default"}
+    assert frozen["spec"]["disruption"]["budgets"] == [{"nodes": "0"}]
+    assert frozen["spec"]["disruption"]["consolidateAfter"] == "Never"
+    assert frozen["spec"]["template"] == live[0]["spec"]["template"]
+    batch = cases.by_id(["basic-cpu", "many-small"])
+    run._isolate(cluster, batch)  # type: ignore[arg-type]
+    assert cluster.deleted == ["basic-cpu", "many-small"]
+
+
+def test_leaky_cases_get_a_batch_of_their_own() -> None:
+    import run
+
+    mixed = [*cases.by_id(["basic-cpu", "spread-taints-honor"]), *generator.generate(5, 12)]
+    batches = run._batches([c for c in mixed if c.kind == "provision"], 16)
+    for b in batches:
+        assert len(b) == 1 or not any(c.alone for c in b)
+    assert any(len(b) == 1 and b[0].id == "spread-taints-honor" for b in batches)
