@@ -126,7 +126,7 @@ def test_single_node_consolidation_tries_the_dearer_candidate_first(tmp_path: Pa
 
 
 def test_nodes_limit_is_not_charged_within_one_batch(tmp_path: Path) -> None:
-    """Was a known disagreement (limits-nodes, and generated case gen-5-0): Karpenter's
+    """Was a known disagreement (limits-nodes, first seen in a generated case): Karpenter's
     ``subtractMax`` (``scheduler.go``) charges a new NodeClaim only the resources its
     instance types list, never a node, so four hostname-anti-affine pods under
     ``nodes: 2`` get four NodeClaims in one batch; Joiner stopped at two."""
@@ -148,7 +148,7 @@ def test_zone_affinity_to_a_partner_in_the_same_batch_shares_its_claim(tmp_path:
 
 
 def test_new_claims_with_equal_pod_counts_are_tried_in_creation_order(tmp_path: Path) -> None:
-    """Known disagreement, found by generated case gen-5-8: Karpenter re-sorts its
+    """Known disagreement, found by a generated case: Karpenter re-sorts its
     ``newNodeClaims`` slice by pod count before each pod (``scheduler.go``
     ``addToInflightNodeClaim``, ``sort.Slice``, an insertion sort and so stable below 13
     elements), so among equal counts the order of the previous sort persists; Joiner breaks
