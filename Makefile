@@ -71,11 +71,16 @@ test: $(STAMP)
 	[ $$suite -eq 0 ] && [ $$aws_rc -eq 0 ]
 
 ## Joiner against the real Karpenter (kwok provider) on the test stack, case by case
-## (tests/fidelity; builds Karpenter on first use). Ends with "agreement: A/N cases (P%)".
+## (tests/fidelity; builds Karpenter on first use): the fixed corpus and GENERATED cases
+## from seed SEED (default: a fresh seed, printed). Ends with "generated agreement: A/N
+## cases (P%), seed S" and "agreement: A/N cases (P%)" (the fixed corpus).
 ## DOCS=1 also rewrites the report section of docs/fidelity.md.
+GENERATED ?= 12
+SEED ?=
 diff-karpenter: $(STAMP)
 	bash tools/kube-stack/build.sh
-	$(BIN)/python tests/fidelity/run.py --out joiner-out/fidelity $(if $(DOCS),--markdown docs/fidelity.md)
+	$(BIN)/python tests/fidelity/run.py --out joiner-out/fidelity --generated $(GENERATED) \
+	  $(if $(SEED),--seed $(SEED)) $(if $(DOCS),--markdown docs/fidelity.md)
 
 ## Joiner's Cluster Autoscaler baseline against the real Cluster Autoscaler 1.36.1 (kwok
 ## provider, built from the upstream archive in ../shared/upstream on first use) on the test

@@ -3,7 +3,8 @@
 Limits are accounted pessimistically, as Karpenter's scheduler does
 (``pkg/controllers/provisioning/scheduling/scheduler.go``, ``remainingResources``): existing
 nodes count fully and each new NodeClaim subtracts the largest capacity among its
-instance-type options; options larger than what is left are dropped
+instance-type options (but not a node: ``subtract_max``); options larger than what is left
+are dropped
 (``InstanceTypes.filterByRemainingResources``). A NodeClaim must keep each requirement's
 ``minValues`` distinct values among its options under the ``Strict`` policy
 (``InstanceTypes.SatisfiesMinValues``); ``BestEffort`` relaxes it.
@@ -74,10 +75,15 @@ def limit_reason(pool: PreparedPool) -> str:
 
 
 def subtract_max(pool: PreparedPool, options: IntArray) -> None:
-    """Charge a new NodeClaim to the NodePool's remaining limits: one node, and per resource
-    the largest capacity among its ``options``."""
+    """Charge a new NodeClaim to the NodePool's remaining limits: per resource, the largest
+    capacity among its ``options``.
+
+    A ``nodes`` limit is not charged: Karpenter's ``subtractMax``
+    (``pkg/controllers/provisioning/scheduling/scheduler.go``) subtracts only what an
+    instance type's capacity lists, which has no ``nodes``, so within one scheduling run a
+    ``nodes`` limit stops new NodeClaims only when the existing nodes already reach it
+    (``updateRemainingResources`` counts each existing node as one).
+    """
     for k in list(pool.remaining):
-        if k == "nodes":
-            pool.remaining[k] -= 1
-        elif k in pool.resources:
+        if k in pool.resources:
             pool.remaining[k] -= int(pool.capacity[options, pool.resources.index(k)].max())

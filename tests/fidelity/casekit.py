@@ -37,6 +37,8 @@ class Case:
     before: list[Obj] = field(default_factory=list)
     daemonsets: list[Obj] = field(default_factory=list)
     pdbs: list[Obj] = field(default_factory=list)
+    #: cluster-scoped PriorityClasses (named after the case: they are not fenced)
+    priority_classes: list[Obj] = field(default_factory=list)
     kind: str = "provision"
     change: Change | None = None
     #: runs alone: it could see other cases' nodes (nodeAffinityPolicy Ignore, ...)
@@ -194,6 +196,20 @@ def pdb(name: str, app: str, max_unavailable: int = 0) -> Obj:
     }
 
 
+def priority_class(name: str, value: int) -> Obj:
+    """A ``scheduling.k8s.io/v1`` PriorityClass (never the global default)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "preemptionPolicy": "Never",
+    }
+
+
+#: the annotation Karpenter's ``EvictionCost`` (pkg/utils/disruption/disruption.go) reads
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+SOFT_TAINT = {"key": "preferred", "value": "no", "effect": "PreferNoSchedule"}
 TAINT = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
 TOLERATE = [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}]
 DEFAULT = {"default": pool()}

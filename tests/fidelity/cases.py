@@ -16,6 +16,7 @@ from casekit import (
     DEFAULT,
     HOST,
     IT,
+    SOFT_TAINT,
     TAINT,
     TOLERATE,
     ZONE,
@@ -494,7 +495,113 @@ def _provisioning() -> list[Case]:
             pods("conf", 1, nodeSelector={IT: "m-2x"}),
         )
     )
+    c += _later_cases()
     return c
+
+
+def _required(kind: str, key: str, app: str) -> Obj:
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [affinity_term(key, app)]}}
+
+
+def _later_cases() -> list[Case]:
+    """Pod affinity to a partner later in the queue, limits reached mid-batch, spread onto
+    existing nodes, NodePool requirements and a PreferNoSchedule taint."""
+    kwok_cpu = "karpenter.kwok.sh/instance-cpu"
+    leader = pod("partner", cpu="200m", labels={"app": "partner"})
+    return [
+        Case(
+            "affinity-partner-later",
+            ("pod affinity",),
+            DEFAULT,
+            [pod("seeker", cpu="1", affinity=_required("podAffinity", HOST, "partner")), leader],
+            note="the seeker sorts first (more CPU) but needs its partner's node: Karpenter "
+            "retries it after the partner is placed, on the partner's NodeClaim",
+        ),
+        Case(
+            "affinity-partner-later-zone",
+            ("pod affinity",),
+            DEFAULT,
+            [
+                *pods("zseek", 2, cpu="1500m", affinity=_required("podAffinity", ZONE, "partner")),
+                leader,
+            ],
+        ),
+        Case(
+            "limits-mid-batch",
+            ("limits", "resources"),
+            {"default": pool(limits={"cpu": "6"})},
+            [
+                pod(f"lm-{i}", cpu)
+                for i, cpu in enumerate(("2500m", "1700m", "1200m", "900m", "600m", "400m"))
+            ],
+            note="the NodePool's 6 CPUs run out while the batch is packed: the types that "
+            "would pass the limit are dropped for later NodeClaims",
+        ),
+        Case(
+            "limits-nodes",
+            ("limits", "pod anti-affinity"),
+            {"default": pool(limits={"nodes": "2"})},
+            pods("ln", 4, affinity=_required("podAntiAffinity", HOST, "ln")),
+        ),
+        Case(
+            "spread-zone-existing",
+            ("topology spread", "existing nodes"),
+            DEFAULT,
+            pods("sze", 2, topologySpreadConstraints=[spread(ZONE, "sze")]),
+            before=[pod("sze-old", labels={"app": "sze"}, nodeSelector={ZONE: "test-zone-b"})],
+            note="zone b already counts one: the two new pods take zones a and c",
+        ),
+        Case(
+            "spread-zone-existing-fill",
+            ("topology spread", "existing nodes"),
+            DEFAULT,
+            pods("szf", 1, topologySpreadConstraints=[spread(ZONE, "szf")]),
+            before=[
+                pod(f"szf-old{z}", labels={"app": "szf"}, nodeSelector={ZONE: f"test-zone-{z}"})
+                for z in ("a", "b")
+            ],
+            note="zones a and b count one each on existing nodes with room: the pod needs a "
+            "new node in zone c",
+        ),
+        Case(
+            "spread-hostname-existing",
+            ("topology spread", "existing nodes"),
+            DEFAULT,
+            pods("she", 2, topologySpreadConstraints=[spread(HOST, "she")]),
+            before=[pod("she-old", labels={"app": "she"})],
+        ),
+        Case(
+            "pool-arch-arm",
+            ("NodePool requirements",),
+            {"default": pool(req(ARCH, "In", "arm64"))},
+            pods("arm", 2, cpu="800m"),
+        ),
+        Case(
+            "pool-cpu-lt",
+            ("NodePool requirements",),
+            {"default": pool(req(kwok_cpu, "Lt", "3"))},
+            pods("lt", 3, cpu="700m"),
+        ),
+        Case(
+            "pool-zone-notin",
+            ("NodePool requirements",),
+            {"default": pool(req(ZONE, "NotIn", "test-zone-a"))},
+            pods("nz", 2, cpu="1"),
+        ),
+        Case(
+            "soft-taint-pool",
+            ("taints/tolerations", "weights"),
+            {
+                "soft": pool(req(IT, "In", "c-2x"), taints=[SOFT_TAINT], weight=60),
+                "plain": pool(req(IT, "In", "m-2x"), weight=10),
+            },
+            pods("st", 2, cpu="1"),
+            alone=True,
+            note="the heavier pool's PreferNoSchedule taint is first treated as NoSchedule "
+            "(Karpenter preferences.go): the pods go to the lighter pool; alone, since the "
+            "taint adds a relaxation step for every pod of the batch",
+        ),
+    ]
 
 
 CASES: list[Case] = [*_provisioning(), *disruption_cases()]

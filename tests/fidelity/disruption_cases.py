@@ -9,16 +9,19 @@ from casekit import (
     ARCH,
     CT,
     DEFAULT,
+    DELETION_COST,
     IT,
     ZONE,
     Case,
     Change,
     Obj,
+    daemonset,
     deployment,
     pdb,
     pod,
     pods,
     pool,
+    priority_class,
     req,
 )
 
@@ -200,4 +203,72 @@ def disruption_cases() -> list[Case]:
             ),
         )
     )
+    c += _cost_cases(on, od, shrink)
     return c
+
+
+def _pair(dear: dict[str, Any]) -> list[Obj]:
+    """Two on-demand c-2x nodes, each left with one 300m pod once the big pods go: either
+    could be deleted (its pod fits beside the other), and they cost the same."""
+    return [
+        *pods("big", 2, cpu="1500m", host_ports=[7000]),
+        deployment("dear", 1, cpu="300m", **dear),
+        deployment("cheap", 1, cpu="300m"),
+    ]
+
+
+def _cost_cases(on: Obj, od: Obj, shrink: Any) -> list[Case]:
+    """Eviction cost ordering (deletion cost, priority), do-not-disrupt on a DaemonSet pod,
+    and emptiness under a percentage budget."""
+    pair_pool = {"default": pool(req(IT, "In", "c-2x", "c-4x"), od)}
+    change = Change(delete_pods=("big-0", "big-1"), pool_patch={"default": {"disruption": on}})
+    note = (
+        "the two nodes tie on price; the dear pod's eviction cost lowers its node's savings "
+        "ratio (Karpenter consolidation.go sortCandidates, EvictionCost), so the other node "
+        "is tried first and deleted"
+    )
+    return [
+        Case(
+            "deletion-cost-order",
+            ("disruption: single-node consolidation", "disruption: deletion cost"),
+            pair_pool,
+            before=_pair({"annotations": {DELETION_COST: "1000000000"}}),
+            kind="disrupt",
+            change=change,
+            note=note,
+        ),
+        Case(
+            "priority-order",
+            ("disruption: single-node consolidation", "disruption: priority"),
+            pair_pool,
+            before=_pair({"priorityClassName": "fidelity-priority-order"}),
+            priority_classes=[priority_class("fidelity-priority-order", 100_000_000)],
+            kind="disrupt",
+            change=change,
+            note=note,
+        ),
+        Case(
+            "do-not-disrupt-daemonset",
+            ("disruption: do-not-disrupt", "DaemonSet overhead"),
+            {"default": pool(od)},
+            before=shrink(),
+            daemonsets=[
+                daemonset("guard", "100m", annotations={"karpenter.sh/do-not-disrupt": "true"})
+            ],
+            kind="disrupt",
+            change=Change(delete_pods=("huge",), pool_patch={"default": {"disruption": on}}),
+            note="a do-not-disrupt DaemonSet pod blocks its node like any other pod "
+            "(Karpenter statenode.go ValidatePodsDisruptable)",
+        ),
+        Case(
+            "emptiness-budget-percent",
+            ("disruption: emptiness", "disruption: budgets"),
+            DEFAULT,
+            before=pods("ep", 3, cpu="1", host_ports=[7100]),
+            kind="disrupt",
+            change=Change(
+                delete_pods=("ep-0", "ep-1", "ep-2"),
+                pool_patch={"default": {"disruption": {**on, "budgets": [{"nodes": "50%"}]}}},
+            ),
+        ),
+    ]

@@ -33,7 +33,7 @@ from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_global_resource
-from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.core_v1 import Namespace, Node, Pod
 
 from joiner.api.manifests import load_documents
 from joiner.cloudprovider.catalog import Catalog
@@ -183,6 +183,39 @@ class Cluster:
             if exc.status.code != 404:
                 raise
 
+    def delete_case(self, case: Case) -> None:
+        """Delete the case's namespace and NodePools (Karpenter then drains and deletes
+        their NodeClaims; ``wait_claims_gone`` waits for that)."""
+        for kind, name in [(NodePool, render.pool_name(case, p)) for p in case.pools] + [
+            (Namespace, render.namespace(case))
+        ]:
+            try:
+                self.client.delete(kind, name)
+            except ApiError as exc:
+                if exc.status.code != 404:
+                    raise
+
+    def wait_claims_gone(self, cases: list[Case], timeout_s: float = TIMEOUT_S) -> float:
+        """Wait until no NodeClaim of the cases' NodePools is left; returns the seconds
+        waited.
+
+        Raises:
+            TimeoutError: some are left after ``timeout_s``.
+        """
+        pools = {render.pool_name(c, p) for c in cases for p in c.pools}
+        start = time.monotonic()
+        while True:
+            left = [
+                c["metadata"]["name"]
+                for c in self.nodeclaims()
+                if (c["metadata"].get("labels") or {}).get(POOL) in pools
+            ]
+            if not left:
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout_s:
+                raise TimeoutError(f"NodeClaims {sorted(left)} left after {timeout_s:.0f} s")
+            time.sleep(1.0)
+
     def pods(self, ns: str) -> list[Obj]:
         return [p.to_dict() for p in self.client.list(Pod, namespace=ns)]
 
@@ -289,7 +322,7 @@ def snapshot(cluster: Cluster, case: Case, with_pods: bool = True) -> Snapshot:
     docs += [render.strip(n) for n in cluster.nodes(case)]
     if with_pods:
         docs += [render.strip(p) for p in cluster.pods(render.namespace(case))]
-    kept = ("DaemonSet", "PodDisruptionBudget")
+    kept = ("DaemonSet", "PodDisruptionBudget", "PriorityClass")
     docs += [d for d in render.base_objects(case) if d["kind"] in kept]
     docs += [d for d in render.before_pods(case) if d["kind"] == "Deployment"]
     claims = _claims_of(case, cluster.nodeclaims())

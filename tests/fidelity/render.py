@@ -88,7 +88,8 @@ def pod(case: Case, obj: Obj) -> Obj:
 
 
 def base_objects(case: Case) -> list[Obj]:
-    """Namespace, NodePools, DaemonSets and PDBs (what exists before any pod)."""
+    """Namespace, NodePools, DaemonSets, PDBs and PriorityClasses (what exists before any
+    pod)."""
     out: list[Obj] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace(case)}}
     ]
@@ -98,7 +99,7 @@ def base_objects(case: Case) -> list[Obj]:
         _fence_pod_spec(case, d["spec"]["template"]["spec"])
         out.append(d)
     out += [_namespaced(case, p) for p in case.pdbs]
-    return out
+    return out + [copy.deepcopy(p) for p in case.priority_classes]
 
 
 def before_pods(case: Case) -> list[Obj]:

@@ -1,4 +1,5 @@
-"""The differential report: JSON, a Markdown table per case, and the headline line."""
+"""The differential report: JSON, a Markdown table per case, and the headline lines (the
+generated cases' agreement, then the fixed corpus's as the last line)."""
 
 from __future__ import annotations
 
@@ -12,30 +13,51 @@ BEGIN = "<!-- fidelity-report:begin -->"
 END = "<!-- fidelity-report:end -->"
 
 
-def as_json(results: list[Result], version: str, total_s: float, setup_s: float) -> dict[str, Any]:
-    """The whole run as one JSON document."""
+def _tally(results: list[Result]) -> dict[str, Any]:
     agree = sum(r.agree for r in results)
     return {
-        "karpenter": f"sigs.k8s.io/karpenter {version} (kwok provider)",
         "cases": len(results),
         "agree": agree,
         "agreementPercent": round(100.0 * agree / len(results), 1) if results else 0.0,
+        "results": _rows(results),
+    }
+
+
+def as_json(
+    results: list[Result],
+    version: str,
+    total_s: float,
+    setup_s: float,
+    generated: list[Result] | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """The whole run as one JSON document: the fixed corpus's ``results`` at the top level,
+    the generated cases (with their ``seed``) under ``generated`` when there are any."""
+    doc = {
+        "karpenter": f"sigs.k8s.io/karpenter {version} (kwok provider)",
+        **_tally(results),
         "seconds": round(total_s, 1),
         "setupSeconds": round(setup_s, 1),
-        "results": [
-            {
-                "case": r.case.id,
-                "kind": r.case.kind,
-                "features": list(r.case.features),
-                "agree": r.agree,
-                "differences": r.differences,
-                "seconds": round(r.seconds, 1),
-                "karpenter": r.karpenter.as_json(),
-                "joiner": r.joiner.as_json(),
-            }
-            for r in results
-        ],
     }
+    if generated:
+        doc["generated"] = {"seed": seed, **_tally(generated)}
+    return doc
+
+
+def _rows(results: list[Result]) -> list[dict[str, Any]]:
+    return [
+        {
+            "case": r.case.id,
+            "kind": r.case.kind,
+            "features": list(r.case.features),
+            "agree": r.agree,
+            "differences": r.differences,
+            "seconds": round(r.seconds, 1),
+            "karpenter": r.karpenter.as_json(),
+            "joiner": r.joiner.as_json(),
+        }
+        for r in results
+    ]
 
 
 def _summary(side: dict[str, Any], kind: str) -> str:
@@ -59,29 +81,55 @@ def _summary(side: dict[str, Any], kind: str) -> str:
     return f"{reasons}: -{removed}" + (f" +[{repl}]" if repl else "")
 
 
-def markdown(doc: dict[str, Any]) -> str:
-    """A table with one row per case, then the features each case covers."""
+def _table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        f"Karpenter: {doc['karpenter']}. Cases: {doc['cases']}, run time "
-        f"{doc['seconds']:.0f} s (of which start-up {doc['setupSeconds']:.0f} s).",
-        "",
         "| case | kind | agree | Karpenter + kube-scheduler | Joiner | s |",
         "| --- | --- | --- | --- | --- | ---: |",
     ]
-    for r in doc["results"]:
+    for r in rows:
         mark = "yes" if r["agree"] else "**no**"
         lines.append(
             f"| {r['case']} | {r['kind']} | {mark} | {_summary(r['karpenter'], r['kind'])} | "
             f"{_summary(r['joiner'], r['kind'])} | {r['seconds']:.0f} |"
         )
-    lines += diffreport.differences(doc["results"])
+    return lines + diffreport.differences(rows)
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The fixed corpus's table (one row per case), the features each case covers, then
+    the generated cases' table; ends with the two headline lines."""
+    lines = [
+        f"Karpenter: {doc['karpenter']}. Cases: {doc['cases']}, run time "
+        f"{doc['seconds']:.0f} s (of which start-up {doc['setupSeconds']:.0f} s).",
+        "",
+        *_table(doc["results"]),
+    ]
     lines += diffreport.feature_table(doc["results"])
+    gen = doc.get("generated")
+    if gen:
+        lines += [
+            "",
+            f"Generated cases (tests/fidelity/generator.py), seed {gen['seed']}: reproduce "
+            f"with `run.py --generated {gen['cases']} --seed {gen['seed']}`.",
+            "",
+            *_table(gen["results"]),
+            "",
+            generated_headline(doc),
+        ]
     lines += ["", headline(doc)]
     return "\n".join(lines) + "\n"
 
 
+def generated_headline(doc: dict[str, Any]) -> str:
+    """``generated agreement: A/N cases (P%), seed S`` (empty without generated cases)."""
+    gen = doc.get("generated")
+    if not gen:
+        return ""
+    return f"generated {diffreport.headline(gen)}, seed {gen['seed']}"
+
+
 def headline(doc: dict[str, Any]) -> str:
-    """``agreement: A/N cases (P%)``."""
+    """``agreement: A/N cases (P%)`` of the fixed corpus."""
     return diffreport.headline(doc)
 
 

@@ -2,13 +2,22 @@
 
 Builds (or reuses) the test stack and Karpenter, starts both in a private network namespace
 (Karpenter's servers bind every interface; see tests/e2e/karpenter.py), runs the corpus of
-cases.py and writes the JSON and Markdown reports. Provisioning cases run side by side in
-batches (each fenced in its own namespace and NodePools); disruption cases make their
-nodes together, then change and settle one at a time, since Karpenter's disruption
-controller considers every NodePool's candidates together.
+cases.py and, with ``--generated N``, ``N`` cases generated from a seed (generator.py;
+``--seed S`` or a fresh seed, printed), and writes the JSON and Markdown reports.
 
-Usage: python tests/fidelity/run.py [--cases a,b] [--out DIR] [--markdown FILE] [--batch N]
-The last line printed is ``agreement: A/N cases (P%)``.
+Isolation (docs/fidelity.md, "Cases and isolation"): provisioning cases run side by side in
+batches (each fenced in its own namespace and NodePools; a case that could see others runs
+alone), and a batch's namespaces and NodePools are deleted, and their NodeClaims waited
+out, before the next batch starts. Disruption cases make their nodes together (under
+``consolidateAfter: Never``), then change and settle one at a time, since Karpenter's
+disruption controller considers every NodePool's candidates together; once judged, a
+case's NodePools are frozen (budget ``nodes: "0"``) so they never join another's decision.
+
+Usage: python tests/fidelity/run.py [--cases a,b] [--generated N] [--seed S] [--skip-fixed]
+[--out DIR] [--markdown FILE] [--batch N]
+``--cases`` may name generated cases (``gen-<seed>-<i>``): they are generated again from
+their seed. The last two lines printed are ``generated agreement: A/N cases (P%), seed S``
+(with generated cases) and ``agreement: A/N cases (P%)`` (the fixed corpus).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -27,6 +37,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "e2e")]
 
 import cases as corpus  # noqa: E402
 import catalog  # noqa: E402
+import generator  # noqa: E402
 import harness  # noqa: E402
 import render  # noqa: E402
 import report  # noqa: E402
@@ -65,6 +76,29 @@ def _failed(cases: list[corpus.Case], exc: Exception) -> list[harness.Result]:
     err = harness.Side(error=f"{type(exc).__name__}: {exc}")
     print(f"error: {err.error}", file=sys.stderr, flush=True)
     return [harness.Result(c, err, err, [err.error], 0.0) for c in cases]
+
+
+def _isolate(cluster: harness.Cluster, batch: list[corpus.Case]) -> None:
+    """Delete the batch's namespaces and NodePools and wait until their NodeClaims are gone,
+    so no later case sees them (a failure is printed: the later cases still run)."""
+    try:
+        for c in batch:
+            cluster.delete_case(c)
+        cluster.wait_claims_gone(batch)
+    except Exception as exc:  # reported; the next batch's isolation is then not assured
+        print(f"isolation: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+
+
+def _freeze(cluster: harness.Cluster, case: corpus.Case) -> None:
+    """A judged disruption case's NodePools take no further part: budget ``nodes: "0"``
+    (Karpenter's ``BuildDisruptionBudgetMapping`` then gives them no disruptions, and the
+    consolidation methods skip their candidates) and ``consolidateAfter: Never``."""
+    frozen = {"disruption": {"consolidateAfter": "Never", "budgets": [{"nodes": "0"}]}}
+    for current in cluster.nodepools(case):
+        spec = render.merge(current["spec"], frozen)
+        name = current["metadata"]["name"]
+        kind = {k: current[k] for k in ("apiVersion", "kind")}
+        cluster.apply([{**kind, "metadata": {"name": name}, "spec": spec}])
 
 
 def _settle(cluster: harness.Cluster, batch: list[corpus.Case], quiet_s: float) -> float:
@@ -147,21 +181,94 @@ def run_disruption(
             side.removed_shapes = sorted(shapes.get(n, n) for n in side.removed)
         seconds = shared + time.monotonic() - t1
         results.append(harness.Result(c, k, j, harness.compare(c, k, j), seconds))
+        _freeze(cluster, c)
+    return results
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", default="", help="comma-separated case ids (default: all)")
+    parser.add_argument("--generated", type=int, default=0, help="generated cases to add")
+    parser.add_argument("--seed", type=int, default=None, help="their seed (default: fresh)")
+    parser.add_argument("--skip-fixed", action="store_true", help="only generated cases")
+    parser.add_argument("--out", default="joiner-out/fidelity", help="report directory")
+    parser.add_argument("--markdown", default="", help="also write the Markdown report here")
+    parser.add_argument("--batch", type=int, default=16, help="provisioning cases at once")
+    parser.add_argument("--keep", action="store_true", help="keep the stack's work directory")
+    return parser.parse_args(argv)
+
+
+def _generated_ids(ids: list[str]) -> tuple[int | None, int]:
+    """The seed and case count ``gen-<seed>-<i>`` ids ask for (None, 0 without any).
+
+    Raises:
+        ValueError: ids of two seeds, or not of the form ``gen-<seed>-<i>``.
+    """
+    parsed = set()
+    for i in ids:
+        parts = i.split("-")
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+            raise ValueError(f"--cases: {i!r} is not a generated case id gen-<seed>-<i>")
+        parsed.add((int(parts[1]), int(parts[2])))
+    seeds = {s for s, _ in parsed}
+    if len(seeds) > 1:
+        raise ValueError(f"--cases: generated cases of several seeds {sorted(seeds)}")
+    return (seeds.pop(), max(n for _, n in parsed) + 1) if parsed else (None, 0)
+
+
+def _select(args: argparse.Namespace) -> tuple[list[corpus.Case], list[corpus.Case], int]:
+    """The fixed cases, the generated cases and their seed the arguments ask for."""
+    ids = [c for c in args.cases.split(",") if c]
+    gen_ids = [i for i in ids if i.startswith("gen-")]
+    fixed_ids = [i for i in ids if not i.startswith("gen-")]
+    seed, count = _generated_ids(gen_ids)
+    seed = seed if seed is not None else args.seed
+    if seed is None:  # a fresh seed, printed so that a disagreement can be reproduced
+        seed = random.SystemRandom().randrange(1_000_000)
+    generated = generator.generate(seed, max(count, args.generated))
+    if gen_ids:
+        generated = [c for c in generated if c.id in gen_ids]
+    skip = args.skip_fixed or bool(gen_ids and not fixed_ids)
+    return ([] if skip else corpus.by_id(fixed_ids)), generated, seed
+
+
+def _run_all(
+    cluster: harness.Cluster,
+    selected: list[corpus.Case],
+    types: list,
+    out: Path,
+    karpenter: Karpenter,
+    batch_size: int,
+) -> list[harness.Result]:
+    results: list[harness.Result] = []
+    # fixed cases first; generated ones fill the last shared batch (each case is fenced)
+    prov = [c for c in selected if c.kind == "provision"]
+    for batch in _batches(prov, batch_size):
+        print(f"provisioning: {', '.join(c.id for c in batch)}", flush=True)
+        try:
+            results += run_provisioning(cluster, batch, types, out)
+        except Exception as exc:  # the batch's cases are reported as errors
+            results += _failed(batch, exc)
+        _isolate(cluster, batch)
+    disrupt = [c for c in selected if c.kind == "disrupt"]
+    if disrupt:
+        print(f"disruption: {', '.join(c.id for c in disrupt)}", flush=True)
+        try:
+            results += run_disruption(cluster, disrupt, types, out, karpenter)
+        except Exception as exc:  # the cases not yet reported are errors
+            done = {r.case.id for r in results}
+            results += _failed([c for c in disrupt if c.id not in done], exc)
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", default="", help="comma-separated case ids (default: all)")
-    parser.add_argument("--out", default="joiner-out/fidelity", help="report directory")
-    parser.add_argument("--markdown", default="", help="also write the Markdown report here")
-    parser.add_argument("--batch", type=int, default=16, help="provisioning cases at once")
-    parser.add_argument("--keep", action="store_true", help="keep the stack's work directory")
-    args = parser.parse_args(argv)
+    args = _parse(argv)
     if not in_private_netns():
         return _reexec_in_netns(argv)
-    selected = corpus.by_id([c for c in args.cases.split(",") if c])
+    fixed, generated, seed = _select(args)
+    if generated:
+        print(f"generated: {len(generated)} cases, seed {seed}", flush=True)
     out = Path(args.out).resolve()  # Karpenter runs in the stack's directory
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -171,37 +278,32 @@ def main(argv: list[str] | None = None) -> int:
     kpaths = build_karpenter(out / "karpenter-build.log")
     types_file = catalog.write(out / "instance-types.json")
     types = load_instance_types(types_file)
-    results: list[harness.Result] = []
+    gen_ids = {c.id for c in generated}
     with KubeStack(paths, keep=args.keep) as stack:
         install_crds(stack, kpaths)
         cluster = harness.Cluster(stack.kubeconfig)
         cluster.apply([render.KWOK_NODECLASS])
         with Karpenter(stack, kpaths, types_file, log=out / "karpenter.log") as karpenter:
             setup_s = time.monotonic() - t0
-            prov = [c for c in selected if c.kind == "provision"]
-            for batch in _batches(prov, args.batch):
-                print(f"provisioning: {', '.join(c.id for c in batch)}", flush=True)
-                try:
-                    results += run_provisioning(cluster, batch, types, out)
-                except Exception as exc:  # the batch's cases are reported as errors
-                    results += _failed(batch, exc)
-            disrupt = [c for c in selected if c.kind == "disrupt"]
-            if disrupt:
-                print(f"disruption: {', '.join(c.id for c in disrupt)}", flush=True)
-                try:
-                    results += run_disruption(cluster, disrupt, types, out, karpenter)
-                except Exception as exc:  # the cases not yet reported are errors
-                    done = {r.case.id for r in results}
-                    results += _failed([c for c in disrupt if c.id not in done], exc)
-    order = {c.id: i for i, c in enumerate(corpus.CASES)}
+            results = _run_all(cluster, fixed + generated, types, out, karpenter, args.batch)
+    order = {c.id: i for i, c in enumerate(corpus.CASES + generated)}
     results.sort(key=lambda r: order[r.case.id])
-    doc = report.as_json(results, karpenter_version(), time.monotonic() - t0, setup_s)
+    doc = report.as_json(
+        [r for r in results if r.case.id not in gen_ids],
+        karpenter_version(),
+        time.monotonic() - t0,
+        setup_s,
+        generated=[r for r in results if r.case.id in gen_ids],
+        seed=seed,
+    )
     (out / "report.json").write_text(json.dumps(doc, indent=1))
     md = report.markdown(doc)
     (out / "report.md").write_text(md)
     if args.markdown:
         Path(args.markdown).write_text(report.fidelity_page(md))
     print(md)
+    if generated:
+        print(report.generated_headline(doc))
     print(report.headline(doc))
     return 0
 

@@ -2,8 +2,9 @@
 objects, the same instance-types file, the same ``build_plan`` the harness calls.
 
 A known disagreement (docs/fidelity.md, "Known disagreements") is pinned here while it lasts;
-once fixed, its test asserts the agreement instead, as a regression test. There is no open
-disagreement now. Ties Karpenter breaks at random (docs/fidelity.md, "Limits of the
+once fixed, its test asserts the agreement instead, as a regression test. Two are open:
+``affinity-partner-later-zone`` and the tie among new NodeClaims with equal pod counts
+(found by a generated case). Ties Karpenter breaks at random (docs/fidelity.md, "Limits of the
 comparison") are pinned here too: Joiner breaks them the same way every time.
 """
 
@@ -122,3 +123,46 @@ def test_single_node_consolidation_tries_the_dearer_candidate_first(tmp_path: Pa
         if d["kind"] == "Node"
     }
     assert [types[n] for n in side.removed] == ["c-4x"]
+
+
+def test_nodes_limit_is_not_charged_within_one_batch(tmp_path: Path) -> None:
+    """Was a known disagreement (limits-nodes, first seen in a generated case): Karpenter's
+    ``subtractMax`` (``scheduler.go``) charges a new NodeClaim only the resources its
+    instance types list, never a node, so four hostname-anti-affine pods under
+    ``nodes: 2`` get four NodeClaims in one batch; Joiner stopped at two."""
+    side = _plan("limits-nodes", tmp_path)
+    assert side.error == "" and side.pending == []
+    assert [c[1] for c in side.claims] == ["c-1x"] * 4
+
+
+def test_zone_affinity_to_a_partner_in_the_same_batch_shares_its_claim(tmp_path: Path) -> None:
+    """Known disagreement, affinity-partner-later-zone: two 1500m pods require the zone of a
+    200m partner that sorts after them. Karpenter records a pod-affinity domain only once
+    the NodeClaim's zone is a single value (``topology.go`` ``Record``), so in the batch the
+    seekers find no zone and wait; the next batch sees the partner's c-1x launched in zone a
+    and opens a c-4x there (two NodeClaims). Joiner's one solve lets the seekers join the
+    partner's NodeClaim: one c-4x."""
+    side = _plan("affinity-partner-later-zone", tmp_path)
+    assert side.error == "" and side.pending == []
+    assert [c[1:] for c in side.claims] == [("c-4x", "spot", "test-zone-a")]
+
+
+def test_new_claims_with_equal_pod_counts_are_tried_in_creation_order(tmp_path: Path) -> None:
+    """Known disagreement, found by a generated case: Karpenter re-sorts its
+    ``newNodeClaims`` slice by pod count before each pod (``scheduler.go``
+    ``addToInflightNodeClaim``, ``sort.Slice``, an insertion sort and so stable below 13
+    elements), so among equal counts the order of the previous sort persists; Joiner breaks
+    the tie by creation order. Here the third NodeClaim, first after its re-sort, takes a
+    third 3Gi pod on Karpenter's side (an r-2x); Joiner gives that pod to the first
+    NodeClaim, and the third stays an m-2x."""
+    group = [
+        *cases.pods("g0", 4, cpu="3500m", memory="3Gi"),
+        *cases.pods("g1", 3, cpu="600m", memory="128Mi"),
+        *cases.pods("g2", 4, cpu="100m", memory="3Gi"),
+    ]
+    case = cases.Case(
+        "tie", ("resources",), {"default": cases.pool(cases.req(cases.CT, "In", "spot"))}, group
+    )
+    side = _plan(case, tmp_path)
+    assert side.error == "" and side.pending == []
+    assert sorted(c[1] for c in side.claims) == ["c-8x", "c-8x", "m-2x"]  # Karpenter: r-2x

@@ -202,14 +202,18 @@ def test_limits_are_accounted_pessimistically():
     assert "limits leave 2 of its 4 instance types" in (result.reason("p-001") or "")
 
 
-def test_nodes_limit_stops_new_claims():
+def test_nodes_limit_stops_new_claims_only_when_existing_nodes_reach_it():
+    """Karpenter's ``subtractMax`` charges a new NodeClaim only the resources its instance
+    types list, never a node: within one run a ``nodes: 1`` limit with no node yet lets
+    both NodeClaims through (diff-karpenter's ``limits-nodes``: four NodeClaims under
+    ``nodes: 2``), while existing nodes that already reach it stop every new one."""
     pool = make_nodepool(limits={"nodes": 1})
-    result = solve(
-        make_pods(make_pod_template(3000, GIB), 2),
-        pools=[NodePoolTemplate(pool, TYPES, (("nodes", 1),))],
-    )
-    assert len(result.new_nodeclaims) == 1
-    assert "limit nodes=1 is reached" in (result.reason("p-001") or "")
+    pods = make_pods(make_pod_template(3000, GIB), 2)
+    result = solve(pods, pools=[NodePoolTemplate(pool, TYPES, (("nodes", 1),))])
+    assert len(result.new_nodeclaims) == 2
+    reached = solve(pods, pools=[NodePoolTemplate(pool, TYPES, (("nodes", 0),))])
+    assert reached.new_nodeclaims == ()
+    assert "limit nodes=1 is reached" in (reached.reason("p-001") or "")
 
 
 def test_queue_order_is_largest_cpu_first_and_deterministic():
