@@ -283,8 +283,8 @@ def _print_summary(s: dict[str, Any], verbose: bool) -> None:
         f"cost over {duration_text(s['durationSeconds'])}: [bold]${cost['total']:.4f}[/]"
         + ("*" if cost["pricesEstimated"] else "")
         + " "
-        f"(all on-demand: ${cost['onDemandEquivalent']:.4f}, "
-        f"{cost['savingsPercent']:.1f}% less), "
+        f"({100 - cost['savingsPercent']:.1f}% of all on-demand: "
+        f"${cost['onDemandEquivalent']:.4f}), "
         f"peak ${cost['perHourPeak']:.4f}/h"
     )
     out.print(
@@ -322,9 +322,8 @@ def _print_summary(s: dict[str, Any], verbose: bool) -> None:
         methods = ", ".join(f"{k} {v}" for k, v in d["byMethod"].items()) or "none"
         out.print(
             f"disruption: {plural(len(d['commands']), 'command')} ({methods}), "
-            f"{plural(d['podsEvicted'], 'pod')} evicted, price cuts summing to "
-            f"${d['savingsPerHour']:.4f}/h (each command's nodes before minus its "
-            f"replacements); {plural(d['expired'], 'NodeClaim')} expired"
+            f"{plural(d['podsEvicted'], 'pod')} evicted; "
+            f"{plural(d['expired'], 'NodeClaim')} expired"
         )
     from joiner.sim.htmlreport import ca_configuration
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from joiner.api import labels
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import KWOKNODECLASS_KIND
 from joiner.api.manifests.to_v1 import PLACEHOLDER_ANNOTATION
@@ -125,7 +126,43 @@ def lint_manifests(
                     "Set the real values, then remove the annotation",
                 )
             )
-    return warnings + lint(m.nodepools, types_by_pool, pod_templates(m))
+    return warnings + _ignored_pods(m) + lint(m.nodepools, types_by_pool, pod_templates(m))
+
+
+def _ignored_pods(m: ManifestSet) -> list[LintWarning]:
+    """A workload, CronJob or unbound Pod whose pods Karpenter's provisioner ignores for a
+    restricted label they require (``PodTemplate.karpenter_ignores``: Karpenter
+    pkg/controllers/provisioning/provisioner.go ``Validate``): no node is ever launched for
+    them."""
+    shapes = [(w.source, "spec.template.spec", w.template) for w in m.workloads]
+    shapes += [(c.source, "spec.jobTemplate.spec.template.spec", c.template) for c in m.cronjobs]
+    shapes += [
+        (p.source, "spec", p.template) for p in m.pods if p.owner is None and not p.node_name
+    ]
+    return [
+        LintWarning(
+            "karpenter-ignores",
+            source.file,
+            source.ref,
+            field,
+            f"Karpenter never provisions for its pods: {template.karpenter_ignores}",
+            "Require a well-known label or a custom one instead (kube-scheduler can still "
+            "place the pods on existing nodes)",
+        )
+        for source, field, template in shapes
+        if template.karpenter_ignores and _requires_restricted(template)
+    ]
+
+
+def _requires_restricted(template: PodTemplate) -> bool:
+    """The template requires a restricted label (a pod that only avoids Karpenter's nodes,
+    ``karpenter.sh/nodepool DoesNotExist``, as Karpenter's own controller does, is meant to be
+    ignored and draws no warning)."""
+    return any(
+        labels.restricted_label(key)
+        for reqs in (template.node_selector, *template.required_affinity)
+        for key in reqs
+    )
 
 
 def _unreachable_reservations(

@@ -192,3 +192,16 @@ spec:
     assert [p for c in plan["nodeClaims"] for p in c["pods"]] == ["default/second"]
     (left,) = plan["unschedulable"]
     assert left["pod"] == "default/preferred" and "DoesNotExist" in left["reason"]
+
+
+def test_lint_warns_about_a_workload_karpenter_never_provisions_for() -> None:
+    """Regression (breaker): lint said nothing about a Deployment requiring a restricted
+    label; one only avoiding Karpenter's nodes (nodepool DoesNotExist) is meant to be
+    ignored and draws no warning."""
+    dump = Path(__file__).resolve().parents[1] / "fixtures" / "ignored-pods" / "workloads.yaml"
+    result = runner.invoke(app, ["lint", str(dump)])
+    assert result.exit_code == 1, result.output
+    assert "Deployment/t/mixed: field spec.template.spec: Karpenter never provisions" in (
+        " ".join(result.output.split())
+    )
+    assert "prefer-unmanaged" not in result.output
