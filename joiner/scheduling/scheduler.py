@@ -33,8 +33,10 @@ whose required pod affinity selects a pod later in the queue is placed in the sa
 Speed: identical replicas share one ``PodTemplate``; a target that failed a template for a
 reason that can only get worse (resources, requirements, taints, ports, anti-affinity on its
 own hostname) is never tried again for it; NodeClaims whose best option has less cpu,
-memory or pods left than a pod requests are not tried for it (``_ClaimIndex.headroom``);
-instance-type filtering is numpy (``pool``).
+memory or pods left than a pod requests are not tried for it (``_ClaimIndex.headroom``); a
+pod reads only the NodeClaims whose domains and hostname-group counts admit it, in try order
+(``claimorder``), not every NodeClaim of the solve; instance-type filtering is numpy
+(``pool``).
 """
 
 from __future__ import annotations
@@ -302,7 +304,8 @@ class _Solve(OnExisting):
 
     def _claim_order(self, attempt: _Attempt, candidates: IntArray) -> IntArray:
         """The NodeClaims of this solve to try, in order: emptiest first, then creation
-        order (Karpenter ``scheduler.go`` sorts ``newNodeClaims`` by pod count)."""
+        order (Karpenter ``scheduler.go`` sorts ``newNodeClaims`` by pod count). While this is
+        the order (``_default_claim_order``), ``claimorder`` gives it without the arrays."""
         return candidates[np.lexsort((candidates, self.index.pods[candidates]))]
 
     def _new_claim_options(self, pool: PreparedPool, attempt: _Attempt) -> IntArray | None:
