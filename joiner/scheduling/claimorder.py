@@ -40,6 +40,9 @@ ClassKey = tuple[int, ...]
 CLASSES_MAX = 128
 #: NodeClaims a pod's own checks may refuse before ``candidates`` gives up.
 SKIPS_MAX = 64
+#: The buckets are built once a solve has this many NodeClaims: below, one numpy filter
+#: over every NodeClaim costs less than keeping them (most solves never get there).
+ACTIVE_FROM = 512
 #: Past this many hostname groups the classes are not kept (each commit would build a long
 #: key, and NodeClaims would spread over too many classes): the arrays answer every pod.
 HOST_GROUPS_MAX = 16
@@ -78,6 +81,8 @@ class ClaimOrder:
         #: Whether the classes are kept (``HOST_GROUPS_MAX``); when not, ``candidates``
         #: always leaves the answer to the arrays.
         self.enabled = len(host_caps) <= HOST_GROUPS_MAX
+        #: Whether the buckets are built (``ACTIVE_FROM``; ``_ClaimIndex.place`` builds them).
+        self.active = False
         self.n_keys = n_keys
         self.host_ids = tuple(host_caps)
         self.caps = tuple(host_caps.values())
@@ -122,7 +127,7 @@ class ClaimOrder:
         classes ``admits`` passes with headroom for ``need`` and not ``dead``. Yields None
         (and stops) when the arrays would answer for less; the caller then takes the arrays'
         candidates after those already yielded. Valid while no NodeClaim changes."""
-        if not self.enabled or len(self._classes) > CLASSES_MAX:
+        if not (self.enabled and self.active) or len(self._classes) > CLASSES_MAX:
             yield None
             return
         matching = [levels for key, levels in self._classes.items() if admits.admits(key)]

@@ -28,6 +28,7 @@ from joiner.api.objects import (
 )
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
+from joiner.scheduling import claimorder
 from joiner.scheduling.base import NodeBase
 from joiner.scheduling.claimorder import ClaimOrder
 from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool
@@ -168,9 +169,22 @@ class _ClaimIndex:
         return [code_of[v] for v in values if v in code_of]
 
     def place(self, index: int) -> None:
-        """Move NodeClaim ``index`` to its bucket in ``order`` after a commit changed it."""
-        if not self.order.enabled:
+        """Move NodeClaim ``index`` to its bucket in ``order`` after a commit changed it.
+        The buckets are built once the solve has ``claimorder.ACTIVE_FROM`` NodeClaims
+        (below, the arrays cost less); until then this only counts."""
+        order = self.order
+        if not order.enabled:
             return
+        if not order.active:
+            if self.n < claimorder.ACTIVE_FROM:
+                return
+            order.active = True
+            for i in range(self.n):
+                if i != index and self.pods[i] > 0:  # placed NodeClaims, not one being tried
+                    self._move(i)
+        self._move(index)
+
+    def _move(self, index: int) -> None:
         key = [int(arr[index]) for arr in self.codes.values()]
         for group_id, cap in zip(self.order.host_ids, self.order.caps, strict=True):
             counts = self.host.get(group_id)

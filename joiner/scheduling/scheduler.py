@@ -346,7 +346,9 @@ class _Solve(OnExisting):
         ``Scheduler.add`` and ``addToInflightNode``: fewest pods first, the first that can
         add the pod wins) while it answers; the arrays give the rest, less those tried."""
         tried: set[int] = set()
-        admits = self._class_filter(summary) if self._default_claim_order() else None
+        order = self.index.order
+        ordered = order.enabled and order.active and self._default_claim_order()
+        admits = self._class_filter(summary) if ordered else None
         if admits is not None:
             need = self._need_tuple(attempt.pod.template)
             for i in self.index.order.candidates(admits, need, dead):

@@ -1,8 +1,9 @@
 """The NodeClaims a pod tries come from ``claimorder.ClaimOrder`` (classes by domain and
 hostname-group counts, buckets by pod count) instead of a numpy filter over every NodeClaim
 of the solve. Every answer equals the arrays' (the same NodeClaims in the same order, so the
-same placements), also when the index gives up part-way and the arrays finish the list; on
-Karpenter's benchmark mix the arrays over all NodeClaims are never built for a pod."""
+same placements), also when the index gives up part-way and the arrays finish the list, and
+when it is built part-way through a solve (``ACTIVE_FROM``); on Karpenter's benchmark mix the
+arrays over all NodeClaims are never built for a pod once it is."""
 
 from __future__ import annotations
 
@@ -95,8 +96,13 @@ def _input(seed: int) -> SchedulingInput:
     return SchedulingInput(pods=pods, nodepools=(pool,))
 
 
+@pytest.mark.parametrize("active_from", [0, 7])
 @pytest.mark.parametrize("seed", range(40))
-def test_the_index_answers_as_the_arrays(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_index_answers_as_the_arrays(
+    seed: int, active_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Built from the first NodeClaim, or from the seventh with the six before moved in.
+    monkeypatch.setattr(claimorder, "ACTIVE_FROM", active_from)
     inp = _input(seed)
     indexed = Scheduler().solve(inp)
     with monkeypatch.context() as m:
@@ -116,6 +122,7 @@ def test_the_benchmark_mix_never_builds_the_arrays(monkeypatch: pytest.MonkeyPat
         pods=tuple(bench.make_pods(1000)),
         nodepools=(NodePoolTemplate(make_nodepool(), types),),
     )
+    monkeypatch.setattr(claimorder, "ACTIVE_FROM", 0)
     masked = [0]
     original = scheduler_module._Solve._masked_claims
 
@@ -133,7 +140,8 @@ def test_the_benchmark_mix_never_builds_the_arrays(monkeypatch: pytest.MonkeyPat
         assert Scheduler().solve(inp) == indexed
 
 
-def test_a_claim_full_for_every_pod_leaves_the_index() -> None:
+def test_a_claim_full_for_every_pod_leaves_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(claimorder, "ACTIVE_FROM", 0)
     # 3/4 of the one type per pod: every NodeClaim is full for every template after its pod.
     pool = NodePoolTemplate(
         make_nodepool(), (make_instance_type("m5.large", cpu_m=2000, memory=8 * GIB),)
