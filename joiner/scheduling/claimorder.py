@@ -15,10 +15,11 @@ step decide (headroom on cpu, memory and pods; NodeClaims that can never take th
 checked per NodeClaim as they come. A NodeClaim whose headroom is below the smallest request
 of every pod of the solve on cpu, memory or pods can take no pod and leaves its bucket.
 
-The answer is the numpy filter's exactly (``_Solve._masked_claims``): the same NodeClaims in
-the same order. When the classes are too many or too many NodeClaims fail a pod's
-own checks (this index would then cost more than the arrays), ``candidates`` yields None
-and the caller takes the arrays for the rest.
+The buckets are built once a solve has ``ACTIVE_FROM`` NodeClaims; a smaller solve takes the
+arrays throughout. The answer is the numpy filter's exactly (``_Solve._masked_claims``): the
+same NodeClaims in the same order. When the classes are too many or too many NodeClaims fail
+a pod's own checks (this index would then cost more than the arrays), ``candidates`` yields
+None and the caller takes the arrays for the rest.
 """
 
 from __future__ import annotations
