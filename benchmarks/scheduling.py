@@ -7,18 +7,29 @@ Pods are split evenly over five shapes: plain; zonal spread maxSkew 1; hostname 
 maxSkew 1; zonal self-affinity; hostname self-anti-affinity, with CPU from {100m, 250m,
 500m, 1, 1.5} and memory from {100Mi, 256Mi, 512Mi, 1Gi, 2Gi, 4Gi} drawn with a fixed seed.
 
-Each run happens in its own process so ``peakMemoryBytes`` (max RSS) is that run's own.
-Usage: ``python benchmarks/scheduling.py [--catalog synthetic-400|us-east-1] [COUNTS...]``.
+Each run happens in its own process so ``peakMemoryBytes`` (max RSS) is that run's own;
+``seconds`` is the solve's wall time, ``cpuSeconds`` its CPU time (user and system, of the
+run's process). Usage: ``python benchmarks/scheduling.py [--catalog synthetic-400|us-east-1]
+[COUNTS...]``.
+
+``--ladder`` runs the diverse mix on ``synthetic-400`` over ``LADDER`` (1,000 to 100,000
+pods; counts after it replace the ladder) and prints one JSON object: the machine's
+``calibrationCpuSeconds`` (``benchmarks/realistic.py``), the runs, and the growth of CPU time
+with the pod count, ``log(cpu2 / cpu1) / log(n2 / n1)``: per step (``growthExponents``) and
+from 20,000 to 100,000 pods (``growthExponent20kTo100k``; 1 is linear).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import random
 import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from joiner.api import labels, quantity
@@ -36,6 +47,7 @@ from joiner.scheduling import NodePoolTemplate, PodRequest, Scheduler, Schedulin
 from joiner.testing.builders import make_nodepool
 
 COUNTS = [1, 100, 1000, 2000, 5000, 10000, 20000]
+LADDER = [1000, 2000, 5000, 10000, 20000, 50000, 100000]
 CPUS = [100, 250, 500, 1000, 1500]
 MEMS = [m * quantity.MIB for m in (100, 256, 512, 1024, 2048, 4096)]
 ZONES = [("test-zone-a", "tza"), ("test-zone-b", "tzb"), ("test-zone-c", "tzc")]
@@ -127,9 +139,10 @@ def run_one(catalog: str, n: int) -> dict[str, Any]:
     pool = make_nodepool(requirements=[Requirement.in_(labels.CAPACITY_TYPE, "spot", "on-demand")])
     pods = make_pods(n)
     inp = SchedulingInput(pods=tuple(pods), nodepools=(NodePoolTemplate(pool, tuple(types)),))
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     result = Scheduler().solve(inp)
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - start_cpu
     scheduled = sum(len(c.pods) for c in result.new_nodeclaims) + len(result.existing_placements)
     cost = 0.0
     for c in result.new_nodeclaims:
@@ -141,6 +154,7 @@ def run_one(catalog: str, n: int) -> dict[str, Any]:
         "scheduled": scheduled,
         "unschedulable": len(result.unschedulable),
         "seconds": round(seconds, 4),
+        "cpuSeconds": round(cpu_seconds, 4),
         "podsPerSecond": round(n / seconds, 1) if seconds > 0 else None,
         "nodes": len(result.new_nodeclaims),
         "costPerHour": round(cost, 4),
@@ -148,26 +162,65 @@ def run_one(catalog: str, n: int) -> dict[str, Any]:
     }
 
 
+def run_child(catalog: str, n: int) -> dict[str, Any]:
+    """``run_one`` in a process of its own (its row is also echoed on stderr)."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--one", catalog, str(n)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    row: dict[str, Any] = json.loads(proc.stdout)
+    print(json.dumps(row), file=sys.stderr)
+    return row
+
+
+def growth_exponent(a: dict[str, Any], b: dict[str, Any]) -> float | None:
+    """How CPU time grows from run ``a`` to run ``b``: ``log(cpu_b / cpu_a) / log(n_b /
+    n_a)`` (1 is linear); None without two positive times and two distinct counts."""
+    if a["cpuSeconds"] <= 0 or b["cpuSeconds"] <= 0 or a["pods"] == b["pods"]:
+        return None
+    ratio = math.log(b["cpuSeconds"] / a["cpuSeconds"]) / math.log(b["pods"] / a["pods"])
+    return round(ratio, 3)
+
+
+def ladder(counts: list[int]) -> dict[str, Any]:
+    """The diverse mix on ``synthetic-400`` over ``counts`` (ascending), with the machine's
+    calibration and the growth exponents (see the module docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import realistic  # benchmarks/realistic.py: the calibration workload
+
+    calibration = realistic.calibration_cpu_s()
+    rows = [run_child("synthetic-400", n) for n in counts]
+    steps = [
+        {"fromPods": a["pods"], "toPods": b["pods"], "exponent": growth_exponent(a, b)}
+        for a, b in itertools.pairwise(rows)
+    ]
+    by_pods = {r["pods"]: r for r in rows}
+    overall = None
+    if 20000 in by_pods and 100000 in by_pods:
+        overall = growth_exponent(by_pods[20000], by_pods[100000])
+    return {
+        "calibrationCpuSeconds": calibration,
+        "runs": rows,
+        "growthExponents": steps,
+        "growthExponent20kTo100k": overall,
+    }
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--one"]:
         print(json.dumps(run_one(argv[1], int(argv[2]))))
+        return
+    if argv[:1] == ["--ladder"]:
+        counts = sorted(int(a) for a in argv[1:]) or LADDER
+        print(json.dumps(ladder(counts), indent=2))
         return
     catalogs = ["synthetic-400", "us-east-1"]
     if argv[:1] == ["--catalog"]:
         catalogs, argv = [argv[1]], argv[2:]
     counts = [int(a) for a in argv] or COUNTS
-    rows = []
-    for catalog in catalogs:
-        for n in counts:
-            proc = subprocess.run(
-                [sys.executable, __file__, "--one", catalog, str(n)],
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            row = json.loads(proc.stdout)
-            rows.append(row)
-            print(json.dumps(row), file=sys.stderr)
+    rows = [run_child(catalog, n) for catalog in catalogs for n in counts]
     print(json.dumps(rows, indent=2))
 
 

@@ -10,7 +10,7 @@ Karpenter ``utils/nodepool.OrderByWeight``).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -28,7 +28,9 @@ from joiner.api.objects import (
 )
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
+from joiner.scheduling import claimorder
 from joiner.scheduling.base import NodeBase
+from joiner.scheduling.claimorder import ClaimOrder
 from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool
 from joiner.scheduling.topology import Active, Summary
 from joiner.scheduling.types import BoundPod, ExistingNode, NodePoolTemplate, PodRequest
@@ -96,14 +98,27 @@ class _Nodes(Sequence[_Existing]):
 
 class _ClaimIndex:
     """Column arrays over this solve's NodeClaims, so choosing candidates for a pod is a few
-    numpy operations instead of a Python loop over thousands of NodeClaims."""
+    numpy operations instead of a Python loop over thousands of NodeClaims; and the same
+    NodeClaims in try order, by class (``order``, ``claimorder``), so that most pods read
+    only the few NodeClaims they may go to.
 
-    def __init__(self, keys: Sequence[str]) -> None:
+    ``keys``: the topology keys other than the hostname; ``host_caps`` and ``floor`` as
+    ``ClaimOrder`` takes them."""
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        host_caps: dict[int, int] | None = None,
+        floor: Sequence[int] = (0,) * len(HEADROOM),
+    ) -> None:
+        self.order = ClaimOrder(len(keys), dict(host_caps or {}), floor)
         self.capacity = 64
         self.n = 0
         self.pods = np.zeros(self.capacity, dtype=np.int64)
         self.codes = {k: np.full(self.capacity, -1, dtype=np.int64) for k in keys}
         self.code_of: dict[str, dict[str, int]] = {k: {} for k in keys}
+        #: Per key, its position in a ``claimorder.ClassKey``.
+        self.position = {k: j for j, k in enumerate(keys)}
         self.host: dict[int, IntArray] = {}
         #: ``existing.DeadKey`` -> the NodeClaims that can never take such a pod.
         self.dead: dict[tuple[object, ...], npt.NDArray[np.bool_]] = {}
@@ -147,6 +162,35 @@ class _ClaimIndex:
             found = np.zeros(self.capacity, dtype=np.int64)
             self.host[group_id] = found
         return found
+
+    def codes_of(self, key: str, values: Iterable[str]) -> list[int]:
+        """The codes of those of ``values`` some NodeClaim has had as its ``key`` domain."""
+        code_of = self.code_of[key]
+        return [code_of[v] for v in values if v in code_of]
+
+    def place(self, index: int) -> None:
+        """Move NodeClaim ``index`` to its bucket in ``order`` after a commit changed it.
+        The buckets are built once the solve has ``claimorder.ACTIVE_FROM`` NodeClaims
+        (below, the arrays cost less); until then this only counts."""
+        order = self.order
+        if not order.enabled:
+            return
+        if not order.active:
+            if self.n < claimorder.ACTIVE_FROM:
+                return
+            order.active = True
+            for i in range(self.n):
+                if i != index and self.pods[i] > 0:  # placed NodeClaims, not one being tried
+                    self._move(i)
+        self._move(index)
+
+    def _move(self, index: int) -> None:
+        key = [int(arr[index]) for arr in self.codes.values()]
+        for group_id, cap in zip(self.order.host_ids, self.order.caps, strict=True):
+            counts = self.host.get(group_id)
+            key.append(0 if counts is None else min(int(counts[index]), cap))
+        room = tuple(int(v) for v in self.headroom[index])
+        self.order.place(index, tuple(key), int(self.pods[index]), room)
 
     def dead_mask(self, key: tuple[object, ...]) -> npt.NDArray[np.bool_]:
         found = self.dead.get(key)

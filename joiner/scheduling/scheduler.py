@@ -33,12 +33,15 @@ whose required pod affinity selects a pod later in the queue is placed in the sa
 Speed: identical replicas share one ``PodTemplate``; a target that failed a template for a
 reason that can only get worse (resources, requirements, taints, ports, anti-affinity on its
 own hostname) is never tried again for it; NodeClaims whose best option has less cpu,
-memory or pods left than a pod requests are not tried for it (``_ClaimIndex.headroom``);
-instance-type filtering is numpy (``pool``).
+memory or pods left than a pod requests are not tried for it (``_ClaimIndex.headroom``); a
+pod reads only the NodeClaims whose domains and hostname-group counts admit it, in try order
+(``claimorder``), not every NodeClaim of the solve; instance-type filtering is numpy
+(``pool``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
 
@@ -52,6 +55,7 @@ from joiner.api.objects import (
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.base import base_of
+from joiner.scheduling.claimorder import ClassFilter
 from joiner.scheduling.existing import DeadKey, OnExisting, dead_key
 from joiner.scheduling.limits import limit_reason, min_values_short, subtract_max, within_limits
 from joiner.scheduling.placement import (
@@ -75,7 +79,7 @@ from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool, prepare
 from joiner.scheduling.reservations import Reservations
 from joiner.scheduling.room import BoolArray, FreeRoom
 from joiner.scheduling.stop import StopCheck, Stopped
-from joiner.scheduling.topology import Group, Topology
+from joiner.scheduling.topology import ANTI, SPREAD, Group, Summary, Topology
 from joiner.scheduling.types import (
     NewNodeClaim,
     PodRequest,
@@ -163,8 +167,11 @@ class _Solve(OnExisting):
             exclude,
         )
         self.topology = Topology(universe, domain_taints, base.hosts(gone), launchable)
-        self.index = _ClaimIndex([k for k in self.topology.universe if k != labels.HOSTNAME])
         self.topology.register(p.template for p in inp.pods)
+        #: Per template (by id: the pods hold them for the solve), ``_headroom_need``.
+        self._needs: dict[int, IntArray] = {}
+        self._need_tuples: dict[int, tuple[int, ...]] = {}
+        self.index = self._claim_index(inp)
         # Running pods: alike ones (node, namespace, labels, anti-affinity) counted together,
         # the counts shared between solves over the same snapshot (``base``).
         for g in self.topology.groups():
@@ -180,8 +187,6 @@ class _Solve(OnExisting):
         self._dead: dict[DeadKey, BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
         self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
-        #: Per template (by id: the pods hold them for the solve), ``_headroom_need``.
-        self._needs: dict[int, IntArray] = {}
         #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
         #: tolerated, volume terms) -> the first term
         #: of the pod's node selection the node admits, None if its taints or labels refuse.
@@ -299,7 +304,8 @@ class _Solve(OnExisting):
 
     def _claim_order(self, attempt: _Attempt, candidates: IntArray) -> IntArray:
         """The NodeClaims of this solve to try, in order: emptiest first, then creation
-        order (Karpenter ``scheduler.go`` sorts ``newNodeClaims`` by pod count)."""
+        order (Karpenter ``scheduler.go`` sorts ``newNodeClaims`` by pod count). While this is
+        the order (``_default_claim_order``), ``claimorder`` gives it without the arrays."""
         return candidates[np.lexsort((candidates, self.index.pods[candidates]))]
 
     def _new_claim_options(self, pool: PreparedPool, attempt: _Attempt) -> IntArray | None:
@@ -312,49 +318,20 @@ class _Solve(OnExisting):
         requirements (Karpenter ``NewNodeClaimTemplate``)."""
         return pool.nodepool.requirements
 
+    def _default_claim_order(self) -> bool:
+        """Whether ``_claim_order`` is the default one (then ``claimorder`` answers it)."""
+        return True
+
     def _try_claims(self, attempt: _Attempt) -> bool:
-        index = self.index
-        n = index.n
-        if n == 0:
+        if self.index.n == 0:
             return False
-        dead = index.dead_mask(dead_key(attempt))
-        mask = ~dead[:n]
-        # A NodeClaim with less headroom than the pod requests on cpu, memory or pods fails
-        # ``_add`` on resources whatever else it checks (requests only grow and options only
-        # narrow, so it stays so); its reasons would go to ``scratch``, unread.
-        mask &= (index.headroom[:n] >= self._headroom_need(attempt.pod.template)).all(axis=1)
-        # Pre-filter on topology with the first term's summary (exact checks follow in _add).
+        dead = self.index.dead_mask(dead_key(attempt))
         summary = self._summary(attempt, attempt.terms[0])
         if summary.fail is not None:
             attempt.reasons.append(summary.fail)
             return False
-        for g, limit, _low in summary.host_max:
-            mask &= index.host_counts(id(g))[:n] <= limit
-        # Per key, a table over the domain codes shifted by one (-1, no single domain yet,
-        # is row 0): one lookup per NodeClaim where ``np.isin`` sorted every time.
-        for key, allowed in summary.allowed.items():
-            if allowed is None or key not in index.codes:
-                continue
-            code_of = index.code_of[key]
-            table = np.zeros(len(code_of) + 1, dtype=np.bool_)
-            table[0] = True  # undecided: the exact check in _add decides
-            table[[code_of[v] + 1 for v in allowed if v in code_of]] = True
-            mask &= table[index.codes[key][:n] + 1]
-        for key, bad in summary.forbidden_all().items():
-            if key not in index.codes:
-                continue
-            code_of = index.code_of[key]
-            bad_rows = [code_of[v] + 1 for v in bad if v in code_of]
-            if bad_rows:
-                table = np.ones(len(code_of) + 1, dtype=np.bool_)
-                table[bad_rows] = False
-                mask &= table[index.codes[key][:n] + 1]
-        candidates = np.flatnonzero(mask)
-        if candidates.size == 0:
-            return False
-        order = self._claim_order(attempt, candidates)
         scratch = replace(attempt, reasons=[])
-        for i in order.tolist():
+        for i in self._claims_to_try(attempt, summary, dead):
             outcome = self._add(self.claims[i], scratch)
             if outcome is True:
                 return True
@@ -362,11 +339,122 @@ class _Solve(OnExisting):
                 dead[i] = True
         return False
 
+    def _claims_to_try(self, attempt: _Attempt, summary: Summary, dead: BoolArray) -> Iterator[int]:
+        """The NodeClaims of this solve ``attempt`` may go to, in the order it tries them:
+        those the candidate filters (``_masked_claims``) admit, in ``_claim_order``. With the
+        default order they come from ``index.order`` (Karpenter ``scheduler.go``
+        ``Scheduler.add`` and ``addToInflightNode``: fewest pods first, the first that can
+        add the pod wins) while it answers; the arrays give the rest, less those tried."""
+        tried: set[int] = set()
+        order = self.index.order
+        ordered = order.enabled and order.active and self._default_claim_order()
+        admits = self._class_filter(summary) if ordered else None
+        if admits is not None:
+            need = self._need_tuple(attempt.pod.template)
+            for i in self.index.order.candidates(admits, need, dead):
+                if i is None:
+                    break
+                tried.add(i)
+                yield i
+            else:
+                return
+        candidates = self._masked_claims(attempt, summary, dead)
+        if candidates.size == 0:
+            return
+        for i in self._claim_order(attempt, candidates).tolist():
+            if i not in tried:
+                yield i
+
+    def _class_filter(self, summary: Summary) -> ClassFilter | None:
+        """``summary``'s topology filters as ``index.order`` reads them; None when it
+        cannot answer (a hostname group outside its classes)."""
+        index = self.index
+        host = []
+        for g, limit, _low in summary.host_max:
+            pos = index.order.host_position(id(g), limit)
+            if pos is None:
+                return None
+            host.append((pos, limit))
+        allowed = [
+            (index.position[key], frozenset((-1, *index.codes_of(key, values))))
+            for key, values in summary.allowed.items()
+            if values is not None and key in index.codes
+        ]
+        forbidden = [
+            (index.position[key], frozenset(index.codes_of(key, summary.forbidden_on(key))))
+            for key in index.codes
+        ]
+        return ClassFilter(tuple(allowed), tuple(f for f in forbidden if f[1]), tuple(host))
+
+    def _masked_claims(self, attempt: _Attempt, summary: Summary, dead: BoolArray) -> IntArray:
+        """The NodeClaims the candidate filters admit for ``attempt``, by index: not
+        ``dead``, with headroom for its requests, and, by the first term's topology
+        ``summary``, within the per-host limits and on allowed, not forbidden domains (or
+        undecided: the exact checks in ``_add`` follow)."""
+        index = self.index
+        n = index.n
+        mask = ~dead[:n]
+        # A NodeClaim with less headroom than the pod requests on cpu, memory or pods fails
+        # ``_add`` on resources whatever else it checks (requests only grow and options only
+        # narrow, so it stays so); its reasons would go to ``scratch``, unread.
+        mask &= (index.headroom[:n] >= self._headroom_need(attempt.pod.template)).all(axis=1)
+        for g, limit, _low in summary.host_max:
+            mask &= index.host_counts(id(g))[:n] <= limit
+        # Per key, a table over the domain codes shifted by one (-1, no single domain yet,
+        # is row 0): one lookup per NodeClaim where ``np.isin`` sorted every time.
+        for key, allowed in summary.allowed.items():
+            if allowed is None or key not in index.codes:
+                continue
+            table = np.zeros(len(index.code_of[key]) + 1, dtype=np.bool_)
+            table[0] = True  # undecided: the exact check in _add decides
+            table[[c + 1 for c in index.codes_of(key, allowed)]] = True
+            mask &= table[index.codes[key][:n] + 1]
+        for key in index.codes:
+            bad_rows = [c + 1 for c in index.codes_of(key, summary.forbidden_on(key))]
+            if bad_rows:
+                table = np.ones(len(index.code_of[key]) + 1, dtype=np.bool_)
+                table[bad_rows] = False
+                mask &= table[index.codes[key][:n] + 1]
+        return np.flatnonzero(mask)
+
+    def _claim_index(self, inp: SchedulingInput) -> _ClaimIndex:
+        """The NodeClaim index of this solve (after its groups are registered): classes over
+        the topology keys other than the hostname and the hostname spread and anti-affinity
+        groups (each capped one above the largest limit a pod can set: ``maxSkew`` for a
+        spread, 0 for an anti-affinity), a NodeClaim leaving its class once below the
+        smallest request of every template on cpu, memory or pods."""
+        templates = {id(p.template): p.template for p in inp.pods}
+        skew = max(
+            (c.max_skew for t in templates.values() for c in t.spread if c.key == labels.HOSTNAME),
+            default=0,
+        )
+        caps = {
+            id(g): 1 if g.kind == ANTI else skew + 1
+            for g in self.topology.groups()
+            if g.key == labels.HOSTNAME and g.kind in (ANTI, SPREAD)
+        }
+        needs = []
+        for t in templates.values():
+            try:
+                needs.append(self._headroom_need(t).tolist())
+            except OverflowError:  # not an int64: above any other's, it lowers no minimum
+                continue
+        floor = [min(column) for column in zip(*needs, strict=True)] or [0] * len(HEADROOM)
+        keys = [k for k in self.topology.universe if k != labels.HOSTNAME]
+        return _ClaimIndex(keys, caps, floor)
+
     def _headroom_need(self, t: PodTemplate) -> IntArray:
         """``_headroom_need(t)``, once per template."""
         found = self._needs.get(id(t))
         if found is None:
             found = self._needs[id(t)] = _headroom_need(t)
+        return found
+
+    def _need_tuple(self, t: PodTemplate) -> tuple[int, ...]:
+        """``_headroom_need(t)`` as a tuple of ints, once per template."""
+        found = self._need_tuples.get(id(t))
+        if found is None:
+            found = self._need_tuples[id(t)] = tuple(self._headroom_need(t).tolist())
         return found
 
     def _try_new_claim(self, attempt: _Attempt) -> bool:
@@ -561,6 +649,7 @@ class _Solve(OnExisting):
         for g in self.topology.groups_matching(t):
             if g.key == labels.HOSTNAME:
                 index.host_counts(id(g))[claim.index] += 1
+        index.place(claim.index)
         if self._stop is not None:
             self._stop.check(claim, pod)
 

@@ -166,6 +166,9 @@ class Summary:
         self.spread: dict[str, list[_Spread]] = {}
         self.affinity: dict[str, list[tuple[Group, set[str]]]] = {}
         self.anti: dict[str, list[Group]] = {}
+        #: Per key, the domains other pods' anti-affinity keeps the pod out of: read only (a
+        #: set may be the ``Topology``'s own, which grows as pods are placed, so a summary
+        #: answers for the counts it was made at only while nothing is placed).
         self.forbidden: dict[str, set[str]] = {}
         #: (group, limit on a NodeClaim, extra allowed on an existing node: the smallest
         #: count among the existing nodes kube-scheduler considers).
@@ -191,12 +194,11 @@ class Summary:
             out[key] = set.intersection(*sets) if sets else None
         return out
 
-    def forbidden_all(self) -> dict[str, set[str]]:
-        """Per key, the domains a decided target may not be in."""
-        out = {k: set(v) for k, v in self.forbidden.items()}
-        for key, groups in self.anti.items():
-            for g in groups:
-                out.setdefault(key, set()).update(d for d, n in g.counts.items() if n > 0)
+    def forbidden_on(self, key: str) -> set[str]:
+        """The domains of ``key`` a decided target may not be in (a new set)."""
+        out = set(self.forbidden.get(key, ()))
+        for g in self.anti.get(key, []):
+            out.update(d for d, n in g.counts.items() if n > 0)
         return out
 
     def node_keys(self) -> tuple[str, ...] | None:
@@ -545,12 +547,30 @@ class Topology:
                 summary.host_max.append((g, 0, 0))
             else:
                 summary.anti.setdefault(term.key, []).append(g)
-        for (term, ns), domains in self._inverse.items():
-            if term.covers(ns, t.namespace) and (
-                labels_t.compatible(term.selector, allow_undefined=frozenset()) is None
-            ):
-                summary.forbidden.setdefault(term.key, set()).update(domains)
+        self._forbid(summary, t, labels_t)
         return summary
+
+    def _forbid(self, summary: Summary, t: PodTemplate, labels_t: Requirements) -> None:
+        """Fill ``summary.forbidden``: the domains of placed pods whose required
+        anti-affinity selects ``t``'s pods (labels ``labels_t``). One term's domains are
+        taken as they are (a hostname anti-affinity's grow with every NodeClaim: a copy per
+        pod would be work in the NodeClaims opened), a union of two or more is a new set."""
+        forbidden = summary.forbidden
+        shared: set[str] = set()
+        for (term, ns), domains in self._inverse.items():
+            if not term.covers(ns, t.namespace) or (
+                labels_t.compatible(term.selector, allow_undefined=frozenset()) is not None
+            ):
+                continue
+            have = forbidden.get(term.key)
+            if have is None:
+                forbidden[term.key] = domains
+                shared.add(term.key)
+            elif term.key in shared:
+                forbidden[term.key] = have | domains
+                shared.discard(term.key)
+            else:
+                have.update(domains)
 
     def repels(self, owner: PodTemplate, t: PodTemplate, key: str) -> bool:
         """``owner`` has a required anti-affinity on ``key`` that selects ``t``'s pods."""

@@ -721,6 +721,9 @@ class _CostSolve(_Solve):
             cheaper = cheaper[~exotic[cheaper]]
         return cheaper
 
+    def _default_claim_order(self) -> bool:
+        return self._filter is None
+
     def _claim_order(self, attempt: _Attempt, candidates: IntArray) -> IntArray:
         """Its planned NodeClaim first, then its target type's other NodeClaims by best fit
         (least normalised room left after it, L2); Karpenter's order for untargeted pods."""
