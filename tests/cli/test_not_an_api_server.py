@@ -1,9 +1,12 @@
 """Commands that talk to a cluster, pointed at a server that is not a Kubernetes API
-server: each exits with one error line naming the cause, never a traceback."""
+server, and commands whose standard output cannot be written: each exits with one error
+line naming the cause, never a traceback."""
 
 from __future__ import annotations
 
 import http.server
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +17,8 @@ from typer.testing import CliRunner
 from joiner.api.errors import InputError
 from joiner.cli.main import app
 
+REPO = Path(__file__).resolve().parents[2]
+DUMP = REPO / "tests" / "fixtures" / "eks-cluster" / "dump.yaml"
 runner = CliRunner()
 
 #: Answers of servers that are not Kubernetes: (status, Content-Type or None, body).
@@ -135,3 +140,49 @@ def test_install_crds_print_refuses_a_cluster_option(option: list[str]) -> None:
         f"error: field {option[0]}: --print writes the CRDs to standard output and talks to "
         f"no cluster; give either --print or {option[0]}, not both"
     )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["install-crds", "--print"],
+        ["plan", "-f", str(DUMP), "-o", "json"],
+        ["plan", "-f", str(DUMP)],
+        ["--version"],
+    ],
+)
+def test_a_full_standard_output_is_one_error_line(args: list[str]) -> None:
+    """Regression (breaker): output to a full device (``> /dev/full``) ended in an
+    ``OSError`` traceback. The entry point (a fresh interpreter, as ``joiner`` is) prints
+    one line and exits 1, whether the write failed in the command or at the final flush
+    (``--version`` prints less than a buffer)."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "joiner", *args],
+            cwd=REPO,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("warning:")]
+    assert errors == ["error: cannot write to standard output: No space left on device"]
+
+
+def test_a_closed_pipe_exits_without_a_word() -> None:
+    """A reader that stops early (``joiner install-crds --print | true``): exit 1, as
+    click does for a closed pipe, with nothing on stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "joiner", "install-crds", "--print"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before anything is written
+    assert proc.wait() == 1
+    assert proc.stderr.read() == b""
+    proc.stderr.close()
