@@ -14,7 +14,7 @@ import typer
 
 from joiner.api.errors import InputError
 from joiner.api.inputfiles import check_output
-from joiner.cli.common import ContextOption, check_port, fail, out
+from joiner.cli.common import ContextOption, check_port, cluster_flag, fail, out
 from joiner.cli.logformat import LogFormat, configure_run_logging
 
 
@@ -29,7 +29,12 @@ def install_crds(
     ] = None,
     context: ContextOption = None,
     print_: Annotated[
-        bool, typer.Option("--print", help="Print the CRDs as YAML instead of applying them.")
+        bool,
+        typer.Option(
+            "--print",
+            help="Print the CRDs as YAML instead of applying them (reads no cluster: not with "
+            "--kubeconfig or --context).",
+        ),
     ] = False,
 ) -> None:
     """Install (server-side apply) Karpenter's own NodePool, NodeClaim and EC2NodeClass
@@ -37,10 +42,11 @@ def install_crds(
     from joiner.cluster.kube.crds import crds_yaml
     from joiner.operator.controller import install_crds as apply
 
-    if print_:
-        sys.stdout.write(crds_yaml())
-        return
     try:
+        if print_:
+            _print_only(kubeconfig, context)
+            sys.stdout.write(crds_yaml())
+            return
         for name, applied in apply(kubeconfig, context):
             if applied:
                 out.print(f"customresourcedefinition {name} applied")
@@ -51,6 +57,21 @@ def install_crds(
                 )
     except InputError as exc:
         fail(exc)
+
+
+def _print_only(kubeconfig: Path | None, context: str | None) -> None:
+    """``install-crds --print`` talks to no cluster: a cluster option with it is refused.
+
+    Raises:
+        InputError: ``--kubeconfig`` or ``--context`` given with ``--print`` (named).
+    """
+    flag = cluster_flag(kubeconfig, context)
+    if flag is not None:
+        raise InputError(
+            f"--print writes the CRDs to standard output and talks to no cluster; give "
+            f"either --print or {flag}, not both",
+            field=flag,
+        )
 
 
 #: The ``--help`` section of the settings that take Karpenter's flag names.

@@ -1,17 +1,23 @@
-"""``joiner`` command line. Exit codes: 0 success, 2 bad input or usage, 1 internal error.
+"""``joiner`` command line. Exit codes: 0 success, 2 bad input or usage, 1 internal error or
+standard output that cannot be written.
 
 This module only assembles the application from one module per command group
 (``simulate``, ``schema``, ``plan``, ``advise``, ``disrupt``, ``manifests`` for convert and
 lint, ``chaos``, ``sweep``, ``controller`` for install-crds and run, ``importer`` for
 import); each command imports the simulation, the cloud providers and heavy libraries
 inside its function, so
-``joiner --version`` and ``--help`` import none of them.
+``joiner --version`` and ``--help`` import none of them. The entry point (``main``) also owns
+standard output's failures: ``stdout_errors``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-from typing import Annotated
+import sys
+from collections.abc import Iterator
+from typing import Annotated, Any, TextIO
 
 import typer
 
@@ -29,7 +35,7 @@ from joiner.cli import (
     simulate,
     sweep,
 )
-from joiner.cli.common import JoinerGroup, Verbose, configure_logging, out
+from joiner.cli.common import JoinerGroup, Verbose, configure_logging, err, out
 from joiner.sim.gctuning import tune_for_simulation
 
 app = typer.Typer(
@@ -72,6 +78,72 @@ app.command("install-crds")(controller.install_crds)
 app.command()(controller.run)
 
 
+class StdoutError(OSError):
+    """Standard output could not be written (``GuardedStdout``): the original ``OSError``'s
+    ``errno`` and ``strerror``."""
+
+
+class GuardedStdout:
+    """Standard output whose write and flush failures raise ``StdoutError``, so that the
+    entry point tells them apart from a failure on any other file. Everything else is the
+    wrapped stream's (rich asks it ``isatty``, ``fileno``, ``encoding``)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        """Write ``text``; raises ``StdoutError`` on an ``OSError``."""
+        try:
+            return self.stream.write(text)
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from exc
+
+    def flush(self) -> None:
+        """Flush; raises ``StdoutError`` on an ``OSError``."""
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def stdout_errors() -> Iterator[None]:
+    """Standard output's failures as one error line, not a traceback: what the command
+    printed is flushed here (not at interpreter exit, where a failure is only reported),
+    and a write or flush that fails (``No space left on device`` on a full disk,
+    ``/dev/full``) prints ``error: cannot write to standard output: <reason>`` on stderr
+    and exits 1. A closed pipe (``joiner plan | head``) exits 1 without a word, as typer
+    does for one during the command (typer ``core.py`` ``_main``, ``errno.EPIPE``): the
+    reader chose to stop, and stderr has nothing to add.
+
+    Raises:
+        SystemExit: code 1 after a failure on standard output; the command's own exit
+            otherwise.
+    """
+    guard = GuardedStdout(sys.stdout)
+    sys.stdout = guard
+    try:
+        try:
+            yield
+        finally:
+            guard.flush()
+    except StdoutError as exc:
+        # Nothing more reaches the failed stream (the interpreter flushes it at exit).
+        sys.stdout = guard.stream
+        with contextlib.suppress(OSError, ValueError):  # a stream without a descriptor
+            os.dup2(os.open(os.devnull, os.O_WRONLY), guard.stream.fileno())
+        if exc.errno != errno.EPIPE:
+            err.print(
+                f"[bold red]error:[/] cannot write to standard output: {exc.strerror}",
+                highlight=False,
+                soft_wrap=True,
+            )
+        raise SystemExit(1) from None
+
+
 def main() -> None:
     """Console-script entry point.
 
@@ -85,7 +157,8 @@ def main() -> None:
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     tune_for_simulation()
-    app()
+    with stdout_errors():
+        app()
 
 
 if __name__ == "__main__":

@@ -166,6 +166,7 @@ def connect(
     if isinstance(http.auth, ExecAuth) and single.user is not None and single.user.exec:
         http.auth = ExecCredentialAuth(single.user.exec, file=where, user=single.context.user or "")
     _SOURCES[client] = loaded.described
+    _SERVERS[client] = server
     return client
 
 
@@ -181,6 +182,18 @@ def server_of(exc: httpx.HTTPError) -> str:
 
 #: Where each client ``connect`` built found its cluster (``LoadedConfig.described``).
 _SOURCES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+#: The API server each client ``connect`` built talks to, as its kubeconfig names it.
+_SERVERS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def server_url(client: Any) -> str:
+    """The API server ``client`` (from ``connect``) talks to, as its kubeconfig's
+    ``server`` names it (``https://127.0.0.1:6443``); ``"the API server"`` for a client
+    built elsewhere."""
+    try:
+        return _SERVERS.get(client) or "the API server"
+    except TypeError:  # not weakly referenceable: not a client connect built
+        return "the API server"
 
 
 def source_of(client: Any) -> str | None:
@@ -202,6 +215,36 @@ def unreachable(exc: httpx.HTTPError, client: Any = None) -> InputError:
             f"{server_of(exc)} did not answer as a Kubernetes API server: {exc}", **where
         )
     return InputError(f"cannot reach the API server {server_of(exc)}: {exc}", **where)
+
+
+def no_answer(exc: Exception, client: Any, doing: str) -> InputError:
+    """The one ``InputError`` of every command that reads or writes the cluster once
+    (``plan``, ``advise``, ``disrupt``, ``import``, ``install-crds``) for a request that got
+    no Kubernetes answer: a transport error or a status without a Kubernetes Status
+    (``unreachable``), or a garbled answer (``garbled``: an error without
+    ``Content-Type``, a body that is not JSON) from whatever listens at the kubeconfig's
+    server, named (``server_url``) with ``doing`` (such as ``listing v1 Node``) and the
+    kubeconfig ``client`` came from. ``ApiError`` (the server's own refusal) is the
+    caller's to word."""
+    if isinstance(exc, httpx.HTTPError):
+        return unreachable(exc, client)
+    # lightkube's generic_client.py transform_exception reads the Content-Type header of
+    # every error answer (KeyError without one); its decoders raise msgspec's DecodeError
+    # (a ValueError) on a body that is not JSON.
+    what = f"missing {exc}" if isinstance(exc, KeyError) else f"its body is not JSON: {exc}"
+    return InputError(
+        f"{doing} got an answer from {server_url(client)} that is not from a Kubernetes API "
+        f"server ({what}); check the kubeconfig's server",
+        **_where(client),
+    )
+
+
+#: The exceptions of lightkube failing on an answer that is not the API's JSON (``garbled``).
+GARBLED = (KeyError, ValueError)
+#: What ``no_answer`` words: transport errors and statuses without a Kubernetes Status
+#: (``httpx.HTTPError``; ``ApiError`` is one too, so callers catch it first), and garbled
+#: answers (``GARBLED``).
+NO_ANSWER = (httpx.HTTPError, *GARBLED)
 
 
 def _where(client: Any) -> dict[str, str]:
@@ -269,7 +312,7 @@ def garbled(exc: BaseException) -> bool:
     error response without ``Content-Type`` (lightkube's ``transform_exception`` raises
     ``KeyError``) or a body it cannot decode (a watch line cut off by a restart). A
     restarting API server (or a proxy in front of it) answers so; waiting fixes it."""
-    return isinstance(exc, KeyError | ValueError)
+    return isinstance(exc, GARBLED)
 
 
 def transient(exc: BaseException) -> bool:
@@ -366,22 +409,14 @@ def list_documents(
                 ) from exc
             warnings.append(f"{kind.api_version} {kind.kind} is not served by this cluster")
             continue
-        except httpx.HTTPError as exc:
+        except NO_ANSWER as exc:
             if not _crd_not_installed(exc, kind):
-                raise unreachable(exc, client) from exc
+                raise no_answer(exc, client, f"listing {kind.api_version} {kind.kind}") from exc
             warnings.append(
                 f"{kind.api_version} {kind.kind} is not served by this cluster (its CRD is "
                 f"not installed): none read"
             )
             continue
-        except KeyError as exc:
-            # lightkube fails this way when an error response carries no Content-Type:
-            # whatever answered is not a Kubernetes API server.
-            raise InputError(
-                f"listing {kind.api_version} {kind.kind} got an answer that is not from a "
-                f"Kubernetes API server (missing {exc}); check the kubeconfig's server",
-                **_where(client),
-            ) from exc
         docs.extend(as_document(o, kind) for o in found)
     return docs, warnings
 
@@ -390,7 +425,7 @@ def list_documents(
 _KARPENTER_GROUPS = frozenset({"karpenter.sh", "karpenter.k8s.aws", "karpenter.kwok.sh"})
 
 
-def _crd_not_installed(exc: httpx.HTTPError, kind: Kind) -> bool:
+def _crd_not_installed(exc: Exception, kind: Kind) -> bool:
     """Whether ``exc`` is the API server's 404 for a Karpenter kind whose CRD is not
     installed. The API server answers a group it does not serve with a plain-text ``404
     page not found`` (not a JSON Status), so lightkube raises ``httpx.HTTPStatusError``
@@ -479,8 +514,8 @@ def _installed(client: Any, name: str) -> Any | None:
         raise InputError(
             f"reading CustomResourceDefinition {name}: {exc.status.code} {exc.status.message}"
         ) from exc
-    except httpx.HTTPError as exc:
-        raise unreachable(exc, client) from exc
+    except NO_ANSWER as exc:
+        raise no_answer(exc, client, f"reading CustomResourceDefinition {name}") from exc
 
 
 def _plan_crds(client: Any, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -539,6 +574,7 @@ def apply_crds(client: Any) -> list[tuple[str, bool]]:
                 f"the API server refused CustomResourceDefinition {doc['metadata']['name']}: "
                 f"{exc.status.code} {exc.status.message}"
             ) from exc
-        except httpx.HTTPError as exc:
-            raise unreachable(exc, client) from exc
+        except NO_ANSWER as exc:
+            name = doc["metadata"]["name"]
+            raise no_answer(exc, client, f"applying CustomResourceDefinition {name}") from exc
     return [(str(d["metadata"]["name"]), any(d is t for t in todo)) for d in docs]
