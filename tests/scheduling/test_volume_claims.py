@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from joiner.api import labels
+from joiner.api.errors import InputError
 from joiner.api.manifests import load_text
 from joiner.api.requirements import Requirement, Requirements
 from joiner.scheduling.volumes import MissingVolumeError, volume_terms
@@ -105,3 +106,52 @@ def test_plan_reports_a_pod_on_an_unbound_immediate_claim_unschedulable(tmp_path
     assert plan["nodeClaims"] == []
     (refused,) = plan["unschedulable"]
     assert refused["pod"].endswith("db") and "Immediate" in refused["reason"]
+
+
+def _volume_with_term(term: str) -> str:
+    return f"""
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {{name: pv-1}}
+spec:
+  nodeAffinity: {{required: {{nodeSelectorTerms: [{term}]}}}}
+"""
+
+
+BOUND = _claim("{storageClassName: gp3, volumeName: pv-1}")
+
+
+def test_a_volume_term_of_match_fields_only_restricts_nothing_and_is_warned_about() -> None:
+    # Karpenter getPersistentVolumeRequirements reads a term's matchExpressions only.
+    text = BOUND + _volume_with_term(
+        "{matchFields: [{key: metadata.name, operator: In, values: [x]}]}"
+    )
+    assert _terms(text) == ()
+    (warning,) = load_text(text + POD, "m.yaml").warnings
+    assert warning == (
+        "m.yaml: PersistentVolume/pv-1: field "
+        "spec.nodeAffinity.required.nodeSelectorTerms[0].matchFields: not modelled; "
+        "the term restricts no node (Karpenter reads matchExpressions only)"
+    )
+
+
+def test_a_volume_term_with_match_fields_keeps_its_match_expressions() -> None:
+    text = BOUND + _volume_with_term(
+        f"{{matchExpressions: [{{key: {labels.ZONE}, operator: In, values: [us-east-1c]}}], "
+        "matchFields: [{key: metadata.name, operator: In, values: [x]}]}"
+    )
+    assert _terms(text) == _zone("us-east-1c")
+    (warning,) = load_text(text + POD, "m.yaml").warnings
+    assert warning.endswith(
+        "[0].matchFields: not modelled; the term's matchExpressions apply alone"
+    )
+
+
+def test_an_empty_volume_term_is_refused_naming_its_field_once() -> None:
+    text = BOUND + _volume_with_term("{}, {}")
+    with pytest.raises(InputError) as err:
+        load_text(text + POD, "m.yaml")
+    assert "field spec.nodeAffinity.required.nodeSelectorTerms[0]: an empty node selector" in str(
+        err.value
+    )
