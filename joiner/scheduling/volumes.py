@@ -4,8 +4,9 @@
 A claim bound to a PersistentVolume with node affinity (an EBS volume lives in one zone)
 restricts the node to those terms; an unbound claim whose StorageClass lists
 ``allowedTopologies`` restricts it to those. Several volumes combine as a cross product of
-their alternatives. These requirements go on the NodeClaim only, never into the pod's own
-affinity, so topology counting is unchanged.
+their alternatives, keeping the combinations that intersect; volumes with none in common
+allow no node (``ConflictingVolumesError``). These requirements go on the NodeClaim only,
+never into the pod's own affinity, so topology counting is unchanged.
 
 A pod whose claims cannot be used yet is no demand at all (``MissingVolumeError``): a claim
 or its bound volume missing or being deleted, or an unbound claim that names no
@@ -33,6 +34,12 @@ class MissingVolumeError(Exception):
     for."""
 
 
+class ConflictingVolumesError(MissingVolumeError):
+    """A pod's volumes allow no common node (say, two EBS volumes in different zones): no
+    node can ever hold it. Karpenter keeps the impossible merge and fails to schedule the
+    pod; the outcome is the same, the message names the volumes."""
+
+
 def volume_terms(
     t: PodTemplate,
     pvcs: Sequence[PersistentVolumeClaim],
@@ -48,7 +55,8 @@ def volume_terms(
     Raises:
         MissingVolumeError: a claim, or the volume a claim is bound to, is missing or being
             deleted; or an unbound claim names no StorageClass, a missing one, or one whose
-            ``volumeBindingMode`` is ``Immediate``.
+            ``volumeBindingMode`` is ``Immediate``; ``ConflictingVolumesError`` when the
+            claims' volumes allow no common node.
     """
     if not t.volume_claims:
         return ()
@@ -56,6 +64,7 @@ def volume_terms(
     volumes = {v.name: v for v in pvs}
     classes = {s.name: s for s in storage_classes}
     combos: list[Requirements] = [Requirements()]
+    constrained: list[str] = []  # each constraining claim, described
     for name in t.volume_claims:
         claim = claims.get((t.namespace, name))
         if claim is None:
@@ -67,8 +76,39 @@ def volume_terms(
         else:
             alternatives = _unbound_terms(claim, classes)
         if alternatives:
-            combos = [c.merge(a) for c in combos for a in alternatives][:MAX_ALTERNATIVES]
+            constrained.append(_described(claim, alternatives))
+            combos = _merged(combos, alternatives, constrained)
     return tuple(c for c in combos if c) or ()
+
+
+def _merged(
+    combos: Sequence[Requirements], alternatives: Sequence[Requirements], constrained: list[str]
+) -> list[Requirements]:
+    """The cross product of ``combos`` and one claim's ``alternatives``, keeping the pairs
+    that intersect (Karpenter ``volumetopology.go`` ``mergeVolumeRequirementAlternatives``),
+    at most ``MAX_ALTERNATIVES``.
+
+    Raises:
+        ConflictingVolumesError: no pair intersects; names the ``constrained`` claims.
+    """
+    merged = [c.merge(a) for c in combos for a in alternatives if c.intersects(a) is None]
+    if not merged:
+        raise ConflictingVolumesError(
+            f"the volumes of PersistentVolumeClaims {' and '.join(constrained)} allow no "
+            "common node"
+        )
+    return merged[:MAX_ALTERNATIVES]
+
+
+def _described(claim: PersistentVolumeClaim, alternatives: Sequence[Requirements]) -> str:
+    """``ns/name (PersistentVolume pv: <requirements>)``, or its StorageClass's, the
+    alternatives joined by "or"."""
+    origin = (
+        f"PersistentVolume {claim.volume_name}"
+        if claim.volume_name
+        else f"StorageClass {claim.storage_class}"
+    )
+    return f"{_key(claim)} ({origin}: {' or '.join(a.describe() for a in alternatives)})"
 
 
 def _key(claim: PersistentVolumeClaim) -> str:

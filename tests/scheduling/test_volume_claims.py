@@ -13,7 +13,7 @@ from joiner.api import labels
 from joiner.api.errors import InputError
 from joiner.api.manifests import load_text
 from joiner.api.requirements import Requirement, Requirements
-from joiner.scheduling.volumes import MissingVolumeError, volume_terms
+from joiner.scheduling.volumes import ConflictingVolumesError, MissingVolumeError, volume_terms
 from tests.cli.test_plan_regressions import POOLS, _plan, _pod
 
 POD = _pod("db", spec_extra="  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]\n")
@@ -155,3 +155,59 @@ def test_an_empty_volume_term_is_refused_naming_its_field_once() -> None:
     assert "field spec.nodeAffinity.required.nodeSelectorTerms[0]: an empty node selector" in str(
         err.value
     )
+
+
+TWO_CLAIMS = _pod(
+    "db",
+    spec_extra="  volumes: [{name: a, persistentVolumeClaim: {claimName: a}}, "
+    "{name: b, persistentVolumeClaim: {claimName: b}}]\n",
+)
+
+
+def _named_claim(name: str, spec: str) -> str:
+    return _claim(spec).replace("name: data", f"name: {name}")
+
+
+def _zonal_volume(name: str, zone: str) -> str:
+    return _volume_with_term(
+        f"{{matchExpressions: [{{key: {labels.ZONE}, operator: In, values: [{zone}]}}]}}"
+    ).replace("pv-1", name)
+
+
+def _two_claims_terms(text: str) -> tuple[Requirements, ...]:
+    m = load_text(text + TWO_CLAIMS, "m.yaml")
+    (pod,) = m.pods
+    return volume_terms(pod.template, m.pvcs, m.pvs, m.storageclasses)
+
+
+def test_volumes_in_different_zones_are_refused_naming_both() -> None:
+    text = (
+        _named_claim("a", "{storageClassName: gp3, volumeName: pv-a}")
+        + _named_claim("b", "{storageClassName: gp3, volumeName: pv-b}")
+        + _zonal_volume("pv-a", "us-east-1a")
+        + _zonal_volume("pv-b", "us-east-1b")
+    )
+    with pytest.raises(ConflictingVolumesError) as err:
+        _two_claims_terms(text)
+    assert str(err.value) == (
+        f"the volumes of PersistentVolumeClaims default/a (PersistentVolume pv-a: {labels.ZONE} "
+        f"In [us-east-1a]) and default/b (PersistentVolume pv-b: {labels.ZONE} In [us-east-1b]) "
+        "allow no common node"
+    )
+
+
+def test_only_the_combinations_of_volumes_that_intersect_are_kept() -> None:
+    # Karpenter mergeVolumeRequirementAlternatives: the class allows 1b or 1c, the volume is
+    # in 1c; the 1b-and-1c combination, which no node satisfies, is dropped.
+    two_zones = _class("WaitForFirstConsumer").replace(
+        "values: [us-east-1b]}]}]",
+        "values: [us-east-1b]}]}, "
+        f"{{matchLabelExpressions: [{{key: {labels.ZONE}, values: [us-east-1c]}}]}}]",
+    )
+    text = (
+        _named_claim("a", "{storageClassName: gp3}")
+        + two_zones
+        + _named_claim("b", "{storageClassName: gp3, volumeName: pv-c}")
+        + _zonal_volume("pv-c", "us-east-1c")
+    )
+    assert _two_claims_terms(text) == _zone("us-east-1c")
