@@ -17,6 +17,7 @@ StorageClass, names one that does not exist, or whose StorageClass binds ``Immed
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from joiner.api.objects import PersistentVolume, PersistentVolumeClaim, PodTemplate, StorageClass
 from joiner.api.requirements import Requirements
@@ -40,13 +41,39 @@ class ConflictingVolumesError(MissingVolumeError):
     pod; the outcome is the same, the message names the volumes."""
 
 
+@dataclass(frozen=True, slots=True)
+class ResolvedVolumes:
+    """What a pod template's claims give: ``terms``, the node requirements as alternatives
+    (empty for none), and ``described``, the claims that impose them with their volume's or
+    StorageClass's requirements (``ns/claim (StorageClass gp3: ...)``, joined by "and"; empty
+    for none), for reasons that name where a requirement comes from."""
+
+    terms: tuple[Requirements, ...] = ()
+    described: str = ""
+
+
 def volume_terms(
     t: PodTemplate,
     pvcs: Sequence[PersistentVolumeClaim],
     pvs: Sequence[PersistentVolume],
     storage_classes: Sequence[StorageClass],
 ) -> tuple[Requirements, ...]:
-    """The node requirements ``t``'s volumes impose, as alternatives; empty for none.
+    """The node requirements ``t``'s volumes impose, as alternatives; empty for none
+    (``resolve_volumes(...).terms``).
+
+    Raises:
+        MissingVolumeError: as ``resolve_volumes``.
+    """
+    return resolve_volumes(t, pvcs, pvs, storage_classes).terms
+
+
+def resolve_volumes(
+    t: PodTemplate,
+    pvcs: Sequence[PersistentVolumeClaim],
+    pvs: Sequence[PersistentVolume],
+    storage_classes: Sequence[StorageClass],
+) -> ResolvedVolumes:
+    """The node requirements ``t``'s volumes impose, and the claims imposing them.
 
     Karpenter ``pkg/controllers/provisioning/scheduling/volumetopology.go``
     ``GetRequirements`` (the alternatives) and ``ValidatePersistentVolumeClaims`` (the
@@ -59,7 +86,7 @@ def volume_terms(
             claims' volumes allow no common node.
     """
     if not t.volume_claims:
-        return ()
+        return ResolvedVolumes()
     claims = {(c.namespace, c.name): c for c in pvcs}
     volumes = {v.name: v for v in pvs}
     classes = {s.name: s for s in storage_classes}
@@ -78,7 +105,8 @@ def volume_terms(
         if alternatives:
             constrained.append(_described(claim, alternatives))
             combos = _merged(combos, alternatives, constrained)
-    return tuple(c for c in combos if c) or ()
+    terms = tuple(c for c in combos if c)
+    return ResolvedVolumes(terms, " and ".join(constrained) if terms else "")
 
 
 def _merged(

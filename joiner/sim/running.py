@@ -32,7 +32,7 @@ from joiner.api.objects import ClusterNode, ClusterNodeClaim, PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CloudProviderError, NodeClassNotReadyError
-from joiner.scheduling.volumes import MissingVolumeError, volume_terms
+from joiner.scheduling.volumes import MissingVolumeError, resolve_volumes
 from joiner.sim.workloads import PodFactory
 from joiner.state.cluster import ClusterState, Node, NodeClaim, NodeCondition
 
@@ -52,7 +52,7 @@ def cluster_state(m: ManifestSet) -> tuple[ClusterState, list[str]]:
         *((p.source, p.template, "pending, it is") for p in m.pods),
     ]:
         try:
-            terms = volume_terms(template, m.pvcs, m.pvs, m.storageclasses)
+            vols = resolve_volumes(template, m.pvcs, m.pvs, m.storageclasses)
         except MissingVolumeError as exc:
             state.volume_waits[template] = str(exc)
             warnings.append(
@@ -60,8 +60,9 @@ def cluster_state(m: ManifestSet) -> tuple[ClusterState, list[str]]:
                 "scheduled"
             )
             continue
-        if terms:
-            state.volume_terms[template] = terms
+        if vols.terms:
+            state.volume_terms[template] = vols.terms
+            state.volume_claims[template] = vols.described
     return state, warnings
 
 

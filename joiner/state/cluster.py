@@ -267,6 +267,9 @@ class ClusterState:
     #: ``scheduling.volumes.MissingVolumeError``, the reason ``joiner plan`` gives): their
     #: pending pods stay pending (``volume_wait``).
     volume_waits: dict[PodTemplate, str] = field(default_factory=dict)
+    #: The claims imposing ``volume_terms``, described per template
+    #: (``scheduling.volumes.ResolvedVolumes.described``; absent: not known).
+    volume_claims: dict[PodTemplate, str] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     #: Bumped on every pod event and node change the disruption controller cares about, so
     #: it can skip passes while nothing changed (Karpenter's cluster-state consolidation

@@ -211,3 +211,16 @@ def test_only_the_combinations_of_volumes_that_intersect_are_kept() -> None:
         + _zonal_volume("pv-c", "us-east-1c")
     )
     assert _two_claims_terms(text) == _zone("us-east-1c")
+
+
+def test_a_pod_fitting_no_offering_because_of_its_class_names_the_class(tmp_path: Path) -> None:
+    nowhere = _class("WaitForFirstConsumer").replace("us-east-1b", "us-east-1z")
+    plan = _plan(tmp_path, POOLS + _claim("{storageClassName: gp3}") + nowhere + POD)
+    reasons = {u["reason"] for u in plan["unschedulable"]}
+    assert reasons and all(
+        r.endswith(
+            f"; the pod's volumes require: PersistentVolumeClaim default/data "
+            f"(StorageClass gp3: {labels.ZONE} In [us-east-1z])"
+        )
+        for r in reasons
+    ), reasons

@@ -167,3 +167,26 @@ def test_the_warning_says_the_pod_is_not_placed(tmp_path: Path) -> None:
         "PersistentVolumeClaim t/claim-no-sc is not bound and names no StorageClass; "
         "pending, it is neither provisioned for nor scheduled"
     )
+
+
+NOWHERE = """\
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3-1z}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+  - matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [us-east-1z]}]
+""" + _pod("nowhere", "{storageClassName: gp3-1z}")
+
+
+def test_a_pod_whose_class_allows_no_zone_offered_has_plans_reason_naming_the_class(
+    tmp_path: Path,
+) -> None:
+    path = _write(tmp_path, NOWHERE)
+    expected = _plan_reasons(path)["nowhere"]
+    assert "(StorageClass gp3-1z: topology.kubernetes.io/zone In [us-east-1z])" in expected
+    result = SimulationRuntime(load_scenario(path)).run()
+    (pod,) = [p for p in result.state.pods.values() if p.name == "nowhere"]
+    assert pod.pending and pod.unschedulable_reason == expected
