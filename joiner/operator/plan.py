@@ -95,7 +95,7 @@ from joiner.scheduling import (
 )
 from joiner.scheduling.costopt import KARPENTER, scheduler_for
 from joiner.scheduling.daemonsets import overhead_on_node
-from joiner.scheduling.volumes import MissingVolumeError, volume_terms
+from joiner.scheduling.volumes import MissingVolumeError, resolve_volumes
 from joiner.sim.clock import SimClock
 
 if TYPE_CHECKING:
@@ -477,11 +477,11 @@ def _requests(
     missing: list[Unschedulable] = []
     for i, pend in enumerate(pending):
         try:
-            terms = volume_terms(pend.template, m.pvcs, m.pvs, m.storageclasses)
+            vols = resolve_volumes(pend.template, m.pvcs, m.pvs, m.storageclasses)
         except MissingVolumeError as exc:
             missing.append(Unschedulable(pod=pend.uid, reason=str(exc)))
             continue
-        requests.append(PodRequest(pend.uid, pend.template, i, terms))
+        requests.append(PodRequest(pend.uid, pend.template, i, vols.terms, vols.described))
     return requests, missing
 
 

@@ -283,11 +283,14 @@ def _describe_need(pool: PreparedPool, need: IntArray) -> str:
     )
 
 
-def _no_offering(pool: PreparedPool, wanted: Requirements) -> str:
+def _no_offering(pool: PreparedPool, wanted: Requirements, volumes: str = "") -> str:
+    """Why no offering of ``pool`` takes a pod wanting ``wanted``; ``volumes`` names the
+    claims whose volumes impose part of it (``PodRequest.volumes``)."""
     return (
         f"NodePool {pool.name}: no instance type with an available offering satisfies "
         f"{wanted.describe() or 'the pod'} together with the NodePool's requirements "
         f"({pool.nodepool.requirements.describe()})"
+        + (f"; the pod's volumes require: PersistentVolumeClaim {volumes}" if volumes else "")
     )
 
 

@@ -578,7 +578,7 @@ class _Solve(OnExisting):
                 matching = claim.options[mask[claim.options]]
                 if matching.size == 0:
                     wanted = term.add(*narrowing) if narrowing else term
-                    reasons.append(partial(_no_offering, pool, wanted))
+                    reasons.append(partial(_no_offering, pool, wanted, pod.volumes))
                     continue
                 cand = matching[(pool.net[matching] >= need).all(axis=1)]
                 if cand.size == 0:

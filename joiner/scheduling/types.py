@@ -17,13 +17,15 @@ class PodRequest:
 
     ``volume_terms`` are the node requirements its volumes impose, as alternatives (a bound
     zonal PersistentVolume's node affinity, or a StorageClass's allowed topologies); empty
-    when its volumes impose nothing.
+    when its volumes impose nothing. ``volumes`` names the claims imposing them
+    (``scheduling.volumes.ResolvedVolumes.described``), for the reason a pod fits no offering.
     """
 
     uid: str
     template: PodTemplate
     order: int = 0
     volume_terms: tuple[Requirements, ...] = ()
+    volumes: str = ""
 
 
 @dataclass(frozen=True, slots=True)

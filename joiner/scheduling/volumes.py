@@ -4,8 +4,9 @@
 A claim bound to a PersistentVolume with node affinity (an EBS volume lives in one zone)
 restricts the node to those terms; an unbound claim whose StorageClass lists
 ``allowedTopologies`` restricts it to those. Several volumes combine as a cross product of
-their alternatives. These requirements go on the NodeClaim only, never into the pod's own
-affinity, so topology counting is unchanged.
+their alternatives, keeping the combinations that intersect; volumes with none in common
+allow no node (``ConflictingVolumesError``). These requirements go on the NodeClaim only,
+never into the pod's own affinity, so topology counting is unchanged.
 
 A pod whose claims cannot be used yet is no demand at all (``MissingVolumeError``): a claim
 or its bound volume missing or being deleted, or an unbound claim that names no
@@ -16,6 +17,7 @@ StorageClass, names one that does not exist, or whose StorageClass binds ``Immed
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from joiner.api.objects import PersistentVolume, PersistentVolumeClaim, PodTemplate, StorageClass
 from joiner.api.requirements import Requirements
@@ -33,13 +35,45 @@ class MissingVolumeError(Exception):
     for."""
 
 
+class ConflictingVolumesError(MissingVolumeError):
+    """A pod's volumes allow no common node (say, two EBS volumes in different zones): no
+    node can ever hold it. Karpenter keeps the impossible merge and fails to schedule the
+    pod; the outcome is the same, the message names the volumes."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedVolumes:
+    """What a pod template's claims give: ``terms``, the node requirements as alternatives
+    (empty for none), and ``described``, the claims that impose them with their volume's or
+    StorageClass's requirements (``ns/claim (StorageClass gp3: ...)``, joined by "and"; empty
+    for none), for reasons that name where a requirement comes from."""
+
+    terms: tuple[Requirements, ...] = ()
+    described: str = ""
+
+
 def volume_terms(
     t: PodTemplate,
     pvcs: Sequence[PersistentVolumeClaim],
     pvs: Sequence[PersistentVolume],
     storage_classes: Sequence[StorageClass],
 ) -> tuple[Requirements, ...]:
-    """The node requirements ``t``'s volumes impose, as alternatives; empty for none.
+    """The node requirements ``t``'s volumes impose, as alternatives; empty for none
+    (``resolve_volumes(...).terms``).
+
+    Raises:
+        MissingVolumeError: as ``resolve_volumes``.
+    """
+    return resolve_volumes(t, pvcs, pvs, storage_classes).terms
+
+
+def resolve_volumes(
+    t: PodTemplate,
+    pvcs: Sequence[PersistentVolumeClaim],
+    pvs: Sequence[PersistentVolume],
+    storage_classes: Sequence[StorageClass],
+) -> ResolvedVolumes:
+    """The node requirements ``t``'s volumes impose, and the claims imposing them.
 
     Karpenter ``pkg/controllers/provisioning/scheduling/volumetopology.go``
     ``GetRequirements`` (the alternatives) and ``ValidatePersistentVolumeClaims`` (the
@@ -48,14 +82,16 @@ def volume_terms(
     Raises:
         MissingVolumeError: a claim, or the volume a claim is bound to, is missing or being
             deleted; or an unbound claim names no StorageClass, a missing one, or one whose
-            ``volumeBindingMode`` is ``Immediate``.
+            ``volumeBindingMode`` is ``Immediate``; ``ConflictingVolumesError`` when the
+            claims' volumes allow no common node.
     """
     if not t.volume_claims:
-        return ()
+        return ResolvedVolumes()
     claims = {(c.namespace, c.name): c for c in pvcs}
     volumes = {v.name: v for v in pvs}
     classes = {s.name: s for s in storage_classes}
     combos: list[Requirements] = [Requirements()]
+    constrained: list[str] = []  # each constraining claim, described
     for name in t.volume_claims:
         claim = claims.get((t.namespace, name))
         if claim is None:
@@ -67,8 +103,40 @@ def volume_terms(
         else:
             alternatives = _unbound_terms(claim, classes)
         if alternatives:
-            combos = [c.merge(a) for c in combos for a in alternatives][:MAX_ALTERNATIVES]
-    return tuple(c for c in combos if c) or ()
+            constrained.append(_described(claim, alternatives))
+            combos = _merged(combos, alternatives, constrained)
+    terms = tuple(c for c in combos if c)
+    return ResolvedVolumes(terms, " and ".join(constrained) if terms else "")
+
+
+def _merged(
+    combos: Sequence[Requirements], alternatives: Sequence[Requirements], constrained: list[str]
+) -> list[Requirements]:
+    """The cross product of ``combos`` and one claim's ``alternatives``, keeping the pairs
+    that intersect (Karpenter ``volumetopology.go`` ``mergeVolumeRequirementAlternatives``),
+    at most ``MAX_ALTERNATIVES``.
+
+    Raises:
+        ConflictingVolumesError: no pair intersects; names the ``constrained`` claims.
+    """
+    merged = [c.merge(a) for c in combos for a in alternatives if c.intersects(a) is None]
+    if not merged:
+        raise ConflictingVolumesError(
+            f"the volumes of PersistentVolumeClaims {' and '.join(constrained)} allow no "
+            "common node"
+        )
+    return merged[:MAX_ALTERNATIVES]
+
+
+def _described(claim: PersistentVolumeClaim, alternatives: Sequence[Requirements]) -> str:
+    """``ns/name (PersistentVolume pv: <requirements>)``, or its StorageClass's, the
+    alternatives joined by "or"."""
+    origin = (
+        f"PersistentVolume {claim.volume_name}"
+        if claim.volume_name
+        else f"StorageClass {claim.storage_class}"
+    )
+    return f"{_key(claim)} ({origin}: {' or '.join(a.describe() for a in alternatives)})"
 
 
 def _key(claim: PersistentVolumeClaim) -> str:

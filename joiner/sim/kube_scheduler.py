@@ -13,7 +13,12 @@ reserved from the others (``addNominatedPods``). A pod that fits nowhere may pre
 lower-priority pods (``sim.preemption``): ``preempt`` deletes each victim (its grace period
 runs) and the pass is repeated when the last victim is gone.
 
-A pass tries every pending pod; those it leaves pending wait in kube-scheduler's
+A pod whose PersistentVolumeClaims cannot be used (``ClusterState.volume_wait``) is never
+tried: the VolumeBinding plugin finds it unschedulable (Kubernetes
+``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go``
+``VolumeBinding.PreFilter``).
+
+A pass tries every other pending pod; those it leaves pending wait in kube-scheduler's
 ``unschedulablePods`` until a cluster event may make them schedulable (Kubernetes
 ``pkg/scheduler/backend/queue/scheduling_queue.go``). Two such moves are modelled, besides
 a Ready node or a new pod kicking a pass: a pod bound by a pass that matches every required
@@ -91,7 +96,7 @@ class KubeScheduler:
         self._scheduled = False
         self._bound = []
         self._bind_pass()
-        left = self._state.pending_pods()
+        left = self._state.placeable_pending_pods()
         if not left:
             return
         self._attempted_s = self._clock.now()
@@ -122,7 +127,7 @@ class KubeScheduler:
         """A flush tick: pods still pending since an attempt more than
         ``MAX_IN_UNSCHEDULABLE_S`` ago are tried again; a later attempt re-arms the check."""
         self._flush_armed = False
-        if self._attempted_s is None or not self._state.pending_pods():
+        if self._attempted_s is None or not self._state.placeable_pending_pods():
             return
         if self._clock.now() - self._attempted_s > MAX_IN_UNSCHEDULABLE_S:
             self.kick()
@@ -130,20 +135,22 @@ class KubeScheduler:
             self._arm_flush()
 
     def _bind_pass(self) -> None:
-        pending = self._state.pending_pods()
+        pending = self._state.placeable_pending_pods()
         if not pending or not self._state.ready_nodes():
             return
         nominated = [p for p in pending if p.nominated_node_name is not None]
         if nominated:
             self._bind(nominated, reserve=False)
-            pending = [p for p in self._state.pending_pods() if p.nominated_node_name is None]
+            pending = [
+                p for p in self._state.placeable_pending_pods() if p.nominated_node_name is None
+            ]
         unplaced = self._bind(pending, reserve=bool(nominated)) if pending else set()
         if self._preempt is None or not (unplaced or nominated):
             return
         queue = sorted(
             (
                 p
-                for p in self._state.pending_pods()
+                for p in self._state.placeable_pending_pods()
                 if p.uid in unplaced or p.nominated_node_name is not None
             ),
             key=lambda p: (-p.template.priority_value, p.order),

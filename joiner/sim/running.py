@@ -33,30 +33,37 @@ from joiner.api.objects import ClusterNode, ClusterNodeClaim, PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import CloudProviderError, InstanceType, NodeClassNotReadyError
-from joiner.scheduling.volumes import MissingVolumeError, volume_terms
+from joiner.scheduling.volumes import MissingVolumeError, resolve_volumes
 from joiner.sim.workloads import PodFactory
 from joiner.state.cluster import ClusterState, Node, NodeClaim, NodeCondition
 
 
 def cluster_state(m: ManifestSet) -> tuple[ClusterState, list[str]]:
     """An empty cluster of the manifests' NodePools, DaemonSets and PDBs, with each pod
-    template's volume topology resolved; returns warnings for volumes that cannot be."""
+    template's volume topology resolved; returns a warning for each workload or Pod whose
+    claims cannot be used (``scheduling.volumes.volume_terms`` raises): its pending pods wait
+    (``ClusterState.volume_waits``), as ``joiner plan`` counts them unschedulable."""
     state = ClusterState()
     state.nodepools = {p.name: p for p in m.nodepools}
     state.daemonsets = {f"{d.namespace}/{d.name}": d.template for d in m.daemonsets}
     state.pdbs = list(m.pdbs)
     warnings: list[str] = []
-    for source, template in [
-        *((w.source, w.template) for w in m.workloads),
-        *((p.source, p.template) for p in m.pods),
+    for source, template, whose in [
+        *((w.source, w.template, "its pending pods are") for w in m.workloads),
+        *((p.source, p.template, "pending, it is") for p in m.pods),
     ]:
         try:
-            terms = volume_terms(template, m.pvcs, m.pvs, m.storageclasses)
+            vols = resolve_volumes(template, m.pvcs, m.pvs, m.storageclasses)
         except MissingVolumeError as exc:
-            warnings.append(f"{source.ref} ({source.file}): {exc}; its volume topology is ignored")
+            state.volume_waits[template] = str(exc)
+            warnings.append(
+                f"{source.ref} ({source.file}): {exc}; {whose} neither provisioned for nor "
+                "scheduled"
+            )
             continue
-        if terms:
-            state.volume_terms[template] = terms
+        if vols.terms:
+            state.volume_terms[template] = vols.terms
+            state.volume_claims[template] = vols.described
     return state, warnings
 
 

@@ -263,6 +263,13 @@ class ClusterState:
     daemonsets: dict[str, PodTemplate] = field(default_factory=dict)
     #: Node requirements each pod template's volumes impose (alternatives; absent: none).
     volume_terms: dict[PodTemplate, tuple[Requirements, ...]] = field(default_factory=dict)
+    #: Pod templates whose PersistentVolumeClaims cannot be used, with why (the message of
+    #: ``scheduling.volumes.MissingVolumeError``, the reason ``joiner plan`` gives): their
+    #: pending pods stay pending (``volume_wait``).
+    volume_waits: dict[PodTemplate, str] = field(default_factory=dict)
+    #: The claims imposing ``volume_terms``, described per template
+    #: (``scheduling.volumes.ResolvedVolumes.described``; absent: not known).
+    volume_claims: dict[PodTemplate, str] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     #: Bumped on every pod event and node change the disruption controller cares about, so
     #: it can skip passes while nothing changed (Karpenter's cluster-state consolidation
@@ -381,6 +388,29 @@ class ClusterState:
         """Unbound, undeleted, non-DaemonSet pods, by creation order."""
         self._refresh()
         return list(self._pending)
+
+    def volume_wait(self, pod: Pod) -> str | None:
+        """Why ``pod`` may not be placed while pending, its claims being unusable
+        (``volume_waits``), or None.
+
+        Karpenter ``pkg/controllers/provisioning/provisioner.go`` ``GetPendingPods`` leaves
+        out a pod ``Validate`` refuses (``volumetopology.go``
+        ``ValidatePersistentVolumeClaims``); Kubernetes
+        ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go``
+        ``VolumeBinding.PreFilter`` finds such a pod unschedulable (``binder.go``
+        ``volumeBinder.GetPodVolumeClaims``: a missing claim, volume or class, an unbound
+        ``Immediate`` claim)."""
+        if not self.volume_waits or not pod.pending:
+            return None
+        return self.volume_waits.get(pod.template)
+
+    def placeable_pending_pods(self) -> list[Pod]:
+        """``pending_pods`` less those whose claims cannot be used (``volume_wait``): the
+        pods kube-scheduler and the autoscalers try to place."""
+        pending = self.pending_pods()
+        if not self.volume_waits:
+            return pending
+        return [p for p in pending if self.volume_waits.get(p.template) is None]
 
     def pods_on(self, node_name: str) -> list[Pod]:
         """Live pods bound to ``node_name``, by creation order."""

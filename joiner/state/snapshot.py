@@ -32,7 +32,8 @@ def pod_requests(state: ClusterState, pods: Iterable[Pod]) -> tuple[PodRequest, 
             or hit[1].template is not p.template
             or hit[1].volume_terms != vt
         ):
-            hit = _REQUESTS[id(p)] = (p, PodRequest(p.uid, p.template, p.order, vt))
+            claims = state.volume_claims.get(p.template, "") if vt else ""
+            hit = _REQUESTS[id(p)] = (p, PodRequest(p.uid, p.template, p.order, vt, claims))
         out.append(hit[1])
     return tuple(out)
 

@@ -9,7 +9,10 @@ import random
 from typing import Any
 
 from joiner.api import labels
+from joiner.api.manifests import load_text
+from joiner.api.requirements import Requirement, Requirements
 from joiner.cluster.kube import client as kube
+from joiner.cluster.kube.volumefeed import VolumeCache
 from joiner.controllers.provisioning.provisioner import Provisioner
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc
 
@@ -170,3 +173,25 @@ def test_a_pod_annotated_after_it_was_counted_keeps_its_volume_zone() -> None:
     h.feed.deliver(kube.POD, "MODIFIED", [annotated])
     assert h.state.pods["u1"].template is not before
     assert _launched_zones(h) == ["us-east-1c"]
+
+
+def test_a_volume_loaded_with_a_warning_is_kept_and_the_warning_logged(caplog) -> None:
+    cache = VolumeCache("cluster")
+    body = _pv("us-east-1a")
+    body["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"].append(
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]}
+    )
+    with caplog.at_level("WARNING"):
+        cache.apply(kube.PV.kind, "ADDED", "pv-1", _doc(kube.PV, body))
+    assert "nodeSelectorTerms[1].matchFields: not modelled" in caplog.text
+    cache.apply(kube.PVC.kind, "ADDED", "ns/data", _doc(kube.PVC, _pvc(volume="pv-1")))
+    (pod,) = load_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n"
+        "  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]\n"
+        "  containers: [{name: c}]\n",
+        "p.yaml",
+    ).pods
+    # The volume is kept, its zone term in force.
+    assert cache.terms(pod.template) == (
+        Requirements([Requirement.in_(labels.ZONE, "us-east-1a")]),
+    )

@@ -177,7 +177,7 @@ def _pvc(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
 
 
 def _pv(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.pvs.append(pods.pv(_validate(m.PersistentVolume, doc, file, obj), file))
+    out.pvs.append(pods.pv(_validate(m.PersistentVolume, doc, file, obj), file, out.warnings))
 
 
 def _storageclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:

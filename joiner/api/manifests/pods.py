@@ -472,21 +472,21 @@ def pvc(doc: m.PersistentVolumeClaim, file: str) -> o.PersistentVolumeClaim:
     )
 
 
-def pv(doc: m.PersistentVolume, file: str) -> o.PersistentVolume:
-    """A ``v1`` PersistentVolume."""
+def pv(doc: m.PersistentVolume, file: str, warnings: list[str] | None = None) -> o.PersistentVolume:
+    """A ``v1`` PersistentVolume; ``warnings`` gets a line for each node selector term's
+    ``matchFields``, which are not modelled (``_pv_terms``).
+
+    Raises:
+        InputError: a node selector term with neither matchExpressions nor matchFields.
+    """
     terms: list[Requirements] = []
     na = doc.spec.nodeAffinity
     if na is not None and na.required is not None:
-        base = "spec.nodeAffinity.required.nodeSelectorTerms"
-        for i, t in enumerate(na.required.nodeSelectorTerms):
-            if not t.matchExpressions:
-                raise InputError(
-                    "an empty node selector term matches no node",
-                    field=f"{base}.nodeSelectorTerms[{i}]",
-                )
-            terms.append(
-                Requirements(requirements(t.matchExpressions, f"{base}[{i}].matchExpressions"))
-            )
+        terms = _pv_terms(
+            na.required.nodeSelectorTerms,
+            f"{file}: PersistentVolume/{doc.metadata.name}",
+            warnings if warnings is not None else [],
+        )
     quantity.parse_resources(doc.spec.capacity, field="spec.capacity", names=resourcenames.RESOURCE)
     return o.PersistentVolume(
         name=doc.metadata.name,
@@ -495,6 +495,33 @@ def pv(doc: m.PersistentVolume, file: str) -> o.PersistentVolume:
         node_affinity=tuple(terms),
         deleting=doc.metadata.deletionTimestamp is not None,
     )
+
+
+def _pv_terms(
+    selector_terms: Sequence[m.NodeSelectorTerm], where: str, warnings: list[str]
+) -> list[Requirements]:
+    """A PersistentVolume's required node affinity, one alternative per term with
+    matchExpressions, as Karpenter reads it (``pkg/controllers/provisioning/scheduling/
+    volumetopology.go`` ``getPersistentVolumeRequirements``: a term's matchExpressions only,
+    a term without any adds no alternative). ``matchFields`` are not modelled: a line naming
+    ``where`` (``file: PersistentVolume/name``) and the field goes to ``warnings``."""
+    base = "spec.nodeAffinity.required.nodeSelectorTerms"
+    terms: list[Requirements] = []
+    for i, t in enumerate(selector_terms):
+        if not t.matchExpressions and not t.matchFields:
+            raise InputError("an empty node selector term matches no node", field=f"{base}[{i}]")
+        if t.matchFields:
+            effect = (
+                "the term's matchExpressions apply alone"
+                if t.matchExpressions
+                else "the term restricts no node (Karpenter reads matchExpressions only)"
+            )
+            warnings.append(f"{where}: field {base}[{i}].matchFields: not modelled; {effect}")
+        if t.matchExpressions:
+            terms.append(
+                Requirements(requirements(t.matchExpressions, f"{base}[{i}].matchExpressions"))
+            )
+    return terms
 
 
 def storageclass(doc: m.StorageClass, file: str) -> o.StorageClass:

@@ -37,8 +37,8 @@ class VolumeCache:
 
     def apply(self, kind: str, event: str, key: str, doc: dict[str, Any]) -> None:
         """One change of the object ``key`` (``namespace/name``, or ``name``) of ``kind``
-        (``ADDED``, ``MODIFIED`` or ``DELETED``): it is loaded and kept, or dropped when
-        deleted or unreadable (logged with its key)."""
+        (``ADDED``, ``MODIFIED`` or ``DELETED``): it is loaded and kept (what loading warns
+        about is logged), or dropped when deleted or unreadable (logged with its key)."""
         store = self._by_kind[kind]
         store.pop(key, None)
         if event == "DELETED":
@@ -48,6 +48,8 @@ class VolumeCache:
         except InputError as exc:
             log.warning("%s %s not read: %s; pods using it wait", kind, key, exc)
             return
+        for warning in loaded.warnings:
+            log.warning("%s %s: %s", kind, key, warning)
         for obj in (*loaded.pvcs, *loaded.pvs, *loaded.storageclasses):
             store[key] = obj
 

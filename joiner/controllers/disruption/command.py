@@ -160,8 +160,9 @@ def simulate(
     virtual = buffer.virtual_pods() if buffer is not None else []
     pods = [
         # Karpenter ``GetPendingPods`` keeps provisionable pods only (``IsProvisionable``): a
-        # preemptor nominated to a node (``IsPreempting``) waits for its victims there.
-        *(p for p in state.pending_pods() if p.nominated_node_name is None),
+        # preemptor nominated to a node (``IsPreempting``) waits for its victims there; a pod
+        # whose claims cannot be used is refused (``ValidatePersistentVolumeClaims``).
+        *(p for p in state.placeable_pending_pods() if p.nominated_node_name is None),
         # SimulateScheduling's pending pods include CapacityBuffer virtual pods; a
         # replacement must hold them too, so their new NodeClaims count (below).
         *virtual,

@@ -141,14 +141,10 @@ class Provisioner:
         self.stats.passes += 1
         existing, bound = self.snapshot()
         pending, moving = self._demand()
-        # Karpenter ``Provisioner.GetPendingPods``: a pod ``Validate`` refuses (a restricted
-        # label, ``karpenter.sh/nodepool DoesNotExist``) is ignored, its reason recorded.
-        ignored = [p for p in pending if p.template.karpenter_ignores]
+        ignored = self._refused(pending)
         if ignored:
-            pending = [p for p in pending if not p.template.karpenter_ignores]
-            failed = self._record_unschedulable(
-                [(p.uid, f"ignoring pod, {p.template.karpenter_ignores}") for p in ignored]
-            )
+            pending = [p for p in pending if p.uid not in ignored]
+            failed = self._record_unschedulable(list(ignored.items()))
             if self._on_unschedulable is not None:
                 self._on_unschedulable(failed)
         virtual = self.buffers.virtual_pods() if self.buffers is not None else []
@@ -217,6 +213,22 @@ class Provisioner:
                 if node is not None and (node.deleting or node.deleted_at_s is not None):
                     moving.setdefault(p.uid, node.name)
         return pending, moving
+
+    def _refused(self, pods: Sequence[Pod]) -> dict[str, str]:
+        """The pods of ``pods`` Karpenter ``Provisioner.GetPendingPods`` ignores, by uid, with
+        the reason recorded for each: those ``Provisioner.Validate`` refuses for a
+        restricted label or ``karpenter.sh/nodepool DoesNotExist``, and pending ones whose
+        claims cannot be used (``ValidatePersistentVolumeClaims``; ``joiner plan``'s
+        reason, ``ClusterState.volume_wait``)."""
+        refused: dict[str, str] = {}
+        for p in pods:
+            if p.template.karpenter_ignores:
+                refused[p.uid] = f"ignoring pod, {p.template.karpenter_ignores}"
+                continue
+            why = self._state.volume_wait(p)
+            if why is not None:
+                refused[p.uid] = why
+        return refused
 
     def _record_unschedulable(self, unschedulable: Sequence[tuple[str, str]]) -> list[str]:
         """Record each unschedulable pod's reason (on the pod and in the stats); the uids of

@@ -380,9 +380,14 @@ class ClusterAutoscaler:
         # CA ``podlistprocessor/filter_out_expendable.go``: pods below
         # ``--expendable-pods-priority-cutoff`` (-10) never trigger a scale-up, and a pod
         # waiting for its preemption victims (nominated to a node) is not unschedulable.
+        # A pod whose claims cannot be used fits no node, new or not: CA's simulated
+        # scheduling runs kube-scheduler's VolumeBinding filter (Kubernetes
+        # pkg/scheduler/framework/plugins/volumebinding/volume_binding.go
+        # ``VolumeBinding.PreFilter``).
+        self._volume_waits()
         pending = [
             p
-            for p in self._state.pending_pods()
+            for p in self._state.placeable_pending_pods()
             if p.nominated_node_name is None
             and p.template.priority_value >= EXPENDABLE_PODS_PRIORITY_CUTOFF
         ]
@@ -476,6 +481,16 @@ class ClusterAutoscaler:
             else:
                 limited = True
         return candidates, limited
+
+    def _volume_waits(self) -> None:
+        """Give each pending pod whose claims cannot be used that reason
+        (``ClusterState.volume_wait``, ``joiner plan``'s), for the summary."""
+        if not self._state.volume_waits:
+            return
+        for p in self._state.pending_pods():
+            why = self._state.volume_wait(p)
+            if why is not None:
+                p.unschedulable_reason = why
 
     def _unschedulable(self, requests: Sequence[PodRequest], reason: str) -> None:
         """Give each of these pods that has no reason yet ``reason`` (the summary's
