@@ -177,7 +177,11 @@ def is_scenario_file(path: Path) -> bool:
     cluster manifests (``joiner plan -f dump.yaml``) ask without importing the simulator.
     """
     try:
-        docs = read_documents(path)
+        text = read_text(path)
+        # A Scenario names its kind: a cluster dump (tens of MB) is not parsed twice.
+        if "Scenario" not in text:
+            return False
+        docs = parse_documents(text, str(path))
     except InputError:
         return False
     return len(docs) == 1 and isinstance(docs[0], dict) and docs[0].get("kind") == "Scenario"
