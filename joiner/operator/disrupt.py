@@ -258,14 +258,14 @@ class DryRun:
             if history is not None:
                 history.record_command(self.clock.now(), command)
         unmanaged = {
-            n.name: self._left_alone(n.name)
+            n.name: Verdict(VerdictKind.BEING_DELETED) if n.deleting else self._left_alone(n.name)
             for n in sorted(self.manifests.nodes, key=lambda n: n.name)
-            if n.name not in managed and not n.deleting and n.name not in touched
+            if n.name not in managed and n.name not in touched
         }
         left = [
             Unconsolidatable(
                 node=name,
-                reason="being deleted"
+                reason=Verdict(VerdictKind.BEING_DELETED).message()
                 if state.nodes[name].deleting
                 else _message(reasons.get(name)),
             )

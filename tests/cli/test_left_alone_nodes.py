@@ -50,3 +50,19 @@ def test_advise_counts_an_instance_once_and_names_what_it_leaves_out() -> None:
     assert missing.exit_code == 0, missing.output
     warnings = json.loads(missing.stdout)["warnings"]
     assert any("orphan is left out" in w and "NodePool 'gone'" in w for w in warnings)
+
+
+def test_every_node_explain_covers_is_listed_once_with_the_same_reason() -> None:
+    """Regression (breaker): an unmanaged node being deleted was explained by ``--explain
+    '*'`` but missing from the left-alone list."""
+    dump = FIXTURES / "node-kinds.yaml"
+    args = ["disrupt", "-f", str(dump), "--at", "2025-01-02T00:00:00Z", "--explain", "*"]
+    result = runner.invoke(app, [*args, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    left = {u["node"]: u["reason"] for u in plan["unconsolidatable"]}
+    touched = {n for c in plan["commands"] for n in c["candidates"]}
+    assert set(plan["explain"]) == set(left) | touched
+    assert left["unmanaged-deleting"] == left["managed-deleting"] == "already being deleted"
+    for node, reason in left.items():
+        assert plan["explain"][node]["entries"][-1]["message"] == reason, node

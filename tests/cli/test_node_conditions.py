@@ -154,7 +154,7 @@ status:
     plan = build_disruption_plan(m, Catalog.load(), REGION, at=AT)
     assert plan.commands == []
     reasons = {u.node: u.reason for u in plan.unconsolidatable}
-    assert reasons["gone"] == "being deleted"
+    assert reasons["gone"] == "already being deleted"
     assert "1 already disrupting" in reasons["a"]
 
 
