@@ -84,12 +84,7 @@ def simulate(
     if explain is not None:
         _check_explained(explain, prepared)
     if quiet:
-        warnings = result.summary["warnings"]
-        if result.as_run is not None:
-            warnings = warnings + [
-                w for w in result.as_run.summary["warnings"] if w not in warnings
-            ]
-        print_warnings(warnings, verbose=verbose)
+        _print_quiet(result, verbose, explain)
         out.print(str(summary_path))
         if page is not None:
             out.print(str(page))
@@ -103,6 +98,19 @@ def simulate(
     out.print(f"\nsummary written to [bold]{summary_path}[/]")
     if page is not None:
         out.print(f"report written to [bold]{page}[/]")
+
+
+def _print_quiet(result: Any, verbose: bool, explain: str | None) -> None:
+    """``-q``: the warnings (the as-run record's too), and the ``--explain NODE`` table when
+    a node was named (``'*'`` goes to summary.json only)."""
+    from joiner.controllers.disruption.history import ALL_NODES
+
+    warnings = result.summary["warnings"]
+    if result.as_run is not None:
+        warnings = warnings + [w for w in result.as_run.summary["warnings"] if w not in warnings]
+    print_warnings(warnings, verbose=verbose)
+    if explain is not None and explain != ALL_NODES:
+        _print_explained(result.summaries)
 
 
 def _check_explained(explain: str, prepared: list[tuple[str, SimulationRuntime]]) -> None:

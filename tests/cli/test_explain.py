@@ -216,3 +216,15 @@ def test_disrupt_explains_a_node_it_leaves_alone_instead_of_refusing():
     )
     left = {u["node"]: u["reason"] for u in plan["unconsolidatable"]}
     assert entry["message"] == left[node]
+
+
+def test_simulate_quiet_still_prints_the_table_of_a_node_asked_for_by_name(tmp_path):
+    """Regression (newcomer): ``-q`` hid the table ``--explain NODE`` asks for."""
+    first = _simulate(tmp_path / "all", "-q", "--explain", "*")
+    assert first.exit_code == 0, first.output
+    summary = json.loads((tmp_path / "all" / "summary.json").read_text())
+    node = sorted(summary["explain"])[0]
+    result = _simulate(tmp_path / "one", "-q", "--explain", node)
+    assert result.exit_code == 0, result.output
+    assert f"{node}: disruption verdict changes" in result.stdout
+    assert "disruption verdict changes" not in first.stdout  # '*' goes to summary.json
