@@ -22,7 +22,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from joiner.api import labels
 from joiner.api.manifests import ManifestSet
@@ -98,7 +99,8 @@ def advise(
     )
     pools = {p.name: p for p in m.nodepools}
     launched: dict[str, list[tuple[Instance, int]]] = {name: [] for name in sorted(pools)}
-    running = _take_over_running(m, cloud, pools, launched, warnings)
+    placed = Counter(p.node for p in plan.placements)
+    running = _take_over_running(m, cloud, pools, launched, warnings, placed)
     estimated = any(i.offering.price_estimated for nodes in launched.values() for i, _ in nodes)
     for claim in plan.nodeClaims:
         pool = pools[claim.nodePool]
@@ -150,12 +152,15 @@ def _take_over_running(
     pools: dict[str, NodePool],
     nodes: dict[str, list[tuple[Instance, int]]],
     warnings: list[str],
+    placed: Mapping[str, int],
 ) -> dict[str, int]:
     """Adopt the running cluster into ``cloud`` as ``joiner disrupt`` does
     (``sim.running.adopt``: a NodePool's Node becomes a running NodeClaim with the pods bound
     to it; one whose labels or instance ID it cannot take is left out, with a warning
     here), appending each with its pod count (not a DaemonSet's) to ``nodes[pool]``, Nodes
-    being deleted aside; returns the running nodes per NodePool."""
+    being deleted aside, and NodeClaims launched whose Node has not registered yet included;
+    ``placed``: the pending pods the provisioning round puts on each node or NodeClaim, by
+    name; returns the running nodes per NodePool."""
     state, _ = cluster_state(m)  # its volume warnings are build_plan's too
     left_out: dict[str, str] = {}
     # adopt's other warnings (static capacity, gated pods) are build_plan's too.
@@ -174,9 +179,15 @@ def _take_over_running(
     for name in sorted(state.nodeclaims):
         claim = state.nodeclaims[name]
         node = state.nodes.get(claim.node_name or "")
-        if claim.instance is None or node is None or node.deleting or claim.nodepool not in pools:
+        if claim.instance is None or claim.nodepool not in pools:
             continue
-        pods = sum(1 for p in state.pods_on(node.name) if not p.daemon)
+        if node is not None and node.deleting:
+            continue
+        # Pods bound to it, and those the provisioning round places there (an in-flight
+        # NodeClaim, launched with no Node yet, holds only the latter).
+        pods = placed.get(name, 0) + placed.get(claim.node_name or "", 0)
+        if node is not None:
+            pods += sum(1 for p in state.pods_on(node.name) if not p.daemon)
         nodes[claim.nodepool].append((claim.instance, pods))
         running[claim.nodepool] = running.get(claim.nodepool, 0) + 1
     return running

@@ -138,15 +138,17 @@ def test_no_nodepool_is_an_error_not_an_empty_table() -> None:
 
 def test_advise_counts_the_nodes_a_nodepool_already_runs() -> None:
     """Regression: advise sized only one provisioning round, so a NodePool running three
-    Spot nodes read as one node. The dump's running nodes (the one being deleted left out)
-    are counted with their pods, beside the new NodeClaim."""
+    Spot nodes read as one node. The dump's running nodes (the one being deleted left out,
+    the NodeClaim launched whose Node has not registered counted) are counted with their
+    pods, beside the new NodeClaim."""
     dump = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "eks-cluster" / "dump.yaml"
     result = CliRunner().invoke(app, ["advise", "-f", str(dump), "-o", "json"])
     assert result.exit_code == 0, result.output
     (pool,) = json.loads(result.stdout)["nodePools"]
     assert pool["name"] == "default"
-    assert pool["runningNodes"] == 3 and pool["nodes"] == 4
-    assert sum(p["nodes"] for p in pool["pools"]) == 4
+    assert pool["runningNodes"] == 4 and pool["nodes"] == 5
+    assert sum(p["nodes"] for p in pool["pools"]) == 5
+    assert "c5.2xlarge/us-east-1b" in {p["pool"] for p in pool["pools"]}  # in flight
     assert pool["pods"] > 1  # the running nodes' pods count, not only the new one's
     table = CliRunner().invoke(app, ["advise", "-f", str(dump)])
-    assert "3 + 1" in table.stdout
+    assert "4 + 1" in table.stdout
