@@ -12,7 +12,7 @@ default seed without one) at one instant: ``--at``, else a Scenario's ``spec.sta
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -93,6 +93,10 @@ def scenario_spot_prices(
     return SpotPrices(market=market, at=when, unmodelled_scores=bool(inputs.scores))
 
 
+#: A price history ending longer than this before ``--at`` draws a warning.
+STALE_AFTER = timedelta(days=1)
+
+
 def file_spot_prices(
     catalog: Catalog,
     region: str,
@@ -115,7 +119,13 @@ def file_spot_prices(
     from joiner.sim.spotdata import history_end, load_price_history
 
     zones = sorted(name for name, _ in catalog.zones(region))
-    when = at if at is not None else history_end(history, zones=zones)
+    end = history_end(history, zones=zones)
+    when = at if at is not None else end
+    if when - end > STALE_AFTER:
+        warnings.append(
+            f"{history}: the Spot price history ends {end.isoformat()}, "
+            f"{(when - end).days} days before --at {when.isoformat()}: its last prices are used"
+        )
     prices = load_price_history(
         history,
         zones=zones,

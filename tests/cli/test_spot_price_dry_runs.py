@@ -363,3 +363,22 @@ def test_a_history_with_kwok_instance_types_is_a_usage_error(tmp_path: Path) -> 
     )
     assert result.exit_code == 2, result.output
     assert "--spot-price-history" in result.output and "KWOKNodeClasses" in result.output
+
+
+def test_a_history_ending_long_before_at_is_warned_about(tmp_path: Path) -> None:
+    """Regression (newcomer): ``disrupt`` reads ``--at`` as now, so a history that ended a
+    month before was used without a word; it is used, with a warning naming both times."""
+    (tmp_path / "m.yaml").write_text(SPOT_POOL + "---\n" + APP)
+    (tmp_path / "h.json").write_text(json.dumps(_rows(CHEAP_C)))
+    args = [
+        "plan",
+        "-f",
+        str(tmp_path / "m.yaml"),
+        "--spot-price-history",
+        str(tmp_path / "h.json"),
+    ]
+    late = _json([*args, "--at", "2025-02-05T00:00:00Z"])
+    (stale,) = [w for w in late["warnings"] if "the Spot price history ends" in w]
+    assert "31 days before --at 2025-02-05T00:00:00+00:00" in stale
+    assert _launch(late) == ("c5.xlarge", "us-east-1c", pytest.approx(0.02))
+    assert not any("the Spot price history ends" in w for w in _json(args)["warnings"])
