@@ -13,6 +13,7 @@ from joiner.api.errors import InputError
 from joiner.api.grouping import plural
 from joiner.api.jsontext import json_text
 from joiner.cli.common import (
+    ClusterFiles,
     RegionOption,
     Verbose,
     err,
@@ -83,14 +84,22 @@ def convert(
 
 
 def lint(
-    files: Annotated[
-        list[Path], typer.Argument(help="Manifest files, or one Scenario file (its VPC is used).")
-    ],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Manifest files, or one Scenario file (its VPC is used).", show_default=False
+        ),
+    ] = None,
+    file_options: ClusterFiles = None,
     region: RegionOption = None,
     verbose: Verbose = False,
 ) -> None:
     """Report configuration that cannot work as intended. Exit 1 when it warns, 0 when clean,
-    2 on bad input."""
+    2 on bad input. Files are given as arguments or with -f, as plan, disrupt and advise
+    take them."""
+    files = [*(paths or []), *(file_options or [])]
+    if not files:
+        fail(InputError("give manifest files (as arguments or with -f) or one Scenario file"))
     from joiner.api.manifests import load_files
     from joiner.api.manifests.yamlio import is_scenario_file
     from joiner.api.overlays import gate_warnings

@@ -205,3 +205,14 @@ def test_lint_warns_about_a_workload_karpenter_never_provisions_for() -> None:
         " ".join(result.output.split())
     )
     assert "prefer-unmanaged" not in result.output
+
+
+def test_lint_takes_its_files_with_f_as_plan_does() -> None:
+    """Regression (newcomer): ``joiner lint -f FILE`` was "No such option: -f"."""
+    dump = Path(__file__).resolve().parents[1] / "fixtures" / "ignored-pods" / "workloads.yaml"
+    with_f = runner.invoke(app, ["lint", "-f", str(dump)])
+    positional = runner.invoke(app, ["lint", str(dump)])
+    assert with_f.exit_code == positional.exit_code == 1
+    assert with_f.output == positional.output
+    none = runner.invoke(app, ["lint"])
+    assert none.exit_code == 2 and "give manifest files" in none.output
