@@ -31,7 +31,8 @@ KWOKNodeClasses, so a plan over EC2NodeClasses does not load it.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -312,19 +313,53 @@ def _in_flight(
     return out
 
 
+class _ListedPods:
+    """Live Pods by namespace as distinct label sets with how many Pods carry each, indexed
+    by label: ``count`` reads only the label sets holding a value of the selector's first
+    ``In`` requirement (no other set can match it) and asks ``selects`` of each, so a
+    cluster of many workloads is not read once per workload."""
+
+    def __init__(self, pods: Iterable[StandalonePod]) -> None:
+        by_ns: dict[str, Counter[tuple[tuple[str, str], ...]]] = {}
+        for p in pods:
+            by_ns.setdefault(p.namespace, Counter())[p.template.labels] += 1
+        #: Per namespace: each distinct label set (as a dict) and its Pods' count.
+        self._sets = {ns: [(dict(lab), n) for lab, n in c.items()] for ns, c in by_ns.items()}
+        #: (namespace, label key, value) -> indices into ``_sets[namespace]``.
+        self._index: dict[tuple[str, str, str], list[int]] = {}
+        for ns, sets in self._sets.items():
+            for i, (lab, _) in enumerate(sets):
+                have = Requirements.from_labels(lab)
+                for key in have:
+                    for value in have[key].values:
+                        self._index.setdefault((ns, key, value), []).append(i)
+
+    def count(self, w: Workload) -> int:
+        """How many listed Pods of ``w``'s namespace its selector matches (``selects``)."""
+        sets = self._sets.get(w.namespace, [])
+        first_in = next(
+            (r for key in w.selector if not (r := w.selector[key]).complement and r.values),
+            None,
+        )
+        if first_in is None:
+            candidates: Iterable[int] = range(len(sets))
+        else:
+            found: set[int] = set()
+            for value in first_in.values:
+                found.update(self._index.get((w.namespace, first_in.key, value), ()))
+            candidates = found
+        return sum(sets[i][1] for i in candidates if selects(w.selector, sets[i][0]))
+
+
 def missing_replicas(m: ManifestSet) -> list[tuple[Workload, str]]:
     """Each workload replica not listed as a Pod matching its selector in its namespace, with
     its name (``<namespace>/<name>``, ``_replica_names``), in workload order. ``joiner plan``
     and ``joiner disrupt`` add them as pending pods."""
-    live_pods = [p for p in m.pods if not p.terminal]
+    listed_pods = _ListedPods(p for p in m.pods if not p.terminal)
     taken = {p.key for p in m.pods}
     out: list[tuple[Workload, str]] = []
     for w in m.workloads:
-        listed = sum(
-            1
-            for p in live_pods
-            if p.namespace == w.namespace and selects(w.selector, dict(p.template.labels))
-        )
+        listed = listed_pods.count(w)
         for name in _replica_names(w, w.replicas - listed, taken):
             taken.add(name)
             out.append((w, name))
