@@ -46,6 +46,24 @@ def test_alias_bombs_are_refused_before_expansion(tmp_path: Path) -> None:
         parse_documents("a: &a [*a]\n", "t")
 
 
+def test_only_what_aliases_add_counts_against_the_expansion_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A large document without aliases (a cluster dump of 50,000 Pods has millions of
+    nodes) is not an alias bomb: it loads. Aliases adding more than the cap are refused."""
+    from joiner.api.manifests import yamlio
+
+    monkeypatch.setattr(yamlio, "MAX_EXPANDED_NODES", 100)
+    items = ", ".join(f"{{name: p{i}, n: {i}}}" for i in range(200))  # 1,001 nodes
+    (doc,) = parse_documents(f"kind: List\nitems: [{items}]\n", "dump.yaml")
+    assert len(doc["items"]) == 200
+    thirty = ", ".join(str(i) for i in range(30))  # 31 nodes, each alias adds them again
+    (doc,) = parse_documents(f"a: &a [{thirty}]\nb: [*a, *a, *a]\n", "t")
+    assert doc["b"][2][29] == 29
+    with pytest.raises(InputError, match="expand this document by more than 100 values"):
+        parse_documents(f"a: &a [{thirty}]\nb: [*a, *a, *a, *a]\n", "t")
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_is_refused_and_dash_reads_stdin(tmp_path: Path) -> None:
     fifo = tmp_path / "f"

@@ -103,8 +103,8 @@ STDIN = "-"
 #: a test runner's invocations are) is read afresh, never answered with the last one's.
 _STDIN_READ: list[tuple[object, bytes]] = []
 
-#: Nodes a document may have once its aliases are expanded: far above any real manifest,
-#: far below what would exhaust memory or time (a "billion laughs" document).
+#: Nodes a document's aliases may add once expanded: far above any real manifest's, far
+#: below what would exhaust memory or time (a "billion laughs" document).
 MAX_EXPANDED_NODES = 2_000_000
 
 
@@ -188,18 +188,28 @@ def is_scenario_file(path: Path) -> bool:
 
 
 def _expanded_size(root: yaml.Node, name: str) -> None:
-    """Refuse a document whose aliases expand past ``MAX_EXPANDED_NODES`` nodes (or refer
-    to themselves), before anything is constructed from it.
+    """Refuse a document whose aliases, expanded, add more than ``MAX_EXPANDED_NODES``
+    nodes to it (or refer to themselves), before anything is constructed from it. A
+    document without aliases is never refused here, however large (its size is bounded by
+    ``MAX_FILE_BYTES``): a cluster dump of tens of thousands of Pods has millions of nodes.
 
     Raises:
-        InputError: too large once expanded, or a recursive alias.
+        InputError: the aliases expand too much, or an alias is recursive.
     """
     sizes: dict[int, int] = {}
     active: set[int] = set()
+    added = [0]
 
     def size(node: yaml.Node) -> int:
         key = id(node)
-        if key in sizes:
+        if key in sizes:  # an alias: its node once more
+            added[0] += sizes[key]
+            if added[0] > MAX_EXPANDED_NODES:
+                raise InputError(
+                    f"YAML aliases expand this document by more than {MAX_EXPANDED_NODES:,} "
+                    "values; refusing to expand it",
+                    file=name,
+                )
             return sizes[key]
         if key in active:
             raise InputError("a YAML alias refers to the node that contains it", file=name)
@@ -210,12 +220,6 @@ def _expanded_size(root: yaml.Node, name: str) -> None:
         elif isinstance(node, yaml.MappingNode):
             total += sum(size(k) + size(v) for k, v in node.value)
         active.discard(key)
-        if total > MAX_EXPANDED_NODES:
-            raise InputError(
-                f"YAML aliases expand this document to more than {MAX_EXPANDED_NODES:,} "
-                "values; refusing to expand it",
-                file=name,
-            )
         sizes[key] = total
         return total
 
