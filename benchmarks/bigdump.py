@@ -7,7 +7,8 @@ EC2NodeClass with its status, ``NODES`` Nodes of 4 and 8 vCPU types from the pac
 catalog (us-east-1a/b/c, the capacity, allocatable and well-known labels of the catalog's
 instance type) with their NodeClaims, two DaemonSets with one pod on every node, Deployments
 with their ReplicaSets and running pods bound to the nodes (requests that fit: each pod
-goes to the next node with room for it, leaving about a tenth free), PodDisruptionBudgets
+goes to the next node of its pool with room for it; requests are scaled so that the running
+pods take about 70% of the nodes' allocatable), PodDisruptionBudgets
 for a quarter of the Deployments, and a pending batch (``--pending``, default 1,000 pods of
 five new Deployments, two of them spread over zones). ``PODS`` counts every bound pod,
 DaemonSet pods included.
@@ -17,6 +18,7 @@ and its peak RSS), with bytecode caching on as ``benchmarks/realistic.py`` runs 
 
 * ``plan``: ``joiner plan -f DUMP -o json``;
 * ``disrupt``: ``joiner disrupt -f DUMP -o json --at AT``;
+* ``disruptNoPending``: the same on the dump without the pending batch;
 * ``reconcile``: the controller of ``joiner run --dry-run`` built without an API server (its
   informers' first lists delivered from the dump's documents, as
   ``tests/cluster/test_controller_node_overlay.py`` does), then one provisioning reconcile
@@ -30,9 +32,10 @@ Target (scale work): plan and disrupt of 5,000 nodes and 50,000 pods within 10 s
 time and 2 GiB on a 2-core machine; the reconcile of 1,000 pending pods in the same order.
 Never asserted in tests.
 
-Usage: ``python benchmarks/bigdump.py [--pending N] [--repeat R] [--write FILE]
-[NODES:PODS ...]`` (default ``1000:10000 5000:50000``). ``--write FILE`` writes the dump
-of the first size and exits.
+Usage: ``python benchmarks/bigdump.py [--pending N] [--repeat R] [--limit S] [--write
+FILE] [NODES:PODS ...]`` (default ``1000:10000 5000:50000``). ``--limit S`` stops a command
+still running after S wall seconds (default 600; its row says ``timedOut``). ``--write
+FILE`` writes the dump of the first size and exits.
 """
 
 from __future__ import annotations
