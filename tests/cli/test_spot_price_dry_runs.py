@@ -131,6 +131,20 @@ def _json(args: list[str]) -> dict[str, Any]:
     return doc
 
 
+def _plan_with_history(tmp_path: Path, history: dict[str, Any]) -> list[str]:
+    """``joiner plan`` arguments over the Spot pool's manifests (no Scenario) with
+    ``history`` as ``--spot-price-history``."""
+    (tmp_path / "m.yaml").write_text(SPOT_POOL + "---\n" + APP)
+    (tmp_path / "h.json").write_text(json.dumps(history))
+    return [
+        "plan",
+        "-f",
+        str(tmp_path / "m.yaml"),
+        "--spot-price-history",
+        str(tmp_path / "h.json"),
+    ]
+
+
 def _launch(doc: dict[str, Any]) -> tuple[str, str, float]:
     (claim,) = doc["nodeClaims"]
     launch = claim["launch"]
@@ -171,21 +185,13 @@ def test_without_a_history_plan_prices_spot_regionally_as_before(tmp_path: Path)
 def test_plan_over_manifests_reads_the_history_at_its_latest_row_or_at(tmp_path: Path) -> None:
     """Without a Scenario: the history's latest row is "now"; ``--at`` reads an earlier
     instant (rows before it, the earliest row before the history starts)."""
-    (tmp_path / "m.yaml").write_text(SPOT_POOL + "---\n" + APP)
     history = _rows(CHEAP_C)
     # An hour later c5.xlarge in us-east-1c is dear again, and m5.xlarge in us-east-1b cheap.
     history["SpotPriceHistory"] += _rows(
         {("c5.xlarge", "us-east-1c"): "0.0900", ("m5.xlarge", "us-east-1b"): "0.0150"},
         at="2025-01-05T01:00:00Z",
     )["SpotPriceHistory"]
-    (tmp_path / "h.json").write_text(json.dumps(history))
-    args = [
-        "plan",
-        "-f",
-        str(tmp_path / "m.yaml"),
-        "--spot-price-history",
-        str(tmp_path / "h.json"),
-    ]
+    args = _plan_with_history(tmp_path, history)
     doc = _json(args)
     assert _launch(doc) == ("m5.xlarge", "us-east-1b", pytest.approx(0.015))
     assert doc["pricesAt"] == "2025-01-05T01:00:00Z"
@@ -331,15 +337,7 @@ def test_plan_at_without_a_history_warns_that_it_has_no_effect(tmp_path: Path) -
 
 
 def test_a_history_after_at_says_so_naming_at(tmp_path: Path) -> None:
-    (tmp_path / "m.yaml").write_text(SPOT_POOL + "---\n" + APP)
-    (tmp_path / "h.json").write_text(json.dumps(_rows(CHEAP_C)))
-    args = [
-        "plan",
-        "-f",
-        str(tmp_path / "m.yaml"),
-        "--spot-price-history",
-        str(tmp_path / "h.json"),
-    ]
+    args = _plan_with_history(tmp_path, _rows(CHEAP_C))
     doc = _json([*args, "--at", "2025-01-04T22:00:00Z"])
     (late,) = [w for w in doc["warnings"] if "after --at" in w]
     assert late.startswith(f"{tmp_path / 'h.json'}: field SpotPriceHistory: the first row is 2.0 h")
@@ -368,15 +366,7 @@ def test_a_history_with_kwok_instance_types_is_a_usage_error(tmp_path: Path) -> 
 def test_a_history_ending_long_before_at_is_warned_about(tmp_path: Path) -> None:
     """Regression (newcomer): ``disrupt`` reads ``--at`` as now, so a history that ended a
     month before was used without a word; it is used, with a warning naming both times."""
-    (tmp_path / "m.yaml").write_text(SPOT_POOL + "---\n" + APP)
-    (tmp_path / "h.json").write_text(json.dumps(_rows(CHEAP_C)))
-    args = [
-        "plan",
-        "-f",
-        str(tmp_path / "m.yaml"),
-        "--spot-price-history",
-        str(tmp_path / "h.json"),
-    ]
+    args = _plan_with_history(tmp_path, _rows(CHEAP_C))
     late = _json([*args, "--at", "2025-02-05T00:00:00Z"])
     (stale,) = [w for w in late["warnings"] if "the Spot price history ends" in w]
     assert "31 days before --at 2025-02-05T00:00:00+00:00" in stale
