@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo check test test-unit lint typecheck layers chart docs bench golden clean \
+.PHONY: demo check stack test test-unit lint typecheck layers chart docs bench golden clean \
 	diff-karpenter diff-autoscaler
 
 $(STAMP): pyproject.toml
@@ -17,8 +17,33 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/joiner simulate examples/seed-spot/scenario.yaml
 
-## Lint, type-check, layer-check, build the docs and run the whole test suite.
-check: lint typecheck layers chart docs test diff-karpenter diff-autoscaler
+## Lint, type-check, layer-check, build the docs and run the whole test suite, then the
+## comparisons with the real Karpenter and Cluster Autoscaler. The suite runs in one process
+## (one core) and the comparison with Karpenter mostly waits on it (settle periods), so that
+## comparison runs beside the suite and the Cluster Autoscaler one after the suite, each
+## on its own test stack (the Karpenter one in a private network namespace). Their output
+## is logged to joiner-out/ and printed in turn; any part failing fails the target.
+DIFF_K_LOG := joiner-out/diff-karpenter.log
+check: lint typecheck layers chart docs stack
+	@mkdir -p joiner-out
+	$(MAKE) --no-print-directory diff-karpenter >$(DIFF_K_LOG) 2>&1 & dk=$$!; \
+	trap 'kill $$dk 2>/dev/null' INT TERM; \
+	$(MAKE) --no-print-directory test; suite=$$?; \
+	$(MAKE) --no-print-directory diff-autoscaler; da=$$?; \
+	wait $$dk; dk_rc=$$?; \
+	echo "--- make diff-karpenter, run beside the suite ($(DIFF_K_LOG)): exit $$dk_rc ---"; \
+	cat $(DIFF_K_LOG); \
+	[ $$suite -eq 0 ] && [ $$da -eq 0 ] && [ $$dk_rc -eq 0 ]
+
+## Every upstream binary the tests run (built from Go modules on first use, then cached
+## outside the repository): built one after another before anything runs beside another.
+stack: $(STAMP)
+	bash tools/kube-stack/build.sh
+	bash tools/kube-stack/build-helm.sh
+	bash tools/kube-stack/build-karpenter.sh
+	bash tools/kube-stack/build-prometheus.sh
+	bash tools/kube-stack/build-ksm.sh
+	bash tools/kube-stack/build-autoscaler.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check joiner tests tools benchmarks

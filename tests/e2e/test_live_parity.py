@@ -508,7 +508,11 @@ def build_workloads(client: Client, s: State) -> None:
             selector={POOL_LABEL: s.batch},
             tolerations=[BATCH_TOLERATION],
         ),
-        pod("urgent", ns, "3", selector=general, priorityClassName=f"{ns}-urgent"),
+        # More than node a has free even before the web pods exist (3,900m allocatable less
+        # 600m of bare and daemon pods): created in the same breath as the Deployment, a
+        # smaller one could be bound first (it has the higher priority) and leave the web
+        # pods pending.
+        pod("urgent", ns, "3500m", selector=general, priorityClassName=f"{ns}-urgent"),
     ]
     for doc in bare:
         create(from_dict(doc))
