@@ -25,3 +25,18 @@ spec:
 
 #: Selecting by the ``karpenter.sh/discovery: demo`` tag (planning needs no VPC).
 EC2NODECLASS = ec2nodeclass()
+
+
+def nodepool(requirements: str, name: str = "general") -> str:
+    """A ``karpenter.sh/v1`` NodePool ``name`` on the EC2NodeClass ``default`` whose
+    template requirements are the flow-style list ``requirements``."""
+    return f"""\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: {name}}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements: {requirements}
+"""

@@ -9,8 +9,10 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from joiner.api.errors import InputError
 from joiner.api.objects import NodeClass, SelectorTerm
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
+from joiner.cloudprovider.simulated.vpc import status_vpc
 from joiner.cloudprovider.types import SecurityGroup
 from joiner.cluster.kube.fence import LeaseLostError
 
@@ -58,13 +60,20 @@ class WallClock:
 
 
 def _fit_node_classes(cloud: SimulatedCloudProvider, classes: list[NodeClass]) -> list[NodeClass]:
-    """With simulated capacity there is no VPC: a NodeClass whose subnet or security group
-    selectors match nothing gets every zone of the region and the default group (as
-    ``joiner plan`` does), with a warning."""
+    """The NodeClasses as the simulated cloud launches them.
+
+    An EC2NodeClass with ``status.subnets`` (and ``status.securityGroups``) is pinned to
+    what Karpenter resolved in the real cluster (``simulated.vpc.status_vpc``, as ``joiner
+    plan`` and ``simulate`` read a dump): those subnets and groups join the simulated VPC,
+    so launches go only to the cluster's zones. With simulated capacity there is no other
+    VPC: a NodeClass whose selectors still match nothing gets every zone of the region and
+    the default group (as ``joiner plan`` does), logged. A status subnet in a zone outside
+    the cloud's region is logged and the NodeClass is fitted without its status.
+    """
     out = []
     for nc in classes:
-        fixed = nc
-        if not cloud.resolve_subnets(nc):
+        fixed = _pin_to_status(cloud, nc)
+        if not cloud.resolve_subnets(fixed):
             fixed = replace(
                 fixed, subnet_selector_terms=tuple(SelectorTerm(id=s.id) for s in cloud.subnets)
             )
@@ -73,9 +82,27 @@ def _fit_node_classes(cloud: SimulatedCloudProvider, classes: list[NodeClass]) -
                 nc.name,
                 cloud.region,
             )
-        if not cloud.resolve_security_groups(nc):
+        if not cloud.resolve_security_groups(fixed):
             fixed = replace(
                 fixed, security_group_selector_terms=(SelectorTerm(id=DEFAULT_SECURITY_GROUP.id),)
             )
         out.append(fixed)
     return out
+
+
+def _pin_to_status(cloud: SimulatedCloudProvider, nc: NodeClass) -> NodeClass:
+    """``nc`` pinned to its ``status.subnets`` and ``status.securityGroups``, which join the
+    simulated cloud's VPC; ``nc`` unchanged without a status (or with one the region
+    refuses, logged)."""
+    if not nc.status_subnets and not nc.status_security_groups:
+        return nc
+    try:
+        (pinned,), subnets, groups = status_vpc([nc], cloud.catalog, cloud.region)
+    except InputError as exc:
+        log.warning("%s; EC2NodeClass %s is fitted without its status", exc, nc.name)
+        return nc
+    known = {s.id for s in cloud.subnets}
+    cloud.subnets += [s for s in subnets if s.id not in known]
+    known_groups = {g.id for g in cloud.security_groups}
+    cloud.security_groups += [g for g in groups if g.id not in known_groups]
+    return pinned
