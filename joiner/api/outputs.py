@@ -18,6 +18,7 @@ from joiner.api.plan_output import OutputModel as _Out
 from joiner.api.plan_output import Placement as Placement
 from joiner.api.plan_output import Plan as Plan
 from joiner.api.plan_output import PlannedNodeClaim as PlannedNodeClaim
+from joiner.api.plan_output import StaticDeletion as StaticDeletion
 from joiner.api.plan_output import Unschedulable as Unschedulable
 
 
@@ -242,6 +243,12 @@ class DisruptionPlan(_Out):
     savingsPerHour: float = Field(description="Summed over the commands, USD")
     costPerHourBefore: float = Field(ge=0)
     costPerHourAfter: float = Field(ge=0)
+    staticDeletions: list[StaticDeletion] = Field(
+        default_factory=list,
+        description="NodeClaims of static NodePools (spec.replicas, the StaticCapacity "
+        "feature gate) running more than their replicas, in the order Karpenter's "
+        "scale-down deletes them; costPerHourAfter leaves their price out",
+    )
     priceSource: PriceSource = Field(default="regional", description=PRICE_SOURCE_DESCRIPTION)
     pricesAt: str | None = Field(default=None, description=PRICES_AT_DESCRIPTION)
     nominated: list[Nominated] = Field(

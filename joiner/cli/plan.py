@@ -13,6 +13,7 @@ from rich.markup import escape
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
 from joiner.api.jsontext import escape_controls
+from joiner.api.plan_output import Plan
 from joiner.cli.common import (
     ClusterFiles,
     ContextOption,
@@ -186,6 +187,7 @@ def plan(
         + (f", {len(result.preemptions)} by preemption" if result.preemptions else "")
         + f"; {len(result.unschedulable)} unschedulable"
     )
+    _print_static(result)
     for pr in result.preemptions:
         gone = (
             f" ({', '.join(pr.notRecreated)} not recreated: no controller)"
@@ -212,6 +214,42 @@ def plan(
         err.print(
             f"[bold yellow]unschedulable ({len(pods)}):[/] {escape(shown)}: {escape(reason)}",
             soft_wrap=True,
+        )
+
+
+def _print_static(result: Plan) -> None:
+    """The static NodePools' NodeClaims to create (a table) and to delete (one line each)."""
+    n = len(result.staticNodeClaims)
+    if n:
+        rows = [
+            [
+                c.name,
+                c.nodePool,
+                c.launch.instanceType,
+                c.launch.zone,
+                c.launch.capacityType,
+                f"{c.launch.pricePerHour:.4f}",
+                str(len(c.instanceTypes)),
+            ]
+            for c in result.staticNodeClaims
+        ]
+        columns = [
+            ("NodeClaim", "left"),
+            ("NodePool", "left"),
+            ("launch", "left"),
+            ("zone", "left"),
+            ("capacity", "left"),
+            ("$/h", "right"),
+            ("types", "right"),
+        ]
+        print_table(f"Static NodePools (spec.replicas): {plural(n, 'NodeClaim')}", columns, rows)
+        out.print(f"static capacity: [bold]${result.staticCostPerHour:.4f}/h[/]")
+    for d in result.staticDeletions:
+        node = f" (node {d.node})" if d.node is not None and d.node != d.nodeClaim else ""
+        out.print(
+            f"static scale-down: NodePool {escape(d.nodePool)} deletes {escape(d.nodeClaim)}"
+            f"{escape(node)} (more nodes than spec.replicas)",
+            highlight=False,
         )
 
 

@@ -12,6 +12,8 @@ from joiner.api.grouping import plural
 from joiner.api.overlays import gate_warnings
 from joiner.cloudprovider.reservations import select, status_entry
 from joiner.operator.lint import lint_manifests
+from joiner.scheduling.static import gate_warnings as static_gate_warnings
+from joiner.scheduling.static import is_static
 from joiner.sim.report import joiner_parameters
 
 if TYPE_CHECKING:  # the run's types only: ``joiner lint`` imports this module too
@@ -124,6 +126,20 @@ def overlay_warnings(rt: SimulationRun) -> list[str]:
     return gate_warnings(m.nodeoverlays, rt.scenario.feature_gates.node_overlay)
 
 
+def static_warnings(rt: SimulationRun) -> list[str]:
+    """Static NodePools without effect: with the ``StaticCapacity`` gate off, or under the
+    Cluster Autoscaler policy (whose node groups follow demand)."""
+    m = rt.scenario.manifests
+    if not rt.joiner:
+        return [
+            f"{p.source.file}: NodePool/{p.name}: field spec.replicas (a static NodePool) is "
+            "not modelled in this policy's run (Cluster Autoscaler's node groups follow demand)"
+            for p in m.nodepools
+            if is_static(p)
+        ]
+    return static_gate_warnings(m.nodepools, rt.scenario.feature_gates.static_capacity)
+
+
 def warnings(rt: SimulationRun) -> list[str]:
     """Load warnings, notes on what this run does not model, and dead configuration."""
     m = rt.scenario.manifests
@@ -140,6 +156,7 @@ def warnings(rt: SimulationRun) -> list[str]:
             )
         )
     out += overlay_warnings(rt)
+    out += static_warnings(rt)
     repair = repair_tolerations_warning(rt.scenario, joiner=rt.joiner)
     if repair is not None:
         out.append(repair)

@@ -148,6 +148,8 @@ class VerdictKind(StrEnum):
     # -- consolidation eligibility (Karpenter ``ShouldDisrupt``) -----------------------------
     #: ``pool``: ``consolidateAfter: Never``.
     CONSOLIDATION_DISABLED = "consolidation-disabled"
+    #: ``pool``: a static NodePool (``spec.replicas``): never emptied nor consolidated.
+    STATIC_POOL = "static-pool"
     #: ``pool``: policy ``WhenEmpty`` and the node is not empty.
     WHEN_EMPTY = "when-empty"
     #: ``seconds``: consolidateAfter has not passed since the last pod change.
@@ -267,6 +269,10 @@ _RENDER: dict[VerdictKind, Callable[[Verdict], str]] = {
     ),
     VerdictKind.EMPTY_NEVER: lambda v: f"empty, but NodePool {v.pool} has consolidateAfter: Never",
     VerdictKind.CONSOLIDATION_DISABLED: lambda v: f"NodePool {v.pool} has consolidateAfter: Never",
+    VerdictKind.STATIC_POOL: lambda v: (
+        f"NodePool {v.pool} is static (spec.replicas): it keeps its node count and is "
+        "never emptied or consolidated"
+    ),
     VerdictKind.WHEN_EMPTY: lambda v: (
         f"NodePool {v.pool} consolidates only empty nodes (policy WhenEmpty)"
     ),
