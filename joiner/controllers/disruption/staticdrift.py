@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from joiner.api.nodepools import NodePool
 from joiner.controllers.disruption.candidates import Candidate
 from joiner.controllers.disruption.command import (
     Command,
@@ -51,18 +52,32 @@ def _replacement(ctx: Context, c: Candidate) -> Replacement | Verdict:
     return Replacement(new, new.instance_types, tuple(cts), launch[0], launch[1])
 
 
+def _held(ctx: Context, pool: NodePool) -> Verdict | None:
+    """Why StaticDrift replaces none of ``pool``'s nodes now (its budget, a scale-down
+    due, ``limits.nodes``), or None."""
+    budget = ctx.budgets.left(pool.name, Reason.DRIFTED)
+    if budget < 1:
+        detail = ctx.budgets.limiting.get((pool.name, Reason.DRIFTED), "")
+        return Verdict(VerdictKind.BUDGET, pool=pool.name, reason=Reason.DRIFTED, detail=detail)
+    count = pool_count(ctx.state, pool.name, ctx.pending)
+    if pool.replicas is not None and count.active + count.pending_disruption > pool.replicas:
+        return Verdict(VerdictKind.STATIC_OVER_REPLICAS, pool=pool.name)
+    if drift_replacements(pool, count, budget, 1) < 1:
+        return Verdict(VerdictKind.STATIC_NODE_LIMIT, pool=pool.name)
+    return None
+
+
 def static_drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     """The first StaticDrift command (module docstring), or None."""
     for name, drifted in sorted(_drifted(ctx, candidates).items()):
         pool = drifted[0].pool
-        budget = ctx.budgets.left(name, Reason.DRIFTED)
-        allowed = drift_replacements(pool, pool_count(ctx.state, name, ctx.pending), budget, 1)
+        held = _held(ctx, pool)
         for c in drifted:
             why: Verdict | Replacement | None = None
             if c.blocked is not None and pool.termination_grace_period_s is None:
                 why = c.blocked
-            elif allowed < 1:
-                why = Verdict(VerdictKind.BUDGET, pool=name, reason=Reason.DRIFTED)
+            elif held is not None:
+                why = held
             else:
                 why = _replacement(ctx, c)
             if isinstance(why, Replacement):
