@@ -27,6 +27,7 @@ from joiner.cli.common import (
     fail,
     kwok_types,
     out,
+    print_static_deletions,
     print_warnings,
     region_of,
     scenario_region,
@@ -154,14 +155,7 @@ def _print_plan(result: DisruptionPlan, *, verbose: bool) -> None:
             )
         if c.detail:
             out.print(f"   because {escape(c.detail)}", soft_wrap=True, highlight=False)
-    for d in result.staticDeletions:
-        node = f" (node {d.node})" if d.node is not None and d.node != d.nodeClaim else ""
-        out.print(
-            f"static scale-down: NodePool {escape(d.nodePool)} deletes {escape(d.nodeClaim)}"
-            f"{escape(node)} (more nodes than spec.replicas)",
-            soft_wrap=True,
-            highlight=False,
-        )
+    print_static_deletions(result.staticDeletions)
     out.print(
         f"cost: [bold]${result.costPerHourBefore:.4f}/h -> ${result.costPerHourAfter:.4f}/h[/] "
         f"(saving ${result.savingsPerHour:.4f}/h)"

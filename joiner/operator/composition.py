@@ -4,8 +4,8 @@ As Karpenter's ``NewControllers`` (karpenter, ``pkg/controllers/controllers.go``
 ``NewControllers``) builds every controller of the operator from the clock, the cloud
 provider and the cluster, ``new_controllers`` builds the NodeClaim lifecycle, the
 provisioner behind its batcher, termination, interruption, disruption, expiration,
-liveness, garbage collection and node repair, in that order (``ORDER``), and hooks them
-to each other. Its callers supply only what differs between them:
+liveness, garbage collection, node repair and static capacity, in that order (``ORDER``),
+and hooks them to each other. Its callers supply only what differs between them:
 
 * the simulation (``operator/wiring.py``): the virtual clock, the simulated cloud, the
   kube-scheduler and kubelet models as the cluster adapter, and its hooks;

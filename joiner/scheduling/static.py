@@ -23,7 +23,11 @@ that many NodeClaims whatever the pods want. With the gate on:
 ``plan`` (``operator/plan.py``), ``disrupt`` (``operator/disrupt.py``), the simulation and
 the controller (``controllers/static``, built by ``operator/composition.py``) all count and
 order through this module. With the gate off, ``gated`` drops ``replicas`` from the pools
-so that they are provisioned like any other, and ``gate_warnings`` says so.
+so that they are provisioned like any other, and ``gate_warnings`` says so. That is
+Joiner's choice, not Karpenter's: Karpenter's scheduler and disruption skip a static pool
+whatever the gate (``IsStatic`` and ``OwnedByStaticNodePool`` are not gated; only the
+static provisioning and deprovisioning controllers are), so with the gate off it launches
+nothing for one.
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ def gate_warnings(pools: Sequence[NodePool], on: bool) -> list[str]:
         f"{p.source.file}: NodePool/{p.name}: field spec.replicas (a static NodePool) is not "
         "modelled while Karpenter's alpha StaticCapacity feature gate is off: Joiner "
         "provisions this pool for pending pods like any other and keeps no fixed node "
-        "count; turn the gate on with --feature-gates StaticCapacity=true (a Scenario's "
+        "count (Karpenter, gate off, launches nothing for a static pool); turn the gate on "
+        "with --feature-gates StaticCapacity=true (a Scenario's "
         "spec.settings.featureGates.staticCapacity, the controller's "
         "featureGates.staticCapacity)"
         for p in pools

@@ -10,6 +10,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from joiner.cli.main import app
+from tests.cli.test_upstream_fidelity import pool
+from tests.controllers.disruption_fixtures import node, pod
 from tests.manifests import EC2NODECLASS
 
 runner = CliRunner()
@@ -25,7 +27,6 @@ REQUIREMENTS = """\
 
 def static_pool(replicas: int, extra: str = "") -> str:
     return f"""
----
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {{name: fixed}}
@@ -40,23 +41,11 @@ spec:
 
 
 #: A dynamic pool whose nodes lack the static pool's ``tier: fixed`` label.
-DYNAMIC = """
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: general}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
-"""
+DYNAMIC = pool("general", REQUIREMENTS.split("\n", 1)[1]).removeprefix("\n---\n")
+
 
 #: One pending pod that only the static pool's nodes (``tier: fixed``) can take.
 PINNED = """
----
 apiVersion: v1
 kind: Pod
 metadata: {name: pinned, namespace: default}
@@ -68,7 +57,7 @@ spec:
 
 def _write(tmp_path: Path, *docs: str) -> Path:
     path = tmp_path / "cluster.yaml"
-    path.write_text("\n" + EC2NODECLASS + "".join(docs))
+    path.write_text("\n---\n".join([EC2NODECLASS, *docs]))
     return path
 
 
@@ -140,37 +129,7 @@ def test_the_crds_rules_on_static_pools_are_enforced(tmp_path):
     assert result.exit_code == 2 and "spec.replicas" in " ".join(result.output.split())
 
 
-def node(name: str, *, pool: str = "fixed") -> str:
-    return f"""
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: {name}
-  labels:
-    karpenter.sh/nodepool: {pool}
-    karpenter.sh/capacity-type: on-demand
-    node.kubernetes.io/instance-type: c5.large
-    topology.kubernetes.io/zone: us-east-1a
-    kubernetes.io/arch: amd64
-    kubernetes.io/os: linux
-    tier: fixed
-spec:
-  providerID: aws:///us-east-1a/i-{name}
-"""
-
-
-def pod(name: str, node_name: str, annotations: str = "") -> str:
-    ann = f", annotations: {{{annotations}}}" if annotations else ""
-    return f"""
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: default, labels: {{app: {name}}}{ann}}}
-spec:
-  nodeName: {node_name}
-  containers: [{{name: main, resources: {{requests: {{cpu: 100m, memory: 128Mi}}}}}}]
-"""
+NODES = ("busy", "guarded", "idle")
 
 
 def _three_running(tmp_path: Path) -> Path:
@@ -179,11 +138,9 @@ def _three_running(tmp_path: Path) -> Path:
     return _write(
         tmp_path,
         static_pool(1),
-        node("busy"),
-        node("guarded"),
-        node("idle"),
-        pod("web", "busy"),
-        pod("job", "guarded", 'karpenter.sh/do-not-disrupt: "true"'),
+        *(node(n, "c5.large", pool="fixed", labels="tier: fixed") for n in NODES),
+        pod("web", "busy", cpu="100m"),
+        pod("job", "guarded", cpu="100m", annotations='karpenter.sh/do-not-disrupt: "true"'),
     )
 
 

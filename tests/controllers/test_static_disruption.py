@@ -7,6 +7,7 @@ drifted one with a NodeClaim of the pool's template (karpenter
 from __future__ import annotations
 
 from joiner.api.featuregates import FeatureGates
+from joiner.controllers.disruption.command import Command, Context
 from tests.controllers.disruption_fixtures import dry_run, node, nodepool, pod
 
 ON = FeatureGates(static_capacity=True)
@@ -31,16 +32,22 @@ def test_an_empty_static_node_is_neither_emptied_nor_consolidated(tmp_path):
     assert any("StaticCapacity feature gate is off" in w for w in off.warnings)
 
 
-def test_a_drifted_static_node_is_replaced_one_for_one(tmp_path):
+def _drift_pass(tmp_path, pool: str, *extra: str) -> tuple[Command | None, Context]:
+    """One pass over ``pool`` with a node ``ok`` carrying its ``team: payments`` label and
+    a node ``drifted`` without it (and ``extra`` documents)."""
     run = dry_run(
         tmp_path,
-        static(2, labels="team: payments"),
+        pool,
         node("ok", "m5.xlarge", labels="team: payments"),
         node("drifted", "m5.xlarge"),
-        pod("w", "drifted"),
+        *extra,
         gates=ON,
     )
-    command, _ctx = run.controller.compute(elapsed=True)
+    return run.controller.compute(elapsed=True)
+
+
+def test_a_drifted_static_node_is_replaced_one_for_one(tmp_path):
+    command, _ctx = _drift_pass(tmp_path, static(2, labels="team: payments"), pod("w", "drifted"))
     assert command is not None and command.method == "Drift"
     assert command.names == ["drifted"]
     (rep,) = command.replacements
@@ -53,14 +60,7 @@ def test_a_drifted_static_node_is_replaced_one_for_one(tmp_path):
 
 
 def test_static_drift_waits_while_the_pool_runs_over_its_replicas(tmp_path):
-    run = dry_run(
-        tmp_path,
-        static(1, labels="team: payments"),
-        node("ok", "m5.xlarge", labels="team: payments"),
-        node("drifted", "m5.xlarge"),
-        gates=ON,
-    )
-    command, ctx = run.controller.compute(elapsed=True)
+    command, ctx = _drift_pass(tmp_path, static(1, labels="team: payments"))
     assert command is None
     assert "runs more nodes than spec.replicas: its scale-down comes first" in (
         ctx.reasons["drifted"].message()
@@ -71,13 +71,6 @@ def test_static_drift_keeps_to_the_node_limit(tmp_path):
     pool = static(2, labels="team: payments").replace(
         "  disruption:", "  limits: {nodes: 2}\n  disruption:", 1
     )
-    run = dry_run(
-        tmp_path,
-        pool,
-        node("ok", "m5.xlarge", labels="team: payments"),
-        node("drifted", "m5.xlarge"),
-        gates=ON,
-    )
-    command, ctx = run.controller.compute(elapsed=True)
+    command, ctx = _drift_pass(tmp_path, pool)
     assert command is None
     assert "limits.nodes leaves no room for a replacement" in ctx.reasons["drifted"].message()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from joiner.api.nodepools import NodePool
 from joiner.api import labels
+from joiner.api.nodepools import NodePool
 from joiner.api.requirements import Requirement, Requirements
 from joiner.scheduling.static import (
     Member,
