@@ -61,3 +61,14 @@ def test_gate_off_the_pool_is_dynamic() -> None:
         assert template.nodepool.name == "pool"
     finally:
         loop.close()
+
+
+def test_a_pool_not_ready_gets_no_static_nodeclaims() -> None:
+    """Karpenter's static provisioning waits for the NodePool's Ready condition."""
+    runtime, loop = _started(True)
+    try:
+        assert runtime.static is not None
+        runtime.provisioner.pool_ready = lambda _name: False
+        assert runtime.static.reconcile() == ([], [])
+    finally:
+        loop.close()

@@ -132,7 +132,10 @@ class StaticCapacityController:
             if not is_static(pool):
                 continue
             count = pool_count(self._state, name, pending)
-            created += self._provision(pool, to_provision(pool, count))
+            # Upstream provisions for a Ready pool only (its deprovisioning does not ask).
+            ready = self._provisioner.pool_ready is None or self._provisioner.pool_ready(name)
+            if ready:
+                created += self._provision(pool, to_provision(pool, count))
             deleted += self._deprovision(pool, pending, to_deprovision(pool, count))
         return created, deleted
 
