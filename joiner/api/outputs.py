@@ -109,7 +109,11 @@ class SummaryPolicy(_Out):
 
     name: str = Field(pattern="^(as-run|joiner|cost-optimal|cluster-autoscaler)$")
     parameters: dict[str, Any]
-    stats: dict[str, int]
+    stats: dict[str, int] = Field(
+        description="The policy's own counts: Cluster Autoscaler's scans and scale-downs; "
+        "with the StaticCapacity gate, Joiner's staticNodeClaimsCreated and "
+        "staticNodeClaimsDeleted"
+    )
 
 
 class TimelineEntry(_Out):

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the run's types only: ``joiner lint`` imports this module t
     from joiner.controllers.expiration import ExpirationController
     from joiner.controllers.provisioning.batcher import Batcher
     from joiner.controllers.provisioning.provisioner import Provisioner
+    from joiner.controllers.static import StaticCapacityController
     from joiner.sim.baseline import ClusterAutoscaler
     from joiner.sim.clock import SimClock
     from joiner.sim.nodes import KubeletModel
@@ -54,6 +55,7 @@ class SimulationRun(Protocol):
     kubelet: KubeletModel
     disruption: DisruptionController
     expiration: ExpirationController
+    static: StaticCapacityController | None
 
 
 def provisioning(rt: SimulationRun) -> dict[str, int]:
@@ -92,7 +94,17 @@ def policy(rt: SimulationRun, retry_s: float) -> dict[str, Any]:
         ready_max_s=boot.ready_max_s,
         packing=rt.packing,
     )
-    return {"name": rt.policy, "parameters": params, "stats": {}}
+    # With the StaticCapacity gate: the static pools' NodeClaims created and deleted (they
+    # are in provisioning.nodeClaimsCreated too).
+    stats = (
+        {}
+        if rt.static is None
+        else {
+            "staticNodeClaimsCreated": rt.static.created,
+            "staticNodeClaimsDeleted": rt.static.deleted,
+        }
+    )
+    return {"name": rt.policy, "parameters": params, "stats": stats}
 
 
 def repair_tolerations_warning(scenario: Scenario, *, joiner: bool = True) -> str | None:

@@ -45,6 +45,9 @@ def test_the_pool_keeps_its_replicas_through_expiry(tmp_path):
     # Replacements launch as the old nodes expire (their deletion kicks the reconcile).
     assert sorted(n["launchedAtSeconds"] for n in summary["nodes"])[:4] == [0, 0, 600, 600]
     assert summary["pods"]["pending"] == 0 and summary["pods"]["lost"] == 0
+    stats = summary["policy"]["stats"]
+    assert stats["staticNodeClaimsCreated"] == len(summary["nodes"])
+    assert stats["staticNodeClaimsDeleted"] == 0
     assert not any("spec.replicas" in w for w in summary["warnings"])
 
 
