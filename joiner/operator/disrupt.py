@@ -462,6 +462,10 @@ def _apply(
         state.pods[uid].node_name = node
     for c in command.candidates:
         for pod in state.pods_on(c.name):
+            if is_static(c.pool) and not pod.daemon:
+                # StaticDrift simulates no rescheduling: its pods are pending again.
+                pod.node_name = None
+                continue
             pod.deleted_at_s = now  # DaemonSet pods (workload pods moved above)
         c.node.deleted_at_s = now
         c.claim.deleted_at_s = now

@@ -74,3 +74,18 @@ def test_static_drift_keeps_to_the_node_limit(tmp_path):
     command, ctx = _drift_pass(tmp_path, pool)
     assert command is None
     assert "limits.nodes leaves no room for a replacement" in ctx.reasons["drifted"].message()
+
+
+def test_the_dry_run_leaves_a_static_drift_candidates_pods_pending(tmp_path):
+    run = dry_run(
+        tmp_path,
+        static(2, labels="team: payments"),
+        node("ok", "m5.xlarge", labels="team: payments"),
+        node("drifted", "m5.xlarge"),
+        pod("w", "drifted"),
+        gates=ON,
+    )
+    plan = run.plan()
+    assert [(c.method, c.candidates) for c in plan.commands] == [("Drift", ["drifted"])]
+    (w,) = [p for p in run.state.pods.values() if p.name == "w"]
+    assert w.node_name is None and w.deleted_at_s is None
