@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from joiner.cloudprovider.types import InsufficientCapacityError
 from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.scenario import load_scenario
 from tests.sim.test_baseline import _write
@@ -69,3 +70,22 @@ def test_gate_off_the_pool_follows_the_pods_with_a_warning(tmp_path):
     summary = rt.run().summary
     assert len(summary["nodes"]) == 1
     assert any("StaticCapacity feature gate is off" in w for w in summary["warnings"])
+
+
+def test_failing_launches_are_retried_at_the_next_poll_not_at_once(tmp_path, monkeypatch):
+    """A launch that fails deletes its NodeClaim, which kicks the reconcile: from within the
+    reconcile that kick waits for the next minute's poll (no retry loop at one instant)."""
+    rt = _runtime(tmp_path, gate=True, duration="5m")
+    attempts: list[float] = []
+
+    def refuse(_request: object) -> None:
+        attempts.append(rt.clock.now())
+        raise InsufficientCapacityError("no capacity")
+
+    monkeypatch.setattr(rt.cloud, "create", refuse)
+    rt.run()
+    assert rt.static is not None and rt.static.created == 0
+    # Two NodeClaims tried at the start and at each minute's poll (the pods' own
+    # provisioning tries none: the pool is static).
+    assert sorted(set(attempts)) == [0.0, 60.0, 120.0, 180.0, 240.0, 300.0]
+    assert len(attempts) == 12

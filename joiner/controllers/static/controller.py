@@ -95,7 +95,8 @@ class StaticCapacityController:
         self._pending = pending_disruption
         self.poll_s = poll_s
         self._due: float | None = None
-        #: NodeClaims created and deleted (for the summary).
+        self._reconciling = False
+        #: NodeClaims launched and deleted (for the summary).
         self.created = 0
         self.deleted = 0
 
@@ -104,8 +105,13 @@ class StaticCapacityController:
         self._at(0.0)
 
     def kick(self) -> None:
-        """A NodeClaim went or is going: reconcile after the current event."""
-        self._at(0.0)
+        """A NodeClaim went or is going: reconcile after the current event. A kick from
+        within a reconcile (its own launch failed and deleted the NodeClaim) waits for the
+        next poll instead, a minute on (upstream's failed reconcile is retried sooner, by
+        controller-runtime's exponential backoff from 5 ms; Joiner keeps no retry loop at
+        one instant)."""
+        if not self._reconciling:
+            self._at(0.0)
 
     def _at(self, delay_s: float) -> None:
         at = self._clock.now() + delay_s
@@ -124,6 +130,13 @@ class StaticCapacityController:
     def reconcile(self) -> tuple[list[NodeClaim], list[str]]:
         """One reconcile of every static pool, by name: the NodeClaims created and the
         names of those whose deletion started."""
+        self._reconciling = True
+        try:
+            return self._reconcile()
+        finally:
+            self._reconciling = False
+
+    def _reconcile(self) -> tuple[list[NodeClaim], list[str]]:
         created: list[NodeClaim] = []
         deleted: list[str] = []
         pending = self._pending()
@@ -159,8 +172,10 @@ class StaticCapacityController:
         )
         cts = static_capacity_types(new)
         out = [self._provisioner.create_nodeclaim(new, capacity_types=cts) for _ in range(n)]
-        self.created += n
-        return out
+        # A failed launch has deleted its NodeClaim already (the provisioner logged it).
+        launched = [c for c in out if c.deleted_at_s is None]
+        self.created += len(launched)
+        return launched
 
     def _deprovision(self, pool: NodePool, pending: frozenset[str], n: int) -> list[str]:
         if n <= 0:
