@@ -128,6 +128,7 @@ def lint(
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
                 reservations=scenario_reservations(sc),
+                static_capacity=sc.feature_gates.static_capacity,
             )
         else:
             from joiner.cloudprovider.simulated.vpc import status_vpc

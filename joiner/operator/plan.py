@@ -669,9 +669,10 @@ def _plan_warnings(
     security_groups: Sequence[SecurityGroup],
     kwok_types: Sequence[InstanceType] | None,
     reservations: Sequence[CapacityReservation],
+    gates: FeatureGates,
 ) -> list[str]:
     """The load warnings, the dump's static capacity and gated pods, what a plan does not
-    model, and ``joiner lint``'s findings."""
+    model, and ``joiner lint``'s findings (static pools linted as ``gates`` leaves them)."""
     warnings = list(m.warnings)
     static, gated = static_nodes(m), gated_pods(m)
     if static:
@@ -693,6 +694,7 @@ def _plan_warnings(
             security_groups=security_groups,
             kwok_types=kwok_types,
             reservations=reservations,
+            static_capacity=gates.static_capacity,
         )
     ]
     return warnings
@@ -871,8 +873,9 @@ def build_plan(
     Raises:
         InputError: as ``planning_cloud``.
     """
+    gates = feature_gates or FeatureGates()
     warnings = _plan_warnings(
-        m, catalog, region, subnets, security_groups, kwok_types, reservations
+        m, catalog, region, subnets, security_groups, kwok_types, reservations, gates
     )
     cloud = planning_cloud(
         m,
@@ -893,7 +896,6 @@ def build_plan(
     demand = _read_pods(m, targets, live_nodes, warnings)
     demand.pending += [_Pending(name, name, w.template) for w, name in missing_replicas(m)]
     in_flight = _in_flight(m, live_nodes, daemonsets, warnings)
-    gates = feature_gates or FeatureGates()
     warnings += gate_warnings(m.nodeoverlays, gates.node_overlay)
     warnings += static.gate_warnings(m.nodepools, gates.static_capacity)
     pools = static.gated(m.nodepools, gates.static_capacity)

@@ -188,6 +188,7 @@ def warnings(rt: SimulationRun) -> list[str]:
             subnets=rt.scenario.subnets,
             security_groups=rt.scenario.security_groups,
             reservations=rt.cloud.reservations,
+            static_capacity=rt.static is not None,
         )
     ]
     return out

@@ -161,3 +161,14 @@ def test_scale_down_deletes_the_surplus_in_upstream_order(tmp_path):
     # The node kept is left alone by consolidation and emptiness: its pool is static.
     (kept,) = [u for u in dry["unconsolidatable"] if u["node"] == "guarded"]
     assert "NodePool fixed is static (spec.replicas)" in kept["reason"]
+
+
+def test_a_static_pool_is_no_overlap_nor_unused_pool_with_the_gate_on(tmp_path):
+    """Pods never launch a static pool's nodes: ``joiner lint``'s checks between pools leave
+    it out with the gate on, and see the dynamic pool Joiner makes of it with the gate off."""
+    overlapping = pool("general", REQUIREMENTS).removeprefix("\n---\n")
+    path = _write(tmp_path, static_pool(1), overlapping, PINNED)
+    on = _plan(path, *GATE)["warnings"]
+    assert not any("overlaps" in w for w in on)
+    off = _plan(path)["warnings"]
+    assert any("NodePool/general" in w and "overlaps NodePool/fixed" in w for w in off)
