@@ -11,6 +11,10 @@ launch first (``cloudprovider.reservations``); off, they are ignored.
 ``NodeOverlay`` (off by default, as in Karpenter, where it is alpha): NodeOverlays change
 the prices and extended-resource capacities of the instance types they select
 (``cloudprovider.overlay``); off, they are warned about and have no effect.
+``StaticCapacity`` (off by default, as in Karpenter, where it is alpha): a NodePool with
+``spec.replicas`` keeps that many nodes and takes no part in pods-driven provisioning or
+consolidation (``scheduling.static``); off, such a pool is warned about and provisioned for
+pending pods like any other.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ KNOWN = {
     "NodeRepair": "nodeRepair",
     "ReservedCapacity": "reservedCapacity",
     "NodeOverlay": "nodeOverlay",
+    "StaticCapacity": "staticCapacity",
 }
 
 #: Go's ``strconv.ParseBool``: the only spellings it accepts, and what they mean.
@@ -44,6 +49,7 @@ class FeatureGates:
     node_repair: bool = False
     reserved_capacity: bool = True
     node_overlay: bool = False
+    static_capacity: bool = False
 
 
 def parse(
@@ -89,4 +95,5 @@ def parse(
         node_repair=values.get("NodeRepair", was.node_repair),
         reserved_capacity=values.get("ReservedCapacity", was.reserved_capacity),
         node_overlay=values.get("NodeOverlay", was.node_overlay),
+        static_capacity=values.get("StaticCapacity", was.static_capacity),
     )

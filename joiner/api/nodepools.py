@@ -140,6 +140,9 @@ class NodePool:
     on_demand_base: int | str | None = None
     #: ``spec.disruption.budgets`` (Karpenter's default ``nodes: 10%`` when none are given).
     budgets: tuple[DisruptionBudget, ...] = DEFAULT_BUDGETS
+    #: ``spec.replicas``: a static NodePool's node count (Karpenter's alpha
+    #: ``StaticCapacity``; ``scheduling.static``); None for a dynamic pool.
+    replicas: int | None = None
 
     def drift_fields(self) -> dict[str, object]:
         """The template fields Karpenter hashes for drift (``NodePool.Hash``): a NodeClaim

@@ -18,6 +18,7 @@ from joiner.api.plan_output import OutputModel as _Out
 from joiner.api.plan_output import Placement as Placement
 from joiner.api.plan_output import Plan as Plan
 from joiner.api.plan_output import PlannedNodeClaim as PlannedNodeClaim
+from joiner.api.plan_output import StaticDeletion as StaticDeletion
 from joiner.api.plan_output import Unschedulable as Unschedulable
 
 
@@ -108,7 +109,11 @@ class SummaryPolicy(_Out):
 
     name: str = Field(pattern="^(as-run|joiner|cost-optimal|cluster-autoscaler)$")
     parameters: dict[str, Any]
-    stats: dict[str, int]
+    stats: dict[str, int] = Field(
+        description="The policy's own counts: Cluster Autoscaler's scans and scale-downs; "
+        "with the StaticCapacity gate, Joiner's staticNodeClaimsCreated and "
+        "staticNodeClaimsDeleted"
+    )
 
 
 class TimelineEntry(_Out):
@@ -242,6 +247,12 @@ class DisruptionPlan(_Out):
     savingsPerHour: float = Field(description="Summed over the commands, USD")
     costPerHourBefore: float = Field(ge=0)
     costPerHourAfter: float = Field(ge=0)
+    staticDeletions: list[StaticDeletion] = Field(
+        default_factory=list,
+        description="NodeClaims of static NodePools (spec.replicas, the StaticCapacity "
+        "feature gate) running more than their replicas, in the order Karpenter's "
+        "scale-down deletes them; costPerHourAfter leaves their price out",
+    )
     priceSource: PriceSource = Field(default="regional", description=PRICE_SOURCE_DESCRIPTION)
     pricesAt: str | None = Field(default=None, description=PRICES_AT_DESCRIPTION)
     nominated: list[Nominated] = Field(

@@ -93,6 +93,17 @@ class Preemption(OutputModel):
     )
 
 
+class StaticDeletion(OutputModel):
+    """A NodeClaim of a static NodePool that scale-down would delete (more running than
+    ``spec.replicas``; Karpenter's static deprovisioning)."""
+
+    nodePool: str
+    nodeClaim: str = Field(
+        description="The NodeClaim, or the Node when the manifests list no NodeClaim for it"
+    )
+    node: str | None = Field(default=None, description="Its Node, once registered")
+
+
 class Plan(OutputModel):
     """``joiner plan -o json``: one provisioning round."""
 
@@ -111,6 +122,19 @@ class Plan(OutputModel):
         description="Pending pods already nominated by preemption: not provisioned for",
     )
     costPerHour: float = Field(ge=0, description="Sum of the new NodeClaims' launch prices")
+    staticNodeClaims: list[PlannedNodeClaim] = Field(
+        default_factory=list,
+        description="NodeClaims static NodePools (spec.replicas, the StaticCapacity feature "
+        "gate) need to reach their replicas: no pods, not in costPerHour",
+    )
+    staticDeletions: list[StaticDeletion] = Field(
+        default_factory=list,
+        description="NodeClaims of static NodePools running more than their replicas, in "
+        "the order Karpenter's scale-down deletes them",
+    )
+    staticCostPerHour: float = Field(
+        default=0.0, ge=0, description="Sum of the static NodeClaims' launch prices"
+    )
     priceSource: PriceSource = Field(default="regional", description=PRICE_SOURCE_DESCRIPTION)
     pricesAt: str | None = Field(default=None, description=PRICES_AT_DESCRIPTION)
     warnings: list[str] = Field(default_factory=list)

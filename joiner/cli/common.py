@@ -25,7 +25,10 @@ from joiner.api.printable import printable as clean
 from joiner.cli.safeconsole import CleanFormatter, safe_console, show_warnings_on
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from joiner.api.manifests import ManifestSet
+    from joiner.api.plan_output import StaticDeletion
     from joiner.cloudprovider.catalog import Catalog
     from joiner.cloudprovider.reservations import CapacityReservation
     from joiner.sim.scenario import Scenario
@@ -108,6 +111,19 @@ def print_warnings(warnings: list[str], *, verbose: bool = False) -> None:
 
 #: The narrowest a prose last column (``print_table(prose_last=True)``) is wrapped to.
 PROSE_MIN_WIDTH = 30
+
+
+def print_static_deletions(deletions: Sequence[StaticDeletion]) -> None:
+    """One line per NodeClaim a static NodePool's scale-down deletes (``plan``,
+    ``disrupt``)."""
+    for d in deletions:
+        node = f" (node {d.node})" if d.node is not None and d.node != d.nodeClaim else ""
+        out.print(
+            f"static scale-down: NodePool {escape(d.nodePool)} deletes {escape(d.nodeClaim)}"
+            f"{escape(node)} (more nodes than spec.replicas)",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def print_table(

@@ -27,6 +27,7 @@ from joiner.cli.common import (
     fail,
     kwok_types,
     out,
+    print_static_deletions,
     print_warnings,
     region_of,
     scenario_region,
@@ -154,6 +155,7 @@ def _print_plan(result: DisruptionPlan, *, verbose: bool) -> None:
             )
         if c.detail:
             out.print(f"   because {escape(c.detail)}", soft_wrap=True, highlight=False)
+    print_static_deletions(result.staticDeletions)
     out.print(
         f"cost: [bold]${result.costPerHourBefore:.4f}/h -> ${result.costPerHourAfter:.4f}/h[/] "
         f"(saving ${result.savingsPerHour:.4f}/h)"

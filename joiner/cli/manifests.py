@@ -106,6 +106,7 @@ def lint(
     from joiner.cloudprovider.catalog import Catalog
     from joiner.operator.lint import lint_manifests
     from joiner.operator.run_report import repair_tolerations_warning
+    from joiner.scheduling.static import gate_warnings as static_gate_warnings
     from joiner.sim.scenario import load_scenario
 
     catalog = Catalog.load()
@@ -114,6 +115,9 @@ def lint(
             sc = load_scenario(files[0], catalog, check_selectors=False)
             warnings = list(sc.manifests.warnings)
             warnings += gate_warnings(sc.manifests.nodeoverlays, sc.feature_gates.node_overlay)
+            warnings += static_gate_warnings(
+                sc.manifests.nodepools, sc.feature_gates.static_capacity
+            )
             repair = repair_tolerations_warning(sc)
             if repair is not None:
                 warnings.append(repair)
@@ -124,6 +128,7 @@ def lint(
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
                 reservations=scenario_reservations(sc),
+                static_capacity=sc.feature_gates.static_capacity,
             )
         else:
             from joiner.cloudprovider.simulated.vpc import status_vpc
@@ -135,6 +140,7 @@ def lint(
             manifests.nodeclasses = classes
             warnings = list(manifests.warnings)
             warnings += gate_warnings(manifests.nodeoverlays, enabled=False)
+            warnings += static_gate_warnings(manifests.nodepools, on=False)
             findings = lint_manifests(
                 manifests, catalog, where, subnets=subnets or None, security_groups=groups
             )

@@ -13,6 +13,7 @@ from rich.markup import escape
 from joiner.api.errors import InputError
 from joiner.api.grouping import plural
 from joiner.api.jsontext import escape_controls
+from joiner.api.plan_output import Plan, PlannedNodeClaim
 from joiner.cli.common import (
     ClusterFiles,
     ContextOption,
@@ -30,6 +31,7 @@ from joiner.cli.common import (
     fail,
     kwok_types,
     out,
+    print_static_deletions,
     print_table,
     print_warnings,
     region_of,
@@ -153,30 +155,11 @@ def plan(
         out.print(f"Spot prices: per instance type and zone, at {result.pricesAt}", highlight=False)
     n = len(result.nodeClaims)
     if n:
-        columns = [
-            ("NodeClaim", "left"),
-            ("NodePool", "left"),
-            ("launch", "left"),
-            ("zone", "left"),
-            ("capacity", "left"),
-            ("$/h", "right"),
-            ("pods", "right"),
-            ("types", "right"),
-        ]
-        rows = [
-            [
-                c.name,
-                c.nodePool,
-                c.launch.instanceType,
-                c.launch.zone,
-                c.launch.capacityType,
-                f"{c.launch.pricePerHour:.4f}",
-                str(len(c.pods)),
-                str(len(c.instanceTypes)),
-            ]
-            for c in result.nodeClaims
-        ]
-        print_table(f"Plan ({result.region}): {plural(n, 'NodeClaim')}", columns, rows)
+        print_table(
+            f"Plan ({result.region}): {plural(n, 'NodeClaim')}",
+            _claim_columns(pods=True),
+            [_claim_row(c, pods=True) for c in result.nodeClaims],
+        )
     else:
         out.print(f"Plan ({result.region}): no new NodeClaims")
     out.print(
@@ -186,6 +169,7 @@ def plan(
         + (f", {len(result.preemptions)} by preemption" if result.preemptions else "")
         + f"; {len(result.unschedulable)} unschedulable"
     )
+    _print_static(result)
     for pr in result.preemptions:
         gone = (
             f" ({', '.join(pr.notRecreated)} not recreated: no controller)"
@@ -213,6 +197,45 @@ def plan(
             f"[bold yellow]unschedulable ({len(pods)}):[/] {escape(shown)}: {escape(reason)}",
             soft_wrap=True,
         )
+
+
+def _claim_columns(*, pods: bool) -> list[tuple[str, str]]:
+    """The columns of a table of planned NodeClaims (``pods``: with their pod count)."""
+    columns = [
+        ("NodeClaim", "left"),
+        ("NodePool", "left"),
+        ("launch", "left"),
+        ("zone", "left"),
+        ("capacity", "left"),
+        ("$/h", "right"),
+    ]
+    return [*columns, *([("pods", "right")] if pods else []), ("types", "right")]
+
+
+def _claim_row(c: PlannedNodeClaim, *, pods: bool) -> list[str]:
+    """One planned NodeClaim's row (``_claim_columns``)."""
+    row = [
+        c.name,
+        c.nodePool,
+        c.launch.instanceType,
+        c.launch.zone,
+        c.launch.capacityType,
+        f"{c.launch.pricePerHour:.4f}",
+    ]
+    return [*row, *([str(len(c.pods))] if pods else []), str(len(c.instanceTypes))]
+
+
+def _print_static(result: Plan) -> None:
+    """The static NodePools' NodeClaims to create (a table) and to delete (one line each)."""
+    n = len(result.staticNodeClaims)
+    if n:
+        print_table(
+            f"Static NodePools (spec.replicas): {plural(n, 'NodeClaim')}",
+            _claim_columns(pods=False),
+            [_claim_row(c, pods=False) for c in result.staticNodeClaims],
+        )
+        out.print(f"static capacity: [bold]${result.staticCostPerHour:.4f}/h[/]")
+    print_static_deletions(result.staticDeletions)
 
 
 def _warn_unused_at(when: object, prices: object, warnings: list[str]) -> None:

@@ -4,8 +4,8 @@ As Karpenter's ``NewControllers`` (karpenter, ``pkg/controllers/controllers.go``
 ``NewControllers``) builds every controller of the operator from the clock, the cloud
 provider and the cluster, ``new_controllers`` builds the NodeClaim lifecycle, the
 provisioner behind its batcher, termination, interruption, disruption, expiration,
-liveness, garbage collection and node repair, in that order (``ORDER``), and hooks them
-to each other. Its callers supply only what differs between them:
+liveness, garbage collection, node repair and static capacity, in that order (``ORDER``),
+and hooks them to each other. Its callers supply only what differs between them:
 
 * the simulation (``operator/wiring.py``): the virtual clock, the simulated cloud, the
   kube-scheduler and kubelet models as the cluster adapter, and its hooks;
@@ -46,6 +46,7 @@ from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.nodeclaim.liveness import LivenessController
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.controllers.static import StaticCapacityController
 from joiner.controllers.termination.controller import Terminator
 from joiner.scheduling.costopt import scheduler_for
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
@@ -63,6 +64,7 @@ ORDER = (
     "liveness",
     "gc",
     "health",
+    "static",
 )
 
 #: The Eviction port the Terminator drains through (``Terminator``'s ``evict``): the pod,
@@ -127,6 +129,8 @@ class Options:
         repair: node repair's policies (Karpenter's ``NodeRepair`` gate); None: off.
         registration_timeout_s: liveness's registration timeout; None: no liveness.
         garbage_collection: garbage collection's settings; None: none.
+        static_capacity: Karpenter's ``StaticCapacity`` gate: static NodePools keep their
+            ``replicas`` (``controllers/static``).
     """
 
     packing: str
@@ -139,6 +143,7 @@ class Options:
     repair: Sequence[RepairPolicy] | None = None
     registration_timeout_s: float | None = None
     garbage_collection: GarbageCollection | None = None
+    static_capacity: bool = False
 
 
 def _nothing(*_args: Any) -> None:
@@ -180,6 +185,7 @@ class Controllers:
     liveness: LivenessController | None
     gc: GarbageCollector | None
     health: HealthController | None
+    static: StaticCapacityController | None = None
 
     def order(self) -> list[str]:
         """The names (``ORDER``, the fields) of the controllers built, in build order."""
@@ -202,6 +208,7 @@ class ControllerHost:
         self.disruption = built.disruption
         self.expiration = built.expiration
         self.health = built.health
+        self.static = built.static
 
 
 def new_controllers(ports: Ports, options: Options, hooks: Hooks) -> Controllers:
@@ -231,7 +238,8 @@ def new_controllers(ports: Ports, options: Options, hooks: Hooks) -> Controllers
     batcher = Batcher(clock, hooks.flush, idle_s=options.batch_idle_s, max_s=options.batch_max_s)
     evict = hooks.cluster(lifecycle)
     terminator = Terminator(state, cloud, clock, timeline, evict=evict)
-    trigger = batcher.trigger
+    kicks: list[Callable[[], None]] = []
+    trigger = _fan_out(batcher.trigger, kicks) if options.static_capacity else batcher.trigger
     built = Controllers(
         lifecycle=lifecycle,
         provisioner=provisioner,
@@ -280,8 +288,30 @@ def new_controllers(ports: Ports, options: Options, hooks: Hooks) -> Controllers
         built.health = HealthController(
             state, terminator, clock, timeline, options.repair, trigger=trigger
         )
+    if options.static_capacity:
+        built.static = StaticCapacityController(
+            state,
+            provisioner,
+            terminator,
+            clock,
+            timeline,
+            pending_disruption=built.disruption.pending_disruption,
+        )
+        # Karpenter's static controllers watch NodeClaims being deleted.
+        kicks.append(built.static.kick)
     _hook(built, options, hooks)
     return built
+
+
+def _fan_out(first: Callable[[], None], then: list[Callable[[], None]]) -> Callable[[], None]:
+    """A trigger calling ``first``, then each of ``then`` (filled after it is made)."""
+
+    def trigger() -> None:
+        first()
+        for kick in then:
+            kick()
+
+    return trigger
 
 
 def _hook(c: Controllers, options: Options, hooks: Hooks) -> None:
@@ -303,3 +333,6 @@ def _hook(c: Controllers, options: Options, hooks: Hooks) -> None:
     c.lifecycle.launch_listeners.append(hooks.launched)
     trigger = c.batcher.trigger
     c.lifecycle.deleted_listeners.append(lambda _claim: trigger())
+    if c.static is not None:
+        static = c.static
+        c.lifecycle.deleted_listeners.append(lambda _claim: static.kick())

@@ -368,6 +368,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
                 garbage_collection=GarbageCollection(
                     s.garbageCollectionIntervalSeconds, s.orphanInstanceGraceSeconds
                 ),
+                static_capacity=s.featureGates.staticCapacity,
             ),
             Hooks(
                 flush=self._provision,
@@ -445,6 +446,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             source=cluster_source(self.kubeconfig, self.context),
             wall_now=lambda: datetime.now(UTC),
         )
+        self.feed.static_capacity = self.settings.featureGates.staticCapacity
         self.actuator = KubeActuator(
             writer,
             self.state,
@@ -540,6 +542,8 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
             health.start()
         self._start_launch_template_gc()
         self.disruption.start()
+        if self.static is not None:
+            self.static.start()
         if self.state.pending_pods():
             self.batcher.trigger()
         self.clock.after(RESYNC_S, self._resync, label="resync")

@@ -53,6 +53,7 @@ from joiner.controllers.disruption import DisruptionController
 from joiner.controllers.interruption.controller import InterruptionController
 from joiner.controllers.provisioning.batcher import Batcher
 from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.controllers.static import StaticCapacityController
 from joiner.controllers.termination.controller import Terminator, cordon, lose
 from joiner.operator.kube_metrics import MetricsWiring
 from joiner.operator.wallclock import WallClock, _fit_node_classes
@@ -85,6 +86,7 @@ class ControllerReactions:
     terminator: Terminator
     interruption: InterruptionController
     disruption: DisruptionController
+    static: StaticCapacityController | None
     fence: Fence
     _sync_scheduled: bool
 
@@ -163,6 +165,8 @@ class ControllerReactions:
         if self.feed.started:
             self.batcher.trigger()
             self.disruption.kick()
+            if self.static is not None:  # Karpenter's static controllers: replicas changed
+                self.static.kick()
 
     def _overlays(self, ms: ManifestSet) -> None:
         """The NodeOverlays the API holds reach the provisioner (watched only with the

@@ -112,7 +112,8 @@ class FeatureGateSettings(_Settings):
     reservedCapacity: bool = True
     #: NodeOverlays are watched and applied to the instance types (``cloudprovider.overlay``).
     nodeOverlay: bool = False
-    staticCapacity: Annotated[Literal[False], _gate_off("StaticCapacity")] = False
+    #: Static NodePools (``spec.replicas``) keep their node count (``scheduling.static``).
+    staticCapacity: bool = False
     capacityBuffer: Annotated[Literal[False], _gate_off("CapacityBuffer")] = False
 
 

@@ -39,6 +39,7 @@ from joiner.api.outputs import (
     Unconsolidatable,
 )
 from joiner.api.overlays import gate_warnings
+from joiner.api.plan_output import StaticDeletion
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.overlay import Overlays
 from joiner.cloudprovider.reservations import CapacityReservation
@@ -61,14 +62,19 @@ from joiner.controllers.disruption.history import (
 from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.provisioner import Provisioner
+from joiner.controllers.static.controller import members
+from joiner.controllers.termination.controller import cordon
 from joiner.operator.composition import Hooks, Options, Ports, new_controllers
 from joiner.operator.plan import SpotPrices, missing_replicas, planning_cloud, price_fields
 from joiner.scheduling.costopt import KARPENTER
+from joiner.scheduling.static import deprovision_order, gated, is_static, to_deprovision
+from joiner.scheduling.static import gate_warnings as static_gate_warnings
 from joiner.sim.clock import SimClock
 from joiner.sim.running import adopt, cluster_state, last_pod_events
 from joiner.sim.timeline import SimTimeline
 from joiner.sim.workloads import PodFactory
 from joiner.state.cluster import ClusterState
+from joiner.state.staticcount import pool_count
 
 #: Safety stop for the pass loop (each command removes or cheapens at least one node).
 MAX_COMMANDS = 1000
@@ -126,6 +132,8 @@ class DryRun:
             self.warnings += spot_prices.warnings()
         self.clock = SimClock()
         state, volume_warnings = cluster_state(m)
+        state.nodepools = {p.name: p for p in gated(m.nodepools, gates.static_capacity)}
+        self.warnings += static_gate_warnings(m.nodepools, gates.static_capacity)
         self.state = state
         self.warnings += volume_warnings
         built = new_controllers(
@@ -247,6 +255,8 @@ class DryRun:
         commands: list[PlannedDisruption] = []
         touched: set[str] = set()
         reasons: dict[str, Verdict] = {}
+        deletions = static_scale_down(state, self.clock.now())
+        touched.update(d.node for d in deletions if d.node is not None)
         for _ in range(MAX_COMMANDS):
             command, ctx = self.controller.compute(elapsed=True)
             reasons = ctx.reasons
@@ -278,7 +288,8 @@ class DryRun:
             unconsolidatable=left,
             savingsPerHour=round(sum(c.savingsPerHour for c in commands), 6),
             costPerHourBefore=round(before, 6),
-            costPerHourAfter=round(_cost(state), 6),
+            costPerHourAfter=round(_cost(state, deletions), 6),
+            staticDeletions=deletions,
             **price_fields(self.spot_prices),
             nominated=self.nominated,
             warnings=self.warnings,
@@ -355,10 +366,41 @@ def build_disruption_plan(
     ).plan(explain)
 
 
-def _cost(state: ClusterState) -> float:
+def _cost(state: ClusterState, leaving: Sequence[StaticDeletion] = ()) -> float:
+    """The live NodeClaims' hourly price, but for those of ``leaving``."""
+    gone = {d.nodeClaim for d in leaving}
     return sum(
-        c.instance.offering.cost_per_hour for c in state.live_nodeclaims() if c.instance is not None
+        c.instance.offering.cost_per_hour
+        for c in state.live_nodeclaims()
+        if c.instance is not None and c.name not in gone
     )
+
+
+def static_scale_down(state: ClusterState, now_s: float) -> list[StaticDeletion]:
+    """Karpenter's static deprovisioning over the dry run's cluster: each static pool
+    running more than ``replicas`` (``scheduling.static``) has its surplus NodeClaims, in
+    upstream's order, marked deleting (their pods are demand for the passes that follow,
+    and consolidation leaves them alone)."""
+    out: list[StaticDeletion] = []
+    for name in sorted(state.nodepools):
+        pool = state.nodepools[name]
+        if not is_static(pool):
+            continue
+        n = to_deprovision(pool, pool_count(state, name, frozenset()))
+        for claim_name in deprovision_order(members(state, pool, frozenset(), now_s), n):
+            claim = state.nodeclaims[claim_name]
+            node = state.node_of_claim(claim)
+            if node is not None:
+                cordon(node)
+                node.deleting = True
+            out.append(
+                StaticDeletion(
+                    nodePool=name, nodeClaim=claim_name, node=node.name if node else None
+                )
+            )
+    if out:
+        state.touch()
+    return out
 
 
 def _add_missing_replicas(m: ManifestSet, pods: PodFactory) -> None:
@@ -420,6 +462,10 @@ def _apply(
         state.pods[uid].node_name = node
     for c in command.candidates:
         for pod in state.pods_on(c.name):
+            if is_static(c.pool) and not pod.daemon:
+                # StaticDrift simulates no rescheduling: its pods are pending again.
+                pod.node_name = None
+                continue
             pod.deleted_at_s = now  # DaemonSet pods (workload pods moved above)
         c.node.deleted_at_s = now
         c.claim.deleted_at_s = now

@@ -21,6 +21,7 @@ from joiner.cloudprovider.reservations import (
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.types import InstanceType, SecurityGroup, Subnet
 from joiner.scheduling.lint import LintWarning, lint
+from joiner.scheduling.static import gated
 from joiner.sim.clock import SimClock
 
 
@@ -41,8 +42,12 @@ def lint_manifests(
     security_groups: Sequence[SecurityGroup] = (),
     kwok_types: Sequence[InstanceType] | None = None,
     reservations: Sequence[CapacityReservation] = (),
+    static_capacity: bool = False,
 ) -> list[LintWarning]:
     """Lint findings for ``m`` in ``region``.
+
+    ``static_capacity``: Karpenter's ``StaticCapacity`` gate; off, a static pool is linted
+    as the dynamic pool Joiner then makes of it (``scheduling.static.gated``).
 
     NodePools of a KWOKNodeClass see ``kwok_types`` (Karpenter-kwok's instance types).
     The ``reservations`` a NodeClass selects add their ``reserved`` offerings.
@@ -126,7 +131,8 @@ def lint_manifests(
                     "Set the real values, then remove the annotation",
                 )
             )
-    return warnings + _ignored_pods(m) + lint(m.nodepools, types_by_pool, pod_templates(m))
+    pools = gated(m.nodepools, static_capacity)
+    return warnings + _ignored_pods(m) + lint(pools, types_by_pool, pod_templates(m))
 
 
 def _ignored_pods(m: ManifestSet) -> list[LintWarning]:

@@ -85,6 +85,7 @@ from joiner.cloudprovider.types import (
     Subnet,
 )
 from joiner.operator.lint import lint_manifests
+from joiner.operator.plan_static import StaticRound, static_round
 from joiner.scheduling import (
     BoundPod,
     ExistingNode,
@@ -93,6 +94,7 @@ from joiner.scheduling import (
     PodRequest,
     SchedulingInput,
     SchedulingResult,
+    static,
 )
 from joiner.scheduling.costopt import KARPENTER, scheduler_for
 from joiner.scheduling.daemonsets import overhead_on_node
@@ -473,11 +475,14 @@ def _templates(
     cloud: SimulatedCloudProvider,
     in_flight: list[ExistingNode],
     overlays: Overlays | None = None,
+    pools_in_force: Sequence[NodePool] | None = None,
 ) -> list[NodePoolTemplate]:
-    """Each NodePool (by name) with its instance types (NodeOverlays applied when
-    ``overlays`` is set) and what its limits leave: limits less the capacity of its Nodes and
-    of its in-flight NodeClaims."""
-    pools = sorted(m.nodepools, key=lambda p: p.name)
+    """Each NodePool (by name; ``pools_in_force`` when given, else the manifests') but the
+    static ones (Karpenter ``provisioner.go`` ``NewScheduler``) with its instance types
+    (NodeOverlays applied when ``overlays`` is set) and what its limits leave: limits less
+    the capacity of its Nodes and of its in-flight NodeClaims."""
+    given = m.nodepools if pools_in_force is None else pools_in_force
+    pools = sorted((p for p in given if not static.is_static(p)), key=lambda p: p.name)
     listed = [(pool, cloud.get_instance_types(pool.node_class_ref.name)) for pool in pools]
     all_types = overlays.apply_all(listed) if overlays is not None else [t for _, t in listed]
     return [
@@ -664,9 +669,10 @@ def _plan_warnings(
     security_groups: Sequence[SecurityGroup],
     kwok_types: Sequence[InstanceType] | None,
     reservations: Sequence[CapacityReservation],
+    gates: FeatureGates,
 ) -> list[str]:
     """The load warnings, the dump's static capacity and gated pods, what a plan does not
-    model, and ``joiner lint``'s findings."""
+    model, and ``joiner lint``'s findings (static pools linted as ``gates`` leaves them)."""
     warnings = list(m.warnings)
     static, gated = static_nodes(m), gated_pods(m)
     if static:
@@ -688,6 +694,7 @@ def _plan_warnings(
             security_groups=security_groups,
             kwok_types=kwok_types,
             reservations=reservations,
+            static_capacity=gates.static_capacity,
         )
     ]
     return warnings
@@ -866,8 +873,9 @@ def build_plan(
     Raises:
         InputError: as ``planning_cloud``.
     """
+    gates = feature_gates or FeatureGates()
     warnings = _plan_warnings(
-        m, catalog, region, subnets, security_groups, kwok_types, reservations
+        m, catalog, region, subnets, security_groups, kwok_types, reservations, gates
     )
     cloud = planning_cloud(
         m,
@@ -888,10 +896,11 @@ def build_plan(
     demand = _read_pods(m, targets, live_nodes, warnings)
     demand.pending += [_Pending(name, name, w.template) for w, name in missing_replicas(m)]
     in_flight = _in_flight(m, live_nodes, daemonsets, warnings)
-    gates = feature_gates or FeatureGates()
     warnings += gate_warnings(m.nodeoverlays, gates.node_overlay)
+    warnings += static.gate_warnings(m.nodepools, gates.static_capacity)
+    pools = static.gated(m.nodepools, gates.static_capacity)
     overlays = Overlays(m.nodeoverlays) if gates.node_overlay and m.nodeoverlays else None
-    nodepools = tuple(_templates(m, cloud, in_flight, overlays))
+    nodepools = tuple(_templates(m, cloud, in_flight, overlays, pools))
     if overlays is not None:
         warnings += overlays.warnings()
 
@@ -933,6 +942,8 @@ def build_plan(
             claims.append(launched)
         else:
             unschedulable += launched
+    fixed = _static_round(m, pools, cloud, overlays, launcher)
+    warnings += fixed.warnings
     return Plan(
         region=region,
         nodeClaims=claims,
@@ -943,9 +954,31 @@ def build_plan(
         preemptions=rnd.preemptions if rnd is not None else [],
         nominated=demand.nominated,
         costPerHour=round(sum(c.launch.pricePerHour for c in claims), 6),
+        staticNodeClaims=fixed.claims,
+        staticDeletions=fixed.deletions,
+        staticCostPerHour=round(sum(c.launch.pricePerHour for c in fixed.claims), 6),
         **price_fields(spot_prices),
         warnings=warnings + ([] if spot_prices is not None else _one_zone_warning(claims)),
     )
+
+
+def _static_round(
+    m: ManifestSet,
+    pools: Sequence[NodePool],
+    cloud: SimulatedCloudProvider,
+    overlays: Overlays | None,
+    launcher: _Launcher,
+) -> StaticRound:
+    """The static pools' NodeClaims to create and delete (``plan_static``); nothing (and
+    nothing imported) without a static pool in force."""
+    if not any(static.is_static(p) for p in pools):
+        return StaticRound()
+
+    def types_of(pool: NodePool) -> list[InstanceType]:
+        types = cloud.get_instance_types(pool.node_class_ref.name)
+        return overlays.apply_all([(pool, types)])[0] if overlays is not None else types
+
+    return static_round(m, pools, types_of, launcher.launch)
 
 
 def price_fields(spot_prices: SpotPrices | None) -> dict[str, str]:

@@ -12,6 +12,8 @@ from joiner.api.grouping import plural
 from joiner.api.overlays import gate_warnings
 from joiner.cloudprovider.reservations import select, status_entry
 from joiner.operator.lint import lint_manifests
+from joiner.scheduling.static import gate_warnings as static_gate_warnings
+from joiner.scheduling.static import is_static
 from joiner.sim.report import joiner_parameters
 
 if TYPE_CHECKING:  # the run's types only: ``joiner lint`` imports this module too
@@ -21,6 +23,7 @@ if TYPE_CHECKING:  # the run's types only: ``joiner lint`` imports this module t
     from joiner.controllers.expiration import ExpirationController
     from joiner.controllers.provisioning.batcher import Batcher
     from joiner.controllers.provisioning.provisioner import Provisioner
+    from joiner.controllers.static import StaticCapacityController
     from joiner.sim.baseline import ClusterAutoscaler
     from joiner.sim.clock import SimClock
     from joiner.sim.nodes import KubeletModel
@@ -52,6 +55,7 @@ class SimulationRun(Protocol):
     kubelet: KubeletModel
     disruption: DisruptionController
     expiration: ExpirationController
+    static: StaticCapacityController | None
 
 
 def provisioning(rt: SimulationRun) -> dict[str, int]:
@@ -90,7 +94,17 @@ def policy(rt: SimulationRun, retry_s: float) -> dict[str, Any]:
         ready_max_s=boot.ready_max_s,
         packing=rt.packing,
     )
-    return {"name": rt.policy, "parameters": params, "stats": {}}
+    # With the StaticCapacity gate: the static pools' NodeClaims created and deleted (they
+    # are in provisioning.nodeClaimsCreated too).
+    stats = (
+        {}
+        if rt.static is None
+        else {
+            "staticNodeClaimsCreated": rt.static.created,
+            "staticNodeClaimsDeleted": rt.static.deleted,
+        }
+    )
+    return {"name": rt.policy, "parameters": params, "stats": stats}
 
 
 def repair_tolerations_warning(scenario: Scenario, *, joiner: bool = True) -> str | None:
@@ -124,6 +138,20 @@ def overlay_warnings(rt: SimulationRun) -> list[str]:
     return gate_warnings(m.nodeoverlays, rt.scenario.feature_gates.node_overlay)
 
 
+def static_warnings(rt: SimulationRun) -> list[str]:
+    """Static NodePools without effect: with the ``StaticCapacity`` gate off, or under the
+    Cluster Autoscaler policy (whose node groups follow demand)."""
+    m = rt.scenario.manifests
+    if not rt.joiner:
+        return [
+            f"{p.source.file}: NodePool/{p.name}: field spec.replicas (a static NodePool) is "
+            "not modelled in this policy's run (Cluster Autoscaler's node groups follow demand)"
+            for p in m.nodepools
+            if is_static(p)
+        ]
+    return static_gate_warnings(m.nodepools, rt.scenario.feature_gates.static_capacity)
+
+
 def warnings(rt: SimulationRun) -> list[str]:
     """Load warnings, notes on what this run does not model, and dead configuration."""
     m = rt.scenario.manifests
@@ -140,6 +168,7 @@ def warnings(rt: SimulationRun) -> list[str]:
             )
         )
     out += overlay_warnings(rt)
+    out += static_warnings(rt)
     repair = repair_tolerations_warning(rt.scenario, joiner=rt.joiner)
     if repair is not None:
         out.append(repair)
@@ -159,6 +188,7 @@ def warnings(rt: SimulationRun) -> list[str]:
             subnets=rt.scenario.subnets,
             security_groups=rt.scenario.security_groups,
             reservations=rt.cloud.reservations,
+            static_capacity=rt.static is not None,
         )
     ]
     return out

@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any
 
 from joiner.api import durations, timeline
+from joiner.api.manifests import ManifestSet
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.overlay import Overlays
 from joiner.cloudprovider.repair import AWS_REPAIR_POLICIES, with_tolerations
@@ -39,6 +40,7 @@ from joiner.operator import run_report
 from joiner.operator.composition import ControllerHost, Hooks, Options, Ports, new_controllers
 from joiner.operator.workload_wiring import WorkloadControllers
 from joiner.scheduling import costopt as packing_costopt
+from joiner.scheduling.static import gated
 from joiner.sim import windows
 from joiner.sim.baseline import (
     CLUSTER_AUTOSCALER,
@@ -112,7 +114,9 @@ class SimulationRuntime(ControllerHost):
         self.timeline = SimTimeline(self.clock)
         m = scenario.manifests
         #: What reading the manifests' volumes warned about.
-        self.state, self.volume_warnings = cluster_state(m)
+        # Static pools keep their replicas only with the gate on, in Joiner's policies.
+        static = scenario.feature_gates.static_capacity and self.joiner
+        self.state, self.volume_warnings = _cluster_state(m, static)
         self.cloud = SimulatedCloudProvider(
             self.catalog,
             scenario.region,
@@ -151,6 +155,7 @@ class SimulationRuntime(ControllerHost):
                     )
                     if scenario.feature_gates.node_repair and self.joiner
                     else None,
+                    static_capacity=static,
                 ),
                 Hooks(
                     flush=self._flush,
@@ -532,6 +537,8 @@ class SimulationRuntime(ControllerHost):
             self.disruption.start()
             if self.health is not None:
                 self.health.start()
+            if self.static is not None:
+                self.static.start()
         self.clock.run_until(self.scenario.duration_s, progress=progress)
         return RunResult(summary=self._summary(warnings), state=self.state, cloud=self.cloud)
 
@@ -620,3 +627,11 @@ class _SimTime(logging.Filter):
             record.msg = f"[t={durations.format_seconds(self._clock.now())}] {record.msg}"
             record.joiner_sim_time = True
         return True
+
+
+def _cluster_state(m: ManifestSet, static: bool) -> tuple[ClusterState, list[str]]:
+    """``sim.running.cluster_state`` with its NodePools as the ``StaticCapacity`` gate
+    leaves them (``scheduling.static.gated``: ``static`` False drops ``replicas``)."""
+    state, warnings = cluster_state(m)
+    state.nodepools = {p.name: p for p in gated(m.nodepools, static)}
+    return state, warnings

@@ -443,7 +443,9 @@ def lint(
     types_by_pool: Mapping[str, Sequence[InstanceType]],
     pods: Sequence[tuple[str, PodTemplate]] = (),
 ) -> list[LintWarning]:
-    """Every check, pools in name order."""
+    """Every check, pools in name order. A static pool (``replicas`` set: the
+    ``StaticCapacity`` gate is on) is checked alone: pods never launch its nodes, so it is
+    neither unused nor in competition with the other pools."""
     out: list[LintWarning] = []
     for pool in sorted(pools, key=lambda p: p.name):
         types = types_by_pool.get(pool.name, ())
@@ -452,8 +454,9 @@ def lint(
         out += small_limits(pool, types)
         out += min_values(pool, types)
         out += disruption_settings(pool)
-    out += unused_pools(pools, types_by_pool, pods)
-    out += overlapping_pools(pools, types_by_pool)
+    dynamic = [p for p in pools if p.replicas is None]
+    out += unused_pools(dynamic, types_by_pool, pods)
+    out += overlapping_pools(dynamic, types_by_pool)
     return out
 
 

@@ -324,6 +324,7 @@ def load_scenario(
             node_repair=spec.settings.featureGates.nodeRepair,
             reserved_capacity=spec.settings.featureGates.reservedCapacity,
             node_overlay=spec.settings.featureGates.nodeOverlay,
+            static_capacity=spec.settings.featureGates.staticCapacity,
         ),
         repair_tolerations_s=_repair_tolerations(
             spec.settings.nodeRepairTolerations, at.file, at.obj

@@ -381,6 +381,11 @@ class FeatureGatesSpec(_Strict):
         description="Karpenter applies NodeOverlay objects (karpenter.sh/v1alpha1): their "
         "prices steer its choices and their capacities add extended resources",
     )
+    staticCapacity: bool = Field(
+        default=False,
+        description="Karpenter keeps spec.replicas nodes for each static NodePool (one with "
+        "spec.replicas), which pending pods never launch for and consolidation leaves alone",
+    )
 
 
 class SettingsSpec(_Strict):

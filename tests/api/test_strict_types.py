@@ -363,7 +363,7 @@ def test_a_scenario_count_number_or_flag_of_the_wrong_type_is_an_input_error(tmp
             "featureGates.spotToSpotConsolidation",
             "true or false",
         ),
-        ("featureGates: {staticCapacity: true}", "featureGates.staticCapacity", "=false only"),
+        ("featureGates: {capacityBuffer: true}", "featureGates.capacityBuffer", "=false only"),
         ("batchMaxDuration: 10", "batchMaxDuration", "Go duration with a unit (such as 10s)"),
         ("batchMaxDuration: 10x", "batchMaxDuration", "not a Go duration"),
         ("batchMaxDuration: 0s", "batchMaxDuration", "greater than 0"),

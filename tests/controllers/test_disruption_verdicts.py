@@ -50,6 +50,7 @@ def test_each_method_carries_karpenters_reason_class_and_consolidation_type() ->
 def test_the_pass_order_is_karpenters() -> None:
     assert [name for name, _ in m.ORDER] == [
         DisruptionMethod.EMPTINESS,
+        DisruptionMethod.DRIFT,  # StaticDrift: reason Drifted, as Drift's
         DisruptionMethod.DRIFT,
         DisruptionMethod.MULTI_NODE,
         DisruptionMethod.SINGLE_NODE,
@@ -193,6 +194,19 @@ ENGLISH: list[tuple[Verdict, str]] = [
     (
         Verdict(VerdictKind.STRANDED),
         "the other nodes and one cheaper node cannot hold these nodes' pods",
+    ),
+    (
+        Verdict(VerdictKind.STATIC_POOL, pool="p"),
+        "NodePool p is static (spec.replicas): it keeps its node count and is never emptied "
+        "or consolidated",
+    ),
+    (
+        Verdict(VerdictKind.STATIC_OVER_REPLICAS, pool="p"),
+        "NodePool p runs more nodes than spec.replicas: its scale-down comes first",
+    ),
+    (
+        Verdict(VerdictKind.STATIC_NODE_LIMIT, pool="p"),
+        "NodePool p's limits.nodes leaves no room for a replacement",
     ),
     (
         Verdict(

@@ -589,6 +589,14 @@ def _later_cases() -> list[Case]:
             pods("nz", 2, cpu="1"),
         ),
         Case(
+            "static-two-replicas",
+            ("static capacity",),
+            {"fixed": {**pool(req(IT, "In", "c-2x", "m-2x")), "replicas": 2}},
+            [],
+            note="StaticCapacity gate on: two NodeClaims of the pool's template, no pods, "
+            "the cheapest offering of the types it allows",
+        ),
+        Case(
             "soft-taint-pool",
             ("taints/tolerations", "weights"),
             {

@@ -35,6 +35,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_global_resource
 from lightkube.resources.core_v1 import Namespace, Node, Pod
 
+from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import load_documents
 from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.types import InstanceType
@@ -58,6 +59,10 @@ POOL = "karpenter.sh/nodepool"
 #: command "<Reason>/<Decision>, terminating N nodes (...)").
 _REASON = re.compile(r'"command"\s*:\s*"(\w+)/')
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
+#: Karpenter runs with its ``StaticCapacity`` gate on (run.py ``FEATURE_GATES``), so
+#: Joiner plans and disrupts with it too; it changes nothing for a case without a static
+#: NodePool.
+GATES = FeatureGates(static_capacity=True)
 _CREATED = re.compile(r'"message":"created nodeclaim".*?"NodeClaim":\{"name":"([^"]+)"')
 
 
@@ -299,8 +304,12 @@ def _claims_of(case: Case, claims: list[Obj]) -> dict[str, Obj]:
     }
 
 
+def _labels(obj: Obj) -> dict[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
 def _claim_tuple(c: Obj) -> tuple[str, str, str, str]:
-    lab = c["metadata"].get("labels") or {}
+    lab = _labels(c)
     return (lab.get(POOL, ""), lab.get(IT, ""), lab.get(CT, ""), lab.get(ZONE, ""))
 
 
@@ -351,13 +360,29 @@ def _load(docs: list[Obj], name: str) -> Any:
     return load_documents(docs, name)
 
 
+def static_pools(case: Case) -> set[str]:
+    """The rendered names of the case's static NodePools (``spec.replicas``)."""
+    return {render.pool_name(case, n) for n, spec in case.pools.items() if "replicas" in spec}
+
+
 def joiner_plan(case: Case, before: Snapshot, types: list[InstanceType], out_dir: Path) -> Side:
-    """``joiner plan`` over the snapshot plus the batch's pods (pending)."""
-    docs = [*before.docs, *render.batch_pods(case)]
+    """``joiner plan`` over the snapshot plus the batch's pods (pending). A static pool's
+    nodes are left out of the snapshot: Karpenter's static provisioning starts as soon as
+    the pool is applied, so both sides count its NodeClaims from there (``static_pools``)."""
+    static = static_pools(case)
+    docs = [
+        d
+        for d in [*before.docs, *render.batch_pods(case)]
+        if not (d.get("kind") == "Node" and _labels(d).get(POOL) in static)
+    ]
     (out_dir / f"{case.id}.plan-input.json").write_text(json.dumps(docs, default=str))
     try:
         plan = build_plan(
-            _load(docs, f"fidelity:{case.id}"), Catalog.load(), REGION, kwok_types=types
+            _load(docs, f"fidelity:{case.id}"),
+            Catalog.load(),
+            REGION,
+            kwok_types=types,
+            feature_gates=GATES,
         )
     except Exception as exc:  # recorded as the case's error, never hidden
         return Side(error=f"{type(exc).__name__}: {exc}")
@@ -365,7 +390,7 @@ def joiner_plan(case: Case, before: Snapshot, types: list[InstanceType], out_dir
     return Side(
         claims=[
             (c.nodePool, c.launch.instanceType, c.launch.capacityType, c.launch.zone)
-            for c in plan.nodeClaims
+            for c in [*plan.nodeClaims, *plan.staticNodeClaims]
         ],
         pending=sorted(u.pod.removeprefix(ns) for u in plan.unschedulable),
         on_existing=len(plan.placements),
@@ -382,6 +407,7 @@ def joiner_disrupt(case: Case, snap: Snapshot, types: list[InstanceType], out_di
             REGION,
             at=datetime.now(UTC),
             kwok_types=types,
+            feature_gates=GATES,
         )
     except Exception as exc:  # recorded as the case's error, never hidden
         return Side(error=f"{type(exc).__name__}: {exc}")
@@ -401,7 +427,10 @@ def joiner_disrupt(case: Case, snap: Snapshot, types: list[InstanceType], out_di
 def karpenter_provisioned(cluster: Cluster, case: Case, before: Snapshot) -> Side:
     """What Karpenter (with kube-scheduler) did for the batch since ``before``."""
     now = _claims_of(case, cluster.nodeclaims())
-    new = [c for name, c in now.items() if name not in before.claims]
+    static = static_pools(case)
+    new = [
+        c for name, c in now.items() if name not in before.claims or _labels(c).get(POOL) in static
+    ]
     existing_nodes = set(before.node_of_claim.values())
     batch = {p["metadata"]["name"] for p in case.pods}
     pods = [p for p in cluster.pods(render.namespace(case)) if p["metadata"]["name"] in batch]

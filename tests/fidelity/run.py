@@ -53,6 +53,13 @@ from lightkube.core.exceptions import ApiError  # noqa: E402
 
 from joiner.cloudprovider.kwok import load_instance_types  # noqa: E402
 
+#: Karpenter's default ``FEATURE_GATES`` (pkg/operator/options/options.go) with
+#: ``StaticCapacity`` on, for the static NodePool cases (harness.GATES on Joiner's side).
+FEATURE_GATES = {
+    "FEATURE_GATES": "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,"
+    "NodeOverlay=false,StaticCapacity=true,CapacityBuffer=false"
+}
+
 
 def _reexec_in_netns(argv: list[str]) -> int:
     """Run this script again in a private network namespace with loopback up."""
@@ -283,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
         install_crds(stack, kpaths)
         cluster = harness.Cluster(stack.kubeconfig)
         cluster.apply([render.KWOK_NODECLASS])
-        with Karpenter(stack, kpaths, types_file, log=out / "karpenter.log") as karpenter:
+        with Karpenter(
+            stack, kpaths, types_file, log=out / "karpenter.log", extra_env=FEATURE_GATES
+        ) as karpenter:
             setup_s = time.monotonic() - t0
             results = _run_all(cluster, fixed + generated, types, out, karpenter, args.batch)
     order = {c.id: i for i, c in enumerate(corpus.CASES + generated)}

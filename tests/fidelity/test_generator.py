@@ -67,8 +67,13 @@ def _patched(case: cases.Case) -> list[tuple[cases.Obj, cases.Obj]]:
     return [(pools[name], patch) for name, patch in render.pool_patches(case).items()]
 
 
+#: Corpus features the generator does not draw: a static NodePool keeps its count whatever
+#: the pods want, so the generator's pods-driven cases have nothing to vary in it.
+NOT_GENERATED = {"static capacity"}
+
+
 def test_the_seeds_cover_every_feature_of_the_corpus() -> None:
-    wanted = {f for c in cases.CASES for f in c.features}
+    wanted = {f for c in cases.CASES for f in c.features} - NOT_GENERATED
     seen: set[str] = set()
     kinds: set[str] = set()
     for seed in SEEDS:

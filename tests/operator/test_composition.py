@@ -52,14 +52,16 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 def _simulation() -> SimulationRuntime:
     scenario = load_scenario(SCENARIO)
-    gates = replace(scenario.feature_gates, node_repair=True)
+    gates = replace(scenario.feature_gates, node_repair=True, static_capacity=True)
     return SimulationRuntime(replace(scenario, feature_gates=gates), Catalog.load())
 
 
 def _live(loop: asyncio.AbstractEventLoop) -> ControllerRuntime:
     rt = ControllerRuntime(
         None,
-        settings=ControllerSettings.model_validate({"featureGates": {"nodeRepair": True}}),
+        settings=ControllerSettings.model_validate(
+            {"featureGates": {"nodeRepair": True, "staticCapacity": True}}
+        ),
         dry_run=True,
         metrics_port=None,
         health_port=None,
@@ -84,6 +86,7 @@ def test_simulation_and_live_controller_get_the_same_controllers_in_order(
         assert rt.batcher is c.batcher and rt.terminator is c.terminator
         assert rt.interruption is c.interruption and rt.disruption is c.disruption
         assert rt.expiration is c.expiration and rt.health is c.health
+        assert rt.static is c.static and c.static is not None
 
 
 def test_the_shared_hooks_come_first_and_in_the_same_order(
@@ -105,7 +108,8 @@ def test_the_shared_hooks_come_first_and_in_the_same_order(
         live.events.nominated,
     ]
     for rt in (sim, live):
-        assert len(rt.lifecycle.deleted_listeners) == 1
+        # The batcher's trigger, then static capacity's kick (the gate is on).
+        assert len(rt.lifecycle.deleted_listeners) == 2
         assert len(rt.terminator.on_terminated) == 1
     assert len(live.terminator.on_evicted) == 1
     assert sim.terminator.on_evicted[1] == sim._gone
@@ -134,7 +138,7 @@ def test_disrupt_takes_its_controllers_from_the_same_function(
     )
     [c] = built[disrupt.__name__]
     assert dry.controller is c.disruption and dry.provisioner is c.provisioner
-    assert c.order() == [n for n in ORDER if n not in (*LIVE_ONLY, "health")]
+    assert c.order() == [n for n in ORDER if n not in (*LIVE_ONLY, "health", "static")]
     # Its clock never runs: no controller reacts to its launches but the caller's hook.
     assert len(c.lifecycle.launch_listeners) == 1
 

@@ -87,7 +87,7 @@ def test_feature_gates_from_the_environment_lay_over_the_files_gate_by_gate(
         ({}, {"--batch-max-duration": "ten"}, "field --batch-max-duration", "Go duration"),
         ({"FEATURE_GATES": "Drift=true"}, {}, "field FEATURE_GATES", "SpotToSpotConsolidation"),
         ({"FEATURE_GATES": "NodeRepair=yes"}, {}, "field FEATURE_GATES", "not a boolean"),
-        ({"FEATURE_GATES": "StaticCapacity=true"}, {}, "field FEATURE_GATES", "does not implement"),
+        ({"FEATURE_GATES": "CapacityBuffer=true"}, {}, "field FEATURE_GATES", "does not implement"),
         ({"LOG_LEVEL": "warn"}, {}, "environment: field LOG_LEVEL", "'debug', 'info'"),
         ({"DISABLE_LEADER_ELECTION": "yes"}, {}, "field DISABLE_LEADER_ELECTION", "boolean"),
         ({"BATCH_IDLE_DURATION": "20s"}, {}, "field BATCH_IDLE_DURATION", "must not exceed"),
@@ -255,10 +255,7 @@ def test_durations_go_refuses_are_refused_in_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("gate", "key"),
-    [
-        ("StaticCapacity", "staticCapacity"),
-        ("CapacityBuffer", "capacityBuffer"),
-    ],
+    [("CapacityBuffer", "capacityBuffer")],
 )
 def test_an_unimplemented_gate_on_says_so(tmp_path: Path, gate: str, key: str) -> None:
     with pytest.raises(InputError) as info:
@@ -288,6 +285,16 @@ def test_the_leader_election_namespace_is_a_dns1123_label(tmp_path: Path, bad: s
         load_settings(path, env={})
     assert info.value.field == "leaderElection.namespace"
     assert load_settings(None, env={"LEADER_ELECTION_NAMESPACE": "kube-system"})
+
+
+def test_the_static_capacity_gate_turns_on_from_the_environment_or_the_file(
+    tmp_path: Path,
+) -> None:
+    gates = load_settings(None, env={"FEATURE_GATES": "StaticCapacity=true"}).featureGates
+    assert gates.staticCapacity
+    path = _file(tmp_path, "featureGates: {staticCapacity: true}\n")
+    assert load_settings(path, env={}).featureGates.staticCapacity
+    assert not load_settings(None, env={}).featureGates.staticCapacity
 
 
 def test_the_node_overlay_gate_turns_on_from_the_environment_or_the_file(tmp_path: Path) -> None:

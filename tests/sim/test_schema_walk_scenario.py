@@ -238,6 +238,7 @@ FIELDS: dict[str, Any] = {
     "settings.featureGates.capacityBuffer": True,
     "settings.featureGates.reservedCapacity": False,
     "settings.featureGates.nodeOverlay": True,
+    "settings.featureGates.staticCapacity": True,
     # The seed has one Deployment: naming another is an error (so the field is read).
     "schedules[].workload": Err("default/missing", "workload"),
     "schedules[].buffer": lambda s: s.update(

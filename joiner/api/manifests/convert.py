@@ -260,6 +260,31 @@ def on_demand_base(annotations: Mapping[str, str]) -> int | str | None:
     raise InputError(f"{raw!r} is neither a node count nor a percentage like 20%", field=field)
 
 
+def _static_rules(spec: m.NodePoolSpec) -> None:
+    """The NodePool CRD's CEL rules on a static pool (``spec.replicas`` set; Karpenter
+    ``pkg/apis/v1/nodepool.go`` ``NodePoolSpec`` validations): only ``limits.nodes`` and
+    no ``weight``. The third rule, no change between static and dynamic, compares with the
+    stored object (``oldSelf``): the API server applies it to updates, which a file never is.
+
+    Raises:
+        InputError: a rule fails, naming the field.
+    """
+    if spec.replicas is None:
+        return
+    others = sorted(k for k in spec.limits if k != "nodes")
+    if others:
+        raise InputError(
+            f"only 'limits.nodes' is supported on static NodePools (spec.replicas is set; "
+            f"found {', '.join(others)})",
+            field=f"spec.limits.{others[0]}",
+        )
+    if spec.weight is not None:
+        raise InputError(
+            "'weight' is not supported on static NodePools (spec.replicas is set)",
+            field="spec.weight",
+        )
+
+
 def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
     """A ``karpenter.sh/v1`` NodePool."""
     spec = doc.spec
@@ -285,8 +310,10 @@ def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
             allow_never=True,
         )
     )
+    _static_rules(spec)
     return o.NodePool(
         name=doc.metadata.name,
+        replicas=spec.replicas,
         requirements=Requirements([*reqs, *label_reqs]),
         node_class_ref=o.NodeClassRef(
             tmpl.spec.nodeClassRef.group, tmpl.spec.nodeClassRef.kind, tmpl.spec.nodeClassRef.name

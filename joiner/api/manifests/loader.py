@@ -59,13 +59,9 @@ def _note_spec(kind: str, spec: BaseModel, file: str, obj: str, out: ManifestSet
 
 def _nodepool(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.NodePool, doc, file, obj)
+    # A static pool (spec.replicas) is kept; with the StaticCapacity gate off each is
+    # warned about (``scheduling.static.gate_warnings``) by the command that knows the gates.
     out.nodepools.append(convert.nodepool(parsed, file))
-    if parsed.spec.replicas is not None:
-        out.warnings.append(
-            f"{file}: {obj}: field spec.replicas (a static NodePool, Karpenter's alpha "
-            "StaticCapacity feature) is not modelled: Joiner provisions this pool for pending "
-            "pods like any other and keeps no fixed node count"
-        )
 
 
 def _nodeoverlay(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:

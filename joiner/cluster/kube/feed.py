@@ -92,6 +92,7 @@ from joiner.cluster.kube.client import (
 )
 from joiner.cluster.kube.volumefeed import VOLUME_KINDS, VolumeCache
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
+from joiner.scheduling.static import gated
 from joiner.scheduling.volumes import MissingVolumeError
 from joiner.state.cluster import ClusterState, Node, NodeClaim, NodeCondition, Pod
 
@@ -192,6 +193,8 @@ class ClusterFeed:
         #: status's ``ValidationSucceeded`` and ``NodeClassReady``).
         self.pool_errors: dict[str, InputError] = {}
         self._replaying = False
+        #: Karpenter's ``StaticCapacity`` gate (``scheduling.static.gated``).
+        self.static_capacity = False
         self.on_config: list[Callable[[ManifestSet], None]] = []
         self.on_pending: list[Callable[[Pod], None]] = []
         self.on_bound: list[Callable[[Pod], None]] = []
@@ -309,7 +312,8 @@ class ClusterFeed:
             log.warning("cluster configuration has an error (%s); loading object by object", exc)
             ms = self._load_each(classes, pools, rest)
         st = self._state
-        st.nodepools = {p.name: p for p in ms.nodepools}
+        # Karpenter's StaticCapacity gate off: static pools are provisioned as others.
+        st.nodepools = {p.name: p for p in gated(ms.nodepools, self.static_capacity)}
         st.daemonsets = {f"{d.namespace}/{d.name}": d.template for d in ms.daemonsets}
         st.pdbs = list(ms.pdbs)
         st.touch()

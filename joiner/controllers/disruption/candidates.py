@@ -123,7 +123,11 @@ def eviction_cost(pod: Pod) -> float:
     (``corevalidation.pod_deletion_cost``), so Karpenter's case of a value it cannot parse
     (logged and left out) never arises here.
     """
-    template = pod.template
+    return template_eviction_cost(pod.template)
+
+
+def template_eviction_cost(template: PodTemplate) -> float:
+    """``eviction_cost`` of a pod made from ``template`` (it reads the template only)."""
     cost = 1.0
     if template.deletion_cost is not None:
         cost += template.deletion_cost / _DELETION_COST_SCALE
@@ -171,7 +175,9 @@ class _Costs:
         return total, moving
 
 
-def _lifetime_remaining(claim: NodeClaim, pool: NodePool, now_s: float) -> float:
+def lifetime_remaining(claim: NodeClaim, pool: NodePool, now_s: float) -> float:
+    """The fraction of ``claim``'s life left before its pool's ``expireAfter``, in [0, 1]
+    (1 without one; Karpenter ``disruptionutils.LifetimeRemaining``)."""
     if pool.expire_after_s is None or pool.expire_after_s <= 0:
         return 1.0
     age = now_s - claim.created_at_s
@@ -278,7 +284,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
                 pool=pool,
                 pods=pods,
                 price_per_hour=claim.instance.offering.price_per_hour,
-                disruption_cost=total * _lifetime_remaining(claim, pool, now_s),
+                disruption_cost=total * lifetime_remaining(claim, pool, now_s),
                 reschedule_cost=moving,
                 consolidatable=consolidatable(node, pool, now_s, elapsed=elapsed),
                 blocked=blocked,

@@ -120,6 +120,9 @@ class Context:
     memo: VerdictMemo | None = None
     #: The pass's ``room.Room`` once a method has built it (``methods.room_of``).
     room: object | None = None
+    #: NodeClaims of commands not yet deleted (Karpenter ``NodePoolState``'s pending
+    #: disruption), for static pools' counts (``staticdrift``).
+    pending: frozenset[str] = frozenset()
 
 
 # -- scheduling simulation -----------------------------------------------------------------

@@ -215,6 +215,7 @@ class DisruptionController:
         )
         self._memo.begin(lambda: World(self._state, self._provisioner, self.spot_to_spot))
         ctx.memo = self._memo
+        ctx.pending = self.pending_disruption()
         found = collect(self._state, self._clock.now(), elapsed=elapsed)
         ctx.reasons.update(found.excluded)
         return ctx, found.candidates
@@ -395,6 +396,11 @@ class DisruptionController:
                     for terminating in self.terminating_listeners:
                         terminating(run.command.reason, c.name, c.claim.name)
                     self._terminator.drain(c.node, f"disruption: {run.command.reason}")
+
+    def pending_disruption(self) -> frozenset[str]:
+        """The NodeClaims of commands waiting for their replacements: not deleted yet
+        (Karpenter ``queue.go`` marks them pending disruption in ``NodePoolState``)."""
+        return frozenset(c.claim.name for run in self._running for c in run.command.candidates)
 
     @property
     def busy(self) -> bool:

@@ -7,11 +7,14 @@ Methods run in Karpenter's order, and the first to produce a command ends the pa
 
 1. **Emptiness** (reason ``Empty``): consolidatable nodes with no pod to move, any policy,
    in savings-ratio order while the budget allows; one command deletes them all.
-2. **Drift** (``Drifted``): drifted nodes, empty ones first, then oldest; the first whose
-   pods all reschedule gets a command with whatever replacements that needs (no price rule).
-3. **MultiNodeConsolidation** (``Underutilized``): the longest prefix (at least 2, at most
+2. **StaticDrift** (``Drifted``): a drifted node of a static NodePool is replaced one for
+   one by a NodeClaim of the pool's template (``staticdrift``).
+3. **Drift** (``Drifted``): drifted nodes of the other pools, empty ones first, then
+   oldest; the first whose pods all reschedule gets a command with whatever replacements
+   that needs (no price rule).
+4. **MultiNodeConsolidation** (``Underutilized``): the longest prefix (at least 2, at most
    100, binary search) of the budget-filtered candidates that consolidates.
-4. **SingleNodeConsolidation** (``Underutilized``): candidates by savings ratio, interleaved
+5. **SingleNodeConsolidation** (``Underutilized``): candidates by savings ratio, interleaved
    across NodePools; the first that consolidates wins.
 
 The consolidation decision (``consolidation.go``): simulate rescheduling the candidates'
@@ -53,6 +56,7 @@ from joiner.controllers.disruption.command import (
 )
 from joiner.controllers.disruption.drift import TypesByName, drift_reason
 from joiner.controllers.disruption.room import Room
+from joiner.controllers.disruption.staticdrift import static_drift
 from joiner.controllers.disruption.verdicts import (
     DisruptionMethod,
     Reason,
@@ -60,6 +64,7 @@ from joiner.controllers.disruption.verdicts import (
     VerdictKind,
 )
 from joiner.scheduling import NewNodeClaim
+from joiner.scheduling.static import is_static
 
 EMPTINESS = DisruptionMethod.EMPTINESS
 DRIFT = DisruptionMethod.DRIFT
@@ -314,6 +319,8 @@ def _filter_out_same_type(
 
 def _underutilized(c: Candidate) -> Verdict | None:
     """Why consolidation (not emptiness) may not take ``c`` (Karpenter ``ShouldDisrupt``)."""
+    if is_static(c.pool):
+        return Verdict(VerdictKind.STATIC_POOL, pool=c.pool.name)
     if c.pool.consolidate_after_s is None:
         return Verdict(VerdictKind.CONSOLIDATION_DISABLED, pool=c.pool.name)
     if c.pool.consolidation_policy == "WhenEmpty":
@@ -355,6 +362,9 @@ def emptiness(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     for c in sorted(candidates, key=lambda c: (-c.savings_ratio, c.name)):
         if not c.empty:
             continue
+        if is_static(c.pool):  # Karpenter emptiness.go ShouldDisrupt: OwnedByStaticNodePool
+            ctx.reasons.setdefault(c.name, Verdict(VerdictKind.STATIC_POOL, pool=c.pool.name))
+            continue
         if c.name in buffered or c.claim.name in buffered:  # Emptiness: HasBufferPods
             ctx.reasons.setdefault(c.name, Verdict(VerdictKind.BUFFER_PODS, node=c.name))
             continue
@@ -375,6 +385,8 @@ def drift(ctx: Context, candidates: Sequence[Candidate]) -> Command | None:
     drifted: list[Candidate] = []
     types = TypesByName(ctx.types_of)
     for c in candidates:
+        if is_static(c.pool):  # Karpenter drift.go ShouldDisrupt: StaticDrift's instead
+            continue
         c.drifted = drift_reason(c.claim, c.node, c.pool, types, ctx.cloud_drift)
         if c.drifted is not None:
             drifted.append(c)
@@ -532,6 +544,8 @@ Method = Callable[[Context, Sequence[Candidate]], Command | None]
 #: Karpenter's order; the first method that produces a command ends the pass.
 ORDER: tuple[tuple[DisruptionMethod, Method], ...] = (
     (EMPTINESS, emptiness),
+    # Karpenter's StaticDrift: reason Drifted, eventual, as Drift (``staticdrift``).
+    (DRIFT, static_drift),
     (DRIFT, drift),
     (MULTI_NODE, multi_node),
     (SINGLE_NODE, single_node),

@@ -148,6 +148,8 @@ class VerdictKind(StrEnum):
     # -- consolidation eligibility (Karpenter ``ShouldDisrupt``) -----------------------------
     #: ``pool``: ``consolidateAfter: Never``.
     CONSOLIDATION_DISABLED = "consolidation-disabled"
+    #: ``pool``: a static NodePool (``spec.replicas``): never emptied nor consolidated.
+    STATIC_POOL = "static-pool"
     #: ``pool``: policy ``WhenEmpty`` and the node is not empty.
     WHEN_EMPTY = "when-empty"
     #: ``seconds``: consolidateAfter has not passed since the last pod change.
@@ -188,6 +190,11 @@ class VerdictKind(StrEnum):
     # -- drift ------------------------------------------------------------------------------------
     #: ``detail``: the drift reason; ``cause``: why the drifted node was not replaced.
     DRIFTED_BUT = "drifted-but"
+    #: ``pool``: a static pool runs more NodeClaims than ``replicas``: StaticDrift waits for
+    #: the scale-down.
+    STATIC_OVER_REPLICAS = "static-over-replicas"
+    #: ``pool``: the static pool's ``limits.nodes`` leaves no room for a replacement.
+    STATIC_NODE_LIMIT = "static-node-limit"
     # -- the pass -------------------------------------------------------------------------------
     #: An earlier command ended the pass before a method looked at the node (Karpenter
     #: ``controller.go`` ``Controller.disrupt``: the first method with a command wins).
@@ -267,6 +274,10 @@ _RENDER: dict[VerdictKind, Callable[[Verdict], str]] = {
     ),
     VerdictKind.EMPTY_NEVER: lambda v: f"empty, but NodePool {v.pool} has consolidateAfter: Never",
     VerdictKind.CONSOLIDATION_DISABLED: lambda v: f"NodePool {v.pool} has consolidateAfter: Never",
+    VerdictKind.STATIC_POOL: lambda v: (
+        f"NodePool {v.pool} is static (spec.replicas): it keeps its node count and is "
+        "never emptied or consolidated"
+    ),
     VerdictKind.WHEN_EMPTY: lambda v: (
         f"NodePool {v.pool} consolidates only empty nodes (policy WhenEmpty)"
     ),
@@ -312,5 +323,11 @@ _RENDER: dict[VerdictKind, Callable[[Verdict], str]] = {
         "the other nodes and one cheaper node cannot hold these nodes' pods"
     ),
     VerdictKind.DRIFTED_BUT: _drifted_but,
+    VerdictKind.STATIC_OVER_REPLICAS: lambda v: (
+        f"NodePool {v.pool} runs more nodes than spec.replicas: its scale-down comes first"
+    ),
+    VerdictKind.STATIC_NODE_LIMIT: lambda v: (
+        f"NodePool {v.pool}'s limits.nodes leaves no room for a replacement"
+    ),
     VerdictKind.NOT_REACHED: lambda _v: "the pass's command was chosen before a method got to it",
 }

@@ -36,6 +36,7 @@ from joiner.scheduling import (
     SchedulingInput,
 )
 from joiner.scheduling.daemonsets import overhead_on_node
+from joiner.scheduling.static import is_static
 from joiner.state.cluster import ClusterState, Node, NodeClaim, Pod
 from joiner.state.snapshot import bound_pod, pod_requests, view_basis, view_current
 
@@ -454,11 +455,15 @@ class Provisioner:
         return out, bound_pods
 
     def templates(self) -> list[NodePoolTemplate]:
-        """Each NodePool with its NodeClass's instance types (NodeOverlays applied, when
-        ``overlays`` is set) and what its limits leave."""
+        """Each NodePool but the static ones with its NodeClass's instance types
+        (NodeOverlays applied, when ``overlays`` is set) and what its limits leave."""
         listed = []
         for name in sorted(self._state.nodepools):
             pool = self._state.nodepools[name]
+            if is_static(pool):
+                # Karpenter ``provisioner.go`` ``NewScheduler``: static pools keep their own
+                # count (``controllers/static``); pending pods never launch one.
+                continue
             if self.pool_ready is not None and not self.pool_ready(name):
                 # Karpenter ``provisioner.go`` ``NewScheduler``: "ignoring nodepool, not ready".
                 log.warning(
@@ -478,6 +483,17 @@ class Provisioner:
             overlaid = self.overlays.apply_all(listed)
             listed = [(pool, types) for (pool, _), types in zip(listed, overlaid, strict=True)]
         return [self._template(pool, types) for pool, types in listed]
+
+    def pool_types(self, pool: NodePool) -> list[InstanceType]:
+        """``pool``'s instance types as a launch for it sees them (NodeOverlays applied,
+        when ``overlays`` is set); none while its NodeClass is not ready."""
+        try:
+            types = self._cloud.get_instance_types(pool.node_class_ref.name)
+        except NodeClassNotReadyError:
+            return []
+        if self.overlays is not None:
+            return list(self.overlays.apply_all([(pool, types)])[0])
+        return types
 
     def overlaid_types(self) -> dict[str, tuple[InstanceType, ...]] | None:
         """Each NodePool's instance types with the NodeOverlays applied, by pool name; None
@@ -557,6 +573,12 @@ def _lasting(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
     while the API server restarts), as Karpenter's ``StateNode.Taints`` drops them, so the
     pods nominated to it launch nothing more."""
     return tuple(t for t in taints if not labels.known_ephemeral_taint(t.key, t.effect))
+
+
+def static_capacity_types(new: NewNodeClaim) -> list[str]:
+    """The capacity types a static NodeClaim (``scheduling.static.template_claim``) may
+    launch as: those its instance types offer under its requirements."""
+    return _capacity_types(new)
 
 
 def _capacity_types(new: NewNodeClaim) -> list[str]:
