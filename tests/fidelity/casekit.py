@@ -196,14 +196,15 @@ def pdb(name: str, app: str, max_unavailable: int = 0) -> Obj:
     }
 
 
-def priority_class(name: str, value: int) -> Obj:
-    """A ``scheduling.k8s.io/v1`` PriorityClass (never the global default)."""
+def priority_class(name: str, value: int, *, preempt: bool = False) -> Obj:
+    """A ``scheduling.k8s.io/v1`` PriorityClass (never the global default) whose pods do not
+    preempt, or, with ``preempt``, preempt lower-priority pods (``PreemptLowerPriority``)."""
     return {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
         "metadata": {"name": name},
         "value": value,
-        "preemptionPolicy": "Never",
+        "preemptionPolicy": "PreemptLowerPriority" if preempt else "Never",
     }
 
 

@@ -31,6 +31,7 @@ from casekit import (
     pod,
     pods,
     pool,
+    priority_class,
     req,
     spread,
 )
@@ -474,6 +475,20 @@ def _provisioning() -> list[Case]:
             DEFAULT,
             pods("more", 3, cpu="700m"),
             before=[pod("first", cpu="1200m")],
+        )
+    )
+    add(
+        Case(
+            "preempt-placeholder",
+            ("existing nodes", "preemption"),
+            {"default": pool(req(IT, "In", "c-2x"))},
+            [pod("vip", cpu="1500m", priorityClassName="fidelity-preempt-vip")],
+            before=[deployment("filler", 1, cpu="1500m")],
+            priority_classes=[priority_class("fidelity-preempt-vip", 1000, preempt=True)],
+            note="kube-scheduler preempts the filler for the higher-priority vip and nominates "
+            "its node; Karpenter skips the nominated vip (IsProvisionable) and launches a "
+            "c-2x for the filler's replacement; joiner plan puts vip on the existing node and "
+            "the filler on a new NodeClaim",
         )
     )
     add(

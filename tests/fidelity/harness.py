@@ -393,7 +393,9 @@ def joiner_plan(case: Case, before: Snapshot, types: list[InstanceType], out_dir
             for c in [*plan.nodeClaims, *plan.staticNodeClaims]
         ],
         pending=sorted(u.pod.removeprefix(ns) for u in plan.unschedulable),
-        on_existing=len(plan.placements),
+        # A preemptor runs on its existing node once its victims are gone, as
+        # kube-scheduler binds it there on Karpenter's side.
+        on_existing=len(plan.placements) + len(plan.preemptions),
     )
 
 
