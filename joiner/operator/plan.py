@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -84,6 +84,7 @@ from joiner.cloudprovider.types import (
     SecurityGroup,
     Subnet,
 )
+from joiner.operator import plan_passes as passes
 from joiner.operator.lint import lint_manifests
 from joiner.operator.plan_static import StaticRound, static_round
 from joiner.scheduling import (
@@ -545,6 +546,8 @@ class _Launcher:
         self._counters: dict[str, int] = {}
         self._choices: dict[tuple[object, ...], _Choice] = {}
         self._capacity_types: dict[tuple[object, ...], list[str]] = {}
+        #: NodeClaim name -> the instance type it launches as.
+        self.types: dict[str, InstanceType] = {}
 
     def launch(self, new: NewNodeClaim) -> PlannedNodeClaim | list[Unschedulable]:
         """The planned NodeClaim, or its pods as unschedulable when no offering launches."""
@@ -569,6 +572,7 @@ class _Launcher:
                 for uid in new.pods
             ]
         it, offering = choice
+        self.types[name] = it
         return PlannedNodeClaim(
             name=name,
             nodePool=pool.name,
@@ -841,6 +845,59 @@ def _bind_ignored(
     )
 
 
+class _Passes:
+    """The first pass's result launched, then the passes after it (``plan_passes``): each
+    solves what the last left pending with the NodeClaims launched so far in flight, while
+    the last launched any and something is still pending."""
+
+    def __init__(self, launcher: _Launcher, pools: dict[str, NodePool], demand: _Demand) -> None:
+        self._launcher = launcher
+        self._pools = pools
+        self._demand = demand
+        self.claims: list[PlannedNodeClaim] = []
+        self.launched: list[passes.Launched] = []
+        #: Pods whose NodeClaim could not launch (no offering).
+        self.failed: list[Unschedulable] = []
+        #: (pod uid, existing node) of every pass.
+        self.placements: list[tuple[str, str]] = []
+
+    def run(
+        self,
+        result: SchedulingResult,
+        solve: Callable[[_Demand, Sequence[passes.Launched]], SchedulingResult],
+    ) -> SchedulingResult:
+        """Launch ``result`` and solve again (``solve(demand, launched)``) as long as a pass
+        launches a NodeClaim and leaves a pod pending; returns the last pass's result."""
+        by_uid = {p.uid: p for p in self._demand.pending}
+        for _ in range(passes.MAX_PASSES - 1):
+            if not self._take(result) or not result.unschedulable:
+                return result
+            left = [by_uid[uid] for uid, _ in result.unschedulable if uid in by_uid]
+            result = solve(replace(self._demand, pending=left), list(self.launched))
+        self._take(result)
+        return result
+
+    def _take(self, result: SchedulingResult) -> bool:
+        """Record ``result``'s placements and launch its NodeClaims; True when one launched."""
+        on_claims = {c.name: c for c in self.claims}
+        for uid, node in result.existing_placements:
+            if node in on_claims:
+                on_claims[node].pods.append(uid)
+            else:
+                self.placements.append((uid, node))
+        launched_any = False
+        for new in result.new_nodeclaims:
+            claim = self._launcher.launch(new)
+            if isinstance(claim, PlannedNodeClaim):
+                self.claims.append(claim)
+                it = self._launcher.types[claim.name]
+                self.launched.append(passes.Launched(claim, it, self._pools[new.nodepool]))
+                launched_any = True
+            else:
+                self.failed += claim
+        return launched_any
+
+
 def build_plan(
     m: ManifestSet,
     catalog: Catalog,
@@ -905,22 +962,24 @@ def build_plan(
         warnings += overlays.warnings()
 
     def solve(
-        d: _Demand, rnd: PreemptionRound | None
+        d: _Demand, rnd: PreemptionRound | None, launched: Sequence[passes.Launched] = ()
     ) -> tuple[SchedulingResult, list[Unschedulable]]:
         requests, missing = _requests(d.pending, m)
+        planned, planned_pods = passes.in_flight(launched, templates, daemonsets)
         result = scheduler_for(packing).solve(
             SchedulingInput(
                 pods=tuple(requests),
-                existing=(*_existing(targets, d, daemonsets), *in_flight),
-                nodepools=nodepools,
+                existing=(*_existing(targets, d, daemonsets), *in_flight, *planned),
+                nodepools=passes.limits_left(nodepools, launched),
                 daemonsets=tuple(daemonsets),
-                bound_pods=_bound(m, targets, rnd),
+                bound_pods=(*_bound(m, targets, rnd), *planned_pods),
                 min_values_policy=min_values_policy,
             )
         )
         return result, missing
 
     ignored = _bind_ignored(demand, m, targets, daemonsets)
+    templates = {p.uid: p.template for p in demand.pending}
     result, missing = solve(demand, None)
     rnd = _preemption(m, targets, demand, daemonsets, result)
     if rnd is not None and rnd.preemptions:
@@ -929,27 +988,22 @@ def build_plan(
     # planning_cloud raised unless the NodeClasses are all KWOKNodeClasses or all EC2 ones.
     kwok = any(nc.source.kind == KWOKNODECLASS_KIND for nc in m.nodeclasses)
     launcher = _Launcher({p.name: p for p in m.nodepools}, region, min_values_policy, kwok)
-    claims: list[PlannedNodeClaim] = []
+    later = _Passes(launcher, {p.name: p for p in m.nodepools}, demand)
+    result = later.run(result, lambda d, launched: solve(d, rnd, launched)[0])
+    claims = later.claims
     unschedulable = (
         missing
         + demand.pinned
         + ignored.unschedulable
+        + later.failed
         + [Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable]
     )
-    for new in result.new_nodeclaims:
-        launched = launcher.launch(new)
-        if isinstance(launched, PlannedNodeClaim):
-            claims.append(launched)
-        else:
-            unschedulable += launched
     fixed = _static_round(m, pools, cloud, overlays, launcher)
     warnings += fixed.warnings
     return Plan(
         region=region,
         nodeClaims=claims,
-        placements=[
-            Placement(pod=u, node=n) for u, n in (*ignored.placements, *result.existing_placements)
-        ],
+        placements=[Placement(pod=u, node=n) for u, n in (*ignored.placements, *later.placements)],
         unschedulable=unschedulable,
         preemptions=rnd.preemptions if rnd is not None else [],
         nominated=demand.nominated,
