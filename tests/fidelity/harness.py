@@ -29,6 +29,7 @@ from typing import Any
 import httpx2 as httpx
 import render
 from cases import Case, Obj
+from kubestack import KWOK_NODE_ANNOTATION
 from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
@@ -59,12 +60,11 @@ ZONE = "topology.kubernetes.io/zone"
 CT = "karpenter.sh/capacity-type"
 IT = "node.kubernetes.io/instance-type"
 POOL = "karpenter.sh/nodepool"
-#: the annotation the stack's kwok selects the Nodes it manages by (tests/e2e/kubestack.py
-#: ``--manage-nodes-with-annotation-selector``): without it kwok renews no Lease for the Node
-KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 #: the holder that takes a silenced node's Lease over, and for how long (seconds)
 STOPPED_HOLDER = "fidelity-harness"
 NODE_LEASES = "kube-node-lease"
+#: the stack's kwok acts only on events of Nodes with ``KWOK_NODE_ANNOTATION`` (its
+#: ``--manage-nodes-with-annotation-selector``), but keeps renewing a Lease it already holds
 _UNMANAGE = {"metadata": {"annotations": {KWOK_NODE_ANNOTATION: None}}}
 _TAKE_LEASE = {"spec": {"holderIdentity": STOPPED_HOLDER, "leaseDurationSeconds": 3600}}
 #: the taints kube-controller-manager's node lifecycle controller puts on a Node whose Ready

@@ -55,8 +55,9 @@ from joiner.api.featuregates import FeatureGates  # noqa: E402
 from joiner.cloudprovider.kwok import load_instance_types  # noqa: E402
 
 #: Karpenter's ``FEATURE_GATES`` for the whole run: its default (pkg/operator/options/
-#: options.go ``AddFlags``) with NodeOverlay on, which the NodeOverlay cases need; no other
-#: case has an overlay. Joiner runs with the same gates (``harness.joiner_gates``).
+#: options.go ``AddFlags``) with NodeOverlay on, which the cases with NodeOverlays need
+#: (a case without one is unaffected). Joiner runs with the same gates
+#: (``harness.joiner_gates``).
 KARPENTER_FEATURE_GATES = (
     "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,"
     "NodeOverlay=true,StaticCapacity=false,CapacityBuffer=false"
