@@ -20,7 +20,10 @@ And ``kwok/cloudprovider/cloudprovider.go`` ``toNode`` for the launch: over the 
 instance types in name order, each type's cheapest available compatible offering; a type
 wins only when strictly cheaper than the best so far (so ties go to the first name). Among
 offerings of one type at the same price Karpenter-kwok picks at random; Joiner takes the
-first zone by name (cases that compare zones avoid such ties).
+first zone by name (cases that compare zones avoid such ties). The prices are the file's:
+``toNode`` looks the types up in the provider's own list, which ``kwok/main.go`` wraps in
+the NodeOverlay decorator only for everyone else (``overlay.Decorate``), so an overlay's
+price orders the NodeClaim's instance types but never changes which one launches.
 """
 
 from __future__ import annotations
@@ -231,14 +234,15 @@ def load_instance_types(path: Path) -> list[InstanceType]:
 def choose_kwok_offering(
     types: Sequence[InstanceType], reqs: Requirements
 ) -> tuple[InstanceType, Offering] | None:
-    """Karpenter-kwok's launch choice (``toNode``; see the module docstring), or None."""
+    """Karpenter-kwok's launch choice (``toNode``; see the module docstring), or None.
+    Prices are the file's (``Offering.cost_per_hour``), not a NodeOverlay's."""
     best: tuple[InstanceType, Offering] | None = None
     for it in sorted(types, key=lambda t: t.name):
         offers = it.available_offerings(reqs)
         if not offers:
             continue
-        cheapest = min(offers, key=lambda o: (o.price_per_hour, o.zone))
-        if best is None or cheapest.price_per_hour < best[1].price_per_hour:
+        cheapest = min(offers, key=lambda o: (o.cost_per_hour, o.zone))
+        if best is None or cheapest.cost_per_hour < best[1].cost_per_hour:
             best = (it, cheapest)
     return best
 

@@ -9,6 +9,7 @@ import pytest
 
 from joiner.api import labels
 from joiner.api.errors import InputError
+from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import load_text
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.catalog import Catalog
@@ -198,3 +199,37 @@ def test_kwok_labels_are_well_known(tmp_path: Path) -> None:
     )
     assert [c.launch.instanceType for c in plan.nodeClaims] == ["c-4x-amd64"]
     assert plan.unschedulable == []
+
+
+_CHEAP_C4X = """
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: cheap-c4x}
+spec:
+  requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [c-4x-amd64]}]
+  price: "0.01"
+"""
+
+
+def test_launch_takes_the_file_prices_not_an_overlays(tmp_path: Path) -> None:
+    """With the NodeOverlay gate on, an overlay that makes c-4x-amd64 the cheapest type
+    (0.01 against m5.large's 0.09 on-demand) orders the NodeClaim's types, but
+    Karpenter-kwok's ``toNode`` prices the launch from its own file: m5.large launches
+    (regression: diff-karpenter case overlay-price; Joiner launched the overlaid type)."""
+    text = _MANIFESTS.replace('cpu: "3"', 'cpu: "1"') + _CHEAP_C4X
+    types = load_instance_types(_types_file(tmp_path))
+    plain = build_plan(load_text(text), Catalog.load(), "us-east-1", kwok_types=types)
+    overlaid = build_plan(
+        load_text(text),
+        Catalog.load(),
+        "us-east-1",
+        kwok_types=types,
+        feature_gates=FeatureGates(node_overlay=True),
+    )
+    for plan in (plain, overlaid):
+        [claim] = plan.nodeClaims
+        assert (claim.launch.instanceType, claim.launch.capacityType) == ("m5.large", "on-demand")
+    # the overlay did reach the scheduler: the NodeClaim's types are ordered by its price
+    assert plain.nodeClaims[0].instanceTypes == ["m5.large", "c-4x-amd64"]
+    assert overlaid.nodeClaims[0].instanceTypes == ["c-4x-amd64", "m5.large"]

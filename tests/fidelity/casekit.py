@@ -24,6 +24,9 @@ class Change:
     delete_pods: tuple[str, ...] = ()
     #: merged into the named NodePool's spec (dicts merge, other values replace)
     pool_patch: dict[str, Obj] = field(default_factory=dict)
+    #: pods whose nodes are made NotReady first (kwok stops heartbeating them; the harness
+    #: waits until the node lifecycle controller marks them Unknown and unreachable)
+    not_ready: tuple[str, ...] = ()
 
 
 @dataclass
@@ -39,6 +42,9 @@ class Case:
     pdbs: list[Obj] = field(default_factory=list)
     #: cluster-scoped PriorityClasses (named after the case: they are not fenced)
     priority_classes: list[Obj] = field(default_factory=list)
+    #: ``karpenter.sh/v1alpha1`` NodeOverlay specs by name (cluster-scoped: rendering names
+    #: them after the case and confines them to the case's NodePools)
+    overlays: dict[str, Obj] = field(default_factory=dict)
     kind: str = "provision"
     change: Change | None = None
     #: runs alone: it could see other cases' nodes (nodeAffinityPolicy Ignore, ...)
@@ -196,6 +202,20 @@ def pdb(name: str, app: str, max_unavailable: int = 0) -> Obj:
     }
 
 
+def overlay(
+    *requirements: Obj,
+    price: str | None = None,
+    adjust: str | None = None,
+    capacity: dict[str, str] | None = None,
+) -> Obj:
+    """A NodeOverlay spec (``price`` replaces, ``adjust`` is a ``priceAdjustment``)."""
+    spec: Obj = {"requirements": list(requirements)}
+    for key, value in (("price", price), ("priceAdjustment", adjust), ("capacity", capacity)):
+        if value is not None:
+            spec[key] = value
+    return spec
+
+
 def priority_class(name: str, value: int, *, preempt: bool = False) -> Obj:
     """A ``scheduling.k8s.io/v1`` PriorityClass (never the global default) whose pods do not
     preempt, or, with ``preempt``, preempt lower-priority pods (``PreemptLowerPriority``)."""
@@ -210,6 +230,8 @@ def priority_class(name: str, value: int, *, preempt: bool = False) -> Obj:
 
 #: the annotation Karpenter's ``EvictionCost`` (pkg/utils/disruption/disruption.go) reads
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+#: an extended resource no instance type has unless a NodeOverlay adds it
+LICENCE = "fidelity.joiner.dev/licence"
 SOFT_TAINT = {"key": "preferred", "value": "no", "effect": "PreferNoSchedule"}
 TAINT = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
 TOLERATE = [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}]

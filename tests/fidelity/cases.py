@@ -16,6 +16,7 @@ from casekit import (
     DEFAULT,
     HOST,
     IT,
+    LICENCE,
     SOFT_TAINT,
     TAINT,
     TOLERATE,
@@ -27,6 +28,7 @@ from casekit import (
     daemonset,
     deployment,
     node_affinity,
+    overlay,
     pdb,
     pod,
     pods,
@@ -623,6 +625,32 @@ def _later_cases() -> list[Case]:
             note="the heavier pool's PreferNoSchedule taint is first treated as NoSchedule "
             "(Karpenter preferences.go): the pods go to the lighter pool; alone, since the "
             "taint adds a relaxation step for every pod of the batch",
+        ),
+        *_overlay_cases(),
+    ]
+
+
+def _overlay_cases() -> list[Case]:
+    """NodeOverlays (Karpenter's NodeOverlay gate, on for the whole run: run.py)."""
+    return [
+        Case(
+            "overlay-price",
+            ("NodeOverlay",),
+            DEFAULT,
+            pods("ovp", 1, cpu="1"),
+            overlays={"cheap-m": overlay(req(IT, "In", "m-2x"), price="0.001")},
+            note="the overlay makes m-2x the cheapest type Karpenter's scheduler sees (the "
+            "NodeClaim lists it first), but Karpenter-kwok launches the cheapest type at its "
+            "own prices (kwok cloudprovider.go toNode reads the types without overlays): c-2x",
+        ),
+        Case(
+            "overlay-capacity",
+            ("NodeOverlay", "extended resources"),
+            DEFAULT,
+            pods("ovc", 2, cpu="1", extra={LICENCE: "1"}),
+            overlays={"licence": overlay(req(IT, "In", "m-4x", "r-4x"), capacity={LICENCE: "2"})},
+            note="no type has the licence resource but the two the overlay gives it to: both "
+            "pods fit the cheaper, m-4x (without the overlay they stay pending)",
         ),
     ]
 

@@ -203,6 +203,24 @@ def disruption_cases() -> list[Case]:
             ),
         )
     )
+    add(
+        Case(
+            "not-ready-budget",
+            ("disruption: emptiness", "disruption: budgets", "disruption: NotReady nodes"),
+            DEFAULT,
+            before=pods("nr", 3, cpu="1", host_ports=[7100]),
+            kind="disrupt",
+            change=Change(
+                not_ready=("nr-0",),
+                delete_pods=("nr-1", "nr-2"),
+                pool_patch={"default": {"disruption": {**on, "budgets": [{"nodes": "1"}]}}},
+            ),
+            note="nr-0's node stops heartbeating and goes Unknown before the other two empty: "
+            "a NotReady node counts as disrupting (Karpenter helpers.go "
+            "BuildDisruptionBudgetMapping), so the budget of one node is used up and neither "
+            "empty node goes",
+        )
+    )
     c += _cost_cases(on, od, shrink)
     return c
 

@@ -24,10 +24,14 @@ compare deterministically:
   (Karpenter takes the zone domains from every NodePool, ``provisioner.go``
   ``NewScheduler``).
 
+A provisioning case may carry a NodeOverlay over two types of its NodePools: a price
+adjustment, or the extended resource ``LICENCE`` its first pod group asks for.
+
 Disruption cases follow the shapes of disruption_cases.py (one node that shrinks, nodes
-that empty, three nodes that merge, a NodePool that drifts, two nodes ordered by their
-pods' eviction cost) with random sizes, capacity types, policies, budgets, PDBs,
-do-not-disrupt annotations, deletion costs and priorities.
+that empty, one of them perhaps made NotReady first, three nodes that merge, a NodePool
+that drifts, two nodes ordered by their pods' eviction cost) with random sizes, capacity
+types, policies, budgets, PDBs, do-not-disrupt annotations, deletion costs and
+priorities.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from casekit import (
     DELETION_COST,
     HOST,
     IT,
+    LICENCE,
     SOFT_TAINT,
     TAINT,
     TOLERATE,
@@ -53,6 +58,7 @@ from casekit import (
     daemonset,
     deployment,
     node_affinity,
+    overlay,
     pdb,
     pod,
     pods,
@@ -81,6 +87,7 @@ class _Draft:
     pods: list[Obj] = field(default_factory=list)
     before: list[Obj] = field(default_factory=list)
     daemonsets: list[Obj] = field(default_factory=list)
+    overlays: dict[str, Obj] = field(default_factory=dict)
     features: set[str] = field(default_factory=set)
     alone: list[str] = field(default_factory=list)
     zone_ties: list[str] = field(default_factory=list)
@@ -347,6 +354,26 @@ def _make_daemonsets(d: _Draft) -> None:
     d.daemonsets.append(daemonset("agent", d.rng.choice(("100m", "300m", "500m")), **spec))
 
 
+def _make_overlay(d: _Draft) -> None:
+    """A NodeOverlay over two amd64 types of the case's pools: a price adjustment, or the
+    extended resource ``LICENCE`` that the first pod group then asks for."""
+    if not d.chance(0.1):
+        return
+    d.features.add("NodeOverlay")
+    chosen = req(IT, "In", *sorted(d.rng.sample(AMD64, 2)))
+    if d.chance(0.5):
+        d.overlays["price"] = overlay(chosen, adjust=d.rng.choice(("-90%", "+50%")))
+        return
+    d.features.add("extended resources")
+    d.overlays["licence"] = overlay(chosen, capacity={LICENCE: "4"})
+    first = d.pods[0]["metadata"]["labels"]["app"]
+    for p in d.pods:
+        if p["metadata"]["labels"]["app"] == first:
+            resources = p["spec"]["containers"][0]["resources"]
+            for kind in ("requests", "limits"):
+                resources.setdefault(kind, {})[LICENCE] = "1"
+
+
 def provisioning_case(rng: random.Random, case_id: str) -> Case:
     """One random provisioning case (module docstring)."""
     d = _Draft(rng)
@@ -354,6 +381,7 @@ def provisioning_case(rng: random.Random, case_id: str) -> Case:
     _make_before(d)
     _make_daemonsets(d)
     _make_pods(d)
+    _make_overlay(d)
     return Case(
         case_id,
         tuple(sorted(d.features)),
@@ -361,6 +389,7 @@ def provisioning_case(rng: random.Random, case_id: str) -> Case:
         d.pods,
         before=d.before,
         daemonsets=d.daemonsets,
+        overlays=d.overlays,
         alone=bool(d.alone),
         zone_ties="generated: " + ", ".join(sorted(set(d.zone_ties))) if d.zone_ties else "",
         note="; ".join(sorted(set(d.alone))),
@@ -413,7 +442,8 @@ def _shrink(rng: random.Random, case_id: str) -> Case:
 
 
 def _emptiness(rng: random.Random, case_id: str) -> Case:
-    """Nodes (one pod each, a host port apart) whose pods all go."""
+    """Nodes (one pod each, a host port apart) whose pods all go, or all but the one on a
+    node made NotReady first."""
     features = {"disruption: emptiness", "hostPorts"}
     n = rng.randint(1, 3)
     disruption: Obj = dict(_ON)
@@ -422,13 +452,21 @@ def _emptiness(rng: random.Random, case_id: str) -> Case:
         disruption["budgets"] = [{"nodes": rng.choice(("1", "2", "50%"))}]
     before = pods("e", n, cpu=rng.choice(("500m", "1", "1500m")), host_ports=[7100])
     names = tuple(p["metadata"]["name"] for p in before)
+    not_ready: tuple[str, ...] = ()
+    if n > 1 and rng.random() < 0.3:  # one node goes NotReady first, its pod kept
+        features.add("disruption: NotReady nodes")
+        not_ready, names = names[:1], names[1:]
     return Case(
         case_id,
         tuple(sorted(features)),
         {"default": pool()},
         before=before,
         kind="disrupt",
-        change=Change(delete_pods=names, pool_patch={"default": {"disruption": disruption}}),
+        change=Change(
+            delete_pods=names,
+            pool_patch={"default": {"disruption": disruption}},
+            not_ready=not_ready,
+        ),
     )
 
 

@@ -29,12 +29,16 @@ from typing import Any
 import httpx2 as httpx
 import render
 from cases import Case, Obj
+from kubestack import KWOK_NODE_ANNOTATION
 from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_global_resource
+from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Node, Pod
+from lightkube.types import PatchType
 
+from joiner.api import featuregates
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import load_documents
 from joiner.cloudprovider.catalog import Catalog
@@ -44,6 +48,7 @@ from joiner.operator.plan import build_plan
 
 NodeClaim = create_global_resource("karpenter.sh", "v1", "NodeClaim", "nodeclaims")
 NodePool = create_global_resource("karpenter.sh", "v1", "NodePool", "nodepools")
+NodeOverlay = create_global_resource("karpenter.sh", "v1alpha1", "NodeOverlay", "nodeoverlays")
 KWOKNodeClass = create_global_resource(
     "karpenter.kwok.sh", "v1alpha1", "KWOKNodeClass", "kwoknodeclasses"
 )
@@ -55,14 +60,29 @@ ZONE = "topology.kubernetes.io/zone"
 CT = "karpenter.sh/capacity-type"
 IT = "node.kubernetes.io/instance-type"
 POOL = "karpenter.sh/nodepool"
+#: the holder that takes a silenced node's Lease over, and for how long (seconds)
+STOPPED_HOLDER = "fidelity-harness"
+NODE_LEASES = "kube-node-lease"
+#: the stack's kwok acts only on events of Nodes with ``KWOK_NODE_ANNOTATION`` (its
+#: ``--manage-nodes-with-annotation-selector``), but keeps renewing a Lease it already holds
+_UNMANAGE = {"metadata": {"annotations": {KWOK_NODE_ANNOTATION: None}}}
+_TAKE_LEASE = {"spec": {"holderIdentity": STOPPED_HOLDER, "leaseDurationSeconds": 3600}}
+#: the taints kube-controller-manager's node lifecycle controller puts on a Node whose Ready
+#: condition is Unknown (k8s.io/api core/v1 ``TaintNodeUnreachable``)
+UNREACHABLE = {
+    ("node.kubernetes.io/unreachable", "NoSchedule"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+}
+#: how long a Node may take to go Unknown once its Lease stops: the stack's 16 s Lease, the
+#: 20 s node-monitor grace and 5 s monitor period, with room for a slow machine
+UNREACHABLE_TIMEOUT_S = 120.0
 #: Karpenter's log line for a disruption command (v1.14: "disrupting node(s)" with the
 #: command "<Reason>/<Decision>, terminating N nodes (...)").
 _REASON = re.compile(r'"command"\s*:\s*"(\w+)/')
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
-#: Karpenter runs with its ``StaticCapacity`` gate on (run.py ``FEATURE_GATES``), so
-#: Joiner plans and disrupts with it too; it changes nothing for a case without a static
-#: NodePool.
-GATES = FeatureGates(static_capacity=True)
+#: The gates of the harness's tests, as run.py's ``KARPENTER_FEATURE_GATES`` gives them
+#: to both sides (``joiner_gates``): ``StaticCapacity`` and ``NodeOverlay`` on.
+GATES = FeatureGates(static_capacity=True, node_overlay=True)
 _CREATED = re.compile(r'"message":"created nodeclaim".*?"NodeClaim":\{"name":"([^"]+)"')
 
 
@@ -189,10 +209,12 @@ class Cluster:
                 raise
 
     def delete_case(self, case: Case) -> None:
-        """Delete the case's namespace and NodePools (Karpenter then drains and deletes
-        their NodeClaims; ``wait_claims_gone`` waits for that)."""
-        for kind, name in [(NodePool, render.pool_name(case, p)) for p in case.pools] + [
-            (Namespace, render.namespace(case))
+        """Delete the case's namespace, NodePools and NodeOverlays (Karpenter then drains
+        and deletes their NodeClaims; ``wait_claims_gone`` waits for that)."""
+        for kind, name in [
+            *[(NodePool, render.pool_name(case, p)) for p in case.pools],
+            *[(NodeOverlay, render.overlay_name(case, o)) for o in case.overlays],
+            (Namespace, render.namespace(case)),
         ]:
             try:
                 self.client.delete(kind, name)
@@ -285,6 +307,35 @@ class Cluster:
             if now - start > timeout_s:
                 raise TimeoutError(f"cluster still changing after {timeout_s:.0f} s")
 
+    def make_unreachable(self, nodes: list[str], timeout_s: float = UNREACHABLE_TIMEOUT_S) -> float:
+        """Silence ``nodes`` as a kubelet that went away and wait until the node lifecycle
+        controller marks each Ready Unknown with the unreachable taints; returns the seconds
+        waited.
+
+        kwok (v0.8, ``node_lease_controller.go``) keeps renewing the Lease of a Node it once
+        managed, and its ``node-initialize`` stage sets Ready back to True on any Node event
+        it sees. So the Node loses its kwok annotation (kwok then sees no more events of it)
+        and its Lease is taken over (``STOPPED_HOLDER``, an hour long): kwok's
+        ``tryAcquireOrRenew`` leaves a Lease another holder has not let expire, and the
+        renew time stops moving.
+
+        Raises:
+            TimeoutError: some node is not unreachable after ``timeout_s``.
+        """
+        for name in nodes:
+            self.client.patch(Node, name, _UNMANAGE, patch_type=PatchType.MERGE)
+            self.client.patch(
+                Lease, name, _TAKE_LEASE, namespace=NODE_LEASES, patch_type=PatchType.MERGE
+            )
+        start = time.monotonic()
+        while True:
+            left = [n for n in nodes if not unreachable(self.client.get(Node, n).to_dict())]
+            if not left:
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout_s:
+                raise TimeoutError(f"nodes {left} not unreachable after {timeout_s:.0f} s")
+            time.sleep(1.0)
+
     def wait_pods_gone(self, ns: str, names: tuple[str, ...], timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -293,6 +344,31 @@ class Cluster:
                 return
             time.sleep(0.5)
         raise TimeoutError(f"pods {names} in {ns} not deleted after {timeout_s:.0f} s")
+
+
+def unreachable(node: Obj) -> bool:
+    """True when ``node`` (an API Node) has Ready ``Unknown`` and both unreachable taints."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = next((c.get("status") for c in conditions if c.get("type") == "Ready"), None)
+    taints = {(t.get("key"), t.get("effect")) for t in (node.get("spec") or {}).get("taints") or []}
+    return ready == "Unknown" and taints >= UNREACHABLE
+
+
+def nodes_of_pods(pods: list[Obj], names: tuple[str, ...]) -> list[str]:
+    """The nodes the named pods are bound to, in the order named (each once).
+
+    Raises:
+        ValueError: a named pod is missing or not bound.
+    """
+    bound = {p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") for p in pods}
+    out: list[str] = []
+    for name in names:
+        node = bound.get(name)
+        if not node:
+            raise ValueError(f"pod {name} is {'not bound' if name in bound else 'missing'}")
+        if node not in out:
+            out.append(node)
+    return out
 
 
 def _claims_of(case: Case, claims: list[Obj]) -> dict[str, Obj]:
@@ -323,7 +399,8 @@ class Snapshot:
 
 
 def snapshot(cluster: Cluster, case: Case, with_pods: bool = True) -> Snapshot:
-    """The case's NodePools, NodeClass, Nodes, Pods, DaemonSets and PDBs from the API."""
+    """The case's NodePools, NodeClass, Nodes and Pods from the API, with its DaemonSets,
+    PDBs, PriorityClasses and NodeOverlays as rendered."""
     docs: list[Obj] = [dict(render.KWOK_NODECLASS)]
     for np in cluster.nodepools(case):
         np.pop("status", None)
@@ -331,7 +408,7 @@ def snapshot(cluster: Cluster, case: Case, with_pods: bool = True) -> Snapshot:
     docs += [render.strip(n) for n in cluster.nodes(case)]
     if with_pods:
         docs += [render.strip(p) for p in cluster.pods(render.namespace(case))]
-    kept = ("DaemonSet", "PodDisruptionBudget", "PriorityClass")
+    kept = ("DaemonSet", "PodDisruptionBudget", "PriorityClass", "NodeOverlay")
     docs += [d for d in render.base_objects(case) if d["kind"] in kept]
     docs += [d for d in render.before_pods(case) if d["kind"] == "Deployment"]
     claims = _claims_of(case, cluster.nodeclaims())
@@ -356,6 +433,27 @@ def node_shapes(snap: Snapshot) -> dict[str, str]:
     return out
 
 
+def joiner_gates(karpenter_gates: str) -> FeatureGates:
+    """The gates Joiner runs with, read from Karpenter's ``FEATURE_GATES`` text (run.py), so
+    both sides run with the same gates. A gate Joiner does not know is dropped when off;
+    on, it is an error (Joiner would silently run without it).
+
+    Raises:
+        ValueError: a gate Joiner does not know is on.
+        InputError: the text is not ``Name=bool,...`` (``featuregates.parse``).
+    """
+    known, unknown = [], []
+    for part in (p.strip() for p in karpenter_gates.split(",") if p.strip()):
+        name, _, value = part.partition("=")
+        if name.strip() in featuregates.KNOWN:
+            known.append(part)
+        elif featuregates.PARSE_BOOL.get(value.strip()) is not False:
+            unknown.append(part)
+    if unknown:
+        raise ValueError(f"Karpenter runs with gates Joiner does not model: {unknown}")
+    return featuregates.parse(",".join(known), field="FEATURE_GATES")
+
+
 def _load(docs: list[Obj], name: str) -> Any:
     return load_documents(docs, name)
 
@@ -365,10 +463,13 @@ def static_pools(case: Case) -> set[str]:
     return {render.pool_name(case, n) for n, spec in case.pools.items() if "replicas" in spec}
 
 
-def joiner_plan(case: Case, before: Snapshot, types: list[InstanceType], out_dir: Path) -> Side:
-    """``joiner plan`` over the snapshot plus the batch's pods (pending). A static pool's
-    nodes are left out of the snapshot: Karpenter's static provisioning starts as soon as
-    the pool is applied, so both sides count its NodeClaims from there (``static_pools``)."""
+def joiner_plan(
+    case: Case, before: Snapshot, types: list[InstanceType], out_dir: Path, gates: FeatureGates
+) -> Side:
+    """``joiner plan`` over the snapshot plus the batch's pods (pending), with ``gates``. A
+    static pool's nodes are left out of the snapshot: Karpenter's static provisioning
+    starts as soon as the pool is applied, so both sides count its NodeClaims from there
+    (``static_pools``)."""
     static = static_pools(case)
     docs = [
         d
@@ -382,7 +483,7 @@ def joiner_plan(case: Case, before: Snapshot, types: list[InstanceType], out_dir
             Catalog.load(),
             REGION,
             kwok_types=types,
-            feature_gates=GATES,
+            feature_gates=gates,
         )
     except Exception as exc:  # recorded as the case's error, never hidden
         return Side(error=f"{type(exc).__name__}: {exc}")
@@ -399,8 +500,10 @@ def joiner_plan(case: Case, before: Snapshot, types: list[InstanceType], out_dir
     )
 
 
-def joiner_disrupt(case: Case, snap: Snapshot, types: list[InstanceType], out_dir: Path) -> Side:
-    """``joiner disrupt`` over the snapshot taken right after the change."""
+def joiner_disrupt(
+    case: Case, snap: Snapshot, types: list[InstanceType], out_dir: Path, gates: FeatureGates
+) -> Side:
+    """``joiner disrupt`` over the snapshot taken right after the change, with ``gates``."""
     (out_dir / f"{case.id}.disrupt-input.json").write_text(json.dumps(snap.docs, default=str))
     try:
         plan = build_disruption_plan(
@@ -409,7 +512,7 @@ def joiner_disrupt(case: Case, snap: Snapshot, types: list[InstanceType], out_di
             REGION,
             at=datetime.now(UTC),
             kwok_types=types,
-            feature_gates=GATES,
+            feature_gates=gates,
         )
     except Exception as exc:  # recorded as the case's error, never hidden
         return Side(error=f"{type(exc).__name__}: {exc}")

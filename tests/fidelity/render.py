@@ -16,6 +16,7 @@ from cases import Case, Obj
 
 CASE_LABEL = "fidelity.joiner.dev/case"
 NODECLASS = "fidelity"
+POOL_KEY = "karpenter.sh/nodepool"
 KWOK_NODECLASS: Obj = {
     "apiVersion": "karpenter.kwok.sh/v1alpha1",
     "kind": "KWOKNodeClass",
@@ -65,6 +66,33 @@ def nodepool(case: Case, name: str, spec: Obj) -> Obj:
     }
 
 
+def overlay_name(case: Case, name: str) -> str:
+    """The rendered NodeOverlay name."""
+    return f"{case.id}-{name}"
+
+
+def node_overlays(case: Case) -> list[Obj]:
+    """The case's ``karpenter.sh/v1alpha1`` NodeOverlays. They are cluster-scoped and select
+    instance types of every NodePool their requirements admit, so each gets a
+    ``karpenter.sh/nodepool`` requirement naming only the case's NodePools."""
+    pools = sorted(pool_name(case, p) for p in case.pools)
+    out = []
+    for name, spec in case.overlays.items():
+        body = copy.deepcopy(spec)
+        body.setdefault("requirements", []).append(
+            {"key": POOL_KEY, "operator": "In", "values": pools}
+        )
+        out.append(
+            {
+                "apiVersion": "karpenter.sh/v1alpha1",
+                "kind": "NodeOverlay",
+                "metadata": {"name": overlay_name(case, name)},
+                "spec": body,
+            }
+        )
+    return out
+
+
 def _fence_pod_spec(case: Case, spec: Obj) -> None:
     spec.setdefault("nodeSelector", {})[CASE_LABEL] = case.id
     spec.setdefault("tolerations", []).append(
@@ -88,11 +116,14 @@ def pod(case: Case, obj: Obj) -> Obj:
 
 
 def base_objects(case: Case) -> list[Obj]:
-    """Namespace, NodePools, DaemonSets, PDBs and PriorityClasses (what exists before any
-    pod)."""
+    """Namespace, NodeOverlays, NodePools, DaemonSets, PDBs and PriorityClasses (what exists
+    before any pod). The overlays come before the NodePools, so Karpenter's overlay
+    controller, which a new NodePool triggers, finds them when it first evaluates the
+    pools."""
     out: list[Obj] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace(case)}}
     ]
+    out += node_overlays(case)
     out += [nodepool(case, name, spec) for name, spec in case.pools.items()]
     for ds in case.daemonsets:
         d = _namespaced(case, ds)

@@ -51,14 +51,17 @@ from karpenter import (  # noqa: E402
 from kubestack import KubeStack, build_stack, stack_paths  # noqa: E402
 from lightkube.core.exceptions import ApiError  # noqa: E402
 
+from joiner.api.featuregates import FeatureGates  # noqa: E402
 from joiner.cloudprovider.kwok import load_instance_types  # noqa: E402
 
-#: Karpenter's default ``FEATURE_GATES`` (pkg/operator/options/options.go) with
-#: ``StaticCapacity`` on, for the static NodePool cases (harness.GATES on Joiner's side).
-FEATURE_GATES = {
-    "FEATURE_GATES": "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,"
-    "NodeOverlay=false,StaticCapacity=true,CapacityBuffer=false"
-}
+#: Karpenter's ``FEATURE_GATES`` for the whole run: its default (pkg/operator/options/
+#: options.go ``AddFlags``) with NodeOverlay and StaticCapacity on, which the cases with
+#: NodeOverlays and static NodePools need (a case without either is unaffected). Joiner
+#: runs with the same gates (``harness.joiner_gates``).
+KARPENTER_FEATURE_GATES = (
+    "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,"
+    "NodeOverlay=true,StaticCapacity=true,CapacityBuffer=false"
+)
 
 
 def _reexec_in_netns(argv: list[str]) -> int:
@@ -113,7 +116,11 @@ def _settle(cluster: harness.Cluster, batch: list[corpus.Case], quiet_s: float) 
 
 
 def run_provisioning(
-    cluster: harness.Cluster, batch: list[corpus.Case], types: list, out: Path
+    cluster: harness.Cluster,
+    batch: list[corpus.Case],
+    types: list,
+    out: Path,
+    gates: FeatureGates,
 ) -> list[harness.Result]:
     t0 = time.monotonic()
     failed: dict[str, str] = {}
@@ -142,7 +149,7 @@ def run_provisioning(
             results.append(harness.Result(c, err, err, [failed[c.id]], elapsed / len(batch)))
             continue
         k = harness.karpenter_provisioned(cluster, c, snaps[c.id])
-        j = harness.joiner_plan(c, snaps[c.id], types, out)
+        j = harness.joiner_plan(c, snaps[c.id], types, out, gates)
         results.append(harness.Result(c, k, j, harness.compare(c, k, j), elapsed / len(batch)))
     return results
 
@@ -153,6 +160,7 @@ def run_disruption(
     types: list,
     out: Path,
     karpenter: Karpenter,
+    gates: FeatureGates,
 ) -> list[harness.Result]:
     t0 = time.monotonic()
     for c in todo:
@@ -169,6 +177,9 @@ def run_disruption(
         offset = karpenter.log.stat().st_size
         pools = {render.pool_name(c, p) for p in c.pools}
         counted = harness.decisions(karpenter.metrics(), pools)
+        if c.change.not_ready:  # before the NodePools allow consolidation
+            nodes = harness.nodes_of_pods(cluster.pods(ns), c.change.not_ready)
+            cluster.make_unreachable(nodes)
         for name, patch in render.pool_patches(c).items():
             current = next(p for p in cluster.nodepools(c) if p["metadata"]["name"] == name)
             merged = render.merge({k: current[k] for k in ("apiVersion", "kind", "spec")}, patch)
@@ -178,7 +189,7 @@ def run_disruption(
             cluster.delete_pod(ns, p)
         cluster.wait_pods_gone(ns, c.change.delete_pods)
         after_change = harness.snapshot(cluster, c)
-        j = harness.joiner_disrupt(c, after_change, types, out)
+        j = harness.joiner_disrupt(c, after_change, types, out, gates)
         _settle(cluster, [c], harness.DISRUPT_QUIET_S)
         delta = harness.decisions(karpenter.metrics(), pools)
         delta.subtract(counted)
@@ -246,6 +257,7 @@ def _run_all(
     out: Path,
     karpenter: Karpenter,
     batch_size: int,
+    gates: FeatureGates,
 ) -> list[harness.Result]:
     results: list[harness.Result] = []
     # fixed cases first; generated ones fill the last shared batch (each case is fenced)
@@ -253,7 +265,7 @@ def _run_all(
     for batch in _batches(prov, batch_size):
         print(f"provisioning: {', '.join(c.id for c in batch)}", flush=True)
         try:
-            results += run_provisioning(cluster, batch, types, out)
+            results += run_provisioning(cluster, batch, types, out, gates)
         except Exception as exc:  # the batch's cases are reported as errors
             results += _failed(batch, exc)
         _isolate(cluster, batch)
@@ -261,7 +273,7 @@ def _run_all(
     if disrupt:
         print(f"disruption: {', '.join(c.id for c in disrupt)}", flush=True)
         try:
-            results += run_disruption(cluster, disrupt, types, out, karpenter)
+            results += run_disruption(cluster, disrupt, types, out, karpenter, gates)
         except Exception as exc:  # the cases not yet reported are errors
             done = {r.case.id for r in results}
             results += _failed([c for c in disrupt if c.id not in done], exc)
@@ -274,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     if not in_private_netns():
         return _reexec_in_netns(argv)
     fixed, generated, seed = _select(args)
+    gates = harness.joiner_gates(KARPENTER_FEATURE_GATES)
     if generated:
         print(f"generated: {len(generated)} cases, seed {seed}", flush=True)
     out = Path(args.out).resolve()  # Karpenter runs in the stack's directory
@@ -291,10 +304,14 @@ def main(argv: list[str] | None = None) -> int:
         cluster = harness.Cluster(stack.kubeconfig)
         cluster.apply([render.KWOK_NODECLASS])
         with Karpenter(
-            stack, kpaths, types_file, log=out / "karpenter.log", extra_env=FEATURE_GATES
+            stack,
+            kpaths,
+            types_file,
+            log=out / "karpenter.log",
+            extra_env={"FEATURE_GATES": KARPENTER_FEATURE_GATES},
         ) as karpenter:
             setup_s = time.monotonic() - t0
-            results = _run_all(cluster, fixed + generated, types, out, karpenter, args.batch)
+            results = _run_all(cluster, fixed + generated, types, out, karpenter, args.batch, gates)
     order = {c.id: i for i, c in enumerate(corpus.CASES + generated)}
     results.sort(key=lambda r: order[r.case.id])
     doc = report.as_json(

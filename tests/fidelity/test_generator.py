@@ -13,7 +13,8 @@ import catalog
 import generator
 import pytest
 import render
-from harness import Snapshot, joiner_plan
+import run
+from harness import Snapshot, joiner_gates, joiner_plan
 
 from joiner.api.manifests import load_documents
 from joiner.api.openapi import check
@@ -21,6 +22,9 @@ from joiner.cloudprovider.kwok import load_instance_types
 
 SEEDS = range(200)
 PER_SEED = 8
+
+#: the gates Karpenter runs with in run.py, as Joiner reads them
+GATES = joiner_gates(run.KARPENTER_FEATURE_GATES)
 
 
 def _dump(case: cases.Case) -> str:
@@ -121,7 +125,7 @@ def test_joiner_plans_every_generated_provisioning_case(tmp_path: Path) -> None:
             continue
         docs = [dict(render.KWOK_NODECLASS)]
         docs += [d for d in render.base_objects(case) if d["kind"] != "Namespace"]
-        side = joiner_plan(case, Snapshot(docs, {}, {}), types, tmp_path)
+        side = joiner_plan(case, Snapshot(docs, {}, {}), types, tmp_path, GATES)
         assert side.error == "", (case.id, side.error)
 
 

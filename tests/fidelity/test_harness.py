@@ -3,8 +3,12 @@ and the written equivalence compares what it says."""
 
 from __future__ import annotations
 
+import casekit
 import cases
+import harness
+import pytest
 import render
+import run
 from harness import Side, compare
 
 
@@ -90,3 +94,65 @@ def test_zone_ties_compare_the_zone_pattern_only() -> None:
     tied = cases.Case("x", ("resources",), cases.DEFAULT, cases.pods("a", 2), zone_ties="why")
     assert compare(tied, k, j) == []
     assert [d.split(":")[0] for d in compare(tied, k, same_zone)] == ["zones"]
+
+
+def test_overlays_are_named_after_the_case_and_select_only_its_pools() -> None:
+    case = cases.Case(
+        "x",
+        ("NodeOverlay",),
+        {"a": cases.pool(), "b": cases.pool()},
+        overlays={"cheap": casekit.overlay(cases.req(cases.IT, "In", "m-2x"), price="0.001")},
+    )
+    docs = render.base_objects(case)
+    assert [d["kind"] for d in docs] == ["Namespace", "NodeOverlay", "NodePool", "NodePool"]
+    ov = docs[1]
+    assert ov["apiVersion"] == "karpenter.sh/v1alpha1"
+    assert ov["metadata"]["name"] == "x-cheap"
+    assert ov["spec"]["price"] == "0.001"
+    assert ov["spec"]["requirements"] == [
+        {"key": cases.IT, "operator": "In", "values": ["m-2x"]},
+        {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["x-a", "x-b"]},
+    ]
+    assert len(case.overlays["cheap"]["requirements"]) == 1  # the neutral case is untouched
+
+
+def test_joiner_runs_with_karpenters_gates() -> None:
+    gates = harness.joiner_gates(run.KARPENTER_FEATURE_GATES)
+    assert gates.node_overlay and gates.reserved_capacity and gates.static_capacity
+    assert not gates.spot_to_spot_consolidation and not gates.node_repair
+    assert gates == harness.GATES  # the harness's tests run with the same gates
+    # a gate Joiner does not model is fine off, an error on
+    assert harness.joiner_gates("Unmodelled=false,NodeOverlay=true").node_overlay
+    with pytest.raises(ValueError, match="Unmodelled"):
+        harness.joiner_gates("Unmodelled=true")
+
+
+def _node(ready: str, *taints: tuple[str, str]) -> cases.Obj:
+    return {
+        "spec": {"taints": [{"key": k, "effect": e} for k, e in taints]},
+        "status": {"conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+def test_a_node_is_unreachable_once_unknown_with_both_taints() -> None:
+    key = "node.kubernetes.io/unreachable"
+    assert harness.unreachable(_node("Unknown", (key, "NoSchedule"), (key, "NoExecute")))
+    assert not harness.unreachable(_node("Unknown", (key, "NoSchedule")))
+    assert not harness.unreachable(_node("True", (key, "NoSchedule"), (key, "NoExecute")))
+    assert not harness.unreachable({"metadata": {}})
+
+
+def test_not_ready_names_nodes_by_the_pods_they_run() -> None:
+    pods = [
+        {"metadata": {"name": "a"}, "spec": {"nodeName": "n1"}},
+        {"metadata": {"name": "b"}, "spec": {"nodeName": "n1"}},
+        {"metadata": {"name": "c"}, "spec": {}},
+    ]
+    assert harness.nodes_of_pods(pods, ("b", "a")) == ["n1"]
+    with pytest.raises(ValueError, match="c is not bound"):
+        harness.nodes_of_pods(pods, ("c",))
+    with pytest.raises(ValueError, match="d is missing"):
+        harness.nodes_of_pods(pods, ("d",))
+    [case] = cases.by_id(["not-ready-budget"])
+    assert case.change is not None and case.change.not_ready == ("nr-0",)
+    assert not set(case.change.not_ready) & set(case.change.delete_pods)

@@ -19,11 +19,15 @@ import cases
 import catalog
 import harness
 import render
-from harness import Snapshot, joiner_disrupt, joiner_plan
+import run
+from harness import Snapshot, joiner_disrupt, joiner_gates, joiner_plan
 
 from joiner.cloudprovider.kwok import load_instance_types
 
 DATA = Path(__file__).parent / "data"
+
+#: the gates Karpenter runs with in run.py, as Joiner reads them
+GATES = joiner_gates(run.KARPENTER_FEATURE_GATES)
 
 
 def _plan(case_id: str | cases.Case, tmp_path: Path):  # type: ignore[no-untyped-def]
@@ -31,7 +35,7 @@ def _plan(case_id: str | cases.Case, tmp_path: Path):  # type: ignore[no-untyped
     types = load_instance_types(catalog.write(tmp_path / "types.json"))
     docs = [dict(render.KWOK_NODECLASS)]
     docs += [d for d in render.base_objects(case) if d["kind"] != "Namespace"]
-    return joiner_plan(case, Snapshot(docs, {}, {}), types, tmp_path)
+    return joiner_plan(case, Snapshot(docs, {}, {}), types, tmp_path, GATES)
 
 
 def test_daemonset_host_port_conflict_leaves_the_pods_pending(tmp_path: Path) -> None:
@@ -92,8 +96,11 @@ def _disrupt(case_id: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     """``joiner disrupt`` on the dump a live run of the case wrote (tests/fidelity/data)."""
     [case] = cases.by_id([case_id])
     docs = json.loads((DATA / f"{case_id}.disrupt-input.json").read_text())
-    types = load_instance_types(catalog.write(tmp_path / "types.json"))
-    return docs, joiner_disrupt(case, Snapshot(docs, {}, {}), types, tmp_path)
+    return docs, joiner_disrupt(case, Snapshot(docs, {}, {}), _types(tmp_path), tmp_path, GATES)
+
+
+def _types(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return load_instance_types(catalog.write(tmp_path / "types.json"))
 
 
 def test_multi_node_consolidation_replaces_three_nodes_with_one_cheaper(tmp_path: Path) -> None:
@@ -123,6 +130,26 @@ def test_single_node_consolidation_tries_the_dearer_candidate_first(tmp_path: Pa
         if d["kind"] == "Node"
     }
     assert [types[n] for n in side.removed] == ["c-4x"]
+
+
+def test_a_not_ready_node_uses_up_a_budget_of_one(tmp_path: Path) -> None:
+    """not-ready-budget, replayed from the live run's dump: three c-2x nodes under a budget
+    of one node; one is Ready Unknown with the unreachable taints, the two others are empty.
+    A NotReady node counts as disrupting (Karpenter ``helpers.go``
+    ``BuildDisruptionBudgetMapping``), so no disruption is allowed and neither empty node
+    goes, as Karpenter did live. The same dump with that node Ready again empties both
+    (one per pass, as in emptiness-budget-one)."""
+    docs, side = _disrupt("not-ready-budget", tmp_path)
+    assert side.error == "" and side.removed == [] and side.methods == []
+    [case] = cases.by_id(["not-ready-budget"])
+    for d in docs:
+        if d["kind"] == "Node" and harness.unreachable(d):
+            d["spec"]["taints"] = [t for t in d["spec"]["taints"] if "unreachable" not in t["key"]]
+            for c in d["status"]["conditions"]:
+                c["status"] = "True" if c["type"] == "Ready" else c["status"]
+    ready = joiner_disrupt(case, Snapshot(docs, {}, {}), _types(tmp_path), tmp_path, GATES)
+    assert ready.error == "" and len(ready.removed) == 2
+    assert set(ready.methods) == {"Emptiness"}
 
 
 def test_nodes_limit_is_not_charged_within_one_batch(tmp_path: Path) -> None:
