@@ -237,6 +237,8 @@ def _zone_spread(d: _Draft, app: str) -> Obj:
     if d.zones_narrowed:
         d.alone.append("zone spread under a NodePool that narrows the zones")
     when = "ScheduleAnyway" if d.chance(0.2) else "DoNotSchedule"
+    if "minDomains" in extra:  # the API server refuses minDomains with ScheduleAnyway
+        when = "DoNotSchedule"
     return spread(ZONE, app, skew=d.rng.choice((1, 1, 2)), when=when, **extra)
 
 

@@ -210,3 +210,18 @@ def test_leaky_cases_get_a_batch_of_their_own() -> None:
     for b in batches:
         assert len(b) == 1 or not any(c.alone for c in b)
     assert any(len(b) == 1 and b[0].id == "spread-taints-honor" for b in batches)
+
+
+def test_min_domains_only_with_do_not_schedule() -> None:
+    """Regression (gen-202-25, refused by the API server: ``minDomains`` is only allowed
+    with ``whenUnsatisfiable: DoNotSchedule``, Kubernetes ``ValidateTopologySpreadConstraints``)."""
+    seen = 0
+    for seed in range(60):
+        for case in generator.generate(seed, PER_SEED):
+            for p in [*case.pods, *case.before]:
+                spec = p["spec"].get("template", {}).get("spec", p["spec"])
+                for c in spec.get("topologySpreadConstraints", []):
+                    if "minDomains" in c:
+                        seen += 1
+                        assert c["whenUnsatisfiable"] == "DoNotSchedule", (case.id, c)
+    assert seen > 0
