@@ -85,7 +85,9 @@ class OnExisting:
     def _summary(self, attempt: _Attempt, term: Requirements) -> Summary:
         found = attempt.summaries.get(term)
         if found is None:
-            found = self.topology.summarize(attempt.pod.template, attempt.active, term)
+            found = self.topology.summarize(
+                attempt.pod.template, attempt.active, attempt.prefs.strict(term)
+            )
             attempt.summaries[term] = found
         return found
 

@@ -225,6 +225,8 @@ class _Prefs:
         self.anyway = [c for c in t.spread if c.when_unsatisfiable == SCHEDULE_ANYWAY]
         self.tolerate_pns = not pns_exists
         self.step = 0
+        #: Each term ``terms`` gave -> its required part (``strict``).
+        self.strict_of: dict[Requirements, Requirements] = {}
 
     def active(self) -> Active:
         base = Active.required(self.t)
@@ -235,12 +237,26 @@ class _Prefs:
         )
 
     def terms(self, volume_terms: Sequence[Requirements]) -> list[Requirements]:
-        terms = list(self.t.requirement_terms())
-        if self.node:
-            terms = [t.merge(self.node[0]) for t in terms]
-        if volume_terms:
-            terms = [t.merge(v) for t in terms for v in volume_terms]
-        return terms
+        """The alternatives a node must satisfy one of: each required term with the
+        heaviest preferred node term still in force and each volume term merged in. Each
+        one's required term alone is remembered in ``strict_of``."""
+        self.strict_of = {}
+        out = []
+        for base in self.t.requirement_terms():
+            term = base.merge(self.node[0]) if self.node else base
+            for merged in [term.merge(v) for v in volume_terms] if volume_terms else [term]:
+                self.strict_of.setdefault(merged, base)
+                out.append(merged)
+        return out
+
+    def strict(self, term: Requirements) -> Requirements:
+        """``term``'s required part: the pod's node selector and required affinity term,
+        without the preferred node term or the volumes' zones, which is what topology spread
+        counts domains by (Karpenter ``scheduler.go`` ``updateCachedPodData``
+        ``StrictRequirements``: "only required node affinities can actually reduce pod
+        domains"; ``nodeclaim.go`` and ``existingnode.go`` ``CanAdd`` pass it to
+        ``Topology.AddRequirements``)."""
+        return self.strict_of.get(term, term)
 
     def relax(self) -> bool:
         self.step += 1
