@@ -1,0 +1,97 @@
+"""The ``StaticCapacity`` gate reaches ``joiner lint`` and ``joiner advise`` as it reaches
+``plan``: ``--feature-gates`` on both, and a Scenario's ``settings.featureGates`` in
+advise. Before, lint had no way to turn the gate on for manifests (every static pool drew the
+gate-off warning and exit 1), and advise ignored the Scenario's gate (it warned the gate was
+off, reported the static pool's pods-driven overlap and counted none of its nodes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from joiner.cli.main import app
+from tests.cli.test_static_capacity import GATE, _three_running, _write, static_pool
+
+runner = CliRunner()
+
+#: A Spot static pool of 3 nodes in a one-zone VPC (its gate given by ``{gate}``).
+SCENARIO = """\
+apiVersion: joiner.dev/v1alpha1
+kind: Scenario
+metadata: {{name: static-advice}}
+spec:
+  region: us-east-1
+  duration: 10m
+  manifests: [cluster.yaml]
+  settings: {{featureGates: {{staticCapacity: {gate}}}}}
+  cloud:
+    subnets:
+      - {{id: subnet-0a1, zone: us-east-1a, tags: {{karpenter.sh/discovery: demo}}}}
+    securityGroups: [{{id: sg-0b2, tags: {{karpenter.sh/discovery: demo}}}}]
+"""
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_lint_takes_the_static_capacity_gate(tmp_path):
+    path = str(_write(tmp_path, static_pool(3)))
+    code, _out, err = _invoke("lint", path)
+    assert code == 1 and "StaticCapacity feature gate is off" in err
+    code, _out, err = _invoke("lint", path, *GATE)
+    assert code == 0, err
+    assert "spec.replicas" not in err
+    code, _out, err = _invoke("lint", path, "--feature-gates", "StaticCapacty=true")
+    assert code == 2 and "unknown feature gate 'StaticCapacty'" in err
+
+
+def _scenario(tmp_path: Path, gate: str) -> str:
+    _write(tmp_path, static_pool(3).replace("[on-demand]", "[spot]"))
+    path = tmp_path / "scenario.yaml"
+    path.write_text(SCENARIO.format(gate=gate))
+    return str(path)
+
+
+def _advice(*args: str) -> dict:
+    code, out, err = _invoke("advise", *args, "-o", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _fixed(advice: dict) -> dict:
+    (fixed,) = [p for p in advice["nodePools"] if p["name"] == "fixed"]
+    return fixed
+
+
+def test_advise_counts_a_static_pools_nodes_with_the_scenarios_gate(tmp_path):
+    advice = _advice("-f", _scenario(tmp_path, "true"))
+    assert not any("spec.replicas" in w for w in advice["warnings"])
+    assert _fixed(advice)["nodes"] == 3 and _fixed(advice)["spotNodes"] == 3
+    # --feature-gates overrides the Scenario's gate: off, the pool follows the (no) pods.
+    off = _advice("-f", _scenario(tmp_path, "true"), "--feature-gates", "StaticCapacity=false")
+    assert any("StaticCapacity feature gate is off" in w for w in off["warnings"])
+    assert _fixed(off)["nodes"] == 0
+
+
+def test_advise_takes_the_gate_for_manifests(tmp_path):
+    path = str(_write(tmp_path, static_pool(2)))
+    assert _fixed(_advice("-f", path, *GATE))["nodes"] == 2
+    assert _fixed(_advice("-f", path))["nodes"] == 0
+
+
+def test_disrupts_cost_line_says_what_the_static_scale_down_saves(tmp_path):
+    """Regression: with a static scale-down and no command, the human line read
+    ``cost: $0.2550/h -> $0.0850/h (saving $0.0000/h)``, the saving counting the commands
+    only."""
+    path = str(_three_running(tmp_path))
+    code, out, err = _invoke("disrupt", "-f", path, *GATE)
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert (
+        "cost: $0.2550/h -> $0.0850/h (commands save $0.0000/h, static scale-down $0.1700/h)"
+        in text
+    )
