@@ -1,8 +1,10 @@
-"""The ``StaticCapacity`` gate reaches ``joiner lint`` and ``joiner advise`` as it reaches
-``plan``: ``--feature-gates`` on both, and a Scenario's ``settings.featureGates`` in
-advise. Before, lint had no way to turn the gate on for manifests (every static pool drew the
-gate-off warning and exit 1), and advise ignored the Scenario's gate (it warned the gate was
-off, reported the static pool's pods-driven overlap and counted none of its nodes)."""
+"""Static NodePools as a user meets them on the command line: the ``StaticCapacity`` gate
+reaches ``joiner lint`` and ``joiner advise`` as it reaches ``plan`` (``--feature-gates`` on
+both, and a Scenario's ``settings.featureGates`` in advise; before, lint could not turn the
+gate on for manifests, so every static pool drew the gate-off warning and exit 1, and advise
+ignored the Scenario's gate: it warned the gate was off, reported the static pool's
+pods-driven overlap and counted none of its nodes); disrupt's cost line; the reason pods stay
+pending when only static pools are defined."""
 
 from __future__ import annotations
 
@@ -12,7 +14,14 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from joiner.cli.main import app
-from tests.cli.test_static_capacity import GATE, _three_running, _write, static_pool
+from tests.cli.test_static_capacity import (
+    GATE,
+    PINNED,
+    _plan,
+    _three_running,
+    _write,
+    static_pool,
+)
 
 runner = CliRunner()
 
@@ -95,3 +104,20 @@ def test_disrupts_cost_line_says_what_the_static_scale_down_saves(tmp_path):
         "cost: $0.2550/h -> $0.0850/h (commands save $0.0000/h, static scale-down $0.1700/h)"
         in text
     )
+
+
+def test_pods_pending_with_only_static_pools_are_told_why(tmp_path):
+    """Regression: a pending pod with only a static NodePool (gate on) was unschedulable
+    because "no NodePool is defined", though one is."""
+    plan = _plan(_write(tmp_path, static_pool(1), PINNED), *GATE)
+    (pinned,) = plan["unschedulable"]
+    assert pinned["reason"] == (
+        "no NodePool launches nodes for pending pods: only static NodePools "
+        "(spec.replicas: fixed) are defined, and they keep their node count whatever the "
+        "pods want"
+    )
+    # No NodePool at all keeps the scheduler's own words.
+    path = tmp_path / "bare.yaml"
+    path.write_text(PINNED)
+    (bare,) = _plan(path, *GATE)["unschedulable"]
+    assert bare["reason"] == "no NodePool is defined"
