@@ -22,6 +22,7 @@ from tests.cli.test_static_capacity import (
     _write,
     static_pool,
 )
+from tests.controllers.disruption_fixtures import node
 
 runner = CliRunner()
 
@@ -121,3 +122,34 @@ def test_pods_pending_with_only_static_pools_are_told_why(tmp_path):
     path.write_text(PINNED)
     (bare,) = _plan(path, *GATE)["unschedulable"]
     assert bare["reason"] == "no NodePool is defined"
+
+
+#: A NodeClaim of the static pool not launched yet (no ``status.providerID``).
+UNRESOLVED = """
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: waiting, labels: {karpenter.sh/nodepool: fixed}}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [c5.large]}]
+"""
+
+
+def test_disrupt_deletes_an_unlaunched_static_nodeclaim_first_as_plan_does(tmp_path):
+    """Regression: a static pool one NodeClaim over its replicas, the surplus not launched:
+    plan deleted it (Karpenter deletes unresolved NodeClaims first), disrupt ignored it and
+    deleted nothing."""
+    path = _write(
+        tmp_path,
+        static_pool(2),
+        node("n1", "c5.large", pool="fixed"),
+        node("n2", "c5.large", pool="fixed"),
+        UNRESOLVED,
+    )
+    expected = [{"nodePool": "fixed", "nodeClaim": "waiting", "node": None}]
+    assert _plan(path, *GATE)["staticDeletions"] == expected
+    code, out, err = _invoke("disrupt", "-f", str(path), "-o", "json", *GATE)
+    assert code == 0, err
+    dry = json.loads(out)
+    assert dry["staticDeletions"] == expected
+    assert dry["costPerHourAfter"] == dry["costPerHourBefore"]
