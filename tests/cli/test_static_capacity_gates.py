@@ -153,3 +153,18 @@ def test_disrupt_deletes_an_unlaunched_static_nodeclaim_first_as_plan_does(tmp_p
     dry = json.loads(out)
     assert dry["staticDeletions"] == expected
     assert dry["costPerHourAfter"] == dry["costPerHourBefore"]
+
+
+def test_a_dumps_drifted_condition_draws_a_not_modelled_warning(tmp_path):
+    """Regression: a dump's NodeClaim with ``Drifted: True`` (which Karpenter's StaticDrift
+    and Drift act on) was silently ignored: Joiner recomputes drift from the manifests."""
+    drifted = UNRESOLVED.replace("name: waiting", "name: old") + (
+        "status:\n  providerID: aws:///us-east-1a/i-n1\n  nodeName: n1\n"
+        "  conditions: [{type: Drifted, status: 'True', reason: AMIDrift}]\n"
+    )
+    path = _write(tmp_path, static_pool(1), node("n1", "c5.large", pool="fixed"), drifted)
+    code, out, err = _invoke("disrupt", "-f", str(path), "-o", "json", *GATE)
+    assert code == 0, err
+    (warning,) = [w for w in json.loads(out)["warnings"] if "Drifted" in w]
+    assert warning.startswith("not modelled: status.conditions[Drifted] (Joiner works drift")
+    assert warning.endswith("cluster.yaml: NodeClaim/old")
