@@ -168,3 +168,19 @@ def test_a_dumps_drifted_condition_draws_a_not_modelled_warning(tmp_path):
     (warning,) = [w for w in json.loads(out)["warnings"] if "Drifted" in w]
     assert warning.startswith("not modelled: status.conditions[Drifted] (Joiner works drift")
     assert warning.endswith("cluster.yaml: NodeClaim/old")
+
+
+def test_plan_says_when_limits_nodes_holds_a_static_pool_short(tmp_path):
+    """Regression: replicas 5 under ``limits.nodes: 2`` planned 2 NodeClaims without a word
+    on the 3 missing."""
+    plan = _plan(_write(tmp_path, static_pool(5, "  limits: {nodes: 2}\n")), *GATE)
+    assert len(plan["staticNodeClaims"]) == 2
+    (warning,) = [w for w in plan["warnings"] if "limits.nodes" in w]
+    assert warning.endswith(
+        "cluster.yaml: NodePool/fixed: field spec.limits.nodes: the static pool needs 5 more "
+        "NodeClaims to reach spec.replicas 5, but limits.nodes 2 (counting its 0 NodeClaims) "
+        "leaves room for 2"
+    )
+    # Within the limit: no warning.
+    plan = _plan(_write(tmp_path, static_pool(2, "  limits: {nodes: 2}\n")), *GATE)
+    assert not any("limits.nodes" in w for w in plan["warnings"])
