@@ -12,6 +12,7 @@ from joiner.api.jsontext import escape_controls
 from joiner.cli.common import (
     ClusterFiles,
     ContextOption,
+    FeatureGatesOption,
     KubeconfigOption,
     NamespaceOption,
     OutputOption,
@@ -33,10 +34,13 @@ def advise(
     namespace: NamespaceOption = None,
     region: RegionOption = None,
     output: OutputOption = TableOrJson.table,
+    feature_gates: FeatureGatesOption = None,
 ) -> None:
     """How risky is each NodePool's Spot setup at the manifests' load: the Spot pools it can
     use, expected reclaims and pods disrupted per month, cost per month and the largest share
-    of its nodes in one pool. A Scenario brings its region, VPC, seed and market data."""
+    of its nodes in one pool. A Scenario brings its region, VPC, seed, market data and
+    feature gates (--feature-gates overrides the gates it names)."""
+    from joiner.api.featuregates import parse as parse_feature_gates
     from joiner.cloudprovider.catalog import Catalog
     from joiner.operator.advise import advise as build_advice
 
@@ -45,8 +49,10 @@ def advise(
         m, region, sc = scenario_or_cluster(
             files or [], (kubeconfig, context, namespace), region, catalog
         )
+        base = sc.feature_gates if sc is not None else None
+        gates = parse_feature_gates(feature_gates, base=base) if feature_gates is not None else base
         if sc is None:
-            result = build_advice(m, catalog, region)
+            result = build_advice(m, catalog, region, feature_gates=gates)
         else:
             result = build_advice(
                 m,
@@ -58,6 +64,7 @@ def advise(
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
                 reservations=scenario_reservations(sc),
+                feature_gates=gates,
             )
     except InputError as exc:
         fail(exc)

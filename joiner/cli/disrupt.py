@@ -156,10 +156,7 @@ def _print_plan(result: DisruptionPlan, *, verbose: bool) -> None:
         if c.detail:
             out.print(f"   because {escape(c.detail)}", soft_wrap=True, highlight=False)
     print_static_deletions(result.staticDeletions)
-    out.print(
-        f"cost: [bold]${result.costPerHourBefore:.4f}/h -> ${result.costPerHourAfter:.4f}/h[/] "
-        f"(saving ${result.savingsPerHour:.4f}/h)"
-    )
+    out.print(_cost_line(result))
     if result.nominated:
         out.print(
             f"{plural(len(result.nominated), 'pending pod')} already nominated to a node by "
@@ -179,3 +176,17 @@ def _parse_at(text: str | None) -> datetime:
     if text is None:
         return datetime.now(UTC)
     return parse_instant(text, "--at")
+
+
+def _cost_line(result: DisruptionPlan) -> str:
+    """The cost before and after, with what the commands save and, when a static NodePool
+    scales down, what its deletions save (``savingsPerHour`` counts the commands only, so
+    the two add up to the drop)."""
+    saving = f"saving ${result.savingsPerHour:.4f}/h"
+    if result.staticDeletions:
+        dropped = result.costPerHourBefore - result.costPerHourAfter - result.savingsPerHour
+        saving = f"commands save ${result.savingsPerHour:.4f}/h, static scale-down ${dropped:.4f}/h"
+    return (
+        f"cost: [bold]${result.costPerHourBefore:.4f}/h -> ${result.costPerHourAfter:.4f}/h[/] "
+        f"({saving})"
+    )

@@ -14,6 +14,7 @@ from joiner.api.grouping import plural
 from joiner.api.jsontext import json_text
 from joiner.cli.common import (
     ClusterFiles,
+    FeatureGatesOption,
     RegionOption,
     Verbose,
     err,
@@ -92,14 +93,17 @@ def lint(
     ] = None,
     file_options: ClusterFiles = None,
     region: RegionOption = None,
+    feature_gates: FeatureGatesOption = None,
     verbose: Verbose = False,
 ) -> None:
     """Report configuration that cannot work as intended. Exit 1 when it warns, 0 when clean,
     2 on bad input. Files are given as arguments or with -f, as plan, disrupt and advise
-    take them."""
+    take them; --feature-gates as plan takes it (NodeOverlay, StaticCapacity)."""
     files = [*(paths or []), *(file_options or [])]
     if not files:
         fail(InputError("give manifest files (as arguments or with -f) or one Scenario file"))
+    from joiner.api.featuregates import FeatureGates
+    from joiner.api.featuregates import parse as parse_feature_gates
     from joiner.api.manifests import load_files
     from joiner.api.manifests.yamlio import is_scenario_file
     from joiner.api.overlays import gate_warnings
@@ -113,11 +117,12 @@ def lint(
     try:
         if len(files) == 1 and is_scenario_file(files[0]):
             sc = load_scenario(files[0], catalog, check_selectors=False)
+            gates = sc.feature_gates
+            if feature_gates is not None:
+                gates = parse_feature_gates(feature_gates, base=gates)
             warnings = list(sc.manifests.warnings)
-            warnings += gate_warnings(sc.manifests.nodeoverlays, sc.feature_gates.node_overlay)
-            warnings += static_gate_warnings(
-                sc.manifests.nodepools, sc.feature_gates.static_capacity
-            )
+            warnings += gate_warnings(sc.manifests.nodeoverlays, gates.node_overlay)
+            warnings += static_gate_warnings(sc.manifests.nodepools, gates.static_capacity)
             repair = repair_tolerations_warning(sc)
             if repair is not None:
                 warnings.append(repair)
@@ -128,21 +133,29 @@ def lint(
                 subnets=sc.subnets,
                 security_groups=sc.security_groups,
                 reservations=scenario_reservations(sc),
-                static_capacity=sc.feature_gates.static_capacity,
+                static_capacity=gates.static_capacity,
             )
         else:
             from joiner.cloudprovider.simulated.vpc import status_vpc
 
+            gates = (
+                parse_feature_gates(feature_gates) if feature_gates is not None else FeatureGates()
+            )
             manifests = load_files(files)
             where = region_of(manifests, region)
             # A dump's EC2NodeClass status is the cluster's VPC.
             classes, subnets, groups = status_vpc(manifests.nodeclasses, catalog, where)
             manifests.nodeclasses = classes
             warnings = list(manifests.warnings)
-            warnings += gate_warnings(manifests.nodeoverlays, enabled=False)
-            warnings += static_gate_warnings(manifests.nodepools, on=False)
+            warnings += gate_warnings(manifests.nodeoverlays, enabled=gates.node_overlay)
+            warnings += static_gate_warnings(manifests.nodepools, on=gates.static_capacity)
             findings = lint_manifests(
-                manifests, catalog, where, subnets=subnets or None, security_groups=groups
+                manifests,
+                catalog,
+                where,
+                subnets=subnets or None,
+                security_groups=groups,
+                static_capacity=gates.static_capacity,
             )
     except InputError as exc:
         fail(exc)

@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from joiner.api import labels
+from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet
 from joiner.api.objects import NodePool
 from joiner.api.outputs import AdvicePool, NodePoolAdvice, SpotAdvice
@@ -80,9 +81,13 @@ def advise(
     subnets: Sequence[Subnet] | None = None,
     security_groups: Sequence[SecurityGroup] = (),
     reservations: Sequence[CapacityReservation] = (),
+    feature_gates: FeatureGates | None = None,
 ) -> SpotAdvice:
     """The advice document for ``m`` in ``region`` (module docstring); ``reservations``
-    are the capacity reservations launches may use (a Scenario's)."""
+    are the capacity reservations launches may use (a Scenario's). ``feature_gates`` as
+    ``plan.build_plan`` takes them: with ``StaticCapacity`` on, a static pool's new nodes
+    are the NodeClaims it needs to reach ``spec.replicas`` (``plan.staticNodeClaims``),
+    launched like the others."""
     plan = build_plan(
         m,
         catalog,
@@ -90,6 +95,7 @@ def advise(
         subnets=subnets,
         security_groups=security_groups,
         reservations=reservations,
+        feature_gates=feature_gates,
     )
     # The plan's own launch is regional-price (its zone-tie note does not apply here).
     warnings = [w for w in plan.warnings if "zones tie on price" not in w]
@@ -102,7 +108,7 @@ def advise(
     placed = Counter(p.node for p in plan.placements)
     running = _take_over_running(m, cloud, pools, launched, warnings, placed)
     estimated = any(i.offering.price_estimated for nodes in launched.values() for i, _ in nodes)
-    for claim in plan.nodeClaims:
+    for claim in [*plan.nodeClaims, *plan.staticNodeClaims]:
         pool = pools[claim.nodePool]
         types = {t.name: t for t in cloud.get_instance_types(pool.node_class_ref.name)}
         options = tuple(types[n] for n in claim.instanceTypes if n in types)

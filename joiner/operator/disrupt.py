@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from joiner.api import labels
@@ -67,7 +68,13 @@ from joiner.controllers.termination.controller import cordon
 from joiner.operator.composition import Hooks, Options, Ports, new_controllers
 from joiner.operator.plan import SpotPrices, missing_replicas, planning_cloud, price_fields
 from joiner.scheduling.costopt import KARPENTER
-from joiner.scheduling.static import deprovision_order, gated, is_static, to_deprovision
+from joiner.scheduling.static import (
+    Member,
+    deprovision_order,
+    gated,
+    is_static,
+    to_deprovision,
+)
 from joiner.scheduling.static import gate_warnings as static_gate_warnings
 from joiner.sim.clock import SimClock
 from joiner.sim.running import adopt, cluster_state, last_pod_events
@@ -255,7 +262,7 @@ class DryRun:
         commands: list[PlannedDisruption] = []
         touched: set[str] = set()
         reasons: dict[str, Verdict] = {}
-        deletions = static_scale_down(state, self.clock.now())
+        deletions = static_scale_down(state, self.clock.now(), unresolved_claims(self.manifests))
         touched.update(d.node for d in deletions if d.node is not None)
         for _ in range(MAX_COMMANDS):
             command, ctx = self.controller.compute(elapsed=True)
@@ -376,31 +383,52 @@ def _cost(state: ClusterState, leaving: Sequence[StaticDeletion] = ()) -> float:
     )
 
 
-def static_scale_down(state: ClusterState, now_s: float) -> list[StaticDeletion]:
+def unresolved_claims(m: ManifestSet) -> dict[str, list[str]]:
+    """The manifests' NodeClaims not launched yet (no ``status.providerID``) nor being
+    deleted, by NodePool, by name: the dry run's cluster holds no such NodeClaim, but
+    Karpenter's ``NodePoolState`` counts them and static deprovisioning deletes them first
+    (``getDeprovisioningCandidates``), as ``joiner plan`` does (``plan_static``)."""
+    out: dict[str, list[str]] = {}
+    for c in sorted(m.nodeclaims, key=lambda c: c.name):
+        if c.nodepool is not None and not c.launched and not c.deleting:
+            out.setdefault(c.nodepool, []).append(c.name)
+    return out
+
+
+def static_scale_down(
+    state: ClusterState, now_s: float, unresolved: dict[str, list[str]] | None = None
+) -> list[StaticDeletion]:
     """Karpenter's static deprovisioning over the dry run's cluster: each static pool
     running more than ``replicas`` (``scheduling.static``) has its surplus NodeClaims, in
     upstream's order, marked deleting (their pods are demand for the passes that follow,
-    and consolidation leaves them alone)."""
+    and consolidation leaves them alone). ``unresolved``: each pool's NodeClaims not in
+    ``state`` because not launched (``unresolved_claims``), counted and deleted first."""
     out: list[StaticDeletion] = []
     for name in sorted(state.nodepools):
         pool = state.nodepools[name]
         if not is_static(pool):
             continue
-        n = to_deprovision(pool, pool_count(state, name, frozenset()))
-        for claim_name in deprovision_order(members(state, pool, frozenset(), now_s), n):
-            claim = state.nodeclaims[claim_name]
-            node = state.node_of_claim(claim)
-            if node is not None:
-                cordon(node)
-                node.deleting = True
-            out.append(
-                StaticDeletion(
-                    nodePool=name, nodeClaim=claim_name, node=node.name if node else None
-                )
-            )
+        waiting = (unresolved or {}).get(name, [])
+        count = pool_count(state, name, frozenset())
+        n = to_deprovision(pool, replace(count, active=count.active + len(waiting)))
+        ranked = [Member(name=c, resolved=False) for c in waiting]
+        ranked += members(state, pool, frozenset(), now_s)
+        for claim_name in deprovision_order(ranked, n):
+            out.append(_delete_static(state, name, claim_name))
     if out:
         state.touch()
     return out
+
+
+def _delete_static(state: ClusterState, pool: str, claim_name: str) -> StaticDeletion:
+    """Mark NodeClaim ``claim_name``'s Node deleting (cordoned); a NodeClaim not in
+    ``state`` (not launched) has none."""
+    claim = state.nodeclaims.get(claim_name)
+    node = state.node_of_claim(claim) if claim is not None else None
+    if node is not None:
+        cordon(node)
+        node.deleting = True
+    return StaticDeletion(nodePool=pool, nodeClaim=claim_name, node=node.name if node else None)
 
 
 def _add_missing_replicas(m: ManifestSet, pods: PodFactory) -> None:

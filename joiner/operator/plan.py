@@ -471,6 +471,28 @@ def _room(node: ClusterNode, demand: _Demand, daemonsets: list[PodTemplate]) -> 
     return quantity.subtract(dict(node.allocatable), to_come)
 
 
+#: The scheduler's reason when it has no NodePool at all (``placement._explain``).
+_NO_POOL = "no NodePool is defined"
+
+
+def _unplaced(
+    unschedulable: Sequence[tuple[str, str]], pools: Sequence[NodePool]
+) -> list[Unschedulable]:
+    """The scheduler's unschedulable pods; when every NodePool is static (Karpenter
+    ``provisioner.go`` ``NewScheduler`` leaves static pools out), "no NodePool is defined"
+    says instead that the static ones launch nothing for pods."""
+    names = sorted(p.name for p in pools if static.is_static(p))
+    only_static = (
+        f"no NodePool launches nodes for pending pods: only static NodePools "
+        f"(spec.replicas: {', '.join(names)}) are defined, and they keep their node count "
+        "whatever the pods want"
+    )
+    return [
+        Unschedulable(pod=uid, reason=only_static if reason == _NO_POOL and names else reason)
+        for uid, reason in unschedulable
+    ]
+
+
 def _templates(
     m: ManifestSet,
     cloud: SimulatedCloudProvider,
@@ -996,7 +1018,7 @@ def build_plan(
         + demand.pinned
         + ignored.unschedulable
         + later.failed
-        + [Unschedulable(pod=uid, reason=reason) for uid, reason in result.unschedulable]
+        + _unplaced(result.unschedulable, pools)
     )
     fixed = _static_round(m, pools, cloud, overlays, launcher)
     warnings += fixed.warnings

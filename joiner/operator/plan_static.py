@@ -23,6 +23,7 @@ from joiner.api.plan_output import PlannedNodeClaim, StaticDeletion
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling import NewNodeClaim
 from joiner.scheduling.static import (
+    NODES,
     Member,
     PoolCount,
     deprovision_order,
@@ -109,12 +110,33 @@ def static_round(
     pods_on = _pods_on(m)
     for pool in sorted((p for p in pools if is_static(p)), key=lambda p: p.name):
         count, members, nodes = count_pool(m, pool, pods_on)
-        _provision(pool, to_provision(pool, count), types_of, launch, out)
+        n = to_provision(pool, count)
+        _warn_held_back(pool, count, n, out)
+        _provision(pool, n, types_of, launch, out)
         for name in deprovision_order(members, to_deprovision(pool, count)):
             out.deletions.append(
                 StaticDeletion(nodePool=pool.name, nodeClaim=name, node=nodes.get(name))
             )
     return out
+
+
+def _warn_held_back(pool: NodePool, count: PoolCount, n: int, out: StaticRound) -> None:
+    """A warning when ``limits.nodes`` leaves ``pool`` short of ``spec.replicas`` (Karpenter
+    ``ReserveNodeCount`` caps the count and only logs "nodepool node limit reached")."""
+    replicas = pool.replicas or 0
+    limit = pool.limit(NODES)
+    # A limit below one node draws lint's "can never launch" warning instead.
+    if limit is None or limit < 1 or count.active + count.pending_disruption >= replicas:
+        return
+    wanted = replicas - count.active
+    if n >= wanted:
+        return
+    out.warnings.append(
+        f"{pool.source.file}: NodePool/{pool.name}: field spec.limits.nodes: the static pool "
+        f"needs {plural(wanted, 'more NodeClaim')} to reach spec.replicas {replicas}, but "
+        f"limits.nodes {limit:g} (counting its {count.total} NodeClaims) leaves "
+        f"room for {n}"
+    )
 
 
 def _provision(

@@ -180,8 +180,22 @@ def _storageclass(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) ->
     out.storageclasses.append(pods.storageclass(_validate(m.StorageClass, doc, file, obj), file))
 
 
+#: Why a dump's ``Drifted`` NodeClaim condition has no effect (``_nodeclaim``).
+_DRIFTED_WHY = (
+    "Joiner works drift out itself from the manifests (the NodePool, its NodeClass and the "
+    "Node), as Karpenter's drift check does; a drift they do not show is not replaced"
+)
+
+
 def _nodeclaim(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodeclaims.append(convert.nodeclaim(_validate(m.NodeClaim, doc, file, obj), file))
+    """A dump's NodeClaim; a ``Drifted`` condition that is True is recorded as not
+    modelled (Joiner recomputes drift, ``controllers.disruption.drift``)."""
+    parsed = _validate(m.NodeClaim, doc, file, obj)
+    out.nodeclaims.append(convert.nodeclaim(parsed, file))
+    kinds = convert.first_by_type((c.type, c.status) for c in parsed.status.conditions)
+    if dict(kinds).get("Drifted") == "True":
+        key = ("status.conditions[Drifted]", _DRIFTED_WHY)
+        out.unmodelled.setdefault(key, []).append(f"{file}: {obj}")
 
 
 def _namespace(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
