@@ -239,8 +239,12 @@ class _Prefs:
     def terms(self, volume_terms: Sequence[Requirements]) -> list[Requirements]:
         """The alternatives a node must satisfy one of: each required term with the
         heaviest preferred node term still in force and each volume term merged in. Each
-        one's required term alone is remembered in ``strict_of``."""
+        one's required term alone is remembered in ``strict_of`` (nothing to remember, and
+        nothing built, when no preference or volume is merged: most pods, on the
+        scheduler's per-attempt path)."""
         self.strict_of = {}
+        if not self.node and not volume_terms:
+            return list(self.t.requirement_terms())
         out = []
         for base in self.t.requirement_terms():
             term = base.merge(self.node[0]) if self.node else base
