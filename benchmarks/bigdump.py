@@ -528,6 +528,14 @@ def pending_batch(d: Dump, pending: int) -> None:
             d.items.append(_pod(d, f"{rs}-{r:05x}", "batch", app, spec, ("ReplicaSet", rs)))
 
 
+class _KubectlDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """YAML as kubectl prints it: every object written out, never an anchor and alias for a
+    value the generator shared between objects."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
 def generate(nodes: int, pods: int, pending: int, seed: int = 1) -> tuple[str, str, dict[str, int]]:
     """The dump's YAML text, the same without the pending batch, and the dump's counts
     (module docstring).
@@ -543,10 +551,11 @@ def generate(nodes: int, pods: int, pending: int, seed: int = 1) -> tuple[str, s
     counts: dict[str, int] = {"boundPods": ds_pods + app_pods, "pendingPods": pending}
     for item in d.items:
         counts[item["kind"]] = counts.get(item["kind"], 0) + 1
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     texts = [
         yaml.dump(
-            {"apiVersion": "v1", "kind": "List", "items": items}, Dumper=dumper, sort_keys=False
+            {"apiVersion": "v1", "kind": "List", "items": items},
+            Dumper=_KubectlDumper,
+            sort_keys=False,
         )
         for items in (d.items, d.items[:steady])
     ]

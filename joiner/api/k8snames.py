@@ -179,6 +179,8 @@ class _Checker:
         if not isinstance(node, dict):
             return
         for key, value in node.items():
+            if not isinstance(value, dict | list):
+                continue  # nothing below a scalar, and ``entry`` reads only containers
             path = f"{field}.{key}" if field else str(key)
             self.entry(str(key), value, path)
             self.walk(value, path, depth + 1)

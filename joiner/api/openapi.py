@@ -24,7 +24,8 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from importlib import resources
@@ -96,6 +97,9 @@ class Schema:
     #: against; not for core kinds, whose ``required`` lists mirror Go struct tags while the
     #: API server's own Go validation decides what must be given.
     required: bool = True
+    #: The compiled acceptance tests of this schema's parts, by ``id`` of the part
+    #: (``_Accept``): built on first use, kept as long as the schema.
+    compiled: dict[int, _Accept] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _data(name: str) -> bytes:
@@ -323,11 +327,156 @@ def _number_problem(value: float, schema: dict[str, Any], path: str) -> Problem 
     return None
 
 
+#: The keywords ``_scalar_problem`` reads: a part without any of them accepts every scalar
+#: of its type.
+_SCALAR_KEYS = frozenset(
+    {
+        "enum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+    }
+)
+#: The Python type that alone satisfies a plain ``type`` (``type(value) is``): bool is not an
+#: int here, and a whole float falls through to the full test.
+_PLAIN_TYPES: dict[str, type] = {"string": str, "boolean": bool, "integer": int}
+
+
+def _type_test(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+    """``_type_problem``'s verdict as a predicate (None: every value passes)."""
+    if schema.get("x-kubernetes-int-or-string"):
+        return lambda v: _is_type(v, "integer") or isinstance(v, str)
+    kind = schema.get("type")
+    if kind is None:
+        return None
+    exact = {"object": dict, "array": list, "string": str, "boolean": bool}.get(str(kind))
+    if exact is not None:
+        return lambda v: isinstance(v, exact)
+    return lambda v: _is_type(v, str(kind))
+
+
+class _Accept:
+    """One schema part compiled into a yes/no test that agrees with ``_Walker.check``
+    (None from it is True here) but builds no path and reads no keyword twice: whole
+    documents are accepted at a fraction of the walk's cost, and a refused one is walked
+    again by ``_Walker`` for its sentence."""
+
+    __slots__ = (
+        "all_of",
+        "any_of",
+        "counts",
+        "extra",
+        "items",
+        "plain",
+        "props",
+        "required",
+        "scalar",
+        "type_ok",
+    )
+
+    def __init__(self) -> None:
+        self.all_of: tuple[_Accept, ...] = ()
+        self.any_of: tuple[_Accept, ...] = ()
+        self.type_ok: Callable[[Any], bool] | None = None
+        #: the type a value of which passes with nothing else to check, else None
+        self.plain: type | None = None
+        self.props: dict[str, _Accept] = {}
+        self.extra: _Accept | None = None
+        self.required: tuple[str, ...] = ()
+        self.counts: dict[str, Any] | None = None
+        self.items: _Accept | None = None
+        self.scalar: dict[str, Any] | None = None
+
+    def ok(self, value: Any) -> bool:
+        if value is None:
+            return True
+        for sub in self.all_of:
+            if not sub.ok(value):
+                return False
+        if self.any_of and not any(branch.ok(value) for branch in self.any_of):
+            return False
+        if self.type_ok is not None and not self.type_ok(value):
+            return False
+        if isinstance(value, dict):
+            return self._object_ok(value)
+        if isinstance(value, list):
+            return self._array_ok(value)
+        return self.scalar is None or _scalar_problem(value, self.scalar, "") is None
+
+    def _object_ok(self, value: dict[str, Any]) -> bool:
+        for name in self.required:
+            if value.get(name) is None:
+                return False
+        if self.counts is not None and _count_problem(
+            len(value), self.counts, "Properties", "fields", ""
+        ):
+            return False
+        props, extra = self.props, self.extra
+        for key, item in value.items():
+            sub = props.get(key, extra)
+            if sub is None or item is None or type(item) is sub.plain:
+                continue
+            if not sub.ok(item):
+                return False
+        return True
+
+    def _array_ok(self, value: list[Any]) -> bool:
+        counts = self.counts
+        if counts is not None and _count_problem(len(value), counts, "Items", "items", ""):
+            return False
+        items = self.items
+        if items is None:
+            return True
+        plain = items.plain
+        return all(type(item) is plain or items.ok(item) for item in value)
+
+
+_COUNT_KEYS = ("minProperties", "maxProperties", "minItems", "maxItems")
+
+
+def _compile(raw: dict[str, Any], walker: _Walker, memo: dict[int, _Accept]) -> _Accept:
+    """``raw`` (a part of the schema ``memo`` belongs to) as an ``_Accept``; cycles through
+    ``$ref`` are closed by the memo, filled before the part's children are compiled."""
+    node = memo.get(id(raw))
+    if node is not None:
+        return node
+    node = memo[id(raw)] = _Accept()
+    part = walker.resolve(raw)
+    node.all_of = tuple(_compile(sub, walker, memo) for sub in part.get("allOf", ()))
+    branches = part.get("oneOf") or part.get("anyOf")
+    node.any_of = tuple(_compile(b, walker, memo) for b in branches) if branches else ()
+    node.type_ok = _type_test(part)
+    properties: dict[str, Any] = part.get("properties", {})
+    node.props = {key: _compile(sub, walker, memo) for key, sub in properties.items()}
+    extra = part.get("additionalProperties")
+    node.extra = _compile(extra, walker, memo) if isinstance(extra, dict) else None
+    if walker.required:
+        node.required = tuple(
+            name for name in part.get("required", ()) if "default" not in properties.get(name, {})
+        )
+    node.counts = part if any(key in part for key in _COUNT_KEYS) else None
+    items = part.get("items")
+    node.items = _compile(items, walker, memo) if isinstance(items, dict) else None
+    node.scalar = part if _SCALAR_KEYS & part.keys() else None
+    simple = not (node.all_of or node.any_of or node.scalar or node.counts)
+    if simple and not part.get("x-kubernetes-int-or-string"):
+        node.plain = _PLAIN_TYPES.get(str(part.get("type")))
+    return node
+
+
 def problem(doc: dict[str, Any], schema: Schema) -> Problem | None:
     """The first place ``doc`` breaks ``schema``, or None. ``status`` is not checked: the
     API server's controllers write it, and a dump's or a test's status may be partial."""
     spec = {key: value for key, value in doc.items() if key != "status"}
-    return _Walker(schema).check(spec, schema.root, "")
+    walker = _Walker(schema)
+    if _compile(schema.root, walker, schema.compiled).ok(spec):
+        return None
+    return walker.check(spec, schema.root, "")
 
 
 def check(doc: dict[str, Any], api_version: str, kind: str, file: str, obj: str) -> None:

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Mapping
 from decimal import ROUND_UP, Decimal, localcontext
+from functools import lru_cache
 
 from joiner.api import resourcenames
 from joiner.api.errors import InputError
@@ -188,6 +189,25 @@ def parse(value: object, *, resource: str, field: str | None = None, whole: bool
     Raises:
         InputError: the value is not a quantity, is negative, or (``whole``) is fractional.
     """
+    if isinstance(value, str | int | float):
+        known = _parsed(value, resource, whole)
+        if known is not None:
+            return known
+    return _parse(value, resource=resource, field=field, whole=whole)
+
+
+@lru_cache(maxsize=8192, typed=True)
+def _parsed(value: str | int | float, resource: str, whole: bool) -> int | None:
+    """``_parse`` of a value a cluster repeats on every pod (``"100m"``, ``"128Mi"``),
+    remembered; None where it refuses the value (the caller parses it again for the error
+    that names its field)."""
+    try:
+        return _parse(value, resource=resource, field=None, whole=whole)
+    except InputError:
+        return None
+
+
+def _parse(value: object, *, resource: str, field: str | None, whole: bool) -> int:
     amount = _decimal(value, field)
     if not amount.is_finite():
         raise InputError(f"quantity {value!r} is not a finite number", field=field)

@@ -27,6 +27,7 @@ Three rules, from the loosest:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from joiner.api.errors import InputError
@@ -73,6 +74,7 @@ STANDARD = frozenset(
 STANDARD_CONTAINER = frozenset({"cpu", "memory", "ephemeral-storage"})
 
 
+@lru_cache(maxsize=8192)
 def qualified_name_problem(value: str) -> str | None:
     """What makes ``value`` not a qualified name (``IsQualifiedName``), or None."""
     parts = value.split("/")
@@ -100,6 +102,7 @@ def qualified_name_problem(value: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def _problem(name: str, rule: Rule) -> str | None:
     problem = qualified_name_problem(name)
     if problem is not None or rule == QUALIFIED:

@@ -320,7 +320,7 @@ def _load_list(doc: dict[str, Any], file: str, index: int, out: ManifestSet) -> 
         )
     for i, item in enumerate(items):
         try:
-            _load_document(item, file, index, out)
+            _load_document(item, file, index, out, nulls_dropped=True)
         except InputError as exc:
             if exc.obj is None or exc.obj == where:  # name the item, not the List
                 raise InputError(
@@ -402,8 +402,11 @@ def _check_as_api_server(
         raise
 
 
-def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
-    """Load one parsed document (a ``v1`` List item by item) into ``out``.
+def _load_document(
+    doc: Any, file: str, index: int, out: ManifestSet, *, nulls_dropped: bool = False
+) -> None:
+    """Load one parsed document (a ``v1`` List item by item) into ``out``; ``nulls_dropped``:
+    ``doc`` is an item of a List whose nulls were dropped already.
 
     Raises:
         InputError: the document is not a mapping, lacks ``apiVersion`` or ``kind``, is a
@@ -413,7 +416,8 @@ def _load_document(doc: Any, file: str, index: int, out: ManifestSet) -> None:
     where = f"document {index + 1}"
     if not isinstance(doc, dict):
         raise InputError(f"is not a mapping (got {type(doc).__name__})", file=file, obj=where)
-    doc = drop_nulls(doc)  # a null reads as absent, as the API server reads it
+    if not nulls_dropped:
+        doc = drop_nulls(doc)  # a null reads as absent, as the API server reads it
     if doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
         _load_list(doc, file, index, out)
         return

@@ -26,8 +26,13 @@ def drop_nulls(value: Any) -> Any:
     """A copy of ``value`` (a parsed YAML/JSON document) with every mapping key whose value
     is ``None`` removed, at every depth (inside lists too). Scalars are returned as they
     are; a ``None`` list element is kept (only mapping keys are dropped)."""
+    # Scalars are taken as they are without a call: they are most of a dump's values.
     if isinstance(value, dict):
-        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+        return {
+            k: drop_nulls(v) if isinstance(v, dict | list) else v
+            for k, v in value.items()
+            if v is not None
+        }
     if isinstance(value, list):
-        return [drop_nulls(v) for v in value]
+        return [drop_nulls(v) if isinstance(v, dict | list) else v for v in value]
     return value

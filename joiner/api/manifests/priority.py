@@ -121,7 +121,9 @@ class _At:
 
 def _admit(t: o.PodTemplate, classes: dict[str, PriorityClass], at: _At) -> o.PodTemplate:
     if at.admitted and t.priority is not None:
-        return replace(t, preemption_policy=t.preemption_policy or PREEMPT_LOWER)
+        if t.preemption_policy is not None:
+            return t
+        return replace(t, preemption_policy=PREEMPT_LOWER)
     value, policy = _resolve(t, classes, at)
     given = f"PriorityClass {t.priority_class!r}" if t.priority_class else "no PriorityClass"
     if t.priority is not None and t.priority != value:
@@ -137,6 +139,8 @@ def _admit(t: o.PodTemplate, classes: dict[str, PriorityClass], at: _At) -> o.Po
             "the PriorityClass instead",
             "preemptionPolicy",
         )
+    if t.priority == value and t.preemption_policy == policy:
+        return t
     return replace(t, priority=value, preemption_policy=policy)
 
 
@@ -182,7 +186,8 @@ def admit(out: ManifestSet) -> None:
         replace(d, template=_admit(d.template, classes, _At(d.source, tmpl)))
         for d in out.daemonsets
     ]
-    out.pods[:] = [
-        replace(p, template=_admit(p.template, classes, _At(p.source, "spec", admitted=True)))
-        for p in out.pods
-    ]
+    pods = []
+    for p in out.pods:
+        admitted = _admit(p.template, classes, _At(p.source, "spec", admitted=True))
+        pods.append(p if admitted is p.template else replace(p, template=admitted))
+    out.pods[:] = pods

@@ -226,7 +226,104 @@ def _expanded_size(root: yaml.Node, name: str) -> None:
     size(root)
 
 
+class _NeedsNodes(Exception):
+    """The text has what ``_from_events`` leaves to the node path: an anchor or alias (their
+    expansion is bounded there), an explicit tag, a merge key, a key that is not a scalar,
+    or a duplicate key (reported there)."""
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+class _EventReader:
+    """Plain YAML (no anchor, alias, explicit tag or merge key: every manifest kubectl
+    prints) built into values straight from libyaml's events, without the node graph and
+    its constructor, with each plain scalar's implicit tag resolved once per distinct text:
+    the values are the node path's (an error sends the text there)."""
+
+    def __init__(self, loader: _StrictLoader) -> None:
+        self.loader = loader
+        self.tags: dict[str, str] = {}
+        self.constructors = loader.yaml_constructors
+
+    def value(self, event: yaml.Event) -> Any:
+        if isinstance(event, yaml.ScalarEvent):
+            return self.scalar(event)
+        if not isinstance(event, yaml.CollectionStartEvent):
+            raise _NeedsNodes  # an alias
+        if event.anchor is not None or event.tag not in (None, "!"):
+            raise _NeedsNodes
+        if isinstance(event, yaml.MappingStartEvent):
+            return self.mapping()
+        if isinstance(event, yaml.SequenceStartEvent):
+            get, out = self.loader.get_event, []
+            item = get()
+            while not isinstance(item, yaml.SequenceEndEvent):
+                out.append(self.value(item))
+                item = get()
+            return out
+        raise _NeedsNodes  # no other collection exists; the node path would say what it is
+
+    def scalar(self, event: yaml.ScalarEvent) -> Any:
+        if event.anchor is not None or event.tag not in (None, "!"):
+            raise _NeedsNodes
+        text = event.value
+        if not event.implicit[0]:
+            return text  # quoted: a string
+        tag = self.tags.get(text)
+        if tag is None:
+            tag = self.tags[text] = self.loader.resolve(yaml.ScalarNode, text, event.implicit)
+        if tag == _STR_TAG:
+            return text
+        if tag == _MERGE_TAG:
+            raise _NeedsNodes
+        node = yaml.ScalarNode(tag, text)  # an error sends the text to the node path
+        return self.constructors[tag](self.loader, node)
+
+    def mapping(self) -> dict[Any, Any]:
+        get, out = self.loader.get_event, {}
+        event = get()
+        while not isinstance(event, yaml.MappingEndEvent):
+            if not isinstance(event, yaml.ScalarEvent):
+                raise _NeedsNodes  # a collection as a key
+            key = self.scalar(event)
+            if key in out:
+                raise _NeedsNodes  # a duplicate key: the node path says where, as always
+            out[key] = self.value(get())
+            event = get()
+        return out
+
+
+def _from_events(text: str) -> list[Any]:
+    """``text``'s documents as ``_EventReader`` builds them.
+
+    Raises:
+        _NeedsNodes: the text needs the node path.
+        yaml.YAMLError, ValueError, RecursionError: invalid YAML, a value that cannot be
+            read, nesting too deep.
+    """
+    loader = _StrictLoader(text)
+    try:
+        reader = _EventReader(loader)
+        get, docs = loader.get_event, []
+        get()  # the stream's start
+        while not loader.check_event(yaml.StreamEndEvent):
+            get()  # a document's start
+            docs.append(reader.value(get()))
+            get()  # its end
+        return docs
+    finally:
+        loader.dispose()
+
+
 def _load_all(text: str, name: str) -> list[Any]:
+    try:
+        return _from_events(text)
+    except (_NeedsNodes, yaml.YAMLError, ValueError, RecursionError):
+        # Anchors, aliases or tags: the node path, which bounds what aliases expand. Any
+        # error: the node path too, so that it is reported as it always was (a YAML error
+        # before the duplicate key of the same document, and with its lines).
+        pass
     loader = _StrictLoader(text)
     try:
         docs: list[Any] = []
@@ -258,11 +355,12 @@ _MAX_JSON_KEY = 1000
 
 
 def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    if len({k for k, _ in pairs}) != len(pairs):
+    out = dict(pairs)
+    if len(out) != len(pairs):
         raise _NotPlainJson  # a duplicate key: the YAML path reports it with its line
-    if any(len(k) > _MAX_JSON_KEY for k, _ in pairs):
+    if out and max(map(len, out)) > _MAX_JSON_KEY:
         raise _NotPlainJson
-    return dict(pairs)
+    return out
 
 
 def _json_float(literal: str) -> float:
