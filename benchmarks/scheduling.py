@@ -9,8 +9,9 @@ maxSkew 1; zonal self-affinity; hostname self-anti-affinity, with CPU from {100m
 
 Each run happens in its own process so ``peakMemoryBytes`` (max RSS) is that run's own;
 ``seconds`` is the solve's wall time, ``cpuSeconds`` its CPU time (user and system, of the
-run's process). Usage: ``python benchmarks/scheduling.py [--catalog synthetic-400|us-east-1]
-[COUNTS...]``.
+run's process); the process sets the cyclic garbage collector as a ``joiner`` command does
+(``joiner.sim.gctuning``). Usage: ``python benchmarks/scheduling.py
+[--catalog synthetic-400|us-east-1] [COUNTS...]``.
 
 ``--ladder`` runs the diverse mix on ``synthetic-400`` over ``LADDER`` (1,000 to 100,000
 pods; counts after it replace the ladder) and prints one JSON object: the machine's
@@ -44,6 +45,7 @@ from joiner.cloudprovider.catalog import Catalog
 from joiner.cloudprovider.instancetype import build_instance_types
 from joiner.cloudprovider.types import InstanceType, Offering
 from joiner.scheduling import NodePoolTemplate, PodRequest, Scheduler, SchedulingInput
+from joiner.sim.gctuning import tune_for_simulation
 from joiner.testing.builders import make_nodepool
 
 COUNTS = [1, 100, 1000, 2000, 5000, 10000, 20000]
@@ -135,6 +137,9 @@ def make_pods(n: int, seed: int = 1) -> list[PodRequest]:
 
 
 def run_one(catalog: str, n: int) -> dict[str, Any]:
+    """One solve of ``n`` pods of the mix on ``catalog``, with the cyclic collector set as
+    every ``joiner`` command sets it (``joiner.sim.gctuning``), as a row of the output."""
+    tune_for_simulation()
     types = synthetic_types() if catalog == "synthetic-400" else real_types()
     pool = make_nodepool(requirements=[Requirement.in_(labels.CAPACITY_TYPE, "spot", "on-demand")])
     pods = make_pods(n)

@@ -238,58 +238,71 @@ _STR_TAG = "tag:yaml.org,2002:str"
 class _EventReader:
     """Plain YAML (no anchor, alias, explicit tag or merge key: every manifest kubectl
     prints) built into values straight from libyaml's events, without the node graph and
-    its constructor, with each plain scalar's implicit tag resolved once per distinct text:
-    the values are the node path's (an error sends the text there)."""
+    its constructor, each distinct plain scalar resolved and constructed once (the values
+    are immutable: a string, number, bool or null): the values are the node path's (an
+    error sends the text there)."""
 
     def __init__(self, loader: _StrictLoader) -> None:
         self.loader = loader
-        self.tags: dict[str, str] = {}
-        self.constructors = loader.yaml_constructors
+        self.get = loader.get_event
+        #: plain scalar text -> its value
+        self.plain: dict[str, Any] = {}
 
     def value(self, event: yaml.Event) -> Any:
-        if isinstance(event, yaml.ScalarEvent):
-            return self.scalar(event)
-        if not isinstance(event, yaml.CollectionStartEvent):
-            raise _NeedsNodes  # an alias
-        if event.anchor is not None or event.tag not in (None, "!"):
-            raise _NeedsNodes
-        if isinstance(event, yaml.MappingStartEvent):
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            return self.scalar(event)  # type: ignore[arg-type]
+        if kind is yaml.MappingStartEvent:
+            self.check(event)  # type: ignore[arg-type]
             return self.mapping()
-        if isinstance(event, yaml.SequenceStartEvent):
-            get, out = self.loader.get_event, []
+        if kind is yaml.SequenceStartEvent:
+            self.check(event)  # type: ignore[arg-type]
+            get, out = self.get, []
             item = get()
-            while not isinstance(item, yaml.SequenceEndEvent):
+            while type(item) is not yaml.SequenceEndEvent:
                 out.append(self.value(item))
                 item = get()
             return out
-        raise _NeedsNodes  # no other collection exists; the node path would say what it is
+        raise _NeedsNodes  # an alias
+
+    @staticmethod
+    def check(event: yaml.NodeEvent) -> None:
+        """Refuse (to the node path) an anchor or an explicit tag."""
+        if event.anchor is not None or getattr(event, "tag", None) not in (None, "!"):
+            raise _NeedsNodes
 
     def scalar(self, event: yaml.ScalarEvent) -> Any:
         if event.anchor is not None or event.tag not in (None, "!"):
             raise _NeedsNodes
         text = event.value
         if not event.implicit[0]:
-            return text  # quoted: a string
-        tag = self.tags.get(text)
-        if tag is None:
-            tag = self.tags[text] = self.loader.resolve(yaml.ScalarNode, text, event.implicit)
+            return text  # quoted (or the non-specific tag "!"): a string
+        try:
+            return self.plain[text]
+        except KeyError:
+            value = self.plain[text] = self._construct(text, event.implicit)
+            return value
+
+    def _construct(self, text: str, implicit: tuple[bool, bool]) -> Any:
+        tag = self.loader.resolve(yaml.ScalarNode, text, implicit)
         if tag == _STR_TAG:
             return text
         if tag == _MERGE_TAG:
             raise _NeedsNodes
         node = yaml.ScalarNode(tag, text)  # an error sends the text to the node path
-        return self.constructors[tag](self.loader, node)
+        return self.loader.yaml_constructors[tag](self.loader, node)
 
     def mapping(self) -> dict[Any, Any]:
-        get, out = self.loader.get_event, {}
+        get, out = self.get, {}
         event = get()
-        while not isinstance(event, yaml.MappingEndEvent):
-            if not isinstance(event, yaml.ScalarEvent):
+        while type(event) is not yaml.MappingEndEvent:
+            if type(event) is not yaml.ScalarEvent:
                 raise _NeedsNodes  # a collection as a key
             key = self.scalar(event)
             if key in out:
                 raise _NeedsNodes  # a duplicate key: the node path says where, as always
-            out[key] = self.value(get())
+            item = get()
+            out[key] = self.scalar(item) if type(item) is yaml.ScalarEvent else self.value(item)
             event = get()
         return out
 
