@@ -566,6 +566,8 @@ def generate(nodes: int, pods: int, pending: int, seed: int = 1) -> tuple[str, s
 #: A command still running after this many wall seconds is stopped and reported as such
 #: (``--limit``).
 LIMIT_S = [600.0]
+#: The commands ``--only`` keeps (empty: every command).
+ONLY: set[str] = set()
 
 
 def _measure(cmd: list[str]) -> tuple[dict[str, Any], str]:
@@ -642,9 +644,11 @@ def reconcile_child(dump: Path) -> dict[str, Any]:
     started, and one provisioning reconcile timed."""
     import asyncio
 
+    from joiner.api.manifests.yamlio import parse_documents
     from joiner.operator.controller import ControllerRuntime
 
-    items = yaml.load(dump.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    # the List as an API server's lists would give it, read with Joiner's own reader
+    (items,) = parse_documents(dump.read_text(), str(dump))
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for item in items["items"]:
         by_kind.setdefault(item["kind"], []).append(item)
@@ -704,6 +708,8 @@ def one_size(nodes: int, pods: int, pending: int, repeat: int) -> dict[str, Any]
             ("reconcile", lambda: run_reconcile(dump)),
         )
         for name, run in runs:
+            if ONLY and name not in ONLY:
+                continue
             row[name] = []
             for _ in range(repeat):
                 row[name].append(run())
@@ -736,8 +742,14 @@ def main(argv: list[str]) -> int:
         "--limit", type=float, default=LIMIT_S[0], help="stop a command after this many s"
     )
     parser.add_argument("--write", type=Path, help="write the first size's dump here and exit")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated commands to run (plan, disrupt, disruptNoPending, reconcile)",
+    )
     args = parser.parse_args(argv)
     LIMIT_S[0] = args.limit
+    ONLY.update(name for name in args.only.split(",") if name)
     sizes = args.sizes or [(1000, 10000), (5000, 50000)]
     if args.write is not None:
         args.write.write_text(generate(*sizes[0], args.pending)[0])
