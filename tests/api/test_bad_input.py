@@ -257,3 +257,17 @@ def test_messages_write_amounts_in_the_largest_whole_binary_unit():
 
 def test_the_largest_plausible_amounts_still_load():
     load_text(_pod({"cpu": "1P", "memory": "1Ei"}), "in.yaml")
+
+
+def test_a_manifest_file_over_the_cap_says_how_to_split_it(tmp_path: Path) -> None:
+    from joiner.api.manifests import load_files
+    from joiner.api.manifests.yamlio import MAX_FILE_BYTES
+
+    dump = tmp_path / "dump.yaml"
+    with dump.open("wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk written
+    with pytest.raises(InputError) as exc:
+        load_files([dump])
+    assert exc.value.file == str(dump)
+    assert "larger than 64 MiB" in str(exc.value)
+    assert "one `kubectl get -o yaml` per kind or namespace" in str(exc.value)

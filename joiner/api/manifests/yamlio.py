@@ -116,10 +116,20 @@ def _stdin_bytes(max_bytes: int) -> bytes:
     return _STDIN_READ[0][1]
 
 
-def read_text(path: Path, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
+#: What a manifest file over the size cap can be turned into.
+SPLIT_HINT = (
+    "; split it into several files (a cluster dump: one `kubectl get -o yaml` per kind or "
+    "namespace), each given with its own -f"
+)
+
+
+def read_text(
+    path: Path, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES, too_large: str = ""
+) -> str:
     """Read a UTF-8 text file of at most ``max_bytes`` (``MAX_FILE_BYTES`` unless the kind
     of file needs more); ``-`` is standard input. The one reader of input files: the file is
     noted as the command's input (``api.inputfiles``), so no output is written over it.
+    ``too_large`` is added to the error of a file over the cap (what to do instead).
 
     Raises:
         InputError: missing, a directory, a FIFO, socket or device, unreadable, too large,
@@ -154,7 +164,7 @@ def read_text(path: Path, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror or exc}", file=name) from exc
     if len(data) > max_bytes:
-        raise InputError(f"{what} is larger than {max_bytes // 2**20} MiB", file=name)
+        raise InputError(f"{what} is larger than {max_bytes // 2**20} MiB{too_large}", file=name)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -167,7 +177,7 @@ def read_documents(path: Path) -> list[Any]:
     Raises:
         InputError: the file is missing or unreadable, or not valid YAML (with line and column).
     """
-    return parse_documents(read_text(path), str(path))
+    return parse_documents(read_text(path, too_large=SPLIT_HINT), str(path))
 
 
 def is_scenario_file(path: Path) -> bool:
