@@ -61,8 +61,22 @@ def host_ports_on_pool(
 def overhead_on_node(
     node_labels: dict[str, str], taints: tuple[Taint, ...], daemonsets: Sequence[PodTemplate]
 ) -> Resources:
-    """Summed requests of the DaemonSets whose pods would run on a concrete node."""
-    return dict(_overhead(tuple(sorted(node_labels.items())), taints, tuple(daemonsets)))
+    """Summed requests of the DaemonSets whose pods would run on a concrete node.
+
+    Only the node's labels that some DaemonSet's node selection names can change the
+    answer (``Requirements.compatible`` reads the keys of the term it is given), so the
+    answer is remembered for those labels: nodes differing in hostname, instance id or
+    other labels share it."""
+    ds = tuple(daemonsets)
+    keys = _term_keys(ds)
+    named = tuple(sorted((k, v) for k, v in node_labels.items() if k in keys))
+    return dict(_overhead(named, taints, ds))
+
+
+@functools.lru_cache(maxsize=256)
+def _term_keys(daemonsets: tuple[PodTemplate, ...]) -> frozenset[str]:
+    """Every label key the node selection of ``daemonsets`` names."""
+    return frozenset(key for ds in daemonsets for term in ds.requirement_terms() for key in term)
 
 
 @functools.lru_cache(maxsize=8192)
