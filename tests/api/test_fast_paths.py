@@ -17,6 +17,7 @@ from joiner.api import openapi, quantity
 from joiner.api.errors import InputError
 from joiner.api.manifests import yamlio
 from joiner.api.manifests.loader import load_text
+from joiner.api.manifests.nulls import drop_nulls
 
 ROOT = Path(__file__).parents[2]
 SHARED_SEED = ROOT.parent / "shared" / "examples" / "seed"
@@ -216,3 +217,23 @@ def test_a_lists_items_lose_their_nulls() -> None:
     )
     out = load_text(text, "list.yaml")
     assert [p.key for p in out.pods] == ["default/p"]
+
+
+NULL_TEXTS = [
+    "a: null\nb: ~\nc:\nd: [null, {e: null, f: 1}]\ng: {h: ~}\n",
+    '{"a": null, "b": [null, {"c": null, "d": 1}], "e": {"f": null}}',
+    "a: &x {b: null}\nc: *x\n",  # the node path
+    "- {a: null}\n- null\n",
+]
+
+
+@pytest.mark.parametrize("text", NULL_TEXTS)
+def test_nulls_left_out_while_reading_are_drop_nulls(text: str) -> None:
+    plain = [drop_nulls(d) for d in yamlio.parse_documents(text, "t.yaml")]
+    assert yamlio.parse_documents(text, "t.yaml", drop_nulls=True) == plain
+
+
+@pytest.mark.parametrize("text", ["a: null\na: 1\n", '{"a": null, "a": 1}', "a: 1\na: ~\n"])
+def test_a_duplicate_key_with_a_null_value_is_still_refused(text: str) -> None:
+    with pytest.raises(InputError, match="duplicate key"):
+        yamlio.parse_documents(text, "t.yaml", drop_nulls=True)

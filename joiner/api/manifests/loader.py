@@ -406,7 +406,7 @@ def _load_document(
     doc: Any, file: str, index: int, out: ManifestSet, *, nulls_dropped: bool = False
 ) -> None:
     """Load one parsed document (a ``v1`` List item by item) into ``out``; ``nulls_dropped``:
-    ``doc`` is an item of a List whose nulls were dropped already.
+    ``doc`` was read without its nulls, or is an item of a List whose nulls were dropped.
 
     Raises:
         InputError: the document is not a mapping, lacks ``apiVersion`` or ``kind``, is a
@@ -607,8 +607,8 @@ def load_documents(docs: Iterable[Any], name: str) -> ManifestSet:
 def load_text(text: str, name: str = "<text>") -> ManifestSet:
     """Load manifests from a string (tests, stdin)."""
     out = ManifestSet()
-    for i, doc in enumerate(parse_documents(text, name)):
-        _load_document(doc, name, i, out)
+    for i, doc in enumerate(parse_documents(text, name, drop_nulls=True)):
+        _load_document(doc, name, i, out, nulls_dropped=True)
     _check_references(out)
     return out
 
@@ -623,10 +623,10 @@ def load_files(paths: Iterable[Path | str]) -> ManifestSet:
     out = ManifestSet()
     for path in paths:
         p = Path(path)
-        docs = read_documents(p)
+        docs = read_documents(p, drop_nulls=True)
         if not docs:
             out.warnings.append(f"{p}: holds no objects (empty, or only comments and ---)")
         for i, doc in enumerate(docs):
-            _load_document(doc, str(p), i, out)
+            _load_document(doc, str(p), i, out, nulls_dropped=True)
     _check_references(out)
     return out

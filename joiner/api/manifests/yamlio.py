@@ -18,6 +18,7 @@ import yaml
 
 from joiner.api.errors import InputError
 from joiner.api.inputfiles import note_read
+from joiner.api.manifests import nulls
 
 #: No real manifest or scenario is this large; a bigger input is a mistake (or /dev/zero).
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -171,13 +172,15 @@ def read_text(
         raise InputError(f"{what} is not UTF-8 text (byte {exc.start})", file=name) from exc
 
 
-def read_documents(path: Path) -> list[Any]:
-    """All documents of a multi-document YAML (or JSON) file, empty documents dropped.
+def read_documents(path: Path, *, drop_nulls: bool = False) -> list[Any]:
+    """All documents of a multi-document YAML (or JSON) file, empty documents dropped
+    (``drop_nulls``: as ``parse_documents``).
 
     Raises:
         InputError: the file is missing or unreadable, or not valid YAML (with line and column).
     """
-    return parse_documents(read_text(path, too_large=SPLIT_HINT), str(path))
+    text = read_text(path, too_large=SPLIT_HINT)
+    return parse_documents(text, str(path), drop_nulls=drop_nulls)
 
 
 def is_scenario_file(path: Path) -> bool:
@@ -252,11 +255,13 @@ class _EventReader:
     are immutable: a string, number, bool or null): the values are the node path's (an
     error sends the text there)."""
 
-    def __init__(self, loader: _StrictLoader) -> None:
+    def __init__(self, loader: _StrictLoader, *, drop_nulls: bool = False) -> None:
         self.loader = loader
         self.get = loader.get_event
         #: plain scalar text -> its value
         self.plain: dict[str, Any] = {}
+        #: leave out every mapping key whose value is null (``nulls.drop_nulls``)
+        self.drop_nulls = drop_nulls
 
     def value(self, event: yaml.Event) -> Any:
         kind = type(event)
@@ -304,21 +309,27 @@ class _EventReader:
 
     def mapping(self) -> dict[Any, Any]:
         get, out = self.get, {}
+        dropped: set[Any] = set()  # keys left out for their null value
         event = get()
         while type(event) is not yaml.MappingEndEvent:
             if type(event) is not yaml.ScalarEvent:
                 raise _NeedsNodes  # a collection as a key
             key = self.scalar(event)
-            if key in out:
+            if key in out or key in dropped:
                 raise _NeedsNodes  # a duplicate key: the node path says where, as always
             item = get()
-            out[key] = self.scalar(item) if type(item) is yaml.ScalarEvent else self.value(item)
+            value = self.scalar(item) if type(item) is yaml.ScalarEvent else self.value(item)
+            if value is None and self.drop_nulls:
+                dropped.add(key)
+            else:
+                out[key] = value
             event = get()
         return out
 
 
-def _from_events(text: str) -> list[Any]:
-    """``text``'s documents as ``_EventReader`` builds them.
+def _from_events(text: str, *, drop_nulls: bool = False) -> list[Any]:
+    """``text``'s documents as ``_EventReader`` builds them (``drop_nulls``: without the
+    mapping keys whose value is null).
 
     Raises:
         _NeedsNodes: the text needs the node path.
@@ -327,7 +338,7 @@ def _from_events(text: str) -> list[Any]:
     """
     loader = _StrictLoader(text)
     try:
-        reader = _EventReader(loader)
+        reader = _EventReader(loader, drop_nulls=drop_nulls)
         get, docs = loader.get_event, []
         get()  # the stream's start
         while not loader.check_event(yaml.StreamEndEvent):
@@ -339,9 +350,9 @@ def _from_events(text: str) -> list[Any]:
         loader.dispose()
 
 
-def _load_all(text: str, name: str) -> list[Any]:
+def _load_all(text: str, name: str, *, drop_nulls: bool = False) -> list[Any]:
     try:
-        return _from_events(text)
+        return _from_events(text, drop_nulls=drop_nulls)
     except (_NeedsNodes, yaml.YAMLError, ValueError, RecursionError):
         # Anchors, aliases or tags: the node path, which bounds what aliases expand. Any
         # error: the node path too, so that it is reported as it always was (a YAML error
@@ -355,7 +366,7 @@ def _load_all(text: str, name: str) -> list[Any]:
             if node is not None:
                 _expanded_size(node, name)
             docs.append(loader.construct_document(node))
-        return docs
+        return [nulls.drop_nulls(d) for d in docs] if drop_nulls else docs
     finally:
         loader.dispose()
 
@@ -386,6 +397,13 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _json_object_without_nulls(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = _json_object(pairs)
+    if None in out.values():
+        return {k: v for k, v in out.items() if v is not None}
+    return out
+
+
 def _json_float(literal: str) -> float:
     if "e" in literal or "E" in literal:
         raise _NotPlainJson  # YAML 1.1 reads 1e3 as a string and 1.0e+3 as a float
@@ -396,7 +414,7 @@ def _json_constant(_literal: str) -> Any:
     raise _NotPlainJson  # NaN and Infinity are not JSON; YAML reads them as strings
 
 
-def _load_json(text: str) -> list[Any] | None:
+def _load_json(text: str, *, drop_nulls: bool = False) -> list[Any] | None:
     """A JSON document (``kubectl get -o json``, a cluster dump) parsed by the json module,
     or None for anything else, for which the YAML path decides (tens of times faster on a
     dump). JSON is YAML, and for the JSON accepted here the value is the one YAML gives:
@@ -413,7 +431,7 @@ def _load_json(text: str) -> list[Any] | None:
         return [
             json.loads(
                 text,
-                object_pairs_hook=_json_object,
+                object_pairs_hook=_json_object_without_nulls if drop_nulls else _json_object,
                 parse_float=_json_float,
                 parse_constant=_json_constant,
             )
@@ -422,18 +440,20 @@ def _load_json(text: str) -> list[Any] | None:
         return None
 
 
-def parse_documents(text: str, name: str) -> list[Any]:
-    """Parse YAML text; ``name`` is used in error messages.
+def parse_documents(text: str, name: str, *, drop_nulls: bool = False) -> list[Any]:
+    """Parse YAML text; ``name`` is used in error messages. With ``drop_nulls``, every
+    mapping key whose value is null is left out, as ``nulls.drop_nulls`` does (Kubernetes
+    objects; a duplicate key is still an error).
 
     Raises:
         InputError: invalid YAML (with line and column), a duplicate key, nesting too deep,
             or aliases that expand to a huge document.
     """
-    docs = _load_json(text)
+    docs = _load_json(text, drop_nulls=drop_nulls)
     if docs is not None:
         return [d for d in docs if d is not None]
     try:
-        docs = _load_all(text, name)
+        docs = _load_all(text, name, drop_nulls=drop_nulls)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
