@@ -46,10 +46,12 @@ class _Claim:
     pods: list[str] = field(default_factory=list)
     ports: list[HostPort] = field(default_factory=list)
     templates: list[PodTemplate] = field(default_factory=list)
+    #: The placeholder hostname its pods' hostname topology counts them under (built once:
+    #: every attempt on the NodeClaim reads it).
+    hostname: str = field(init=False)
 
-    @property
-    def hostname(self) -> str:
-        return f"hostname-placeholder-{self.index:05d}"
+    def __post_init__(self) -> None:
+        self.hostname = f"hostname-placeholder-{self.index:05d}"
 
 
 @dataclass(slots=True)

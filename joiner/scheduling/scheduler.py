@@ -644,7 +644,7 @@ class _Solve(OnExisting):
         index = self.index
         index.pods[claim.index] = len(claim.pods)
         columns = claim.pool.headroom_columns
-        index.headroom[claim.index] = claim.pool.net[cand][:, columns].max(axis=0) - need[columns]
+        index.headroom[claim.index] = claim.pool.headroom_net[cand].max(axis=0) - need[columns]
         index.set_domains(claim.index, final)
         for g in self.topology.groups_matching(t):
             if g.key == labels.HOSTNAME:
