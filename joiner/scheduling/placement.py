@@ -215,6 +215,11 @@ class _Attempt:
     reasons: list[str | Callable[[], str]]
     summaries: dict[Requirements, Summary] = field(default_factory=dict)
 
+    def scratch(self) -> _Attempt:
+        """This attempt with an empty list of reasons (the same summaries): what
+        ``dataclasses.replace(self, reasons=[])`` gives, without its field walk."""
+        return _Attempt(self.pod, self.prefs, self.terms, self.active, [], self.summaries)
+
 
 class _Prefs:
     """What is still in force for one pod; ``relax`` drops one preference (Karpenter order)."""

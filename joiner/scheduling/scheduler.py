@@ -330,7 +330,7 @@ class _Solve(OnExisting):
         if summary.fail is not None:
             attempt.reasons.append(summary.fail)
             return False
-        scratch = replace(attempt, reasons=[])
+        scratch = attempt.scratch()
         for i in self._claims_to_try(attempt, summary, dead):
             outcome = self._add(self.claims[i], scratch)
             if outcome is True:
