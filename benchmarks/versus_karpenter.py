@@ -15,7 +15,9 @@ kinds: ``resources-only`` (its generic pods), ``zonal-spread`` and ``hostname-sp
 Joiner's side solves the same pods (Karpenter's run writes the pods it built, so labels,
 selectors, requests and order are the same) on the same instance types
 (``scheduling.karpenter_fake_types``), each run in its own process, Karpenter and Joiner
-alternately.
+alternately. Karpenter's runs are ``-test.count 1`` each in a fresh process rather than one
+``-test.count N``: the benchmark draws its pods from one seeded source for the whole
+process, so a second count in the same process would solve different pods.
 
 CPU time, not wall: Go's ``ns/op`` is the solve's wall time and Karpenter's solve runs
 goroutines (and the garbage collector) on both cores, so the comparison is by CPU seconds.
