@@ -90,6 +90,51 @@ def synthetic_types() -> list[InstanceType]:
     return out
 
 
+#: Zones and capacity types of each offering of Karpenter's fake instance types
+#: (sigs.k8s.io/karpenter pkg/cloudprovider/fake NewInstanceType's default offerings).
+FAKE_OFFERINGS = (
+    ("test-zone-1", "spot"),
+    ("test-zone-2", "spot"),
+    ("test-zone-1", "on-demand"),
+    ("test-zone-2", "on-demand"),
+    ("test-zone-3", "on-demand"),
+)
+
+
+def karpenter_fake_types(total: int = 400) -> list[InstanceType]:
+    """The instance types Karpenter's scheduling benchmark schedules on (sigs.k8s.io/karpenter
+    pkg/cloudprovider/fake InstanceTypes): type i has i+1 vCPU, 2(i+1) GiB and 10(i+1) pods,
+    kube-reserved 100m CPU and 10Mi memory, the five default offerings (spot in two zones,
+    on-demand in three), every one at 0.1 per vCPU plus 0.1 per 10^9 bytes of memory."""
+    out = []
+    for i in range(total):
+        cpu, gib = i + 1, 2 * (i + 1)
+        price = 0.1 * cpu + 0.1 * gib * quantity.GIB / 1e9
+        name = f"fake-it-{i}"
+        capacity = {
+            quantity.CPU: cpu * 1000,
+            quantity.MEMORY: gib * quantity.GIB,
+            quantity.PODS: 10 * cpu,
+        }
+        overhead = {quantity.CPU: 100, quantity.MEMORY: 10 * quantity.MIB}
+        allocatable = {k: v - overhead.get(k, 0) for k, v in capacity.items()}
+        offerings = tuple(
+            Offering(zone=z, zone_id=z, capacity_type=ct, price_per_hour=price)
+            for z, ct in FAKE_OFFERINGS
+        )
+        reqs = Requirements(
+            [
+                Requirement.in_(labels.INSTANCE_TYPE, name),
+                Requirement.in_(labels.ARCH, "amd64"),
+                Requirement.in_(labels.OS, "darwin", "linux", "windows"),
+                Requirement.in_(labels.ZONE, "test-zone-1", "test-zone-2", "test-zone-3"),
+                Requirement.in_(labels.CAPACITY_TYPE, "on-demand", "spot"),
+            ]
+        )
+        out.append(InstanceType(name, reqs, capacity, overhead, allocatable, offerings))
+    return out
+
+
 def real_types() -> list[InstanceType]:
     catalog = Catalog.load()
     zones = [

@@ -46,10 +46,12 @@ class _Claim:
     pods: list[str] = field(default_factory=list)
     ports: list[HostPort] = field(default_factory=list)
     templates: list[PodTemplate] = field(default_factory=list)
+    #: The placeholder hostname its pods' hostname topology counts them under (built once:
+    #: every attempt on the NodeClaim reads it).
+    hostname: str = field(init=False)
 
-    @property
-    def hostname(self) -> str:
-        return f"hostname-placeholder-{self.index:05d}"
+    def __post_init__(self) -> None:
+        self.hostname = f"hostname-placeholder-{self.index:05d}"
 
 
 @dataclass(slots=True)
@@ -212,6 +214,11 @@ class _Attempt:
     #: the pod ends unschedulable: most refusals are followed by a placement elsewhere).
     reasons: list[str | Callable[[], str]]
     summaries: dict[Requirements, Summary] = field(default_factory=dict)
+
+    def scratch(self) -> _Attempt:
+        """This attempt with an empty list of reasons (the same summaries): what
+        ``dataclasses.replace(self, reasons=[])`` gives, without its field walk."""
+        return _Attempt(self.pod, self.prefs, self.terms, self.active, [], self.summaries)
 
 
 class _Prefs:

@@ -234,6 +234,9 @@ class PreparedPool:
         self._index = {r: i for i, r in enumerate(self.resources)}
         #: The columns of ``HEADROOM`` in ``resources``.
         self.headroom_columns = np.array([self._index[r] for r in HEADROOM], dtype=np.int64)
+        #: ``net`` on the ``HEADROOM`` columns only, gathered once (``net`` is never changed in
+        #: place): a NodeClaim's headroom reads its options' rows of it at every commit.
+        self.headroom_net: IntArray = np.ascontiguousarray(self.net[:, self.headroom_columns])
 
 
 #: Prepared pools by (NodePool, instance-type identities, DaemonSets, extra resources), with

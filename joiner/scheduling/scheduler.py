@@ -185,6 +185,8 @@ class _Solve(OnExisting):
             t.effect == PREFER_NO_SCHEDULE for p in self.pools for t in p.taints
         ) or bool(base.prefer_no_schedule - exclude)
         self._dead: dict[DeadKey, BoolArray] = {}
+        #: ``_code_table`` answers (read-only tables over a key's domain codes).
+        self._tables: dict[tuple[str, tuple[int, ...], bool, int], BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
         self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
         #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
@@ -330,7 +332,7 @@ class _Solve(OnExisting):
         if summary.fail is not None:
             attempt.reasons.append(summary.fail)
             return False
-        scratch = replace(attempt, reasons=[])
+        scratch = attempt.scratch()
         for i in self._claims_to_try(attempt, summary, dead):
             outcome = self._add(self.claims[i], scratch)
             if outcome is True:
@@ -405,17 +407,29 @@ class _Solve(OnExisting):
         for key, allowed in summary.allowed.items():
             if allowed is None or key not in index.codes:
                 continue
-            table = np.zeros(len(index.code_of[key]) + 1, dtype=np.bool_)
-            table[0] = True  # undecided: the exact check in _add decides
-            table[[c + 1 for c in index.codes_of(key, allowed)]] = True
+            table = self._code_table(key, index.codes_of(key, allowed), True)
             mask &= table[index.codes[key][:n] + 1]
         for key in index.codes:
-            bad_rows = [c + 1 for c in index.codes_of(key, summary.forbidden_on(key))]
-            if bad_rows:
-                table = np.ones(len(index.code_of[key]) + 1, dtype=np.bool_)
-                table[bad_rows] = False
-                mask &= table[index.codes[key][:n] + 1]
+            bad = index.codes_of(key, summary.forbidden_on(key))
+            if bad:
+                mask &= self._code_table(key, bad, False)[index.codes[key][:n] + 1]
         return np.flatnonzero(mask)
+
+    def _code_table(self, key: str, codes: list[int], allow: bool) -> BoolArray:
+        """A table over ``key``'s domain codes shifted by one (row 0: no single domain yet):
+        with ``allow``, True on row 0 and on ``codes`` only (undecided: the exact check in
+        ``_add`` decides); otherwise False on ``codes`` only. Kept per (key, codes, allow,
+        number of codes): the same few tables serve every pod of a mix."""
+        size = len(self.index.code_of[key]) + 1
+        cache_key = (key, tuple(sorted(codes)), allow, size)
+        table = self._tables.get(cache_key)
+        if table is None:
+            table = np.ones(size, dtype=np.bool_)  # row 0 True either way
+            if allow:
+                table[1:] = False
+            table[[c + 1 for c in codes]] = allow
+            self._tables[cache_key] = table
+        return table
 
     def _claim_index(self, inp: SchedulingInput) -> _ClaimIndex:
         """The NodeClaim index of this solve (after its groups are registered): classes over
@@ -644,7 +658,7 @@ class _Solve(OnExisting):
         index = self.index
         index.pods[claim.index] = len(claim.pods)
         columns = claim.pool.headroom_columns
-        index.headroom[claim.index] = claim.pool.net[cand][:, columns].max(axis=0) - need[columns]
+        index.headroom[claim.index] = claim.pool.headroom_net[cand].max(axis=0) - need[columns]
         index.set_domains(claim.index, final)
         for g in self.topology.groups_matching(t):
             if g.key == labels.HOSTNAME:

@@ -409,6 +409,9 @@ class Topology:
         self._inverse: dict[tuple[PodAffinityTerm, str], set[str]] = {}
         self._label_reqs: dict[int, Requirements] = {}
         self._match: dict[tuple[int, int], bool] = {}
+        #: ``groups_matching`` answers by template identity, with the number of groups
+        #: registered when answered (groups are only ever added; a new one recomputes).
+        self._matching: dict[int, tuple[int, tuple[Group, ...]]] = {}
 
     # -- groups ------------------------------------------------------------------------
 
@@ -503,18 +506,26 @@ class Topology:
 
     def record(self, t: PodTemplate, domain_of: Mapping[str, str | None]) -> None:
         """Count a pod placed by this solve; ``domain_of`` maps keys to its domain there."""
-        for g in self._groups.values():
+        for g in self.groups_matching(t):
             d = domain_of.get(g.key)
-            if d is not None and self.matches(g, t):
+            if d is not None:
                 g.counts[d] = g.counts.get(d, 0) + 1
         for term in t.pod_anti_affinity:
             d = domain_of.get(term.key)
             if d is not None:
                 self._inverse.setdefault((term, t.namespace), set()).add(d)
 
-    def groups_matching(self, t: PodTemplate) -> list[Group]:
-        """Groups that count ``t``'s pods."""
-        return [g for g in self._groups.values() if self.matches(g, t)]
+    def groups_matching(self, t: PodTemplate) -> tuple[Group, ...]:
+        """Groups that count ``t``'s pods, in registration order (remembered per template
+        until a group is added: every placement and attempt of its pods reads them)."""
+        n = len(self._groups)
+        if n == 0:
+            return ()
+        found = self._matching.get(id(t))
+        if found is None or found[0] != n:
+            found = (n, tuple(g for g in self._groups.values() if self.matches(g, t)))
+            self._matching[id(t)] = found
+        return found[1]
 
     # -- checking ----------------------------------------------------------------------
 

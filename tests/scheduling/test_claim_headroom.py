@@ -90,3 +90,19 @@ def test_full_claims_are_not_tried_for_other_templates(monkeypatch: pytest.Monke
         calls = _count_adds(m)
         assert Scheduler().solve(inp) == result
     assert calls[0] == 39 * 40 // 2 + 40
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_headroom_from_gathered_columns_equals_plain(seed: int) -> None:
+    # ``_commit`` reads the options' rows of ``PreparedPool.headroom_net`` (``net`` on the
+    # headroom columns, gathered once); each NodeClaim's headroom row must equal the plain
+    # computation over ``net``: the best remaining option's room less the requests.
+    solve = scheduler_module._Solve(_input(seed))
+    solve.run()
+    assert solve.claims
+    for claim in solve.claims:
+        pool, columns = claim.pool, claim.pool.headroom_columns
+        assert np.array_equal(pool.headroom_net, pool.net[:, columns])
+        plain = pool.net[claim.options][:, columns].max(axis=0) - claim.requests[columns]
+        assert np.array_equal(solve.index.headroom[claim.index], plain)
+        assert claim.hostname == f"hostname-placeholder-{claim.index:05d}"

@@ -668,7 +668,7 @@ class _CostSolve(_Solve):
             if planned is None:
                 if self._open(attempt, column, b):
                     return True
-            elif self._add(self.claims[planned], replace(attempt, reasons=[])) is True:
+            elif self._add(self.claims[planned], attempt.scratch()) is True:
                 return True  # _add is the full check; the index filters are shortcuts
             self._filter = target
             try:
