@@ -14,16 +14,20 @@ A provisioning case that disagrees may be a kube-scheduler binding race rather t
 Joiner misses (``Trace``, ``race``, ``first_decision``). Karpenter nominates each pod to the
 NodeClaim it planned for it (a Nominated event, "Pod should schedule on: nodeclaim/NAME"),
 but kube-scheduler binds pods by its own rules as the nodes register. A **race** is a pod
-bound to a node other than the one of the NodeClaim it was nominated to, while that
-NodeClaim launched (has a node). A pod displaced that way is provisioned again in a later
-round, so Karpenter ends with more NodeClaims than it planned. When the case disagrees and
-shows a race, Joiner is compared with Karpenter's **first decision**: the case's NodeClaims
-created in rounds before the first one that provisioned a displaced pod again (a NodeClaim
-of a later round than the case's first, none of whose bound pods was nominated to it), and
-as pending the batch pods that decision left out (neither nominated to one of its
-NodeClaims, nor bound to one of their nodes or to a node that existed before). If that
-comparison agrees, the case "agrees with Karpenter's plan; kube-scheduler race", a verdict
-counted apart from plain agreement; otherwise it stays a disagreement.
+displaced from the NodeClaim it was nominated to while that NodeClaim launched (has a
+node): bound to another node, or left pending while that node holds a batch pod Karpenter
+did not plan there (nominated elsewhere, or named by its "could not schedule pod" line). A
+displaced pod is provisioned again in a later round (or stays pending under a limit), so
+Karpenter ends with more NodeClaims, or other pending pods, than it planned. When the case
+disagrees and shows a race, Joiner is compared with Karpenter's **first decision**: the
+case's NodeClaims created in rounds before the first one that provisioned a displaced pod
+again (a NodeClaim of a later round than the case's first, none of whose bound pods was
+nominated to it), and as pending the batch pods that decision left out
+(``first_decision``). If that comparison agrees, the case "agrees with Karpenter's plan;
+kube-scheduler race", a verdict counted apart from plain agreement; otherwise it stays a
+disagreement. Karpenter's Nominated events are deduplicated per pod for 2 minutes and
+rate-limited (``NOMINATED``), so a pod whose event was lost cannot show a race: such a case
+stays a disagreement.
 
 "Stable" is: no NodeClaim created, deleted or changed and no pod bound or deleted for
 ``QUIET_S`` seconds (``DISRUPT_QUIET_S`` after a disruption change, which covers Karpenter's
@@ -104,6 +108,10 @@ _CREATED = re.compile(r'"message":"created nodeclaim".*?"NodeClaim":\{"name":"([
 #: pod(s)", logged once per round before ``Provisioner.Create`` logs "created nodeclaim" for
 #: each NodeClaim of the round; rounds run one after another, the provisioner is a singleton)
 _ROUND = '"message":"found provisionable pod(s)"'
+#: Karpenter's line for a pod a scheduling round could not place (v1.14
+#: pkg/controllers/provisioning/scheduling/scheduler.go ``Results.Record``: "could not schedule
+#: pod" with the Pod's name and namespace; logged every round, never rate-limited)
+_FAILED = '"message":"could not schedule pod"'
 #: Karpenter's event nominating a pod to a new NodeClaim (v1.14
 #: pkg/controllers/provisioning/scheduling/events.go ``NominatePodEvent``, published by
 #: ``Provisioner.Create`` for each pod of a NodeClaim it created): reason Nominated, message
@@ -151,8 +159,8 @@ class Trace:
     """A provisioning case on Karpenter's side, as planned and as bound: each new NodeClaim
     (NodePool, type, capacity type, zone), the scheduling round that created it (its index
     in Karpenter's log since the batch began), its node ("" if it never launched), the
-    NodeClaim each batch pod's Nominated event names, and each batch pod's node ("" if
-    pending)."""
+    NodeClaim each batch pod's Nominated event names, each batch pod's node ("" if pending)
+    and the round in which Karpenter first could not schedule it."""
 
     claims: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
     rounds: dict[str, int] = field(default_factory=dict)
@@ -161,6 +169,8 @@ class Trace:
     bound: dict[str, str] = field(default_factory=dict)
     #: the nodes of the case that existed before the batch
     existing_nodes: set[str] = field(default_factory=set)
+    #: batch pod -> the round of Karpenter's first "could not schedule pod" line of it
+    failed: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         """The trace as recorded, with the raced pods."""
@@ -171,6 +181,7 @@ class Trace:
             },
             "nominated": dict(sorted(self.nominated.items())),
             "bound": dict(sorted(self.bound.items())),
+            "couldNotSchedule": dict(sorted(self.failed.items())),
             "racedPods": race(self),
         }
 
@@ -643,10 +654,12 @@ def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: st
     ``log_text`` is Karpenter's log since the batch began (its scheduling rounds), the
     Nominated events come from the case's namespace."""
     new = _new_claims(cluster, case, before)
-    rounds = provisioning_rounds(log_text)
+    rounds, failed = provisioning_rounds(log_text, render.namespace(case))
+    batch = {p["metadata"]["name"] for p in case.pods}
     return Trace(
         claims={name: _claim_tuple(c) for name, c in new.items()},
         rounds={name: rounds[name] for name in new if name in rounds},
+        failed={p: r for p, r in failed.items() if p in batch},
         claim_node={name: (c.get("status") or {}).get("nodeName") or "" for name, c in new.items()},
         nominated=nominations(cluster.events(render.namespace(case))),
         bound={
@@ -657,17 +670,31 @@ def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: st
     )
 
 
-def provisioning_rounds(log_text: str) -> dict[str, int]:
-    """Each NodeClaim a "created nodeclaim" line names -> its scheduling round: the number
-    of "found provisionable pod(s)" lines before it."""
-    out: dict[str, int] = {}
+def provisioning_rounds(log_text: str, namespace: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Each NodeClaim a "created nodeclaim" line names -> its scheduling round (the number
+    of "found provisionable pod(s)" lines before it), and each pod of ``namespace`` a "could
+    not schedule pod" line names -> the round of its first such line."""
+    claims: dict[str, int] = {}
+    failed: dict[str, int] = {}
     count = 0
     for line in log_text.splitlines():
         if _ROUND in line:
             count += 1
         elif m := _CREATED.search(line):
-            out.setdefault(m.group(1), count)
-    return out
+            claims.setdefault(m.group(1), count)
+        elif _FAILED in line and (pod := _failed_pod(line, namespace)):
+            failed.setdefault(pod, count)
+    return claims, failed
+
+
+def _failed_pod(line: str, namespace: str) -> str:
+    """The name of the pod of ``namespace`` a "could not schedule pod" line names ("" for
+    another namespace's or an unreadable line)."""
+    try:
+        ref = json.loads(line).get("Pod") or {}
+    except (json.JSONDecodeError, AttributeError):
+        return ""
+    return str(ref.get("name") or "") if ref.get("namespace") == namespace else ""
 
 
 def _event_source(event: Obj) -> str:
@@ -694,14 +721,30 @@ def nominations(events: list[Obj]) -> dict[str, str]:
 
 
 def race(trace: Trace) -> list[str]:
-    """The pods kube-scheduler bound to a node other than the one of the NodeClaim
-    Karpenter nominated them to, while that NodeClaim launched."""
+    """The pods kube-scheduler displaced from the NodeClaim Karpenter nominated them to,
+    while that NodeClaim launched: bound to another node, or left pending while its node
+    holds a batch pod Karpenter did not plan there (nominated to another NodeClaim, or one
+    it could not schedule)."""
     out = []
     for pod, claim in trace.nominated.items():
         planned, node = trace.claim_node.get(claim, ""), trace.bound.get(pod, "")
-        if planned and node and node != planned:
+        displaced = node != planned if node else _intruded(trace, claim)
+        if planned and displaced:
             out.append(pod)
     return sorted(out)
+
+
+def _intruded(trace: Trace, claim: str) -> bool:
+    """The node of ``claim`` holds a batch pod nominated to another NodeClaim or one
+    Karpenter could not schedule."""
+    node = trace.claim_node[claim]
+    for pod, bound in trace.bound.items():
+        nominated = trace.nominated.get(pod)
+        if bound == node and (nominated or claim) != claim:
+            return True
+        if bound == node and nominated is None and pod in trace.failed:
+            return True
+    return False
 
 
 def _provisioned_again(trace: Trace, claim: str) -> bool:
@@ -715,8 +758,11 @@ def _provisioned_again(trace: Trace, claim: str) -> bool:
 def first_decision(trace: Trace) -> Side:
     """Karpenter's first decision for the batch: the NodeClaims created in rounds before the
     first one, after the case's first round, that provisioned a displaced pod again
-    (``_provisioned_again``); pending, the batch pods it left out (not nominated to one of
-    its NodeClaims, not bound to one of their nodes nor to a node that existed before)."""
+    (``_provisioned_again``); pending, the batch pods it left out: neither nominated to one
+    of its NodeClaims nor bound to a node that existed before, and either not bound to one
+    of its nodes or bound there by kube-scheduler after Karpenter could not schedule them
+    (a pod bound there with neither event nor failure counts as placed: its event may have
+    been rate-limited away)."""
     first = min((trace.rounds.get(c, 0) for c in trace.claims), default=0)
     again = [
         trace.rounds[c]
@@ -725,9 +771,11 @@ def first_decision(trace: Trace) -> Side:
     ]
     cutoff = min(again, default=None)
     kept = [c for c in trace.claims if cutoff is None or trace.rounds.get(c, first) < cutoff]
-    nodes = {trace.claim_node[c] for c in kept if trace.claim_node.get(c)} | trace.existing_nodes
+    nodes = {trace.claim_node[c] for c in kept if trace.claim_node.get(c)}
+    left_out = {p for p, r in trace.failed.items() if cutoff is None or r < cutoff}
     placed = {p for p, c in trace.nominated.items() if c in kept}
-    placed |= {p for p, n in trace.bound.items() if n in nodes}
+    placed |= {p for p, n in trace.bound.items() if n in trace.existing_nodes}
+    placed |= {p for p, n in trace.bound.items() if n in nodes and p not in left_out}
     return Side(
         claims=[trace.claims[c] for c in sorted(kept)],
         pending=sorted(p for p in trace.bound if p not in placed),

@@ -3,6 +3,8 @@ and the written equivalence compares what it says."""
 
 from __future__ import annotations
 
+import json
+
 import casekit
 import cases
 import harness
@@ -286,6 +288,14 @@ def test_the_plan_comparison_decides_the_verdict() -> None:
     assert (same.race, same.verdict) == (False, "agree")
 
 
+def _unschedulable(pod: str, ns: str) -> str:
+    ref = json.dumps({"name": pod, "namespace": ns}, separators=(",", ":"))
+    return (
+        f'{{"level":"ERROR","message":"could not schedule pod","Pod":{ref},'
+        '"error":"all available instance types exceed limits"}'
+    )
+
+
 def test_rounds_and_nominations_are_read_from_karpenters_log_and_events() -> None:
     log = "\n".join(
         [
@@ -295,10 +305,17 @@ def test_rounds_and_nominations_are_read_from_karpenters_log_and_events() -> Non
             '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"nc-a"}}',
             '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"nc-b"}}',
             '{"level":"INFO","message":"found provisionable pod(s)","Pods":"fx-x/a-2"}',
+            _unschedulable("a-3", "fx-x"),
+            _unschedulable("b-0", "fx-y"),
             '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"nc-c"}}',
+            _unschedulable("a-3", "fx-x"),
+            _unschedulable("a-4", "fx-x"),
         ]
     )
-    assert harness.provisioning_rounds(log) == {"old": 0, "nc-a": 1, "nc-b": 1, "nc-c": 2}
+    assert harness.provisioning_rounds(log, "fx-x") == (
+        {"old": 0, "nc-a": 1, "nc-b": 1, "nc-c": 2},
+        {"a-3": 2, "a-4": 2},
+    )
 
     def event(pod: str, msg: str, when: str, reason: str = "Nominated", src: str = "karpenter"):
         return {
@@ -342,3 +359,34 @@ def test_the_report_counts_race_verdicts_apart_from_agreement() -> None:
         "agreement: 1/2 cases (50.0%); 1 more agree with Karpenter's plan "
         "(kube-scheduler race), 0 disagree"
     )
+
+
+def _limits_mid_batch_trace() -> harness.Trace:
+    """``limits-mid-batch`` as a race: Karpenter plans lm-0 and lm-2 on the c-4x and lm-1 on
+    the c-2x and cannot schedule the three smaller pods under the 6-CPU limit; kube-scheduler
+    binds those three into the c-4x first, so lm-0 no longer fits and stays pending."""
+    return harness.Trace(
+        claims={
+            "nc-4": ("x-default", "c-4x", "spot", "a"),
+            "nc-2": ("x-default", "c-2x", "spot", "a"),
+        },
+        rounds={"nc-4": 1, "nc-2": 1},
+        claim_node={"nc-4": "n4", "nc-2": "n2"},
+        nominated={"lm-0": "nc-4", "lm-2": "nc-4", "lm-1": "nc-2"},
+        bound={"lm-0": "", "lm-1": "n2", "lm-2": "n4", "lm-3": "n4", "lm-4": "n4", "lm-5": "n4"},
+        failed={"lm-3": 1, "lm-4": 1, "lm-5": 1, "lm-0": 1},
+    )
+
+
+def test_a_nominated_pod_left_pending_by_pods_not_planned_there_is_a_race() -> None:
+    trace = _limits_mid_batch_trace()
+    assert harness.race(trace) == ["lm-0"]
+    first = harness.first_decision(trace)
+    assert len(first.claims) == 2
+    assert first.pending == ["lm-3", "lm-4", "lm-5"]  # the plan left them out
+    # pods on its node all planned there (or with no event): a plain misfit, no race
+    trace.bound.update({"lm-3": "", "lm-4": "", "lm-5": ""})
+    assert harness.race(trace) == []
+    trace.bound["lm-3"] = "n4"
+    del trace.failed["lm-3"]  # no event and no failure: perhaps planned there, event lost
+    assert harness.race(trace) == []
