@@ -17,7 +17,9 @@ Usage: python tests/fidelity/run.py [--cases a,b] [--generated N] [--seed S] [--
 [--out DIR] [--markdown FILE] [--batch N]
 ``--cases`` may name generated cases (``gen-<seed>-<i>``): they are generated again from
 their seed. The last two lines printed are ``generated agreement: A/N cases (P%), seed S``
-(with generated cases) and ``agreement: A/N cases (P%)`` (the fixed corpus).
+(with generated cases) and ``agreement: A/N cases (P%)`` (the fixed corpus); each adds
+``; R more agree with Karpenter's plan (kube-scheduler race), D disagree`` when some case
+disagrees only through a kube-scheduler race (harness module docstring).
 """
 
 from __future__ import annotations
