@@ -125,8 +125,8 @@ def _explained(row: dict[str, Any]) -> dict[str, Any]:
         note = f"kube-scheduler race ({raced}) but Karpenter's plan differs too ({first}: "
         note += "; ".join(row["planDifferences"]) + ")"
     else:
-        note = f"agrees with Karpenter's plan ({first}); kube-scheduler race ({raced} bound "
-        note += "elsewhere than nominated)"
+        note = f"agrees with Karpenter's plan ({first}); kube-scheduler race ({raced} "
+        note += "displaced from the NodeClaim nominated)"
     return {**row, "differences": [note, *row["differences"]]}
 
 
