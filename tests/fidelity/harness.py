@@ -21,8 +21,8 @@ displaced pod is provisioned again in a later round (or stays pending under a li
 Karpenter ends with more NodeClaims, or other pending pods, than it planned. When the case
 disagrees and shows a race, Joiner is compared with Karpenter's **first decision**: the
 case's NodeClaims created in rounds before the first one that provisioned a displaced pod
-again (a NodeClaim of a later round than the case's first, none of whose bound pods was
-nominated to it), and as pending the batch pods that decision left out
+again (a NodeClaim of a later round than the case's first holding only displaced pods,
+``_provisioned_again``), and as pending the batch pods that decision left out
 (``first_decision``). If that comparison agrees, the case "agrees with Karpenter's plan;
 kube-scheduler race", a verdict counted apart from plain agreement; otherwise it stays a
 disagreement. Karpenter's Nominated events are deduplicated per pod for 2 minutes and
@@ -176,9 +176,14 @@ class Trace:
         """The trace as recorded, with the raced pods."""
         return {
             "nodeClaims": {
-                name: {"round": self.rounds.get(name), "node": self.claim_node.get(name, "")}
+                name: {
+                    "launch": "/".join(self.claims[name]),
+                    "round": self.rounds.get(name),
+                    "node": self.claim_node.get(name, ""),
+                }
                 for name in sorted(self.claims)
             },
+            "existingNodes": sorted(self.existing_nodes),
             "nominated": dict(sorted(self.nominated.items())),
             "bound": dict(sorted(self.bound.items())),
             "couldNotSchedule": dict(sorted(self.failed.items())),
@@ -748,11 +753,18 @@ def _intruded(trace: Trace, claim: str) -> bool:
 
 
 def _provisioned_again(trace: Trace, claim: str) -> bool:
-    """``claim`` holds only pods nominated elsewhere or earlier: some pod is bound to its
-    node and none of them was nominated to it (a pod nominated again gets no new event)."""
+    """``claim`` holds only displaced pods: some pod is bound to its node, none was
+    nominated to it (a pod nominated again gets no new event), and each was nominated to
+    another NodeClaim or never left out by Karpenter (a pod an earlier round could not
+    schedule is provisioned for the first time, its event perhaps rate-limited away)."""
     node = trace.claim_node.get(claim, "")
     pods = [p for p, n in trace.bound.items() if node and n == node]
-    return bool(pods) and all(trace.nominated.get(p) != claim for p in pods)
+    return bool(pods) and all(_displaced_there(trace, p, claim) for p in pods)
+
+
+def _displaced_there(trace: Trace, pod: str, claim: str) -> bool:
+    nominated = trace.nominated.get(pod)
+    return nominated != claim and (nominated is not None or pod not in trace.failed)
 
 
 def first_decision(trace: Trace) -> Side:

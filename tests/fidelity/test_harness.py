@@ -262,6 +262,17 @@ def test_a_later_round_for_pods_first_nominated_to_it_stays_in_the_first_decisio
     assert plan and plan[0].startswith("NodeClaims per NodePool")
 
 
+def test_a_later_round_for_pods_karpenter_left_out_is_kept_without_their_events() -> None:
+    """big-2's events lost, but Karpenter could not schedule it in the first round: the
+    c-4x of the second round is its first NodeClaim, not one for a displaced pod."""
+    trace = _raced_trace()
+    del trace.nominated["big-2"]
+    trace.failed["big-2"] = 3
+    assert len(harness.first_decision(trace).claims) == 5
+    del trace.failed["big-2"]  # neither event nor failure: displaced, its event deduplicated
+    assert len(harness.first_decision(trace).claims) == 4
+
+
 def test_a_displaced_pod_left_pending_was_placed_by_the_first_decision() -> None:
     trace = _raced_trace()
     del trace.claims["nc-4"]
