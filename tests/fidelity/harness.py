@@ -158,8 +158,9 @@ class Side:
 class Trace:
     """A provisioning case on Karpenter's side, as planned and as bound: each new NodeClaim
     (NodePool, type, capacity type, zone), the scheduling round that created it (its index
-    in Karpenter's log since the batch began), its node ("" if it never launched), the
-    NodeClaim each batch pod's Nominated event names, each batch pod's node ("" if pending)
+    in Karpenter's log since the batch began), its node ("" if it never launched; the
+    case's NodeClaims from before the batch have theirs too), the NodeClaim each batch
+    pod's Nominated event names, each batch pod's node ("" if pending)
     and the round in which Karpenter first could not schedule it."""
 
     claims: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
@@ -665,7 +666,10 @@ def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: st
         claims={name: _claim_tuple(c) for name, c in new.items()},
         rounds={name: rounds[name] for name in new if name in rounds},
         failed={p: r for p, r in failed.items() if p in batch},
-        claim_node={name: (c.get("status") or {}).get("nodeName") or "" for name, c in new.items()},
+        claim_node={
+            **before.node_of_claim,
+            **{name: (c.get("status") or {}).get("nodeName") or "" for name, c in new.items()},
+        },
         nominated=nominations(cluster.events(render.namespace(case))),
         bound={
             p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or ""
@@ -733,19 +737,17 @@ def race(trace: Trace) -> list[str]:
     out = []
     for pod, claim in trace.nominated.items():
         planned, node = trace.claim_node.get(claim, ""), trace.bound.get(pod, "")
-        displaced = node != planned if node else _intruded(trace, claim)
-        if planned and displaced:
+        if planned and (node != planned if node else _intruded(trace, planned)):
             out.append(pod)
     return sorted(out)
 
 
-def _intruded(trace: Trace, claim: str) -> bool:
-    """The node of ``claim`` holds a batch pod nominated to another NodeClaim or one
-    Karpenter could not schedule."""
-    node = trace.claim_node[claim]
+def _intruded(trace: Trace, node: str) -> bool:
+    """``node`` holds a batch pod nominated to another NodeClaim's node or one Karpenter
+    could not schedule."""
     for pod, bound in trace.bound.items():
         nominated = trace.nominated.get(pod)
-        if bound == node and (nominated or claim) != claim:
+        if bound == node and nominated is not None and trace.claim_node.get(nominated) != node:
             return True
         if bound == node and nominated is None and pod in trace.failed:
             return True

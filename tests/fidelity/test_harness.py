@@ -401,3 +401,20 @@ def test_a_nominated_pod_left_pending_by_pods_not_planned_there_is_a_race() -> N
     trace.bound["lm-3"] = "n4"
     del trace.failed["lm-3"]  # no event and no failure: perhaps planned there, event lost
     assert harness.race(trace) == []
+
+
+def test_a_pod_nominated_to_a_node_from_before_the_batch() -> None:
+    """Karpenter nominates a pod to a node that existed before the batch ("nodeclaim/OLD,
+    node/N"): bound there it is no race, bound elsewhere it is one, and a NodeClaim it has
+    no record of never raises."""
+    trace = _raced_trace()
+    trace.bound.update({"big-2": "n8", "small-0": "n1a"})
+    trace.claim_node["old"] = "n-old"
+    trace.existing_nodes = {"n-old"}
+    trace.bound["early"] = "n-old"
+    trace.nominated.update({"early": "old", "lost": "unknown"})
+    trace.bound["lost"] = ""
+    assert harness.race(trace) == []
+    trace.bound["early"] = "n1b"
+    assert harness.race(trace) == ["early"]
+    assert harness.first_decision(trace).pending == ["lost"]
