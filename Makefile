@@ -98,7 +98,8 @@ test: $(STAMP)
 ## Joiner against the real Karpenter (kwok provider) on the test stack, case by case
 ## (tests/fidelity; builds Karpenter on first use): the fixed corpus and GENERATED cases
 ## from seed SEED (default: a fresh seed, printed). Ends with "generated agreement: A/N
-## cases (P%), seed S" and "agreement: A/N cases (P%)" (the fixed corpus).
+## cases (P%), seed S" and "agreement: A/N cases (P%)" (the fixed corpus), each followed
+## by "; R more agree with Karpenter's plan (kube-scheduler race), D disagree" when R > 0.
 ## DOCS=1 also rewrites the report section of docs/fidelity.md.
 GENERATED ?= 12
 SEED ?=

@@ -10,6 +10,25 @@ Written equivalence (docs/fidelity.md):
 * disruption: the same set of nodes removed; the same multiset of replacement (instance
   type, capacity type); the same reasons (Empty, Underutilized, Drifted).
 
+A provisioning case that disagrees may be a kube-scheduler binding race rather than a rule
+Joiner misses (``Trace``, ``race``, ``first_decision``). Karpenter nominates each pod to the
+NodeClaim it planned for it (a Nominated event, "Pod should schedule on: nodeclaim/NAME"),
+but kube-scheduler binds pods by its own rules as the nodes register. A **race** is a pod
+displaced from the NodeClaim it was nominated to while that NodeClaim launched (has a
+node): bound to another node, or left pending while that node holds a batch pod Karpenter
+did not plan there (nominated elsewhere, or named by its "could not schedule pod" line). A
+displaced pod is provisioned again in a later round (or stays pending under a limit), so
+Karpenter ends with more NodeClaims, or other pending pods, than it planned. When the case
+disagrees and shows a race, Joiner is compared with Karpenter's **first decision**: the
+case's NodeClaims created in rounds before the first one that provisioned a displaced pod
+again (a NodeClaim of a later round than the case's first holding only displaced pods,
+``_provisioned_again``), and as pending the batch pods that decision left out
+(``first_decision``). If that comparison agrees, the case "agrees with Karpenter's plan;
+kube-scheduler race", a verdict counted apart from plain agreement; otherwise it stays a
+disagreement. Karpenter's Nominated events are deduplicated per pod for 2 minutes and
+rate-limited (``NOMINATED``), so a pod whose event was lost cannot show a race: such a case
+stays a disagreement.
+
 "Stable" is: no NodeClaim created, deleted or changed and no pod bound or deleted for
 ``QUIET_S`` seconds (``DISRUPT_QUIET_S`` after a disruption change, which covers Karpenter's
 10 s poll and 15 s validation).
@@ -35,7 +54,7 @@ from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_global_resource
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace, Node, Pod
+from lightkube.resources.core_v1 import Event, Namespace, Node, Pod
 from lightkube.types import PatchType
 
 from joiner.api import featuregates
@@ -84,6 +103,26 @@ _LABEL = re.compile(r'(\w+)="([^"]*)"')
 #: to both sides (``joiner_gates``): ``StaticCapacity`` and ``NodeOverlay`` on.
 GATES = FeatureGates(static_capacity=True, node_overlay=True)
 _CREATED = re.compile(r'"message":"created nodeclaim".*?"NodeClaim":\{"name":"([^"]+)"')
+#: Karpenter's line for a scheduling round that plans new NodeClaims (v1.14
+#: pkg/controllers/provisioning/provisioner.go ``Provisioner.Schedule``: "found provisionable
+#: pod(s)", logged once per round before ``Provisioner.Create`` logs "created nodeclaim" for
+#: each NodeClaim of the round; rounds run one after another, the provisioner is a singleton)
+_ROUND = '"message":"found provisionable pod(s)"'
+#: Karpenter's line for a pod a scheduling round could not place (v1.14
+#: pkg/controllers/provisioning/scheduling/scheduler.go ``Results.Record``: "could not schedule
+#: pod" with the Pod's name and namespace; logged every round, never rate-limited)
+_FAILED = '"message":"could not schedule pod"'
+#: Karpenter's event nominating a pod to a new NodeClaim (v1.14
+#: pkg/controllers/provisioning/scheduling/events.go ``NominatePodEvent``, published by
+#: ``Provisioner.Create`` for each pod of a NodeClaim it created): reason Nominated, message
+#: "Pod should schedule on: nodeclaim/NAME" (", node/NODE" added for an existing node). At most
+#: one per pod in 2 minutes (deduplicated by pod UID, pkg/events/recorder.go), and at most 10
+#: at once then 5 a second across Karpenter (``PodNominationRateLimiter``): a pod nominated
+#: again gets no second event, and a large batch loses some events.
+NOMINATED = "Nominated"
+_NOMINATED_CLAIM = re.compile(r"^Pod should schedule on: (?:.*\s)?nodeclaim/([^,\s]+)")
+#: the component Karpenter's events come from (its event recorder's name)
+KARPENTER_SOURCE = "karpenter"
 
 
 @dataclass
@@ -116,18 +155,73 @@ class Side:
 
 
 @dataclass
+class Trace:
+    """A provisioning case on Karpenter's side, as planned and as bound: each new NodeClaim
+    (NodePool, type, capacity type, zone), the scheduling round that created it (its index
+    in Karpenter's log since the batch began), its node ("" if it never launched; the
+    case's NodeClaims from before the batch have theirs too), the NodeClaim each batch
+    pod's Nominated event names, each batch pod's node ("" if pending)
+    and the round in which Karpenter first could not schedule it."""
+
+    claims: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
+    rounds: dict[str, int] = field(default_factory=dict)
+    claim_node: dict[str, str] = field(default_factory=dict)
+    nominated: dict[str, str] = field(default_factory=dict)
+    bound: dict[str, str] = field(default_factory=dict)
+    #: the nodes of the case that existed before the batch
+    existing_nodes: set[str] = field(default_factory=set)
+    #: batch pod -> the round of Karpenter's first "could not schedule pod" line of it
+    failed: dict[str, int] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The trace as recorded, with the raced pods."""
+        return {
+            "nodeClaims": {
+                name: {
+                    "launch": "/".join(self.claims[name]),
+                    "round": self.rounds.get(name),
+                    "node": self.claim_node.get(name, ""),
+                }
+                for name in sorted(self.claims)
+            },
+            "existingNodes": sorted(self.existing_nodes),
+            "nominated": dict(sorted(self.nominated.items())),
+            "bound": dict(sorted(self.bound.items())),
+            "couldNotSchedule": dict(sorted(self.failed.items())),
+            "racedPods": race(self),
+        }
+
+
+@dataclass
 class Result:
-    """One case's outcome."""
+    """One case's outcome. ``plan_differences`` is None unless the case disagrees and
+    Karpenter's side shows a kube-scheduler race; then it is what differs between Joiner
+    and Karpenter's first decision (empty: they agree)."""
 
     case: Case
     karpenter: Side
     joiner: Side
     differences: list[str]
     seconds: float
+    trace: Trace | None = None
+    first: Side | None = None
+    plan_differences: list[str] | None = None
 
     @property
     def agree(self) -> bool:
         return not self.differences
+
+    @property
+    def race(self) -> bool:
+        """The case disagrees only through a kube-scheduler race: Joiner agrees with
+        Karpenter's first decision."""
+        return bool(self.differences) and self.plan_differences == []
+
+    @property
+    def verdict(self) -> str:
+        """``agree``, ``race`` (agrees with Karpenter's plan; kube-scheduler race) or
+        ``disagree``."""
+        return "agree" if self.agree else "race" if self.race else "disagree"
 
 
 def pod_shapes(case: Case) -> dict[str, str]:
@@ -245,6 +339,10 @@ class Cluster:
 
     def pods(self, ns: str) -> list[Obj]:
         return [p.to_dict() for p in self.client.list(Pod, namespace=ns)]
+
+    def events(self, ns: str) -> list[Obj]:
+        """The events in ``ns``."""
+        return [e.to_dict() for e in self.client.list(Event, namespace=ns)]
 
     def nodeclaims(self) -> list[Obj]:
         """Every NodeClaim now; each one ever listed is also kept in ``seen``."""
@@ -529,21 +627,184 @@ def joiner_disrupt(
     )
 
 
-def karpenter_provisioned(cluster: Cluster, case: Case, before: Snapshot) -> Side:
-    """What Karpenter (with kube-scheduler) did for the batch since ``before``."""
+def _new_claims(cluster: Cluster, case: Case, before: Snapshot) -> dict[str, Obj]:
+    """The case's NodeClaims now that were not there at ``before`` (a static pool's all)."""
     now = _claims_of(case, cluster.nodeclaims())
     static = static_pools(case)
-    new = [
-        c for name, c in now.items() if name not in before.claims or _labels(c).get(POOL) in static
-    ]
-    existing_nodes = set(before.node_of_claim.values())
+    return {
+        name: c
+        for name, c in now.items()
+        if name not in before.claims or _labels(c).get(POOL) in static
+    }
+
+
+def _batch_pods(cluster: Cluster, case: Case) -> list[Obj]:
     batch = {p["metadata"]["name"] for p in case.pods}
-    pods = [p for p in cluster.pods(render.namespace(case)) if p["metadata"]["name"] in batch]
+    return [p for p in cluster.pods(render.namespace(case)) if p["metadata"]["name"] in batch]
+
+
+def karpenter_provisioned(cluster: Cluster, case: Case, before: Snapshot) -> Side:
+    """What Karpenter (with kube-scheduler) did for the batch since ``before``."""
+    new = list(_new_claims(cluster, case, before).values())
+    existing_nodes = set(before.node_of_claim.values())
+    pods = _batch_pods(cluster, case)
     return Side(
         claims=[_claim_tuple(c) for c in new],
         pending=sorted(p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")),
         on_existing=sum(1 for p in pods if p["spec"].get("nodeName") in existing_nodes),
     )
+
+
+def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: str) -> Trace:
+    """How Karpenter planned the batch for ``case`` and how kube-scheduler bound it:
+    ``log_text`` is Karpenter's log since the batch began (its scheduling rounds), the
+    Nominated events come from the case's namespace."""
+    new = _new_claims(cluster, case, before)
+    rounds, failed = provisioning_rounds(log_text, render.namespace(case))
+    batch = {p["metadata"]["name"] for p in case.pods}
+    return Trace(
+        claims={name: _claim_tuple(c) for name, c in new.items()},
+        rounds={name: rounds[name] for name in new if name in rounds},
+        failed={p: r for p, r in failed.items() if p in batch},
+        claim_node={
+            **before.node_of_claim,
+            **{name: (c.get("status") or {}).get("nodeName") or "" for name, c in new.items()},
+        },
+        nominated=nominations(cluster.events(render.namespace(case))),
+        bound={
+            p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or ""
+            for p in _batch_pods(cluster, case)
+        },
+        existing_nodes=set(before.node_of_claim.values()),
+    )
+
+
+def provisioning_rounds(log_text: str, namespace: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Each NodeClaim a "created nodeclaim" line names -> its scheduling round (the number
+    of "found provisionable pod(s)" lines before it), and each pod of ``namespace`` a "could
+    not schedule pod" line names -> the round of its first such line."""
+    claims: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    count = 0
+    for line in log_text.splitlines():
+        if _ROUND in line:
+            count += 1
+        elif m := _CREATED.search(line):
+            claims.setdefault(m.group(1), count)
+        elif _FAILED in line and (pod := _failed_pod(line, namespace)):
+            failed.setdefault(pod, count)
+    return claims, failed
+
+
+def _failed_pod(line: str, namespace: str) -> str:
+    """The name of the pod of ``namespace`` a "could not schedule pod" line names ("" for
+    another namespace's or an unreadable line)."""
+    try:
+        ref = json.loads(line).get("Pod") or {}
+    except (json.JSONDecodeError, AttributeError):
+        return ""
+    return str(ref.get("name") or "") if ref.get("namespace") == namespace else ""
+
+
+def _event_source(event: Obj) -> str:
+    return (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
+
+
+def _event_time(event: Obj) -> str:
+    meta = event.get("metadata") or {}
+    return str(event.get("firstTimestamp") or meta.get("creationTimestamp") or "")
+
+
+def nominations(events: list[Obj]) -> dict[str, str]:
+    """Each pod -> the NodeClaim named by Karpenter's earliest Nominated event of it (pods
+    without one are left out)."""
+    out: dict[str, str] = {}
+    for event in sorted(events, key=_event_time):
+        obj = event.get("involvedObject") or {}
+        if event.get("reason") != NOMINATED or obj.get("kind") != "Pod":
+            continue
+        m = _NOMINATED_CLAIM.match(event.get("message") or "")
+        if m and _event_source(event) == KARPENTER_SOURCE:
+            out.setdefault(str(obj.get("name")), m.group(1))
+    return out
+
+
+def race(trace: Trace) -> list[str]:
+    """The pods kube-scheduler displaced from the NodeClaim Karpenter nominated them to,
+    while that NodeClaim launched: bound to another node, or left pending while its node
+    holds a batch pod Karpenter did not plan there (nominated to another NodeClaim, or one
+    it could not schedule)."""
+    out = []
+    for pod, claim in trace.nominated.items():
+        planned, node = trace.claim_node.get(claim, ""), trace.bound.get(pod, "")
+        if planned and (node != planned if node else _intruded(trace, planned)):
+            out.append(pod)
+    return sorted(out)
+
+
+def _intruded(trace: Trace, node: str) -> bool:
+    """``node`` holds a batch pod nominated to another NodeClaim's node or one Karpenter
+    could not schedule."""
+    for pod, bound in trace.bound.items():
+        nominated = trace.nominated.get(pod)
+        if bound == node and nominated is not None and trace.claim_node.get(nominated) != node:
+            return True
+        if bound == node and nominated is None and pod in trace.failed:
+            return True
+    return False
+
+
+def _provisioned_again(trace: Trace, claim: str) -> bool:
+    """``claim`` holds only displaced pods: some pod is bound to its node, none was
+    nominated to it (a pod nominated again gets no new event), and each was nominated to
+    another NodeClaim or never left out by Karpenter (a pod an earlier round could not
+    schedule is provisioned for the first time, its event perhaps rate-limited away)."""
+    node = trace.claim_node.get(claim, "")
+    pods = [p for p, n in trace.bound.items() if node and n == node]
+    return bool(pods) and all(_displaced_there(trace, p, claim) for p in pods)
+
+
+def _displaced_there(trace: Trace, pod: str, claim: str) -> bool:
+    nominated = trace.nominated.get(pod)
+    return nominated != claim and (nominated is not None or pod not in trace.failed)
+
+
+def first_decision(trace: Trace) -> Side:
+    """Karpenter's first decision for the batch: the NodeClaims created in rounds before the
+    first one, after the case's first round, that provisioned a displaced pod again
+    (``_provisioned_again``); pending, the batch pods it left out: neither nominated to one
+    of its NodeClaims nor bound to a node that existed before, and either not bound to one
+    of its nodes or bound there by kube-scheduler after Karpenter could not schedule them
+    (a pod bound there with neither event nor failure counts as placed: its event may have
+    been rate-limited away)."""
+    first = min((trace.rounds.get(c, 0) for c in trace.claims), default=0)
+    again = [
+        trace.rounds[c]
+        for c in trace.claims
+        if trace.rounds.get(c, first) > first and _provisioned_again(trace, c)
+    ]
+    cutoff = min(again, default=None)
+    kept = [c for c in trace.claims if cutoff is None or trace.rounds.get(c, first) < cutoff]
+    nodes = {trace.claim_node[c] for c in kept if trace.claim_node.get(c)}
+    left_out = {p for p, r in trace.failed.items() if cutoff is None or r < cutoff}
+    placed = {p for p, c in trace.nominated.items() if c in kept}
+    placed |= {p for p, n in trace.bound.items() if n in trace.existing_nodes}
+    placed |= {p for p, n in trace.bound.items() if n in nodes and p not in left_out}
+    return Side(
+        claims=[trace.claims[c] for c in sorted(kept)],
+        pending=sorted(p for p in trace.bound if p not in placed),
+    )
+
+
+def compare_with_plan(
+    case: Case, trace: Trace | None, joiner: Side
+) -> tuple[Side | None, list[str] | None]:
+    """Karpenter's first decision and what differs between Joiner and it, when ``trace``
+    shows a race; (None, None) without a trace or a race."""
+    if trace is None or not race(trace):
+        return None, None
+    first = first_decision(trace)
+    return first, compare(case, first, joiner)
 
 
 def decisions(metrics_text: str, pools: set[str]) -> Counter[tuple[str, str]]:

@@ -14,11 +14,16 @@ END = "<!-- fidelity-report:end -->"
 
 
 def _tally(results: list[Result]) -> dict[str, Any]:
+    """Plain agreement, and apart from it the cases that agree with Karpenter's plan but
+    not its outcome (a kube-scheduler race, harness.Result.race)."""
     agree = sum(r.agree for r in results)
+    raced = sum(r.race for r in results)
     return {
         "cases": len(results),
         "agree": agree,
         "agreementPercent": round(100.0 * agree / len(results), 1) if results else 0.0,
+        "agreeWithPlanRace": raced,
+        "disagree": len(results) - agree - raced,
         "results": _rows(results),
     }
 
@@ -51,13 +56,27 @@ def _rows(results: list[Result]) -> list[dict[str, Any]]:
             "kind": r.case.kind,
             "features": list(r.case.features),
             "agree": r.agree,
+            "verdict": r.verdict,
             "differences": r.differences,
             "seconds": round(r.seconds, 1),
             "karpenter": r.karpenter.as_json(),
             "joiner": r.joiner.as_json(),
+            **_race_fields(r),
         }
         for r in results
     ]
+
+
+def _race_fields(r: Result) -> dict[str, Any]:
+    """The Karpenter side's plan and bindings, and, for a disagreement with a race, its
+    first decision and what differs from it."""
+    out: dict[str, Any] = {}
+    if r.trace is not None:
+        out["karpenterTrace"] = r.trace.as_json()
+    if r.first is not None:
+        out["firstDecision"] = r.first.as_json()
+        out["planDifferences"] = r.plan_differences
+    return out
 
 
 def _summary(side: dict[str, Any], kind: str) -> str:
@@ -86,13 +105,29 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
         "| case | kind | agree | Karpenter + kube-scheduler | Joiner | s |",
         "| --- | --- | --- | --- | --- | ---: |",
     ]
+    marks = {"agree": "yes", "race": "plan (race)"}
     for r in rows:
-        mark = "yes" if r["agree"] else "**no**"
+        mark = marks.get(r.get("verdict", ""), "yes" if r["agree"] else "**no**")
         lines.append(
             f"| {r['case']} | {r['kind']} | {mark} | {_summary(r['karpenter'], r['kind'])} | "
             f"{_summary(r['joiner'], r['kind'])} | {r['seconds']:.0f} |"
         )
-    return lines + diffreport.differences(rows)
+    return lines + diffreport.differences([_explained(r) for r in rows])
+
+
+def _explained(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its differences prefixed by the race verdict, when there is one."""
+    if "planDifferences" not in row:
+        return row
+    raced = ", ".join(row["karpenterTrace"]["racedPods"])
+    first = _summary(row["firstDecision"], row["kind"])
+    if row["planDifferences"]:
+        note = f"kube-scheduler race ({raced}) but Karpenter's plan differs too ({first}: "
+        note += "; ".join(row["planDifferences"]) + ")"
+    else:
+        note = f"agrees with Karpenter's plan ({first}); kube-scheduler race ({raced} "
+        note += "displaced from the NodeClaim nominated)"
+    return {**row, "differences": [note, *row["differences"]]}
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -121,16 +156,30 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def generated_headline(doc: dict[str, Any]) -> str:
-    """``generated agreement: A/N cases (P%), seed S`` (empty without generated cases)."""
+    """``generated agreement: A/N cases (P%), seed S`` (then the race tally, ``_raced``;
+    empty without generated cases)."""
     gen = doc.get("generated")
     if not gen:
         return ""
-    return f"generated {diffreport.headline(gen)}, seed {gen['seed']}"
+    return f"generated {diffreport.headline(gen)}, seed {gen['seed']}{_raced(gen)}"
 
 
 def headline(doc: dict[str, Any]) -> str:
-    """``agreement: A/N cases (P%)`` of the fixed corpus."""
-    return diffreport.headline(doc)
+    """``agreement: A/N cases (P%)`` of the fixed corpus (with the cases that agree with
+    Karpenter's plan through a kube-scheduler race, when there are any)."""
+    return diffreport.headline(doc) + _raced(doc)
+
+
+def _raced(tally: dict[str, Any]) -> str:
+    """``; R more agree with Karpenter's plan (kube-scheduler race), D disagree`` (empty
+    when R is 0)."""
+    raced = tally.get("agreeWithPlanRace", 0)
+    if not raced:
+        return ""
+    return (
+        f"; {raced} more agree with Karpenter's plan (kube-scheduler race), "
+        f"{tally['disagree']} disagree"
+    )
 
 
 def fidelity_page(md: str, page: Path = Path("docs/fidelity.md")) -> str:

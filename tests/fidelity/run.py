@@ -17,7 +17,9 @@ Usage: python tests/fidelity/run.py [--cases a,b] [--generated N] [--seed S] [--
 [--out DIR] [--markdown FILE] [--batch N]
 ``--cases`` may name generated cases (``gen-<seed>-<i>``): they are generated again from
 their seed. The last two lines printed are ``generated agreement: A/N cases (P%), seed S``
-(with generated cases) and ``agreement: A/N cases (P%)`` (the fixed corpus).
+(with generated cases) and ``agreement: A/N cases (P%)`` (the fixed corpus); each adds
+``; R more agree with Karpenter's plan (kube-scheduler race), D disagree`` when some case
+disagrees only through a kube-scheduler race (harness module docstring).
 """
 
 from __future__ import annotations
@@ -121,8 +123,12 @@ def run_provisioning(
     types: list,
     out: Path,
     gates: FeatureGates,
+    log: Path,
 ) -> list[harness.Result]:
+    """Run one batch of provisioning cases side by side; ``log`` is Karpenter's log, read
+    from where it stands now for the batch's scheduling rounds (``harness.Trace``)."""
     t0 = time.monotonic()
+    offset = log.stat().st_size if log.is_file() else 0
     failed: dict[str, str] = {}
 
     def apply(case: corpus.Case, docs: list[corpus.Obj]) -> None:
@@ -142,16 +148,33 @@ def run_provisioning(
         apply(c, render.batch_pods(c))
     _settle(cluster, batch, harness.QUIET_S)
     elapsed = time.monotonic() - t0
+    log_text = log.read_bytes()[offset:].decode(errors="replace") if log.is_file() else ""
     results = []
     for c in batch:
         if c.id in failed:
             err = harness.Side(error=failed[c.id])
             results.append(harness.Result(c, err, err, [failed[c.id]], elapsed / len(batch)))
             continue
-        k = harness.karpenter_provisioned(cluster, c, snaps[c.id])
-        j = harness.joiner_plan(c, snaps[c.id], types, out, gates)
-        results.append(harness.Result(c, k, j, harness.compare(c, k, j), elapsed / len(batch)))
+        results.append(_judge(cluster, c, snaps[c.id], (types, out, gates), log_text))
+        results[-1].seconds = elapsed / len(batch)
     return results
+
+
+def _judge(
+    cluster: harness.Cluster,
+    case: corpus.Case,
+    before: harness.Snapshot,
+    joiner_args: tuple[list, Path, FeatureGates],
+    log_text: str,
+) -> harness.Result:
+    """Both sides of a provisioning case, compared; a disagreement with a kube-scheduler
+    race on Karpenter's side is compared with Karpenter's first decision too."""
+    k = harness.karpenter_provisioned(cluster, case, before)
+    trace = harness.karpenter_trace(cluster, case, before, log_text)
+    j = harness.joiner_plan(case, before, *joiner_args)
+    diffs = harness.compare(case, k, j)
+    first, plan = harness.compare_with_plan(case, trace, j) if diffs else (None, None)
+    return harness.Result(case, k, j, diffs, 0.0, trace, first, plan)
 
 
 def run_disruption(
@@ -265,7 +288,7 @@ def _run_all(
     for batch in _batches(prov, batch_size):
         print(f"provisioning: {', '.join(c.id for c in batch)}", flush=True)
         try:
-            results += run_provisioning(cluster, batch, types, out, gates)
+            results += run_provisioning(cluster, batch, types, out, gates, karpenter.log)
         except Exception as exc:  # the batch's cases are reported as errors
             results += _failed(batch, exc)
         _isolate(cluster, batch)

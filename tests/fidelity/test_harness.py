@@ -3,6 +3,8 @@ and the written equivalence compares what it says."""
 
 from __future__ import annotations
 
+import json
+
 import casekit
 import cases
 import harness
@@ -156,3 +158,263 @@ def test_not_ready_names_nodes_by_the_pods_they_run() -> None:
     [case] = cases.by_id(["not-ready-budget"])
     assert case.change is not None and case.change.not_ready == ("nr-0",)
     assert not set(case.change.not_ready) & set(case.change.delete_pods)
+
+
+# A kube-scheduler race, as in generated case gen-481964-7: Karpenter plans a c-8x for three
+# 2500m pods and a c-1x for each of three 600m pods; kube-scheduler binds small-0 on the
+# c-8x first, so big-2 no longer fits there and a second round launches a c-4x for it.
+_POOL = "x-default"
+
+
+def _claim(kind: str, zone: str = "test-zone-b") -> tuple[str, str, str, str]:
+    return (_POOL, kind, "spot", zone)
+
+
+def _race_case() -> cases.Case:
+    return cases.Case(
+        "x",
+        ("resources",),
+        cases.DEFAULT,
+        [*cases.pods("big", 3, cpu="2500m"), *cases.pods("small", 3, cpu="600m")],
+    )
+
+
+def _raced_trace() -> harness.Trace:
+    return harness.Trace(
+        claims={
+            "nc-8": _claim("c-8x"),
+            "nc-1a": _claim("c-1x"),
+            "nc-1b": _claim("c-1x"),
+            "nc-1c": _claim("c-1x"),
+            "nc-4": _claim("c-4x"),
+        },
+        rounds={"nc-8": 3, "nc-1a": 3, "nc-1b": 3, "nc-1c": 3, "nc-4": 4},
+        claim_node={"nc-8": "n8", "nc-1a": "n1a", "nc-1b": "n1b", "nc-1c": "n1c", "nc-4": "n4"},
+        nominated={
+            "big-0": "nc-8",
+            "big-1": "nc-8",
+            "big-2": "nc-8",
+            "small-0": "nc-1a",
+            "small-1": "nc-1b",
+            "small-2": "nc-1c",
+        },
+        bound={
+            "big-0": "n8",
+            "big-1": "n8",
+            "big-2": "n4",
+            "small-0": "n8",
+            "small-1": "n1b",
+            "small-2": "n1c",
+        },
+    )
+
+
+def _joiners_plan() -> Side:
+    return Side(claims=[_claim("c-8x"), *[_claim("c-1x")] * 3])
+
+
+def test_a_pod_bound_elsewhere_than_its_launched_nominated_claim_is_a_race() -> None:
+    trace = _raced_trace()
+    assert harness.race(trace) == ["big-2", "small-0"]
+    # every pod where Karpenter nominated it: no race
+    trace.bound.update({"big-2": "n8", "small-0": "n1a"})
+    assert harness.race(trace) == []
+    # a pending pod is not bound elsewhere
+    trace.bound["big-2"] = ""
+    assert harness.race(trace) == []
+
+
+def test_a_displaced_pod_whose_nominated_claim_never_launched_is_no_race() -> None:
+    """big-2's NodeClaim never got a node, so its later NodeClaim is ordinary provisioning."""
+    trace = _raced_trace()
+    trace.claims["nc-4a"] = _claim("c-4x")
+    trace.rounds["nc-4a"] = 3
+    trace.claim_node["nc-4a"] = ""
+    trace.nominated.update({"big-2": "nc-4a", "small-0": "nc-1a"})
+    trace.bound["small-0"] = "n1a"
+    assert harness.race(trace) == []
+    k = Side(claims=list(trace.claims.values()))
+    assert harness.compare_with_plan(_race_case(), trace, _joiners_plan()) == (None, None)
+    assert harness.compare(_race_case(), k, _joiners_plan())  # stays a disagreement
+
+
+def test_the_first_decision_leaves_out_the_claim_of_a_displaced_pod() -> None:
+    trace = _raced_trace()
+    first = harness.first_decision(trace)
+    assert sorted(first.claims) == sorted(_joiners_plan().claims)
+    assert first.pending == []
+    # the live outcome has one NodeClaim more than Joiner's plan; the plan agrees
+    k = Side(claims=list(trace.claims.values()))
+    assert compare(_race_case(), k, _joiners_plan())
+    assert harness.compare_with_plan(_race_case(), trace, _joiners_plan()) == (first, [])
+
+
+def test_a_later_round_for_pods_first_nominated_to_it_stays_in_the_first_decision() -> None:
+    """A second round Karpenter plans for pods the first left out (a limit, say) is part of
+    its decision: only a round that provisions a displaced pod again ends it."""
+    trace = _raced_trace()
+    trace.nominated["big-2"] = "nc-4"  # first nominated to the c-4x: not displaced
+    trace.bound["small-0"] = "n8"
+    first = harness.first_decision(trace)
+    assert len(first.claims) == 5
+    # and a disagreement whose plan differs from Joiner's stays one
+    _, plan = harness.compare_with_plan(_race_case(), trace, _joiners_plan())
+    assert plan and plan[0].startswith("NodeClaims per NodePool")
+
+
+def test_a_later_round_for_pods_karpenter_left_out_is_kept_without_their_events() -> None:
+    """big-2's events lost, but Karpenter could not schedule it in the first round: the
+    c-4x of the second round is its first NodeClaim, not one for a displaced pod."""
+    trace = _raced_trace()
+    del trace.nominated["big-2"]
+    trace.failed["big-2"] = 3
+    assert len(harness.first_decision(trace).claims) == 5
+    del trace.failed["big-2"]  # neither event nor failure: displaced, its event deduplicated
+    assert len(harness.first_decision(trace).claims) == 4
+
+
+def test_a_displaced_pod_left_pending_was_placed_by_the_first_decision() -> None:
+    trace = _raced_trace()
+    del trace.claims["nc-4"]
+    trace.bound["big-2"] = ""
+    trace.bound["extra"] = ""  # never nominated: the first decision left it out
+    first = harness.first_decision(trace)
+    assert len(first.claims) == 4
+    assert first.pending == ["extra"]
+
+
+def test_the_plan_comparison_decides_the_verdict() -> None:
+    case = _race_case()
+    trace = _raced_trace()
+    k = Side(claims=list(trace.claims.values()))
+    first, plan = harness.compare_with_plan(case, trace, _joiners_plan())
+    raced = harness.Result(case, k, _joiners_plan(), compare(case, k, _joiners_plan()), 1.0)
+    raced.trace, raced.first, raced.plan_differences = trace, first, plan
+    assert (raced.agree, raced.race, raced.verdict) == (False, True, "race")
+    other = Side(claims=[_claim("c-8x"), _claim("c-1x")])
+    first, plan = harness.compare_with_plan(case, trace, other)
+    worse = harness.Result(case, k, other, compare(case, k, other), 1.0, trace, first, plan)
+    assert (worse.race, worse.verdict) == (False, "disagree")
+    same = harness.Result(case, k, k, [], 1.0)
+    assert (same.race, same.verdict) == (False, "agree")
+
+
+def _unschedulable(pod: str, ns: str) -> str:
+    ref = json.dumps({"name": pod, "namespace": ns}, separators=(",", ":"))
+    return (
+        f'{{"level":"ERROR","message":"could not schedule pod","Pod":{ref},'
+        '"error":"all available instance types exceed limits"}'
+    )
+
+
+def test_rounds_and_nominations_are_read_from_karpenters_log_and_events() -> None:
+    log = "\n".join(
+        [
+            '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"old"}}',
+            '{"level":"INFO","message":"found provisionable pod(s)","Pods":"fx-x/a-0"}',
+            '{"level":"INFO","message":"computed new nodeclaim(s) to fit pod(s)","nodeclaims":2}',
+            '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"nc-a"}}',
+            '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"nc-b"}}',
+            '{"level":"INFO","message":"found provisionable pod(s)","Pods":"fx-x/a-2"}',
+            _unschedulable("a-3", "fx-x"),
+            _unschedulable("b-0", "fx-y"),
+            '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"nc-c"}}',
+            _unschedulable("a-3", "fx-x"),
+            _unschedulable("a-4", "fx-x"),
+        ]
+    )
+    assert harness.provisioning_rounds(log, "fx-x") == (
+        {"old": 0, "nc-a": 1, "nc-b": 1, "nc-c": 2},
+        {"a-3": 2, "a-4": 2},
+    )
+
+    def event(pod: str, msg: str, when: str, reason: str = "Nominated", src: str = "karpenter"):
+        return {
+            "reason": reason,
+            "message": msg,
+            "firstTimestamp": when,
+            "involvedObject": {"kind": "Pod", "name": pod},
+            "source": {"component": src},
+        }
+
+    events = [
+        event("a-0", "Pod should schedule on: nodeclaim/nc-b", "2026-12-06T08:00:02Z"),
+        event("a-0", "Pod should schedule on: nodeclaim/nc-a", "2026-12-06T08:00:01Z"),
+        event("a-1", "Pod should schedule on: nodeclaim/nc-c, node/n-c", "2026-12-06T08:00:03Z"),
+        event("a-2", "Pod should schedule on: node/n-c", "2026-12-06T08:00:03Z"),
+        event("a-3", "Pod should schedule on: nodeclaim/nc-a", "x", reason="Scheduled"),
+        event("a-4", "Pod should schedule on: nodeclaim/nc-a", "x", src="default-scheduler"),
+    ]
+    assert harness.nominations(events) == {"a-0": "nc-a", "a-1": "nc-c"}
+
+
+def test_the_report_counts_race_verdicts_apart_from_agreement() -> None:
+    import report
+
+    case = _race_case()
+    trace = _raced_trace()
+    k = Side(claims=list(trace.claims.values()))
+    first, plan = harness.compare_with_plan(case, trace, _joiners_plan())
+    raced = harness.Result(case, k, _joiners_plan(), compare(case, k, _joiners_plan()), 1.0)
+    raced.trace, raced.first, raced.plan_differences = trace, first, plan
+    plain = harness.Result(_case(), Side(), Side(), [], 1.0)
+    doc = report.as_json([plain, raced], "v1.14.0", 1.0, 1.0)
+    assert (doc["agree"], doc["agreeWithPlanRace"], doc["disagree"]) == (1, 1, 0)
+    row = doc["results"][1]
+    assert row["verdict"] == "race" and row["planDifferences"] == []
+    assert row["karpenterTrace"]["racedPods"] == ["big-2", "small-0"]
+    md = report.markdown(doc)
+    assert "| x | provision | plan (race) |" in md
+    assert "agrees with Karpenter's plan (c-1x/spot/b, c-1x/spot/b, c-1x/spot/b, c-8x" in md
+    assert md.splitlines()[-1] == (
+        "agreement: 1/2 cases (50.0%); 1 more agree with Karpenter's plan "
+        "(kube-scheduler race), 0 disagree"
+    )
+
+
+def _limits_mid_batch_trace() -> harness.Trace:
+    """``limits-mid-batch`` as a race: Karpenter plans lm-0 and lm-2 on the c-4x and lm-1 on
+    the c-2x and cannot schedule the three smaller pods under the 6-CPU limit; kube-scheduler
+    binds those three into the c-4x first, so lm-0 no longer fits and stays pending."""
+    return harness.Trace(
+        claims={
+            "nc-4": ("x-default", "c-4x", "spot", "a"),
+            "nc-2": ("x-default", "c-2x", "spot", "a"),
+        },
+        rounds={"nc-4": 1, "nc-2": 1},
+        claim_node={"nc-4": "n4", "nc-2": "n2"},
+        nominated={"lm-0": "nc-4", "lm-2": "nc-4", "lm-1": "nc-2"},
+        bound={"lm-0": "", "lm-1": "n2", "lm-2": "n4", "lm-3": "n4", "lm-4": "n4", "lm-5": "n4"},
+        failed={"lm-3": 1, "lm-4": 1, "lm-5": 1, "lm-0": 1},
+    )
+
+
+def test_a_nominated_pod_left_pending_by_pods_not_planned_there_is_a_race() -> None:
+    trace = _limits_mid_batch_trace()
+    assert harness.race(trace) == ["lm-0"]
+    first = harness.first_decision(trace)
+    assert len(first.claims) == 2
+    assert first.pending == ["lm-3", "lm-4", "lm-5"]  # the plan left them out
+    # pods on its node all planned there (or with no event): a plain misfit, no race
+    trace.bound.update({"lm-3": "", "lm-4": "", "lm-5": ""})
+    assert harness.race(trace) == []
+    trace.bound["lm-3"] = "n4"
+    del trace.failed["lm-3"]  # no event and no failure: perhaps planned there, event lost
+    assert harness.race(trace) == []
+
+
+def test_a_pod_nominated_to_a_node_from_before_the_batch() -> None:
+    """Karpenter nominates a pod to a node that existed before the batch ("nodeclaim/OLD,
+    node/N"): bound there it is no race, bound elsewhere it is one, and a NodeClaim it has
+    no record of never raises."""
+    trace = _raced_trace()
+    trace.bound.update({"big-2": "n8", "small-0": "n1a"})
+    trace.claim_node["old"] = "n-old"
+    trace.existing_nodes = {"n-old"}
+    trace.bound["early"] = "n-old"
+    trace.nominated.update({"early": "old", "lost": "unknown"})
+    trace.bound["lost"] = ""
+    assert harness.race(trace) == []
+    trace.bound["early"] = "n1b"
+    assert harness.race(trace) == ["early"]
+    assert harness.first_decision(trace).pending == ["lost"]
