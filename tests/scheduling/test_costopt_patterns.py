@@ -140,3 +140,21 @@ def test_an_early_stop_still_gives_a_valid_bound() -> None:
 
 def test_no_pods_no_bound() -> None:
     assert pattern_bound(_input([])).value == 0.0
+
+
+def test_an_exotic_type_a_plan_never_launches_is_left_out() -> None:
+    # A cheap GPU type holds the four pods, but a NodeClaim that fits it also fits "big",
+    # and launches as a non-exotic option: the plan pays at least four tiny (0.040).
+    gpu = make_instance_type(
+        "g.4x",
+        cpu_m=4000,
+        memory=8 * GIB,
+        pods=16,
+        prices={("us-east-1a", "spot"): 0.005},
+        extra={"nvidia.com/gpu": 1},
+    )
+    reqs = tuple(PodRequest(f"p{i}", make_pod_template(1000, GIB), i) for i in range(4))
+    pool = NodePoolTemplate(make_nodepool(), (*TYPES, gpu))
+    inp = SchedulingInput(pods=reqs, nodepools=(pool,))
+    assert pattern_bound(inp).value == pytest.approx(0.040, rel=2 * GAP)
+    assert _integer_optimum(_input([make_pod_template(1000, GIB)] * 4)) == pytest.approx(0.040)

@@ -17,6 +17,11 @@ of it: each new NodeClaim holds a pattern (whole pods, within its type's net all
 hostname rules kept) and costs at least that price. So its LP optimum is at most any plan's
 cost, and at least ``lp.assignment_bound`` (which lets each type hold a fraction of a pod).
 
+Types are those a plan buys (``solver.plan_cost``): an exotic type (metal, GPU,
+accelerator) is left out when a non-exotic type of its pool holds at least as much of
+everything and no pod asks for node selection, since a NodeClaim that fits it then
+launches a non-exotic option (``_never_launched``).
+
 What the bound relaxes (a relaxation only lowers it, so it stays valid): zones (a type is
 priced at its cheapest zone, and zonal spread and zone affinity are not modelled), node
 selection, taints and NodePool weights (a class may use every pool's types), existing nodes
@@ -44,8 +49,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from joiner.cloudprovider.launch import is_exotic
 from joiner.scheduling.costopt import prepack
 from joiner.scheduling.costopt.lp import INF, _highspy, _new_highs, prepared_pools
+from joiner.scheduling.costopt.solver import _has_min_values, _reserved
 from joiner.scheduling.pool import BoolArray, FloatArray, IntArray
 from joiner.scheduling.types import SchedulingInput
 
@@ -165,8 +172,11 @@ def offers(inp: SchedulingInput) -> tuple[Offers, list[str]]:
     names: list[str] = []
     rows: list[list[int]] = []
     prices: list[float] = []
-    for pool in pools:
-        price = pool.prices(pool.nodepool.requirements)
+    exotic: list[bool] = []
+    pool_of: list[int] = []
+    for p, pool in enumerate(pools):
+        reqs = pool.nodepool.requirements
+        price = pool.prices(reqs)
         where = {r: i for i, r in enumerate(pool.resources)}
         for i, it in enumerate(pool.types):
             if not np.isfinite(price[i]) or (pool.net[i] < 0).any():
@@ -174,12 +184,30 @@ def offers(inp: SchedulingInput) -> tuple[Offers, list[str]]:
             names.append(it.name)
             rows.append([int(pool.net[i][where[r]]) if r in where else 0 for r in resources])
             prices.append(float(price[i]))
+            exotic.append(is_exotic(it) and not _reserved(it, reqs) and not _has_min_values(reqs))
+            pool_of.append(p)
     net = np.array(rows, dtype=np.int64).reshape(len(rows), len(resources))
     price_arr = np.array(prices, dtype=np.float64)
-    keep = ~_beaten(net, price_arr)
+    # Exotic types first: one a plan never buys must not make others look beaten.
+    keep = np.ones(len(prices), dtype=np.bool_)
+    if not any(p.template.node_selector or p.template.required_affinity for p in inp.pods):
+        keep = ~_never_launched(net, np.array(exotic, dtype=np.bool_), np.array(pool_of))
+    keep[keep] = ~_beaten(net[keep], price_arr[keep])
     return Offers([n for n, k in zip(names, keep, strict=True) if k], net[keep], price_arr[keep]), (
         resources
     )
+
+
+def _never_launched(net: IntArray, exotic: BoolArray, pool_of: IntArray) -> BoolArray:
+    """Per type: exotic (``launch.is_exotic``, no reserved offering, no ``minValues``) and
+    some other type of its pool that is not has at least as much of every resource. A
+    NodeClaim holding pods that fit such a type also has that other type among its
+    options when its pods ask for no node selection (every type of the pool admits them),
+    and it launches as a non-exotic option (``solver.plan_cost``, after Karpenter-AWS
+    ``pkg/providers/instance/instance.go`` ``filterInstanceTypes``), so no plan buys it."""
+    covers = (net[None, :, :] >= net[:, None, :]).all(axis=2)
+    usable = ~exotic[None, :] & (pool_of[None, :] == pool_of[:, None])
+    return np.asarray(exotic & (covers & usable).any(axis=1), dtype=np.bool_)
 
 
 def _beaten(net: IntArray, price: FloatArray) -> BoolArray:
