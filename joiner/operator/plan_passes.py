@@ -9,7 +9,9 @@ and charges each to its NodePool's limits at the capacity of the instance type i
 as, where the pass that made it charged the largest of its options
 (``scheduling/scheduler.go`` ``remainingResources``; Joiner ``scheduling/limits.py``
 ``subtract_max``). So a batch that ran into a limit gets more NodeClaims, and pods spread
-over zones see the new NodeClaims' zones. ``joiner plan`` repeats the pass until one makes
+over zones see the new NodeClaims' zones. The pods a pass placed on existing nodes are
+bound there by then, so the next pass sees those nodes' room less their requests
+(``charge_placed``). ``joiner plan`` repeats the pass until one makes
 no NodeClaim or nothing is left pending, at most ``MAX_PASSES`` times.
 """
 
