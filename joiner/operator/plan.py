@@ -886,16 +886,21 @@ class _Passes:
     def run(
         self,
         result: SchedulingResult,
-        solve: Callable[[_Demand, Sequence[passes.Launched]], SchedulingResult],
+        solve: Callable[
+            [_Demand, Sequence[passes.Launched], Sequence[tuple[str, str]]], SchedulingResult
+        ],
     ) -> SchedulingResult:
-        """Launch ``result`` and solve again (``solve(demand, launched)``) as long as a pass
-        launches a NodeClaim and leaves a pod pending; returns the last pass's result."""
+        """Launch ``result`` and solve again (``solve(demand, launched, placed)``, ``placed``
+        the (pod, node) placements on existing nodes so far) as long as a pass launches a
+        NodeClaim and leaves a pod pending; returns the last pass's result."""
         by_uid = {p.uid: p for p in self._demand.pending}
         for _ in range(passes.MAX_PASSES - 1):
             if not self._take(result) or not result.unschedulable:
                 return result
             left = [by_uid[uid] for uid, _ in result.unschedulable if uid in by_uid]
-            result = solve(replace(self._demand, pending=left), list(self.launched))
+            result = solve(
+                replace(self._demand, pending=left), list(self.launched), list(self.placements)
+            )
         self._take(result)
         return result
 
@@ -984,17 +989,23 @@ def build_plan(
         warnings += overlays.warnings()
 
     def solve(
-        d: _Demand, rnd: PreemptionRound | None, launched: Sequence[passes.Launched] = ()
+        d: _Demand,
+        rnd: PreemptionRound | None,
+        launched: Sequence[passes.Launched] = (),
+        placed: Sequence[tuple[str, str]] = (),
     ) -> tuple[SchedulingResult, list[Unschedulable]]:
         requests, missing = _requests(d.pending, m)
         planned, planned_pods = passes.in_flight(launched, templates, daemonsets)
+        nodes, placed_pods = passes.charge_placed(
+            (*_existing(targets, d, daemonsets), *in_flight), placed, templates
+        )
         result = scheduler_for(packing).solve(
             SchedulingInput(
                 pods=tuple(requests),
-                existing=(*_existing(targets, d, daemonsets), *in_flight, *planned),
+                existing=(*nodes, *planned),
                 nodepools=passes.limits_left(nodepools, launched),
                 daemonsets=tuple(daemonsets),
-                bound_pods=(*_bound(m, targets, rnd), *planned_pods),
+                bound_pods=(*_bound(m, targets, rnd), *placed_pods, *planned_pods),
                 min_values_policy=min_values_policy,
             )
         )
@@ -1006,12 +1017,14 @@ def build_plan(
     rnd = _preemption(m, targets, demand, daemonsets, result)
     if rnd is not None and rnd.preemptions:
         demand = _after_preemption(demand, rnd)
+        # The victims' replacements are pending now: later passes look their templates up.
+        templates.update((p.uid, p.template) for p in demand.pending)
         result, missing = solve(demand, rnd)
     # planning_cloud raised unless the NodeClasses are all KWOKNodeClasses or all EC2 ones.
     kwok = any(nc.source.kind == KWOKNODECLASS_KIND for nc in m.nodeclasses)
     launcher = _Launcher({p.name: p for p in m.nodepools}, region, min_values_policy, kwok)
     later = _Passes(launcher, {p.name: p for p in m.nodepools}, demand)
-    result = later.run(result, lambda d, launched: solve(d, rnd, launched)[0])
+    result = later.run(result, lambda d, launched, placed: solve(d, rnd, launched, placed)[0])
     claims = later.claims
     unschedulable = (
         missing

@@ -9,14 +9,16 @@ and charges each to its NodePool's limits at the capacity of the instance type i
 as, where the pass that made it charged the largest of its options
 (``scheduling/scheduler.go`` ``remainingResources``; Joiner ``scheduling/limits.py``
 ``subtract_max``). So a batch that ran into a limit gets more NodeClaims, and pods spread
-over zones see the new NodeClaims' zones. ``joiner plan`` repeats the pass until one makes
+over zones see the new NodeClaims' zones. The pods a pass placed on existing nodes are
+bound there by then, so the next pass sees those nodes' room less their requests
+(``charge_placed``). ``joiner plan`` repeats the pass until one makes
 no NodeClaim or nothing is left pending, at most ``MAX_PASSES`` times.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from joiner.api import labels, quantity
 from joiner.api.objects import NodePool
@@ -61,15 +63,7 @@ def in_flight(
         for uid in ln.claim.pods:
             t = templates[uid]
             room = quantity.subtract(room, dict(t.requests))
-            bound.append(
-                BoundPod(
-                    node=ln.claim.name,
-                    namespace=uid.partition("/")[0],
-                    labels=t.labels,
-                    anti_affinity=t.pod_anti_affinity,
-                    host_ports=t.host_ports,
-                )
-            )
+            bound.append(_bound(ln.claim.name, uid, t))
         nodes.append(
             ExistingNode(
                 name=ln.claim.name,
@@ -82,6 +76,48 @@ def in_flight(
             )
         )
     return nodes, bound
+
+
+def charge_placed(
+    nodes: Sequence[ExistingNode],
+    placed: Sequence[tuple[str, str]],
+    templates: Mapping[str, PodTemplate],
+) -> tuple[list[ExistingNode], list[BoundPod]]:
+    """``nodes`` with the pods earlier passes placed on them (``placed``: pod uid, node)
+    charged to their room, and those pods as bound there (they count in topology domains
+    and hold host ports).
+
+    kube-scheduler binds those pods, and Karpenter's next solve sees a node's room as its
+    allocatable less its pods' requests (Karpenter ``pkg/controllers/state/statenode.go``
+    ``StateNode.Available``), against which ``ExistingNode.CanAdd``
+    (``pkg/controllers/provisioning/scheduling/existingnode.go``) fits each pod's requests,
+    the pod count included (as kube-scheduler's NodeResourcesFit does, Kubernetes
+    ``pkg/scheduler/framework/plugins/noderesources/fit.go`` ``fitsRequest``). Rebuilt from
+    the dump alone, a node would take again the room the first pass gave away."""
+    used: dict[str, quantity.Resources] = {}
+    bound: list[BoundPod] = []
+    for uid, node in placed:
+        t = templates[uid]
+        used[node] = quantity.add(used.get(node, {}), dict(t.requests))
+        bound.append(_bound(node, uid, t))
+    charged = [
+        replace(n, available=quantity.subtract(dict(n.available), used[n.name]))
+        if n.name in used
+        else n
+        for n in nodes
+    ]
+    return charged, bound
+
+
+def _bound(node: str, uid: str, t: PodTemplate) -> BoundPod:
+    """The pod ``uid`` (``namespace/name``) of template ``t`` as bound to ``node``."""
+    return BoundPod(
+        node=node,
+        namespace=uid.partition("/")[0],
+        labels=t.labels,
+        anti_affinity=t.pod_anti_affinity,
+        host_ports=t.host_ports,
+    )
 
 
 def limits_left(
