@@ -178,6 +178,17 @@ def test_yaml_errors_are_the_node_paths(text: str) -> None:
     assert str(nodes.value.problem) in str(fast.value)  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("drop", [False, True])
+@pytest.mark.parametrize("text", ["a: =\n", "- =\n", "=: 1\n", "a: {b: [x, =]}\n"])
+def test_a_plain_scalar_the_safe_constructor_cannot_build_is_the_node_paths_error(
+    text: str, drop: bool
+) -> None:
+    """``=`` resolves to YAML 1.1's value tag, for which the safe constructor has no
+    constructor: the node path's error with its line, not a KeyError from the event path."""
+    with pytest.raises(InputError, match=r"line 1, .*could not determine a constructor"):
+        yamlio.parse_documents(text, "t.yaml", drop_nulls=drop)
+
+
 def test_plain_yaml_does_not_go_through_the_node_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("the node graph was built")

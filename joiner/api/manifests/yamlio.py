@@ -302,10 +302,13 @@ class _EventReader:
         tag = self.loader.resolve(yaml.ScalarNode, text, implicit)
         if tag == _STR_TAG:
             return text
-        if tag == _MERGE_TAG:
+        construct = self.loader.yaml_constructors.get(tag)
+        if construct is None:
+            # A merge key, or a tag the safe constructor has no constructor for (``=``
+            # resolves to YAML 1.1's value tag): the node path merges or refuses it.
             raise _NeedsNodes
         node = yaml.ScalarNode(tag, text)  # an error sends the text to the node path
-        return self.loader.yaml_constructors[tag](self.loader, node)
+        return construct(self.loader, node)
 
     def mapping(self) -> dict[Any, Any]:
         get, out = self.get, {}
