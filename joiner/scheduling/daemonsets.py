@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from joiner.api import quantity
+from joiner.api import labels, quantity
 from joiner.api.objects import HostPort, NodePool, PodTemplate, Taint, tolerates_all
 from joiner.api.quantity import Resources
 from joiner.api.requirements import Requirements
@@ -69,7 +69,10 @@ def overhead_on_node(
     other labels share it."""
     ds = tuple(daemonsets)
     keys = _term_keys(ds)
-    named = tuple(sorted((k, v) for k, v in node_labels.items() if k in keys))
+    # A label counts by its normalized key, the one ``Requirements`` reads it under: a node
+    # with only ``failure-domain.beta.kubernetes.io/zone`` has a zone (Karpenter
+    # pkg/apis/v1/labels.go NormalizedLabels).
+    named = tuple(sorted((k, v) for k, v in node_labels.items() if labels.normalize_key(k) in keys))
     return dict(_overhead(named, taints, ds))
 
 

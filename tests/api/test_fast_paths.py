@@ -178,6 +178,17 @@ def test_yaml_errors_are_the_node_paths(text: str) -> None:
     assert str(nodes.value.problem) in str(fast.value)  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("drop", [False, True])
+@pytest.mark.parametrize("text", ["a: =\n", "- =\n", "=: 1\n", "a: {b: [x, =]}\n"])
+def test_a_plain_scalar_the_safe_constructor_cannot_build_is_the_node_paths_error(
+    text: str, drop: bool
+) -> None:
+    """``=`` resolves to YAML 1.1's value tag, for which the safe constructor has no
+    constructor: the node path's error with its line, not a KeyError from the event path."""
+    with pytest.raises(InputError, match=r"line 1, .*could not determine a constructor"):
+        yamlio.parse_documents(text, "t.yaml", drop_nulls=drop)
+
+
 def test_plain_yaml_does_not_go_through_the_node_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("the node graph was built")
@@ -237,3 +248,27 @@ def test_nulls_left_out_while_reading_are_drop_nulls(text: str) -> None:
 def test_a_duplicate_key_with_a_null_value_is_still_refused(text: str) -> None:
     with pytest.raises(InputError, match="duplicate key"):
         yamlio.parse_documents(text, "t.yaml", drop_nulls=True)
+
+
+@pytest.mark.parametrize("opening", ["{a: ", "[", "a:\n  "])
+def test_nesting_past_the_event_readers_bound_goes_to_the_node_path(opening: str) -> None:
+    """Collections nested deeper than ``MAX_EVENT_DEPTH`` are read by the node path, which
+    refuses a few hundred nested mappings (its constructor recurses); at the bound the event
+    reader still reads the document."""
+
+    def nested(depth: int) -> str:
+        if opening == "a:\n  ":
+            return "".join(f"{'  ' * i}a:\n" for i in range(depth)) + "  " * depth + "1\n"
+        closing = "}" if opening == "{a: " else "]"
+        return opening * depth + "1" + closing * depth
+
+    yamlio._from_events(nested(yamlio.MAX_EVENT_DEPTH))
+    with pytest.raises(yamlio._NeedsNodes):
+        yamlio._from_events(nested(yamlio.MAX_EVENT_DEPTH + 1))
+
+
+def test_mappings_too_deep_for_the_node_path_are_refused_as_before() -> None:
+    """300 nested flow mappings: the node path's constructor runs out of stack, so the
+    document is refused as too deeply nested (the event reader alone would accept it)."""
+    with pytest.raises(InputError, match="nested too deeply"):
+        yamlio.parse_documents("{a: " * 300 + "1" + "}" * 300, "deep.yaml")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from joiner.api.labels import NORMALIZED_LABELS
 from joiner.api.pods import PodTemplate, Taint, Toleration
 from joiner.api.requirements import Requirement
 from joiner.scheduling.daemonsets import _overhead, overhead_on_node
@@ -49,3 +50,26 @@ def test_overhead_on_node_is_the_plain_computation() -> None:
             assert overhead_on_node(node, taints, daemonsets) == plain, (node, daemonsets)
             checked.add(frozenset(plain.items()))
     assert len(checked) >= 10, "the cases reach many different sets of DaemonSets"
+
+
+def test_a_node_label_under_a_deprecated_alias_counts_as_its_stable_key() -> None:
+    """A node with only ``failure-domain.beta.kubernetes.io/zone`` (or another alias
+    ``normalize_key`` rewrites) has that zone for a DaemonSet selecting on
+    ``topology.kubernetes.io/zone``, and the other way round; with both keys set to different
+    values, the answer is still the plain computation's."""
+    checked = 0
+    for alias, stable in NORMALIZED_LABELS.items():
+        for selected in (alias, stable):
+            daemonsets = [make_pod_template(100, node_selector={selected: "a"})]
+            for node in (
+                {alias: "a", "kubernetes.io/hostname": "n1"},
+                {stable: "a"},
+                {alias: "a", stable: "b"},
+                {alias: "b", stable: "a"},
+            ):
+                plain = dict(
+                    _overhead.__wrapped__(tuple(sorted(node.items())), (), tuple(daemonsets))
+                )
+                assert overhead_on_node(node, (), daemonsets) == plain, (selected, node)
+                checked += bool(plain)
+    assert checked >= 2 * len(NORMALIZED_LABELS), "an alias-only node gets the DaemonSet"

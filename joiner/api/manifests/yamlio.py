@@ -242,10 +242,15 @@ def _expanded_size(root: yaml.Node, name: str) -> None:
 class _NeedsNodes(Exception):
     """The text has what ``_from_events`` leaves to the node path: an anchor or alias (their
     expansion is bounded there), an explicit tag, a merge key, a key that is not a scalar,
-    or a duplicate key (reported there)."""
+    a duplicate key (reported there), or nesting deeper than ``MAX_EVENT_DEPTH``."""
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+
+#: Collections nested deeper than this go to the node path: its constructor recurses about
+#: three Python frames per nested mapping and refuses (``RecursionError``) a few hundred
+#: levels down, where the event reader would still accept; no manifest nests this deep.
+MAX_EVENT_DEPTH = 100
 
 
 class _EventReader:
@@ -262,6 +267,8 @@ class _EventReader:
         self.plain: dict[str, Any] = {}
         #: leave out every mapping key whose value is null (``nulls.drop_nulls``)
         self.drop_nulls = drop_nulls
+        #: collections open around the event being read
+        self.depth = 0
 
     def value(self, event: yaml.Event) -> Any:
         kind = type(event)
@@ -269,21 +276,31 @@ class _EventReader:
             return self.scalar(event)  # type: ignore[arg-type]
         if kind is yaml.MappingStartEvent:
             self.check(event)  # type: ignore[arg-type]
-            return self.mapping()
-        if kind is yaml.SequenceStartEvent:
+            self.depth += 1
+            out: Any = self.mapping()
+        elif kind is yaml.SequenceStartEvent:
             self.check(event)  # type: ignore[arg-type]
-            get, out = self.get, []
-            item = get()
-            while type(item) is not yaml.SequenceEndEvent:
-                out.append(self.value(item))
-                item = get()
-            return out
-        raise _NeedsNodes  # an alias
+            self.depth += 1
+            out = self.sequence()
+        else:
+            raise _NeedsNodes  # an alias
+        self.depth -= 1
+        return out
 
-    @staticmethod
-    def check(event: yaml.NodeEvent) -> None:
-        """Refuse (to the node path) an anchor or an explicit tag."""
+    def sequence(self) -> list[Any]:
+        get, out = self.get, []
+        item = get()
+        while type(item) is not yaml.SequenceEndEvent:
+            out.append(self.value(item))
+            item = get()
+        return out
+
+    def check(self, event: yaml.NodeEvent) -> None:
+        """Refuse (to the node path) an anchor, an explicit tag, or a collection nested
+        deeper than ``MAX_EVENT_DEPTH`` (the node path refuses deep nesting as it always did)."""
         if event.anchor is not None or getattr(event, "tag", None) not in (None, "!"):
+            raise _NeedsNodes
+        if self.depth >= MAX_EVENT_DEPTH:
             raise _NeedsNodes
 
     def scalar(self, event: yaml.ScalarEvent) -> Any:
@@ -302,10 +319,13 @@ class _EventReader:
         tag = self.loader.resolve(yaml.ScalarNode, text, implicit)
         if tag == _STR_TAG:
             return text
-        if tag == _MERGE_TAG:
+        construct = self.loader.yaml_constructors.get(tag)
+        if construct is None:
+            # A merge key, or a tag the safe constructor has no constructor for (``=``
+            # resolves to YAML 1.1's value tag): the node path merges or refuses it.
             raise _NeedsNodes
         node = yaml.ScalarNode(tag, text)  # an error sends the text to the node path
-        return self.loader.yaml_constructors[tag](self.loader, node)
+        return construct(self.loader, node)
 
     def mapping(self) -> dict[Any, Any]:
         get, out = self.get, {}
