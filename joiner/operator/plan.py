@@ -730,10 +730,16 @@ def _one_zone_warning(claims: list[PlannedNodeClaim]) -> list[str]:
     """A warning when several NodeClaims all launch in one zone (prices tie across zones)."""
     zones = {c.launch.zone for c in claims}
     if len(claims) > 1 and len(zones) == 1:
+        spot = any(c.launch.capacityType == "spot" for c in claims)
+        why = (
+            "spot prices here are regional (give a Spot price history for per-zone prices)"
+            if spot
+            else "on-demand prices are the same in every zone of a region"
+        )
         return [
-            f"all {len(claims)} NodeClaims launch in {next(iter(zones))}: spot prices here are "
-            "regional, so zones tie on price and the first allowed zone wins; add a zonal "
-            "topology spread to the workloads to spread their nodes across zones"
+            f"all {len(claims)} NodeClaims launch in {next(iter(zones))}: {why}, so zones tie "
+            "on price and the first allowed zone wins; add a zonal topology spread to the "
+            "workloads to spread their nodes across zones"
         ]
     return []
 

@@ -271,3 +271,39 @@ def test_a_manifest_file_over_the_cap_says_how_to_split_it(tmp_path: Path) -> No
     assert exc.value.file == str(dump)
     assert "larger than 64 MiB" in str(exc.value)
     assert "one `kubectl get -o yaml` per kind or namespace" in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\n"
+            "spec:\n  tempalte:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, "
+            "kind: EC2NodeClass, name: default}\n      requirements: []\n",
+            "field spec.tempalte: unknown field 'tempalte'; did you mean 'template'?",
+        ),
+        (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n"
+            "  selector: {matchLabels: {app: web}}\n  template:\n"
+            "    metadata: {labels: {app: web}}\n    spec:\n"
+            "      contianers: [{name: web, image: nginx}]\n",
+            "unknown field 'contianers'; did you mean 'containers'?",
+        ),
+    ],
+)
+def test_a_misspelt_required_field_is_named_with_its_hint(text: str, says: str) -> None:
+    """The typo explains the missing field: it is the error shown, with its "did you mean"."""
+    with pytest.raises(InputError) as exc:
+        load_text(text, "typo.yaml")
+    assert says in str(exc.value)
+
+
+def test_a_misspelt_kind_is_skipped_with_a_hint() -> None:
+    out = load_text(
+        "apiVersion: apps/v1\nkind: Deployement\nmetadata: {name: web}\nspec: {}\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+        "kinds.yaml",
+    )
+    (warning,) = out.warnings
+    assert "Deployement 1 (did you mean 'Deployment'?)" in warning
+    assert "Service 1," not in warning and "Service 1)" in warning  # no hint for a real kind

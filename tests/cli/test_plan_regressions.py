@@ -247,3 +247,19 @@ def test_an_empty_manifest_file_is_said_aloud(tmp_path, command):
     # lint: a finding; advise: no NodePool to advise on is an error (said after the warning)
     assert result.exit_code == {"lint": 1, "advise": 2}.get(command, 0), result.output
     assert f"{empty}: holds no objects" in " ".join(result.output.split())
+
+
+def test_the_one_zone_warning_names_the_capacity_type_that_ties() -> None:
+    """On-demand NodeClaims tie across zones because on-demand prices are regional, not
+    because of the regional Spot estimate the spot wording names."""
+    from typer.testing import CliRunner
+
+    from joiner.cli.main import app
+
+    root = Path(__file__).resolve().parents[2]
+    result = CliRunner().invoke(
+        app, ["plan", "-f", str(root / "examples" / "nightly-consolidation" / "scenario.yaml")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "on-demand prices are the same in every zone of a region" in result.output
+    assert "spot prices here are regional" not in result.output

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from joiner.api import corevalidation, k8snames, openapi
 from joiner.api import objects as o
@@ -35,12 +36,23 @@ from joiner.api.validation import describe, field_path
 M = TypeVar("M", bound=BaseModel)
 
 
+def _first_error(errors: list[ErrorDetails]) -> ErrorDetails:
+    """The error to show first: an unknown field beside a missing one in the same mapping
+    (``spec.tempalte`` and ``spec.template``: the typo explains the missing field, and its
+    message carries the "did you mean"), else pydantic's first."""
+    missing = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "missing"}
+    for e in errors:
+        if e["type"] == "extra_forbidden" and tuple(e["loc"][:-1]) in missing:
+            return e
+    return errors[0]
+
+
 def _validate(model: type[M], doc: dict[str, Any], file: str, obj: str) -> M:
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
         errors = exc.errors()
-        err = errors[0]
+        err = _first_error(errors)
         path = field_path(tuple(err["loc"]))
         more = f" (and {plural(len(errors) - 1, 'more problem')})" if len(errors) > 1 else ""
         raise InputError(
@@ -513,9 +525,15 @@ def _group_skipped(out: ManifestSet) -> None:
         kind = obj.split("/", 1)[0]
         kinds[kind] = kinds.get(kind, 0) + 1
     where = f"{files[0]}: " if len(files) == 1 else ""
+    read = sorted({k for _, k in HANDLERS})
+
+    def counted(kind: str, n: int) -> str:
+        close = [k for k in difflib.get_close_matches(kind, read, n=2, cutoff=0.8) if k != kind]
+        return f"{kind} {n}" + (f" (did you mean {close[0]!r}?)" if close else "")
+
     head = (
         f"{where}{plural(len(out.skipped), 'object')} of kinds Joiner does not model "
-        f"({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}) "
+        f"({', '.join(counted(k, n) for k, n in sorted(kinds.items()))}) "
         f"{'is' if len(out.skipped) == 1 else 'are'} skipped"
     )
     items = [obj if len(files) == 1 else f"{obj} ({f})" for obj, f in out.skipped]
