@@ -18,7 +18,7 @@ ExplainOption = Annotated[
         metavar="NODE",
         help="Print NODE's disruption verdict history: when each pass's verdict changed, "
         "the method and why the node was kept (or the command that took it); '*' for "
-        "every node (JSON output).",
+        "every node. With -o json it is the output's explain field.",
     ),
 ]
 
