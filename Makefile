@@ -115,7 +115,7 @@ diff-karpenter: $(STAMP)
 diff-autoscaler: $(STAMP)
 	bash tools/kube-stack/build.sh
 	bash tools/kube-stack/build-autoscaler.sh
-	$(BIN)/python tests/autoscaler/run.py --out joiner-out/fidelity-autoscaler \
+	$(BIN)/python tests/autoscaler/ca_run.py --out joiner-out/fidelity-autoscaler \
 	  $(if $(DOCS),--markdown docs/fidelity-autoscaler.md)
 
 ## Everything but the end-to-end tests (no Go needed).
@@ -130,7 +130,7 @@ test-unit: $(STAMP)
 ## workloads, 300 nodes) backfilled into the real Prometheus (built from Go modules on first
 ## use) and the simulation of what it imports (as-run, Joiner, Cluster Autoscaler).
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run_benchmarks.py
 	$(BIN)/python benchmarks/scheduling.py
 	$(BIN)/python benchmarks/packing.py
 	$(BIN)/python benchmarks/realistic.py --repeat 3 a b d

@@ -56,7 +56,7 @@ from typing import Any
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent))
 import realistic  # benchmarks/realistic.py: the calibration and the children's environment
 
 from joiner.api import labels, quantity

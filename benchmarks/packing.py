@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent))
 
 from scheduling import CPUS, MEMS, make_pods, real_types, synthetic_types
 

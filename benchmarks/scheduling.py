@@ -237,7 +237,7 @@ def growth_exponent(a: dict[str, Any], b: dict[str, Any]) -> float | None:
 def ladder(counts: list[int]) -> dict[str, Any]:
     """The diverse mix on ``synthetic-400`` over ``counts`` (ascending), with the machine's
     calibration and the growth exponents (see the module docstring)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.append(str(Path(__file__).resolve().parent))
     import realistic  # benchmarks/realistic.py: the calibration workload
 
     calibration = realistic.calibration_cpu_s()

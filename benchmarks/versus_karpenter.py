@@ -111,7 +111,7 @@ def run_joiner(dump: Path) -> dict[str, Any]:
 
 def joiner_solve(dump: Path) -> dict[str, Any]:
     """Solve the pods Karpenter's benchmark wrote to ``dump`` on its instance types."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.append(str(Path(__file__).resolve().parent))
     import scheduling as bench  # benchmarks/scheduling.py: the instance types
 
     from joiner.api import quantity
@@ -212,7 +212,7 @@ def main(argv: list[str]) -> None:
             [str(BUILD), "--print-bin"], check=True, capture_output=True, text=True
         ).stdout.strip()
     )
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.append(str(Path(__file__).resolve().parent))
     import realistic  # benchmarks/realistic.py: the calibration workload
 
     calibration = realistic.calibration_cpu_s()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-# Appended, not put first: benchmarks/run.py would otherwise shadow tests/fidelity/run.py.
+# Appended, not put first: a module of benchmarks/ must not shadow one of the test paths
 sys.path.append(str(REPO / "benchmarks"))
 
 import packing  # noqa: E402

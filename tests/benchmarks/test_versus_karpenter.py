@@ -13,7 +13,7 @@ import pytest
 from joiner.api import labels, quantity
 
 REPO = Path(__file__).resolve().parents[2]
-# Appended, not put first: benchmarks/run.py would otherwise shadow tests/fidelity/run.py
+# Appended, not put first: a module of benchmarks/ must not shadow one of the test paths
 # for every later ``import run`` in the suite.
 sys.path.append(str(REPO / "benchmarks"))
 

@@ -10,7 +10,7 @@ ConfigMap, Cluster Autoscaler starts, phase 1's workloads are applied and left u
 stable, then phase 2's (scale-down cases), then the cluster is wiped. Joiner's baseline runs
 each case's Scenario in virtual time. Writes the JSON and Markdown reports.
 
-Usage: python tests/autoscaler/run.py [--cases a,b] [--out DIR] [--markdown FILE] [--batch N]
+Usage: python tests/autoscaler/ca_run.py [--cases a,b] [--out DIR] [--markdown FILE] [--batch N]
 The last line printed is ``agreement: A/N cases (P%)``.
 """
 
