@@ -69,10 +69,24 @@ def test_unsupported_karpenter_version(tmp_path):
 
 def test_missing_field(tmp_path):
     d = _copy_seed(tmp_path)
-    text = (d / "deployment.yaml").read_text().replace("  template:", "  tmpl:")
+    text = (d / "deployment.yaml").read_text().replace("  template:", "  xyzzy:")
     (d / "deployment.yaml").write_text(text)
     _expect_bad_input(
         tmp_path, d / "scenario.yaml", "Deployment/web", "field spec.template", "required field"
+    )
+
+
+def test_misspelt_field(tmp_path):
+    """A misspelling of the missing field is the error shown, with its "did you mean"."""
+    d = _copy_seed(tmp_path)
+    text = (d / "deployment.yaml").read_text().replace("  template:", "  tmpl:")
+    (d / "deployment.yaml").write_text(text)
+    _expect_bad_input(
+        tmp_path,
+        d / "scenario.yaml",
+        "Deployment/web",
+        "field spec.tmpl",
+        "did you mean 'template'",
     )
 
 

@@ -37,12 +37,16 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def _first_error(errors: list[ErrorDetails]) -> ErrorDetails:
-    """The error to show first: an unknown field beside a missing one in the same mapping
-    (``spec.tempalte`` and ``spec.template``: the typo explains the missing field, and its
-    message carries the "did you mean"), else pydantic's first."""
-    missing = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "missing"}
+    """The error to show first: an unknown field close to a missing one in the same mapping
+    (``spec.tempalte`` beside a missing ``spec.template``: the typo explains the missing
+    field, and its message carries the "did you mean"), else pydantic's first."""
+    missing: dict[tuple[Any, ...], list[str]] = {}
     for e in errors:
-        if e["type"] == "extra_forbidden" and tuple(e["loc"][:-1]) in missing:
+        if e["type"] == "missing":
+            missing.setdefault(tuple(e["loc"][:-1]), []).append(str(e["loc"][-1]))
+    for e in errors:
+        names = missing.get(tuple(e["loc"][:-1])) if e["type"] == "extra_forbidden" else None
+        if names and difflib.get_close_matches(str(e["loc"][-1]), names, n=1):
             return e
     return errors[0]
 
