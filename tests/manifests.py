@@ -40,3 +40,21 @@ spec:
       nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
       requirements: {requirements}
 """
+
+
+def deployment(
+    pod_spec: str, name: str = "web", replicas: int = 1, namespace: str = "default"
+) -> str:
+    """An ``apps/v1`` Deployment ``namespace/name`` (label ``app: <name>``) whose pod spec
+    is the block ``pod_spec``, indented as the template's ``spec:`` children (six spaces)."""
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+{pod_spec}"""

@@ -66,6 +66,7 @@ from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.controllers.static.controller import members
 from joiner.controllers.termination.controller import cordon
 from joiner.operator.composition import Hooks, Options, Ports, new_controllers
+from joiner.operator.lint import lint_lines
 from joiner.operator.plan import SpotPrices, missing_replicas, planning_cloud, price_fields
 from joiner.scheduling.costopt import KARPENTER
 from joiner.scheduling.static import (
@@ -137,6 +138,10 @@ class DryRun:
         )
         if spot_prices is not None:
             self.warnings += spot_prices.warnings()
+        # ``joiner lint``'s findings, as ``joiner plan`` prints them (``plan._plan_warnings``).
+        self.warnings += lint_lines(
+            m, catalog, region, (subnets, security_groups, kwok_types, reservations), gates
+        )
         self.clock = SimClock()
         state, volume_warnings = cluster_state(m)
         state.nodepools = {p.name: p for p in gated(m.nodepools, gates.static_capacity)}

@@ -7,6 +7,7 @@ import random
 from collections.abc import Sequence
 
 from joiner.api import labels
+from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet
 from joiner.api.manifests.convert import KWOKNODECLASS_KIND
 from joiner.api.manifests.to_v1 import PLACEHOLDER_ANNOTATION
@@ -193,3 +194,32 @@ def _unreachable_reservations(
             )
         )
     return out
+
+
+def lint_lines(
+    m: ManifestSet,
+    catalog: Catalog,
+    region: str,
+    cloud: tuple[
+        Sequence[Subnet] | None,
+        Sequence[SecurityGroup],
+        Sequence[InstanceType] | None,
+        Sequence[CapacityReservation],
+    ],
+    gates: FeatureGates,
+) -> list[str]:
+    """``lint_manifests``'s findings as the warning lines ``joiner plan`` and ``joiner
+    disrupt`` print beside their own; ``cloud`` is (subnets, security groups, kwok types,
+    reservations) as ``lint_manifests`` takes them."""
+    subnets, groups, kwok_types, reservations = cloud
+    found = lint_manifests(
+        m,
+        catalog,
+        region,
+        subnets=subnets,
+        security_groups=groups,
+        kwok_types=kwok_types,
+        reservations=reservations,
+        static_capacity=gates.static_capacity,
+    )
+    return [str(w) for w in found]

@@ -85,7 +85,7 @@ from joiner.cloudprovider.types import (
     Subnet,
 )
 from joiner.operator import plan_passes as passes
-from joiner.operator.lint import lint_manifests
+from joiner.operator.lint import lint_lines
 from joiner.operator.plan_static import StaticRound, static_round
 from joiner.scheduling import (
     BoundPod,
@@ -710,19 +710,9 @@ def _plan_warnings(
             "not modelled: CapacityBuffer in joiner plan (the plan provisions for real pending "
             "pods only; joiner simulate models buffers behind the capacityBuffer feature gate)"
         )
-    warnings += [
-        str(w)
-        for w in lint_manifests(
-            m,
-            catalog,
-            region,
-            subnets=subnets,
-            security_groups=security_groups,
-            kwok_types=kwok_types,
-            reservations=reservations,
-            static_capacity=gates.static_capacity,
-        )
-    ]
+    warnings += lint_lines(
+        m, catalog, region, (subnets, security_groups, kwok_types, reservations), gates
+    )
     return warnings
 
 

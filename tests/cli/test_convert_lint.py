@@ -214,3 +214,16 @@ def test_lint_of_a_scenario_says_node_repair_tolerations_without_the_gate_do_not
     (tmp_path / "scenario.yaml").write_text(text.replace("spec:", gated, 1))
     result = CliRunner().invoke(app, ["lint", str(tmp_path / "scenario.yaml")])
     assert "nodeRepairTolerations" not in result.output
+
+
+def test_plan_and_disrupt_print_lint_findings(tmp_path):
+    """``joiner disrupt`` prints ``joiner lint``'s findings as ``joiner plan`` does."""
+    second = CLEAN.split("---")[0].replace("name: general", "name: batch")
+    second = second.replace("spec:\n  template:", "spec:\n  limits: {cpu: 500m}\n  template:", 1)
+    path = tmp_path / "m.yaml"
+    path.write_text(CLEAN + "---" + second)
+    finding = "NodePool/batch: field spec.limits.cpu: limit cpu=500m is smaller than the smallest"
+    for command in ("plan", "disrupt"):
+        result = runner.invoke(app, [command, "-f", str(path)])
+        assert result.exit_code == 0, (command, result.output)
+        assert finding in " ".join(result.stderr.split()), command

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from joiner.cli.main import app
-from tests.manifests import EC2NODECLASS
+from tests.manifests import EC2NODECLASS, deployment
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "seed-spot"
@@ -191,18 +191,8 @@ def test_min_values_policy_flag(tmp_path):
 
 
 def _deployment(name: str, replicas: int, cpu: str, memory: str) -> str:
-    return f"""
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: shop}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      containers: [{{name: c, resources: {{requests: {{cpu: {cpu}, memory: {memory}}}}}}}]
-"""
+    containers = f"[{{name: c, resources: {{requests: {{cpu: {cpu}, memory: {memory}}}}}}}]"
+    return "\n" + deployment(f"      containers: {containers}\n", name, replicas, "shop")
 
 
 # CLUSTER's NodePool without limits, on-demand, c/m/r; its EC2NodeClass; CPU-heavy and

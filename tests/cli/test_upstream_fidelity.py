@@ -9,6 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from joiner.cli.main import app
+from tests import manifests
 from tests.manifests import EC2NODECLASS
 
 runner = CliRunner()
@@ -40,22 +41,13 @@ GENERAL = pool(
 
 
 def deployment(name: str, replicas: int, pod_spec: str, cpu: str = "500m") -> str:
-    return f"""
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: default}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-{pod_spec}      containers:
+    containers = f"""\
+      containers:
         - name: app
           image: nginx
           resources: {{requests: {{cpu: {cpu}, memory: 512Mi}}}}
 """
+    return "\n---\n" + manifests.deployment(pod_spec + containers, name, replicas)
 
 
 def plan(tmp_path: Path, text: str) -> dict:

@@ -14,6 +14,7 @@ from joiner.operator.wiring import SimulationRuntime
 from joiner.sim.baseline.autoscaler import SCALE_DOWN, SCALE_UP
 from joiner.sim.baseline.limits import ClusterLimits, Usage, allowed_nodes, parse_min_max
 from joiner.sim.scenario import load_scenario
+from tests.manifests import deployment
 
 MANIFESTS = """\
 apiVersion: karpenter.sh/v1
@@ -37,22 +38,19 @@ spec:
   securityGroupSelectorTerms: [{tags: {t: "1"}}]
 """
 
-DEPLOYMENT = """\
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
+
+def _deployment(name: str, replicas: int, cpu: str, namespace: str, extra: str) -> str:
+    """A Deployment of pause containers asking ``cpu`` and 256Mi; ``extra`` follows the
+    containers in the pod spec."""
+    containers = f"""\
       containers:
         - name: c
           image: pause
           resources: {{requests: {{cpu: {cpu}, memory: 256Mi}}}}
 {extra}"""
+    return "---\n" + deployment(containers, name, replicas, namespace)
+
+
 #: One pod per node while there are as many nodes, by preference only (preferred
 #: anti-affinity): CA's drain simulation, filters only, lets the pod move.
 SPREAD = """\
@@ -82,7 +80,7 @@ def _scenario(
     docs = MANIFESTS.replace("{ANNOTATIONS}", f"{{annotations: {annotations}}}")
     for name, replicas, cpu, *extra in deployments:
         spec = extra[0].format(name=name) if extra else ""
-        docs += DEPLOYMENT.format(name=name, replicas=replicas, cpu=cpu, ns=namespace, extra=spec)
+        docs += _deployment(name, replicas, cpu, namespace, spec)
     (tmp_path / "m.yaml").write_text(docs)
     workloads = "".join(
         f"\n    - {{deployment: {namespace}/{d[0]}, replicas: {d[1]}}}" for d in deployments

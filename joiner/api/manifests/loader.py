@@ -138,6 +138,35 @@ def _note_unmodelled(
         found = [(name, why) for name, why in found if name != "schedulingGates"]
     for name, why in found:
         out.unmodelled.setdefault((f"{base}.{name}", why), []).append(f"{file}: {obj}")
+    _note_unitless_memory(spec, base, file, obj, out)
+
+
+#: Below this many bytes a memory quantity is taken for a missing unit: no container runs in
+#: less than a mebibyte.
+_UNITLESS_MEMORY_MAX = 1 << 20
+
+
+def _note_unitless_memory(
+    spec: m.PodSpec, base: str, file: str, obj: str, out: ManifestSet
+) -> None:
+    """Warn of a memory request or limit written as a bare number under a mebibyte
+    (``memory: 2048``): Kubernetes reads it as bytes, as Joiner does, but it is almost always
+    a forgotten ``Mi``."""
+    groups = (("containers", spec.containers), ("initContainers", spec.initContainers))
+    for group, containers in groups:
+        for i, c in enumerate(containers):
+            for part, values in (
+                ("requests", c.resources.requests),
+                ("limits", c.resources.limits),
+            ):
+                value = values.get("memory")
+                text = str(value).strip() if value is not None else ""
+                if not text.isdigit() or not 0 < int(text) < _UNITLESS_MEMORY_MAX:
+                    continue
+                out.warnings.append(
+                    f"{file}: {obj}: field {base}.{group}[{i}].resources.{part}.memory: "
+                    f"{text} has no unit, so it is {text} bytes; did you mean {text}Mi?"
+                )
 
 
 def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job]) -> _Handler:
@@ -359,10 +388,50 @@ def _check_type_fields(doc: dict[str, Any], file: str, where: str) -> None:
             )
     if not api_version:
         raise InputError(
-            "required field is missing", file=file, obj=_describe(doc) or where, field="apiVersion"
+            "required field is missing" + ("" if kind else _values_file_hint(doc)),
+            file=file,
+            obj=_describe(doc) if kind else where,
+            field="apiVersion",
         )
     if not kind:
         raise InputError("required field is missing", file=file, obj=where, field="kind")
+
+
+#: Top-level keys of Karpenter's chart values (``charts/karpenter/values.yaml``) that no
+#: Kubernetes object has.
+_KARPENTER_VALUES_KEYS = frozenset(
+    {
+        "settings",
+        "controller",
+        "serviceAccount",
+        "serviceMonitor",
+        "podDisruptionBudget",
+        "webhook",
+        "logLevel",
+        "dnsPolicy",
+        "priorityClassName",
+        "additionalLabels",
+    }
+)
+
+
+def _values_file_hint(doc: dict[str, Any]) -> str:
+    """A hint when a document without ``apiVersion`` and ``kind`` looks like a Helm values
+    file ("" otherwise): Karpenter's chart values (settings and feature gates) or the AWS
+    Node Termination Handler's (``enable...`` keys)."""
+    keys = {k for k in doc if isinstance(k, str)}
+    if keys & _KARPENTER_VALUES_KEYS:
+        return (
+            " (this looks like Karpenter's Helm values, not a Kubernetes object: give its "
+            "settings.featureGates with --feature-gates, or its settings under a Scenario's "
+            "spec.settings; the controller reads them with --settings)"
+        )
+    if any(k.startswith("enable") for k in keys):
+        return (
+            " (this looks like the AWS Node Termination Handler's Helm values, not a "
+            "Kubernetes object: give them in a Scenario's spec.interruption)"
+        )
+    return ""
 
 
 def _unread_error(api_version: str, kind: str, file: str, obj: str) -> InputError | None:
@@ -462,7 +531,45 @@ def _load_document(
         _check_as_api_server(doc, api_version, kind, file, obj, handler)
         handler(doc, file, obj, out)
     except InputError as exc:
-        raise exc.located(file=file, obj=obj) from exc
+        hint = _version_hint(doc, api_version, kind)
+        located = exc.located(file=file, obj=obj)
+        if hint:
+            located = InputError(
+                f"{located.detail}; {hint}",
+                file=located.file,
+                obj=located.obj,
+                field=located.field,
+            )
+        raise located from exc
+
+
+#: Karpenter kinds read in two versions whose shapes differ: an object of one version's shape
+#: under the other's ``apiVersion`` is the commonest upgrade slip.
+_SIBLING_VERSIONS: dict[str, tuple[str, str]] = {
+    "NodePool": ("karpenter.sh/v1", "karpenter.sh/v1beta1"),
+    "EC2NodeClass": ("karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1"),
+}
+
+
+def _version_hint(doc: dict[str, Any], api_version: str, kind: str) -> str:
+    """When ``doc`` (refused under ``api_version``) loads cleanly under its kind's other
+    version, a sentence saying so ("" otherwise): a v1-shaped NodePool marked v1beta1 fails
+    on ``nodeClassRef.group``, which says nothing about the apiVersion."""
+    versions = _SIBLING_VERSIONS.get(kind)
+    if versions is None or api_version not in versions:
+        return ""
+    other = versions[1] if api_version == versions[0] else versions[0]
+    try:
+        _check_as_api_server(doc, other, kind, "", "", HANDLERS[(other, kind)])
+        HANDLERS[(other, kind)](doc, "", "", ManifestSet())
+    except InputError:
+        return ""
+    if other.endswith("/v1"):
+        return f"the object has the {other} shape: set apiVersion: {other}"
+    return (
+        f"the object has the {other} shape: set apiVersion: {other}, or rewrite it as "
+        f"{api_version} with `joiner convert`"
+    )
 
 
 def _check_unique(out: ManifestSet) -> None:
