@@ -48,7 +48,13 @@ def _dump_yaml(documents: list[Any]) -> str:
 
 
 def convert(
-    files: Annotated[list[Path], typer.Argument(help="Manifest files (YAML or JSON).")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Manifest files (YAML or JSON).", show_default=False),
+    ] = None,
+    file_options: Annotated[
+        list[Path] | None, typer.Option("--file", "-f", help="Manifest files (repeat).")
+    ] = None,
     output: Annotated[OutputFormat, typer.Option("--output", "-o", help="Output format.")] = (
         OutputFormat.yaml
     ),
@@ -59,7 +65,11 @@ def convert(
     Defaulted requirements become explicit, removed fields become their successors, and what
     v1 requires but the input lacks is a placeholder (annotation joiner.dev/placeholders),
     reported on stderr with the lint warnings. Other documents pass through unchanged.
+    Files are given as arguments or with -f, as lint takes them.
     """
+    files = [*(paths or []), *(file_options or [])]
+    if not files:
+        fail(InputError("give manifest files (as arguments or with -f)"))
     from joiner.api.manifests import load_files
     from joiner.api.manifests.to_v1 import check_reloads, convert_files
     from joiner.cloudprovider.catalog import Catalog

@@ -227,3 +227,15 @@ def test_plan_and_disrupt_print_lint_findings(tmp_path):
         result = runner.invoke(app, [command, "-f", str(path)])
         assert result.exit_code == 0, (command, result.output)
         assert finding in " ".join(result.stderr.split()), command
+
+
+def test_convert_takes_files_with_f_as_lint_does():
+    args = [str(SEED / "provisioner.yaml"), str(SEED / "awsnodetemplate.yaml")]
+    positional = _convert(*map(Path, args))
+    with_f = runner.invoke(app, ["convert", "-f", args[0], "--file", args[1]])
+    mixed = runner.invoke(app, ["convert", args[0], "-f", args[1]])
+    assert positional.exit_code == with_f.exit_code == mixed.exit_code == 0
+    assert with_f.stdout == positional.stdout == mixed.stdout
+    none = runner.invoke(app, ["convert"])
+    assert none.exit_code == 2
+    assert "give manifest files (as arguments or with -f)" in none.stderr
