@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 	diff-karpenter diff-autoscaler
 
 $(STAMP): pyproject.toml
+	@echo "Installing Joiner and its dependencies into $(VENV) (once; a minute or two)..."
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'

@@ -22,7 +22,7 @@ from joiner.api.errors import InputError
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import ManifestSet, load_files
 from joiner.api.manifests.models import MAX_REPLICAS
-from joiner.api.manifests.yamlio import read_documents, read_text
+from joiner.api.manifests.yamlio import STDIN, read_documents, read_text
 from joiner.api.objects import CronJob
 from joiner.api.objects import Workload as ManifestWorkload
 from joiner.api.pods import Source
@@ -268,7 +268,10 @@ def load_scenario(
     """
     path = Path(path)
     doc = _read_scenario(path)
-    at = _At(str(path), f"Scenario/{doc.metadata.name}", path.parent)
+    # Read from standard input, its paths are relative to the current directory, named in
+    # full so that a missing file's message says where it was looked for.
+    base = Path.cwd() if str(path) == STDIN else path.parent
+    at = _At(str(path), f"Scenario/{doc.metadata.name}", base)
     spec = doc.spec
     catalog = catalog or Catalog.load()
     duration_s, start_time = _run_time(spec, catalog, at)

@@ -203,3 +203,19 @@ def test_option_choices_are_usage_errors_in_plain_words(args: list[str]) -> None
     flat = " ".join(result.output.split())
     assert result.exit_code == 2, result.output
     assert "Value error" not in flat and "Input should be" not in flat, flat
+
+
+def test_a_scenario_from_stdin_names_missing_files_from_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its relative paths resolve from the current directory, and a missing one's error says
+    which directory that was (it said only 'provisioner.yaml')."""
+    text = (EXAMPLES / "seed-spot" / "scenario.yaml").read_text()
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["simulate", "-", "--out", str(tmp_path / "out")], input=text)
+    assert result.exit_code == 2
+    message = " ".join(result.stderr.split())
+    assert f"manifest file '{tmp_path / 'provisioner.yaml'}' does not exist" in message
+    monkeypatch.chdir(EXAMPLES / "seed-spot")
+    result = runner.invoke(app, ["simulate", "-", "--out", str(tmp_path / "out")], input=text)
+    assert result.exit_code == 0, result.output
