@@ -63,6 +63,29 @@ def is_exotic(it: InstanceType) -> bool:
     return any(it.capacity.get(r, 0) > 0 for r in EXOTIC_RESOURCES)
 
 
+def has_min_values(reqs: Requirements) -> bool:
+    """Some requirement sets ``minValues`` (then Karpenter-AWS keeps exotic types:
+    ``instancefilter.ExoticInstanceTypeFilter`` is skipped)."""
+    return any(r.min_values is not None for r in reqs.values())
+
+
+def has_reserved_offering(it: InstanceType, reqs: Requirements) -> bool:
+    """``it`` has an available reserved offering ``reqs`` allow (Karpenter-AWS
+    ``instancefilter.ReservedOfferingFilter`` then launches only such offerings, before the
+    exotic filter)."""
+    return any(
+        o.capacity_type == labels.CAPACITY_TYPE_RESERVED and o.available and o.compatible(reqs)
+        for o in it.offerings
+    )
+
+
+def kept_out_as_exotic(it: InstanceType, reqs: Requirements) -> bool:
+    """Karpenter-AWS leaves ``it`` out while a non-exotic option remains
+    (``instancefilter.ExoticInstanceTypeFilter``): it is exotic, has no reserved offering
+    ``reqs`` allow, and no requirement of ``reqs`` sets ``minValues``."""
+    return is_exotic(it) and not has_reserved_offering(it, reqs) and not has_min_values(reqs)
+
+
 def filter_reserved(candidates: Sequence[Candidate], reqs: Requirements) -> list[Candidate]:
     """Only the reserved candidates, one per (type, zone): the one whose reservation has the
     most room (ties by reservation id), when ``reqs`` allow ``reserved`` and any candidate

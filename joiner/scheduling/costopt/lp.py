@@ -59,7 +59,7 @@ def solve_lp(
     side take ``highspy.kHighsInf`` (``INF``) or ``-INF``. Returns ``optimal=False`` (and
     zeros) when HiGHS does not report an optimum (infeasible or unbounded).
     """
-    hs = _highspy()
+    hs = highspy_module()
 
     n = len(cost)
     m = len(row_lower)
@@ -82,7 +82,7 @@ def solve_lp(
     lp.a_matrix_.start_ = starts
     lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
     lp.a_matrix_.value_ = np.asarray(value, dtype=np.float64)
-    h = _new_highs()
+    h = new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     h.passModel(lp)
@@ -93,17 +93,17 @@ def solve_lp(
     return LpSolution(x, float(h.getInfo().objective_function_value), True)
 
 
-def _new_highs() -> highspy.Highs:
+def new_highs() -> highspy.Highs:
     """A HiGHS instance that prints nothing: ``highspy.Highs()`` (1.16) prints its banner
     on stdout from C++ as it wires Python callbacks, before any option can be set; the
     core class does not, and the callbacks are not used here."""
-    hs = _highspy()
+    hs = highspy_module()
     core = getattr(hs, "_core", None)
     cls: Callable[[], highspy.Highs] = getattr(core, "_Highs", None) or hs.Highs
     return cls()
 
 
-def _highspy() -> ModuleType:
+def highspy_module() -> ModuleType:
     """highspy, imported on first use: only ``packing: cost-optimal`` solves LPs, and the
     ``lp`` extra brings it (``pip install 'joiner[lp]'``).
 

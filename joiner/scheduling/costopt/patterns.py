@@ -49,10 +49,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from joiner.cloudprovider.launch import is_exotic
+from joiner.cloudprovider.launch import kept_out_as_exotic
 from joiner.scheduling.costopt import prepack
-from joiner.scheduling.costopt.lp import INF, _highspy, _new_highs, prepared_pools
-from joiner.scheduling.costopt.solver import _has_min_values, _reserved
+from joiner.scheduling.costopt.lp import INF, highspy_module, new_highs, prepared_pools
 from joiner.scheduling.pool import BoolArray, FloatArray, IntArray
 from joiner.scheduling.types import SchedulingInput
 
@@ -184,7 +183,7 @@ def offers(inp: SchedulingInput) -> tuple[Offers, list[str]]:
             names.append(it.name)
             rows.append([int(pool.net[i][where[r]]) if r in where else 0 for r in resources])
             prices.append(float(price[i]))
-            exotic.append(is_exotic(it) and not _reserved(it, reqs) and not _has_min_values(reqs))
+            exotic.append(kept_out_as_exotic(it, reqs))
             pool_of.append(p)
     net = np.array(rows, dtype=np.int64).reshape(len(rows), len(resources))
     price_arr = np.array(prices, dtype=np.float64)
@@ -240,8 +239,8 @@ class _Master:
     """The restricted master LP, kept in one HiGHS model that grows by columns."""
 
     def __init__(self, counts: IntArray) -> None:
-        self.hs = _highspy()
-        self.h = _new_highs()
+        self.hs = highspy_module()
+        self.h = new_highs()
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("threads", 1)
         m = len(counts)
@@ -280,9 +279,9 @@ class _Knapsack:
     the hostname caps; the objective changes per round, the model stays."""
 
     def __init__(self, classes: Classes, net: IntArray, fit: IntArray) -> None:
-        self.hs = _highspy()
+        self.hs = highspy_module()
         self.cols = np.flatnonzero(fit > 0)
-        self.h: highspy.Highs = _new_highs()
+        self.h: highspy.Highs = new_highs()
         h = self.h
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)

@@ -59,7 +59,7 @@ import numpy as np
 from joiner.api import labels
 from joiner.api.objects import PodTemplate
 from joiner.api.requirements import Requirement, Requirements
-from joiner.cloudprovider.launch import is_exotic
+from joiner.cloudprovider.launch import has_min_values, has_reserved_offering, is_exotic
 from joiner.cloudprovider.types import InstanceType
 from joiner.scheduling.costopt import prepack, repair, zones
 from joiner.scheduling.costopt.lp import INF, solve_lp
@@ -118,30 +118,15 @@ def plan_cost(result: SchedulingResult) -> float:
     return total
 
 
-def _has_min_values(reqs: Requirements) -> bool:
-    """Some requirement sets ``minValues`` (then Karpenter-AWS keeps exotic types)."""
-    return any(r.min_values is not None for r in reqs.values())
-
-
-def _reserved(it: InstanceType, reqs: Requirements) -> bool:
-    """``it`` has an available reserved offering ``reqs`` allow (Karpenter-AWS
-    ``instancefilter.ReservedOfferingFilter`` then launches only such offerings, before the
-    exotic filter)."""
-    return any(
-        o.capacity_type == labels.CAPACITY_TYPE_RESERVED and o.available and o.compatible(reqs)
-        for o in it.offerings
-    )
-
-
 def _launched_type(claim: NewNodeClaim) -> InstanceType:
     """The option a launch picks on price: the cheapest (options are cheapest first) that
     is not exotic (or has a reserved offering, which Karpenter-AWS keeps), unless all are or
     a requirement has ``minValues`` (Karpenter-AWS ``instancefilter.ExoticInstanceTypeFilter``)."""
     reqs = claim.requirements
-    if _has_min_values(reqs):
+    if has_min_values(reqs):
         return claim.instance_types[0]
     return next(
-        (t for t in claim.instance_types if not is_exotic(t) or _reserved(t, reqs)),
+        (t for t in claim.instance_types if not is_exotic(t) or has_reserved_offering(t, reqs)),
         claim.instance_types[0],
     )
 
@@ -397,9 +382,9 @@ class _CostSolve(_Solve):
             reqs = pool.nodepool.requirements
             self._exotic_masks[pi] = (
                 None
-                if _has_min_values(reqs)
+                if has_min_values(reqs)
                 else np.fromiter(
-                    (is_exotic(t) and not _reserved(t, reqs) for t in pool.types),
+                    (is_exotic(t) and not has_reserved_offering(t, reqs) for t in pool.types),
                     dtype=np.bool_,
                     count=len(pool.types),
                 )
