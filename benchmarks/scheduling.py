@@ -17,7 +17,9 @@ run's process); the process sets the cyclic garbage collector as a ``joiner`` co
 pods; counts after it replace the ladder) and prints one JSON object: the machine's
 ``calibrationCpuSeconds`` (``benchmarks/realistic.py``), the runs, and the growth of CPU time
 with the pod count, ``log(cpu2 / cpu1) / log(n2 / n1)``: per step (``growthExponents``) and
-from 20,000 to 100,000 pods (``growthExponent20kTo100k``; 1 is linear).
+from 20,000 to 100,000 pods (``growthExponent20kTo100k``; 1 is linear). ``--ladder --repeat
+N`` climbs the ladder N times and takes each size's median run (a shared machine's load
+varies by a fifth or more between runs).
 """
 
 from __future__ import annotations
@@ -234,14 +236,29 @@ def growth_exponent(a: dict[str, Any], b: dict[str, Any]) -> float | None:
     return round(ratio, 3)
 
 
-def ladder(counts: list[int]) -> dict[str, Any]:
+def _median_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One size's runs as one row: the run of median CPU time, with every run's CPU
+    seconds beside it (``cpuSecondsRuns``)."""
+    ordered = sorted(runs, key=lambda r: r["cpuSeconds"])
+    row = dict(ordered[(len(ordered) - 1) // 2])
+    row["cpuSecondsRuns"] = [r["cpuSeconds"] for r in runs]
+    return row
+
+
+def ladder(counts: list[int], repeat: int = 1) -> dict[str, Any]:
     """The diverse mix on ``synthetic-400`` over ``counts`` (ascending), with the machine's
-    calibration and the growth exponents (see the module docstring)."""
+    calibration and the growth exponents (see the module docstring). With ``repeat`` > 1
+    the ladder is climbed that many times, rounds one after another (so a busy spell of a
+    shared machine falls on every size alike), and each size's row is its median run."""
     sys.path.append(str(Path(__file__).resolve().parent))
     import realistic  # benchmarks/realistic.py: the calibration workload
 
     calibration = realistic.calibration_cpu_s()
-    rows = [run_child("synthetic-400", n) for n in counts]
+    runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+    for _ in range(repeat):
+        for n in counts:
+            runs[n].append(run_child("synthetic-400", n))
+    rows = [_median_row(runs[n]) if repeat > 1 else runs[n][0] for n in counts]
     steps = [
         {"fromPods": a["pods"], "toPods": b["pods"], "exponent": growth_exponent(a, b)}
         for a, b in itertools.pairwise(rows)
@@ -263,8 +280,11 @@ def main(argv: list[str]) -> None:
         print(json.dumps(run_one(argv[1], int(argv[2]))))
         return
     if argv[:1] == ["--ladder"]:
-        counts = sorted(int(a) for a in argv[1:]) or LADDER
-        print(json.dumps(ladder(counts), indent=2))
+        rest, repeat = argv[1:], 1
+        if rest[:1] == ["--repeat"]:
+            repeat, rest = int(rest[1]), rest[2:]
+        counts = sorted(int(a) for a in rest) or LADDER
+        print(json.dumps(ladder(counts, repeat), indent=2))
         return
     catalogs = ["synthetic-400", "us-east-1"]
     if argv[:1] == ["--catalog"]:
