@@ -621,6 +621,8 @@ class _Solve(OnExisting):
         pinned there so the pod is counted where kube-scheduler will see it."""
         out: dict[str, Group] = {}
         for g in self.topology.groups_matching(t):
+            if g.kind == ANTI:
+                continue  # counted in every domain the NodeClaim may take (``record``)
             if g.key != labels.HOSTNAME and domains.get(g.key) is None and g.key not in out:
                 out[g.key] = g
         return out
@@ -646,7 +648,7 @@ class _Solve(OnExisting):
         if newly:
             # Earlier pods now have a domain for these keys: count them there.
             for earlier in claim.templates:
-                self.topology.record(earlier, newly)
+                self.topology.record(earlier, newly, decided_late=True)
         claim.templates.append(t)
         claim.requirements = final
         claim.options = cand
@@ -654,7 +656,7 @@ class _Solve(OnExisting):
         claim.pods.append(pod.uid)
         claim.ports.extend(t.host_ports)
         domains = self._domains(claim, final)
-        self.topology.record(t, domains)
+        self.topology.record(t, domains, final)
         index = self.index
         index.pods[claim.index] = len(claim.pods)
         columns = claim.pool.headroom_columns

@@ -289,6 +289,18 @@ class Summary:
         candidates.sort(key=lambda v: (first.get(v, 0), v))
         return candidates
 
+    def _options(
+        self, key: str, candidates: list[str], decide: Mapping[str, Group] | None
+    ) -> list[Requirement]:
+        """The narrowings of an undecided NodeClaim on ``key`` to try, in order: one domain
+        each where a spread, an affinity or ``decide`` chooses one (Karpenter
+        ``nextDomainTopologySpread``); all ``candidates`` at once under anti-affinity alone,
+        which leaves every allowed domain open (``topologygroup.go``
+        ``nextDomainAntiAffinity``)."""
+        if key in self.spread or key in self.affinity or (decide and key in decide):
+            return [Requirement.in_(key, v) for v in candidates]
+        return [Requirement.in_(key, *sorted(candidates))]
+
     def verdict(
         self,
         domain_of: dict[str, str | None],
@@ -342,10 +354,17 @@ class Summary:
             candidates = self._candidates(key, claim_reqs, universe, pending, decide)
             if not candidates:
                 return Verdict(False, _why(key, self.active))
-            narrow.append([Requirement.in_(key, v) for v in candidates])
+            narrow.append(self._options(key, candidates, decide))
         if not narrow:
             return _OK
         return Verdict(True, narrowings=_combos(narrow))
+
+
+def _listed(reqs: Requirements, key: str) -> tuple[str, ...]:
+    """The values ``reqs`` lists on ``key`` (Karpenter ``Requirement.Values``: those of an
+    ``In``, and those a ``NotIn`` excludes; none without a requirement on the key)."""
+    r = reqs.get(key)
+    return tuple(sorted(r.values)) if r is not None else ()
 
 
 def _combos(narrow: list[list[Requirement]]) -> list[tuple[Requirement, ...]]:
@@ -504,16 +523,42 @@ class Topology:
             if d is not None:
                 self._inverse.setdefault((term, namespace), set()).add(d)
 
-    def record(self, t: PodTemplate, domain_of: Mapping[str, str | None]) -> None:
-        """Count a pod placed by this solve; ``domain_of`` maps keys to its domain there."""
+    def record(
+        self,
+        t: PodTemplate,
+        domain_of: Mapping[str, str | None],
+        undecided: Requirements | None = None,
+        *,
+        decided_late: bool = False,
+    ) -> None:
+        """Count a pod placed by this solve; ``domain_of`` maps keys to its domain there
+        (None: a NodeClaim's, not decided yet). On such a NodeClaim, whose requirements are
+        ``undecided``, an anti-affinity counts the pod in every domain the requirement on
+        its key lists, as do the pod's own required anti-affinity terms (Karpenter
+        ``topology.go`` ``Topology.Record``: "for anti-affinity topologies we need to block
+        out all possible domains that the pod could land in", with ``Requirement.Values``,
+        which for a ``NotIn`` are the values it excludes). ``decided_late``: the NodeClaim
+        was just narrowed to ``domain_of`` for a pod placed earlier, which counts now in the
+        spread and affinity groups (anti-affinity counted it at placement)."""
         for g in self.groups_matching(t):
             d = domain_of.get(g.key)
+            if g.kind == ANTI and (decided_late or d is None):
+                if not decided_late and undecided is not None:
+                    for v in _listed(undecided, g.key):
+                        g.counts[v] = g.counts.get(v, 0) + 1
+                continue
             if d is not None:
                 g.counts[d] = g.counts.get(d, 0) + 1
+        if decided_late:
+            return
         for term in t.pod_anti_affinity:
             d = domain_of.get(term.key)
             if d is not None:
                 self._inverse.setdefault((term, t.namespace), set()).add(d)
+            elif undecided is not None:
+                self._inverse.setdefault((term, t.namespace), set()).update(
+                    _listed(undecided, term.key)
+                )
 
     def groups_matching(self, t: PodTemplate) -> tuple[Group, ...]:
         """Groups that count ``t``'s pods, in registration order (remembered per template

@@ -193,3 +193,27 @@ def test_new_claims_with_equal_pod_counts_are_tried_in_creation_order(tmp_path: 
     side = _plan(case, tmp_path)
     assert side.error == "" and side.pending == []
     assert sorted(c[1] for c in side.claims) == ["c-8x", "c-8x", "m-2x"]  # Karpenter: r-2x
+
+
+def test_preferred_zone_anti_affinity_blocks_every_zone_of_an_undecided_claim(
+    tmp_path: Path,
+) -> None:
+    """Was a known disagreement (generated cases gen-798733-0, gen-707-2, gen-707-27): pods
+    that prefer to avoid each other's zone. Karpenter leaves a NodeClaim's zone open under
+    anti-affinity (``topologygroup.go`` ``nextDomainAntiAffinity``: every empty domain) and
+    records the pod in every zone it could take (``topology.go`` ``Topology.Record``), so
+    the next pod finds no zone, relaxes the preference and takes the cheapest zone; here a
+    host port keeps each pod on its own node, and all three go to zone a. Joiner pinned each
+    NodeClaim to one zone and spread them over three."""
+    anti = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "podAffinityTerm": cases.affinity_term(cases.ZONE, "pz")}
+            ]
+        }
+    }
+    group = cases.pods("pz", 3, cpu="900m", memory="512Mi", host_ports=[8081], affinity=anti)
+    case = cases.Case("pz", ("pod anti-affinity",), cases.DEFAULT, group)
+    side = _plan(case, tmp_path)
+    assert side.error == "" and side.pending == []
+    assert sorted(c[3] for c in side.claims) == ["test-zone-a"] * 3
