@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -150,8 +151,9 @@ def _note_unitless_memory(
     spec: m.PodSpec, base: str, file: str, obj: str, out: ManifestSet
 ) -> None:
     """Warn of a memory request or limit written as a bare number under a mebibyte
-    (``memory: 2048``): Kubernetes reads it as bytes, as Joiner does, but it is almost always
-    a forgotten ``Mi``."""
+    (``memory: 2048``, ``memory: 0.5``) or in thousandths of a byte (``memory: 512m``, a CPU
+    unit): Kubernetes reads it as bytes, as Joiner does, but it is almost always a forgotten
+    or wrong unit."""
     groups = (("containers", spec.containers), ("initContainers", spec.initContainers))
     for group, containers in groups:
         for i, c in enumerate(containers):
@@ -161,12 +163,29 @@ def _note_unitless_memory(
             ):
                 value = values.get("memory")
                 text = str(value).strip() if value is not None else ""
-                if not text.isdigit() or not 0 < int(text) < _UNITLESS_MEMORY_MAX:
+                reading = _memory_slip(text)
+                if reading is None:
                     continue
                 out.warnings.append(
                     f"{file}: {obj}: field {base}.{group}[{i}].resources.{part}.memory: "
-                    f"{text} has no unit, so it is {text} bytes; did you mean {text}Mi?"
+                    f"{reading}; did you mean {text.removesuffix('m')}Mi?"
                 )
+
+
+#: A bare decimal number (``2048``, ``0.5``), and one with the milli suffix (``512m``).
+_BARE_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+", re.ASCII)
+_MILLI_NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)m", re.ASCII)
+
+
+def _memory_slip(text: str) -> str | None:
+    """What a memory quantity ``text`` amounts to when it is a bare number under a mebibyte
+    or a number of thousandths of a byte (``_note_unitless_memory``); None for any other
+    text (units, zero, a mebibyte or more, not a number)."""
+    if _MILLI_NUMBER.fullmatch(text) and float(text[:-1]) > 0:
+        return f"{text} is {text[:-1]} thousandths of a byte (m is milli, a CPU unit)"
+    if _BARE_NUMBER.fullmatch(text) and 0 < float(text) < _UNITLESS_MEMORY_MAX:
+        return f"{text} has no unit, so it is {text} bytes"
+    return None
 
 
 def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job]) -> _Handler:
