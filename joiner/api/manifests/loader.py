@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from joiner.api import corevalidation, k8snames, openapi
+from joiner.api import corevalidation, durations, k8snames, labels, openapi
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
@@ -129,7 +129,14 @@ def _awsnodetemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet)
 
 
 def _note_unmodelled(
-    spec: m.PodSpec, base: str, file: str, obj: str, out: ManifestSet, *, template: bool = True
+    spec: m.PodSpec,
+    base: str,
+    file: str,
+    obj: str,
+    out: ManifestSet,
+    *,
+    annotations: Mapping[str, str],
+    template: bool = True,
 ) -> None:
     found = unmodelled.unmodelled_fields(spec)
     if template and spec.nodeName:
@@ -140,6 +147,29 @@ def _note_unmodelled(
     for name, why in found:
         out.unmodelled.setdefault((f"{base}.{name}", why), []).append(f"{file}: {obj}")
     _note_unitless_memory(spec, base, file, obj, out)
+    _note_ignored_do_not_disrupt(annotations, base, file, obj, out)
+
+
+def _note_ignored_do_not_disrupt(
+    annotations: Mapping[str, str], base: str, file: str, obj: str, out: ManifestSet
+) -> None:
+    """Warn of a ``karpenter.sh/do-not-disrupt`` value that protects nothing although it
+    was surely meant to (``True``, ``yes``, `` true``, ``10x``, ``-true``): Karpenter takes only
+    ``"true"`` or a Go duration (pkg/utils/pod/scheduling.go ``IsDoNotDisruptActive``), and
+    so does Joiner (``durations.do_not_disrupt``); ``"false"`` draws nothing. ``base`` is
+    the pod spec's path, whose metadata sits beside it."""
+    value = annotations.get(labels.DO_NOT_DISRUPT)
+    if value is None or value == "false":
+        return
+    # A negative duration is one too (``time.ParseDuration``): it protects for no time.
+    if value == "true" or durations.do_not_disrupt(value.removeprefix("-"))[1] is not None:
+        return
+    where = base.removesuffix("spec") + "metadata.annotations"
+    out.warnings.append(
+        f"{file}: {obj}: field {where}.{labels.DO_NOT_DISRUPT}: {value!r} is neither "
+        '"true" nor a Go duration such as 30m, so Karpenter ignores it: the pod does not '
+        "block disruption"
+    )
 
 
 #: Below this many bytes a memory quantity is taken for a missing unit: no container runs in
@@ -191,7 +221,10 @@ def _memory_slip(text: str) -> str | None:
 def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job]) -> _Handler:
     def handle(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
         parsed = _validate(model, doc, file, obj)
-        _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
+        tmpl = parsed.spec.template
+        _note_unmodelled(
+            tmpl.spec, "spec.template.spec", file, obj, out, annotations=tmpl.metadata.annotations
+        )
         w = pods.workload(parsed, file)
         cpa = proportional.detect(parsed.spec.template.spec, w, file, obj, out.warnings)
         if cpa is not None:
@@ -208,19 +241,25 @@ def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | 
 def _cronjob(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.CronJob, doc, file, obj)
     base = "spec.jobTemplate.spec.template.spec"
-    _note_unmodelled(parsed.spec.jobTemplate.spec.template.spec, base, file, obj, out)
+    tmpl = parsed.spec.jobTemplate.spec.template
+    _note_unmodelled(tmpl.spec, base, file, obj, out, annotations=tmpl.metadata.annotations)
     out.cronjobs.append(pods.cronjob(parsed, file))
 
 
 def _daemonset(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.DaemonSet, doc, file, obj)
-    _note_unmodelled(parsed.spec.template.spec, "spec.template.spec", file, obj, out)
+    tmpl = parsed.spec.template
+    _note_unmodelled(
+        tmpl.spec, "spec.template.spec", file, obj, out, annotations=tmpl.metadata.annotations
+    )
     out.daemonsets.append(pods.daemonset(parsed, file))
 
 
 def _pod(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.Pod, doc, file, obj)
-    _note_unmodelled(parsed.spec, "spec", file, obj, out, template=False)
+    _note_unmodelled(
+        parsed.spec, "spec", file, obj, out, annotations=parsed.metadata.annotations, template=False
+    )
     out.pods.append(pods.pod(parsed, file))
 
 
@@ -229,7 +268,17 @@ def _pdb(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
 
 
 def _node(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
-    out.nodes.append(pods.node(_validate(m.Node, doc, file, obj), file))
+    parsed = _validate(m.Node, doc, file, obj)
+    value = parsed.metadata.annotations.get(labels.DO_NOT_DISRUPT)
+    if value not in (None, "true", "false"):
+        # Karpenter pkg/controllers/state/statenode.go ``ValidateNodeDisruptable``: a
+        # Node's annotation counts only when it is "true" (no duration, unlike a pod's).
+        out.warnings.append(
+            f"{file}: {obj}: field metadata.annotations.{labels.DO_NOT_DISRUPT}: {value!r} "
+            'is not "true", the only value Karpenter honours on a Node (a duration is for '
+            "pods): the node does not block disruption"
+        )
+    out.nodes.append(pods.node(parsed, file))
 
 
 def _pvc(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
@@ -300,7 +349,14 @@ def _hpa_other(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> No
 
 def _podtemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(capacitybuffer.PodTemplateModel, doc, file, obj)
-    _note_unmodelled(parsed.template.spec, "template.spec", file, obj, out)
+    _note_unmodelled(
+        parsed.template.spec,
+        "template.spec",
+        file,
+        obj,
+        out,
+        annotations=parsed.template.metadata.annotations,
+    )
     key, template = capacitybuffer.pod_template(parsed)
     out.podtemplates[key] = template
 
