@@ -267,8 +267,35 @@ def _pdb(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     out.pdbs.append(pods.pdb(_validate(m.PodDisruptionBudget, doc, file, obj), file))
 
 
+#: The statuses a Kubernetes condition takes (``metav1.ConditionStatus``).
+_CONDITION_STATUSES = ("True", "False", "Unknown")
+
+
+def _note_odd_conditions(parsed: m.Node, file: str, obj: str, out: ManifestSet) -> None:
+    """Warn of a Node condition whose status is not ``True``, ``False`` or ``Unknown``
+    (``false``, ``Maybe``): Karpenter counts any Ready status but ``True`` as NotReady
+    (pkg/controllers/disruption/helpers.go ``BuildDisruptionBudgetMapping``), while the node
+    lifecycle controller taints only ``False`` and ``Unknown`` (Kubernetes
+    pkg/controller/nodelifecycle/node_lifecycle_controller.go ``doNoScheduleTaintingPass``),
+    so such a node is NotReady for budgets yet still takes pods."""
+    for i, c in enumerate(parsed.status.conditions):
+        if c.status in _CONDITION_STATUSES:
+            continue
+        effect = (
+            "Karpenter counts the node NotReady against disruption budgets, but it gets no "
+            "not-ready taint, so pods are still placed there"
+            if c.type == "Ready"
+            else "it adds no taint"
+        )
+        out.warnings.append(
+            f"{file}: {obj}: field status.conditions[{i}].status: {c.status!r} is not True, "
+            f"False or Unknown: {effect}"
+        )
+
+
 def _node(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.Node, doc, file, obj)
+    _note_odd_conditions(parsed, file, obj, out)
     value = parsed.metadata.annotations.get(labels.DO_NOT_DISRUPT)
     if value not in (None, "true", "false"):
         # Karpenter pkg/controllers/state/statenode.go ``ValidateNodeDisruptable``: a
