@@ -30,6 +30,7 @@ from datetime import datetime
 
 from joiner.api import labels
 from joiner.api.featuregates import FeatureGates
+from joiner.api.grouping import grouped, plural
 from joiner.api.manifests import ManifestSet
 from joiner.api.outputs import (
     DisruptionPlan,
@@ -205,19 +206,29 @@ class DryRun:
         duration-valued do-not-disrupt counts from there); pods on nodes Joiner leaves
         alone keep running there and are not demand."""
         by_key = {(p.namespace, p.name): p for p in self.state.pods.values()}
+        listed = {n.name for n in self.manifests.nodes}
+        left: dict[bool, list[str]] = {True: [], False: []}
         for sp in self.manifests.pods:
             pod = by_key.get((sp.namespace, sp.name))
             if pod is None:
                 continue
             if sp.node_name is not None and sp.node_name not in self.state.nodes:
                 pod.deleted_at_s = 0.0  # stays where it runs; not part of this dry run
-                self.warnings.append(
-                    f"{sp.source.ref} ({sp.source.file}): runs on node {sp.node_name!r}, "
-                    "which Joiner leaves alone; it stays there"
+                left[sp.node_name in listed].append(
+                    f"{sp.namespace}/{sp.name} (node {sp.node_name}, {sp.source.file})"
                 )
                 continue
             if sp.started_at is not None and pod.node_name is not None:
                 pod.bound_at_s = (sp.started_at - at).total_seconds()
+        for is_listed, where in ((True, "Joiner leaves alone"), (False, "not in the manifests")):
+            if left[is_listed]:
+                self.warnings.append(
+                    grouped(
+                        f"{plural(len(left[is_listed]), 'pod')} on nodes {where} stay there, "
+                        "not part of this dry run",
+                        left[is_listed],
+                    )
+                )
 
     def _offered(self, nodepool: str, type_name: str) -> bool:
         """Whether ``nodepool``'s NodeClass offers instance type ``type_name`` here."""

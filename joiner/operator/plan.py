@@ -392,6 +392,7 @@ def _read_pods(
     are added by the caller)."""
     demand = _Demand([], {name: {} for name in targets}, {name: {} for name in targets}, [], [])
     ds_owners = {f"DaemonSet/{d.name}" for d in m.daemonsets}
+    missing: list[str] = []
     for p in m.pods:
         if p.terminal:
             continue
@@ -408,10 +409,15 @@ def _read_pods(
             if p.provisionable:
                 demand.pending.append(_Pending(p.key, p.key, p.template, running=True))
         elif p.node_name not in live_nodes:
-            warnings.append(
-                f"{p.source.file}: {p.source.ref}: runs on node {p.node_name!r}, which is not in "
-                "the manifests; its usage is ignored"
+            missing.append(f"{p.key} (node {p.node_name}, {p.source.file})")
+    if missing:
+        warnings.append(
+            grouped(
+                f"{plural(len(missing), 'pod')} on nodes not in the manifests: their usage "
+                "is ignored",
+                missing,
             )
+        )
     return demand
 
 

@@ -40,3 +40,28 @@ def test_an_init_container_limit_is_checked_too() -> None:
 def test_units_zero_and_a_mebibyte_or_more_draw_nothing(mem: str) -> None:
     warnings, _ = _load(mem)
     assert warnings == []
+
+
+@pytest.mark.parametrize(
+    ("mem", "reading"),
+    [
+        ("0.5", "0.5 has no unit, so it is 0.5 bytes; did you mean 0.5Mi?"),
+        ("2048.5", "2048.5 has no unit, so it is 2048.5 bytes; did you mean 2048.5Mi?"),
+        (
+            '"512m"',
+            "512m is 512 thousandths of a byte (m is milli, a CPU unit); did you mean 512Mi?",
+        ),
+    ],
+)
+def test_a_bare_decimal_or_a_milli_memory_warns_too(mem: str, reading: str) -> None:
+    """``memory: 0.5`` (a bare number under a mebibyte, not whole) and ``memory: 512m`` (a
+    CPU unit: 0.512 bytes) were read without a word."""
+    warnings, _ = _load(mem)
+    assert warnings == [
+        "web.yaml: Deployment/web: field spec.template.spec.containers[0].resources.requests"
+        f".memory: {reading}"
+    ]
+
+
+def test_milli_memory_of_zero_draws_nothing() -> None:
+    assert _load('"0m"')[0] == []

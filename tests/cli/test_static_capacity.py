@@ -129,6 +129,20 @@ def test_the_crds_rules_on_static_pools_are_enforced(tmp_path):
     assert result.exit_code == 2 and "spec.replicas" in " ".join(result.output.split())
 
 
+def test_a_static_pool_beyond_the_simulation_limit_is_refused_at_once(tmp_path):
+    """``replicas: 1000000`` planned its NodeClaims one by one for minutes (int64 2^40
+    never ended); a ``limits.nodes`` within the limit keeps such a pool plannable."""
+    path = _write(tmp_path, static_pool(1_000_000))
+    for command in ("plan", "disrupt", "advise"):
+        result = runner.invoke(app, [command, "-f", str(path), *GATE])
+        assert result.exit_code == 2, result.output
+        text = " ".join(result.output.split())
+        assert "cluster.yaml" in text and "NodePool/fixed" in text and "spec.replicas" in text
+        assert "1,000,000 is above Joiner's simulation limit of 10,000 NodeClaims" in text
+    plan = _plan(_write(tmp_path, static_pool(2**40, "  limits: {nodes: 2}\n")), *GATE)
+    assert len(plan["staticNodeClaims"]) == 2
+
+
 NODES = ("busy", "guarded", "idle")
 
 

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from joiner.api import cron, durations, labels, quantity, resourcenames
 from joiner.api import objects as o
 from joiner.api.errors import InputError
+from joiner.api.limits import MAX_STATIC_NODECLAIMS
 from joiner.api.manifests import models as m
 from joiner.api.manifests import nodeclass_rules, userdata
 from joiner.api.manifests.models_karpenter import BUDGET_DURATION_PATTERN, BUDGET_NODES_PATTERN
@@ -260,6 +261,29 @@ def on_demand_base(annotations: Mapping[str, str]) -> int | str | None:
     raise InputError(f"{raw!r} is neither a node count nor a percentage like 20%", field=field)
 
 
+def _static_size(spec: m.NodePoolSpec, limits: tuple[tuple[str, int], ...]) -> None:
+    """Joiner's limit on a static pool's NodeClaims (``MAX_STATIC_NODECLAIMS``, not an API
+    rule): Karpenter's static provisioning creates ``spec.replicas`` NodeClaims within
+    ``limits.nodes`` (``static/provisioning/controller.go`` ``Reconcile``), so a count above
+    the limit is refused unless ``limits.nodes`` keeps the pool within it.
+
+    Raises:
+        InputError: naming ``spec.replicas``.
+    """
+    if spec.replicas is None or spec.replicas <= MAX_STATIC_NODECLAIMS:
+        return
+    nodes = dict(limits).get("nodes")
+    if nodes is not None and nodes <= MAX_STATIC_NODECLAIMS:
+        return
+    raise InputError(
+        f"{spec.replicas:,} is above Joiner's simulation limit of {MAX_STATIC_NODECLAIMS:,} "
+        "NodeClaims per static NodePool (MAX_STATIC_NODECLAIMS: not an API rule, the API "
+        "server would take it; Joiner does not simulate more); lower it, or set "
+        f"spec.limits.nodes to {MAX_STATIC_NODECLAIMS:,} or less",
+        field="spec.replicas",
+    )
+
+
 def _static_rules(spec: m.NodePoolSpec) -> None:
     """The NodePool CRD's CEL rules on a static pool (``spec.replicas`` set; Karpenter
     ``pkg/apis/v1/nodepool.go`` ``NodePoolSpec`` validations): only ``limits.nodes`` and
@@ -311,6 +335,8 @@ def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
         )
     )
     _static_rules(spec)
+    limits = resources(spec.limits, "spec.limits")
+    _static_size(spec, limits)
     return o.NodePool(
         name=doc.metadata.name,
         replicas=spec.replicas,
@@ -323,7 +349,7 @@ def nodepool(doc: m.NodePool, file: str) -> o.NodePool:
         annotations=tuple(sorted(tmpl.metadata.annotations.items())),
         taints=taints(tmpl.spec.taints),
         startup_taints=taints(tmpl.spec.startupTaints),
-        limits=resources(spec.limits, "spec.limits"),
+        limits=limits,
         weight=spec.weight or 0,
         expire_after_s=expire,
         consolidation_policy=spec.disruption.consolidationPolicy,
