@@ -26,8 +26,12 @@ again (a NodeClaim of a later round than the case's first holding only displaced
 (``first_decision``). If that comparison agrees, the case "agrees with Karpenter's plan;
 kube-scheduler race", a verdict counted apart from plain agreement; otherwise it stays a
 disagreement. Karpenter's Nominated events are deduplicated per pod for 2 minutes and
-rate-limited (``NOMINATED``), so a pod whose event was lost cannot show a race: such a case
-stays a disagreement.
+rate-limited (``NOMINATED``), so a pod whose event was lost cannot show a race that way. It
+can still show one by time (``_seen_first``): a pod kube-scheduler had found unschedulable
+(its first FailedScheduling event) before the case's first round listed the pending pods,
+which that round did not name as a pod it could not schedule, was placed by that round; if
+it ends on the node of a NodeClaim of a later round, with no Nominated event, that NodeClaim
+provisioned it again. Without such evidence the case stays a disagreement.
 
 "Stable" is: no NodeClaim created, deleted or changed and no pod bound or deleted for
 ``QUIET_S`` seconds (``DISRUPT_QUIET_S`` after a disruption change, which covers Karpenter's
@@ -45,6 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import durationpy
 import httpx2 as httpx
 import render
 from cases import Case, Obj
@@ -123,6 +128,16 @@ NOMINATED = "Nominated"
 _NOMINATED_CLAIM = re.compile(r"^Pod should schedule on: (?:.*\s)?nodeclaim/([^,\s]+)")
 #: the component Karpenter's events come from (its event recorder's name)
 KARPENTER_SOURCE = "karpenter"
+#: kube-scheduler's event for a pod no node can take (k8s.io/kubernetes
+#: pkg/scheduler/schedule_one.go ``handleSchedulingFailure``), from its default profile
+FAILED_SCHEDULING = "FailedScheduling"
+SCHEDULER_SOURCE = "default-scheduler"
+#: how long before a round's listing of the pending pods a pod must have been found
+#: unschedulable to count as listed by it: kube-scheduler records the event before its
+#: status update reaches Karpenter's informer cache (milliseconds on this stack)
+SEEN_MARGIN_S = 0.5
+_LOG_TIME = re.compile(r'"time":"([^"]+)"')
+_LOG_DURATION = re.compile(r'"duration":"([^"]+)"')
 
 
 @dataclass
@@ -172,6 +187,12 @@ class Trace:
     existing_nodes: set[str] = field(default_factory=set)
     #: batch pod -> the round of Karpenter's first "could not schedule pod" line of it
     failed: dict[str, int] = field(default_factory=dict)
+    #: round -> when it listed the pending pods (epoch s: its log line's time less the
+    #: round's duration); rounds whose line gives no time are absent
+    round_start: dict[int, float] = field(default_factory=dict)
+    #: batch pod -> when kube-scheduler first found it unschedulable (epoch s, its first
+    #: FailedScheduling event); pods it bound at once are absent
+    unschedulable_at: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         """The trace as recorded, with the raced pods."""
@@ -188,6 +209,8 @@ class Trace:
             "nominated": dict(sorted(self.nominated.items())),
             "bound": dict(sorted(self.bound.items())),
             "couldNotSchedule": dict(sorted(self.failed.items())),
+            "roundStart": {str(r): t for r, t in sorted(self.round_start.items())},
+            "unschedulableAt": dict(sorted(self.unschedulable_at.items())),
             "racedPods": race(self),
         }
 
@@ -662,6 +685,8 @@ def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: st
     new = _new_claims(cluster, case, before)
     rounds, failed = provisioning_rounds(log_text, render.namespace(case))
     batch = {p["metadata"]["name"] for p in case.pods}
+    events = cluster.events(render.namespace(case))
+    unschedulable = first_unschedulable(events)
     return Trace(
         claims={name: _claim_tuple(c) for name, c in new.items()},
         rounds={name: rounds[name] for name in new if name in rounds},
@@ -670,12 +695,14 @@ def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: st
             **before.node_of_claim,
             **{name: (c.get("status") or {}).get("nodeName") or "" for name, c in new.items()},
         },
-        nominated=nominations(cluster.events(render.namespace(case))),
+        nominated=nominations(events),
         bound={
             p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or ""
             for p in _batch_pods(cluster, case)
         },
         existing_nodes=set(before.node_of_claim.values()),
+        round_start=round_starts(log_text),
+        unschedulable_at={p: t for p, t in unschedulable.items() if p in batch},
     )
 
 
@@ -696,6 +723,51 @@ def provisioning_rounds(log_text: str, namespace: str) -> tuple[dict[str, int], 
     return claims, failed
 
 
+def round_starts(log_text: str) -> dict[int, float]:
+    """Each scheduling round (numbered as ``provisioning_rounds`` numbers them) -> when it
+    listed the pending pods, in epoch seconds: its "found provisionable pod(s)" line's time
+    less the line's ``duration`` (v1.14 ``Provisioner.Schedule`` measures it from before
+    ``GetPendingPods``). A line without a readable time or duration is left out."""
+    out: dict[int, float] = {}
+    count = 0
+    for line in log_text.splitlines():
+        if _ROUND not in line:
+            continue
+        count += 1
+        when, took = _LOG_TIME.search(line), _LOG_DURATION.search(line)
+        if when is None or took is None:
+            continue
+        try:
+            start = _instant(when.group(1)) - durationpy.from_str(took.group(1)).total_seconds()
+        except ValueError:  # durationpy.DurationError is one
+            continue
+        out[count] = start
+    return out
+
+
+def _instant(text: str) -> float:
+    """An RFC 3339 time (``Z`` or an offset, any fraction) in epoch seconds."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def first_unschedulable(events: list[Obj]) -> dict[str, float]:
+    """Each pod -> the time (epoch s) of kube-scheduler's earliest FailedScheduling event
+    of it: ``eventTime`` (events.k8s.io, microseconds), else ``firstTimestamp``."""
+    out: dict[str, float] = {}
+    for event in events:
+        obj = event.get("involvedObject") or event.get("regarding") or {}
+        if event.get("reason") != FAILED_SCHEDULING or obj.get("kind") != "Pod":
+            continue
+        if _event_source(event) != SCHEDULER_SOURCE:
+            continue
+        text = event.get("eventTime") or event.get("firstTimestamp")
+        if not text:
+            continue
+        name, when = str(obj.get("name")), _instant(str(text))
+        out[name] = min(when, out.get(name, when))
+    return out
+
+
 def _failed_pod(line: str, namespace: str) -> str:
     """The name of the pod of ``namespace`` a "could not schedule pod" line names ("" for
     another namespace's or an unreadable line)."""
@@ -707,7 +779,12 @@ def _failed_pod(line: str, namespace: str) -> str:
 
 
 def _event_source(event: Obj) -> str:
-    return (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
+    return (
+        (event.get("source") or {}).get("component")
+        or event.get("reportingComponent")
+        or event.get("reportingController")
+        or ""
+    )
 
 
 def _event_time(event: Obj) -> str:
@@ -739,7 +816,46 @@ def race(trace: Trace) -> list[str]:
         planned, node = trace.claim_node.get(claim, ""), trace.bound.get(pod, "")
         if planned and (node != planned if node else _intruded(trace, planned)):
             out.append(pod)
-    return sorted(out)
+    return sorted(out + _provisioned_again_by_time(trace))
+
+
+def _first_round(trace: Trace) -> int:
+    """The case's first scheduling round: the earliest that created one of its NodeClaims."""
+    return min((trace.rounds.get(c, 0) for c in trace.claims), default=0)
+
+
+def _seen_first(trace: Trace, pod: str) -> bool:
+    """kube-scheduler had found ``pod`` unschedulable before the case's first round listed
+    the pending pods (``SEEN_MARGIN_S`` earlier at least), so that round decided it."""
+    when, start = trace.unschedulable_at.get(pod), trace.round_start.get(_first_round(trace))
+    return when is not None and start is not None and when + SEEN_MARGIN_S <= start
+
+
+def _late(trace: Trace, pod: str) -> bool:
+    """The case's first round is known not to have listed ``pod`` (it is known when it
+    became unschedulable, and that was after the round's listing)."""
+    return pod in trace.unschedulable_at and not _seen_first(trace, pod)
+
+
+def _provisioned_again_by_time(trace: Trace) -> list[str]:
+    """Pods with no Nominated event that the case's first round placed (``_seen_first``,
+    never named by its "could not schedule pod" line) but that are bound to the node of a
+    NodeClaim created in a later round: kube-scheduler displaced them and Karpenter
+    provisioned them again."""
+    first = _first_round(trace)
+    later = {
+        trace.claim_node[c]
+        for c in trace.claims
+        if trace.rounds.get(c, first) > first and trace.claim_node.get(c)
+    }
+    return [
+        p
+        for p, node in trace.bound.items()
+        if node in later
+        and p not in trace.nominated
+        and trace.failed.get(p, first + 1) > first
+        and _seen_first(trace, p)
+    ]
 
 
 def _intruded(trace: Trace, node: str) -> bool:
@@ -765,8 +881,13 @@ def _provisioned_again(trace: Trace, claim: str) -> bool:
 
 
 def _displaced_there(trace: Trace, pod: str, claim: str) -> bool:
+    """``pod`` on ``claim``'s node was planned elsewhere: nominated to another NodeClaim,
+    or without an event, never left out by Karpenter and not known to have come after the
+    case's first round (``_late``)."""
     nominated = trace.nominated.get(pod)
-    return nominated != claim and (nominated is not None or pod not in trace.failed)
+    if nominated is not None:
+        return nominated != claim
+    return pod not in trace.failed and not _late(trace, pod)
 
 
 def first_decision(trace: Trace) -> Side:
@@ -777,7 +898,7 @@ def first_decision(trace: Trace) -> Side:
     of its nodes or bound there by kube-scheduler after Karpenter could not schedule them
     (a pod bound there with neither event nor failure counts as placed: its event may have
     been rate-limited away)."""
-    first = min((trace.rounds.get(c, 0) for c in trace.claims), default=0)
+    first = _first_round(trace)
     again = [
         trace.rounds[c]
         for c in trace.claims
@@ -790,6 +911,8 @@ def first_decision(trace: Trace) -> Side:
     placed = {p for p, c in trace.nominated.items() if c in kept}
     placed |= {p for p, n in trace.bound.items() if n in trace.existing_nodes}
     placed |= {p for p, n in trace.bound.items() if n in nodes and p not in left_out}
+    # listed by the first round and never left out: it placed them (their events lost)
+    placed |= {p for p in trace.bound if p not in left_out and _seen_first(trace, p)}
     return Side(
         claims=[trace.claims[c] for c in sorted(kept)],
         pending=sorted(p for p in trace.bound if p not in placed),

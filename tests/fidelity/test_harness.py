@@ -4,6 +4,7 @@ and the written equivalence compares what it says."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import casekit
 import cases
@@ -418,3 +419,103 @@ def test_a_pod_nominated_to_a_node_from_before_the_batch() -> None:
     trace.bound["early"] = "n1b"
     assert harness.race(trace) == ["early"]
     assert harness.first_decision(trace).pending == ["lost"]
+
+
+def test_round_starts_are_the_log_time_less_the_rounds_duration() -> None:
+    log = "\n".join(
+        [
+            '{"level":"INFO","time":"2026-12-06T11:14:49.068Z","message":"found provisionable '
+            'pod(s)","Pods":"fx-x/a-0 and 85 other(s)","duration":"50.896182ms"}',
+            '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"nc-a"}}',
+            '{"level":"INFO","time":"2026-12-06T11:14:56Z","message":"found provisionable pod(s)"}',
+            '{"level":"INFO","time":"2026-12-06T11:15:00Z","message":"found provisionable pod(s)",'
+            '"duration":"1m2.5s"}',
+        ]
+    )
+    starts = harness.round_starts(log)
+    base = datetime(2026, 12, 6, 11, 14, 49, 68000, tzinfo=UTC).timestamp()
+    assert starts.keys() == {1, 3}  # round 2 gives no duration
+    assert abs(starts[1] - (base - 0.050896)) < 1e-6
+    assert abs(starts[3] - (base - 0.068 + 11 - 62.5)) < 1e-3
+
+
+def test_first_unschedulable_reads_kube_schedulers_earliest_failure() -> None:
+    def event(pod: str, when: str, reason: str = "FailedScheduling", **src: str) -> dict:
+        return {
+            "reason": reason,
+            "eventTime": when,
+            "involvedObject": {"kind": "Pod", "name": pod},
+            **(src or {"reportingComponent": "default-scheduler"}),
+        }
+
+    events = [
+        event("a", "2026-12-06T11:14:48.500000Z"),
+        event("a", "2026-12-06T11:14:47.250000Z"),
+        event("b", "2026-12-06T11:14:50.000000Z", reason="Scheduled"),
+        event("c", "2026-12-06T11:14:46.000000Z", reportingController="default-scheduler"),
+        event("d", "2026-12-06T11:14:46.000000Z", source={"component": "karpenter"}),
+    ]
+    got = harness.first_unschedulable(events)
+    assert got.keys() == {"a", "c"}
+    assert got["a"] == datetime(2026, 12, 6, 11, 14, 47, 250000, tzinfo=UTC).timestamp()
+
+
+def _eventless_trace() -> harness.Trace:
+    """gen-909-15 as it ran (seed 909, 2026-12-06): five pods that repel each other (g1) and
+    five that do not (g0). Karpenter's round 2 planned five c-4x, one g1 pod each; none of
+    the batch kept a Nominated event. kube-scheduler bound the g0 pods on two of those nodes
+    first, so two g1 pods no longer fit there and round 3 launched a c-4x for each."""
+    claims = {f"nc-{i}": ("beta", "c-4x", "on-demand", "a") for i in range(7)}
+    nodes = {c: f"n-{c}" for c in claims}
+    return harness.Trace(
+        claims=claims,
+        rounds={**{f"nc-{i}": 2 for i in range(5)}, "nc-5": 3, "nc-6": 3},
+        claim_node=nodes,
+        nominated={},
+        bound={
+            **{f"g0-{i}": "n-nc-3" if i % 2 else "n-nc-4" for i in range(5)},
+            "g1-0": "n-nc-0",
+            "g1-1": "n-nc-1",
+            "g1-2": "n-nc-5",
+            "g1-3": "n-nc-2",
+            "g1-4": "n-nc-6",
+        },
+        round_start={1: 100.0, 2: 110.0, 3: 118.0},
+        unschedulable_at={**{f"g0-{i}": 105.0 for i in range(5)}, "g1-2": 105.5, "g1-4": 106.0},
+    )
+
+
+def test_an_eventless_pod_placed_by_the_first_round_and_provisioned_again_is_a_race() -> None:
+    trace = _eventless_trace()
+    assert harness.race(trace) == ["g1-2", "g1-4"]
+    first = harness.first_decision(trace)
+    assert sorted(first.claims) == [("beta", "c-4x", "on-demand", "a")] * 5
+    assert first.pending == []
+    joiner = Side(claims=[("beta", "c-4x", "on-demand", "a")] * 5)
+    case = cases.Case(
+        "x", ("resources",), cases.DEFAULT, [*cases.pods("g0", 5), *cases.pods("g1", 5)]
+    )
+    assert harness.compare_with_plan(case, trace, joiner) == (first, [])
+
+
+def test_an_eventless_pod_the_first_round_did_not_decide_is_no_race() -> None:
+    """Without evidence that the first round listed and placed a pod, its later NodeClaim
+    is ordinary provisioning: the case stays a disagreement."""
+    trace = _eventless_trace()
+    trace.unschedulable_at["g1-2"] = 109.8  # within the margin of round 2's listing
+    trace.unschedulable_at["g1-4"] = 112.0  # after it
+    assert harness.race(trace) == []
+    del trace.unschedulable_at["g1-2"]  # never found unschedulable: no evidence
+    assert harness.race(trace) == []
+    trace.unschedulable_at["g1-2"] = 105.5
+    trace.failed["g1-2"] = 2  # the first round could not schedule it: not placed there
+    assert harness.race(trace) == []
+    # a pod that came after the first round is no displaced one, and the first decision
+    # (the rounds before the first that provisioned a displaced pod again) left it out
+    trace.failed.clear()
+    trace.unschedulable_at["g1-4"] = 105.0
+    trace.bound["late"] = "n-nc-6"
+    trace.unschedulable_at["late"] = 115.0
+    assert harness.race(trace) == ["g1-2", "g1-4"]
+    first = harness.first_decision(trace)
+    assert (len(first.claims), first.pending) == (5, ["late"])
