@@ -58,3 +58,27 @@ spec:
     metadata: {{labels: {{app: {name}}}}}
     spec:
 {pod_spec}"""
+
+
+def existing_node(allocatable: str, name: str = "old", zone: str = "us-east-1a") -> str:
+    """A ``v1`` Node ``name`` of NodePool ``general`` (an on-demand m5.large in ``zone``,
+    initialized) whose ``status.allocatable`` is the flow-style mapping ``allocatable``."""
+    return f"""\
+apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  labels:
+    karpenter.sh/nodepool: general
+    karpenter.sh/initialized: 'true'
+    karpenter.sh/capacity-type: on-demand
+    node.kubernetes.io/instance-type: m5.large
+    topology.kubernetes.io/zone: {zone}
+    kubernetes.io/hostname: {name}
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+spec:
+  providerID: aws:///{zone}/i-{name}
+status:
+  allocatable: {allocatable}
+"""

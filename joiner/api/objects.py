@@ -182,6 +182,10 @@ class StandalonePod:
     #: ``status.nominatedNodeName``: kube-scheduler preempted pods on that node for this one,
     #: which binds there once they are gone.
     nominated_node_name: str | None = None
+    #: ``status.conditions`` has ``PodScheduled``: kube-scheduler has tried the pod. A
+    #: pending pod without it (a manifest not applied yet) is tried by kube-scheduler on the
+    #: existing nodes before Karpenter sees it (``joiner plan``).
+    scheduler_tried: bool = False
 
     @property
     def key(self) -> str:

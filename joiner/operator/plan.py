@@ -13,6 +13,13 @@ Cluster reading (the rules the interruption and disruption work builds on):
   being deleted are demand, like pending pods (Karpenter pre-provisions for them).
 * A pending Pod with ``status.nominatedNodeName`` is not demand: kube-scheduler preempted
   pods for it and it waits for them to go (Karpenter ``IsProvisionable``); it is listed.
+* A pending pod kube-scheduler has not tried yet (no ``PodScheduled`` condition: a manifest
+  not applied yet, or a workload's replica not listed as a Pod) is first bound by
+  kube-scheduler to an existing node that passes its filters, by its LeastAllocated score
+  (``_bind_fresh``): Karpenter provisions only for pods kube-scheduler marked unschedulable
+  (``IsProvisionable``), and kube-scheduler weighs preferences (preferred affinities,
+  ``ScheduleAnyway`` spread, ``PreferNoSchedule``) as scores, never as filters, where
+  Karpenter's solve would first try them as requirements.
 * A pending pod that fits no existing node may preempt lower-priority pods on one
   (``plan_preemption``, kube-scheduler's ``DefaultPreemption``): it is placed there, and
   its victims' replacements are demand in its place. One preemption pass runs, after a
@@ -33,7 +40,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -93,11 +100,12 @@ from joiner.scheduling import (
     NewNodeClaim,
     NodePoolTemplate,
     PodRequest,
+    Scheduler,
     SchedulingInput,
     SchedulingResult,
     static,
 )
-from joiner.scheduling.costopt import KARPENTER, scheduler_for
+from joiner.scheduling.costopt import scheduler_for
 from joiner.scheduling.daemonsets import overhead_on_node
 from joiner.scheduling.volumes import MissingVolumeError, resolve_volumes
 from joiner.sim.clock import SimClock
@@ -160,6 +168,8 @@ class _Pending:
     #: Still running on a node being deleted: demand for Karpenter, but not a pod
     #: kube-scheduler tries to place (or preempts for).
     running: bool = False
+    #: kube-scheduler has not tried it yet: it does before Karpenter sees it (``_bind_fresh``).
+    fresh: bool = False
 
 
 def planning_cloud(
@@ -380,6 +390,9 @@ class _Demand:
     daemon_used: dict[str, quantity.Resources]
     pinned: list[Unschedulable]
     nominated: list[Nominated]
+    #: Pods kube-scheduler binds before Karpenter's round (node, template): their requests
+    #: are in ``used``, and they count in the solves' topology domains.
+    kube_bound: list[tuple[str, PodTemplate]] = field(default_factory=list)
 
 
 def _read_pods(
@@ -429,7 +442,7 @@ def _unbound(p: StandalonePod, demand: _Demand) -> None:
     if p.preempting and p.nominated_node_name is not None:
         demand.nominated.append(Nominated(pod=p.key, node=p.nominated_node_name))
     elif p.provisionable:
-        demand.pending.append(_Pending(p.key, p.key, p.template))
+        demand.pending.append(_Pending(p.key, p.key, p.template, fresh=not p.scheduler_tried))
     elif (
         p.template.pinned
         and not p.deleting
@@ -741,10 +754,14 @@ def _one_zone_warning(claims: list[PlannedNodeClaim]) -> list[str]:
 
 
 def _bound(
-    m: ManifestSet, targets: dict[str, ClusterNode], rnd: PreemptionRound | None
+    m: ManifestSet,
+    targets: dict[str, ClusterNode],
+    rnd: PreemptionRound | None,
+    demand: _Demand,
 ) -> tuple[BoundPod, ...]:
     """The pods running on target nodes, as a solve sees them: the dump's, less the
-    preemption victims, with the preemptors on their nodes."""
+    preemption victims, with the pods kube-scheduler binds first (``demand.kube_bound``)
+    and the preemptors on their nodes."""
     running = tuple(
         BoundPod(
             node=p.node_name,
@@ -756,11 +773,12 @@ def _bound(
         for p in m.pods
         if not p.terminal and p.node_name in targets and (rnd is None or p.key not in rnd.victims)
     )
-    if rnd is None:
+    if rnd is None and not demand.kube_bound:
         return running
     from joiner.state.snapshot import bound_pod
 
-    return running + tuple(bound_pod(node, t) for node, t in rnd.placed.values())
+    placed = [*demand.kube_bound, *(rnd.placed.values() if rnd is not None else ())]
+    return running + tuple(bound_pod(node, t) for node, t in placed)
 
 
 def _preemption(
@@ -842,22 +860,10 @@ def _bind_ignored(
     if not ignored:
         return _Ignored([], [])
     demand.pending = [p for p in demand.pending if not p.template.karpenter_ignores]
-    requests, missing = _requests(ignored, m)
-    result = scheduler_for(KARPENTER).solve(
-        SchedulingInput(
-            pods=tuple(requests),
-            existing=tuple(_existing(targets, demand, daemonsets)),
-            nodepools=(),
-            daemonsets=tuple(daemonsets),
-            bound_pods=_bound(m, targets, None),
-        )
-    )
-    by_uid = {p.uid: p for p in ignored}
-    for uid, node in result.existing_placements:
-        demand.used[node] = quantity.add(demand.used.get(node, {}), by_uid[uid].template.requests)
-    placed = {uid for uid, _ in result.existing_placements}
+    bindings, missing = _kube_pass(ignored, demand, m, targets, daemonsets)
+    placed = {uid for uid, _ in bindings}
     return _Ignored(
-        list(result.existing_placements),
+        bindings,
         missing
         + [
             Unschedulable(
@@ -867,6 +873,64 @@ def _bind_ignored(
             if p.uid not in placed and p.uid not in {u.pod for u in missing}
         ],
     )
+
+
+def _kube_bind(demand: _Demand, node: str, template: PodTemplate) -> None:
+    """A pod of ``template`` bound to ``node`` by kube-scheduler before Karpenter's round."""
+    demand.used[node] = quantity.add(demand.used.get(node, {}), template.requests)
+    demand.kube_bound.append((node, template))
+
+
+def _bind_fresh(
+    demand: _Demand,
+    m: ManifestSet,
+    targets: dict[str, ClusterNode],
+    daemonsets: list[PodTemplate],
+) -> list[tuple[str, str]]:
+    """kube-scheduler's pass over the pending pods it has not tried yet (``_Pending.fresh``),
+    before Karpenter's round: each, in its queue order (``PrioritySort``: priority, then
+    creation), is bound to the existing node that passes its Filter plugins with the best
+    NodeResourcesFit LeastAllocated score (``Scheduler`` in ``kube-scheduler`` mode: no
+    NodePool, preferences only scores). The bound pods leave ``demand.pending``; the rest
+    stay Karpenter's demand, as kube-scheduler marks them unschedulable (Karpenter
+    pkg/utils/pod/scheduling.go ``IsProvisionable`` needs that). Returns (pod, node) of
+    each binding."""
+    fresh = [p for p in demand.pending if p.fresh]
+    if not fresh or not targets:
+        return []
+    bindings, _missing = _kube_pass(fresh, demand, m, targets, daemonsets)
+    placed = {uid for uid, _ in bindings}
+    demand.pending = [p for p in demand.pending if p.uid not in placed]
+    return bindings  # pods whose volumes are missing: Karpenter's round reports them
+
+
+def _kube_pass(
+    pods: list[_Pending],
+    demand: _Demand,
+    m: ManifestSet,
+    targets: dict[str, ClusterNode],
+    daemonsets: list[PodTemplate],
+) -> tuple[list[tuple[str, str]], list[Unschedulable]]:
+    """kube-scheduler binding ``pods`` to the existing nodes only (no NodePool, no
+    in-flight NodeClaim: it binds to Nodes), in its queue order, each to the node that
+    passes its filters with the best LeastAllocated score (``Scheduler`` in
+    ``kube-scheduler`` mode); each binding is charged to ``demand`` (``_kube_bind``).
+    Returns the (pod, node) bindings and the pods whose volumes are missing."""
+    requests, missing = _requests(pods, m)
+    result = Scheduler().solve(
+        SchedulingInput(
+            pods=tuple(requests),
+            existing=tuple(_existing(targets, demand, daemonsets)),
+            nodepools=(),
+            daemonsets=tuple(daemonsets),
+            bound_pods=_bound(m, targets, None, demand),
+            mode="kube-scheduler",
+        )
+    )
+    by_uid = {p.uid: p for p in pods}
+    for uid, node in result.existing_placements:
+        _kube_bind(demand, node, by_uid[uid].template)
+    return list(result.existing_placements), missing
 
 
 class _Passes:
@@ -980,7 +1044,9 @@ def build_plan(
     live_nodes = {n.name: n for n in m.nodes}
     targets = {n.name: n for n in m.nodes if not n.deleting}
     demand = _read_pods(m, targets, live_nodes, warnings)
-    demand.pending += [_Pending(name, name, w.template) for w, name in missing_replicas(m)]
+    demand.pending += [
+        _Pending(name, name, w.template, fresh=True) for w, name in missing_replicas(m)
+    ]
     in_flight = _in_flight(m, live_nodes, daemonsets, warnings)
     warnings += gate_warnings(m.nodeoverlays, gates.node_overlay)
     warnings += static.gate_warnings(m.nodepools, gates.static_capacity)
@@ -1007,13 +1073,14 @@ def build_plan(
                 existing=(*nodes, *planned),
                 nodepools=passes.limits_left(nodepools, launched),
                 daemonsets=tuple(daemonsets),
-                bound_pods=(*_bound(m, targets, rnd), *placed_pods, *planned_pods),
+                bound_pods=(*_bound(m, targets, rnd, d), *placed_pods, *planned_pods),
                 min_values_policy=min_values_policy,
             )
         )
         return result, missing
 
     ignored = _bind_ignored(demand, m, targets, daemonsets)
+    first_bound = _bind_fresh(demand, m, targets, daemonsets)
     templates = {p.uid: p.template for p in demand.pending}
     result, missing = solve(demand, None)
     rnd = _preemption(m, targets, demand, daemonsets, result)
@@ -1040,7 +1107,10 @@ def build_plan(
     return Plan(
         region=region,
         nodeClaims=claims,
-        placements=[Placement(pod=u, node=n) for u, n in (*ignored.placements, *later.placements)],
+        placements=[
+            Placement(pod=u, node=n)
+            for u, n in (*ignored.placements, *first_bound, *later.placements)
+        ],
         unschedulable=unschedulable,
         preemptions=rnd.preemptions if rnd is not None else [],
         nominated=demand.nominated,

@@ -8,7 +8,7 @@ solve changes is the caller's ``SchedulingInput.first_fit`` (Cluster Autoscaler'
 """
 
 from joiner.scheduling.placement import provisioning_order
-from joiner.scheduling.scheduler import Scheduler
+from joiner.scheduling.scheduler import CreationTieScheduler, Scheduler
 from joiner.scheduling.types import (
     BoundPod,
     ExistingNode,
@@ -23,6 +23,7 @@ from joiner.scheduling.types import (
 
 __all__ = [
     "BoundPod",
+    "CreationTieScheduler",
     "ExistingNode",
     "FirstFit",
     "NewNodeClaim",

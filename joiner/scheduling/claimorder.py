@@ -3,17 +3,19 @@ candidate filters of ``scheduler._Solve._try_claims`` read, so that finding the 
 pod goes to costs about the same with 100 NodeClaims open as with 100,000.
 
 The order is Karpenter's (``pkg/controllers/provisioning/scheduling/scheduler.go``
-``Scheduler.add`` sorts ``newNodeClaims`` by pod count, then ``addToInflightNode`` takes the
-first in that order that can add the pod): fewest pods first, then creation order
-(``_Solve._claim_order``). Each NodeClaim sits in one bucket per (class, pod count), a sorted
-list of NodeClaim indices; its class is what the filters read of it: its domain code on each
-topology key (-1 while undecided) and, per hostname spread or anti-affinity group, how many
-of the group's pods it holds, capped one above the largest limit a pod can put on that
-group. A pod's summary admits or refuses a whole class at once, and the admitted classes'
-buckets are merged in (pod count, index) order. What only a pod's requests and relaxation
-step decide (headroom on cpu, memory and pods; NodeClaims that can never take the pod) is
-checked per NodeClaim as they come. A NodeClaim whose headroom is below the smallest request
-of every pod of the solve on cpu, memory or pods can take no pod and leaves its bucket.
+``Scheduler.add`` sorts ``newNodeClaims`` by pod count, then ``addToInflightNode`` takes
+the first in that order that can add the pod): fewest pods first, then as that in-place
+re-sort leaves NodeClaims of equal counts (``_Solve._claim_order``,
+``placement._ClaimIndex.counted``: a tie key per NodeClaim). Each NodeClaim sits in one
+bucket per (class, pod count), a sorted list of (tie key, NodeClaim index); its class is
+what the filters read of it: its domain code on each topology key (-1 while undecided) and,
+per hostname spread or anti-affinity group, how many of the group's pods it holds, capped
+one above the largest limit a pod can put on that group. A pod's summary admits or refuses
+a whole class at once, and the admitted classes' buckets are merged in (pod count, tie key)
+order. What only a pod's requests and relaxation step decide (headroom on cpu, memory and
+pods; NodeClaims that can never take the pod) is checked per NodeClaim as they come. A
+NodeClaim whose headroom is below the smallest request of every pod of the solve on cpu,
+memory or pods can take no pod and leaves its bucket.
 
 The buckets are built once a solve has ``ACTIVE_FROM`` NodeClaims; a smaller solve takes the
 arrays throughout. The answer is the numpy filter's exactly (``_Solve._masked_claims``): the
@@ -89,10 +91,10 @@ class ClaimOrder:
         self.caps = tuple(host_caps.values())
         self._host_pos = {g: n_keys + j for j, g in enumerate(self.host_ids)}
         self._floor = tuple(floor)
-        #: class -> pod count -> NodeClaim indices, ascending.
-        self._classes: dict[ClassKey, dict[int, list[int]]] = {}
-        #: NodeClaim index -> its (class, pod count), while it is in a bucket.
-        self._where: dict[int, tuple[ClassKey, int]] = {}
+        #: class -> pod count -> (tie key, NodeClaim index), ascending.
+        self._classes: dict[ClassKey, dict[int, list[tuple[int, int]]]] = {}
+        #: NodeClaim index -> its (class, pod count, tie key), while it is in a bucket.
+        self._where: dict[int, tuple[ClassKey, int, int]] = {}
         #: NodeClaim index -> its headroom on ``pool.HEADROOM``.
         self._headroom: dict[int, tuple[int, ...]] = {}
 
@@ -104,13 +106,14 @@ class ClaimOrder:
             return None
         return pos
 
-    def place(self, i: int, key: ClassKey, pods: int, headroom: tuple[int, ...]) -> None:
-        """NodeClaim ``i`` now has class ``key``, ``pods`` pods and ``headroom``."""
+    def place(self, i: int, key: ClassKey, pods: int, tie: int, headroom: tuple[int, ...]) -> None:
+        """NodeClaim ``i`` now has class ``key``, ``pods`` pods, tie key ``tie`` and
+        ``headroom``."""
         old = self._where.pop(i, None)
         if old is not None:
             levels = self._classes[old[0]]
             bucket = levels[old[1]]
-            del bucket[bisect_left(bucket, i)]
+            del bucket[bisect_left(bucket, (old[2], i))]
             if not bucket:
                 del levels[old[1]]
                 if not levels:
@@ -118,13 +121,13 @@ class ClaimOrder:
         self._headroom[i] = headroom
         if any(h < f for h, f in zip(headroom, self._floor, strict=True)):
             return  # full for every pod of the solve: never a candidate again
-        insort(self._classes.setdefault(key, {}).setdefault(pods, []), i)
-        self._where[i] = (key, pods)
+        insort(self._classes.setdefault(key, {}).setdefault(pods, []), (tie, i))
+        self._where[i] = (key, pods, tie)
 
     def candidates(
         self, admits: ClassFilter, need: tuple[int, ...], dead: npt.NDArray[np.bool_]
     ) -> Iterator[int | None]:
-        """The NodeClaims a pod may go to, fewest pods first, then by index: those of the
+        """The NodeClaims a pod may go to, fewest pods first, then by tie key: those of the
         classes ``admits`` passes with headroom for ``need`` and not ``dead``. Yields None
         (and stops) when the arrays would answer for less; the caller then takes the arrays'
         candidates after those already yielded. Valid while no NodeClaim changes."""
@@ -136,7 +139,7 @@ class ClaimOrder:
         skipped = 0
         for pods in sorted({p for levels in matching for p in levels}):
             lists = [levels[pods] for levels in matching if pods in levels]
-            for i in lists[0] if len(lists) == 1 else heapq.merge(*lists):
+            for _tie, i in lists[0] if len(lists) == 1 else heapq.merge(*lists):
                 room = headroom[i]
                 if dead[i] or any(r < n for r, n in zip(room, need, strict=True)):
                     skipped += 1

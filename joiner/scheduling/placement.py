@@ -112,8 +112,11 @@ class _ClaimIndex:
         keys: Sequence[str],
         host_caps: dict[int, int] | None = None,
         floor: Sequence[int] = (0,) * len(HEADROOM),
+        *,
+        karpenter_ties: bool = True,
     ) -> None:
         self.order = ClaimOrder(len(keys), dict(host_caps or {}), floor)
+        self.karpenter_ties = karpenter_ties
         self.capacity = 64
         self.n = 0
         self.pods = np.zeros(self.capacity, dtype=np.int64)
@@ -128,6 +131,32 @@ class _ClaimIndex:
         #: its options offers after DaemonSet overhead, less its pods' requests. A pod
         #: requesting more of one of them fits none of its options (set at every commit).
         self.headroom = np.zeros((self.capacity, len(HEADROOM)), dtype=np.int64)
+        #: Per NodeClaim, its place among NodeClaims of as many pods (``claim_order``):
+        #: its index while it holds one pod, then minus the serial of the commit that
+        #: last gave it a pod (the latest first).
+        self.tie = np.zeros(self.capacity, dtype=np.int64)
+        self._commits = 0
+
+    def counted(self, index: int, pods: int) -> None:
+        """NodeClaim ``index`` now holds ``pods`` pods (one more than before).
+
+        Karpenter re-sorts ``newNodeClaims`` by pod count before each pod tries them
+        (``pkg/controllers/provisioning/scheduling/scheduler.go`` ``Scheduler.add``), in
+        place and from the order the last sort left, with one NodeClaim changed since. A new
+        NodeClaim is appended, so it comes last among those of one pod; a NodeClaim that
+        gains a pod was before every NodeClaim that already had its new count, so it comes
+        first among them. That is what Go's ``sort.Slice`` (``sort/zsortfunc.go``
+        ``pdqsort_func``) gives up to 12 NodeClaims (an insertion sort, stable) and from 50
+        (``partialInsertionSort_func`` shifts the one misplaced NodeClaim into place), unless
+        a pivot sample of ``choosePivot_func`` falls on it; between 13 and 49 it partitions,
+        and its order among equal counts is not followed. Without ``karpenter_ties`` the tie
+        key is the index: creation order."""
+        self.pods[index] = pods
+        if pods == 1 or not self.karpenter_ties:
+            self.tie[index] = index
+        else:
+            self._commits += 1
+            self.tie[index] = -self._commits
 
     def _grow(self) -> None:
         old = self.capacity
@@ -139,6 +168,7 @@ class _ClaimIndex:
             return out
 
         self.pods = widen(self.pods, 0)
+        self.tie = widen(self.tie, 0)
         self.codes = {k: widen(v, -1) for k, v in self.codes.items()}
         self.host = {k: widen(v, 0) for k, v in self.host.items()}
         self.dead = {k: widen(v, False) for k, v in self.dead.items()}
@@ -192,7 +222,7 @@ class _ClaimIndex:
             counts = self.host.get(group_id)
             key.append(0 if counts is None else min(int(counts[index]), cap))
         room = tuple(int(v) for v in self.headroom[index])
-        self.order.place(index, tuple(key), int(self.pods[index]), room)
+        self.order.place(index, tuple(key), int(self.pods[index]), int(self.tie[index]), room)
 
     def dead_mask(self, key: tuple[object, ...]) -> npt.NDArray[np.bool_]:
         found = self.dead.get(key)

@@ -97,6 +97,10 @@ class Scheduler:
     #: (``_Solve._new_claim_options``); a packing policy that starts from fewer says False,
     #: and pool-wide proofs about NodeClaims (``stop.every_claim_launches_as``) are then off.
     CLAIMS_START_WITH_EVERY_TYPE = True
+    #: Whether NodeClaims of equal pod counts are tried as Karpenter's in-place re-sort
+    #: leaves them (``_Solve.KARPENTER_TIES``); a packing policy of Joiner's own says False
+    #: and breaks such ties by creation order, in the plans it compares with too.
+    KARPENTER_TIES = True
 
     def feasible_nodes(self, inp: SchedulingInput, uid: str) -> list[str]:
         """kube-scheduler's Filter phase for one pod of ``inp``: the existing nodes that
@@ -116,7 +120,7 @@ class Scheduler:
         can act on (which NodePool rejected the pod and why). Deterministic for equal inputs.
         """
         try:
-            return _Solve(inp).run()
+            return (_Solve if self.KARPENTER_TIES else _CreationTieSolve)(inp).run()
         except Stopped as stop:
             return SchedulingResult(stopped=str(stop), stopped_reason=stop.reason)
 
@@ -126,6 +130,9 @@ class _Solve(OnExisting):
     #: may take an earlier one's failure (``run``); a subclass whose attempts read the pod
     #: itself (its uid) turns this off.
     SHARES_FAILURES = True
+    #: NodeClaims of equal pod counts are tried as Karpenter's in-place re-sort leaves them
+    #: (``_ClaimIndex.counted``); False: by creation order (a packing policy of Joiner's own).
+    KARPENTER_TIES = True
 
     def __init__(self, inp: SchedulingInput) -> None:
         if inp.first_fit is not None and inp.mode != "kube-scheduler":
@@ -305,10 +312,12 @@ class _Solve(OnExisting):
         return sorted(self.inp.pods, key=_fifo_key if kube else _queue_key)
 
     def _claim_order(self, attempt: _Attempt, candidates: IntArray) -> IntArray:
-        """The NodeClaims of this solve to try, in order: emptiest first, then creation
-        order (Karpenter ``scheduler.go`` sorts ``newNodeClaims`` by pod count). While this is
-        the order (``_default_claim_order``), ``claimorder`` gives it without the arrays."""
-        return candidates[np.lexsort((candidates, self.index.pods[candidates]))]
+        """The NodeClaims of this solve to try, in order: emptiest first, then as
+        Karpenter's in-place re-sort leaves NodeClaims of equal counts (``scheduler.go``
+        sorts ``newNodeClaims`` by pod count; ``_ClaimIndex.counted``). While this is the
+        order (``_default_claim_order``), ``claimorder`` gives it without the arrays."""
+        index = self.index
+        return candidates[np.lexsort((index.tie[candidates], index.pods[candidates]))]
 
     def _new_claim_options(self, pool: PreparedPool, attempt: _Attempt) -> IntArray | None:
         """Instance-type options of a new NodeClaim from ``pool`` (None: skip the pool):
@@ -455,7 +464,7 @@ class _Solve(OnExisting):
                 continue
         floor = [min(column) for column in zip(*needs, strict=True)] or [0] * len(HEADROOM)
         keys = [k for k in self.topology.universe if k != labels.HOSTNAME]
-        return _ClaimIndex(keys, caps, floor)
+        return _ClaimIndex(keys, caps, floor, karpenter_ties=self.KARPENTER_TIES)
 
     def _headroom_need(self, t: PodTemplate) -> IntArray:
         """``_headroom_need(t)``, once per template."""
@@ -505,6 +514,7 @@ class _Solve(OnExisting):
     def _forget_claim(self, index: int) -> None:
         """Undo the index row of a NodeClaim that was never kept."""
         self.index.pods[index] = 0
+        self.index.tie[index] = 0
         for arr in self.index.codes.values():
             arr[index] = -1
         for arr in self.index.host.values():
@@ -658,7 +668,7 @@ class _Solve(OnExisting):
         domains = self._domains(claim, final)
         self.topology.record(t, domains, final)
         index = self.index
-        index.pods[claim.index] = len(claim.pods)
+        index.counted(claim.index, len(claim.pods))
         columns = claim.pool.headroom_columns
         index.headroom[claim.index] = claim.pool.headroom_net[cand].max(axis=0) - need[columns]
         index.set_domains(claim.index, final)
@@ -698,3 +708,17 @@ def _headroom_need(t: PodTemplate) -> IntArray:
 
 
 __all__ = ["InstanceType", "Scheduler"]
+
+
+class CreationTieScheduler(Scheduler):
+    """``Scheduler`` that tries new NodeClaims of equal pod counts in creation order, not as
+    Karpenter's re-sort leaves them: for models of other autoscalers (the Cluster
+    Autoscaler baseline's binpacking estimate), whose try order is not Karpenter's."""
+
+    KARPENTER_TIES = False
+
+
+class _CreationTieSolve(_Solve):
+    """``_Solve`` with NodeClaims of equal pod counts tried in creation order."""
+
+    KARPENTER_TIES = False

@@ -2,9 +2,8 @@
 objects, the same instance-types file, the same ``build_plan`` the harness calls.
 
 A known disagreement (docs/fidelity.md, "Known disagreements") is pinned here while it lasts;
-once fixed, its test asserts the agreement instead, as a regression test. Two are open:
-``affinity-partner-later-zone`` and the tie among new NodeClaims with equal pod counts
-(found by a generated case). Ties Karpenter breaks at random (docs/fidelity.md, "Limits of the
+once fixed, its test asserts the agreement instead, as a regression test. One is open:
+``affinity-partner-later-zone``. Ties Karpenter breaks at random (docs/fidelity.md, "Limits of the
 comparison") are pinned here too: Joiner breaks them the same way every time.
 """
 
@@ -174,14 +173,14 @@ def test_zone_affinity_to_a_partner_in_the_same_batch_shares_its_claim(tmp_path:
     assert [c[1:] for c in side.claims] == [("c-4x", "spot", "test-zone-a")]
 
 
-def test_new_claims_with_equal_pod_counts_are_tried_in_creation_order(tmp_path: Path) -> None:
-    """Known disagreement, found by a generated case: Karpenter re-sorts its
-    ``newNodeClaims`` slice by pod count before each pod (``scheduler.go``
-    ``addToInflightNodeClaim``, ``sort.Slice``, an insertion sort and so stable below 13
-    elements), so among equal counts the order of the previous sort persists; Joiner breaks
-    the tie by creation order. Here the third NodeClaim, first after its re-sort, takes a
-    third 3Gi pod on Karpenter's side (an r-2x); Joiner gives that pod to the first
-    NodeClaim, and the third stays an m-2x."""
+def test_new_claims_with_equal_pod_counts_keep_the_previous_sort_order(tmp_path: Path) -> None:
+    """Was a known disagreement (generated cases, gen-808-22): Karpenter re-sorts its
+    ``newNodeClaims`` slice by pod count before each pod (``scheduler.go`` ``Scheduler.add``,
+    ``sort.Slice``, an insertion sort and so stable below 13 elements), so among equal
+    counts the order of the previous sort persists: a NodeClaim that gains a pod comes
+    first among those that already had its new count. Here the third NodeClaim, first after
+    its re-sort, takes a third 3Gi pod (an r-2x). Joiner broke the tie by creation order,
+    gave that pod to the first NodeClaim and kept the third an m-2x."""
     group = [
         *cases.pods("g0", 4, cpu="3500m", memory="3Gi"),
         *cases.pods("g1", 3, cpu="600m", memory="128Mi"),
@@ -192,7 +191,7 @@ def test_new_claims_with_equal_pod_counts_are_tried_in_creation_order(tmp_path: 
     )
     side = _plan(case, tmp_path)
     assert side.error == "" and side.pending == []
-    assert sorted(c[1] for c in side.claims) == ["c-8x", "c-8x", "m-2x"]  # Karpenter: r-2x
+    assert sorted(c[1] for c in side.claims) == ["c-8x", "c-8x", "r-2x"]
 
 
 def test_preferred_zone_anti_affinity_blocks_every_zone_of_an_undecided_claim(

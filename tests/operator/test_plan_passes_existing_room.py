@@ -13,27 +13,9 @@ from __future__ import annotations
 from joiner.api.manifests import load_text
 from joiner.cloudprovider.catalog import Catalog
 from joiner.operator.plan import build_plan
-from tests.manifests import EC2NODECLASS, nodepool
+from tests.manifests import EC2NODECLASS, existing_node, nodepool
 
-_NODE = """
-apiVersion: v1
-kind: Node
-metadata:
-  name: old
-  labels:
-    karpenter.sh/nodepool: general
-    karpenter.sh/initialized: 'true'
-    karpenter.sh/capacity-type: on-demand
-    node.kubernetes.io/instance-type: m5.large
-    topology.kubernetes.io/zone: us-east-1a
-    kubernetes.io/hostname: old
-    kubernetes.io/arch: amd64
-    kubernetes.io/os: linux
-spec:
-  providerID: aws:///us-east-1a/i-old
-status:
-  allocatable: {cpu: 1900m, memory: 7Gi, pods: "MAX"}
-"""
+_NODE = "\n" + existing_node('{cpu: 1900m, memory: 7Gi, pods: "MAX"}')
 
 
 def _pod(name: str, app: str, cpu: str, *, node: str = "", affinity: str = "") -> str:

@@ -214,8 +214,15 @@ class PodTemplateSpec(Strict):
     spec: PodSpec
 
 
+class PodConditionModel(Model):
+    type: StrictStr
+    status: StrictStr = ""
+
+
 class PodStatus(Model):
     phase: str | None = None
+    #: ``PodScheduled`` among them: kube-scheduler has tried the pod (``False``: refused).
+    conditions: list[PodConditionModel] = Field(default_factory=list)
     #: When the kubelet started it (a duration-valued do-not-disrupt counts from here).
     startTime: Rfc3339 | None = None
     #: The node kube-scheduler preempted pods on for this pod; it binds there once they are

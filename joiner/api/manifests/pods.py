@@ -396,6 +396,7 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
         else doc.status.startTime.replace(tzinfo=UTC),
         scheduling_gates=tuple(g.name for g in doc.spec.schedulingGates),
         nominated_node_name=doc.status.nominatedNodeName or None,
+        scheduler_tried=any(c.type == "PodScheduled" for c in doc.status.conditions),
     )
 
 

@@ -137,6 +137,9 @@ class CostOptimalScheduler(Scheduler):
 
     #: A planned NodeClaim starts from its planned type (``_CostSolve._new_claim_options``).
     CLAIMS_START_WITH_EVERY_TYPE = False
+    #: Joiner's own packing: equal pod counts by creation order, in the faithful plan it
+    #: compares with too (its decisions do not follow Karpenter's tie order).
+    KARPENTER_TIES = False
 
     def solve(self, inp: SchedulingInput) -> SchedulingResult:
         """Place ``inp.pods`` at the lowest hourly price the solver finds; never a plan the
@@ -271,6 +274,8 @@ class _CostSolve(_Solve):
     # Each pod is tried first on its own planned NodeClaim (``_try_claims``, by pod uid), so
     # alike pods do not fail alike.
     SHARES_FAILURES = False
+    # Joiner's own packing: equal pod counts in creation order, not Karpenter's re-sort.
+    KARPENTER_TIES = False
 
     def __init__(self, inp: SchedulingInput) -> None:
         super().__init__(inp)

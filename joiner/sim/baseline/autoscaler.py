@@ -61,10 +61,10 @@ from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.termination.controller import Terminator, cordon
 from joiner.scheduling import (
     BoundPod,
+    CreationTieScheduler,
     ExistingNode,
     FirstFit,
     PodRequest,
-    Scheduler,
     SchedulingInput,
 )
 from joiner.scheduling.daemonsets import overhead_on_node
@@ -136,7 +136,7 @@ class ClusterAutoscaler:
         self._removing: set[str] = set()
         #: Of those, the ones drained (not empty when chosen): ``--max-drain-parallelism``.
         self._draining: set[str] = set()
-        self._scheduler = Scheduler()
+        self._scheduler = CreationTieScheduler()  # CA's estimator order, not Karpenter's ties
         self._estimator = Estimator(self._scheduler)
         #: The fit check's hints and rotating start, kept across scans as CA keeps them.
         self._first_fit = FirstFit()

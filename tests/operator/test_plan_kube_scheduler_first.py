@@ -1,0 +1,91 @@
+"""kube-scheduler tries a new pod on the existing nodes before Karpenter sees it
+(``operator/plan.py`` ``_bind_fresh``).
+
+The regression (generated differential case gen-909-8, seed 909, 2026-12-06): four new pods
+of 250m and 3Gi that prefer zone c, and an existing node in zone a with room for two.
+kube-scheduler weighs a preferred node affinity as a score, so it bound two pods to the
+existing node as soon as they were created, and Karpenter, which provisions only for the pods
+kube-scheduler marked unschedulable, launched one node in zone c for the other two. Joiner
+took all four as Karpenter's demand and planned a larger node in zone c for them."""
+
+from __future__ import annotations
+
+from joiner.api.manifests import load_text
+from joiner.api.plan_output import Plan
+from joiner.cloudprovider.catalog import Catalog
+from joiner.operator.plan import build_plan
+from tests.manifests import EC2NODECLASS, deployment, existing_node, nodepool
+
+_NODE = (
+    existing_node("{cpu: 1900m, memory: 7Gi, pods: '29'}")
+    + """\
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db, namespace: default, labels: {app: db}}
+spec:
+  nodeName: old
+  containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]
+status: {phase: Running}
+"""
+)
+
+_PREFERS_C = """\
+      affinity:
+        nodeAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 100
+            preference:
+              matchExpressions:
+              - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1c]}
+      containers: [{name: c, resources: {requests: {cpu: 250m, memory: 3Gi}}}]
+"""
+
+
+def _pending_pod(i: int, status: str) -> str:
+    spec = "\n".join(line[4:] for line in _PREFERS_C.splitlines())
+    return f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: web-{i}, namespace: default, labels: {{app: web}}}}
+spec:
+{spec}
+{status}"""
+
+
+def _plan(workload: str) -> Plan:
+    text = (
+        nodepool("[{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]")
+        + "---\n"
+        + EC2NODECLASS
+        + "---\n"
+        + _NODE
+        + workload
+    )
+    return build_plan(load_text(text), Catalog.load(), "us-east-1")
+
+
+def test_new_pods_are_bound_to_an_existing_node_before_karpenter_provisions() -> None:
+    plan = _plan("---\n" + deployment(_PREFERS_C, replicas=4))
+    on_old = [p.pod for p in plan.placements if p.node == "old"]
+    assert len(on_old) == 2, plan.placements
+    assert [c.launch.zone for c in plan.nodeClaims] == ["us-east-1c"]
+    assert sorted(len(c.pods) for c in plan.nodeClaims) == [2]
+    assert plan.unschedulable == []
+
+
+def test_pods_kube_scheduler_already_refused_are_karpenters_demand() -> None:
+    """Pending pods of a dump that kube-scheduler found unschedulable: Karpenter plans for
+    all of them, trying the preference first (a new node in zone c)."""
+    refused = (
+        "status:\n  phase: Pending\n  conditions:\n"
+        "  - {type: PodScheduled, status: 'False', reason: Unschedulable}\n"
+    )
+    plan = _plan("".join(_pending_pod(i, refused) for i in range(4)))
+    assert plan.placements == []
+    assert {c.launch.zone for c in plan.nodeClaims} == {"us-east-1c"}
+    assert sum(len(c.pods) for c in plan.nodeClaims) == 4
+    # the same Pods written without a status are new: kube-scheduler binds two first
+    fresh = _plan("".join(_pending_pod(i, "") for i in range(4)))
+    assert sorted(p.pod for p in fresh.placements) == ["default/web-0", "default/web-1"]
+    assert sum(len(c.pods) for c in fresh.nodeClaims) == 2
