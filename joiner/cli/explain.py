@@ -12,13 +12,14 @@ from joiner.api.durations import format_seconds
 from joiner.cli.common import out, print_table
 
 ExplainOption = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
         "--explain",
         metavar="NODE",
         help="Print NODE's disruption verdict history: when each pass's verdict changed, "
-        "the method and why the node was kept (or the command that took it); '*' for "
-        "every node. With -o json it is the output's explain field.",
+        "the method and why the node was kept (or the command that took it). Repeat it, or "
+        "join names with commas, for several nodes; '*' for every node. With -o json it is "
+        "the output's explain field.",
     ),
 ]
 

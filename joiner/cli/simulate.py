@@ -71,9 +71,10 @@ def simulate(
     _make_output_dirs(target, summary_path, report)
     if report is not None:
         _require_report_extra()
-    if explain is not None:
+    asked = _explain_names(explain)
+    if asked is not None:
         for _name, runtime in prepared:
-            runtime.keep_verdicts(explain)
+            runtime.keep_verdicts(asked)
     simulated = [p for p in sc.policies if p != "as-run"]  # the as-run record takes no time
     offsets = {p: i * sc.duration_s for i, p in enumerate(simulated)}
     with virtual_time_progress(
@@ -81,10 +82,11 @@ def simulate(
     ) as update:
         result = run_policies(sc, prepared=prepared, progress=lambda p, t: update(offsets[p] + t))
     page = _write_outputs(sc, result, summary_path, report)
-    if explain is not None:
-        _check_explained(explain, prepared)
+    if asked is not None:
+        for name in asked:
+            _check_explained(name, prepared)
     if quiet:
-        _print_quiet(result, verbose, explain)
+        _print_quiet(result, verbose, asked)
         out.print(str(summary_path))
         if page is not None:
             out.print(str(page))
@@ -93,14 +95,27 @@ def simulate(
         _print_comparison(result.summaries, verbose)
     else:
         _print_summary(result.summary, verbose)
-    if explain is not None:
+    if asked is not None:
         _print_explained(result.summaries)
     out.print(f"\nsummary written to [bold]{summary_path}[/]")
     if page is not None:
         out.print(f"report written to [bold]{page}[/]")
 
 
-def _print_quiet(result: Any, verbose: bool, explain: str | None) -> None:
+def _explain_names(explain: list[str] | None) -> tuple[str, ...] | None:
+    """``--explain``'s nodes (``history.explain_names``); exits with status 2 when it names
+    none."""
+    from joiner.controllers.disruption.history import explain_names
+
+    if explain is None:
+        return None
+    try:
+        return explain_names(explain)
+    except InputError as exc:
+        fail(exc)
+
+
+def _print_quiet(result: Any, verbose: bool, explain: tuple[str, ...] | None) -> None:
     """``-q``: the warnings (the as-run record's too), and the ``--explain NODE`` table when
     a node was named (``'*'`` goes to summary.json only)."""
     from joiner.controllers.disruption.history import ALL_NODES
@@ -109,7 +124,7 @@ def _print_quiet(result: Any, verbose: bool, explain: str | None) -> None:
     if result.as_run is not None:
         warnings = warnings + [w for w in result.as_run.summary["warnings"] if w not in warnings]
     print_warnings(warnings, verbose=verbose)
-    if explain is not None and explain != ALL_NODES:
+    if explain is not None and ALL_NODES not in explain:
         _print_explained(result.summaries)
 
 

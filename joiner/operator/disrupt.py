@@ -59,6 +59,7 @@ from joiner.controllers.disruption.history import (
     HistoryEntry,
     Outcome,
     VerdictHistory,
+    explain_names,
     unknown_node,
 )
 from joiner.controllers.disruption.verdicts import Verdict, VerdictKind
@@ -263,15 +264,17 @@ class DryRun:
             detail=f"{type_name} in {zone}",
         )
 
-    def plan(self, explain: str | None = None) -> DisruptionPlan:
+    def plan(self, explain: str | Sequence[str] | None = None) -> DisruptionPlan:
         """Run passes until none produces a command; see the module docstring. ``explain``:
-        a node name (or ``history.ALL_NODES``) whose verdict history the plan carries.
+        node names (or ``history.ALL_NODES``, ``history.explain_names``) whose verdict
+        histories the plan carries.
 
         Raises:
-            InputError: ``explain`` names no node of the dry run.
+            InputError: ``explain`` names no node, or a node not of the dry run.
         """
         state = self.state
-        history = VerdictHistory() if explain is not None else None
+        names = explain_names(explain) if explain is not None else None
+        history = VerdictHistory() if names is not None else None
         self.controller.history = history
         managed = sorted(n for n, node in state.nodes.items() if node.nodeclaim is not None)
         before = _cost(state)
@@ -316,33 +319,36 @@ class DryRun:
             **price_fields(self.spot_prices),
             nominated=self.nominated,
             warnings=self.warnings,
-            explain=self._explain(history, explain, unmanaged)
-            if history is not None and explain is not None
+            explain=self._explain(history, names, unmanaged)
+            if history is not None and names is not None
             else None,
         )
 
     def _explain(
-        self, history: VerdictHistory, name: str, left_alone: dict[str, Verdict]
+        self, history: VerdictHistory, asked: tuple[str, ...], left_alone: dict[str, Verdict]
     ) -> dict[str, NodeVerdictHistory]:
-        """The verdict histories ``--explain name`` asks for. A Node of the manifests no
-        pass saw (``left_alone``: name -> why; or being deleted) has one entry, candidate
-        selection's verdict at the first pass.
+        """The verdict histories ``--explain`` asks for (``asked``: node names, or
+        ``ALL_NODES``). A Node of the manifests no pass saw (``left_alone``: name -> why; or
+        being deleted) has one entry, candidate selection's verdict at the first pass.
 
         Raises:
-            InputError: ``name`` is no node of the manifests.
+            InputError: a name of ``asked`` is no node of the manifests.
         """
         outside = dict(left_alone)
         for n in self.manifests.nodes:  # an unmanaged Node being deleted: no pass saw it
             if history.of(n.name) is None and n.name not in outside:
                 outside[n.name] = Verdict(VerdictKind.BEING_DELETED)
-        if name == ALL_NODES:
+        if asked == (ALL_NODES,):
             names, extra = history.nodes(), outside
-        elif history.of(name) is not None:
-            names, extra = [name], {}
-        elif name in outside:
-            names, extra = [], {name: outside[name]}
         else:
-            raise unknown_node(name, [*history.nodes(), *outside])
+            names, extra = [], {}
+            for name in asked:
+                if history.of(name) is not None:
+                    names.append(name)
+                elif name in outside:
+                    extra[name] = outside[name]
+                else:
+                    raise unknown_node(name, [*history.nodes(), *outside])
         docs = history.to_json(names)
         for node, verdict in extra.items():
             entry = HistoryEntry(at_s=0.0, pass_number=1, outcome=Outcome.KEPT, verdict=verdict)
@@ -361,7 +367,7 @@ def build_disruption_plan(
     feature_gates: FeatureGates | None = None,
     kwok_types: Sequence[InstanceType] | None = None,
     reservations: Sequence[CapacityReservation] = (),
-    explain: str | None = None,
+    explain: str | Sequence[str] | None = None,
     spot_prices: SpotPrices | None = None,
 ) -> DisruptionPlan:
     """The dry run; see the module docstring. ``at`` is a timezone-aware UTC instant.
@@ -369,7 +375,7 @@ def build_disruption_plan(
     running nodes and their replacements; None prices Spot regionally.
     ``kwok_types``: Karpenter-kwok's instance types, for KWOKNodeClass NodePools.
     ``reservations``: capacity reservations replacements may launch into (a Scenario's).
-    ``explain``: a node (or ``history.ALL_NODES``) whose verdict history to include.
+    ``explain``: nodes (or ``history.ALL_NODES``) whose verdict histories to include.
 
     Raises:
         InputError: from reading the NodeClasses against the VPC; ``explain`` names no node

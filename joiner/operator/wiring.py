@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -30,7 +30,7 @@ from joiner.cloudprovider.repair import AWS_REPAIR_POLICIES, with_tolerations
 from joiner.cloudprovider.simulated import SimulatedCloudProvider
 from joiner.cloudprovider.simulated.market import SpotMarket, market_seed
 from joiner.cloudprovider.types import Instance
-from joiner.controllers.disruption.history import ALL_NODES, VerdictHistory
+from joiner.controllers.disruption.history import ALL_NODES, VerdictHistory, explain_names
 from joiner.controllers.nodeclaim.lifecycle import Lifecycle
 from joiner.controllers.provisioning.buffers import Buffers
 from joiner.controllers.termination.pdb import violated
@@ -210,8 +210,8 @@ class SimulationRuntime(ControllerHost):
         self.experiments: list[tuple[float, Experiment]] = [
             (at, self._experiment(t)) for at, t in scenario.faults
         ]
-        #: ``--explain``'s node (``keep_verdicts``), or None.
-        self.explain: str | None = None
+        #: ``--explain``'s nodes (``keep_verdicts``), or None.
+        self.explain: tuple[str, ...] | None = None
 
     def _gated_inputs(self, scenario: Scenario) -> None:
         """The provisioner's inputs behind Karpenter feature gates (Joiner's policy only):
@@ -222,11 +222,15 @@ class SimulationRuntime(ControllerHost):
         if scenario.feature_gates.node_overlay and self.joiner and m.nodeoverlays:
             self.provisioner.overlays = Overlays(m.nodeoverlays)
 
-    def keep_verdicts(self, explain: str) -> None:
+    def keep_verdicts(self, explain: str | Sequence[str]) -> None:
         """Record each node's disruption verdict changes over the run (Joiner's policies;
         the baseline has no disruption controller); the summary's ``explain`` carries those
-        of ``explain``, a node name or ``history.ALL_NODES``. Decisions do not change."""
-        self.explain = explain
+        of ``explain``: node names or ``history.ALL_NODES`` (``history.explain_names``).
+        Decisions do not change.
+
+        Raises:
+            InputError: ``explain`` names no node."""
+        self.explain = explain_names(explain)
         if self.joiner:
             history = self.disruption.history = VerdictHistory()
 
@@ -254,7 +258,7 @@ class SimulationRuntime(ControllerHost):
         history = self.disruption.history if self.joiner else None
         if self.explain is None or history is None:
             return None
-        names = history.nodes() if self.explain == ALL_NODES else [self.explain]
+        names = history.nodes() if ALL_NODES in self.explain else list(self.explain)
         return dict(history.to_json(names))
 
     def _cluster(self, lifecycle: Lifecycle) -> None:

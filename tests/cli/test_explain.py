@@ -75,6 +75,34 @@ def test_disrupt_unknown_node_is_a_clear_error_naming_the_nodes():
     assert PDB_NODE in result.output and "--explain '*'" in result.output
 
 
+def test_disrupt_explains_several_nodes_repeated_or_joined_by_commas():
+    """Regression (breaker): a repeated ``--explain`` kept only the last node, silently."""
+    every = json.loads(runner.invoke(app, [*DISRUPT, "--explain", "*", "-o", "json"]).stdout)
+    other = next(n for n in sorted(every["explain"]) if n != PDB_NODE)
+    repeated = runner.invoke(
+        app, [*DISRUPT, "--explain", PDB_NODE, "--explain", other, "-o", "json"]
+    )
+    assert repeated.exit_code == 0, repeated.output
+    doc = json.loads(repeated.stdout)
+    jsonschema.validate(doc, _schema("disruption"))
+    assert sorted(doc["explain"]) == sorted([PDB_NODE, other])
+    assert doc["explain"] == {n: every["explain"][n] for n in (PDB_NODE, other)}
+    joined = runner.invoke(app, [*DISRUPT, "--explain", f"{other},{PDB_NODE},", "-o", "json"])
+    assert json.loads(joined.stdout)["explain"] == doc["explain"]
+    table = runner.invoke(app, [*DISRUPT, "--explain", PDB_NODE, "--explain", other])
+    assert f"{PDB_NODE}: disruption verdict changes" in table.stdout
+    assert f"{other}: disruption verdict changes" in table.stdout
+    # one unknown name among known ones is still the clear error
+    bad = runner.invoke(app, [*DISRUPT, "--explain", PDB_NODE, "--explain", "nope"])
+    assert bad.exit_code == 2 and "no node named 'nope'" in bad.output
+
+
+def test_explain_naming_no_node_is_an_input_error():
+    result = runner.invoke(app, [*DISRUPT, "--explain", ","])
+    assert result.exit_code == 2
+    assert "--explain" in result.output and "names no node" in result.output
+
+
 def _simulate(out: Path, *extra: str):
     return runner.invoke(
         app,
@@ -129,6 +157,13 @@ def test_simulate_history_shows_consolidate_after_then_the_command_with_their_ti
     shown = table.stdout.split(f"{name}: disruption verdict changes", 1)[1]
     assert "consolidateAfter (1m) has not passed" in shown and "disrupted" in shown
     assert list(json.loads((tmp_path / "d" / "summary.json").read_text())["explain"]) == [name]
+
+    # several nodes: each one's history, as '*' gave it
+    other = next(n for n in sorted(json.loads(text)["explain"]) if n != name)
+    both = _simulate(tmp_path / "e", "-q", "--explain", name, "--explain", other)
+    assert both.exit_code == 0, both.output
+    explained = json.loads((tmp_path / "e" / "summary.json").read_text())["explain"]
+    assert explained == {n: json.loads(text)["explain"][n] for n in sorted((name, other))}
 
 
 def test_simulate_unknown_node_exits_2_naming_the_nodes(tmp_path):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -36,6 +36,25 @@ MAX_ENTRIES_PER_NODE = 200
 ALL_NODES = "*"
 #: Node names an unknown-node error lists at most.
 NAMES_LISTED = 20
+
+
+def explain_names(explain: str | Sequence[str]) -> tuple[str, ...]:
+    """The nodes ``--explain`` asks for: one name or several (the option repeated, or
+    names joined by commas, which no Kubernetes node name contains), each once, in the
+    order given; ``(ALL_NODES,)`` when any of them is ``ALL_NODES``.
+
+    Raises:
+        InputError: no name given (empty, or only commas).
+    """
+    given = [explain] if isinstance(explain, str) else list(explain)
+    names = tuple(dict.fromkeys(n.strip() for text in given for n in text.split(",")))
+    names = tuple(n for n in names if n)
+    if not names:
+        raise InputError(
+            "names no node (give a node name, or '*' for every node)", field="--explain"
+        )
+    return (ALL_NODES,) if ALL_NODES in names else names
+
 
 #: Where a verdict came from when no method gave it (``candidates.collect``).
 CANDIDATE_SELECTION = "Candidates"
