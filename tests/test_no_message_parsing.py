@@ -22,7 +22,7 @@ ALLOWED: dict[str, str] = {
     "api/openapi.py": "the API server's schema patterns, applied to manifest fields",
     "api/corevalidation.py": "IntOrString percentages in manifest fields",
     "api/manifests/convert.py": "NodePool budget nodes/duration fields from manifests",
-    "api/manifests/loader.py": "memory quantities written in manifests without a unit",
+    "api/manifests/input_notes.py": "memory quantities written in manifests without a unit",
     "api/manifests/nodeclass_rules.py": "EC2NodeClass volume sizes and AMI aliases",
     "api/manifests/termination.py": "a pod's preStop command (its sleep) from manifests",
     "api/manifests/yamlio.py": "YAML/JSON input text: numbers and characters YAML reads apart",

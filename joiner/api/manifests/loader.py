@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import difflib
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from joiner.api import corevalidation, durations, k8snames, labels, openapi
+from joiner.api import corevalidation, k8snames, labels, openapi
 from joiner.api import objects as o
 from joiner.api.errors import InputError
 from joiner.api.grouping import grouped, plural
@@ -20,6 +19,7 @@ from joiner.api.manifests import (
     capacitybuffer,
     convert,
     hpa,
+    input_notes,
     legacy,
     nodeoverlay,
     pods,
@@ -128,101 +128,11 @@ def _awsnodetemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet)
     out.nodeclasses.append(legacy.awsnodetemplate(parsed, file))
 
 
-def _note_unmodelled(
-    spec: m.PodSpec,
-    base: str,
-    file: str,
-    obj: str,
-    out: ManifestSet,
-    *,
-    annotations: Mapping[str, str],
-    template: bool = True,
-) -> None:
-    found = unmodelled.unmodelled_fields(spec)
-    if template and spec.nodeName:
-        found.append(("nodeName", unmodelled.TEMPLATE_NODE_NAME))
-    if not template:
-        # A Pod's own scheduling gates are modelled: it adds no demand and is left out.
-        found = [(name, why) for name, why in found if name != "schedulingGates"]
-    for name, why in found:
-        out.unmodelled.setdefault((f"{base}.{name}", why), []).append(f"{file}: {obj}")
-    _note_unitless_memory(spec, base, file, obj, out)
-    _note_ignored_do_not_disrupt(annotations, base, file, obj, out)
-
-
-def _note_ignored_do_not_disrupt(
-    annotations: Mapping[str, str], base: str, file: str, obj: str, out: ManifestSet
-) -> None:
-    """Warn of a ``karpenter.sh/do-not-disrupt`` value that protects nothing although it
-    was surely meant to (``True``, ``yes``, `` true``, ``10x``, ``-true``): Karpenter takes only
-    ``"true"`` or a Go duration (pkg/utils/pod/scheduling.go ``IsDoNotDisruptActive``), and
-    so does Joiner (``durations.do_not_disrupt``); ``"false"`` draws nothing. ``base`` is
-    the pod spec's path, whose metadata sits beside it."""
-    value = annotations.get(labels.DO_NOT_DISRUPT)
-    if value is None or value == "false":
-        return
-    # A negative duration is one too (``time.ParseDuration``): it protects for no time.
-    if value == "true" or durations.do_not_disrupt(value.removeprefix("-"))[1] is not None:
-        return
-    where = base.removesuffix("spec") + "metadata.annotations"
-    out.warnings.append(
-        f"{file}: {obj}: field {where}.{labels.DO_NOT_DISRUPT}: {value!r} is neither "
-        '"true" nor a Go duration such as 30m, so Karpenter ignores it: the pod does not '
-        "block disruption"
-    )
-
-
-#: Below this many bytes a memory quantity is taken for a missing unit: no container runs in
-#: less than a mebibyte.
-_UNITLESS_MEMORY_MAX = 1 << 20
-
-
-def _note_unitless_memory(
-    spec: m.PodSpec, base: str, file: str, obj: str, out: ManifestSet
-) -> None:
-    """Warn of a memory request or limit written as a bare number under a mebibyte
-    (``memory: 2048``, ``memory: 0.5``) or in thousandths of a byte (``memory: 512m``, a CPU
-    unit): Kubernetes reads it as bytes, as Joiner does, but it is almost always a forgotten
-    or wrong unit."""
-    groups = (("containers", spec.containers), ("initContainers", spec.initContainers))
-    for group, containers in groups:
-        for i, c in enumerate(containers):
-            for part, values in (
-                ("requests", c.resources.requests),
-                ("limits", c.resources.limits),
-            ):
-                value = values.get("memory")
-                text = str(value).strip() if value is not None else ""
-                reading = _memory_slip(text)
-                if reading is None:
-                    continue
-                out.warnings.append(
-                    f"{file}: {obj}: field {base}.{group}[{i}].resources.{part}.memory: "
-                    f"{reading}; did you mean {text.removesuffix('m')}Mi?"
-                )
-
-
-#: A bare decimal number (``2048``, ``0.5``), and one with the milli suffix (``512m``).
-_BARE_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+", re.ASCII)
-_MILLI_NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)m", re.ASCII)
-
-
-def _memory_slip(text: str) -> str | None:
-    """What a memory quantity ``text`` amounts to when it is a bare number under a mebibyte
-    or a number of thousandths of a byte (``_note_unitless_memory``); None for any other
-    text (units, zero, a mebibyte or more, not a number)."""
-    if _MILLI_NUMBER.fullmatch(text) and float(text[:-1]) > 0:
-        return f"{text} is {text[:-1]} thousandths of a byte (m is milli, a CPU unit)"
-    if _BARE_NUMBER.fullmatch(text) and 0 < float(text) < _UNITLESS_MEMORY_MAX:
-        return f"{text} has no unit, so it is {text} bytes"
-    return None
-
-
 def _workload_handler(model: type[m.Deployment | m.ReplicaSet | m.StatefulSet | m.Job]) -> _Handler:
     def handle(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
         parsed = _validate(model, doc, file, obj)
         tmpl = parsed.spec.template
-        _note_unmodelled(
+        input_notes.note_unmodelled(
             tmpl.spec, "spec.template.spec", file, obj, out, annotations=tmpl.metadata.annotations
         )
         w = pods.workload(parsed, file)
@@ -242,14 +152,16 @@ def _cronjob(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None
     parsed = _validate(m.CronJob, doc, file, obj)
     base = "spec.jobTemplate.spec.template.spec"
     tmpl = parsed.spec.jobTemplate.spec.template
-    _note_unmodelled(tmpl.spec, base, file, obj, out, annotations=tmpl.metadata.annotations)
+    input_notes.note_unmodelled(
+        tmpl.spec, base, file, obj, out, annotations=tmpl.metadata.annotations
+    )
     out.cronjobs.append(pods.cronjob(parsed, file))
 
 
 def _daemonset(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.DaemonSet, doc, file, obj)
     tmpl = parsed.spec.template
-    _note_unmodelled(
+    input_notes.note_unmodelled(
         tmpl.spec, "spec.template.spec", file, obj, out, annotations=tmpl.metadata.annotations
     )
     out.daemonsets.append(pods.daemonset(parsed, file))
@@ -257,7 +169,7 @@ def _daemonset(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> No
 
 def _pod(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.Pod, doc, file, obj)
-    _note_unmodelled(
+    input_notes.note_unmodelled(
         parsed.spec, "spec", file, obj, out, annotations=parsed.metadata.annotations, template=False
     )
     out.pods.append(pods.pod(parsed, file))
@@ -267,35 +179,9 @@ def _pdb(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     out.pdbs.append(pods.pdb(_validate(m.PodDisruptionBudget, doc, file, obj), file))
 
 
-#: The statuses a Kubernetes condition takes (``metav1.ConditionStatus``).
-_CONDITION_STATUSES = ("True", "False", "Unknown")
-
-
-def _note_odd_conditions(parsed: m.Node, file: str, obj: str, out: ManifestSet) -> None:
-    """Warn of a Node condition whose status is not ``True``, ``False`` or ``Unknown``
-    (``false``, ``Maybe``): Karpenter counts any Ready status but ``True`` as NotReady
-    (pkg/controllers/disruption/helpers.go ``BuildDisruptionBudgetMapping``), while the node
-    lifecycle controller taints only ``False`` and ``Unknown`` (Kubernetes
-    pkg/controller/nodelifecycle/node_lifecycle_controller.go ``doNoScheduleTaintingPass``),
-    so such a node is NotReady for budgets yet still takes pods."""
-    for i, c in enumerate(parsed.status.conditions):
-        if c.status in _CONDITION_STATUSES:
-            continue
-        effect = (
-            "Karpenter counts the node NotReady against disruption budgets, but it gets no "
-            "not-ready taint, so pods are still placed there"
-            if c.type == "Ready"
-            else "it adds no taint"
-        )
-        out.warnings.append(
-            f"{file}: {obj}: field status.conditions[{i}].status: {c.status!r} is not True, "
-            f"False or Unknown: {effect}"
-        )
-
-
 def _node(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(m.Node, doc, file, obj)
-    _note_odd_conditions(parsed, file, obj, out)
+    input_notes.note_odd_conditions(parsed, file, obj, out)
     value = parsed.metadata.annotations.get(labels.DO_NOT_DISRUPT)
     if value not in (None, "true", "false"):
         # Karpenter pkg/controllers/state/statenode.go ``ValidateNodeDisruptable``: a
@@ -376,7 +262,7 @@ def _hpa_other(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> No
 
 def _podtemplate(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     parsed = _validate(capacitybuffer.PodTemplateModel, doc, file, obj)
-    _note_unmodelled(
+    input_notes.note_unmodelled(
         parsed.template.spec,
         "template.spec",
         file,
