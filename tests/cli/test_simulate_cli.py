@@ -22,6 +22,16 @@ def _copy_seed(tmp_path: Path) -> Path:
     return dst
 
 
+def _edited_seed(tmp_path: Path, file: str, old: str, new: str) -> Path:
+    """The seed example copied with ``old`` replaced by ``new`` in ``file``; returns the
+    copy's directory."""
+    d = _copy_seed(tmp_path)
+    text = (d / file).read_text()
+    assert old in text, f"{file} has no {old!r}"
+    (d / file).write_text(text.replace(old, new))
+    return d
+
+
 def _run(*args: str):
     return runner.invoke(app, list(args), catch_exceptions=False)
 
@@ -54,9 +64,7 @@ def test_yaml_syntax_error_names_line_and_column(tmp_path):
 
 
 def test_unsupported_karpenter_version(tmp_path):
-    d = _copy_seed(tmp_path)
-    text = (d / "provisioner.yaml").read_text().replace("v1alpha5", "v1alpha4")
-    (d / "provisioner.yaml").write_text(text)
+    d = _edited_seed(tmp_path, "provisioner.yaml", "v1alpha5", "v1alpha4")
     _expect_bad_input(
         tmp_path,
         d / "scenario.yaml",
@@ -68,9 +76,7 @@ def test_unsupported_karpenter_version(tmp_path):
 
 
 def test_missing_field(tmp_path):
-    d = _copy_seed(tmp_path)
-    text = (d / "deployment.yaml").read_text().replace("  template:", "  xyzzy:")
-    (d / "deployment.yaml").write_text(text)
+    d = _edited_seed(tmp_path, "deployment.yaml", "  template:", "  xyzzy:")
     _expect_bad_input(
         tmp_path, d / "scenario.yaml", "Deployment/web", "field spec.template", "required field"
     )
@@ -78,9 +84,7 @@ def test_missing_field(tmp_path):
 
 def test_misspelt_field(tmp_path):
     """A misspelling of the missing field is the error shown, with its "did you mean"."""
-    d = _copy_seed(tmp_path)
-    text = (d / "deployment.yaml").read_text().replace("  template:", "  tmpl:")
-    (d / "deployment.yaml").write_text(text)
+    d = _edited_seed(tmp_path, "deployment.yaml", "  template:", "  tmpl:")
     _expect_bad_input(
         tmp_path,
         d / "scenario.yaml",
@@ -91,9 +95,7 @@ def test_misspelt_field(tmp_path):
 
 
 def test_bad_quantity(tmp_path):
-    d = _copy_seed(tmp_path)
-    text = (d / "deployment.yaml").read_text().replace("memory: 1536Mi", "memory: 1.5 GB")
-    (d / "deployment.yaml").write_text(text)
+    d = _edited_seed(tmp_path, "deployment.yaml", "memory: 1536Mi", "memory: 1.5 GB")
     _expect_bad_input(
         tmp_path,
         d / "scenario.yaml",
@@ -104,16 +106,12 @@ def test_bad_quantity(tmp_path):
 
 
 def test_bad_duration(tmp_path):
-    d = _copy_seed(tmp_path)
-    text = (d / "scenario.yaml").read_text().replace("duration: 2h", "duration: 2 hours")
-    (d / "scenario.yaml").write_text(text)
+    d = _edited_seed(tmp_path, "scenario.yaml", "duration: 2h", "duration: 2 hours")
     _expect_bad_input(tmp_path, d / "scenario.yaml", "Scenario/seed-spot", "field spec.duration")
 
 
 def test_provider_ref_names_no_template(tmp_path):
-    d = _copy_seed(tmp_path)
-    text = (d / "provisioner.yaml").read_text().replace("name: default", "name: missing")
-    (d / "provisioner.yaml").write_text(text)
+    d = _edited_seed(tmp_path, "provisioner.yaml", "name: default", "name: missing")
     _expect_bad_input(
         tmp_path,
         d / "scenario.yaml",
@@ -124,9 +122,7 @@ def test_provider_ref_names_no_template(tmp_path):
 
 
 def test_subnet_that_does_not_exist(tmp_path):
-    d = _copy_seed(tmp_path)
-    text = (d / "awsnodetemplate.yaml").read_text().replace("subnet-123456", "subnet-999999")
-    (d / "awsnodetemplate.yaml").write_text(text)
+    d = _edited_seed(tmp_path, "awsnodetemplate.yaml", "subnet-123456", "subnet-999999")
     _expect_bad_input(
         tmp_path,
         d / "scenario.yaml",
@@ -137,17 +133,13 @@ def test_subnet_that_does_not_exist(tmp_path):
 
 
 def test_unknown_scenario_field_and_missing_scenario(tmp_path):
-    d = _copy_seed(tmp_path)
-    text = (d / "scenario.yaml").read_text().replace("seed: 42", "seed: 42\n  speed: fast")
-    (d / "scenario.yaml").write_text(text)
+    d = _edited_seed(tmp_path, "scenario.yaml", "seed: 42", "seed: 42\n  speed: fast")
     _expect_bad_input(tmp_path, d / "scenario.yaml", "field spec.speed", "unknown field")
     _expect_bad_input(tmp_path, tmp_path / "absent.yaml", "absent.yaml", "file not found")
 
 
 def test_workload_naming_unknown_deployment(tmp_path):
-    d = _copy_seed(tmp_path)
-    text = (d / "scenario.yaml").read_text().replace("default/web", "default/api")
-    (d / "scenario.yaml").write_text(text)
+    d = _edited_seed(tmp_path, "scenario.yaml", "default/web", "default/api")
     _expect_bad_input(
         tmp_path, d / "scenario.yaml", "spec.workloads[0].deployment", "'default/api' is not"
     )
