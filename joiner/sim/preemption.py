@@ -37,6 +37,12 @@ name, so its answer is deterministic. With 100 nodes or fewer every node is exam
 Upstream takes 10% of the nodes where preemption might help (``nodesWherePreemptionMightHelp``:
 not refused by a filter removing pods cannot change); Joiner takes 10% of the Ready nodes, so
 it looks for at least as many candidates. Nodes without a pod of lower priority are skipped.
+
+Not modelled: DaemonSet pods are never victims here. Upstream ``SelectVictimsOnNode`` takes
+any pod of lower priority, a DaemonSet's too (most run at ``system-node-critical``, above any
+workload); its controller then recreates the pod pinned to that node, where it waits or
+preempts in turn. A DaemonSet pod of lower priority than a preemptor counts as room the
+preemptor cannot take.
 """
 
 from __future__ import annotations
