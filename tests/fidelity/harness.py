@@ -4,9 +4,10 @@ Written equivalence (docs/fidelity.md):
 
 * provisioning: the same number of new NodeClaims per NodePool; the same multiset of
   (NodePool, instance type, capacity type); the same multiset of zones (for a case with
-  ``zone_ties``, the same number of NodeClaims per zone, whichever zones); the same pods left
-  pending (Karpenter could not schedule them / Joiner reports them unschedulable), pods of
-  the same shape (all but the name) being interchangeable.
+  ``zone_ties``, the same number of NodeClaims per zone, whichever zones, or Joiner's plan
+  under another order of the tied zones equal zone for zone, ``tie_order_agreement``); the
+  same pods left pending (Karpenter could not schedule them / Joiner reports them
+  unschedulable), pods of the same shape (all but the name) being interchangeable.
 * disruption: the same set of nodes removed; the same multiset of replacement (instance
   type, capacity type); the same reasons (Empty, Underutilized, Drifted).
 
@@ -40,11 +41,12 @@ provisioned it again. Without such evidence the case stays a disagreement.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,7 @@ from joiner.api import featuregates
 from joiner.api.featuregates import FeatureGates
 from joiner.api.manifests import load_documents
 from joiner.cloudprovider.catalog import Catalog
+from joiner.cloudprovider.kwok import load_instance_types as load_kwok_types
 from joiner.cloudprovider.types import InstanceType
 from joiner.operator.disrupt import build_disruption_plan
 from joiner.operator.plan import build_plan
@@ -81,6 +84,8 @@ DISRUPT_QUIET_S = 40.0
 TIMEOUT_S = 240.0
 REGION = "us-east-1"
 ZONE = "topology.kubernetes.io/zone"
+#: the kwok provider's zones (karpenter kwok ``cloudprovider/kwok`` instance types)
+_ZONES = ("test-zone-a", "test-zone-b", "test-zone-c")
 CT = "karpenter.sh/capacity-type"
 IT = "node.kubernetes.io/instance-type"
 POOL = "karpenter.sh/nodepool"
@@ -229,6 +234,10 @@ class Result:
     trace: Trace | None = None
     first: Side | None = None
     plan_differences: list[str] | None = None
+    #: A zone-tie case that agrees only under another zone order (``tie_order_agreement``):
+    #: that order, and what the plain comparison found (``differences`` is then empty).
+    tie_order: str | None = None
+    tie_differences: list[str] = field(default_factory=list)
 
     @property
     def agree(self) -> bool:
@@ -598,6 +607,12 @@ def joiner_plan(
         if not (d.get("kind") == "Node" and _labels(d).get(POOL) in static)
     ]
     (out_dir / f"{case.id}.plan-input.json").write_text(json.dumps(docs, default=str))
+    return plan_side(case, docs, types, gates)
+
+
+def plan_side(case: Case, docs: list[Obj], types: list[InstanceType], gates: FeatureGates) -> Side:
+    """Joiner's side of a provisioning case: ``build_plan`` over ``docs`` (the snapshot and
+    the batch's pods) with the kwok ``types`` and ``gates``."""
     try:
         plan = build_plan(
             _load(docs, f"fidelity:{case.id}"),
@@ -619,6 +634,47 @@ def joiner_plan(
         # kube-scheduler binds it there on Karpenter's side.
         on_existing=len(plan.placements) + len(plan.preemptions),
     )
+
+
+def _renamed(text: str, names: dict[str, str]) -> str:
+    """``text`` with each zone name replaced by ``names[zone]`` (all at once)."""
+    marked = text
+    for i, zone in enumerate(names):
+        marked = marked.replace(f'"{zone}"', f'"\x00{i}\x00"')
+    for i, zone in enumerate(names):
+        marked = marked.replace(f'"\x00{i}\x00"', f'"{names[zone]}"')
+    return marked
+
+
+def tie_order_agreement(
+    case: Case, karpenter: Side, docs: list[Obj], types_file: Path, gates: FeatureGates
+) -> str | None:
+    """For a case whose zone choices are ties Karpenter breaks in Go map order
+    (``case.zone_ties``; ``topologygroup.go`` ``nextDomainTopologySpread`` keeps the first
+    min-count zone it meets, Joiner the first by name): the zone order, as "b, a, c", under
+    which Joiner's plan equals Karpenter's outcome exactly (zones compared by name), or None.
+    Each order is run by renaming the zones in Joiner's input (the snapshot, the pods, the
+    instance types' offerings, their prices with them), so only which zone wins a tie
+    changes; the plan's zones are named back. The identity order is not tried (the plain
+    comparison has)."""
+    zones = sorted({z for c in karpenter.claims for z in [c[3]] if z} | set(_ZONES))
+    exact = replace(case, zone_ties="")
+    text = json.dumps(docs, default=str)
+    types_text = types_file.read_text()
+    for order in itertools.permutations(zones):
+        if list(order) == zones:
+            continue
+        # the zone that must win ties first is renamed to sort first
+        names = {z: zones[i] for i, z in enumerate(order)}
+        back = {v: k for k, v in names.items()}
+        renamed = types_file.with_name(f".{case.id}.tie-types.json")
+        renamed.write_text(_renamed(types_text, names))
+        side = plan_side(case, json.loads(_renamed(text, names)), load_kwok_types(renamed), gates)
+        renamed.unlink()
+        side.claims = [(p, t, ct, back.get(z, z)) for p, t, ct, z in side.claims]
+        if not side.error and not compare(exact, karpenter, side):
+            return ", ".join(z.removeprefix("test-zone-") for z in order)
+    return None
 
 
 def joiner_disrupt(

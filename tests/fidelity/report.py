@@ -76,6 +76,9 @@ def _race_fields(r: Result) -> dict[str, Any]:
     if r.first is not None:
         out["firstDecision"] = r.first.as_json()
         out["planDifferences"] = r.plan_differences
+    if r.tie_order is not None:
+        out["tieOrder"] = r.tie_order
+        out["tieDifferences"] = r.tie_differences
     return out
 
 
@@ -108,6 +111,8 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
     marks = {"agree": "yes", "race": "plan (race)"}
     for r in rows:
         mark = marks.get(r.get("verdict", ""), "yes" if r["agree"] else "**no**")
+        if "tieOrder" in r:
+            mark = f"yes (zone ties {r['tieOrder']})"
         lines.append(
             f"| {r['case']} | {r['kind']} | {mark} | {_summary(r['karpenter'], r['kind'])} | "
             f"{_summary(r['joiner'], r['kind'])} | {r['seconds']:.0f} |"

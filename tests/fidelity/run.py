@@ -171,8 +171,15 @@ def _judge(
     race on Karpenter's side is compared with Karpenter's first decision too."""
     k = harness.karpenter_provisioned(cluster, case, before)
     trace = harness.karpenter_trace(cluster, case, before, log_text)
-    j = harness.joiner_plan(case, before, *joiner_args)
+    types, out, gates = joiner_args
+    j = harness.joiner_plan(case, before, types, out, gates)
     diffs = harness.compare(case, k, j)
+    tie = None
+    if diffs and case.zone_ties and not j.error:
+        docs = json.loads((out / f"{case.id}.plan-input.json").read_text())
+        tie = harness.tie_order_agreement(case, k, docs, out / "instance-types.json", gates)
+    if tie is not None:
+        return harness.Result(case, k, j, [], 0.0, trace, tie_order=tie, tie_differences=diffs)
     first, plan = harness.compare_with_plan(case, trace, j) if diffs else (None, None)
     return harness.Result(case, k, j, diffs, 0.0, trace, first, plan)
 

@@ -519,3 +519,17 @@ def test_an_eventless_pod_the_first_round_did_not_decide_is_no_race() -> None:
     assert harness.race(trace) == ["g1-2", "g1-4"]
     first = harness.first_decision(trace)
     assert (len(first.claims), first.pending) == (5, ["late"])
+
+
+def test_the_report_shows_the_zone_order_of_a_tie_agreement() -> None:
+    import report
+
+    case = _race_case()
+    k = Side(claims=[_claim("c-2x", "b")])
+    j = Side(claims=[_claim("c-2x", "a")])
+    tied = harness.Result(case, k, j, [], 1.0, tie_order="b, a, c", tie_differences=["zones"])
+    doc = report.as_json([tied], "v1.14.0", 1.0, 1.0)
+    assert (doc["agree"], doc["disagree"]) == (1, 0)
+    row = doc["results"][0]
+    assert (row["tieOrder"], row["tieDifferences"]) == ("b, a, c", ["zones"])
+    assert "| x | provision | yes (zone ties b, a, c) |" in report.markdown(doc)

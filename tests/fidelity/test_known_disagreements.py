@@ -216,3 +216,54 @@ def test_preferred_zone_anti_affinity_blocks_every_zone_of_an_undecided_claim(
     side = _plan(case, tmp_path)
     assert side.error == "" and side.pending == []
     assert sorted(c[3] for c in side.claims) == ["test-zone-a"] * 3
+
+
+def test_a_zone_tie_broken_in_another_order_agrees_with_exact_zones(tmp_path: Path) -> None:
+    """Generated case gen-1212-32 (seed 1212, 2026-12-06): a lone zone-spread pod on a c-2x
+    and four pods that need more than 3 CPUs, at most two a node, on two c-4x. Karpenter
+    put the c-2x in zone b (``nextDomainTopologySpread``: the first of the tied zones in Go
+    map order), Joiner in zone a (the first by name), and the zone pattern over all three
+    NodeClaims differs (two in a and one in b, against three in a). Renaming the zones so
+    that b wins the tie, Joiner gives Karpenter's NodeClaims zone for zone
+    (``harness.tie_order_agreement``); an outcome no order gives (the c-4x in zone c) gets
+    none."""
+    big = cases.node_affinity(cases.req("karpenter.kwok.sh/instance-cpu", "Gt", "3"))
+    group = [
+        *cases.pods(
+            "g0",
+            4,
+            cpu="100m",
+            memory="512Mi",
+            affinity=big,
+            topologySpreadConstraints=[cases.spread(cases.HOST, "g0", skew=2)],
+        ),
+        *cases.pods(
+            "g1",
+            1,
+            cpu="1200m",
+            memory="128Mi",
+            nodeSelector={cases.IT: "c-2x"},
+            topologySpreadConstraints=[cases.spread(cases.ZONE, "g1")],
+        ),
+    ]
+    case = cases.Case("tie", ("topology spread",), cases.DEFAULT, group, zone_ties="zone spread")
+    side = _plan(case, tmp_path)
+    assert sorted(c[1:] for c in side.claims) == [
+        ("c-2x", "spot", "test-zone-a"),
+        ("c-4x", "spot", "test-zone-a"),
+        ("c-4x", "spot", "test-zone-a"),
+    ]
+    pool = side.claims[0][0]
+    karpenter = harness.Side(
+        claims=[
+            (pool, "c-2x", "spot", "test-zone-b"),
+            (pool, "c-4x", "spot", "test-zone-a"),
+            (pool, "c-4x", "spot", "test-zone-a"),
+        ]
+    )
+    assert harness.compare(case, karpenter, side)  # the pattern over all NodeClaims differs
+    docs = json.loads((tmp_path / "tie.plan-input.json").read_text())
+    types = tmp_path / "types.json"
+    assert harness.tie_order_agreement(case, karpenter, docs, types, GATES) == "b, a, c"
+    karpenter.claims[1] = (pool, "c-4x", "spot", "test-zone-c")
+    assert harness.tie_order_agreement(case, karpenter, docs, types, GATES) is None

@@ -89,3 +89,16 @@ def test_pods_kube_scheduler_already_refused_are_karpenters_demand() -> None:
     fresh = _plan("".join(_pending_pod(i, "") for i in range(4)))
     assert sorted(p.pod for p in fresh.placements) == ["default/web-0", "default/web-1"]
     assert sum(len(c.pods) for c in fresh.nodeClaims) == 2
+
+
+def test_kube_scheduler_binds_a_new_pod_to_the_least_allocated_node() -> None:
+    """Regression (new user): the kube-scheduler pass saw no node's allocatable, so every
+    LeastAllocated score was 0 and pods went to the nodes in name order. ``old`` has 1400m
+    of 1900m free, ``roomy`` 3900m of 3900m: kube-scheduler's NodeResourcesFit
+    LeastAllocated prefers ``roomy`` (Kubernetes
+    pkg/scheduler/framework/plugins/noderesources/least_allocated.go)."""
+    roomy = "---\n" + existing_node("{cpu: 3900m, memory: 15Gi, pods: '58'}", name="roomy")
+    plain = "      containers: [{name: c, resources: {requests: {cpu: 250m, memory: 256Mi}}}]\n"
+    plan = _plan(roomy + "---\n" + deployment(plain, replicas=1))
+    assert [p.node for p in plan.placements] == ["roomy"], plan.placements
+    assert plan.nodeClaims == []
