@@ -24,6 +24,7 @@ Cluster reading (the rules the interruption and disruption work builds on):
   (``plan_preemption``, kube-scheduler's ``DefaultPreemption``): it is placed there, and
   its victims' replacements are demand in its place. One preemption pass runs, after a
   first solve has shown which pods fit no existing node; the plan is then solved again.
+  The pods kube-scheduler bound first run on their nodes for it and may be its victims.
 * A Deployment, ReplicaSet, StatefulSet or Job adds pending pods only for the replicas not
   already listed as Pods matching its selector in its namespace, named
   ``<namespace>/<workload>-<n>``.
@@ -170,6 +171,9 @@ class _Pending:
     running: bool = False
     #: kube-scheduler has not tried it yet: it does before Karpenter sees it (``_bind_fresh``).
     fresh: bool = False
+    #: The Pod (a workload's missing replica: made up, owned by the workload), which a
+    #: kube-scheduler pass binds (``_kube_bind``); None for the pods pending after preemption.
+    pod: StandalonePod | None = None
 
 
 def planning_cloud(
@@ -379,6 +383,13 @@ def missing_replicas(m: ManifestSet) -> list[tuple[Workload, str]]:
     return out
 
 
+def _replica_pod(w: Workload, key: str) -> StandalonePod:
+    """The Pod ``key`` (``namespace/name``) the workload ``w`` creates for a replica not
+    listed as a Pod: owned by ``w``, so a preemption of it is replaced."""
+    namespace, _, name = key.partition("/")
+    return StandalonePod(namespace, name, w.template, w.source, owner=f"{w.kind}/{w.name}")
+
+
 @dataclass
 class _Demand:
     """What the cluster's pods ask for: pods to place (``pending``), each target node's
@@ -390,9 +401,10 @@ class _Demand:
     daemon_used: dict[str, quantity.Resources]
     pinned: list[Unschedulable]
     nominated: list[Nominated]
-    #: Pods kube-scheduler binds before Karpenter's round (node, template): their requests
-    #: are in ``used``, and they count in the solves' topology domains.
-    kube_bound: list[tuple[str, PodTemplate]] = field(default_factory=list)
+    #: Pods kube-scheduler binds before Karpenter's round (``node_name`` set): their
+    #: requests are in ``used``, they count in the solves' topology domains and they run
+    #: on their nodes for preemption (``plan_preemption.preempt``).
+    kube_bound: list[StandalonePod] = field(default_factory=list)
 
 
 def _read_pods(
@@ -420,7 +432,7 @@ def _read_pods(
         elif p.node_name in live_nodes and live_nodes[p.node_name].deleting:
             # On a node being deleted: it must move, so it is demand (Karpenter).
             if p.provisionable:
-                demand.pending.append(_Pending(p.key, p.key, p.template, running=True))
+                demand.pending.append(_Pending(p.key, p.key, p.template, running=True, pod=p))
         elif p.node_name not in live_nodes:
             missing.append(f"{p.key} (node {p.node_name}, {p.source.file})")
     if missing:
@@ -442,7 +454,9 @@ def _unbound(p: StandalonePod, demand: _Demand) -> None:
     if p.preempting and p.nominated_node_name is not None:
         demand.nominated.append(Nominated(pod=p.key, node=p.nominated_node_name))
     elif p.provisionable:
-        demand.pending.append(_Pending(p.key, p.key, p.template, fresh=not p.scheduler_tried))
+        demand.pending.append(
+            _Pending(p.key, p.key, p.template, fresh=not p.scheduler_tried, pod=p)
+        )
     elif (
         p.template.pinned
         and not p.deleting
@@ -777,7 +791,10 @@ def _bound(
         return running
     from joiner.state.snapshot import bound_pod
 
-    placed = [*demand.kube_bound, *(rnd.placed.values() if rnd is not None else ())]
+    placed = [
+        *((p.node_name, p.template) for p in demand.kube_bound if p.node_name is not None),
+        *(rnd.placed.values() if rnd is not None else ()),
+    ]
     return running + tuple(bound_pod(node, t) for node, t in placed)
 
 
@@ -799,7 +816,7 @@ def _preemption(
     lowest = min(
         (
             p.template.priority_value
-            for p in m.pods
+            for p in (*m.pods, *demand.kube_bound)
             if not p.terminal
             and p.node_name in targets
             and not (p.owner or "").startswith("DaemonSet/")
@@ -812,7 +829,7 @@ def _preemption(
 
     room = {name: _room(node, demand, daemonsets) for name, node in targets.items()}
     terms = {r.template: r.volume_terms for r in requests if r.volume_terms}
-    return preempt(m, targets, room, tried, terms)
+    return preempt(m, targets, room, tried, terms, demand.kube_bound)
 
 
 def _after_preemption(demand: _Demand, rnd: PreemptionRound) -> _Demand:
@@ -833,7 +850,8 @@ def _after_preemption(demand: _Demand, rnd: PreemptionRound) -> _Demand:
     pending += [_Pending(key, key, template) for key, template in rnd.released]
     released = {key for key, _ in rnd.released}
     nominated = [n for n in demand.nominated if n.pod not in released]
-    return _Demand(pending, used, demand.daemon_used, demand.pinned, nominated)
+    kube_bound = [p for p in demand.kube_bound if p.key not in rnd.victims]
+    return _Demand(pending, used, demand.daemon_used, demand.pinned, nominated, kube_bound)
 
 
 @dataclass
@@ -875,10 +893,11 @@ def _bind_ignored(
     )
 
 
-def _kube_bind(demand: _Demand, node: str, template: PodTemplate) -> None:
-    """A pod of ``template`` bound to ``node`` by kube-scheduler before Karpenter's round."""
-    demand.used[node] = quantity.add(demand.used.get(node, {}), template.requests)
-    demand.kube_bound.append((node, template))
+def _kube_bind(demand: _Demand, node: str, pend: _Pending) -> None:
+    """``pend`` bound to ``node`` by kube-scheduler before Karpenter's round."""
+    demand.used[node] = quantity.add(demand.used.get(node, {}), pend.template.requests)
+    if pend.pod is not None:
+        demand.kube_bound.append(replace(pend.pod, node_name=node))
 
 
 def _bind_fresh(
@@ -929,8 +948,14 @@ def _kube_pass(
     )
     by_uid = {p.uid: p for p in pods}
     for uid, node in result.existing_placements:
-        _kube_bind(demand, node, by_uid[uid].template)
+        _kube_bind(demand, node, by_uid[uid])
     return list(result.existing_placements), missing
+
+
+def _kept(bindings: list[tuple[str, str]], rnd: PreemptionRound | None) -> list[tuple[str, str]]:
+    """The (pod, node) bindings of a kube-scheduler pass less the pods a preemption deleted
+    (a replaced one is pending again, placed by the later passes)."""
+    return [b for b in bindings if rnd is None or b[0] not in rnd.victims]
 
 
 class _Passes:
@@ -1045,7 +1070,8 @@ def build_plan(
     targets = {n.name: n for n in m.nodes if not n.deleting}
     demand = _read_pods(m, targets, live_nodes, warnings)
     demand.pending += [
-        _Pending(name, name, w.template, fresh=True) for w, name in missing_replicas(m)
+        _Pending(name, name, w.template, fresh=True, pod=_replica_pod(w, name))
+        for w, name in missing_replicas(m)
     ]
     in_flight = _in_flight(m, live_nodes, daemonsets, warnings)
     warnings += gate_warnings(m.nodeoverlays, gates.node_overlay)
@@ -1109,8 +1135,9 @@ def build_plan(
         nodeClaims=claims,
         placements=[
             Placement(pod=u, node=n)
-            for u, n in (*ignored.placements, *first_bound, *later.placements)
-        ],
+            for u, n in (*_kept(ignored.placements, rnd), *_kept(first_bound, rnd))
+        ]
+        + [Placement(pod=u, node=n) for u, n in later.placements],
         unschedulable=unschedulable,
         preemptions=rnd.preemptions if rnd is not None else [],
         nominated=demand.nominated,

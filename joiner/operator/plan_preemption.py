@@ -57,19 +57,20 @@ def _start_s(p: StandalonePod) -> float:
 
 
 def _cluster(
+    pods: Sequence[StandalonePod],
     m: ManifestSet,
     targets: Mapping[str, ClusterNode],
     room: Mapping[str, quantity.Resources],
     volume_terms: Mapping[PodTemplate, tuple[Requirements, ...]],
 ) -> ClusterState:
     """The target nodes (``room``: allocatable less the DaemonSet pods still to come) with
-    the live pods bound to them and the pods the dump shows nominated to them."""
+    the live ``pods`` bound to them and those the dump shows nominated to them."""
     state = ClusterState()
     state.pdbs = list(m.pdbs)
     state.volume_terms = dict(volume_terms)
     for name in sorted(targets):
         state.nodes[name] = static_node(targets[name], room[name])
-    for order, p in enumerate(m.pods):
+    for order, p in enumerate(pods):
         if p.terminal:
             continue
         bound = p.node_name in targets
@@ -117,14 +118,18 @@ def preempt(
     room: Mapping[str, quantity.Resources],
     pending: Sequence[tuple[str, PodTemplate]],
     volume_terms: Mapping[PodTemplate, tuple[Requirements, ...]] | None = None,
+    bound: Sequence[StandalonePod] = (),
 ) -> PreemptionRound:
     """Run kube-scheduler's preemption for the ``pending`` pods (uid ``namespace/name``,
     template) that fit no existing node, over the ``targets`` nodes, each with ``room``
     (allocatable less the DaemonSet pods to come). See the module docstring.
 
     ``volume_terms``: each pod template's volume node requirements, as the plan solved.
+    ``bound``: pods the plan's kube-scheduler passes bound to target nodes (``node_name``
+    set) before this one; they run there like the dump's, and may be victims.
     """
-    state = _cluster(m, targets, room, volume_terms or {})
+    pods = (*m.pods, *bound)
+    state = _cluster(pods, m, targets, room, volume_terms or {})
     lowest = min(
         (p.template.priority_value for p in state.live_pods() if p.node_name and not p.daemon),
         default=None,
@@ -133,10 +138,10 @@ def preempt(
     if lowest is None:
         return out
     dump_nominated = {p.uid: p.nominated_node_name for p in state.pending_pods()}
-    by_key = {p.key: p for p in m.pods}
+    by_key = {p.key: p for p in pods}
     failed: set[int] = set()  # templates that found no candidate: identical pods find none
     verdicts: preemption.Verdicts = {}  # the nodes and templates stay as they are meanwhile
-    for pod in _add_pending(state, pending, len(m.pods)):
+    for pod in _add_pending(state, pending, len(pods)):
         if pod.template.priority_value <= lowest or id(pod.template) in failed:
             continue
         candidate = preemption.find(state, pod, verdicts)

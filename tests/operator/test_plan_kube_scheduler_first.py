@@ -89,3 +89,37 @@ def test_pods_kube_scheduler_already_refused_are_karpenters_demand() -> None:
     fresh = _plan("".join(_pending_pod(i, "") for i in range(4)))
     assert sorted(p.pod for p in fresh.placements) == ["default/web-0", "default/web-1"]
     assert sum(len(c.pods) for c in fresh.nodeClaims) == 2
+
+
+_PREEMPTION = """\
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: high, namespace: default}
+spec:
+  priorityClassName: high
+  containers: [{name: c, resources: {requests: {cpu: 1500m, memory: 512Mi}}}]
+status:
+  phase: Pending
+  conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable}]
+"""
+
+
+def test_a_preemption_sees_the_pods_kube_scheduler_bound_first() -> None:
+    """A new replica (500m) is bound to the existing node beside db (500m of 1900m); a
+    pod of priority 1000 that kube-scheduler refused (1500m) then fits only by preempting
+    both. The preemption saw the dump's pods alone: it deleted db only and left the replica
+    there, 2000m on a 1900m node. The replica, deleted, is replaced and provisioned for."""
+    spec = "      containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]\n"
+    plan = _plan("---\n" + deployment(spec) + _PREEMPTION)
+    (preemption,) = plan.preemptions
+    assert (preemption.pod, preemption.node) == ("default/high", "old")
+    assert sorted(preemption.victims) == ["default/db", "default/web-1"]
+    assert preemption.notRecreated == ["default/db"]
+    assert plan.placements == []
+    assert [c.pods for c in plan.nodeClaims] == [["default/web-1"]]
