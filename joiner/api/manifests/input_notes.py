@@ -1,7 +1,8 @@
 """Warnings about what a manifest asks for that Joiner reads but would mislead a user: pod
 spec fields whose upstream effect is not modelled, a ``karpenter.sh/do-not-disrupt`` value
 Karpenter ignores, a memory quantity without a unit, and a Node condition status that is
-neither ``True``, ``False`` nor ``Unknown``. Each appends to ``ManifestSet.warnings`` (or
+neither ``True``, ``False`` nor ``Unknown``, and a pending Pod's ``PodScheduled`` condition read
+against what it says. Each appends to ``ManifestSet.warnings`` (or
 ``unmodelled``, grouped later); none changes what is read."""
 
 from __future__ import annotations
@@ -131,3 +132,42 @@ def note_odd_conditions(parsed: m.Node, file: str, obj: str, out: ManifestSet) -
             f"{file}: {obj}: field status.conditions[{i}].status: {c.status!r} is not True, "
             f"False or Unknown: {effect}"
         )
+
+
+#: The Pod condition kube-scheduler sets once it has tried a pod (``v1.PodScheduled``).
+_POD_SCHEDULED = "PodScheduled"
+
+
+def note_pod_scheduled(parsed: m.Pod, file: str, obj: str, out: ManifestSet) -> None:
+    """Warn of a pending Pod's ``PodScheduled`` condition that Joiner reads one way while it
+    says something else: a type spelled in another case (condition types are
+    case-sensitive, so the pod reads as one kube-scheduler has not tried), a second
+    ``PodScheduled`` condition (the first one decides), or a status other than ``False``
+    on a pod without ``spec.nodeName`` (kube-scheduler sets ``True`` only as it binds:
+    read as a pod it refused, Karpenter's demand, although Karpenter provisions only for
+    ``False``, pkg/utils/pod/scheduling.go ``FailedToSchedule``). None changes what is
+    read (``pods.pod``: any ``PodScheduled`` condition marks the pod tried)."""
+    if parsed.spec.nodeName or parsed.status.phase in ("Succeeded", "Failed"):
+        return
+    seen = False
+    for i, c in enumerate(parsed.status.conditions):
+        where = f"{file}: {obj}: field status.conditions[{i}]"
+        if c.type != _POD_SCHEDULED and c.type.lower() == _POD_SCHEDULED.lower():
+            out.warnings.append(
+                f"{where}.type: {c.type!r} is not {_POD_SCHEDULED} (condition types are "
+                "case-sensitive): the pod is read as one kube-scheduler has not tried yet"
+            )
+        elif c.type == _POD_SCHEDULED and seen:
+            out.warnings.append(
+                f"{where}: a second {_POD_SCHEDULED} condition (a Pod has one condition of "
+                "each type); the pod is read as one kube-scheduler refused"
+            )
+        elif c.type == _POD_SCHEDULED:
+            seen = True
+            if c.status != "False":
+                status = repr(c.status) if c.status else "not given"
+                out.warnings.append(
+                    f"{where}.status: {_POD_SCHEDULED} status {status} on a pod "
+                    "without spec.nodeName: read as a pod kube-scheduler refused "
+                    f"({_POD_SCHEDULED}=False), which Karpenter provisions for"
+                )
