@@ -829,17 +829,19 @@ def _preemption(
 
     room = {name: _room(node, demand, daemonsets) for name, node in targets.items()}
     terms = {r.template: r.volume_terms for r in requests if r.volume_terms}
-    return preempt(m, targets, room, tried, terms, demand.kube_bound)
+    fresh = {p.uid for p in demand.pending if p.fresh}
+    return preempt(m, targets, room, tried, terms, demand.kube_bound, fresh)
 
 
 def _after_preemption(demand: _Demand, rnd: PreemptionRound) -> _Demand:
     """The demand once the preemptions are done: each preemptor holds room on its node, the
     victims' room is free, and the replacements of victims with a controller (and pods
-    whose nomination a preemption cleared) are pending in the preemptors' place."""
+    whose nomination a preemption cleared, and new pods it displaced) are pending in the
+    preemptors' place."""
     used = {name: dict(r) for name, r in demand.used.items()}
     for node, template in rnd.placed.values():
         used[node] = quantity.add(used[node], template.requests)
-    for node, victim in rnd.victims.values():
+    for node, victim in (*rnd.victims.values(), *rnd.displaced.values()):
         used[node] = quantity.subtract(used[node], victim.template.requests)
     pending = [p for p in demand.pending if p.uid not in rnd.placed]
     pending += [
@@ -848,9 +850,11 @@ def _after_preemption(demand: _Demand, rnd: PreemptionRound) -> _Demand:
         if victim.owner is not None
     ]
     pending += [_Pending(key, key, template) for key, template in rnd.released]
+    pending += [_Pending(key, key, p.template) for key, (_, p) in rnd.displaced.items()]
     released = {key for key, _ in rnd.released}
     nominated = [n for n in demand.nominated if n.pod not in released]
-    kube_bound = [p for p in demand.kube_bound if p.key not in rnd.victims]
+    gone = rnd.victims.keys() | rnd.displaced.keys()
+    kube_bound = [p for p in demand.kube_bound if p.key not in gone]
     return _Demand(pending, used, demand.daemon_used, demand.pinned, nominated, kube_bound)
 
 
@@ -954,8 +958,11 @@ def _kube_pass(
 
 def _kept(bindings: list[tuple[str, str]], rnd: PreemptionRound | None) -> list[tuple[str, str]]:
     """The (pod, node) bindings of a kube-scheduler pass less the pods a preemption deleted
-    (a replaced one is pending again, placed by the later passes)."""
-    return [b for b in bindings if rnd is None or b[0] not in rnd.victims]
+    or displaced (a replaced or displaced one is pending again, placed by the later
+    passes)."""
+    if rnd is None:
+        return bindings
+    return [b for b in bindings if b[0] not in rnd.victims and b[0] not in rnd.displaced]
 
 
 class _Passes:

@@ -123,3 +123,17 @@ def test_a_preemption_sees_the_pods_kube_scheduler_bound_first() -> None:
     assert preemption.notRecreated == ["default/db"]
     assert plan.placements == []
     assert [c.pods for c in plan.nodeClaims] == [["default/web-1"]]
+
+
+def test_a_new_pod_of_higher_priority_preempts_before_new_pods_of_lower_bind() -> None:
+    """The same pod of priority 1000 written as new (no status): kube-scheduler's queue
+    tries it before the new replica, so it preempts db alone and the replica, finding no
+    room beside it, is Karpenter's demand; it is no victim of the preemption."""
+    spec = "      containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]\n"
+    fresh = _PREEMPTION.split("status:")[0]
+    plan = _plan("---\n" + deployment(spec) + fresh)
+    assert [(p.pod, p.node, p.victims) for p in plan.preemptions] == [
+        ("default/high", "old", ["default/db"])
+    ]
+    assert plan.placements == []
+    assert [c.pods for c in plan.nodeClaims] == [["default/web-1"]]
