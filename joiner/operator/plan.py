@@ -24,7 +24,10 @@ Cluster reading (the rules the interruption and disruption work builds on):
   (``plan_preemption``, kube-scheduler's ``DefaultPreemption``): it is placed there, and
   its victims' replacements are demand in its place. One preemption pass runs, after a
   first solve has shown which pods fit no existing node; the plan is then solved again.
-  The pods kube-scheduler bound first run on their nodes for it and may be its victims.
+  The pods kube-scheduler bound first run on their nodes for it and may be its victims
+  (a new preemptor displaces the new pods of lower priority instead: it is tried first).
+* A new pod pinned to nodes by name (``matchFields``) is bound to one of them when it fits
+  there (``_bind_pinned``), and unschedulable otherwise.
 * A Deployment, ReplicaSet, StatefulSet or Job adds pending pods only for the replicas not
   already listed as Pods matching its selector in its namespace, named
   ``<namespace>/<workload>-<n>``.
@@ -405,6 +408,10 @@ class _Demand:
     #: requests are in ``used``, they count in the solves' topology domains and they run
     #: on their nodes for preemption (``plan_preemption.preempt``).
     kube_bound: list[StandalonePod] = field(default_factory=list)
+    #: New pods pinned to nodes by name (``PodTemplate.pinned_nodes``): Karpenter does not
+    #: provision for them, but kube-scheduler binds each to its node if it fits
+    #: (``_bind_fresh``); the rest are ``pinned``.
+    pinned_fresh: list[StandalonePod] = field(default_factory=list)
 
 
 def _read_pods(
@@ -448,7 +455,8 @@ def _read_pods(
 
 def _unbound(p: StandalonePod, demand: _Demand) -> None:
     """A live pod without a node: pending if provisionable; pinned to a node by name (not a
-    DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it;
+    DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it,
+    unless kube-scheduler has not tried it yet (``_bind_pinned`` does first);
     nominated to a node by preemption: listed, not demand (Karpenter
     ``pkg/utils/pod/scheduling.go`` ``IsProvisionable``, ``IsPreempting``)."""
     if p.preempting and p.nominated_node_name is not None:
@@ -462,6 +470,9 @@ def _unbound(p: StandalonePod, demand: _Demand) -> None:
         and not p.deleting
         and (p.owner or "").split("/", 1)[0] not in ("DaemonSet", "Node")
     ):
+        if p.template.pinned_nodes and not p.scheduler_tried and not p.scheduling_gates:
+            demand.pinned_fresh.append(p)
+            return
         demand.pinned.append(
             Unschedulable(
                 pod=p.key,
@@ -919,12 +930,47 @@ def _bind_fresh(
     pkg/utils/pod/scheduling.go ``IsProvisionable`` needs that). Returns (pod, node) of
     each binding."""
     fresh = [p for p in demand.pending if p.fresh]
-    if not fresh or not targets:
-        return []
-    bindings, _missing = _kube_pass(fresh, demand, m, targets, daemonsets)
+    bindings: list[tuple[str, str]] = []
+    if fresh and targets:
+        bindings, _missing = _kube_pass(fresh, demand, m, targets, daemonsets)
+    # pods whose volumes are missing: Karpenter's round reports them
     placed = {uid for uid, _ in bindings}
     demand.pending = [p for p in demand.pending if p.uid not in placed]
-    return bindings  # pods whose volumes are missing: Karpenter's round reports them
+    return bindings + _bind_pinned(
+        demand, targets, lambda pods, nodes: _kube_pass(pods, demand, m, nodes, daemonsets)
+    )
+
+
+def _bind_pinned(
+    demand: _Demand,
+    targets: dict[str, ClusterNode],
+    kube_pass: Callable[
+        [list[_Pending], dict[str, ClusterNode]],
+        tuple[list[tuple[str, str]], list[Unschedulable]],
+    ],
+) -> list[tuple[str, str]]:
+    """kube-scheduler's pass (``kube_pass(pods, nodes)``, ``_kube_pass``) over the new pods
+    pinned to nodes by name (``_Demand.pinned_fresh``), each on its nodes only: bound when
+    it passes the filters there; otherwise unschedulable, as Karpenter does not provision
+    for it (Karpenter pkg/utils/pod/scheduling.go ``IsProvisionable``). Returns (pod, node)
+    of each binding."""
+    bindings: list[tuple[str, str]] = []
+    for p in demand.pinned_fresh:
+        nodes = {n: targets[n] for n in p.template.pinned_nodes if n in targets}
+        pend = _Pending(p.key, p.key, p.template, fresh=True, pod=p)
+        bound, missing = kube_pass([pend], nodes) if nodes else ([], [])
+        bindings += bound
+        if not bound:
+            where = "where it does not fit" if nodes else "that is not among the nodes"
+            demand.pinned += missing or [
+                Unschedulable(
+                    pod=p.key,
+                    reason=f"pinned to a node by name (matchFields) {where}; Karpenter does "
+                    "not provision for it",
+                )
+            ]
+    demand.pinned_fresh = []
+    return bindings
 
 
 def _kube_pass(

@@ -137,3 +137,41 @@ def test_a_new_pod_of_higher_priority_preempts_before_new_pods_of_lower_bind() -
     ]
     assert plan.placements == []
     assert [c.pods for c in plan.nodeClaims] == [["default/web-1"]]
+
+
+def _pinned(name: str, node: str, cpu: str, status: str = "") -> str:
+    return f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{
+    nodeSelectorTerms: [matchFields: [{{key: metadata.name, operator: In, values: [{node}]}}]]
+  }}}}}}
+  containers: [{{name: c, resources: {{requests: {{cpu: {cpu}, memory: 64Mi}}}}}}]
+{status}"""
+
+
+def test_a_new_pod_pinned_by_name_is_bound_to_its_node_when_it_fits() -> None:
+    """kube-scheduler binds a new pod whose matchFields name an existing node there; it was
+    listed unschedulable ('Karpenter does not provision for it') however much room the node
+    had. One that does not fit, or names no node, is still unschedulable, and so is one
+    kube-scheduler already refused."""
+    refused = "status:\n  conditions: [{type: PodScheduled, status: 'False'}]\n"
+    plan = _plan(
+        _pinned("fits", "old", "500m")
+        + _pinned("too-big", "old", "1500m")
+        + _pinned("no-node", "gone", "100m")
+        + _pinned("refused", "old", "100m", refused)
+    )
+    assert [(p.pod, p.node) for p in plan.placements] == [("default/fits", "old")]
+    reasons = {u.pod: u.reason for u in plan.unschedulable}
+    assert reasons == {
+        "default/too-big": "pinned to a node by name (matchFields) where it does not fit; "
+        "Karpenter does not provision for it",
+        "default/no-node": "pinned to a node by name (matchFields) that is not among the "
+        "nodes; Karpenter does not provision for it",
+        "default/refused": "pinned to a node by name (matchFields); Karpenter does not "
+        "provision for it",
+    }
+    assert plan.nodeClaims == []
