@@ -961,7 +961,11 @@ def _bind_pinned(
         bound, missing = kube_pass([pend], nodes) if nodes else ([], [])
         bindings += bound
         if not bound:
-            where = "where it does not fit" if nodes else "that is not among the nodes"
+            where = (
+                "that kube-scheduler's filters refuse (room, taints, affinity)"
+                if nodes
+                else "that is not among the nodes"
+            )
             demand.pinned += missing or [
                 Unschedulable(
                     pod=p.key,

@@ -167,8 +167,8 @@ def test_a_new_pod_pinned_by_name_is_bound_to_its_node_when_it_fits() -> None:
     assert [(p.pod, p.node) for p in plan.placements] == [("default/fits", "old")]
     reasons = {u.pod: u.reason for u in plan.unschedulable}
     assert reasons == {
-        "default/too-big": "pinned to a node by name (matchFields) where it does not fit; "
-        "Karpenter does not provision for it",
+        "default/too-big": "pinned to a node by name (matchFields) that kube-scheduler's "
+        "filters refuse (room, taints, affinity); Karpenter does not provision for it",
         "default/no-node": "pinned to a node by name (matchFields) that is not among the "
         "nodes; Karpenter does not provision for it",
         "default/refused": "pinned to a node by name (matchFields); Karpenter does not "
