@@ -63,9 +63,17 @@ def test_a_condition_without_a_status_says_so() -> None:
             "the pod is read as one kube-scheduler refused",
             True,
         ),
+        # Karpenter provisions only for reason Unschedulable (FailedToSchedule)
+        (
+            "[{type: PodScheduled, status: 'False', reason: SchedulingGated}]",
+            "[0].reason: 'SchedulingGated' is not Unschedulable, which Karpenter waits for: "
+            "read as a pod kube-scheduler refused (PodScheduled=False), which Karpenter "
+            "provisions for",
+            True,
+        ),
     ],
 )
-def test_a_misspelt_or_repeated_pod_scheduled_warns(
+def test_a_misspelt_repeated_or_gated_pod_scheduled_warns(
     conditions: str, warning: str, tried: bool
 ) -> None:
     assert _load(conditions) == (
@@ -78,3 +86,5 @@ def test_a_refused_pod_and_a_bound_one_draw_nothing() -> None:
     assert _load("[{type: PodScheduled, status: 'False', reason: Unschedulable}]") == ([], True)
     bound, _ = _load("[{type: PodScheduled, status: 'True'}]", node="nodeName: n1")
     assert bound == []
+    gated = "[{type: PodScheduled, status: 'False', reason: SchedulingGated}]"
+    assert _load(gated, node="schedulingGates: [{name: g}]") == ([], True)

@@ -142,12 +142,12 @@ def note_pod_scheduled(parsed: m.Pod, file: str, obj: str, out: ManifestSet) -> 
     """Warn of a pending Pod's ``PodScheduled`` condition that Joiner reads one way while it
     says something else: a type spelled in another case (condition types are
     case-sensitive, so the pod reads as one kube-scheduler has not tried), a second
-    ``PodScheduled`` condition (the first one decides), or a status other than ``False``
-    on a pod without ``spec.nodeName`` (kube-scheduler sets ``True`` only as it binds:
-    read as a pod it refused, Karpenter's demand, although Karpenter provisions only for
-    ``False``, pkg/utils/pod/scheduling.go ``FailedToSchedule``). None changes what is
-    read (``pods.pod``: any ``PodScheduled`` condition marks the pod tried)."""
-    if parsed.spec.nodeName or parsed.status.phase in ("Succeeded", "Failed"):
+    ``PodScheduled`` condition, or one whose status or reason is not kube-scheduler's
+    refusal (``_refusal_note``). None changes what is read (``pods.pod``: any
+    ``PodScheduled`` condition marks the pod tried, Karpenter's demand)."""
+    if parsed.spec.nodeName or parsed.spec.schedulingGates:
+        return  # bound, or left out while gated (kube-scheduler says SchedulingGated)
+    if parsed.status.phase in ("Succeeded", "Failed"):
         return
     seen = False
     for i, c in enumerate(parsed.status.conditions):
@@ -164,10 +164,25 @@ def note_pod_scheduled(parsed: m.Pod, file: str, obj: str, out: ManifestSet) -> 
             )
         elif c.type == _POD_SCHEDULED:
             seen = True
-            if c.status != "False":
-                status = repr(c.status) if c.status else "not given"
-                out.warnings.append(
-                    f"{where}.status: {_POD_SCHEDULED} status {status} on a pod "
-                    "without spec.nodeName: read as a pod kube-scheduler refused "
-                    f"({_POD_SCHEDULED}=False), which Karpenter provisions for"
-                )
+            note = _refusal_note(c)
+            if note is not None:
+                out.warnings.append(f"{where}.{note}")
+
+
+def _refusal_note(c: m.PodConditionModel) -> str | None:
+    """What a pending Pod's ``PodScheduled`` condition says that is not kube-scheduler's
+    refusal (status ``False``, reason ``Unschedulable`` or not given), as the end of a
+    warning naming the field; None when it says that refusal. kube-scheduler sets ``True``
+    only as it binds the pod, and Karpenter provisions only for the reason
+    ``Unschedulable`` (pkg/utils/pod/scheduling.go ``FailedToSchedule``): with
+    ``SchedulingGated`` (its gates gone) kube-scheduler is still to try the pod."""
+    read = (
+        f"read as a pod kube-scheduler refused ({_POD_SCHEDULED}=False), which Karpenter "
+        "provisions for"
+    )
+    if c.status != "False":
+        status = repr(c.status) if c.status else "not given"
+        return f"status: {_POD_SCHEDULED} status {status} on a pod without spec.nodeName: {read}"
+    if c.reason and c.reason != "Unschedulable":
+        return f"reason: {c.reason!r} is not Unschedulable, which Karpenter waits for: {read}"
+    return None
