@@ -854,19 +854,34 @@ def _after_preemption(demand: _Demand, rnd: PreemptionRound) -> _Demand:
         used[node] = quantity.add(used[node], template.requests)
     for node, victim in (*rnd.victims.values(), *rnd.displaced.values()):
         used[node] = quantity.subtract(used[node], victim.template.requests)
-    pending = [p for p in demand.pending if p.uid not in rnd.placed]
-    pending += [
-        _Pending(key, key, victim.template)
-        for key, (_, victim) in rnd.victims.items()
-        if victim.owner is not None
+    again = [
+        *((key, victim.template) for key, (_, victim) in rnd.victims.items() if victim.owner),
+        *rnd.released,
+        *((key, p.template) for key, (_, p) in rnd.displaced.items()),
     ]
-    pending += [_Pending(key, key, template) for key, template in rnd.released]
-    pending += [_Pending(key, key, p.template) for key, (_, p) in rnd.displaced.items()]
+    pending = [p for p in demand.pending if p.uid not in rnd.placed]
+    pending += [_Pending(key, key, t) for key, t in again if not _not_karpenters(t)]
+    refused = [
+        Unschedulable(pod=key, reason=_not_karpenters(t)) for key, t in again if _not_karpenters(t)
+    ]
     released = {key for key, _ in rnd.released}
     nominated = [n for n in demand.nominated if n.pod not in released]
     gone = rnd.victims.keys() | rnd.displaced.keys()
     kube_bound = [p for p in demand.kube_bound if p.key not in gone]
-    return _Demand(pending, used, demand.daemon_used, demand.pinned, nominated, kube_bound)
+    pinned = demand.pinned + refused
+    return _Demand(pending, used, demand.daemon_used, pinned, nominated, kube_bound)
+
+
+def _not_karpenters(t: PodTemplate) -> str:
+    """Why Karpenter does not provision for a pod of ``t`` that is pending again after a
+    preemption (pinned to a node by name, or a pod its provisioner ignores); ``""`` when it
+    does (Karpenter pkg/utils/pod/scheduling.go ``IsProvisionable``, provisioner.go
+    ``GetPendingPods``)."""
+    if t.pinned:
+        return "pinned to a node by name (matchFields); Karpenter does not provision for it"
+    if t.karpenter_ignores:
+        return f"Karpenter ignores the pod: {t.karpenter_ignores}"
+    return ""
 
 
 @dataclass

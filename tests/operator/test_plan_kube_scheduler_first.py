@@ -175,3 +175,18 @@ def test_a_new_pod_pinned_by_name_is_bound_to_its_node_when_it_fits() -> None:
         "provision for it",
     }
     assert plan.nodeClaims == []
+
+
+def test_a_pod_karpenter_never_provisions_for_stays_unschedulable_when_displaced() -> None:
+    """A new pod pinned to the node by name is bound there, then displaced by a new pod of
+    priority 1000 that preempts db: pending again, it was Karpenter's demand and got a
+    NodeClaim, though Karpenter never provisions for a pod pinned by name."""
+    plan = _plan(_pinned("pinned", "old", "500m") + _PREEMPTION.split("status:")[0])
+    assert [(p.pod, p.victims) for p in plan.preemptions] == [("default/high", ["default/db"])]
+    assert plan.nodeClaims == [] and plan.placements == []
+    assert [(u.pod, u.reason) for u in plan.unschedulable] == [
+        (
+            "default/pinned",
+            "pinned to a node by name (matchFields); Karpenter does not provision for it",
+        )
+    ]
