@@ -175,6 +175,9 @@ class PodTemplate:
     critical: bool = False
     #: Pinned to a node by name (``matchFields``, as DaemonSet pods are): never provisioned for.
     pinned: bool = False
+    #: The nodes ``pinned`` names, when its terms only name nodes (``metadata.name In``):
+    #: kube-scheduler binds a new such pod to one of them.
+    pinned_nodes: tuple[str, ...] = ()
     #: Why Karpenter's provisioner ignores the pod (a restricted label it requires, or
     #: ``karpenter.sh/nodepool DoesNotExist``: ``api.manifests.pods.karpenter_ignores``);
     #: ``""`` when it provisions for it. kube-scheduler may still bind it to a node.

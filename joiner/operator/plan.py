@@ -24,6 +24,10 @@ Cluster reading (the rules the interruption and disruption work builds on):
   (``plan_preemption``, kube-scheduler's ``DefaultPreemption``): it is placed there, and
   its victims' replacements are demand in its place. One preemption pass runs, after a
   first solve has shown which pods fit no existing node; the plan is then solved again.
+  The pods kube-scheduler bound first run on their nodes for it and may be its victims
+  (a new preemptor displaces the new pods of lower priority instead: it is tried first).
+* A new pod pinned to nodes by name (``matchFields``) is bound to one of them when it fits
+  there (``_bind_pinned``), and unschedulable otherwise.
 * A Deployment, ReplicaSet, StatefulSet or Job adds pending pods only for the replicas not
   already listed as Pods matching its selector in its namespace, named
   ``<namespace>/<workload>-<n>``.
@@ -170,6 +174,9 @@ class _Pending:
     running: bool = False
     #: kube-scheduler has not tried it yet: it does before Karpenter sees it (``_bind_fresh``).
     fresh: bool = False
+    #: The Pod (a workload's missing replica: made up, owned by the workload), which a
+    #: kube-scheduler pass binds (``_kube_bind``); None for the pods pending after preemption.
+    pod: StandalonePod | None = None
 
 
 def planning_cloud(
@@ -379,6 +386,13 @@ def missing_replicas(m: ManifestSet) -> list[tuple[Workload, str]]:
     return out
 
 
+def _replica_pod(w: Workload, key: str) -> StandalonePod:
+    """The Pod ``key`` (``namespace/name``) the workload ``w`` creates for a replica not
+    listed as a Pod: owned by ``w``, so a preemption of it is replaced."""
+    namespace, _, name = key.partition("/")
+    return StandalonePod(namespace, name, w.template, w.source, owner=f"{w.kind}/{w.name}")
+
+
 @dataclass
 class _Demand:
     """What the cluster's pods ask for: pods to place (``pending``), each target node's
@@ -390,9 +404,14 @@ class _Demand:
     daemon_used: dict[str, quantity.Resources]
     pinned: list[Unschedulable]
     nominated: list[Nominated]
-    #: Pods kube-scheduler binds before Karpenter's round (node, template): their requests
-    #: are in ``used``, and they count in the solves' topology domains.
-    kube_bound: list[tuple[str, PodTemplate]] = field(default_factory=list)
+    #: Pods kube-scheduler binds before Karpenter's round (``node_name`` set): their
+    #: requests are in ``used``, they count in the solves' topology domains and they run
+    #: on their nodes for preemption (``plan_preemption.preempt``).
+    kube_bound: list[StandalonePod] = field(default_factory=list)
+    #: New pods pinned to nodes by name (``PodTemplate.pinned_nodes``): Karpenter does not
+    #: provision for them, but kube-scheduler binds each to its node if it fits
+    #: (``_bind_fresh``); the rest are ``pinned``.
+    pinned_fresh: list[StandalonePod] = field(default_factory=list)
 
 
 def _read_pods(
@@ -420,7 +439,7 @@ def _read_pods(
         elif p.node_name in live_nodes and live_nodes[p.node_name].deleting:
             # On a node being deleted: it must move, so it is demand (Karpenter).
             if p.provisionable:
-                demand.pending.append(_Pending(p.key, p.key, p.template, running=True))
+                demand.pending.append(_Pending(p.key, p.key, p.template, running=True, pod=p))
         elif p.node_name not in live_nodes:
             missing.append(f"{p.key} (node {p.node_name}, {p.source.file})")
     if missing:
@@ -436,18 +455,24 @@ def _read_pods(
 
 def _unbound(p: StandalonePod, demand: _Demand) -> None:
     """A live pod without a node: pending if provisionable; pinned to a node by name (not a
-    DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it;
+    DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it,
+    unless kube-scheduler has not tried it yet (``_bind_pinned`` does first);
     nominated to a node by preemption: listed, not demand (Karpenter
     ``pkg/utils/pod/scheduling.go`` ``IsProvisionable``, ``IsPreempting``)."""
     if p.preempting and p.nominated_node_name is not None:
         demand.nominated.append(Nominated(pod=p.key, node=p.nominated_node_name))
     elif p.provisionable:
-        demand.pending.append(_Pending(p.key, p.key, p.template, fresh=not p.scheduler_tried))
+        demand.pending.append(
+            _Pending(p.key, p.key, p.template, fresh=not p.scheduler_tried, pod=p)
+        )
     elif (
         p.template.pinned
         and not p.deleting
         and (p.owner or "").split("/", 1)[0] not in ("DaemonSet", "Node")
     ):
+        if p.template.pinned_nodes and not p.scheduler_tried and not p.scheduling_gates:
+            demand.pinned_fresh.append(p)
+            return
         demand.pinned.append(
             Unschedulable(
                 pod=p.key,
@@ -777,7 +802,10 @@ def _bound(
         return running
     from joiner.state.snapshot import bound_pod
 
-    placed = [*demand.kube_bound, *(rnd.placed.values() if rnd is not None else ())]
+    placed = [
+        *((p.node_name, p.template) for p in demand.kube_bound if p.node_name is not None),
+        *(rnd.placed.values() if rnd is not None else ()),
+    ]
     return running + tuple(bound_pod(node, t) for node, t in placed)
 
 
@@ -799,7 +827,7 @@ def _preemption(
     lowest = min(
         (
             p.template.priority_value
-            for p in m.pods
+            for p in (*m.pods, *demand.kube_bound)
             if not p.terminal
             and p.node_name in targets
             and not (p.owner or "").startswith("DaemonSet/")
@@ -812,28 +840,48 @@ def _preemption(
 
     room = {name: _room(node, demand, daemonsets) for name, node in targets.items()}
     terms = {r.template: r.volume_terms for r in requests if r.volume_terms}
-    return preempt(m, targets, room, tried, terms)
+    fresh = {p.uid for p in demand.pending if p.fresh}
+    return preempt(m, targets, room, tried, terms, demand.kube_bound, fresh)
 
 
 def _after_preemption(demand: _Demand, rnd: PreemptionRound) -> _Demand:
     """The demand once the preemptions are done: each preemptor holds room on its node, the
     victims' room is free, and the replacements of victims with a controller (and pods
-    whose nomination a preemption cleared) are pending in the preemptors' place."""
+    whose nomination a preemption cleared, and new pods it displaced) are pending in the
+    preemptors' place."""
     used = {name: dict(r) for name, r in demand.used.items()}
     for node, template in rnd.placed.values():
         used[node] = quantity.add(used[node], template.requests)
-    for node, victim in rnd.victims.values():
+    for node, victim in (*rnd.victims.values(), *rnd.displaced.values()):
         used[node] = quantity.subtract(used[node], victim.template.requests)
-    pending = [p for p in demand.pending if p.uid not in rnd.placed]
-    pending += [
-        _Pending(key, key, victim.template)
-        for key, (_, victim) in rnd.victims.items()
-        if victim.owner is not None
+    again = [
+        *((key, victim.template) for key, (_, victim) in rnd.victims.items() if victim.owner),
+        *rnd.released,
+        *((key, p.template) for key, (_, p) in rnd.displaced.items()),
     ]
-    pending += [_Pending(key, key, template) for key, template in rnd.released]
+    pending = [p for p in demand.pending if p.uid not in rnd.placed]
+    pending += [_Pending(key, key, t) for key, t in again if not _not_karpenters(t)]
+    refused = [
+        Unschedulable(pod=key, reason=_not_karpenters(t)) for key, t in again if _not_karpenters(t)
+    ]
     released = {key for key, _ in rnd.released}
     nominated = [n for n in demand.nominated if n.pod not in released]
-    return _Demand(pending, used, demand.daemon_used, demand.pinned, nominated)
+    gone = rnd.victims.keys() | rnd.displaced.keys()
+    kube_bound = [p for p in demand.kube_bound if p.key not in gone]
+    pinned = demand.pinned + refused
+    return _Demand(pending, used, demand.daemon_used, pinned, nominated, kube_bound)
+
+
+def _not_karpenters(t: PodTemplate) -> str:
+    """Why Karpenter does not provision for a pod of ``t`` that is pending again after a
+    preemption (pinned to a node by name, or a pod its provisioner ignores); ``""`` when it
+    does (Karpenter pkg/utils/pod/scheduling.go ``IsProvisionable``, provisioner.go
+    ``GetPendingPods``)."""
+    if t.pinned:
+        return "pinned to a node by name (matchFields); Karpenter does not provision for it"
+    if t.karpenter_ignores:
+        return f"Karpenter ignores the pod: {t.karpenter_ignores}"
+    return ""
 
 
 @dataclass
@@ -875,10 +923,11 @@ def _bind_ignored(
     )
 
 
-def _kube_bind(demand: _Demand, node: str, template: PodTemplate) -> None:
-    """A pod of ``template`` bound to ``node`` by kube-scheduler before Karpenter's round."""
-    demand.used[node] = quantity.add(demand.used.get(node, {}), template.requests)
-    demand.kube_bound.append((node, template))
+def _kube_bind(demand: _Demand, node: str, pend: _Pending) -> None:
+    """``pend`` bound to ``node`` by kube-scheduler before Karpenter's round."""
+    demand.used[node] = quantity.add(demand.used.get(node, {}), pend.template.requests)
+    if pend.pod is not None:
+        demand.kube_bound.append(replace(pend.pod, node_name=node))
 
 
 def _bind_fresh(
@@ -896,12 +945,51 @@ def _bind_fresh(
     pkg/utils/pod/scheduling.go ``IsProvisionable`` needs that). Returns (pod, node) of
     each binding."""
     fresh = [p for p in demand.pending if p.fresh]
-    if not fresh or not targets:
-        return []
-    bindings, _missing = _kube_pass(fresh, demand, m, targets, daemonsets)
+    bindings: list[tuple[str, str]] = []
+    if fresh and targets:
+        bindings, _missing = _kube_pass(fresh, demand, m, targets, daemonsets)
+    # pods whose volumes are missing: Karpenter's round reports them
     placed = {uid for uid, _ in bindings}
     demand.pending = [p for p in demand.pending if p.uid not in placed]
-    return bindings  # pods whose volumes are missing: Karpenter's round reports them
+    return bindings + _bind_pinned(
+        demand, targets, lambda pods, nodes: _kube_pass(pods, demand, m, nodes, daemonsets)
+    )
+
+
+def _bind_pinned(
+    demand: _Demand,
+    targets: dict[str, ClusterNode],
+    kube_pass: Callable[
+        [list[_Pending], dict[str, ClusterNode]],
+        tuple[list[tuple[str, str]], list[Unschedulable]],
+    ],
+) -> list[tuple[str, str]]:
+    """kube-scheduler's pass (``kube_pass(pods, nodes)``, ``_kube_pass``) over the new pods
+    pinned to nodes by name (``_Demand.pinned_fresh``), each on its nodes only: bound when
+    it passes the filters there; otherwise unschedulable, as Karpenter does not provision
+    for it (Karpenter pkg/utils/pod/scheduling.go ``IsProvisionable``). Returns (pod, node)
+    of each binding."""
+    bindings: list[tuple[str, str]] = []
+    for p in demand.pinned_fresh:
+        nodes = {n: targets[n] for n in p.template.pinned_nodes if n in targets}
+        pend = _Pending(p.key, p.key, p.template, fresh=True, pod=p)
+        bound, missing = kube_pass([pend], nodes) if nodes else ([], [])
+        bindings += bound
+        if not bound:
+            where = (
+                "that kube-scheduler's filters refuse (room, taints, affinity)"
+                if nodes
+                else "that is not among the nodes"
+            )
+            demand.pinned += missing or [
+                Unschedulable(
+                    pod=p.key,
+                    reason=f"pinned to a node by name (matchFields) {where}; Karpenter does "
+                    "not provision for it",
+                )
+            ]
+    demand.pinned_fresh = []
+    return bindings
 
 
 def _kube_pass(
@@ -929,8 +1017,17 @@ def _kube_pass(
     )
     by_uid = {p.uid: p for p in pods}
     for uid, node in result.existing_placements:
-        _kube_bind(demand, node, by_uid[uid].template)
+        _kube_bind(demand, node, by_uid[uid])
     return list(result.existing_placements), missing
+
+
+def _kept(bindings: list[tuple[str, str]], rnd: PreemptionRound | None) -> list[tuple[str, str]]:
+    """The (pod, node) bindings of a kube-scheduler pass less the pods a preemption deleted
+    or displaced (a replaced or displaced one is pending again, placed by the later
+    passes)."""
+    if rnd is None:
+        return bindings
+    return [b for b in bindings if b[0] not in rnd.victims and b[0] not in rnd.displaced]
 
 
 class _Passes:
@@ -1045,7 +1142,8 @@ def build_plan(
     targets = {n.name: n for n in m.nodes if not n.deleting}
     demand = _read_pods(m, targets, live_nodes, warnings)
     demand.pending += [
-        _Pending(name, name, w.template, fresh=True) for w, name in missing_replicas(m)
+        _Pending(name, name, w.template, fresh=True, pod=_replica_pod(w, name))
+        for w, name in missing_replicas(m)
     ]
     in_flight = _in_flight(m, live_nodes, daemonsets, warnings)
     warnings += gate_warnings(m.nodeoverlays, gates.node_overlay)
@@ -1109,8 +1207,9 @@ def build_plan(
         nodeClaims=claims,
         placements=[
             Placement(pod=u, node=n)
-            for u, n in (*ignored.placements, *first_bound, *later.placements)
-        ],
+            for u, n in (*_kept(ignored.placements, rnd), *_kept(first_bound, rnd))
+        ]
+        + [Placement(pod=u, node=n) for u, n in later.placements],
         unschedulable=unschedulable,
         preemptions=rnd.preemptions if rnd is not None else [],
         nominated=demand.nominated,

@@ -19,7 +19,7 @@ without one (a bare Pod) is deleted and nothing replaces it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from joiner.api import quantity
@@ -42,12 +42,17 @@ class PreemptionRound:
         victims: victim key -> (node, the dump's Pod).
         released: pods the dump showed nominated whose nomination a preemption cleared
             (``prepareCandidate``): pending again, as (key, template).
+        displaced: pod key -> (node, Pod) of the new pods the plan's kube-scheduler pass
+            bound where a new pod of higher priority then preempted: kube-scheduler's queue
+            (``PrioritySort``) tries that one first, so they were never bound there and
+            are pending again, not victims.
     """
 
     preemptions: list[Preemption] = field(default_factory=list)
     placed: dict[str, tuple[str, PodTemplate]] = field(default_factory=dict)
     victims: dict[str, tuple[str, StandalonePod]] = field(default_factory=dict)
     released: list[tuple[str, PodTemplate]] = field(default_factory=list)
+    displaced: dict[str, tuple[str, StandalonePod]] = field(default_factory=dict)
 
 
 def _start_s(p: StandalonePod) -> float:
@@ -57,19 +62,20 @@ def _start_s(p: StandalonePod) -> float:
 
 
 def _cluster(
+    pods: Sequence[StandalonePod],
     m: ManifestSet,
     targets: Mapping[str, ClusterNode],
     room: Mapping[str, quantity.Resources],
     volume_terms: Mapping[PodTemplate, tuple[Requirements, ...]],
 ) -> ClusterState:
     """The target nodes (``room``: allocatable less the DaemonSet pods still to come) with
-    the live pods bound to them and the pods the dump shows nominated to them."""
+    the live ``pods`` bound to them and those the dump shows nominated to them."""
     state = ClusterState()
     state.pdbs = list(m.pdbs)
     state.volume_terms = dict(volume_terms)
     for name in sorted(targets):
         state.nodes[name] = static_node(targets[name], room[name])
-    for order, p in enumerate(m.pods):
+    for order, p in enumerate(pods):
         if p.terminal:
             continue
         bound = p.node_name in targets
@@ -117,14 +123,21 @@ def preempt(
     room: Mapping[str, quantity.Resources],
     pending: Sequence[tuple[str, PodTemplate]],
     volume_terms: Mapping[PodTemplate, tuple[Requirements, ...]] | None = None,
+    bound: Sequence[StandalonePod] = (),
+    fresh: Collection[str] = (),
 ) -> PreemptionRound:
     """Run kube-scheduler's preemption for the ``pending`` pods (uid ``namespace/name``,
     template) that fit no existing node, over the ``targets`` nodes, each with ``room``
     (allocatable less the DaemonSet pods to come). See the module docstring.
 
     ``volume_terms``: each pod template's volume node requirements, as the plan solved.
+    ``bound``: pods the plan's kube-scheduler passes bound to target nodes (``node_name``
+    set) before this one; they run there like the dump's, and may be victims, but for a
+    preemptor in ``fresh`` (pods kube-scheduler has not tried yet) those of them it had not
+    tried either are displaced instead (``PreemptionRound.displaced``).
     """
-    state = _cluster(m, targets, room, volume_terms or {})
+    pods = (*m.pods, *bound)
+    state = _cluster(pods, m, targets, room, volume_terms or {})
     lowest = min(
         (p.template.priority_value for p in state.live_pods() if p.node_name and not p.daemon),
         default=None,
@@ -133,10 +146,11 @@ def preempt(
     if lowest is None:
         return out
     dump_nominated = {p.uid: p.nominated_node_name for p in state.pending_pods()}
-    by_key = {p.key: p for p in m.pods}
+    by_key = {p.key: p for p in pods}
+    new_bound = {p.key for p in bound if not p.scheduler_tried}
     failed: set[int] = set()  # templates that found no candidate: identical pods find none
     verdicts: preemption.Verdicts = {}  # the nodes and templates stay as they are meanwhile
-    for pod in _add_pending(state, pending, len(m.pods)):
+    for pod in _add_pending(state, pending, len(pods)):
         if pod.template.priority_value <= lowest or id(pod.template) in failed:
             continue
         candidate = preemption.find(state, pod, verdicts)
@@ -144,16 +158,19 @@ def preempt(
             failed.add(id(pod.template))
             continue
         preemption.nominate(state, pod, candidate)
+        unwound = new_bound if pod.uid in fresh else set()
+        victims = [v.uid for v in candidate.victims if v.uid not in unwound]
         for victim in candidate.victims:
             victim.deleted_at_s = 0.0
-            out.victims[victim.uid] = (candidate.node, by_key[victim.uid])
+            taken = out.displaced if victim.uid in unwound else out.victims
+            taken[victim.uid] = (candidate.node, by_key[victim.uid])
         out.placed[pod.uid] = (candidate.node, pod.template)
         out.preemptions.append(
             Preemption(
                 pod=pod.uid,
                 node=candidate.node,
-                victims=[v.uid for v in candidate.victims],
-                notRecreated=[v.uid for v in candidate.victims if by_key[v.uid].owner is None],
+                victims=victims,
+                notRecreated=[v for v in victims if by_key[v].owner is None],
             )
         )
     out.released = [

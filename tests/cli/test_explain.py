@@ -103,6 +103,16 @@ def test_explain_naming_no_node_is_an_input_error():
     assert "--explain" in result.output and "names no node" in result.output
 
 
+def test_explain_all_beside_a_name_is_an_input_error():
+    """``*,nope`` explained every node and dropped the misspelt name without a word."""
+    for args in (["--explain", "*,nope"], ["--explain", "nope", "--explain", " * "]):
+        result = runner.invoke(app, [*DISRUPT, *args])
+        assert result.exit_code == 2, result.output
+        assert "'*' already gives every node" in result.output and "'nope'" in result.output
+    both = runner.invoke(app, [*DISRUPT, "--explain", "*,*", "-o", "json"])
+    assert both.exit_code == 0, both.output
+
+
 def _simulate(out: Path, *extra: str):
     return runner.invoke(
         app,

@@ -102,3 +102,104 @@ def test_kube_scheduler_binds_a_new_pod_to_the_least_allocated_node() -> None:
     plan = _plan(roomy + "---\n" + deployment(plain, replicas=1))
     assert [p.node for p in plan.placements] == ["roomy"], plan.placements
     assert plan.nodeClaims == []
+
+
+_PREEMPTION = """\
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: high, namespace: default}
+spec:
+  priorityClassName: high
+  containers: [{name: c, resources: {requests: {cpu: 1500m, memory: 512Mi}}}]
+status:
+  phase: Pending
+  conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable}]
+"""
+
+
+def test_a_preemption_sees_the_pods_kube_scheduler_bound_first() -> None:
+    """A new replica (500m) is bound to the existing node beside db (500m of 1900m); a
+    pod of priority 1000 that kube-scheduler refused (1500m) then fits only by preempting
+    both. The preemption saw the dump's pods alone: it deleted db only and left the replica
+    there, 2000m on a 1900m node. The replica, deleted, is replaced and provisioned for."""
+    spec = "      containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]\n"
+    plan = _plan("---\n" + deployment(spec) + _PREEMPTION)
+    (preemption,) = plan.preemptions
+    assert (preemption.pod, preemption.node) == ("default/high", "old")
+    assert sorted(preemption.victims) == ["default/db", "default/web-1"]
+    assert preemption.notRecreated == ["default/db"]
+    assert plan.placements == []
+    assert [c.pods for c in plan.nodeClaims] == [["default/web-1"]]
+
+
+def test_a_new_pod_of_higher_priority_preempts_before_new_pods_of_lower_bind() -> None:
+    """The same pod of priority 1000 written as new (no status): kube-scheduler's queue
+    tries it before the new replica, so it preempts db alone and the replica, finding no
+    room beside it, is Karpenter's demand; it is no victim of the preemption."""
+    spec = "      containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]\n"
+    fresh = _PREEMPTION.split("status:")[0]
+    plan = _plan("---\n" + deployment(spec) + fresh)
+    assert [(p.pod, p.node, p.victims) for p in plan.preemptions] == [
+        ("default/high", "old", ["default/db"])
+    ]
+    assert plan.placements == []
+    assert [c.pods for c in plan.nodeClaims] == [["default/web-1"]]
+
+
+def _pinned(name: str, node: str, cpu: str, status: str = "") -> str:
+    return f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{
+    nodeSelectorTerms: [matchFields: [{{key: metadata.name, operator: In, values: [{node}]}}]]
+  }}}}}}
+  containers: [{{name: c, resources: {{requests: {{cpu: {cpu}, memory: 64Mi}}}}}}]
+{status}"""
+
+
+def test_a_new_pod_pinned_by_name_is_bound_to_its_node_when_it_fits() -> None:
+    """kube-scheduler binds a new pod whose matchFields name an existing node there; it was
+    listed unschedulable ('Karpenter does not provision for it') however much room the node
+    had. One that does not fit, or names no node, is still unschedulable, and so is one
+    kube-scheduler already refused."""
+    refused = "status:\n  conditions: [{type: PodScheduled, status: 'False'}]\n"
+    plan = _plan(
+        _pinned("fits", "old", "500m")
+        + _pinned("too-big", "old", "1500m")
+        + _pinned("no-node", "gone", "100m")
+        + _pinned("refused", "old", "100m", refused)
+    )
+    assert [(p.pod, p.node) for p in plan.placements] == [("default/fits", "old")]
+    reasons = {u.pod: u.reason for u in plan.unschedulable}
+    assert reasons == {
+        "default/too-big": "pinned to a node by name (matchFields) that kube-scheduler's "
+        "filters refuse (room, taints, affinity); Karpenter does not provision for it",
+        "default/no-node": "pinned to a node by name (matchFields) that is not among the "
+        "nodes; Karpenter does not provision for it",
+        "default/refused": "pinned to a node by name (matchFields); Karpenter does not "
+        "provision for it",
+    }
+    assert plan.nodeClaims == []
+
+
+def test_a_pod_karpenter_never_provisions_for_stays_unschedulable_when_displaced() -> None:
+    """A new pod pinned to the node by name is bound there, then displaced by a new pod of
+    priority 1000 that preempts db: pending again, it was Karpenter's demand and got a
+    NodeClaim, though Karpenter never provisions for a pod pinned by name."""
+    plan = _plan(_pinned("pinned", "old", "500m") + _PREEMPTION.split("status:")[0])
+    assert [(p.pod, p.victims) for p in plan.preemptions] == [("default/high", ["default/db"])]
+    assert plan.nodeClaims == [] and plan.placements == []
+    assert [(u.pod, u.reason) for u in plan.unschedulable] == [
+        (
+            "default/pinned",
+            "pinned to a node by name (matchFields); Karpenter does not provision for it",
+        )
+    ]

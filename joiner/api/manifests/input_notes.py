@@ -1,7 +1,8 @@
 """Warnings about what a manifest asks for that Joiner reads but would mislead a user: pod
 spec fields whose upstream effect is not modelled, a ``karpenter.sh/do-not-disrupt`` value
 Karpenter ignores, a memory quantity without a unit, and a Node condition status that is
-neither ``True``, ``False`` nor ``Unknown``. Each appends to ``ManifestSet.warnings`` (or
+neither ``True``, ``False`` nor ``Unknown``, and a pending Pod's ``PodScheduled`` condition read
+against what it says. Each appends to ``ManifestSet.warnings`` (or
 ``unmodelled``, grouped later); none changes what is read."""
 
 from __future__ import annotations
@@ -131,3 +132,57 @@ def note_odd_conditions(parsed: m.Node, file: str, obj: str, out: ManifestSet) -
             f"{file}: {obj}: field status.conditions[{i}].status: {c.status!r} is not True, "
             f"False or Unknown: {effect}"
         )
+
+
+#: The Pod condition kube-scheduler sets once it has tried a pod (``v1.PodScheduled``).
+_POD_SCHEDULED = "PodScheduled"
+
+
+def note_pod_scheduled(parsed: m.Pod, file: str, obj: str, out: ManifestSet) -> None:
+    """Warn of a pending Pod's ``PodScheduled`` condition that Joiner reads one way while it
+    says something else: a type spelled in another case (condition types are
+    case-sensitive, so the pod reads as one kube-scheduler has not tried), a second
+    ``PodScheduled`` condition, or one whose status or reason is not kube-scheduler's
+    refusal (``_refusal_note``). None changes what is read (``pods.pod``: any
+    ``PodScheduled`` condition marks the pod tried, Karpenter's demand)."""
+    if parsed.spec.nodeName or parsed.spec.schedulingGates:
+        return  # bound, or left out while gated (kube-scheduler says SchedulingGated)
+    if parsed.status.phase in ("Succeeded", "Failed"):
+        return
+    seen = False
+    for i, c in enumerate(parsed.status.conditions):
+        where = f"{file}: {obj}: field status.conditions[{i}]"
+        if c.type != _POD_SCHEDULED and c.type.lower() == _POD_SCHEDULED.lower():
+            out.warnings.append(
+                f"{where}.type: {c.type!r} is not {_POD_SCHEDULED} (condition types are "
+                "case-sensitive): the pod is read as one kube-scheduler has not tried yet"
+            )
+        elif c.type == _POD_SCHEDULED and seen:
+            out.warnings.append(
+                f"{where}: a second {_POD_SCHEDULED} condition (a Pod has one condition of "
+                "each type); the pod is read as one kube-scheduler refused"
+            )
+        elif c.type == _POD_SCHEDULED:
+            seen = True
+            note = _refusal_note(c)
+            if note is not None:
+                out.warnings.append(f"{where}.{note}")
+
+
+def _refusal_note(c: m.PodConditionModel) -> str | None:
+    """What a pending Pod's ``PodScheduled`` condition says that is not kube-scheduler's
+    refusal (status ``False``, reason ``Unschedulable`` or not given), as the end of a
+    warning naming the field; None when it says that refusal. kube-scheduler sets ``True``
+    only as it binds the pod, and Karpenter provisions only for the reason
+    ``Unschedulable`` (pkg/utils/pod/scheduling.go ``FailedToSchedule``): with
+    ``SchedulingGated`` (its gates gone) kube-scheduler is still to try the pod."""
+    read = (
+        f"read as a pod kube-scheduler refused ({_POD_SCHEDULED}=False), which Karpenter "
+        "provisions for"
+    )
+    if c.status != "False":
+        status = repr(c.status) if c.status else "not given"
+        return f"status: {_POD_SCHEDULED} status {status} on a pod without spec.nodeName: {read}"
+    if c.reason and c.reason != "Unschedulable":
+        return f"reason: {c.reason!r} is not Unschedulable, which Karpenter waits for: {read}"
+    return None

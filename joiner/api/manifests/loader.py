@@ -172,6 +172,7 @@ def _pod(doc: dict[str, Any], file: str, obj: str, out: ManifestSet) -> None:
     input_notes.note_unmodelled(
         parsed.spec, "spec", file, obj, out, annotations=parsed.metadata.annotations, template=False
     )
+    input_notes.note_pod_scheduled(parsed, file, obj, out)
     out.pods.append(pods.pod(parsed, file))
 
 

@@ -217,6 +217,7 @@ class PodTemplateSpec(Strict):
 class PodConditionModel(Model):
     type: StrictStr
     status: StrictStr = ""
+    reason: StrictStr = ""
 
 
 class PodStatus(Model):

@@ -60,6 +60,21 @@ def _deletion_cost(annotations: Mapping[str, str], field: str) -> int | None:
     return corevalidation.pod_deletion_cost(value, f"{field}.{labels.POD_DELETION_COST}")
 
 
+def _pinned_nodes(required: m.NodeSelector | None) -> tuple[str, ...]:
+    """The node names a required node affinity pins a pod to: each term only
+    ``matchFields`` of ``metadata.name In`` (DaemonSet pods' shape), the names of all of
+    them; ``()`` when a term says anything else (the nodes it allows are not named)."""
+    names: list[str] = []
+    for term in required.nodeSelectorTerms if required is not None else ():
+        if term.matchExpressions or not term.matchFields:
+            return ()
+        for field in term.matchFields:
+            if field.key != "metadata.name" or field.operator != "In":
+                return ()
+            names += field.values
+    return tuple(dict.fromkeys(names))
+
+
 def pod_template(
     spec: m.PodSpec,
     pod_labels: Mapping[str, str],
@@ -189,6 +204,7 @@ def pod_template(
         host_ports=ports,
         critical=spec.priorityClassName in ("system-cluster-critical", "system-node-critical"),
         pinned=pinned,
+        pinned_nodes=_pinned_nodes(required) if pinned else (),
         karpenter_ignores=karpenter_ignores(
             selector, terms, first_term, preferred_sorted[0][1] if preferred_sorted else None
         ),

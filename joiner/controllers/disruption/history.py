@@ -44,7 +44,8 @@ def explain_names(explain: str | Sequence[str]) -> tuple[str, ...]:
     order given; ``(ALL_NODES,)`` when any of them is ``ALL_NODES``.
 
     Raises:
-        InputError: no name given (empty, or only commas).
+        InputError: no name given (empty, or only commas), or ``ALL_NODES`` beside names
+            (a misspelt one would go unnoticed).
     """
     given = [explain] if isinstance(explain, str) else list(explain)
     names = tuple(dict.fromkeys(n.strip() for text in given for n in text.split(",")))
@@ -53,7 +54,13 @@ def explain_names(explain: str | Sequence[str]) -> tuple[str, ...]:
         raise InputError(
             "names no node (give a node name, or '*' for every node)", field="--explain"
         )
-    return (ALL_NODES,) if ALL_NODES in names else names
+    if ALL_NODES in names and len(names) > 1:
+        others = ", ".join(repr(n) for n in names if n != ALL_NODES)
+        raise InputError(
+            f"'*' already gives every node; give it alone, or name the nodes ({others}) without it",
+            field="--explain",
+        )
+    return names
 
 
 #: Where a verdict came from when no method gave it (``candidates.collect``).
