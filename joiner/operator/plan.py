@@ -499,6 +499,8 @@ def _existing(
                 available=available,
                 initialized=True,
                 nodepool=node.nodepool,
+                # kube-scheduler's LeastAllocated score reads it (``_kube_pass``)
+                allocatable=dict(node.allocatable),
             )
         )
     return existing
