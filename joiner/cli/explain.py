@@ -18,8 +18,8 @@ ExplainOption = Annotated[
         metavar="NODE",
         help="Print NODE's disruption verdict history: when each pass's verdict changed, "
         "the method and why the node was kept (or the command that took it). Repeat it, or "
-        "join names with commas, for several nodes; '*' for every node. With -o json it is "
-        "the output's explain field.",
+        "join names with commas, for several nodes; '*' for every node. It is the explain "
+        "field of disrupt's -o json and of simulate's summary.json.",
     ),
 ]
 

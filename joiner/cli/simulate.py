@@ -59,7 +59,7 @@ def simulate(
 ) -> None:
     """Run a scenario in virtual time and report nodes, cost and pod wait times; with
     spec.compare, under each policy, side by side. With --explain NODE, summary.json's
-    ``explain`` and a table give NODE's disruption verdict history."""
+    explain field and a table give NODE's disruption verdict history."""
     from joiner.cli.progress import virtual_time_progress
     from joiner.operator.compare import run_policies
 
@@ -77,8 +77,10 @@ def simulate(
             runtime.keep_verdicts(asked)
     simulated = [p for p in sc.policies if p != "as-run"]  # the as-run record takes no time
     offsets = {p: i * sc.duration_s for i, p in enumerate(simulated)}
+    # Policies run one after another: the bar counts every policy's virtual seconds.
+    label = sc.name if len(simulated) <= 1 else f"{sc.name} ({', '.join(simulated)} in turn)"
     with virtual_time_progress(
-        sc.name, sc.duration_s * max(1, len(simulated)), console=err, enabled=not quiet
+        label, sc.duration_s * max(1, len(simulated)), console=err, enabled=not quiet
     ) as update:
         result = run_policies(sc, prepared=prepared, progress=lambda p, t: update(offsets[p] + t))
     page = _write_outputs(sc, result, summary_path, report)
