@@ -54,10 +54,14 @@ class PlannedNodeClaim(OutputModel):
 
 
 class Placement(OutputModel):
-    """A pending pod that fits an existing or in-flight node."""
+    """A pending pod that fits an existing or in-flight node: ``boundBy`` ``kube-scheduler``
+    when kube-scheduler binds it before Karpenter's round (a pod it has not tried yet, one
+    Karpenter ignores, one pinned to its node by name), ``karpenter`` when Karpenter's
+    scheduling simulation places it there."""
 
     pod: str
     node: str
+    boundBy: Literal["kube-scheduler", "karpenter"] = "karpenter"
 
 
 class Unschedulable(OutputModel):

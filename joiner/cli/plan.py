@@ -166,6 +166,7 @@ def plan(
         f"new capacity: [bold]${result.costPerHour:.4f}/h[/]; "
         f"{plural(len(result.placements), 'pod')} "
         f"{'fits' if len(result.placements) == 1 else 'fit'} existing capacity"
+        + _kube_bound(result)
         + (f", {len(result.preemptions)} by preemption" if result.preemptions else "")
         + f"; {len(result.unschedulable)} unschedulable"
     )
@@ -223,6 +224,12 @@ def _claim_row(c: PlannedNodeClaim, *, pods: bool) -> list[str]:
         f"{c.launch.pricePerHour:.4f}",
     ]
     return [*row, *([str(len(c.pods))] if pods else []), str(len(c.instanceTypes))]
+
+
+def _kube_bound(result: Plan) -> str:
+    """``" (N bound by kube-scheduler before Karpenter's round)"``, or empty."""
+    n = sum(p.boundBy == "kube-scheduler" for p in result.placements)
+    return f" ({n} bound by kube-scheduler before Karpenter's round)" if n else ""
 
 
 def _print_static(result: Plan) -> None:

@@ -1208,7 +1208,7 @@ def build_plan(
         region=region,
         nodeClaims=claims,
         placements=[
-            Placement(pod=u, node=n)
+            Placement(pod=u, node=n, boundBy="kube-scheduler")
             for u, n in (*_kept(ignored.placements, rnd), *_kept(first_bound, rnd))
         ]
         + [Placement(pod=u, node=n) for u, n in later.placements],

@@ -69,6 +69,7 @@ def test_new_pods_are_bound_to_an_existing_node_before_karpenter_provisions() ->
     plan = _plan("---\n" + deployment(_PREFERS_C, replicas=4))
     on_old = [p.pod for p in plan.placements if p.node == "old"]
     assert len(on_old) == 2, plan.placements
+    assert {p.boundBy for p in plan.placements} == {"kube-scheduler"}
     assert [c.launch.zone for c in plan.nodeClaims] == ["us-east-1c"]
     assert sorted(len(c.pods) for c in plan.nodeClaims) == [2]
     assert plan.unschedulable == []
@@ -203,3 +204,26 @@ def test_a_pod_karpenter_never_provisions_for_stays_unschedulable_when_displaced
             "pinned to a node by name (matchFields); Karpenter does not provision for it",
         )
     ]
+
+
+def test_the_plan_says_who_places_a_pod_on_an_existing_node() -> None:
+    """A pod kube-scheduler refused that fits an existing node now (its room came after)
+    is placed there by Karpenter's simulation (``boundBy: karpenter``); a new one is bound
+    by kube-scheduler first (``boundBy: kube-scheduler``)."""
+    refused = (
+        "status:\n  phase: Pending\n  conditions:\n"
+        "  - {type: PodScheduled, status: 'False', reason: Unschedulable}\n"
+    )
+    plain = "      containers: [{name: c, resources: {requests: {cpu: 250m, memory: 256Mi}}}]\n"
+    spec = "\n".join(line[4:] for line in plain.splitlines())
+    pod = f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: late, namespace: default, labels: {{app: late}}}}
+spec:
+{spec}
+"""
+    by_karpenter = _plan(pod + refused)
+    assert [(p.pod, p.boundBy) for p in by_karpenter.placements] == [("default/late", "karpenter")]
+    by_kube = _plan(pod)
+    assert [(p.pod, p.boundBy) for p in by_kube.placements] == [("default/late", "kube-scheduler")]
