@@ -872,7 +872,7 @@ def race(trace: Trace) -> list[str]:
         planned, node = trace.claim_node.get(claim, ""), trace.bound.get(pod, "")
         if planned and (node != planned if node else _intruded(trace, planned)):
             out.append(pod)
-    return sorted(out + _provisioned_again_by_time(trace))
+    return sorted(out + _provisioned_again_by_time(trace) + _left_pending_by_time(trace))
 
 
 def _first_round(trace: Trace) -> int:
@@ -908,6 +908,29 @@ def _provisioned_again_by_time(trace: Trace) -> list[str]:
         p
         for p, node in trace.bound.items()
         if node in later
+        and p not in trace.nominated
+        and trace.failed.get(p, first + 1) > first
+        and _seen_first(trace, p)
+    ]
+
+
+def _left_pending_by_time(trace: Trace) -> list[str]:
+    """Pods with no Nominated event that the case's first round placed (``_seen_first``,
+    never named by its "could not schedule pod" line) but that are pending at the end,
+    while every NodeClaim of that round launched and a node of that round (or one from
+    before the batch) holds a pod Karpenter did not plan there (``_intruded``):
+    kube-scheduler took their room."""
+    first = _first_round(trace)
+    claims = [c for c in trace.claims if trace.rounds.get(c) == first]
+    if not claims or not all(trace.claim_node.get(c) for c in claims):
+        return []
+    nodes = {trace.claim_node[c] for c in claims} | trace.existing_nodes
+    if not any(_intruded(trace, n) for n in nodes):
+        return []
+    return [
+        p
+        for p, node in trace.bound.items()
+        if not node
         and p not in trace.nominated
         and trace.failed.get(p, first + 1) > first
         and _seen_first(trace, p)
@@ -960,6 +983,9 @@ def first_decision(trace: Trace) -> Side:
         for c in trace.claims
         if trace.rounds.get(c, first) > first and _provisioned_again(trace, c)
     ]
+    if _left_pending_by_time(trace):
+        # a pod the first round placed lost its room: later rounds answer the race
+        again.append(first + 1)
     cutoff = min(again, default=None)
     kept = [c for c in trace.claims if cutoff is None or trace.rounds.get(c, first) < cutoff]
     nodes = {trace.claim_node[c] for c in kept if trace.claim_node.get(c)}

@@ -533,3 +533,43 @@ def test_the_report_shows_the_zone_order_of_a_tie_agreement() -> None:
     row = doc["results"][0]
     assert (row["tieOrder"], row["tieDifferences"]) == ("b, a, c", ["zones"])
     assert "| x | provision | yes (zone ties b, a, c) |" in report.markdown(doc)
+
+
+def _pending_by_time_trace() -> harness.Trace:
+    """gen-1313-14 as it ran (seed 1313, 2026-12-06): Karpenter's round 2 planned one m-8x
+    for three g0 pods, g2-0 (3500m) and two of five g1 pods (1200m; zone spread by version,
+    so one v1 and one v2 in the NodeClaim's zone) and could not schedule the other three;
+    none kept a Nominated event. kube-scheduler, which counts only the zones of existing
+    nodes, bound all five g1 pods there, and g2-0 was left pending (round 3 could not
+    schedule it)."""
+    g1 = {f"g1-{i}": "n" for i in range(5)}
+    return harness.Trace(
+        claims={"nc": ("beta", "m-8x", "spot", "a")},
+        rounds={"nc": 2},
+        claim_node={"nc": "n"},
+        bound={"g0-0": "n", "g0-1": "n", "g0-2": "n", **g1, "g2-0": ""},
+        failed={"g1-0": 2, "g1-1": 2, "g1-4": 2, "g2-0": 3},
+        round_start={1: 100.0, 2: 110.0, 3: 120.0},
+        unschedulable_at={p: 105.0 for p in ("g0-0", "g0-1", "g0-2", *g1, "g2-0")},
+    )
+
+
+def test_an_eventless_pod_the_first_round_placed_left_pending_is_a_race() -> None:
+    trace = _pending_by_time_trace()
+    assert harness.race(trace) == ["g2-0"]
+    first = harness.first_decision(trace)
+    assert first.claims == [("beta", "m-8x", "spot", "a")]
+    assert first.pending == ["g1-0", "g1-1", "g1-4"]  # round 2's, not round 3's g2-0
+    # no pod on the round's node that Karpenter did not plan there: no evidence
+    calm = _pending_by_time_trace()
+    calm.bound.update({"g1-0": "", "g1-1": "", "g1-4": ""})
+    assert harness.race(calm) == []
+    # a NodeClaim of the round that never launched: the pod may have been planned there
+    unlaunched = _pending_by_time_trace()
+    unlaunched.claims["nc2"] = ("beta", "m-8x", "spot", "a")
+    unlaunched.rounds["nc2"] = 2
+    assert harness.race(unlaunched) == []
+    # found unschedulable after the round listed the pods: not the round's to place
+    late = _pending_by_time_trace()
+    late.unschedulable_at["g2-0"] = 112.0
+    assert harness.race(late) == []
