@@ -148,7 +148,9 @@ def test_plan_places_an_ignored_pod_on_an_existing_node_as_kube_scheduler_would(
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
     assert plan["nodeClaims"] == [] and plan["unschedulable"] == []
-    assert plan["placements"] == [{"pod": "t/pinned-0", "node": "ip-10-0-1-10"}]
+    assert plan["placements"] == [
+        {"pod": "t/pinned-0", "node": "ip-10-0-1-10", "boundBy": "kube-scheduler"}
+    ]
 
 
 def test_only_the_first_required_term_and_the_heaviest_preference_say_nodepool_dne(
