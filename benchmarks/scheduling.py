@@ -24,6 +24,7 @@ varies by a fifth or more between runs).
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import math
@@ -275,21 +276,40 @@ def ladder(counts: list[int], repeat: int = 1) -> dict[str, Any]:
     }
 
 
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description="Karpenter's scheduling benchmark mix, solved by Joiner; prints JSON.",
+    )
+    parser.add_argument("counts", nargs="*", type=int, metavar="COUNT", help="pod counts")
+    parser.add_argument(
+        "--catalog",
+        choices=["synthetic-400", "us-east-1"],
+        help="one catalog (default: both)",
+    )
+    parser.add_argument(
+        "--ladder",
+        action="store_true",
+        help="the diverse mix on synthetic-400 over the ladder (1,000 to 100,000 pods, or "
+        "the COUNTs), with the growth exponents",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, metavar="N", help="with --ladder: climb N times"
+    )
+    parser.add_argument("--one", nargs=2, metavar=("CATALOG", "N"), help=argparse.SUPPRESS)
+    return parser
+
+
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--one"]:
-        print(json.dumps(run_one(argv[1], int(argv[2]))))
+    args = _parser().parse_args(argv)
+    if args.one is not None:  # one run, in the child process ``run_child`` starts
+        print(json.dumps(run_one(args.one[0], int(args.one[1]))))
         return
-    if argv[:1] == ["--ladder"]:
-        rest, repeat = argv[1:], 1
-        if rest[:1] == ["--repeat"]:
-            repeat, rest = int(rest[1]), rest[2:]
-        counts = sorted(int(a) for a in rest) or LADDER
-        print(json.dumps(ladder(counts, repeat), indent=2))
+    if args.ladder:
+        counts = sorted(args.counts) or LADDER
+        print(json.dumps(ladder(counts, args.repeat), indent=2))
         return
-    catalogs = ["synthetic-400", "us-east-1"]
-    if argv[:1] == ["--catalog"]:
-        catalogs, argv = [argv[1]], argv[2:]
-    counts = [int(a) for a in argv] or COUNTS
+    catalogs = [args.catalog] if args.catalog else ["synthetic-400", "us-east-1"]
+    counts = args.counts or COUNTS
     rows = [run_child(catalog, n) for catalog in catalogs for n in counts]
     print(json.dumps(rows, indent=2))
 
