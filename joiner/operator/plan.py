@@ -453,6 +453,12 @@ def _read_pods(
     return demand
 
 
+#: Why a pod pinned to a node by name gets no NodeClaim (Karpenter
+#: pkg/utils/pod/scheduling.go ``IsProvisionable``).
+_PINNED = "pinned to a node by name (matchFields)"
+_NOT_PROVISIONED = "Karpenter does not provision for it"
+
+
 def _unbound(p: StandalonePod, demand: _Demand) -> None:
     """A live pod without a node: pending if provisionable; pinned to a node by name (not a
     DaemonSet's or a static pod): unschedulable, as Karpenter does not provision for it,
@@ -476,8 +482,7 @@ def _unbound(p: StandalonePod, demand: _Demand) -> None:
         demand.pinned.append(
             Unschedulable(
                 pod=p.key,
-                reason="pinned to a node by name (matchFields); Karpenter does not "
-                "provision for it",
+                reason=f"{_PINNED}; {_NOT_PROVISIONED}",
             )
         )
 
@@ -862,10 +867,9 @@ def _after_preemption(demand: _Demand, rnd: PreemptionRound) -> _Demand:
         *((key, p.template) for key, (_, p) in rnd.displaced.items()),
     ]
     pending = [p for p in demand.pending if p.uid not in rnd.placed]
-    pending += [_Pending(key, key, t) for key, t in again if not _not_karpenters(t)]
-    refused = [
-        Unschedulable(pod=key, reason=_not_karpenters(t)) for key, t in again if _not_karpenters(t)
-    ]
+    why = {key: _not_karpenters(t) for key, t in again}
+    pending += [_Pending(key, key, t) for key, t in again if not why[key]]
+    refused = [Unschedulable(pod=key, reason=why[key]) for key, _ in again if why[key]]
     released = {key for key, _ in rnd.released}
     nominated = [n for n in demand.nominated if n.pod not in released]
     gone = rnd.victims.keys() | rnd.displaced.keys()
@@ -880,7 +884,7 @@ def _not_karpenters(t: PodTemplate) -> str:
     does (Karpenter pkg/utils/pod/scheduling.go ``IsProvisionable``, provisioner.go
     ``GetPendingPods``)."""
     if t.pinned:
-        return "pinned to a node by name (matchFields); Karpenter does not provision for it"
+        return f"{_PINNED}; {_NOT_PROVISIONED}"
     if t.karpenter_ignores:
         return f"Karpenter ignores the pod: {t.karpenter_ignores}"
     return ""
@@ -953,20 +957,16 @@ def _bind_fresh(
     # pods whose volumes are missing: Karpenter's round reports them
     placed = {uid for uid, _ in bindings}
     demand.pending = [p for p in demand.pending if p.uid not in placed]
-    return bindings + _bind_pinned(
-        demand, targets, lambda pods, nodes: _kube_pass(pods, demand, m, nodes, daemonsets)
-    )
+    return bindings + _bind_pinned(demand, m, targets, daemonsets)
 
 
 def _bind_pinned(
     demand: _Demand,
+    m: ManifestSet,
     targets: dict[str, ClusterNode],
-    kube_pass: Callable[
-        [list[_Pending], dict[str, ClusterNode]],
-        tuple[list[tuple[str, str]], list[Unschedulable]],
-    ],
+    daemonsets: list[PodTemplate],
 ) -> list[tuple[str, str]]:
-    """kube-scheduler's pass (``kube_pass(pods, nodes)``, ``_kube_pass``) over the new pods
+    """kube-scheduler's pass (``_kube_pass``) over the new pods
     pinned to nodes by name (``_Demand.pinned_fresh``), each on its nodes only: bound when
     it passes the filters there; otherwise unschedulable, as Karpenter does not provision
     for it (Karpenter pkg/utils/pod/scheduling.go ``IsProvisionable``). Returns (pod, node)
@@ -975,7 +975,7 @@ def _bind_pinned(
     for p in demand.pinned_fresh:
         nodes = {n: targets[n] for n in p.template.pinned_nodes if n in targets}
         pend = _Pending(p.key, p.key, p.template, fresh=True, pod=p)
-        bound, missing = kube_pass([pend], nodes) if nodes else ([], [])
+        bound, missing = _kube_pass([pend], demand, m, nodes, daemonsets) if nodes else ([], [])
         bindings += bound
         if not bound:
             where = (
@@ -986,8 +986,7 @@ def _bind_pinned(
             demand.pinned += missing or [
                 Unschedulable(
                     pod=p.key,
-                    reason=f"pinned to a node by name (matchFields) {where}; Karpenter does "
-                    "not provision for it",
+                    reason=f"{_PINNED} {where}; {_NOT_PROVISIONED}",
                 )
             ]
     demand.pinned_fresh = []
