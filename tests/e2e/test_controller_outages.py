@@ -1,7 +1,8 @@
 """Controller mode through API server outages and a frozen kube-scheduler.
 
-* A short lease (6 s / 4 s / 1 s): API server freezes shorter than the renew deadline
-  never end the process; a restart longer than it ends it once, cleanly (exit code 1, one
+* A short lease (10 s / 7 s / 1 s): API server freezes of 3 s, well inside the renew
+  deadline (a loaded 2-core machine takes seconds to answer again once thawed), never end
+  the process; a restart longer than it ends it once, cleanly (exit code 1, one
   ``lost the lease`` line, no Python traceback in its output).
 * Scale-ups while the API server restarts (the Lease kept): every NodeClaim created is one
   the pods need (the apiserver's audit log counts the creates), none launched twice.
@@ -71,6 +72,26 @@ def _served(cluster: Cluster) -> bool:
     return True
 
 
+def _state_of(kube_stack: KubeStack, cluster: Cluster) -> str:
+    """What the cluster looked like (the test's Nodes with their Ready condition and taints,
+    the web pods with their node and phase, kwok's and kube-controller-manager's last log
+    lines), printed when a wait times out: a stalled start says which side stalled."""
+    lines = []
+    for node in cluster.nodes():
+        ready = [c.status for c in (node.status.conditions or []) if c.type == "Ready"]
+        taints = [f"{t.key}:{t.effect}" for t in (node.spec.taints or [])]
+        lines.append(f"node {node.metadata.name}: Ready={ready} taints={taints}")
+    for pod in cluster.pods("web"):
+        node_name = pod.spec.nodeName if pod.spec else None
+        phase = pod.status.phase if pod.status else None
+        lines.append(f"pod {pod.metadata.name}: node={node_name} phase={phase}")
+    for name in ("kwok", "kube-controller-manager"):
+        log = kube_stack.workdir / "logs" / f"{name}.log"
+        if log.is_file():
+            lines += [f"--- {name} ---", *log.read_text(errors="replace").splitlines()[-15:]]
+    return "\n".join(lines)
+
+
 def _n_nodes(cluster: Cluster, n: int) -> object:
     found = cluster.consistent()
     return found if found is not None and len(found[1]) == n else None
@@ -85,12 +106,13 @@ def test_short_outages_are_ridden_out_and_a_lost_lease_is_one_clean_exit(
     controllers: list[ControllerProcess],
 ) -> None:
     cluster.apply(nodepool_doc(cluster.name, requirements=ON_DEMAND_4CPU))
-    ctl = start(controllers, kubeconfig, tmp_path, cluster, leaderElection=lease(cluster, 6, 4, 1))
+    ctl = start(controllers, kubeconfig, tmp_path, cluster, leaderElection=lease(cluster, 10, 7, 1))
     cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=2, cpu="1500m"))
     wait_for("2 web pods running", lambda: cluster.running("web", 2), 120)
 
-    # Outages shorter than the 4 s renew deadline: the API server answers nothing for 3 s
-    # (frozen), with work to write waiting for it.
+    # Outages shorter than the 7 s renew deadline: the API server answers nothing for 3 s
+    # (frozen), with work to write waiting for it. The margin is the time a thawed API
+    # server takes to answer its backlog on a loaded machine (over 1 s under CI load).
     for replicas in (3, 4, 5):
         cluster.scale("web", replicas)
         with kube_stack.frozen("kube-apiserver"):
@@ -104,9 +126,9 @@ def test_short_outages_are_ridden_out_and_a_lost_lease_is_one_clean_exit(
 
     # An outage past the renew deadline, with writes to make: the lease is lost.
     cluster.scale("web", 6)
-    unavailable_s = kube_stack.restart_apiserver(4.0)
+    unavailable_s = kube_stack.restart_apiserver(8.0)
     print(f"kube-apiserver unavailable for {unavailable_s:.1f} s")
-    assert unavailable_s > 4.0
+    assert unavailable_s > 7.0
     assert ctl.proc is not None
     code = ctl.proc.wait(timeout=60)
     wait_for("NodeClaims served", lambda: _served(cluster), 60)
@@ -145,11 +167,14 @@ def test_no_nodeclaim_is_created_twice_around_api_server_restarts(
         unavailable_s = kube_stack.restart_apiserver(2.0)
         print(f"kube-apiserver unavailable for {unavailable_s:.1f} s")
         wait_for("NodeClaims served", lambda: _served(cluster), 60)
-        wait_for(
-            f"{replicas} web pods running",
-            lambda n=replicas: _running(ctl, cluster, n),  # type: ignore[misc]
-            150,
-        )
+        try:
+            wait_for(
+                f"{replicas} web pods running",
+                lambda n=replicas: _running(ctl, cluster, n),  # type: ignore[misc]
+                150,
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{_state_of(kube_stack, cluster)}") from exc
     wait_for("5 nodes", lambda: _n_nodes(cluster, 5), 60)
     created = _created_nodeclaims(kube_stack.audit_log, cluster)
     print(f"NodeClaims created: {len(created)} for 5 pods needing 5 nodes")
