@@ -717,16 +717,30 @@ def _new_claims(cluster: Cluster, case: Case, before: Snapshot) -> dict[str, Obj
     }
 
 
-def _batch_pods(cluster: Cluster, case: Case) -> list[Obj]:
-    batch = {p["metadata"]["name"] for p in case.pods}
-    return [p for p in cluster.pods(render.namespace(case)) if p["metadata"]["name"] in batch]
+def demand_names(case: Case, before: Snapshot) -> set[str]:
+    """The pods a provisioning case's plan has as demand: the batch's, and those of the
+    case still unbound at ``before`` (a pod the existing nodes were made for that no
+    NodeClaim took: ``joiner plan`` reads it pending from the snapshot, so Karpenter's side
+    must count it too)."""
+    unbound = {
+        str(d["metadata"]["name"])
+        for d in before.docs
+        if d.get("kind") == "Pod" and not (d.get("spec") or {}).get("nodeName")
+    }
+    return {str(p["metadata"]["name"]) for p in case.pods} | unbound
+
+
+def _batch_pods(cluster: Cluster, case: Case, before: Snapshot) -> list[Obj]:
+    """The case's pods now that ``demand_names`` names."""
+    names = demand_names(case, before)
+    return [p for p in cluster.pods(render.namespace(case)) if p["metadata"]["name"] in names]
 
 
 def karpenter_provisioned(cluster: Cluster, case: Case, before: Snapshot) -> Side:
     """What Karpenter (with kube-scheduler) did for the batch since ``before``."""
     new = list(_new_claims(cluster, case, before).values())
     existing_nodes = set(before.node_of_claim.values())
-    pods = _batch_pods(cluster, case)
+    pods = _batch_pods(cluster, case, before)
     return Side(
         claims=[_claim_tuple(c) for c in new],
         pending=sorted(p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")),
@@ -754,7 +768,7 @@ def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: st
         nominated=nominations(events),
         bound={
             p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or ""
-            for p in _batch_pods(cluster, case)
+            for p in _batch_pods(cluster, case, before)
         },
         existing_nodes=set(before.node_of_claim.values()),
         round_start=round_starts(log_text),

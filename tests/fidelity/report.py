@@ -150,7 +150,7 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += [
             "",
             f"Generated cases (tests/fidelity/generator.py), seed {gen['seed']}: reproduce "
-            f"with `run.py --generated {gen['cases']} --seed {gen['seed']}`.",
+            f"with `run.py {_rerun_args(gen)}`.",
             "",
             *_table(gen["results"]),
             "",
@@ -158,6 +158,15 @@ def markdown(doc: dict[str, Any]) -> str:
         ]
     lines += ["", headline(doc)]
     return "\n".join(lines) + "\n"
+
+
+def _rerun_args(gen: dict[str, Any]) -> str:
+    """``run.py``'s arguments that run the generated cases of ``gen`` again: the seed and
+    count when they are its first N cases, their ids when some were picked (``--cases``)."""
+    ids = [str(r["case"]) for r in gen["results"]]
+    if ids == [f"gen-{gen['seed']}-{i}" for i in range(len(ids))]:
+        return f"--generated {len(ids)} --seed {gen['seed']}"
+    return f"--cases {','.join(ids)}"
 
 
 def generated_headline(doc: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import cases
 import harness
 import pytest
 import render
+import report
 import run
 from harness import Side, compare
 
@@ -573,3 +574,41 @@ def test_an_eventless_pod_the_first_round_placed_left_pending_is_a_race() -> Non
     late = _pending_by_time_trace()
     late.unschedulable_at["g2-0"] = 112.0
     assert harness.race(late) == []
+
+
+class _EndState:
+    """A cluster whose case namespace holds ``pods`` and no NodeClaims."""
+
+    def __init__(self, pods: list[dict]) -> None:
+        self._pods = pods
+
+    def nodeclaims(self) -> list[dict]:
+        return []
+
+    def pods(self, namespace: str) -> list[dict]:
+        return self._pods
+
+
+def _pod_doc(name: str, node: str | None) -> dict:
+    return {"kind": "Pod", "metadata": {"name": name}, "spec": {"nodeName": node}}
+
+
+def test_a_pod_pending_before_the_batch_counts_on_karpenters_side_as_on_joiners() -> None:
+    # gen-448470-10: a pod meant for the existing nodes that no NodeClaim took is pending in
+    # the snapshot Joiner plans from; Karpenter's side counted only the batch's pods.
+    case = _case()
+    before = harness.Snapshot(
+        docs=[_pod_doc("old0", None), _pod_doc("old1", "node-a")], claims={}, node_of_claim={}
+    )
+    end = _EndState([_pod_doc("old0", None), _pod_doc("old1", "node-a"), _pod_doc("a-0", None)])
+    k = harness.karpenter_provisioned(end, case, before)  # type: ignore[arg-type]
+    assert k.pending == ["a-0", "old0"]
+    assert harness.demand_names(case, before) == {"a-0", "a-1", "old0"}
+
+
+def test_the_report_says_how_to_run_the_generated_cases_again() -> None:
+    first = {"seed": 7, "results": [{"case": "gen-7-0"}, {"case": "gen-7-1"}]}
+    assert report._rerun_args(first) == "--generated 2 --seed 7"
+    # one case picked by id is run again by id (``--generated 1`` would be gen-7-0)
+    picked = {"seed": 7, "results": [{"case": "gen-7-10"}]}
+    assert report._rerun_args(picked) == "--cases gen-7-10"
