@@ -89,6 +89,9 @@ def test_each_shape_loads_under_its_own_version() -> None:
         ),
         ("replicas: 2\ncontroller: {resources: {}}\n", "Karpenter's Helm values"),
         ("enableSpotInterruptionDraining: true\n", "spec.interruption"),
+        # an umbrella chart's values, as the published seed examples nest them
+        ("karpenter:\n  tolerations: []\n", "Karpenter's Helm"),
+        ("aws-node-termination-handler:\n  enableRebalanceMonitoring: true\n", "interruption"),
     ],
 )
 def test_a_helm_values_file_given_as_manifests_is_named_as_such(text: str, hint: str) -> None:

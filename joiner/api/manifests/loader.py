@@ -404,22 +404,31 @@ _KARPENTER_VALUES_KEYS = frozenset(
 )
 
 
+_KARPENTER_VALUES_HINT = (
+    " (this looks like Karpenter's Helm values, not a Kubernetes object: give its "
+    "settings.featureGates with --feature-gates, or its settings under a Scenario's "
+    "spec.settings; the controller reads them with --settings)"
+)
+_NTH_VALUES_HINT = (
+    " (this looks like the AWS Node Termination Handler's Helm values, not a "
+    "Kubernetes object: give them in a Scenario's spec.interruption)"
+)
+
+
 def _values_file_hint(doc: dict[str, Any]) -> str:
     """A hint when a document without ``apiVersion`` and ``kind`` looks like a Helm values
     file ("" otherwise): Karpenter's chart values (settings and feature gates) or the AWS
-    Node Termination Handler's (``enable...`` keys)."""
+    Node Termination Handler's (``enable...`` keys), or an umbrella chart's values holding
+    either under the chart's name (``karpenter:``, ``aws-node-termination-handler:``)."""
+    if isinstance(doc.get("karpenter"), dict):
+        return _KARPENTER_VALUES_HINT
+    if isinstance(doc.get("aws-node-termination-handler"), dict):
+        return _NTH_VALUES_HINT
     keys = {k for k in doc if isinstance(k, str)}
     if keys & _KARPENTER_VALUES_KEYS:
-        return (
-            " (this looks like Karpenter's Helm values, not a Kubernetes object: give its "
-            "settings.featureGates with --feature-gates, or its settings under a Scenario's "
-            "spec.settings; the controller reads them with --settings)"
-        )
+        return _KARPENTER_VALUES_HINT
     if any(k.startswith("enable") for k in keys):
-        return (
-            " (this looks like the AWS Node Termination Handler's Helm values, not a "
-            "Kubernetes object: give them in a Scenario's spec.interruption)"
-        )
+        return _NTH_VALUES_HINT
     return ""
 
 
