@@ -488,14 +488,20 @@ def _unbound(p: StandalonePod, demand: _Demand) -> None:
 
 
 def _existing(
-    targets: dict[str, ClusterNode], demand: _Demand, daemonsets: list[PodTemplate]
+    targets: dict[str, ClusterNode],
+    demand: _Demand,
+    daemonsets: list[PodTemplate],
+    holding: dict[str, quantity.Resources] | None = None,
 ) -> list[ExistingNode]:
     """The target nodes as the scheduler's existing nodes: room is allocatable less the
-    requests in use and the DaemonSet pods still to come."""
+    requests in use, the DaemonSet pods still to come and what ``holding`` holds there (by
+    node: the pods nominated to it, ``_kube_pass``)."""
     existing = []
     for name in sorted(targets):
         node = targets[name]
         available = quantity.subtract(_room(node, demand, daemonsets), demand.used[name])
+        if holding and name in holding:
+            available = quantity.subtract(available, holding[name])
         existing.append(
             ExistingNode(
                 name=name,
@@ -1004,22 +1010,56 @@ def _kube_pass(
     in-flight NodeClaim: it binds to Nodes), in its queue order, each to the node that
     passes its filters with the best LeastAllocated score (``Scheduler`` in
     ``kube-scheduler`` mode); each binding is charged to ``demand`` (``_kube_bind``).
+
+    A pod nominated to a target node by an earlier preemption (``demand.nominated``) holds
+    its requests there against every pod of lower or equal priority (Kubernetes
+    pkg/scheduler/framework/runtime/framework.go ``RunFilterPluginsWithNominatedPods``,
+    ``addGENominatedPods``: the filters run with the nominated pods of higher or equal
+    priority added): the pods are then solved one priority level at a time, highest
+    first, as kube-scheduler's queue takes them (``PrioritySort``). Only their requests
+    are held (the room filters); their labels do not count in spread or affinity.
+
     Returns the (pod, node) bindings and the pods whose volumes are missing."""
     requests, missing = _requests(pods, m)
-    result = Scheduler().solve(
-        SchedulingInput(
-            pods=tuple(requests),
-            existing=tuple(_existing(targets, demand, daemonsets)),
-            nodepools=(),
-            daemonsets=tuple(daemonsets),
-            bound_pods=_bound(m, targets, None, demand),
-            mode="kube-scheduler",
-        )
-    )
+    held = _nominated_requests(m, demand, targets)
+    levels = sorted({r.template.priority_value for r in requests}, reverse=True) if held else [None]
     by_uid = {p.uid: p for p in pods}
-    for uid, node in result.existing_placements:
-        _kube_bind(demand, node, by_uid[uid])
-    return list(result.existing_placements), missing
+    bindings: list[tuple[str, str]] = []
+    for level in levels:
+        group = [r for r in requests if level is None or r.template.priority_value == level]
+        holding: dict[str, quantity.Resources] = {}
+        for node, reqs in held.items():
+            for prio, r in reqs:
+                if level is not None and prio >= level:
+                    holding[node] = quantity.add(holding.get(node, {}), r)
+        result = Scheduler().solve(
+            SchedulingInput(
+                pods=tuple(group),
+                existing=tuple(_existing(targets, demand, daemonsets, holding)),
+                nodepools=(),
+                daemonsets=tuple(daemonsets),
+                bound_pods=_bound(m, targets, None, demand),
+                mode="kube-scheduler",
+            )
+        )
+        for uid, node in result.existing_placements:
+            _kube_bind(demand, node, by_uid[uid])
+        bindings += result.existing_placements
+    return bindings, missing
+
+
+def _nominated_requests(
+    m: ManifestSet, demand: _Demand, targets: dict[str, ClusterNode]
+) -> dict[str, list[tuple[int, quantity.Resources]]]:
+    """Per target node, the (priority, requests) of the pods nominated to it
+    (``demand.nominated``); empty when there are none."""
+    pods = {p.key: p for p in m.pods}
+    held: dict[str, list[tuple[int, quantity.Resources]]] = {}
+    for n in demand.nominated:
+        pod = pods.get(n.pod)
+        if pod is not None and n.node in targets:
+            held.setdefault(n.node, []).append((pod.template.priority_value, pod.template.requests))
+    return held
 
 
 def _kept(bindings: list[tuple[str, str]], rnd: PreemptionRound | None) -> list[tuple[str, str]]:

@@ -227,3 +227,49 @@ spec:
     assert [(p.pod, p.boundBy) for p in by_karpenter.placements] == [("default/late", "karpenter")]
     by_kube = _plan(pod)
     assert [(p.pod, p.boundBy) for p in by_kube.placements] == [("default/late", "kube-scheduler")]
+
+
+#: The pod of priority 1000 as a dump shows it once a preemption nominated it to ``old``
+#: (1000m), and a PriorityClass above it.
+_NOMINATED = (
+    _PREEMPTION.replace("cpu: 1500m", "cpu: 1000m").replace(
+        "  phase: Pending\n", "  phase: Pending\n  nominatedNodeName: old\n"
+    )
+    + """---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: higher}
+value: 2000
+"""
+)
+
+
+def test_a_pod_nominated_to_a_node_holds_its_room_against_new_pods_of_lower_priority() -> None:
+    """A pod of priority 1000 (1000m) waits on the existing node, nominated there by a
+    preemption; the node has 1400m left beside db. kube-scheduler filters a new replica
+    (500m, priority 0) with the nominated pod added (framework.go
+    ``RunFilterPluginsWithNominatedPods``), so it refuses the replica there, which makes
+    it Karpenter's demand. Karpenter counts only bound pods on a node (``StateNode``; a
+    nominated pod is no provisioning demand, ``IsProvisionable``), so its round places the
+    replica on the node and launches nothing. Joiner had kube-scheduler bind it there."""
+    spec = "      containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]\n"
+    plan = _plan("---\n" + deployment(spec) + _NOMINATED)
+    assert [(n.pod, n.node) for n in plan.nominated] == [("default/high", "old")]
+    assert [(p.pod, p.node, p.boundBy) for p in plan.placements] == [
+        ("default/web-1", "old", "karpenter")
+    ]
+    assert plan.nodeClaims == []
+
+
+def test_a_new_pod_of_higher_priority_than_the_nominated_one_takes_the_room() -> None:
+    """The same replica at priority 2000: kube-scheduler adds only the nominated pods of
+    higher or equal priority, so it binds the replica to the node."""
+    spec = (
+        "      priorityClassName: higher\n"
+        "      containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]\n"
+    )
+    plan = _plan("---\n" + deployment(spec) + _NOMINATED)
+    assert [(p.pod, p.node, p.boundBy) for p in plan.placements] == [
+        ("default/web-1", "old", "kube-scheduler")
+    ]
+    assert plan.nodeClaims == []
