@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from joiner.api.plan_output import Plan
+
 
 def ec2nodeclass(
     subnets: str = "{tags: {karpenter.sh/discovery: demo}}",
@@ -82,3 +87,16 @@ spec:
 status:
   allocatable: {allocatable}
 """
+
+
+def on_demand_plan(body: str) -> Plan:
+    """``joiner plan`` (us-east-1, the packaged catalog) of the on-demand NodePool
+    ``general``, the EC2NodeClass ``default`` and ``body`` (YAML documents, the first
+    without its leading ``---``)."""
+    from joiner.api.manifests import load_text
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.operator.plan import build_plan
+
+    pool = nodepool("[{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]")
+    text = pool + "---\n" + EC2NODECLASS + "---\n" + body
+    return build_plan(load_text(text), Catalog.load(), "us-east-1")

@@ -298,13 +298,27 @@ def _in_flight(
     """NodeClaims launched whose Node has not registered: capacity for pending pods, as in
     Karpenter's cluster state (``state.Cluster`` counts in-flight NodeClaims), so what they
     were launched for is not launched again. Their labels are the NodeClaim's; their room is
-    ``status.allocatable`` less the DaemonSet pods to come."""
+    ``status.allocatable`` less the DaemonSet pods to come. A NodeClaim whose
+    ``status.providerID`` is a live Node's is registered, whatever its ``nodeName``, and one
+    sharing another's providerID is not counted again (Karpenter
+    pkg/controllers/state/cluster.go ``Cluster.UpdateNodeClaim`` keys its nodes by
+    providerID): a warning names it."""
     out: list[ExistingNode] = []
     unknown: list[str] = []
+    node_providers = {n.provider_id for n in live_nodes.values() if n.provider_id}
+    seen: dict[str, str] = {}
+    shared: list[str] = []
     for claim in sorted(m.nodeclaims, key=lambda c: c.name):
         if claim.deleting or not claim.launched:
             continue
-        if claim.node_name is not None and claim.node_name in live_nodes:
+        if claim.provider_id:
+            if claim.provider_id in seen:
+                shared.append(f"{claim.name} ({claim.provider_id}, as {seen[claim.provider_id]})")
+                continue
+            seen[claim.provider_id] = claim.name
+        if (claim.node_name is not None and claim.node_name in live_nodes) or (
+            claim.provider_id in node_providers
+        ):
             continue  # registered: its Node is the capacity
         if not claim.allocatable:
             unknown.append(claim.name)
@@ -328,6 +342,15 @@ def _in_flight(
                 f"{plural(len(unknown), 'NodeClaim')} launched without status.allocatable "
                 "cannot hold pods here",
                 unknown,
+            )
+        )
+    if shared:
+        warnings.append(
+            grouped(
+                f"{plural(len(shared), 'NodeClaim')} with the status.providerID of another "
+                "(first by name kept, as Karpenter's cluster state keeps one node per "
+                "providerID) are not counted",
+                shared,
             )
         )
     return out

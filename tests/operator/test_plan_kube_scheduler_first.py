@@ -10,11 +10,8 @@ took all four as Karpenter's demand and planned a larger node in zone c for them
 
 from __future__ import annotations
 
-from joiner.api.manifests import load_text
 from joiner.api.plan_output import Plan
-from joiner.cloudprovider.catalog import Catalog
-from joiner.operator.plan import build_plan
-from tests.manifests import EC2NODECLASS, deployment, existing_node, nodepool
+from tests.manifests import deployment, existing_node, on_demand_plan
 
 _NODE = (
     existing_node("{cpu: 1900m, memory: 7Gi, pods: '29'}")
@@ -54,15 +51,7 @@ spec:
 
 
 def _plan(workload: str) -> Plan:
-    text = (
-        nodepool("[{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]")
-        + "---\n"
-        + EC2NODECLASS
-        + "---\n"
-        + _NODE
-        + workload
-    )
-    return build_plan(load_text(text), Catalog.load(), "us-east-1")
+    return on_demand_plan(_NODE + workload)
 
 
 def test_new_pods_are_bound_to_an_existing_node_before_karpenter_provisions() -> None:
