@@ -65,6 +65,21 @@ spec:
 {pod_spec}"""
 
 
+def daemonset(pod_spec: str, name: str = "agent", namespace: str = "kube-system") -> str:
+    """An ``apps/v1`` DaemonSet ``namespace/name`` (label ``app: <name>``) whose pod spec is
+    the block ``pod_spec``, indented as the template's ``spec:`` children (six spaces)."""
+    return f"""\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+{pod_spec}"""
+
+
 def existing_node(allocatable: str, name: str = "old", zone: str = "us-east-1a") -> str:
     """A ``v1`` Node ``name`` of NodePool ``general`` (an on-demand m5.large in ``zone``,
     initialized) whose ``status.allocatable`` is the flow-style mapping ``allocatable``."""

@@ -349,7 +349,7 @@ def _in_flight(
             grouped(
                 f"{plural(len(shared), 'NodeClaim')} with the status.providerID of another "
                 "(first by name kept, as Karpenter's cluster state keeps one node per "
-                "providerID) are not counted",
+                f"providerID) {'is' if len(shared) == 1 else 'are'} not counted",
                 shared,
             )
         )
@@ -1075,12 +1075,15 @@ def _nominated_requests(
     m: ManifestSet, demand: _Demand, targets: dict[str, ClusterNode]
 ) -> dict[str, list[tuple[int, quantity.Resources]]]:
     """Per target node, the (priority, requests) of the pods nominated to it
-    (``demand.nominated``); empty when there are none."""
+    (``demand.nominated``); empty when there are none. A nominated pod of one of the
+    DaemonSets is left out: the node's room already holds it as a DaemonSet pod still to
+    come (``_room``)."""
     pods = {p.key: p for p in m.pods}
+    ds_owners = {f"DaemonSet/{d.name}" for d in m.daemonsets}
     held: dict[str, list[tuple[int, quantity.Resources]]] = {}
     for n in demand.nominated:
         pod = pods.get(n.pod)
-        if pod is not None and n.node in targets:
+        if pod is not None and n.node in targets and pod.owner not in ds_owners:
             held.setdefault(n.node, []).append((pod.template.priority_value, pod.template.requests))
     return held
 

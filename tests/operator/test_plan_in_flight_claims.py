@@ -51,3 +51,20 @@ def test_a_nodeclaim_sharing_another_ones_provider_id_is_not_counted_again() -> 
     assert [c.pods for c in plan.nodeClaims] == [["default/web-1"]]
     (warning,) = [w for w in plan.warnings if "providerID" in w]
     assert "general-b (aws:///us-east-1a/i-old, as general-a)" in warning
+    assert warning.startswith("1 NodeClaim with the status.providerID of another")
+    assert ") is not counted: general-b" in warning
+
+
+def test_each_nodeclaim_sharing_a_provider_id_is_named_and_counted_once() -> None:
+    """Three NodeClaims of one instance not registered yet: the first by name is the
+    in-flight room the pod is placed on; the two others are named (the warning said
+    "are" for one NodeClaim too)."""
+    same = "".join(_claim(n, None).replace("i-old", "i-new") for n in ("c", "a", "b"))
+    plan = _plan(same)
+    assert [(p.pod, p.node) for p in plan.placements] == [("default/web-1", "a")]
+    assert plan.nodeClaims == []
+    (warning,) = [w for w in plan.warnings if "providerID" in w]
+    assert warning.startswith("2 NodeClaims with the status.providerID of another")
+    assert warning.endswith(
+        "are not counted: b (aws:///us-east-1a/i-new, as a), c (aws:///us-east-1a/i-new, as a)"
+    )

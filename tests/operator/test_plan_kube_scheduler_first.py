@@ -11,7 +11,7 @@ took all four as Karpenter's demand and planned a larger node in zone c for them
 from __future__ import annotations
 
 from joiner.api.plan_output import Plan
-from tests.manifests import deployment, existing_node, on_demand_plan
+from tests.manifests import daemonset, deployment, existing_node, on_demand_plan
 
 _NODE = (
     existing_node("{cpu: 1900m, memory: 7Gi, pods: '29'}")
@@ -262,3 +262,47 @@ def test_a_new_pod_of_higher_priority_than_the_nominated_one_takes_the_room() ->
         ("default/web-1", "old", "kube-scheduler")
     ]
     assert plan.nodeClaims == []
+
+
+_AGENT = (
+    "---\n"
+    + daemonset(
+        "      priorityClassName: system-node-critical\n"
+        "      containers: [{name: c, resources: {requests: {cpu: 1000m, memory: 64Mi}}}]\n"
+    )
+    + """\
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: agent-old
+  namespace: kube-system
+  labels: {app: agent}
+  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: u1, controller: true}]
+spec:
+  priorityClassName: system-node-critical
+  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {
+    nodeSelectorTerms: [matchFields: [{key: metadata.name, operator: In, values: [old]}]]}}}
+  containers: [{name: c, resources: {requests: {cpu: 1000m, memory: 64Mi}}}]
+status:
+  phase: Pending
+  nominatedNodeName: old
+  conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable}]
+"""
+)
+
+
+def test_a_nominated_daemonset_pod_is_held_once() -> None:
+    """Regression: the DaemonSet's pod for ``old`` (1000m), nominated there, was held twice,
+    as a DaemonSet pod still to come and as a nominated pod, so a new replica of 300m
+    (400m left beside db and the agent) was refused by kube-scheduler and placed by
+    Karpenter's round instead."""
+    spec = "      containers: [{name: c, resources: {requests: {cpu: 300m, memory: 512Mi}}}]\n"
+    plan = _plan("---\n" + deployment(spec) + _AGENT)
+    assert [(n.pod, n.node) for n in plan.nominated] == [("kube-system/agent-old", "old")]
+    assert [(p.pod, p.node, p.boundBy) for p in plan.placements] == [
+        ("default/web-1", "old", "kube-scheduler")
+    ]
+    # 500m does not fit beside db and the agent, counted once: Karpenter launches for it
+    plan = _plan("---\n" + deployment(spec.replace("300m", "500m")) + _AGENT)
+    assert plan.placements == [] and [c.pods for c in plan.nodeClaims] == [["default/web-1"]]
