@@ -92,6 +92,21 @@ def test_each_shape_loads_under_its_own_version() -> None:
         # an umbrella chart's values, as the published seed examples nest them
         ("karpenter:\n  tolerations: []\n", "Karpenter's Helm"),
         ("aws-node-termination-handler:\n  enableRebalanceMonitoring: true\n", "interruption"),
+        # the chart's values as another type than a mapping (no hint was given)
+        ("karpenter: []\n", "Karpenter's Helm"),
+        ("aws-node-termination-handler: [enableIMDS]\n", "interruption"),
+        # an umbrella chart's values of both: both named (only Karpenter's was)
+        (
+            "karpenter: {tolerations: []}\naws-node-termination-handler: {enableIMDS: true}\n",
+            "Karpenter and the AWS Node Termination Handler",
+        ),
+        ('{"karpenter": {"tolerations": []}}', "Karpenter's Helm"),
+        # the published seed FIS experiment template (no hint was given)
+        (
+            '{"description": "Spot Interrupt", "actions": {}, "targets": {}, "roleArn": "r"}',
+            "AWS FIS experiment template, not a Kubernetes object: run it against a "
+            "Scenario with joiner chaos run",
+        ),
     ],
 )
 def test_a_helm_values_file_given_as_manifests_is_named_as_such(text: str, hint: str) -> None:

@@ -413,21 +413,34 @@ _NTH_VALUES_HINT = (
     " (this looks like the AWS Node Termination Handler's Helm values, not a "
     "Kubernetes object: give them in a Scenario's spec.interruption)"
 )
+_BOTH_VALUES_HINT = (
+    " (this looks like Helm values of Karpenter and the AWS Node Termination Handler, not "
+    "a Kubernetes object: give Karpenter's settings.featureGates with --feature-gates, or "
+    "its settings under a Scenario's spec.settings, and the handler's values in a "
+    "Scenario's spec.interruption)"
+)
+_FIS_TEMPLATE_HINT = (
+    " (this looks like an AWS FIS experiment template, not a Kubernetes object: run it "
+    "against a Scenario with joiner chaos run)"
+)
 
 
 def _values_file_hint(doc: dict[str, Any]) -> str:
     """A hint when a document without ``apiVersion`` and ``kind`` looks like a Helm values
     file ("" otherwise): Karpenter's chart values (settings and feature gates) or the AWS
     Node Termination Handler's (``enable...`` keys), or an umbrella chart's values holding
-    either under the chart's name (``karpenter:``, ``aws-node-termination-handler:``)."""
-    if isinstance(doc.get("karpenter"), dict):
-        return _KARPENTER_VALUES_HINT
-    if isinstance(doc.get("aws-node-termination-handler"), dict):
-        return _NTH_VALUES_HINT
+    either or both under the chart's name (``karpenter:``, ``aws-node-termination-handler:``,
+    whatever their value); or like an AWS FIS experiment template (``actions`` and
+    ``targets``)."""
     keys = {k for k in doc if isinstance(k, str)}
-    if keys & _KARPENTER_VALUES_KEYS:
+    if {"actions", "targets"} <= keys:
+        return _FIS_TEMPLATE_HINT
+    umbrella = keys & {"karpenter", "aws-node-termination-handler"}
+    if len(umbrella) == 2:
+        return _BOTH_VALUES_HINT
+    if "karpenter" in umbrella or keys & _KARPENTER_VALUES_KEYS:
         return _KARPENTER_VALUES_HINT
-    if any(k.startswith("enable") for k in keys):
+    if umbrella or any(k.startswith("enable") for k in keys):
         return _NTH_VALUES_HINT
     return ""
 
