@@ -90,3 +90,24 @@ def test_errors_are_the_yaml_paths(text: str) -> None:
     assert expect.value is not None
     assert "t.json" in str(got.value)
     assert ("duplicate key" in str(got.value)) == ("duplicate key" in str(expect.value))
+
+
+def test_a_json_file_json_rejects_gets_jsons_error() -> None:
+    """Regression (the published seed FIS template, an extra closing brace): YAML's
+    "did not find expected <document start>" was the error of a ``.json`` file. JSON's
+    line, column and reason are given; a ``.yaml`` file keeps YAML's, and so does a
+    ``.json`` file that JSON reads but YAML does not (a key and its colon on two lines)."""
+    extra = '{\n"a": {\n"b": 1\n}\n},\n"c": 2\n}\n'
+    with pytest.raises(InputError) as got:
+        yamlio.parse_documents(extra, "T.JSON")
+    assert str(got.value) == (
+        "T.JSON: invalid JSON at line 5, column 2: Extra data (text after the end of the "
+        "top-level value: an extra closing brace or bracket before it?)"
+    )
+    with pytest.raises(InputError) as got:
+        yamlio.parse_documents('{"a": [1, 2}', "t.json")
+    assert str(got.value) == "t.json: invalid JSON at line 1, column 12: Expecting ',' delimiter"
+    for text, name in ((extra, "t.yaml"), ('{"a"\n: 1}', "t.json")):
+        with pytest.raises(InputError) as got:
+            yamlio.parse_documents(text, name)
+        assert str(got.value).startswith(f"{name}: YAML syntax error at line ")

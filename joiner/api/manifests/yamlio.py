@@ -460,6 +460,33 @@ def _load_json(text: str, *, drop_nulls: bool = False) -> list[Any] | None:
         return None
 
 
+#: What JSON's "Extra data" means in a file that was meant to hold one value.
+_EXTRA_DATA = (
+    " (text after the end of the top-level value: an extra closing brace or bracket before it?)"
+)
+
+
+def _syntax_error(exc: yaml.MarkedYAMLError, text: str, name: str) -> InputError:
+    """The error for text YAML cannot parse: JSON's own (line, column, what) for a ``.json``
+    file that is not valid JSON either, which a YAML message ("did not find expected
+    <document start>") explains poorly; YAML's otherwise."""
+    if name.lower().endswith(".json"):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as bad:
+            why = _EXTRA_DATA if bad.msg == "Extra data" else ""
+            return InputError(
+                f"invalid JSON at line {bad.lineno}, column {bad.colno}: {bad.msg}{why}",
+                file=name,
+            )
+        except (ValueError, RecursionError):
+            pass
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    problem = exc.problem or exc.context or "invalid YAML"
+    return InputError(f"YAML syntax error at {where}{problem}", file=name)
+
+
 def parse_documents(text: str, name: str, *, drop_nulls: bool = False) -> list[Any]:
     """Parse YAML text; ``name`` is used in error messages. With ``drop_nulls``, every
     mapping key whose value is null is left out, as ``nulls.drop_nulls`` does (Kubernetes
@@ -475,10 +502,7 @@ def parse_documents(text: str, name: str, *, drop_nulls: bool = False) -> list[A
     try:
         docs = _load_all(text, name, drop_nulls=drop_nulls)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise InputError(f"YAML syntax error at {where}{problem}", file=name) from exc
+        raise _syntax_error(exc, text, name) from exc
     except yaml.YAMLError as exc:
         raise InputError(f"YAML syntax error: {exc}", file=name) from exc
     except RecursionError as exc:
