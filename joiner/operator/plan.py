@@ -523,8 +523,9 @@ def _existing(
     for name in sorted(targets):
         node = targets[name]
         available = quantity.subtract(_room(node, demand, daemonsets), demand.used[name])
-        if holding and name in holding:
-            available = quantity.subtract(available, holding[name])
+        held = (holding or {}).get(name)
+        if held:
+            available = quantity.subtract(available, held)
         existing.append(
             ExistingNode(
                 name=name,
@@ -535,6 +536,7 @@ def _existing(
                 nodepool=node.nodepool,
                 # kube-scheduler's LeastAllocated score reads it (``_kube_pass``)
                 allocatable=dict(node.allocatable),
+                held=held,
             )
         )
     return existing
@@ -1040,7 +1042,8 @@ def _kube_pass(
     ``addGENominatedPods``: the filters run with the nominated pods of higher or equal
     priority added): the pods are then solved one priority level at a time, highest
     first, as kube-scheduler's queue takes them (``PrioritySort``). Only their requests
-    are held (the room filters); their labels do not count in spread or affinity.
+    are held (the room filters), not scored (``ExistingNode.held``: LeastAllocated scores
+    the node without them); their labels do not count in spread or affinity.
 
     Returns the (pod, node) bindings and the pods whose volumes are missing."""
     requests, missing = _requests(pods, m)

@@ -81,6 +81,8 @@ class OnExisting:
     _static: dict[tuple[object, ...], Requirements | None]
     #: Node name -> position in ``existing``, made when a ``FirstFit`` hint is first read.
     _rows: dict[str, int] | None = None
+    #: Whether a node holds room for nominated pods (``ExistingNode.held``), once asked.
+    _held: bool | None = None
 
     def _summary(self, attempt: _Attempt, term: Requirements) -> Summary:
         found = attempt.summaries.get(term)
@@ -152,8 +154,12 @@ class OnExisting:
             return np.concatenate((rows[rows >= start], rows[rows < start]))
         if self.inp.mode != "kube-scheduler":
             return rows
-        # Score only the nodes that may still take this template (LeastAllocated).
-        ordered = self.room.least_allocated_order(rows, requests)
+        # Score only the nodes that may still take this template (LeastAllocated). The arrays
+        # score free room alone: with a node holding room for nominated pods (``held``),
+        # which scores count as free, each node is scored by ``_least_allocated``.
+        if self._held is None:
+            self._held = any(e.held for e in self.inp.existing)
+        ordered = None if self._held else self.room.least_allocated_order(rows, requests)
         if ordered is not None:
             return ordered
         return np.array(

@@ -374,15 +374,18 @@ def _fifo_key(pod: PodRequest) -> tuple[int, int, str]:
 
 def _least_allocated(e: _Existing, requests: Resources) -> float:
     """kube-scheduler NodeResourcesFit LeastAllocated: mean free share of cpu and memory
-    after placing the pod (higher is better)."""
+    after placing the pod (higher is better); what the node's nominated pods hold
+    (``ExistingNode.held``) counts as free, as kube-scheduler scores without them."""
     alloc = e.node.allocatable
     if not alloc:
         return 0.0
+    held = e.node.held or {}
     shares = []
     for res in (quantity.CPU, quantity.MEMORY):
         total = alloc.get(res, 0)
         if total > 0:
-            shares.append((e.available.get(res, 0) - requests.get(res, 0)) / total)
+            free = e.available.get(res, 0) + held.get(res, 0)
+            shares.append((free - requests.get(res, 0)) / total)
     return sum(shares) / len(shares) if shares else 0.0
 
 

@@ -64,6 +64,12 @@ class ExistingNode:
     requirements: Requirements | None = None
     #: For kube-scheduler's LeastAllocated scoring (``mode="kube-scheduler"``).
     allocatable: Resources | None = None
+    #: Of what ``available`` leaves out, the part kube-scheduler's filters count and its
+    #: scores do not: the pods nominated to the node (Kubernetes
+    #: pkg/scheduler/framework/runtime/framework.go ``RunFilterPluginsWithNominatedPods``
+    #: adds them to a copy of the node's NodeInfo; pkg/scheduler/schedule_one.go
+    #: ``prioritizeNodes`` scores the snapshot's). None: nothing held.
+    held: Resources | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,18 +13,23 @@ from __future__ import annotations
 from joiner.api.plan_output import Plan
 from tests.manifests import daemonset, deployment, existing_node, on_demand_plan
 
-_NODE = (
-    existing_node("{cpu: 1900m, memory: 7Gi, pods: '29'}")
-    + """\
+
+def _running(name: str, node: str, cpu: str, memory: str) -> str:
+    """A running Pod ``default/<name>`` (label ``app: <name>``) on ``node``."""
+    return f"""\
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: db, namespace: default, labels: {app: db}}
+metadata: {{name: {name}, namespace: default, labels: {{app: {name}}}}}
 spec:
-  nodeName: old
-  containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]
-status: {phase: Running}
+  nodeName: {node}
+  containers: [{{name: c, resources: {{requests: {{cpu: {cpu}, memory: {memory}}}}}}}]
+status: {{phase: Running}}
 """
+
+
+_NODE = existing_node("{cpu: 1900m, memory: 7Gi, pods: '29'}") + _running(
+    "db", "old", "500m", "512Mi"
 )
 
 _PREFERS_C = """\
@@ -306,3 +311,27 @@ def test_a_nominated_daemonset_pod_is_held_once() -> None:
     # 500m does not fit beside db and the agent, counted once: Karpenter launches for it
     plan = _plan("---\n" + deployment(spec.replace("300m", "500m")) + _AGENT)
     assert plan.placements == [] and [c.pods for c in plan.nodeClaims] == [["default/web-1"]]
+
+
+def test_a_nominated_pods_room_is_held_by_the_filters_not_the_score() -> None:
+    """Regression: ``old`` (3900m, 15Gi) holds a nominated pod of 3000m and 12Gi; a new
+    replica of 200m and 256Mi still passes the filters there (900m and 3Gi left).
+    kube-scheduler scores the nodes without their nominated pods (schedule_one.go
+    ``prioritizeNodes``), so ``old`` (about 97% free after the replica) beats ``roomy``
+    (1900m, 7Gi, 600m and 2Gi in use: about 63%). Joiner scored ``old`` with the held room
+    taken (about 18%) and bound the replica to ``roomy``."""
+    old = existing_node("{cpu: 3900m, memory: 15Gi, pods: '58'}")
+    roomy = "---\n" + existing_node("{cpu: 1900m, memory: 7Gi, pods: '29'}", name="roomy")
+    busy = _running("busy", "roomy", "600m", "2Gi")
+    nominated = _NOMINATED.replace("cpu: 1000m, memory: 512Mi", "cpu: 3000m, memory: 12Gi")
+    spec = "      containers: [{name: c, resources: {requests: {cpu: 200m, memory: 256Mi}}}]\n"
+    plan = on_demand_plan(old + roomy + busy + nominated + "---\n" + deployment(spec))
+    assert [(n.pod, n.node) for n in plan.nominated] == [("default/high", "old")]
+    assert [(p.pod, p.node, p.boundBy) for p in plan.placements] == [
+        ("default/web-1", "old", "kube-scheduler")
+    ]
+    # a replica of 1000m does not pass the filters on old beside the nominated pod: roomy
+    plan = on_demand_plan(
+        old + roomy + busy + nominated + "---\n" + deployment(spec.replace("200m", "1000m"))
+    )
+    assert [(p.pod, p.node) for p in plan.placements] == [("default/web-1", "roomy")]
