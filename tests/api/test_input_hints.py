@@ -117,6 +117,23 @@ def test_a_helm_values_file_given_as_manifests_is_named_as_such(text: str, hint:
     assert hint in str(err)
 
 
+def test_a_helm_chart_yaml_given_as_manifests_is_named_as_such() -> None:
+    """An umbrella chart's Chart.yaml, given with its values: "field kind: required field is
+    missing" was all the error said. An object of apiVersion v1 without its kind gets no
+    such hint."""
+    chart = "apiVersion: v2\nname: platform\nversion: 0.1.0\ndependencies: [{name: karpenter}]\n"
+    with pytest.raises(InputError) as info:
+        load_text(chart, "Chart.yaml")
+    assert str(info.value) == (
+        "Chart.yaml: document 1: field kind: required field is missing (this looks like a "
+        "Helm chart's Chart.yaml, not a Kubernetes object: give the manifests the chart "
+        "renders, as helm template prints them)"
+    )
+    with pytest.raises(InputError) as info:
+        load_text("apiVersion: v1\nmetadata: {name: web}\n", "p.yaml")
+    assert str(info.value) == "p.yaml: document 1: field kind: required field is missing"
+
+
 def test_an_object_missing_only_its_apiversion_gets_no_values_hint() -> None:
     with pytest.raises(InputError) as info:
         load_text("kind: Deployment\nmetadata: {name: web}\nspec: {replicas: 1}\n", "d.yaml")

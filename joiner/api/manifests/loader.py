@@ -383,7 +383,9 @@ def _check_type_fields(doc: dict[str, Any], file: str, where: str) -> None:
             field="apiVersion",
         )
     if not kind:
-        raise InputError("required field is missing", file=file, obj=where, field="kind")
+        raise InputError(
+            "required field is missing" + _chart_file_hint(doc), file=file, obj=where, field="kind"
+        )
 
 
 #: Top-level keys of Karpenter's chart values (``charts/karpenter/values.yaml``) that no
@@ -442,6 +444,17 @@ def _values_file_hint(doc: dict[str, Any]) -> str:
         return _KARPENTER_VALUES_HINT
     if umbrella or any(k.startswith("enable") for k in keys):
         return _NTH_VALUES_HINT
+    return ""
+
+
+def _chart_file_hint(doc: dict[str, Any]) -> str:
+    """A hint when a document with ``apiVersion`` but no ``kind`` looks like a Helm chart's
+    ``Chart.yaml`` (``apiVersion`` v1 or v2, ``name`` and ``version``); "" otherwise."""
+    if doc.get("apiVersion") in ("v1", "v2") and {"name", "version"} <= doc.keys():
+        return (
+            " (this looks like a Helm chart's Chart.yaml, not a Kubernetes object: give the "
+            "manifests the chart renders, as helm template prints them)"
+        )
     return ""
 
 
