@@ -12,7 +12,8 @@ Cluster reading (the rules the interruption and disruption work builds on):
 * Pods with ``spec.nodeName`` are running there; Pods without it are pending. Pods on a node
   being deleted are demand, like pending pods (Karpenter pre-provisions for them).
 * A pending Pod with ``status.nominatedNodeName`` is not demand: kube-scheduler preempted
-  pods for it and it waits for them to go (Karpenter ``IsProvisionable``); it is listed.
+  pods for it and it waits for them to go (Karpenter ``IsProvisionable``); it is listed,
+  with a warning when its node is not in the manifests.
 * A pending pod kube-scheduler has not tried yet (no ``PodScheduled`` condition: a manifest
   not applied yet, or a workload's replica not listed as a Pod) is first bound by
   kube-scheduler to an existing node that passes its filters, by its LeastAllocated score
@@ -473,7 +474,25 @@ def _read_pods(
                 missing,
             )
         )
+    warnings += _nominated_elsewhere(demand, live_nodes)
     return demand
+
+
+def _nominated_elsewhere(demand: _Demand, live_nodes: dict[str, ClusterNode]) -> list[str]:
+    """A warning naming the pods nominated to a node that is not in the manifests: nothing
+    holds the room they wait for, and Karpenter does not provision for them while they are
+    nominated (``IsPreempting``)."""
+    elsewhere = [f"{n.pod} (node {n.node})" for n in demand.nominated if n.node not in live_nodes]
+    if not elsewhere:
+        return []
+    return [
+        grouped(
+            f"{plural(len(elsewhere), 'pod')} nominated to nodes not in the manifests: the "
+            "room they wait for is not held, and Karpenter does not provision for them while "
+            "they are nominated",
+            elsewhere,
+        )
+    ]
 
 
 #: Why a pod pinned to a node by name gets no NodeClaim (Karpenter

@@ -335,3 +335,24 @@ def test_a_nominated_pods_room_is_held_by_the_filters_not_the_score() -> None:
         old + roomy + busy + nominated + "---\n" + deployment(spec.replace("200m", "1000m"))
     )
     assert [(p.pod, p.node) for p in plan.placements] == [("default/web-1", "roomy")]
+
+
+def test_a_pod_nominated_to_a_node_not_in_the_dump_is_named() -> None:
+    """A dump that left out the node a pod is nominated to: the plan listed the pod as
+    nominated there and bound the new replica to ``old`` with no word that the nominated
+    pod's room was held nowhere."""
+    spec = "      containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]\n"
+    ghost = _NOMINATED.replace("nominatedNodeName: old", "nominatedNodeName: ghost")
+    plan = _plan("---\n" + deployment(spec) + ghost)
+    assert [(n.pod, n.node) for n in plan.nominated] == [("default/high", "ghost")]
+    assert [(p.pod, p.node, p.boundBy) for p in plan.placements] == [
+        ("default/web-1", "old", "kube-scheduler")
+    ]
+    assert [w for w in plan.warnings if "nominated" in w] == [
+        "1 pod nominated to nodes not in the manifests: the room they wait for is not held, "
+        "and Karpenter does not provision for them while they are nominated: "
+        "default/high (node ghost)"
+    ]
+    # nominated to a node in the dump: no such warning
+    plan = _plan("---\n" + deployment(spec) + _NOMINATED)
+    assert [w for w in plan.warnings if "nominated" in w] == []
