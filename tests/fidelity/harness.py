@@ -973,6 +973,24 @@ def _provisioned_again(trace: Trace, claim: str) -> bool:
     return bool(pods) and all(_displaced_there(trace, p, claim) for p in pods)
 
 
+def _emptied(trace: Trace, claim: str) -> bool:
+    """``claim`` (of a round after the case's first) launched, yet no batch pod is bound
+    to its node and none is nominated to it: the pod it was made for was bound elsewhere
+    by kube-scheduler once it was made. In a batch that deletes nothing, room elsewhere
+    opens for such a pod only when kube-scheduler moves pods off the nodes Karpenter
+    planned for them, so the round answers a race (gen-1616-10: the first round made
+    Joiner's five NodeClaims for all twelve pods; the next made one more for a pod that
+    kube-scheduler then bound to a node of the first round, and it stayed empty). Karpenter
+    names at most five pods per "found provisionable pod(s)" line, so which pod it was
+    made for is not in the log."""
+    node = trace.claim_node.get(claim, "")
+    return (
+        bool(node)
+        and not any(n == node for n in trace.bound.values())
+        and claim not in trace.nominated.values()
+    )
+
+
 def _displaced_there(trace: Trace, pod: str, claim: str) -> bool:
     """``pod`` on ``claim``'s node was planned elsewhere: nominated to another NodeClaim,
     or without an event, never left out by Karpenter and not known to have come after the
@@ -986,16 +1004,17 @@ def _displaced_there(trace: Trace, pod: str, claim: str) -> bool:
 def first_decision(trace: Trace) -> Side:
     """Karpenter's first decision for the batch: the NodeClaims created in rounds before the
     first one, after the case's first round, that provisioned a displaced pod again
-    (``_provisioned_again``); pending, the batch pods it left out: neither nominated to one
-    of its NodeClaims nor bound to a node that existed before, and either not bound to one
-    of its nodes or bound there by kube-scheduler after Karpenter could not schedule them
-    (a pod bound there with neither event nor failure counts as placed: its event may have
-    been rate-limited away)."""
+    (``_provisioned_again``) or made a NodeClaim that ended empty (``_emptied``); pending,
+    the batch pods it left out: neither nominated to one of its NodeClaims nor bound to a
+    node that existed before, and either not bound to one of its nodes or bound there by
+    kube-scheduler after Karpenter could not schedule them (a pod bound there with neither
+    event nor failure counts as placed: its event may have been rate-limited away)."""
     first = _first_round(trace)
     again = [
         trace.rounds[c]
         for c in trace.claims
-        if trace.rounds.get(c, first) > first and _provisioned_again(trace, c)
+        if trace.rounds.get(c, first) > first
+        and (_provisioned_again(trace, c) or _emptied(trace, c))
     ]
     if _left_pending_by_time(trace):
         # a pod the first round placed lost its room: later rounds answer the race

@@ -612,3 +612,18 @@ def test_the_report_says_how_to_run_the_generated_cases_again() -> None:
     # one case picked by id is run again by id (``--generated 1`` would be gen-7-0)
     picked = {"seed": 7, "results": [{"case": "gen-7-10"}]}
     assert report._rerun_args(picked) == "--cases gen-7-10"
+
+
+def test_a_later_round_whose_nodeclaim_ends_empty_answers_a_race() -> None:
+    """gen-1616-10: after the first round, a round made a NodeClaim for a pod kube-scheduler
+    then bound to a node of the first round; it ended empty, and the round of the displaced
+    pod's NodeClaim came after it. The empty NodeClaim's round ends the first decision too."""
+    trace = _raced_trace()
+    trace.claims["nc-1d"] = _claim("c-1x")
+    trace.rounds.update({"nc-1d": 4, "nc-4": 5})
+    trace.claim_node["nc-1d"] = "n1d"  # launched; no pod bound to it, none nominated
+    first = harness.first_decision(trace)
+    assert sorted(first.claims) == sorted(_joiners_plan().claims)
+    trace.bound["small-1"] = "n1d"  # a pod it holds: not empty, it stays in the decision
+    trace.nominated["small-1"] = "nc-1d"
+    assert len(harness.first_decision(trace).claims) == 5
