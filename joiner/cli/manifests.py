@@ -107,8 +107,8 @@ def lint(
     verbose: Verbose = False,
 ) -> None:
     """Report configuration that cannot work as intended. Exit 1 when it warns, 0 when clean,
-    2 on bad input. Files are given as arguments or with -f, as plan, disrupt and advise
-    take them; --feature-gates as plan takes it (NodeOverlay, StaticCapacity)."""
+    2 on bad input. Files are given as arguments or with -f (plan, disrupt and advise take
+    them with -f only); --feature-gates as plan takes it (NodeOverlay, StaticCapacity)."""
     files = [*(paths or []), *(file_options or [])]
     if not files:
         fail(InputError("give manifest files (as arguments or with -f) or one Scenario file"))
