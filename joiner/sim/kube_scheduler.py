@@ -9,9 +9,10 @@ at one instant give one pass.
 
 The queue is kube-scheduler's ``PrioritySort`` (higher priority first, then creation). Pods
 nominated to a node by an earlier preemption are placed first; the room they wait for is
-reserved from the others (``addNominatedPods``). A pod that fits nowhere may preempt
-lower-priority pods (``sim.preemption``): ``preempt`` deletes each victim (its grace period
-runs) and the pass is repeated when the last victim is gone.
+held from the others of lower or equal priority (``addGENominatedPods``), and not scored.
+A pod that fits nowhere may preempt lower-priority pods (``sim.preemption``): ``preempt``
+deletes each victim (its grace period runs) and the pass is repeated when the last victim
+is gone.
 
 A pod whose PersistentVolumeClaims cannot be used (``ClusterState.volume_wait``) is never
 tried: the VolumeBinding plugin finds it unschedulable (Kubernetes
@@ -176,20 +177,40 @@ class KubeScheduler:
                 failed.add(id(pod.template))
 
     def _bind(self, pods: list[Pod], *, reserve: bool) -> set[str]:
-        """One solve over ``pods``; returns the uids left unplaced. With ``reserve``, the
-        room pods nominated elsewhere wait for is taken out of their nodes."""
+        """Bind ``pods``; returns the uids left unplaced. With ``reserve``, each pod finds
+        the room of the pods nominated to a node of higher or equal priority held there
+        (Kubernetes pkg/scheduler/framework/runtime/framework.go
+        ``RunFilterPluginsWithNominatedPods``, ``addGENominatedPods``), so the pods are
+        solved one priority level at a time, highest first (kube-scheduler's queue,
+        ``PrioritySort``); the held room counts in the filters, not in the LeastAllocated
+        score (``ExistingNode.held``: pkg/scheduler/schedule_one.go ``prioritizeNodes``
+        scores the snapshot's nodes without the nominated pods)."""
+        if not reserve:
+            return self._solve_and_bind(pods, {})
+        nominated = [p for p in self._state.pending_pods() if p.nominated_node_name is not None]
+        unplaced: set[str] = set()
+        for level in sorted({p.template.priority_value for p in pods}, reverse=True):
+            held: dict[str, quantity.Resources] = {}
+            for p in nominated:
+                if p.template.priority_value >= level and p.nominated_node_name is not None:
+                    node = p.nominated_node_name
+                    held[node] = quantity.add(held.get(node, {}), p.template.requests)
+            group = [p for p in pods if p.template.priority_value == level]
+            unplaced |= self._solve_and_bind(group, held)
+        return unplaced
+
+    def _solve_and_bind(self, pods: list[Pod], held: dict[str, quantity.Resources]) -> set[str]:
+        """One solve over ``pods`` with ``held`` (node -> requests) out of their nodes'
+        room; each placement bound. Returns the uids left unplaced."""
         state = self._state
         # The cached snapshot: the same objects while nothing changed (a solve never
         # mutates them), so a pass after a pass without a binding rebuilds nothing.
         existing, bound = ready_snapshot(state)
-        if reserve:
-            held: dict[str, quantity.Resources] = {}
-            for p in state.pending_pods():
-                if p.nominated_node_name is not None:
-                    node = p.nominated_node_name
-                    held[node] = quantity.add(held.get(node, {}), p.template.requests)
+        if held:
             existing = tuple(
-                replace(e, available=quantity.subtract(e.available, held[e.name]))
+                replace(
+                    e, available=quantity.subtract(e.available, held[e.name]), held=held[e.name]
+                )
                 if e.name in held
                 else e
                 for e in existing
