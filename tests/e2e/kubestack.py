@@ -583,6 +583,10 @@ class KubeStack:
         """Process id of each running component, by name."""
         return {c.name: c.proc.pid for c in self._components if c.proc is not None}
 
+    def alive(self) -> dict[str, bool]:
+        """Whether each component started still runs (``pid_alive``), by name."""
+        return {name: pid_alive(pid) for name, pid in self.pids().items()}
+
     # -- stop ----------------------------------------------------------------------------
 
     def stop(self, timeout_s: float = 15.0, remove: bool = True) -> None:
@@ -677,3 +681,12 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists (a zombie counts as gone: it has exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -72,15 +72,6 @@ def _served(cluster: Cluster) -> bool:
     return True
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs (a zombie counts as exited)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def _state_of(kube_stack: KubeStack, cluster: Cluster) -> str:
     """What the cluster looked like (the test's Nodes with their Ready condition and taints,
     the web pods with their node and phase, kwok's and kube-controller-manager's last log
@@ -94,8 +85,8 @@ def _state_of(kube_stack: KubeStack, cluster: Cluster) -> str:
         node_name = pod.spec.nodeName if pod.spec else None
         phase = pod.status.phase if pod.status else None
         lines.append(f"pod {pod.metadata.name}: node={node_name} phase={phase}")
-    for name, pid in sorted(kube_stack.pids().items()):
-        lines.append(f"{name}: {'running' if _alive(pid) else 'exited'}")
+    for name, running in sorted(kube_stack.alive().items()):
+        lines.append(f"{name}: {'running' if running else 'exited'}")
     for name in ("kwok", "kube-controller-manager"):
         log = kube_stack.workdir / "logs" / f"{name}.log"
         if log.is_file():

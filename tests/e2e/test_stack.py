@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from kubestack import pid_alive
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.models.apps_v1 import DeploymentSpec
@@ -254,15 +255,6 @@ def test_controller_manager_runs_deployments_and_pdb_status(
     assert pdb.status.disruptionsAllowed == 1
 
 
-def _pid_alive(pid: int) -> bool:
-    """True while ``pid`` exists (a zombie counts as gone: it has exited)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def test_sigterm_to_a_held_stack_stops_every_component_and_removes_its_workdir() -> None:
     import os
     import signal
@@ -293,11 +285,11 @@ def test_sigterm_to_a_held_stack_stops_every_component_and_removes_its_workdir()
             "kube-scheduler",
             "kwok",
         }, lines
-        assert workdir.is_dir() and all(_pid_alive(p) for p in pids.values())
+        assert workdir.is_dir() and all(pid_alive(p) for p in pids.values())
 
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, proc.stdout.read()
-        assert [n for n, p in pids.items() if _pid_alive(p)] == []
+        assert [n for n, p in pids.items() if pid_alive(p)] == []
         assert not workdir.exists()
     finally:
         if proc.poll() is None:
