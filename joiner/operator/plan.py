@@ -112,6 +112,7 @@ from joiner.scheduling import (
 )
 from joiner.scheduling.costopt import scheduler_for
 from joiner.scheduling.daemonsets import overhead_on_node
+from joiner.scheduling.types import held_for
 from joiner.scheduling.volumes import MissingVolumeError, resolve_volumes
 from joiner.sim.clock import SimClock
 
@@ -1072,11 +1073,7 @@ def _kube_pass(
     bindings: list[tuple[str, str]] = []
     for level in levels:
         group = [r for r in requests if level is None or r.template.priority_value == level]
-        holding: dict[str, quantity.Resources] = {}
-        for node, reqs in held.items():
-            for prio, r in reqs:
-                if level is not None and prio >= level:
-                    holding[node] = quantity.add(holding.get(node, {}), r)
+        holding = held_for(held, level) if level is not None else {}
         result = Scheduler().solve(
             SchedulingInput(
                 pods=tuple(group),
@@ -1095,19 +1092,18 @@ def _kube_pass(
 
 def _nominated_requests(
     m: ManifestSet, demand: _Demand, targets: dict[str, ClusterNode]
-) -> dict[str, list[tuple[int, quantity.Resources]]]:
-    """Per target node, the (priority, requests) of the pods nominated to it
-    (``demand.nominated``); empty when there are none. A nominated pod of one of the
-    DaemonSets is left out: the node's room already holds it as a DaemonSet pod still to
-    come (``_room``)."""
+) -> list[tuple[str, int, quantity.Resources]]:
+    """(target node, priority, requests) of each pod nominated to a target node
+    (``demand.nominated``), for ``held_for``. A nominated pod of one of the DaemonSets is
+    left out: the node's room already holds it as a DaemonSet pod still to come
+    (``_room``)."""
     pods = {p.key: p for p in m.pods}
     ds_owners = {f"DaemonSet/{d.name}" for d in m.daemonsets}
-    held: dict[str, list[tuple[int, quantity.Resources]]] = {}
-    for n in demand.nominated:
-        pod = pods.get(n.pod)
-        if pod is not None and n.node in targets and pod.owner not in ds_owners:
-            held.setdefault(n.node, []).append((pod.template.priority_value, pod.template.requests))
-    return held
+    return [
+        (n.node, pod.template.priority_value, pod.template.requests)
+        for n in demand.nominated
+        if (pod := pods.get(n.pod)) is not None and n.node in targets and pod.owner not in ds_owners
+    ]
 
 
 def _kept(bindings: list[tuple[str, str]], rnd: PreemptionRound | None) -> list[tuple[str, str]]:

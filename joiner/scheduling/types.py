@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from joiner.api.objects import HostPort, NodePool, PodAffinityTerm, PodTemplate, Taint
-from joiner.api.quantity import Resources
+from joiner.api.quantity import Resources, add
 from joiner.api.requirements import Requirements
 from joiner.cloudprovider.types import InstanceType
 
@@ -70,6 +70,18 @@ class ExistingNode:
     #: adds them to a copy of the node's NodeInfo; pkg/scheduler/schedule_one.go
     #: ``prioritizeNodes`` scores the snapshot's). None: nothing held.
     held: Resources | None = None
+
+
+def held_for(nominated: list[tuple[str, int, Resources]], priority: int) -> dict[str, Resources]:
+    """What a pod of ``priority`` finds held on each node (``ExistingNode.held``): the
+    summed requests of the ``nominated`` pods (node, priority, requests) of higher or equal
+    priority (Kubernetes pkg/scheduler/framework/runtime/framework.go
+    ``addGENominatedPods``)."""
+    out: dict[str, Resources] = {}
+    for node, prio, requests in nominated:
+        if prio >= priority:
+            out[node] = add(out.get(node, {}), requests)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from joiner.api.clock import Clock
 from joiner.api.objects import PodTemplate
 from joiner.api.requirements import Requirements
 from joiner.scheduling import Scheduler, SchedulingInput
+from joiner.scheduling.types import held_for
 from joiner.sim import preemption
 from joiner.state.cluster import ClusterState, Pod
 from joiner.state.snapshot import pod_requests, ready_snapshot
@@ -187,16 +188,15 @@ class KubeScheduler:
         scores the snapshot's nodes without the nominated pods)."""
         if not reserve:
             return self._solve_and_bind(pods, {})
-        nominated = [p for p in self._state.pending_pods() if p.nominated_node_name is not None]
+        nominated = [
+            (p.nominated_node_name, p.template.priority_value, p.template.requests)
+            for p in self._state.pending_pods()
+            if p.nominated_node_name is not None
+        ]
         unplaced: set[str] = set()
         for level in sorted({p.template.priority_value for p in pods}, reverse=True):
-            held: dict[str, quantity.Resources] = {}
-            for p in nominated:
-                if p.template.priority_value >= level and p.nominated_node_name is not None:
-                    node = p.nominated_node_name
-                    held[node] = quantity.add(held.get(node, {}), p.template.requests)
             group = [p for p in pods if p.template.priority_value == level]
-            unplaced |= self._solve_and_bind(group, held)
+            unplaced |= self._solve_and_bind(group, held_for(nominated, level))
         return unplaced
 
     def _solve_and_bind(self, pods: list[Pod], held: dict[str, quantity.Resources]) -> set[str]:
