@@ -39,6 +39,15 @@ class Launch(OutputModel):
     zone: str
     capacityType: str = Field(pattern="^(spot|on-demand|reserved)$")
     pricePerHour: float = Field(ge=0)
+    tiedZones: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Every zone the NodeClaim's requirements allow where its instance type and "
+            "capacity type cost pricePerHour too, zone among them, sorted: a cloud that "
+            "picks at random among the cheapest offerings (Karpenter's kwok provider, "
+            "CloudProvider.toNode, lo.Sample) may launch in any of them"
+        ),
+    )
 
 
 class PlannedNodeClaim(OutputModel):

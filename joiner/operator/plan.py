@@ -706,6 +706,7 @@ class _Launcher:
                 zone=offering.zone,
                 capacityType=offering.capacity_type,
                 pricePerHour=round(offering.cost_per_hour, 6),
+                tiedZones=_tied_zones(it, offering, reqs),
             ),
             labels=_claim_labels(it, offering, reqs, pool, self._region),
             taints=[str(t) for t in (*pool.taints, *pool.startup_taints)],
@@ -762,6 +763,20 @@ class _Launcher:
                 raise
         self._choices[key] = choice
         return choice
+
+
+def _tied_zones(it: InstanceType, offering: Offering, reqs: Requirements) -> list[str]:
+    """The zones where ``it`` offers ``offering``'s capacity type at its price under
+    ``reqs``, sorted: the launch's equal choices (Karpenter ``kwok/cloudprovider``
+    ``CloudProvider.toNode`` samples one of the cheapest offerings with ``lo.Sample``)."""
+    return sorted(
+        {
+            o.zone
+            for o in it.available_offerings(reqs)
+            if o.capacity_type == offering.capacity_type
+            and o.cost_per_hour == offering.cost_per_hour
+        }
+    )
 
 
 def _claim_labels(

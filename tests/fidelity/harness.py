@@ -5,7 +5,9 @@ Written equivalence (docs/fidelity.md):
 * provisioning: the same number of new NodeClaims per NodePool; the same multiset of
   (NodePool, instance type, capacity type); the same multiset of zones (for a case with
   ``zone_ties``, the same number of NodeClaims per zone, whichever zones, or Joiner's plan
-  under another order of the tied zones equal zone for zone, ``tie_order_agreement``); the
+  under another order of the tied zones equal zone for zone, ``tie_order_agreement``; or
+  each of Karpenter's NodeClaims in a zone Joiner's launch could have taken at the same
+  price, ``launch_ties_match``); the
   same pods left pending (Karpenter could not schedule them / Joiner reports them
   unschedulable), pods of the same shape (all but the name) being interchangeable.
 * disruption: the same set of nodes removed; the same multiset of replacement (instance
@@ -32,7 +34,10 @@ can still show one by time (``_seen_first``): a pod kube-scheduler had found uns
 (its first FailedScheduling event) before the case's first round listed the pending pods,
 which that round did not name as a pod it could not schedule, was placed by that round; if
 it ends on the node of a NodeClaim of a later round, with no Nominated event, that NodeClaim
-provisioned it again. Without such evidence the case stays a disagreement.
+provisioned it again. A NodeClaim of a later round that launched and ended with no batch
+pod bound or nominated to it (``emptied``) shows a race too: the pod it was made for found
+room elsewhere, which in a batch that deletes nothing only kube-scheduler's bindings open.
+Without such evidence the case stays a disagreement.
 
 "Stable" is: no NodeClaim created, deleted or changed and no pod bound or deleted for
 ``QUIET_S`` seconds (``DISRUPT_QUIET_S`` after a disruption change, which covers Karpenter's
@@ -53,6 +58,7 @@ from typing import Any
 
 import durationpy
 import httpx2 as httpx
+import networkx as nx
 import render
 from cases import Case, Obj
 from kubestack import KWOK_NODE_ANNOTATION
@@ -150,6 +156,9 @@ class Side:
     """What one side did for a case."""
 
     claims: list[tuple[str, str, str, str]] = field(default_factory=list)  # pool, type, ct, zone
+    #: Joiner's side: each claim's zones where its launch could have gone at the same
+    #: price (``Launch.tiedZones``, in ``claims``' order); empty: only its zone
+    tied_zones: list[tuple[str, ...]] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
@@ -162,8 +171,16 @@ class Side:
     def as_json(self) -> dict[str, Any]:
         return {
             "nodeClaims": [
-                {"nodePool": p, "instanceType": t, "capacityType": c, "zone": z}
-                for p, t, c, z in sorted(self.claims)
+                {
+                    "nodePool": p,
+                    "instanceType": t,
+                    "capacityType": c,
+                    "zone": z,
+                    **({"tiedZones": list(tied)} if len(tied) > 1 else {}),
+                }
+                for (p, t, c, z), tied in sorted(
+                    itertools.zip_longest(self.claims, self.tied_zones, fillvalue=())
+                )
             ],
             "pending": sorted(self.pending),
             "removed": sorted(self.removed),
@@ -217,6 +234,7 @@ class Trace:
             "roundStart": {str(r): t for r, t in sorted(self.round_start.items())},
             "unschedulableAt": dict(sorted(self.unschedulable_at.items())),
             "racedPods": race(self),
+            "emptiedNodeClaims": emptied(self),
         }
 
 
@@ -283,7 +301,7 @@ def compare(case: Case, k: Side, j: Side) -> list[str]:
         kz, jz = Counter(c[3] for c in k.claims), Counter(c[3] for c in j.claims)
         if case.zone_ties:
             kz, jz = Counter(kz.values()), Counter(jz.values())  # the pattern, not the names
-        if kz != jz:
+        if kz != jz and not launch_ties_match(k, j):
             diffs.append(
                 f"zones: karpenter {sorted(Counter(c[3] for c in k.claims).elements())} "
                 f"joiner {sorted(Counter(c[3] for c in j.claims).elements())}"
@@ -310,6 +328,27 @@ def compare(case: Case, k: Side, j: Side) -> list[str]:
                 f"reasons: karpenter {sorted(set(k.reasons))} joiner {sorted(set(j.reasons))}"
             )
     return diffs
+
+
+def launch_ties_match(k: Side, j: Side) -> bool:
+    """Each of Karpenter's NodeClaims pairs with one of Joiner's of the same NodePool,
+    instance type and capacity type whose launch could have gone to its zone at the same
+    price (``Side.tied_zones``): Karpenter's kwok provider takes the zone at random among
+    a NodeClaim's cheapest offerings (``kwok/cloudprovider`` ``CloudProvider.toNode``,
+    ``lo.Sample``), independently of the scheduler, where Joiner names the first by name.
+    A perfect matching of the two sides' NodeClaims under that relation."""
+    if len(k.claims) != len(j.claims):
+        return False
+    graph = nx.Graph()
+    graph.add_nodes_from(("k", i) for i in range(len(k.claims)))
+    graph.add_nodes_from(("j", i) for i in range(len(j.claims)))
+    for (ki, kc), (ji, jc) in itertools.product(enumerate(k.claims), enumerate(j.claims)):
+        zones = set(j.tied_zones[ji] if ji < len(j.tied_zones) else ()) | {jc[3]}
+        if kc[:3] == jc[:3] and kc[3] in zones:
+            graph.add_edge(("k", ki), ("j", ji))
+    top = [("k", i) for i in range(len(k.claims))]
+    matching = nx.bipartite.maximum_matching(graph, top_nodes=top)
+    return all(node in matching for node in top)
 
 
 class Cluster:
@@ -629,6 +668,7 @@ def plan_side(case: Case, docs: list[Obj], types: list[InstanceType], gates: Fea
             (c.nodePool, c.launch.instanceType, c.launch.capacityType, c.launch.zone)
             for c in [*plan.nodeClaims, *plan.staticNodeClaims]
         ],
+        tied_zones=[tuple(c.launch.tiedZones) for c in [*plan.nodeClaims, *plan.staticNodeClaims]],
         pending=sorted(u.pod.removeprefix(ns) for u in plan.unschedulable),
         # A preemptor runs on its existing node once its victims are gone, as
         # kube-scheduler binds it there on Karpenter's side.
@@ -672,6 +712,7 @@ def tie_order_agreement(
         side = plan_side(case, json.loads(_renamed(text, names)), load_kwok_types(renamed), gates)
         renamed.unlink()
         side.claims = [(p, t, ct, back.get(z, z)) for p, t, ct, z in side.claims]
+        side.tied_zones = [tuple(sorted(back.get(z, z) for z in t)) for t in side.tied_zones]
         if not side.error and not compare(exact, karpenter, side):
             return ", ".join(z.removeprefix("test-zone-") for z in order)
     return None
@@ -991,6 +1032,17 @@ def _emptied(trace: Trace, claim: str) -> bool:
     )
 
 
+def emptied(trace: Trace) -> list[str]:
+    """The NodeClaims of rounds after the case's first that launched and ended empty
+    (``_emptied``): each shows a race even where no pod's event or timing does
+    (gen-1515-19: the first round made Joiner's one NodeClaim for all six pods, the next
+    one more for a 100m pod, which kube-scheduler bound to the first round's node)."""
+    first = _first_round(trace)
+    return sorted(
+        c for c in trace.claims if trace.rounds.get(c, first) > first and _emptied(trace, c)
+    )
+
+
 def _displaced_there(trace: Trace, pod: str, claim: str) -> bool:
     """``pod`` on ``claim``'s node was planned elsewhere: nominated to another NodeClaim,
     or without an event, never left out by Karpenter and not known to have come after the
@@ -1039,7 +1091,7 @@ def compare_with_plan(
 ) -> tuple[Side | None, list[str] | None]:
     """Karpenter's first decision and what differs between Joiner and it, when ``trace``
     shows a race; (None, None) without a trace or a race."""
-    if trace is None or not race(trace):
+    if trace is None or not (race(trace) or emptied(trace)):
         return None, None
     first = first_decision(trace)
     return first, compare(case, first, joiner)

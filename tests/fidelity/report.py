@@ -112,7 +112,7 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         mark = marks.get(r.get("verdict", ""), "yes" if r["agree"] else "**no**")
         if "tieOrder" in r:
-            mark = f"yes (zone ties {r['tieOrder']})"
+            mark = f"{'yes' if r['agree'] else mark} (zone ties {r['tieOrder']})"
         lines.append(
             f"| {r['case']} | {r['kind']} | {mark} | {_summary(r['karpenter'], r['kind'])} | "
             f"{_summary(r['joiner'], r['kind'])} | {r['seconds']:.0f} |"
@@ -124,15 +124,24 @@ def _explained(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its differences prefixed by the race verdict, when there is one."""
     if "planDifferences" not in row:
         return row
-    raced = ", ".join(row["karpenterTrace"]["racedPods"])
+    raced = _race_evidence(row["karpenterTrace"])
     first = _summary(row["firstDecision"], row["kind"])
     if row["planDifferences"]:
         note = f"kube-scheduler race ({raced}) but Karpenter's plan differs too ({first}: "
         note += "; ".join(row["planDifferences"]) + ")"
     else:
-        note = f"agrees with Karpenter's plan ({first}); kube-scheduler race ({raced} "
-        note += "displaced from the NodeClaim nominated)"
+        note = f"agrees with Karpenter's plan ({first}); kube-scheduler race ({raced})"
     return {**row, "differences": [note, *row["differences"]]}
+
+
+def _race_evidence(trace: dict[str, Any]) -> str:
+    """What shows the race: the displaced pods, and the later NodeClaims that ended empty."""
+    parts = []
+    if trace["racedPods"]:
+        parts.append(", ".join(trace["racedPods"]) + " displaced from the NodeClaim nominated")
+    if trace.get("emptiedNodeClaims"):
+        parts.append(", ".join(trace["emptiedNodeClaims"]) + " launched later and ended empty")
+    return "; ".join(parts)
 
 
 def markdown(doc: dict[str, Any]) -> str:

@@ -627,3 +627,51 @@ def test_a_later_round_whose_nodeclaim_ends_empty_answers_a_race() -> None:
     trace.bound["small-1"] = "n1d"  # a pod it holds: not empty, it stays in the decision
     trace.nominated["small-1"] = "nc-1d"
     assert len(harness.first_decision(trace).claims) == 5
+
+
+def test_an_empty_later_nodeclaim_shows_a_race_without_any_pods_evidence() -> None:
+    """gen-1515-19: the first round made Joiner's one NodeClaim for all six pods, a round
+    7 s later one more for a 100m pod, and every pod ended on the first round's node, with
+    no Nominated event and no timing to show a displaced pod."""
+    case = _race_case()
+    trace = harness.Trace(
+        claims={"nc-8": _claim("c-8x"), "nc-1": _claim("c-1x", "test-zone-c")},
+        rounds={"nc-8": 2, "nc-1": 3},
+        claim_node={"nc-8": "n8", "nc-1": "n1"},
+        bound={p["metadata"]["name"]: "n8" for p in case.pods},
+    )
+    joiner = Side(claims=[_claim("c-8x")])
+    assert harness.race(trace) == []
+    assert harness.emptied(trace) == ["nc-1"]
+    first, plan = harness.compare_with_plan(case, trace, joiner)
+    assert first is not None and first.claims == [_claim("c-8x")]
+    assert plan == []
+    # the same NodeClaim made in the first round is Karpenter's decision: no race
+    trace.rounds["nc-1"] = 2
+    assert harness.emptied(trace) == []
+    assert harness.compare_with_plan(case, trace, joiner) == (None, None)
+
+
+def test_karpenter_zones_within_joiners_launch_ties_agree() -> None:
+    """gen-1515-27: Karpenter's kwok provider samples a NodeClaim's zone among its cheapest
+    offerings; the c-8x Joiner launches in zone a could have gone to zone c at its price."""
+    claim = ("x-default", "c-8x", "on-demand")
+    k = Side(claims=[(*claim, "test-zone-a"), (*claim, "test-zone-b"), (*claim, "test-zone-c")])
+    j = Side(
+        claims=[(*claim, "test-zone-a"), (*claim, "test-zone-a"), (*claim, "test-zone-b")],
+        tied_zones=[("test-zone-a",), ("test-zone-a", "test-zone-c"), ("test-zone-b",)],
+    )
+    tied = cases.Case("x", ("resources",), cases.DEFAULT, cases.pods("a", 2), zone_ties="why")
+    for case in (_case(), tied):
+        assert compare(case, k, j) == []
+    # a zone none of Joiner's launches could take is a difference
+    j.tied_zones[1] = ("test-zone-a", "test-zone-b")
+    assert [d.split(":")[0] for d in compare(_case(), k, j)] == ["zones"]
+    assert [d.split(":")[0] for d in compare(tied, k, j)] == ["zones"]
+    # ties never pair NodeClaims of other instance types
+    j.tied_zones[1] = ("test-zone-a", "test-zone-c")
+    j.claims[1] = ("x-default", "c-4x", "on-demand", "test-zone-a")
+    assert not harness.launch_ties_match(k, j)
+    # the report shows a launch's tied zones
+    shown = [c.get("tiedZones") for c in j.as_json()["nodeClaims"]]
+    assert shown == [["test-zone-a", "test-zone-c"], None, None]  # sorted: the c-4x first
