@@ -1,11 +1,26 @@
-"""Manifest text that several tests share."""
+"""Manifest text, and Pod documents as kube-scheduler leaves them, that several tests share."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from joiner.api.plan_output import Plan
+
+#: The condition kube-scheduler sets on a pod it tried and found no room for.
+UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+
+
+def unschedulable(pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` (a Pod document, changed in place and returned) as kube-scheduler leaves
+    one it tried and found no room for: ``Pending`` with the ``PodScheduled`` condition of
+    reason ``Unschedulable``, the pods Karpenter provisions for (``FailedToSchedule``) and
+    controller mode counts as demand."""
+    status = pod.setdefault("status", {})
+    status.setdefault("phase", "Pending")
+    kept = [c for c in status.get("conditions", []) if c.get("type") != "PodScheduled"]
+    status["conditions"] = [*kept, dict(UNSCHEDULABLE)]
+    return pod
 
 
 def ec2nodeclass(

@@ -186,6 +186,11 @@ class StandalonePod:
     #: pending pod without it (a manifest not applied yet) is tried by kube-scheduler on the
     #: existing nodes before Karpenter sees it (``joiner plan``).
     scheduler_tried: bool = False
+    #: ``status.conditions`` has ``PodScheduled`` with reason ``Unschedulable``:
+    #: kube-scheduler tried the pod and found no room. Karpenter provisions only for such a
+    #: pod (``pkg/utils/pod/scheduling.go`` ``FailedToSchedule``, part of
+    #: ``IsProvisionable``); controller mode holds an unbound pod without it.
+    failed_to_schedule: bool = False
 
     @property
     def key(self) -> str:

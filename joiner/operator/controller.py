@@ -401,7 +401,7 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         self.timeline.listeners.append(self.wiring.timeline)
         self.disruption.command_listeners.append(self.wiring.command)
         self.disruption.pass_listeners.append(self.wiring.disruption_pass)
-        self.feed.on_pending.append(self.wiring.pending)
+        self.feed.on_seen_unbound.append(self.wiring.pending)
         self.feed.on_bound.append(self.wiring.bound)
         self.feed.on_pod_gone.append(self.wiring.gone)
 

@@ -127,7 +127,7 @@ class MetricsWiring:
                 self.metrics.nodepools_nodes_consuming_budgets.labels(**labels).set(disrupting)
 
     def pending(self, pod: Pod) -> None:
-        """A pod first seen unbound (a feed ``on_pending`` listener): ``bound`` times it."""
+        """A pod seen unbound (a feed ``on_seen_unbound`` listener): ``bound`` times it."""
         self._pending.add(pod.uid)
 
     def gone(self, pod: Pod) -> None:

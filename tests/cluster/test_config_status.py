@@ -17,6 +17,7 @@ from joiner.cluster.kube.configstatus import ConfigStatus, canonical, merge_cond
 from joiner.cluster.kube.metrics import Metrics
 from joiner.controllers.provisioning.provisioner import Provisioner
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc, _pod
+from tests.manifests import unschedulable
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
 
@@ -203,7 +204,7 @@ def test_a_nodeclass_that_is_not_ready_keeps_its_nodepool_out_of_provisioning() 
     h = Harness()
     api = FakeApi()
     _started(h, NODEPOOL, classes=(NODECLASS,))
-    h.feed.deliver(kube.POD, "ADDED", [_pod("a", "u1")])
+    h.feed.deliver(kube.POD, "ADDED", [unschedulable(_pod("a", "u1"))])
     writer = _writer(h, api, node_class_status=_not_ready)
     writer.sync()
     nc = _status_of(api, "EC2NodeClass")

@@ -12,6 +12,7 @@ from joiner.cluster.kube import client as kube
 from joiner.operator.controller import ControllerRuntime, ControllerSettings
 from joiner.operator.controller_settings import FeatureGateSettings
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, _doc, _pod
+from tests.manifests import unschedulable
 
 OVERLAY = _doc(
     kube.NODEOVERLAY,
@@ -84,7 +85,7 @@ def test_a_conflicting_overlay_is_logged_once(caplog) -> None:
         runtime._build(loop)
         docs = {kube.NODEPOOL: [NODEPOOL], kube.EC2NODECLASS: [NODECLASS]}
         docs[kube.NODEOVERLAY] = [OVERLAY, twin]
-        docs[kube.POD] = [_pod("web", "u1")]  # pending: the pass evaluates the overlays
+        docs[kube.POD] = [unschedulable(_pod("web", "u1"))]  # the pass evaluates the overlays
         for kind in runtime.watched:
             runtime.feed.deliver(kind, "SYNC", docs.get(kind, []))
         runtime.feed.start()

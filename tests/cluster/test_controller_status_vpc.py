@@ -14,7 +14,7 @@ import yaml
 
 from joiner.api import labels
 from joiner.operator.controller import ControllerRuntime
-from tests.manifests import ec2nodeclass, nodepool
+from tests.manifests import ec2nodeclass, nodepool, unschedulable
 
 
 def _nodeclass(zones: list[str]) -> dict[str, Any]:
@@ -34,31 +34,33 @@ NODEPOOL = yaml.safe_load(
 
 
 def _pod(i: int) -> dict[str, Any]:
-    """A pending pod of a Deployment-like set spread over zones (maxSkew 1)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"web-{i}",
-            "namespace": "default",
-            "uid": f"uid-{i}",
-            "labels": {"app": "web"},
-        },
-        "spec": {
-            "containers": [
-                {"name": "c", "image": "i", "resources": {"requests": {"cpu": "1500m"}}}
-            ],
-            "topologySpreadConstraints": [
-                {
-                    "maxSkew": 1,
-                    "topologyKey": labels.ZONE,
-                    "whenUnsatisfiable": "DoNotSchedule",
-                    "labelSelector": {"matchLabels": {"app": "web"}},
-                }
-            ],
-        },
-        "status": {"phase": "Pending"},
-    }
+    """A pending pod of a Deployment-like set spread over zones (maxSkew 1), which
+    kube-scheduler found no room for."""
+    return unschedulable(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"web-{i}",
+                "namespace": "default",
+                "uid": f"uid-{i}",
+                "labels": {"app": "web"},
+            },
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "i", "resources": {"requests": {"cpu": "1500m"}}}
+                ],
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": labels.ZONE,
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                    }
+                ],
+            },
+        }
+    )
 
 
 def _provision(docs: list[dict[str, Any]]) -> ControllerRuntime:

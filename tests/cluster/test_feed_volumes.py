@@ -15,6 +15,7 @@ from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.volumefeed import VolumeCache
 from joiner.controllers.provisioning.provisioner import Provisioner
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc
+from tests.manifests import unschedulable
 
 
 def _started(*volume_docs: tuple[kube.Kind, dict[str, Any]]) -> Harness:
@@ -62,18 +63,21 @@ def _class(mode: str, zones: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def _db_pod(uid: str = "u1") -> dict[str, Any]:
-    return _doc(
-        kube.POD,
-        {
-            "metadata": {"name": "db", "namespace": "ns", "uid": uid},
-            "spec": {
-                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
-                "containers": [
-                    {"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}
-                ],
+    """A pod kube-scheduler found no room for (its claim holds it back, or no node had
+    room)."""
+    return unschedulable(
+        _doc(
+            kube.POD,
+            {
+                "metadata": {"name": "db", "namespace": "ns", "uid": uid},
+                "spec": {
+                    "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+                    "containers": [
+                        {"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}
+                    ],
+                },
             },
-            "status": {"phase": "Pending"},
-        },
+        )
     )
 
 

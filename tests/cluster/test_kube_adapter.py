@@ -28,6 +28,7 @@ from joiner.operator.controller_settings import load_settings
 from joiner.operator.wallclock import DEFAULT_SECURITY_GROUP, _fit_node_classes
 from joiner.sim.clock import SimClock
 from joiner.state.cluster import ClusterState, NodeClaim
+from tests.manifests import unschedulable
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -210,7 +211,7 @@ def test_feed_builds_state_binds_pods_and_never_resurrects_a_deleted_one() -> No
     h.sync(kube.EC2NODECLASS, NODECLASS)
     for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
         h.sync(kind)
-    h.sync(kube.POD, _pod("a", "u1"), _pod("b", "u2"))
+    h.sync(kube.POD, unschedulable(_pod("a", "u1")), unschedulable(_pod("b", "u2")))
     assert not h.state.pods  # nothing applied before start
     h.feed.start()
     assert set(h.state.nodepools) == {"pool"}
@@ -276,7 +277,7 @@ def test_feed_keeps_nodes_outside_any_nodepool_as_static_capacity() -> None:
     for kind in (kube.NODECLAIM, kube.DAEMONSET, kube.PDB):
         h.sync(kind)
     h.sync(kube.NODE, _doc(kube.NODE, mng))
-    h.sync(kube.POD, _pod("a", "u1"))
+    h.sync(kube.POD, unschedulable(_pod("a", "u1")))  # before the node joined, say
     h.feed.start()
     node = h.state.nodes["ip-10-0-0-1.ec2.internal"]
     assert node.nodeclaim is None and node.ready and node.allocatable["cpu"] == 1930
@@ -528,7 +529,7 @@ def test_a_new_nodeclaims_requirements_are_ones_karpenters_crd_accepts() -> None
     h.sync(kube.EC2NODECLASS, NODECLASS)
     for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
         h.sync(kind)
-    pod = _pod("a", "u1")
+    pod = unschedulable(_pod("a", "u1"))
     pod["spec"]["affinity"] = {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {

@@ -20,6 +20,7 @@ from joiner.controllers.provisioning.provisioner import Provisioner
 from joiner.operator.kube_metrics import MetricsWiring
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc, _pod
 from tests.cluster.test_kube_metrics import _launched_claim
+from tests.manifests import unschedulable
 
 
 def _static_node(name: str) -> dict[str, Any]:
@@ -158,11 +159,11 @@ def test_unschedulable_pods_after_a_provisioning_pass() -> None:
     h = Harness()
     h.sync(kube.NODEPOOL, NODEPOOL)
     h.sync(kube.EC2NODECLASS, NODECLASS)
-    huge = _pod("huge", "u1")
+    huge = unschedulable(_pod("huge", "u1"))
     huge["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
     for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
         h.sync(kind)
-    h.sync(kube.POD, huge, _pod("small", "u2"))
+    h.sync(kube.POD, huge, unschedulable(_pod("small", "u2")))
     h.feed.start()
     Provisioner(h.state, h.cloud, h.lifecycle, h.clock, random.Random(0)).reconcile()
     assert len(h.state.nodeclaims) == 1  # for the small pod
@@ -175,20 +176,27 @@ def test_unschedulable_pods_after_a_provisioning_pass() -> None:
 
 def test_a_pod_seen_pending_observes_its_time_to_binding() -> None:
     """Karpenter ``PodBoundDurationSeconds``: creation (as the feed first saw the pod) to
-    binding, through the feed's ``on_bound``; a pod first seen bound observes nothing."""
+    binding, through the feed's ``on_bound``; a pod first seen bound observes nothing. Pod
+    ``a`` is bound by kube-scheduler without being found unschedulable first: no demand,
+    but Karpenter's pod metrics time every pod seen ``Pending``."""
     h = Harness()
     h.sync(kube.NODEPOOL, NODEPOOL)
     h.sync(kube.EC2NODECLASS, NODECLASS)
     for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
         h.sync(kind)
-    h.sync(kube.POD, _pod("a", "u1"), _pod("b", "u2", node="n0"))
+    refused = unschedulable(_pod("c", "u3"))
+    h.sync(kube.POD, _pod("a", "u1"), _pod("b", "u2", node="n0"), refused)
     metrics = Metrics()
     wiring = MetricsWiring(metrics, h.state)
-    h.feed.on_pending.append(wiring.pending)
+    h.feed.on_seen_unbound.append(wiring.pending)
     h.feed.on_bound.append(wiring.bound)
     h.feed.start()
     h.clock.run_until(h.clock.now() + 7.5)
     h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1", node="n1")])
+    assert set(h.state.pods) == {"u1", "u2", "u3"} and h.pending == ["c"]
+    h.clock.run_until(h.clock.now() + 2.5)
+    refused["spec"]["nodeName"] = "n1"
+    h.feed.deliver(kube.POD, "MODIFIED", [refused])
     value = metrics.registry.get_sample_value
-    assert value("karpenter_pods_bound_duration_seconds_count", {}) == 1
-    assert value("karpenter_pods_bound_duration_seconds_sum", {}) == 7.5
+    assert value("karpenter_pods_bound_duration_seconds_count", {}) == 2
+    assert value("karpenter_pods_bound_duration_seconds_sum", {}) == 7.5 + 10

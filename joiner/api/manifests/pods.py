@@ -413,6 +413,9 @@ def pod(doc: m.Pod, file: str) -> o.StandalonePod:
         scheduling_gates=tuple(g.name for g in doc.spec.schedulingGates),
         nominated_node_name=doc.status.nominatedNodeName or None,
         scheduler_tried=any(c.type == "PodScheduled" for c in doc.status.conditions),
+        failed_to_schedule=any(
+            c.type == "PodScheduled" and c.reason == "Unschedulable" for c in doc.status.conditions
+        ),
     )
 
 

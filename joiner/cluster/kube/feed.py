@@ -12,9 +12,16 @@ controllers share, through the same manifest loader as files
 * Pods: created on first sight (unbound non-provisionable pods, such as DaemonSet pods not
   yet placed, wait until they are bound), bound when ``spec.nodeName`` appears (the real
   kube-scheduler binds; Joiner never does), deleted when they finish, get a
-  ``deletionTimestamp`` or disappear. A pod deleted in state is never resurrected by a stale
-  event. Its ``karpenter.sh/do-not-disrupt`` and ``controller.kubernetes.io/pod-deletion-cost``
-  annotations follow the API (they may be set on a running pod).
+  ``deletionTimestamp`` or disappear. An unbound pod is demand only once kube-scheduler
+  has tried it and found no room (a ``PodScheduled`` condition with reason
+  ``Unschedulable``: Karpenter ``pkg/utils/pod/scheduling.go`` ``IsProvisionable`` requires
+  ``FailedToSchedule``); until then it waits outside the state (``held``) and joins on a
+  later event that shows the condition, or as bound once kube-scheduler binds it; it counts
+  as created when first seen. A pod nominated by kube-scheduler's preemption
+  (``status.nominatedNodeName``) joins without the condition. A pod deleted in state is
+  never resurrected by a stale event. Its ``karpenter.sh/do-not-disrupt`` and
+  ``controller.kubernetes.io/pod-deletion-cost`` annotations follow the API (they may be
+  set on a running pod).
 * PersistentVolumeClaims, PersistentVolumes and StorageClasses (``volumefeed.VolumeCache``):
   each pod's volumes give its node requirements as ``joiner plan`` reads them
   (``scheduling.volumes.volume_terms``), read again on every change of these kinds. An
@@ -111,6 +118,12 @@ CONFIG_KINDS = (
     "NodeOverlay",
 )
 
+#: Why an unbound pod kube-scheduler has not found unschedulable yet is no demand.
+NOT_UNSCHEDULABLE_YET = (
+    "kube-scheduler has not found it unschedulable yet (no PodScheduled condition with "
+    "reason Unschedulable); it is demand once it has, and counted as bound once bound"
+)
+
 #: ``adopt_instance(instance_type, node_class, zone, capacity_type, provider_id)``: the
 #: cloud's instance behind an existing NodeClaim (raises ``CloudProviderError``).
 AdoptInstance = Callable[[str, str, str, str, str], Instance]
@@ -197,6 +210,9 @@ class ClusterFeed:
         self.static_capacity = False
         self.on_config: list[Callable[[ManifestSet], None]] = []
         self.on_pending: list[Callable[[Pod], None]] = []
+        #: A pod joined the state that was seen unbound (pending now, or held and bound
+        #: since): Karpenter's pod metrics time the binding of every pod seen ``Pending``.
+        self.on_seen_unbound: list[Callable[[Pod], None]] = []
         self.on_bound: list[Callable[[Pod], None]] = []
         self.on_pod_gone: list[Callable[[Pod], None]] = []
         self.on_running: list[Callable[[Pod, dict[str, Any]], None]] = []
@@ -210,8 +226,11 @@ class ClusterFeed:
         self._running: set[str] = set()
         #: The cluster's claims, volumes and StorageClasses.
         self.volumes = VolumeCache(source)
-        #: Unbound pods waiting for their volumes (uid -> their document and why).
+        #: Unbound pods that are no demand yet, waiting for kube-scheduler to find them
+        #: unschedulable or for their volumes (uid -> their document and why).
         self.held: dict[str, tuple[dict[str, Any], str]] = {}
+        #: When each held pod was first seen (uid -> clock time): its creation, once it joins.
+        self._held_since: dict[str, float] = {}
 
     # -- the cache ----------------------------------------------------------------------
 
@@ -480,6 +499,7 @@ class ClusterFeed:
         existing = self._state.pods.get(uid)
         if event == "DELETED":
             self.held.pop(uid, None)
+            self._held_since.pop(uid, None)
             if existing is not None and existing.deleted_at_s is None:
                 self._gone(existing, now)
             return
@@ -492,7 +512,7 @@ class ClusterFeed:
             return
         p = loaded[0]
         if existing is None:
-            if self._waits_for_volumes(uid, p, doc):
+            if self._holds(uid, p, doc):
                 return
             existing = self._new_pod(uid, p, now)
             if existing is None:
@@ -505,9 +525,11 @@ class ClusterFeed:
         self._follow_pod(existing, uid, p, doc, now)
 
     def _new_pod(self, uid: str, p: StandalonePod, now: float) -> Pod | None:
-        """Add a pod seen for the first time to the state (``on_pending`` when unbound), or
-        None for one the provisioner never counts (terminal, deleting, or unbound and not
-        provisionable)."""
+        """Add a pod seen for the first time, or held until now, to the state (created when
+        first seen; ``on_pending`` when unbound, ``on_seen_unbound`` when unbound or held
+        before), or None for one the provisioner never counts (terminal, deleting, or
+        unbound and not provisionable)."""
+        held_since = self._held_since.pop(uid, None)
         if p.terminal or p.deleting:
             return None
         if p.node_name is None and not p.provisionable:
@@ -519,7 +541,7 @@ class ClusterFeed:
             name=p.name,
             template=p.template,
             owner=f"{kind}/{p.namespace}/{owner_name}" if kind else f"Pod/{p.key}",
-            created_at_s=now,
+            created_at_s=now if held_since is None else held_since,
             order=self._order,
             daemon=kind == "DaemonSet",
         )
@@ -530,6 +552,9 @@ class ClusterFeed:
         self._state.pods[uid] = pod
         self._note_volumes(pod.template)
         self._state.touch()
+        if p.node_name is None or held_since is not None:
+            for seen in self.on_seen_unbound:
+                seen(pod)
         if p.node_name is None:
             for listener in self.on_pending:
                 listener(pod)
@@ -572,23 +597,39 @@ class ClusterFeed:
 
     # -- volumes --------------------------------------------------------------------------
 
-    def _waits_for_volumes(self, uid: str, p: StandalonePod, doc: dict[str, Any]) -> bool:
-        """An unbound, provisionable pod whose claims cannot be used yet is held (``held``)
-        and not counted: Karpenter ``Provisioner.Validate`` ignores it
-        (``volumetopology.go`` ``ValidatePersistentVolumeClaims``). The reason is logged
-        when it changes."""
+    def _holds(self, uid: str, p: StandalonePod, doc: dict[str, Any]) -> bool:
+        """Whether an unbound, provisionable pod seen for the first time is held (``held``)
+        and not counted (``_hold_reason``). The reason is logged when it changes: at debug
+        level while kube-scheduler has not found the pod unschedulable (every pod passes
+        there), at info level for its volumes."""
         before = self.held.pop(uid, None)
         if p.node_name is not None or p.terminal or not p.provisionable:
             return False
+        reason = self._hold_reason(p)
+        if reason is None:
+            return False
+        if before is None or before[1] != reason:
+            level = logging.DEBUG if reason == NOT_UNSCHEDULABLE_YET else logging.INFO
+            log.log(level, "ignoring pod %s: %s", p.key, reason, extra=log_keys(Pod=p.key))
+        self.held[uid] = (doc, reason)
+        self._held_since.setdefault(uid, self._clock.now())
+        return True
+
+    def _hold_reason(self, p: StandalonePod) -> str | None:
+        """Why unbound, provisionable ``p`` is no demand yet, in Karpenter's order: it has
+        no ``PodScheduled`` condition with reason ``Unschedulable`` (Karpenter
+        ``pkg/controllers/provisioning/provisioner.go`` ``Provisioner.GetPendingPods`` lists
+        only pods ``pkg/utils/pod/scheduling.go`` ``IsProvisionable`` accepts, which
+        requires ``FailedToSchedule``; a pod nominated by preemption is not held), then its
+        claims cannot be used yet (``Provisioner.Validate``, ``volumetopology.go``
+        ``ValidatePersistentVolumeClaims``). None when it is demand."""
+        if not p.failed_to_schedule and p.nominated_node_name is None:
+            return NOT_UNSCHEDULABLE_YET
         try:
             self.volumes.terms(p.template)
         except MissingVolumeError as exc:
-            reason = str(exc)
-            if before is None or before[1] != reason:
-                log.info("ignoring pod %s: %s", p.key, reason, extra=log_keys(Pod=p.key))
-            self.held[uid] = (doc, reason)
-            return True
-        return False
+            return str(exc)
+        return None
 
     def _note_volumes(self, t: PodTemplate) -> None:
         """Record ``t``'s volume topology in the state; a bound pod's volume that cannot

@@ -1,0 +1,99 @@
+"""Controller mode counts an unbound pod as demand only once kube-scheduler has tried it and
+found no room (``PodScheduled`` with reason ``Unschedulable``), as Karpenter
+``pkg/utils/pod/scheduling.go`` ``IsProvisionable`` requires ``FailedToSchedule``: until
+then it waits outside the state, so no node is launched for a pod kube-scheduler was about
+to bind to existing room."""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+import pytest
+
+from joiner.cluster.kube import client as kube
+from joiner.controllers.provisioning.provisioner import Provisioner
+from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _pod
+from tests.manifests import unschedulable
+
+
+def _started(*pods: dict[str, Any]) -> Harness:
+    """A started feed with NodePool ``pool``, no nodes and ``pods``."""
+    h = Harness()
+    h.sync(kube.NODEPOOL, NODEPOOL)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
+        h.sync(kind)
+    h.sync(kube.POD, *pods)
+    h.feed.start()
+    return h
+
+
+def _launched(h: Harness) -> int:
+    """One provisioning pass over the state; how many NodeClaims are live after it."""
+    Provisioner(h.state, h.cloud, h.lifecycle, h.clock, random.Random(0)).reconcile()
+    return len(h.state.live_nodeclaims())
+
+
+def test_a_pod_kube_scheduler_has_not_refused_gets_no_nodeclaim_until_it_does() -> None:
+    h = _started(_pod("a", "u1"))
+    assert h.pending == [] and "u1" not in h.state.pods and "u1" in h.feed.held
+    assert _launched(h) == 0
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1")])  # a status update, still untried
+    assert h.pending == [] and _launched(h) == 0
+    h.clock.run_until(h.clock.now() + 3.0)
+    h.feed.deliver(kube.POD, "MODIFIED", [unschedulable(_pod("a", "u1"))])
+    assert h.pending == ["a"] and not h.feed.held
+    assert h.state.pods["u1"].created_at_s == 0.0  # created when first seen, not when refused
+    assert _launched(h) == 1
+
+
+def test_a_pod_bound_without_being_refused_joins_as_bound() -> None:
+    h = _started()
+    h.feed.deliver(kube.POD, "ADDED", [_pod("a", "u1")])
+    bound: list[str] = []
+    h.feed.on_bound.append(lambda p: bound.append(p.name))
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1", node="n1")])
+    pod = h.state.pods["u1"]
+    assert pod.node_name == "n1" and bound == ["a"] and h.pending == []
+    assert not h.feed.held and _launched(h) == 0
+
+
+@pytest.mark.parametrize("reason", ["SchedulingGated", "SchedulerError", ""])
+def test_pod_scheduled_false_for_another_reason_is_no_demand(reason: str) -> None:
+    doc = _pod("a", "u1")
+    doc["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": reason}]
+    h = _started(doc)
+    assert h.pending == [] and "u1" in h.feed.held and _launched(h) == 0
+
+
+def test_the_reason_a_pod_waits_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="joiner.cluster.kube.feed")
+    h = _started()
+    for _ in range(3):
+        h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1")])
+    waits = [r for r in caplog.records if "ignoring pod ns/a" in r.getMessage()]
+    assert len(waits) == 1 and "not found it unschedulable" in waits[0].getMessage()
+    assert waits[0].levelno == logging.DEBUG
+
+
+def test_a_pod_already_counted_stays_when_an_event_lacks_the_condition() -> None:
+    h = _started(unschedulable(_pod("a", "u1")))
+    assert h.pending == ["a"]
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1")])
+    assert "u1" in h.state.pods and not h.feed.held and _launched(h) == 1
+
+
+def test_a_preemptor_and_a_gated_pod_keep_their_handling() -> None:
+    """A pod nominated by kube-scheduler's preemption joins without the condition; a gated
+    pod (not provisionable) waits, unlogged and unheld, until it is bound."""
+    nominated = _pod("p", "u1")
+    nominated["status"]["nominatedNodeName"] = "n1"
+    gated = _pod("g", "u2")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    gated["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
+    ]
+    h = _started(nominated, gated)
+    assert h.pending == ["p"] and not h.feed.held and "u2" not in h.state.pods
