@@ -6,9 +6,10 @@
   ``lost the lease`` line, no Python traceback in its output).
 * New pods while the API server restarts (the Lease kept): every NodeClaim created is one
   the pods need (the apiserver's audit log counts the creates), none launched twice.
-* A scale-up while kube-scheduler is frozen: pods stay Pending beside Nodes with room for
-  them; no NodeClaim is created beyond what the pods need, and none is consolidated away
-  while pods are nominated to it.
+* A scale-up, kube-scheduler frozen once it has found the new pods unschedulable (before
+  that they are no demand, for Joiner as for Karpenter): pods stay Pending beside Nodes
+  with room for them; no NodeClaim is created beyond what the pods need, and none is
+  consolidated away while pods are nominated to it.
 """
 
 from __future__ import annotations
@@ -202,6 +203,21 @@ def test_no_nodeclaim_is_created_twice_around_api_server_restarts(
     assert "Traceback" not in ctl.log.read_text(), ctl.tail()
 
 
+def _n_unschedulable(cluster: Cluster, app: str, n: int) -> bool:
+    """Whether ``n`` unbound pods of ``app`` carry kube-scheduler's ``PodScheduled``
+    condition of reason ``Unschedulable``."""
+    marked = [
+        p
+        for p in cluster.pods(app)
+        if not p.spec.nodeName
+        and any(
+            c.type == "PodScheduled" and c.reason == "Unschedulable"
+            for c in p.status.conditions or []
+        )
+    ]
+    return len(marked) == n
+
+
 #: How long kube-scheduler stays frozen with pods pending beside nodes with room.
 FROZEN_S = 45.0
 
@@ -218,9 +234,12 @@ def test_no_surplus_nodeclaims_while_kube_scheduler_is_frozen(
     ctl = start(controllers, kubeconfig, tmp_path, cluster)
     cluster.apply(deployment_doc("web", cluster.name, cluster.name, replicas=1, cpu="3"))
     wait_for("1 web pod running", lambda: cluster.running("web", 1), 120)
+    cluster.scale("web", 3)
+    # Frozen as soon as kube-scheduler has marked both new pods PodScheduled=False, reason
+    # Unschedulable (what makes them demand), seconds before their nodes can be Ready.
+    wait_for("2 web pods unschedulable", lambda: _n_unschedulable(cluster, "web", 2), 60)
     frozen_at = time.monotonic()
     with kube_stack.frozen("kube-scheduler"):
-        cluster.scale("web", 3)
         # Two more nodes come up Ready and stay empty: the pods nominated to them wait for
         # a scheduler that does not run. Joiner must neither launch more for those pods nor
         # consolidate the empty nodes away.
