@@ -490,9 +490,9 @@ class ClusterFeed:
     # -- pods -----------------------------------------------------------------------------
 
     def _pod(self, event: str, doc: dict[str, Any]) -> None:
-        """Follow one Pod event: a new pending or bound pod joins the state, a bound one
-        is marked bound, a terminal, deleting or deleted one is gone, a running one is
-        reported once."""
+        """Follow one Pod event: a new bound pod, or a pending one that is demand, joins the
+        state (others are held: ``_holds``), a bound one is marked bound, a terminal,
+        deleting or deleted one is gone, a running one is reported once."""
         meta = doc.get("metadata") or {}
         uid = str(meta.get("uid"))
         now = self._clock.now()
