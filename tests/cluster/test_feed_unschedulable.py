@@ -97,3 +97,26 @@ def test_a_preemptor_and_a_gated_pod_keep_their_handling() -> None:
     ]
     h = _started(nominated, gated)
     assert h.pending == ["p"] and not h.feed.held and "u2" not in h.state.pods
+
+
+def test_a_preemptor_is_no_demand_until_its_nomination_lapses() -> None:
+    """Karpenter ``IsPreempting``: a pending pod kube-scheduler nominated to a node waits
+    for its victims there; once kube-scheduler clears the nomination and the pod is still
+    unschedulable, it is demand."""
+    nominated = unschedulable(_pod("p", "u1"))
+    nominated["status"]["nominatedNodeName"] = "n1"
+    h = _started(nominated)
+    assert h.state.pods["u1"].nominated_node_name == "n1"
+    assert _launched(h) == 0
+    h.feed.deliver(kube.POD, "MODIFIED", [unschedulable(_pod("p", "u1"))])
+    assert h.state.pods["u1"].nominated_node_name is None
+    assert _launched(h) == 1
+
+
+def test_a_pod_nominated_after_it_joined_stops_being_demand() -> None:
+    h = _started(unschedulable(_pod("p", "u1")))
+    later = unschedulable(_pod("p", "u1"))
+    later["status"]["nominatedNodeName"] = "n1"
+    h.feed.deliver(kube.POD, "MODIFIED", [later])
+    assert h.state.pods["u1"].nominated_node_name == "n1"
+    assert _launched(h) == 0

@@ -544,6 +544,7 @@ class ClusterFeed:
             created_at_s=now if held_since is None else held_since,
             order=self._order,
             daemon=kind == "DaemonSet",
+            nominated_node_name=p.nominated_node_name if p.node_name is None else None,
         )
         self._order += 1
         pod.do_not_disrupt, pod.do_not_disrupt_for_s = durations.do_not_disrupt(
@@ -563,9 +564,11 @@ class ClusterFeed:
     def _follow_pod(
         self, pod: Pod, uid: str, p: StandalonePod, doc: dict[str, Any], now: float
     ) -> None:
-        """A live pod's annotations (``_follow_annotations``), its binding (``on_bound``)
+        """A live pod's annotations (``_follow_annotations``), its preemption nomination
+        (``_follow_nomination``), its binding (``on_bound``)
         and its first ``Running`` phase (``on_running``)."""
         self._follow_annotations(pod, p)
+        self._follow_nomination(pod, p)
         if p.node_name is not None and pod.node_name is None:
             pod.node_name = p.node_name
             pod.bound_at_s = now
@@ -577,6 +580,17 @@ class ClusterFeed:
             self._running.add(uid)
             for running in self.on_running:
                 running(pod, doc)
+
+    def _follow_nomination(self, pod: Pod, p: StandalonePod) -> None:
+        """Take a pending pod's ``status.nominatedNodeName`` as it is now: kube-scheduler
+        sets it when it preempts for the pod and clears it when the pod binds or the
+        nomination lapses. A nominated pod waits for its victims and is no demand
+        (Karpenter ``pkg/utils/pod/scheduling.go`` ``IsPreempting``, part of
+        ``IsProvisionable``; the provisioner's ``_demand`` leaves it out)."""
+        nominated = p.nominated_node_name if p.node_name is None else None
+        if nominated != pod.nominated_node_name:
+            pod.nominated_node_name = nominated
+            self._state.touch()
 
     def _follow_annotations(self, pod: Pod, p: StandalonePod) -> None:
         """Take a running pod's ``karpenter.sh/do-not-disrupt`` and
