@@ -1015,15 +1015,19 @@ def _provisioned_again(trace: Trace, claim: str) -> bool:
 
 
 def _emptied(trace: Trace, claim: str) -> bool:
-    """``claim`` (of a round after the case's first) launched, yet no batch pod is bound
-    to its node and none is nominated to it: the pod it was made for was bound elsewhere
-    by kube-scheduler once it was made. In a batch that deletes nothing, room elsewhere
-    opens for such a pod only when kube-scheduler moves pods off the nodes Karpenter
-    planned for them, so the round answers a race (gen-1616-10: the first round made
-    Joiner's five NodeClaims for all twelve pods; the next made one more for a pod that
-    kube-scheduler then bound to a node of the first round, and it stayed empty). Karpenter
-    names at most five pods per "found provisionable pod(s)" line, so which pod it was
-    made for is not in the log."""
+    """``claim`` launched, yet no batch pod is bound to its node and none is nominated to
+    it: kube-scheduler did not bind the pods Karpenter made it for there. Of a round after
+    the case's first, its pod was bound elsewhere once it was made; in a batch that
+    deletes nothing, room elsewhere opens for such a pod only when kube-scheduler moves
+    pods off the nodes Karpenter planned for them, so the round answers a race
+    (gen-1616-10: the first round made Joiner's five NodeClaims for all twelve pods; the
+    next made one more for a pod that kube-scheduler then bound to a node of the first
+    round, and it stayed empty). Of the first round, its pods went to other nodes of the
+    round or stayed pending (gen-1919-14: kube-scheduler bound two pods of a zone-spread
+    group to one c-2x, the other c-2x planned for them kept none, and the two pods that
+    needed a partner of that group on their node stayed pending). Karpenter names at most
+    five pods per "found provisionable pod(s)" line, so which pods a NodeClaim was made
+    for is not in the log."""
     node = trace.claim_node.get(claim, "")
     return (
         bool(node)
@@ -1033,14 +1037,11 @@ def _emptied(trace: Trace, claim: str) -> bool:
 
 
 def emptied(trace: Trace) -> list[str]:
-    """The NodeClaims of rounds after the case's first that launched and ended empty
+    """The case's new NodeClaims (of a known round) that launched and ended empty
     (``_emptied``): each shows a race even where no pod's event or timing does
     (gen-1515-19: the first round made Joiner's one NodeClaim for all six pods, the next
     one more for a 100m pod, which kube-scheduler bound to the first round's node)."""
-    first = _first_round(trace)
-    return sorted(
-        c for c in trace.claims if trace.rounds.get(c, first) > first and _emptied(trace, c)
-    )
+    return sorted(c for c in trace.claims if c in trace.rounds and _emptied(trace, c))
 
 
 def _displaced_there(trace: Trace, pod: str, claim: str) -> bool:
@@ -1056,7 +1057,9 @@ def _displaced_there(trace: Trace, pod: str, claim: str) -> bool:
 def first_decision(trace: Trace) -> Side:
     """Karpenter's first decision for the batch: the NodeClaims created in rounds before the
     first one, after the case's first round, that provisioned a displaced pod again
-    (``_provisioned_again``) or made a NodeClaim that ended empty (``_emptied``); pending,
+    (``_provisioned_again``) or made a NodeClaim that ended empty (``_emptied``), or only
+    the first round's when one of its NodeClaims ended empty or a pod it placed lost its
+    room (``_left_pending_by_time``); pending,
     the batch pods it left out: neither nominated to one of its NodeClaims nor bound to a
     node that existed before, and either not bound to one of its nodes or bound there by
     kube-scheduler after Karpenter could not schedule them (a pod bound there with neither
@@ -1068,8 +1071,11 @@ def first_decision(trace: Trace) -> Side:
         if trace.rounds.get(c, first) > first
         and (_provisioned_again(trace, c) or _emptied(trace, c))
     ]
-    if _left_pending_by_time(trace):
-        # a pod the first round placed lost its room: later rounds answer the race
+    if _left_pending_by_time(trace) or any(
+        trace.rounds.get(c) == first and _emptied(trace, c) for c in trace.claims
+    ):
+        # a pod the first round placed lost its room, or a NodeClaim of that round kept
+        # none of its pods: later rounds answer the race
         again.append(first + 1)
     cutoff = min(again, default=None)
     kept = [c for c in trace.claims if cutoff is None or trace.rounds.get(c, first) < cutoff]

@@ -624,8 +624,8 @@ def test_a_later_round_whose_nodeclaim_ends_empty_answers_a_race() -> None:
     trace.claim_node["nc-1d"] = "n1d"  # launched; no pod bound to it, none nominated
     first = harness.first_decision(trace)
     assert sorted(first.claims) == sorted(_joiners_plan().claims)
-    trace.bound["small-1"] = "n1d"  # a pod it holds: not empty, it stays in the decision
-    trace.nominated["small-1"] = "nc-1d"
+    trace.bound["small-3"] = "n1d"  # a pod it holds: not empty, it stays in the decision
+    trace.nominated["small-3"] = "nc-1d"
     assert len(harness.first_decision(trace).claims) == 5
 
 
@@ -646,10 +646,12 @@ def test_an_empty_later_nodeclaim_shows_a_race_without_any_pods_evidence() -> No
     first, plan = harness.compare_with_plan(case, trace, joiner)
     assert first is not None and first.claims == [_claim("c-8x")]
     assert plan == []
-    # the same NodeClaim made in the first round is Karpenter's decision: no race
+    # the same NodeClaim made in the first round still shows the race, but it is part of
+    # Karpenter's decision, which Joiner's one NodeClaim then does not match
     trace.rounds["nc-1"] = 2
-    assert harness.emptied(trace) == []
-    assert harness.compare_with_plan(case, trace, joiner) == (None, None)
+    assert harness.emptied(trace) == ["nc-1"]
+    first, plan = harness.compare_with_plan(case, trace, joiner)
+    assert first is not None and len(first.claims) == 2 and plan
 
 
 def test_karpenter_zones_within_joiners_launch_ties_agree() -> None:
@@ -675,3 +677,39 @@ def test_karpenter_zones_within_joiners_launch_ties_agree() -> None:
     # the report shows a launch's tied zones
     shown = [c.get("tiedZones") for c in j.as_json()["nodeClaims"]]
     assert shown == [["test-zone-a", "test-zone-c"], None, None]  # sorted: the c-4x first
+
+
+def test_a_first_round_nodeclaim_that_kept_none_of_its_pods_shows_a_race() -> None:
+    """gen-1919-14: the first round made two c-2x and two c-1x for four zone-spread pods
+    and two pods that need one of them on their node; kube-scheduler bound two of the
+    spread pods to one c-2x, the other c-2x kept none, and the two partner-seeking pods,
+    left out only by a later round, stayed pending. Karpenter's first decision placed them."""
+    claims = {
+        "nc-2a": _claim("c-2x", "test-zone-a"),
+        "nc-2b": _claim("c-2x", "test-zone-a"),
+        "nc-1b": _claim("c-1x", "test-zone-b"),
+        "nc-1c": _claim("c-1x", "test-zone-c"),
+    }
+    trace = harness.Trace(
+        claims=claims,
+        rounds=dict.fromkeys(claims, 2),
+        claim_node={c: f"n-{c}" for c in claims},
+        bound={"g0-0": "n-nc-2a", "g0-1": "n-nc-1c", "g0-2": "n-nc-1b", "g0-3": "n-nc-2a"}
+        | {"g1-0": "", "g1-1": ""},
+        failed={"g1-0": 3, "g1-1": 3},
+        # found unschedulable before the first round listed the pending pods
+        round_start={2: 100.0},
+        unschedulable_at=dict.fromkeys(["g0-0", "g0-1", "g0-2", "g0-3", "g1-0", "g1-1"], 99.0),
+    )
+    case = _race_case()
+    joiner = Side(claims=list(claims.values()))
+    assert harness.race(trace) == [] and harness.emptied(trace) == ["nc-2b"]
+    first, plan = harness.compare_with_plan(case, trace, joiner)
+    assert first is not None and first.pending == [] and plan == []
+    # had the first round itself left them out, they stay pending in its decision
+    trace.failed = {"g1-0": 2, "g1-1": 2}
+    assert harness.first_decision(trace).pending == ["g1-0", "g1-1"]
+    # with every NodeClaim holding a pod there is no evidence
+    trace.bound["g0-3"] = "n-nc-2b"
+    assert harness.emptied(trace) == []
+    assert harness.compare_with_plan(case, trace, joiner) == (None, None)
