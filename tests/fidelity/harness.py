@@ -1081,7 +1081,11 @@ def first_decision(trace: Trace) -> Side:
     kept = [c for c in trace.claims if cutoff is None or trace.rounds.get(c, first) < cutoff]
     nodes = {trace.claim_node[c] for c in kept if trace.claim_node.get(c)}
     left_out = {p for p, r in trace.failed.items() if cutoff is None or r < cutoff}
-    placed = {p for p, c in trace.nominated.items() if c in kept}
+    placed = {
+        p
+        for p, c in trace.nominated.items()
+        if c in kept and not _nominated_after_decision(trace, p, c, cutoff)
+    }
     placed |= {p for p, n in trace.bound.items() if n in trace.existing_nodes}
     placed |= {p for p, n in trace.bound.items() if n in nodes and p not in left_out}
     # listed by the first round and never left out: it placed them (their events lost)
@@ -1090,6 +1094,19 @@ def first_decision(trace: Trace) -> Side:
         claims=[trace.claims[c] for c in sorted(kept)],
         pending=sorted(p for p in trace.bound if p not in placed),
     )
+
+
+def _nominated_after_decision(trace: Trace, pod: str, claim: str, cutoff: int | None) -> bool:
+    """``pod``'s nomination to ``claim`` came after the first decision, which ends before
+    round ``cutoff``: the decision's last round could not schedule ``pod``, and ``claim``
+    is of that round or an earlier one. A round places a pod or fails it, never both, so
+    a later round, ``cutoff`` or after, nominated it to ``claim`` as an existing node
+    (gen-1919-10: round 2 could not schedule two pods under minValues and made a c-2x for
+    another; round 3 nominated the two to that c-2x, where minValues no longer applies,
+    and made one more NodeClaim). Karpenter's events do not say which round sent them, so
+    a pod failed earlier in the decision keeps its nomination as placed."""
+    failed = trace.failed.get(pod)
+    return cutoff is not None and failed == cutoff - 1 and trace.rounds.get(claim, cutoff) <= failed
 
 
 def compare_with_plan(

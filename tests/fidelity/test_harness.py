@@ -713,3 +713,29 @@ def test_a_first_round_nodeclaim_that_kept_none_of_its_pods_shows_a_race() -> No
     trace.bound["g0-3"] = "n-nc-2b"
     assert harness.emptied(trace) == []
     assert harness.compare_with_plan(case, trace, joiner) == (None, None)
+
+
+def test_a_nomination_from_the_round_after_the_decision_does_not_place_the_pod() -> None:
+    """gen-1919-10: round 2 could not schedule g1-0 and g1-1 (minValues 4 with one type)
+    and made a c-2x for g0-1; round 3 nominated the two to that c-2x as an existing node
+    (minValues no longer applies) and made another c-2x for g0-1, where kube-scheduler
+    bound them instead. Karpenter's first decision is round 2's: both pending."""
+    trace = harness.Trace(
+        claims={"nc-a": _claim("c-2x"), "nc-b": _claim("c-2x")},
+        rounds={"nc-a": 2, "nc-b": 3},
+        claim_node={"nc-a": "na", "nc-b": "nb"},
+        nominated={"g0-1": "nc-a", "g1-0": "nc-a", "g1-1": "nc-a"},
+        bound={"g0-1": "na", "g1-0": "nb", "g1-1": "nb"},
+        failed={"g1-0": 2, "g1-1": 2},
+    )
+    case = cases.Case(
+        "x", ("resources",), cases.DEFAULT, [*cases.pods("g0", 1), *cases.pods("g1", 2)]
+    )
+    first, plan = harness.compare_with_plan(case, trace, Side(claims=[_claim("c-2x")]))
+    assert first is not None and first.pending == ["g1-0", "g1-1"]
+    assert plan == [f"pending pods: karpenter {['g1-0', 'g1-1']} joiner []"]
+    # a failure earlier in the decision, with a round between: the nomination may be the
+    # decision's own, so the pod counts as placed
+    trace.rounds["nc-b"] = 4
+    trace.failed = {"g1-0": 2, "g1-1": 2}
+    assert harness.first_decision(trace).pending == []
