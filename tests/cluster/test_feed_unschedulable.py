@@ -86,9 +86,9 @@ def test_a_pod_already_counted_stays_when_an_event_lacks_the_condition() -> None
 
 
 def test_a_preemptor_and_a_gated_pod_keep_their_handling() -> None:
-    """A pod nominated by kube-scheduler's preemption joins without the condition; a gated
-    pod (not provisionable) waits, unlogged and unheld, until it is bound."""
-    nominated = _pod("p", "u1")
+    """A pod nominated by kube-scheduler's preemption (which marks it unschedulable) joins;
+    a gated pod (not provisionable) waits, unlogged and unheld, until it is bound."""
+    nominated = unschedulable(_pod("p", "u1"))
     nominated["status"]["nominatedNodeName"] = "n1"
     gated = _pod("g", "u2")
     gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
@@ -119,4 +119,116 @@ def test_a_pod_nominated_after_it_joined_stops_being_demand() -> None:
     later["status"]["nominatedNodeName"] = "n1"
     h.feed.deliver(kube.POD, "MODIFIED", [later])
     assert h.state.pods["u1"].nominated_node_name == "n1"
+    assert _launched(h) == 0
+
+
+def test_a_nominated_pod_never_found_unschedulable_is_no_demand_once_the_nomination_lapses() -> (
+    None
+):
+    """``IsProvisionable`` needs ``FailedToSchedule`` whatever the nomination: a pod
+    nominated without the condition (kube-scheduler may name the node a pod is about to be
+    bound to) is held, and clearing the nomination does not make it demand."""
+    nominated = _pod("p", "u1")
+    nominated["status"]["nominatedNodeName"] = "n1"
+    h = _started(_pod("p", "u1"))
+    h.feed.deliver(kube.POD, "MODIFIED", [nominated])
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("p", "u1")])
+    assert "u1" in h.feed.held and h.pending == [] and _launched(h) == 0
+    refused = unschedulable(_pod("p", "u1"))
+    refused["status"]["nominatedNodeName"] = "n1"
+    h.feed.deliver(kube.POD, "MODIFIED", [refused])
+    assert h.pending == ["p"] and h.state.pods["u1"].nominated_node_name == "n1"
+    assert _launched(h) == 0
+
+
+def test_a_pod_nominated_to_a_node_that_does_not_exist_is_no_demand() -> None:
+    """Karpenter ``IsPreempting`` looks at the name only, not at the node."""
+    ghost = unschedulable(_pod("p", "u1"))
+    ghost["status"]["nominatedNodeName"] = "no-such-node"
+    h = _started(ghost)
+    assert h.pending == ["p"] and _launched(h) == 0
+
+
+def test_a_nomination_on_a_bound_pod_is_not_kept() -> None:
+    bound = unschedulable(_pod("a", "u1", node="n1"))
+    bound["status"]["nominatedNodeName"] = "n2"
+    h = _started(bound)
+    h.feed.deliver(kube.POD, "MODIFIED", [bound])
+    assert h.state.pods["u1"].nominated_node_name is None
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        None,
+        {},
+        {"phase": "Pending", "conditions": None},
+        {"phase": None, "conditions": [{"type": "PodScheduled", "reason": None}]},
+        {"phase": "Pending", "nominatedNodeName": ""},
+    ],
+)
+def test_a_pod_without_a_readable_unschedulable_condition_is_held(status: Any) -> None:
+    doc = _pod("a", "u1")
+    doc["status"] = status
+    h = _started(doc)
+    assert "u1" in h.feed.held and "u1" not in h.state.pods and _launched(h) == 0
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"conditions": {"type": "PodScheduled", "reason": "Unschedulable"}},
+        {"conditions": [{"reason": "Unschedulable"}]},
+        {"conditions": [{"type": "PodScheduled", "status": False, "reason": "Unschedulable"}]},
+        {"conditions": [None]},
+        {"nominatedNodeName": 5},
+    ],
+)
+def test_a_pod_of_the_wrong_shape_is_warned_about_and_kept_as_it_was(
+    status: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A document the loader refuses is logged, not dropped in silence, and leaves the pod
+    where it was (held here)."""
+    h = _started(_pod("a", "u1"))
+    doc = _pod("a", "u1")
+    doc["status"] = status
+    h.feed.deliver(kube.POD, "MODIFIED", [doc])
+    assert "u1" in h.feed.held and _launched(h) == 0
+    assert any("pod ns/a not read" in r.getMessage() for r in caplog.records)
+
+
+def test_a_held_pod_marked_then_unmarked_bound_and_deleted() -> None:
+    h = _started(_pod("a", "u1"))
+    gone: list[str] = []
+    h.feed.on_pod_gone.append(lambda p: gone.append(p.name))
+    h.feed.deliver(kube.POD, "MODIFIED", [unschedulable(_pod("a", "u1"))])
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1")])
+    assert h.pending == ["a"] and not h.feed.held  # counted once, it stays
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("a", "u1", node="n1")])
+    h.feed.deliver(kube.POD, "DELETED", [_pod("a", "u1", node="n1")])
+    assert h.state.pods["u1"].deleted_at_s is not None and gone == ["a"]
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        ("DELETED", {}),
+        ("MODIFIED", {"deletionTimestamp": "2026-01-01T00:00:00Z"}),
+        ("MODIFIED", {"phase": "Succeeded"}),
+        ("MODIFIED", {"phase": "Failed"}),
+    ],
+)
+def test_a_held_pod_that_goes_away_leaves_nothing_behind(last: tuple[str, dict[str, Any]]) -> None:
+    event, change = last
+    h = _started(_pod("a", "u1"))
+    gone: list[str] = []
+    h.feed.on_pod_gone.append(lambda p: gone.append(p.name))
+    doc = unschedulable(_pod("a", "u1"))
+    if "deletionTimestamp" in change:
+        doc["metadata"]["deletionTimestamp"] = change["deletionTimestamp"]
+    if "phase" in change:
+        doc["status"]["phase"] = change["phase"]
+    h.feed.deliver(kube.POD, event, [doc])
+    assert not h.feed.held and "u1" not in h.state.pods and gone == [] and h.pending == []
+    assert not h.feed._held_since
     assert _launched(h) == 0

@@ -17,8 +17,9 @@ controllers share, through the same manifest loader as files
   ``Unschedulable``: Karpenter ``pkg/utils/pod/scheduling.go`` ``IsProvisionable`` requires
   ``FailedToSchedule``); until then it waits outside the state (``held``) and joins on a
   later event that shows the condition, or as bound once kube-scheduler binds it; it counts
-  as created when first seen. A pod nominated by kube-scheduler's preemption
-  (``status.nominatedNodeName``) joins without the condition. A pod deleted in state is
+  as created when first seen. A nomination (``status.nominatedNodeName``) does not let a
+  pod in without the condition; a pod in the state is no demand while it is nominated
+  (``_follow_nomination``). A pod deleted in state is
   never resurrected by a stale event. Its ``karpenter.sh/do-not-disrupt`` and
   ``controller.kubernetes.io/pod-deletion-cost`` annotations follow the API (they may be
   set on a running pod).
@@ -634,10 +635,11 @@ class ClusterFeed:
         no ``PodScheduled`` condition with reason ``Unschedulable`` (Karpenter
         ``pkg/controllers/provisioning/provisioner.go`` ``Provisioner.GetPendingPods`` lists
         only pods ``pkg/utils/pod/scheduling.go`` ``IsProvisionable`` accepts, which
-        requires ``FailedToSchedule``; a pod nominated by preemption is not held), then its
-        claims cannot be used yet (``Provisioner.Validate``, ``volumetopology.go``
+        requires ``FailedToSchedule`` whether or not the pod is nominated: a nomination
+        alone never makes it demand, not even once it lapses), then its claims cannot be
+        used yet (``Provisioner.Validate``, ``volumetopology.go``
         ``ValidatePersistentVolumeClaims``). None when it is demand."""
-        if not p.failed_to_schedule and p.nominated_node_name is None:
+        if not p.failed_to_schedule:
             return NOT_UNSCHEDULABLE_YET
         try:
             self.volumes.terms(p.template)
