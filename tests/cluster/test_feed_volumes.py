@@ -8,10 +8,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from joiner.api import labels
 from joiner.api.manifests import load_text
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cluster.kube import client as kube
+from joiner.cluster.kube import feed as feed_module
 from joiner.cluster.kube.volumefeed import VolumeCache
 from joiner.controllers.provisioning.provisioner import Provisioner
 from tests.cluster.test_kube_adapter import NODECLASS, NODEPOOL, Harness, _doc
@@ -199,3 +202,33 @@ def test_a_volume_loaded_with_a_warning_is_kept_and_the_warning_logged(caplog) -
     assert cache.terms(pod.template) == (
         Requirements([Requirement.in_(labels.ZONE, "us-east-1a")]),
     )
+
+
+def test_a_volume_change_reads_again_only_the_pods_held_for_their_volumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pod kube-scheduler has not refused yet waits for that, not for a volume: a claim,
+    volume or StorageClass change does not read it again (with thousands of such pods held,
+    each volume event read them all). The pod held for its volume joins once it arrives,
+    and one untried pod turned unschedulable still waits for its volume until then."""
+    h = _started((kube.PVC, _pvc(volume="pv-1")))
+    untried = [_db_pod(f"w{i}") for i in range(20)]
+    for i, doc in enumerate(untried):
+        doc["metadata"]["name"] = f"w{i}"
+        doc["status"]["conditions"] = []
+    h.feed.deliver(kube.POD, "ADDED", [*untried, _db_pod()])
+    refused = _db_pod("w0")
+    refused["metadata"]["name"] = "w0"
+    h.feed.deliver(kube.POD, "MODIFIED", [refused])  # refused now, still no volume
+    read: list[str] = []
+    load = feed_module.load_documents
+
+    def counting(docs: list[dict[str, Any]], source: str) -> Any:
+        read.extend(str(d["metadata"]["uid"]) for d in docs if d.get("kind") == "Pod")
+        return load(docs, source)
+
+    monkeypatch.setattr(feed_module, "load_documents", counting)
+    h.feed.deliver(kube.PV, "ADDED", [_doc(kube.PV, _pv("us-east-1d"))])
+    assert sorted(read) == ["u1", "w0"]
+    assert sorted(h.pending) == ["db", "w0"]
+    assert set(h.feed.held) == {f"w{i}" for i in range(1, 20)}

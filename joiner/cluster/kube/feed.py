@@ -661,8 +661,11 @@ class ClusterFeed:
 
     def _volumes_changed(self) -> None:
         """A claim, volume or StorageClass changed: every live pod's volume topology is
-        read again (a pod's volume that went away keeps what it had), then each held pod
-        is tried again and joins the state once its volumes can be used."""
+        read again (a pod's volume that went away keeps what it had), then each pod held
+        for its volumes is tried again and joins the state once they can be used (a pod
+        held because kube-scheduler has not refused it yet waits for a pod event, not for
+        this: reading every such pod again on each volume event would cost as many reads
+        as pods held)."""
         st = self._state
         kept = st.volume_terms
         fresh: dict[PodTemplate, tuple[Requirements, ...]] = {}
@@ -679,8 +682,9 @@ class ClusterFeed:
         if fresh != kept:
             st.volume_terms = fresh
             st.touch()
-        for doc, _ in list(self.held.values()):
-            self._pod("MODIFIED", doc)
+        for doc, reason in list(self.held.values()):
+            if reason != NOT_UNSCHEDULABLE_YET:
+                self._pod("MODIFIED", doc)
 
     def _gone(self, pod: Pod, now: float) -> None:
         self._state.pod_event(pod, now)
