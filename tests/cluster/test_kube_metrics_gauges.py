@@ -200,3 +200,31 @@ def test_a_pod_seen_pending_observes_its_time_to_binding() -> None:
     value = metrics.registry.get_sample_value
     assert value("karpenter_pods_bound_duration_seconds_count", {}) == 2
     assert value("karpenter_pods_bound_duration_seconds_sum", {}) == 7.5 + 10
+
+
+def test_a_pod_nominated_after_a_pass_left_it_unschedulable_is_no_longer_counted() -> None:
+    """A preemptor kube-scheduler nominated is out of the next pass (``IsPreempting``), so
+    ``UnschedulablePodsCount`` no longer counts it, even when that pass has nothing to
+    schedule; binding clears it the same way."""
+    h = Harness()
+    h.sync(kube.NODEPOOL, NODEPOOL)
+    h.sync(kube.EC2NODECLASS, NODECLASS)
+    huge = unschedulable(_pod("huge", "u1"))
+    huge["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
+    for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
+        h.sync(kind)
+    h.sync(kube.POD, huge)
+    h.feed.start()
+    provisioner = Provisioner(h.state, h.cloud, h.lifecycle, h.clock, random.Random(0))
+    metrics = Metrics()
+    wiring = MetricsWiring(metrics, h.state)
+    name = "karpenter_scheduler_unschedulable_pods_count"
+    provisioner.reconcile()
+    wiring.provisioned()
+    assert metrics.registry.get_sample_value(name, {"controller": "provisioner"}) == 1
+    nominated = copy.deepcopy(huge)
+    nominated["status"]["nominatedNodeName"] = "n1"
+    h.feed.deliver(kube.POD, "MODIFIED", [nominated])
+    provisioner.reconcile()
+    wiring.provisioned()
+    assert metrics.registry.get_sample_value(name, {"controller": "provisioner"}) == 0

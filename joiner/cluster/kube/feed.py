@@ -587,10 +587,14 @@ class ClusterFeed:
         sets it when it preempts for the pod and clears it when the pod binds or the
         nomination lapses. A nominated pod waits for its victims and is no demand
         (Karpenter ``pkg/utils/pod/scheduling.go`` ``IsPreempting``, part of
-        ``IsProvisionable``; the provisioner's ``_demand`` leaves it out)."""
+        ``IsProvisionable``; the provisioner's ``_demand`` leaves it out), so the reason a
+        past pass gave for it no longer stands (``karpenter_scheduler_unschedulable_pods_count``
+        counts the pods the last pass could not schedule), as on binding."""
         nominated = p.nominated_node_name if p.node_name is None else None
         if nominated != pod.nominated_node_name:
             pod.nominated_node_name = nominated
+            if nominated is not None:
+                pod.unschedulable_reason = None
             self._state.touch()
 
     def _follow_annotations(self, pod: Pod, p: StandalonePod) -> None:
