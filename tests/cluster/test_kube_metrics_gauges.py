@@ -153,9 +153,9 @@ def test_disruption_budgets_per_nodepool_and_reason() -> None:
     assert value(consuming, {"nodepool": "pool", "reason": "Empty"}) == 0
 
 
-def test_unschedulable_pods_after_a_provisioning_pass() -> None:
-    """Karpenter ``UnschedulablePodsCount``: the pending pods the pass could not schedule
-    (a pod asking 1000 cores), controller ``provisioner``; the schedulable one is not."""
+def _with_a_huge_pod() -> tuple[Harness, dict[str, Any]]:
+    """A feed with NodePool ``pool`` and no nodes, not started, and a pod asking 1000
+    cores that kube-scheduler refused (no pod synced yet)."""
     h = Harness()
     h.sync(kube.NODEPOOL, NODEPOOL)
     h.sync(kube.EC2NODECLASS, NODECLASS)
@@ -163,6 +163,13 @@ def test_unschedulable_pods_after_a_provisioning_pass() -> None:
     huge["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
     for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
         h.sync(kind)
+    return h, huge
+
+
+def test_unschedulable_pods_after_a_provisioning_pass() -> None:
+    """Karpenter ``UnschedulablePodsCount``: the pending pods the pass could not schedule
+    (a pod asking 1000 cores), controller ``provisioner``; the schedulable one is not."""
+    h, huge = _with_a_huge_pod()
     h.sync(kube.POD, huge, unschedulable(_pod("small", "u2")))
     h.feed.start()
     Provisioner(h.state, h.cloud, h.lifecycle, h.clock, random.Random(0)).reconcile()
@@ -206,13 +213,7 @@ def test_a_pod_nominated_after_a_pass_left_it_unschedulable_is_no_longer_counted
     """A preemptor kube-scheduler nominated is out of the next pass (``IsPreempting``), so
     ``UnschedulablePodsCount`` no longer counts it, even when that pass has nothing to
     schedule; binding clears it the same way."""
-    h = Harness()
-    h.sync(kube.NODEPOOL, NODEPOOL)
-    h.sync(kube.EC2NODECLASS, NODECLASS)
-    huge = unschedulable(_pod("huge", "u1"))
-    huge["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
-    for kind in (kube.NODECLAIM, kube.NODE, kube.DAEMONSET, kube.PDB):
-        h.sync(kind)
+    h, huge = _with_a_huge_pod()
     h.sync(kube.POD, huge)
     h.feed.start()
     provisioner = Provisioner(h.state, h.cloud, h.lifecycle, h.clock, random.Random(0))
