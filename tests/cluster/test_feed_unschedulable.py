@@ -232,3 +232,27 @@ def test_a_held_pod_that_goes_away_leaves_nothing_behind(last: tuple[str, dict[s
     assert not h.feed.held and "u1" not in h.state.pods and gone == [] and h.pending == []
     assert not h.feed._held_since
     assert _launched(h) == 0
+
+
+def test_a_restart_rebuilds_held_and_nominated_pods_and_a_relist_forgets_a_gone_one() -> None:
+    untried_nominated = _pod("tn", "u4")
+    untried_nominated["status"]["nominatedNodeName"] = "n1"
+    preemptor = unschedulable(_pod("p", "u3"))
+    preemptor["status"]["nominatedNodeName"] = "n1"
+    pods = [_pod("t", "u1"), unschedulable(_pod("r", "u2")), preemptor, untried_nominated]
+    h = _started(*pods, _pod("b", "u5", node="n1"))
+    assert set(h.feed.held) == {"u1", "u4"} and sorted(h.pending) == ["p", "r"]
+    assert h.state.pods["u3"].nominated_node_name == "n1" and h.state.pods["u5"].node_name
+    assert _launched(h) == 1  # for r only
+    h.sync(kube.POD, *pods[1:])  # a relist: t is gone
+    assert set(h.feed.held) == {"u4"} and "u1" not in h.feed._held_since
+
+
+def test_a_relist_showing_a_pod_recreated_under_its_name_forgets_the_old_one() -> None:
+    """Deleted and created again under the same name while the watch was down (a
+    StatefulSet's pod): the relist lists the new uid only, so the old pod, counted or held,
+    is gone; it was kept as demand (or held) for good."""
+    h = _started(unschedulable(_pod("a", "u1")), _pod("b", "u3"))
+    h.sync(kube.POD, unschedulable(_pod("a", "u2")), _pod("b", "u4"))
+    assert h.state.pods["u1"].deleted_at_s is not None
+    assert [p.uid for p in h.state.pending_pods()] == ["u2"] and set(h.feed.held) == {"u4"}

@@ -5,6 +5,7 @@ until it can be."""
 
 from __future__ import annotations
 
+import logging
 import random
 from typing import Any
 
@@ -232,3 +233,22 @@ def test_a_volume_change_reads_again_only_the_pods_held_for_their_volumes(
     assert sorted(read) == ["u1", "w0"]
     assert sorted(h.pending) == ["db", "w0"]
     assert set(h.feed.held) == {f"w{i}" for i in range(1, 20)}
+
+
+def test_an_untried_pod_whose_volume_arrives_then_is_refused_joins_created_when_first_seen(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="joiner.cluster.kube.feed")
+    h = _started((kube.PVC, _pvc(volume="pv-1")))
+    untried = _db_pod()
+    untried["status"]["conditions"] = []
+    h.feed.deliver(kube.POD, "ADDED", [untried])
+    h.clock.run_until(h.clock.now() + 4.0)
+    h.feed.deliver(kube.POD, "MODIFIED", [_db_pod()])  # refused, its volume not there
+    assert "u1" in h.feed.held and h.pending == []
+    h.feed.deliver(kube.PV, "ADDED", [_doc(kube.PV, _pv("us-east-1d"))])
+    assert h.pending == ["db"] and not h.feed.held
+    assert h.state.pods["u1"].created_at_s == 0.0
+    waits = [r.levelno for r in caplog.records if "ignoring pod ns/db" in r.getMessage()]
+    assert waits == [logging.DEBUG, logging.INFO]
+    assert _launched_zones(h) == ["us-east-1d"]

@@ -271,11 +271,16 @@ class ClusterFeed:
         self, kind: Kind, event: str, docs: list[dict[str, Any]], cache: dict[str, dict[str, Any]]
     ) -> list[tuple[str, dict[str, Any]]]:
         """Apply one delivery to the kind's ``cache``; returns the ``(event, document)``
-        changes it makes (a ``SYNC`` deletes what it no longer lists and modifies the rest)."""
+        changes it makes (a ``SYNC`` deletes what it no longer lists, and a Pod it lists
+        under a new uid, and modifies the rest)."""
         changes: list[tuple[str, dict[str, Any]]] = []
         if event == "SYNC":
             fresh = {key_of(d): d for d in docs}
-            changes += [("DELETED", d) for k, d in cache.items() if k not in fresh]
+            changes += [
+                ("DELETED", d)
+                for k, d in cache.items()
+                if k not in fresh or (kind.kind == POD.kind and _uid(d) != _uid(fresh[k]))
+            ]
             changes += [("MODIFIED", d) for d in docs]
             cache.clear()
             cache.update(fresh)
@@ -840,6 +845,11 @@ class ClusterFeed:
         elif claim.initialized_at_s is not None and node.ready != ready:
             node.ready = ready
             self._state.touch()
+
+
+def _uid(doc: dict[str, Any]) -> object:
+    """``metadata.uid``: a Pod deleted and created again under its name has a new one."""
+    return (doc.get("metadata") or {}).get("uid")
 
 
 def _static_taints(doc: dict[str, Any]) -> tuple[Taint, ...]:
