@@ -66,11 +66,21 @@ class Placement(OutputModel):
     """A pending pod that fits an existing or in-flight node: ``boundBy`` ``kube-scheduler``
     when kube-scheduler binds it before Karpenter's round (a pod it has not tried yet, one
     Karpenter ignores, one pinned to its node by name), ``karpenter`` when Karpenter's
-    scheduling simulation places it there."""
+    scheduling simulation places it there. ``onNodeClaim``: kube-scheduler binds it, after
+    Karpenter's round left it out, to a NodeClaim of this plan once that registers (its
+    filters count topology domains over the nodes that exist, Karpenter's over the
+    NodePools' zones too)."""
 
     pod: str
     node: str
     boundBy: Literal["kube-scheduler", "karpenter"] = "karpenter"
+    onNodeClaim: bool = Field(
+        default=False,
+        description=(
+            "node is one of this plan's NodeClaims: Karpenter's round left the pod out, and "
+            "kube-scheduler binds it there once the node registers"
+        ),
+    )
 
 
 class Unschedulable(OutputModel):

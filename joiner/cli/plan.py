@@ -162,14 +162,16 @@ def plan(
         )
     else:
         out.print(f"Plan ({result.region}): no new NodeClaims")
+    fitting = [p for p in result.placements if not p.onNodeClaim]
     out.print(
         f"new capacity: [bold]${result.costPerHour:.4f}/h[/]; "
-        f"{plural(len(result.placements), 'pod')} "
-        f"{'fits' if len(result.placements) == 1 else 'fit'} existing capacity"
+        f"{plural(len(fitting), 'pod')} "
+        f"{'fits' if len(fitting) == 1 else 'fit'} existing capacity"
         + _kube_bound(result)
         + (f", {len(result.preemptions)} by preemption" if result.preemptions else "")
         + f"; {len(result.unschedulable)} unschedulable"
     )
+    _print_on_launch(result)
     _print_static(result)
     for pr in result.preemptions:
         gone = (
@@ -228,8 +230,25 @@ def _claim_row(c: PlannedNodeClaim, *, pods: bool) -> list[str]:
 
 def _kube_bound(result: Plan) -> str:
     """``" (N bound by kube-scheduler before Karpenter's round)"``, or empty."""
-    n = sum(p.boundBy == "kube-scheduler" for p in result.placements)
+    n = sum(p.boundBy == "kube-scheduler" and not p.onNodeClaim for p in result.placements)
     return f" ({n} bound by kube-scheduler before Karpenter's round)" if n else ""
+
+
+def _print_on_launch(result: Plan) -> None:
+    """The pods Karpenter's round leaves out that kube-scheduler binds to a new NodeClaim
+    once it registers (``Placement.onNodeClaim``), one line."""
+    later = [p for p in result.placements if p.onNodeClaim]
+    if later:
+        shown = ", ".join(f"{p.pod} on {p.node}" for p in later[:3])
+        more = f" and {len(later) - 3} more" if len(later) > 3 else ""
+        out.print(
+            f"{plural(len(later), 'pod')} Karpenter's round leaves out "
+            f"{'is' if len(later) == 1 else 'are'} bound by kube-scheduler to a new NodeClaim "
+            f"once it registers (topology spread counted over the nodes that exist): "
+            f"{escape(shown)}{escape(more)}",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def _print_static(result: Plan) -> None:

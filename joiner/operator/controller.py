@@ -332,11 +332,12 @@ class ControllerRuntime(ControllerReactions, ControllerHost):
         )
         # Writes: fenced first; a transient failure answers as a 503 refusal, which the
         # actuator and the Event sink retry on their next pass (client.Answering).
-        writer = (
-            None
-            if self.dry_run
-            else fenced(kube.Answering(self.client, self.reachability), self.fence, KUBE_WRITES)
-        )
+        writer = None
+        if not self.dry_run:
+            writer = fenced(kube.Answering(self.client, self.reachability), self.fence, KUBE_WRITES)
+            # The last gate, as the request leaves: a pause between the call's check and
+            # the send must not carry a write past the hand-over to another replica.
+            kube.guard_writes(self.client, self.fence.check)
         self.timeline = KubeTimeline(
             writer,
             self.state,

@@ -1293,12 +1293,21 @@ def build_plan(
     later = _Passes(launcher, {p.name: p for p in m.nodepools}, demand)
     result = later.run(result, lambda d, launched, placed: solve(d, rnd, launched, placed)[0])
     claims = later.claims
+    on_launch = _bind_on_launch(
+        result.unschedulable,
+        later,
+        demand,
+        m,
+        (*_existing(targets, demand, daemonsets), *in_flight),
+        _bound(m, targets, rnd, demand),
+    )
+    bound_later = {uid for uid, _ in on_launch}
     unschedulable = (
         missing
         + demand.pinned
         + ignored.unschedulable
         + later.failed
-        + _unplaced(result.unschedulable, pools)
+        + _unplaced([u for u in result.unschedulable if u[0] not in bound_later], pools)
     )
     fixed = _static_round(m, pools, cloud, overlays, launcher)
     warnings += fixed.warnings
@@ -1309,7 +1318,11 @@ def build_plan(
             Placement(pod=u, node=n, boundBy="kube-scheduler")
             for u, n in (*_kept(ignored.placements, rnd), *_kept(first_bound, rnd))
         ]
-        + [Placement(pod=u, node=n) for u, n in later.placements],
+        + [Placement(pod=u, node=n) for u, n in later.placements]
+        + [
+            Placement(pod=u, node=n, boundBy="kube-scheduler", onNodeClaim=True)
+            for u, n in on_launch
+        ],
         unschedulable=unschedulable,
         preemptions=rnd.preemptions if rnd is not None else [],
         nominated=demand.nominated,
@@ -1320,6 +1333,49 @@ def build_plan(
         **price_fields(spot_prices),
         warnings=warnings + ([] if spot_prices is not None else _one_zone_warning(claims)),
     )
+
+
+def _bind_on_launch(
+    left: Sequence[tuple[str, str]],
+    later: _Passes,
+    demand: _Demand,
+    m: ManifestSet,
+    nodes: Sequence[ExistingNode],
+    bound: Sequence[BoundPod],
+) -> list[tuple[str, str]]:
+    """kube-scheduler's pass over the pods Karpenter's rounds left unschedulable (``left``:
+    pod uid, reason) once the plan's NodeClaims have registered: each, in its queue order,
+    is bound to the node (``nodes``, the existing and in-flight ones, or a planned
+    NodeClaim with the pods Karpenter planned there; ``bound``: the pods running on
+    ``nodes``) that passes its filters with the best
+    LeastAllocated score (``Scheduler`` in ``kube-scheduler`` mode). kube-scheduler retries
+    an unschedulable pod when a node is added (Kubernetes
+    pkg/scheduler/framework/plugins/podtopologyspread ``EventsToRegister``), and its
+    ``PodTopologySpread`` filter counts only the domains of the nodes that exist, where
+    Karpenter's counts every zone its NodePools can launch into (``TopologyGroup`` domains):
+    a zone spread Karpenter's round refuses (3 to 0 over three zones) is 1 to nothing on
+    one new node. Returns the (pod, node) bindings, a planned NodeClaim's name as node."""
+    wanted = {uid for uid, _ in left}
+    pods = [p for p in demand.pending if p.uid in wanted]
+    if not pods or not later.launched:
+        return []
+    templates = {p.uid: p.template for p in demand.pending}
+    daemonsets = [d.template for d in m.daemonsets]
+    planned, planned_pods = passes.in_flight(later.launched, templates, daemonsets)
+    charged, placed_pods = passes.charge_placed(nodes, later.placements, templates)
+    requests, _missing = _requests(pods, m)
+    result = Scheduler().solve(
+        SchedulingInput(
+            pods=tuple(requests),
+            existing=(*charged, *planned),
+            nodepools=(),
+            daemonsets=tuple(daemonsets),
+            bound_pods=(*bound, *placed_pods, *planned_pods),
+            mode="kube-scheduler",
+        )
+    )
+    claims = {c.name for c in later.claims}
+    return [(uid, node) for uid, node in result.existing_placements if node in claims]
 
 
 def _static_round(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
@@ -14,7 +15,9 @@ from lightkube.core.exceptions import ApiError
 from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import Status
 from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Node
 
+from joiner.cluster.kube import client as kube
 from joiner.cluster.kube.fence import CLOUD_WRITES, KUBE_WRITES, Fence, LeaseLostError, fenced
 from joiner.cluster.kube.leader import LeaderElector
 
@@ -251,19 +254,71 @@ def test_a_paused_leader_writes_nothing_before_its_renewal_thread_notices() -> N
     assert cloud.calls == ["create launch"]
 
 
-def test_the_controller_runtime_wires_the_fence_into_every_writer() -> None:
+def _recording_client(tmp_path: Path) -> tuple[Any, list[str]]:
+    """A lightkube client from ``kube.connect`` whose transport records each request
+    (``METHOD path``) and answers an empty 200 instead of sending it."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "current-context: c\n"
+    )
+    client = kube.connect(kubeconfig)
+    sent: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(f"{request.method} {request.url.path}")
+        body = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n-1"}}
+        if request.method == "GET" and request.url.path.endswith("/nodes"):
+            body = {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []}
+        return httpx.Response(200, json=body)
+
+    client._client._client._transport = httpx.MockTransport(answer)
+    return client, sent
+
+
+def test_a_pause_between_the_calls_check_and_the_send_writes_nothing(tmp_path: Path) -> None:
+    """The race left after the call's check (the CI failure of a paused leader's Node
+    patch reaching the API server after the hand-over): the lease was proven when the
+    call was checked, the process was paused before the request left, and resumed past
+    its lease. ``guard_writes`` checks again as the request leaves: it is not sent."""
+    client, sent = _recording_client(tmp_path)
+    answers = iter([True, False])  # proven at the call; not any more at the send
+    fence = Fence(lambda: next(answers))
+    kube.guard_writes(client, fence.check)
+    writer = fenced(client, fence, KUBE_WRITES)
+    with pytest.raises(LeaseLostError):
+        writer.patch(Node, "n-1", {"spec": {"unschedulable": True}})
+    assert sent == []
+    assert fence.tripped_by == "PATCH /api/v1/nodes/n-1"
+    # Reads still pass; writes stay refused.
+    assert list(writer.list(Node)) == []
+    with pytest.raises(LeaseLostError):
+        writer.delete(Node, "n-1")
+    assert sent == ["GET /api/v1/nodes"]
+
+
+def test_guard_writes_lets_writes_through_while_the_lease_is_held(tmp_path: Path) -> None:
+    client, sent = _recording_client(tmp_path)
+    checked: list[str] = []
+    kube.guard_writes(client, checked.append)
+    client.patch(Node, "n-1", {"spec": {"unschedulable": True}})
+    client.get(Node, "n-1")
+    client.delete(Node, "n-1")
+    assert sent == ["PATCH /api/v1/nodes/n-1", "GET /api/v1/nodes/n-1", "DELETE /api/v1/nodes/n-1"]
+    assert checked == ["PATCH /api/v1/nodes/n-1", "DELETE /api/v1/nodes/n-1"]
+
+
+def test_the_controller_runtime_wires_the_fence_into_every_writer(tmp_path: Path) -> None:
     """Every writer the runtime builds (actuator, Events, the cloud the controllers use)
-    goes through the fence: tripping it drops their writes."""
+    goes through the fence, and its API client checks it again as each write leaves:
+    tripping it drops their writes."""
     from joiner.operator.controller import ControllerRuntime
 
     runtime = ControllerRuntime(None, metrics_port=None, health_port=None)
-    writes: list[str] = []
-
-    class Api(Recorder):
-        def patch(self, *a: Any, **kw: Any) -> None:
-            writes.append("patch")
-
-    runtime.client = Api()  # type: ignore[assignment]
+    runtime.client, sent = _recording_client(tmp_path)
     runtime.fence = Fence(lambda: False)
     import asyncio
 
@@ -278,9 +333,12 @@ def test_the_controller_runtime_wires_the_fence_into_every_writer() -> None:
             runtime.terminator._cloud.delete("aws:///us-east-1a/i-1")
         with pytest.raises(LeaseLostError):
             runtime.timeline._client.create("Event")
+        # A write made on the runtime's client itself, past every wrapper, is stopped too.
+        with pytest.raises(LeaseLostError):
+            runtime.client.patch(Node, "n-1", {"spec": {"unschedulable": True}})
     finally:
         loop.close()
-    assert writes == [] and runtime.client.calls == []  # type: ignore[attr-defined]
+    assert sent == []
 
 
 def test_an_attempt_paused_past_its_deadline_between_read_and_write_writes_nothing() -> None:

@@ -166,7 +166,17 @@ class Side:
     #: the removed nodes as (NodePool, type, capacity type, zone, apps of their pods)
     removed_shapes: list[str] = field(default_factory=list)
     on_existing: int = 0
+    #: Joiner's side: the pods Karpenter's round leaves out that kube-scheduler binds to a
+    #: new NodeClaim once it registers (``Placement.onNodeClaim``): bound in the end, but
+    #: pending in Karpenter's decision (``as_decided``)
+    left_out: list[str] = field(default_factory=list)
     error: str = ""
+
+    def as_decided(self) -> Side:
+        """This side as Karpenter's decision has it, for comparing with a round
+        (``first_decision``): the pods kube-scheduler binds only once the NodeClaims
+        register (``left_out``) still pending."""
+        return replace(self, pending=sorted([*self.pending, *self.left_out]), left_out=[])
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -187,6 +197,7 @@ class Side:
             "reasons": sorted(set(self.reasons)),
             "methods": sorted(set(self.methods)),
             "podsOnExistingNodes": self.on_existing,
+            **({"boundOnLaunch": sorted(self.left_out)} if self.left_out else {}),
             **({"error": self.error} if self.error else {}),
         }
 
@@ -672,7 +683,10 @@ def plan_side(case: Case, docs: list[Obj], types: list[InstanceType], gates: Fea
         pending=sorted(u.pod.removeprefix(ns) for u in plan.unschedulable),
         # A preemptor runs on its existing node once its victims are gone, as
         # kube-scheduler binds it there on Karpenter's side.
-        on_existing=len(plan.placements) + len(plan.preemptions),
+        # A pod kube-scheduler binds to a planned NodeClaim once it registers is on a new
+        # node, as on Karpenter's side.
+        on_existing=sum(not p.onNodeClaim for p in plan.placements) + len(plan.preemptions),
+        left_out=sorted(p.pod.removeprefix(ns) for p in plan.placements if p.onNodeClaim),
     )
 
 
@@ -687,7 +701,13 @@ def _renamed(text: str, names: dict[str, str]) -> str:
 
 
 def tie_order_agreement(
-    case: Case, karpenter: Side, docs: list[Obj], types_file: Path, gates: FeatureGates
+    case: Case,
+    karpenter: Side,
+    docs: list[Obj],
+    types_file: Path,
+    gates: FeatureGates,
+    *,
+    decided: bool = False,
 ) -> str | None:
     """For a case whose zone choices are ties Karpenter breaks in Go map order
     (``case.zone_ties``; ``topologygroup.go`` ``nextDomainTopologySpread`` keeps the first
@@ -696,7 +716,8 @@ def tie_order_agreement(
     Each order is run by renaming the zones in Joiner's input (the snapshot, the pods, the
     instance types' offerings, their prices with them), so only which zone wins a tie
     changes; the plan's zones are named back. The identity order is not tried (the plain
-    comparison has)."""
+    comparison has). ``decided``: ``karpenter`` is a round's decision (``first_decision``),
+    compared with Joiner's plan ``as_decided``."""
     zones = sorted({z for c in karpenter.claims for z in [c[3]] if z} | set(_ZONES))
     exact = replace(case, zone_ties="")
     text = json.dumps(docs, default=str)
@@ -713,7 +734,7 @@ def tie_order_agreement(
         renamed.unlink()
         side.claims = [(p, t, ct, back.get(z, z)) for p, t, ct, z in side.claims]
         side.tied_zones = [tuple(sorted(back.get(z, z) for z in t)) for t in side.tied_zones]
-        if not side.error and not compare(exact, karpenter, side):
+        if not side.error and not compare(exact, karpenter, side.as_decided() if decided else side):
             return ", ".join(z.removeprefix("test-zone-") for z in order)
     return None
 
@@ -1117,7 +1138,7 @@ def compare_with_plan(
     if trace is None or not (race(trace) or emptied(trace)):
         return None, None
     first = first_decision(trace)
-    return first, compare(case, first, joiner)
+    return first, compare(case, first, joiner.as_decided())
 
 
 def decisions(metrics_text: str, pools: set[str]) -> Counter[tuple[str, str]]:

@@ -184,7 +184,9 @@ def _judge(
     if first is not None and plan and case.zone_ties and not j.error:
         # Karpenter's first decision breaks the same zone ties in its own order
         docs = json.loads((out / f"{case.id}.plan-input.json").read_text())
-        tie = harness.tie_order_agreement(case, first, docs, out / "instance-types.json", gates)
+        tie = harness.tie_order_agreement(
+            case, first, docs, out / "instance-types.json", gates, decided=True
+        )
         if tie is not None:
             return harness.Result(
                 case, k, j, diffs, 0.0, trace, first, [], tie_order=tie, tie_differences=plan

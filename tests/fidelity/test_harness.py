@@ -4,6 +4,7 @@ and the written equivalence compares what it says."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import casekit
@@ -249,6 +250,22 @@ def test_the_first_decision_leaves_out_the_claim_of_a_displaced_pod() -> None:
     k = Side(claims=list(trace.claims.values()))
     assert compare(_race_case(), k, _joiners_plan())
     assert harness.compare_with_plan(_race_case(), trace, _joiners_plan()) == (first, [])
+
+
+def test_pods_bound_on_launch_are_pending_in_the_decision_compared() -> None:
+    """A pod Joiner's plan has kube-scheduler bind to a new NodeClaim once it registers
+    (``Placement.onNodeClaim``, gen-1313-14) was left out by Karpenter's round: compared
+    with that round's decision, it is pending; compared with the end state, it is not."""
+    trace = _raced_trace()
+    trace.bound["extra"] = ""  # never nominated: the first decision left it out
+    first = harness.first_decision(trace)
+    assert first.pending == ["extra"]
+    bound_on_launch = Side(claims=_joiners_plan().claims, left_out=["extra"])
+    assert bound_on_launch.as_decided().pending == ["extra"]
+    assert harness.compare_with_plan(_race_case(), trace, bound_on_launch) == (first, [])
+    # the plain comparison takes the end state: "extra" runs there
+    assert compare(_race_case(), replace(first, pending=[]), bound_on_launch) == []
+    assert bound_on_launch.as_json()["boundOnLaunch"] == ["extra"]
 
 
 def test_a_later_round_for_pods_first_nominated_to_it_stays_in_the_first_decision() -> None:

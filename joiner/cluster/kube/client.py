@@ -158,9 +158,7 @@ def connect(
         ) from exc
     # lightkube takes no headers and runs exec plugins without a time limit; its httpx
     # client (created eagerly) carries the User-Agent and Joiner's exec authentication.
-    http = getattr(getattr(client, "_client", None), "_client", None)
-    if not isinstance(http, httpx.Client):
-        raise RuntimeError("lightkube's HTTP client is not where Joiner expects it")
+    http = _http_client(client)
     if user_agent:
         http.headers["User-Agent"] = user_agent
     if isinstance(http.auth, ExecAuth) and single.user is not None and single.user.exec:
@@ -168,6 +166,35 @@ def connect(
     _SOURCES[client] = loaded.described
     _SERVERS[client] = server
     return client
+
+
+def _http_client(client: Any) -> httpx.Client:
+    """The httpx client inside a lightkube ``Client`` (lightkube creates it eagerly)."""
+    http = getattr(getattr(client, "_client", None), "_client", None)
+    if not isinstance(http, httpx.Client):
+        raise RuntimeError("lightkube's HTTP client is not where Joiner expects it")
+    return http
+
+
+#: The HTTP methods by which a client writes to the API server.
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def guard_writes(client: Any, check: Callable[[str], None]) -> None:
+    """Make ``check(what)`` the last step before each write ``client`` (from ``connect``)
+    sends: an httpx request hook, run once the request is built and authenticated, just
+    before the transport sends it. ``what`` is ``"PATCH /api/v1/nodes/c-1"``-style. When
+    ``check`` raises, the request is not sent and its exception reaches the caller
+    (lightkube and ``Answering`` pass it unchanged). Reads (GET, watches) are not checked.
+
+    The fence (``fence.py``) checks at the call too; this check leaves the smallest window
+    between the lease's last proof and the bytes leaving the process."""
+
+    def hook(request: httpx.Request) -> None:
+        if request.method in WRITE_METHODS:
+            check(f"{request.method} {request.url.path}")
+
+    _http_client(client).event_hooks["request"].append(hook)
 
 
 def server_of(exc: httpx.HTTPError) -> str:

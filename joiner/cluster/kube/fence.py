@@ -15,6 +15,15 @@ test stack: 3 of 14 trials drained nodes and evicted pods). So every write goes 
   ``CloudProvider``) so that each method named in ``writes`` checks the fence first;
   every other attribute (reads) passes through unchanged.
 
+* ``client.guard_writes(client, fence.check)`` checks once more as each request to the API
+  server leaves (an httpx request hook, after lightkube has built the request): a pause
+  between the call's check and the send (serialising the object, another thread holding
+  the GIL) would otherwise let that one write reach the API server after the hand-over
+  (seen once in CI: a Node patch). What is left is the time between that hook and the
+  bytes on the socket, within httpcore; as with client-go's leader election
+  (``k8s.io/client-go/tools/leaderelection``, "does not guarantee that only one client is
+  acting as a leader"), no client-side check closes it entirely.
+
 Without leader election (``--dry-run``, or ``leaderElection.enabled: false``) the fence
 is open: ``may_write`` is None.
 """
