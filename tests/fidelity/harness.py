@@ -660,6 +660,20 @@ def joiner_plan(
     return plan_side(case, docs, types, gates)
 
 
+def expected_claims(case: Case, types: list[InstanceType], gates: FeatureGates) -> int:
+    """How many NodeClaims Joiner's plan launches for ``case`` on an empty cluster (its
+    NodePools, DaemonSets and overlays as rendered, and its pods, those that make the
+    existing nodes with the batch's): an estimate, from above where existing nodes would
+    take pods, of what Karpenter launches in the case's scheduling round, for batching
+    (``run.ROUND_CLAIMS_MAX``). 0 when the plan fails (the case then shows the error)."""
+    kept = ("NodePool", "DaemonSet", "PodDisruptionBudget", "PriorityClass", "NodeOverlay")
+    docs = [dict(render.KWOK_NODECLASS)]
+    docs += [d for d in render.base_objects(case) if d["kind"] in kept]
+    docs += [*render.before_pods(case), *render.batch_pods(case)]
+    side = plan_side(case, docs, types, gates)
+    return len(side.claims)
+
+
 def plan_side(case: Case, docs: list[Obj], types: list[InstanceType], gates: FeatureGates) -> Side:
     """Joiner's side of a provisioning case: ``build_plan`` over ``docs`` (the snapshot and
     the batch's pods) with the kwok ``types`` and ``gates``."""

@@ -7,8 +7,9 @@ cases.py and, with ``--generated N``, ``N`` cases generated from a seed (generat
 
 Isolation (docs/fidelity.md, "Cases and isolation"): provisioning cases run side by side in
 batches (each fenced in its own namespace and NodePools; a case that could see others runs
-alone), and a batch's namespaces and NodePools are deleted, and their NodeClaims waited
-out, before the next batch starts. Disruption cases make their nodes together (under
+alone; a batch's cases expect at most ``ROUND_CLAIMS_MAX`` NodeClaims together), and a
+batch's namespaces and NodePools are deleted, and their NodeClaims waited out, before the
+next batch starts. Disruption cases make their nodes together (under
 ``consolidateAfter: Never``), then change and settle one at a time, since Karpenter's
 disruption controller considers every NodePool's candidates together; once judged, a
 case's NodePools are frozen (budget ``nodes: "0"``) so they never join another's decision.
@@ -32,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -78,10 +80,38 @@ def _reexec_in_netns(argv: list[str]) -> int:
     return subprocess.call(cmd)
 
 
-def _batches(items: list[corpus.Case], size: int) -> list[list[corpus.Case]]:
-    shared = [c for c in items if not c.alone]
-    out = [shared[i : i + size] for i in range(0, len(shared), size)]
-    return out + [[c] for c in items if c.alone]
+#: The most NodeClaims a shared batch is expected to launch in one scheduling round. Before
+#: each pod Karpenter sorts the round's in-flight NodeClaims, every case's, by pod count
+#: (``scheduler.go`` ``Scheduler.add``, Go's ``sort.Slice``): up to 12 an insertion sort,
+#: stable, so the order among one case's NodeClaims of equal count does not depend on the
+#: other cases'; above, pdqsort, whose order among equal counts does (gen-1818-0: 43
+#: NodeClaims in its round put a relaxed pod on another case-mate NodeClaim; alone, it
+#: agrees).
+ROUND_CLAIMS_MAX = 12
+
+
+def _batches(
+    items: list[corpus.Case], size: int, claims: Callable[[corpus.Case], int] = lambda _c: 0
+) -> list[list[corpus.Case]]:
+    """Provisioning cases in batches of at most ``size`` whose expected NodeClaims
+    (``claims``: Joiner's plan's count, ``harness.expected_claims``) add up to at most
+    ``ROUND_CLAIMS_MAX``, first fit in order; a case that expects more, or that could see
+    other cases (``Case.alone``), runs alone."""
+    batches: list[tuple[list[corpus.Case], int]] = []
+    alone: list[list[corpus.Case]] = []
+    for c in items:
+        n = claims(c)
+        if c.alone or n > ROUND_CLAIMS_MAX:
+            alone.append([c])
+            continue
+        for i, (batch, total) in enumerate(batches):
+            if len(batch) < size and total + n <= ROUND_CLAIMS_MAX:
+                batch.append(c)
+                batches[i] = (batch, total + n)
+                break
+        else:
+            batches.append(([c], n))
+    return [b for b, _ in batches] + alone
 
 
 def _failed(cases: list[corpus.Case], exc: Exception) -> list[harness.Result]:
@@ -302,7 +332,8 @@ def _run_all(
     results: list[harness.Result] = []
     # fixed cases first; generated ones fill the last shared batch (each case is fenced)
     prov = [c for c in selected if c.kind == "provision"]
-    for batch in _batches(prov, batch_size):
+    expected = {c.id: harness.expected_claims(c, types, gates) for c in prov}
+    for batch in _batches(prov, batch_size, lambda c: expected[c.id]):
         print(f"provisioning: {', '.join(c.id for c in batch)}", flush=True)
         try:
             results += run_provisioning(cluster, batch, types, out, gates, karpenter.log)

@@ -212,6 +212,35 @@ def test_leaky_cases_get_a_batch_of_their_own() -> None:
     assert any(len(b) == 1 and b[0].id == "spread-taints-honor" for b in batches)
 
 
+def test_a_shared_batch_expects_at_most_twelve_nodeclaims_in_its_round() -> None:
+    """Karpenter's in-flight NodeClaims of one round are sorted stably only up to 12
+    (``run.ROUND_CLAIMS_MAX``; gen-1818-0 disagreed in a round of 43 and agreed alone):
+    batches are filled first fit under that budget, and a case expecting more runs alone."""
+    import run
+
+    prov = [c for c in generator.generate(1818, 40) if c.kind == "provision"]
+    expected = {c.id: (i * 5) % 7 for i, c in enumerate(prov)}
+    expected[prov[3].id] = 13
+    batches = run._batches(prov, 16, lambda c: expected[c.id])
+    assert sorted(c.id for b in batches for c in b) == sorted(c.id for c in prov)
+    for b in batches:
+        assert len(b) == 1 or sum(expected[c.id] for c in b) <= run.ROUND_CLAIMS_MAX
+    assert [prov[3]] in batches
+    # without the budget, only the batch size bounds a batch
+    assert max(len(b) for b in run._batches(prov, 16)) == 16
+
+
+def test_expected_claims_plans_the_case_on_an_empty_cluster(tmp_path: Path) -> None:
+    import harness
+
+    from joiner.cloudprovider.kwok import load_instance_types
+
+    types = load_instance_types(catalog.write(tmp_path / "instance-types.json"))
+    gates = harness.joiner_gates(run.KARPENTER_FEATURE_GATES)
+    [case] = cases.by_id(["basic-cpu"])
+    assert harness.expected_claims(case, types, gates) == 1
+
+
 def test_min_domains_only_with_do_not_schedule() -> None:
     """Regression (gen-202-25, refused by the API server: ``minDomains`` is only allowed
     with ``whenUnsatisfiable: DoNotSchedule``, Kubernetes ``ValidateTopologySpreadConstraints``)."""
