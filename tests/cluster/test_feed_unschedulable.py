@@ -236,6 +236,31 @@ def test_a_held_pod_that_goes_away_leaves_nothing_behind(last: tuple[str, dict[s
     assert _launched(h) == 0
 
 
+def test_a_stale_event_after_a_held_pod_was_deleted_does_not_bring_it_back() -> None:
+    """A pod deleted while held has no state entry to mark deleted: its tombstone keeps a
+    late event (a refused copy of it) from making it demand and launching a node."""
+    h = _started(_pod("a", "u1"))
+    h.feed.deliver(kube.POD, "DELETED", [_pod("a", "u1")])
+    h.feed.deliver(kube.POD, "MODIFIED", [unschedulable(_pod("a", "u1"))])
+    assert "u1" not in h.state.pods and not h.feed.held and h.pending == []
+    assert _launched(h) == 0
+    # the same name made again is a new pod (a new uid)
+    h.feed.deliver(kube.POD, "ADDED", [unschedulable(_pod("a", "u2"))])
+    assert h.pending == ["a"] and _launched(h) == 1
+
+
+def test_the_deleted_held_pods_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from joiner.cluster.kube import feed
+
+    monkeypatch.setattr(feed, "DELETED_HELD_KEPT", 2)
+    h = _started()
+    for uid in ("u1", "u2", "u3"):
+        h.feed.deliver(kube.POD, "DELETED", [_pod("a", uid)])
+    assert list(h.feed._deleted_unseen) == ["u2", "u3"]
+    h.feed.deliver(kube.POD, "MODIFIED", [unschedulable(_pod("a", "u1"))])  # forgotten
+    assert h.pending == ["a"]
+
+
 def test_a_restart_rebuilds_held_and_nominated_pods_and_a_relist_forgets_a_gone_one() -> None:
     untried_nominated = _pod("tn", "u4")
     untried_nominated["status"]["nominatedNodeName"] = "n1"

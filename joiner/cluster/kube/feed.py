@@ -19,10 +19,10 @@ controllers share, through the same manifest loader as files
   later event that shows the condition, or as bound once kube-scheduler binds it; it counts
   as created when first seen. A nomination (``status.nominatedNodeName``) does not let a
   pod in without the condition; a pod in the state is no demand while it is nominated
-  (``_follow_nomination``). A pod deleted in state is
-  never resurrected by a stale event. Its ``karpenter.sh/do-not-disrupt`` and
-  ``controller.kubernetes.io/pod-deletion-cost`` annotations follow the API (they may be
-  set on a running pod).
+  (``_follow_nomination``). A pod deleted in the state, or deleted while held (its uid
+  kept, ``DELETED_HELD_KEPT`` at most), is never resurrected by a stale event. Its
+  ``karpenter.sh/do-not-disrupt`` and ``controller.kubernetes.io/pod-deletion-cost``
+  annotations follow the API (they may be set on a running pod).
 * PersistentVolumeClaims, PersistentVolumes and StorageClasses (``volumefeed.VolumeCache``):
   each pod's volumes give its node requirements as ``joiner plan`` reads them
   (``scheduling.volumes.volume_terms``), read again on every change of these kinds. An
@@ -73,6 +73,7 @@ instance garbage collection deletes the Node of an instance no NodeClaim owns
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -120,6 +121,10 @@ CONFIG_KINDS = (
 )
 
 #: Why an unbound pod kube-scheduler has not found unschedulable yet is no demand.
+#: How many uids of pods deleted while held (never in the state) the feed remembers, so a
+#: stale event for one never brings it back as demand (a uid is never reused: a pod made
+#: again under its name has a new one); the oldest are forgotten first.
+DELETED_HELD_KEPT = 10_000
 NOT_UNSCHEDULABLE_YET = (
     "kube-scheduler has not found it unschedulable yet (no PodScheduled condition with "
     "reason Unschedulable); it is demand once it has, and counted as bound once bound"
@@ -232,6 +237,10 @@ class ClusterFeed:
         self.held: dict[str, tuple[dict[str, Any], str]] = {}
         #: When each held pod was first seen (uid -> clock time): its creation, once it joins.
         self._held_since: dict[str, float] = {}
+        #: Uids of pods deleted while held or never seen (``DELETED_HELD_KEPT`` of them, in
+        #: deletion order): a stale event for one is ignored, as for a pod deleted from the
+        #: state (``Pod.deleted_at_s``).
+        self._deleted_unseen: OrderedDict[str, None] = OrderedDict()
 
     # -- the cache ----------------------------------------------------------------------
 
@@ -506,8 +515,13 @@ class ClusterFeed:
         if event == "DELETED":
             self.held.pop(uid, None)
             self._held_since.pop(uid, None)
-            if existing is not None and existing.deleted_at_s is None:
+            if existing is None:
+                self._forget_deleted(uid)
+            elif existing.deleted_at_s is None:
                 self._gone(existing, now)
+            return
+        if existing is None and uid in self._deleted_unseen:
+            log.debug("pod %s: event after its deletion ignored", key_of(doc))
             return
         try:
             loaded = load_documents([doc], self.source).pods
@@ -529,6 +543,14 @@ class ClusterFeed:
             self._gone(existing, now)
             return
         self._follow_pod(existing, uid, p, doc, now)
+
+    def _forget_deleted(self, uid: str) -> None:
+        """Remember that the pod ``uid``, never in the state, was deleted (its tombstone,
+        ``_deleted_unseen``), forgetting the oldest beyond ``DELETED_HELD_KEPT``."""
+        self._deleted_unseen[uid] = None
+        self._deleted_unseen.move_to_end(uid)
+        while len(self._deleted_unseen) > DELETED_HELD_KEPT:
+            self._deleted_unseen.popitem(last=False)
 
     def _new_pod(self, uid: str, p: StandalonePod, now: float) -> Pod | None:
         """Add a pod seen for the first time, or held until now, to the state (created when
