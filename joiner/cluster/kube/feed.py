@@ -249,7 +249,9 @@ class ClusterFeed:
         cache, ``ADDED``/``MODIFIED``/``DELETED`` change one object. Must run on the
         controllers' thread."""
         cache = self.docs.setdefault(kind.kind, {})
-        before = dict(cache)
+        # Only configuration changes are compared with what was there (``_spec_changed``);
+        # copying a 10,000-pod cache for every pod event would cost more than the event.
+        before = dict(cache) if kind.kind in CONFIG_KINDS else {}
         changes = self._update_cache(kind, event, docs, cache)
         if kind.kind in VOLUME_KINDS:
             for ev, d in changes:
