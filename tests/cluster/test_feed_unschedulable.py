@@ -107,10 +107,19 @@ def test_a_preemptor_is_no_demand_until_its_nomination_lapses() -> None:
     nominated["status"]["nominatedNodeName"] = "n1"
     h = _started(nominated)
     assert h.state.pods["u1"].nominated_node_name == "n1"
-    assert _launched(h) == 0
+    assert _launched(h) == 0 and h.pending == ["p"]
     h.feed.deliver(kube.POD, "MODIFIED", [unschedulable(_pod("p", "u1"))])
     assert h.state.pods["u1"].nominated_node_name is None
+    assert h.pending == ["p", "p"]  # the provisioner hears of it at once
     assert _launched(h) == 1
+
+
+def test_a_nominated_pod_that_binds_is_not_announced_as_pending_again() -> None:
+    nominated = unschedulable(_pod("p", "u1"))
+    nominated["status"]["nominatedNodeName"] = "n1"
+    h = _started(nominated)
+    h.feed.deliver(kube.POD, "MODIFIED", [_pod("p", "u1", node="n1")])
+    assert h.state.pods["u1"].node_name == "n1" and h.pending == ["p"]
 
 
 def test_a_pod_nominated_after_it_joined_stops_being_demand() -> None:

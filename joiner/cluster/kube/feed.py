@@ -618,13 +618,20 @@ class ClusterFeed:
         (Karpenter ``pkg/utils/pod/scheduling.go`` ``IsPreempting``, part of
         ``IsProvisionable``; the provisioner's ``_demand`` leaves it out), so the reason a
         past pass gave for it no longer stands (``karpenter_scheduler_unschedulable_pods_count``
-        counts the pods the last pass could not schedule), as on binding."""
+        counts the pods the last pass could not schedule), as on binding. When the
+        nomination of an unbound pod lapses, it is demand again: ``on_pending`` hears of it,
+        as Karpenter's pod controller triggers its batcher on a pod update."""
         nominated = p.nominated_node_name if p.node_name is None else None
         if nominated != pod.nominated_node_name:
+            lapsed = nominated is None and p.node_name is None
             pod.nominated_node_name = nominated
             if nominated is not None:
                 pod.unschedulable_reason = None
             self._state.touch()
+            if lapsed:
+                # demand again: the provisioner hears of it now, not at its next resync
+                for listener in self.on_pending:
+                    listener(pod)
 
     def _follow_annotations(self, pod: Pod, p: StandalonePod) -> None:
         """Take a running pod's ``karpenter.sh/do-not-disrupt`` and
