@@ -226,6 +226,9 @@ class Trace:
     #: batch pod -> when kube-scheduler first found it unschedulable (epoch s, its first
     #: FailedScheduling event); pods it bound at once are absent
     unschedulable_at: dict[str, float] = field(default_factory=dict)
+    #: the pods of ``bound`` a DaemonSet owns (an existing node's, unbound at the
+    #: snapshot): kube-scheduler binds each to its own node, and Karpenter never plans one
+    daemon_pods: set[str] = field(default_factory=set)
 
     def as_json(self) -> dict[str, Any]:
         """The trace as recorded, with the raced pods."""
@@ -243,6 +246,7 @@ class Trace:
             "bound": dict(sorted(self.bound.items())),
             "couldNotSchedule": dict(sorted(self.failed.items())),
             "roundStart": {str(r): t for r, t in sorted(self.round_start.items())},
+            **({"daemonPods": sorted(self.daemon_pods)} if self.daemon_pods else {}),
             "unschedulableAt": dict(sorted(self.unschedulable_at.items())),
             "racedPods": race(self),
             "emptiedNodeClaims": emptied(self),
@@ -833,6 +837,7 @@ def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: st
     batch = {p["metadata"]["name"] for p in case.pods}
     events = cluster.events(render.namespace(case))
     unschedulable = first_unschedulable(events)
+    pods = _batch_pods(cluster, case, before)
     return Trace(
         claims={name: _claim_tuple(c) for name, c in new.items()},
         rounds={name: rounds[name] for name in new if name in rounds},
@@ -842,13 +847,15 @@ def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: st
             **{name: (c.get("status") or {}).get("nodeName") or "" for name, c in new.items()},
         },
         nominated=nominations(events),
-        bound={
-            p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or ""
-            for p in _batch_pods(cluster, case, before)
-        },
+        bound={p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or "" for p in pods},
         existing_nodes=set(before.node_of_claim.values()),
         round_start=round_starts(log_text),
         unschedulable_at={p: t for p, t in unschedulable.items() if p in batch},
+        daemon_pods={
+            p["metadata"]["name"]
+            for p in pods
+            if any(o.get("kind") == "DaemonSet" for o in p["metadata"].get("ownerReferences") or [])
+        },
     )
 
 
@@ -1098,7 +1105,10 @@ def first_decision(trace: Trace) -> Side:
     the batch pods it left out: neither nominated to one of its NodeClaims nor bound to a
     node that existed before, and either not bound to one of its nodes or bound there by
     kube-scheduler after Karpenter could not schedule them (a pod bound there with neither
-    event nor failure counts as placed: its event may have been rate-limited away)."""
+    event nor failure counts as placed: its event may have been rate-limited away). A
+    DaemonSet's pod is never part of the decision (``Trace.daemon_pods``; Joiner's side
+    leaves it out too, ``compare_with_plan``): Karpenter reserves its room on its node,
+    and one left pending lost that room to pods kube-scheduler bound there (gen-2222-15)."""
     first = _first_round(trace)
     again = [
         trace.rounds[c]
@@ -1127,7 +1137,7 @@ def first_decision(trace: Trace) -> Side:
     placed |= {p for p in trace.bound if p not in left_out and _seen_first(trace, p)}
     return Side(
         claims=[trace.claims[c] for c in sorted(kept)],
-        pending=sorted(p for p in trace.bound if p not in placed),
+        pending=sorted(p for p in trace.bound if p not in placed and p not in trace.daemon_pods),
     )
 
 
@@ -1152,7 +1162,9 @@ def compare_with_plan(
     if trace is None or not (race(trace) or emptied(trace)):
         return None, None
     first = first_decision(trace)
-    return first, compare(case, first, joiner.as_decided())
+    decided = joiner.as_decided()
+    decided.pending = [p for p in decided.pending if p not in trace.daemon_pods]
+    return first, compare(case, first, decided)
 
 
 def decisions(metrics_text: str, pools: set[str]) -> Counter[tuple[str, str]]:

@@ -252,6 +252,23 @@ def test_the_first_decision_leaves_out_the_claim_of_a_displaced_pod() -> None:
     assert harness.compare_with_plan(_race_case(), trace, _joiners_plan()) == (first, [])
 
 
+def test_a_daemonset_pod_left_pending_by_a_race_is_not_part_of_the_decision() -> None:
+    """gen-2222-15: an existing node's DaemonSet pod, unbound at the snapshot, lost its room
+    there to pods kube-scheduler bound as they were displaced; Karpenter never plans it, so
+    the first decision leaves it out, on Joiner's side too (a pinned pod that does not fit
+    is unschedulable there)."""
+    trace = _raced_trace()
+    trace.bound["agent-x"] = ""
+    assert harness.first_decision(trace).pending == ["agent-x"]  # as any pod, without the rule
+    trace.daemon_pods = {"agent-x"}
+    first = harness.first_decision(trace)
+    assert first.pending == []
+    assert harness.compare_with_plan(_race_case(), trace, _joiners_plan()) == (first, [])
+    refused = replace(_joiners_plan(), pending=["agent-x"])
+    assert harness.compare_with_plan(_race_case(), trace, refused) == (first, [])
+    assert trace.as_json()["daemonPods"] == ["agent-x"]
+
+
 def test_pods_bound_on_launch_are_pending_in_the_decision_compared() -> None:
     """A pod Joiner's plan has kube-scheduler bind to a new NodeClaim once it registers
     (``Placement.onNodeClaim``, gen-1313-14) was left out by Karpenter's round: compared
