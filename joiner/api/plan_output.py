@@ -59,20 +59,26 @@ class PlannedNodeClaim(OutputModel):
     launch: Launch
     labels: dict[str, str]
     taints: list[str] = Field(description="key=value:Effect, as the node would carry them")
-    pods: list[str] = Field(description="namespace/name")
+    pods: list[str] = Field(
+        description=(
+            "namespace/name of the pods Karpenter's round places here; those kube-scheduler "
+            "binds here only once the node registers are placements with onNodeClaim"
+        )
+    )
 
 
 class Placement(OutputModel):
-    """A pending pod that fits an existing or in-flight node: ``boundBy`` ``kube-scheduler``
-    when kube-scheduler binds it before Karpenter's round (a pod it has not tried yet, one
-    Karpenter ignores, one pinned to its node by name), ``karpenter`` when Karpenter's
-    scheduling simulation places it there. ``onNodeClaim``: kube-scheduler binds it, after
-    Karpenter's round left it out, to a NodeClaim of this plan once that registers (its
-    filters count topology domains over the nodes that exist, Karpenter's over the
-    NodePools' zones too)."""
+    """A pending pod placed without a NodeClaim of its own: on an existing Node or a
+    NodeClaim in flight, or (``onNodeClaim``) on one of this plan's NodeClaims. ``boundBy``
+    ``kube-scheduler`` when kube-scheduler binds it (before Karpenter's round: a pod it has
+    not tried yet, one Karpenter ignores, one pinned to its node by name; or, with
+    ``onNodeClaim``, after it: a pod the round left out, bound once that NodeClaim
+    registers, as kube-scheduler counts topology domains over the nodes that exist and
+    Karpenter over its NodePools' zones too), ``karpenter`` when Karpenter's scheduling
+    simulation places it there."""
 
-    pod: str
-    node: str
+    pod: str = Field(description="namespace/name")
+    node: str = Field(description="a Node's name, or a NodeClaim's (in flight, or this plan's)")
     boundBy: Literal["kube-scheduler", "karpenter"] = "karpenter"
     onNodeClaim: bool = Field(
         default=False,

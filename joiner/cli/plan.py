@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -154,11 +155,12 @@ def plan(
     if result.pricesAt is not None:
         out.print(f"Spot prices: per instance type and zone, at {result.pricesAt}", highlight=False)
     n = len(result.nodeClaims)
+    later = Counter(p.node for p in result.placements if p.onNodeClaim)
     if n:
         print_table(
             f"Plan ({result.region}): {plural(n, 'NodeClaim')}",
             _claim_columns(pods=True),
-            [_claim_row(c, pods=True) for c in result.nodeClaims],
+            [_claim_row(c, pods=True, later=later) for c in result.nodeClaims],
         )
     else:
         out.print(f"Plan ({result.region}): no new NodeClaims")
@@ -215,8 +217,12 @@ def _claim_columns(*, pods: bool) -> list[tuple[str, str]]:
     return [*columns, *([("pods", "right")] if pods else []), ("types", "right")]
 
 
-def _claim_row(c: PlannedNodeClaim, *, pods: bool) -> list[str]:
-    """One planned NodeClaim's row (``_claim_columns``)."""
+def _claim_row(c: PlannedNodeClaim, *, pods: bool, later: Counter[str] | None = None) -> list[str]:
+    """One planned NodeClaim's row (``_claim_columns``); ``later``: NodeClaim -> the pods
+    kube-scheduler binds there once it registers (``Placement.onNodeClaim``), shown as
+    ``3+1``."""
+    extra = (later or Counter())[c.name]
+    count = f"{len(c.pods)}+{extra}" if extra else str(len(c.pods))
     row = [
         c.name,
         c.nodePool,
@@ -225,7 +231,7 @@ def _claim_row(c: PlannedNodeClaim, *, pods: bool) -> list[str]:
         c.launch.capacityType,
         f"{c.launch.pricePerHour:.4f}",
     ]
-    return [*row, *([str(len(c.pods))] if pods else []), str(len(c.instanceTypes))]
+    return [*row, *([count] if pods else []), str(len(c.instanceTypes))]
 
 
 def _kube_bound(result: Plan) -> str:
@@ -242,10 +248,9 @@ def _print_on_launch(result: Plan) -> None:
         shown = ", ".join(f"{p.pod} on {p.node}" for p in later[:3])
         more = f" and {len(later) - 3} more" if len(later) > 3 else ""
         out.print(
-            f"{plural(len(later), 'pod')} Karpenter's round leaves out "
-            f"{'is' if len(later) == 1 else 'are'} bound by kube-scheduler to a new NodeClaim "
-            f"once it registers (topology spread counted over the nodes that exist): "
-            f"{escape(shown)}{escape(more)}",
+            f"{plural(len(later), 'pod')} left out of Karpenter's round "
+            f"{'is' if len(later) == 1 else 'are'} bound by kube-scheduler once the "
+            f"NodeClaim registers (the +N in the pods column): {escape(shown)}{escape(more)}",
             soft_wrap=True,
             highlight=False,
         )

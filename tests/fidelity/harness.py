@@ -197,7 +197,7 @@ class Side:
             "reasons": sorted(set(self.reasons)),
             "methods": sorted(set(self.methods)),
             "podsOnExistingNodes": self.on_existing,
-            **({"boundOnLaunch": sorted(self.left_out)} if self.left_out else {}),
+            **({"onNodeClaim": sorted(self.left_out)} if self.left_out else {}),
             **({"error": self.error} if self.error else {}),
         }
 

@@ -282,7 +282,7 @@ def test_pods_bound_on_launch_are_pending_in_the_decision_compared() -> None:
     assert harness.compare_with_plan(_race_case(), trace, bound_on_launch) == (first, [])
     # the plain comparison takes the end state: "extra" runs there
     assert compare(_race_case(), replace(first, pending=[]), bound_on_launch) == []
-    assert bound_on_launch.as_json()["boundOnLaunch"] == ["extra"]
+    assert bound_on_launch.as_json()["onNodeClaim"] == ["extra"]
 
 
 def test_a_later_round_for_pods_first_nominated_to_it_stays_in_the_first_decision() -> None:

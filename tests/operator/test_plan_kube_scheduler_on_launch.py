@@ -11,8 +11,17 @@ Joiner reported the third pod unschedulable where the cluster runs it."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import jsonschema
+from typer.testing import CliRunner
+
 from joiner.api.plan_output import Plan
+from joiner.cli.main import app
 from tests.manifests import deployment, on_demand_plan
+
+REPO = Path(__file__).resolve().parents[2]
 
 _ANCHOR = """\
       nodeSelector: {node.kubernetes.io/instance-type: c6a.xlarge}
@@ -72,3 +81,35 @@ def test_without_a_pod_left_out_nothing_is_bound_later() -> None:
     assert len(plan.nodeClaims) == 1
     assert len(plan.nodeClaims[0].pods) == 4
     assert plan.placements == [] and plan.unschedulable == []
+
+
+def test_the_table_and_json_show_the_pod_bound_once_the_nodeclaim_registers(
+    tmp_path: Path,
+) -> None:
+    """The table counts the pod on its NodeClaim as ``+1`` and names it in one line; the JSON
+    keeps it out of the NodeClaim's ``pods`` (Karpenter's round) and lists it as an
+    ``onNodeClaim`` placement, valid against the published schema."""
+    from tests.manifests import EC2NODECLASS, nodepool
+
+    pool = nodepool("[{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]")
+    text = pool + "---\n" + EC2NODECLASS + "---\n" + deployment(_ANCHOR, name="anchor")
+    path = tmp_path / "m.yaml"
+    path.write_text(text + "---\n" + deployment(_follower(max_skew=2), name="web", replicas=3))
+    table = CliRunner().invoke(app, ["plan", "-f", str(path)], terminal_width=200)
+    assert table.exit_code == 0, table.output
+    assert " 3+1 " in table.output
+    assert "1 pod left out of Karpenter's round is bound by kube-scheduler" in table.output
+    assert "default/web-3 on general-1" in table.output
+    out = CliRunner().invoke(app, ["plan", "-f", str(path), "-o", "json"])
+    doc = json.loads(out.output)
+    schema = json.loads((REPO / "docs" / "schemas" / "plan.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert len(doc["nodeClaims"][0]["pods"]) == 3
+    assert doc["placements"] == [
+        {
+            "pod": "default/web-3",
+            "node": "general-1",
+            "boundBy": "kube-scheduler",
+            "onNodeClaim": True,
+        }
+    ]
