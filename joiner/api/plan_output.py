@@ -66,10 +66,11 @@ class Placement(OutputModel):
     """A pending pod that fits an existing or in-flight node: ``boundBy`` ``kube-scheduler``
     when kube-scheduler binds it before Karpenter's round (a pod it has not tried yet, one
     Karpenter ignores, one pinned to its node by name), ``karpenter`` when Karpenter's
-    scheduling simulation places it there. ``onNodeClaim``: kube-scheduler binds it, after
-    Karpenter's round left it out, to a NodeClaim of this plan once that registers (its
-    filters count topology domains over the nodes that exist, Karpenter's over the
-    NodePools' zones too)."""
+    scheduling simulation places it there. ``afterLaunch``: kube-scheduler binds it, after
+    Karpenter's round left it out, once this plan's NodeClaims register (its filters count
+    topology domains over the nodes that exist, Karpenter's over the NodePools' zones too,
+    and a pod it binds there can satisfy another's pod affinity); ``onNodeClaim`` when the
+    node is one of those NodeClaims, not an existing node."""
 
     pod: str
     node: str
@@ -79,6 +80,13 @@ class Placement(OutputModel):
         description=(
             "node is one of this plan's NodeClaims: Karpenter's round left the pod out, and "
             "kube-scheduler binds it there once the node registers"
+        ),
+    )
+    afterLaunch: bool = Field(
+        default=False,
+        description=(
+            "Karpenter's round left the pod out, and kube-scheduler binds it to node once "
+            "this plan's NodeClaims register (node is one of them when onNodeClaim)"
         ),
     )
 

@@ -1302,6 +1302,7 @@ def build_plan(
         _bound(m, targets, rnd, demand),
     )
     bound_later = {uid for uid, _ in on_launch}
+    claim_names = {c.name for c in claims}
     unschedulable = (
         missing
         + demand.pinned
@@ -1320,7 +1321,13 @@ def build_plan(
         ]
         + [Placement(pod=u, node=n) for u, n in later.placements]
         + [
-            Placement(pod=u, node=n, boundBy="kube-scheduler", onNodeClaim=True)
+            Placement(
+                pod=u,
+                node=n,
+                boundBy="kube-scheduler",
+                onNodeClaim=n in claim_names,
+                afterLaunch=True,
+            )
             for u, n in on_launch
         ],
         unschedulable=unschedulable,
@@ -1354,7 +1361,14 @@ def _bind_on_launch(
     ``PodTopologySpread`` filter counts only the domains of the nodes that exist, where
     Karpenter's counts every zone its NodePools can launch into (``TopologyGroup`` domains):
     a zone spread Karpenter's round refuses (3 to 0 over three zones) is 1 to nothing on
-    one new node. Returns the (pod, node) bindings, a planned NodeClaim's name as node."""
+    one new node. A pod it binds is an assigned pod added, on which kube-scheduler retries
+    the pods still unschedulable (Kubernetes
+    pkg/scheduler/framework/plugins/interpodaffinity/plugin.go
+    ``InterPodAffinity.EventsToRegister``), so the pass is repeated over the pods left
+    while one binds: a pod that needs a pod bound later on its node (required pod
+    affinity) follows it. Returns the (pod, node) bindings, a planned NodeClaim's name as
+    node, or an existing node's (a pod whose required pod affinity by zone a pod bound to
+    a NodeClaim satisfies there)."""
     wanted = {uid for uid, _ in left}
     pods = [p for p in demand.pending if p.uid in wanted]
     if not pods or not later.launched:
@@ -1362,20 +1376,28 @@ def _bind_on_launch(
     templates = {p.uid: p.template for p in demand.pending}
     daemonsets = [d.template for d in m.daemonsets]
     planned, planned_pods = passes.in_flight(later.launched, templates, daemonsets)
-    charged, placed_pods = passes.charge_placed(nodes, later.placements, templates)
     requests, _missing = _requests(pods, m)
-    result = Scheduler().solve(
-        SchedulingInput(
-            pods=tuple(requests),
-            existing=(*charged, *planned),
-            nodepools=(),
-            daemonsets=tuple(daemonsets),
-            bound_pods=(*bound, *placed_pods, *planned_pods),
-            mode="kube-scheduler",
+    bindings: list[tuple[str, str]] = []
+    while requests:
+        charged, placed_pods = passes.charge_placed(
+            (*nodes, *planned), [*later.placements, *bindings], templates
         )
-    )
-    claims = {c.name for c in later.claims}
-    return [(uid, node) for uid, node in result.existing_placements if node in claims]
+        result = Scheduler().solve(
+            SchedulingInput(
+                pods=tuple(requests),
+                existing=tuple(charged),
+                nodepools=(),
+                daemonsets=tuple(daemonsets),
+                bound_pods=(*bound, *placed_pods, *planned_pods),
+                mode="kube-scheduler",
+            )
+        )
+        if not result.existing_placements:
+            break
+        bindings += result.existing_placements
+        done = {uid for uid, _ in result.existing_placements}
+        requests = [r for r in requests if r.uid not in done]
+    return bindings
 
 
 def _static_round(

@@ -12,7 +12,7 @@ Joiner reported the third pod unschedulable where the cluster runs it."""
 from __future__ import annotations
 
 from joiner.api.plan_output import Plan
-from tests.manifests import deployment, on_demand_plan
+from tests.manifests import deployment, existing_node, on_demand_plan
 
 _ANCHOR = """\
       nodeSelector: {node.kubernetes.io/instance-type: c6a.xlarge}
@@ -72,3 +72,74 @@ def test_without_a_pod_left_out_nothing_is_bound_later() -> None:
     assert len(plan.nodeClaims) == 1
     assert len(plan.nodeClaims[0].pods) == 4
     assert plan.placements == [] and plan.unschedulable == []
+
+
+def _grouped(name: str, replicas: int) -> str:
+    """A Deployment ``name`` of the group ``grp: x`` that needs the anchor's node and
+    spreads the group over zones (maxSkew 2): with two replicas before it, its pod is
+    left out by Karpenter's round and bound once the anchor's node registers."""
+    return deployment(
+        _follower(max_skew=2).replace("{app: web}", "{grp: x}"), name=name, replicas=replicas
+    ).replace(f"labels: {{app: {name}}}", f"labels: {{app: {name}, grp: x}}")
+
+
+def _needs_g(topology_key: str) -> str:
+    """A Deployment ``f`` whose pod needs a pod of ``g`` in its ``topology_key`` domain."""
+    return deployment(
+        f"""\
+      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - topologyKey: {topology_key}
+            labelSelector: {{matchLabels: {{app: g}}}}
+      containers: [{{name: c, resources: {{requests: {{cpu: 100m, memory: 128Mi}}}}}}]
+""",
+        name="f",
+    )
+
+
+def _plan_with_f(topology_key: str, extra: str = "") -> Plan:
+    """The anchor, ``f`` (created before ``g``), two replicas of ``web`` and one of ``g``."""
+    return on_demand_plan(
+        extra
+        + deployment(_ANCHOR, name="anchor")
+        + "---\n"
+        + _needs_g(topology_key)
+        + "---\n"
+        + _grouped("web", 2)
+        + "---\n"
+        + _grouped("g", 1)
+    )
+
+
+def test_a_pod_that_needs_a_pod_bound_on_launch_is_bound_after_it() -> None:
+    """``f`` needs ``g`` on its node; Karpenter's round finds no ``g`` and leaves ``f`` out,
+    and kube-scheduler, trying ``f`` first, finds none either. Binding ``g`` to the new
+    node is an assigned pod added, on which kube-scheduler tries ``f`` again: it follows
+    ``g`` there. Joiner tried each pod once and reported ``f`` unschedulable."""
+    plan = _plan_with_f("kubernetes.io/hostname")
+    assert len(plan.nodeClaims) == 1
+    claim = plan.nodeClaims[0].name
+    later = [(p.pod, p.node, p.onNodeClaim, p.afterLaunch) for p in plan.placements]
+    assert later == [
+        ("default/g-1", claim, True, True),
+        ("default/f-1", claim, True, True),
+    ]
+    assert plan.unschedulable == []
+
+
+def test_a_pod_bound_on_launch_to_an_existing_node_is_placed_not_unschedulable() -> None:
+    """``f`` needs ``g`` in its zone; once ``g`` is bound to the new node in zone a,
+    kube-scheduler binds ``f`` to the emptier existing node of zone a. Joiner dropped a
+    binding to an existing node and reported ``f`` unschedulable."""
+    old = existing_node("{cpu: 1900m, memory: 7Gi, pods: '29'}", zone="us-east-1a")
+    plan = _plan_with_f("topology.kubernetes.io/zone", extra=old + "---\n")
+    assert len(plan.nodeClaims) == 1
+    claim = plan.nodeClaims[0]
+    assert claim.launch.zone == "us-east-1a"
+    later = [(p.pod, p.node, p.onNodeClaim, p.afterLaunch) for p in plan.placements]
+    assert later == [
+        ("default/g-1", claim.name, True, True),
+        ("default/f-1", "old", False, True),
+    ]
+    assert plan.unschedulable == []
