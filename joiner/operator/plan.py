@@ -1293,16 +1293,19 @@ def build_plan(
     later = _Passes(launcher, {p.name: p for p in m.nodepools}, demand)
     result = later.run(result, lambda d, launched, placed: solve(d, rnd, launched, placed)[0])
     claims = later.claims
+    fixed = _static_round(m, pools, cloud, overlays, launcher)
+    warnings += fixed.warnings
     on_launch = _bind_on_launch(
         result.unschedulable,
         later,
+        _static_launched(fixed, launcher, m),
         demand,
         m,
         (*_existing(targets, demand, daemonsets), *in_flight),
         _bound(m, targets, rnd, demand),
     )
     bound_later = {uid for uid, _ in on_launch}
-    claim_names = {c.name for c in claims}
+    claim_names = {c.name for c in (*claims, *fixed.claims)}
     unschedulable = (
         missing
         + demand.pinned
@@ -1310,8 +1313,6 @@ def build_plan(
         + later.failed
         + _unplaced([u for u in result.unschedulable if u[0] not in bound_later], pools)
     )
-    fixed = _static_round(m, pools, cloud, overlays, launcher)
-    warnings += fixed.warnings
     return Plan(
         region=region,
         nodeClaims=claims,
@@ -1342,9 +1343,19 @@ def build_plan(
     )
 
 
+def _static_launched(
+    fixed: StaticRound, launcher: _Launcher, m: ManifestSet
+) -> list[passes.Launched]:
+    """The static pools' NodeClaims to create (``fixed``) as launched, with their instance
+    types and NodePools."""
+    pools = {p.name: p for p in m.nodepools}
+    return [passes.Launched(c, launcher.types[c.name], pools[c.nodePool]) for c in fixed.claims]
+
+
 def _bind_on_launch(
     left: Sequence[tuple[str, str]],
     later: _Passes,
+    static_launched: Sequence[passes.Launched],
     demand: _Demand,
     m: ManifestSet,
     nodes: Sequence[ExistingNode],
@@ -1353,8 +1364,9 @@ def _bind_on_launch(
     """kube-scheduler's pass over the pods Karpenter's rounds left unschedulable (``left``:
     pod uid, reason) once the plan's NodeClaims have registered: each, in its queue order,
     is bound to the node (``nodes``, the existing and in-flight ones, or a planned
-    NodeClaim with the pods Karpenter planned there; ``bound``: the pods running on
-    ``nodes``) that passes its filters with the best
+    NodeClaim with the pods Karpenter planned there, a static pool's new NodeClaims
+    (``static_launched``) among them; ``bound``: the pods running on ``nodes``) that
+    passes its filters with the best
     LeastAllocated score (``Scheduler`` in ``kube-scheduler`` mode). kube-scheduler retries
     an unschedulable pod when a node is added (Kubernetes
     pkg/scheduler/framework/plugins/podtopologyspread ``EventsToRegister``), and its
@@ -1371,11 +1383,12 @@ def _bind_on_launch(
     a NodeClaim satisfies there)."""
     wanted = {uid for uid, _ in left}
     pods = [p for p in demand.pending if p.uid in wanted]
-    if not pods or not later.launched:
+    launched = [*later.launched, *static_launched]
+    if not pods or not launched:
         return []
     templates = {p.uid: p.template for p in demand.pending}
     daemonsets = [d.template for d in m.daemonsets]
-    planned, planned_pods = passes.in_flight(later.launched, templates, daemonsets)
+    planned, planned_pods = passes.in_flight(launched, templates, daemonsets)
     requests, _missing = _requests(pods, m)
     bindings: list[tuple[str, str]] = []
     while requests:

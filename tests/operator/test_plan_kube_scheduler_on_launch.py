@@ -12,7 +12,7 @@ Joiner reported the third pod unschedulable where the cluster runs it."""
 from __future__ import annotations
 
 from joiner.api.plan_output import Plan
-from tests.manifests import deployment, existing_node, on_demand_plan
+from tests.manifests import EC2NODECLASS, deployment, existing_node, nodepool, on_demand_plan
 
 _ANCHOR = """\
       nodeSelector: {node.kubernetes.io/instance-type: c6a.xlarge}
@@ -143,3 +143,39 @@ def test_a_pod_bound_on_launch_to_an_existing_node_is_placed_not_unschedulable()
         ("default/f-1", "old", False, True),
     ]
     assert plan.unschedulable == []
+
+
+def test_pods_only_a_static_pool_serves_are_bound_to_its_new_nodeclaims() -> None:
+    """Karpenter's provisioner leaves static NodePools out, so a pod only a static pool
+    serves is left out of its round; once the static pool's new NodeClaims register,
+    kube-scheduler binds it there. Joiner reported the pods unschedulable ("they keep their
+    node count whatever the pods want") beside the two NodeClaims they run on."""
+    from joiner.api.featuregates import FeatureGates
+    from joiner.api.manifests import load_text
+    from joiner.cloudprovider.catalog import Catalog
+    from joiner.operator.plan import build_plan
+
+    fixed = nodepool(
+        "[{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}, "
+        "{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}]",
+        name="fixed",
+    ).replace("spec:\n  template:", "spec:\n  replicas: 2\n  template:")
+    web = deployment(
+        """\
+      nodeSelector: {karpenter.sh/nodepool: fixed}
+      containers: [{name: c, resources: {requests: {cpu: 700m, memory: 128Mi}}}]
+""",
+        replicas=5,
+    )
+    text = fixed + "---\n" + EC2NODECLASS + "---\n" + web
+    plan = build_plan(
+        load_text(text),
+        Catalog.load(),
+        "us-east-1",
+        feature_gates=FeatureGates(static_capacity=True),
+    )
+    assert plan.nodeClaims == [] and len(plan.staticNodeClaims) == 2
+    names = {c.name for c in plan.staticNodeClaims}
+    bound = [p for p in plan.placements if p.afterLaunch and p.onNodeClaim]
+    assert len(bound) == 4 and {p.node for p in bound} == names  # two 700m on each m5.large
+    assert [u.pod for u in plan.unschedulable] == ["default/web-5"]
