@@ -179,3 +179,36 @@ def test_pods_only_a_static_pool_serves_are_bound_to_its_new_nodeclaims() -> Non
     bound = [p for p in plan.placements if p.afterLaunch and p.onNodeClaim]
     assert len(bound) == 4 and {p.node for p in bound} == names  # two 700m on each m5.large
     assert [u.pod for u in plan.unschedulable] == ["default/web-5"]
+
+
+def _with_old_node_in_b(follower: str) -> Plan:
+    """``_plan(follower)`` beside an existing m5.large with room in zone b."""
+    old = existing_node("{cpu: 1900m, memory: 7Gi, pods: '29'}", zone="us-east-1b")
+    return on_demand_plan(
+        old
+        + "---\n"
+        + deployment(_ANCHOR, name="anchor")
+        + "---\n"
+        + deployment(follower, name="web", replicas=3)
+    )
+
+
+def test_a_zone_whose_nodes_the_pods_node_selector_refuses_is_no_spread_domain() -> None:
+    """kube-scheduler counts a spread over the nodes its inclusion policies keep, each node
+    judged whole: with ``nodeAffinityPolicy: Honor`` (the default) the m5.large of zone b
+    fails the pods' c6a.xlarge node selector, so zone b is no domain and the third pod
+    binds to the new node (1 zone, no skew). Joiner judged the zone value alone (the pods
+    allow zone b) and kept zone b, 3 to 0: unschedulable."""
+    plan = _with_old_node_in_b(_follower(max_skew=2))
+    (claim,) = plan.nodeClaims
+    assert [(p.pod, p.node) for p in plan.placements if p.onNodeClaim] == [
+        ("default/web-3", claim.name)
+    ]
+    assert plan.unschedulable == []
+    # Ignore counts every node's zone, zone b included: 3 to 0, as before
+    ignore = _follower(max_skew=2).replace(
+        "      - maxSkew: 2\n", "      - maxSkew: 2\n        nodeAffinityPolicy: Ignore\n"
+    )
+    plan = _with_old_node_in_b(ignore)
+    assert [p for p in plan.placements if p.afterLaunch] == []
+    assert [u.pod for u in plan.unschedulable] == ["default/web-3"]
