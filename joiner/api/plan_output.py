@@ -70,12 +70,14 @@ class PlannedNodeClaim(OutputModel):
 class Placement(OutputModel):
     """A pending pod placed without a NodeClaim of its own: on an existing Node or a
     NodeClaim in flight, or (``onNodeClaim``) on one of this plan's NodeClaims. ``boundBy``
-    ``kube-scheduler`` when kube-scheduler binds it (before Karpenter's round: a pod it has
-    not tried yet, one Karpenter ignores, one pinned to its node by name; or, with
-    ``onNodeClaim``, after it: a pod the round left out, bound once that NodeClaim
-    registers, as kube-scheduler counts topology domains over the nodes that exist and
-    Karpenter over its NodePools' zones too), ``karpenter`` when Karpenter's scheduling
-    simulation places it there."""
+    ``kube-scheduler`` when kube-scheduler binds it, ``karpenter`` when Karpenter's
+    scheduling simulation places it there. kube-scheduler binds a pod before Karpenter's
+    round (a pod it has not tried yet, one Karpenter ignores, one pinned to its node by
+    name) or, with ``afterLaunch``, after it: a pod the round left out, bound once this
+    plan's NodeClaims register, as kube-scheduler counts topology domains over the nodes
+    that exist (Karpenter over its NodePools' zones too) and a pod it binds then can
+    satisfy another's pod affinity; to one of those NodeClaims (``onNodeClaim``) or to an
+    existing node."""
 
     pod: str = Field(description="namespace/name")
     node: str = Field(description="a Node's name, or a NodeClaim's (in flight, or this plan's)")
@@ -85,6 +87,13 @@ class Placement(OutputModel):
         description=(
             "node is one of this plan's NodeClaims: Karpenter's round left the pod out, and "
             "kube-scheduler binds it there once the node registers"
+        ),
+    )
+    afterLaunch: bool = Field(
+        default=False,
+        description=(
+            "Karpenter's round left the pod out, and kube-scheduler binds it to node once "
+            "this plan's NodeClaims register (node is one of them when onNodeClaim)"
         ),
     )
 

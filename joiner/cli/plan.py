@@ -164,7 +164,7 @@ def plan(
         )
     else:
         out.print(f"Plan ({result.region}): no new NodeClaims")
-    fitting = [p for p in result.placements if not p.onNodeClaim]
+    fitting = [p for p in result.placements if not p.afterLaunch]
     out.print(
         f"new capacity: [bold]${result.costPerHour:.4f}/h[/]; "
         f"{plural(len(fitting), 'pod')} "
@@ -236,21 +236,23 @@ def _claim_row(c: PlannedNodeClaim, *, pods: bool, later: Counter[str] | None = 
 
 def _kube_bound(result: Plan) -> str:
     """``" (N bound by kube-scheduler before Karpenter's round)"``, or empty."""
-    n = sum(p.boundBy == "kube-scheduler" and not p.onNodeClaim for p in result.placements)
+    n = sum(p.boundBy == "kube-scheduler" and not p.afterLaunch for p in result.placements)
     return f" ({n} bound by kube-scheduler before Karpenter's round)" if n else ""
 
 
 def _print_on_launch(result: Plan) -> None:
-    """The pods Karpenter's round leaves out that kube-scheduler binds to a new NodeClaim
-    once it registers (``Placement.onNodeClaim``), one line."""
-    later = [p for p in result.placements if p.onNodeClaim]
+    """The pods Karpenter's round leaves out that kube-scheduler binds once the new
+    NodeClaims register (``Placement.afterLaunch``; to one of them, or to an existing node),
+    one line."""
+    later = [p for p in result.placements if p.afterLaunch]
     if later:
         shown = ", ".join(f"{p.pod} on {p.node}" for p in later[:3])
         more = f" and {len(later) - 3} more" if len(later) > 3 else ""
         out.print(
             f"{plural(len(later), 'pod')} left out of Karpenter's round "
-            f"{'is' if len(later) == 1 else 'are'} bound by kube-scheduler once the "
-            f"NodeClaim registers (the +N in the pods column): {escape(shown)}{escape(more)}",
+            f"{'is' if len(later) == 1 else 'are'} bound by kube-scheduler once the new "
+            f"NodeClaims register (on one of them: the +N in its pods column): "
+            f"{escape(shown)}{escape(more)}",
             soft_wrap=True,
             highlight=False,
         )

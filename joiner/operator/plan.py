@@ -1293,15 +1293,19 @@ def build_plan(
     later = _Passes(launcher, {p.name: p for p in m.nodepools}, demand)
     result = later.run(result, lambda d, launched, placed: solve(d, rnd, launched, placed)[0])
     claims = later.claims
+    fixed = _static_round(m, pools, cloud, overlays, launcher)
+    warnings += fixed.warnings
     on_launch = _bind_on_launch(
         result.unschedulable,
         later,
+        _static_launched(fixed, launcher, m),
         demand,
         m,
         (*_existing(targets, demand, daemonsets), *in_flight),
         _bound(m, targets, rnd, demand),
     )
     bound_later = {uid for uid, _ in on_launch}
+    claim_names = {c.name for c in (*claims, *fixed.claims)}
     unschedulable = (
         missing
         + demand.pinned
@@ -1309,8 +1313,6 @@ def build_plan(
         + later.failed
         + _unplaced([u for u in result.unschedulable if u[0] not in bound_later], pools)
     )
-    fixed = _static_round(m, pools, cloud, overlays, launcher)
-    warnings += fixed.warnings
     return Plan(
         region=region,
         nodeClaims=claims,
@@ -1320,7 +1322,13 @@ def build_plan(
         ]
         + [Placement(pod=u, node=n) for u, n in later.placements]
         + [
-            Placement(pod=u, node=n, boundBy="kube-scheduler", onNodeClaim=True)
+            Placement(
+                pod=u,
+                node=n,
+                boundBy="kube-scheduler",
+                onNodeClaim=n in claim_names,
+                afterLaunch=True,
+            )
             for u, n in on_launch
         ],
         unschedulable=unschedulable,
@@ -1335,9 +1343,19 @@ def build_plan(
     )
 
 
+def _static_launched(
+    fixed: StaticRound, launcher: _Launcher, m: ManifestSet
+) -> list[passes.Launched]:
+    """The static pools' NodeClaims to create (``fixed``) as launched, with their instance
+    types and NodePools."""
+    pools = {p.name: p for p in m.nodepools}
+    return [passes.Launched(c, launcher.types[c.name], pools[c.nodePool]) for c in fixed.claims]
+
+
 def _bind_on_launch(
     left: Sequence[tuple[str, str]],
     later: _Passes,
+    static_launched: Sequence[passes.Launched],
     demand: _Demand,
     m: ManifestSet,
     nodes: Sequence[ExistingNode],
@@ -1346,36 +1364,53 @@ def _bind_on_launch(
     """kube-scheduler's pass over the pods Karpenter's rounds left unschedulable (``left``:
     pod uid, reason) once the plan's NodeClaims have registered: each, in its queue order,
     is bound to the node (``nodes``, the existing and in-flight ones, or a planned
-    NodeClaim with the pods Karpenter planned there; ``bound``: the pods running on
-    ``nodes``) that passes its filters with the best
+    NodeClaim with the pods Karpenter planned there, a static pool's new NodeClaims
+    (``static_launched``) among them; ``bound``: the pods running on ``nodes``) that
+    passes its filters with the best
     LeastAllocated score (``Scheduler`` in ``kube-scheduler`` mode). kube-scheduler retries
     an unschedulable pod when a node is added (Kubernetes
     pkg/scheduler/framework/plugins/podtopologyspread ``EventsToRegister``), and its
     ``PodTopologySpread`` filter counts only the domains of the nodes that exist, where
     Karpenter's counts every zone its NodePools can launch into (``TopologyGroup`` domains):
     a zone spread Karpenter's round refuses (3 to 0 over three zones) is 1 to nothing on
-    one new node. Returns the (pod, node) bindings, a planned NodeClaim's name as node."""
+    one new node. A pod it binds is an assigned pod added, on which kube-scheduler retries
+    the pods still unschedulable (Kubernetes
+    pkg/scheduler/framework/plugins/interpodaffinity/plugin.go
+    ``InterPodAffinity.EventsToRegister``), so the pass is repeated over the pods left
+    while one binds: a pod that needs a pod bound later on its node (required pod
+    affinity) follows it. Returns the (pod, node) bindings, a planned NodeClaim's name as
+    node, or an existing node's (a pod whose required pod affinity by zone a pod bound to
+    a NodeClaim satisfies there)."""
     wanted = {uid for uid, _ in left}
     pods = [p for p in demand.pending if p.uid in wanted]
-    if not pods or not later.launched:
+    launched = [*later.launched, *static_launched]
+    if not pods or not launched:
         return []
     templates = {p.uid: p.template for p in demand.pending}
     daemonsets = [d.template for d in m.daemonsets]
-    planned, planned_pods = passes.in_flight(later.launched, templates, daemonsets)
-    charged, placed_pods = passes.charge_placed(nodes, later.placements, templates)
+    planned, planned_pods = passes.in_flight(launched, templates, daemonsets)
     requests, _missing = _requests(pods, m)
-    result = Scheduler().solve(
-        SchedulingInput(
-            pods=tuple(requests),
-            existing=(*charged, *planned),
-            nodepools=(),
-            daemonsets=tuple(daemonsets),
-            bound_pods=(*bound, *placed_pods, *planned_pods),
-            mode="kube-scheduler",
+    bindings: list[tuple[str, str]] = []
+    while requests:
+        charged, placed_pods = passes.charge_placed(
+            (*nodes, *planned), [*later.placements, *bindings], templates
         )
-    )
-    claims = {c.name for c in later.claims}
-    return [(uid, node) for uid, node in result.existing_placements if node in claims]
+        result = Scheduler().solve(
+            SchedulingInput(
+                pods=tuple(requests),
+                existing=tuple(charged),
+                nodepools=(),
+                daemonsets=tuple(daemonsets),
+                bound_pods=(*bound, *placed_pods, *planned_pods),
+                mode="kube-scheduler",
+            )
+        )
+        if not result.existing_placements:
+            break
+        bindings += result.existing_placements
+        done = {uid for uid, _ in result.existing_placements}
+        requests = [r for r in requests if r.uid not in done]
+    return bindings
 
 
 def _static_round(

@@ -173,7 +173,13 @@ class _Solve(OnExisting):
             base.anti_keys,
             exclude,
         )
-        self.topology = Topology(universe, domain_taints, base.hosts(gone), launchable)
+        self.topology = Topology(
+            universe,
+            domain_taints,
+            base.hosts(gone),
+            launchable,
+            nodes_only=inp.mode == "kube-scheduler" and not inp.nodepools,
+        )
         self.topology.register(p.template for p in inp.pods)
         #: Per template (by id: the pods hold them for the solve), ``_headroom_need``.
         self._needs: dict[int, IntArray] = {}

@@ -19,7 +19,9 @@ selector):
   than ``minDomains`` domains exist) and ``d`` is allowed when ``count[d] + self - min <=
   maxSkew``; ``nodeTaintsPolicy: Honor`` keeps only domains offered by a NodePool or node
   whose taints the pod tolerates (Karpenter ``TopologyDomainGroup.ForEachDomain``,
-  kube-scheduler ``matchNodeInclusionPolicies``);
+  kube-scheduler ``matchNodeInclusionPolicies``); when the domains are the existing nodes'
+  alone (kube-scheduler mode), those policies judge each node whole, and a domain is kept
+  when one of its nodes passes both (``Topology._node_domains``);
 * affinity: the domains that hold a matching pod; when none does and ``p`` matches itself,
   any domain (the first pod starts the group);
 * anti-affinity: domains holding no matching pod; and, inversely, pods already placed with
@@ -414,15 +416,22 @@ class Topology:
         domain_taints: Mapping[str, Mapping[str, Sequence[tuple[Taint, ...]]]] | None = None,
         existing_hosts: Sequence[tuple[str, Requirements, tuple[Taint, ...], bool]] = (),
         launchable: frozenset[str] = frozenset(),
+        nodes_only: bool = False,
     ) -> None:
         """``universe``: per key, every domain value; ``domain_taints``: per key and value,
         the taint sets of the NodePools and nodes offering it (``nodeTaintsPolicy``);
         ``existing_hosts``: (hostname, requirements, taints, exact) of each existing node;
-        ``launchable``: keys a NodePool can give a new node."""
+        ``launchable``: keys a NodePool can give a new node; ``nodes_only``: the domains
+        are the existing nodes' alone (kube-scheduler), so a spread's inclusion policies
+        keep a domain by its nodes (``_node_domains``)."""
         self.universe = universe
         self.domain_taints = domain_taints or {}
         self.existing_hosts = existing_hosts
         self.launchable = launchable
+        self.nodes_only = nodes_only
+        #: ``_node_domains`` answers, by constraint key, policies, tolerations and pod
+        #: requirements.
+        self._node_domains_memo: dict[tuple[object, ...], list[str]] = {}
         self._groups: dict[tuple[object, ...], Group] = {}
         #: Placed pods' required anti-affinity: (term, owner namespace, domains).
         self._inverse: dict[tuple[PodAffinityTerm, str], set[str]] = {}
@@ -645,6 +654,10 @@ class Topology:
         the pod's node selection allows, ``nodeTaintsPolicy: Honor`` those offered by a
         NodePool or node whose taints the pod tolerates (Karpenter ``topologydomaingroup.go``
         ``ForEachDomain``; kube-scheduler ``matchNodeInclusionPolicies``)."""
+        if self.nodes_only and (
+            c.node_affinity_policy == "Honor" or c.node_taints_policy == "Honor"
+        ):
+            return self._node_domains(c, t, pod_reqs)
         domains: Iterable[str] = self.universe.get(c.key, set())
         if c.node_affinity_policy == "Honor":
             r = pod_reqs.get_or_exists(c.key)
@@ -658,6 +671,40 @@ class Topology:
             ]
         return sorted(domains)
 
+    def _node_domains(
+        self, c: TopologySpreadConstraint, t: PodTemplate, pod_reqs: Requirements
+    ) -> list[str]:
+        """kube-scheduler's domains of a spread constraint: the ``c.key`` values of the
+        existing nodes its inclusion policies keep, each node judged whole (its labels
+        against the pod's required node selection, its taints against the pod's
+        tolerations), not each value (Kubernetes
+        pkg/scheduler/framework/plugins/podtopologyspread/filtering.go
+        ``calPreFilterState``, ``common.go`` ``matchNodeInclusionPolicies``). A zone whose
+        nodes the pod's node selector refuses is no domain, even one the pod allows."""
+        memo_key = (
+            c.key,
+            c.node_affinity_policy,
+            c.node_taints_policy,
+            t.tolerations if c.node_taints_policy == "Honor" else (),
+            pod_reqs if c.node_affinity_policy == "Honor" else None,
+        )
+        found = self._node_domains_memo.get(memo_key)
+        if found is not None:
+            return found
+        domains: set[str] = set()
+        for _host, reqs, taints, exact in self.existing_hosts:
+            value = reqs.get(c.key)
+            d = value.any() if value is not None else None
+            if (
+                d is not None
+                and d not in domains
+                and _included(c, t, pod_reqs, reqs, taints, exact)
+            ):
+                domains.add(d)
+        found = sorted(domains & self.universe.get(c.key, set()))
+        self._node_domains_memo[memo_key] = found
+        return found
+
     def _existing_low(
         self, g: Group, c: TopologySpreadConstraint, t: PodTemplate, pod_reqs: Requirements
     ) -> int:
@@ -666,13 +713,26 @@ class Topology:
         ``count + self - min <= maxSkew`` takes the pod (``PodTopologySpread`` Filter)."""
         counts = []
         for host, reqs, taints, exact in self.existing_hosts:
-            if c.node_affinity_policy == "Honor":
-                allow = frozenset() if exact else labels.WELL_KNOWN_LABELS
-                if reqs.compatible(pod_reqs, allow_undefined=allow) is not None:
-                    continue
-            if c.node_taints_policy == "Honor" and tolerates_all(t.tolerations, taints) is not None:
-                continue
-            counts.append(g.counts.get(host, 0))
+            if _included(c, t, pod_reqs, reqs, taints, exact):
+                counts.append(g.counts.get(host, 0))
         if not counts or (c.min_domains is not None and len(counts) < c.min_domains):
             return 0
         return min(counts)
+
+
+def _included(
+    c: TopologySpreadConstraint,
+    t: PodTemplate,
+    pod_reqs: Requirements,
+    node_reqs: Requirements,
+    taints: tuple[Taint, ...],
+    exact: bool,
+) -> bool:
+    """Whether an existing node (its requirements, taints, whether its labels are exact)
+    passes ``c``'s inclusion policies for a pod of ``t`` requiring ``pod_reqs``
+    (kube-scheduler ``common.go`` ``matchNodeInclusionPolicies``)."""
+    if c.node_affinity_policy == "Honor":
+        allow = frozenset() if exact else labels.WELL_KNOWN_LABELS
+        if node_reqs.compatible(pod_reqs, allow_undefined=allow) is not None:
+            return False
+    return c.node_taints_policy != "Honor" or tolerates_all(t.tolerations, taints) is None

@@ -94,11 +94,23 @@ def test_node_limit_caps_the_static_pool(tmp_path):
 
 
 def test_a_pending_pod_never_gets_a_static_pools_new_nodeclaim(tmp_path):
+    """Karpenter's round plans nothing for the pod (no NodeClaim, none of the static
+    pool's); kube-scheduler binds it to the static pool's new NodeClaim once that
+    registers (``Placement.afterLaunch``)."""
     plan = _plan(_write(tmp_path, static_pool(1), DYNAMIC, PINNED), *GATE)
     assert plan["nodeClaims"] == []
-    assert [u["pod"] for u in plan["unschedulable"]] == ["default/pinned"]
     (static,) = plan["staticNodeClaims"]
     assert static["pods"] == []
+    assert plan["unschedulable"] == []
+    assert plan["placements"] == [
+        {
+            "pod": "default/pinned",
+            "node": static["name"],
+            "boundBy": "kube-scheduler",
+            "onNodeClaim": True,
+            "afterLaunch": True,
+        }
+    ]
 
 
 def test_gate_off_keeps_the_warning_and_provisions_the_pool_for_pods(tmp_path):

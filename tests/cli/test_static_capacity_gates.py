@@ -109,8 +109,10 @@ def test_disrupts_cost_line_says_what_the_static_scale_down_saves(tmp_path):
 
 def test_pods_pending_with_only_static_pools_are_told_why(tmp_path):
     """Regression: a pending pod with only a static NodePool (gate on) was unschedulable
-    because "no NodePool is defined", though one is."""
-    plan = _plan(_write(tmp_path, static_pool(1), PINNED), *GATE)
+    because "no NodePool is defined", though one is. The pod is too large for the static
+    pool's new node, so kube-scheduler cannot bind it there either."""
+    too_large = PINNED.replace("cpu: 500m", "cpu: '64'")
+    plan = _plan(_write(tmp_path, static_pool(1), too_large), *GATE)
     (pinned,) = plan["unschedulable"]
     assert pinned["reason"] == (
         "no NodePool launches nodes for pending pods: only static NodePools "

@@ -166,17 +166,25 @@ class Side:
     #: the removed nodes as (NodePool, type, capacity type, zone, apps of their pods)
     removed_shapes: list[str] = field(default_factory=list)
     on_existing: int = 0
-    #: Joiner's side: the pods Karpenter's round leaves out that kube-scheduler binds to a
-    #: new NodeClaim once it registers (``Placement.onNodeClaim``): bound in the end, but
+    #: Joiner's side: the pods Karpenter's round leaves out that kube-scheduler binds once
+    #: the new NodeClaims register (``Placement.afterLaunch``): bound in the end, but
     #: pending in Karpenter's decision (``as_decided``)
     left_out: list[str] = field(default_factory=list)
+    #: how many of ``left_out`` are bound to an existing node (counted in ``on_existing``)
+    left_out_on_existing: int = 0
     error: str = ""
 
     def as_decided(self) -> Side:
         """This side as Karpenter's decision has it, for comparing with a round
         (``first_decision``): the pods kube-scheduler binds only once the NodeClaims
         register (``left_out``) still pending."""
-        return replace(self, pending=sorted([*self.pending, *self.left_out]), left_out=[])
+        return replace(
+            self,
+            pending=sorted([*self.pending, *self.left_out]),
+            on_existing=self.on_existing - self.left_out_on_existing,
+            left_out=[],
+            left_out_on_existing=0,
+        )
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -197,7 +205,7 @@ class Side:
             "reasons": sorted(set(self.reasons)),
             "methods": sorted(set(self.methods)),
             "podsOnExistingNodes": self.on_existing,
-            **({"onNodeClaim": sorted(self.left_out)} if self.left_out else {}),
+            **({"afterLaunch": sorted(self.left_out)} if self.left_out else {}),
             **({"error": self.error} if self.error else {}),
         }
 
@@ -704,7 +712,8 @@ def plan_side(case: Case, docs: list[Obj], types: list[InstanceType], gates: Fea
         # A pod kube-scheduler binds to a planned NodeClaim once it registers is on a new
         # node, as on Karpenter's side.
         on_existing=sum(not p.onNodeClaim for p in plan.placements) + len(plan.preemptions),
-        left_out=sorted(p.pod.removeprefix(ns) for p in plan.placements if p.onNodeClaim),
+        left_out=sorted(p.pod.removeprefix(ns) for p in plan.placements if p.afterLaunch),
+        left_out_on_existing=sum(p.afterLaunch and not p.onNodeClaim for p in plan.placements),
     )
 
 

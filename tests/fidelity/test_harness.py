@@ -271,7 +271,7 @@ def test_a_daemonset_pod_left_pending_by_a_race_is_not_part_of_the_decision() ->
 
 def test_pods_bound_on_launch_are_pending_in_the_decision_compared() -> None:
     """A pod Joiner's plan has kube-scheduler bind to a new NodeClaim once it registers
-    (``Placement.onNodeClaim``, gen-1313-14) was left out by Karpenter's round: compared
+    (``Placement.afterLaunch``, gen-1313-14) was left out by Karpenter's round: compared
     with that round's decision, it is pending; compared with the end state, it is not."""
     trace = _raced_trace()
     trace.bound["extra"] = ""  # never nominated: the first decision left it out
@@ -282,7 +282,16 @@ def test_pods_bound_on_launch_are_pending_in_the_decision_compared() -> None:
     assert harness.compare_with_plan(_race_case(), trace, bound_on_launch) == (first, [])
     # the plain comparison takes the end state: "extra" runs there
     assert compare(_race_case(), replace(first, pending=[]), bound_on_launch) == []
-    assert bound_on_launch.as_json()["onNodeClaim"] == ["extra"]
+    assert bound_on_launch.as_json()["afterLaunch"] == ["extra"]
+
+
+def test_a_pod_bound_on_launch_to_an_existing_node_is_not_on_it_in_the_decision() -> None:
+    """A pod Joiner's plan has kube-scheduler bind to an existing node once the new
+    NodeClaims register (``Placement.afterLaunch`` without ``onNodeClaim``) runs there in
+    the end state, and is pending, not on that node, in Karpenter's decision."""
+    side = Side(on_existing=3, left_out=["extra"], left_out_on_existing=1)
+    decided = side.as_decided()
+    assert (decided.pending, decided.on_existing, decided.left_out) == (["extra"], 2, [])
 
 
 def test_a_later_round_for_pods_first_nominated_to_it_stays_in_the_first_decision() -> None:

@@ -149,7 +149,13 @@ def test_plan_places_an_ignored_pod_on_an_existing_node_as_kube_scheduler_would(
     plan = json.loads(result.stdout)
     assert plan["nodeClaims"] == [] and plan["unschedulable"] == []
     assert plan["placements"] == [
-        {"pod": "t/pinned-0", "node": "ip-10-0-1-10", "boundBy": "kube-scheduler"}
+        {
+            "pod": "t/pinned-0",
+            "node": "ip-10-0-1-10",
+            "boundBy": "kube-scheduler",
+            "onNodeClaim": False,
+            "afterLaunch": False,
+        }
     ]
 
 
