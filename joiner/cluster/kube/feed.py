@@ -120,11 +120,11 @@ CONFIG_KINDS = (
     "NodeOverlay",
 )
 
-#: Why an unbound pod kube-scheduler has not found unschedulable yet is no demand.
 #: How many uids of pods deleted while held (never in the state) the feed remembers, so a
 #: stale event for one never brings it back as demand (a uid is never reused: a pod made
 #: again under its name has a new one); the oldest are forgotten first.
 DELETED_HELD_KEPT = 10_000
+#: Why an unbound pod kube-scheduler has not found unschedulable yet is no demand.
 NOT_UNSCHEDULABLE_YET = (
     "kube-scheduler has not found it unschedulable yet (no PodScheduled condition with "
     "reason Unschedulable); it is demand once it has, and counted as bound once bound"
@@ -510,8 +510,7 @@ class ClusterFeed:
         """Follow one Pod event: a new bound pod, or a pending one that is demand, joins the
         state (others are held: ``_holds``), a bound one is marked bound, a terminal,
         deleting or deleted one is gone, a running one is reported once."""
-        meta = doc.get("metadata") or {}
-        uid = str(meta.get("uid"))
+        uid = str(_uid(doc))
         now = self._clock.now()
         existing = self._state.pods.get(uid)
         if event == "DELETED":
