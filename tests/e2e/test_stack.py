@@ -123,6 +123,21 @@ def node_ready(client: Client, name: str) -> bool:
     return ready is not None and ready[0] == "True"
 
 
+def pod_exists(client: Client, name: str, namespace: str) -> bool:
+    """Whether the pod ``namespace/name`` is still in the API server.
+
+    Raises:
+        ApiError: any error other than 404.
+    """
+    try:
+        client.get(Pod, name, namespace=namespace)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return False
+        raise
+    return True
+
+
 def pod(name: str, node: str | None, cpu: str = "100m") -> Pod:
     """A one-container pod requesting ``cpu``, pinned by hostname to ``node`` if given."""
     return Pod(
@@ -175,7 +190,18 @@ def test_kwok_node_scheduler_and_unregistered_taint(
     # kube-scheduler 1.36 no longer names the taint in the message.
     assert message is not None and "untolerated taint" in message
 
+    # The pending pod is deleted before the taint goes: kube-controller-manager's
+    # taint-eviction controller reads Node and Pod updates from two queues (Kubernetes
+    # pkg/controller/tainteviction/taint_eviction.go, handlePodUpdate against the
+    # taintedNodes map NodeUpdated fills), so a pod bound the moment the taint is removed
+    # can be judged against the stale NoExecute taint and deleted. Karpenter's pods race
+    # the same way; this test is about the scheduler, so it binds a pod created after the
+    # controller manager has had time to see the Node untainted.
+    client.delete(Pod, "web", namespace=namespace, grace_period=0)
+    wait_for("the pending pod to be deleted", lambda: not pod_exists(client, "web", namespace))
     remove_taint(client, node, UNREGISTERED)
+    time.sleep(2.0)
+    client.create(pod("web", node), namespace=namespace)
 
     def running() -> Pod | None:
         current = client.get(Pod, "web", namespace=namespace)
