@@ -9,13 +9,16 @@ Isolation (docs/fidelity.md, "Cases and isolation"): provisioning cases run side
 batches (each fenced in its own namespace and NodePools; a case that could see others runs
 alone; a batch's cases expect at most ``ROUND_CLAIMS_MAX`` NodeClaims together), and a
 batch's namespaces and NodePools are deleted, and their NodeClaims waited out, before the
-next batch starts. Disruption cases make their nodes together (under
-``consolidateAfter: Never``), then change and settle one at a time, since Karpenter's
-disruption controller considers every NodePool's candidates together; once judged, a
-case's NodePools are frozen (budget ``nodes: "0"``) so they never join another's decision.
+next batch starts. Disruption cases run on a second stack with its own Karpenter, at the
+same time (``SecondStack``: a child run of this script, in its own network namespace, whose
+output is in ``OUT/disruption``; ``--serial`` runs them after the provisioning cases on the
+one stack instead). They make their nodes together (under ``consolidateAfter: Never``),
+then change and settle one at a time, since Karpenter's disruption controller considers
+every NodePool's candidates together; once judged, a case's NodePools are frozen (budget
+``nodes: "0"``) so they never join another's decision.
 
 Usage: python tests/fidelity/run.py [--cases a,b] [--generated N] [--seed S] [--skip-fixed]
-[--out DIR] [--markdown FILE] [--batch N]
+[--out DIR] [--markdown FILE] [--batch N] [--serial]
 ``--cases`` may name generated cases (``gen-<seed>-<i>``): they are generated again from
 their seed. The last two lines printed are ``generated agreement: A/N cases (P%), seed S``
 (with generated cases) and ``agreement: A/N cases (P%)`` (the fixed corpus); each adds
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import random
 import shutil
 import subprocess
@@ -68,16 +72,30 @@ KARPENTER_FEATURE_GATES = (
 )
 
 
-def _reexec_in_netns(argv: list[str]) -> int:
-    """Run this script again in a private network namespace with loopback up."""
+def _netns_command(argv: list[str]) -> list[str] | None:
+    """The command that runs this script with ``argv`` in a new private network namespace
+    with loopback up, or None (printed) without the unshare command."""
     unshare = shutil.which("unshare")
     if unshare is None:
         print("diff-karpenter: the unshare command is needed (util-linux)", file=sys.stderr)
-        return 2
+        return None
     flags = ["--net"] if os.geteuid() == 0 else ["--net", "--map-root-user"]
     script = 'ip link set lo up 2>/dev/null || true; exec "$@"'
-    cmd = [unshare, *flags, "--", "sh", "-c", script, "sh", sys.executable, __file__, *argv]
-    return subprocess.call(cmd)
+    return [unshare, *flags, "--", "sh", "-c", script, "sh", sys.executable, __file__, *argv]
+
+
+def _reexec_in_netns(argv: list[str]) -> int:
+    """Run this script again in a private network namespace with loopback up."""
+    cmd = _netns_command(argv)
+    return 2 if cmd is None else subprocess.call(cmd)
+
+
+#: ``--part``: the cases a run takes (``disrupt``: the second stack's run, ``SecondStack``).
+PARTS = ("all", "provision", "disrupt")
+#: The second stack's run writes its results here, in its output directory (pickled).
+RESULTS = "results.pickle"
+#: How long the run waits for the second stack's after its own cases (seconds).
+SECOND_STACK_WAIT_S = 3600.0
 
 
 #: The most NodeClaims a shared batch is expected to launch in one scheduling round. Before
@@ -283,6 +301,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--markdown", default="", help="also write the Markdown report here")
     parser.add_argument("--batch", type=int, default=16, help="provisioning cases at once")
     parser.add_argument("--keep", action="store_true", help="keep the stack's work directory")
+    parser.add_argument(
+        "--serial",
+        action="store_true",
+        help="run the disruption cases after the provisioning ones on the same stack "
+        "(default: on a second stack, at the same time)",
+    )
+    parser.add_argument("--part", choices=PARTS, default="all", help=argparse.SUPPRESS)
+    parser.add_argument("--results", default="", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -351,6 +377,84 @@ def _run_all(
     return results
 
 
+def _child_argv(args: argparse.Namespace, seed: int, out: Path) -> list[str]:
+    """The arguments of the disruption run on the second stack: the same selection."""
+    argv = ["--part", "disrupt", "--seed", str(seed), "--generated", str(args.generated)]
+    argv += ["--out", str(out), "--results", str(out / RESULTS)]
+    if args.cases:
+        argv += ["--cases", args.cases]
+    if args.skip_fixed:
+        argv.append("--skip-fixed")
+    return argv
+
+
+class SecondStack:
+    """The disruption cases run on a second test stack with its own Karpenter, in a child
+    run of this script in a network namespace of its own, while this one runs the
+    provisioning cases: most of a disruption case is waiting (Karpenter's 10 s poll, 15 s
+    validation, the quiet period), and cases on two stacks cannot touch each other.
+
+    Raises:
+        RuntimeError: no unshare command.
+    """
+
+    def __init__(self, args: argparse.Namespace, seed: int, out: Path) -> None:
+        self.out = out / "disruption"
+        self.out.mkdir(parents=True, exist_ok=True)
+        cmd = _netns_command(_child_argv(args, seed, self.out))
+        if cmd is None:
+            raise RuntimeError("the unshare command is needed (util-linux)")
+        self.log = self.out / "run.log"
+        with self.log.open("w") as log:
+            self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+    def results(self, cases: list[corpus.Case]) -> list[harness.Result]:
+        """Wait for the child run (at most ``SECOND_STACK_WAIT_S``) and return its results;
+        a case it did not report is an error naming its log."""
+        try:
+            rc = self._proc.wait(timeout=SECOND_STACK_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            rc = self._proc.returncode
+        text = self.log.read_text(errors="replace")
+        print(f"--- disruption cases on the second stack ({self.log}): exit {rc} ---", flush=True)
+        print(text, end="" if text.endswith("\n") or not text else "\n", flush=True)
+        path = self.out / RESULTS
+        got: list[harness.Result] = []
+        if rc == 0 and path.is_file():
+            got = pickle.loads(path.read_bytes())
+        done = {r.case.id for r in got}
+        missing = [c for c in cases if c.id not in done]
+        if missing:
+            why = RuntimeError(f"the second stack's run exited {rc} without them; see {self.log}")
+            got += _failed(missing, why)
+        return got
+
+    def stop(self) -> None:
+        """Stop the child run if it still runs (SIGTERM, then SIGKILL after 30 s)."""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+def _split(
+    args: argparse.Namespace, selected: list[corpus.Case]
+) -> tuple[list[corpus.Case], list[corpus.Case]]:
+    """The cases this run takes on its own stack and those for a second stack (``--part``;
+    without ``--serial``, the disruption cases go to the second stack when both kinds are
+    selected)."""
+    if args.part != "all":
+        return [c for c in selected if c.kind == args.part], []
+    disrupt = [c for c in selected if c.kind == "disrupt"]
+    if args.serial or not disrupt or len(disrupt) == len(selected):
+        return selected, []
+    return [c for c in selected if c.kind != "disrupt"], disrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parse(argv)
@@ -358,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         return _reexec_in_netns(argv)
     fixed, generated, seed = _select(args)
     gates = harness.joiner_gates(KARPENTER_FEATURE_GATES)
-    if generated:
+    if generated and args.part == "all":
         print(f"generated: {len(generated)} cases, seed {seed}", flush=True)
     out = Path(args.out).resolve()  # Karpenter runs in the stack's directory
     out.mkdir(parents=True, exist_ok=True)
@@ -370,19 +474,32 @@ def main(argv: list[str] | None = None) -> int:
     types_file = catalog.write(out / "instance-types.json")
     types = load_instance_types(types_file)
     gen_ids = {c.id for c in generated}
-    with KubeStack(paths, keep=args.keep) as stack:
-        install_crds(stack, kpaths)
-        cluster = harness.Cluster(stack.kubeconfig)
-        cluster.apply([render.KWOK_NODECLASS])
-        with Karpenter(
-            stack,
-            kpaths,
-            types_file,
-            log=out / "karpenter.log",
-            extra_env={"FEATURE_GATES": KARPENTER_FEATURE_GATES},
-        ) as karpenter:
-            setup_s = time.monotonic() - t0
-            results = _run_all(cluster, fixed + generated, types, out, karpenter, args.batch, gates)
+    mine, theirs = _split(args, fixed + generated)
+    second = SecondStack(args, seed, out) if theirs else None
+    if second is not None:
+        print(f"disruption: {len(theirs)} cases on a second stack ({second.log})", flush=True)
+    try:
+        with KubeStack(paths, keep=args.keep) as stack:
+            install_crds(stack, kpaths)
+            cluster = harness.Cluster(stack.kubeconfig)
+            cluster.apply([render.KWOK_NODECLASS])
+            with Karpenter(
+                stack,
+                kpaths,
+                types_file,
+                log=out / "karpenter.log",
+                extra_env={"FEATURE_GATES": KARPENTER_FEATURE_GATES},
+            ) as karpenter:
+                setup_s = time.monotonic() - t0
+                results = _run_all(cluster, mine, types, out, karpenter, args.batch, gates)
+        if second is not None:
+            results += second.results(theirs)
+    finally:
+        if second is not None:
+            second.stop()
+    if args.results:  # a second stack's run: its parent reports
+        Path(args.results).write_bytes(pickle.dumps(results))
+        return 0
     order = {c.id: i for i, c in enumerate(corpus.CASES + generated)}
     results.sort(key=lambda r: order[r.case.id])
     doc = report.as_json(

@@ -3,9 +3,11 @@ and the written equivalence compares what it says."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 import casekit
 import cases
@@ -782,3 +784,32 @@ def test_a_nomination_from_the_round_after_the_decision_does_not_place_the_pod()
     trace.rounds["nc-b"] = 4
     trace.failed = {"g1-0": 2, "g1-1": 2}
     assert harness.first_decision(trace).pending == []
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    return run._parse(list(argv))
+
+
+def test_disruption_cases_go_to_a_second_stack_unless_serial() -> None:
+    prov = cases.by_id(["basic-cpu"])
+    disrupt = cases.by_id(["emptiness", "budget-zero"])
+    both = prov + disrupt
+    assert run._split(_args(), both) == (prov, disrupt)
+    assert run._split(_args("--serial"), both) == (both, [])
+    # one kind alone stays on the one stack
+    assert run._split(_args(), disrupt) == (disrupt, [])
+    assert run._split(_args(), prov) == (prov, [])
+    # the second stack's own run takes its part only
+    assert run._split(_args("--part", "disrupt"), both) == (disrupt, [])
+
+
+def test_the_second_stack_runs_the_same_selection(tmp_path: Path) -> None:
+    args = _args("--cases", "emptiness,gen-7-3", "--generated", "12", "--skip-fixed")
+    argv = run._child_argv(args, 7, tmp_path)
+    child = run._parse(argv)
+    assert (child.part, child.seed, child.generated, child.cases) == ("disrupt", 7, 12, args.cases)
+    assert child.skip_fixed and Path(child.results) == tmp_path / run.RESULTS
+    assert Path(child.out) == tmp_path
+    # a fresh seed drawn by the parent is passed on, so both stacks generate the same cases
+    fresh = run._parse(run._child_argv(_args("--generated", "4"), 123456, tmp_path))
+    assert run._select(fresh)[2] == 123456
