@@ -288,8 +288,19 @@ class Summary:
             first = decide[key].counts
         else:
             first = {}
-        candidates.sort(key=lambda v: (first.get(v, 0), v))
-        return candidates
+        return self._ordered(candidates, first)
+
+    @staticmethod
+    def _ordered(candidates: list[str], counts: Mapping[str, int]) -> list[str]:
+        """``candidates`` least-loaded first by ``counts``, ties by name.
+
+        Karpenter breaks the ties in Go's map order, drawn afresh at every call
+        (``topologygroup.go``: ``nextDomainTopologySpread`` ranges over
+        ``Requirement.Values``, an unsorted list, and keeps the first least-loaded domain;
+        ``nextDomainAffinity`` bootstraps from the first domain of a map); Joiner's is the
+        deterministic one of those orders. The differential harness replaces this to try
+        the others (``tests/fidelity/harness.py``, ``tie_choice_agreement``)."""
+        return sorted(candidates, key=lambda v: (counts.get(v, 0), v))
 
     def _options(
         self, key: str, candidates: list[str], decide: Mapping[str, Group] | None

@@ -78,6 +78,7 @@ from joiner.cloudprovider.kwok import load_instance_types as load_kwok_types
 from joiner.cloudprovider.types import InstanceType
 from joiner.operator.disrupt import build_disruption_plan
 from joiner.operator.plan import build_plan
+from joiner.scheduling.topology import Summary
 
 NodeClaim = create_global_resource("karpenter.sh", "v1", "NodeClaim", "nodeclaims")
 NodePool = create_global_resource("karpenter.sh", "v1", "NodePool", "nodepools")
@@ -763,6 +764,81 @@ def tie_order_agreement(
         side.tied_zones = [tuple(sorted(back.get(z, z) for z in t)) for t in side.tied_zones]
         if not side.error and not compare(exact, karpenter, side.as_decided() if decided else side):
             return ", ".join(z.removeprefix("test-zone-") for z in order)
+    return None
+
+
+#: At most this many plans are tried per case over Karpenter's independent tie-breaks
+#: (``tie_choice_agreement``).
+TIE_CHOICES_MAX = 64
+
+
+class _TieChooser:
+    """Stands in for ``topology.Summary._ordered`` in one plan: at the k-th tie (several
+    least-loaded domains) the tied domain ``forced[k]`` (an index among them, by name; 0
+    past the end) goes first. Records how many domains tied at each tie (``seen``) and
+    which one went first (``chosen``)."""
+
+    def __init__(self, forced: tuple[int, ...]) -> None:
+        self.forced = forced
+        self.seen: list[int] = []
+        self.chosen: list[str] = []
+
+    def __call__(self, candidates: list[str], counts: dict[str, int]) -> list[str]:
+        out = sorted(candidates, key=lambda v: (counts.get(v, 0), v))
+        tied = [v for v in out if out and counts.get(v, 0) == counts.get(out[0], 0)]
+        if len(tied) < 2:
+            return out
+        k = len(self.seen)
+        self.seen.append(len(tied))
+        pick = tied[self.forced[k] if k < len(self.forced) else 0]
+        self.chosen.append(pick)
+        out.remove(pick)
+        return [pick, *out]
+
+
+def _branches(forced: tuple[int, ...], seen: list[int]) -> list[tuple[int, ...]]:
+    """The tie choices that differ from a plan's (``forced``, then the first domain at
+    each later tie ``seen``) first at one of its later ties: each is a new branch."""
+    out = []
+    for i in range(len(forced), len(seen)):
+        first = (*forced, *(0,) * (i - len(forced)))
+        out += [(*first, alt) for alt in range(1, seen[i])]
+    return out
+
+
+def tie_choice_agreement(
+    case: Case,
+    karpenter: Side,
+    docs: list[Obj],
+    types: list[InstanceType],
+    gates: FeatureGates,
+    *,
+    decided: bool = False,
+) -> str | None:
+    """For a case with ``zone_ties`` that no one zone order explains
+    (``tie_order_agreement``): the domains, tie by tie, as "per tie: c, a", with which
+    Joiner's plan equals Karpenter's outcome exactly, or None. Karpenter draws Go's map
+    order afresh at every tie (``topology.Summary._ordered``), so two ties of one round may
+    go opposite ways, which no renaming of zones can reproduce; this walks the tree of tie
+    choices depth first (each plan's ties past the forced ones take the first domain by
+    name), at most ``TIE_CHOICES_MAX`` plans. ``decided`` as in ``tie_order_agreement``."""
+    exact = replace(case, zone_ties="")
+    original = Summary.__dict__["_ordered"]
+    todo: list[tuple[int, ...]] = [()]
+    tried = 0
+    try:
+        while todo and tried < TIE_CHOICES_MAX:
+            forced = todo.pop()
+            chooser = _TieChooser(forced)
+            Summary._ordered = staticmethod(chooser)  # type: ignore[method-assign]
+            side = plan_side(case, docs, types, gates)
+            tried += 1
+            got = side.as_decided() if decided else side
+            if forced and not side.error and not compare(exact, karpenter, got):
+                return "per tie: " + ", ".join(z.removeprefix("test-zone-") for z in chooser.chosen)
+            todo += _branches(forced, chooser.seen)
+    finally:
+        Summary._ordered = original  # type: ignore[method-assign]
     return None
 
 

@@ -226,6 +226,8 @@ def _judge(
     if diffs and case.zone_ties and not j.error:
         docs = json.loads((out / f"{case.id}.plan-input.json").read_text())
         tie = harness.tie_order_agreement(case, k, docs, out / "instance-types.json", gates)
+        if tie is None:
+            tie = harness.tie_choice_agreement(case, k, docs, types, gates)
     if tie is not None:
         return harness.Result(case, k, j, [], 0.0, trace, tie_order=tie, tie_differences=diffs)
     first, plan = harness.compare_with_plan(case, trace, j) if diffs else (None, None)
@@ -235,6 +237,8 @@ def _judge(
         tie = harness.tie_order_agreement(
             case, first, docs, out / "instance-types.json", gates, decided=True
         )
+        if tie is None:
+            tie = harness.tie_choice_agreement(case, first, docs, types, gates, decided=True)
         if tie is not None:
             return harness.Result(
                 case, k, j, diffs, 0.0, trace, first, [], tie_order=tie, tie_differences=plan

@@ -218,6 +218,58 @@ def test_preferred_zone_anti_affinity_blocks_every_zone_of_an_undecided_claim(
     assert sorted(c[3] for c in side.claims) == ["test-zone-a"] * 3
 
 
+def test_two_zone_ties_broken_opposite_ways_agree_tie_by_tie(tmp_path: Path) -> None:
+    """Generated case gen-2323-6 (seed 2323, 2026-12-06), minimised: two lone zone-spread
+    pods, one Spot-only and one on-demand-only, each on a NodeClaim of its own. Both zones
+    tie (no pod of either group yet); Karpenter draws Go's map order afresh at each tie
+    (``topologygroup.go`` ``nextDomainTopologySpread`` over ``Requirement.Values``), so it
+    may put one in zone a and the other in zone c, where Joiner puts both in zone a. No
+    renaming of the zones gives that (it moves both ties the same way); choosing tie by tie
+    does (``harness.tie_choice_agreement``), and nothing else is explained by it."""
+    group = [
+        *cases.pods(
+            "g0",
+            1,
+            cpu="900m",
+            memory="512Mi",
+            nodeSelector={cases.CT: "spot"},
+            topologySpreadConstraints=[cases.spread(cases.ZONE, "g0")],
+        ),
+        *cases.pods(
+            "g1",
+            1,
+            cpu="900m",
+            memory="512Mi",
+            nodeSelector={cases.CT: "on-demand"},
+            topologySpreadConstraints=[cases.spread(cases.ZONE, "g1")],
+        ),
+    ]
+    case = cases.Case("ties", ("topology spread",), cases.DEFAULT, group, zone_ties="zone spread")
+    side = _plan(case, tmp_path)
+    assert side.error == "" and side.pending == []
+    assert sorted(c[2:] for c in side.claims) == [
+        ("on-demand", "test-zone-a"),
+        ("spot", "test-zone-a"),
+    ]
+    pool, it = side.claims[0][:2]
+    karpenter = harness.Side(
+        claims=[(pool, it, "on-demand", "test-zone-c"), (pool, it, "spot", "test-zone-a")]
+    )
+    assert harness.compare(case, karpenter, side)  # two zones against one
+    docs = json.loads((tmp_path / "ties.plan-input.json").read_text())
+    types_file = tmp_path / "types.json"
+    assert harness.tie_order_agreement(case, karpenter, docs, types_file, GATES) is None
+    types = load_instance_types(types_file)
+    tied = harness.tie_choice_agreement(case, karpenter, docs, types, GATES)
+    assert tied is not None and tied.startswith("per tie: ")
+    assert sorted(tied.removeprefix("per tie: ").split(", ")) == ["a", "c"]
+    # an outcome no tie explains (zone b is as open as a and c, but on another type)
+    karpenter.claims[0] = (pool, "c-8x", "on-demand", "test-zone-c")
+    assert harness.tie_choice_agreement(case, karpenter, docs, types, GATES) is None
+    # the plan's own tie-break is back afterwards
+    assert sorted(c[3] for c in _plan(case, tmp_path).claims) == ["test-zone-a"] * 2
+
+
 def test_a_zone_tie_broken_in_another_order_agrees_with_exact_zones(tmp_path: Path) -> None:
     """Generated case gen-1212-32 (seed 1212, 2026-12-06): a lone zone-spread pod on a c-2x
     and four pods that need more than 3 CPUs, at most two a node, on two c-4x. Karpenter
