@@ -226,23 +226,17 @@ def test_two_zone_ties_broken_opposite_ways_agree_tie_by_tie(tmp_path: Path) -> 
     may put one in zone a and the other in zone c, where Joiner puts both in zone a. No
     renaming of the zones gives that (it moves both ties the same way); choosing tie by tie
     does (``harness.tie_choice_agreement``), and nothing else is explained by it."""
+    spread = {"cpu": "900m", "memory": "512Mi"}
     group = [
-        *cases.pods(
-            "g0",
+        pod
+        for app, ct in (("g0", "spot"), ("g1", "on-demand"))
+        for pod in cases.pods(
+            app,
             1,
-            cpu="900m",
-            memory="512Mi",
-            nodeSelector={cases.CT: "spot"},
-            topologySpreadConstraints=[cases.spread(cases.ZONE, "g0")],
-        ),
-        *cases.pods(
-            "g1",
-            1,
-            cpu="900m",
-            memory="512Mi",
-            nodeSelector={cases.CT: "on-demand"},
-            topologySpreadConstraints=[cases.spread(cases.ZONE, "g1")],
-        ),
+            nodeSelector={cases.CT: ct},
+            topologySpreadConstraints=[cases.spread(cases.ZONE, app)],
+            **spread,
+        )
     ]
     case = cases.Case("ties", ("topology spread",), cases.DEFAULT, group, zone_ties="zone spread")
     side = _plan(case, tmp_path)
