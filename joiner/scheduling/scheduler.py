@@ -133,6 +133,15 @@ class _Solve(OnExisting):
     #: NodeClaims of equal pod counts are tried as Karpenter's in-place re-sort leaves them
     #: (``_ClaimIndex.counted``); False: by creation order (a packing policy of Joiner's own).
     KARPENTER_TIES = True
+    #: False (Karpenter): a group that counts the pod but is not one of its own constraints
+    #: in force (another pod's spread or affinity, or its own ScheduleAnyway spread once
+    #: relaxed) leaves an undecided NodeClaim undecided, and the pod is not counted
+    #: (``topology.go`` ``AddRequirements`` narrows by the groups the pod owns,
+    #: ``getMatchingTopologies``; ``Record`` counts a spread or affinity pod only where its
+    #: domain is one value). True: the NodeClaim is pinned to the group's least-loaded
+    #: domain so the pod is counted where kube-scheduler will see it (``_decide``; a
+    #: packing policy of Joiner's own, whose plans must replay through kube-scheduler).
+    PINS_COUNTED_DOMAINS = False
 
     def __init__(self, inp: SchedulingInput) -> None:
         if inp.first_fit is not None and inp.mode != "kube-scheduler":
@@ -634,8 +643,11 @@ class _Solve(OnExisting):
 
     def _decide(self, t: PodTemplate, domains: dict[str, str | None]) -> dict[str, Group]:
         """Keys where a group counts ``t`` but the NodeClaim has no domain yet: the claim is
-        pinned there so the pod is counted where kube-scheduler will see it."""
+        pinned there so the pod is counted where kube-scheduler will see it
+        (``PINS_COUNTED_DOMAINS``; empty under Karpenter's rules)."""
         out: dict[str, Group] = {}
+        if not self.PINS_COUNTED_DOMAINS:
+            return out
         for g in self.topology.groups_matching(t):
             if g.kind == ANTI:
                 continue  # counted in every domain the NodeClaim may take (``record``)

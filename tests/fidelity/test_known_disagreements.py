@@ -2,9 +2,9 @@
 objects, the same instance-types file, the same ``build_plan`` the harness calls.
 
 A known disagreement (docs/fidelity.md, "Known disagreements") is pinned here while it lasts;
-once fixed, its test asserts the agreement instead, as a regression test. One is open:
-``affinity-partner-later-zone``. Ties Karpenter breaks at random (docs/fidelity.md, "Limits of the
-comparison") are pinned here too: Joiner breaks them the same way every time.
+once fixed, its test asserts the agreement instead, as a regression test. None is open.
+Ties Karpenter breaks at random (docs/fidelity.md, "Limits of the comparison") are pinned
+here too: Joiner breaks them the same way every time.
 """
 
 from __future__ import annotations
@@ -161,16 +161,58 @@ def test_nodes_limit_is_not_charged_within_one_batch(tmp_path: Path) -> None:
     assert [c[1] for c in side.claims] == ["c-1x"] * 4
 
 
-def test_zone_affinity_to_a_partner_in_the_same_batch_shares_its_claim(tmp_path: Path) -> None:
-    """Known disagreement, affinity-partner-later-zone: two 1500m pods require the zone of a
-    200m partner that sorts after them. Karpenter records a pod-affinity domain only once
-    the NodeClaim's zone is a single value (``topology.go`` ``Record``), so in the batch the
-    seekers find no zone and wait; the next batch sees the partner's c-1x launched in zone a
-    and opens a c-4x there (two NodeClaims). Joiner's one solve lets the seekers join the
-    partner's NodeClaim: one c-4x."""
+def test_zone_affinity_to_a_partner_in_the_same_batch_waits_for_the_next_batch(
+    tmp_path: Path,
+) -> None:
+    """Was a known disagreement, affinity-partner-later-zone: two 1500m pods require the
+    zone of a 200m partner that sorts after them. The partner's group is not one the
+    partner owns, so Karpenter leaves its NodeClaim's zone open and does not count it
+    (``topology.go`` ``getMatchingTopologies``, ``Record``): in the batch the seekers find no
+    zone and wait; the next batch sees the partner's c-1x launched in zone a and opens a
+    c-4x there (two NodeClaims). Joiner pinned the partner's NodeClaim to a zone so the
+    seekers joined it: one c-4x."""
     side = _plan("affinity-partner-later-zone", tmp_path)
     assert side.error == "" and side.pending == []
-    assert [c[1:] for c in side.claims] == [("c-4x", "spot", "test-zone-a")]
+    assert sorted(c[1:] for c in side.claims) == [
+        ("c-1x", "spot", "test-zone-a"),
+        ("c-4x", "spot", "test-zone-a"),
+    ]
+
+
+def test_relaxed_zone_spread_leaves_the_nodeclaim_zone_open(tmp_path: Path) -> None:
+    """Generated case gen-1274-2 (seed 1274, CI run of 2026-12-06), minimised: a NodePool
+    with a PreferNoSchedule taint, pods with a ScheduleAnyway zone spread that join the
+    NodeClaims of pods with hostname anti-affinity. Karpenter relaxes the spread before it
+    tolerates the taint (``preferences.go`` ``Relax``), and a pod no longer owning its
+    spread does not narrow the NodeClaim's zone (``topology.go``
+    ``getMatchingTopologies``), so every NodeClaim launches in the cheapest zone, a.
+    Joiner pinned each NodeClaim to the spread's least-loaded zone: a, b, a, b."""
+    taint = {"key": "preferred", "value": "no", "effect": "PreferNoSchedule"}
+    anyway = cases.spread(cases.ZONE, "g0", skew=2, when="ScheduleAnyway")
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                cases.affinity_term(cases.HOST, "g1")
+            ]
+        }
+    }
+    group = [
+        *cases.pods(
+            "g0",
+            4,
+            cpu="900m",
+            memory="512Mi",
+            nodeSelector={cases.CT: "on-demand"},
+            topologySpreadConstraints=[anyway],
+        ),
+        *cases.pods("g1", 4, cpu="1200m", memory="1Gi", affinity=anti),
+    ]
+    pools = {"default": cases.pool(cases.req(cases.ZONE, "NotIn", "test-zone-c"), taints=[taint])}
+    case = cases.Case("relaxed", ("topology spread",), pools, group, zone_ties="zone spread")
+    side = _plan(case, tmp_path)
+    assert side.error == "" and side.pending == []
+    assert len(side.claims) == 4
+    assert {c[3] for c in side.claims} == {"test-zone-a"}
 
 
 def test_new_claims_with_equal_pod_counts_keep_the_previous_sort_order(tmp_path: Path) -> None:

@@ -276,6 +276,7 @@ class _CostSolve(_Solve):
     SHARES_FAILURES = False
     # Joiner's own packing: equal pod counts in creation order, not Karpenter's re-sort.
     KARPENTER_TIES = False
+    PINS_COUNTED_DOMAINS = True
 
     def __init__(self, inp: SchedulingInput) -> None:
         super().__init__(inp)
