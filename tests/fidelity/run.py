@@ -389,6 +389,8 @@ def _child_argv(args: argparse.Namespace, seed: int, out: Path) -> list[str]:
         argv += ["--cases", args.cases]
     if args.skip_fixed:
         argv.append("--skip-fixed")
+    if args.keep:
+        argv.append("--keep")
     return argv
 
 

@@ -804,11 +804,11 @@ def test_disruption_cases_go_to_a_second_stack_unless_serial() -> None:
 
 
 def test_the_second_stack_runs_the_same_selection(tmp_path: Path) -> None:
-    args = _args("--cases", "emptiness,gen-7-3", "--generated", "12", "--skip-fixed")
+    args = _args("--cases", "emptiness,gen-7-3", "--generated", "12", "--skip-fixed", "--keep")
     argv = run._child_argv(args, 7, tmp_path)
     child = run._parse(argv)
     assert (child.part, child.seed, child.generated, child.cases) == ("disrupt", 7, 12, args.cases)
-    assert child.skip_fixed and Path(child.results) == tmp_path / run.RESULTS
+    assert child.skip_fixed and child.keep and Path(child.results) == tmp_path / run.RESULTS
     assert Path(child.out) == tmp_path
     # a fresh seed drawn by the parent is passed on, so both stacks generate the same cases
     fresh = run._parse(run._child_argv(_args("--generated", "4"), 123456, tmp_path))
