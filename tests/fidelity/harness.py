@@ -125,6 +125,13 @@ _CREATED = re.compile(r'"message":"created nodeclaim".*?"NodeClaim":\{"name":"([
 #: pod(s)", logged once per round before ``Provisioner.Create`` logs "created nodeclaim" for
 #: each NodeClaim of the round; rounds run one after another, the provisioner is a singleton)
 _ROUND = '"message":"found provisionable pod(s)"'
+#: Karpenter's line for every scheduling round with pods to place, before it solves (v1.14
+#: ``Provisioner.Schedule``: "computing scheduling decision for provisionable pod(s)", at
+#: debug level, which the harness's Karpenter logs). A round that creates no NodeClaim logs
+#: no ``_ROUND`` line, so rounds are numbered by this one when the log has it
+#: (``_round_marker``): gen-2525-2's pods that a later round without NodeClaims could not
+#: place were taken for the first round's.
+_SOLVE = '"message":"computing scheduling decision for provisionable pod(s)"'
 #: Karpenter's line for a pod a scheduling round could not place (v1.14
 #: pkg/controllers/provisioning/scheduling/scheduler.go ``Results.Record``: "could not schedule
 #: pod" with the Pod's name and namespace; logged every round, never rate-limited)
@@ -944,15 +951,22 @@ def karpenter_trace(cluster: Cluster, case: Case, before: Snapshot, log_text: st
     )
 
 
+def _round_marker(log_text: str) -> str:
+    """The line each scheduling round starts with: ``_SOLVE`` (every round), or
+    ``_ROUND`` (only rounds that create NodeClaims) in a log without debug lines."""
+    return _SOLVE if _SOLVE in log_text else _ROUND
+
+
 def provisioning_rounds(log_text: str, namespace: str) -> tuple[dict[str, int], dict[str, int]]:
     """Each NodeClaim a "created nodeclaim" line names -> its scheduling round (the number
-    of "found provisionable pod(s)" lines before it), and each pod of ``namespace`` a "could
+    of round lines before it, ``_round_marker``), and each pod of ``namespace`` a "could
     not schedule pod" line names -> the round of its first such line."""
     claims: dict[str, int] = {}
     failed: dict[str, int] = {}
     count = 0
+    marker = _round_marker(log_text)
     for line in log_text.splitlines():
-        if _ROUND in line:
+        if marker in line:
             count += 1
         elif m := _CREATED.search(line):
             claims.setdefault(m.group(1), count)
@@ -962,16 +976,19 @@ def provisioning_rounds(log_text: str, namespace: str) -> tuple[dict[str, int], 
 
 
 def round_starts(log_text: str) -> dict[int, float]:
-    """Each scheduling round (numbered as ``provisioning_rounds`` numbers them) -> when it
-    listed the pending pods, in epoch seconds: its "found provisionable pod(s)" line's time
-    less the line's ``duration`` (v1.14 ``Provisioner.Schedule`` measures it from before
-    ``GetPendingPods``). A line without a readable time or duration is left out."""
+    """Each scheduling round that created NodeClaims (numbered as ``provisioning_rounds``
+    numbers them) -> when it listed the pending pods, in epoch seconds: its "found
+    provisionable pod(s)" line's time less the line's ``duration`` (v1.14
+    ``Provisioner.Schedule`` measures it from before ``GetPendingPods``). A line without a
+    readable time or duration is left out."""
     out: dict[int, float] = {}
     count = 0
+    marker = _round_marker(log_text)
     for line in log_text.splitlines():
+        if marker in line:
+            count += 1
         if _ROUND not in line:
             continue
-        count += 1
         when, took = _LOG_TIME.search(line), _LOG_DURATION.search(line)
         if when is None or took is None:
             continue

@@ -467,6 +467,45 @@ def test_a_pod_nominated_to_a_node_from_before_the_batch() -> None:
     assert harness.first_decision(trace).pending == ["lost"]
 
 
+def test_a_round_that_creates_no_nodeclaim_has_its_own_number() -> None:
+    """gen-2525-2 (seed 2525, 2026-12-07): a round that created no NodeClaim logs no "found
+    provisionable pod(s)" line, so its "could not schedule pod" lines (pods kube-scheduler
+    had displaced) were taken for the first round's and the first decision left them out.
+    Every round logs "computing scheduling decision" first: rounds are numbered by it."""
+    solve = (
+        '{"level":"DEBUG","time":"%s",'
+        '"message":"computing scheduling decision for provisionable pod(s)"}'
+    )
+    log = "\n".join(
+        [
+            solve % "2026-12-07T03:49:20.929Z",
+            '{"level":"INFO","time":"2026-12-07T03:49:20.943Z","message":"found provisionable '
+            'pod(s)","duration":"15ms"}',
+            _unschedulable("g1-0", "fx-x"),
+            '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"nc-a"}}',
+            solve % "2026-12-07T03:49:23.862Z",
+            _unschedulable("g2-2", "fx-x"),
+            _unschedulable("g1-0", "fx-x"),
+            solve % "2026-12-07T03:49:30.778Z",
+            '{"level":"INFO","time":"2026-12-07T03:49:30.800Z","message":"found provisionable '
+            'pod(s)","duration":"22ms"}',
+            '{"level":"INFO","message":"created nodeclaim","NodeClaim":{"name":"nc-b"}}',
+        ]
+    )
+    assert harness.provisioning_rounds(log, "fx-x") == (
+        {"nc-a": 1, "nc-b": 3},
+        {"g1-0": 1, "g2-2": 2},
+    )
+    assert harness.round_starts(log).keys() == {1, 3}
+    # a log without the debug line numbers the rounds that created NodeClaims, as before
+    info_only = "\n".join(line for line in log.splitlines() if "DEBUG" not in line)
+    assert harness.provisioning_rounds(info_only, "fx-x") == (
+        {"nc-a": 1, "nc-b": 2},
+        {"g1-0": 1, "g2-2": 1},
+    )
+    assert harness.round_starts(info_only).keys() == {1, 2}
+
+
 def test_round_starts_are_the_log_time_less_the_rounds_duration() -> None:
     log = "\n".join(
         [
