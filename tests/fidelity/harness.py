@@ -676,7 +676,7 @@ def joiner_plan(
         for d in [*before.docs, *render.batch_pods(case)]
         if not (d.get("kind") == "Node" and _labels(d).get(POOL) in static)
     ]
-    (out_dir / f"{case.id}.plan-input.json").write_text(json.dumps(docs, default=str))
+    write_input(out_dir / f"{case.id}.plan-input.json", docs)
     return plan_side(case, docs, types, gates)
 
 
@@ -692,6 +692,27 @@ def expected_claims(case: Case, types: list[InstanceType], gates: FeatureGates) 
     docs += [*render.before_pods(case), *render.batch_pods(case)]
     side = plan_side(case, docs, types, gates)
     return len(side.claims)
+
+
+def write_input(path: Path, docs: list[Obj]) -> None:
+    """Write ``docs`` as ``kubectl get -o json`` writes several objects (a ``v1`` ``List``),
+    so ``joiner plan -f``/``joiner disrupt -f`` replay the case as the harness ran it."""
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, default=str))
+
+
+def read_input(path: Path) -> list[Obj]:
+    """The objects ``write_input`` wrote to ``path`` (or a bare JSON array of them, as runs
+    before 2026-12-07 wrote).
+
+    Raises:
+        ValueError: neither a ``List`` nor an array.
+    """
+    data = json.loads(path.read_text())
+    if isinstance(data, dict) and data.get("kind") == "List":
+        data = data.get("items") or []
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: neither a List nor a JSON array of objects")
+    return data
 
 
 def plan_side(case: Case, docs: list[Obj], types: list[InstanceType], gates: FeatureGates) -> Side:
@@ -853,7 +874,7 @@ def joiner_disrupt(
     case: Case, snap: Snapshot, types: list[InstanceType], out_dir: Path, gates: FeatureGates
 ) -> Side:
     """``joiner disrupt`` over the snapshot taken right after the change, with ``gates``."""
-    (out_dir / f"{case.id}.disrupt-input.json").write_text(json.dumps(snap.docs, default=str))
+    write_input(out_dir / f"{case.id}.disrupt-input.json", snap.docs)
     try:
         plan = build_disruption_plan(
             _load(snap.docs, f"fidelity:{case.id}"),

@@ -224,7 +224,7 @@ def _judge(
     diffs = harness.compare(case, k, j)
     tie = None
     if diffs and case.zone_ties and not j.error:
-        docs = json.loads((out / f"{case.id}.plan-input.json").read_text())
+        docs = harness.read_input(out / f"{case.id}.plan-input.json")
         tie = harness.tie_order_agreement(case, k, docs, out / "instance-types.json", gates)
         if tie is None:
             tie = harness.tie_choice_agreement(case, k, docs, types, gates)
@@ -233,7 +233,7 @@ def _judge(
     first, plan = harness.compare_with_plan(case, trace, j) if diffs else (None, None)
     if first is not None and plan and case.zone_ties and not j.error:
         # Karpenter's first decision breaks the same zone ties in its own order
-        docs = json.loads((out / f"{case.id}.plan-input.json").read_text())
+        docs = harness.read_input(out / f"{case.id}.plan-input.json")
         tie = harness.tie_order_agreement(
             case, first, docs, out / "instance-types.json", gates, decided=True
         )

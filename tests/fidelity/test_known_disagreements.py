@@ -20,7 +20,9 @@ import harness
 import render
 import run
 from harness import Snapshot, joiner_disrupt, joiner_gates, joiner_plan
+from typer.testing import CliRunner
 
+from joiner.cli.main import app
 from joiner.cloudprovider.kwok import load_instance_types
 
 DATA = Path(__file__).parent / "data"
@@ -94,7 +96,7 @@ def test_min_domains_above_the_eligible_zones_keeps_one_pod_per_zone(tmp_path: P
 def _disrupt(case_id: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     """``joiner disrupt`` on the dump a live run of the case wrote (tests/fidelity/data)."""
     [case] = cases.by_id([case_id])
-    docs = json.loads((DATA / f"{case_id}.disrupt-input.json").read_text())
+    docs = harness.read_input(DATA / f"{case_id}.disrupt-input.json")
     return docs, joiner_disrupt(case, Snapshot(docs, {}, {}), _types(tmp_path), tmp_path, GATES)
 
 
@@ -292,7 +294,7 @@ def test_two_zone_ties_broken_opposite_ways_agree_tie_by_tie(tmp_path: Path) -> 
         claims=[(pool, it, "on-demand", "test-zone-c"), (pool, it, "spot", "test-zone-a")]
     )
     assert harness.compare(case, karpenter, side)  # two zones against one
-    docs = json.loads((tmp_path / "ties.plan-input.json").read_text())
+    docs = harness.read_input(tmp_path / "ties.plan-input.json")
     types_file = tmp_path / "types.json"
     assert harness.tie_order_agreement(case, karpenter, docs, types_file, GATES) is None
     types = load_instance_types(types_file)
@@ -350,8 +352,27 @@ def test_a_zone_tie_broken_in_another_order_agrees_with_exact_zones(tmp_path: Pa
         ]
     )
     assert harness.compare(case, karpenter, side)  # the pattern over all NodeClaims differs
-    docs = json.loads((tmp_path / "tie.plan-input.json").read_text())
+    docs = harness.read_input(tmp_path / "tie.plan-input.json")
     types = tmp_path / "types.json"
     assert harness.tie_order_agreement(case, karpenter, docs, types, GATES) == "b, a, c"
     karpenter.claims[1] = (pool, "c-4x", "spot", "test-zone-c")
     assert harness.tie_order_agreement(case, karpenter, docs, types, GATES) is None
+
+
+def test_a_case_input_replays_with_the_cli(tmp_path: Path) -> None:
+    """The harness writes each case's input as ``kubectl get -o json`` writes several
+    objects (a ``List``), so ``joiner plan -f FILE --kwok-instance-types`` gives the plan it
+    judged (affinity-partner-later-zone: a c-1x and a c-4x); runs before 2026-12-07 wrote a
+    bare array, which ``read_input`` still reads."""
+    side = _plan("affinity-partner-later-zone", tmp_path)
+    written = tmp_path / "affinity-partner-later-zone.plan-input.json"
+    args = ["plan", "-f", str(written), "--kwok-instance-types", str(tmp_path / "types.json")]
+    args += ["--feature-gates", run.KARPENTER_FEATURE_GATES, "-o", "json"]
+    result = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    got = sorted((c["launch"]["instanceType"], c["launch"]["zone"]) for c in plan["nodeClaims"])
+    assert got == sorted((c[1], c[3]) for c in side.claims)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(harness.read_input(written)))
+    assert harness.read_input(bare) == harness.read_input(written)
