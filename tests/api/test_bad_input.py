@@ -307,3 +307,20 @@ def test_a_misspelt_kind_is_skipped_with_a_hint() -> None:
     (warning,) = out.warnings
     assert "Deployement 1 (did you mean 'Deployment'?)" in warning
     assert "Service 1," not in warning and "Service 1)" in warning  # no hint for a real kind
+
+
+def test_a_bare_array_of_objects_is_told_to_be_a_list():
+    """A JSON array of objects (what a script, not kubectl, writes) is named with the List
+    kubectl writes instead; an array of anything else stays "not a mapping"."""
+    pod = (
+        '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, '
+        '"spec": {"containers": [{"name": "c", "image": "i"}]}}'
+    )
+    with pytest.raises(InputError) as err:
+        load_text(f"[{pod}]", "dump.json")
+    message = str(err.value)
+    assert message.startswith("dump.json") and "document 1" in message, message
+    assert '"kind": "List"' in message and "kubectl never writes" in message, message
+    with pytest.raises(InputError, match="is not a mapping"):
+        load_text("[1, 2]", "numbers.json")
+    assert len(load_text(f'{{"apiVersion": "v1", "kind": "List", "items": [{pod}]}}').pods) == 1

@@ -523,6 +523,14 @@ def _load_document(
             rejects it (located at ``file`` and the object).
     """
     where = f"document {index + 1}"
+    if isinstance(doc, list) and doc and all(isinstance(d, dict) and "kind" in d for d in doc):
+        raise InputError(
+            "is an array of objects, which kubectl never writes: give them as a List "
+            '({"apiVersion": "v1", "kind": "List", "items": [...]}, what kubectl get -o json '
+            "writes) or as YAML documents separated by ---",
+            file=file,
+            obj=where,
+        )
     if not isinstance(doc, dict):
         raise InputError(f"is not a mapping (got {type(doc).__name__})", file=file, obj=where)
     if not nulls_dropped:
