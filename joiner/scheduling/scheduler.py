@@ -737,6 +737,10 @@ class CreationTieScheduler(Scheduler):
 
 
 class _CreationTieSolve(_Solve):
-    """``_Solve`` with NodeClaims of equal pod counts tried in creation order."""
+    """``_Solve`` with NodeClaims of equal pod counts tried in creation order, and a pod's
+    NodeClaim pinned where the groups that count it will see it (``PINS_COUNTED_DOMAINS``):
+    the solve of the other autoscalers' models and the faithful plan the cost-optimal
+    packing compares with, whose plans must replay through kube-scheduler."""
 
     KARPENTER_TIES = False
+    PINS_COUNTED_DOMAINS = True

@@ -13,7 +13,7 @@ from joiner.api import labels
 from joiner.api.objects import DO_NOT_SCHEDULE, PodAffinityTerm, PodTemplate
 from joiner.api.objects import TopologySpreadConstraint as Spread
 from joiner.api.requirements import Requirements
-from joiner.scheduling import NodePoolTemplate, PodRequest, SchedulingInput
+from joiner.scheduling import NodePoolTemplate, PodRequest, SchedulingInput, scheduler
 from joiner.scheduling.costopt import plan_cost, repair, solver, zones
 from joiner.scheduling.topology import SPREAD, Group
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool
@@ -206,3 +206,40 @@ def test_repaired_plans_cost_less_and_replay(monkeypatch):
     assert plan_cost(result) < plan_cost(plain)
     position = {u: i for i, u in enumerate(solve.order)}
     assert _replay(inp, result, key=lambda p: position[p.uid]) == []
+
+
+def test_the_faithful_plan_compared_with_pins_a_pod_where_a_spread_counts_it():
+    """Three plain pods that three zone-spread pods count (``app=w``), the plain ones placed
+    first. Karpenter's rules leave the plain pods' NodeClaim zone open (it is not their
+    spread), so a spread pod may land in the zone they then fill, past its skew; the
+    faithful plan the cost-optimal packing compares with (and may keep when it is no
+    dearer) pins that NodeClaim's zone instead, so its plan binds through kube-scheduler's
+    filters in the order it was made (found by trying to break ``joiner plan``)."""
+    sel = Requirements.from_labels({"app": "w"})
+    own = (("app", "w"),)
+    plain = PodTemplate({"cpu": 2000, "memory": GIB // 4, "pods": 1}, labels=own)
+    spread = PodTemplate(
+        {"cpu": 1000, "memory": GIB // 4, "pods": 1},
+        labels=own,
+        spread=(Spread(labels.ZONE, 1, sel, DO_NOT_SCHEDULE),),
+    )
+    pods = tuple(PodRequest(f"p{i}", plain if i < 3 else spread, i) for i in range(6))
+    inp = SchedulingInput(pods=pods, nodepools=(NodePoolTemplate(make_nodepool(), _types()),))
+    for solve in (_Recording(inp), _FaithfulRecording(inp)):
+        result = solve.run()
+        assert not result.unschedulable
+        position = {u: i for i, u in enumerate(solve.order)}
+        assert _replay(inp, result, key=lambda p: position[p.uid]) == [], type(solve)
+
+
+class _FaithfulRecording(scheduler._CreationTieSolve):
+    """The faithful solve ``CostOptimalScheduler`` compares with, recording the order it
+    places pods on NodeClaims."""
+
+    def __init__(self, inp: SchedulingInput) -> None:
+        super().__init__(inp)
+        self.order: list[str] = []
+
+    def _commit(self, claim, pod, final, cand, need):  # type: ignore[no-untyped-def]
+        self.order.append(pod.uid)
+        super()._commit(claim, pod, final, cand, need)
