@@ -17,7 +17,7 @@ from joiner.scheduling import NodePoolTemplate, PodRequest, SchedulingInput, sch
 from joiner.scheduling.costopt import plan_cost, repair, solver, zones
 from joiner.scheduling.topology import SPREAD, Group
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool
-from tests.scheduling.test_properties import _Recording, _replay
+from tests.scheduling.test_properties import RecordsOrder, _Recording, _replay
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 
@@ -232,14 +232,6 @@ def test_the_faithful_plan_compared_with_pins_a_pod_where_a_spread_counts_it():
         assert _replay(inp, result, key=lambda p: position[p.uid]) == [], type(solve)
 
 
-class _FaithfulRecording(scheduler._CreationTieSolve):
+class _FaithfulRecording(RecordsOrder, scheduler._CreationTieSolve):
     """The faithful solve ``CostOptimalScheduler`` compares with, recording the order it
     places pods on NodeClaims."""
-
-    def __init__(self, inp: SchedulingInput) -> None:
-        super().__init__(inp)
-        self.order: list[str] = []
-
-    def _commit(self, claim, pod, final, cand, need):  # type: ignore[no-untyped-def]
-        self.order.append(pod.uid)
-        super()._commit(claim, pod, final, cand, need)

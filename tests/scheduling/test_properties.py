@@ -267,17 +267,22 @@ def _replay(inp: SchedulingInput, result, key=_queue_key) -> list[str]:
     return failed
 
 
-class _PlacedOrder(_Solve):
-    """Karpenter's solve, recording the order it places pods on NodeClaims: a pod that
-    failed is placed in a later round of the queue (``_Queue``), after pods behind it."""
+class RecordsOrder:
+    """Mixin for a solve class (``_Solve`` or a subclass): records, in ``order``, the pods
+    in the order it places them on NodeClaims."""
 
     def __init__(self, inp: SchedulingInput) -> None:
-        super().__init__(inp)
+        super().__init__(inp)  # type: ignore[call-arg]
         self.order: list[str] = []
 
     def _commit(self, claim, pod, final, cand, need):  # type: ignore[no-untyped-def]
         self.order.append(pod.uid)
-        super()._commit(claim, pod, final, cand, need)
+        super()._commit(claim, pod, final, cand, need)  # type: ignore[misc]
+
+
+class _PlacedOrder(RecordsOrder, _Solve):
+    """Karpenter's solve, recording the order it places pods on NodeClaims: a pod that
+    failed is placed in a later round of the queue (``_Queue``), after pods behind it."""
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -293,16 +298,8 @@ def test_replaying_random_plans_binds_every_placed_pod(inp):
 # -- packing: cost-optimal (joiner.scheduling.costopt) ----------------------------------
 
 
-class _Recording(_CostSolve):
+class _Recording(RecordsOrder, _CostSolve):
     """The cost-optimal solve without the faithful fallback, recording placement order."""
-
-    def __init__(self, inp: SchedulingInput) -> None:
-        super().__init__(inp)
-        self.order: list[str] = []
-
-    def _commit(self, claim, pod, final, cand, need):  # type: ignore[no-untyped-def]
-        self.order.append(pod.uid)
-        super()._commit(claim, pod, final, cand, need)
 
 
 def _placed(inp: SchedulingInput, result) -> SchedulingInput:
