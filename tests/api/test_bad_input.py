@@ -324,3 +324,35 @@ def test_a_bare_array_of_objects_is_told_to_be_a_list():
     with pytest.raises(InputError, match="is not a mapping"):
         load_text("[1, 2]", "numbers.json")
     assert len(load_text(f'{{"apiVersion": "v1", "kind": "List", "items": [{pod}]}}').pods) == 1
+
+
+def test_an_error_inside_a_nested_list_names_the_item_by_its_path():
+    """A List inside a List (kubectl reads both levels): the bad item is named by its path
+    from the document, not as the outer List's item (which is a mapping)."""
+    text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items: [5]\n"
+    with pytest.raises(InputError) as err:
+        load_text(text, "nested.yaml")
+    assert str(err.value).startswith("nested.yaml: document 1 items[0].items[0]: is not a mapping")
+    nested = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: List, items: 5}\n"
+    with pytest.raises(InputError, match=r"document 1 items\[0\] \(kind: List\): field items"):
+        load_text(nested, "nested.yaml")
+
+
+@pytest.mark.parametrize(
+    ("item", "where"),
+    [
+        ("{kind: Pod, metadata: {namespace: d}}", "items[1] (Pod): field apiVersion"),
+        ("{apiVersion: v1, kind: Pod, metadata: null, spec: {}}", "items[1] (Pod): field metadata"),
+        ("{apiVersion: v1, kind: Pod, metadata: {namespace: d}}", "items[1] (Pod): field metadata"),
+        ("{kind: Pod, metadata: {name: p}}", "Pod/p: field apiVersion"),
+    ],
+)
+def test_an_unnamed_bad_object_is_named_by_its_place(item: str, where: str):
+    """An object without a name is located by document and item, not by its kind alone
+    (a dump holds many Pods); a named one keeps its Kind/name."""
+    good = "{apiVersion: v1, kind: Pod, metadata: {name: ok}, spec: {containers: [{name: c}]}}"
+    text = f"apiVersion: v1\nkind: List\nitems:\n- {good}\n- {item}\n"
+    with pytest.raises(InputError) as err:
+        load_text(text, "dump.yaml")
+    prefix = "dump.yaml: " + ("" if where.startswith("Pod/") else "document 1 ")
+    assert str(err.value).startswith(prefix + where), str(err.value)

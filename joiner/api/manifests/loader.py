@@ -333,14 +333,22 @@ def _describe(doc: dict[str, Any]) -> str:
     return f"{kind}/{name}" if name else str(kind)
 
 
-def _load_list(doc: dict[str, Any], file: str, index: int, out: ManifestSet) -> None:
-    """Load each item of a ``v1`` List (``kubectl get -o yaml|json``); an error about an item
-    names ``document N items[i]``, not the List.
+def _located_name(doc: dict[str, Any], where: str) -> str:
+    """``doc`` as errors name it: ``Kind/name``, or for an object without a name its place
+    and kind (``document 2 items[3] (Pod)``), so the file's other unnamed objects of that
+    kind are not suspected."""
+    described = _describe(doc)
+    return described if "/" in described else f"{where} ({described})"
+
+
+def _load_list(doc: dict[str, Any], file: str, index: int, out: ManifestSet, where: str) -> None:
+    """Load each item of a ``v1`` List (``kubectl get -o yaml|json``) found at ``where``; an
+    error about an item names it by its path (``document N items[i]``, a List nested in a
+    List ``document N items[i].items[j]``), not the List.
 
     Raises:
         InputError: ``items`` is not a list, or an item does not load.
     """
-    where = f"document {index + 1}"
     # ``items`` may be empty, null or absent (no objects).
     items = doc.get("items")
     if items is None:
@@ -352,15 +360,9 @@ def _load_list(doc: dict[str, Any], file: str, index: int, out: ManifestSet) -> 
             obj=f"{where} (kind: List)",
             field="items",
         )
+    sep = "." if " items[" in where else " "
     for i, item in enumerate(items):
-        try:
-            _load_document(item, file, index, out, nulls_dropped=True)
-        except InputError as exc:
-            if exc.obj is None or exc.obj == where:  # name the item, not the List
-                raise InputError(
-                    exc.detail, file=file, obj=f"{where} items[{i}]", field=exc.field
-                ) from exc
-            raise
+        _load_document(item, file, index, out, nulls_dropped=True, where=f"{where}{sep}items[{i}]")
 
 
 def _check_type_fields(doc: dict[str, Any], file: str, where: str) -> None:
@@ -379,7 +381,7 @@ def _check_type_fields(doc: dict[str, Any], file: str, where: str) -> None:
         raise InputError(
             "required field is missing" + ("" if kind else _values_file_hint(doc)),
             file=file,
-            obj=_describe(doc) if kind else where,
+            obj=_located_name(doc, where) if kind else where,
             field="apiVersion",
         )
     if not kind:
@@ -512,17 +514,24 @@ def _check_as_api_server(
 
 
 def _load_document(
-    doc: Any, file: str, index: int, out: ManifestSet, *, nulls_dropped: bool = False
+    doc: Any,
+    file: str,
+    index: int,
+    out: ManifestSet,
+    *,
+    nulls_dropped: bool = False,
+    where: str | None = None,
 ) -> None:
     """Load one parsed document (a ``v1`` List item by item) into ``out``; ``nulls_dropped``:
-    ``doc`` was read without its nulls, or is an item of a List whose nulls were dropped.
+    ``doc`` was read without its nulls, or is an item of a List whose nulls were dropped;
+    ``where`` names it in errors (default ``document N``; a List's item, its path).
 
     Raises:
         InputError: the document is not a mapping, lacks ``apiVersion`` or ``kind``, is a
             Scenario, is of a Karpenter kind or version Joiner does not read, or its handler
             rejects it (located at ``file`` and the object).
     """
-    where = f"document {index + 1}"
+    where = where or f"document {index + 1}"
     if isinstance(doc, list) and doc and all(isinstance(d, dict) and "kind" in d for d in doc):
         raise InputError(
             "is an array of objects, which kubectl never writes: give them as a List "
@@ -536,7 +545,7 @@ def _load_document(
     if not nulls_dropped:
         doc = drop_nulls(doc)  # a null reads as absent, as the API server reads it
     if doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
-        _load_list(doc, file, index, out)
+        _load_list(doc, file, index, out, where)
         return
     _check_type_fields(doc, file, where)
     api_version, kind = str(doc["apiVersion"]), str(doc["kind"])
@@ -559,12 +568,13 @@ def _load_document(
             raise error
         out.skipped.append((obj, file))
         return
+    named = _located_name(doc, where)  # ``obj``, or where an unnamed object is
     try:
-        _check_as_api_server(doc, api_version, kind, file, obj, handler)
-        handler(doc, file, obj, out)
+        _check_as_api_server(doc, api_version, kind, file, named, handler)
+        handler(doc, file, named, out)
     except InputError as exc:
         hint = _version_hint(doc, api_version, kind)
-        located = exc.located(file=file, obj=obj)
+        located = exc.located(file=file, obj=named)
         if hint:
             located = InputError(
                 f"{located.detail}; {hint}",
