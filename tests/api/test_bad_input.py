@@ -356,3 +356,15 @@ def test_an_unnamed_bad_object_is_named_by_its_place(item: str, where: str):
         load_text(text, "dump.yaml")
     prefix = "dump.yaml: " + ("" if where.startswith("Pod/") else "document 1 ")
     assert str(err.value).startswith(prefix + where), str(err.value)
+
+
+def test_a_typed_list_is_read_item_by_item():
+    """What the API server answers a list request with (``PodList``: items without their
+    own apiVersion and kind) is read as kubectl reads it, not skipped as an unknown kind;
+    an item's own apiVersion and kind win, and a bad item is named by its place."""
+    pod = '{"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}'
+    loaded = load_text(f'{{"apiVersion": "v1", "kind": "PodList", "items": [{pod}]}}', "pods.json")
+    assert [p.name for p in loaded.pods] == ["p"]
+    with pytest.raises(InputError) as err:
+        load_text('{"apiVersion": "v1", "kind": "PodList", "items": [{"spec": {}}]}', "pods.json")
+    assert "document 1 items[0]" in str(err.value), str(err.value)

@@ -361,8 +361,38 @@ def _load_list(doc: dict[str, Any], file: str, index: int, out: ManifestSet, whe
             field="items",
         )
     sep = "." if " items[" in where else " "
+    typed = _typed_list_item(doc)
     for i, item in enumerate(items):
+        if typed and isinstance(item, dict):
+            item = {**typed, **item}  # the item's own apiVersion and kind, when it has them
         _load_document(item, file, index, out, nulls_dropped=True, where=f"{where}{sep}items[{i}]")
+
+
+def _is_list(doc: dict[str, Any]) -> bool:
+    """``doc`` is a list of objects: a ``v1`` List (what kubectl writes), or a typed list
+    such as ``PodList`` or ``NodePoolList`` (what the API server answers a list request
+    with) carrying ``items``; kubectl reads both as lists (k8s.io/apimachinery
+    ``meta.IsListType``: an object with an ``items`` field)."""
+    if doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
+        return True
+    kind = doc.get("kind")
+    return (
+        isinstance(kind, str)
+        and len(kind) > 4
+        and kind.endswith("List")
+        and isinstance(doc.get("apiVersion"), str)
+        and isinstance(doc.get("items"), list)
+    )
+
+
+def _typed_list_item(doc: dict[str, Any]) -> dict[str, str]:
+    """The ``apiVersion`` and ``kind`` of a typed list's items (the API server leaves them
+    out of each item: ``PodList`` of ``v1`` holds ``v1`` ``Pod`` objects); empty for a
+    ``v1`` List, whose items name their own."""
+    kind = str(doc.get("kind"))
+    if kind == "List":
+        return {}
+    return {"apiVersion": str(doc["apiVersion"]), "kind": kind.removesuffix("List")}
 
 
 def _check_type_fields(doc: dict[str, Any], file: str, where: str) -> None:
@@ -544,7 +574,7 @@ def _load_document(
         raise InputError(f"is not a mapping (got {type(doc).__name__})", file=file, obj=where)
     if not nulls_dropped:
         doc = drop_nulls(doc)  # a null reads as absent, as the API server reads it
-    if doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
+    if _is_list(doc):
         _load_list(doc, file, index, out, where)
         return
     _check_type_fields(doc, file, where)
