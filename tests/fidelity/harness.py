@@ -800,6 +800,10 @@ def tie_order_agreement(
 TIE_CHOICES_MAX = 64
 
 
+#: Joiner's own tie-break (by name), which ``_TieChooser`` reorders.
+_JOINER_ORDER = Summary._ordered
+
+
 class _TieChooser:
     """Stands in for ``topology.Summary._ordered`` in one plan: at the k-th tie (several
     least-loaded domains) the tied domain ``forced[k]`` (an index among them, by name; 0
@@ -812,7 +816,7 @@ class _TieChooser:
         self.chosen: list[str] = []
 
     def __call__(self, candidates: list[str], counts: dict[str, int]) -> list[str]:
-        out = sorted(candidates, key=lambda v: (counts.get(v, 0), v))
+        out = _JOINER_ORDER(candidates, counts)
         tied = [v for v in out if out and counts.get(v, 0) == counts.get(out[0], 0)]
         if len(tied) < 2:
             return out
