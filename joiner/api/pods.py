@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from joiner.api.quantity import Resources
-from joiner.api.requirements import Requirements
+from joiner.api.requirements import Requirement, Requirements
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -104,6 +104,13 @@ class TopologySpreadConstraint:
     node_affinity_policy: str = "Honor"
     #: ``Ignore``: tainted nodes' domains count too.
     node_taints_policy: str = "Ignore"
+
+
+#: The selector of a pod affinity term without ``labelSelector``: it selects no pod
+#: (Kubernetes ``metav1.LabelSelectorAsSelector(nil)`` is ``labels.Nothing()``, as
+#: kube-scheduler's InterPodAffinity and Karpenter's ``topologygroup.go``
+#: ``NewTopologyGroup`` read it). No label value can be ``-``, so no pod has this one.
+SELECTS_NO_POD = Requirements([Requirement.in_("joiner.dev/label-selector-not-set", "-")])
 
 
 @dataclass(frozen=True, slots=True)

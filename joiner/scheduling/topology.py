@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from joiner.api import labels
 from joiner.api.objects import (
     SCHEDULE_ANYWAY,
+    SELECTS_NO_POD,
     PodAffinityTerm,
     PodTemplate,
     Taint,
@@ -614,7 +615,11 @@ class Topology:
             g = self.affinity_group(t, term, AFFINITY)
             present = {d for d, n in g.counts.items() if n > 0}
             if not present and not self.matches(g, t):
-                summary.fail = f"pod affinity on {term.key}: no matching pod runs anywhere"
+                summary.fail = f"pod affinity on {term.key}: " + (
+                    "its labelSelector is not set, so it selects no pod"
+                    if term.selector is SELECTS_NO_POD
+                    else "no matching pod runs anywhere"
+                )
                 return summary
             summary.affinity.setdefault(term.key, []).append((g, present))
         for term in active.anti_affinity:

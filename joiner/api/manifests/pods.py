@@ -151,25 +151,6 @@ def pod_template(
                 )
             )
     preferred_sorted = tuple(sorted(preferred, key=lambda p: -p[0]))
-    spread = []
-    for i, tsc in enumerate(spec.topologySpreadConstraints):
-        sel = label_selector(
-            tsc.labelSelector, f"{field}.topologySpreadConstraints[{i}].labelSelector"
-        )
-        sel = sel.add(
-            *[Requirement.in_(k, pod_labels[k]) for k in tsc.matchLabelKeys if k in pod_labels]
-        )
-        spread.append(
-            o.TopologySpreadConstraint(
-                key=labels.normalize_key(tsc.topologyKey),
-                max_skew=tsc.maxSkew,
-                selector=sel,
-                when_unsatisfiable=tsc.whenUnsatisfiable,
-                min_domains=tsc.minDomains,
-                node_affinity_policy=tsc.nodeAffinityPolicy,
-                node_taints_policy=tsc.nodeTaintsPolicy,
-            )
-        )
     aff = spec.affinity
     pa = aff.podAffinity if aff else None
     paa = aff.podAntiAffinity if aff else None
@@ -196,9 +177,11 @@ def pod_template(
         labels=tuple(sorted(pod_labels.items())),
         namespace=namespace,
         preferred_affinity=preferred_sorted,
-        spread=tuple(spread),
-        pod_affinity=_affinity_terms(pa, pod_labels, f"{base_aff}.podAffinity"),
-        pod_anti_affinity=_affinity_terms(paa, pod_labels, f"{base_aff}.podAntiAffinity"),
+        spread=_spread(spec, pod_labels, field),
+        pod_affinity=_affinity_terms(pa, pod_labels, f"{base_aff}.podAffinity", anti=False),
+        pod_anti_affinity=_affinity_terms(
+            paa, pod_labels, f"{base_aff}.podAntiAffinity", anti=True
+        ),
         preferred_pod_affinity=_weighted_terms(pa, pod_labels, f"{base_aff}.podAffinity"),
         preferred_pod_anti_affinity=_weighted_terms(paa, pod_labels, f"{base_aff}.podAntiAffinity"),
         host_ports=ports,
@@ -225,6 +208,43 @@ def pod_template(
     )
 
 
+def _spread(
+    spec: m.PodSpec, pod_labels: Mapping[str, str], field: str
+) -> tuple[o.TopologySpreadConstraint, ...]:
+    """The pod's topology spread constraints; ``matchLabelKeys`` add ``key In [the pod's
+    value]`` to the selector (kube-scheduler ``podtopologyspread/common.go``
+    ``filterTopologySpreadConstraints``
+    and the API server's merge). One without ``labelSelector`` is left out: it counts no pod.
+
+    Raises:
+        InputError: ``matchLabelKeys`` without ``labelSelector``, or a bad selector.
+    """
+    out = []
+    for i, tsc in enumerate(spec.topologySpreadConstraints):
+        where = f"{field}.topologySpreadConstraints[{i}]"
+        if tsc.labelSelector is None:
+            # Counts no pod: every domain's skew is 0 (kube-scheduler; Karpenter
+            # topologygroup.go NewTopologyGroup takes a nil selector as labels.Nothing()).
+            _no_keys_without_selector(tsc.matchLabelKeys, (), where)
+            continue
+        sel = label_selector(tsc.labelSelector, f"{where}.labelSelector")
+        sel = sel.add(
+            *[Requirement.in_(k, pod_labels[k]) for k in tsc.matchLabelKeys if k in pod_labels]
+        )
+        out.append(
+            o.TopologySpreadConstraint(
+                key=labels.normalize_key(tsc.topologyKey),
+                max_skew=tsc.maxSkew,
+                selector=sel,
+                when_unsatisfiable=tsc.whenUnsatisfiable,
+                min_domains=tsc.minDomains,
+                node_affinity_policy=tsc.nodeAffinityPolicy,
+                node_taints_policy=tsc.nodeTaintsPolicy,
+            )
+        )
+    return tuple(out)
+
+
 def _annotations_field(spec_field: str) -> str:
     """Where the annotations of the pod spec at ``spec_field`` are: ``spec`` ->
     ``metadata.annotations``, ``spec.template.spec`` -> ``spec.template.metadata.annotations``."""
@@ -232,11 +252,44 @@ def _annotations_field(spec_field: str) -> str:
     return f"{head}.metadata.annotations" if head else "metadata.annotations"
 
 
+def _no_keys_without_selector(match: Sequence[str], mismatch: Sequence[str], field: str) -> None:
+    """The API server refuses ``matchLabelKeys``/``mismatchLabelKeys`` on a term or
+    constraint without ``labelSelector`` (Kubernetes ``pkg/apis/core/validation``
+    ``validateMatchLabelKeysAndMismatchLabelKeys``, ``validateMatchLabelKeysInTopologySpread``).
+
+    Raises:
+        InputError: naming the field set without a selector.
+    """
+    for name, keys in (("matchLabelKeys", match), ("mismatchLabelKeys", mismatch)):
+        if keys:
+            raise InputError(
+                "must not be set when labelSelector is not set (the API server refuses it)",
+                field=f"{field}.{name}",
+            )
+
+
 def _affinity_term(
     t: m.PodAffinityTermModel, pod_labels: Mapping[str, str], field: str
-) -> o.PodAffinityTerm:
+) -> o.PodAffinityTerm | None:
+    """One pod (anti-)affinity term; None when it has no ``labelSelector`` (see
+    ``objects.SELECTS_NO_POD``: the caller keeps such a term only where it still has an effect).
+
+    ``matchLabelKeys`` add ``key In [the pod's value]`` and ``mismatchLabelKeys``
+    ``key NotIn [the pod's value]`` to the selector, as the API server merges them at pod
+    creation (Kubernetes ``pkg/registry/core/pod/strategy.go``
+    ``applyMatchLabelKeysAndMismatchLabelKeys``)."""
+    if t.labelSelector is None:
+        _no_keys_without_selector(t.matchLabelKeys, t.mismatchLabelKeys, field)
+        return None
     sel = label_selector(t.labelSelector, f"{field}.labelSelector")
     sel = sel.add(*[Requirement.in_(k, pod_labels[k]) for k in t.matchLabelKeys if k in pod_labels])
+    sel = sel.add(
+        *[
+            Requirement.new(k, "NotIn", [pod_labels[k]])
+            for k in t.mismatchLabelKeys
+            if k in pod_labels
+        ]
+    )
     if t.namespaces:
         namespaces: tuple[str, ...] | None = tuple(t.namespaces)
     elif t.namespaceSelector is not None:
@@ -250,15 +303,24 @@ def _affinity_term(
 
 
 def _affinity_terms(
-    a: m.PodAffinity | None, pod_labels: Mapping[str, str], field: str
+    a: m.PodAffinity | None, pod_labels: Mapping[str, str], field: str, anti: bool
 ) -> tuple[o.PodAffinityTerm, ...]:
+    """The required terms; one without ``labelSelector`` selects no pod, so a required
+    affinity term keeps the pod pending (``objects.SELECTS_NO_POD``) and an anti-affinity term has
+    no effect."""
     if a is None:
         return ()
     base = f"{field}.requiredDuringSchedulingIgnoredDuringExecution"
-    return tuple(
-        _affinity_term(t, pod_labels, f"{base}[{i}]")
-        for i, t in enumerate(a.requiredDuringSchedulingIgnoredDuringExecution)
-    )
+    out = []
+    for i, t in enumerate(a.requiredDuringSchedulingIgnoredDuringExecution):
+        term = _affinity_term(t, pod_labels, f"{base}[{i}]")
+        if term is None and not anti:
+            term = o.PodAffinityTerm(
+                key=labels.normalize_key(t.topologyKey), selector=o.SELECTS_NO_POD
+            )
+        if term is not None:
+            out.append(term)
+    return tuple(out)
 
 
 def _weighted_terms(
@@ -267,10 +329,11 @@ def _weighted_terms(
     if a is None:
         return ()
     base = f"{field}.preferredDuringSchedulingIgnoredDuringExecution"
-    out = [
-        (w.weight, _affinity_term(w.podAffinityTerm, pod_labels, f"{base}[{i}].podAffinityTerm"))
-        for i, w in enumerate(a.preferredDuringSchedulingIgnoredDuringExecution)
-    ]
+    out = []
+    for i, w in enumerate(a.preferredDuringSchedulingIgnoredDuringExecution):
+        term = _affinity_term(w.podAffinityTerm, pod_labels, f"{base}[{i}].podAffinityTerm")
+        if term is not None:  # a preference for or against no pod has no effect
+            out.append((w.weight, term))
     return tuple(sorted(out, key=lambda p: -p[0]))
 
 
