@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from joiner.api import labels
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType, Offering
+from joiner.scheduling.pool import IntArray
 
 #: Why a pod could not join a NodeClaim (it is retried next pass, as in Karpenter).
 HELD_ELSEWHERE = (
@@ -66,7 +67,7 @@ class Reservations:
         self._held: dict[int, frozenset[str]] = {}
 
     def choose(
-        self, claim: int, types: Sequence[InstanceType], options: Sequence[int], reqs: Requirements
+        self, claim: int, types: Sequence[InstanceType], options: IntArray, reqs: Requirements
     ) -> tuple[frozenset[str], str | None]:
         """The reservation ids ``claim`` would hold with instance-type ``options`` (indices
         into ``types``) under ``reqs``, and why the pod cannot join (None when it can)."""
@@ -75,7 +76,7 @@ class Reservations:
             return frozenset(), None
         compatible: list[Offering] = [
             o
-            for i in options
+            for i in options.tolist()
             for o in types[i].offerings
             if o.reservation_id and o.available and o.compatible(reqs)
         ]

@@ -79,7 +79,7 @@ from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool, prepare
 from joiner.scheduling.reservations import Reservations
 from joiner.scheduling.room import BoolArray, FreeRoom
 from joiner.scheduling.stop import StopCheck, Stopped
-from joiner.scheduling.topology import ANTI, SPREAD, Group, Summary, Topology
+from joiner.scheduling.topology import ANTI, OK, SPREAD, Group, Summary, Topology, Verdict
 from joiner.scheduling.types import (
     NewNodeClaim,
     PodRequest,
@@ -568,13 +568,41 @@ class _Solve(OnExisting):
     def _add(self, claim: _Claim, attempt: _Attempt) -> bool | None:
         """True when added; None when the claim can never take this template (monotonic
         failure); False when it failed on topology, which may change."""
-        pod = attempt.pod
-        t = pod.template
+        vec = self._claim_vector(claim, attempt)
+        if vec is None:
+            return None
+        need = claim.requests + vec
+        topology_failed = False
+        for term in attempt.terms:
+            if term:
+                conflict = claim.requirements.compatible(term)
+                if conflict is not None:
+                    attempt.reasons.append(f"NodePool {claim.pool.name}: {conflict}")
+                    continue
+                merged = self._merge(claim.requirements, term)
+            else:  # nothing to add: the claim's own requirements (no conflict possible)
+                merged = claim.requirements
+            verdict = self._verdict(claim, attempt, term, merged)
+            if not verdict.ok:
+                topology_failed = True
+                attempt.reasons.append(f"NodePool {claim.pool.name}: {verdict.reason}")
+                continue
+            fitted = self._fit(claim, attempt, term, merged, verdict, need)
+            if fitted:
+                return True
+            if fitted is False:
+                topology_failed = True
+        return False if topology_failed else None
+
+    def _claim_vector(self, claim: _Claim, attempt: _Attempt) -> IntArray | None:
+        """The pod's requests as ``claim``'s pool counts them; None (the reason added) when
+        the claim can never take the pod: a taint it does not tolerate, a host port taken, a
+        resource no instance type offers."""
+        t = attempt.pod.template
         pool = claim.pool
-        reasons = attempt.reasons
         taint = _blocking_taint(t, pool.taints, attempt.prefs.tolerate_pns)
         if taint is not None:
-            reasons.append(f"NodePool {pool.name}: the pod does not tolerate taint {taint}")
+            attempt.reasons.append(f"NodePool {pool.name}: the pod does not tolerate taint {taint}")
             return None
         if _ports_conflict(t.host_ports, claim.ports):
             what = (
@@ -582,64 +610,89 @@ class _Solve(OnExisting):
                 if _ports_conflict(t.host_ports, pool.daemon_ports)
                 else "host port conflict on the NodeClaim"
             )
-            reasons.append(f"NodePool {pool.name}: {what}")
+            attempt.reasons.append(f"NodePool {pool.name}: {what}")
             return None
         vec = pool.vector(t.requests)
         if vec is None:
             missing = sorted(k for k, v in t.requests.items() if v > 0 and k not in pool.resources)
-            reasons.append(f"NodePool {pool.name}: no instance type offers {', '.join(missing)}")
-            return None
-        need = claim.requests + vec
-        topology_failed = False
-        for term in attempt.terms:
-            conflict = claim.requirements.compatible(term)
-            if conflict is not None:
-                reasons.append(f"NodePool {pool.name}: {conflict}")
-                continue
-            merged = self._merge(claim.requirements, term)
-            domains = self._domains(claim, merged)
-            verdict = self._summary(attempt, term).verdict(
-                domains,
-                merged,
-                self.topology.universe,
-                pending=partial(self._pending, claim),
-                pending_repels=partial(self._pending_repels, claim, t),
-                decide=self._decide(t, domains),
-                launchable=self.topology.launchable,
+            attempt.reasons.append(
+                f"NodePool {pool.name}: no instance type offers {', '.join(missing)}"
             )
-            if not verdict.ok:
-                topology_failed = True
-                reasons.append(f"NodePool {pool.name}: {verdict.reason}")
+        return vec
+
+    def _fit(
+        self,
+        claim: _Claim,
+        attempt: _Attempt,
+        term: Requirements,
+        merged: Requirements,
+        verdict: Verdict,
+        need: IntArray,
+    ) -> bool | None:
+        """Commit the pod to ``claim`` under the first of ``verdict``'s narrowings that
+        leaves an instance type with room for ``need``: True; None when none does; False when
+        one failed only on its capacity reservations (which may free up)."""
+        pool = claim.pool
+        reasons = attempt.reasons
+        reserved_failed: bool | None = None
+        for narrowing in verdict.narrowings:
+            final = self._narrow(merged, narrowing) if narrowing else merged
+            if final is claim.requirements and claim.pods:
+                # A placed NodeClaim's options already meet its requirements (``_commit``).
+                matching = claim.options
+            else:
+                matching = claim.options[pool.mask(final)[claim.options]]
+            if matching.size == 0:
+                wanted = term.add(*narrowing) if narrowing else term
+                reasons.append(partial(_no_offering, pool, wanted, attempt.pod.volumes))
                 continue
-            for narrowing in verdict.narrowings:
-                final = self._narrow(merged, narrowing) if narrowing else merged
-                mask = pool.mask(final)
-                matching = claim.options[mask[claim.options]]
-                if matching.size == 0:
-                    wanted = term.add(*narrowing) if narrowing else term
-                    reasons.append(partial(_no_offering, pool, wanted, pod.volumes))
-                    continue
-                cand = matching[(pool.net[matching] >= need).all(axis=1)]
-                if cand.size == 0:
-                    reasons.append(
-                        partial(
-                            _no_room, pool, need, len(claim.pods), claim.options.size, matching.size
-                        )
+            cand = matching[(pool.net[matching] >= need).all(axis=1)]
+            if cand.size == 0:
+                reasons.append(
+                    partial(
+                        _no_room, pool, need, len(claim.pods), claim.options.size, matching.size
                     )
-                    continue
-                short = min_values_short(pool, final, cand, self.inp.min_values_policy)
-                if short is not None:
-                    reasons.append(f"NodePool {pool.name}: {short}")
-                    continue
-                ids, why = self.reservations.choose(claim.index, pool.types, cand.tolist(), final)
-                if why is not None:
-                    reasons.append(f"NodePool {pool.name}: {why}")
-                    self._reserved_failed = topology_failed = True
-                    continue
-                self._commit(claim, pod, final, cand, need)
-                self.reservations.hold(claim.index, ids)
-                return True
-        return False if topology_failed else None
+                )
+                continue
+            short = min_values_short(pool, final, cand, self.inp.min_values_policy)
+            if short is not None:
+                reasons.append(f"NodePool {pool.name}: {short}")
+                continue
+            ids, why = self.reservations.choose(claim.index, pool.types, cand, final)
+            if why is not None:
+                reasons.append(f"NodePool {pool.name}: {why}")
+                self._reserved_failed = True
+                reserved_failed = False
+                continue
+            self._commit(claim, attempt.pod, final, cand, need)
+            self.reservations.hold(claim.index, ids)
+            return True
+        return reserved_failed
+
+    def _verdict(
+        self, claim: _Claim, attempt: _Attempt, term: Requirements, merged: Requirements
+    ) -> Verdict:
+        """The topology verdict for ``attempt``'s pod on ``claim`` under ``term`` (``merged``:
+        the claim's requirements with the term's). Where no constraint applies and no group
+        counts the pod (nothing to decide), the answer needs no domains."""
+        summary = self._summary(attempt, term)
+        t = attempt.pod.template
+        if (
+            summary.fail is None
+            and summary.trivial
+            and not (self.PINS_COUNTED_DOMAINS and self.topology.groups_matching(t))
+        ):
+            return OK
+        domains = self._domains(claim, merged)
+        return summary.verdict(
+            domains,
+            merged,
+            self.topology.universe,
+            pending=partial(self._pending, claim),
+            pending_repels=partial(self._pending_repels, claim, t),
+            decide=self._decide(t, domains),
+            launchable=self.topology.launchable,
+        )
 
     def _decide(self, t: PodTemplate, domains: dict[str, str | None]) -> dict[str, Group]:
         """Keys where a group counts ``t`` but the NodeClaim has no domain yet: the claim is
@@ -670,12 +723,14 @@ class _Solve(OnExisting):
         self, claim: _Claim, pod: PodRequest, final: Requirements, cand: IntArray, need: IntArray
     ) -> None:
         t = pod.template
-        before = self._domains(claim, claim.requirements)
-        after = self._domains(claim, final)
-        newly = {k: v for k, v in after.items() if v is not None and before.get(k) is None}
-        if newly:
+        # Unchanged requirements on a placed NodeClaim: no domain newly decided, none to set.
+        same = final is claim.requirements and bool(claim.pods)
+        if not same:
+            before = self._domains(claim, claim.requirements)
+            after = self._domains(claim, final)
+            newly = {k: v for k, v in after.items() if v is not None and before.get(k) is None}
             # Earlier pods now have a domain for these keys: count them there.
-            for earlier in claim.templates:
+            for earlier in claim.templates if newly else ():
                 self.topology.record(earlier, newly, decided_late=True)
         claim.templates.append(t)
         claim.requirements = final
@@ -689,7 +744,8 @@ class _Solve(OnExisting):
         index.counted(claim.index, len(claim.pods))
         columns = claim.pool.headroom_columns
         index.headroom[claim.index] = claim.pool.headroom_net[cand].max(axis=0) - need[columns]
-        index.set_domains(claim.index, final)
+        if not same:
+            index.set_domains(claim.index, final)
         for g in self.topology.groups_matching(t):
             if g.key == labels.HOSTNAME:
                 index.host_counts(id(g))[claim.index] += 1

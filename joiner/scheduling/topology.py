@@ -338,7 +338,7 @@ class Summary:
         if self.fail is not None:
             return Verdict(False, self.fail)
         if self.trivial and not decide:
-            return _OK
+            return OK
         host = domain_of.get(labels.HOSTNAME)
         if host is not None and not self._host_ok(host, claim_reqs is None):
             return Verdict(False, _why(labels.HOSTNAME, self.active))
@@ -370,7 +370,7 @@ class Summary:
                 return Verdict(False, _why(key, self.active))
             narrow.append(self._options(key, candidates, decide))
         if not narrow:
-            return _OK
+            return OK
         return Verdict(True, narrowings=_combos(narrow))
 
 
@@ -416,7 +416,8 @@ class Verdict:
         self.narrowings = narrowings
 
 
-_OK = Verdict(True)
+#: The verdict of a target no constraint applies to.
+OK = Verdict(True)
 
 
 class Topology:
