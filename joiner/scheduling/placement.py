@@ -31,7 +31,7 @@ from joiner.api.requirements import Requirements
 from joiner.scheduling import claimorder
 from joiner.scheduling.base import NodeBase
 from joiner.scheduling.claimorder import ClaimOrder
-from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool
+from joiner.scheduling.pool import HEADROOM, BoolArray, IntArray, PreparedPool
 from joiner.scheduling.topology import Active, Summary
 from joiner.scheduling.types import BoundPod, ExistingNode, NodePoolTemplate, PodRequest
 
@@ -49,9 +49,45 @@ class _Claim:
     #: The placeholder hostname its pods' hostname topology counts them under (built once:
     #: every attempt on the NodeClaim reads it).
     hostname: str = field(init=False)
+    #: ``pool.headroom_net`` at its largest over ``options``, while ``top_of`` is
+    #: ``options`` (``headroom_top``): what the headroom index is kept from.
+    top: IntArray | None = None
+    top_of: IntArray | None = None
+    #: ``pool.net[options]`` while ``rows_of`` is ``options`` (``net_rows``).
+    rows: IntArray | None = None
+    rows_of: IntArray | None = None
 
     def __post_init__(self) -> None:
         self.hostname = f"hostname-placeholder-{self.index:05d}"
+
+    def net_rows(self) -> IntArray:
+        """``pool.net[options]``: each option's allocatable less DaemonSet overhead, rows
+        in ``options``' order, kept while the options are the same array."""
+        if self.rows is None or self.rows_of is not self.options:
+            self.rows = self.pool.net[self.options]
+            self.rows_of = self.options
+        return self.rows
+
+    def narrow_rows(self, rows: IntArray, fits: BoolArray, options: IntArray) -> None:
+        """Keep ``rows[fits]`` as the rows of ``options`` (the options ``fits`` keeps of
+        the ones ``rows`` were taken for), so the next ``net_rows`` needs no gather."""
+        self.rows = rows if options.size == rows.shape[0] else rows[fits]
+        self.rows_of = options
+
+    def narrow(self, options: IntArray) -> None:
+        """Take ``options``, a subset of the current ones; a subset of the same size is the
+        same set, whose ``headroom_top`` is kept."""
+        if self.top_of is self.options and options.size == self.options.size:
+            self.top_of = options
+        self.options = options
+
+    def headroom_top(self) -> IntArray:
+        """``pool.headroom_net[options].max(axis=0)``, taken again only when the options
+        changed."""
+        if self.top is None or self.top_of is not self.options:
+            self.top = self.pool.headroom_net[self.options].max(axis=0)
+            self.top_of = self.options
+        return self.top
 
 
 @dataclass(slots=True)
@@ -267,6 +303,8 @@ class _Prefs:
 
     def active(self) -> Active:
         base = Active.required(self.t)
+        if not (self.anyway or self.pod_affinity or self.pod_anti):
+            return base
         return Active(
             (*base.spread, *self.anyway),
             (*base.affinity, *self.pod_affinity),

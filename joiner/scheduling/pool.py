@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -251,6 +252,23 @@ _BY_IDENTITY: dict[
     tuple[int, int],
     tuple[NodePool, Sequence[InstanceType], tuple[PodTemplate, ...], tuple[str, ...], PreparedPool],
 ] = {}
+
+
+#: Rows from which ``rows_fit`` compares column by column.
+_COLUMNWISE_FROM = 32
+
+
+def rows_fit(rows: IntArray, need: IntArray) -> BoolArray:
+    """``(rows >= need).all(axis=1)``: which rows (an ``(n, r)`` array) have at least
+    ``need`` (``r`` values) in every column. Past a few dozen rows it compares column by
+    column: numpy reduces along a short last axis several times slower than it compares a
+    column (400 rows of 3: about 11 against 4 microseconds)."""
+    if rows.shape[0] < _COLUMNWISE_FROM or rows.shape[1] == 0:
+        return cast("BoolArray", (rows >= need).all(axis=1))
+    out: BoolArray = rows[:, 0] >= need[0]
+    for j in range(1, rows.shape[1]):
+        out &= rows[:, j] >= need[j]
+    return out
 
 
 def prepare(

@@ -75,11 +75,20 @@ from joiner.scheduling.placement import (
     domain_universe,
     order_by_weight,
 )
-from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool, prepare
+from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool, prepare, rows_fit
 from joiner.scheduling.reservations import Reservations
 from joiner.scheduling.room import BoolArray, FreeRoom
 from joiner.scheduling.stop import StopCheck, Stopped
-from joiner.scheduling.topology import ANTI, OK, SPREAD, Group, Summary, Topology, Verdict
+from joiner.scheduling.topology import (
+    ANTI,
+    OK,
+    SPREAD,
+    Active,
+    Group,
+    Summary,
+    Topology,
+    Verdict,
+)
 from joiner.scheduling.types import (
     NewNodeClaim,
     PodRequest,
@@ -88,6 +97,9 @@ from joiner.scheduling.types import (
 )
 
 _EMPTY = Requirements()
+
+#: A pod's preferences, terms and constraints for a try (``_Solve._first_try``).
+FirstTry = tuple[_Prefs, list[Requirements], Active]
 
 
 class Scheduler:
@@ -210,6 +222,10 @@ class _Solve(OnExisting):
         #: ``_code_table`` answers (read-only tables over a key's domain codes).
         self._tables: dict[tuple[str, tuple[int, ...], bool, int], BoolArray] = {}
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
+        #: The shared first try of each template without preferences (``_first_try``).
+        self._first: dict[tuple[int, tuple[Requirements, ...], bool], FirstTry] = {}
+        #: Each (pool, template)'s requests as the pool counts them (``_claim_vector``).
+        self._claim_vectors: dict[tuple[int, int], IntArray | None] = {}
         self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
         #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
         #: tolerated, volume terms) -> the first term
@@ -272,18 +288,33 @@ class _Solve(OnExisting):
         hit = self._failed.get(alike) if self.SHARES_FAILURES else None
         if hit is not None and (hit[0] == self._placed or self.inp.first_fit is not None):
             return self._failed_alike(pod, hit, kube)
-        prefs = self._prefs(pod, kube)
+        prefs, terms, active = self._first_try(pod, kube)
         while True:
             self._reserved_failed = False
-            attempt = _Attempt(
-                pod, prefs, prefs.terms(pod.volume_terms), prefs.active(), reasons=[]
-            )
+            attempt = _Attempt(pod, prefs, terms, active, reasons=[])
             if self._place(attempt):
                 return None
+            if prefs.step == 0:  # possibly the shared first try: relax a copy of its own
+                prefs = self._prefs(pod, kube)
             if self._reserved_failed or not prefs.relax():
                 why = _explain(attempt.reasons, self.pools)
                 self._failed[alike] = (self._placed, why)
                 return why
+            terms, active = prefs.terms(pod.volume_terms), prefs.active()
+
+    def _first_try(self, pod: PodRequest, kube: bool) -> FirstTry:
+        """``pod``'s preferences, terms and constraints for its first try. A template without
+        preferences has the same ones for every pod (with the same volume terms), made once
+        per solve and shared until a pod relaxes (``_schedule`` relaxes a copy)."""
+        t = pod.template
+        key = (id(t), pod.volume_terms, kube)  # templates live for the whole solve
+        found = self._first.get(key)
+        if found is None:
+            prefs = self._prefs(pod, kube)
+            found = (prefs, prefs.terms(pod.volume_terms), prefs.active())
+            if not t.has_preferences and prefs.step == 0:
+                self._first[key] = found
+        return found
 
     def _place(self, attempt: _Attempt) -> bool:
         """One try under ``attempt``'s preferences, in the three tiers' order."""
@@ -423,7 +454,15 @@ class _Solve(OnExisting):
         # A NodeClaim with less headroom than the pod requests on cpu, memory or pods fails
         # ``_add`` on resources whatever else it checks (requests only grow and options only
         # narrow, so it stays so); its reasons would go to ``scratch``, unread.
-        mask &= (index.headroom[:n] >= self._headroom_need(attempt.pod.template)).all(axis=1)
+        mask &= rows_fit(index.headroom[:n], self._headroom_need(attempt.pod.template))
+        if not summary.trivial:  # else no topology filter applies
+            self._topology_mask(mask, summary, n)
+        return np.flatnonzero(mask)
+
+    def _topology_mask(self, mask: BoolArray, summary: Summary, n: int) -> None:
+        """Narrow ``mask`` (over the first ``n`` NodeClaims) by ``summary``: the per-host
+        limits, the allowed domains and the forbidden ones."""
+        index = self.index
         for g, limit, _low in summary.host_max:
             mask &= index.host_counts(id(g))[:n] <= limit
         # Per key, a table over the domain codes shifted by one (-1, no single domain yet,
@@ -437,7 +476,6 @@ class _Solve(OnExisting):
             bad = index.codes_of(key, summary.forbidden_on(key))
             if bad:
                 mask &= self._code_table(key, bad, False)[index.codes[key][:n] + 1]
-        return np.flatnonzero(mask)
 
     def _code_table(self, key: str, codes: list[int], allow: bool) -> BoolArray:
         """A table over ``key``'s domain codes shifted by one (row 0: no single domain yet):
@@ -604,7 +642,7 @@ class _Solve(OnExisting):
         if taint is not None:
             attempt.reasons.append(f"NodePool {pool.name}: the pod does not tolerate taint {taint}")
             return None
-        if _ports_conflict(t.host_ports, claim.ports):
+        if t.host_ports and _ports_conflict(t.host_ports, claim.ports):
             what = (
                 "a DaemonSet that runs on its nodes binds the same host port"
                 if _ports_conflict(t.host_ports, pool.daemon_ports)
@@ -612,7 +650,11 @@ class _Solve(OnExisting):
             )
             attempt.reasons.append(f"NodePool {pool.name}: {what}")
             return None
-        vec = pool.vector(t.requests)
+        key = (id(pool), id(t))  # both live for the whole solve, so ids are not reused
+        if key in self._claim_vectors:
+            vec = self._claim_vectors[key]
+        else:
+            vec = self._claim_vectors[key] = pool.vector(t.requests)
         if vec is None:
             missing = sorted(k for k, v in t.requests.items() if v > 0 and k not in pool.resources)
             attempt.reasons.append(
@@ -639,14 +681,16 @@ class _Solve(OnExisting):
             final = self._narrow(merged, narrowing) if narrowing else merged
             if final is claim.requirements and claim.pods:
                 # A placed NodeClaim's options already meet its requirements (``_commit``).
-                matching = claim.options
+                matching, rows = claim.options, claim.net_rows()
             else:
                 matching = claim.options[pool.mask(final)[claim.options]]
+                rows = pool.net[matching]
             if matching.size == 0:
                 wanted = term.add(*narrowing) if narrowing else term
                 reasons.append(partial(_no_offering, pool, wanted, attempt.pod.volumes))
                 continue
-            cand = matching[(pool.net[matching] >= need).all(axis=1)]
+            fits = rows_fit(rows, need)
+            cand = matching[fits]
             if cand.size == 0:
                 reasons.append(
                     partial(
@@ -665,6 +709,7 @@ class _Solve(OnExisting):
                 reserved_failed = False
                 continue
             self._commit(claim, attempt.pod, final, cand, need)
+            claim.narrow_rows(rows, fits, cand)
             self.reservations.hold(claim.index, ids)
             return True
         return reserved_failed
@@ -734,19 +779,20 @@ class _Solve(OnExisting):
                 self.topology.record(earlier, newly, decided_late=True)
         claim.templates.append(t)
         claim.requirements = final
-        claim.options = cand
+        claim.narrow(cand)
         claim.requests = need
         claim.pods.append(pod.uid)
         claim.ports.extend(t.host_ports)
-        domains = self._domains(claim, final)
-        self.topology.record(t, domains, final)
+        groups = self.topology.groups_matching(t)
+        if groups or t.pod_anti_affinity:  # else ``record`` has nothing to count
+            self.topology.record(t, self._domains(claim, final), final)
         index = self.index
         index.counted(claim.index, len(claim.pods))
         columns = claim.pool.headroom_columns
-        index.headroom[claim.index] = claim.pool.headroom_net[cand].max(axis=0) - need[columns]
+        index.headroom[claim.index] = claim.headroom_top() - need[columns]
         if not same:
             index.set_domains(claim.index, final)
-        for g in self.topology.groups_matching(t):
+        for g in groups:
             if g.key == labels.HOSTNAME:
                 index.host_counts(id(g))[claim.index] += 1
         index.place(claim.index)
