@@ -448,11 +448,15 @@ class Topology:
         self._groups: dict[tuple[object, ...], Group] = {}
         #: Placed pods' required anti-affinity: (term, owner namespace, domains).
         self._inverse: dict[tuple[PodAffinityTerm, str], set[str]] = {}
-        self._label_reqs: dict[int, Requirements] = {}
-        self._match: dict[tuple[int, int], bool] = {}
-        #: ``groups_matching`` answers by template identity, with the number of groups
-        #: registered when answered (groups are only ever added; a new one recomputes).
-        self._matching: dict[int, tuple[int, tuple[Group, ...]]] = {}
+        #: What matching reads of a template is its namespace and labels, so the answers
+        #: below are kept by those (many templates share them: requests differ).
+        self._label_reqs: dict[tuple[tuple[str, str], ...], Requirements] = {}
+        self._match: dict[tuple[int, str, tuple[tuple[str, str], ...]], bool] = {}
+        #: ``groups_matching`` answers, with the number of groups registered when answered
+        #: (groups are only ever added; a new one recomputes).
+        self._matching: dict[
+            tuple[str, tuple[tuple[str, str], ...]], tuple[int, tuple[Group, ...]]
+        ] = {}
 
     # -- groups ------------------------------------------------------------------------
 
@@ -497,15 +501,15 @@ class Topology:
                 self.affinity_group(t, term, ANTI)
 
     def _labels_of(self, t: PodTemplate) -> Requirements:
-        found = self._label_reqs.get(id(t))
+        found = self._label_reqs.get(t.labels)
         if found is None:
             found = Requirements.from_label_items(tuple(sorted(t.labels)))
-            self._label_reqs[id(t)] = found
+            self._label_reqs[t.labels] = found
         return found
 
     def matches(self, g: Group, t: PodTemplate) -> bool:
         """``t``'s pods count in ``g``."""
-        key = (id(g), id(t))
+        key = (id(g), t.namespace, t.labels)
         found = self._match.get(key)
         if found is None:
             found = g.selects(t.namespace, self._labels_of(t))
@@ -583,15 +587,17 @@ class Topology:
                 )
 
     def groups_matching(self, t: PodTemplate) -> tuple[Group, ...]:
-        """Groups that count ``t``'s pods, in registration order (remembered per template
-        until a group is added: every placement and attempt of its pods reads them)."""
+        """Groups that count ``t``'s pods, in registration order (remembered per namespace
+        and labels until a group is added: every placement and attempt of its pods reads
+        them)."""
         n = len(self._groups)
         if n == 0:
             return ()
-        found = self._matching.get(id(t))
+        key = (t.namespace, t.labels)
+        found = self._matching.get(key)
         if found is None or found[0] != n:
             found = (n, tuple(g for g in self._groups.values() if self.matches(g, t)))
-            self._matching[id(t)] = found
+            self._matching[key] = found
         return found[1]
 
     # -- checking ----------------------------------------------------------------------
