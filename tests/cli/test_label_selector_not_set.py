@@ -114,12 +114,29 @@ def test_a_preference_without_label_selector_has_no_effect(tmp_path: Path):
     ids=["spread-matchLabelKeys", "anti-affinity-mismatchLabelKeys"],
 )
 def test_label_keys_without_label_selector_are_refused(tmp_path: Path, spec_extra, field):
+    _refused(tmp_path, spec_extra, field, "labelSelector is not set")
+
+
+def test_a_key_in_both_label_key_lists_is_refused(tmp_path: Path):
+    term = (
+        "  affinity:\n    podAntiAffinity:\n"
+        "      requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "        - topologyKey: kubernetes.io/hostname\n"
+        "          labelSelector: {matchLabels: {team: a}}\n"
+        "          matchLabelKeys: [app]\n"
+        "          mismatchLabelKeys: [app]\n"
+    )
+    field = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+    _refused(tmp_path, term, f"{field}.matchLabelKeys", "exists in both")
+
+
+def _refused(tmp_path: Path, spec_extra: str, field: str, why: str) -> None:
     path = tmp_path / "m.yaml"
     path.write_text(POOL + _pods("s", 1, "{app: w}", spec_extra))
     result = runner.invoke(app, ["plan", "-f", str(path)])
     assert result.exit_code == 2
     message = " ".join(result.output.split())
-    assert field in message and "labelSelector is not set" in message
+    assert field in message and why in message
 
 
 def test_mismatch_label_keys_exclude_the_pods_own_value(tmp_path: Path):

@@ -281,6 +281,12 @@ def _affinity_term(
     if t.labelSelector is None:
         _no_keys_without_selector(t.matchLabelKeys, t.mismatchLabelKeys, field)
         return None
+    both = sorted(set(t.matchLabelKeys) & set(t.mismatchLabelKeys))
+    if both:  # Kubernetes validateMatchLabelKeysAndMismatchLabelKeys refuses it
+        raise InputError(
+            f"{both[0]!r} exists in both matchLabelKeys and mismatchLabelKeys",
+            field=f"{field}.matchLabelKeys",
+        )
     sel = label_selector(t.labelSelector, f"{field}.labelSelector")
     sel = sel.add(*[Requirement.in_(k, pod_labels[k]) for k in t.matchLabelKeys if k in pod_labels])
     sel = sel.add(
