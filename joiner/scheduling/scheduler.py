@@ -41,6 +41,7 @@ pod reads only the NodeClaims whose domains and hostname-group counts admit it, 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
@@ -97,6 +98,10 @@ from joiner.scheduling.types import (
 )
 
 _EMPTY = Requirements()
+
+#: Up to this many NodeClaims in a solve, candidates are chosen in plain Python
+#: (``_Solve._few_claims``), past it with numpy (``_masked_claims``).
+_FEW_CLAIMS = 24
 
 #: A pod's preferences, terms and constraints for a try (``_Solve._first_try``).
 FirstTry = tuple[_Prefs, list[Requirements], Active]
@@ -415,12 +420,53 @@ class _Solve(OnExisting):
                 yield i
             else:
                 return
+        if not tried and self.index.n <= _FEW_CLAIMS and self._default_claim_order():
+            yield from self._few_claims(attempt, summary, dead)
+            return
         candidates = self._masked_claims(attempt, summary, dead)
         if candidates.size == 0:
             return
         for i in self._claim_order(attempt, candidates).tolist():
             if i not in tried:
                 yield i
+
+    def _few_claims(self, attempt: _Attempt, summary: Summary, dead: BoolArray) -> list[int]:
+        """``_masked_claims`` in ``_claim_order`` (the default one), in plain Python for a
+        solve of at most ``_FEW_CLAIMS`` NodeClaims, where a dozen numpy calls on arrays of
+        a few entries cost more than the loop: not ``dead``, with headroom, within the
+        per-host limits, on allowed and not forbidden domains (or undecided); fewest pods
+        first, then ``index.tie``, then index."""
+        index = self.index
+        n = index.n
+        need = self._need_tuple(attempt.pod.template)
+        gone = dead[:n].tolist()
+        room = index.headroom[:n].tolist()
+        keep = [i for i in range(n) if not gone[i] and all(map(operator.ge, room[i], need))]
+        if keep and not summary.trivial:
+            keep = self._few_by_topology(keep, summary, n)
+        if len(keep) > 1:
+            pods, tie = index.pods[:n].tolist(), index.tie[:n].tolist()
+            keep.sort(key=lambda i: (pods[i], tie[i]))
+        return keep
+
+    def _few_by_topology(self, keep: list[int], summary: Summary, n: int) -> list[int]:
+        """Those of ``keep`` that ``summary``'s filters admit (``_topology_mask``)."""
+        index = self.index
+        for g, limit, _low in summary.host_max:
+            counts = index.host_counts(id(g))[:n].tolist()
+            keep = [i for i in keep if counts[i] <= limit]
+        for key, allowed in summary.allowed.items():
+            if allowed is None or key not in index.codes:
+                continue
+            ok = {-1, *index.codes_of(key, allowed)}
+            codes = index.codes[key][:n].tolist()
+            keep = [i for i in keep if codes[i] in ok]
+        for key in index.codes:
+            bad = set(index.codes_of(key, summary.forbidden_on(key)))
+            if bad:
+                codes = index.codes[key][:n].tolist()
+                keep = [i for i in keep if codes[i] not in bad]
+        return keep
 
     def _class_filter(self, summary: Summary) -> ClassFilter | None:
         """``summary``'s topology filters as ``index.order`` reads them; None when it

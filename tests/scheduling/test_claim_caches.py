@@ -1,8 +1,9 @@
 """What a solve keeps between the pods it places: each NodeClaim's option rows and
 headroom maximum (``_Claim.net_rows``, ``headroom_top``), the first try of a template
 without preferences (``_Solve._first_try``), each template's request vector, and the
-column-by-column fit (``pool.rows_fit``). Each gives the answer of the plain computation:
-the same plan, pod by pod, and the same caches as computed afresh."""
+column-by-column fit (``pool.rows_fit``); and the plain-Python choice of candidates in a
+small solve (``_Solve._few_claims``). Each gives the answer of the plain computation: the
+same plan, pod by pod, and the same caches as computed afresh."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from joiner.scheduling import placement as placement_module
 from joiner.scheduling import scheduler as scheduler_module
 from joiner.scheduling.pool import rows_fit
 from joiner.testing.builders import GIB, make_instance_type, make_nodepool, make_pod_template
+from tests.scheduling.test_code_tables import _input as code_tables_input
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -98,3 +100,25 @@ def test_kept_answers_equal_the_plain_computation(seed: int, monkeypatch: pytest
     with monkeypatch.context() as m:
         _plain(m)
         assert Scheduler().solve(inp) == kept
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_few_claims_in_python_equal_the_numpy_filter(seed: int, monkeypatch: pytest.MonkeyPatch):
+    """A small solve chooses candidates in Python; with ``_FEW_CLAIMS`` 0 it takes the numpy
+    filter and order instead: the same plan, on pods with spread, affinity and
+    anti-affinity (``test_code_tables``) and on plain ones."""
+    calls = [0]
+    few_claims = scheduler_module._Solve._few_claims
+
+    def counted(self, attempt, summary, dead):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        return few_claims(self, attempt, summary, dead)
+
+    for inp in (_input(seed), code_tables_input(seed)):
+        with monkeypatch.context() as m:
+            m.setattr(scheduler_module._Solve, "_few_claims", counted)
+            few = Scheduler().solve(inp)
+        with monkeypatch.context() as m:
+            m.setattr(scheduler_module, "_FEW_CLAIMS", 0)
+            assert Scheduler().solve(inp) == few
+    assert calls[0] > 0

@@ -78,6 +78,8 @@ def test_solve_with_kept_tables_equals_fresh_tables(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     inp = _input(seed)
+    # The numpy filter (``_masked_claims``), not the plain-Python one of a small solve.
+    monkeypatch.setattr(scheduler_module, "_FEW_CLAIMS", 0)
     kept = Scheduler().solve(inp)
     calls = [0]
 
