@@ -49,10 +49,10 @@ class _Claim:
     #: The placeholder hostname its pods' hostname topology counts them under (built once:
     #: every attempt on the NodeClaim reads it).
     hostname: str = field(init=False)
-    #: ``pool.headroom_net`` at its largest over ``options``, while ``top_of`` is
-    #: ``options`` (``headroom_top``): what the headroom index is kept from.
-    top: IntArray | None = None
-    top_of: IntArray | None = None
+    #: ``pool.headroom_net`` at its largest over ``options`` (``headroom_top``), kept
+    #: while ``tops_of`` is ``options``: what the headroom index is kept from.
+    tops: _Tops | None = None
+    tops_of: IntArray | None = None
     #: ``pool.net[options]`` while ``rows_of`` is ``options`` (``net_rows``).
     rows: IntArray | None = None
     rows_of: IntArray | None = None
@@ -68,26 +68,71 @@ class _Claim:
             self.rows_of = self.options
         return self.rows
 
-    def narrow_rows(self, rows: IntArray, fits: BoolArray, options: IntArray) -> None:
-        """Keep ``rows[fits]`` as the rows of ``options`` (the options ``fits`` keeps of
-        the ones ``rows`` were taken for), so the next ``net_rows`` needs no gather."""
-        self.rows = rows if options.size == rows.shape[0] else rows[fits]
+    def narrow_to(
+        self, rows: IntArray, fits: BoolArray, matching: IntArray, options: IntArray
+    ) -> None:
+        """Take ``options``: the rows of ``matching`` (a subset of the options, ``rows``
+        their ``pool.net`` rows) that ``fits`` keeps. Their rows are kept, so the next
+        ``net_rows`` needs no gather, and, where ``matching`` is the options themselves,
+        their headroom maximum follows the options dropped instead of being taken again."""
+        same = options.size == rows.shape[0]
+        self.rows = rows if same else rows[fits]
         self.rows_of = options
+        tops = self.tops
+        if tops is not None and self.tops_of is self.options and matching is self.options:
+            if not same:
+                tops.remove(matching[~fits].tolist())
+            self.tops_of = options
+        self.options = options
 
     def narrow(self, options: IntArray) -> None:
-        """Take ``options``, a subset of the current ones; a subset of the same size is the
-        same set, whose ``headroom_top`` is kept."""
-        if self.top_of is self.options and options.size == self.options.size:
-            self.top_of = options
+        """Take ``options``, a subset of the current ones (a no-op after ``narrow_to``)."""
         self.options = options
 
     def headroom_top(self) -> IntArray:
         """``pool.headroom_net[options].max(axis=0)``, taken again only when the options
-        changed."""
-        if self.top is None or self.top_of is not self.options:
-            self.top = self.pool.headroom_net[self.options].max(axis=0)
-            self.top_of = self.options
-        return self.top
+        changed otherwise than through ``narrow_to``."""
+        if self.tops is None or self.tops_of is not self.options:
+            self.tops = _Tops(self.pool.headroom_net, self.options)
+            self.tops_of = self.options
+        return self.tops.top
+
+
+class _Tops:
+    """The largest value of each column of ``net`` over a shrinking set of rows: per
+    column, the rows in descending order of it and the first one still in the set. Rows
+    leave from the small end as a NodeClaim fills (its largest types stay longest), so
+    the maximum rarely moves and is not taken again over every row that is left."""
+
+    __slots__ = ("alive", "at", "order", "top", "values")
+
+    def __init__(self, net: IntArray, rows: IntArray) -> None:
+        part = net[rows]
+        self.alive = set(rows.tolist())
+        self.order: list[list[int]] = []
+        self.values: list[list[int]] = []
+        for c in range(part.shape[1]):
+            by = np.argsort(-part[:, c], kind="stable")
+            self.order.append(rows[by].tolist())
+            self.values.append(part[by, c].tolist())
+        self.at = [0] * part.shape[1]
+        self.top: IntArray = part.max(axis=0)
+
+    def remove(self, gone: list[int]) -> None:
+        """Rows ``gone`` leave the set (at least one row stays)."""
+        self.alive.difference_update(gone)
+        moved = False
+        for c, order in enumerate(self.order):
+            j = self.at[c]
+            while order[j] not in self.alive:
+                j += 1
+            if j != self.at[c]:
+                self.at[c] = j
+                moved = True
+        if moved:
+            self.top = np.array(
+                [values[j] for values, j in zip(self.values, self.at, strict=True)], dtype=np.int64
+            )
 
 
 @dataclass(slots=True)

@@ -754,8 +754,8 @@ class _Solve(OnExisting):
                 self._reserved_failed = True
                 reserved_failed = False
                 continue
+            claim.narrow_to(rows, fits, matching, cand)
             self._commit(claim, attempt.pod, final, cand, need)
-            claim.narrow_rows(rows, fits, cand)
             self.reservations.hold(claim.index, ids)
             return True
         return reserved_failed
