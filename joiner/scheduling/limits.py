@@ -12,6 +12,8 @@ are dropped
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from joiner.api import quantity
@@ -25,16 +27,26 @@ def min_values_short(
     """Why ``options`` (indices into ``pool.types``) break a ``minValues`` of ``reqs`` under
     ``policy`` (``Strict``), or None when they keep every one (or the policy is
     ``BestEffort``)."""
-    for key, r in reqs.items():
-        if r.min_values is None:
-            continue
+    for key, least in _min_values(reqs):
         distinct = int(pool.values_matrix(key)[options].any(axis=0).sum())
-        if distinct < r.min_values and policy == "Strict":
+        if distinct < least and policy == "Strict":
             return (
                 f"only {distinct} distinct {key} values remain among the instance types "
-                f"that fit, below minValues {r.min_values}"
+                f"that fit, below minValues {least}"
             )
     return None
+
+
+def _min_values(reqs: Requirements) -> tuple[tuple[str, int], ...]:
+    """``(key, minValues)`` of each requirement of ``reqs`` that sets one, kept in the
+    set's memo (it is read for every pod a NodeClaim takes)."""
+    memo = reqs.memo()
+    found = memo.get(("min_values",))
+    if found is None:
+        found = memo[("min_values",)] = tuple(
+            (key, r.min_values) for key, r in reqs.items() if r.min_values is not None
+        )
+    return cast("tuple[tuple[str, int], ...]", found)
 
 
 def within_limits(pool: PreparedPool) -> IntArray:

@@ -55,6 +55,12 @@ def _offered(types: Sequence[InstanceType]) -> bool:
     return found
 
 
+def offered(types: Sequence[InstanceType]) -> bool:
+    """True when some type of ``types`` has a reserved offering: otherwise ``choose``
+    holds nothing for a NodeClaim of them and may be left out (``_offered``)."""
+    return _offered(types)
+
+
 class Reservations:
     """The solve's reservation holders (module docstring). Claims are solve indices.
 

@@ -52,6 +52,7 @@ from joiner.api import labels
 from joiner.api.objects import (
     PREFER_NO_SCHEDULE,
     PodTemplate,
+    Taint,
 )
 from joiner.api.requirements import Requirement, Requirements
 from joiner.cloudprovider.types import InstanceType
@@ -77,7 +78,7 @@ from joiner.scheduling.placement import (
     order_by_weight,
 )
 from joiner.scheduling.pool import HEADROOM, IntArray, PreparedPool, prepare, rows_fit
-from joiner.scheduling.reservations import Reservations
+from joiner.scheduling.reservations import Reservations, offered
 from joiner.scheduling.room import BoolArray, FreeRoom
 from joiner.scheduling.stop import StopCheck, Stopped
 from joiner.scheduling.topology import (
@@ -229,6 +230,8 @@ class _Solve(OnExisting):
         self._merged: dict[tuple[Requirements, Requirements], Requirements] = {}
         #: The shared first try of each template without preferences (``_first_try``).
         self._first: dict[tuple[int, tuple[Requirements, ...], bool], FirstTry] = {}
+        #: Each (pool, template, PreferNoSchedule tolerated)'s blocking taint, if any.
+        self._taints: dict[tuple[int, int, bool], Taint | None] = {}
         #: Each (pool, template)'s requests as the pool counts them (``_claim_vector``).
         self._claim_vectors: dict[tuple[int, int], IntArray | None] = {}
         self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
@@ -684,7 +687,12 @@ class _Solve(OnExisting):
         resource no instance type offers."""
         t = attempt.pod.template
         pool = claim.pool
-        taint = _blocking_taint(t, pool.taints, attempt.prefs.tolerate_pns)
+        tolerate = attempt.prefs.tolerate_pns
+        key_t = (id(pool), id(t), tolerate)  # both live for the whole solve
+        if key_t in self._taints:
+            taint = self._taints[key_t]
+        else:
+            taint = self._taints[key_t] = _blocking_taint(t, pool.taints, tolerate)
         if taint is not None:
             attempt.reasons.append(f"NodePool {pool.name}: the pod does not tolerate taint {taint}")
             return None
@@ -748,7 +756,12 @@ class _Solve(OnExisting):
             if short is not None:
                 reasons.append(f"NodePool {pool.name}: {short}")
                 continue
-            ids, why = self.reservations.choose(claim.index, pool.types, cand, final)
+            reserved = offered(pool.types)  # else no NodeClaim of the pool holds any
+            ids, why = (
+                self.reservations.choose(claim.index, pool.types, cand, final)
+                if reserved
+                else (frozenset(), None)
+            )
             if why is not None:
                 reasons.append(f"NodePool {pool.name}: {why}")
                 self._reserved_failed = True
@@ -756,7 +769,8 @@ class _Solve(OnExisting):
                 continue
             claim.narrow_to(rows, fits, matching, cand)
             self._commit(claim, attempt.pod, final, cand, need)
-            self.reservations.hold(claim.index, ids)
+            if reserved:
+                self.reservations.hold(claim.index, ids)
             return True
         return reserved_failed
 
