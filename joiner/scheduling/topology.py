@@ -451,6 +451,8 @@ class Topology:
         #: What matching reads of a template is its namespace and labels, so the answers
         #: below are kept by those (many templates share them: requests differ).
         self._label_reqs: dict[tuple[tuple[str, str], ...], Requirements] = {}
+        #: The summary of each constraint set with nothing in force (``summarize``).
+        self._trivial: dict[int, Summary] = {}
         self._match: dict[tuple[int, str, tuple[tuple[str, str], ...]], bool] = {}
         #: ``groups_matching`` answers, with the number of groups registered when answered
         #: (groups are only ever added; a new one recomputes).
@@ -604,10 +606,15 @@ class Topology:
 
     def summarize(self, t: PodTemplate, active: Active, pod_reqs: Requirements) -> Summary:
         """What ``t``'s constraints allow, independent of the target (computed once per
-        attempt, then applied to many targets)."""
-        summary = Summary(active)
+        attempt, then applied to many targets). Where nothing applies (no constraint in
+        force, no placed pod's anti-affinity) the summary is the same for every pod of
+        ``active`` and is shared."""
         if active.empty() and not self._inverse:
-            return summary
+            found = self._trivial.get(id(active))
+            if found is None or found.active is not active:
+                found = self._trivial[id(active)] = Summary(active)
+            return found
+        summary = Summary(active)
         labels_t = self._labels_of(t)
         for c in active.spread:
             g = self.spread_group(t, c)
