@@ -53,6 +53,13 @@ class _Claim:
     #: while ``tops_of`` is ``options``: what the headroom index is kept from.
     tops: _Tops | None = None
     tops_of: IntArray | None = None
+    #: The maximum taken plainly (``headroom_top``) while ``top_of`` is ``options``, and
+    #: how many times it was: a NodeClaim whose options narrowed more than twice gets
+    #: ``tops`` (building it costs more than a few plain maxima; most NodeClaims of a
+    #: hostname-spread solve never narrow).
+    top: IntArray | None = None
+    top_of: IntArray | None = None
+    taken: int = 0
     #: ``pool.net[options]`` while ``rows_of`` is ``options`` (``net_rows``).
     rows: IntArray | None = None
     rows_of: IntArray | None = None
@@ -83,6 +90,8 @@ class _Claim:
             if not same:
                 tops.remove(matching[~fits].tolist())
             self.tops_of = options
+        if same and self.top_of is self.options:
+            self.top_of = options
         self.options = options
 
     def narrow(self, options: IntArray) -> None:
@@ -90,12 +99,20 @@ class _Claim:
         self.options = options
 
     def headroom_top(self) -> IntArray:
-        """``pool.headroom_net[options].max(axis=0)``, taken again only when the options
-        changed otherwise than through ``narrow_to``."""
-        if self.tops is None or self.tops_of is not self.options:
+        """``pool.headroom_net[options].max(axis=0)``: taken plainly the first two times
+        the options change, then followed through ``narrow_to`` by ``_Tops``."""
+        if self.tops is not None and self.tops_of is self.options:
+            return self.tops.top
+        if self.top is not None and self.top_of is self.options:
+            return self.top
+        self.taken += 1
+        if self.taken > 2:
             self.tops = _Tops(self.pool.headroom_net, self.options)
             self.tops_of = self.options
-        return self.tops.top
+            return self.tops.top
+        self.top = self.pool.headroom_net[self.options].max(axis=0)
+        self.top_of = self.options
+        return self.top
 
 
 class _Tops:
