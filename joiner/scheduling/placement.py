@@ -94,10 +94,6 @@ class _Claim:
             self.top_of = options
         self.options = options
 
-    def narrow(self, options: IntArray) -> None:
-        """Take ``options``, a subset of the current ones (a no-op after ``narrow_to``)."""
-        self.options = options
-
     def headroom_top(self) -> IntArray:
         """``pool.headroom_net[options].max(axis=0)``: taken plainly the first two times
         the options change, then followed through ``narrow_to`` by ``_Tops``."""

@@ -43,8 +43,9 @@ _OFFERED: dict[int, tuple[Sequence[InstanceType], bool]] = {}
 _OFFERED_MAX = 4096
 
 
-def _offered(types: Sequence[InstanceType]) -> bool:
-    """True when some type of ``types`` has a reserved offering (available or not)."""
+def offered(types: Sequence[InstanceType]) -> bool:
+    """True when some type of ``types`` has a reserved offering (available or not):
+    otherwise ``Reservations.choose`` holds nothing for a NodeClaim of them."""
     hit = _OFFERED.get(id(types))
     if hit is not None and hit[0] is types:
         return hit[1]
@@ -55,16 +56,10 @@ def _offered(types: Sequence[InstanceType]) -> bool:
     return found
 
 
-def offered(types: Sequence[InstanceType]) -> bool:
-    """True when some type of ``types`` has a reserved offering: otherwise ``choose``
-    holds nothing for a NodeClaim of them and may be left out (``_offered``)."""
-    return _offered(types)
-
-
 class Reservations:
     """The solve's reservation holders (module docstring). Claims are solve indices.
 
-    ``choose`` memoises per type list (``_offered``): the lists it is given must never
+    ``choose`` memoises per type list (``offered``): the lists it is given must never
     change (a prepared pool's never does)."""
 
     def __init__(self) -> None:
@@ -78,7 +73,7 @@ class Reservations:
         """The reservation ids ``claim`` would hold with instance-type ``options`` (indices
         into ``types``) under ``reqs``, and why the pod cannot join (None when it can)."""
         held = self._held.get(claim, frozenset())
-        if not _offered(types):
+        if not offered(types):
             return frozenset(), None
         compatible: list[Offering] = [
             o

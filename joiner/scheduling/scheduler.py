@@ -232,8 +232,8 @@ class _Solve(OnExisting):
         self._first: dict[tuple[int, tuple[Requirements, ...], bool], FirstTry] = {}
         #: Each (pool, template, PreferNoSchedule tolerated)'s blocking taint, if any.
         self._taints: dict[tuple[int, int, bool], Taint | None] = {}
-        #: Each (pool, template)'s requests as the pool counts them (``_claim_vector``).
-        self._claim_vectors: dict[tuple[int, int], IntArray | None] = {}
+        #: Each (pool, template)'s requests as the pool counts them (``_pool_vector``).
+        self._vectors: dict[tuple[int, int], IntArray | None] = {}
         self._narrowed: dict[tuple[Requirements, tuple[Requirement, ...]], Requirements] = {}
         #: (existing node id, template id, relaxation step, whether PreferNoSchedule is
         #: tolerated, volume terms) -> the first term
@@ -704,16 +704,21 @@ class _Solve(OnExisting):
             )
             attempt.reasons.append(f"NodePool {pool.name}: {what}")
             return None
-        key = (id(pool), id(t))  # both live for the whole solve, so ids are not reused
-        if key in self._claim_vectors:
-            vec = self._claim_vectors[key]
-        else:
-            vec = self._claim_vectors[key] = pool.vector(t.requests)
+        vec = self._pool_vector(pool, t)
         if vec is None:
             missing = sorted(k for k, v in t.requests.items() if v > 0 and k not in pool.resources)
             attempt.reasons.append(
                 f"NodePool {pool.name}: no instance type offers {', '.join(missing)}"
             )
+        return vec
+
+    def _pool_vector(self, pool: PreparedPool, t: PodTemplate) -> IntArray | None:
+        """``pool.vector(t.requests)``, once per pool and template in a solve (both live
+        for the whole solve, so their ids are not reused)."""
+        key = (id(pool), id(t))
+        if key in self._vectors:
+            return self._vectors[key]
+        vec = self._vectors[key] = pool.vector(t.requests)
         return vec
 
     def _fit(
@@ -839,7 +844,7 @@ class _Solve(OnExisting):
                 self.topology.record(earlier, newly, decided_late=True)
         claim.templates.append(t)
         claim.requirements = final
-        claim.narrow(cand)
+        claim.options = cand  # already so after ``_Claim.narrow_to``
         claim.requests = need
         claim.pods.append(pod.uid)
         claim.ports.extend(t.host_ports)

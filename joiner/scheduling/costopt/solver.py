@@ -300,7 +300,6 @@ class _CostSolve(_Solve):
         self._exotic_masks: dict[int, BoolArray | None] = {}
         #: Per NodeClaim index: the NodeClaim, its option count, their largest net allocatable.
         self._top: dict[int, tuple[_Claim, int, IntArray]] = {}
-        self._vectors: dict[tuple[int, int], IntArray | None] = {}
         #: Some class has a hostname per-node cap (then pods are queued round-robin).
         self._capped = False
         #: Planned NodeClaim -> its zone; pod uid -> planned zone (zone-bound pods) and, for
@@ -643,12 +642,6 @@ class _CostSolve(_Solve):
             queue = zones.order(queue, self._spread_of, self._zone_of)
         return queue
 
-    def _vector(self, pi: int, t: PodTemplate) -> IntArray | None:
-        key = (pi, id(t))
-        if key not in self._vectors:
-            self._vectors[key] = self.pools[pi].vector(t.requests)
-        return self._vectors[key]
-
     # -- packing: the scheduler's hooks ----------------------------------------------------
 
     def _try_claims(self, attempt: _Attempt) -> bool:
@@ -724,7 +717,7 @@ class _CostSolve(_Solve):
         planned = self._bin_claim.get(b)
         candidates = candidates[self._claim_column[candidates] == column]
         pi, ti = self._columns[column]
-        vec = self._vector(pi, attempt.pod.template)
+        vec = self._pool_vector(self.pools[pi], attempt.pod.template)
         if vec is None or candidates.size == 0:
             return candidates[:0]
         width = len(vec)
