@@ -145,34 +145,32 @@ def reschedule_cost(pods: list[Pod]) -> float:
     return cost
 
 
-class _Costs:
-    """Eviction costs of one pass, worked out once per pod template (a pod's cost depends
-    on its template only; replicas share one)."""
+#: ``template_eviction_cost`` by template id, with the template (kept so that its id stays
+#: valid; a template never changes, so its cost holds across passes).
+_COSTS: dict[int, tuple[PodTemplate, float]] = {}
+_COSTS_MAX = 1 << 16
 
-    __slots__ = ("_by_template",)
 
-    def __init__(self) -> None:
-        # By ``id``: cheaper than the template's own hash; the template is kept with its
-        # cost so that its id cannot be reused while the pass runs.
-        self._by_template: dict[int, tuple[PodTemplate, float]] = {}
-
-    def of_node(self, on_node: list[Pod]) -> tuple[float, float]:
-        """``(ReschedulingCost of every pod on the node, reschedule cost of its pods that
-        must move)``: the sum of all eviction costs, and 1 plus the positive ones of the
-        pods that are not DaemonSet pods, each added in order as Karpenter does."""
-        total = 0.0
-        moving = PER_NODE_BASE_COST
-        for p in on_node:
-            known = self._by_template.get(id(p.template))
-            if known is not None and known[0] is p.template:
-                cost = known[1]
-            else:
-                cost = eviction_cost(p)
-                self._by_template[id(p.template)] = (p.template, cost)
-            total += cost
-            if not p.daemon and cost > 0.0:
-                moving += cost
-        return total, moving
+def _node_costs(on_node: list[Pod]) -> tuple[float, float]:
+    """``(ReschedulingCost of every pod on the node, reschedule cost of its pods that must
+    move)``: the sum of all eviction costs, and 1 plus the positive ones of the pods that
+    are not DaemonSet pods, each added in order as Karpenter does. A pod's cost depends on
+    its template only (replicas share one), so it is worked out once per template."""
+    total = 0.0
+    moving = PER_NODE_BASE_COST
+    for p in on_node:
+        known = _COSTS.get(id(p.template))
+        if known is not None and known[0] is p.template:
+            cost = known[1]
+        else:
+            cost = eviction_cost(p)
+            if len(_COSTS) >= _COSTS_MAX:
+                _COSTS.clear()
+            _COSTS[id(p.template)] = (p.template, cost)
+        total += cost
+        if not p.daemon and cost > 0.0:
+            moving += cost
+    return total, moving
 
 
 def lifetime_remaining(claim: NodeClaim, pool: NodePool, now_s: float) -> float:
@@ -247,7 +245,6 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
     out: list[Candidate] = []
     excluded: dict[str, Verdict] = {}
     pdbs = budgets(state)
-    costs = _Costs()
     for claim in state.live_nodeclaims():
         node = state.node_of_claim(claim)
         if node is None:
@@ -275,7 +272,7 @@ def collect(state: ClusterState, now_s: float, *, elapsed: bool = False) -> Cand
         pods = [p for p in on_node if not p.daemon]
         # Karpenter ``types.go`` ``NewCandidate``: ``ReschedulingCost`` of all the node's
         # pods x ``LifetimeRemaining``, and the reschedule cost of those that move.
-        total, moving = costs.of_node(on_node)
+        total, moving = _node_costs(on_node)
         blocked = _blocker(state, on_node, pods, now_s, pdbs)
         out.append(
             Candidate(

@@ -341,18 +341,17 @@ class Room:
                 and max(t.requests.values(), default=0) < _HUGE
             ):
                 templates[id(t)] = t
-        names = sorted({r for t in templates.values() for r, v in t.requests.items() if v > 0})
-        # A resource a template does not request (or requests zero of) bounds nothing.
-        floor = np.full((len(templates), len(names)), np.iinfo(np.int64).min, dtype=np.int64)
-        for i, t in enumerate(templates.values()):
-            for j, r in enumerate(names):
-                v = t.requests.get(r, 0)
-                if v > 0:
-                    floor[i, j] = v
-        free = np.empty((len(self._available), len(names)), dtype=np.int64)
+        names = tuple(
+            sorted({r for t in templates.values() for r, v in t.requests.items() if v > 0})
+        )
+        floor = np.array([_floor(t, names) for t in templates.values()], dtype=np.int64).reshape(
+            len(templates), len(names)
+        )
+        # One comparison per resource: numpy's reduction along a short last axis costs
+        # more than the comparisons themselves.
+        table: npt.NDArray[np.bool_] = np.ones((len(templates), len(self._available)), dtype=bool)
         for j, r in enumerate(names):
-            free[:, j] = self._free_of(r)
-        table: npt.NDArray[np.bool_] = np.all(free[None, :, :] >= floor[:, None, :], axis=2)
+            table &= self._free_of(r)[None, :] >= floor[:, j, None]
         rows = {key: (t, i) for i, (key, t) in enumerate(templates.items())}
         return rows, table
 
@@ -380,6 +379,27 @@ class Room:
             per_node = np.minimum(self._free_of(r), count * float(high)).astype(np.int64)
             hit = self._rooms[key] = (per_node.tolist(), int(per_node.sum()))
         return hit
+
+
+#: A resource a template does not request (or requests zero of) bounds nothing.
+_NO_FLOOR = int(np.iinfo(np.int64).min)
+#: ``_floor``'s answers by template id: the template (kept so the id stays valid), the
+#: resource names asked for, and the row.
+_FLOORS: dict[int, tuple[PodTemplate, tuple[str, ...], tuple[int, ...]]] = {}
+_FLOORS_MAX = 1 << 16
+
+
+def _floor(t: PodTemplate, names: tuple[str, ...]) -> tuple[int, ...]:
+    """``t``'s positive requests of ``names`` (in that order), ``_NO_FLOOR`` for the others:
+    its row of ``Room._room_table``'s comparison; kept across passes (a template never
+    changes, and passes ask the same names of the same templates)."""
+    hit = _FLOORS.get(id(t))
+    if hit is None or hit[0] is not t or hit[1] != names:
+        row = tuple(v if (v := t.requests.get(r, 0)) > 0 else _NO_FLOOR for r in names)
+        if len(_FLOORS) >= _FLOORS_MAX:
+            _FLOORS.clear()
+        hit = _FLOORS[id(t)] = (t, names, row)
+    return hit[2]
 
 
 def _share(values: list[int] | list[bool], own: list[int]) -> int:

@@ -104,10 +104,31 @@ def _selection(pdbs: list[PodDisruptionBudget]) -> _Selection:
     return _LAST[0]
 
 
+#: ``_tallies``' last answer: the state, its ``change_key``, the budgets it counted for, and
+#: the counts.
+_TALLIED: list[tuple[ClusterState, tuple[int, ...], _Selection, tuple[list[int], list[int]]]] = []
+
+
 def _tallies(state: ClusterState, selection: _Selection) -> tuple[list[int], list[int]]:
     """Per budget in ``state.pdbs`` (same order), how many pods ``_members`` gives it
-    (``expected``) and how many of those ``_healthy`` counts, from one walk over the live
-    pods (each pod's budgets found once per template, each node's readiness once)."""
+    (``expected``) and how many of those ``_healthy`` counts (lists the caller must not
+    change). The last answer serves while the state's ``change_key`` is the same (it moves
+    with every pod bound, terminating or deleted and every node Ready or deleted: all the
+    counts read; with the registries' ``changes``, a pod or node written anew under its name
+    too) and the budgets are the same objects; else ``_count``."""
+    key = (*state.change_key(), state.pods.changes, state.nodes.changes)
+    if _TALLIED:
+        kept, kept_key, kept_selection, counts = _TALLIED[0]
+        if kept is state and kept_key == key and kept_selection is selection:
+            return counts
+    counts = _count(state, selection)
+    _TALLIED[:] = [(state, key, selection, counts)]
+    return counts
+
+
+def _count(state: ClusterState, selection: _Selection) -> tuple[list[int], list[int]]:
+    """``_tallies`` from one walk over the live pods (each pod's budgets found once per
+    template, each node's readiness once)."""
     expected = [0] * len(state.pdbs)
     healthy = [0] * len(state.pdbs)
     if not state.pdbs:
