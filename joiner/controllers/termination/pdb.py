@@ -243,8 +243,9 @@ def blocking(
         # The namespace first: most budgets are another namespace's.
         if pdb.namespace != pod.namespace or not selects(pdb, pod):
             continue
-        left = allowed[i] if allowed is not None else disruptions_allowed(state, pdb)
-        if left < 1:
+        if allowed is None:  # every budget's count from one (kept) walk over the pods
+            allowed = allowed_by_budget(state)
+        if allowed[i] < 1:
             return pdb
     return None
 

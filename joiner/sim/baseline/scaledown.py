@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from joiner.api import quantity
-from joiner.controllers.termination.pdb import disruptions_allowed, selects
+from joiner.controllers.termination.pdb import allowed_by_budget, selects
 from joiner.scheduling import Scheduler, SchedulingInput
 from joiner.sim.baseline.settings import AutoscalerSettings
 from joiner.state.cluster import ClusterState, Node, Pod
@@ -101,8 +101,9 @@ def movable(
         for i, pdb in enumerate(state.pdbs):
             if selects(pdb, p):
                 budgets[i] = budgets.get(i, 0) + 1
+    allowed = allowed_by_budget(state) if budgets else []
     for i, count in budgets.items():
-        if disruptions_allowed(state, state.pdbs[i]) < count:
+        if allowed[i] < count:
             return False
     existing, bound = ready_snapshot(state)
     result = scheduler.solve(
