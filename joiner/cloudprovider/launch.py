@@ -123,13 +123,17 @@ def filter_exotic(candidates: Sequence[Candidate]) -> list[Candidate]:
     GPU types, so it keeps them).
     """
     generic = []
+    last: InstanceType | None = None
+    exotic = False
     for it, o in candidates:
-        hit = _EXOTIC.get(id(it))  # per type, not per offering: a type has a dozen
-        if hit is None or hit[0] is not it:
-            if len(_EXOTIC) >= _EXOTIC_MAX:
-                _EXOTIC.clear()
-            hit = _EXOTIC[id(it)] = (it, is_exotic(it))
-        if not hit[1]:
+        if it is not last:  # a type's offerings come together: one look per run of them
+            hit = _EXOTIC.get(id(it))  # per type, not per offering: a type has a dozen
+            if hit is None or hit[0] is not it:
+                if len(_EXOTIC) >= _EXOTIC_MAX:
+                    _EXOTIC.clear()
+                hit = _EXOTIC[id(it)] = (it, is_exotic(it))
+            last, exotic = it, hit[1]
+        if not exotic:
             generic.append((it, o))
     return generic if generic else list(candidates)
 
