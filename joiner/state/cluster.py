@@ -29,6 +29,41 @@ _pod_revision = 0
 _rereads = 0
 
 
+#: Pods and Nodes whose tracked fields (``_POD_TRACKED``, ``_NODE_TRACKED``, and a pod's
+#: ``template``) were set, oldest first, in any state of this process (``changes_since``):
+#: caches that follow changes read these instead of every object. Cleared, with
+#: ``_journal_epoch`` moved on, when it reaches ``_JOURNAL_MAX`` entries; a reader holding a
+#: mark of an earlier epoch must read everything again.
+_journal: list[Pod | Node] = []
+_journal_epoch = 0
+_JOURNAL_MAX = 1 << 20
+
+
+def _journal_add(obj: Pod | Node) -> None:
+    global _journal_epoch
+    if len(_journal) >= _JOURNAL_MAX:
+        _journal.clear()
+        _journal_epoch += 1
+    _journal.append(obj)
+
+
+def journal_mark() -> tuple[int, int, int]:
+    """Where the change journal stands now: ``(epoch, length, rereads)``, for
+    ``changes_since``."""
+    return _journal_epoch, len(_journal), _rereads
+
+
+def changes_since(mark: tuple[int, int, int]) -> list[Pod | Node] | None:
+    """The pods and nodes (of any state) whose tracked fields or pod template were set
+    since ``mark`` (``journal_mark``), oldest first, possibly repeated; None when that can
+    no longer be told (the journal was cleared since, or an undeletion or a fixed field's
+    change made every cache read everything again): read everything then."""
+    epoch, length, rereads = mark
+    if epoch != _journal_epoch or rereads != _rereads:
+        return None
+    return _journal[length:]
+
+
 def revision() -> int:
     """A number that changes whenever a pod is bound, unbound or deleted, or a node changes
     readiness, deletion or schedulability (any state in this process). Caches and the
@@ -136,8 +171,11 @@ class Pod:
             _note_set(self, name, value)
             object.__setattr__(self, name, value)
             _bump()
+            _journal_add(self)
         else:
             object.__setattr__(self, name, value)
+            if name == "template":
+                _journal_add(self)
 
 
 @dataclass
@@ -246,6 +284,7 @@ class Node:
             _note_set(self, name, value)
             object.__setattr__(self, name, value)
             _bump_nodes()
+            _journal_add(self)
         else:
             object.__setattr__(self, name, value)
 

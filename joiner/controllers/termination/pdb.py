@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from joiner.api.objects import PodDisruptionBudget
 from joiner.api.pods import PodTemplate
 from joiner.api.requirements import Requirements
-from joiner.state.cluster import ClusterState, Pod
+from joiner.state.cluster import ClusterState, Pod, changes_since, journal_mark
 
 
 def _scale(value: int | str, expected: int) -> int:
@@ -104,62 +104,115 @@ def _selection(pdbs: list[PodDisruptionBudget]) -> _Selection:
     return _LAST[0]
 
 
-#: ``_tallies``' last answer: the state, its ``change_key``, the budgets it counted for, and
-#: the counts.
-_TALLIED: list[tuple[ClusterState, tuple[int, ...], _Selection, tuple[list[int], list[int]]]] = []
+class _Kept:
+    """The budgets' counts of one state (``_tallies``), kept up to date from the pods and
+    nodes that changed since they were last asked for (``cluster.changes_since``) instead
+    of walking every pod again: each counted pod's budgets and health are kept, so a
+    changed pod is taken out and counted again, and every pod of a changed node too.
+
+    Built by one walk over the live pods; ``follow`` returns False when the changes cannot be
+    told (the journal was cleared, a pod or node was written anew under its name or taken
+    out of its registry, or a deletion was undone): then the caller builds a new one."""
+
+    __slots__ = (
+        "_mark",
+        "_members",
+        "_nodes_seen",
+        "_pods_seen",
+        "_stamp",
+        "counts",
+        "selection",
+        "state",
+    )
+
+    def __init__(self, state: ClusterState, selection: _Selection) -> None:
+        self.state = state
+        self.selection = selection
+        self._mark = journal_mark()
+        self._pods_seen = len(state.pods.log)
+        self._nodes_seen = len(state.nodes.log)
+        self._stamp = (state.pods.changes, state.nodes.changes)
+        #: Per counted pod (by uid): its budgets, and whether it counted as healthy.
+        self._members: dict[str, tuple[list[int], bool]] = {}
+        self.counts: tuple[list[int], list[int]] = ([0] * len(state.pdbs), [0] * len(state.pdbs))
+        for p in state.live_pods():
+            self._add(p)
+
+    def _add(self, p: Pod) -> None:
+        """Count ``p`` (not when deleted, terminating, a DaemonSet's or selected by no
+        budget: ``_members`` and ``_healthy``), remembering what it added."""
+        if p.deleted_at_s is not None or p.terminating_until_s is not None or p.daemon:
+            return
+        budgets = self.selection.of(p)
+        if not budgets:
+            return
+        node = self.state.nodes.get(p.node_name) if p.node_name else None
+        up = bool(node is not None and node.ready and node.deleted_at_s is None)
+        expected, healthy = self.counts
+        for i in budgets:
+            expected[i] += 1
+            if up:
+                healthy[i] += 1
+        self._members[p.uid] = (budgets, up)
+
+    def _take_out(self, uid: str) -> None:
+        was = self._members.pop(uid, None)
+        if was is None:
+            return
+        expected, healthy = self.counts
+        for i in was[0]:
+            expected[i] -= 1
+            if was[1]:
+                healthy[i] -= 1
+
+    def follow(self) -> bool:
+        """Bring the counts up to date with what changed since the last call (module
+        docstring); False when that cannot be told."""
+        state = self.state
+        changed = changes_since(self._mark)
+        if changed is None or self._stamp != (state.pods.changes, state.nodes.changes):
+            return False
+        self._mark = journal_mark()
+        pods = state.pods
+        again: dict[str, Pod] = {}
+        for k in pods.log[self._pods_seen :]:
+            again[k] = pods[k]
+        self._pods_seen = len(pods.log)
+        nodes = [state.nodes[k] for k in state.nodes.log[self._nodes_seen :]]
+        self._nodes_seen = len(state.nodes.log)
+        for obj in changed:
+            if isinstance(obj, Pod):
+                if pods.get(obj.uid) is obj:
+                    again[obj.uid] = obj
+            elif state.nodes.get(obj.name) is obj:
+                nodes.append(obj)
+        for node in nodes:
+            for p in state.pods_on(node.name):
+                again[p.uid] = p
+        for uid, p in again.items():
+            self._take_out(uid)
+            self._add(p)
+        return True
+
+
+#: ``_tallies``' kept counts (of the last state and budgets asked about).
+_KEPT: list[_Kept] = []
 
 
 def _tallies(state: ClusterState, selection: _Selection) -> tuple[list[int], list[int]]:
     """Per budget in ``state.pdbs`` (same order), how many pods ``_members`` gives it
     (``expected``) and how many of those ``_healthy`` counts (lists the caller must not
-    change). The last answer serves while the state's ``change_key`` is the same (it moves
-    with every pod bound, terminating or deleted and every node Ready or deleted: all the
-    counts read; with the registries' ``changes``, a pod or node written anew under its name
-    too) and the budgets are the same objects; else ``_count``."""
-    key = (*state.change_key(), state.pods.changes, state.nodes.changes)
-    if _TALLIED:
-        kept, kept_key, kept_selection, counts = _TALLIED[0]
-        if kept is state and kept_key == key and kept_selection is selection:
-            return counts
-    counts = _count(state, selection)
-    _TALLIED[:] = [(state, key, selection, counts)]
-    return counts
-
-
-def _count(state: ClusterState, selection: _Selection) -> tuple[list[int], list[int]]:
-    """``_tallies`` from one walk over the live pods (each pod's budgets found once per
-    template, each node's readiness once)."""
-    expected = [0] * len(state.pdbs)
-    healthy = [0] * len(state.pdbs)
+    change): the counts kept for the last state and budgets asked about, brought up to date
+    with what changed since (``_Kept``), else one walk over the pods."""
     if not state.pdbs:
-        return expected, healthy
-    nodes = state.nodes
-    ready: dict[str, bool] = {}
-    seen: dict[int, tuple[PodTemplate, str, list[int]]] = {}
-    for p in state.live_pods():
-        if p.terminating_until_s is not None or p.daemon:
-            continue
-        t = p.template
-        hit = seen.get(id(t))
-        if hit is None or hit[0] is not t or hit[1] != p.namespace:
-            hit = seen[id(t)] = (t, p.namespace, selection.of(p))
-        if not hit[2]:
-            continue
-        name = p.node_name
-        up = False
-        if name:
-            known = ready.get(name)
-            if known is None:
-                node = nodes.get(name)
-                known = ready[name] = bool(
-                    node is not None and node.ready and node.deleted_at_s is None
-                )
-            up = known
-        for i in hit[2]:
-            expected[i] += 1
-            if up:
-                healthy[i] += 1
-    return expected, healthy
+        return [], []
+    if _KEPT:
+        kept = _KEPT[0]
+        if kept.state is state and kept.selection is selection and kept.follow():
+            return kept.counts
+    kept = _Kept(state, selection)
+    _KEPT[:] = [kept]
+    return kept.counts
 
 
 @dataclass
