@@ -31,37 +31,48 @@ _rereads = 0
 
 #: Pods and Nodes whose tracked fields (``_POD_TRACKED``, ``_NODE_TRACKED``, and a pod's
 #: ``template``) were set, oldest first, in any state of this process (``changes_since``):
-#: caches that follow changes read these instead of every object. Cleared, with
-#: ``_journal_epoch`` moved on, when it reaches ``_JOURNAL_MAX`` entries; a reader holding a
-#: mark of an earlier epoch must read everything again.
+#: caches that follow changes read these instead of every object. ``_journal_base`` is the
+#: position of its first entry since the start: entries before a reader's mark are dropped
+#: when it says it is done with them (``journal_forget``), and all of them once the
+#: journal reaches ``_JOURNAL_MAX`` entries, so that it never holds many objects alive; a
+#: reader whose mark is before the base must read everything again.
 _journal: list[Pod | Node] = []
-_journal_epoch = 0
-_JOURNAL_MAX = 1 << 20
+_journal_base = 0
+_JOURNAL_MAX = 1 << 17
 
 
 def _journal_add(obj: Pod | Node) -> None:
-    global _journal_epoch
+    global _journal_base
     if len(_journal) >= _JOURNAL_MAX:
+        _journal_base += len(_journal)
         _journal.clear()
-        _journal_epoch += 1
     _journal.append(obj)
 
 
-def journal_mark() -> tuple[int, int, int]:
-    """Where the change journal stands now: ``(epoch, length, rereads)``, for
-    ``changes_since``."""
-    return _journal_epoch, len(_journal), _rereads
+def journal_mark() -> tuple[int, int]:
+    """Where the change journal stands now, for ``changes_since``: ``(position, rereads)``."""
+    return _journal_base + len(_journal), _rereads
 
 
-def changes_since(mark: tuple[int, int, int]) -> list[Pod | Node] | None:
+def changes_since(mark: tuple[int, int]) -> list[Pod | Node] | None:
     """The pods and nodes (of any state) whose tracked fields or pod template were set
     since ``mark`` (``journal_mark``), oldest first, possibly repeated; None when that can
-    no longer be told (the journal was cleared since, or an undeletion or a fixed field's
+    no longer be told (entries since were dropped, or an undeletion or a fixed field's
     change made every cache read everything again): read everything then."""
-    epoch, length, rereads = mark
-    if epoch != _journal_epoch or rereads != _rereads:
+    position, rereads = mark
+    if position < _journal_base or rereads != _rereads:
         return None
-    return _journal[length:]
+    return _journal[position - _journal_base :]
+
+
+def journal_forget(mark: tuple[int, int]) -> None:
+    """Drop the journal's entries before ``mark``: its reader is done with them (another
+    reader with an earlier mark then reads everything again)."""
+    global _journal_base
+    drop = mark[0] - _journal_base
+    if drop > 0:
+        del _journal[:drop]
+        _journal_base += drop
 
 
 def revision() -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from joiner.api.objects import PodDisruptionBudget
 from joiner.api.pods import PodTemplate
 from joiner.api.requirements import Requirements
-from joiner.state.cluster import ClusterState, Pod, changes_since, journal_mark
+from joiner.state.cluster import ClusterState, Pod, changes_since, journal_forget, journal_mark
 
 
 def _scale(value: int | str, expected: int) -> int:
@@ -111,8 +111,9 @@ class _Kept:
     changed pod is taken out and counted again, and every pod of a changed node too.
 
     Built by one walk over the live pods; ``follow`` returns False when the changes cannot be
-    told (the journal was cleared, a pod or node was written anew under its name or taken
-    out of its registry, or a deletion was undone): then the caller builds a new one."""
+    told (the journal's entries were dropped, a pod or node was written anew under its name
+    or taken out of its registry, or a deletion was undone): then the caller builds a new
+    one. Both tell the journal they are done with what they read (``journal_forget``)."""
 
     __slots__ = (
         "_mark",
@@ -137,6 +138,7 @@ class _Kept:
         self.counts: tuple[list[int], list[int]] = ([0] * len(state.pdbs), [0] * len(state.pdbs))
         for p in state.live_pods():
             self._add(p)
+        journal_forget(self._mark)
 
     def _add(self, p: Pod) -> None:
         """Count ``p`` (not when deleted, terminating, a DaemonSet's or selected by no
@@ -192,6 +194,7 @@ class _Kept:
         for uid, p in again.items():
             self._take_out(uid)
             self._add(p)
+        journal_forget(self._mark)
         return True
 
 
