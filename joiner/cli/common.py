@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import shutil
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -93,6 +94,20 @@ def region_of(m: ManifestSet, region: str | None) -> str:
     if region is not None:
         check_region(region)
     return cluster_region(m, Catalog.load(), region, "--region")
+
+
+def program() -> str:
+    """How to run this Joiner again from the same shell, for a printed next step:
+    ``joiner`` when that name on ``PATH`` is the program running (or it was not started by
+    its ``joiner`` script: ``python -m joiner``, a test), else the path it was started by
+    (``.venv/bin/joiner`` before the virtual environment is activated)."""
+    started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if started is None or started.name != "joiner":
+        return "joiner"
+    found = shutil.which("joiner")
+    if found is not None and Path(found).resolve() == started.resolve():
+        return "joiner"
+    return str(started)
 
 
 def printable(text: str, *, keep_newlines: bool = False) -> str:

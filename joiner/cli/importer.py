@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from joiner.api.errors import InputError
-from joiner.cli.common import ContextOption, Verbose, err, fail, out, printable
+from joiner.cli.common import ContextOption, Verbose, err, fail, out, printable, program
 
 if TYPE_CHECKING:
     from joiner.history.series import HistoryWarnings, QueryRange, SeriesSource
@@ -340,7 +340,7 @@ def _run(
         f"{_start_text(imported.start)}",
         highlight=False,
     )
-    out.print(f"next: joiner simulate {printable(str(path))}", highlight=False)
+    out.print(f"next: {printable(program())} simulate {printable(str(path))}", highlight=False)
 
 
 def _start_text(start: Sequence[Mapping[str, Any]]) -> str:
