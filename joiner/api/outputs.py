@@ -63,6 +63,16 @@ class SummaryCost(_Out):
     currency: str = "USD"
     pricesEstimated: bool = Field(description="Some node's price is estimated (priceNote)")
     priceNote: str = Field(description="Where the estimated prices come from; empty if none")
+    perMonth: float | None = Field(
+        default=None,
+        ge=0,
+        description="USD: total scaled to a 720-hour month (with the as-run record compared)",
+    )
+    vsAsRunPerMonth: float | None = Field(
+        default=None,
+        description="USD per 720-hour month: perMonth less the as-run record's (negative: "
+        "cheaper than what the cluster ran; every policy but as-run, when it is compared)",
+    )
 
 
 class PendingSeconds(_Out):

@@ -16,6 +16,7 @@ from typing import Any
 from joiner.cloudprovider.catalog import Catalog
 from joiner.operator.wiring import RunResult, SimulationRuntime
 from joiner.sim.asrun import AS_RUN, AsRunResult, as_run
+from joiner.sim.report import with_month_figures
 from joiner.sim.scenario import Scenario
 
 
@@ -76,10 +77,12 @@ def run_policies(
     record = None
     if AS_RUN in scenario.policies:
         record = as_run(scenario, catalog or Catalog.load())
-    summaries = {
+    summaries: dict[str, dict[str, Any]] = {
         name: record.summary if name == AS_RUN and record is not None else runs[name].summary
         for name in scenario.policies
     }
+    if record is not None and len(summaries) > 1:
+        summaries = with_month_figures(summaries, AS_RUN)
     top = next((n for n in scenario.policies if n != AS_RUN), scenario.policies[0])
     summary = dict(summaries[top])
     if len(summaries) > 1:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from joiner.api.grouping import plural
 from joiner.api.inputfiles import check_output
 from joiner.sim.pages import figure_png, plot_label, png_data_uri, pyplot, render_page
-from joiner.sim.report import pod_waits
+from joiner.sim.report import HOURS_PER_MONTH, cost_per_month, pod_waits
 from joiner.state.cluster import ClusterState
 
 FloatArray = npt.NDArray[np.float64]
@@ -47,7 +47,6 @@ _COLORS = {
 _CAPACITY_STYLES = (("spot", "-"), ("on-demand", "--"), ("reserved", ":"), ("", "-."))
 
 #: Hours in the month the table's dollars-per-month difference uses (AWS's 720-hour month).
-HOURS_PER_MONTH = 720.0
 
 
 @dataclass(frozen=True)
@@ -350,11 +349,6 @@ def _derived(label: str, s: Mapping[str, Any]) -> bool:
     return label not in _NOT_RECORDED
 
 
-def _per_month(s: Mapping[str, Any]) -> float:
-    """The run's cost scaled to a ``HOURS_PER_MONTH`` month, USD."""
-    return float(s["cost"]["total"]) / float(s["durationSeconds"]) * 3600 * HOURS_PER_MONTH
-
-
 def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
     """The side-by-side table: (metric, one cell per policy). With ``as-run`` compared, the
     cost per month (``HOURS_PER_MONTH`` hours) and each policy's difference from as-run's;
@@ -367,15 +361,15 @@ def comparison_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[st
     monthly: list[tuple[str, list[str]]] = []
     as_run = summaries.get("as-run")
     if as_run is not None:
-        base = _per_month(as_run)
+        base = cost_per_month(as_run)
         monthly = [
             row(
                 f"cost per month (USD, {month})",
-                lambda s: _cost_cell(s, f"{_per_month(s):,.2f}"),
+                lambda s: _cost_cell(s, f"{cost_per_month(s):,.2f}"),
             ),
             row(
                 f"vs as-run per month (USD, {month})",
-                lambda s: "-" if s is as_run else f"{_per_month(s) - base:+,.2f}",
+                lambda s: "-" if s is as_run else f"{cost_per_month(s) - base:+,.2f}",
             ),
         ]
     return [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from joiner.api import timeline as tl
@@ -20,6 +20,34 @@ from joiner.sim.timeline import Entry
 from joiner.state.cluster import ClusterState
 
 SCHEMA_VERSION = "joiner.dev/v1alpha1"
+#: The month the comparison with the as-run record scales costs to, hours (30 days).
+HOURS_PER_MONTH = 720.0
+
+
+def cost_per_month(summary: Mapping[str, Any]) -> float:
+    """The run's cost (``cost.total`` over ``durationSeconds``) scaled to a
+    ``HOURS_PER_MONTH`` month, USD; 0.0 for a run of no duration."""
+    seconds = float(summary["durationSeconds"])
+    if seconds <= 0:
+        return 0.0
+    return float(summary["cost"]["total"]) / seconds * 3600 * HOURS_PER_MONTH
+
+
+def with_month_figures(
+    summaries: Mapping[str, Mapping[str, Any]], base: str
+) -> dict[str, dict[str, Any]]:
+    """Copies of ``summaries`` (one per policy) whose ``cost`` also gives ``perMonth``
+    (``cost_per_month``) and, but for ``base`` (the as-run record), ``vsAsRunPerMonth``:
+    its ``perMonth`` less ``base``'s, USD (negative: cheaper than what the cluster ran)."""
+    reference = cost_per_month(summaries[base])
+    out: dict[str, dict[str, Any]] = {}
+    for name, summary in summaries.items():
+        month = cost_per_month(summary)
+        cost = {**summary["cost"], "perMonth": round(month, 6)}
+        if name != base:
+            cost["vsAsRunPerMonth"] = round(month - reference, 6)
+        out[name] = {**summary, "cost": cost}
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:
