@@ -169,6 +169,9 @@ class FileSource:
         self.warnings = warnings if warnings is not None else HistoryWarnings()
         self._bundle: dict[str, Any] | None = None
         self._queries: dict[str, Any] = {}
+        #: The saved set's step and the step asked, once their difference is counted
+        #: (``_check_index_range``): a query saved at that same step is not counted again.
+        self._set_step_noted: tuple[float, float] | None = None
         if self.path.is_dir():
             index = self.path / INDEX_FILE
             if index.is_file():
@@ -211,9 +214,10 @@ class FileSource:
         return trim(join_chunks(chunks, name, self.warnings), self.window, name, self.warnings)
 
     def _check_step(self, name: str, saved: object, step_s: float) -> None:
-        """Count a query saved (per the index) at another step than ``step_s``."""
+        """Count a query saved (per the index) at another step than ``step_s``, unless the
+        whole saved set's step was already counted with the same two steps."""
         at = saved.get("step_s") if isinstance(saved, dict) else None
-        if isinstance(at, int | float) and at != step_s:
+        if isinstance(at, int | float) and at != step_s and self._set_step_noted != (at, step_s):
             self.warnings.add(
                 "saved step other than asked",
                 f"query {name}: saved every {at:g}s, asked every {step_s:g}s",
@@ -313,6 +317,7 @@ class FileSource:
             )
         step = saved.get("step_s")
         if isinstance(step, int | float) and step != self.window.step_s:
+            self._set_step_noted = (step, self.window.step_s)
             self.warnings.add(
                 "saved step other than asked",
                 f"{index.parent}: saved every {step:g}s, asked every {self.window.step_s:g}s",

@@ -186,6 +186,28 @@ def test_a_range_beyond_the_saved_one_is_an_error_naming_both(tmp_path: Path) ->
     assert "--start and --end within the saved range" in text
 
 
+def test_queries_saved_at_the_sets_step_are_counted_once_with_it(tmp_path: Path) -> None:
+    """The saved set's step differs from the one asked: that is one warning, not one more
+    per query saved at the set's step; a query saved at a third step is still named."""
+    _write(tmp_path / "q.json", NODES)
+    _write(tmp_path / "r.json", NODES)
+    _write(
+        tmp_path / "queries.json",
+        {
+            "range": {"start_s": 900, "end_s": 1400, "step_s": 30},
+            "queries": {
+                "q": {"promql": "q", "files": ["q.json"], "step_s": 30},
+                "r": {"promql": "r", "files": ["r.json"], "step_s": 90},
+            },
+        },
+    )
+    source = FileSource(tmp_path, WINDOW)
+    source.fetch("q", "q")
+    assert source.warnings.count("saved step other than asked") == 1
+    source.fetch("r", "r")
+    assert source.warnings.count("saved step other than asked") == 2
+
+
 def test_index_flags_other_promql_and_another_step(tmp_path: Path) -> None:
     _write(tmp_path / "q.json", NODES)
     _write(
