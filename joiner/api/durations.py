@@ -64,7 +64,7 @@ def parse_seconds(
                 "'Never' is not allowed here; give a duration such as 10m", field=field
             )
         if text.startswith("-") and _GO_DURATION.fullmatch(text[1:]):
-            raise InputError(f"duration {value!r} is negative; give 0 or more", field=field)
+            raise InputError(f"duration {value!r} is negative", field=field)
         if not _GO_DURATION.fullmatch(text):
             raise InputError(
                 f"{value!r} is not a Go duration (examples: 90s, 10m, 6h, 720h, 1h30m; units "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import shlex
 import shutil
 import sys
 from enum import StrEnum
@@ -97,17 +98,19 @@ def region_of(m: ManifestSet, region: str | None) -> str:
 
 
 def program() -> str:
-    """How to run this Joiner again from the same shell, for a printed next step:
-    ``joiner`` when that name on ``PATH`` is the program running (or it was not started by
-    its ``joiner`` script: ``python -m joiner``, a test), else the path it was started by
-    (``.venv/bin/joiner`` before the virtual environment is activated)."""
-    started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if started is None or started.name != "joiner":
+    """How to run this Joiner again from the same shell, for a printed next step (quoted
+    for a POSIX shell): ``joiner`` when it was not started by its ``joiner`` script
+    (``python -m joiner``, a test) or when the name it was started by, looked up on
+    ``PATH``, is the program running; else the path it was started by, as given
+    (``.venv/bin/joiner`` before the virtual environment is activated, ``./joiner``)."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    started = Path(argv0)
+    if not argv0 or "joiner" not in (started.name, started.resolve().name):
         return "joiner"
-    found = shutil.which("joiner")
+    found = shutil.which(started.name)
     if found is not None and Path(found).resolve() == started.resolve():
-        return "joiner"
-    return str(started)
+        return shlex.quote(started.name)
+    return shlex.quote(argv0)
 
 
 def printable(text: str, *, keep_newlines: bool = False) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -340,7 +341,8 @@ def _run(
         f"{_start_text(imported.start)}",
         highlight=False,
     )
-    out.print(f"next: {printable(program())} simulate {printable(str(path))}", highlight=False)
+    next_step = f"{program()} simulate {shlex.quote(str(path))}"
+    out.print(f"next: {printable(next_step)}", highlight=False, soft_wrap=True)
 
 
 def _start_text(start: Sequence[Mapping[str, Any]]) -> str:

@@ -19,6 +19,7 @@ either
 from __future__ import annotations
 
 import json
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -220,7 +221,7 @@ class FileSource:
         if isinstance(at, int | float) and at != step_s and self._set_step_noted != (at, step_s):
             self.warnings.add(
                 "saved step other than asked",
-                f"query {name}: saved every {at:g}s, asked every {step_s:g}s",
+                f"query {name}: saved every {_seconds(at)}, asked every {_seconds(step_s)}",
                 "used the saved samples at their own times",
             )
 
@@ -320,9 +321,15 @@ class FileSource:
             self._set_step_noted = (step, self.window.step_s)
             self.warnings.add(
                 "saved step other than asked",
-                f"{index.parent}: saved every {step:g}s, asked every {self.window.step_s:g}s",
+                f"{index.parent}: saved every {_seconds(step)}, asked every "
+                f"{_seconds(self.window.step_s)}",
                 "used the saved samples at their own times",
             )
+
+
+def _seconds(value: float) -> str:
+    """``value`` seconds as ``300s``, to as many digits as tell two steps apart."""
+    return f"{value:.10g}s"
 
 
 def _rfc3339(unix_s: float) -> str:
@@ -338,7 +345,30 @@ def _read_index(path: Path) -> tuple[dict[str, Any], object]:
     queries = body.get("queries", {})
     if not isinstance(queries, dict):
         raise InputError("expected an object of query names", file=str(path), field="queries")
-    return queries, body.get("range")
+    saved_range = body.get("range")
+    if isinstance(saved_range, dict):
+        _check_saved_step(saved_range, path, "range.step_s")
+    for name, query in queries.items():
+        if isinstance(query, dict):
+            _check_saved_step(query, path, f"queries.{name}.step_s")
+    return queries, saved_range
+
+
+def _check_saved_step(saved: Mapping[str, Any], path: Path, field: str) -> None:
+    """A saved ``step_s``, when given, is a positive finite number of seconds.
+
+    Raises:
+        InputError: it is something else (naming ``path`` and ``field``).
+    """
+    if "step_s" not in saved:
+        return
+    step = saved["step_s"]
+    if isinstance(step, bool) or not isinstance(step, int | float) or not 0 < step < math.inf:
+        raise InputError(
+            f"expected a positive number of seconds, got {json.dumps(step)}",
+            file=str(path),
+            field=field,
+        )
 
 
 def _read_bundle(path: Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from joiner.api.grouping import SHOWN
+from joiner.api.grouping import grouped
 
 __all__ = ["HistoryWarnings", "QueryRange", "Series", "SeriesSource"]
 
@@ -104,7 +104,7 @@ class HistoryWarnings:
     phrase ("scrape gap"), ``subject`` names what it happened to (a series or an object),
     ``assumed`` says what Joiner did about it (the first ``assumed`` given for a kind is
     kept). ``render()`` gives one line per kind in first-seen order:
-    ``"<count> <kind>s (<assumed>): a, b, c and N more"``.
+    ``"<count> <kind>s (<assumed>): a, b, c, d"`` (its short form: ``a, b, c and 1 more``).
     """
 
     def __init__(self) -> None:
@@ -147,16 +147,16 @@ class HistoryWarnings:
                     mine.subjects.append(subject)
 
     def render(self) -> list[str]:
-        """One line per kind: count, what was assumed, up to 3 example subjects."""
-        lines = []
-        for kind, entry in self._kinds.items():
-            shown = entry.subjects[:SHOWN]
-            rest = len(entry.subjects) - len(shown)
-            examples = ", ".join(shown) + (f" and {rest} more" if rest else "")
-            lines.append(
-                f"{entry.count} {_kind_plural(kind, entry.count)} ({entry.assumed}): {examples}"
+        """One line per kind: count, what was assumed, and every subject (a grouped warning:
+        ``grouping.short_form`` names the first ``SHOWN`` and how many more, as the command
+        line prints it without ``-v``)."""
+        return [
+            grouped(
+                f"{entry.count} {_kind_plural(kind, entry.count)} ({entry.assumed})",
+                entry.subjects,
             )
-        return lines
+            for kind, entry in self._kinds.items()
+        ]
 
     def __bool__(self) -> bool:
         return bool(self._kinds)

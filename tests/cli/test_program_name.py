@@ -41,3 +41,23 @@ def test_the_script_on_path_is_named_joiner(tmp_path, monkeypatch) -> None:
 def test_python_m_joiner_and_tests_print_joiner(monkeypatch, argv0: str) -> None:
     monkeypatch.setattr(sys, "argv", [argv0])
     assert program() == "joiner"
+
+
+def test_a_relative_start_keeps_its_dot(tmp_path, monkeypatch) -> None:
+    _script(tmp_path / "joiner")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["./joiner"])
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    assert program() == "./joiner"
+
+
+def test_a_symlink_of_another_name_is_named_by_its_path(tmp_path, monkeypatch) -> None:
+    script = _script(tmp_path / "venv/bin/joiner")
+    link = tmp_path / "dir with space" / "jnr"
+    link.parent.mkdir()
+    link.symlink_to(script)
+    monkeypatch.setattr(sys, "argv", [str(link)])
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    assert program() == f"'{link}'"  # quoted for the shell: the path has a space
+    monkeypatch.setenv("PATH", str(link.parent))
+    assert program() == "jnr"

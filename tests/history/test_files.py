@@ -306,3 +306,36 @@ def test_an_integer_too_long_to_convert_is_malformed_json_not_a_traceback(
     (tmp_path / "all.json").write_text(f'{{"q": {huge}}}')
     with pytest.raises(InputError, match=r"unreadable JSON: .*4300 digits"):
         FileSource(tmp_path / "all.json", WINDOW)
+
+
+@pytest.mark.parametrize("step", [0, -300, "300", None, True, [300], float("nan"), float("inf")])
+@pytest.mark.parametrize("where", ["range", "query"])
+def test_a_saved_step_that_is_not_a_positive_number_is_refused(
+    tmp_path: Path, step: object, where: str
+) -> None:
+    """``step_s`` in the index, for the set or one query, is a positive finite number of
+    seconds; anything else is an error naming the index and the field (a NaN step printed
+    as 'saved every nans' before)."""
+    _write(tmp_path / "q.json", NODES)
+    query: dict[str, object] = {"promql": "q", "files": ["q.json"]}
+    saved_range: dict[str, object] = {"start_s": 900, "end_s": 1400}
+    (saved_range if where == "range" else query)["step_s"] = step
+    (tmp_path / "queries.json").write_text(
+        json.dumps({"range": saved_range, "queries": {"q": query}}), encoding="utf-8"
+    )
+    with pytest.raises(InputError) as raised:
+        FileSource(tmp_path, WINDOW)
+    text = str(raised.value)
+    assert "queries.json" in text
+    assert ("range.step_s" if where == "range" else "queries.q.step_s") in text
+    assert "positive number of seconds" in text
+
+
+def test_steps_a_rounding_would_make_equal_are_told_apart(tmp_path: Path) -> None:
+    _write(tmp_path / "q.json", NODES)
+    _write(
+        tmp_path / "queries.json",
+        {"range": {"start_s": 900, "end_s": 1400, "step_s": 59.9999}, "queries": {}},
+    )
+    source = FileSource(tmp_path, WINDOW)
+    assert "saved every 59.9999s, asked every 60s" in "\n".join(source.warnings.render())

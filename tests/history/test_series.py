@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from joiner.api.grouping import short_form
 from joiner.history.series import HistoryWarnings, QueryRange
 
 
@@ -23,7 +24,13 @@ def test_warnings_group_per_kind_with_count_assumption_and_three_examples() -> N
     assert w.count("scrape gap") == 5
     assert w.subjects("scrape gap") == ["node a", "node b", "node c", "node d"]
     assert w.render() == [
-        "5 scrape gaps (held the last value up to 5m): node a, node b, node c and 1 more",
+        "5 scrape gaps (held the last value up to 5m): node a, node b, node c, node d",
+        "1 counter reset (counted the drop as a restart from 0): pod x",
+    ]
+    # Without -v the command line prints the short form (every subject with -v).
+    assert [short_form(line) for line in w.render()] == [
+        "5 scrape gaps (held the last value up to 5m): node a, node b, node c and 1 more "
+        "(-v lists them all)",
         "1 counter reset (counted the drop as a restart from 0): pod x",
     ]
 
