@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 #: minute per workload; a century of minutes does not fit in memory).
 MAX_RANGE_S = 90 * 86400
 
+#: The coarsest ``--step``: beyond it, nodes and replica changes shorter than a step are
+#: mistimed or missed (a node that ended between two 12-hour samples read as running to the
+#: end of the range).
+MAX_STEP_S = 3600
+
 #: The most evaluation steps of a range (a week at 1s is 604,800; Prometheus is asked in
 #: chunks of 11,000).
 MAX_STEPS = 1_000_000
@@ -55,8 +60,8 @@ def query_range(start: str, end: str, step: str) -> QueryRange:
 
     Raises:
         InputError: a bad time or duration, ``end`` not after ``start``, a range longer
-            than ``MAX_RANGE_S``, a ``step`` under a second, or more than ``MAX_STEPS``
-            steps.
+            than ``MAX_RANGE_S``, a ``step`` under a second or over ``MAX_STEP_S``, or more
+            than ``MAX_STEPS`` steps.
     """
     from joiner.api.durations import parse_required_seconds
     from joiner.history.series import QueryRange
@@ -73,6 +78,13 @@ def query_range(start: str, end: str, step: str) -> QueryRange:
     step_s = parse_required_seconds(step, field="--step")
     if step_s < 1:
         raise InputError(f"--step {step} is under a second; give 1s or more", field="--step")
+    if step_s > MAX_STEP_S:
+        raise InputError(
+            f"--step {step} is coarser than {MAX_STEP_S // 60:g}m: the replay would miss the "
+            "replica changes and the node lives between samples (the default is 60s, the "
+            "scrape interval most clusters use)",
+            field="--step",
+        )
     rng = QueryRange(start_s, end_s, step_s)
     if rng.steps() > MAX_STEPS:
         raise InputError(

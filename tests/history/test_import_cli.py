@@ -111,6 +111,9 @@ def test_unusable_options_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         ),
         ([*files, "--start", START, "--end", "2025-04-06T00:00:01Z"], "import at most 90 days"),
         ([*files, *span, "--step", "1ms"], "is under a second"),
+        # A 12-hour step read a node that ended between two samples as running to the end.
+        ([*files, *span, "--step", "12h"], "--step 12h is coarser than 60m"),
+        ([*files, *span, "--step", "61m"], "is coarser than 60m"),
         (
             [*files, "--start", START, "--end", "2025-02-06T00:00:00Z", "--step", "1s"],
             "steps of the range; at most 1,000,000",
