@@ -148,8 +148,7 @@ class _Kept:
         budgets = self.selection.of(p)
         if not budgets:
             return
-        node = self.state.nodes.get(p.node_name) if p.node_name else None
-        up = bool(node is not None and node.ready and node.deleted_at_s is None)
+        up = _on_ready_node(self.state, p)
         expected, healthy = self.counts
         for i in budgets:
             expected[i] += 1
@@ -237,7 +236,7 @@ class Budgets:
 
 
 def budgets(state: ClusterState) -> Budgets:
-    """The cluster's budgets as they are now, from one walk over its live pods."""
+    """The cluster's budgets as they are now (their counts kept across calls, ``_tallies``)."""
     selection = _selection(state.pdbs)
     expected, healthy = _tallies(state, selection)
     allowed = [
@@ -261,20 +260,16 @@ def _allowed_of(pdb: PodDisruptionBudget, expected: int, healthy: int) -> int:
     return expected  # a budget with neither field blocks nothing
 
 
+def _on_ready_node(state: ClusterState, pod: Pod) -> bool:
+    """``pod`` is bound to a node that is Ready and not deleted."""
+    node = state.nodes.get(pod.node_name) if pod.node_name else None
+    return node is not None and node.ready and node.deleted_at_s is None
+
+
 def _healthy(state: ClusterState, pods: list[Pod]) -> int:
-    count = 0
-    for p in pods:
-        node = state.nodes.get(p.node_name) if p.node_name else None
-        # A terminating pod is not healthy (the disruption controller skips pods with a
-        # deletionTimestamp).
-        if (
-            node is not None
-            and node.ready
-            and node.deleted_at_s is None
-            and p.terminating_until_s is None
-        ):
-            count += 1
-    return count
+    # A terminating pod is not healthy (the disruption controller skips pods with a
+    # deletionTimestamp).
+    return sum(1 for p in pods if p.terminating_until_s is None and _on_ready_node(state, p))
 
 
 def disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
